@@ -1,0 +1,11 @@
+/* The algorithm descriptors the registry (gs_sort.c) lists. Each lives in
+ * its own algo_*.c file. */
+#ifndef GS_ALGOS_H
+#define GS_ALGOS_H
+
+#include "gs_sort.h"
+
+extern const gs_algo gs_algo_host;   /* algo_host.c: host LSD radix sort */
+extern const gs_algo gs_algo_radix;  /* algo_radix.c: OpenCL LSD radix sort */
+
+#endif

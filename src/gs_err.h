@@ -1,0 +1,49 @@
+/* Error codes and the error record every gsortd function fills in.
+ * Functions return 0 or a negative GS_E* code; when they fail they write a
+ * human-readable sentence into a caller-supplied gs_err so the caller (CLI,
+ * daemon, test) can show it without knowing which layer failed. */
+#ifndef GS_ERR_H
+#define GS_ERR_H
+
+#include <stddef.h>
+
+enum {
+    GS_OK = 0,
+    GS_EINVAL = -1,       /* bad argument or request */
+    GS_ENOMEM = -2,       /* host allocation failed */
+    GS_ECL = -3,          /* an OpenCL call failed (cl_code says which) */
+    GS_EIO = -4,          /* file or socket I/O failed */
+    GS_ENODEV = -5,       /* no such device */
+    GS_EBUILD = -6,       /* kernel program failed to build */
+    GS_ECORRUPT = -7,     /* data failed its checksum or format check */
+    GS_ETOOBIG = -8,      /* exceeds a device or configured limit */
+    GS_EUNSUPPORTED = -9, /* parameter set / request the device cannot run */
+    GS_ENOTFOUND = -10,   /* named thing does not exist */
+    GS_EWRONG = -11,      /* a result failed verification */
+};
+
+#define GS_ERR_MSG_MAX 4096
+
+typedef struct gs_err {
+    int code;               /* last GS_E* code set, 0 if none */
+    int cl_code;            /* OpenCL status when code == GS_ECL, else 0 */
+    char msg[GS_ERR_MSG_MAX];
+} gs_err;
+
+/* Clear an error record. */
+void gs_err_clear(gs_err *e);
+
+/* Record a failure and return `code` so callers can write
+ *   return gs_err_set(err, GS_EINVAL, "n must be positive");
+ * `e` may be NULL (the message is dropped). */
+int gs_err_set(gs_err *e, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Prefix the current message with more context ("loading cache: " + msg). */
+int gs_err_prefix(gs_err *e, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Short name of a code: "GS_ENOMEM". */
+const char *gs_strerror(int code);
+
+#endif

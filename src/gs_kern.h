@@ -1,0 +1,28 @@
+/* Kernel sources. The .cl files under kernels/ are embedded into the binary
+ * at build time (tools/embed-kernels writes kernels_gen.c), so an installed
+ * gsortd needs no source path. For development, gs_kern_set_dir makes the
+ * lookups read DIR/NAME.cl instead. */
+#ifndef GS_KERN_H
+#define GS_KERN_H
+
+#include <stddef.h>
+#include "gs_err.h"
+
+typedef struct gs_kern_src {
+    const char *name;   /* file name without .cl: "radix" */
+    const char *text;   /* NUL-terminated source */
+    size_t len;
+} gs_kern_src;
+
+/* The embedded table (generated). */
+extern const gs_kern_src gs_kern_embedded[];
+extern const size_t gs_kern_embedded_count;
+
+/* Use DIR/NAME.cl instead of the embedded copy (NULL: back to embedded). */
+void gs_kern_set_dir(const char *dir);
+const char *gs_kern_get_dir(void);
+
+/* Source of kernel NAME: *text is malloc'ed (caller frees), NUL-terminated. */
+int gs_kern_load(const char *name, char **text, size_t *len, gs_err *err);
+
+#endif

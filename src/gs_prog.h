@@ -1,0 +1,54 @@
+/* Building OpenCL programs for a device, with two caches in front:
+ * an in-memory one per gs_dev (a built cl_program is reused for the same
+ * sources and options) and an on-disk program-binary cache keyed by
+ * platform, device name, driver version, source hash and build options.
+ * A truncated or corrupt cache entry fails its checksum and is rebuilt and
+ * replaced; an unwritable cache directory degrades to building every time,
+ * with one warning. */
+#ifndef GS_PROG_H
+#define GS_PROG_H
+
+#include "gs_dev.h"
+
+typedef struct gs_pcache gs_pcache;
+
+enum gs_prog_origin {
+    GS_PROG_MEMORY = 0,  /* reused from the gs_dev in-memory list */
+    GS_PROG_DISK_HIT,    /* loaded from a valid cache entry */
+    GS_PROG_BUILT,       /* compiled from source (no entry, or no cache) */
+    GS_PROG_REBUILT,     /* an entry existed but was corrupt; rebuilt and replaced */
+};
+
+typedef struct gs_prog_stats {
+    int origin;          /* enum gs_prog_origin */
+    double ms;           /* wall time of the build or load */
+    int stored;          /* 1 if a cache entry was written */
+} gs_prog_stats;
+
+/* Open the on-disk cache in `dir` (NULL: default location: $GSORTD_CACHE_DIR,
+ * else /var/cache/gsortd as root, else $XDG_CACHE_HOME/gsortd, else
+ * ~/.cache/gsortd). Never fails for an unusable directory: the cache is then
+ * disabled and a single warning logged at first use. Fails only for ENOMEM. */
+int gs_pcache_open(gs_pcache **pc, const char *dir, gs_err *err);
+void gs_pcache_close(gs_pcache *pc);
+const char *gs_pcache_dir(const gs_pcache *pc);
+int gs_pcache_enabled(const gs_pcache *pc);   /* 0 once degraded */
+
+/* Build (or fetch) a program for `dev` from the concatenation of the named
+ * kernel sources (NULL-terminated list, e.g. {"keys","radix",NULL}) with
+ * `options` (the -D parameter string). `pc` may be NULL: no disk cache.
+ * The returned program belongs to the device (released by gs_dev_close);
+ * do not release it. A build failure returns GS_EBUILD with the compiler log
+ * in err->msg. `st` may be NULL. Thread-safe per device. */
+int gs_prog_get(gs_dev *dev, gs_pcache *pc, const char *const *sources,
+                const char *options, cl_program *out, gs_prog_stats *st, gs_err *err);
+
+/* Build from explicit source text, bypassing the kernel table (tests, tools).
+ * Same caching behaviour; `label` names the source in messages. */
+int gs_prog_get_text(gs_dev *dev, gs_pcache *pc, const char *label, const char *text,
+                     const char *options, cl_program *out, gs_prog_stats *st, gs_err *err);
+
+/* Drop the device's in-memory programs (so the next get goes to disk). */
+void gs_prog_forget(gs_dev *dev);
+
+#endif

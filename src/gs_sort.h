@@ -1,0 +1,126 @@
+/* The sort request every algorithm serves, the tunable-parameter sets, and
+ * the algorithm registry. The tuner and the daemon only ever go through the
+ * registry: an algorithm is a name, a list of parameters with their legal
+ * values on a device, a stability flag, a pre-launch check and a run
+ * function. */
+#ifndef GS_SORT_H
+#define GS_SORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gs_dev.h"
+#include "gs_prog.h"
+
+typedef enum gs_dtype {
+    GS_DT_U32 = 0, GS_DT_I32, GS_DT_F32, GS_DT_U64, GS_DT_I64, GS_DT_F64,
+    GS_DT_COUNT
+} gs_dtype;
+
+typedef enum gs_payload {
+    GS_PL_NONE = 0,  /* keys only */
+    GS_PL_U32,       /* a u32 value per key, permuted with the keys */
+    GS_PL_U64,       /* a u64 value per key */
+    GS_PL_IDX32,     /* argsort: values[i] := original index, u32 */
+    GS_PL_IDX64,     /* argsort with u64 indices */
+    GS_PL_COUNT
+} gs_payload;
+
+size_t gs_dtype_size(gs_dtype t);          /* 4 or 8 */
+const char *gs_dtype_name(gs_dtype t);     /* "u32", "f64", ... */
+int gs_dtype_parse(const char *s, gs_dtype *out);     /* 0 or GS_EINVAL */
+size_t gs_payload_size(gs_payload p);      /* 0, 4 or 8 */
+const char *gs_payload_name(gs_payload p); /* "none","u32","u64","idx32","idx64" */
+int gs_payload_parse(const char *s, gs_payload *out);
+
+typedef struct gs_sort_req {
+    gs_dtype dtype;
+    gs_payload payload;
+    int descending;      /* 0 ascending, 1 descending; both stable */
+    int stable;          /* caller needs stability (for the planner) */
+    size_t n;
+    void *keys;          /* n keys, sorted in place */
+    void *values;        /* n payload elements (NULL for GS_PL_NONE); for
+                            GS_PL_IDX* an output the algorithm fills */
+} gs_sort_req;
+
+/* Validate shape: pointers present, enums in range, byte sizes not
+ * overflowing size_t. */
+int gs_sort_req_check(const gs_sort_req *r, gs_err *err);
+
+typedef struct gs_sort_stats {
+    double upload_ms;    /* host -> device (profiling events) */
+    double kernel_ms;    /* sum of kernel times (profiling events) */
+    double download_ms;  /* device -> host */
+    double wall_ms;      /* whole run, wall clock */
+    unsigned passes;     /* algorithm-defined (radix: digit passes run) */
+    unsigned passes_skipped;
+} gs_sort_stats;
+
+/* ---- parameter sets ---- */
+#define GS_MAX_PARAMS 8
+#define GS_PARAM_NAME_MAX 32
+
+typedef struct gs_params {
+    int count;
+    struct { char name[GS_PARAM_NAME_MAX]; long value; } p[GS_MAX_PARAMS];
+} gs_params;
+
+void gs_params_clear(gs_params *ps);
+int gs_params_set(gs_params *ps, const char *name, long value);   /* add or replace */
+int gs_params_has(const gs_params *ps, const char *name);
+long gs_params_get(const gs_params *ps, const char *name, long dflt);
+/* "radix_bits=4,wg_size=256" (stable order: insertion order). */
+int gs_params_format(const gs_params *ps, char *buf, size_t len);
+/* Inverse of format; unknown names are accepted here (the algorithm's check
+ * rejects them). */
+int gs_params_parse(const char *s, gs_params *ps, gs_err *err);
+
+typedef struct gs_param_def {
+    const char *name;
+    const char *doc;
+    /* Legal values on this device (NULL info: host), ascending, into out[]
+     * (at most cap); returns how many. */
+    size_t (*values)(const gs_dev_info *info, long *out, size_t cap);
+} gs_param_def;
+
+/* What an algorithm runs with: the device (NULL for host) and the program
+ * cache (may be NULL). */
+typedef struct gs_sort_ctx {
+    gs_dev *dev;
+    gs_pcache *pc;
+} gs_sort_ctx;
+
+typedef struct gs_algo {
+    const char *name;
+    const char *summary;
+    int stable;                       /* equal keys keep input order */
+    int uses_device;                  /* 0: host only */
+    const gs_param_def *params;
+    size_t nparams;
+    /* Untuned defaults for this device (NULL: host). */
+    void (*defaults)(const gs_dev_info *info, gs_params *out);
+    /* Reject, before any launch, a parameter set this device cannot run for
+     * this request (local memory, work-group limits, unknown/missing
+     * parameter, n beyond max allocation). Returns GS_EUNSUPPORTED or
+     * GS_ETOOBIG with the reason, else 0. `dev` NULL for host algorithms. */
+    int (*check)(const gs_dev *dev, const gs_sort_req *req, const gs_params *p, gs_err *err);
+    /* Sort req in place. Must leave req untouched on failure where it can
+     * (device algorithms sort a device copy and write back only on success). */
+    int (*run)(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p,
+               gs_sort_stats *st, gs_err *err);
+} gs_algo;
+
+/* Registry. */
+size_t gs_algo_count(void);
+const gs_algo *gs_algo_at(size_t i);
+const gs_algo *gs_algo_find(const char *name);
+
+/* Check the request, then the parameter set, then run, filling `st`.
+ * Float keys whose NaNs are not all the canonical quiet NaN get their exact
+ * bit patterns restored after the sort (see gs_keys.h). The entry point the
+ * tuner, daemon, tools and tests use. */
+int gs_sort_run(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
+                const gs_params *p, gs_sort_stats *st, gs_err *err);
+
+#endif

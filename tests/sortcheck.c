@@ -1,0 +1,3 @@
+/* STUB */
+#include "config.h"
+#include "sortcheck.h"

@@ -1,0 +1,58 @@
+/* Shared test code for every sort algorithm (issues 3 and 4 use the same
+ * matrix): input generators for each distribution, an independent reference
+ * (qsort on the total order, written without gs_keys), and checks of an
+ * algorithm's output against it. Stable algorithms must match the reference
+ * exactly (keys bit for bit, values/indices too); unstable ones must match
+ * the keys and hold the same (key, value) pairs. */
+#ifndef GS_SORTCHECK_H
+#define GS_SORTCHECK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gs_sort.h"
+
+enum sc_dist {
+    SC_RANDOM = 0, SC_SORTED, SC_REVERSED, SC_EQUAL, SC_FEW16, SC_SAWTOOTH,
+    SC_FSPECIAL,   /* floats only: NaNs (both signs, payloads), +-0, +-inf, denormals mixed in */
+    SC_DIST_COUNT
+};
+
+const char *sc_dist_name(int dist);
+
+/* Fill keys (n elements of dtype t) with distribution `dist`, deterministic in seed. */
+void sc_fill(gs_dtype t, int dist, void *keys, size_t n, uint64_t seed);
+/* Fill u32/u64 values with arbitrary distinct-ish data (so mismatches show). */
+void sc_fill_values(gs_payload p, void *values, size_t n, uint64_t seed);
+
+/* A test case: owns the input copy, the reference result and the buffers the
+ * algorithm sorts. */
+typedef struct sc_case {
+    gs_sort_req req;        /* keys/values point at the work buffers */
+    void *in_keys, *in_vals;   /* original input */
+    void *ref_keys, *ref_vals; /* reference output (stable) */
+} sc_case;
+
+/* Build a case (allocates); returns 0 or -1 on allocation failure. */
+int sc_case_init(sc_case *c, gs_dtype t, gs_payload p, int descending, size_t n,
+                 int dist, uint64_t seed);
+/* Restore the work buffers to the input (to rerun with other parameters). */
+void sc_case_reset(sc_case *c);
+/* Compare the work buffers with the reference. `stable`: exact match needed;
+ * otherwise keys must match and (key,value) pairs be a permutation of the
+ * input's. Writes a description of the first mismatch into why. Returns 1 if
+ * correct. */
+int sc_case_verify(const sc_case *c, int stable, char *why, size_t whylen);
+void sc_case_free(sc_case *c);
+
+/* Run the standard matrix (every dtype x order x payload x n x dist) for one
+ * algorithm and parameter set, emitting one TAP line per (dtype, payload,
+ * order) group with failures described in diagnostics. `sizes`/`nsizes` may
+ * override the issue-3 n list (NULL: the full list). Returns failures. */
+int sc_run_matrix(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p,
+                  const size_t *sizes, size_t nsizes, const char *label);
+
+extern const size_t sc_std_sizes[];
+extern const size_t sc_std_nsizes;
+
+#endif

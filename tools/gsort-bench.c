@@ -1,0 +1,3 @@
+/* STUB */
+#include "config.h"
+int main(void) { return 0; }
