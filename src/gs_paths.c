@@ -1,3 +1,135 @@
-/* STUB */
+/* Default directory resolution and mkdir -p. The environment is read at
+ * each call (not cached) so tests and a daemon reconfigured by its service
+ * manager see the current values. */
 #include "config.h"
 #include "gs_paths.h"
+
+#include <errno.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* A variable counts only when set, non-empty and, for the XDG ones, absolute
+ * (the XDG spec says relative values are to be ignored). */
+static const char *env_dir(const char *name, int need_abs)
+{
+    const char *v = getenv(name);
+    if (!v || !v[0])
+        return NULL;
+    if (need_abs && v[0] != '/')
+        return NULL;
+    return v;
+}
+
+/* $HOME, else the passwd entry (daemons may be started without HOME);
+ * getpwuid_r because worker threads may resolve paths concurrently. */
+static const char *home_dir(char *pwbuf, size_t pwlen)
+{
+    const char *h = env_dir("HOME", 1);
+    if (h)
+        return h;
+    struct passwd pw, *res = NULL;
+    if (getpwuid_r(geteuid(), &pw, pwbuf, pwlen, &res) != 0 || !res)
+        return NULL;
+    return pw.pw_dir && pw.pw_dir[0] == '/' ? pw.pw_dir : NULL;
+}
+
+static int put(char *buf, size_t len, const char *a, const char *b)
+{
+    int n = snprintf(buf, len, "%s%s", a, b);
+    if (n < 0 || (size_t)n >= len) {
+        if (len)
+            buf[0] = '\0';
+        return GS_ETOOBIG;
+    }
+    return 0;
+}
+
+int gs_paths_default(int kind, int as_root, char *buf, size_t len)
+{
+    int cache = kind == GS_PATHS_CACHE;
+    const char *v = env_dir(cache ? "GSORTD_CACHE_DIR" : "GSORTD_DATA_DIR", 0);
+    if (v)
+        return put(buf, len, v, "");
+    if (as_root)
+        return put(buf, len, cache ? "/var/cache/gsortd" : "/var/lib/gsortd", "");
+    v = env_dir(cache ? "XDG_CACHE_HOME" : "XDG_DATA_HOME", 1);
+    if (v)
+        return put(buf, len, v, "/gsortd");
+    char pwbuf[4096];
+    v = home_dir(pwbuf, sizeof pwbuf);
+    if (v)
+        return put(buf, len, v, cache ? "/.cache/gsortd" : "/.local/share/gsortd");
+    if (len)
+        buf[0] = '\0';
+    return GS_ENOTFOUND;
+}
+
+int gs_paths_cache_dir(char *buf, size_t len)
+{
+    return gs_paths_default(GS_PATHS_CACHE, geteuid() == 0, buf, len);
+}
+
+int gs_paths_data_dir(char *buf, size_t len)
+{
+    return gs_paths_default(GS_PATHS_DATA, geteuid() == 0, buf, len);
+}
+
+/* Create one component; EEXIST is fine only if it is a directory. */
+static int mkdir_one(const char *p, mode_t mode)
+{
+    if (mkdir(p, mode) == 0)
+        return 0;
+    int e = errno;
+    struct stat st;
+    if (e == EEXIST) {
+        if (stat(p, &st) == 0 && S_ISDIR(st.st_mode))
+            return 0;
+        e = ENOTDIR;
+    }
+    errno = e;
+    return -1;
+}
+
+int gs_paths_mkdir_p(const char *path, mode_t mode, gs_err *err)
+{
+    if (!path || !path[0])
+        return gs_err_set(err, GS_EINVAL, "mkdir: empty path");
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        if (S_ISDIR(st.st_mode))
+            return 0;
+        errno = ENOTDIR;
+        return gs_err_set(err, GS_EIO, "mkdir %s: %s", path, strerror(ENOTDIR));
+    }
+    char *p = strdup(path);
+    if (!p)
+        return gs_err_set(err, GS_ENOMEM, "mkdir %s: out of memory", path);
+    /* Walk the components left to right; each must exist or be creatable. */
+    for (char *s = p + 1; *s; s++) {
+        if (*s != '/')
+            continue;
+        *s = '\0';
+        int bad = mkdir_one(p, mode);
+        int e = errno;
+        *s = '/';
+        if (bad) {
+            *s = '\0';
+            gs_err_set(err, GS_EIO, "mkdir %s: %s", p, strerror(e));
+            free(p);
+            errno = e;
+            return GS_EIO;
+        }
+    }
+    int rc = 0;
+    if (mkdir_one(p, mode) != 0) {
+        int e = errno;
+        rc = gs_err_set(err, GS_EIO, "mkdir %s: %s", p, strerror(e));
+        errno = e;
+    }
+    free(p);
+    return rc;
+}

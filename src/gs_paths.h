@@ -1,4 +1,34 @@
-/* STUB: default directories (to be written). */
+/* Default locations of gsortd's files: the program-binary cache and the
+ * data directory (future tuning database). An explicit GSORTD_* variable
+ * wins; root gets the system directories (/var/cache, /var/lib); other
+ * users get the XDG base directories, falling back to $HOME. */
 #ifndef GS_PATHS_H
 #define GS_PATHS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "gs_err.h"
+
+enum gs_paths_kind { GS_PATHS_CACHE = 0, GS_PATHS_DATA };
+
+/* Resolve the default directory of `kind` as root (as_root != 0) or as a
+ * normal user, into buf. Returns 0, GS_ENOTFOUND when no location can be
+ * determined (no usable variable and no home directory), GS_ETOOBIG when
+ * it does not fit in len. Exposed with as_root so tests can cover both. */
+int gs_paths_default(int kind, int as_root, char *buf, size_t len);
+
+/* $GSORTD_CACHE_DIR, else /var/cache/gsortd when euid is 0, else
+ * $XDG_CACHE_HOME/gsortd, else $HOME/.cache/gsortd. Same returns. */
+int gs_paths_cache_dir(char *buf, size_t len);
+/* $GSORTD_DATA_DIR, else /var/lib/gsortd when euid is 0, else
+ * $XDG_DATA_HOME/gsortd, else $HOME/.local/share/gsortd. Same returns. */
+int gs_paths_data_dir(char *buf, size_t len);
+
+/* mkdir -p: create `path` and missing parents with `mode` (umask applies).
+ * An existing directory is success; an existing non-directory is not.
+ * Returns 0 or GS_EIO with the failing component and errno text in err;
+ * errno is left as the failing call set it. */
+int gs_paths_mkdir_p(const char *path, mode_t mode, gs_err *err);
+
 #endif
