@@ -1,3 +1,363 @@
-/* STUB */
+/* The sort front end every caller goes through: dtype and payload names,
+ * request validation, parameter sets (and their "a=1,b=2" text form), the
+ * algorithm registry and gs_sort_run, which checks, times and runs an
+ * algorithm and puts NaN bit patterns back afterwards. Algorithms get the
+ * raw keys and do the order-preserving encoding themselves (device
+ * algorithms on the device).
+ *
+ * NaN caveat for unstable algorithms: the exact NaN patterns are written
+ * back into the NaN block in input order. A stable algorithm keeps NaNs in
+ * input order too, so keys and values stay paired. An unstable one may
+ * reorder the NaN-keyed elements, so with a payload a NaN key's exact bit
+ * pattern may then sit beside another NaN's value (the keys still hold the
+ * same multiset of patterns; every NaN is equal in the sort order). */
 #include "config.h"
 #include "gs_sort.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gs_algos.h"
+#include "gs_err.h"
+#include "gs_keys.h"
+#include "gs_log.h"
+
+/* ---- dtypes and payloads ---- */
+
+static const char *const dtype_names[GS_DT_COUNT] = {
+    "u32", "i32", "f32", "u64", "i64", "f64"
+};
+static const char *const payload_names[GS_PL_COUNT] = {
+    "none", "u32", "u64", "idx32", "idx64"
+};
+
+size_t gs_dtype_size(gs_dtype t)
+{
+    switch (t) {
+    case GS_DT_U32: case GS_DT_I32: case GS_DT_F32: return 4;
+    case GS_DT_U64: case GS_DT_I64: case GS_DT_F64: return 8;
+    default: return 0;
+    }
+}
+
+const char *gs_dtype_name(gs_dtype t)
+{
+    return (int)t >= 0 && t < GS_DT_COUNT ? dtype_names[t] : "?";
+}
+
+int gs_dtype_parse(const char *s, gs_dtype *out)
+{
+    for (int i = 0; s && i < GS_DT_COUNT; i++)
+        if (!strcmp(s, dtype_names[i])) {
+            *out = (gs_dtype)i;
+            return 0;
+        }
+    return GS_EINVAL;
+}
+
+size_t gs_payload_size(gs_payload p)
+{
+    switch (p) {
+    case GS_PL_NONE: return 0;
+    case GS_PL_U32: case GS_PL_IDX32: return 4;
+    case GS_PL_U64: case GS_PL_IDX64: return 8;
+    default: return 0;
+    }
+}
+
+const char *gs_payload_name(gs_payload p)
+{
+    return (int)p >= 0 && p < GS_PL_COUNT ? payload_names[p] : "?";
+}
+
+int gs_payload_parse(const char *s, gs_payload *out)
+{
+    for (int i = 0; s && i < GS_PL_COUNT; i++)
+        if (!strcmp(s, payload_names[i])) {
+            *out = (gs_payload)i;
+            return 0;
+        }
+    return GS_EINVAL;
+}
+
+int gs_sort_req_check(const gs_sort_req *r, gs_err *err)
+{
+    if (!r)
+        return gs_err_set(err, GS_EINVAL, "sort request: NULL request");
+    if ((int)r->dtype < 0 || r->dtype >= GS_DT_COUNT)
+        return gs_err_set(err, GS_EINVAL, "sort request: dtype %d out of range",
+                          (int)r->dtype);
+    if ((int)r->payload < 0 || r->payload >= GS_PL_COUNT)
+        return gs_err_set(err, GS_EINVAL, "sort request: payload %d out of range",
+                          (int)r->payload);
+    if (r->descending != 0 && r->descending != 1)
+        return gs_err_set(err, GS_EINVAL, "sort request: descending must be 0 or 1, not %d",
+                          r->descending);
+    if (r->stable != 0 && r->stable != 1)
+        return gs_err_set(err, GS_EINVAL, "sort request: stable must be 0 or 1, not %d",
+                          r->stable);
+    size_t ks = gs_dtype_size(r->dtype), vs = gs_payload_size(r->payload);
+    if (r->n > SIZE_MAX / ks || (vs && r->n > SIZE_MAX / vs))
+        return gs_err_set(err, GS_ETOOBIG, "sort request: %zu %s elements overflow "
+                          "the address space", r->n, gs_dtype_name(r->dtype));
+    if (r->payload == GS_PL_IDX32 && (uint64_t)r->n > UINT32_MAX)
+        return gs_err_set(err, GS_ETOOBIG, "sort request: idx32 cannot index %zu "
+                          "elements (use idx64)", r->n);
+    if (r->n == 0)
+        return 0;
+    if (!r->keys)
+        return gs_err_set(err, GS_EINVAL, "sort request: keys is NULL for n=%zu", r->n);
+    if (vs && !r->values)
+        return gs_err_set(err, GS_EINVAL, "sort request: payload %s needs a values "
+                          "buffer, got NULL", gs_payload_name(r->payload));
+    if (vs) {
+        uintptr_t k0 = (uintptr_t)r->keys, v0 = (uintptr_t)r->values;
+        if (k0 < v0 + r->n * vs && v0 < k0 + r->n * ks)
+            return gs_err_set(err, GS_EINVAL, "sort request: keys and values overlap");
+    }
+    return 0;
+}
+
+/* ---- parameter sets ---- */
+
+void gs_params_clear(gs_params *ps)
+{
+    memset(ps, 0, sizeof *ps);
+}
+
+static int param_name_ok(const char *s, size_t len)
+{
+    if (len == 0 || len >= GS_PARAM_NAME_MAX)
+        return 0;
+    if (!isalpha((unsigned char)s[0]) && s[0] != '_')
+        return 0;
+    for (size_t i = 1; i < len; i++)
+        if (!isalnum((unsigned char)s[i]) && s[i] != '_')
+            return 0;
+    return 1;
+}
+
+static int param_find(const gs_params *ps, const char *name)
+{
+    for (int i = 0; i < ps->count; i++)
+        if (!strcmp(ps->p[i].name, name))
+            return i;
+    return -1;
+}
+
+int gs_params_set(gs_params *ps, const char *name, long value)
+{
+    if (!name || !param_name_ok(name, strlen(name)))
+        return GS_EINVAL;
+    int i = param_find(ps, name);
+    if (i < 0) {
+        if (ps->count >= GS_MAX_PARAMS)
+            return GS_ETOOBIG;
+        i = ps->count++;
+        strcpy(ps->p[i].name, name);
+    }
+    ps->p[i].value = value;
+    return 0;
+}
+
+int gs_params_has(const gs_params *ps, const char *name)
+{
+    return ps && name && param_find(ps, name) >= 0;
+}
+
+long gs_params_get(const gs_params *ps, const char *name, long dflt)
+{
+    int i = ps && name ? param_find(ps, name) : -1;
+    return i < 0 ? dflt : ps->p[i].value;
+}
+
+int gs_params_format(const gs_params *ps, char *buf, size_t len)
+{
+    if (!buf || !len)
+        return GS_ETOOBIG;
+    size_t off = 0;
+    buf[0] = '\0';
+    for (int i = 0; ps && i < ps->count; i++) {
+        int w = snprintf(buf + off, len - off, "%s%s=%ld", i ? "," : "",
+                         ps->p[i].name, ps->p[i].value);
+        if (w < 0 || (size_t)w >= len - off) {
+            buf[off] = '\0';    /* whole items only */
+            return GS_ETOOBIG;
+        }
+        off += (size_t)w;
+    }
+    return 0;
+}
+
+int gs_params_parse(const char *s, gs_params *ps, gs_err *err)
+{
+    gs_params tmp;
+    gs_params_clear(&tmp);
+    if (!s)
+        return gs_err_set(err, GS_EINVAL, "parameters: NULL text");
+    const char *p = s;
+    while (isspace((unsigned char)*p))
+        p++;
+    if (*p) {
+        for (;;) {
+            while (isspace((unsigned char)*p))
+                p++;
+            const char *name = p;
+            while (*p && *p != '=' && *p != ',' && !isspace((unsigned char)*p))
+                p++;
+            size_t nlen = (size_t)(p - name);
+            while (isspace((unsigned char)*p))
+                p++;
+            size_t at = (size_t)(name - s);
+            if (nlen == 0)
+                return gs_err_set(err, GS_EINVAL, "parameters \"%s\": %s at offset %zu",
+                                  s, *p == '=' ? "missing name" : "empty item", at);
+            if (*p != '=')
+                return gs_err_set(err, GS_EINVAL, "parameters \"%s\": '%.*s' at offset "
+                                  "%zu has no '=value'", s, (int)nlen, name, at);
+            if (!param_name_ok(name, nlen))
+                return gs_err_set(err, GS_EINVAL, "parameters \"%s\": bad name '%.*s' "
+                                  "(letters, digits, '_', at most %d chars, not "
+                                  "starting with a digit)", s, (int)nlen, name,
+                                  GS_PARAM_NAME_MAX - 1);
+            char nbuf[GS_PARAM_NAME_MAX];
+            memcpy(nbuf, name, nlen);
+            nbuf[nlen] = '\0';
+            p++;    /* '=' */
+            while (isspace((unsigned char)*p))
+                p++;
+            const char *val = p;
+            char *end = (char *)p;
+            long v = 0;
+            errno = 0;
+            if (*p == '+' || *p == '-' || isdigit((unsigned char)*p))
+                v = strtol(p, &end, 10);
+            if (end == val || !isdigit((unsigned char)end[-1]))
+                return gs_err_set(err, GS_EINVAL, "parameters \"%s\": %s needs a decimal "
+                                  "integer value at offset %zu", s, nbuf,
+                                  (size_t)(val - s));
+            if (errno == ERANGE)
+                return gs_err_set(err, GS_EINVAL, "parameters \"%s\": value of %s out "
+                                  "of range", s, nbuf);
+            p = end;
+            while (isspace((unsigned char)*p))
+                p++;
+            if (*p && *p != ',')
+                return gs_err_set(err, GS_EINVAL, "parameters \"%s\": unexpected '%c' "
+                                  "after the value of %s at offset %zu", s, *p, nbuf,
+                                  (size_t)(p - s));
+            if (param_find(&tmp, nbuf) >= 0)
+                return gs_err_set(err, GS_EINVAL, "parameters \"%s\": %s given twice",
+                                  s, nbuf);
+            if (gs_params_set(&tmp, nbuf, v) < 0)
+                return gs_err_set(err, GS_EINVAL, "parameters \"%s\": more than %d "
+                                  "parameters", s, GS_MAX_PARAMS);
+            if (!*p)
+                break;
+            p++;    /* ',' */
+            while (isspace((unsigned char)*p))
+                p++;
+            if (!*p)
+                return gs_err_set(err, GS_EINVAL, "parameters \"%s\": trailing ','", s);
+        }
+    }
+    *ps = tmp;
+    return 0;
+}
+
+/* ---- registry: append new algorithms here ---- */
+
+static const gs_algo *const registry[] = {
+    &gs_algo_host,
+    &gs_algo_radix,
+};
+
+size_t gs_algo_count(void)
+{
+    return sizeof registry / sizeof registry[0];
+}
+
+const gs_algo *gs_algo_at(size_t i)
+{
+    return i < gs_algo_count() ? registry[i] : NULL;
+}
+
+const gs_algo *gs_algo_find(const char *name)
+{
+    for (size_t i = 0; name && i < gs_algo_count(); i++)
+        if (registry[i]->name && !strcmp(registry[i]->name, name))
+            return registry[i];
+    return NULL;
+}
+
+/* ---- running ---- */
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+int gs_sort_run(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
+                const gs_params *p, gs_sort_stats *st, gs_err *err)
+{
+    gs_sort_stats local_st;
+    gs_sort_ctx local_ctx = { 0 };
+    gs_params none;
+    if (!st)
+        st = &local_st;
+    memset(st, 0, sizeof *st);
+    if (!ctx)
+        ctx = &local_ctx;
+    if (!p) {
+        gs_params_clear(&none);
+        p = &none;
+    }
+    if (!a)
+        return gs_err_set(err, GS_EINVAL, "sort: no algorithm");
+    int rc = gs_sort_req_check(req, err);
+    if (rc < 0)
+        return rc;
+    if (req->stable && !a->stable)
+        return gs_err_set(err, GS_EUNSUPPORTED, "%s: the request needs a stable sort and "
+                          "this algorithm is not stable", a->name);
+    if (a->uses_device && !ctx->dev)
+        return gs_err_set(err, GS_ENODEV, "%s: this algorithm needs a device", a->name);
+    if (a->check && (rc = a->check(ctx->dev, req, p, err)) < 0) {
+        size_t nl = strlen(a->name);
+        if (err && !(strncmp(err->msg, a->name, nl) == 0 && err->msg[nl] == ':'))
+            gs_err_prefix(err, "%s: ", a->name);    /* say which algorithm refused */
+        return rc;
+    }
+    if (!a->run)
+        return gs_err_set(err, GS_EUNSUPPORTED, "%s: not implemented", a->name);
+
+    double t0 = now_ms();
+    if (req->n == 0) {          /* nothing to do; spares device algorithms */
+        st->wall_ms = now_ms() - t0;
+        return 0;
+    }
+    gs_nan_save ns = { 0, NULL };
+    if ((rc = gs_keys_nan_save(req->dtype, req->keys, req->n, &ns, err)) < 0)
+        return rc;
+    rc = a->run(ctx, req, p, st, err);
+    if (rc == 0)
+        gs_keys_nan_restore(req->dtype, req->descending, req->keys, req->n, &ns);
+    gs_keys_nan_free(&ns);
+    st->wall_ms = now_ms() - t0;
+    if (rc < 0) {
+        if (err && err->code != rc)
+            gs_err_set(err, rc, "%s: failed (%s)", a->name, gs_strerror(rc));
+        return rc;
+    }
+    GS_DEBUG("%s: sorted %zu %s (%s, payload %s) in %.3f ms", a->name, req->n,
+             gs_dtype_name(req->dtype), req->descending ? "desc" : "asc",
+             gs_payload_name(req->payload), st->wall_ms);
+    return 0;
+}

@@ -1,3 +1,981 @@
-/* STUB */
+/* Shared test harness for every sort algorithm: deterministic input
+ * generators per distribution, a reference sort written independently of
+ * gs_keys (qsort on (key, original index) with the float total order spelled
+ * out in float comparisons), verification of an algorithm's output against
+ * it, and the standard matrix runner that emits one TAP line per (dtype,
+ * payload, order) group. The expensive part, the reference permutation, is
+ * cached across cases and across sc_run_matrix calls (one per parameter set
+ * in the device tests); descending and every payload derive from the one
+ * ascending permutation in O(n). Not thread-safe (tests are single-threaded). */
 #include "config.h"
 #include "sortcheck.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gs_err.h"
+#include "tap.h"
+
+const size_t sc_std_sizes[] = { 0, 1, 2, 3, 31, 32, 33, 255, 1000, 4097, 65537, 1000003 };
+const size_t sc_std_nsizes = sizeof sc_std_sizes / sizeof sc_std_sizes[0];
+
+/* Guard bytes written after each work buffer: an algorithm writing past n
+ * elements (e.g. a rounded-up device read-back) is caught. */
+#define SC_CANARY_BYTES 32
+#define SC_CANARY_BYTE 0xA5
+/* Pattern in the IDX* payload buffers before the run, so an algorithm that
+ * does not write the indices fails. */
+#define SC_IDX_POISON UINT64_C(0xDEADBEEFCAFEF00D)
+/* Failing cases described per TAP group before the rest are only counted. */
+#define SC_MAX_DIAG 8
+
+/* ---- PRNG: splitmix64 (tiny, good enough, deterministic everywhere) ---- */
+
+static uint64_t sm_next(uint64_t *s)
+{
+    uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+/* A bijection on 64 bits (the splitmix finaliser): distinct inputs give
+ * distinct values, which makes payload mix-ups visible. */
+static uint64_t sm_mix(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+/* ---- element access by dtype, without gs_keys ---- */
+
+static int dt_is64(gs_dtype t)
+{
+    return t == GS_DT_U64 || t == GS_DT_I64 || t == GS_DT_F64;
+}
+
+static size_t dt_size(gs_dtype t)
+{
+    return dt_is64(t) ? 8 : 4;
+}
+
+static int dt_isfloat(gs_dtype t)
+{
+    return t == GS_DT_F32 || t == GS_DT_F64;
+}
+
+static size_t pl_size(gs_payload p)
+{
+    switch (p) {
+    case GS_PL_U32: case GS_PL_IDX32: return 4;
+    case GS_PL_U64: case GS_PL_IDX64: return 8;
+    default: return 0;
+    }
+}
+
+static uint64_t ld(size_t w, const void *a, size_t i)
+{
+    if (w == 4)
+        return ((const uint32_t *)a)[i];
+    return ((const uint64_t *)a)[i];
+}
+
+static void st(size_t w, void *a, size_t i, uint64_t v)
+{
+    if (w == 4)
+        ((uint32_t *)a)[i] = (uint32_t)v;
+    else
+        ((uint64_t *)a)[i] = v;
+}
+
+static float f32_of(uint64_t bits)
+{
+    uint32_t b = (uint32_t)bits;
+    float f;
+    memcpy(&f, &b, sizeof f);
+    return f;
+}
+
+static double f64_of(uint64_t bits)
+{
+    double d;
+    memcpy(&d, &bits, sizeof d);
+    return d;
+}
+
+static uint64_t bits_of_f32(float f)
+{
+    uint32_t b;
+    memcpy(&b, &f, sizeof b);
+    return b;
+}
+
+static uint64_t bits_of_f64(double d)
+{
+    uint64_t b;
+    memcpy(&b, &d, sizeof b);
+    return b;
+}
+
+/* NaN test on raw bits, so signalling NaNs are never loaded into the FPU. */
+static int bits_isnan(gs_dtype t, uint64_t b)
+{
+    if (t == GS_DT_F32)
+        return (b & 0x7fffffffu) > 0x7f800000u;
+    if (t == GS_DT_F64)
+        return (b & UINT64_C(0x7fffffffffffffff)) > UINT64_C(0x7ff0000000000000);
+    return 0;
+}
+
+/* ---- the reference order, in plain comparisons ---- */
+
+/* -inf < ... < -0.0 < +0.0 < ... < +inf < NaN, all NaNs equal. */
+static int fcmp(double a, double b)
+{
+    int an = isnan(a) != 0, bn = isnan(b) != 0;
+    if (an || bn)
+        return an - bn;
+    if (a < b)
+        return -1;
+    if (a > b)
+        return 1;
+    /* equal: only -0.0 vs +0.0 can still differ */
+    return (signbit(b) != 0) - (signbit(a) != 0);
+}
+
+/* Ascending comparison of two raw keys of dtype t. */
+static int key_cmp(gs_dtype t, uint64_t a, uint64_t b)
+{
+    switch (t) {
+    case GS_DT_U32:
+    case GS_DT_U64:
+        return (a > b) - (a < b);
+    case GS_DT_I32: {
+        int32_t x = (int32_t)(uint32_t)a, y = (int32_t)(uint32_t)b;
+        return (x > y) - (x < y);
+    }
+    case GS_DT_I64: {
+        int64_t x = (int64_t)a, y = (int64_t)b;
+        return (x > y) - (x < y);
+    }
+    case GS_DT_F32:
+        if (bits_isnan(t, a) || bits_isnan(t, b))
+            return bits_isnan(t, a) - bits_isnan(t, b);
+        return fcmp((double)f32_of(a), (double)f32_of(b));
+    case GS_DT_F64:
+        if (bits_isnan(t, a) || bits_isnan(t, b))
+            return bits_isnan(t, a) - bits_isnan(t, b);
+        return fcmp(f64_of(a), f64_of(b));
+    default:
+        return 0;
+    }
+}
+
+/* qsort element: the key in a comparable form plus its input index, which
+ * makes any qsort stable. */
+typedef struct ref_el {
+    union { uint64_t u; int64_t s; double d; } k;
+    uint64_t idx;
+} ref_el;
+
+static int idx_cmp(const ref_el *x, const ref_el *y)
+{
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+static int ref_cmp_u(const void *a, const void *b)
+{
+    const ref_el *x = a, *y = b;
+    if (x->k.u != y->k.u)
+        return x->k.u < y->k.u ? -1 : 1;
+    return idx_cmp(x, y);
+}
+
+static int ref_cmp_s(const void *a, const void *b)
+{
+    const ref_el *x = a, *y = b;
+    if (x->k.s != y->k.s)
+        return x->k.s < y->k.s ? -1 : 1;
+    return idx_cmp(x, y);
+}
+
+static int ref_cmp_f(const void *a, const void *b)
+{
+    const ref_el *x = a, *y = b;
+    int c = fcmp(x->k.d, y->k.d);
+    return c ? c : idx_cmp(x, y);
+}
+
+/* Rewrite groups of equal keys in reverse group order, each group's inner
+ * order kept: turns a stable ascending permutation into the stable
+ * descending one, and the identity of a non-increasing input into its
+ * stable ascending permutation. */
+static void reverse_groups(gs_dtype t, const void *keys, const uint32_t *in,
+                           uint32_t *out, size_t n)
+{
+    size_t w = dt_size(t), o = 0, j = n;
+    while (j > 0) {
+        size_t i = j - 1;
+        uint64_t kj = ld(w, keys, in[j - 1]);
+        while (i > 0 && key_cmp(t, ld(w, keys, in[i - 1]), kj) == 0)
+            i--;
+        memcpy(out + o, in + i, (j - i) * sizeof *in);
+        o += j - i;
+        j = i;
+    }
+}
+
+/* Stable ascending permutation of keys: perm[i] = input index of the i-th
+ * smallest. Already-sorted and non-increasing inputs are recognised in
+ * O(n) (checked, not assumed from the distribution). */
+static int ref_perm(gs_dtype t, const void *keys, size_t n, uint32_t *perm)
+{
+    size_t w = dt_size(t);
+    int nondec = 1, noninc = 1;
+    for (size_t i = 1; i < n && (nondec || noninc); i++) {
+        int c = key_cmp(t, ld(w, keys, i - 1), ld(w, keys, i));
+        if (c > 0)
+            nondec = 0;
+        if (c < 0)
+            noninc = 0;
+    }
+    if (nondec || noninc) {
+        uint32_t *id = nondec ? perm : malloc((n ? n : 1) * sizeof *id);
+        if (!id)
+            return -1;
+        for (size_t i = 0; i < n; i++)
+            id[i] = (uint32_t)i;
+        if (!nondec) {
+            reverse_groups(t, keys, id, perm, n);
+            free(id);
+        }
+        return 0;
+    }
+    ref_el *el = malloc(n * sizeof *el);
+    if (!el)
+        return -1;
+    int (*cmp)(const void *, const void *);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t b = ld(w, keys, i);
+        el[i].idx = i;
+        switch (t) {
+        case GS_DT_I32: el[i].k.s = (int32_t)(uint32_t)b; break;
+        case GS_DT_I64: el[i].k.s = (int64_t)b; break;
+        case GS_DT_F32:
+            /* NaNs (even signalling) become a quiet double NaN; fcmp only
+             * asks isnan, so payloads do not matter here. */
+            el[i].k.d = bits_isnan(t, b) ? NAN : (double)f32_of(b);
+            break;
+        case GS_DT_F64: el[i].k.d = bits_isnan(t, b) ? NAN : f64_of(b); break;
+        default: el[i].k.u = b; break;
+        }
+    }
+    cmp = (t == GS_DT_I32 || t == GS_DT_I64) ? ref_cmp_s
+        : dt_isfloat(t) ? ref_cmp_f : ref_cmp_u;
+    qsort(el, n, sizeof *el, cmp);
+    for (size_t i = 0; i < n; i++)
+        perm[i] = (uint32_t)el[i].idx;
+    free(el);
+    return 0;
+}
+
+/* ---- reference cache: ascending permutations keyed by (dtype, dist, n,
+ * seed), which fix the input; least recently used dropped over budget ---- */
+
+typedef struct ref_entry {
+    gs_dtype t;
+    int dist;
+    size_t n;
+    uint64_t seed;
+    uint32_t *perm;
+    uint64_t used;
+    struct ref_entry *next;
+} ref_entry;
+
+static ref_entry *rc_head;
+static size_t rc_bytes;
+static uint64_t rc_clock;
+
+static size_t rc_budget(void)
+{
+    static size_t budget;
+    if (!budget) {
+        const char *e = getenv("SC_REF_CACHE_MB");
+        long mb = e ? atol(e) : 256;
+        budget = (size_t)(mb > 0 ? mb : 1) << 20;
+    }
+    return budget;
+}
+
+static void rc_evict_for(size_t need)
+{
+    while (rc_head && rc_bytes + need > rc_budget()) {
+        ref_entry **victim = &rc_head;
+        for (ref_entry **pp = &rc_head; *pp; pp = &(*pp)->next)
+            if ((*pp)->used < (*victim)->used)
+                victim = pp;
+        ref_entry *v = *victim;
+        *victim = v->next;
+        rc_bytes -= v->n * sizeof *v->perm;
+        free(v->perm);
+        free(v);
+    }
+}
+
+/* Ascending permutation for this input; *owned says whether the caller
+ * must free it (not cached). NULL on allocation failure. */
+static const uint32_t *rc_get(gs_dtype t, int dist, size_t n, uint64_t seed,
+                              const void *keys, int *owned)
+{
+    *owned = 0;
+    for (ref_entry *e = rc_head; e; e = e->next)
+        if (e->t == t && e->dist == dist && e->n == n && e->seed == seed) {
+            e->used = ++rc_clock;
+            return e->perm;
+        }
+    uint32_t *perm = malloc((n ? n : 1) * sizeof *perm);
+    if (!perm)
+        return NULL;
+    if (ref_perm(t, keys, n, perm) < 0) {
+        free(perm);
+        return NULL;
+    }
+    size_t bytes = n * sizeof *perm;
+    ref_entry *e = bytes <= rc_budget() ? malloc(sizeof *e) : NULL;
+    if (!e) {
+        *owned = 1;
+        return perm;
+    }
+    rc_evict_for(bytes);
+    *e = (ref_entry){ .t = t, .dist = dist, .n = n, .seed = seed, .perm = perm,
+                      .used = ++rc_clock, .next = rc_head };
+    rc_head = e;
+    rc_bytes += bytes;
+    return perm;
+}
+
+/* ---- generators ---- */
+
+const char *sc_dist_name(int dist)
+{
+    static const char *const names[SC_DIST_COUNT] = {
+        "random", "sorted", "reversed", "equal", "few16", "sawtooth", "fspecial"
+    };
+    return dist >= 0 && dist < SC_DIST_COUNT ? names[dist] : "?";
+}
+
+/* A random finite float: half with uniformly random bits (every exponent,
+ * denormals included, exercises every digit), half "everyday" values
+ * u * 10^k with u in [-1, 1) and k in [-3, 6] (shared top bits). */
+static double rand_everyday(uint64_t r)
+{
+    double u = (double)(r >> 11) * 0x1p-53 * 2.0 - 1.0;
+    static const double p10[] = { 1e-3, 1e-2, 1e-1, 1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6 };
+    return u * p10[(r >> 1) % 10];
+}
+
+static uint64_t rand_key(gs_dtype t, uint64_t *s)
+{
+    uint64_t r = sm_next(s);
+    switch (t) {
+    case GS_DT_U32: case GS_DT_I32:
+        return r >> 32;
+    case GS_DT_F32:
+        if (r & 1) {
+            uint32_t b = (uint32_t)(r >> 32);
+            if ((b & 0x7f800000u) == 0x7f800000u)
+                b &= ~UINT32_C(0x00800000);     /* exponent 0xfe: finite */
+            return b;
+        }
+        return bits_of_f32((float)rand_everyday(sm_next(s)));
+    case GS_DT_F64:
+        if (r & 1) {
+            uint64_t b = sm_next(s);
+            if ((b & UINT64_C(0x7ff0000000000000)) == UINT64_C(0x7ff0000000000000))
+                b &= ~UINT64_C(0x0010000000000000);
+            return b;
+        }
+        return bits_of_f64(rand_everyday(sm_next(s)));
+    default:
+        return r;
+    }
+}
+
+/* The j-th of m non-decreasing values spanning the dtype's range (negative
+ * and positive), every fifth repeating its predecessor so runs of equal keys
+ * appear in sorted data too. */
+static uint64_t sorted_key(gs_dtype t, size_t j, size_t m)
+{
+    if (j % 5 == 4)
+        j--;
+    switch (t) {
+    case GS_DT_U32: case GS_DT_I32: {
+        uint64_t o = ((uint64_t)j << 32) / m;
+        return t == GS_DT_I32 ? o ^ 0x80000000u : o;
+    }
+    case GS_DT_U64: case GS_DT_I64: {
+        uint64_t o = (uint64_t)(((unsigned __int128)j << 64) / m);
+        return t == GS_DT_I64 ? o ^ (UINT64_C(1) << 63) : o;
+    }
+    default: {
+        /* x^3 * 1e12: monotone in j (also after rounding), from -1e12
+         * through +0.0 to 1e12, magnitudes down to about 1e-6 */
+        double x = (2.0 * (double)j - (double)m) / (double)m;
+        double v = x * x * x * 1e12;
+        return t == GS_DT_F32 ? bits_of_f32((float)v) : bits_of_f64(v);
+    }
+    }
+}
+
+/* Floats with the awkward values mixed in: NaNs of both signs, quiet and
+ * signalling, several payloads (the canonical one too), +-0, +-inf,
+ * denormals, the extreme normals. */
+static uint64_t special_key(gs_dtype t, uint64_t *s)
+{
+    int f32 = t == GS_DT_F32;
+    uint64_t sign = f32 ? UINT64_C(0x80000000) : UINT64_C(1) << 63;
+    uint64_t expm = f32 ? UINT64_C(0x7f800000) : UINT64_C(0x7ff0000000000000);
+    uint64_t mant = f32 ? UINT64_C(0x007fffff) : UINT64_C(0x000fffffffffffff);
+    uint64_t quiet = f32 ? UINT64_C(0x00400000) : UINT64_C(0x0008000000000000);
+    uint64_t r = sm_next(s);
+    uint64_t sg = (r >> 63) ? sign : 0;
+    switch ((r >> 8) % 10) {
+    case 0: case 1: {           /* NaN */
+        static const uint64_t payloads[] = { 0, 1, 0x123, 0x2a2a };
+        int q = (r >> 20) & 1;
+        uint64_t pl = (r >> 21) & 4 ? (r >> 24) & (quiet - 1)
+                                     : payloads[(r >> 22) & 3];
+        if ((r >> 26) % 3 == 0)     /* plenty of canonical ones too */
+            return expm | quiet;
+        if (!q && !pl)
+            pl = 1;                 /* a signalling NaN needs a payload */
+        return sg | expm | (q ? quiet : 0) | pl;
+    }
+    case 2:                     /* +-0.0 */
+        return sg;
+    case 3:                     /* +-inf */
+        return sg | expm;
+    case 4: {                   /* denormal, or the smallest/largest normal */
+        uint64_t m = (r >> 16) & mant;
+        switch ((r >> 12) & 3) {
+        case 0: return sg | (f32 ? UINT64_C(0x00800000) : UINT64_C(0x0010000000000000));
+        case 1: return sg | (expm - (f32 ? UINT64_C(0x00800000) : UINT64_C(0x0010000000000000))) | mant;
+        default: return sg | (m ? m : 1);
+        }
+    }
+    default:
+        return rand_key(t, s);
+    }
+}
+
+void sc_fill(gs_dtype t, int dist, void *keys, size_t n, uint64_t seed)
+{
+    size_t w = dt_size(t);
+    uint64_t s = seed;
+    if (dist == SC_FSPECIAL && !dt_isfloat(t))
+        dist = SC_RANDOM;
+    switch (dist) {
+    case SC_SORTED:
+        for (size_t i = 0; i < n; i++)
+            st(w, keys, i, sorted_key(t, i, n));
+        break;
+    case SC_REVERSED:
+        for (size_t i = 0; i < n; i++)
+            st(w, keys, i, sorted_key(t, n - 1 - i, n));
+        break;
+    case SC_EQUAL: {
+        uint64_t v = rand_key(t, &s);
+        for (size_t i = 0; i < n; i++)
+            st(w, keys, i, v);
+        break;
+    }
+    case SC_FEW16: {
+        /* All 16 appear, but half the keys take the first one: most keys
+         * then share each digit without all sharing it, the case where a
+         * wrong "skip this pass" shortcut shows. */
+        uint64_t pool[16];
+        for (int i = 0; i < 16; i++)
+            pool[i] = rand_key(t, &s);
+        for (size_t i = 0; i < n; i++) {
+            uint64_t r = sm_next(&s);
+            st(w, keys, i, pool[(r >> 63) ? 0 : (r >> 59) & 15]);
+        }
+        break;
+    }
+    case SC_SAWTOOTH: {
+        /* about sqrt(n) ascending teeth of 2*sqrt(n) values */
+        size_t p = 2;
+        while (p * p < 4 * n)
+            p++;
+        for (size_t i = 0; i < n; i++)
+            st(w, keys, i, sorted_key(t, i % p, p));
+        break;
+    }
+    case SC_FSPECIAL:
+        for (size_t i = 0; i < n; i++)
+            st(w, keys, i, special_key(t, &s));
+        break;
+    default:
+        for (size_t i = 0; i < n; i++)
+            st(w, keys, i, rand_key(t, &s));
+        break;
+    }
+}
+
+void sc_fill_values(gs_payload p, void *values, size_t n, uint64_t seed)
+{
+    size_t w = pl_size(p);
+    if (!w || !values)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        if (p == GS_PL_IDX32 || p == GS_PL_IDX64)
+            st(w, values, i, SC_IDX_POISON ^ i);
+        else if (w == 4)    /* i*odd + c is a bijection mod 2^32: distinct */
+            st(w, values, i, (uint32_t)i * UINT32_C(0x9e3779b1) + (uint32_t)seed);
+        else
+            st(w, values, i, sm_mix(i + seed));
+    }
+}
+
+/* ---- cases ---- */
+
+static void canary_set(void *buf, size_t off)
+{
+    memset((unsigned char *)buf + off, SC_CANARY_BYTE, SC_CANARY_BYTES);
+}
+
+static int canary_ok(const void *buf, size_t off)
+{
+    const unsigned char *c = (const unsigned char *)buf + off;
+    for (size_t i = 0; i < SC_CANARY_BYTES; i++)
+        if (c[i] != SC_CANARY_BYTE)
+            return 0;
+    return 1;
+}
+
+void sc_case_reset(sc_case *c)
+{
+    size_t n = c->req.n, kw = dt_size(c->req.dtype), vw = pl_size(c->req.payload);
+    memcpy(c->req.keys, c->in_keys, n * kw);
+    canary_set(c->req.keys, n * kw);
+    if (vw) {
+        memcpy(c->req.values, c->in_vals, n * vw);
+        canary_set(c->req.values, n * vw);
+    }
+}
+
+/* Fill a case whose buffers are already allocated (capacity >= n, plus the
+ * canary room in the work buffers): input, reference, work copy. `scratch`
+ * holds n u32 (the descending permutation). */
+static int case_setup(sc_case *c, gs_dtype t, gs_payload p, int desc, size_t n,
+                      int dist, uint64_t seed, uint32_t *scratch)
+{
+    size_t kw = dt_size(t), vw = pl_size(p);
+    c->req.dtype = t;
+    c->req.payload = p;
+    c->req.descending = desc;
+    c->req.stable = 0;
+    c->req.n = n;
+    sc_fill(t, dist, c->in_keys, n, seed);
+    if (vw)
+        sc_fill_values(p, c->in_vals, n, sm_mix(seed ^ 0x76616c756573));
+    int owned;
+    const uint32_t *perm = rc_get(t, dist, n, seed, c->in_keys, &owned);
+    if (!perm)
+        return -1;
+    const uint32_t *use = perm;
+    if (desc) {
+        reverse_groups(t, c->in_keys, perm, scratch, n);
+        use = scratch;
+    }
+    for (size_t i = 0; i < n; i++)
+        st(kw, c->ref_keys, i, ld(kw, c->in_keys, use[i]));
+    for (size_t i = 0; vw && i < n; i++) {
+        if (p == GS_PL_IDX32 || p == GS_PL_IDX64)
+            st(vw, c->ref_vals, i, use[i]);
+        else
+            st(vw, c->ref_vals, i, ld(vw, c->in_vals, use[i]));
+    }
+    if (owned)
+        free((void *)perm);
+    sc_case_reset(c);
+    return 0;
+}
+
+int sc_case_init(sc_case *c, gs_dtype t, gs_payload p, int descending, size_t n,
+                 int dist, uint64_t seed)
+{
+    memset(c, 0, sizeof *c);
+    if ((int)t < 0 || t >= GS_DT_COUNT || (int)p < 0 || p >= GS_PL_COUNT ||
+        n > UINT32_MAX)
+        return -1;
+    size_t kb = n * dt_size(t), vb = n * pl_size(p);
+    uint32_t *scratch = descending ? malloc((n ? n : 1) * sizeof *scratch) : NULL;
+    c->in_keys = malloc(kb + 1);
+    c->ref_keys = malloc(kb + 1);
+    c->req.keys = malloc(kb + SC_CANARY_BYTES);
+    if (vb) {
+        c->in_vals = malloc(vb);
+        c->ref_vals = malloc(vb);
+        c->req.values = malloc(vb + SC_CANARY_BYTES);
+    }
+    int rc = -1;
+    if (c->in_keys && c->ref_keys && c->req.keys && (!descending || scratch) &&
+        (!vb || (c->in_vals && c->ref_vals && c->req.values)))
+        rc = case_setup(c, t, p, descending, n, dist, seed, scratch);
+    free(scratch);
+    if (rc < 0)
+        sc_case_free(c);
+    return rc;
+}
+
+void sc_case_free(sc_case *c)
+{
+    free(c->in_keys);
+    free(c->ref_keys);
+    free(c->req.keys);
+    free(c->in_vals);
+    free(c->ref_vals);
+    free(c->req.values);
+    memset(c, 0, sizeof *c);
+}
+
+/* ---- verification ---- */
+
+static void fmt_key(gs_dtype t, uint64_t b, char *buf, size_t len)
+{
+    switch (t) {
+    case GS_DT_U32: snprintf(buf, len, "%" PRIu32 " (0x%08" PRIx32 ")", (uint32_t)b, (uint32_t)b); break;
+    case GS_DT_I32: snprintf(buf, len, "%" PRId32 " (0x%08" PRIx32 ")", (int32_t)(uint32_t)b, (uint32_t)b); break;
+    case GS_DT_U64: snprintf(buf, len, "%" PRIu64 " (0x%016" PRIx64 ")", b, b); break;
+    case GS_DT_I64: snprintf(buf, len, "%" PRId64 " (0x%016" PRIx64 ")", (int64_t)b, b); break;
+    case GS_DT_F32:
+        if (bits_isnan(t, b))
+            snprintf(buf, len, "nan (0x%08" PRIx32 ")", (uint32_t)b);
+        else
+            snprintf(buf, len, "%.9g (0x%08" PRIx32 ")", (double)f32_of(b), (uint32_t)b);
+        break;
+    default:
+        if (bits_isnan(t, b))
+            snprintf(buf, len, "nan (0x%016" PRIx64 ")", b);
+        else
+            snprintf(buf, len, "%.17g (0x%016" PRIx64 ")", f64_of(b), b);
+        break;
+    }
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct pair { uint64_t k, v; } pair;
+
+static int pair_cmp(const void *a, const void *b)
+{
+    const pair *x = a, *y = b;
+    if (x->k != y->k)
+        return x->k < y->k ? -1 : 1;
+    return (x->v > y->v) - (x->v < y->v);
+}
+
+/* Unstable keys: bit-equal to the reference where not NaN; the NaNs (all in
+ * the same places) must hold the same multiset of bit patterns. */
+static int verify_keys_unstable(const sc_case *c, char *why, size_t whylen)
+{
+    gs_dtype t = c->req.dtype;
+    size_t n = c->req.n, w = dt_size(t), nn = 0;
+    char e[64], g[64];
+    for (size_t i = 0; i < n; i++) {
+        uint64_t r = ld(w, c->ref_keys, i), o = ld(w, c->req.keys, i);
+        if (bits_isnan(t, r) && bits_isnan(t, o)) {
+            nn++;
+            continue;
+        }
+        if (r != o) {
+            fmt_key(t, r, e, sizeof e);
+            fmt_key(t, o, g, sizeof g);
+            snprintf(why, whylen, "key[%zu]: expected %s, got %s", i, e, g);
+            return 0;
+        }
+    }
+    if (!nn)
+        return 1;
+    uint64_t *a = malloc(nn * sizeof *a), *b = malloc(nn * sizeof *b);
+    int ok = 0;
+    if (!a || !b) {
+        snprintf(why, whylen, "out of memory comparing NaN bits");
+        goto out;
+    }
+    for (size_t i = 0, j = 0; i < n; i++)
+        if (bits_isnan(t, ld(w, c->ref_keys, i))) {
+            a[j] = ld(w, c->ref_keys, i);
+            b[j++] = ld(w, c->req.keys, i);
+        }
+    qsort(a, nn, sizeof *a, u64_cmp);
+    qsort(b, nn, sizeof *b, u64_cmp);
+    ok = 1;
+    for (size_t j = 0; j < nn && ok; j++)
+        if (a[j] != b[j]) {
+            fmt_key(t, a[j], e, sizeof e);
+            fmt_key(t, b[j], g, sizeof g);
+            snprintf(why, whylen, "NaN bit patterns differ from the input's "
+                     "(%zu-th smallest: expected %s, got %s)", j, e, g);
+            ok = 0;
+        }
+out:
+    free(a);
+    free(b);
+    return ok;
+}
+
+/* Unstable values: (key, value) pairs of output and input are the same
+ * multiset; NaN keys count as one key (their bits are restored in input
+ * order, not paired with their values; see gs_sort.c). */
+static int verify_pairs_unstable(const sc_case *c, char *why, size_t whylen)
+{
+    gs_dtype t = c->req.dtype;
+    size_t n = c->req.n, kw = dt_size(t), vw = pl_size(c->req.payload);
+    pair *a = malloc((n ? n : 1) * sizeof *a), *b = malloc((n ? n : 1) * sizeof *b);
+    int ok = 0;
+    if (!a || !b) {
+        snprintf(why, whylen, "out of memory comparing pairs");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t ki = ld(kw, c->in_keys, i), ko = ld(kw, c->req.keys, i);
+        a[i] = (pair){ bits_isnan(t, ki) ? UINT64_MAX : ki, ld(vw, c->in_vals, i) };
+        b[i] = (pair){ bits_isnan(t, ko) ? UINT64_MAX : ko, ld(vw, c->req.values, i) };
+    }
+    qsort(a, n, sizeof *a, pair_cmp);
+    qsort(b, n, sizeof *b, pair_cmp);
+    ok = 1;
+    for (size_t i = 0; i < n && ok; i++)
+        if (a[i].k != b[i].k || a[i].v != b[i].v) {
+            char e[64];
+            fmt_key(t, a[i].k, e, sizeof e);
+            snprintf(why, whylen, "(key, value) pairs are not a permutation of "
+                     "the input's: input pair (%s, 0x%" PRIx64 ") missing or "
+                     "changed (output has 0x%" PRIx64 " there in sorted-pair order)",
+                     e, a[i].v, b[i].v);
+            ok = 0;
+        }
+out:
+    free(a);
+    free(b);
+    return ok;
+}
+
+/* Unstable argsort: a permutation of 0..n-1 that points at input keys equal
+ * to the output keys. */
+static int verify_idx_unstable(const sc_case *c, char *why, size_t whylen)
+{
+    gs_dtype t = c->req.dtype;
+    size_t n = c->req.n, kw = dt_size(t), vw = pl_size(c->req.payload);
+    unsigned char *seen = calloc(n ? n : 1, 1);
+    if (!seen) {
+        snprintf(why, whylen, "out of memory checking indices");
+        return 0;
+    }
+    int ok = 1;
+    for (size_t i = 0; i < n && ok; i++) {
+        uint64_t ix = ld(vw, c->req.values, i);
+        if (ix >= n || seen[ix]) {
+            snprintf(why, whylen, "index[%zu] = %" PRIu64 " is %s", i, ix,
+                     ix >= n ? "out of range" : "repeated");
+            ok = 0;
+            break;
+        }
+        seen[ix] = 1;
+        uint64_t ki = ld(kw, c->in_keys, ix), ko = ld(kw, c->req.keys, i);
+        if (ki != ko && !(bits_isnan(t, ki) && bits_isnan(t, ko))) {
+            char e[64], g[64];
+            fmt_key(t, ki, e, sizeof e);
+            fmt_key(t, ko, g, sizeof g);
+            snprintf(why, whylen, "index[%zu] = %" PRIu64 " points at input key "
+                     "%s but the output key there is %s", i, ix, e, g);
+            ok = 0;
+        }
+    }
+    free(seen);
+    return ok;
+}
+
+int sc_case_verify(const sc_case *c, int stable, char *why, size_t whylen)
+{
+    gs_dtype t = c->req.dtype;
+    gs_payload p = c->req.payload;
+    size_t n = c->req.n, kw = dt_size(t), vw = pl_size(p);
+    char e[64], g[64];
+    why[0] = '\0';
+    if (!canary_ok(c->req.keys, n * kw) || (vw && !canary_ok(c->req.values, n * vw))) {
+        snprintf(why, whylen, "wrote past the end of the %s buffer",
+                 canary_ok(c->req.keys, n * kw) ? "values" : "keys");
+        return 0;
+    }
+    if (stable) {
+        for (size_t i = 0; i < n; i++) {
+            uint64_t r = ld(kw, c->ref_keys, i), o = ld(kw, c->req.keys, i);
+            if (r != o) {
+                fmt_key(t, r, e, sizeof e);
+                fmt_key(t, o, g, sizeof g);
+                snprintf(why, whylen, "key[%zu]: expected %s, got %s", i, e, g);
+                return 0;
+            }
+        }
+        for (size_t i = 0; vw && i < n; i++) {
+            uint64_t r = ld(vw, c->ref_vals, i), o = ld(vw, c->req.values, i);
+            if (r != o) {
+                snprintf(why, whylen, "%s[%zu]: expected %" PRIu64 " (0x%" PRIx64
+                         "), got %" PRIu64 " (0x%" PRIx64 ") (key there %s)",
+                         p == GS_PL_IDX32 || p == GS_PL_IDX64 ? "index" : "value",
+                         i, r, r, o, o,
+                         (fmt_key(t, ld(kw, c->ref_keys, i), e, sizeof e), e));
+                return 0;
+            }
+        }
+        return 1;
+    }
+    if (!verify_keys_unstable(c, why, whylen))
+        return 0;
+    if (p == GS_PL_U32 || p == GS_PL_U64)
+        return verify_pairs_unstable(c, why, whylen);
+    if (p == GS_PL_IDX32 || p == GS_PL_IDX64)
+        return verify_idx_unstable(c, why, whylen);
+    return 1;
+}
+
+/* ---- the matrix ---- */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Seed of a case: depends on dtype, distribution and n only, so the input
+ * (and the cached reference) is shared by every order and payload. */
+static uint64_t case_seed(uint64_t base, gs_dtype t, int dist, size_t n)
+{
+    return sm_mix(base ^ ((uint64_t)t << 56) ^ ((uint64_t)dist << 48) ^ (uint64_t)n);
+}
+
+int sc_run_matrix(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p,
+                  const size_t *sizes, size_t nsizes, const char *label)
+{
+    if (!sizes) {
+        sizes = sc_std_sizes;
+        nsizes = sc_std_nsizes;
+    }
+    if (!label)
+        label = a->name;
+    uint64_t base = UINT64_C(0x5eed5eed12345678);
+    const char *es = getenv("SC_SEED");
+    if (es)
+        base = strtoull(es, NULL, 0);
+
+    char pstr[256] = "";
+    if (p && p->count)
+        gs_params_format(p, pstr, sizeof pstr);
+    if (!pstr[0])
+        snprintf(pstr, sizeof pstr, "(no params)");
+
+    size_t maxn = 0;
+    for (size_t i = 0; i < nsizes; i++)
+        if (sizes[i] > maxn)
+            maxn = sizes[i];
+    if (maxn > UINT32_MAX) {
+        tap_ok(0, "%s %s: n %zu too large for the reference", label, pstr, maxn);
+        return 1;
+    }
+    /* One set of buffers for every case (8-byte elements cover all). */
+    size_t cap = (maxn ? maxn : 1) * 8;
+    sc_case c;
+    memset(&c, 0, sizeof c);
+    c.in_keys = malloc(cap);
+    c.ref_keys = malloc(cap);
+    c.req.keys = malloc(cap + SC_CANARY_BYTES);
+    c.in_vals = malloc(cap);
+    c.ref_vals = malloc(cap);
+    c.req.values = malloc(cap + SC_CANARY_BYTES);
+    uint32_t *scratch = malloc((maxn ? maxn : 1) * sizeof *scratch);
+    if (!c.in_keys || !c.ref_keys || !c.req.keys || !c.in_vals || !c.ref_vals ||
+        !c.req.values || !scratch) {
+        tap_ok(0, "%s %s: allocating matrix buffers for n=%zu", label, pstr, maxn);
+        free(scratch);
+        sc_case_free(&c);
+        return 1;
+    }
+    void *vals_buf = c.req.values;
+
+    int failed_total = 0, cases_total = 0;
+    double t0 = now_s(), algo_s = 0;
+    for (int t = 0; t < GS_DT_COUNT; t++) {
+        for (int desc = 0; desc <= 1; desc++) {
+            for (int pl = 0; pl < GS_PL_COUNT; pl++) {
+                int cases = 0, failed = 0;
+                for (size_t si = 0; si < nsizes; si++) {
+                    for (int dist = 0; dist < SC_DIST_COUNT; dist++) {
+                        size_t n = sizes[si];
+                        if (dist == SC_FSPECIAL && !dt_isfloat((gs_dtype)t))
+                            continue;
+                        uint64_t seed = case_seed(base, (gs_dtype)t, dist, n);
+                        char why[512] = "";
+                        int ok = 0;
+                        cases++;
+                        c.req.values = vals_buf;
+                        if (case_setup(&c, (gs_dtype)t, (gs_payload)pl, desc, n,
+                                       dist, seed, scratch) < 0) {
+                            snprintf(why, sizeof why, "out of memory building the reference");
+                        } else {
+                            gs_sort_req req = c.req;
+                            gs_sort_stats sst;
+                            gs_err err;
+                            gs_err_clear(&err);
+                            memset(&sst, 0, sizeof sst);
+                            req.stable = a->stable;
+                            if (pl == GS_PL_NONE)
+                                req.values = NULL;
+                            double ta = now_s();
+                            int rc = gs_sort_run(a, ctx, &req, p, &sst, &err);
+                            algo_s += now_s() - ta;
+                            if (rc < 0)
+                                snprintf(why, sizeof why, "gs_sort_run failed: %s: %.400s",
+                                         gs_strerror(rc), err.msg);
+                            else
+                                ok = sc_case_verify(&c, a->stable, why, sizeof why);
+                        }
+                        if (!ok) {
+                            if (failed < SC_MAX_DIAG)
+                                tap_diag("  n=%zu dist=%s seed=0x%016" PRIx64 ": %s",
+                                         n, sc_dist_name(dist), seed, why);
+                            failed++;
+                        }
+                    }
+                }
+                if (failed > SC_MAX_DIAG)
+                    tap_diag("  ... %d more failing cases in this group",
+                             failed - SC_MAX_DIAG);
+                tap_ok(failed == 0, "%s %s %s %s %s: %d cases%s", label, pstr,
+                       gs_dtype_name((gs_dtype)t), desc ? "desc" : "asc",
+                       gs_payload_name((gs_payload)pl), cases,
+                       failed ? " (some failed)" : "");
+                failed_total += failed;
+                cases_total += cases;
+            }
+        }
+    }
+    c.req.values = vals_buf;
+    tap_diag("%s %s: %d cases, %d failed, %.2f s (%.2f s in the algorithm)",
+             label, pstr, cases_total, failed_total, now_s() - t0, algo_s);
+    free(scratch);
+    sc_case_free(&c);
+    return failed_total;
+}

@@ -1,4 +1,438 @@
-/* STUB */
+/* Tests of the host sort and the sort front end: the full standard matrix
+ * for gs_algo_host against the independent reference, the verifier itself
+ * catching planted errors (so a green matrix means something), pass
+ * skipping, allocation failure leaving the input alone, request
+ * validation, parameter text round trips and errors, the registry and the
+ * host's parameter check. */
 #include "config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "gs_algos.h"
+#include "gs_err.h"
+#include "gs_keys.h"
+#include "gs_sort.h"
+#include "sortcheck.h"
 #include "tap.h"
-int main(void) { tap_ok(1, "stub"); return tap_done(); }
+
+static void test_verifier(void)
+{
+    sc_case c;
+    char why[512];
+    gs_err err;
+    if (sc_case_init(&c, GS_DT_F32, GS_PL_U32, 0, 1000, SC_FEW16, 42) < 0)
+        tap_bail("sc_case_init failed");
+    gs_err_clear(&err);
+    int rc = gs_sort_run(&gs_algo_host, NULL, &c.req, NULL, NULL, &err);
+    tap_ok(rc == 0 && sc_case_verify(&c, 1, why, sizeof why),
+           "verifier: host result on a case passes (%s)", rc ? err.msg : why);
+
+    /* Two equal keys with different values swapped: unstable-correct, not
+     * stable-correct. */
+    uint32_t *k = c.req.keys, *v = c.req.values;
+    size_t i = 0;
+    while (i + 1 < 1000 && k[i] != k[i + 1])
+        i++;
+    uint32_t t = v[i];
+    v[i] = v[i + 1];
+    v[i + 1] = t;
+    tap_ok(!sc_case_verify(&c, 1, why, sizeof why) && strstr(why, "value"),
+           "verifier: stable check catches swapped equal-key values (%s)", why);
+    tap_ok(sc_case_verify(&c, 0, why, sizeof why),
+           "verifier: unstable check accepts them (%s)", why);
+
+    /* A value that belongs to no input pair. */
+    v[500] ^= 0x10000;
+    tap_ok(!sc_case_verify(&c, 0, why, sizeof why),
+           "verifier: unstable check catches a changed value (%s)", why);
+    v[500] ^= 0x10000;
+
+    /* Out of order keys. */
+    size_t j = 0;
+    while (j + 1 < 1000 && k[j] == k[j + 1])
+        j++;
+    t = k[j];
+    k[j] = k[j + 1];
+    k[j + 1] = t;
+    tap_ok(!sc_case_verify(&c, 1, why, sizeof why) && !sc_case_verify(&c, 0, why, sizeof why),
+           "verifier: both checks catch out-of-order keys (%s)", why);
+    k[j + 1] = k[j];
+    k[j] = t;
+
+    /* Writing one element past the end. */
+    k[1000] = 0;
+    tap_ok(!sc_case_verify(&c, 1, why, sizeof why) && strstr(why, "past the end"),
+           "verifier: a write past n is caught (%s)", why);
+    sc_case_free(&c);
+
+    /* NaN payloads: a stable sort must keep each NaN's exact bits. */
+    if (sc_case_init(&c, GS_DT_F64, GS_PL_IDX64, 1, 4097, SC_FSPECIAL, 7) < 0)
+        tap_bail("sc_case_init failed");
+    rc = gs_sort_run(&gs_algo_host, NULL, &c.req, NULL, NULL, &err);
+    tap_ok(rc == 0 && sc_case_verify(&c, 1, why, sizeof why),
+           "verifier: host f64 desc idx64 with NaN payloads passes (%s)", why);
+    uint64_t *k64 = c.req.keys, *ix = c.req.values;
+    size_t a = 0, b;
+    while (a < 4097 && (k64[a] & UINT64_C(0x7fffffffffffffff)) <= UINT64_C(0x7ff0000000000000))
+        a++;
+    b = a + 1;
+    while (b < 4097 && k64[b] == k64[a])
+        b++;
+    int found = b < 4097 && (k64[b] & UINT64_C(0x7fffffffffffffff)) > UINT64_C(0x7ff0000000000000);
+    if (found) {
+        uint64_t tk = k64[a], ti = ix[a];
+        k64[a] = k64[b];
+        ix[a] = ix[b];
+        k64[b] = tk;
+        ix[b] = ti;
+    }
+    tap_ok(found && !sc_case_verify(&c, 1, why, sizeof why),
+           "verifier: stable check catches two differing NaNs swapped (%s)", why);
+    tap_ok(found && sc_case_verify(&c, 0, why, sizeof why),
+           "verifier: unstable check accepts them (%s)", why);
+    sc_case_reset(&c);
+    rc = gs_sort_run(&gs_algo_host, NULL, &c.req, NULL, NULL, &err);
+    ix[3] = ix[4];
+    tap_ok(rc == 0 && !sc_case_verify(&c, 0, why, sizeof why) && strstr(why, "repeated"),
+           "verifier: unstable argsort check catches a repeated index (%s)", why);
+    sc_case_free(&c);
+}
+
+/* A correct but unstable "algorithm": the host sort, then every run of
+ * equal keys (NaNs all equal) reversed together with its values. The
+ * matrix must accept it as unstable; it proves the unstable checks do not
+ * demand input order. */
+static int eq_keys(gs_dtype t, const void *k, size_t i, size_t j)
+{
+    if (gs_dtype_size(t) == 4) {
+        uint32_t a = ((const uint32_t *)k)[i], b = ((const uint32_t *)k)[j];
+        return a == b || (t == GS_DT_F32 && (a & 0x7fffffffu) > 0x7f800000u &&
+                          (b & 0x7fffffffu) > 0x7f800000u);
+    }
+    uint64_t a = ((const uint64_t *)k)[i], b = ((const uint64_t *)k)[j];
+    uint64_t m = UINT64_C(0x7fffffffffffffff), inf = UINT64_C(0x7ff0000000000000);
+    return a == b || (t == GS_DT_F64 && (a & m) > inf && (b & m) > inf);
+}
+
+static void swap_el(void *a, size_t w, size_t i, size_t j)
+{
+    unsigned char t[8], *p = a;
+    memcpy(t, p + i * w, w);
+    memcpy(p + i * w, p + j * w, w);
+    memcpy(p + j * w, t, w);
+}
+
+static int unstable_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p,
+                        gs_sort_stats *st, gs_err *err)
+{
+    int rc = gs_algo_host.run(ctx, req, p, st, err);
+    size_t kw = gs_dtype_size(req->dtype), vw = gs_payload_size(req->payload);
+    for (size_t i = 0; rc == 0 && i < req->n;) {
+        size_t j = i + 1;
+        while (j < req->n && eq_keys(req->dtype, req->keys, i, j))
+            j++;
+        for (size_t a = i, b = j - 1; a < b; a++, b--) {
+            swap_el(req->keys, kw, a, b);
+            if (vw)
+                swap_el(req->values, vw, a, b);
+        }
+        i = j;
+    }
+    return rc;
+}
+
+static void test_unstable_matrix(void)
+{
+    gs_algo fake = gs_algo_host;
+    fake.name = "host-unstable";
+    fake.stable = 0;
+    fake.run = unstable_run;
+    static const size_t sizes[] = { 0, 1, 2, 3, 33, 1000, 4097 };
+    sc_case c;
+    char why[512];
+    gs_err err;
+    if (sc_case_init(&c, GS_DT_F64, GS_PL_U64, 1, 1000, SC_FSPECIAL, 5) < 0)
+        tap_bail("sc_case_init failed");
+    int rc = gs_sort_run(&fake, NULL, &c.req, NULL, NULL, &err);
+    tap_ok(rc == 0 && !sc_case_verify(&c, 1, why, sizeof why) &&
+           sc_case_verify(&c, 0, why, sizeof why),
+           "the fake unstable sort fails the stable check, passes the unstable one");
+    c.req.stable = 1;
+    rc = gs_sort_run(&fake, NULL, &c.req, NULL, NULL, &err);
+    tap_ok(rc == GS_EUNSUPPORTED, "gs_sort_run refuses an unstable algorithm for a request "
+           "that needs stability (%s)", err.msg);
+    sc_case_free(&c);
+    int failed = sc_run_matrix(&fake, NULL, NULL, sizes, sizeof sizes / sizeof *sizes,
+                               "fake-unstable");
+    tap_ok(failed == 0, "an unstable but correct sort passes the unstable checks (%d failed)",
+           failed);
+}
+
+/* Passes whose digit is the same for every key are skipped. */
+static void test_pass_skipping(void)
+{
+    size_t n = 100000;
+    uint32_t *k = malloc(n * sizeof *k);
+    if (!k)
+        tap_bail("out of memory");
+    gs_sort_req r = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = n, .keys = k };
+    gs_sort_stats st;
+    gs_err err;
+
+    for (size_t i = 0; i < n; i++)
+        k[i] = 12345;
+    int rc = gs_sort_run(&gs_algo_host, NULL, &r, NULL, &st, &err);
+    tap_ok(rc == 0 && st.passes == 0 && st.passes_skipped == 3,
+           "all-equal keys: no pass runs (%u run, %u skipped)", st.passes, st.passes_skipped);
+
+    uint64_t s = 1;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 6364136223846793005u + 1442695040888963407u;
+        k[i] = (uint32_t)(s >> 33) & 0x7ff;  /* low 11 bits only */
+    }
+    rc = gs_sort_run(&gs_algo_host, NULL, &r, NULL, &st, &err);
+    int sorted = 1;
+    for (size_t i = 1; i < n; i++)
+        sorted &= k[i - 1] <= k[i];
+    tap_ok(rc == 0 && sorted && st.passes == 1 && st.passes_skipped == 2,
+           "11-bit keys: one pass runs (%u run, %u skipped), result sorted",
+           st.passes, st.passes_skipped);
+    tap_ok(st.wall_ms >= 0 && st.wall_ms < 60000, "wall time recorded (%.3f ms)", st.wall_ms);
+    free(k);
+}
+
+/* Inputs above the matrix's largest n, where the host sort switches its
+ * scatter to line buffers with streaming stores for 32-bit keys too. */
+static void test_large(void)
+{
+    static const struct { gs_dtype t; gs_payload p; int desc, dist; } cs[] = {
+        { GS_DT_U32, GS_PL_NONE, 0, SC_RANDOM },
+        { GS_DT_F32, GS_PL_IDX32, 1, SC_FSPECIAL },
+        { GS_DT_I32, GS_PL_U64, 0, SC_FEW16 },
+    };
+    size_t n = ((size_t)1 << 21) + 3;
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        sc_case c;
+        char why[512] = "";
+        gs_err err;
+        gs_sort_stats st;
+        if (sc_case_init(&c, cs[i].t, cs[i].p, cs[i].desc, n, cs[i].dist, 99 + i) < 0)
+            tap_bail("sc_case_init failed for n=%zu", n);
+        int rc = gs_sort_run(&gs_algo_host, NULL, &c.req, NULL, &st, &err);
+        int ok = rc == 0 && sc_case_verify(&c, 1, why, sizeof why);
+        tap_ok(ok, "large: %s %s %s %s n=%zu (%.1f ms)%s%s", gs_dtype_name(cs[i].t),
+               cs[i].desc ? "desc" : "asc", gs_payload_name(cs[i].p), sc_dist_name(cs[i].dist),
+               n, st.wall_ms, ok ? "" : ": ", ok ? "" : rc ? err.msg : why);
+        sc_case_free(&c);
+    }
+}
+
+/* Allocation failure: GS_ENOMEM, input untouched. Forced by lowering the
+ * address-space limit just above what is mapped now; run before anything
+ * large has been freed, so malloc cannot reuse freed heap. */
+static void test_enomem(void)
+{
+    size_t n = (size_t)1 << 22;     /* 32 MiB keys + 32 MiB values */
+    uint64_t *k = malloc(n * 8), *v = malloc(n * 8);
+    if (!k || !v)
+        tap_bail("out of memory");
+    for (size_t i = 0; i < n; i++) {
+        k[i] = (n - i) * UINT64_C(0x9e3779b97f4a7c15);
+        v[i] = i;
+    }
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long pages = 0;
+    if (!f || fscanf(f, "%lu", &pages) != 1)
+        tap_bail("cannot read /proc/self/statm");
+    fclose(f);
+    struct rlimit old, lim;
+    if (getrlimit(RLIMIT_AS, &old) < 0)
+        tap_bail("getrlimit failed");
+    lim = old;
+    lim.rlim_cur = (rlim_t)pages * 4096 + (8u << 20);
+    if (old.rlim_max != RLIM_INFINITY && lim.rlim_cur > old.rlim_max)
+        lim.rlim_cur = old.rlim_max;
+    gs_sort_req r = { .dtype = GS_DT_U64, .payload = GS_PL_U64, .n = n, .keys = k, .values = v };
+    gs_err err;
+    gs_err_clear(&err);
+    int rc;
+    if (setrlimit(RLIMIT_AS, &lim) < 0) {
+        rc = 1;
+        snprintf(err.msg, sizeof err.msg, "setrlimit failed");
+    } else {
+        rc = gs_sort_run(&gs_algo_host, NULL, &r, NULL, NULL, &err);
+        setrlimit(RLIMIT_AS, &old);
+    }
+    int same = 1;
+    for (size_t i = 0; i < n; i++)
+        same &= k[i] == (n - i) * UINT64_C(0x9e3779b97f4a7c15) && v[i] == i;
+    tap_ok(rc == GS_ENOMEM && err.msg[0], "scratch allocation failure gives GS_ENOMEM (%d: %s)",
+           rc, err.msg);
+    tap_ok(same, "and leaves keys and values untouched");
+    free(k);
+    free(v);
+}
+
+static void test_req_check(void)
+{
+    uint32_t k[4] = { 3, 1, 2, 0 }, v[4];
+    gs_err err;
+    gs_sort_req ok = { .dtype = GS_DT_U32, .payload = GS_PL_U32, .n = 4, .keys = k, .values = v };
+    gs_sort_req r;
+
+    tap_ok(gs_sort_req_check(&ok, &err) == 0, "valid request accepted");
+    r = ok; r.keys = NULL;
+    tap_ok(gs_sort_req_check(&r, &err) == GS_EINVAL && strstr(err.msg, "keys"),
+           "NULL keys with n>0 rejected (%s)", err.msg);
+    r = ok; r.keys = NULL; r.values = NULL; r.n = 0;
+    tap_ok(gs_sort_req_check(&r, &err) == 0, "NULL buffers with n=0 accepted");
+    r = ok; r.values = NULL;
+    tap_ok(gs_sort_req_check(&r, &err) == GS_EINVAL, "NULL values with a payload rejected (%s)",
+           err.msg);
+    r = ok; r.dtype = GS_DT_COUNT;
+    tap_ok(gs_sort_req_check(&r, &err) == GS_EINVAL && strstr(err.msg, "dtype"),
+           "bad dtype rejected (%s)", err.msg);
+    r = ok; r.dtype = (gs_dtype)-1;
+    tap_ok(gs_sort_req_check(&r, &err) == GS_EINVAL, "negative dtype rejected");
+    r = ok; r.payload = GS_PL_COUNT;
+    tap_ok(gs_sort_req_check(&r, &err) == GS_EINVAL && strstr(err.msg, "payload"),
+           "bad payload rejected (%s)", err.msg);
+    r = ok; r.descending = 2;
+    tap_ok(gs_sort_req_check(&r, &err) == GS_EINVAL, "descending=2 rejected (%s)", err.msg);
+    r = ok; r.n = SIZE_MAX / 4 + 1;
+    tap_ok(gs_sort_req_check(&r, &err) == GS_ETOOBIG, "n*4 overflowing size_t rejected (%s)",
+           err.msg);
+    r = ok; r.payload = GS_PL_U64; r.n = SIZE_MAX / 8 + 1;
+    tap_ok(gs_sort_req_check(&r, &err) == GS_ETOOBIG, "n*8 payload overflow rejected (%s)",
+           err.msg);
+    r = ok; r.values = k + 1;
+    tap_ok(gs_sort_req_check(&r, &err) == GS_EINVAL, "overlapping keys/values rejected (%s)",
+           err.msg);
+    r = ok; r.keys = NULL;
+    uint32_t before[4];
+    memcpy(before, v, sizeof v);
+    tap_ok(gs_sort_run(&gs_algo_host, NULL, &r, NULL, NULL, &err) == GS_EINVAL &&
+           !memcmp(before, v, sizeof v), "gs_sort_run refuses a bad request");
+
+    gs_dtype t;
+    gs_payload p;
+    int names_ok = 1;
+    for (int i = 0; i < GS_DT_COUNT; i++)
+        names_ok &= gs_dtype_parse(gs_dtype_name((gs_dtype)i), &t) == 0 && t == (gs_dtype)i;
+    for (int i = 0; i < GS_PL_COUNT; i++)
+        names_ok &= gs_payload_parse(gs_payload_name((gs_payload)i), &p) == 0 &&
+                    p == (gs_payload)i;
+    names_ok &= gs_dtype_parse("u16", &t) == GS_EINVAL && gs_payload_parse("idx", &p) == GS_EINVAL;
+    names_ok &= gs_dtype_size(GS_DT_F32) == 4 && gs_dtype_size(GS_DT_I64) == 8 &&
+                gs_payload_size(GS_PL_NONE) == 0 && gs_payload_size(GS_PL_IDX64) == 8;
+    tap_ok(names_ok, "dtype/payload names and sizes round trip, unknown names rejected");
+}
+
+static void test_params(void)
+{
+    gs_params ps, back;
+    gs_err err;
+    char buf[256];
+    gs_params_clear(&ps);
+    gs_params_set(&ps, "radix_bits", 4);
+    gs_params_set(&ps, "wg_size", 256);
+    gs_params_set(&ps, "neg", -17);
+    gs_params_set(&ps, "radix_bits", 8);    /* replace keeps the position */
+    int rc = gs_params_format(&ps, buf, sizeof buf);
+    tap_ok(rc == 0 && !strcmp(buf, "radix_bits=8,wg_size=256,neg=-17"),
+           "format in insertion order (%s)", buf);
+    rc = gs_params_parse(buf, &back, &err);
+    tap_ok(rc == 0 && back.count == 3 && gs_params_get(&back, "radix_bits", 0) == 8 &&
+           gs_params_get(&back, "wg_size", 0) == 256 && gs_params_get(&back, "neg", 0) == -17 &&
+           !gs_params_has(&back, "nope") && gs_params_get(&back, "nope", 99) == 99,
+           "parse(format(x)) == x (%s)", rc ? err.msg : "ok");
+    char buf2[256];
+    gs_params_format(&back, buf2, sizeof buf2);
+    tap_ok(!strcmp(buf, buf2), "format(parse(s)) == s");
+    rc = gs_params_parse(" a = 1 , b=+2 ", &back, &err);
+    tap_ok(rc == 0 && back.count == 2 && gs_params_get(&back, "b", 0) == 2,
+           "spaces around items accepted");
+    rc = gs_params_parse("", &back, &err);
+    tap_ok(rc == 0 && back.count == 0, "empty text is the empty set");
+    tap_ok(gs_params_format(&ps, buf, 10) == GS_ETOOBIG && strlen(buf) < 10,
+           "format into a short buffer fails cleanly (\"%s\")", buf);
+
+    static const char *const bad[] = {
+        "a", "=1", "a=", "a=1,", "a=1,,b=2", "a=x", "a=1b", "a=1 2", "1a=3",
+        "a-b=1", "a=99999999999999999999999", "a=1,a=2", "a=-",
+        "abcdefghijklmnopqrstuvwxyz0123456=1",
+        "a=1,b=2,c=3,d=4,e=5,f=6,g=7,h=8,i=9",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        gs_params_clear(&back);
+        gs_params_set(&back, "keep", 1);
+        gs_err_clear(&err);
+        rc = gs_params_parse(bad[i], &back, &err);
+        tap_ok(rc == GS_EINVAL && err.msg[0] && back.count == 1 &&
+               gs_params_get(&back, "keep", 0) == 1,
+               "parse rejects \"%s\", output untouched (%s)", bad[i], err.msg);
+    }
+    gs_params_clear(&back);
+    tap_ok(gs_params_set(&back, "bad name", 1) == GS_EINVAL && back.count == 0,
+           "set rejects a malformed name");
+}
+
+static void test_registry(void)
+{
+    tap_ok(gs_algo_find("host") == &gs_algo_host, "registry finds host");
+    tap_ok(gs_algo_find("nope") == NULL && gs_algo_find(NULL) == NULL,
+           "registry returns NULL for unknown names");
+    int ok = gs_algo_count() >= 2 && gs_algo_at(gs_algo_count()) == NULL;
+    for (size_t i = 0; i < gs_algo_count(); i++)
+        ok &= gs_algo_at(i) && gs_algo_find(gs_algo_at(i)->name) == gs_algo_at(i);
+    tap_ok(ok, "registry: %zu algorithms, each found by its name", gs_algo_count());
+    tap_ok(gs_algo_find("radix") == &gs_algo_radix, "registry lists radix");
+    tap_ok(gs_algo_host.stable && !gs_algo_host.uses_device && gs_algo_host.nparams == 0,
+           "host: stable, no device, no parameters");
+}
+
+static void test_host_check(void)
+{
+    uint32_t k[3] = { 3, 1, 2 };
+    gs_sort_req r = { .dtype = GS_DT_U32, .n = 3, .keys = k };
+    gs_params ps;
+    gs_err err;
+    gs_algo_host.defaults(NULL, &ps);
+    tap_ok(ps.count == 0 && gs_algo_host.check(NULL, &r, &ps, &err) == 0,
+           "host: empty defaults, accepted by check");
+    gs_params_set(&ps, "radix_bits", 4);
+    int rc = gs_algo_host.check(NULL, &r, &ps, &err);
+    tap_ok(rc == GS_EUNSUPPORTED && strstr(err.msg, "radix_bits"),
+           "host check rejects an unknown parameter (%s)", err.msg);
+    rc = gs_sort_run(&gs_algo_host, NULL, &r, &ps, NULL, &err);
+    tap_ok(rc == GS_EUNSUPPORTED && k[0] == 3 && k[1] == 1 && k[2] == 2,
+           "gs_sort_run does not sort with a rejected parameter set (%s)", err.msg);
+    gs_sort_ctx ctx = { 0 };
+    rc = gs_sort_run(&gs_algo_radix, &ctx, &r, NULL, NULL, &err);
+    tap_ok(rc < 0 && k[0] == 3, "a device algorithm without a device fails cleanly (%s)",
+           err.msg);
+}
+
+int main(void)
+{
+    test_enomem();
+    test_req_check();
+    test_params();
+    test_registry();
+    test_host_check();
+    test_pass_skipping();
+    test_verifier();
+    test_large();
+    test_unstable_matrix();
+
+    gs_sort_ctx ctx = { 0 };
+    gs_params none;
+    gs_params_clear(&none);
+    int failed = sc_run_matrix(&gs_algo_host, &ctx, &none, NULL, 0, "host");
+    tap_diag("host matrix: %d failed cases", failed);
+    return tap_done();
+}
