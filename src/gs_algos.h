@@ -7,5 +7,7 @@
 
 extern const gs_algo gs_algo_host;   /* algo_host.c: host LSD radix sort */
 extern const gs_algo gs_algo_radix;  /* algo_radix.c: OpenCL LSD radix sort */
+extern const gs_algo gs_algo_mergepath; /* algo_mergepath.c: MergePath multisort */
+extern const gs_algo gs_algo_shellsort; /* algo_shellsort.c: Sedgewick Shellsort */
 
 #endif

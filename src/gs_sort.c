@@ -275,6 +275,8 @@ int gs_params_parse(const char *s, gs_params *ps, gs_err *err)
 static const gs_algo *const registry[] = {
     &gs_algo_host,
     &gs_algo_radix,
+    &gs_algo_mergepath,
+    &gs_algo_shellsort,
 };
 
 size_t gs_algo_count(void)

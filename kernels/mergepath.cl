@@ -1,0 +1,1 @@
+/* STUB: mergepath kernels (issue 4). */

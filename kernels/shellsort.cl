@@ -1,0 +1,1 @@
+/* STUB: shellsort kernels (issue 4). */

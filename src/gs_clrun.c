@@ -1,0 +1,150 @@
+/* Implementation of gs_clrun: event bookkeeping and the checked wrappers
+ * around kernel creation, launches, buffers and transfers. */
+#include "config.h"
+#include "gs_clrun.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void gs_clrun_init(gs_clrun *r, gs_dev *dev, const char *algo)
+{
+    memset(r, 0, sizeof *r);
+    r->dev = dev;
+    r->algo = algo;
+}
+
+void gs_clrun_release(gs_clrun *r)
+{
+    if (r->dev && r->dev->queue)
+        clFinish(r->dev->queue);   /* nothing of ours may still be in flight */
+    for (size_t i = 0; i < r->nkev; i++)
+        clReleaseEvent(r->kev[i]);
+    free(r->kev);
+    r->kev = NULL;
+    r->nkev = r->kevcap = 0;
+}
+
+double gs_clrun_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+double gs_clrun_event_ms(cl_event e)
+{
+    cl_ulong a = 0, b = 0;
+    if (!e || clWaitForEvents(1, &e) != CL_SUCCESS ||
+        clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof a, &a, NULL) != CL_SUCCESS ||
+        clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof b, &b, NULL) != CL_SUCCESS ||
+        b < a)
+        return 0.0;
+    return (double)(b - a) / 1e6;
+}
+
+double gs_clrun_kernel_ms(gs_clrun *r)
+{
+    double ms = 0.0;
+    for (size_t i = 0; i < r->nkev; i++)
+        ms += gs_clrun_event_ms(r->kev[i]);
+    return ms;
+}
+
+int gs_clrun_kernel(gs_clrun *r, cl_program prog, const char *name, size_t wg,
+                    cl_kernel *out, gs_err *err)
+{
+    cl_int rc;
+    *out = clCreateKernel(prog, name, &rc);
+    if (rc != CL_SUCCESS) {
+        *out = NULL;
+        return gs_cl_fail(err, "clCreateKernel", rc, "%s", name);
+    }
+    size_t kwg = 0;
+    cl_ulong lmem = 0;
+    rc = clGetKernelWorkGroupInfo(*out, r->dev->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg, &kwg, NULL);
+    if (rc != CL_SUCCESS)
+        return gs_cl_fail(err, "clGetKernelWorkGroupInfo", rc, "%s CL_KERNEL_WORK_GROUP_SIZE", name);
+    if (kwg < wg)
+        return gs_err_set(err, GS_EUNSUPPORTED,
+                          "%s: kernel %s runs at most %zu work-items per group on %s, wg_size=%zu asked",
+                          r->algo, name, kwg, r->dev->info.name, wg);
+    rc = clGetKernelWorkGroupInfo(*out, r->dev->id, CL_KERNEL_LOCAL_MEM_SIZE, sizeof lmem, &lmem, NULL);
+    if (rc == CL_SUCCESS && lmem > r->dev->info.local_mem)
+        return gs_err_set(err, GS_EUNSUPPORTED,
+                          "%s: kernel %s needs %llu bytes of local memory, device has %llu",
+                          r->algo, name, (unsigned long long)lmem,
+                          (unsigned long long)r->dev->info.local_mem);
+    return 0;
+}
+
+int gs_clrun_args(cl_kernel k, const char *name, const gs_karg *a, unsigned n, gs_err *err)
+{
+    for (unsigned i = 0; i < n; i++) {
+        cl_int rc = clSetKernelArg(k, i, a[i].size, a[i].ptr);
+        if (rc != CL_SUCCESS)
+            return gs_cl_fail(err, "clSetKernelArg", rc, "%s argument %u", name, i);
+    }
+    return 0;
+}
+
+int gs_clrun_launch(gs_clrun *r, cl_kernel k, const char *name, size_t groups, size_t wg,
+                    gs_err *err)
+{
+    if (r->nkev == r->kevcap) {
+        size_t cap = r->kevcap ? 2 * r->kevcap : 32;
+        cl_event *e = realloc(r->kev, cap * sizeof *e);
+        if (!e)
+            return gs_err_set(err, GS_ENOMEM, "%s: out of memory", r->algo);
+        r->kev = e;
+        r->kevcap = cap;
+    }
+    size_t gsz = groups * wg;
+    cl_int rc = clEnqueueNDRangeKernel(r->dev->queue, k, 1, NULL, &gsz, &wg, 0, NULL,
+                                       &r->kev[r->nkev]);
+    if (rc != CL_SUCCESS)
+        return gs_cl_fail(err, "clEnqueueNDRangeKernel", rc, "%s (%zu x %zu)", name, groups, wg);
+    r->nkev++;
+    return 0;
+}
+
+int gs_clrun_buffer(gs_clrun *r, size_t bytes, const char *what, cl_mem *out, gs_err *err)
+{
+    cl_int rc;
+    *out = clCreateBuffer(r->dev->ctx, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, &rc);
+    if (rc != CL_SUCCESS) {
+        *out = NULL;
+        return gs_cl_fail(err, "clCreateBuffer", rc, "%s: %s, %zu bytes", r->algo, what, bytes);
+    }
+    return 0;
+}
+
+/* One timed blocking transfer; profiling time when available, else wall. */
+static int xfer(gs_clrun *r, int up, cl_mem m, void *host, size_t bytes, gs_err *err)
+{
+    if (bytes == 0)
+        return 0;
+    cl_event ev = NULL;
+    double t0 = gs_clrun_now_ms();
+    cl_int rc = up ? clEnqueueWriteBuffer(r->dev->queue, m, CL_TRUE, 0, bytes, host, 0, NULL, &ev)
+                   : clEnqueueReadBuffer(r->dev->queue, m, CL_TRUE, 0, bytes, host, 0, NULL, &ev);
+    if (rc != CL_SUCCESS)
+        return gs_cl_fail(err, up ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer", rc,
+                          "%s: %zu bytes", r->algo, bytes);
+    double ms = gs_clrun_event_ms(ev);
+    if (ms == 0.0)
+        ms = gs_clrun_now_ms() - t0;
+    clReleaseEvent(ev);
+    *(up ? &r->upload_ms : &r->download_ms) += ms;
+    return 0;
+}
+
+int gs_clrun_upload(gs_clrun *r, cl_mem dst, const void *src, size_t bytes, gs_err *err)
+{
+    return xfer(r, 1, dst, (void *)src, bytes, err);
+}
+
+int gs_clrun_download(gs_clrun *r, void *dst, cl_mem src, size_t bytes, gs_err *err)
+{
+    return xfer(r, 0, src, dst, bytes, err);
+}
