@@ -1,18 +1,15 @@
 /* Kernel sources. The .cl files under kernels/ are embedded into the binary
- * at build time (tools/embed-kernels writes kernels_gen.c), so an installed
+ * at build time (tools/embed-files writes kernels_gen.c), so an installed
  * gsortd needs no source path. For development, gs_kern_set_dir makes the
  * lookups read DIR/NAME.cl instead. */
 #ifndef GS_KERN_H
 #define GS_KERN_H
 
 #include <stddef.h>
+#include "gs_embed.h"
 #include "gs_err.h"
 
-typedef struct gs_kern_src {
-    const char *name;   /* file name without .cl: "radix" */
-    const char *text;   /* NUL-terminated source */
-    size_t len;
-} gs_kern_src;
+typedef gs_embed gs_kern_src;   /* name is the file name without .cl */
 
 /* The embedded table (generated). */
 extern const gs_kern_src gs_kern_embedded[];

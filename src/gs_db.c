@@ -1,0 +1,481 @@
+/* Implementation of the tuning database (see gs_db.h): opening with the
+ * version check before anything is written, the migration loop, and the
+ * small typed accessors the tuner, the daemon and gsort-query use. */
+#include "config.h"
+#include "gs_db.h"
+#include "gs_embed.h"
+#include "gs_paths.h"
+
+#include <cjson/cJSON.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern const gs_embed gs_db_migrations[];
+extern const size_t gs_db_migrations_count;
+
+struct gs_db {
+    sqlite3 *h;
+    char *path;
+};
+
+int gs_db_latest_version(void) { return (int)gs_db_migrations_count; }
+const char *gs_db_path(const gs_db *db) { return db->path; }
+
+static int code_of(int rc)
+{
+    switch (rc & 0xff) {
+    case SQLITE_NOTADB:
+    case SQLITE_CORRUPT:
+        return GS_ECORRUPT;
+    case SQLITE_NOMEM:
+        return GS_ENOMEM;
+    default:
+        return GS_EIO;
+    }
+}
+
+/* "PATH: WHAT: sqlite's message" with a code from sqlite's result. */
+static int fail(gs_db *db, int rc, gs_err *err, const char *what)
+{
+    return gs_err_set(err, code_of(rc), "database %s: %s: %s", db->path, what,
+                      db->h ? sqlite3_errmsg(db->h) : sqlite3_errstr(rc));
+}
+
+static int exec(gs_db *db, const char *sql, gs_err *err)
+{
+    int rc = sqlite3_exec(db->h, sql, NULL, NULL, NULL);
+    return rc == SQLITE_OK ? 0 : fail(db, rc, err, sql);
+}
+
+static int prepare(gs_db *db, const char *sql, sqlite3_stmt **st, gs_err *err)
+{
+    int rc = sqlite3_prepare_v2(db->h, sql, -1, st, NULL);
+    return rc == SQLITE_OK ? 0 : fail(db, rc, err, "prepare");
+}
+
+/* Step a write statement to completion and finalize it. */
+static int step_done(gs_db *db, sqlite3_stmt *st, gs_err *err, const char *what)
+{
+    int rc = sqlite3_step(st);
+    int ret = rc == SQLITE_DONE ? 0 : fail(db, rc, err, what);
+    sqlite3_finalize(st);
+    return ret;
+}
+
+int gs_db_version(gs_db *db)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db->h, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    int v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* Apply migration i (0-based: file NNN = i+1) in one transaction, unless
+ * another process got there first. */
+static int migrate_one(gs_db *db, size_t i, gs_err *err)
+{
+    const gs_embed *m = &gs_db_migrations[i];
+    if (atoi(m->name) != (int)i + 1)
+        return gs_err_set(err, GS_ECORRUPT, "migration %s is out of sequence (expected number %zu)",
+                          m->name, i + 1);
+    int rc = exec(db, "BEGIN IMMEDIATE", err);
+    if (rc)
+        return rc;
+    int v = gs_db_version(db);
+    if (v < 0) {
+        exec(db, "ROLLBACK", NULL);
+        return fail(db, SQLITE_ERROR, err, "reading the schema version");
+    }
+    if (v > (int)i) {
+        exec(db, "ROLLBACK", NULL);
+        return 0;
+    }
+    char *msg = NULL;
+    int src = sqlite3_exec(db->h, m->text, NULL, NULL, &msg);
+    if (src != SQLITE_OK || gs_db_version(db) != (int)i + 1) {
+        gs_err_set(err, GS_ECORRUPT, "database %s: migration %s failed: %s", db->path, m->name,
+                   msg ? msg : "it did not set user_version");
+        sqlite3_free(msg);
+        exec(db, "ROLLBACK", NULL);
+        return GS_ECORRUPT;
+    }
+    return exec(db, "COMMIT", err);
+}
+
+int gs_db_open(gs_db **out, const char *path, int flags, gs_err *err)
+{
+    *out = NULL;
+    char def[4096];
+    if (!path) {
+        char dir[4000];
+        int rc = gs_paths_data_dir(dir, sizeof dir);
+        if (rc)
+            return gs_err_set(err, rc, "no default database location (set --db or GSORTD_DATA_DIR)");
+        if (!(flags & GS_DB_READONLY) && (rc = gs_paths_mkdir_p(dir, 0755, err)) != 0)
+            return gs_err_prefix(err, "database directory: ");
+        snprintf(def, sizeof def, "%s/tuning.db", dir);
+        path = def;
+    }
+    gs_db *db = calloc(1, sizeof *db);
+    if (!db || !(db->path = strdup(path))) {
+        free(db);
+        return gs_err_set(err, GS_ENOMEM, "out of memory");
+    }
+    int ro = flags & GS_DB_READONLY;
+    int rc = sqlite3_open_v2(path, &db->h,
+                             ro ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                             NULL);
+    if (rc != SQLITE_OK) {
+        rc = gs_err_set(err, GS_EIO, "database %s: cannot open: %s", path,
+                        db->h ? sqlite3_errmsg(db->h) : sqlite3_errstr(rc));
+        gs_db_close(db);
+        return rc;
+    }
+    sqlite3_extended_result_codes(db->h, 1);
+    sqlite3_busy_timeout(db->h, 5000);
+
+    /* The version check comes before anything that could write (journal
+     * mode, migrations): a newer file must stay byte-for-byte untouched. */
+    sqlite3_stmt *st;
+    rc = sqlite3_prepare_v2(db->h, "PRAGMA user_version", -1, &st, NULL);
+    int v = -1;
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            v = sqlite3_column_int(st, 0);
+            rc = SQLITE_OK;
+        }
+        sqlite3_finalize(st);
+    }
+    int latest = gs_db_latest_version();
+    if (rc != SQLITE_OK) {
+        rc = gs_err_set(err, code_of(rc), "database %s: unreadable (%s): not a gsortd tuning database, or damaged",
+                        path, sqlite3_errmsg(db->h));
+    } else if (v > latest) {
+        rc = gs_err_set(err, GS_EUNSUPPORTED,
+                        "database %s has schema version %d, newer than this gsortd understands (%d); "
+                        "left untouched: use a newer gsortd or another --db", path, v, latest);
+    } else if (ro && v < latest) {
+        rc = gs_err_set(err, GS_EUNSUPPORTED,
+                        "database %s has schema version %d, older than %d; open it once read-write "
+                        "(gsortd) to migrate it", path, v, latest);
+    } else if (!ro) {
+        if ((rc = exec(db, "PRAGMA journal_mode=WAL", err)) == 0 &&
+            (rc = exec(db, "PRAGMA synchronous=FULL", err)) == 0 &&
+            (rc = exec(db, "PRAGMA foreign_keys=ON", err)) == 0) {
+            for (size_t i = (size_t)v; rc == 0 && i < (size_t)latest; i++)
+                rc = migrate_one(db, i, err);
+        }
+    }
+    if (rc) {
+        gs_db_close(db);
+        return rc;
+    }
+    *out = db;
+    return 0;
+}
+
+void gs_db_close(gs_db *db)
+{
+    if (!db)
+        return;
+    if (db->h)
+        sqlite3_close_v2(db->h);
+    free(db->path);
+    free(db);
+}
+
+int gs_db_check(gs_db *db, gs_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(db, "PRAGMA integrity_check", &st, err);
+    if (rc)
+        return rc;
+    int step = sqlite3_step(st);
+    if (step != SQLITE_ROW) {
+        rc = fail(db, step, err, "integrity_check");
+    } else {
+        const char *r = (const char *)sqlite3_column_text(st, 0);
+        if (!r || strcmp(r, "ok") != 0)
+            rc = gs_err_set(err, GS_ECORRUPT, "database %s: integrity check: %s", db->path, r ? r : "?");
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int gs_db_bucket(uint64_t n)
+{
+    int b = 0;
+    while (n > 1) {
+        n >>= 1;
+        b++;
+    }
+    return b;
+}
+
+int gs_db_device_id(gs_db *db, const gs_dev_info *in, int create, int64_t *id, gs_err *err)
+{
+    sqlite3_stmt *st;
+    int rc;
+    if (!create) {
+        rc = prepare(db, "SELECT id FROM devices WHERE platform=?1 AND name=?2 AND driver=?3", &st, err);
+    } else {
+        rc = prepare(db,
+            "INSERT INTO devices (platform, name, driver, vendor, type, device_version, c_version,"
+            " compute_units, max_wg_size, local_mem, global_mem, max_alloc, profiling)"
+            " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)"
+            " ON CONFLICT (platform, name, driver) DO UPDATE SET vendor=excluded.vendor,"
+            " type=excluded.type, device_version=excluded.device_version,"
+            " c_version=excluded.c_version, compute_units=excluded.compute_units,"
+            " max_wg_size=excluded.max_wg_size, local_mem=excluded.local_mem,"
+            " global_mem=excluded.global_mem, max_alloc=excluded.max_alloc,"
+            " profiling=excluded.profiling,"
+            " last_seen=strftime('%Y-%m-%dT%H:%M:%SZ', 'now')"
+            " RETURNING id", &st, err);
+    }
+    if (rc)
+        return rc;
+    sqlite3_bind_text(st, 1, in->platform, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, in->name, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 3, in->driver, -1, SQLITE_TRANSIENT);
+    if (create) {
+        char type[64];
+        sqlite3_bind_text(st, 4, in->vendor, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 5, gs_dev_type_name(in->type, type, sizeof type), -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 6, in->version, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 7, in->c_version, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(st, 8, in->compute_units);
+        sqlite3_bind_int64(st, 9, (sqlite3_int64)in->max_wg_size);
+        sqlite3_bind_int64(st, 10, (sqlite3_int64)in->local_mem);
+        sqlite3_bind_int64(st, 11, (sqlite3_int64)in->global_mem);
+        sqlite3_bind_int64(st, 12, (sqlite3_int64)in->max_alloc);
+        sqlite3_bind_int(st, 13, in->profiling);
+    }
+    int step = sqlite3_step(st);
+    if (step == SQLITE_ROW) {
+        *id = sqlite3_column_int64(st, 0);
+        /* Drain so the RETURNING insert commits. */
+        while ((step = sqlite3_step(st)) == SQLITE_ROW)
+            ;
+        rc = step == SQLITE_DONE ? 0 : fail(db, step, err, "device");
+    } else if (step == SQLITE_DONE && !create) {
+        rc = gs_err_set(err, GS_ENOTFOUND, "device %s / %s / %s is not in %s", in->platform,
+                        in->name, in->driver, db->path);
+    } else {
+        rc = fail(db, step, err, "device");
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int gs_db_params_to_json(const gs_params *p, char *buf, size_t len, gs_err *err)
+{
+    cJSON *o = cJSON_CreateObject();
+    for (int i = 0; o && i < p->count; i++)
+        if (!cJSON_AddNumberToObject(o, p->p[i].name, (double)p->p[i].value)) {
+            cJSON_Delete(o);
+            o = NULL;
+        }
+    char *s = o ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    if (!s)
+        return gs_err_set(err, GS_ENOMEM, "out of memory");
+    int rc = 0;
+    if (strlen(s) >= len)
+        rc = gs_err_set(err, GS_ETOOBIG, "parameter JSON longer than %zu bytes", len - 1);
+    else
+        strcpy(buf, s);
+    cJSON_free(s);
+    return rc;
+}
+
+int gs_db_params_from_json(const char *json, gs_params *p, gs_err *err)
+{
+    cJSON *o = cJSON_Parse(json);
+    if (!cJSON_IsObject(o)) {
+        cJSON_Delete(o);
+        return gs_err_set(err, GS_EINVAL, "parameters are not a JSON object: %.80s", json);
+    }
+    gs_params tmp;
+    gs_params_clear(&tmp);
+    int rc = 0;
+    for (cJSON *it = o->child; it && !rc; it = it->next) {
+        double d = it->valuedouble;
+        if (!cJSON_IsNumber(it) || d != (double)(long)d)
+            rc = gs_err_set(err, GS_EINVAL, "parameter %s is not an integer", it->string);
+        else if (gs_params_set(&tmp, it->string, (long)d))
+            rc = gs_err_set(err, GS_EINVAL, "parameter %s: name too long or too many parameters",
+                            it->string);
+    }
+    cJSON_Delete(o);
+    if (!rc)
+        *p = tmp;
+    return rc;
+}
+
+static void bind_trial_key(sqlite3_stmt *st, const gs_db_trial *t)
+{
+    sqlite3_bind_int64(st, 1, t->device_id);
+    sqlite3_bind_text(st, 2, t->algorithm, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(st, 3, t->key_bits);
+    sqlite3_bind_text(st, 4, t->payload, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 5, (sqlite3_int64)t->n);
+    sqlite3_bind_text(st, 6, t->distribution, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 7, t->params, -1, SQLITE_TRANSIENT);
+}
+
+int gs_db_trial_add(gs_db *db, const gs_db_trial *t, int64_t *id, gs_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(db,
+        "INSERT INTO trials (device_id, algorithm, key_bits, payload, n, distribution, params,"
+        " median_ms, min_ms, max_ms, reps, valid, reason)"
+        " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)", &st, err);
+    if (rc)
+        return rc;
+    bind_trial_key(st, t);
+    if (t->valid) {
+        sqlite3_bind_double(st, 8, t->median_ms);
+        sqlite3_bind_double(st, 9, t->min_ms);
+        sqlite3_bind_double(st, 10, t->max_ms);
+    }
+    sqlite3_bind_int(st, 11, t->reps);
+    sqlite3_bind_int(st, 12, t->valid ? 1 : 0);
+    sqlite3_bind_text(st, 13, t->reason ? t->reason : "", -1, SQLITE_TRANSIENT);
+    rc = step_done(db, st, err, "recording a trial");
+    if (!rc && id)
+        *id = sqlite3_last_insert_rowid(db->h);
+    return rc;
+}
+
+int gs_db_trial_lookup(gs_db *db, const gs_db_trial *key, double *median_ms, int *valid,
+                       int64_t *id, gs_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(db,
+        "SELECT id, median_ms, valid FROM trials WHERE device_id=?1 AND algorithm=?2"
+        " AND key_bits=?3 AND payload=?4 AND n=?5 AND distribution=?6 AND params=?7"
+        " ORDER BY id DESC LIMIT 1", &st, err);
+    if (rc)
+        return rc;
+    bind_trial_key(st, key);
+    int step = sqlite3_step(st);
+    if (step == SQLITE_ROW) {
+        if (id)
+            *id = sqlite3_column_int64(st, 0);
+        if (median_ms)
+            *median_ms = sqlite3_column_double(st, 1);
+        if (valid)
+            *valid = sqlite3_column_int(st, 2);
+    } else if (step == SQLITE_DONE) {
+        rc = GS_ENOTFOUND;
+        gs_err_set(err, rc, "no such trial");
+    } else {
+        rc = fail(db, step, err, "looking up a trial");
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int read_choice(gs_db *db, sqlite3_stmt *st, gs_db_choice *out, gs_err *err,
+                       const char *what)
+{
+    int step = sqlite3_step(st), rc = 0;
+    if (step == SQLITE_ROW) {
+        snprintf(out->algorithm, sizeof out->algorithm, "%s", (const char *)sqlite3_column_text(st, 0));
+        snprintf(out->params, sizeof out->params, "%s", (const char *)sqlite3_column_text(st, 1));
+        out->median_ms = sqlite3_column_double(st, 2);
+        out->bucket = sqlite3_column_int(st, 3);
+    } else if (step == SQLITE_DONE) {
+        rc = gs_err_set(err, GS_ENOTFOUND, "no %s recorded", what);
+    } else {
+        rc = fail(db, step, err, what);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int gs_db_winner_set(gs_db *db, int64_t device_id, const char *algorithm, int key_bits,
+                     const char *payload, int bucket, const char *params, double median_ms,
+                     int64_t trial_id, gs_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(db,
+        "INSERT INTO winners (device_id, algorithm, key_bits, payload, bucket, params, median_ms, trial_id)"
+        " VALUES (?1,?2,?3,?4,?5,?6,?7,?8) ON CONFLICT (device_id, algorithm, key_bits, payload, bucket)"
+        " DO UPDATE SET params=excluded.params, median_ms=excluded.median_ms,"
+        " trial_id=excluded.trial_id, updated=strftime('%Y-%m-%dT%H:%M:%SZ', 'now')", &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, device_id);
+    sqlite3_bind_text(st, 2, algorithm, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(st, 3, key_bits);
+    sqlite3_bind_text(st, 4, payload, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(st, 5, bucket);
+    sqlite3_bind_text(st, 6, params, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(st, 7, median_ms);
+    if (trial_id > 0)
+        sqlite3_bind_int64(st, 8, trial_id);
+    return step_done(db, st, err, "recording a winner");
+}
+
+int gs_db_winner_get(gs_db *db, int64_t device_id, const char *algorithm, int key_bits,
+                     const char *payload, int bucket, gs_db_choice *out, gs_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(db,
+        "SELECT algorithm, params, median_ms, bucket FROM winners WHERE device_id=?1"
+        " AND algorithm=?2 AND key_bits=?3 AND payload=?4 AND bucket=?5", &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, device_id);
+    sqlite3_bind_text(st, 2, algorithm, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(st, 3, key_bits);
+    sqlite3_bind_text(st, 4, payload, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(st, 5, bucket);
+    return read_choice(db, st, out, err, "winner");
+}
+
+int gs_db_plan_set(gs_db *db, int64_t device_id, int key_bits, const char *payload, int stable,
+                   int bucket, const char *algorithm, const char *params, double median_ms,
+                   gs_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(db,
+        "INSERT INTO plan (device_id, key_bits, payload, stable, bucket, algorithm, params, median_ms)"
+        " VALUES (?1,?2,?3,?4,?5,?6,?7,?8) ON CONFLICT (device_id, key_bits, payload, stable, bucket)"
+        " DO UPDATE SET algorithm=excluded.algorithm, params=excluded.params,"
+        " median_ms=excluded.median_ms, updated=strftime('%Y-%m-%dT%H:%M:%SZ', 'now')", &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, device_id);
+    sqlite3_bind_int(st, 2, key_bits);
+    sqlite3_bind_text(st, 3, payload, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(st, 4, stable ? 1 : 0);
+    sqlite3_bind_int(st, 5, bucket);
+    sqlite3_bind_text(st, 6, algorithm, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 7, params, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(st, 8, median_ms);
+    return step_done(db, st, err, "recording the plan");
+}
+
+int gs_db_plan_lookup(gs_db *db, int64_t device_id, int key_bits, const char *payload,
+                      int stable, uint64_t n, gs_db_choice *out, gs_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(db,
+        "SELECT algorithm, params, median_ms, bucket FROM plan WHERE device_id=?1 AND key_bits=?2"
+        " AND payload=?3 AND stable=?4 ORDER BY abs(bucket - ?5) ASC, bucket DESC LIMIT 1", &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, device_id);
+    sqlite3_bind_int(st, 2, key_bits);
+    sqlite3_bind_text(st, 3, payload, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(st, 4, stable ? 1 : 0);
+    sqlite3_bind_int(st, 5, gs_db_bucket(n));
+    return read_choice(db, st, out, err, "plan for this device and request shape");
+}

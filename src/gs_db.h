@@ -1,0 +1,90 @@
+/* The tuning database: one SQLite file holding devices, every tuning trial,
+ * the winning parameters and the serving plan. Opened in WAL mode with a
+ * busy timeout; every write is a short BEGIN IMMEDIATE transaction, so a
+ * kill -9 at any moment leaves a consistent file. The schema version lives
+ * in PRAGMA user_version and is raised by the forward-only migrations in
+ * db/NNN_*.sql (embedded at build time); a database from a newer gsortd is
+ * refused and left untouched. */
+#ifndef GS_DB_H
+#define GS_DB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gs_dev.h"
+#include "gs_sort.h"
+
+typedef struct gs_db gs_db;
+
+enum { GS_DB_READONLY = 1 };
+
+/* Schema version this build writes (the number of embedded migrations). */
+int gs_db_latest_version(void);
+
+/* Open (creating and migrating as needed) the database at `path`; NULL: the
+ * default, gs_paths_data_dir()/tuning.db (/var/lib/gsortd as root). With
+ * GS_DB_READONLY nothing is created or migrated: an older schema is an
+ * error. Errors: GS_EIO (cannot open), GS_ECORRUPT (not a database, failed
+ * migration), GS_EUNSUPPORTED (newer schema: untouched). */
+int gs_db_open(gs_db **out, const char *path, int flags, gs_err *err);
+void gs_db_close(gs_db *db);
+const char *gs_db_path(const gs_db *db);
+int gs_db_version(gs_db *db);              /* PRAGMA user_version, <0 on error */
+/* PRAGMA integrity_check == "ok": 0, else GS_ECORRUPT with the first problem. */
+int gs_db_check(gs_db *db, gs_err *err);
+
+/* Id of the device with this identity (platform, name, driver); with
+ * `create` insert it (or refresh its properties and last_seen). Without
+ * `create`, GS_ENOTFOUND if absent. */
+int gs_db_device_id(gs_db *db, const gs_dev_info *info, int create, int64_t *id, gs_err *err);
+
+/* gs_params <-> JSON object text ({"radix_bits":8,...}), keys in order. */
+int gs_db_params_to_json(const gs_params *p, char *buf, size_t len, gs_err *err);
+int gs_db_params_from_json(const char *json, gs_params *p, gs_err *err);
+
+typedef struct gs_db_trial {
+    int64_t device_id;
+    const char *algorithm;
+    int key_bits;              /* 32 or 64 */
+    const char *payload;       /* gs_payload_name */
+    uint64_t n;
+    const char *distribution;  /* "random", "sorted", ... */
+    const char *params;        /* JSON */
+    double median_ms, min_ms, max_ms;
+    int reps;
+    int valid;                 /* 0: failed; reason says why */
+    const char *reason;
+} gs_db_trial;
+
+/* Record one trial (its own transaction). */
+int gs_db_trial_add(gs_db *db, const gs_db_trial *t, int64_t *id, gs_err *err);
+/* Most recent trial of exactly this configuration (device, algorithm,
+ * key_bits, payload, n, distribution, params of `key`): fills median_ms,
+ * valid and *id; GS_ENOTFOUND if none. Lets a rerun resume. */
+int gs_db_trial_lookup(gs_db *db, const gs_db_trial *key, double *median_ms, int *valid,
+                       int64_t *id, gs_err *err);
+
+typedef struct gs_db_choice {
+    char algorithm[32];
+    char params[512];          /* JSON */
+    double median_ms;
+    int bucket;
+} gs_db_choice;
+
+int gs_db_winner_set(gs_db *db, int64_t device_id, const char *algorithm, int key_bits,
+                     const char *payload, int bucket, const char *params, double median_ms,
+                     int64_t trial_id, gs_err *err);
+int gs_db_winner_get(gs_db *db, int64_t device_id, const char *algorithm, int key_bits,
+                     const char *payload, int bucket, gs_db_choice *out, gs_err *err);
+int gs_db_plan_set(gs_db *db, int64_t device_id, int key_bits, const char *payload, int stable,
+                   int bucket, const char *algorithm, const char *params, double median_ms,
+                   gs_err *err);
+/* The plan entry for this request shape at the bucket nearest log2(n)
+ * (ties: the larger bucket). GS_ENOTFOUND if the device has no plan. */
+int gs_db_plan_lookup(gs_db *db, int64_t device_id, int key_bits, const char *payload,
+                      int stable, uint64_t n, gs_db_choice *out, gs_err *err);
+
+/* Size bucket of n: floor(log2(n)), 0 for n <= 1. */
+int gs_db_bucket(uint64_t n);
+
+#endif
