@@ -1,9 +1,451 @@
-/* STUB: shellsort (issue 4, being written). Refuses every request. */
+/* The OpenCL Shellsort ("shellsort"): host side of kernels/shellsort.cl,
+ * the seed paper's variant D. Sedgewick's increments, largest first, one
+ * phase per increment h < n. In a phase every subset (residue class mod h)
+ * is cut into T = min(threads_per_subset, ceil(subset_len /
+ * min_elems_per_thread)) slices, one work-item insertion-sorts each, and
+ * then rounds of odd/even merge-split between neighbouring slices make the
+ * subset sorted: T rounds always suffice (block odd-even transposition
+ * sort), and the host stops earlier once two consecutive rounds exchanged
+ * nothing, reading the device-side round flags after batches of rounds of
+ * doubling size. Every phase therefore fully h-sorts, and the last (h = 1)
+ * sorts. Not stable: merge-split and the insertion sorts move equal keys
+ * past each other across slices. All three parameters are kernel arguments
+ * or launch sizes, so one program build serves every parameter set. */
 #include "config.h"
 #include "gs_algos.h"
-static int stub_check(const gs_dev *dev, const gs_sort_req *req, const gs_params *p, gs_err *err)
+#include "gs_clrun.h"
+#include "gs_log.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The kernels index with 32-bit arithmetic: r + j*h < n and n + h must stay
+ * below 2^32, and a phase launches up to about 2n work-items. */
+#define SHELL_MAX_N UINT64_C(0x7FFF0000)
+#define SHELL_MAX_TPS 65536L
+#define SHELL_MAX_MEPT 4096L
+#define SHELL_MIN_WG 16L
+#define SHELL_MAX_WG_HOST 1024L   /* cap for the listing when no device is known */
+#define SHELL_FIRST_BATCH 4u      /* merge rounds enqueued before the first flag read */
+
+enum { P_TPS = 0, P_MEPT, P_WG, P_COUNT };
+static const char *const pnames[P_COUNT] = { "threads_per_subset", "min_elems_per_thread",
+                                             "wg_size" };
+
+/* ---- legal values ---- */
+
+/* Every value in range runs; the lists are ladders that keep a tuner's grid
+ * small (check() accepts the values in between too). threads_per_subset is
+ * not bounded by the work-group: merge rounds are separate launches. */
+static size_t values_tps(const gs_dev_info *info, long *out, size_t cap)
 {
-    (void)dev; (void)req; (void)p;
-    return gs_err_set(err, GS_EUNSUPPORTED, "shellsort: not implemented yet");
+    (void)info;
+    size_t n = 0;
+    for (long t = 1; t <= SHELL_MAX_TPS && n < cap; t *= 2)
+        out[n++] = t;
+    return n;
 }
-const gs_algo gs_algo_shellsort = { .name = "shellsort", .summary = "not implemented yet", .stable = 0, .uses_device = 1, .check = stub_check };
+
+static size_t values_mept(const gs_dev_info *info, long *out, size_t cap)
+{
+    static const long ladder[] = { 1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32, 64, 128, 256, 1024, 4096 };
+    (void)info;
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof ladder / sizeof ladder[0] && n < cap; i++)
+        out[n++] = ladder[i];
+    return n;
+}
+
+static long max_wg(const gs_dev_info *info)
+{
+    return info && info->max_wg_size ? (long)info->max_wg_size : SHELL_MAX_WG_HOST;
+}
+
+static size_t values_wg(const gs_dev_info *info, long *out, size_t cap)
+{
+    size_t n = 0;
+    for (long w = SHELL_MIN_WG; w <= max_wg(info) && n < cap; w *= 2)
+        out[n++] = w;
+    return n;
+}
+
+static const gs_param_def shell_params[P_COUNT] = {
+    { "threads_per_subset", "most work-items (slices) per subset in a phase (1: one insertion "
+      "sort per subset, no merge rounds)", values_tps },
+    { "min_elems_per_thread", "fewest subset elements per work-item: a subset of len elements "
+      "gets min(threads_per_subset, ceil(len / this)) slices", values_mept },
+    { "wg_size", "work-items per work-group (power of two)", values_wg },
+};
+
+/* ---- parameter validation ---- */
+
+/* Pull the values out of p, rejecting unknown or missing names and values
+ * out of range (device limits aside). */
+static int get_params(const gs_params *p, long v[P_COUNT], gs_err *err)
+{
+    int seen[P_COUNT] = { 0 };
+    if (!p)
+        return gs_err_set(err, GS_EUNSUPPORTED, "shellsort: no parameter set given");
+    for (int i = 0; i < p->count; i++) {
+        int k = -1;
+        for (int j = 0; j < P_COUNT; j++)
+            if (strcmp(p->p[i].name, pnames[j]) == 0)
+                k = j;
+        if (k < 0)
+            return gs_err_set(err, GS_EUNSUPPORTED,
+                              "shellsort: unknown parameter '%s' (known: threads_per_subset, "
+                              "min_elems_per_thread, wg_size)", p->p[i].name);
+        v[k] = p->p[i].value;
+        seen[k] = 1;
+    }
+    for (int j = 0; j < P_COUNT; j++)
+        if (!seen[j])
+            return gs_err_set(err, GS_EUNSUPPORTED, "shellsort: missing parameter '%s'",
+                              pnames[j]);
+    if (v[P_TPS] < 1 || v[P_TPS] > SHELL_MAX_TPS)
+        return gs_err_set(err, GS_EUNSUPPORTED,
+                          "shellsort: threads_per_subset=%ld out of range 1..%ld", v[P_TPS],
+                          SHELL_MAX_TPS);
+    if (v[P_MEPT] < 1 || v[P_MEPT] > SHELL_MAX_MEPT)
+        return gs_err_set(err, GS_EUNSUPPORTED,
+                          "shellsort: min_elems_per_thread=%ld out of range 1..%ld", v[P_MEPT],
+                          SHELL_MAX_MEPT);
+    if (v[P_WG] < SHELL_MIN_WG || (v[P_WG] & (v[P_WG] - 1)))
+        return gs_err_set(err, GS_EUNSUPPORTED,
+                          "shellsort: wg_size=%ld is not a power of two >= %ld", v[P_WG],
+                          SHELL_MIN_WG);
+    return 0;
+}
+
+static int shell_check(const gs_dev *dev, const gs_sort_req *req, const gs_params *p, gs_err *err)
+{
+    long v[P_COUNT];
+    int rc = get_params(p, v, err);
+    if (rc)
+        return rc;
+    if (!dev)
+        return gs_err_set(err, GS_EUNSUPPORTED, "shellsort: needs an OpenCL device");
+    const gs_dev_info *in = &dev->info;
+    if ((uint64_t)v[P_WG] > (uint64_t)in->max_wg_size)
+        return gs_err_set(err, GS_EUNSUPPORTED,
+                          "shellsort: wg_size=%ld exceeds the device's max work-group size "
+                          "(CL_DEVICE_MAX_WORK_GROUP_SIZE) %zu", v[P_WG], in->max_wg_size);
+    if (!req)
+        return 0;
+    uint64_t n = req->n;
+    if (n > SHELL_MAX_N)
+        return gs_err_set(err, GS_ETOOBIG,
+                          "shellsort: n=%llu exceeds the %llu keys its 32-bit indexing allows",
+                          (unsigned long long)n, (unsigned long long)SHELL_MAX_N);
+    uint64_t kb = n * gs_dtype_size(req->dtype), vb = n * gs_payload_size(req->payload);
+    if (kb > in->max_alloc)
+        return gs_err_set(err, GS_ETOOBIG,
+                          "shellsort: %llu keys need %llu-byte buffers, above the device's max "
+                          "allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE) of %llu bytes",
+                          (unsigned long long)n, (unsigned long long)kb,
+                          (unsigned long long)in->max_alloc);
+    if (vb > in->max_alloc)
+        return gs_err_set(err, GS_ETOOBIG,
+                          "shellsort: %llu values need %llu-byte buffers, above the device's max "
+                          "allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE) of %llu bytes",
+                          (unsigned long long)n, (unsigned long long)vb,
+                          (unsigned long long)in->max_alloc);
+    /* data plus merge scratch of the same size, plus the round flags */
+    uint64_t total = 2 * (kb + vb) + 4 * (uint64_t)(SHELL_MAX_TPS + 2);
+    if (in->global_mem && total > in->global_mem)
+        return gs_err_set(err, GS_ETOOBIG,
+                          "shellsort: %llu keys need about %llu bytes of device memory (data and "
+                          "merge scratch), above the device's global memory "
+                          "(CL_DEVICE_GLOBAL_MEM_SIZE) of %llu bytes",
+                          (unsigned long long)n, (unsigned long long)total,
+                          (unsigned long long)in->global_mem);
+    return 0;
+}
+
+/* Untuned defaults. A GPU wants many short slices in the last phases (h = 1
+ * alone would otherwise occupy a handful of work-items): enough slices to
+ * give every compute unit a couple of groups. A CPU device runs work-items
+ * as loop iterations, so longer slices (sequential, cache-friendly insertion
+ * sorts, few merge rounds) and small groups (spread over the cores) suit it;
+ * on PoCL the choice matters little (see docs/PERFORMANCE.md). */
+static void shell_defaults(const gs_dev_info *info, gs_params *out)
+{
+    int gpu = info && (info->type & CL_DEVICE_TYPE_GPU);
+    long wg = gpu ? 256 : 16, mept = gpu ? 8 : 64;
+    while (wg > SHELL_MIN_WG && wg > max_wg(info))
+        wg /= 2;
+    long cus = info && info->compute_units ? (long)info->compute_units : 1;
+    long want = gpu ? 2 * cus * wg : 8 * cus * wg, tps = gpu ? 1024 : 64;
+    while (tps < want && tps < SHELL_MAX_TPS)
+        tps *= 2;
+    gs_params_clear(out);
+    gs_params_set(out, "threads_per_subset", tps);
+    gs_params_set(out, "min_elems_per_thread", mept);
+    gs_params_set(out, "wg_size", wg);
+}
+
+/* ---- increments ---- */
+
+/* Sedgewick's increments below n, ascending: 9*4^k - 9*2^k + 1 (k >= 0)
+ * interleaved with 4^k - 3*2^k + 1 (k >= 2). Returns how many. */
+static size_t increments(uint64_t n, uint32_t *out, size_t cap)
+{
+    size_t c = 0;
+    for (unsigned k = 0; c < cap; k++) {
+        uint64_t p2 = UINT64_C(1) << k, p4 = p2 * p2;
+        uint64_t a = 9 * p4 - 9 * p2 + 1;
+        uint64_t b = UINT64_C(16) * p4 - 3 * 4 * p2 + 1;   /* k+2 of the second formula */
+        if (a >= n)
+            break;
+        out[c++] = (uint32_t)a;
+        if (b >= n || c == cap)
+            break;
+        out[c++] = (uint32_t)b;
+    }
+    return c;
+}
+
+/* ---- one sort ---- */
+
+typedef struct shell_run {
+    gs_clrun cr;
+    cl_kernel k_enc, k_dec, k_slices, k_merge;
+    cl_mem keys, vals, kscr, vscr, flags;
+    cl_uint *hflags;   /* host copy of a phase's round flags */
+} shell_run;
+
+static void run_release(shell_run *r)
+{
+    gs_clrun_release(&r->cr);   /* waits for the queue first */
+    cl_kernel ks[] = { r->k_enc, r->k_dec, r->k_slices, r->k_merge };
+    for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
+        if (ks[i])
+            clReleaseKernel(ks[i]);
+    cl_mem ms[] = { r->keys, r->vals, r->kscr, r->vscr, r->flags };
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
+        if (ms[i])
+            clReleaseMemObject(ms[i]);
+    free(r->hflags);
+}
+
+static size_t groups_for(size_t items, size_t wg)
+{
+    return (items + wg - 1) / wg;
+}
+
+/* Slices per subset and slice length for a phase: T from the parameters,
+ * then trimmed to the slices the longest subset actually fills. */
+static void phase_shape(size_t n, size_t h, long tps, long mept, size_t *T, size_t *S)
+{
+    size_t L = (n + h - 1) / h;
+    size_t t = (L + (size_t)mept - 1) / (size_t)mept;
+    if (t > (size_t)tps)
+        t = (size_t)tps;
+    if (t < 1)
+        t = 1;
+    *S = (L + t - 1) / t;
+    *T = (L + *S - 1) / *S;
+}
+
+/* Test hook (tests/test_shellsort.c): a run of only the phases with
+ * last_h <= h <= first_h, so a phase can be given any input and the result
+ * must be last_h-sorted; (SIZE_MAX, 1) is the full sort. Does not go
+ * through gs_sort_run (no request check, no NaN restore). */
+int gs_shellsort_run_phases(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p,
+                            size_t first_h, size_t last_h, gs_sort_stats *st, gs_err *err)
+{
+    gs_sort_stats lst;
+    if (!st)
+        st = &lst;
+    memset(st, 0, sizeof *st);
+    double t_start = gs_clrun_now_ms();
+    if (!ctx || !ctx->dev)
+        return gs_err_set(err, GS_EUNSUPPORTED, "shellsort: needs an OpenCL device");
+    gs_dev *dev = ctx->dev;
+    int rc = shell_check(dev, req, p, err);
+    if (rc)
+        return rc;
+    long v[P_COUNT];
+    get_params(p, v, err);
+    const size_t wg = (size_t)v[P_WG];
+    const size_t n = req->n;
+    const size_t ks = gs_dtype_size(req->dtype), vs = gs_payload_size(req->payload);
+    const int idx = req->payload == GS_PL_IDX32 || req->payload == GS_PL_IDX64;
+    if (n == 0) {
+        st->wall_ms = gs_clrun_now_ms() - t_start;
+        return 0;
+    }
+    if (vs && !req->values)
+        return gs_err_set(err, GS_EINVAL, "shellsort: payload %s needs a values array",
+                          gs_payload_name(req->payload));
+
+    uint32_t inc[64];
+    size_t ninc = increments(n, inc, sizeof inc / sizeof inc[0]);
+    size_t maxT = 1;
+    for (size_t i = 0; i < ninc; i++) {
+        size_t T, S;
+        phase_shape(n, inc[i], v[P_TPS], v[P_MEPT], &T, &S);
+        if (T > maxT)
+            maxT = T;
+    }
+
+    if ((rc = gs_dev_open(dev, err)))
+        return rc;
+    cl_program prog;
+    rc = gs_prog_get(dev, ctx->pc, (const char *[]){ "keys", "shellsort", NULL }, "", &prog,
+                     NULL, err);
+    if (rc)
+        return rc;
+
+    shell_run r;
+    memset(&r, 0, sizeof r);
+    gs_clrun_init(&r.cr, dev, "shellsort");
+    const int kw = ks == 4 ? 32 : 64, vw = (int)vs * 8;
+    char kn_enc[32], kn_dec[32], kn_slices[40], kn_merge[40];
+    snprintf(kn_enc, sizeof kn_enc, "shell_encode_k%d", kw);
+    snprintf(kn_dec, sizeof kn_dec, "shell_decode_k%d", kw);
+    snprintf(kn_slices, sizeof kn_slices, "shell_slices_k%d_v%d", kw, vw);
+    snprintf(kn_merge, sizeof kn_merge, "shell_merge_k%d_v%d", kw, vw);
+    if ((rc = gs_clrun_kernel(&r.cr, prog, kn_enc, wg, &r.k_enc, err)) ||
+        (rc = gs_clrun_kernel(&r.cr, prog, kn_dec, wg, &r.k_dec, err)) ||
+        (rc = gs_clrun_kernel(&r.cr, prog, kn_slices, wg, &r.k_slices, err)) ||
+        (rc = gs_clrun_kernel(&r.cr, prog, kn_merge, wg, &r.k_merge, err)))
+        goto out;
+
+    if ((rc = gs_clrun_buffer(&r.cr, n * ks, "keys", &r.keys, err)) ||
+        (rc = gs_clrun_buffer(&r.cr, (maxT + 2) * 4, "round flags", &r.flags, err)) ||
+        (maxT > 1 && (rc = gs_clrun_buffer(&r.cr, n * ks, "key scratch", &r.kscr, err))) ||
+        (vs && (rc = gs_clrun_buffer(&r.cr, n * vs, "values", &r.vals, err))) ||
+        (vs && maxT > 1 && (rc = gs_clrun_buffer(&r.cr, n * vs, "value scratch", &r.vscr, err))))
+        goto out;
+    r.hflags = malloc((maxT + 2) * sizeof *r.hflags);
+    if (!r.hflags) {
+        rc = gs_err_set(err, GS_ENOMEM, "shellsort: out of memory");
+        goto out;
+    }
+    if ((rc = gs_clrun_upload(&r.cr, r.keys, req->keys, n * ks, err)) ||
+        (vs && !idx && (rc = gs_clrun_upload(&r.cr, r.vals, req->values, n * vs, err))))
+        goto out;
+
+    /* Unused buffer arguments get a placeholder the kernels never touch. */
+    cl_mem vals = vs ? r.vals : r.flags;
+    cl_mem kscr = r.kscr ? r.kscr : r.flags, vscr = r.vscr ? r.vscr : r.flags;
+    const cl_uint un = (cl_uint)n;
+    const cl_uint kind = req->dtype == GS_DT_F32 || req->dtype == GS_DT_F64 ? 2
+                         : req->dtype == GS_DT_I32 || req->dtype == GS_DT_I64 ? 1 : 0;
+    const cl_uint desc = req->descending ? 1 : 0;
+    const cl_uint iota = !idx ? 0 : req->payload == GS_PL_IDX32 ? 1 : 2;
+    {
+        gs_karg a[] = { GS_KARG(r.keys), GS_KARG(vals), GS_KARG(vals), GS_KARG(un),
+                        GS_KARG(kind), GS_KARG(desc), GS_KARG(iota) };
+        if ((rc = gs_clrun_args(r.k_enc, kn_enc, a, 7, err)) ||
+            (rc = gs_clrun_launch(&r.cr, r.k_enc, kn_enc, groups_for(n, wg), wg, err)))
+            goto out;
+    }
+
+    unsigned phases = 0;
+    size_t rounds_total = 0, syncs = 0, first_batch = SHELL_FIRST_BATCH;
+    for (size_t pi = ninc; pi-- > 0;) {
+        const size_t h = inc[pi];
+        if (h > first_h)
+            continue;
+        if (h < last_h)
+            break;
+        size_t T, S;
+        phase_shape(n, h, v[P_TPS], v[P_MEPT], &T, &S);
+        const cl_uint uh = (cl_uint)h, uT = (cl_uint)T, uS = (cl_uint)S;
+        gs_karg as[] = { GS_KARG(r.keys), GS_KARG(vals), GS_KARG(un), GS_KARG(uh), GS_KARG(uT),
+                         GS_KARG(uS), GS_KARG(r.flags) };
+        if ((rc = gs_clrun_args(r.k_slices, kn_slices, as, 7, err)) ||
+            (rc = gs_clrun_launch(&r.cr, r.k_slices, kn_slices, groups_for(h * T, wg), wg, err)))
+            goto out;
+        phases++;
+        /* Merge rounds: T of them sort the subset; stop sooner once two in a
+         * row exchanged nothing. The flags are read after a batch sized from
+         * what the previous phase needed (phases of one sort behave alike),
+         * doubling while the subsets are still unsorted. */
+        size_t round = 0, batch = first_batch;
+        while (round < T) {
+            size_t end = round + batch < T ? round + batch : T;
+            for (; round < end; round++) {
+                size_t pairs = (T - (round & 1)) / 2;
+                if (pairs == 0)
+                    continue;   /* T = 2, odd round: no neighbours; flag stays 0 */
+                const cl_uint ur = (cl_uint)round;
+                gs_karg am[] = { GS_KARG(r.keys), GS_KARG(vals), GS_KARG(kscr), GS_KARG(vscr),
+                                 GS_KARG(un), GS_KARG(uh), GS_KARG(uT), GS_KARG(uS),
+                                 GS_KARG(ur), GS_KARG(r.flags) };
+                if ((rc = gs_clrun_args(r.k_merge, kn_merge, am, 10, err)) ||
+                    (rc = gs_clrun_launch(&r.cr, r.k_merge, kn_merge, groups_for(h * pairs, wg),
+                                          wg, err)))
+                    goto out;
+                rounds_total++;
+            }
+            if (round >= T)
+                break;   /* T rounds always sort */
+            syncs++;
+            cl_int crc = clEnqueueReadBuffer(dev->queue, r.flags, CL_TRUE, 0,
+                                             round * sizeof(cl_uint), r.hflags, 0, NULL, NULL);
+            if (crc != CL_SUCCESS) {
+                rc = gs_cl_fail(err, "clEnqueueReadBuffer", crc, "shellsort: round flags");
+                goto out;
+            }
+            size_t quiet = 0;   /* rounds up to the second of two quiet ones */
+            for (size_t j = 1; j < round && !quiet; j++)
+                if (r.hflags[j - 1] == 0 && r.hflags[j] == 0)
+                    quiet = j + 1;
+            if (quiet) {
+                first_batch = quiet + 1 > SHELL_FIRST_BATCH ? quiet + 1 : SHELL_FIRST_BATCH;
+                break;
+            }
+            batch *= 2;
+        }
+    }
+    {
+        gs_karg a[] = { GS_KARG(r.keys), GS_KARG(un), GS_KARG(kind), GS_KARG(desc) };
+        if ((rc = gs_clrun_args(r.k_dec, kn_dec, a, 4, err)) ||
+            (rc = gs_clrun_launch(&r.cr, r.k_dec, kn_dec, groups_for(n, wg), wg, err)))
+            goto out;
+    }
+    cl_int crc = clFinish(dev->queue);
+    if (crc != CL_SUCCESS) {
+        rc = gs_cl_fail(err, "clFinish", crc, "shellsort phases");
+        goto out;
+    }
+    /* Every kernel completed: write the result back. */
+    if ((rc = gs_clrun_download(&r.cr, req->keys, r.keys, n * ks, err)) ||
+        (vs && (rc = gs_clrun_download(&r.cr, req->values, r.vals, n * vs, err))))
+        goto out;
+    st->passes = phases;
+    st->upload_ms = r.cr.upload_ms;
+    st->download_ms = r.cr.download_ms;
+    st->kernel_ms = gs_clrun_kernel_ms(&r.cr);
+    GS_DEBUG("shellsort: n=%zu, %u phases, %zu merge rounds, %zu flag reads, %.3f ms in kernels",
+             n, phases, rounds_total, syncs, st->kernel_ms);
+    rc = 0;
+out:
+    run_release(&r);
+    st->wall_ms = gs_clrun_now_ms() - t_start;
+    return rc;
+}
+
+static int shell_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p,
+                          gs_sort_stats *st, gs_err *err)
+{
+    return gs_shellsort_run_phases(ctx, req, p, SIZE_MAX, 1, st, err);
+}
+
+const gs_algo gs_algo_shellsort = {
+    .name = "shellsort",
+    .summary = "OpenCL Shellsort (Sedgewick increments, paper's variant D): per-slice insertion "
+               "sorts, odd/even merge-split rounds between slices",
+    .stable = 0,
+    .uses_device = 1,
+    .params = shell_params,
+    .nparams = P_COUNT,
+    .defaults = shell_defaults,
+    .check = shell_check,
+    .run = shell_run_sort,
+};

@@ -10,4 +10,10 @@ extern const gs_algo gs_algo_radix;  /* algo_radix.c: OpenCL LSD radix sort */
 extern const gs_algo gs_algo_mergepath; /* algo_mergepath.c: MergePath multisort */
 extern const gs_algo gs_algo_shellsort; /* algo_shellsort.c: Sedgewick Shellsort */
 
+/* Test hook (algo_shellsort.c): run only the Shellsort phases with
+ * last_h <= h <= first_h on an unchecked request, so a test can verify that
+ * one phase really h-sorts; (SIZE_MAX, 1) is the full sort. */
+int gs_shellsort_run_phases(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p,
+                            size_t first_h, size_t last_h, gs_sort_stats *st, gs_err *err);
+
 #endif
