@@ -1,9 +1,386 @@
-/* STUB: mergepath (issue 4, being written). Refuses every request. */
+/* The OpenCL MergePath multisort ("mergepath", seed paper 002): host side of
+ * kernels/mergepath.cl. It describes the three tunables (size_i, wg_size,
+ * elems_per_thread) and their legal values on a device, rejects parameter
+ * sets a device cannot run before anything is launched, and drives one
+ * sort: upload; one tile-sort launch (blocks of size_i sorted, then merged
+ * in local memory up to a tile of wg_size x elems_per_thread); then per
+ * global merge level a partition launch (merge-path splits per tile) and a
+ * merge launch, keys and values ping-ponging between two device buffers
+ * with no host round trip; then the download. Encoding happens in the first
+ * kernel's loads, decoding in the last kernel's stores, and argsort indices
+ * are made by the first kernel. */
 #include "config.h"
 #include "gs_algos.h"
-static int stub_check(const gs_dev *dev, const gs_sort_req *req, const gs_params *p, gs_err *err)
+#include "gs_clrun.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Positions are 32-bit in the kernels; a tile past n must still fit. */
+#define MP_MAX_N UINT64_C(0xFFFF0000)
+#define MP_MAX_TILE 32768L   /* 16-bit tile positions in local memory */
+#define MP_MAX_EPT 32L
+#define MP_MAX_SIZE_I 32L    /* blocks are sorted in registers, O(size_i^2) */
+#define MP_MIN_WG 16L
+#define MP_MAX_WG 1024L
+
+enum { P_SIZE_I = 0, P_WG, P_EPT, P_COUNT };
+static const char *const pnames[P_COUNT] = { "size_i", "wg_size", "elems_per_thread" };
+
+/* ---- legal values ---- */
+
+static long max_wg(const gs_dev_info *info)
 {
-    (void)dev; (void)req; (void)p;
-    return gs_err_set(err, GS_EUNSUPPORTED, "mergepath: not implemented yet");
+    long m = MP_MAX_WG;
+    if (info && info->max_wg_size && (long)info->max_wg_size < m)
+        m = (long)info->max_wg_size;
+    return m;
 }
-const gs_algo gs_algo_mergepath = { .name = "mergepath", .summary = "not implemented yet", .stable = 1, .uses_device = 1, .check = stub_check };
+
+/* Local memory of the tile-sort and merge kernels: a tile of keys plus, with
+ * a payload, a tile of 16-bit positions (mirrors kernels/mergepath.cl). */
+static uint64_t local_bytes(long wg, long ept, size_t ks, size_t vs)
+{
+    uint64_t tile = (uint64_t)wg * (uint64_t)ept;
+    return tile * ks + (vs ? 2 * tile : 2) + 8;
+}
+
+/* Every value 1..32 runs for the two per-element parameters; the lists are
+ * ladders (odd values included: an odd stride avoids local-memory bank
+ * conflicts) so a tuner's grid stays small. */
+static const long ladder[] = { 1, 2, 3, 4, 5, 7, 8, 11, 12, 15, 16, 20, 23, 24, 31, 32 };
+#define NLADDER (sizeof ladder / sizeof ladder[0])
+
+static size_t values_size_i(const gs_dev_info *info, long *out, size_t cap)
+{
+    (void)info;
+    size_t n = 0;
+    for (size_t i = 0; i < NLADDER && n < cap; i++)
+        out[n++] = ladder[i];
+    return n;
+}
+
+static size_t values_wg(const gs_dev_info *info, long *out, size_t cap)
+{
+    size_t n = 0;
+    for (long w = MP_MIN_WG; w <= max_wg(info) && n < cap; w *= 2)
+        out[n++] = w;
+    return n;
+}
+
+/* Only values whose smallest tile (wg_size 16) fits the widest shape. */
+static size_t values_ept(const gs_dev_info *info, long *out, size_t cap)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < NLADDER && n < cap; i++)
+        if (!info || local_bytes(MP_MIN_WG, ladder[i], 8, 8) <= info->local_mem)
+            out[n++] = ladder[i];
+    return n;
+}
+
+static const gs_param_def mp_params[P_COUNT] = {
+    { "size_i", "elements per initial sorted block (sorted in registers by one work-item)",
+      values_size_i },
+    { "wg_size", "work-items per work-group", values_wg },
+    { "elems_per_thread", "outputs per work-item in every merge (tile = wg_size x "
+      "elems_per_thread)", values_ept },
+};
+
+/* ---- parameter validation ---- */
+
+/* Pull the three values out of p, rejecting unknown or missing names and
+ * values out of range (device limits aside). */
+static int get_params(const gs_params *p, long v[P_COUNT], gs_err *err)
+{
+    int seen[P_COUNT] = { 0 };
+    if (!p)
+        return gs_err_set(err, GS_EUNSUPPORTED, "mergepath: no parameter set given");
+    for (int i = 0; i < p->count; i++) {
+        int k = -1;
+        for (int j = 0; j < P_COUNT; j++)
+            if (strcmp(p->p[i].name, pnames[j]) == 0)
+                k = j;
+        if (k < 0)
+            return gs_err_set(err, GS_EUNSUPPORTED,
+                              "mergepath: unknown parameter '%s' (known: size_i, wg_size, "
+                              "elems_per_thread)", p->p[i].name);
+        v[k] = p->p[i].value;
+        seen[k] = 1;
+    }
+    for (int j = 0; j < P_COUNT; j++)
+        if (!seen[j])
+            return gs_err_set(err, GS_EUNSUPPORTED, "mergepath: missing parameter '%s'",
+                              pnames[j]);
+    if (v[P_SIZE_I] < 1 || v[P_SIZE_I] > MP_MAX_SIZE_I)
+        return gs_err_set(err, GS_EUNSUPPORTED, "mergepath: size_i=%ld out of range 1..%ld",
+                          v[P_SIZE_I], MP_MAX_SIZE_I);
+    if (v[P_WG] < MP_MIN_WG || v[P_WG] > MP_MAX_WG)
+        return gs_err_set(err, GS_EUNSUPPORTED, "mergepath: wg_size=%ld out of range %ld..%ld",
+                          v[P_WG], MP_MIN_WG, MP_MAX_WG);
+    if (v[P_EPT] < 1 || v[P_EPT] > MP_MAX_EPT)
+        return gs_err_set(err, GS_EUNSUPPORTED,
+                          "mergepath: elems_per_thread=%ld out of range 1..%ld", v[P_EPT],
+                          MP_MAX_EPT);
+    long tile = v[P_WG] * v[P_EPT];
+    if (tile > MP_MAX_TILE)
+        return gs_err_set(err, GS_EUNSUPPORTED,
+                          "mergepath: tile wg_size x elems_per_thread = %ld exceeds %ld "
+                          "(16-bit tile positions)", tile, MP_MAX_TILE);
+    if (v[P_SIZE_I] > tile)
+        return gs_err_set(err, GS_EUNSUPPORTED,
+                          "mergepath: size_i=%ld exceeds the tile wg_size x elems_per_thread "
+                          "= %ld", v[P_SIZE_I], tile);
+    return 0;
+}
+
+static int mp_check(const gs_dev *dev, const gs_sort_req *req, const gs_params *p, gs_err *err)
+{
+    long v[P_COUNT];
+    int rc = get_params(p, v, err);
+    if (rc)
+        return rc;
+    if (!dev)
+        return gs_err_set(err, GS_EUNSUPPORTED, "mergepath: needs an OpenCL device");
+    const gs_dev_info *in = &dev->info;
+    if ((uint64_t)v[P_WG] > (uint64_t)in->max_wg_size)
+        return gs_err_set(err, GS_EUNSUPPORTED,
+                          "mergepath: wg_size=%ld exceeds the device's max work-group size %zu",
+                          v[P_WG], in->max_wg_size);
+    /* Without a request, check the widest shape (64-bit keys and values). */
+    size_t ks = req ? gs_dtype_size(req->dtype) : 8;
+    size_t vs = req ? gs_payload_size(req->payload) : 8;
+    uint64_t lb = local_bytes(v[P_WG], v[P_EPT], ks, vs);
+    if (lb > in->local_mem)
+        return gs_err_set(err, GS_EUNSUPPORTED,
+                          "mergepath: wg_size=%ld elems_per_thread=%ld needs %llu bytes of local "
+                          "memory (%zu-byte keys, %zu-byte values), device has %llu",
+                          v[P_WG], v[P_EPT], (unsigned long long)lb, ks, vs,
+                          (unsigned long long)in->local_mem);
+    if (!req)
+        return 0;
+    uint64_t n = req->n;
+    if (n > MP_MAX_N)
+        return gs_err_set(err, GS_ETOOBIG,
+                          "mergepath: n=%llu exceeds the %llu keys its 32-bit positions allow",
+                          (unsigned long long)n, (unsigned long long)MP_MAX_N);
+    uint64_t kb = n * ks, vb = n * vs;
+    if (kb > in->max_alloc)
+        return gs_err_set(err, GS_ETOOBIG,
+                          "mergepath: %llu keys need %llu-byte buffers, above the device's max "
+                          "allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE) of %llu bytes",
+                          (unsigned long long)n, (unsigned long long)kb,
+                          (unsigned long long)in->max_alloc);
+    if (vb > in->max_alloc)
+        return gs_err_set(err, GS_ETOOBIG,
+                          "mergepath: %llu values need %llu-byte buffers, above the device's max "
+                          "allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE) of %llu bytes",
+                          (unsigned long long)n, (unsigned long long)vb,
+                          (unsigned long long)in->max_alloc);
+    /* ping-pong key and value buffers plus the partitions (4 bytes a tile) */
+    uint64_t total = 2 * (kb + vb) + n / (uint64_t)(v[P_WG] * v[P_EPT]) * 4 + (UINT64_C(1) << 20);
+    if (in->global_mem && total > in->global_mem)
+        return gs_err_set(err, GS_ETOOBIG,
+                          "mergepath: %llu keys need about %llu bytes of device memory (double "
+                          "buffered), above the device's global memory "
+                          "(CL_DEVICE_GLOBAL_MEM_SIZE) of %llu bytes",
+                          (unsigned long long)n, (unsigned long long)total,
+                          (unsigned long long)in->global_mem);
+    return 0;
+}
+
+/* Untuned defaults. GPU: 256 x 7 tiles (an odd elems_per_thread keeps the
+ * strided local-memory accesses free of bank conflicts; the widest tile
+ * takes 18 KiB of local memory, leaving room for a second group per compute
+ * unit) and one block of 7 per work-item. CPU: 64 x 32 tiles with blocks of
+ * 16, among the best of a sweep on PoCL (docs/PERFORMANCE.md): local memory
+ * is cache there, and long serial runs per work-item beat more merge levels;
+ * blocks of 32 were no faster and double PoCL's kernel compile time. The
+ * tile shrinks until the widest request (64-bit keys and values) fits. */
+static void mp_defaults(const gs_dev_info *info, gs_params *out)
+{
+    int gpu = info && (info->type & CL_DEVICE_TYPE_GPU);
+    long size_i = gpu ? 7 : 16, wg = gpu ? 256 : 64, ept = gpu ? 7 : 32;
+    while (wg > MP_MIN_WG && wg > max_wg(info))
+        wg /= 2;
+    if (info) {
+        while (ept > 1 && local_bytes(wg, ept, 8, 8) > info->local_mem)
+            ept = ept > 4 ? ept / 2 : ept - 1;
+        while (wg > MP_MIN_WG && local_bytes(wg, ept, 8, 8) > info->local_mem)
+            wg /= 2;
+    }
+    if (size_i > ept)
+        size_i = ept;
+    gs_params_clear(out);
+    gs_params_set(out, "size_i", size_i);
+    gs_params_set(out, "wg_size", wg);
+    gs_params_set(out, "elems_per_thread", ept);
+}
+
+/* Merge levels of a tile (blocks of size_i up to `valid` elements) and of
+ * the global phase (runs of `tile` up to n): what stats.passes reports. */
+static unsigned levels(size_t first, size_t upto)
+{
+    unsigned l = 0;
+    for (size_t w = first; w < upto; w *= 2)
+        l++;
+    return l;
+}
+
+/* ---- one sort ---- */
+
+typedef struct mp_run {
+    gs_clrun cr;
+    cl_kernel k_local, k_part, k_merge;
+    cl_mem keys[2], vals[2], part;
+} mp_run;
+
+static void run_release(mp_run *r)
+{
+    gs_clrun_release(&r->cr);   /* waits for the queue before we free anything */
+    cl_kernel ks[] = { r->k_local, r->k_part, r->k_merge };
+    for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
+        if (ks[i])
+            clReleaseKernel(ks[i]);
+    cl_mem ms[] = { r->keys[0], r->keys[1], r->vals[0], r->vals[1], r->part };
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
+        if (ms[i])
+            clReleaseMemObject(ms[i]);
+}
+
+/* Arguments (kin, kout, [vin, vout,] rest...) of a tile-sort or merge kernel. */
+static int set_io_args(cl_kernel k, const char *name, const cl_mem *kb, const cl_mem *vb,
+                       int has_vals, const gs_karg *rest, unsigned nrest, gs_err *err)
+{
+    gs_karg a[12];
+    unsigned na = 0;
+    a[na++] = (gs_karg){ sizeof kb[0], &kb[0] };
+    a[na++] = (gs_karg){ sizeof kb[1], &kb[1] };
+    if (has_vals) {
+        a[na++] = (gs_karg){ sizeof vb[0], &vb[0] };
+        a[na++] = (gs_karg){ sizeof vb[1], &vb[1] };
+    }
+    for (unsigned i = 0; i < nrest; i++)
+        a[na++] = rest[i];
+    return gs_clrun_args(k, name, a, na, err);
+}
+
+static int mp_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p,
+                       gs_sort_stats *st, gs_err *err)
+{
+    gs_sort_stats lst;
+    if (!st)
+        st = &lst;
+    memset(st, 0, sizeof *st);
+    double t_start = gs_clrun_now_ms();
+    if (!ctx || !ctx->dev)
+        return gs_err_set(err, GS_EUNSUPPORTED, "mergepath: needs an OpenCL device");
+    gs_dev *dev = ctx->dev;
+    int rc = mp_check(dev, req, p, err);
+    if (rc)
+        return rc;
+    long v[P_COUNT];
+    get_params(p, v, err);
+    const size_t size_i = (size_t)v[P_SIZE_I], wg = (size_t)v[P_WG], ept = (size_t)v[P_EPT];
+    const size_t tile = wg * ept, n = req->n;
+    const size_t ks = gs_dtype_size(req->dtype), vs = gs_payload_size(req->payload);
+    const int idx = req->payload == GS_PL_IDX32 || req->payload == GS_PL_IDX64;
+    if (n == 0) {
+        st->wall_ms = gs_clrun_now_ms() - t_start;
+        return 0;
+    }
+    if (vs && !req->values)
+        return gs_err_set(err, GS_EINVAL, "mergepath: payload %s needs a values array",
+                          gs_payload_name(req->payload));
+
+    rc = gs_dev_open(dev, err);
+    if (rc)
+        return rc;
+    char opts[128];
+    snprintf(opts, sizeof opts, "-DWG=%zu -DEPT=%zu -DSIZE_I=%zu", wg, ept, size_i);
+    cl_program prog;
+    rc = gs_prog_get(dev, ctx->pc, (const char *[]){ "keys", "mergepath", NULL }, opts, &prog,
+                     NULL, err);
+    if (rc)
+        return rc;
+
+    mp_run r;
+    memset(&r, 0, sizeof r);
+    gs_clrun_init(&r.cr, dev, "mergepath");
+    const size_t ngroups = (n + tile - 1) / tile;
+    const unsigned gl = levels(tile, n);    /* global merge levels */
+    const int kw = ks == 4 ? 32 : 64, vw = (int)vs * 8;
+    char kn_local[32], kn_part[32], kn_merge[32];
+    snprintf(kn_local, sizeof kn_local, "mp_local_k%d_v%d", kw, vw);
+    snprintf(kn_part, sizeof kn_part, "mp_partition_k%d", kw);
+    snprintf(kn_merge, sizeof kn_merge, "mp_merge_k%d_v%d", kw, vw);
+    if ((rc = gs_clrun_kernel(&r.cr, prog, kn_local, wg, &r.k_local, err)) ||
+        (gl && (rc = gs_clrun_kernel(&r.cr, prog, kn_part, wg, &r.k_part, err))) ||
+        (gl && (rc = gs_clrun_kernel(&r.cr, prog, kn_merge, wg, &r.k_merge, err))))
+        goto out;
+    if ((rc = gs_clrun_buffer(&r.cr, n * ks, "keys", &r.keys[0], err)) ||
+        (rc = gs_clrun_buffer(&r.cr, n * ks, "keys (second)", &r.keys[1], err)) ||
+        (vs && (rc = gs_clrun_buffer(&r.cr, n * vs, "values", &r.vals[0], err))) ||
+        (vs && (rc = gs_clrun_buffer(&r.cr, n * vs, "values (second)", &r.vals[1], err))) ||
+        (gl && (rc = gs_clrun_buffer(&r.cr, (ngroups + 1) * 4, "partitions", &r.part, err))))
+        goto out;
+    if ((rc = gs_clrun_upload(&r.cr, r.keys[0], req->keys, n * ks, err)) ||
+        (vs && !idx && (rc = gs_clrun_upload(&r.cr, r.vals[0], req->values, n * vs, err))))
+        goto out;
+
+    const cl_uint un = (cl_uint)n, ung = (cl_uint)ngroups;
+    const cl_uint kind = req->dtype == GS_DT_F32 || req->dtype == GS_DT_F64 ? 2
+                         : req->dtype == GS_DT_I32 || req->dtype == GS_DT_I64 ? 1 : 0;
+    const cl_uint desc = req->descending ? 1 : 0;
+    /* tile sort: keys[0] -> keys[1]; decodes when it is the last kernel */
+    {
+        const cl_uint flags = (gl ? 0u : 1u) | (idx ? 2u : 0u);
+        gs_karg rest[] = { GS_KARG(un), GS_KARG(kind), GS_KARG(desc), GS_KARG(flags) };
+        if ((rc = set_io_args(r.k_local, kn_local, r.keys, r.vals, vs != 0, rest, 4, err)) ||
+            (rc = gs_clrun_launch(&r.cr, r.k_local, kn_local, ngroups, wg, err)))
+            goto out;
+    }
+    int cur = 1;
+    size_t w = tile;
+    for (unsigned l = 0; l < gl; l++, w *= 2) {
+        const cl_uint uw = (cl_uint)w, flags = l + 1 == gl ? 1u : 0u;
+        const cl_mem kb[2] = { r.keys[cur], r.keys[1 - cur] };
+        const cl_mem vb[2] = { r.vals[cur], r.vals[1 - cur] };
+        gs_karg pa[] = { GS_KARG(kb[0]), GS_KARG(un), GS_KARG(uw), GS_KARG(ung),
+                         GS_KARG(r.part) };
+        gs_karg rest[] = { GS_KARG(r.part), GS_KARG(un), GS_KARG(uw), GS_KARG(kind),
+                           GS_KARG(desc), GS_KARG(flags) };
+        if ((rc = gs_clrun_args(r.k_part, kn_part, pa, 5, err)) ||
+            (rc = gs_clrun_launch(&r.cr, r.k_part, kn_part, (ngroups + 1 + wg - 1) / wg, wg,
+                                  err)) ||
+            (rc = set_io_args(r.k_merge, kn_merge, kb, vb, vs != 0, rest, 6, err)) ||
+            (rc = gs_clrun_launch(&r.cr, r.k_merge, kn_merge, ngroups, wg, err)))
+            goto out;
+        cur = 1 - cur;
+    }
+    /* blocking reads: they also wait for every kernel before them */
+    if ((rc = gs_clrun_download(&r.cr, req->keys, r.keys[cur], n * ks, err)) ||
+        (vs && (rc = gs_clrun_download(&r.cr, req->values, r.vals[cur], n * vs, err))))
+        goto out;
+    st->upload_ms = r.cr.upload_ms;
+    st->download_ms = r.cr.download_ms;
+    st->kernel_ms = gs_clrun_kernel_ms(&r.cr);
+    st->passes = levels(size_i, n < tile ? n : tile) + gl;
+    rc = 0;
+out:
+    run_release(&r);
+    st->wall_ms = gs_clrun_now_ms() - t_start;
+    return rc;
+}
+
+const gs_algo gs_algo_mergepath = {
+    .name = "mergepath",
+    .summary = "OpenCL MergePath multisort: size_i blocks sorted in registers, merged in "
+               "local memory per tile, then merge-path partitioned global merge levels",
+    .stable = 1,
+    .uses_device = 1,
+    .params = mp_params,
+    .nparams = P_COUNT,
+    .defaults = mp_defaults,
+    .check = mp_check,
+    .run = mp_run_sort,
+};
