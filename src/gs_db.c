@@ -207,6 +207,25 @@ int gs_db_check(gs_db *db, gs_err *err)
     return rc;
 }
 
+int gs_db_begin(gs_db *db, gs_err *err)
+{
+    return exec(db, "BEGIN IMMEDIATE", err);
+}
+
+int gs_db_commit(gs_db *db, gs_err *err)
+{
+    int rc = exec(db, "COMMIT", err);
+    if (rc)
+        gs_db_rollback(db);
+    return rc;
+}
+
+void gs_db_rollback(gs_db *db)
+{
+    if (!sqlite3_get_autocommit(db->h))
+        sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
+}
+
 int gs_db_bucket(uint64_t n)
 {
     int b = 0;

@@ -84,6 +84,13 @@ int gs_db_plan_set(gs_db *db, int64_t device_id, int key_bits, const char *paylo
 int gs_db_plan_lookup(gs_db *db, int64_t device_id, int key_bits, const char *payload,
                       int stable, uint64_t n, gs_db_choice *out, gs_err *err);
 
+/* Group several writes into one transaction (BEGIN IMMEDIATE ... COMMIT),
+ * e.g. a device's whole plan, so readers see all of it or none. A failed
+ * group is undone with gs_db_rollback (harmless without a transaction). */
+int gs_db_begin(gs_db *db, gs_err *err);
+int gs_db_commit(gs_db *db, gs_err *err);
+void gs_db_rollback(gs_db *db);
+
 /* Size bucket of n: floor(log2(n)), 0 for n <= 1. */
 int gs_db_bucket(uint64_t n);
 

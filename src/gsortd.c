@@ -1,15 +1,25 @@
-/* gsortd's entry point: command-line parsing and dispatch. Today it lists
- * devices; the tuner (--tune-all) and the server grow here as they land. */
+/* gsortd's entry point: command-line parsing and dispatch. It lists
+ * devices, tunes them (--tune-all: tuner/gs_tune.h, with a live progress
+ * line on a terminal and a winners/plan table at the end), checks a tuning
+ * database (--db-check) and compares sampled with exhaustive search
+ * (--tune-compare); the server grows here as it lands. */
 #include "config.h"
+#include "gs_db.h"
 #include "gs_dev.h"
 #include "gs_devlist.h"
 #include "gs_kern.h"
 #include "gs_log.h"
+#include "gs_prog.h"
+#include "gs_tune.h"
 
+#include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 static void usage(FILE *out)
 {
@@ -26,10 +36,29 @@ static void usage(FILE *out)
         "                         (default: $GSORTD_CACHE_DIR, else /var/cache/gsortd\n"
         "                         as root, else $XDG_CACHE_HOME/gsortd)\n"
         "      --log-level LEVEL  error, warn, info (default) or debug\n"
+        "\n"
+        "Tuning (results go to the tuning database):\n"
+        "      --tune-all         tune every device (or --device N), print the\n"
+        "                         winners and the plan, and exit\n"
+        "      --budget SECONDS   wall-clock budget of the whole run (default %.0f)\n"
+        "      --quick            a tiny budget (%.0f s) for demos and tests\n"
+        "      --device N         only device N (index from --list-devices)\n"
+        "      --algorithms A,B   only these algorithms (default: all registered)\n"
+        "      --max-log2 B       largest size bucket 2^B (default: from the budget,\n"
+        "                         capped by device and host memory)\n"
+        "      --restrict SPEC    only these parameter values, e.g.\n"
+        "                         radix_bits=4:8,wg_size=64:128\n"
+        "      --seed N           seed of the random sampling (default 1)\n"
+        "      --db PATH          tuning database (default: $GSORTD_DATA_DIR/tuning.db,\n"
+        "                         /var/lib/gsortd as root, else $XDG_DATA_HOME/gsortd)\n"
+        "      --tune-compare ALGO  measure ALGO's whole (restricted) parameter space at\n"
+        "                         one size (--n N, default 65536), then replay the\n"
+        "                         sampled search on it (--seeds K, default 100)\n"
         "  -h, --help             show this help and exit\n"
         "  -V, --version          show the version and exit\n"
         "\n"
-        "Exit status: 0 on success, 1 on a runtime failure, 2 on a usage error.\n");
+        "Exit status: 0 on success, 1 on a runtime failure, 2 on a usage error.\n",
+        GS_TUNE_DEFAULT_BUDGET, GS_TUNE_QUICK_BUDGET);
 }
 
 static int list_devices(int json)
@@ -59,20 +88,294 @@ static int list_devices(int json)
     return rc;
 }
 
+/* ---- tuning ---- */
+
+typedef struct cli_tune {
+    int tune_all, db_check, quick;
+    const char *db_path;
+    double budget;            /* <= 0: not given */
+    long device;              /* -1: all */
+    const char *algorithms;
+    int max_log2;             /* 0: not given */
+    const char *restrict_spec;
+    uint64_t seed;
+    const char *compare;      /* --tune-compare ALGO */
+    size_t compare_n;
+    unsigned seeds;
+} cli_tune;
+
+/* The live progress line: redrawn with \r on a terminal; log lines clear it
+ * first and redraw it after, so the two never mix. */
+typedef struct progress_line {
+    int tty;
+    int shown;
+    double last_draw;
+    char line[512];
+} progress_line;
+
+static progress_line g_prog;
+
+static void fmt_duration(double s, char *buf, size_t len)
+{
+    long t = s > 0 ? lround(s) : 0;
+    if (t >= 3600)
+        snprintf(buf, len, "%ldh%02ldm", t / 3600, t / 60 % 60);
+    else if (t >= 60)
+        snprintf(buf, len, "%ldm%02lds", t / 60, t % 60);
+    else
+        snprintf(buf, len, "%lds", t);
+}
+
+static int term_width(void)
+{
+    struct winsize ws;
+    if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40)
+        return ws.ws_col;
+    return 100;
+}
+
+static void progress_log_sink(int level, const char *msg, void *ud)
+{
+    progress_line *pl = ud;
+    if (pl->shown)
+        fputs("\r\033[K", stderr);
+    fprintf(stderr, "gsortd: %s: %s\n", gs_log_level_name(level), msg);
+    if (pl->shown)
+        fputs(pl->line, stderr);
+    fflush(stderr);
+}
+
+static void on_progress(const gs_tune_progress *p, void *ud)
+{
+    progress_line *pl = ud;
+    char best[160], eta[32];
+    if (p->best_ms >= 0)
+        snprintf(best, sizeof best, "best %.4f ms (%s)", p->best_ms, p->best_params);
+    else
+        snprintf(best, sizeof best, "no valid configuration yet");
+    fmt_duration(p->eta_s, eta, sizeof eta);
+    if (!pl->tty) {
+        if (p->group_end)
+            GS_INFO("device %d %s: %s keys, payload %s, n=2^%d: %s; %u trial(s); group %u/%u; "
+                    "%lu measured, %lu reused, %lu invalid so far; ETA %s", p->device_index,
+                    p->algorithm, p->key_bits == 64 ? "u64" : "u32", p->payload, p->bucket, best,
+                    p->trials_done, p->groups_done + 1, p->groups_total, p->measured, p->reused,
+                    p->invalid, eta);
+        return;
+    }
+    double now = gs_tune_now();
+    if (!p->group_end && now - pl->last_draw < 0.1)
+        return;   /* at most 10 redraws a second */
+    pl->last_draw = now;
+    char text[512];
+    /* most important first: a narrow terminal cuts the end */
+    snprintf(text, sizeof text, "[dev %d] %s %s/%s 2^%d  trial %u/%u  group %u/%u  ETA %s  %s",
+             p->device_index, p->algorithm, p->key_bits == 64 ? "u64" : "u32", p->payload,
+             p->bucket, p->trials_done, p->trials_planned, p->groups_done + 1, p->groups_total,
+             eta, best);
+    int w = term_width() - 1;
+    if ((int)strlen(text) > w)
+        text[w] = '\0';
+    snprintf(pl->line, sizeof pl->line, "\r%s\033[K", text);
+    fputs(pl->line, stderr);
+    fflush(stderr);
+    pl->shown = 1;
+}
+
+static int open_db(const cli_tune *ct, gs_db **db)
+{
+    gs_err err;
+    gs_err_clear(&err);
+    if (gs_db_open(db, ct->db_path, 0, &err)) {
+        fprintf(stderr, "gsortd: cannot use the tuning database: %s\n", err.msg);
+        return 1;
+    }
+    return 0;
+}
+
+static int db_check(const cli_tune *ct)
+{
+    gs_db *db;
+    if (open_db(ct, &db))
+        return 1;
+    gs_err err;
+    gs_err_clear(&err);
+    int rc = gs_db_check(db, &err);
+    if (rc)
+        fprintf(stderr, "gsortd: %s\n", err.msg);
+    else
+        printf("ok\n");
+    gs_db_close(db);
+    return rc ? 1 : 0;
+}
+
+#define ALGOS_MAX 64
+
+/* Parse "a,b" into registry entries (out: ALGOS_MAX); exit status 2 on an
+ * unknown or repeated name. */
+static int parse_algorithms(const char *list, const gs_algo **out, size_t *n)
+{
+    *n = 0;
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        const gs_algo *a = gs_algo_find(tok);
+        if (!a) {
+            fprintf(stderr, "gsortd: --algorithms: unknown algorithm '%s' (known:", tok);
+            for (size_t i = 0; i < gs_algo_count(); i++)
+                fprintf(stderr, " %s", gs_algo_at(i)->name);
+            fprintf(stderr, ")\n");
+            return 2;
+        }
+        if (*n == ALGOS_MAX) {
+            fprintf(stderr, "gsortd: --algorithms: more than %d names\n", ALGOS_MAX);
+            return 2;
+        }
+        for (size_t i = 0; i < *n; i++)
+            if (out[i] == a) {
+                fprintf(stderr, "gsortd: --algorithms: '%s' given twice\n", tok);
+                return 2;
+            }
+        out[(*n)++] = a;
+    }
+    if (*n == 0) {
+        fprintf(stderr, "gsortd: --algorithms: empty list\n");
+        return 2;
+    }
+    return 0;
+}
+
+static int tune(const cli_tune *ct)
+{
+    const gs_algo *algos[ALGOS_MAX];
+    size_t nalgos = 0;
+    int rc;
+    if (ct->algorithms && (rc = parse_algorithms(ct->algorithms, algos, &nalgos)) != 0)
+        return rc;
+    const gs_algo *cmp = NULL;
+    if (ct->compare && !(cmp = gs_algo_find(ct->compare))) {
+        fprintf(stderr, "gsortd: --tune-compare: unknown algorithm '%s'\n", ct->compare);
+        return 2;
+    }
+    gs_dev *devs;
+    size_t ndev;
+    gs_err err;
+    gs_err_clear(&err);
+    if (gs_dev_probe(&devs, &ndev, &err)) {
+        fprintf(stderr, "gsortd: probing OpenCL devices failed: %s\n", err.msg);
+        return 1;
+    }
+    if (ct->device >= 0 && (size_t)ct->device >= ndev) {
+        fprintf(stderr, "gsortd: --device %ld: no such device (%zu found; see --list-devices)\n",
+                ct->device, ndev);
+        gs_dev_free_list(devs, ndev);
+        return 2;
+    }
+    if (ndev == 0) {
+        fprintf(stderr, "gsortd: no OpenCL device found: nothing to tune\n");
+        gs_dev_free_list(devs, ndev);
+        return 1;
+    }
+    gs_db *db;
+    if (open_db(ct, &db)) {
+        gs_dev_free_list(devs, ndev);
+        return 1;
+    }
+    gs_pcache *pc = NULL;
+    if (gs_pcache_open(&pc, NULL, &err)) {
+        fprintf(stderr, "gsortd: %s\n", err.msg);
+        gs_db_close(db);
+        gs_dev_free_list(devs, ndev);
+        return 1;
+    }
+    gs_tune_opts o;
+    gs_tune_opts_init(&o, ct->budget > 0 ? ct->budget
+                          : ct->quick ? GS_TUNE_QUICK_BUDGET : GS_TUNE_DEFAULT_BUDGET);
+    if (nalgos) {
+        o.algos = algos;
+        o.nalgos = nalgos;
+    }
+    if (ct->max_log2)
+        o.max_log2 = ct->max_log2;
+    o.restrict_spec = ct->restrict_spec;
+    o.seed = ct->seed;
+    gs_dev *sel = ct->device >= 0 ? &devs[ct->device] : devs;
+    size_t nsel = ct->device >= 0 ? 1 : ndev;
+    if (cmp) {
+        rc = gs_tune_compare(db, sel, pc, cmp, ct->compare_n, &o, ct->seeds, stdout, &err);
+        if (rc)
+            fprintf(stderr, "gsortd: --tune-compare: %s\n", err.msg);
+        rc = rc ? 1 : 0;
+    } else {
+        g_prog.tty = isatty(STDERR_FILENO);
+        o.progress = on_progress;
+        o.progress_ud = &g_prog;
+        if (g_prog.tty)
+            gs_log_set_sink(progress_log_sink, &g_prog);
+        gs_tune_report rep = { 0 };
+        rc = gs_tune_all(db, sel, nsel, pc, &o, &rep, &err);
+        if (g_prog.shown) {
+            fputs("\r\033[K", stderr);
+            g_prog.shown = 0;
+        }
+        gs_log_set_sink(NULL, NULL);
+        gs_tune_report_print(stdout, &rep);
+        GS_INFO("tuning took %.1f s; results in %s", rep.elapsed_s, gs_db_path(db));
+        gs_tune_report_free(&rep);
+        if (rc)
+            fprintf(stderr, "gsortd: tuning failed: %s\n", err.msg);
+        rc = rc ? 1 : 0;
+    }
+    gs_pcache_close(pc);
+    gs_db_close(db);
+    gs_dev_free_list(devs, ndev);
+    return rc;
+}
+
+static int parse_long(const char *opt, const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) {
+        fprintf(stderr, "gsortd: %s '%s': expected an integer from %ld to %ld\n", opt, s, lo, hi);
+        return 2;
+    }
+    *out = v;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    enum { OPT_JSON = 256, OPT_KDIR, OPT_CACHE, OPT_LOGLEVEL };
+    enum { OPT_JSON = 256, OPT_KDIR, OPT_CACHE, OPT_LOGLEVEL, OPT_TUNE_ALL, OPT_BUDGET, OPT_QUICK,
+           OPT_DEVICE, OPT_ALGOS, OPT_DB, OPT_MAXLOG2, OPT_RESTRICT, OPT_SEED, OPT_DBCHECK,
+           OPT_COMPARE, OPT_N, OPT_SEEDS };
     static const struct option opts[] = {
         { "list-devices", no_argument, 0, 'l' },
         { "json", no_argument, 0, OPT_JSON },
         { "kernel-dir", required_argument, 0, OPT_KDIR },
         { "cache-dir", required_argument, 0, OPT_CACHE },
         { "log-level", required_argument, 0, OPT_LOGLEVEL },
+        { "tune-all", no_argument, 0, OPT_TUNE_ALL },
+        { "budget", required_argument, 0, OPT_BUDGET },
+        { "quick", no_argument, 0, OPT_QUICK },
+        { "device", required_argument, 0, OPT_DEVICE },
+        { "algorithms", required_argument, 0, OPT_ALGOS },
+        { "db", required_argument, 0, OPT_DB },
+        { "max-log2", required_argument, 0, OPT_MAXLOG2 },
+        { "restrict", required_argument, 0, OPT_RESTRICT },
+        { "seed", required_argument, 0, OPT_SEED },
+        { "db-check", no_argument, 0, OPT_DBCHECK },   /* hidden: integrity check, prints ok */
+        { "tune-compare", required_argument, 0, OPT_COMPARE },
+        { "n", required_argument, 0, OPT_N },
+        { "seeds", required_argument, 0, OPT_SEEDS },
         { "help", no_argument, 0, 'h' },
         { "version", no_argument, 0, 'V' },
         { 0, 0, 0, 0 },
     };
-    int list = 0, json = 0, c, lvl;
+    int list = 0, json = 0, c, lvl, tune_opts = 0, compare_opts = 0;
+    long v;
+    cli_tune ct = { .device = -1, .seed = 1, .compare_n = 65536, .seeds = 100 };
     while ((c = getopt_long(argc, argv, "lhV", opts, NULL)) != -1) {
         switch (c) {
         case 'l': list = 1; break;
@@ -85,6 +388,65 @@ int main(int argc, char **argv)
                 return 2;
             }
             gs_log_set_level(lvl);
+            break;
+        case OPT_TUNE_ALL: ct.tune_all = 1; break;
+        case OPT_BUDGET: {
+            char *end;
+            errno = 0;
+            double b = strtod(optarg, &end);
+            if (errno || end == optarg || *end || !isfinite(b) || b <= 0 || b > 30 * 86400.0) {
+                fprintf(stderr, "gsortd: --budget '%s': expected a positive number of seconds "
+                        "(at most 30 days)\n", optarg);
+                return 2;
+            }
+            ct.budget = b;
+            tune_opts = 1;
+            break;
+        }
+        case OPT_QUICK: ct.quick = 1; tune_opts = 1; break;
+        case OPT_DEVICE:
+            if (parse_long("--device", optarg, 0, 1023, &ct.device))
+                return 2;
+            tune_opts = 1;
+            break;
+        case OPT_ALGOS: ct.algorithms = optarg; tune_opts = 1; break;
+        case OPT_DB: ct.db_path = optarg; break;
+        case OPT_MAXLOG2:
+            if (parse_long("--max-log2", optarg, GS_TUNE_MIN_LOG2, GS_TUNE_MAX_LOG2, &v))
+                return 2;
+            ct.max_log2 = (int)v;
+            tune_opts = 1;
+            break;
+        case OPT_RESTRICT: {
+            gs_err err;
+            gs_err_clear(&err);
+            if (gs_tune_restrict_check(optarg, &err)) {
+                fprintf(stderr, "gsortd: %s\n", err.msg);
+                return 2;
+            }
+            ct.restrict_spec = optarg;
+            tune_opts = 1;
+            break;
+        }
+        case OPT_SEED:
+            if (parse_long("--seed", optarg, 0, 2147483647L, &v))
+                return 2;
+            ct.seed = (uint64_t)v;
+            tune_opts = 1;
+            break;
+        case OPT_DBCHECK: ct.db_check = 1; break;
+        case OPT_COMPARE: ct.compare = optarg; break;
+        case OPT_N:
+            if (parse_long("--n", optarg, 2, 1L << GS_TUNE_MAX_LOG2, &v))
+                return 2;
+            ct.compare_n = (size_t)v;
+            compare_opts = 1;
+            break;
+        case OPT_SEEDS:
+            if (parse_long("--seeds", optarg, 1, 100000, &v))
+                return 2;
+            ct.seeds = (unsigned)v;
+            compare_opts = 1;
             break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("gsortd %s\n", PACKAGE_VERSION); return 0;
@@ -101,8 +463,30 @@ int main(int argc, char **argv)
         fprintf(stderr, "gsortd: --json goes with --list-devices\n");
         return 2;
     }
+    if (list + ct.tune_all + ct.db_check + (ct.compare != NULL) > 1) {
+        fprintf(stderr, "gsortd: --list-devices, --tune-all, --tune-compare and --db-check "
+                "exclude each other\n");
+        return 2;
+    }
+    if (tune_opts && !ct.tune_all && !ct.compare) {
+        fprintf(stderr, "gsortd: --budget, --quick, --device, --algorithms, --max-log2, "
+                "--restrict and --seed go with --tune-all (or --tune-compare)\n");
+        return 2;
+    }
+    if (compare_opts && !ct.compare) {
+        fprintf(stderr, "gsortd: --n and --seeds go with --tune-compare\n");
+        return 2;
+    }
+    if (ct.db_path && !ct.tune_all && !ct.db_check && !ct.compare) {
+        fprintf(stderr, "gsortd: --db goes with --tune-all, --tune-compare or --db-check\n");
+        return 2;
+    }
     if (list)
         return list_devices(json);
+    if (ct.db_check)
+        return db_check(&ct);
+    if (ct.tune_all || ct.compare)
+        return tune(&ct);
     usage(stderr);
     return 2;
 }

@@ -1,0 +1,764 @@
+/* Tests of the tuner (tuner/gs_tune.c) on the first OpenCL device (PoCL in
+ * CI; GSORT_TEST_DEVICE=N picks another), with fake algorithms registered
+ * only here, whose reported kernel time is a known function of their
+ * parameters: spaces limited by device limits and --restrict, the sampler,
+ * the search core, exhaustive search finding the known best and sampled
+ * search finding it (or a neighbour) in fewer trials, wrong/refused/failing
+ * configurations recorded invalid with their reason and never chosen, the
+ * plan (host included, stability honoured), resume without re-measuring,
+ * the budget, a reader on another connection while the tuner writes, and
+ * gsortd refusing a newer database untouched. */
+#include "config.h"
+
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gs_algos.h"
+#include "gs_db.h"
+#include "gs_dev.h"
+#include "gs_err.h"
+#include "gs_sha256.h"
+#include "gs_sort.h"
+#include "gs_tune.h"
+#include "tap.h"
+
+static char dir[] = "/tmp/gsortd-tune-XXXXXX";
+
+static void path_of(char *buf, size_t len, const char *name)
+{
+    snprintf(buf, len, "%s/%s", dir, name);
+}
+
+/* ---- the fake algorithm "fk": params a, b in 1..8 ----
+ * kernel time 1 + (a-5)^2 + (b-3)^2 ms, so (5,3) is best at 1 ms; the two
+ * neighbours (6,3) and (5,4) claim 0.5 ms but sort wrongly (unsorted; a
+ * duplicated element), a = 8 is refused by check(), b = 8 fails to "build". */
+/* run() calls per configuration and (bucket, payload, key class) */
+#define FK_SLOTS 16
+static unsigned long fk_runs[9][9][FK_SLOTS];
+static unsigned fk_sleep_us;     /* per run, for the budget and reader tests */
+static const gs_sort_req *cmp_req;
+
+static uint64_t req_key(const gs_sort_req *r, size_t i)
+{
+    return gs_dtype_size(r->dtype) == 4 ? ((const uint32_t *)r->keys)[i]
+                                        : ((const uint64_t *)r->keys)[i];
+}
+
+static int cmp_idx(const void *x, const void *y)
+{
+    size_t i = *(const size_t *)x, j = *(const size_t *)y;
+    uint64_t a = req_key(cmp_req, i), b = req_key(cmp_req, j);
+    return a < b ? -1 : a > b ? 1 : (i > j) - (i < j);
+}
+
+/* A correct stable sort of any u32/u64 request (by an index sort). */
+static int ref_sort(const gs_sort_req *r)
+{
+    size_t n = r->n, ks = gs_dtype_size(r->dtype), vs = gs_payload_size(r->payload);
+    size_t *ix = malloc(n * sizeof *ix);
+    char *tk = malloc(n * ks), *tv = vs ? malloc(n * vs) : NULL;
+    if (!ix || !tk || (vs && !tv)) {
+        free(ix);
+        free(tk);
+        free(tv);
+        return GS_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++)
+        ix[i] = i;
+    cmp_req = r;
+    qsort(ix, n, sizeof *ix, cmp_idx);
+    int arg = r->payload == GS_PL_IDX32 || r->payload == GS_PL_IDX64;
+    for (size_t i = 0; i < n; i++) {
+        memcpy(tk + i * ks, (char *)r->keys + ix[i] * ks, ks);
+        if (vs && !arg)
+            memcpy(tv + i * vs, (char *)r->values + ix[i] * vs, vs);
+        else if (arg && vs == 4)
+            ((uint32_t *)tv)[i] = (uint32_t)ix[i];
+        else if (arg)
+            ((uint64_t *)tv)[i] = ix[i];
+    }
+    memcpy(r->keys, tk, n * ks);
+    if (vs)
+        memcpy(r->values, tv, n * vs);
+    free(ix);
+    free(tk);
+    free(tv);
+    return 0;
+}
+
+static size_t fk_values(const gs_dev_info *info, long *out, size_t cap)
+{
+    (void)info;
+    size_t n = 0;
+    for (long v = 1; v <= 8 && n < cap; v++)
+        out[n++] = v;
+    return n;
+}
+
+static const gs_param_def fk_params[] = {
+    { "a", "first knob", fk_values },
+    { "b", "second knob", fk_values },
+};
+
+static void fk_defaults(const gs_dev_info *info, gs_params *out)
+{
+    (void)info;
+    gs_params_clear(out);
+    gs_params_set(out, "a", 1);
+    gs_params_set(out, "b", 1);
+}
+
+static int fk_check(const gs_dev *dev, const gs_sort_req *req, const gs_params *p, gs_err *err)
+{
+    (void)dev;
+    (void)req;
+    if (!gs_params_has(p, "a") || !gs_params_has(p, "b") || p->count != 2)
+        return gs_err_set(err, GS_EUNSUPPORTED, "fk: needs exactly a and b");
+    if (gs_params_get(p, "a", 0) == 8)
+        return gs_err_set(err, GS_EUNSUPPORTED, "fk: a=8 needs more local memory than the device has");
+    return 0;
+}
+
+static int fk_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p, gs_sort_stats *st,
+                  gs_err *err)
+{
+    (void)ctx;
+    long a = gs_params_get(p, "a", 0), b = gs_params_get(p, "b", 0);
+    int slot = ((gs_db_bucket(req->n) - 10) & 3) * 4 + (req->payload != GS_PL_NONE) * 2 +
+               (gs_dtype_size(req->dtype) == 8);
+    fk_runs[a][b][slot]++;
+    if (fk_sleep_us)
+        usleep(fk_sleep_us);
+    if (b == 8)
+        return gs_err_set(err, GS_EBUILD, "fk: build failed (b=8): error: no such thing");
+    int rc = ref_sort(req);
+    if (rc)
+        return gs_err_set(err, rc, "fk: out of memory");
+    size_t ks = gs_dtype_size(req->dtype);
+    char *k = req->keys;
+    if (a == 6 && b == 3 && req->n > 1) {   /* swap the first and last keys */
+        char t[8];
+        memcpy(t, k, ks);
+        memcpy(k, k + (req->n - 1) * ks, ks);
+        memcpy(k + (req->n - 1) * ks, t, ks);
+    }
+    if (a == 5 && b == 4 && req->n > 1) {   /* still sorted, not a permutation */
+        memcpy(k + ks, k, ks);
+        if (req->values) {
+            size_t vs = gs_payload_size(req->payload);
+            memcpy((char *)req->values + vs, req->values, vs);
+        }
+    }
+    st->kernel_ms = (a == 6 && b == 3) || (a == 5 && b == 4)
+                  ? 0.5 : 1.0 + (double)((a - 5) * (a - 5) + (b - 3) * (b - 3));
+    return 0;
+}
+
+static const gs_algo fk_algo = {
+    .name = "fk", .summary = "test: cost known from the parameters", .stable = 0,
+    .uses_device = 1, .params = fk_params, .nparams = 2, .defaults = fk_defaults,
+    .check = fk_check, .run = fk_run,
+};
+
+/* Refuses everything, like a stub in the registry. */
+static int refuse_check(const gs_dev *dev, const gs_sort_req *req, const gs_params *p, gs_err *err)
+{
+    (void)dev;
+    (void)req;
+    (void)p;
+    return gs_err_set(err, GS_EUNSUPPORTED, "nope: not implemented yet");
+}
+
+static const gs_algo refuse_algo = {
+    .name = "nope", .summary = "test: refuses everything", .stable = 1, .uses_device = 1,
+    .check = refuse_check,
+};
+
+static double cost(long a, long b)
+{
+    return 1.0 + (double)((a - 5) * (a - 5) + (b - 3) * (b - 3));
+}
+
+static unsigned long fk_total_runs(void)
+{
+    unsigned long s = 0;
+    for (int a = 0; a < 9; a++)
+        for (int b = 0; b < 9; b++)
+            for (int k = 0; k < FK_SLOTS; k++)
+                s += fk_runs[a][b][k];
+    return s;
+}
+
+/* ---- helpers ---- */
+
+static void opts_for_test(gs_tune_opts *o, const gs_algo *const *algos, size_t nalgos)
+{
+    gs_tune_opts_init(o, 600);
+    o->algos = algos;
+    o->nalgos = nalgos;
+    o->nkey_bits = 1;
+    o->key_bits[0] = 32;
+    o->npayloads = 2;
+    o->payloads[0] = GS_PL_NONE;
+    o->payloads[1] = GS_PL_U32;
+    o->min_log2 = 10;
+    o->max_log2 = 11;
+    o->reps = 3;
+    o->extra_dists = 0;
+}
+
+static long q_int(const char *path, const char *sql)
+{
+    sqlite3 *h;
+    long v = -1;
+    if (sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK) {
+            if (sqlite3_step(st) == SQLITE_ROW)
+                v = sqlite3_column_int64(st, 0);
+            sqlite3_finalize(st);
+        } else {
+            tap_diag("query failed: %s: %s", sql, sqlite3_errmsg(h));
+        }
+    }
+    sqlite3_close(h);
+    return v;
+}
+
+static int run_tuner(const char *dbpath, gs_dev *dev, const gs_tune_opts *o, gs_tune_report *rep)
+{
+    gs_db *db;
+    gs_err err;
+    gs_err_clear(&err);
+    if (gs_db_open(&db, dbpath, 0, &err)) {
+        tap_diag("open %s: %s", dbpath, err.msg);
+        return -1;
+    }
+    memset(rep, 0, sizeof *rep);
+    int rc = gs_tune_device(db, dev, NULL, o, gs_tune_now() + o->budget_s, rep, &err);
+    if (rc)
+        tap_diag("tuner: %s", err.msg);
+    gs_db_close(db);
+    return rc;
+}
+
+static const gs_tune_winner *find_winner(const gs_tune_report *rep, const char *algo, int kc,
+                                         gs_payload pl, int bucket)
+{
+    const gs_tune_devreport *R = &rep->devs[0];
+    for (size_t i = 0; i < R->nwinners; i++)
+        if (!strcmp(R->winners[i].algorithm, algo) && R->winners[i].key_bits == kc &&
+            R->winners[i].payload == pl && R->winners[i].bucket == bucket)
+            return &R->winners[i];
+    return NULL;
+}
+
+static void winner_ab(const gs_tune_winner *w, long *a, long *b)
+{
+    gs_params p;
+    *a = *b = -1;
+    if (w && gs_db_params_from_json(w->params, &p, NULL) == 0) {
+        *a = gs_params_get(&p, "a", -1);
+        *b = gs_params_get(&p, "b", -1);
+    }
+}
+
+/* ---- pure parts ---- */
+
+static void test_space(gs_dev *dev)
+{
+    const gs_algo *radix = gs_algo_find("radix");
+    gs_tune_space s;
+    gs_err err;
+    gs_dev_info small = dev->info;
+    small.max_wg_size = 64;
+    int rc = gs_tune_space_init(&s, radix, &small, NULL, &err);
+    size_t wi = 0;
+    while (wi < s.np && strcmp(s.name[wi], "wg_size"))
+        wi++;
+    tap_ok(rc == 0 && wi < s.np && s.nv[wi] == 3 && s.val[wi][0] == 16 && s.val[wi][2] == 64,
+           "radix space on a device with max work-group 64: wg_size in {16,32,64} (%zu values)",
+           wi < s.np ? s.nv[wi] : 0);
+    uint64_t t64 = s.total;
+    rc = gs_tune_space_init(&s, radix, &dev->info, NULL, &err);
+    tap_ok(rc == 0 && s.total > t64, "the real device's space is larger (%llu > %llu configurations)",
+           (unsigned long long)s.total, (unsigned long long)t64);
+    rc = gs_tune_space_init(&s, radix, &dev->info, "radix_bits=4:8,wg_size=32", &err);
+    tap_ok(rc == 0 && s.total == 2 * 1 * s.nv[2], "--restrict radix_bits=4:8,wg_size=32 leaves "
+           "2 x 1 x %zu configurations (%llu)", s.nv[2], (unsigned long long)s.total);
+    rc = gs_tune_space_init(&s, radix, &small, "wg_size=128", &err);
+    tap_ok(rc == GS_EUNSUPPORTED && strstr(err.msg, "wg_size"),
+           "a restriction with no legal value left is refused: %s", err.msg);
+    tap_ok(gs_tune_restrict_check("a=1:x", &err) == GS_EINVAL, "bad --restrict syntax: %s", err.msg);
+
+    /* codes round-trip through parameter sets */
+    rc = gs_tune_space_init(&s, &fk_algo, &dev->info, NULL, &err);
+    int rt = rc == 0 && s.total == 64;
+    for (uint64_t c = 0; rt && c < s.total; c++) {
+        gs_params p;
+        uint64_t back;
+        gs_tune_space_params(&s, c, &p);
+        rt = gs_tune_space_code(&s, &p, &back) == 0 && back == c;
+    }
+    tap_ok(rt, "fk: 64 configurations; every code round-trips through its parameters");
+}
+
+static void test_sampler(void)
+{
+    gs_tune_sampler a, b;
+    gs_err err;
+    int ok = gs_tune_sampler_init(&a, 37, 7, &err) == 0 && gs_tune_sampler_init(&b, 37, 8, &err) == 0;
+    int seen[37] = { 0 }, dup = 0, n = 0, differ = 0;
+    uint64_t c, d;
+    while (ok && gs_tune_sampler_next(&a, &c) == 0) {
+        dup |= seen[c]++;
+        n++;
+        if (gs_tune_sampler_next(&b, &d) == 0 && d != c)
+            differ = 1;
+    }
+    tap_ok(ok && n == 37 && !dup && differ, "sampler: every point of 37 exactly once, seed-dependent order");
+    gs_tune_sampler_free(&a);
+    gs_tune_sampler_free(&b);
+    /* large space: rejection sampling without repeats */
+    ok = gs_tune_sampler_init(&a, UINT64_C(1) << 40, 3, &err) == 0;
+    uint64_t got[200];
+    for (int i = 0; ok && i < 200; i++) {
+        ok = gs_tune_sampler_next(&a, &got[i]) == 0 && got[i] < (UINT64_C(1) << 40);
+        for (int j = 0; ok && j < i; j++)
+            ok = got[j] != got[i];
+    }
+    tap_ok(ok, "sampler over 2^40 points: 200 distinct draws");
+    gs_tune_sampler_free(&a);
+}
+
+/* A table-driven evaluation for the search core. */
+struct tab { double ms[64]; int valid[64]; int calls; };
+
+static int tab_eval(void *ud, uint64_t code, double *ms, int *valid, gs_err *err)
+{
+    struct tab *t = ud;
+    (void)err;
+    t->calls++;
+    *ms = t->ms[code];
+    *valid = t->valid[code];
+    return 0;
+}
+
+static void test_search(gs_dev *dev)
+{
+    gs_tune_space s;
+    gs_err err;
+    gs_tune_space_init(&s, &fk_algo, &dev->info, NULL, &err);
+    struct tab t;
+    memset(&t, 0, sizeof t);
+    for (uint64_t c = 0; c < 64; c++) {
+        gs_params p;
+        gs_tune_space_params(&s, c, &p);
+        long a = gs_params_get(&p, "a", 0), b = gs_params_get(&p, "b", 0);
+        t.ms[c] = cost(a, b);
+        t.valid[c] = !(a == 8 || b == 8 || (a == 6 && b == 3) || (a == 5 && b == 4));
+    }
+    gs_tune_sampler smp;
+    gs_tune_search sr;
+    memset(&sr, 0, sizeof sr);
+    size_t quota = 64;
+    gs_tune_sampler_init(&smp, 64, 1, &err);
+    int rc = gs_tune_search_run(&sr, &s, NULL, 0, &smp, &quota, 8, 0, tab_eval, &t, &err);
+    gs_params p;
+    gs_tune_space_params(&s, sr.best >= 0 ? sr.ev[sr.best].code : 0, &p);
+    tap_ok(rc == 0 && t.calls == 64 && sr.nev == 64 && gs_params_get(&p, "a", 0) == 5 &&
+           gs_params_get(&p, "b", 0) == 3, "search core, exhaustive: 64 evaluations, best a=5,b=3");
+    gs_tune_search_free(&sr);
+    gs_tune_sampler_free(&smp);
+
+    /* sampled, several seeds: always the best or a neighbour, in fewer trials */
+    int all_near = 1, all_fewer = 1, exact = 0;
+    for (uint64_t seed = 1; seed <= 20; seed++) {
+        memset(&sr, 0, sizeof sr);
+        t.calls = 0;
+        quota = 8;
+        gs_tune_sampler_init(&smp, 64, seed, &err);
+        rc = gs_tune_search_run(&sr, &s, NULL, 0, &smp, &quota, 8, 0, tab_eval, &t, &err);
+        double got = sr.best >= 0 ? sr.ev[sr.best].ms : 1e9;
+        all_near &= rc == 0 && got <= 2.0;
+        all_fewer &= t.calls < 40;
+        if (rc || got > 2.0 || t.calls >= 40)
+            tap_diag("seed %llu: best %.1f ms after %d evaluations", (unsigned long long)seed, got,
+                     t.calls);
+        exact += got == 1.0;
+        gs_tune_search_free(&sr);
+        gs_tune_sampler_free(&smp);
+    }
+    tap_ok(all_near && all_fewer, "search core, sampled (8 samples + climbing), 20 seeds: best or "
+           "a neighbour every time (%d exact), under 40 of 64 evaluations", exact);
+
+    /* max_trials caps evaluations */
+    memset(&sr, 0, sizeof sr);
+    t.calls = 0;
+    quota = 64;
+    gs_tune_sampler_init(&smp, 64, 1, &err);
+    gs_tune_search_run(&sr, &s, NULL, 0, &smp, &quota, 8, 5, tab_eval, &t, &err);
+    tap_ok(t.calls == 5 && sr.stopped, "max_trials 5: 5 evaluations, then stopped");
+    gs_tune_search_free(&sr);
+    gs_tune_sampler_free(&smp);
+
+    gs_tune_cand c[] = { { "host", 1, 0.5 }, { "fast", 0, 0.1 }, { "mid", 1, 0.3 }, { "none", 0, -1 } };
+    tap_ok(gs_tune_plan_pick(c, 4, 0) == 1 && gs_tune_plan_pick(c, 4, 1) == 2 &&
+           gs_tune_plan_pick(c, 1, 1) == 0 && gs_tune_plan_pick(c + 3, 1, 0) == -1,
+           "plan pick: fastest overall; fastest stable for stable=1; unmeasured never");
+}
+
+/* ---- the tuner on the device ---- */
+
+struct pcount { unsigned calls, ends, fk_end_trials; };
+
+static void count_progress(const gs_tune_progress *p, void *ud)
+{
+    struct pcount *c = ud;
+    c->calls++;
+    if (p->group_end) {
+        c->ends++;
+        if (!strcmp(p->algorithm, "fk"))
+            c->fk_end_trials = p->trials_done;
+    }
+}
+
+static void test_exhaustive(gs_dev *dev)
+{
+    char db[512];
+    path_of(db, sizeof db, "ex.db");
+    const gs_algo *algos[] = { &gs_algo_host, &fk_algo, &refuse_algo };
+    gs_tune_opts o;
+    opts_for_test(&o, algos, 3);
+    o.strategy = GS_TUNE_EXHAUSTIVE;
+    struct pcount pc = { 0, 0, 0 };
+    o.progress = count_progress;
+    o.progress_ud = &pc;
+    gs_tune_report rep;
+    memset(fk_runs, 0, sizeof fk_runs);
+    int rc = run_tuner(db, dev, &o, &rep);
+    tap_ok(rc == 0 && rep.ndevs == 1, "exhaustive run completes");
+    if (rc || rep.ndevs != 1)
+        return;
+    const gs_tune_devreport *R = &rep.devs[0];
+    int all = 1;
+    for (int b = 10; b <= 11; b++)
+        for (int pl = 0; pl < 2; pl++) {
+            long a, bb;
+            const gs_tune_winner *w = find_winner(&rep, "fk", 32, pl ? GS_PL_U32 : GS_PL_NONE, b);
+            winner_ab(w, &a, &bb);
+            all &= w && a == 5 && bb == 3 && w->median_ms == 1.0;
+        }
+    tap_ok(all, "exhaustive: fk's winner is a=5,b=3 at 1 ms in all 4 groups");
+    tap_ok(q_int(db, "SELECT count(*) FROM trials WHERE algorithm='fk' AND distribution='random'") == 4 * 64,
+           "exhaustive: 64 fk trials per group recorded");
+    tap_ok(pc.ends == 12 && pc.fk_end_trials == 64 && pc.calls > pc.ends,
+           "progress: one report per evaluation and one per (algorithm, group) end (%u/%u)",
+           pc.calls, pc.ends);
+    tap_ok(q_int(db, "SELECT count(*) FROM trials WHERE algorithm='fk' AND params='{\"a\":6,\"b\":3}' "
+                     "AND distribution='random' AND valid=0 AND reason LIKE '%not sorted%'") == 4,
+           "a=6,b=3 (unsorted output) recorded invalid with the reason, in every group");
+    tap_ok(q_int(db, "SELECT count(*) FROM trials WHERE algorithm='fk' AND params='{\"a\":5,\"b\":4}' "
+                     "AND distribution='random' AND valid=0 AND reason LIKE '%not a permutation%'") == 4,
+           "a=5,b=4 (sorted but not a permutation) recorded invalid with the reason");
+    tap_ok(q_int(db, "SELECT count(*) FROM trials WHERE algorithm='fk' AND params LIKE '{\"a\":8,%' "
+                     "AND valid=0 AND reason LIKE 'refused by check(): fk: a=8 needs more local%'") == 4 * 8,
+           "a=8 refused by check(): all recorded invalid with check()'s message");
+    tap_ok(q_int(db, "SELECT count(*) FROM trials WHERE algorithm='fk' AND params LIKE '%\"b\":8}' "
+                     "AND params NOT LIKE '{\"a\":8,%' AND valid=0 AND reason LIKE 'run failed: fk: build failed%'") == 4 * 7,
+           "b=8 build failures recorded invalid with the build error");
+    tap_ok(q_int(db, "SELECT count(*) FROM trials WHERE algorithm='nope' AND valid=0 "
+                     "AND reason LIKE '%not implemented yet%'") == 4 &&
+           q_int(db, "SELECT count(*) FROM winners WHERE algorithm='nope'") == 0 &&
+           q_int(db, "SELECT count(*) FROM plan WHERE algorithm='nope'") == 0,
+           "an algorithm refusing everything: one invalid trial per group, no winner, no plan");
+    tap_ok(q_int(db, "SELECT count(*) FROM winners WHERE params IN ('{\"a\":6,\"b\":3}','{\"a\":5,\"b\":4}')") == 0 &&
+           q_int(db, "SELECT count(*) FROM plan WHERE params IN ('{\"a\":6,\"b\":3}','{\"a\":5,\"b\":4}')") == 0,
+           "the faster-claiming wrong configurations never win or plan");
+    tap_ok(R->measured == 4 * (1 + 64 + 1) && R->invalid == 4 * (2 + 8 + 7 + 1),
+           "counts: %lu measured, %lu invalid", R->measured, R->invalid);
+
+    /* plan: every group, both stabilities; stable rows are host (fk is
+     * unstable); unstable rows the faster end to end of host and fk */
+    int plan_ok = R->nplan == 8;
+    for (size_t i = 0; i < R->nplan; i++) {
+        const gs_tune_planrow *p = &R->plan[i];
+        const gs_tune_winner *h = find_winner(&rep, "host", 32, p->payload, p->bucket);
+        const gs_tune_winner *f = find_winner(&rep, "fk", 32, p->payload, p->bucket);
+        if (!h || !f) {
+            plan_ok = 0;
+            continue;
+        }
+        if (p->stable)
+            plan_ok &= !strcmp(p->algorithm, "host") && p->ms == h->e2e_ms;
+        else
+            plan_ok &= !strcmp(p->algorithm, h->e2e_ms <= f->e2e_ms ? "host" : "fk") &&
+                       p->ms == (h->e2e_ms <= f->e2e_ms ? h->e2e_ms : f->e2e_ms);
+    }
+    tap_ok(plan_ok && q_int(db, "SELECT count(*) FROM plan WHERE stable=1 AND algorithm<>'host'") == 0 &&
+           q_int(db, "SELECT count(*) FROM plan") == 8,
+           "plan: 8 rows; stable=1 always host; stable=0 the faster end to end of host and fk");
+    gs_db *h;
+    gs_err err;
+    gs_db_choice ch;
+    int lk = gs_db_open(&h, db, GS_DB_READONLY, &err) == 0 &&
+             gs_db_plan_lookup(h, R->device_id, 32, "u32", 1, 2048, &ch, &err) == 0 &&
+             !strcmp(ch.algorithm, "host") && ch.bucket == 11;
+    if (lk)
+        gs_db_close(h);
+    tap_ok(lk, "gs_db_plan_lookup finds the stable plan (host) at bucket 11");
+    tap_ok(q_int(db, "SELECT count(*) FROM trials WHERE algorithm='fk' AND distribution='random-e2e'") ==
+           4 * (64 - 8 - 7 - 2), "every valid fk trial has its end-to-end twin");
+    gs_tune_report_free(&rep);
+}
+
+static void test_sampled(gs_dev *dev)
+{
+    char db[512];
+    path_of(db, sizeof db, "sampled.db");
+    const gs_algo *algos[] = { &gs_algo_host, &fk_algo };
+    gs_tune_opts o;
+    opts_for_test(&o, algos, 2);
+    o.strategy = GS_TUNE_SAMPLED;
+    o.samples = 8;
+    o.refine_rounds = 8;
+    o.payloads[0] = GS_PL_NONE;
+    o.npayloads = 1;
+    o.max_log2 = 10;
+    gs_tune_report rep;
+    int rc = run_tuner(db, dev, &o, &rep);
+    long a, b;
+    const gs_tune_winner *w = rc ? NULL : find_winner(&rep, "fk", 32, GS_PL_NONE, 10);
+    winner_ab(w, &a, &b);
+    long n = q_int(db, "SELECT count(*) FROM trials WHERE algorithm='fk' AND distribution='random'");
+    tap_ok(w && cost(a, b) <= 2.0 && n < 64,
+           "sampled: fk winner a=%ld,b=%ld (cost %.0f ms; best 1 ms) after %ld of 64 trials", a, b,
+           w ? cost(a, b) : -1.0, n);
+    if (!rc)
+        gs_tune_report_free(&rep);
+}
+
+static void test_resume(gs_dev *dev)
+{
+    char db[512];
+    path_of(db, sizeof db, "resume.db");
+    const gs_algo *algos[] = { &gs_algo_host, &fk_algo };
+    gs_tune_opts o;
+    opts_for_test(&o, algos, 2);
+    o.strategy = GS_TUNE_SAMPLED;
+    o.samples = 6;
+    gs_tune_report r1, r2, r3;
+    memset(fk_runs, 0, sizeof fk_runs);
+    int rc = run_tuner(db, dev, &o, &r1);
+    static unsigned long before[9][9][FK_SLOTS];
+    memcpy(before, fk_runs, sizeof before);
+    unsigned long m1 = rc ? 0 : r1.devs[0].measured;
+
+    o.strategy = GS_TUNE_EXHAUSTIVE;      /* the rest of the space, reusing the first run's */
+    rc |= run_tuner(db, dev, &o, &r2);
+    int rerun = 0;
+    for (int a = 1; a <= 8; a++)
+        for (int b = 1; b <= 8; b++)
+            for (int k = 0; k < FK_SLOTS; k++)
+                rerun += before[a][b][k] > 0 && fk_runs[a][b][k] != before[a][b][k];
+    tap_ok(rc == 0 && rerun == 0 && r2.devs[0].reused >= m1 &&
+           r2.devs[0].measured + m1 == 4 * (64 + 1),
+           "resume: the exhaustive rerun measured only what the sampled run had not (%lu + %lu), "
+           "re-running none of its configurations", m1, rc ? 0 : r2.devs[0].measured);
+    unsigned long runs2 = fk_total_runs();
+    rc |= run_tuner(db, dev, &o, &r3);
+    tap_ok(rc == 0 && fk_total_runs() == runs2 && r3.devs[0].measured == 0 &&
+           r3.devs[0].reused >= 4 * 65,
+           "a third run measures nothing (%lu reused, fk run() calls unchanged)",
+           rc ? 0 : r3.devs[0].reused);
+    tap_ok(q_int(db, "SELECT count(*) FROM (SELECT 1 FROM trials GROUP BY device_id, algorithm, "
+                     "key_bits, payload, n, distribution, params HAVING count(*) > 1)") == 0,
+           "no configuration was recorded twice");
+    if (!rc) {
+        gs_tune_report_free(&r1);
+        gs_tune_report_free(&r2);
+        gs_tune_report_free(&r3);
+    }
+}
+
+static void test_budget(gs_dev *dev)
+{
+    char db[512];
+    path_of(db, sizeof db, "budget.db");
+    const gs_algo *algos[] = { &gs_algo_host, &fk_algo };
+    gs_tune_opts o;
+    opts_for_test(&o, algos, 2);
+    o.strategy = GS_TUNE_EXHAUSTIVE;
+    o.max_log2 = 12;
+    o.budget_s = 1.0;
+    fk_sleep_us = 3000;     /* 64 configs x 4 runs x 3 ms = 0.8 s per group, 6 groups */
+    gs_tune_report rep;
+    double t0 = gs_tune_now();
+    int rc = run_tuner(db, dev, &o, &rep);
+    double el = gs_tune_now() - t0;
+    fk_sleep_us = 0;
+    tap_ok(rc == 0 && rep.devs[0].budget_hit && el < 1.0 + 0.5,
+           "a 1 s budget: stops starting trials, returns after %.2f s", el);
+    tap_ok(rc == 0 && rep.devs[0].nwinners >= 2 && rep.devs[0].nplan >= 2 &&
+           q_int(db, "SELECT count(*) FROM plan") == (long)rep.devs[0].nplan,
+           "winners (%zu) and plan (%zu) still written from what was measured",
+           rc ? 0 : rep.devs[0].nwinners, rc ? 0 : rep.devs[0].nplan);
+    if (!rc)
+        gs_tune_report_free(&rep);
+}
+
+/* ---- a reader on its own connection while the tuner writes ---- */
+
+struct rd { const char *path; int64_t dev; volatile int done; int errors, reads, found; };
+
+static void *reader(void *arg)
+{
+    struct rd *s = arg;
+    gs_db *db;
+    gs_err err;
+    if (gs_db_open(&db, s->path, GS_DB_READONLY, &err)) {
+        s->errors++;
+        return NULL;
+    }
+    while (!s->done) {
+        gs_db_choice c;
+        int rc = gs_db_plan_lookup(db, s->dev, 32, "none", 1, 1024, &c, &err);
+        if (rc == 0 && !strcmp(c.algorithm, "host"))
+            s->found++;
+        else
+            s->errors++;   /* the earlier plan must stay readable throughout */
+        s->reads++;
+        usleep(500);
+    }
+    gs_db_close(db);
+    return NULL;
+}
+
+static void test_reader(gs_dev *dev)
+{
+    char db[512];
+    path_of(db, sizeof db, "ex.db");       /* has a plan from test_exhaustive */
+    gs_db *h;
+    gs_err err;
+    int64_t id = -1;
+    if (gs_db_open(&h, db, 0, &err) == 0) {
+        gs_db_device_id(h, &dev->info, 0, &id, &err);
+        gs_db_close(h);
+    }
+    struct rd s = { .path = db, .dev = id };
+    pthread_t th;
+    pthread_create(&th, NULL, reader, &s);
+    const gs_algo *algos[] = { &gs_algo_host, &fk_algo };
+    gs_tune_opts o;
+    opts_for_test(&o, algos, 2);
+    o.strategy = GS_TUNE_EXHAUSTIVE;
+    o.max_log2 = 12;            /* bucket 12 is new: 2 x 65 trials to write */
+    fk_sleep_us = 500;
+    gs_tune_report rep;
+    int rc = run_tuner(db, dev, &o, &rep);
+    fk_sleep_us = 0;
+    s.done = 1;
+    pthread_join(th, NULL);
+    tap_ok(rc == 0 && s.errors == 0 && s.reads > 20 && s.found == s.reads,
+           "a reader on another connection: %d plan lookups during the run, all answered, "
+           "no errors", s.reads);
+    tap_ok(rc == 0 && rep.devs[0].measured >= 2 * 65 && q_int(db, "SELECT count(*) FROM plan") == 12,
+           "the run wrote its new trials (%lu) and extended the plan to 12 rows",
+           rc ? 0 : rep.devs[0].measured);
+    if (!rc)
+        gs_tune_report_free(&rep);
+}
+
+/* ---- gsortd refuses a database from a newer gsortd, untouched ---- */
+
+static void file_hash(const char *path, uint8_t out[GS_SHA256_LEN])
+{
+    memset(out, 0, GS_SHA256_LEN);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return;
+    gs_sha256_ctx c;
+    gs_sha256_init(&c);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        gs_sha256_update(&c, buf, n);
+    fclose(f);
+    gs_sha256_final(&c, out);
+}
+
+static void test_newer_db(void)
+{
+    char db[512], cmd[2048], out[600];
+    path_of(db, sizeof db, "newer.db");
+    path_of(out, sizeof out, "newer.out");
+    sqlite3 *h;
+    int ok = sqlite3_open(db, &h) == SQLITE_OK &&
+             sqlite3_exec(h, "CREATE TABLE future (x); PRAGMA user_version = 99;", NULL, NULL, NULL) == SQLITE_OK;
+    sqlite3_close(h);
+    uint8_t before[GS_SHA256_LEN], after[GS_SHA256_LEN];
+    file_hash(db, before);
+    const char *top = getenv("top_builddir");
+    snprintf(cmd, sizeof cmd, "%s/src/gsortd --tune-all --quick --algorithms host --db %s >%s 2>&1",
+             top ? top : ".", db, out);
+    int st = system(cmd);
+    file_hash(db, after);
+    char msg[512] = "";
+    FILE *f = fopen(out, "r");
+    if (f) {
+        if (!fgets(msg, sizeof msg, f))
+            msg[0] = '\0';
+        fclose(f);
+    }
+    msg[strcspn(msg, "\n")] = '\0';
+    tap_ok(ok && WIFEXITED(st) && WEXITSTATUS(st) == 1 && !memcmp(before, after, sizeof before) &&
+           strstr(msg, "newer"), "gsortd --tune-all on a newer-schema database: exit 1, file "
+           "untouched: %s", msg);
+}
+
+int main(void)
+{
+    if (!mkdtemp(dir))
+        tap_bail("mkdtemp failed");
+    gs_dev *devs;
+    size_t ndev;
+    gs_err err;
+    if (gs_dev_probe(&devs, &ndev, &err) || ndev == 0)
+        tap_bail("no OpenCL device: %s", err.msg);
+    size_t di = 0;
+    const char *e = getenv("GSORT_TEST_DEVICE");
+    if (e)
+        di = (size_t)strtoul(e, NULL, 10);
+    if (di >= ndev)
+        tap_bail("GSORT_TEST_DEVICE=%zu but only %zu devices", di, ndev);
+    gs_dev *dev = &devs[di];
+    if (gs_dev_open(dev, &err))
+        tap_bail("opening %s: %s", dev->info.name, err.msg);
+    tap_ok(dev->info.profiling, "%s has profiling (the fake's kernel times are used)", dev->info.name);
+
+    test_space(dev);
+    test_sampler();
+    test_search(dev);
+    test_exhaustive(dev);
+    test_sampled(dev);
+    test_resume(dev);
+    test_budget(dev);
+    test_reader(dev);
+    test_newer_db();
+
+    gs_dev_free_list(devs, ndev);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (getenv("TEST_TUNE_KEEP"))   /* debugging: keep the databases */
+        snprintf(cmd, sizeof cmd, "echo kept %s", dir);
+    if (system(cmd) != 0)
+        tap_diag("could not remove %s", dir);
+    return tap_done();
+}

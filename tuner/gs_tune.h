@@ -1,0 +1,232 @@
+/* The tuner behind `gsortd --tune-all`: for every device, algorithm, key
+ * class (u32/u64 keys), payload kind and size bucket (n = 2^b) it searches
+ * the algorithm's parameter space (legal values from the registry's param
+ * defs for that device), checks every candidate's output, times it (kernel
+ * time from profiling events; host: wall clock), records every trial in the
+ * tuning database as it completes, and writes the winners per group and the
+ * serving plan per device. A rerun looks every trial up first and reuses it,
+ * so a killed run resumes where it stopped. Everything runs against a wall
+ * clock budget. The search core (space, sampler, search) is exposed for the
+ * tests and for the sampled-versus-exhaustive comparison. See
+ * docs/TUNING.md. */
+#ifndef GS_TUNE_H
+#define GS_TUNE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "gs_db.h"
+#include "gs_dev.h"
+#include "gs_prog.h"
+#include "gs_sort.h"
+
+#define GS_TUNE_DEFAULT_BUDGET 270.0  /* seconds: leaves room for one overrunning trial */
+#define GS_TUNE_QUICK_BUDGET 15.0
+#define GS_TUNE_MIN_LOG2 10
+#define GS_TUNE_MAX_LOG2 28
+#define GS_TUNE_MAX_VALUES 64         /* legal values kept per parameter */
+
+/* A search callback's answer that ends the search (budget, trial cap). */
+#define GS_TUNE_STOP 1
+
+enum gs_tune_strategy {
+    GS_TUNE_AUTO = 0,     /* exhaustive when the space fits the sample quota */
+    GS_TUNE_EXHAUSTIVE,
+    GS_TUNE_SAMPLED,      /* random samples, then hill climbing */
+};
+
+/* ---- parameter spaces ---- */
+
+typedef struct gs_tune_space {
+    size_t np;
+    const char *name[GS_MAX_PARAMS];
+    long val[GS_MAX_PARAMS][GS_TUNE_MAX_VALUES];  /* ascending legal values */
+    size_t nv[GS_MAX_PARAMS];
+    uint64_t total;       /* product of nv (1 for no parameters) */
+} gs_tune_space;
+
+/* The space of `a` on a device (`info` NULL: host). `restrict_spec`
+ * ("radix_bits=4:8,wg_size=64", may be NULL) keeps only the listed values
+ * of the named parameters (names a does not have are ignored). A parameter
+ * with no legal value left is GS_EUNSUPPORTED. */
+int gs_tune_space_init(gs_tune_space *s, const gs_algo *a, const gs_dev_info *info,
+                       const char *restrict_spec, gs_err *err);
+/* A point's code is its mixed-radix index vector (first parameter fastest). */
+void gs_tune_space_params(const gs_tune_space *s, uint64_t code, gs_params *out);
+/* Code of a parameter set whose values are all legal; GS_ENOTFOUND if not. */
+int gs_tune_space_code(const gs_tune_space *s, const gs_params *p, uint64_t *code);
+/* Check a --restrict spec's syntax (names and integer lists). */
+int gs_tune_restrict_check(const char *spec, gs_err *err);
+
+/* ---- random sampling without replacement, deterministic in the seed ---- */
+
+typedef struct gs_tune_sampler {
+    uint64_t total, rng;
+    uint64_t *perm;       /* shuffled codes, for spaces up to 2^16 points */
+    size_t next;
+    uint64_t *drawn;      /* codes handed out, for larger spaces */
+    size_t ndrawn, cap;
+} gs_tune_sampler;
+
+int gs_tune_sampler_init(gs_tune_sampler *s, uint64_t total, uint64_t seed, gs_err *err);
+/* 0 and the next code, or GS_TUNE_STOP when the space is used up. */
+int gs_tune_sampler_next(gs_tune_sampler *s, uint64_t *code);
+void gs_tune_sampler_free(gs_tune_sampler *s);
+
+/* ---- one search over one space ---- */
+
+/* Evaluate one point: 0 with *ms and *valid set, GS_TUNE_STOP to end the
+ * search without evaluating it, or a negative GS_E* code (search fails). */
+typedef int (*gs_tune_eval_fn)(void *ud, uint64_t code, double *ms, int *valid, gs_err *err);
+
+typedef struct gs_tune_eval {
+    uint64_t code;
+    double ms;
+    int valid;
+} gs_tune_eval;
+
+typedef struct gs_tune_search {
+    gs_tune_eval *ev;     /* every point evaluated, in order */
+    size_t nev, cap;
+    long best;            /* index into ev of the fastest valid point, -1: none */
+    int stopped;          /* the callback said GS_TUNE_STOP */
+} gs_tune_search;
+
+/* Evaluate `cands` in order, then take up to *quota new points from the
+ * sampler (decrementing *quota; sampled points already evaluated are
+ * skipped for free), then hill-climb from each of the 3 best points so far:
+ * evaluate every neighbour (each parameter one legal value up or down,
+ * stepping over one invalid neighbour to the next value) and move to the
+ * best of them while that improves, at most `refine_rounds` moves per
+ * climb. At most `max_trials` evaluations (0: no cap). `sr` must be zeroed
+ * (or reused after gs_tune_search_free) by the caller. */
+int gs_tune_search_run(gs_tune_search *sr, const gs_tune_space *s, const uint64_t *cands,
+                       size_t ncands, gs_tune_sampler *smp, size_t *quota, int refine_rounds,
+                       size_t max_trials, gs_tune_eval_fn eval, void *ud, gs_err *err);
+void gs_tune_search_free(gs_tune_search *sr);
+
+/* ---- the plan's choice ---- */
+
+typedef struct gs_tune_cand {
+    const char *algorithm;
+    int stable;           /* the algorithm keeps equal keys in input order */
+    double ms;            /* end-to-end time, <0: not measured */
+} gs_tune_cand;
+
+/* Index of the fastest measured candidate usable for `stable` (ties: the
+ * first), -1 if none. */
+int gs_tune_plan_pick(const gs_tune_cand *c, size_t n, int stable);
+
+/* ---- tuning devices ---- */
+
+typedef struct gs_tune_progress {
+    const char *device;
+    int device_index;
+    const char *algorithm;
+    int key_bits;
+    const char *payload;
+    int bucket;
+    unsigned trials_done;     /* in this (algorithm, group) */
+    unsigned trials_planned;  /* candidates known now; climbing may add some */
+    double best_ms;           /* < 0: no valid configuration yet */
+    const char *best_params;  /* "radix_bits=8,wg_size=64,..." */
+    unsigned groups_done, groups_total;   /* (key class, payload, bucket) groups */
+    double elapsed_s, eta_s;
+    int group_end;            /* this report closes the (algorithm, group) */
+    unsigned long measured, reused, invalid;
+} gs_tune_progress;
+
+typedef void (*gs_tune_progress_fn)(const gs_tune_progress *p, void *ud);
+
+typedef struct gs_tune_opts {
+    double budget_s;          /* wall-clock budget of the whole run */
+    const gs_algo *const *algos;   /* NULL: the registry */
+    size_t nalgos;
+    int key_bits[2];          /* key classes: 32 (u32 keys) and/or 64 (u64 keys) */
+    size_t nkey_bits;
+    gs_payload payloads[GS_PL_COUNT];
+    size_t npayloads;
+    int min_log2, max_log2;   /* size buckets; max_log2 is further capped by memory */
+    int reps;                 /* timed runs per trial after one warm-up */
+    size_t samples;           /* new configurations per (device, algorithm); 0: only
+                                 the defaults and earlier winners (no climbing either
+                                 unless refine_rounds says so) */
+    int strategy;             /* enum gs_tune_strategy */
+    int refine_rounds;
+    size_t max_trials;        /* per (algorithm, group); 0: no cap */
+    int extra_dists;          /* also time the winner on sorted/reversed/few16 */
+    const char *restrict_spec;/* see gs_tune_space_init; NULL: none */
+    uint64_t seed;
+    gs_tune_progress_fn progress;
+    void *progress_ud;
+} gs_tune_opts;
+
+/* Defaults for a budget (<= 0: GS_TUNE_DEFAULT_BUDGET): the largest bucket,
+ * the payload kinds, the sample quota and the extra distributions grow with
+ * it (see docs/TUNING.md). */
+void gs_tune_opts_init(gs_tune_opts *o, double budget_s);
+
+typedef struct gs_tune_winner {
+    char algorithm[32];
+    int key_bits;
+    gs_payload payload;
+    int bucket;
+    char params[512];         /* JSON */
+    double median_ms;         /* kernel time (host: wall) */
+    double e2e_ms;            /* wall time with transfers, < 0: unknown */
+    int stable;
+} gs_tune_winner;
+
+typedef struct gs_tune_planrow {
+    int key_bits;
+    gs_payload payload;
+    int stable;
+    int bucket;
+    char algorithm[32];
+    char params[512];         /* JSON */
+    double ms;                /* end to end */
+} gs_tune_planrow;
+
+typedef struct gs_tune_devreport {
+    char name[256];
+    char platform[256];
+    int index;
+    int64_t device_id;
+    unsigned long measured, reused, invalid;
+    double elapsed_s, budget_s;
+    int budget_hit;           /* stopped starting trials: budget used up */
+    int max_log2;             /* largest bucket tuned */
+    gs_tune_winner *winners;
+    size_t nwinners, wcap;
+    gs_tune_planrow *plan;
+    size_t nplan, pcap;
+} gs_tune_devreport;
+
+typedef struct gs_tune_report {
+    gs_tune_devreport *devs;
+    size_t ndevs;
+    double elapsed_s;
+} gs_tune_report;
+
+/* Tune one opened-or-openable device until `deadline` (CLOCK_MONOTONIC
+ * seconds, see gs_tune_now), appending its results to rep. */
+int gs_tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts *o,
+                   double deadline, gs_tune_report *rep, gs_err *err);
+/* Tune every device in turn, splitting the budget between them. A device
+ * that fails is logged and skipped; returns its error after the others. */
+int gs_tune_all(gs_db *db, gs_dev *devs, size_t ndev, gs_pcache *pc, const gs_tune_opts *o,
+                gs_tune_report *rep, gs_err *err);
+void gs_tune_report_print(FILE *out, const gs_tune_report *rep);
+void gs_tune_report_free(gs_tune_report *rep);
+
+double gs_tune_now(void);
+
+/* Sampled versus exhaustive on one (algorithm, n, u32 keys, no payload):
+ * measure the whole (restricted) space into the database (resumable), then
+ * replay the sampled search `nseeds` times against those measurements and
+ * print how many trials it needed and how close it came. */
+int gs_tune_compare(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_algo *a, size_t n,
+                    const gs_tune_opts *o, unsigned nseeds, FILE *out, gs_err *err);
+
+#endif
