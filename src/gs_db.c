@@ -345,6 +345,7 @@ static void bind_trial_key(sqlite3_stmt *st, const gs_db_trial *t)
     sqlite3_bind_int64(st, 5, (sqlite3_int64)t->n);
     sqlite3_bind_text(st, 6, t->distribution, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 7, t->params, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 8, t->code_id ? t->code_id : "", -1, SQLITE_TRANSIENT);
 }
 
 int gs_db_trial_add(gs_db *db, const gs_db_trial *t, int64_t *id, gs_err *err)
@@ -352,19 +353,19 @@ int gs_db_trial_add(gs_db *db, const gs_db_trial *t, int64_t *id, gs_err *err)
     sqlite3_stmt *st;
     int rc = prepare(db,
         "INSERT INTO trials (device_id, algorithm, key_bits, payload, n, distribution, params,"
-        " median_ms, min_ms, max_ms, reps, valid, reason)"
-        " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)", &st, err);
+        " code_id, median_ms, min_ms, max_ms, reps, valid, reason)"
+        " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)", &st, err);
     if (rc)
         return rc;
     bind_trial_key(st, t);
     if (t->valid) {
-        sqlite3_bind_double(st, 8, t->median_ms);
-        sqlite3_bind_double(st, 9, t->min_ms);
-        sqlite3_bind_double(st, 10, t->max_ms);
+        sqlite3_bind_double(st, 9, t->median_ms);
+        sqlite3_bind_double(st, 10, t->min_ms);
+        sqlite3_bind_double(st, 11, t->max_ms);
     }
-    sqlite3_bind_int(st, 11, t->reps);
-    sqlite3_bind_int(st, 12, t->valid ? 1 : 0);
-    sqlite3_bind_text(st, 13, t->reason ? t->reason : "", -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(st, 12, t->reps);
+    sqlite3_bind_int(st, 13, t->valid ? 1 : 0);
+    sqlite3_bind_text(st, 14, t->reason ? t->reason : "", -1, SQLITE_TRANSIENT);
     rc = step_done(db, st, err, "recording a trial");
     if (!rc && id)
         *id = sqlite3_last_insert_rowid(db->h);
@@ -378,7 +379,7 @@ int gs_db_trial_lookup(gs_db *db, const gs_db_trial *key, double *median_ms, int
     int rc = prepare(db,
         "SELECT id, median_ms, valid FROM trials WHERE device_id=?1 AND algorithm=?2"
         " AND key_bits=?3 AND payload=?4 AND n=?5 AND distribution=?6 AND params=?7"
-        " ORDER BY id DESC LIMIT 1", &st, err);
+        " AND code_id=?8 ORDER BY id DESC LIMIT 1", &st, err);
     if (rc)
         return rc;
     bind_trial_key(st, key);

@@ -50,6 +50,7 @@ typedef struct gs_db_trial {
     uint64_t n;
     const char *distribution;  /* "random", "sorted", ... */
     const char *params;        /* JSON */
+    const char *code_id;       /* gs_kern_code_id(); NULL: "" */
     double median_ms, min_ms, max_ms;
     int reps;
     int valid;                 /* 0: failed; reason says why */
@@ -59,7 +60,7 @@ typedef struct gs_db_trial {
 /* Record one trial (its own transaction). */
 int gs_db_trial_add(gs_db *db, const gs_db_trial *t, int64_t *id, gs_err *err);
 /* Most recent trial of exactly this configuration (device, algorithm,
- * key_bits, payload, n, distribution, params of `key`): fills median_ms,
+ * key_bits, payload, n, distribution, params, code_id of `key`): fills median_ms,
  * valid and *id; GS_ENOTFOUND if none. Lets a rerun resume. */
 int gs_db_trial_lookup(gs_db *db, const gs_db_trial *key, double *median_ms, int *valid,
                        int64_t *id, gs_err *err);

@@ -3,6 +3,7 @@
  * without rebuilding. */
 #include "config.h"
 #include "gs_kern.h"
+#include "gs_sha256.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -75,4 +76,25 @@ int gs_kern_load(const char *name, char **text, size_t *len, gs_err *err)
         }
     }
     return gs_err_set(err, GS_ENOTFOUND, "no embedded kernel named '%s'", name);
+}
+
+int gs_kern_code_id(char *hex, gs_err *err)
+{
+    gs_sha256_ctx c;
+    gs_sha256_init(&c);
+    gs_sha256_update(&c, PACKAGE_VERSION, sizeof PACKAGE_VERSION);
+    for (size_t i = 0; i < gs_kern_embedded_count; i++) {
+        char *t;
+        size_t len;
+        int rc = gs_kern_load(gs_kern_embedded[i].name, &t, &len, err);
+        if (rc)
+            return rc;
+        gs_sha256_update(&c, gs_kern_embedded[i].name, strlen(gs_kern_embedded[i].name) + 1);
+        gs_sha256_update(&c, t, len + 1);
+        free(t);
+    }
+    uint8_t d[GS_SHA256_LEN];
+    gs_sha256_final(&c, d);
+    gs_sha256_hex(d, hex);
+    return 0;
 }

@@ -22,4 +22,9 @@ const char *gs_kern_get_dir(void);
 /* Source of kernel NAME: *text is malloc'ed (caller frees), NUL-terminated. */
 int gs_kern_load(const char *name, char **text, size_t *len, gs_err *err);
 
+/* Hex SHA-256 over gsortd's version and every kernel source as gs_kern_load
+ * sees it (embedded, or from the kernel dir): measurements taken with other
+ * code are not reused. hex must hold 65 bytes. */
+int gs_kern_code_id(char *hex, gs_err *err);
+
 #endif

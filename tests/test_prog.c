@@ -117,12 +117,38 @@ int main(void)
         fputs(good_src, f);
         fclose(f);
     }
+    char id_embedded[65], id_again[65], id_dir[65];
+    rc = gs_kern_code_id(id_embedded, &err);
+    tap_ok(rc == 0 && strlen(id_embedded) == 64, "code id of the embedded kernels: %.16s...", id_embedded);
+    gs_kern_code_id(id_again, &err);
+    tap_ok(strcmp(id_embedded, id_again) == 0, "code id is deterministic");
     gs_kern_set_dir(dir);
+    rc = gs_kern_code_id(id_dir, &err);
+    tap_ok(rc == GS_ENOTFOUND, "code id with a kernel dir lacking the kernels fails clearly: %s", err.msg);
     rc = gs_prog_get(d, NULL, (const char *const[]){ "devk", NULL }, "-DSHIFT=11u", &p1, &st, &err);
     tap_ok(rc == 0 && p1 && run_scale(d, p1, 3, 11), "kernel read from --kernel-dir builds and runs");
     rc = gs_prog_get(d, NULL, (const char *const[]){ "radix", NULL }, "", &pb, &st, &err);
     tap_ok(rc == GS_ENOTFOUND, "with a kernel dir, a file missing there is an error, not a silent fallback");
+    /* A kernel dir holding copies of the embedded kernels, one edited: another code id. */
+    int copied = 1;
+    for (size_t i = 0; i < gs_kern_embedded_count; i++) {
+        char kp[300];
+        snprintf(kp, sizeof kp, "%s/%s.cl", dir, gs_kern_embedded[i].name);
+        FILE *kf = fopen(kp, "w");
+        copied &= kf && fwrite(gs_kern_embedded[i].text, 1, gs_kern_embedded[i].len, kf) == gs_kern_embedded[i].len;
+        if (i == 0 && kf)
+            fputs("\n/* edited */\n", kf);
+        if (kf)
+            fclose(kf);
+    }
+    rc = gs_kern_code_id(id_dir, &err);
+    tap_ok(copied && rc == 0 && strcmp(id_dir, id_embedded) != 0, "an edited kernel changes the code id");
     gs_kern_set_dir(NULL);
+    for (size_t i = 0; i < gs_kern_embedded_count; i++) {
+        char kp[300];
+        snprintf(kp, sizeof kp, "%s/%s.cl", dir, gs_kern_embedded[i].name);
+        unlink(kp);
+    }
     unlink(path);
     rmdir(dir);
 

@@ -17,6 +17,7 @@
  * flight may overrun it). */
 #include "config.h"
 #include "gs_tune.h"
+#include "gs_kern.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -664,6 +665,7 @@ typedef struct tctx {
     gs_pcache *pc;
     const gs_tune_opts *o;
     int64_t dev_id;
+    char code_id[65];       /* gs_kern_code_id: trials of other code are not reused */
     double start, deadline, budget;
     double explore_s;       /* build allowance of each tunable algorithm */
     double group_build_s;   /* builds in this group paid from allowances */
@@ -883,7 +885,8 @@ static int measure(gctx *G, int dist, uint64_t code, int first, double *ms, int 
         return rc;
     gs_db_trial key = { .device_id = T->dev_id, .algorithm = a->name, .key_bits = G->kc,
                         .payload = gs_payload_name(G->pl), .n = G->n,
-                        .distribution = dist_names[dist], .params = json };
+                        .distribution = dist_names[dist], .params = json,
+                        .code_id = T->code_id };
     double med = 0;
     int val = 0;
     gs_err lerr;
@@ -1090,7 +1093,7 @@ static int tune_algo_group(tctx *T, astate *A, int kc, gs_payload pl, int bucket
         return rc;
     gs_db_trial key = { .device_id = T->dev_id, .algorithm = a->name, .key_bits = kc,
                         .payload = gs_payload_name(pl), .n = G.n, .distribution = "random",
-                        .params = w.params };
+                        .params = w.params, .code_id = T->code_id };
     int64_t tid = 0;
     double e2e = 0;
     int v = 0;
@@ -1331,7 +1334,8 @@ int gs_tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts *o,
     int rc = gs_dev_open(dev, err);
     if (rc)
         return gs_err_prefix(err, "device %d (%s): ", dev->index, dev->info.name);
-    if ((rc = gs_db_device_id(db, &dev->info, 1, &T.dev_id, err)) != 0)
+    if ((rc = gs_db_device_id(db, &dev->info, 1, &T.dev_id, err)) != 0 ||
+        (rc = gs_kern_code_id(T.code_id, err)) != 0)
         return rc;
     R->device_id = T.dev_id;
 
@@ -1559,7 +1563,8 @@ int gs_tune_compare(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_algo *a, siz
     T.start = gs_tune_now();
     T.budget = o->budget_s;
     T.deadline = T.start + o->budget_s;
-    if ((rc = gs_db_device_id(db, &dev->info, 1, &T.dev_id, err)) != 0)
+    if ((rc = gs_db_device_id(db, &dev->info, 1, &T.dev_id, err)) != 0 ||
+        (rc = gs_kern_code_id(T.code_id, err)) != 0)
         return rc;
     astate A;
     memset(&A, 0, sizeof A);
