@@ -1,4 +1,486 @@
-/* STUB: OpenCL LSD radix sort (to be written). */
+/* The OpenCL LSD radix sort ("radix"): host side of kernels/radix.cl. It
+ * describes the three tunables (radix_bits, wg_size, elems_per_thread) and
+ * their legal values on a device, rejects parameter sets a device cannot run
+ * before anything is launched, and drives one sort: upload, one global
+ * digit histogram (the only read-back before the result, used to skip passes
+ * whose digit is constant), then per remaining pass upsweep / scan / scatter
+ * with keys and values ping-ponging between two device buffers, and finally
+ * the download. Encoding, decoding and argsort indices happen inside the
+ * first and last passes, so keys cross device memory as few times as the
+ * pass structure allows. */
 #include "config.h"
 #include "gs_algos.h"
-const gs_algo gs_algo_radix = { .name = "radix", .summary = "stub", .stable = 1, .uses_device = 1 };
+#include "gs_clrun.h"
+#include "gs_log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Offsets and indices are 32-bit in the kernels; a tile (<= 32768 keys) past
+ * n must still fit, hence the margin below 2^32. */
+#define RADIX_MAX_N UINT64_C(0xFFFF0000)
+#define RADIX_MAX_TILE 32768L   /* 16-bit packed counters in the local ranking */
+#define RADIX_MAX_EPT 32L
+#define RADIX_MIN_WG 16L
+#define RADIX_MAX_WG 1024L
+
+enum { P_BITS = 0, P_WG, P_EPT, P_COUNT };
+static const char *const pnames[P_COUNT] = { "radix_bits", "wg_size", "elems_per_thread" };
+
+/* ---- legal values ---- */
+
+static size_t values_bits(const gs_dev_info *info, long *out, size_t cap)
+{
+    (void)info;
+    size_t n = 0;
+    for (long b = 1; b <= 8 && n < cap; b++)
+        out[n++] = b;
+    return n;
+}
+
+static long max_wg(const gs_dev_info *info)
+{
+    long m = RADIX_MAX_WG;
+    if (info && info->max_wg_size && (long)info->max_wg_size < m)
+        m = (long)info->max_wg_size;
+    return m;
+}
+
+static size_t values_wg(const gs_dev_info *info, long *out, size_t cap)
+{
+    size_t n = 0;
+    for (long w = RADIX_MIN_WG; w <= max_wg(info) && n < cap; w *= 2)
+        out[n++] = w;
+    return n;
+}
+
+/* Every value 1..32 runs; the list is a ladder so a tuner's grid stays
+ * small (check() accepts the values in between too). */
+static size_t values_ept(const gs_dev_info *info, long *out, size_t cap)
+{
+    static const long ladder[] = { 1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, 24, 28, 32 };
+    (void)info;
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof ladder / sizeof ladder[0] && n < cap; i++)
+        out[n++] = ladder[i];
+    return n;
+}
+
+static const gs_param_def radix_params[P_COUNT] = {
+    { "radix_bits", "bits per digit: passes = key bits / radix_bits (rounded up)", values_bits },
+    { "wg_size", "work-items per work-group (power of two)", values_wg },
+    { "elems_per_thread", "keys per work-item per tile (tile = wg_size x elems_per_thread)",
+      values_ept },
+};
+
+/* ---- local memory: mirrors the size macros of kernels/radix.cl ---- */
+
+static uint64_t pad4(uint64_t i) { return i + (i >> 5); }
+static uint64_t pad8(uint64_t i) { return i + (i >> 4); }
+
+static uint64_t local_bytes(int bits, long wg, long ept, size_t ks, size_t vs)
+{
+    uint64_t tile = (uint64_t)wg * (uint64_t)ept, radix = UINT64_C(1) << bits;
+    uint64_t rake = wg < 32 ? (uint64_t)wg : 32, seg = (uint64_t)wg / rake;
+    uint64_t scn = (uint64_t)(wg - 1) + (seg > 1 ? (uint64_t)(wg - 1) / seg : 0) + 1;
+    int sub1 = bits < 4 ? bits : 4;
+    uint64_t ncw = sub1 >= 2 ? UINT64_C(1) << (sub1 - 1) : 1;
+    uint64_t xk = ks == 4 ? pad4(tile) : pad8(tile);
+    uint64_t a = ks * xk + (vs ? 2 * pad4(tile) : 0);
+    uint64_t xv = vs ? vs * (vs == 4 ? pad4(tile) : pad8(tile)) : 0;
+    uint64_t x = a > xv ? a : xv;
+    uint64_t scan = 4 * (scn + rake + 1);
+    uint64_t scatter = (x + 7) / 8 * 8 + 4 * pad4(ncw * (uint64_t)wg) + scan + 4 * radix;
+    uint64_t npos = ((uint64_t)ks * 8 + (uint64_t)bits - 1) / (uint64_t)bits;
+    uint64_t ghist = npos * radix * 4, upsweep = radix * 4 * 4;
+    uint64_t m = scatter;
+    if (ghist > m) m = ghist;
+    if (upsweep > m) m = upsweep;
+    if (scan > m) m = scan;
+    return m;
+}
+
+/* ---- parameter validation ---- */
+
+/* Pull the three values out of p, rejecting unknown or missing names and
+ * values out of range (device limits aside). */
+static int get_params(const gs_params *p, long v[P_COUNT], gs_err *err)
+{
+    int seen[P_COUNT] = { 0 };
+    if (!p)
+        return gs_err_set(err, GS_EUNSUPPORTED, "radix: no parameter set given");
+    for (int i = 0; i < p->count; i++) {
+        int k = -1;
+        for (int j = 0; j < P_COUNT; j++)
+            if (strcmp(p->p[i].name, pnames[j]) == 0)
+                k = j;
+        if (k < 0)
+            return gs_err_set(err, GS_EUNSUPPORTED,
+                              "radix: unknown parameter '%s' (known: radix_bits, wg_size, elems_per_thread)",
+                              p->p[i].name);
+        v[k] = p->p[i].value;
+        seen[k] = 1;
+    }
+    for (int j = 0; j < P_COUNT; j++)
+        if (!seen[j])
+            return gs_err_set(err, GS_EUNSUPPORTED, "radix: missing parameter '%s'", pnames[j]);
+    if (v[P_BITS] < 1 || v[P_BITS] > 8)
+        return gs_err_set(err, GS_EUNSUPPORTED, "radix: radix_bits=%ld out of range 1..8",
+                          v[P_BITS]);
+    if (v[P_WG] < RADIX_MIN_WG || v[P_WG] > RADIX_MAX_WG || (v[P_WG] & (v[P_WG] - 1)))
+        return gs_err_set(err, GS_EUNSUPPORTED,
+                          "radix: wg_size=%ld is not a power of two in %ld..%ld", v[P_WG],
+                          RADIX_MIN_WG, RADIX_MAX_WG);
+    if (v[P_EPT] < 1 || v[P_EPT] > RADIX_MAX_EPT)
+        return gs_err_set(err, GS_EUNSUPPORTED, "radix: elems_per_thread=%ld out of range 1..%ld",
+                          v[P_EPT], RADIX_MAX_EPT);
+    if (v[P_WG] * v[P_EPT] > RADIX_MAX_TILE)
+        return gs_err_set(err, GS_EUNSUPPORTED,
+                          "radix: tile wg_size x elems_per_thread = %ld keys exceeds %ld "
+                          "(16-bit local counters)", v[P_WG] * v[P_EPT], RADIX_MAX_TILE);
+    return 0;
+}
+
+static int radix_check(const gs_dev *dev, const gs_sort_req *req, const gs_params *p, gs_err *err)
+{
+    long v[P_COUNT];
+    int rc = get_params(p, v, err);
+    if (rc)
+        return rc;
+    if (!dev)
+        return gs_err_set(err, GS_EUNSUPPORTED, "radix: needs an OpenCL device");
+    const gs_dev_info *in = &dev->info;
+    if ((uint64_t)v[P_WG] > (uint64_t)in->max_wg_size)
+        return gs_err_set(err, GS_EUNSUPPORTED,
+                          "radix: wg_size=%ld exceeds the device's max work-group size %zu",
+                          v[P_WG], in->max_wg_size);
+    /* Without a request, check the widest shape (64-bit keys and values). */
+    size_t ks = req ? gs_dtype_size(req->dtype) : 8;
+    size_t vs = req ? gs_payload_size(req->payload) : 8;
+    uint64_t lb = local_bytes((int)v[P_BITS], v[P_WG], v[P_EPT], ks, vs);
+    if (lb > in->local_mem)
+        return gs_err_set(err, GS_EUNSUPPORTED,
+                          "radix: radix_bits=%ld wg_size=%ld elems_per_thread=%ld needs %llu bytes "
+                          "of local memory (%zu-byte keys, %zu-byte values), device has %llu",
+                          v[P_BITS], v[P_WG], v[P_EPT], (unsigned long long)lb, ks, vs,
+                          (unsigned long long)in->local_mem);
+    if (!req)
+        return 0;
+    uint64_t n = req->n;
+    if (n > RADIX_MAX_N)
+        return gs_err_set(err, GS_ETOOBIG,
+                          "radix: n=%llu exceeds the %llu keys its 32-bit offsets allow",
+                          (unsigned long long)n, (unsigned long long)RADIX_MAX_N);
+    uint64_t kb = n * ks, vb = n * vs;
+    if (kb > in->max_alloc)
+        return gs_err_set(err, GS_ETOOBIG,
+                          "radix: %llu keys need %llu-byte buffers, above the device's max "
+                          "allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE) of %llu bytes",
+                          (unsigned long long)n, (unsigned long long)kb,
+                          (unsigned long long)in->max_alloc);
+    if (vb > in->max_alloc)
+        return gs_err_set(err, GS_ETOOBIG,
+                          "radix: %llu values need %llu-byte buffers, above the device's max "
+                          "allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE) of %llu bytes",
+                          (unsigned long long)n, (unsigned long long)vb,
+                          (unsigned long long)in->max_alloc);
+    /* the per-tile digit counts: 2^radix_bits words per tile */
+    uint64_t tile = (uint64_t)v[P_WG] * (uint64_t)v[P_EPT];
+    uint64_t cb = ((n + tile - 1) / tile) * (UINT64_C(4) << v[P_BITS]);
+    if (cb > in->max_alloc)
+        return gs_err_set(err, GS_ETOOBIG,
+                          "radix: %llu keys in tiles of %llu need a %llu-byte digit-count array, "
+                          "above the device's max allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE) of "
+                          "%llu bytes; a larger tile needs less", (unsigned long long)n,
+                          (unsigned long long)tile, (unsigned long long)cb,
+                          (unsigned long long)in->max_alloc);
+    /* two key and two value buffers, the counts and a few small ones */
+    uint64_t total = 2 * (kb + vb) + cb + (UINT64_C(1) << 20);
+    if (in->global_mem && total > in->global_mem)
+        return gs_err_set(err, GS_ETOOBIG,
+                          "radix: %llu keys need about %llu bytes of device memory (double "
+                          "buffered), above the device's global memory "
+                          "(CL_DEVICE_GLOBAL_MEM_SIZE) of %llu bytes",
+                          (unsigned long long)n, (unsigned long long)total,
+                          (unsigned long long)in->global_mem);
+    return 0;
+}
+
+/* Untuned defaults: 8-bit digits (fewest passes) and a tile large enough to
+ * amortise the per-tile scans; the tile shrinks until the widest request
+ * (64-bit keys with 64-bit values) fits the device's local memory, so the
+ * defaults run every request shape. */
+static void radix_defaults(const gs_dev_info *info, gs_params *out)
+{
+    int gpu = info && (info->type & CL_DEVICE_TYPE_GPU);
+    long bits = 8, wg = gpu ? 256 : 64, ept = 16;
+    while (wg > RADIX_MIN_WG && wg > max_wg(info))
+        wg /= 2;
+    if (info) {
+        while (ept > 1 && local_bytes((int)bits, wg, ept, 8, 8) > info->local_mem)
+            ept -= ept > 8 ? 2 : 1;
+        while (wg > RADIX_MIN_WG && local_bytes((int)bits, wg, ept, 8, 8) > info->local_mem)
+            wg /= 2;
+        while (bits > 4 && local_bytes((int)bits, wg, ept, 8, 8) > info->local_mem)
+            bits--;
+    }
+    gs_params_clear(out);
+    gs_params_set(out, "radix_bits", bits);
+    gs_params_set(out, "wg_size", wg);
+    gs_params_set(out, "elems_per_thread", ept);
+}
+
+/* ---- one sort ---- */
+
+/* Launch order, for the per-stage times logged at debug level: the global
+ * histogram, then (upsweep, scan, scatter) per pass, then maybe iota. */
+enum { K_GHIST = 0, K_UP, K_SCAN, K_SCATTER, K_IOTA, K_COUNT };
+static const char *const kstage[K_COUNT] = { "ghist", "upsweep", "scan", "scatter", "iota" };
+/* launches per pass: upsweep, scan reduce / scan / scan down, scatter */
+#define LAUNCHES_PER_PASS 5
+static const int pass_stage[LAUNCHES_PER_PASS] = { K_UP, K_SCAN, K_SCAN, K_SCAN, K_SCATTER };
+/* counts per block of the scan kernels (WG x SV in kernels/radix.cl) */
+#define SCAN_SV 8
+
+typedef struct radix_run {
+    gs_clrun cr;
+    cl_kernel k_ghist, k_up, k_sred, k_scan, k_sdown, k_scatter, k_iota;
+    cl_mem keys[2], vals[2], counts, bsum, ghist;
+    cl_event fill_ev;
+    uint32_t *hghist;
+} radix_run;
+
+static void run_release(radix_run *r)
+{
+    gs_clrun_release(&r->cr);   /* waits for the queue first */
+    cl_kernel ks[] = { r->k_ghist, r->k_up, r->k_sred, r->k_scan, r->k_sdown, r->k_scatter,
+                       r->k_iota };
+    for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
+        if (ks[i])
+            clReleaseKernel(ks[i]);
+    cl_mem ms[] = { r->keys[0], r->keys[1], r->vals[0], r->vals[1], r->counts, r->bsum, r->ghist };
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
+        if (ms[i])
+            clReleaseMemObject(ms[i]);
+    if (r->fill_ev)
+        clReleaseEvent(r->fill_ev);
+    free(r->hghist);
+}
+
+static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p,
+                          gs_sort_stats *st, gs_err *err)
+{
+    gs_sort_stats lst;
+    if (!st)
+        st = &lst;
+    memset(st, 0, sizeof *st);
+    double t_start = gs_clrun_now_ms();
+    if (!ctx || !ctx->dev)
+        return gs_err_set(err, GS_EUNSUPPORTED, "radix: needs an OpenCL device");
+    gs_dev *dev = ctx->dev;
+    int rc = radix_check(dev, req, p, err);
+    if (rc)
+        return rc;
+    long v[P_COUNT];
+    get_params(p, v, err);
+    const int bits = (int)v[P_BITS];
+    const size_t wg = (size_t)v[P_WG], ept = (size_t)v[P_EPT];
+    const size_t tile = wg * ept, radix = (size_t)1 << bits;
+    const size_t n = req->n;
+    const size_t ks = gs_dtype_size(req->dtype), vs = gs_payload_size(req->payload);
+    const int idx = req->payload == GS_PL_IDX32 || req->payload == GS_PL_IDX64;
+    const unsigned npos = (unsigned)((ks * 8 + (size_t)bits - 1) / (size_t)bits);
+    if (n == 0) {
+        st->wall_ms = gs_clrun_now_ms() - t_start;
+        return 0;
+    }
+    if (vs && !req->values)
+        return gs_err_set(err, GS_EINVAL, "radix: payload %s needs a values array",
+                          gs_payload_name(req->payload));
+
+    rc = gs_dev_open(dev, err);
+    if (rc)
+        return rc;
+    char opts[128];
+    snprintf(opts, sizeof opts, "-DRADIX_BITS=%d -DWG=%zu -DEPT=%zu", bits, wg, ept);
+    cl_program prog;
+    rc = gs_prog_get(dev, ctx->pc, (const char *[]){ "keys", "radix", NULL }, opts, &prog, NULL, err);
+    if (rc)
+        return rc;
+
+    radix_run r;
+    memset(&r, 0, sizeof r);
+    gs_clrun_init(&r.cr, dev, "radix");
+    const int kw = ks == 4 ? 32 : 64, vw = (int)vs * 8;
+    char kn_ghist[32], kn_up[32], kn_scatter[40], kn_iota[32];
+    snprintf(kn_ghist, sizeof kn_ghist, "radix_ghist_k%d", kw);
+    snprintf(kn_up, sizeof kn_up, "radix_upsweep_k%d", kw);
+    snprintf(kn_scatter, sizeof kn_scatter, "radix_scatter_k%d_v%d", kw, vw);
+    snprintf(kn_iota, sizeof kn_iota, "radix_iota_v%d", vw ? vw : 32);
+    if ((rc = gs_clrun_kernel(&r.cr, prog, kn_ghist, wg, &r.k_ghist, err)) ||
+        (rc = gs_clrun_kernel(&r.cr, prog, kn_up, wg, &r.k_up, err)) ||
+        (rc = gs_clrun_kernel(&r.cr, prog, "radix_scan_reduce", wg, &r.k_sred, err)) ||
+        (rc = gs_clrun_kernel(&r.cr, prog, "radix_scan", wg, &r.k_scan, err)) ||
+        (rc = gs_clrun_kernel(&r.cr, prog, "radix_scan_down", wg, &r.k_sdown, err)) ||
+        (rc = gs_clrun_kernel(&r.cr, prog, kn_scatter, wg, &r.k_scatter, err)) ||
+        (idx && (rc = gs_clrun_kernel(&r.cr, prog, kn_iota, wg, &r.k_iota, err))))
+        goto out;
+
+    /* One group per tile in the per-pass kernels; the histogram kernel runs
+     * about 4 groups per compute unit, looping over tiles. */
+    const size_t cu = dev->info.compute_units ? dev->info.compute_units : 1;
+    const size_t ntiles = (n + tile - 1) / tile;
+    const size_t ghgroups = ntiles < cu * 4 ? ntiles : cu * 4;
+    const size_t nblk = (ntiles + wg * SCAN_SV - 1) / (wg * SCAN_SV);
+
+    if ((rc = gs_clrun_buffer(&r.cr, n * ks, "keys", &r.keys[0], err)) ||
+        (rc = gs_clrun_buffer(&r.cr, n * ks, "keys (second)", &r.keys[1], err)) ||
+        (vs && (rc = gs_clrun_buffer(&r.cr, n * vs, "values", &r.vals[0], err))) ||
+        (vs && (rc = gs_clrun_buffer(&r.cr, n * vs, "values (second)", &r.vals[1], err))) ||
+        (rc = gs_clrun_buffer(&r.cr, radix * ntiles * 4, "digit counts", &r.counts, err)) ||
+        (rc = gs_clrun_buffer(&r.cr, radix * nblk * 4, "block sums", &r.bsum, err)) ||
+        (rc = gs_clrun_buffer(&r.cr, (size_t)npos * radix * 4, "histogram", &r.ghist, err)))
+        goto out;
+    r.hghist = malloc((size_t)npos * radix * 4);
+    if (!r.hghist) {
+        rc = gs_err_set(err, GS_ENOMEM, "radix: out of memory");
+        goto out;
+    }
+    if ((rc = gs_clrun_upload(&r.cr, r.keys[0], req->keys, n * ks, err)) ||
+        (vs && !idx && (rc = gs_clrun_upload(&r.cr, r.vals[0], req->values, n * vs, err))))
+        goto out;
+
+    /* the global histogram of every digit position: the only read-back */
+    cl_command_queue q = dev->queue;
+    const cl_uint zero = 0, un = (cl_uint)n;
+    const cl_uint kind = req->dtype == GS_DT_F32 || req->dtype == GS_DT_F64 ? 2
+                         : req->dtype == GS_DT_I32 || req->dtype == GS_DT_I64 ? 1 : 0;
+    const cl_uint desc = req->descending ? 1 : 0;
+    cl_int crc = clEnqueueFillBuffer(q, r.ghist, &zero, sizeof zero, 0, (size_t)npos * radix * 4,
+                                     0, NULL, &r.fill_ev);
+    if (crc != CL_SUCCESS) {
+        r.fill_ev = NULL;
+        rc = gs_cl_fail(err, "clEnqueueFillBuffer", crc, "radix: histogram");
+        goto out;
+    }
+    {
+        gs_karg a[] = { GS_KARG(r.keys[0]), GS_KARG(un), GS_KARG(kind), GS_KARG(desc),
+                        GS_KARG(r.ghist) };
+        if ((rc = gs_clrun_args(r.k_ghist, kn_ghist, a, 5, err)) ||
+            (rc = gs_clrun_launch(&r.cr, r.k_ghist, kn_ghist, ghgroups, wg, err)))
+            goto out;
+    }
+    crc = clEnqueueReadBuffer(q, r.ghist, CL_TRUE, 0, (size_t)npos * radix * 4, r.hghist, 0, NULL, NULL);
+    if (crc != CL_SUCCESS) {
+        rc = gs_cl_fail(err, "clEnqueueReadBuffer", crc, "radix: histogram");
+        goto out;
+    }
+
+    /* passes whose digit is shared by all keys change nothing */
+    unsigned run_pos[64], nrun = 0;
+    for (unsigned pos = 0; pos < npos; pos++) {
+        int constant = 0;
+        for (size_t d = 0; d < radix; d++)
+            if (r.hghist[(size_t)pos * radix + d] == (uint32_t)n)
+                constant = 1;
+        if (!constant)
+            run_pos[nrun++] = pos;
+    }
+    st->passes = nrun;
+    st->passes_skipped = npos - nrun;
+
+    int cur = 0;
+    const cl_uint untiles = (cl_uint)ntiles, unblk = (cl_uint)nblk;
+    for (unsigned i = 0; i < nrun; i++) {
+        const cl_uint pos = run_pos[i];
+        const cl_uint shift = pos * (cl_uint)bits;
+        cl_uint flags = 0;
+        if (i == 0)
+            flags |= 1u | (idx ? 4u : 0u);   /* encode on load; generate indices */
+        if (i + 1 == nrun)
+            flags |= 2u;                     /* decode on store */
+        gs_karg au[] = { GS_KARG(r.keys[cur]), GS_KARG(un), GS_KARG(shift), GS_KARG(flags),
+                         GS_KARG(kind), GS_KARG(desc), GS_KARG(untiles), GS_KARG(r.counts) };
+        gs_karg asr[] = { GS_KARG(r.counts), GS_KARG(untiles), GS_KARG(unblk), GS_KARG(r.bsum) };
+        gs_karg as[] = { GS_KARG(r.bsum), GS_KARG(r.ghist), GS_KARG(pos), GS_KARG(unblk) };
+        gs_karg asd[] = { GS_KARG(r.counts), GS_KARG(r.bsum), GS_KARG(untiles), GS_KARG(unblk) };
+        /* scatter: keys in/out, [values in/out], then the rest */
+        gs_karg ax[13] = { GS_KARG(r.keys[cur]), GS_KARG(r.keys[1 - cur]) };
+        unsigned na = 2;
+        if (vs) {
+            ax[na++] = (gs_karg)GS_KARG(r.vals[cur]);
+            ax[na++] = (gs_karg)GS_KARG(r.vals[1 - cur]);
+        }
+        gs_karg tail[] = { GS_KARG(r.counts), GS_KARG(un), GS_KARG(shift), GS_KARG(flags),
+                           GS_KARG(kind), GS_KARG(desc), GS_KARG(untiles) };
+        for (size_t j = 0; j < sizeof tail / sizeof tail[0]; j++)
+            ax[na++] = tail[j];
+        if ((rc = gs_clrun_args(r.k_up, kn_up, au, 8, err)) ||
+            (rc = gs_clrun_launch(&r.cr, r.k_up, kn_up, ntiles, wg, err)) ||
+            (rc = gs_clrun_args(r.k_sred, "radix_scan_reduce", asr, 4, err)) ||
+            (rc = gs_clrun_launch(&r.cr, r.k_sred, "radix_scan_reduce", radix * nblk, wg, err)) ||
+            (rc = gs_clrun_args(r.k_scan, "radix_scan", as, 4, err)) ||
+            (rc = gs_clrun_launch(&r.cr, r.k_scan, "radix_scan", radix, wg, err)) ||
+            (rc = gs_clrun_args(r.k_sdown, "radix_scan_down", asd, 4, err)) ||
+            (rc = gs_clrun_launch(&r.cr, r.k_sdown, "radix_scan_down", radix * nblk, wg, err)) ||
+            (rc = gs_clrun_args(r.k_scatter, kn_scatter, ax, na, err)) ||
+            (rc = gs_clrun_launch(&r.cr, r.k_scatter, kn_scatter, ntiles, wg, err)))
+            goto out;
+        cur = 1 - cur;
+    }
+    if (nrun == 0 && idx) {
+        /* nothing moved: argsort is the identity */
+        gs_karg a[] = { GS_KARG(r.vals[0]), GS_KARG(un) };
+        if ((rc = gs_clrun_args(r.k_iota, kn_iota, a, 2, err)) ||
+            (rc = gs_clrun_launch(&r.cr, r.k_iota, kn_iota, (n + wg - 1) / wg, wg, err)))
+            goto out;
+    }
+    crc = clFinish(q);
+    if (crc != CL_SUCCESS) {
+        rc = gs_cl_fail(err, "clFinish", crc, "radix: passes");
+        goto out;
+    }
+
+    /* Every kernel finished: write the result back. When no pass ran the
+     * keys (and stored values) are already in order in the caller's arrays. */
+    if ((nrun > 0 && (rc = gs_clrun_download(&r.cr, req->keys, r.keys[cur], n * ks, err))) ||
+        (vs && (nrun > 0 || idx) &&
+         (rc = gs_clrun_download(&r.cr, req->values, r.vals[cur], n * vs, err))))
+        goto out;
+
+    st->upload_ms = r.cr.upload_ms;
+    st->download_ms = r.cr.download_ms;
+    double by[K_COUNT] = { 0 };
+    for (size_t i = 0; i < r.cr.nkev; i++) {
+        double ms = gs_clrun_event_ms(r.cr.kev[i]);
+        int k = i == 0 ? K_GHIST : nrun == 0 ? K_IOTA : pass_stage[(i - 1) % LAUNCHES_PER_PASS];
+        st->kernel_ms += ms;
+        by[k] += ms;
+    }
+    double fill = gs_clrun_event_ms(r.fill_ev);
+    st->kernel_ms += fill;
+    GS_DEBUG("radix: n=%zu %s/%s %s: %u passes (%u skipped), %zu tiles; "
+             "ms: %s %.3f, %s %.3f, %s %.3f, %s %.3f, %s %.3f, fill %.3f", n,
+             gs_dtype_name(req->dtype), gs_payload_name(req->payload), opts, st->passes,
+             st->passes_skipped, ntiles, kstage[K_GHIST], by[K_GHIST], kstage[K_UP],
+             by[K_UP], kstage[K_SCAN], by[K_SCAN], kstage[K_SCATTER], by[K_SCATTER],
+             kstage[K_IOTA], by[K_IOTA], fill);
+    rc = 0;
+out:
+    run_release(&r);
+    st->wall_ms = gs_clrun_now_ms() - t_start;
+    return rc;
+}
+
+const gs_algo gs_algo_radix = {
+    .name = "radix",
+    .summary = "OpenCL LSD radix sort: per-tile digit counts, scan, stable local-memory scatter",
+    .stable = 1,
+    .uses_device = 1,
+    .params = radix_params,
+    .nparams = P_COUNT,
+    .defaults = radix_defaults,
+    .check = radix_check,
+    .run = radix_run_sort,
+};

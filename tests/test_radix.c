@@ -1,4 +1,363 @@
-/* STUB */
+/* Tests of the OpenCL radix sort (algo_radix.c + kernels/radix.cl) on the
+ * first OpenCL device (PoCL in CI; GSORT_TEST_DEVICE=N or =gpu picks another): the
+ * shared correctness matrix for the default parameters and for the extreme
+ * legal sets (smallest/largest radix_bits, wg_size and elems_per_thread,
+ * odd tile shapes), check() rejecting every set a device cannot run before
+ * launch (also against made-up device limits), pass skipping, argsort when
+ * no pass runs, and the timing statistics. A missing device is a failure,
+ * never a skip. */
 #include "config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gs_algos.h"
+#include "gs_dev.h"
+#include "gs_err.h"
+#include "gs_sort.h"
+#include "sortcheck.h"
 #include "tap.h"
-int main(void) { tap_ok(1, "stub"); return tap_done(); }
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void set3(gs_params *p, long bits, long wg, long ept)
+{
+    gs_params_clear(p);
+    gs_params_set(p, "radix_bits", bits);
+    gs_params_set(p, "wg_size", wg);
+    gs_params_set(p, "elems_per_thread", ept);
+}
+
+/* ---- check(): rejections before launch ---- */
+
+static void expect_reject(const gs_dev *dev, const gs_sort_req *req, const gs_params *p,
+                          int code, const char *needle, const char *what)
+{
+    gs_err err;
+    gs_err_clear(&err);
+    int rc = gs_algo_radix.check(dev, req, p, &err);
+    tap_ok(rc == code && strstr(err.msg, needle) != NULL, "check rejects %s: %s (%s)", what,
+           gs_strerror(rc), err.msg);
+}
+
+static void test_check(gs_dev *dev)
+{
+    const gs_dev_info *in = &dev->info;
+    gs_params p;
+    uint32_t k[4] = { 3, 1, 2, 0 };
+    gs_sort_req req = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = 4, .keys = k };
+    gs_err err;
+    int rc;
+
+    gs_params d;
+    gs_algo_radix.defaults(in, &d);
+    gs_err_clear(&err);
+    int ok = 1;
+    for (int t = 0; t < GS_DT_COUNT; t++)
+        for (int pl = 0; pl < GS_PL_COUNT; pl++) {
+            gs_sort_req r = { .dtype = (gs_dtype)t, .payload = (gs_payload)pl, .n = 1000 };
+            if (gs_algo_radix.check(dev, &r, &d, &err) != 0)
+                ok = 0;
+        }
+    tap_ok(ok, "defaults pass check for every dtype and payload (%s)", err.msg);
+
+    set3(&p, 0, 64, 4);
+    expect_reject(dev, &req, &p, GS_EUNSUPPORTED, "radix_bits=0", "radix_bits=0");
+    set3(&p, 9, 64, 4);
+    expect_reject(dev, &req, &p, GS_EUNSUPPORTED, "radix_bits=9", "radix_bits=9");
+    long big = (long)(in->max_wg_size > 1024 ? in->max_wg_size : 1024) * 2;
+    set3(&p, 8, big, 1);
+    expect_reject(dev, &req, &p, GS_EUNSUPPORTED, "wg_size", "wg_size above the maximum");
+    set3(&p, 8, 48, 4);
+    expect_reject(dev, &req, &p, GS_EUNSUPPORTED, "power of two", "wg_size=48");
+    set3(&p, 8, 8, 4);
+    expect_reject(dev, &req, &p, GS_EUNSUPPORTED, "wg_size=8", "wg_size=8 (below 16)");
+    set3(&p, 8, 64, 0);
+    expect_reject(dev, &req, &p, GS_EUNSUPPORTED, "elems_per_thread=0", "elems_per_thread=0");
+    set3(&p, 8, 64, 100000);
+    expect_reject(dev, &req, &p, GS_EUNSUPPORTED, "elems_per_thread=100000",
+                  "absurd elems_per_thread");
+    /* the largest tile: accepted where the device has the local memory
+     * (PoCL: 1 MiB), refused with a reason where it has not (GPUs: 48 KiB) */
+    set3(&p, 8, 1024, 32);
+    gs_err_clear(&err);
+    rc = gs_algo_radix.check(dev, NULL, &p, &err);
+    tap_ok(in->max_wg_size < 1024 ? rc == GS_EUNSUPPORTED
+           : in->local_mem >= 512 * 1024 ? rc == 0
+           : rc == GS_EUNSUPPORTED && strstr(err.msg, "local memory") != NULL,
+           "largest tile (1024 x 32) without a request: %s (%s)", gs_strerror(rc), err.msg);
+    gs_params_clear(&p);
+    gs_params_set(&p, "radix_bits", 8);
+    gs_params_set(&p, "wg_size", 64);
+    expect_reject(dev, &req, &p, GS_EUNSUPPORTED, "missing parameter 'elems_per_thread'",
+                  "a missing parameter");
+    set3(&p, 8, 64, 4);
+    gs_params_set(&p, "unroll", 2);
+    expect_reject(dev, &req, &p, GS_EUNSUPPORTED, "unknown parameter 'unroll'",
+                  "an unknown parameter");
+    set3(&p, 8, 64, 4);
+    expect_reject(NULL, &req, &p, GS_EUNSUPPORTED, "device", "no device");
+
+    /* Limits from a made-up device: a GPU-like 48 KiB of local memory and
+     * a small max allocation. */
+    gs_dev fake = *dev;
+    fake.info.local_mem = 48 * 1024;
+    fake.info.max_wg_size = 1024;
+    gs_sort_req r64 = { .dtype = GS_DT_F64, .payload = GS_PL_U64, .n = 1000 };
+    set3(&p, 8, 1024, 32);
+    expect_reject(&fake, &r64, &p, GS_EUNSUPPORTED, "local memory",
+                  "a tile overflowing 48 KiB of local memory");
+    set3(&p, 8, 256, 12);
+    gs_err_clear(&err);
+    tap_ok(gs_algo_radix.check(&fake, &r64, &p, &err) == 0,
+           "256 x 12 fits 48 KiB with f64 keys and u64 values (%s)", err.msg);
+    set3(&p, 8, 256, 16);
+    gs_sort_req r32 = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = 1000 };
+    gs_err_clear(&err);
+    tap_ok(gs_algo_radix.check(&fake, &r32, &p, &err) == 0 &&
+               gs_algo_radix.check(&fake, &r64, &p, &err) == GS_EUNSUPPORTED,
+           "256 x 16 fits 48 KiB for u32 keys, not for f64 keys with u64 values (%s)", err.msg);
+    gs_algo_radix.defaults(&fake.info, &d);
+    ok = 1;
+    for (int t = 0; t < GS_DT_COUNT; t++)
+        for (int pl = 0; pl < GS_PL_COUNT; pl++) {
+            gs_sort_req r = { .dtype = (gs_dtype)t, .payload = (gs_payload)pl, .n = 1000 };
+            if (gs_algo_radix.check(&fake, &r, &d, &err) != 0)
+                ok = 0;
+        }
+    tap_ok(ok, "defaults for a 48 KiB device pass check everywhere (%s)", err.msg);
+    fake.info.local_mem = 4096;
+    gs_algo_radix.defaults(&fake.info, &d);
+    gs_err_clear(&err);
+    tap_ok(gs_algo_radix.check(&fake, &r64, &d, &err) == 0,
+           "defaults shrink to fit 4 KiB of local memory (%s)", err.msg);
+
+    fake = *dev;
+    fake.info.max_alloc = 1 << 20;
+    gs_sort_req rbig = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = 300000 };
+    set3(&p, 8, 64, 4);
+    expect_reject(&fake, &rbig, &p, GS_ETOOBIG, "CL_DEVICE_MAX_MEM_ALLOC_SIZE",
+                  "n x 4 bytes above a 1 MiB max allocation");
+    rbig.n = 200000;
+    rbig.payload = GS_PL_IDX64;
+    expect_reject(&fake, &rbig, &p, GS_ETOOBIG, "CL_DEVICE_MAX_MEM_ALLOC_SIZE",
+                  "n x 8-byte indices above a 1 MiB max allocation");
+    /* the real device's own limit, and the 32-bit offset limit */
+    gs_sort_req rreal = { .dtype = GS_DT_U64, .payload = GS_PL_NONE,
+                          .n = (size_t)(in->max_alloc / 8 + 1) };
+    expect_reject(dev, &rreal, &p, GS_ETOOBIG,
+                  rreal.n > UINT64_C(0xFFFF0000) ? "32-bit offsets" : "max allocation",
+                  "n beyond this device's max_alloc");
+    rreal.dtype = GS_DT_U32;
+    rreal.n = (size_t)UINT64_C(0x100000000);
+    fake = *dev;
+    fake.info.max_alloc = fake.info.global_mem = UINT64_C(1) << 40;
+    expect_reject(&fake, &rreal, &p, GS_ETOOBIG, "32-bit offsets", "n = 2^32 (32-bit offsets)");
+
+    /* legal values come from the device limits */
+    long vals[64];
+    gs_dev_info li = *in;
+    li.max_wg_size = 256;
+    size_t nv = gs_algo_radix.params[1].values(&li, vals, 64);
+    tap_ok(nv == 5 && vals[0] == 16 && vals[nv - 1] == 256,
+           "wg_size values on a max-256 device: 16..256 (%zu values)", nv);
+    li.max_wg_size = 4096;
+    nv = gs_algo_radix.params[1].values(&li, vals, 64);
+    tap_ok(nv == 7 && vals[nv - 1] == 1024, "wg_size values stop at 1024 (%zu values)", nv);
+    nv = gs_algo_radix.params[0].values(&li, vals, 64);
+    tap_ok(nv == 8 && vals[0] == 1 && vals[7] == 8, "radix_bits values 1..8");
+    nv = gs_algo_radix.params[2].values(&li, vals, 64);
+    tap_ok(nv > 4 && vals[0] == 1 && vals[nv - 1] == 32, "elems_per_thread values 1..32");
+
+    /* a rejected run leaves the input alone */
+    set3(&p, 9, 64, 4);
+    gs_sort_ctx ctx = { dev, NULL };
+    gs_err_clear(&err);
+    rc = gs_sort_run(&gs_algo_radix, &ctx, &req, &p, NULL, &err);
+    tap_ok(rc == GS_EUNSUPPORTED && k[0] == 3 && k[3] == 0,
+           "gs_sort_run with a rejected set fails before touching the keys (%s)", err.msg);
+}
+
+/* ---- pass skipping and argsort without passes ---- */
+
+static void test_skipping(gs_dev *dev, const gs_params *p)
+{
+    gs_sort_ctx ctx = { dev, NULL };
+    gs_err err;
+    gs_sort_stats st;
+    size_t n = 100000;
+    uint32_t *k = malloc(n * 4), *v = malloc(n * 4);
+    uint64_t *k64 = malloc(n * 8), *v64 = malloc(n * 8);
+    if (!k || !v || !k64 || !v64)
+        tap_bail("out of memory");
+
+    /* u32 keys that differ only in the low byte: 3 of 4 passes skipped */
+    for (size_t i = 0; i < n; i++)
+        k[i] = 0xabcd1200u | (((uint32_t)i * 2654435761u) >> 24);
+    gs_sort_req req = { .dtype = GS_DT_U32, .payload = GS_PL_IDX32, .n = n, .keys = k, .values = v };
+    gs_err_clear(&err);
+    int rc = gs_sort_run(&gs_algo_radix, &ctx, &req, p, &st, &err);
+    int ok = rc == 0;
+    for (size_t i = 1; ok && i < n; i++)
+        ok = k[i - 1] < k[i] || (k[i - 1] == k[i] && v[i - 1] < v[i]);
+    for (size_t i = 0; ok && i < n; i++)
+        ok = (0xabcd1200u | ((v[i] * 2654435761u) >> 24)) == k[i];
+    long bits = gs_params_get(p, "radix_bits", 8);
+    unsigned npos = (unsigned)((32 + bits - 1) / bits);
+    tap_ok(ok && st.passes_skipped >= 1 && st.passes + st.passes_skipped == npos &&
+               st.passes == (unsigned)((8 + bits - 1) / bits),
+           "u32 keys differing in the low byte: %u passes run, %u skipped, sorted (%s)",
+           st.passes, st.passes_skipped, rc ? err.msg : "ok");
+
+    /* i64 descending, only bits 8..15 vary */
+    for (size_t i = 0; i < n; i++)
+        k64[i] = (uint64_t)(-5 - (int64_t)(((i * 40503u) & 0xff) << 8));
+    gs_sort_req r64 = { .dtype = GS_DT_I64, .payload = GS_PL_NONE, .descending = 1, .n = n,
+                        .keys = k64 };
+    rc = gs_sort_run(&gs_algo_radix, &ctx, &r64, p, &st, &err);
+    ok = rc == 0;
+    for (size_t i = 1; ok && i < n; i++)
+        ok = (int64_t)k64[i - 1] >= (int64_t)k64[i];
+    tap_ok(ok && st.passes_skipped >= 1, "i64 descending with one varying byte: %u run, %u skipped",
+           st.passes, st.passes_skipped);
+
+    /* all keys equal: nothing runs, argsort still gives 0..n-1 */
+    for (size_t i = 0; i < n; i++) {
+        k64[i] = UINT64_C(0x4010000000000000);   /* 4.0 */
+        v64[i] = UINT64_C(0xdeadbeef);
+    }
+    gs_sort_req req2 = { .dtype = GS_DT_F64, .payload = GS_PL_IDX64, .n = n, .keys = k64,
+                         .values = v64 };
+    rc = gs_sort_run(&gs_algo_radix, &ctx, &req2, p, &st, &err);
+    ok = rc == 0 && st.passes == 0;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = v64[i] == i && k64[i] == UINT64_C(0x4010000000000000);
+    tap_ok(ok, "all-equal f64 keys with idx64: no pass, indices 0..n-1 (%u run, %u skipped)",
+           st.passes, st.passes_skipped);
+
+    /* statistics of a real sort */
+    for (size_t i = 0; i < n; i++) {
+        k[i] = (uint32_t)(i * 2654435761u);
+        v[i] = (uint32_t)i;
+    }
+    gs_sort_req req3 = { .dtype = GS_DT_U32, .payload = GS_PL_U32, .n = n, .keys = k, .values = v };
+    rc = gs_sort_run(&gs_algo_radix, &ctx, &req3, p, &st, &err);
+    ok = rc == 0;
+    for (size_t i = 1; ok && i < n; i++)
+        ok = k[i - 1] <= k[i] && k[i] == (uint32_t)((size_t)v[i] * 2654435761u);
+    tap_ok(ok && st.passes == npos && (!dev->info.profiling || st.kernel_ms > 0) &&
+               st.wall_ms >= st.kernel_ms,
+           "stats: %u passes, upload %.3f ms, kernels %.3f ms, download %.3f ms, wall %.3f ms",
+           st.passes, st.upload_ms, st.kernel_ms, st.download_ms, st.wall_ms);
+    free(k);
+    free(v);
+    free(k64);
+    free(v64);
+}
+
+int main(void)
+{
+    gs_err err;
+    gs_dev *devs = NULL;
+    size_t ndev = 0;
+    gs_err_clear(&err);
+    if (gs_dev_probe(&devs, &ndev, &err) < 0)
+        tap_bail("probing devices: %s", err.msg);
+    if (ndev == 0)
+        tap_bail("no OpenCL device: the radix tests need one (PoCL in CI)");
+    /* GSORT_TEST_DEVICE: an index, or "gpu" for the first GPU */
+    size_t di = 0;
+    const char *e = getenv("GSORT_TEST_DEVICE");
+    if (e && !strcmp(e, "gpu")) {
+        di = ndev;
+        for (size_t i = ndev; i-- > 0;)
+            if (devs[i].info.type & CL_DEVICE_TYPE_GPU)
+                di = i;
+    } else if (e) {
+        di = (size_t)strtoul(e, NULL, 10);
+    }
+    if (di >= ndev)
+        tap_bail("GSORT_TEST_DEVICE=%zu but only %zu devices", di, ndev);
+    gs_dev *dev = &devs[di];
+    if (gs_dev_open(dev, &err) < 0)
+        tap_bail("opening %s: %s", dev->info.name, err.msg);
+    tap_diag("device %zu: %s (%s), %u CUs, max wg %zu, local %llu bytes", di, dev->info.name,
+             dev->info.platform, dev->info.compute_units, dev->info.max_wg_size,
+             (unsigned long long)dev->info.local_mem);
+
+    test_check(dev);
+
+    gs_sort_ctx ctx = { dev, NULL };
+    gs_params p;
+    gs_algo_radix.defaults(&dev->info, &p);
+    test_skipping(dev, &p);
+
+    /* The matrix: the defaults over every size; the extreme sets over a
+     * reduced list that keeps the edge sizes, non-powers of two, and more
+     * than one tile per group. */
+    static const size_t reduced[] = { 0, 1, 2, 3, 31, 33, 255, 1000, 4097, 65537 };
+    static const size_t small[] = { 0, 1, 2, 3, 33, 1000, 4097 };
+    /* a 32768-key tile costs the same for n=2 as for n=32768 on a CPU */
+    static const size_t bigtile[] = { 33, 65537 };
+    long maxwg = (long)(dev->info.max_wg_size < 1024 ? dev->info.max_wg_size : 1024);
+    struct { long bits, wg, ept; const size_t *sizes; size_t ns; } sets[] = {
+        { 8, 1024, 32, bigtile, sizeof bigtile / sizeof bigtile[0] },  /* largest tile */
+        { 1, 16, 1, small, sizeof small / sizeof small[0] },           /* smallest everything */
+        { 4, 16, 32, reduced, sizeof reduced / sizeof reduced[0] },    /* one sub-digit, long rows */
+        { 7, 128, 3, reduced, sizeof reduced / sizeof reduced[0] },    /* 4+3 sub-digits, odd ept */
+        { 3, 32, 5, small, sizeof small / sizeof small[0] },           /* 11 passes for 32 bits */
+    };
+    double t0 = now_s();
+    int fails = sc_run_matrix(&gs_algo_radix, &ctx, &p, NULL, 0, "radix default");
+    tap_diag("default set, full sizes: %.1f s", now_s() - t0);
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
+        long wg = sets[i].wg > maxwg ? maxwg : sets[i].wg;
+        long ept = sets[i].ept;
+        gs_params q;
+        set3(&q, sets[i].bits, wg, ept);
+        /* Too big for this device (never on PoCL): halve the tile until
+         * check() accepts it, then the work-group until the built kernels
+         * can run it (NVIDIA's OpenCL caps them at 256 work-items). */
+        gs_err_clear(&err);
+        while (ept > 1 && gs_algo_radix.check(dev, NULL, &q, &err) != 0)
+            gs_params_set(&q, "elems_per_thread", ept /= 2);
+        for (;;) {
+            uint64_t one[1] = { 1 }, two[1] = { 2 };
+            gs_sort_req probe = { .dtype = GS_DT_U64, .payload = GS_PL_U64, .n = 1,
+                                  .keys = one, .values = two };
+            gs_err_clear(&err);
+            if (wg <= 16 || gs_sort_run(&gs_algo_radix, &ctx, &probe, &q, NULL, &err) != GS_EUNSUPPORTED)
+                break;
+            tap_diag("%s: halving wg_size", err.msg);
+            gs_params_set(&q, "wg_size", wg /= 2);
+        }
+        /* with fewer work-items, a longer tile may fit again */
+        for (long te = sets[i].ept; te > ept; te /= 2) {
+            gs_params_set(&q, "elems_per_thread", te);
+            uint64_t one[1] = { 1 }, two[1] = { 2 };
+            gs_sort_req probe = { .dtype = GS_DT_U64, .payload = GS_PL_U64, .n = 1,
+                                  .keys = one, .values = two };
+            if (gs_algo_radix.check(dev, NULL, &q, &err) == 0 &&
+                gs_sort_run(&gs_algo_radix, &ctx, &probe, &q, NULL, &err) == 0) {
+                ept = te;
+                break;
+            }
+            gs_params_set(&q, "elems_per_thread", ept);
+        }
+        double t1 = now_s();
+        fails += sc_run_matrix(&gs_algo_radix, &ctx, &q, sets[i].sizes, sets[i].ns, "radix");
+        tap_diag("set %zu: %.1f s", i, now_s() - t1);
+    }
+    tap_diag("matrix total: %.1f s, %d failing cases", now_s() - t0, fails);
+
+    gs_dev_free_list(devs, ndev);
+    return tap_done();
+}
