@@ -25,7 +25,6 @@
 #define MP_MAX_WG 1024L
 
 enum { P_SIZE_I = 0, P_WG, P_EPT, P_COUNT };
-static const char *const pnames[P_COUNT] = { "size_i", "wg_size", "elems_per_thread" };
 
 /* ---- legal values ---- */
 
@@ -92,25 +91,9 @@ static const gs_param_def mp_params[P_COUNT] = {
  * values out of range (device limits aside). */
 static int get_params(const gs_params *p, long v[P_COUNT], gs_err *err)
 {
-    int seen[P_COUNT] = { 0 };
-    if (!p)
-        return gs_err_set(err, GS_EUNSUPPORTED, "mergepath: no parameter set given");
-    for (int i = 0; i < p->count; i++) {
-        int k = -1;
-        for (int j = 0; j < P_COUNT; j++)
-            if (strcmp(p->p[i].name, pnames[j]) == 0)
-                k = j;
-        if (k < 0)
-            return gs_err_set(err, GS_EUNSUPPORTED,
-                              "mergepath: unknown parameter '%s' (known: size_i, wg_size, "
-                              "elems_per_thread)", p->p[i].name);
-        v[k] = p->p[i].value;
-        seen[k] = 1;
-    }
-    for (int j = 0; j < P_COUNT; j++)
-        if (!seen[j])
-            return gs_err_set(err, GS_EUNSUPPORTED, "mergepath: missing parameter '%s'",
-                              pnames[j]);
+    int rc = gs_params_take("mergepath", mp_params, P_COUNT, p, v, err);
+    if (rc)
+        return rc;
     if (v[P_SIZE_I] < 1 || v[P_SIZE_I] > MP_MAX_SIZE_I)
         return gs_err_set(err, GS_EUNSUPPORTED, "mergepath: size_i=%ld out of range 1..%ld",
                           v[P_SIZE_I], MP_MAX_SIZE_I);
@@ -164,18 +147,8 @@ static int mp_check(const gs_dev *dev, const gs_sort_req *req, const gs_params *
                           "mergepath: n=%llu exceeds the %llu keys its 32-bit positions allow",
                           (unsigned long long)n, (unsigned long long)MP_MAX_N);
     uint64_t kb = n * ks, vb = n * vs;
-    if (kb > in->max_alloc)
-        return gs_err_set(err, GS_ETOOBIG,
-                          "mergepath: %llu keys need %llu-byte buffers, above the device's max "
-                          "allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE) of %llu bytes",
-                          (unsigned long long)n, (unsigned long long)kb,
-                          (unsigned long long)in->max_alloc);
-    if (vb > in->max_alloc)
-        return gs_err_set(err, GS_ETOOBIG,
-                          "mergepath: %llu values need %llu-byte buffers, above the device's max "
-                          "allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE) of %llu bytes",
-                          (unsigned long long)n, (unsigned long long)vb,
-                          (unsigned long long)in->max_alloc);
+    if ((rc = gs_check_buffers("mergepath", in, n, ks, vs, err)) != 0)
+        return rc;
     /* ping-pong key and value buffers plus the partitions (4 bytes a tile) */
     uint64_t total = 2 * (kb + vb) + n / (uint64_t)(v[P_WG] * v[P_EPT]) * 4 + (UINT64_C(1) << 20);
     if (in->global_mem && total > in->global_mem)

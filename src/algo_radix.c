@@ -26,7 +26,6 @@
 #define RADIX_MAX_WG 1024L
 
 enum { P_BITS = 0, P_WG, P_EPT, P_COUNT };
-static const char *const pnames[P_COUNT] = { "radix_bits", "wg_size", "elems_per_thread" };
 
 /* ---- legal values ---- */
 
@@ -107,24 +106,9 @@ static uint64_t local_bytes(int bits, long wg, long ept, size_t ks, size_t vs)
  * values out of range (device limits aside). */
 static int get_params(const gs_params *p, long v[P_COUNT], gs_err *err)
 {
-    int seen[P_COUNT] = { 0 };
-    if (!p)
-        return gs_err_set(err, GS_EUNSUPPORTED, "radix: no parameter set given");
-    for (int i = 0; i < p->count; i++) {
-        int k = -1;
-        for (int j = 0; j < P_COUNT; j++)
-            if (strcmp(p->p[i].name, pnames[j]) == 0)
-                k = j;
-        if (k < 0)
-            return gs_err_set(err, GS_EUNSUPPORTED,
-                              "radix: unknown parameter '%s' (known: radix_bits, wg_size, elems_per_thread)",
-                              p->p[i].name);
-        v[k] = p->p[i].value;
-        seen[k] = 1;
-    }
-    for (int j = 0; j < P_COUNT; j++)
-        if (!seen[j])
-            return gs_err_set(err, GS_EUNSUPPORTED, "radix: missing parameter '%s'", pnames[j]);
+    int rc = gs_params_take("radix", radix_params, P_COUNT, p, v, err);
+    if (rc)
+        return rc;
     if (v[P_BITS] < 1 || v[P_BITS] > 8)
         return gs_err_set(err, GS_EUNSUPPORTED, "radix: radix_bits=%ld out of range 1..8",
                           v[P_BITS]);
@@ -173,18 +157,8 @@ static int radix_check(const gs_dev *dev, const gs_sort_req *req, const gs_param
                           "radix: n=%llu exceeds the %llu keys its 32-bit offsets allow",
                           (unsigned long long)n, (unsigned long long)RADIX_MAX_N);
     uint64_t kb = n * ks, vb = n * vs;
-    if (kb > in->max_alloc)
-        return gs_err_set(err, GS_ETOOBIG,
-                          "radix: %llu keys need %llu-byte buffers, above the device's max "
-                          "allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE) of %llu bytes",
-                          (unsigned long long)n, (unsigned long long)kb,
-                          (unsigned long long)in->max_alloc);
-    if (vb > in->max_alloc)
-        return gs_err_set(err, GS_ETOOBIG,
-                          "radix: %llu values need %llu-byte buffers, above the device's max "
-                          "allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE) of %llu bytes",
-                          (unsigned long long)n, (unsigned long long)vb,
-                          (unsigned long long)in->max_alloc);
+    if ((rc = gs_check_buffers("radix", in, n, ks, vs, err)) != 0)
+        return rc;
     /* the per-tile digit counts: 2^radix_bits words per tile */
     uint64_t tile = (uint64_t)v[P_WG] * (uint64_t)v[P_EPT];
     uint64_t cb = ((n + tile - 1) / tile) * (UINT64_C(4) << v[P_BITS]);

@@ -31,8 +31,6 @@
 #define SHELL_FIRST_BATCH 4u      /* merge rounds enqueued before the first flag read */
 
 enum { P_TPS = 0, P_MEPT, P_WG, P_COUNT };
-static const char *const pnames[P_COUNT] = { "threads_per_subset", "min_elems_per_thread",
-                                             "wg_size" };
 
 /* ---- legal values ---- */
 
@@ -85,25 +83,9 @@ static const gs_param_def shell_params[P_COUNT] = {
  * out of range (device limits aside). */
 static int get_params(const gs_params *p, long v[P_COUNT], gs_err *err)
 {
-    int seen[P_COUNT] = { 0 };
-    if (!p)
-        return gs_err_set(err, GS_EUNSUPPORTED, "shellsort: no parameter set given");
-    for (int i = 0; i < p->count; i++) {
-        int k = -1;
-        for (int j = 0; j < P_COUNT; j++)
-            if (strcmp(p->p[i].name, pnames[j]) == 0)
-                k = j;
-        if (k < 0)
-            return gs_err_set(err, GS_EUNSUPPORTED,
-                              "shellsort: unknown parameter '%s' (known: threads_per_subset, "
-                              "min_elems_per_thread, wg_size)", p->p[i].name);
-        v[k] = p->p[i].value;
-        seen[k] = 1;
-    }
-    for (int j = 0; j < P_COUNT; j++)
-        if (!seen[j])
-            return gs_err_set(err, GS_EUNSUPPORTED, "shellsort: missing parameter '%s'",
-                              pnames[j]);
+    int rc = gs_params_take("shellsort", shell_params, P_COUNT, p, v, err);
+    if (rc)
+        return rc;
     if (v[P_TPS] < 1 || v[P_TPS] > SHELL_MAX_TPS)
         return gs_err_set(err, GS_EUNSUPPORTED,
                           "shellsort: threads_per_subset=%ld out of range 1..%ld", v[P_TPS],
@@ -139,19 +121,10 @@ static int shell_check(const gs_dev *dev, const gs_sort_req *req, const gs_param
         return gs_err_set(err, GS_ETOOBIG,
                           "shellsort: n=%llu exceeds the %llu keys its 32-bit indexing allows",
                           (unsigned long long)n, (unsigned long long)SHELL_MAX_N);
-    uint64_t kb = n * gs_dtype_size(req->dtype), vb = n * gs_payload_size(req->payload);
-    if (kb > in->max_alloc)
-        return gs_err_set(err, GS_ETOOBIG,
-                          "shellsort: %llu keys need %llu-byte buffers, above the device's max "
-                          "allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE) of %llu bytes",
-                          (unsigned long long)n, (unsigned long long)kb,
-                          (unsigned long long)in->max_alloc);
-    if (vb > in->max_alloc)
-        return gs_err_set(err, GS_ETOOBIG,
-                          "shellsort: %llu values need %llu-byte buffers, above the device's max "
-                          "allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE) of %llu bytes",
-                          (unsigned long long)n, (unsigned long long)vb,
-                          (unsigned long long)in->max_alloc);
+    size_t ks = gs_dtype_size(req->dtype), vs = gs_payload_size(req->payload);
+    uint64_t kb = n * ks, vb = n * vs;
+    if ((rc = gs_check_buffers("shellsort", in, n, ks, vs, err)) != 0)
+        return rc;
     /* data plus merge scratch of the same size, plus the round flags */
     uint64_t total = 2 * (kb + vb) + 4 * (uint64_t)(SHELL_MAX_TPS + 2);
     if (in->global_mem && total > in->global_mem)

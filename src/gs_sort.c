@@ -270,6 +270,55 @@ int gs_params_parse(const char *s, gs_params *ps, gs_err *err)
     return 0;
 }
 
+/* ---- helpers for algorithm implementations ---- */
+
+int gs_params_take(const char *algo, const gs_param_def *defs, size_t ndefs,
+                   const gs_params *p, long *v, gs_err *err)
+{
+    if (!p)
+        return gs_err_set(err, GS_EUNSUPPORTED, "%s: no parameter set given", algo);
+    unsigned char seen[GS_MAX_PARAMS] = { 0 };
+    if (ndefs > GS_MAX_PARAMS)
+        return gs_err_set(err, GS_EINVAL, "%s: more than %d parameters", algo, GS_MAX_PARAMS);
+    for (int i = 0; i < p->count; i++) {
+        size_t k = 0;
+        while (k < ndefs && strcmp(p->p[i].name, defs[k].name) != 0)
+            k++;
+        if (k == ndefs) {
+            char known[256] = "";
+            for (size_t j = 0; j < ndefs; j++) {
+                size_t l = strlen(known);
+                snprintf(known + l, sizeof known - l, "%s%s", j ? ", " : "", defs[j].name);
+            }
+            return gs_err_set(err, GS_EUNSUPPORTED, "%s: unknown parameter '%s' (known: %s)",
+                              algo, p->p[i].name, known);
+        }
+        v[k] = p->p[i].value;
+        seen[k] = 1;
+    }
+    for (size_t j = 0; j < ndefs; j++)
+        if (!seen[j])
+            return gs_err_set(err, GS_EUNSUPPORTED, "%s: missing parameter '%s'", algo,
+                              defs[j].name);
+    return 0;
+}
+
+int gs_check_buffers(const char *algo, const gs_dev_info *in, uint64_t n, size_t ks,
+                     size_t vs, gs_err *err)
+{
+    const struct { const char *what; uint64_t bytes; } b[2] = {
+        { "keys", n * ks }, { "values", n * vs },
+    };
+    for (int i = 0; i < 2; i++)
+        if (b[i].bytes > in->max_alloc)
+            return gs_err_set(err, GS_ETOOBIG,
+                              "%s: %llu %s need %llu-byte buffers, above the device's max "
+                              "allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE) of %llu bytes", algo,
+                              (unsigned long long)n, b[i].what, (unsigned long long)b[i].bytes,
+                              (unsigned long long)in->max_alloc);
+    return 0;
+}
+
 /* ---- registry: append new algorithms here ---- */
 
 static const gs_algo *const registry[] = {

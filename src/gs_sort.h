@@ -111,6 +111,18 @@ typedef struct gs_algo {
                gs_sort_stats *st, gs_err *err);
 } gs_algo;
 
+/* For algorithm implementations: copy the values of exactly the parameters
+ * in `defs` (in defs order) into v[], refusing (GS_EUNSUPPORTED, message
+ * prefixed "ALGO: ") a missing set, an unknown name or a missing one. Range
+ * checks stay with the algorithm. */
+int gs_params_take(const char *algo, const gs_param_def *defs, size_t ndefs,
+                   const gs_params *p, long *v, gs_err *err);
+/* For algorithm implementations: GS_ETOOBIG naming CL_DEVICE_MAX_MEM_ALLOC_SIZE
+ * when n keys of ks bytes, or n values of vs bytes, need a buffer larger
+ * than the device allows. */
+int gs_check_buffers(const char *algo, const gs_dev_info *in, uint64_t n, size_t ks,
+                     size_t vs, gs_err *err);
+
 /* Registry. */
 size_t gs_algo_count(void);
 const gs_algo *gs_algo_at(size_t i);

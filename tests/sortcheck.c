@@ -853,11 +853,40 @@ int sc_case_verify(const sc_case *c, int stable, char *why, size_t whylen)
 
 /* ---- the matrix ---- */
 
-static double now_s(void)
+double sc_now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+gs_dev *sc_test_device(gs_dev **devs, size_t *ndev, const char *who)
+{
+    gs_err err;
+    gs_err_clear(&err);
+    if (gs_dev_probe(devs, ndev, &err) < 0)
+        tap_bail("probing devices: %s", err.msg);
+    if (*ndev == 0)
+        tap_bail("no OpenCL device: the %s tests need one (PoCL in CI)", who);
+    size_t di = 0;
+    const char *e = getenv("GSORT_TEST_DEVICE");
+    if (e && !strcmp(e, "gpu")) {
+        di = *ndev;
+        for (size_t i = *ndev; i-- > 0;)
+            if ((*devs)[i].info.type & CL_DEVICE_TYPE_GPU)
+                di = i;
+    } else if (e) {
+        di = (size_t)strtoul(e, NULL, 10);
+    }
+    if (di >= *ndev)
+        tap_bail("GSORT_TEST_DEVICE=%s but only %zu devices", e, *ndev);
+    gs_dev *dev = &(*devs)[di];
+    if (gs_dev_open(dev, &err) < 0)
+        tap_bail("opening %s: %s", dev->info.name, err.msg);
+    tap_diag("device %zu: %s (%s), %u CUs, max wg %zu, local %llu bytes", di, dev->info.name,
+             dev->info.platform, dev->info.compute_units, dev->info.max_wg_size,
+             (unsigned long long)dev->info.local_mem);
+    return dev;
 }
 
 /* Seed of a case: depends on dtype, distribution and n only, so the input
@@ -916,7 +945,7 @@ int sc_run_matrix(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p,
     void *vals_buf = c.req.values;
 
     int failed_total = 0, cases_total = 0;
-    double t0 = now_s(), algo_s = 0;
+    double t0 = sc_now_s(), algo_s = 0;
     for (int t = 0; t < GS_DT_COUNT; t++) {
         for (int desc = 0; desc <= 1; desc++) {
             for (int pl = 0; pl < GS_PL_COUNT; pl++) {
@@ -943,9 +972,9 @@ int sc_run_matrix(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p,
                             req.stable = a->stable;
                             if (pl == GS_PL_NONE)
                                 req.values = NULL;
-                            double ta = now_s();
+                            double ta = sc_now_s();
                             int rc = gs_sort_run(a, ctx, &req, p, &sst, &err);
-                            algo_s += now_s() - ta;
+                            algo_s += sc_now_s() - ta;
                             if (rc < 0)
                                 snprintf(why, sizeof why, "gs_sort_run failed: %s: %.400s",
                                          gs_strerror(rc), err.msg);
@@ -974,7 +1003,7 @@ int sc_run_matrix(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p,
     }
     c.req.values = vals_buf;
     tap_diag("%s %s: %d cases, %d failed, %.2f s (%.2f s in the algorithm)",
-             label, pstr, cases_total, failed_total, now_s() - t0, algo_s);
+             label, pstr, cases_total, failed_total, sc_now_s() - t0, algo_s);
     free(scratch);
     sc_case_free(&c);
     return failed_total;

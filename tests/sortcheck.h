@@ -52,6 +52,16 @@ void sc_case_free(sc_case *c);
 int sc_run_matrix(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p,
                   const size_t *sizes, size_t nsizes, const char *label);
 
+/* The device a device-algorithm test runs on: probes, picks
+ * $GSORT_TEST_DEVICE (an index, or "gpu" for the first GPU; default 0),
+ * opens it and describes it in a TAP diagnostic. Bails out (never skips)
+ * when there is none: CI always has PoCL. `who` names the test in messages.
+ * The list is returned in *devs / *ndev for gs_dev_free_list. */
+gs_dev *sc_test_device(gs_dev **devs, size_t *ndev, const char *who);
+
+/* Monotonic seconds, for the tests' timing diagnostics. */
+double sc_now_s(void);
+
 extern const size_t sc_std_sizes[];
 extern const size_t sc_std_nsizes;
 

@@ -26,13 +26,6 @@
 
 static const gs_algo *const A = &gs_algo_mergepath;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void set3(gs_params *p, long size_i, long wg, long ept)
 {
     gs_params_clear(p);
@@ -279,25 +272,10 @@ static void test_runs(gs_dev *dev, const gs_params *p)
 int main(void)
 {
     gs_err err;
+    gs_err_clear(&err);
     gs_dev *devs = NULL;
     size_t ndev = 0;
-    gs_err_clear(&err);
-    if (gs_dev_probe(&devs, &ndev, &err) < 0)
-        tap_bail("probing devices: %s", err.msg);
-    if (ndev == 0)
-        tap_bail("no OpenCL device: the mergepath tests need one (PoCL in CI)");
-    size_t di = 0;
-    const char *e = getenv("GSORT_TEST_DEVICE");
-    if (e)
-        di = (size_t)strtoul(e, NULL, 10);
-    if (di >= ndev)
-        tap_bail("GSORT_TEST_DEVICE=%zu but only %zu devices", di, ndev);
-    gs_dev *dev = &devs[di];
-    if (gs_dev_open(dev, &err) < 0)
-        tap_bail("opening %s: %s", dev->info.name, err.msg);
-    tap_diag("device %zu: %s (%s), %u CUs, max wg %zu, local %llu bytes", di, dev->info.name,
-             dev->info.platform, dev->info.compute_units, dev->info.max_wg_size,
-             (unsigned long long)dev->info.local_mem);
+    gs_dev *dev = sc_test_device(&devs, &ndev, "mergepath");
 
     test_check(dev);
 
@@ -319,9 +297,9 @@ int main(void)
         { 5, 48, 3, reduced, sizeof reduced / sizeof reduced[0] },    /* odd, 144-element tiles */
         { 2, 32, 7, small, sizeof small / sizeof small[0] },          /* the paper's size_i */
     };
-    double t0 = now_s();
+    double t0 = sc_now_s();
     int fails = sc_run_matrix(A, &ctx, &p, NULL, 0, "mergepath default");
-    tap_diag("default set, full sizes: %.1f s", now_s() - t0);
+    tap_diag("default set, full sizes: %.1f s", sc_now_s() - t0);
     for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
         long wg = sets[i].wg > maxwg ? maxwg : sets[i].wg;
         long ept = sets[i].ept;
@@ -334,11 +312,11 @@ int main(void)
             gs_params_set(&q, "elems_per_thread", ept /= 2);
         if (A->check(dev, NULL, &q, &err) != 0)
             tap_bail("set %zu does not fit this device: %s", i, err.msg);
-        double t1 = now_s();
+        double t1 = sc_now_s();
         fails += sc_run_matrix(A, &ctx, &q, sets[i].sizes, sets[i].ns, "mergepath");
-        tap_diag("set %zu: %.1f s", i, now_s() - t1);
+        tap_diag("set %zu: %.1f s", i, sc_now_s() - t1);
     }
-    tap_diag("matrix total: %.1f s, %d failing cases", now_s() - t0, fails);
+    tap_diag("matrix total: %.1f s, %d failing cases", sc_now_s() - t0, fails);
 
     gs_dev_free_list(devs, ndev);
     return tap_done();

@@ -21,13 +21,6 @@
 #include "sortcheck.h"
 #include "tap.h"
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void set3(gs_params *p, long bits, long wg, long ept)
 {
     gs_params_clear(p);
@@ -266,32 +259,10 @@ static void test_skipping(gs_dev *dev, const gs_params *p)
 int main(void)
 {
     gs_err err;
+    gs_err_clear(&err);
     gs_dev *devs = NULL;
     size_t ndev = 0;
-    gs_err_clear(&err);
-    if (gs_dev_probe(&devs, &ndev, &err) < 0)
-        tap_bail("probing devices: %s", err.msg);
-    if (ndev == 0)
-        tap_bail("no OpenCL device: the radix tests need one (PoCL in CI)");
-    /* GSORT_TEST_DEVICE: an index, or "gpu" for the first GPU */
-    size_t di = 0;
-    const char *e = getenv("GSORT_TEST_DEVICE");
-    if (e && !strcmp(e, "gpu")) {
-        di = ndev;
-        for (size_t i = ndev; i-- > 0;)
-            if (devs[i].info.type & CL_DEVICE_TYPE_GPU)
-                di = i;
-    } else if (e) {
-        di = (size_t)strtoul(e, NULL, 10);
-    }
-    if (di >= ndev)
-        tap_bail("GSORT_TEST_DEVICE=%zu but only %zu devices", di, ndev);
-    gs_dev *dev = &devs[di];
-    if (gs_dev_open(dev, &err) < 0)
-        tap_bail("opening %s: %s", dev->info.name, err.msg);
-    tap_diag("device %zu: %s (%s), %u CUs, max wg %zu, local %llu bytes", di, dev->info.name,
-             dev->info.platform, dev->info.compute_units, dev->info.max_wg_size,
-             (unsigned long long)dev->info.local_mem);
+    gs_dev *dev = sc_test_device(&devs, &ndev, "radix");
 
     test_check(dev);
 
@@ -315,9 +286,9 @@ int main(void)
         { 7, 128, 3, reduced, sizeof reduced / sizeof reduced[0] },    /* 4+3 sub-digits, odd ept */
         { 3, 32, 5, small, sizeof small / sizeof small[0] },           /* 11 passes for 32 bits */
     };
-    double t0 = now_s();
+    double t0 = sc_now_s();
     int fails = sc_run_matrix(&gs_algo_radix, &ctx, &p, NULL, 0, "radix default");
-    tap_diag("default set, full sizes: %.1f s", now_s() - t0);
+    tap_diag("default set, full sizes: %.1f s", sc_now_s() - t0);
     for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
         long wg = sets[i].wg > maxwg ? maxwg : sets[i].wg;
         long ept = sets[i].ept;
@@ -352,11 +323,11 @@ int main(void)
             }
             gs_params_set(&q, "elems_per_thread", ept);
         }
-        double t1 = now_s();
+        double t1 = sc_now_s();
         fails += sc_run_matrix(&gs_algo_radix, &ctx, &q, sets[i].sizes, sets[i].ns, "radix");
-        tap_diag("set %zu: %.1f s", i, now_s() - t1);
+        tap_diag("set %zu: %.1f s", i, sc_now_s() - t1);
     }
-    tap_diag("matrix total: %.1f s, %d failing cases", now_s() - t0, fails);
+    tap_diag("matrix total: %.1f s, %d failing cases", sc_now_s() - t0, fails);
 
     gs_dev_free_list(devs, ndev);
     return tap_done();

@@ -26,13 +26,6 @@
 
 static const gs_algo *A = &gs_algo_shellsort;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void set3(gs_params *p, long tps, long mept, long wg)
 {
     gs_params_clear(p);
@@ -377,31 +370,17 @@ static void test_stats(gs_dev *dev, const gs_params *p)
 
 int main(void)
 {
-    double t_all = now_s();
+    double t_all = sc_now_s();
     gs_err err;
+    gs_err_clear(&err);
     gs_dev *devs = NULL;
     size_t ndev = 0;
-    gs_err_clear(&err);
-    if (gs_dev_probe(&devs, &ndev, &err) < 0)
-        tap_bail("probing devices: %s", err.msg);
-    if (ndev == 0)
-        tap_bail("no OpenCL device: the shellsort tests need one (PoCL in CI)");
-    size_t di = 0;
-    const char *e = getenv("GSORT_TEST_DEVICE");
-    if (e)
-        di = (size_t)strtoul(e, NULL, 10);
-    if (di >= ndev)
-        tap_bail("GSORT_TEST_DEVICE=%zu but only %zu devices", di, ndev);
-    gs_dev *dev = &devs[di];
-    if (gs_dev_open(dev, &err) < 0)
-        tap_bail("opening %s: %s", dev->info.name, err.msg);
-    tap_diag("device %zu: %s (%s), %u CUs, max wg %zu", di, dev->info.name, dev->info.platform,
-             dev->info.compute_units, dev->info.max_wg_size);
+    gs_dev *dev = sc_test_device(&devs, &ndev, "shellsort");
 
     test_check(dev);
-    double t0 = now_s();
+    double t0 = sc_now_s();
     test_hsort(dev);
-    tap_diag("h-sort tests: %.1f s", now_s() - t0);
+    tap_diag("h-sort tests: %.1f s", sc_now_s() - t0);
 
     gs_sort_ctx ctx = { dev, NULL };
     gs_params p;
@@ -425,9 +404,9 @@ int main(void)
         { 0, 0, 0, reduced, sizeof reduced / sizeof reduced[0] },          /* GPU defaults */
         { 7, 5, 64, small, sizeof small / sizeof small[0] },               /* odd shapes */
     };
-    t0 = now_s();
+    t0 = sc_now_s();
     int fails = sc_run_matrix(A, &ctx, &p, NULL, 0, "shellsort default");
-    tap_diag("default set, full sizes: %.1f s", now_s() - t0);
+    tap_diag("default set, full sizes: %.1f s", sc_now_s() - t0);
     for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
         gs_params q;
         set3(&q, sets[i].tps, sets[i].mept, sets[i].wg);
@@ -435,12 +414,12 @@ int main(void)
             gs_dev gpu = gpu_like(dev);
             A->defaults(&gpu.info, &q);
         }
-        double t1 = now_s();
+        double t1 = sc_now_s();
         fails += sc_run_matrix(A, &ctx, &q, sets[i].sizes, sets[i].ns, "shellsort");
-        tap_diag("set %zu: %.1f s", i, now_s() - t1);
+        tap_diag("set %zu: %.1f s", i, sc_now_s() - t1);
     }
-    tap_diag("matrix total: %.1f s, %d failing cases; whole test %.1f s", now_s() - t0, fails,
-             now_s() - t_all);
+    tap_diag("matrix total: %.1f s, %d failing cases; whole test %.1f s", sc_now_s() - t0, fails,
+             sc_now_s() - t_all);
 
     gs_dev_free_list(devs, ndev);
     return tap_done();

@@ -26,6 +26,7 @@
 #include "gs_sha256.h"
 #include "gs_sort.h"
 #include "gs_tune.h"
+#include "sortcheck.h"
 #include "tap.h"
 
 static char dir[] = "/tmp/gsortd-tune-XXXXXX";
@@ -729,18 +730,7 @@ int main(void)
         tap_bail("mkdtemp failed");
     gs_dev *devs;
     size_t ndev;
-    gs_err err;
-    if (gs_dev_probe(&devs, &ndev, &err) || ndev == 0)
-        tap_bail("no OpenCL device: %s", err.msg);
-    size_t di = 0;
-    const char *e = getenv("GSORT_TEST_DEVICE");
-    if (e)
-        di = (size_t)strtoul(e, NULL, 10);
-    if (di >= ndev)
-        tap_bail("GSORT_TEST_DEVICE=%zu but only %zu devices", di, ndev);
-    gs_dev *dev = &devs[di];
-    if (gs_dev_open(dev, &err))
-        tap_bail("opening %s: %s", dev->info.name, err.msg);
+    gs_dev *dev = sc_test_device(&devs, &ndev, "tuner");
     tap_ok(dev->info.profiling, "%s has profiling (the fake's kernel times are used)", dev->info.name);
 
     test_space(dev);
