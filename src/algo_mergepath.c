@@ -331,6 +331,7 @@ static int mp_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params
         cur = 1 - cur;
     }
     /* blocking reads: they also wait for every kernel before them */
+    st->output_touched = 1;
     if ((rc = gs_clrun_download(&r.cr, req->keys, r.keys[cur], n * ks, err)) ||
         (vs && (rc = gs_clrun_download(&r.cr, req->values, r.vals[cur], n * vs, err))))
         goto out;

@@ -418,6 +418,7 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
 
     /* Every kernel finished: write the result back. When no pass ran the
      * keys (and stored values) are already in order in the caller's arrays. */
+    st->output_touched = 1;
     if ((nrun > 0 && (rc = gs_clrun_download(&r.cr, req->keys, r.keys[cur], n * ks, err))) ||
         (vs && (nrun > 0 || idx) &&
          (rc = gs_clrun_download(&r.cr, req->values, r.vals[cur], n * vs, err))))

@@ -388,6 +388,7 @@ int gs_shellsort_run_phases(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_p
         goto out;
     }
     /* Every kernel completed: write the result back. */
+    st->output_touched = 1;
     if ((rc = gs_clrun_download(&r.cr, req->keys, r.keys, n * ks, err)) ||
         (vs && (rc = gs_clrun_download(&r.cr, req->values, r.vals, n * vs, err))))
         goto out;

@@ -3,6 +3,8 @@
 #include "config.h"
 #include "gs_clrun.h"
 
+#include <stdatomic.h>
+
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -88,9 +90,25 @@ int gs_clrun_args(cl_kernel k, const char *name, const gs_karg *a, unsigned n, g
     return 0;
 }
 
+/* Fault injection (tests of the daemon's fallback): launches from the
+ * fault_at-th on, counted process-wide, fail with fault_code. */
+static atomic_long fault_at, launches;
+static atomic_int fault_code;
+
+void gs_clrun_inject_fault(long at, cl_int code)
+{
+    atomic_store(&fault_code, code);
+    atomic_store(&launches, 0);
+    atomic_store(&fault_at, at);
+}
+
 int gs_clrun_launch(gs_clrun *r, cl_kernel k, const char *name, size_t groups, size_t wg,
                     gs_err *err)
 {
+    long at = atomic_load(&fault_at);
+    if (at > 0 && atomic_fetch_add(&launches, 1) + 1 >= at)
+        return gs_cl_fail(err, "clEnqueueNDRangeKernel", atomic_load(&fault_code),
+                          "%s (injected fault)", name);
     if (r->nkev == r->kevcap) {
         size_t cap = r->kevcap ? 2 * r->kevcap : 32;
         cl_event *e = realloc(r->kev, cap * sizeof *e);

@@ -44,6 +44,10 @@ int gs_clrun_args(cl_kernel k, const char *name, const gs_karg *a, unsigned n, g
 int gs_clrun_launch(gs_clrun *r, cl_kernel k, const char *name, size_t groups, size_t wg,
                     gs_err *err);
 
+/* Test hook: every kernel launch from the `at`-th (counted from this call,
+ * process-wide) fails with `code`; at <= 0 turns it off. */
+void gs_clrun_inject_fault(long at, cl_int code);
+
 /* Device buffer (at least 4 bytes, so n = 0 paths need no special case). */
 int gs_clrun_buffer(gs_clrun *r, size_t bytes, const char *what, cl_mem *out, gs_err *err);
 /* Blocking transfers, timed into upload_ms / download_ms. */

@@ -483,6 +483,22 @@ int gs_db_plan_set(gs_db *db, int64_t device_id, int key_bits, const char *paylo
     return step_done(db, st, err, "recording the plan");
 }
 
+int gs_db_plan_count(gs_db *db, int64_t device_id, long *count, gs_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(db, "SELECT count(*) FROM plan WHERE device_id=?1", &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, device_id);
+    int step = sqlite3_step(st);
+    if (step == SQLITE_ROW)
+        *count = (long)sqlite3_column_int64(st, 0);
+    else
+        rc = fail(db, step, err, "counting plan entries");
+    sqlite3_finalize(st);
+    return rc;
+}
+
 int gs_db_plan_lookup(gs_db *db, int64_t device_id, int key_bits, const char *payload,
                       int stable, uint64_t n, gs_db_choice *out, gs_err *err)
 {

@@ -85,6 +85,9 @@ int gs_db_plan_set(gs_db *db, int64_t device_id, int key_bits, const char *paylo
 int gs_db_plan_lookup(gs_db *db, int64_t device_id, int key_bits, const char *payload,
                       int stable, uint64_t n, gs_db_choice *out, gs_err *err);
 
+/* How many plan entries the device has (0 when untuned). */
+int gs_db_plan_count(gs_db *db, int64_t device_id, long *count, gs_err *err);
+
 /* Group several writes into one transaction (BEGIN IMMEDIATE ... COMMIT),
  * e.g. a device's whole plan, so readers see all of it or none. A failed
  * group is undone with gs_db_rollback (harmless without a transaction). */

@@ -55,6 +55,8 @@ typedef struct gs_sort_stats {
     double wall_ms;      /* whole run, wall clock */
     unsigned passes;     /* algorithm-defined (radix: digit passes run) */
     unsigned passes_skipped;
+    int output_touched;  /* the caller's arrays were (maybe partly) written:
+                            after a failure they no longer hold the input */
 } gs_sort_stats;
 
 /* ---- parameter sets ---- */

@@ -2,8 +2,9 @@
  * devices, tunes them (--tune-all: tuner/gs_tune.h, with a live progress
  * line on a terminal and a winners/plan table at the end), checks a tuning
  * database (--db-check) and compares sampled with exhaustive search
- * (--tune-compare); the server grows here as it lands. */
+ * (--tune-compare); with no mode option it serves (src/gs_daemon.c). */
 #include "config.h"
+#include "gs_daemon.h"
 #include "gs_db.h"
 #include "gs_dev.h"
 #include "gs_devlist.h"
@@ -26,8 +27,19 @@ static void usage(FILE *out)
     fprintf(out,
         "Usage: gsortd [OPTION]...\n"
         "Sort service for OpenCL devices: probes devices, tunes sort kernels,\n"
-        "serves sort requests.\n"
+        "serves sort requests. With no mode option it serves in the foreground.\n"
         "\n"
+        "Serving (see gsortd.conf(5); the command line overrides the file):\n"
+        "      --config PATH      configuration file (default /etc/gsortd/gsortd.conf\n"
+        "                         when it exists)\n"
+        "      --socket PATH      Unix socket (default $XDG_RUNTIME_DIR/gsortd.sock,\n"
+        "                         /run/gsortd/gsortd.sock as root)\n"
+        "      --db PATH          tuning database to serve from (and tune into)\n"
+        "      --tune-missing     tune devices without a plan in the background\n"
+        "  -o, --set KEY=VALUE    set any configuration key\n"
+        "      --print-config     print the effective configuration and exit\n"
+        "\n"
+        "Other modes and common options:\n"
         "  -l, --list-devices     print every OpenCL device and its properties\n"
         "      --json             with --list-devices: print JSON\n"
         "      --kernel-dir DIR   read kernels/NAME.cl from DIR instead of the\n"
@@ -349,7 +361,8 @@ int main(int argc, char **argv)
 {
     enum { OPT_JSON = 256, OPT_KDIR, OPT_CACHE, OPT_LOGLEVEL, OPT_TUNE_ALL, OPT_BUDGET, OPT_QUICK,
            OPT_DEVICE, OPT_ALGOS, OPT_DB, OPT_MAXLOG2, OPT_RESTRICT, OPT_SEED, OPT_DBCHECK,
-           OPT_COMPARE, OPT_N, OPT_SEEDS };
+           OPT_COMPARE, OPT_N, OPT_SEEDS, OPT_CONFIG, OPT_SOCKET, OPT_TUNE_MISSING,
+           OPT_PRINT_CONFIG, OPT_FAULT };
     static const struct option opts[] = {
         { "list-devices", no_argument, 0, 'l' },
         { "json", no_argument, 0, OPT_JSON },
@@ -369,6 +382,12 @@ int main(int argc, char **argv)
         { "tune-compare", required_argument, 0, OPT_COMPARE },
         { "n", required_argument, 0, OPT_N },
         { "seeds", required_argument, 0, OPT_SEEDS },
+        { "config", required_argument, 0, OPT_CONFIG },
+        { "socket", required_argument, 0, OPT_SOCKET },
+        { "tune-missing", no_argument, 0, OPT_TUNE_MISSING },
+        { "set", required_argument, 0, 'o' },
+        { "print-config", no_argument, 0, OPT_PRINT_CONFIG },
+        { "inject-fault", required_argument, 0, OPT_FAULT },   /* hidden: tests */
         { "help", no_argument, 0, 'h' },
         { "version", no_argument, 0, 'V' },
         { 0, 0, 0, 0 },
@@ -376,18 +395,56 @@ int main(int argc, char **argv)
     int list = 0, json = 0, c, lvl, tune_opts = 0, compare_opts = 0;
     long v;
     cli_tune ct = { .device = -1, .seed = 1, .compare_n = 65536, .seeds = 100 };
-    while ((c = getopt_long(argc, argv, "lhV", opts, NULL)) != -1) {
+    /* Serving options become configuration overrides, applied after the
+     * config file (and again on every SIGHUP). */
+    const char **okeys = calloc((size_t)argc + 1, sizeof *okeys);
+    const char **ovals = calloc((size_t)argc + 1, sizeof *ovals);
+    gs_daemon_args da = { .keys = okeys, .values = ovals };
+    int serve_opts = 0;
+    if (!okeys || !ovals) {
+        fprintf(stderr, "gsortd: out of memory\n");
+        return 1;
+    }
+#define OVERRIDE(k, v) (okeys[da.nover] = (k), ovals[da.nover++] = (v))
+    while ((c = getopt_long(argc, argv, "lhVo:", opts, NULL)) != -1) {
         switch (c) {
         case 'l': list = 1; break;
         case OPT_JSON: json = 1; break;
-        case OPT_KDIR: gs_kern_set_dir(optarg); break;
-        case OPT_CACHE: setenv("GSORTD_CACHE_DIR", optarg, 1); break;
+        case OPT_KDIR: gs_kern_set_dir(optarg); OVERRIDE("kernel_dir", optarg); break;
+        case OPT_CACHE:
+            setenv("GSORTD_CACHE_DIR", optarg, 1);
+            OVERRIDE("cache_dir", optarg);
+            break;
         case OPT_LOGLEVEL:
             if ((lvl = gs_log_parse_level(optarg)) < 0) {
                 fprintf(stderr, "gsortd: unknown log level '%s' (error, warn, info, debug)\n", optarg);
                 return 2;
             }
             gs_log_set_level(lvl);
+            OVERRIDE("log_level", optarg);
+            break;
+        case OPT_CONFIG: da.config_path = optarg; serve_opts = 1; break;
+        case OPT_SOCKET: OVERRIDE("socket", optarg); serve_opts = 1; break;
+        case OPT_TUNE_MISSING: OVERRIDE("tune_missing", "yes"); serve_opts = 1; break;
+        case OPT_PRINT_CONFIG: da.print_config = 1; serve_opts = 1; break;
+        case 'o': {
+            char *eq = strchr(optarg, '=');
+            if (!eq || eq == optarg) {
+                fprintf(stderr, "gsortd: -o '%s': expected KEY=VALUE\n", optarg);
+                return 2;
+            }
+            *eq = '\0';
+            OVERRIDE(optarg, eq + 1);
+            serve_opts = 1;
+            break;
+        }
+        case OPT_FAULT:
+            if (strncmp(optarg, "launch:", 7) || parse_long("--inject-fault launch:", optarg + 7,
+                                                            1, 1000000000L, &da.fault_at)) {
+                fprintf(stderr, "gsortd: --inject-fault takes launch:K\n");
+                return 2;
+            }
+            serve_opts = 1;
             break;
         case OPT_TUNE_ALL: ct.tune_all = 1; break;
         case OPT_BUDGET: {
@@ -410,7 +467,7 @@ int main(int argc, char **argv)
             tune_opts = 1;
             break;
         case OPT_ALGOS: ct.algorithms = optarg; tune_opts = 1; break;
-        case OPT_DB: ct.db_path = optarg; break;
+        case OPT_DB: ct.db_path = optarg; OVERRIDE("db", optarg); break;
         case OPT_MAXLOG2:
             if (parse_long("--max-log2", optarg, GS_TUNE_MIN_LOG2, GS_TUNE_MAX_LOG2, &v))
                 return 2;
@@ -477,16 +534,22 @@ int main(int argc, char **argv)
         fprintf(stderr, "gsortd: --n and --seeds go with --tune-compare\n");
         return 2;
     }
-    if (ct.db_path && !ct.tune_all && !ct.db_check && !ct.compare) {
-        fprintf(stderr, "gsortd: --db goes with --tune-all, --tune-compare or --db-check\n");
+    int mode = list || ct.tune_all || ct.db_check || ct.compare;
+    if (mode && serve_opts) {
+        fprintf(stderr, "gsortd: --config, --socket, --tune-missing, -o, --print-config and "
+                "--inject-fault are for serving (no mode option)\n");
         return 2;
     }
+    int rc;
     if (list)
-        return list_devices(json);
-    if (ct.db_check)
-        return db_check(&ct);
-    if (ct.tune_all || ct.compare)
-        return tune(&ct);
-    usage(stderr);
-    return 2;
+        rc = list_devices(json);
+    else if (ct.db_check)
+        rc = db_check(&ct);
+    else if (ct.tune_all || ct.compare)
+        rc = tune(&ct);
+    else
+        rc = gs_daemon_main(&da);
+    free(okeys);
+    free(ovals);
+    return rc;
 }

@@ -20,6 +20,7 @@
 #include "gs_kern.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -821,7 +822,7 @@ static int admit(gctx *G, uint64_t code, int first)
     tctx *T = G->T;
     astate *A = G->A;
     double now = gs_tune_now();
-    if (now >= T->deadline) {
+    if (now >= T->deadline || (T->o->cancel && atomic_load(T->o->cancel))) {
         T->rep->budget_hit = 1;
         return GS_TUNE_STOP;
     }

@@ -160,6 +160,7 @@ typedef struct gs_tune_opts {
     uint64_t seed;
     gs_tune_progress_fn progress;
     void *progress_ud;
+    _Atomic int *cancel;      /* non-NULL and set: start no more trials (daemon shutdown) */
 } gs_tune_opts;
 
 /* Defaults for a budget (<= 0: GS_TUNE_DEFAULT_BUDGET): the largest bucket,

@@ -1,0 +1,86 @@
+/* A blocking client for the gsortd socket protocol (man/gsort-protocol.7):
+ * connect, send a sort (inline, or zero-copy through a sealed memfd) or a
+ * ping/info/stats, read the reply. One request at a time per connection;
+ * use one gs_client per thread. The tests, the benchmarks and the public
+ * client library are built on it. */
+#ifndef GS_CLIENT_H
+#define GS_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "gs_err.h"
+#include "gs_sort.h"
+
+typedef struct gs_client gs_client;
+
+/* Connect to `path` (NULL: the default socket, see gs_conf_default_socket).
+ * GS_EIO with the path and errno text when nothing listens there. */
+int gs_client_connect(gs_client **out, const char *path, gs_err *err);
+void gs_client_close(gs_client *c);
+/* The socket descriptor (tests send raw bytes through it). */
+int gs_client_fd(const gs_client *c);
+/* Reply timeout for every later call (default 0: wait forever). */
+void gs_client_set_timeout(gs_client *c, double seconds);
+
+/* Shared memory for zero-copy sorts: a memfd of `bytes`, mapped, sealed
+ * against shrinking (the daemon refuses an unsealed one, since truncation
+ * while it sorts would crash it). */
+typedef struct gs_client_shm {
+    int fd;
+    void *ptr;
+    size_t size;
+} gs_client_shm;
+int gs_client_shm_alloc(gs_client_shm *shm, size_t bytes, gs_err *err);
+void gs_client_shm_free(gs_client_shm *shm);
+
+typedef struct gs_client_sort {
+    gs_dtype dtype;
+    gs_payload payload;
+    int descending;
+    int stable;
+    size_t n;
+    void *keys;                 /* n keys, sorted in place */
+    void *values;               /* n values (u32/u64 in and out, idx out); NULL for none */
+    const char *algorithm;      /* NULL: the daemon's plan */
+    const char *params;         /* "name=value,..." with an algorithm, or NULL */
+    int device;                 /* -1: any */
+    const gs_client_shm *shm;   /* non-NULL: keys/values lie inside it; sent as memfd */
+} gs_client_sort;
+
+/* What the daemon said about a served sort. */
+typedef struct gs_client_result {
+    int device;                 /* -1: host */
+    char device_name[256];
+    char algorithm[32];
+    char params[512];           /* "name=value,..." */
+    char plan[32];              /* "tuned", "default", "override", "busy", "fallback" */
+    char fallback[512];         /* why the first choice failed, "" if it did not */
+    double queue_ms, receive_ms, upload_ms, sort_ms, download_ms, total_ms;
+} gs_client_result;
+
+/* Sort through the daemon. Inline: keys (and u32/u64 values) are sent, the
+ * sorted arrays are read back into the same buffers. With shm: only the
+ * header and the descriptor are sent and the daemon sorts in place. A
+ * daemon-side error comes back as its GS_E* code and message (err->msg
+ * starts with "gsortd: "). `res` may be NULL. */
+int gs_client_sort_run(gs_client *c, const gs_client_sort *s, gs_client_result *res,
+                       gs_err *err);
+
+/* Send {"v":1,"op":op} ("ping", "info", "stats") and return the whole reply
+ * header (the caller cJSON_Deletes it). A reply with "ok":false becomes its
+ * error code, with the header still returned when `reply` is not NULL. */
+int gs_client_call(gs_client *c, const char *op, cJSON **reply, gs_err *err);
+
+/* Lower level, for tests: send one frame (header object, optional payload,
+ * optional descriptor) and read one reply frame: the header (caller
+ * deletes) and up to `cap` payload bytes into `buf` (*got: how many the
+ * reply carried; an over-long payload is GS_ETOOBIG after draining it). */
+int gs_client_send(gs_client *c, const cJSON *hdr, const void *payload, size_t len, int fd,
+                   gs_err *err);
+int gs_client_recv(gs_client *c, cJSON **hdr, void *buf, size_t cap, uint64_t *got,
+                   gs_err *err);
+
+#endif

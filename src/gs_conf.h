@@ -1,0 +1,65 @@
+/* The daemon's configuration: defaults, the config file (man/gsortd.conf.5,
+ * sample in etc/gsortd.conf) and command-line overrides, all through one
+ * setter so a key means the same thing wherever it is written. The file is
+ * "key = value" lines; '#' starts a comment; blank lines are ignored.
+ * Sizes take K/M/G/T suffixes (powers of 1024), durations ms/s/m/h (a bare
+ * number is seconds), booleans yes/no/true/false/on/off/1/0. */
+#ifndef GS_CONF_H
+#define GS_CONF_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "gs_err.h"
+
+#define GS_CONF_PATH_MAX 4096
+#define GS_CONF_SOCKET_MAX 108      /* sizeof(sockaddr_un.sun_path) */
+
+typedef struct gs_conf {
+    char socket[GS_CONF_SOCKET_MAX];   /* "": default (gs_conf_default_socket) */
+    unsigned socket_mode;              /* 0660; never world-writable */
+    char socket_group[64];             /* "": the daemon's group */
+    char db[GS_CONF_PATH_MAX];         /* "": default tuning database */
+    char cache_dir[GS_CONF_PATH_MAX];  /* "": default program cache */
+    char kernel_dir[GS_CONF_PATH_MAX]; /* "": embedded kernels */
+    int log_level;                     /* GS_LOG_*; default GS_LOG_INFO */
+    int log_syslog;                    /* log_target = stderr (0) | syslog (1) */
+    uint64_t max_request_bytes;        /* inline payload or memfd span; 4G */
+    unsigned max_clients;              /* 256 */
+    uint32_t max_header_bytes;         /* 64K */
+    double idle_timeout_s;             /* no request in progress for this long: closed; 300 */
+    double io_timeout_s;               /* a message half-read or a reply half-written
+                                          without progress for this long: closed; 30 */
+    unsigned host_threads;             /* host-sort workers; 0: min(online CPUs, 8) */
+    char devices[256];                 /* "all" (default), "none", or indices "0,2" */
+    int tune_missing;                  /* tune devices without a plan while serving; no */
+    double tune_budget_s;              /* per device for tune_missing; 270 */
+} gs_conf;
+
+/* Every key at its default. */
+void gs_conf_defaults(gs_conf *c);
+/* The config file read when none is named: /etc/gsortd/gsortd.conf. */
+const char *gs_conf_default_path(void);
+/* The default socket: /run/gsortd/gsortd.sock as root, else
+ * $XDG_RUNTIME_DIR/gsortd.sock. GS_ENOTFOUND when neither applies (not root
+ * and no absolute $XDG_RUNTIME_DIR), GS_ETOOBIG when it does not fit. */
+int gs_conf_default_socket(char *buf, size_t len, gs_err *err);
+
+/* Set one key from its text form: the file parser and the command-line
+ * options both come through here. GS_ENOTFOUND for an unknown key, GS_EINVAL
+ * for a bad value (the message names the key and says what is accepted);
+ * `c` is unchanged on failure. */
+int gs_conf_set(gs_conf *c, const char *key, const char *value, gs_err *err);
+/* Read a config file into `c`. GS_ENOTFOUND (errno ENOENT) when the file
+ * does not exist, GS_EIO when it cannot be read, GS_EINVAL for any bad line
+ * ("PATH:LINE: ..."). All or nothing: `c` is unchanged on failure. */
+int gs_conf_load(gs_conf *c, const char *path, gs_err *err);
+/* The effective configuration in file syntax, every key (--print-config). */
+void gs_conf_print(const gs_conf *c, FILE *out);
+
+/* Parsers behind gs_conf_set, exposed for the tests and other options. */
+int gs_conf_parse_size(const char *s, uint64_t *out);       /* "4G", "512K", "1000" */
+int gs_conf_parse_duration(const char *s, double *out_s);   /* "30", "250ms", "5m" */
+int gs_conf_parse_bool(const char *s, int *out);
+
+#endif

@@ -1,0 +1,139 @@
+/* The daemon's start-up: configuration from its three layers, the log
+ * target, device probing, the program cache, then gs_srv_run. A machine with
+ * no OpenCL platform, or whose devices fail to open, still serves: the host
+ * sort answers everything and the log says why. */
+#include "config.h"
+#include "gs_daemon.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "gs_clrun.h"
+#include "gs_conf.h"
+#include "gs_dev.h"
+#include "gs_kern.h"
+#include "gs_log.h"
+#include "gs_paths.h"
+#include "gs_prog.h"
+#include "gs_srv.h"
+
+static void syslog_sink(int level, const char *msg, void *ud)
+{
+    static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
+    (void)ud;
+    syslog(prio[level < 0 ? 0 : level > 3 ? 3 : level], "%s", msg);
+}
+
+/* Defaults, then the file, then the overrides. */
+static int build_conf(const gs_daemon_args *a, gs_conf *c, gs_err *err)
+{
+    gs_conf_defaults(c);
+    const char *path = a->config_path ? a->config_path : gs_conf_default_path();
+    int rc = gs_conf_load(c, path, err);
+    if (rc == GS_ENOTFOUND && !a->config_path)
+        rc = 0;   /* no default file: defaults it is */
+    else if (rc < 0)
+        return rc;
+    for (size_t i = 0; i < a->nover; i++)
+        if ((rc = gs_conf_set(c, a->keys[i], a->values[i], err)) < 0)
+            return gs_err_prefix(err, "command line: ");
+    return 0;
+}
+
+static int reload(gs_conf *out, gs_err *err, void *ud)
+{
+    int rc = build_conf(ud, out, err);
+    if (rc == 0)
+        gs_log_set_sink(out->log_syslog ? syslog_sink : NULL, NULL);
+    return rc;
+}
+
+int gs_daemon_main(const gs_daemon_args *a)
+{
+    gs_conf conf;
+    gs_err err;
+    gs_err_clear(&err);
+    if (build_conf(a, &conf, &err) < 0) {
+        fprintf(stderr, "gsortd: %s\n", err.msg);
+        return 2;
+    }
+    if (a->print_config) {
+        gs_conf_print(&conf, stdout);
+        return 0;
+    }
+    gs_log_set_level(conf.log_level);
+    if (conf.log_syslog) {
+        openlog("gsortd", LOG_PID, LOG_DAEMON);
+        gs_log_set_sink(syslog_sink, NULL);
+    }
+    char sock[GS_CONF_SOCKET_MAX];
+    if (conf.socket[0])
+        snprintf(sock, sizeof sock, "%s", conf.socket);
+    else if (gs_conf_default_socket(sock, sizeof sock, &err) < 0) {
+        GS_ERROR("%s", err.msg);
+        return 2;
+    }
+    char db[GS_CONF_PATH_MAX + 16];
+    if (conf.db[0]) {
+        snprintf(db, sizeof db, "%s", conf.db);
+    } else {
+        char dir[GS_CONF_PATH_MAX];
+        if (gs_paths_data_dir(dir, sizeof dir) < 0) {
+            GS_WARN("no default tuning database location (set db or GSORTD_DATA_DIR); "
+                    "serving with built-in defaults");
+            db[0] = '\0';
+        } else {
+            snprintf(db, sizeof db, "%s/tuning.db", dir);
+        }
+    }
+    if (db[0] && !conf.tune_missing && access(db, F_OK) != 0) {
+        GS_WARN("no tuning database at %s (run gsortd --tune-all, or serve with "
+                "--tune-missing); serving with built-in defaults", db);
+    } else if (db[0] && conf.tune_missing) {
+        char dir[GS_CONF_PATH_MAX + 16];
+        snprintf(dir, sizeof dir, "%s", db);
+        char *slash = strrchr(dir, '/');
+        if (slash && slash != dir) {
+            *slash = '\0';
+            if (gs_paths_mkdir_p(dir, 0755, &err) < 0)
+                GS_WARN("%s", err.msg);
+        }
+    }
+    if (conf.kernel_dir[0])
+        gs_kern_set_dir(conf.kernel_dir);
+    if (a->fault_at > 0) {
+        GS_WARN("fault injection: every kernel launch from the %ld-th on fails", a->fault_at);
+        gs_clrun_inject_fault(a->fault_at, CL_OUT_OF_RESOURCES);
+    }
+    signal(SIGPIPE, SIG_IGN);
+
+    gs_dev *devs = NULL;
+    size_t ndev = 0;
+    if (gs_dev_probe(&devs, &ndev, &err) < 0) {
+        GS_WARN("probing OpenCL devices failed: %s; the host sort serves everything", err.msg);
+        devs = NULL;
+        ndev = 0;
+    } else if (ndev == 0) {
+        GS_WARN("no OpenCL platform found; the host sort serves everything");
+    }
+    gs_pcache *pc = NULL;
+    if (gs_pcache_open(&pc, conf.cache_dir[0] ? conf.cache_dir : NULL, &err) < 0)
+        GS_WARN("program cache: %s", err.msg);
+
+    gs_srv_opts so = { .conf = &conf, .socket_path = sock, .db_path = db, .devs = devs,
+                       .ndev = ndev, .pc = pc, .reload = reload, .reload_ud = (void *)a };
+    int rc = gs_srv_run(&so, &err);
+    if (rc < 0)
+        GS_ERROR("%s", err.msg);
+    for (size_t i = 0; i < ndev; i++)
+        gs_dev_close(&devs[i]);
+    gs_dev_free_list(devs, ndev);
+    gs_pcache_close(pc);
+    if (conf.log_syslog)
+        closelog();
+    return rc < 0 ? 1 : 0;
+}

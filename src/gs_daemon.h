@@ -1,0 +1,23 @@
+/* `gsortd` with no mode option: build the effective configuration
+ * (built-in defaults < config file < command-line overrides), set up
+ * logging, probe the devices and serve until told to stop. The same
+ * configuration steps run again on SIGHUP. */
+#ifndef GS_DAEMON_H
+#define GS_DAEMON_H
+
+#include <stddef.h>
+
+typedef struct gs_daemon_args {
+    const char *config_path;    /* --config; NULL: the default file if it exists */
+    const char *const *keys;    /* command-line overrides, in order */
+    const char *const *values;
+    size_t nover;
+    long fault_at;              /* --inject-fault launch:K (tests); 0: none */
+    int print_config;           /* --print-config: print and exit */
+} gs_daemon_args;
+
+/* Returns the exit status: 0 after a clean shutdown, 1 on a runtime
+ * failure, 2 for a bad configuration. */
+int gs_daemon_main(const gs_daemon_args *a);
+
+#endif

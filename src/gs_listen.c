@@ -1,0 +1,177 @@
+/* Creating, guarding and removing the daemon's Unix socket. The lock file
+ * makes "is another daemon using this path?" a race-free question; the
+ * connect probe then tells a stale socket file (nobody answers: replace it)
+ * from a live listener that does not use our lock (refuse). */
+#include "config.h"
+#include "gs_listen.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "gs_log.h"
+#include "gs_paths.h"
+
+static int sys_fail(gs_err *err, const char *what, const char *path)
+{
+    return gs_err_set(err, GS_EIO, "%s %s: %s", what, path, strerror(errno));
+}
+
+static int fill_addr(struct sockaddr_un *a, const char *path)
+{
+    memset(a, 0, sizeof *a);
+    a->sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof a->sun_path)
+        return -1;
+    memcpy(a->sun_path, path, strlen(path) + 1);
+    return 0;
+}
+
+/* 1: something accepts connections at path; 0: nobody does (stale file). */
+static int someone_listens(const struct sockaddr_un *a)
+{
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    int r = connect(fd, (const struct sockaddr *)a, sizeof *a);
+    int e = errno;
+    close(fd);
+    return r == 0 || (e != ECONNREFUSED && e != ENOENT);
+}
+
+static int lookup_group(const char *name, gid_t *gid, gs_err *err)
+{
+    char buf[16384];
+    struct group g, *res = NULL;
+    if (getgrnam_r(name, &g, buf, sizeof buf, &res) != 0 || !res)
+        return gs_err_set(err, GS_EINVAL, "socket_group '%s': no such group", name);
+    *gid = res->gr_gid;
+    return 0;
+}
+
+int gs_listen_open(gs_listen *l, const char *path, unsigned mode, const char *group,
+                   gs_err *err)
+{
+    memset(l, 0, sizeof *l);
+    l->fd = l->lock_fd = -1;
+    struct sockaddr_un a;
+    if (!path || path[0] != '/' || fill_addr(&a, path) < 0)
+        return gs_err_set(err, GS_EINVAL, "socket path '%s': must be absolute and shorter "
+                          "than %zu bytes", path ? path : "", sizeof a.sun_path);
+    if (mode & 0002)
+        return gs_err_set(err, GS_EINVAL, "socket mode %04o is world-writable: any local "
+                          "user could submit work; use 0660 or 0600", mode);
+    gid_t gid = (gid_t)-1;
+    int rc;
+    if (group && group[0] && (rc = lookup_group(group, &gid, err)) < 0)
+        return rc;
+    snprintf(l->path, sizeof l->path, "%s", path);
+    snprintf(l->lock_path, sizeof l->lock_path, "%s.lock", path);
+
+    if (!strcmp(path, "/run/gsortd/gsortd.sock") && (rc = gs_paths_mkdir_p("/run/gsortd", 0755, err)) < 0)
+        return rc;
+
+    l->lock_fd = open(l->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (l->lock_fd < 0)
+        return sys_fail(err, "cannot open the lock file", l->lock_path);
+    if (flock(l->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+        rc = errno == EWOULDBLOCK
+             ? gs_err_set(err, GS_EIO, "another gsortd is running on %s (it holds %s)",
+                          path, l->lock_path)
+             : sys_fail(err, "cannot lock", l->lock_path);
+        close(l->lock_fd);
+        l->lock_fd = -1;
+        return rc;
+    }
+
+    struct stat sb;
+    if (lstat(path, &sb) == 0) {
+        if (!S_ISSOCK(sb.st_mode)) {
+            rc = gs_err_set(err, GS_EIO, "%s exists and is not a socket; refusing to "
+                            "replace it", path);
+            goto fail;
+        }
+        if (someone_listens(&a)) {
+            rc = gs_err_set(err, GS_EIO, "another process is listening on %s", path);
+            goto fail;
+        }
+        if (unlink(path) < 0) {
+            rc = sys_fail(err, "cannot remove the stale socket", path);
+            goto fail;
+        }
+        l->replaced_stale = 1;
+        GS_WARN("replaced a stale socket file at %s (its daemon is gone)", path);
+    }
+
+    l->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (l->fd < 0) {
+        rc = sys_fail(err, "socket() for", path);
+        goto fail;
+    }
+    /* Bind under a tight umask so the file is never more open than asked,
+     * not even between bind() and chmod(). */
+    mode_t old = umask(0177);
+    int b = bind(l->fd, (struct sockaddr *)&a, sizeof a);
+    int be = errno;
+    umask(old);
+    if (b < 0) {
+        errno = be;
+        rc = sys_fail(err, "cannot bind", path);
+        goto fail;
+    }
+    if (stat(path, &sb) < 0) {
+        rc = sys_fail(err, "cannot stat", path);
+        goto fail_unlink;
+    }
+    l->dev = sb.st_dev;
+    l->ino = sb.st_ino;
+    if (gid != (gid_t)-1 && chown(path, (uid_t)-1, gid) < 0) {
+        rc = sys_fail(err, "cannot set the group of", path);
+        goto fail_unlink;
+    }
+    if (chmod(path, (mode_t)mode) < 0) {
+        rc = sys_fail(err, "cannot set the mode of", path);
+        goto fail_unlink;
+    }
+    if (listen(l->fd, 128) < 0) {
+        rc = sys_fail(err, "cannot listen on", path);
+        goto fail_unlink;
+    }
+    return 0;
+fail_unlink:
+    unlink(path);
+fail:
+    if (l->fd >= 0)
+        close(l->fd);
+    l->fd = -1;
+    unlink(l->lock_path);
+    close(l->lock_fd);
+    l->lock_fd = -1;
+    return rc;
+}
+
+void gs_listen_close(gs_listen *l)
+{
+    if (l->fd >= 0) {
+        close(l->fd);
+        l->fd = -1;
+        struct stat sb;
+        /* Only our own file: an operator may have started another daemon
+         * on the path after removing ours by hand. */
+        if (lstat(l->path, &sb) == 0 && sb.st_dev == l->dev && sb.st_ino == l->ino)
+            unlink(l->path);
+    }
+    if (l->lock_fd >= 0) {
+        unlink(l->lock_path);
+        close(l->lock_fd);
+        l->lock_fd = -1;
+    }
+}

@@ -1,0 +1,157 @@
+/* The gsortd wire protocol (man/gsort-protocol.7), shared by the daemon and
+ * the clients: message framing, an incremental reader that resumes across
+ * partial reads and never allocates from a length the peer declared, and
+ * the parsing and validation of request headers.
+ *
+ * A message, in either direction, is
+ *     u32 header length, big-endian (1 .. max header bytes)
+ *     the header: one JSON object, UTF-8, not NUL-terminated
+ *     exactly header.payload_bytes raw bytes (0 when absent)
+ * A sort request may instead carry a memfd (SCM_RIGHTS, sent with the
+ * message's first bytes) holding the keys and values; the daemon sorts it in
+ * place and the reply carries no payload. */
+#ifndef GS_PROTO_H
+#define GS_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "gs_err.h"
+#include "gs_sort.h"
+
+#define GS_PROTO_VERSION 1
+#define GS_PROTO_LEN_BYTES 4
+#define GS_PROTO_DEFAULT_MAX_HEADER 65536u
+#define GS_PROTO_MAX_FDS 2          /* descriptors accepted with one message */
+#define GS_PROTO_MAX_N (UINT64_C(1) << 53)   /* exact in a JSON number */
+
+/* ---- framing ---- */
+
+/* The 4-byte prefix of a header of `hlen` bytes. */
+void gs_proto_put_len(uint8_t out[GS_PROTO_LEN_BYTES], uint32_t hlen);
+uint32_t gs_proto_get_len(const uint8_t in[GS_PROTO_LEN_BYTES]);
+/* A whole frame head (length prefix + header text) for `hdr`, printed
+ * unformatted, in one malloc'd buffer the caller frees. GS_ETOOBIG when the
+ * text exceeds `max_header`. */
+int gs_proto_frame(const cJSON *hdr, size_t max_header, uint8_t **out, size_t *len, gs_err *err);
+
+/* ---- incremental reader ----
+ * Redis-style: the connection asks where the next bytes go (rd_space), reads
+ * at most that many into it, and commits what it got. Space never extends
+ * past the current message, so a read never swallows the next one. The
+ * payload buffer grows with the bytes that actually arrive (doubling from
+ * 64 KiB, capped at the expected length), so a peer that declares 4 GiB and
+ * sends 10 bytes costs 64 KiB. */
+enum gs_proto_rd_state {
+    GS_RD_LEN = 0,       /* reading the 4-byte length */
+    GS_RD_HEADER,        /* reading the header text */
+    GS_RD_HEADER_DONE,   /* header complete: call gs_proto_rd_expect */
+    GS_RD_PAYLOAD,       /* reading (or discarding) the payload */
+    GS_RD_DONE,          /* message complete: take the payload, then reset */
+};
+
+typedef struct gs_proto_rd {
+    size_t max_header;
+    int state;                 /* enum gs_proto_rd_state */
+    uint8_t len[GS_PROTO_LEN_BYTES];
+    size_t len_have;
+    char *hdr;                 /* hlen + 1 bytes, NUL-terminated when complete */
+    uint32_t hlen;
+    size_t hdr_have;
+    uint8_t *payload;
+    uint64_t payload_len, payload_have;
+    size_t payload_cap;
+    int discard;               /* payload bytes are read into scratch and dropped */
+    uint8_t *scratch;          /* 64 KiB, allocated on first discard */
+    uint64_t msg_bytes;        /* bytes of this message committed so far */
+} gs_proto_rd;
+
+void gs_proto_rd_init(gs_proto_rd *rd, size_t max_header);
+void gs_proto_rd_free(gs_proto_rd *rd);
+/* Back to GS_RD_LEN for the next message (frees header and payload). */
+void gs_proto_rd_reset(gs_proto_rd *rd);
+/* Where the next bytes go and how many this state still wants (> 0 in the
+ * reading states; 0 in HEADER_DONE and DONE). May grow the payload buffer:
+ * GS_ENOMEM. */
+int gs_proto_rd_space(gs_proto_rd *rd, void **buf, size_t *len, gs_err *err);
+/* `n` bytes (at most the space's length) were written into the space.
+ * Advances the state. A header length of 0 (GS_EINVAL) or above max_header
+ * (GS_ETOOBIG) is an error the connection cannot recover from. */
+int gs_proto_rd_commit(gs_proto_rd *rd, size_t n, gs_err *err);
+/* Copying convenience over space/commit (tests, clients): consume up to
+ * `len` bytes of `data`, stopping at HEADER_DONE or DONE; *used says how
+ * many were taken. */
+int gs_proto_rd_feed(gs_proto_rd *rd, const void *data, size_t len, size_t *used, gs_err *err);
+/* In HEADER_DONE (and after): the NUL-terminated header text. */
+const char *gs_proto_rd_header(const gs_proto_rd *rd, size_t *len);
+/* In HEADER_DONE: the payload that follows is `bytes` long; keep it
+ * (keep != 0) or read and drop it. 0 bytes goes straight to DONE. */
+void gs_proto_rd_expect(gs_proto_rd *rd, uint64_t bytes, int keep);
+/* In DONE: hand the kept payload to the caller (free() it; NULL when there
+ * was none) and reset for the next message. */
+uint8_t *gs_proto_rd_take(gs_proto_rd *rd, uint64_t *len);
+
+/* ---- requests ---- */
+
+typedef enum gs_proto_op {
+    GS_OP_PING = 0, GS_OP_INFO, GS_OP_STATS, GS_OP_SORT, GS_OP_COUNT
+} gs_proto_op;
+const char *gs_proto_op_name(int op);   /* "ping", ... */
+
+typedef struct gs_proto_req {
+    int op;                     /* gs_proto_op */
+    cJSON *id;                  /* the request's "id", duplicated, or NULL */
+    uint64_t payload_bytes;     /* declared inline payload ("payload_bytes", default 0) */
+    /* sort */
+    gs_dtype dtype;
+    gs_payload payload;         /* "values": none|u32|u64|idx32|idx64 */
+    int descending;             /* "order": "asc" (default) | "desc" */
+    int stable;                 /* "stable": bool, default false */
+    uint64_t n;
+    char algorithm[32];         /* "algorithm": "" (auto) or a registry name */
+    gs_params params;           /* "params": {"name": int, ...} with an algorithm */
+    int has_params;
+    int device;                 /* "device": index to force, -1: any */
+    int memfd;                  /* "memfd": true: keys/values in the passed fd */
+    uint64_t keys_offset;       /* "keys_offset", default 0 */
+    uint64_t values_offset;     /* "values_offset", default keys_offset + n * key size */
+    uint64_t in_bytes;          /* inline bytes a sort carries in: keys (+ u32/u64 values) */
+    uint64_t out_bytes;         /* bytes the reply carries: keys (+ any values) */
+    uint64_t fd_bytes;          /* memfd: bytes the fd must hold (end of the last array) */
+} gs_proto_req;
+
+/* Parse and check a request header.
+ * Returns 0, or GS_EINVAL/GS_ETOOBIG/GS_EUNSUPPORTED with the reason. After
+ * any failure *fatal says whether the framing is lost (the header is not a
+ * JSON object, "payload_bytes" is missing-but-needed/malformed): the reader
+ * cannot know where the next message starts and the connection must be
+ * closed after the error reply. When *fatal is 0, rq->payload_bytes is
+ * valid, so the payload can be skipped and the connection kept. rq->id is
+ * set whenever the header was a JSON object, so errors can echo it.
+ * Checked: "v" == GS_PROTO_VERSION; op known; dtype and values known; n an
+ * integer in [0, GS_PROTO_MAX_N]; sizes not overflowing; inline: payload_bytes
+ * == in_bytes; memfd: payload_bytes == 0 and offsets aligned to the element
+ * size; params only with an algorithm, integer values. Whether the
+ * algorithm or device exists is the daemon's business. */
+int gs_proto_parse_req(const char *hdr, size_t len, gs_proto_req *rq, int *fatal, gs_err *err);
+void gs_proto_req_free(gs_proto_req *rq);
+/* Client side: the header of a sort request with rq's fields (dtype, n,
+ * values, order, stable, algorithm/params/device when set, memfd and its
+ * offsets, or payload_bytes = in_bytes inline; rq->id when set). Fills
+ * rq->in_bytes/out_bytes/fd_bytes. NULL with GS_ETOOBIG/GS_ENOMEM. */
+cJSON *gs_proto_sort_header(gs_proto_req *rq, gs_err *err);
+/* Sizes of a sort: in_bytes, out_bytes, fd_bytes from dtype, payload, n and
+ * the offsets (memfd). GS_ETOOBIG on overflow, GS_EINVAL on misalignment. */
+int gs_proto_sort_sizes(gs_proto_req *rq, gs_err *err);
+
+/* ---- replies ---- */
+
+/* {"v":1,"ok":true,"op":OP[,"id":ID]}: the start of every success reply. */
+cJSON *gs_proto_reply_ok(int op, const cJSON *id);
+/* {"v":1,"ok":false[,"id":ID],"error":{"code":"GS_EINVAL","message":MSG}}
+ * plus "close":true when the daemon closes the connection after it. */
+cJSON *gs_proto_reply_error(const cJSON *id, int code, const char *msg, int closing);
+
+#endif

@@ -1,0 +1,94 @@
+/* Where and how each sort runs. Every enabled device has one worker thread
+ * with its own queue; the host sort has a pool of threads sharing a queue;
+ * OpenCL work never runs on the event-loop thread. The loop thread routes a
+ * request (gs_sched_route): the device's tuned plan from the database for
+ * its key class, payload kind, stability and size, or built-in defaults
+ * (with one warning per device) when it has none; a queue that is busy may
+ * send the request to another device or to the host when that is predicted
+ * to finish sooner. A device run that fails falls back to the host sort in
+ * the worker, so the request still gets a correct answer, and the failure
+ * is logged; a build failure disables that algorithm on the device and
+ * repeated failures rest the device for a while. Finished jobs are handed
+ * back to the loop thread through a uv_async_t. */
+#ifndef GS_SCHED_H
+#define GS_SCHED_H
+
+#include <stddef.h>
+
+#include <uv.h>
+
+#include "gs_db.h"
+#include "gs_dev.h"
+#include "gs_prog.h"
+#include "gs_sort.h"
+
+typedef struct gs_sched gs_sched;
+
+typedef struct gs_job {
+    /* the request, set by the caller */
+    gs_sort_req req;
+    char algorithm[32];      /* "" or "auto": the plan */
+    gs_params params;        /* with has_params: the client's parameters */
+    int has_params;
+    int device;              /* device index to use, -1: any */
+    /* the route, set by gs_sched_route (and by a fallback) */
+    int dev;                 /* device index, -1: host */
+    const gs_algo *algo;
+    gs_params run_params;
+    const char *plan;        /* "tuned", "default", "override", "busy", "fallback" */
+    double predicted_ms;
+    /* the outcome */
+    int rc;                  /* 0 or GS_E* */
+    gs_err err;
+    gs_sort_stats st;
+    char fallback[512];      /* why the first route failed; "" if it did not */
+    double t_submit, t_start, t_done;   /* gs_clrun_now_ms() clock */
+    void *ud;                /* the caller's */
+    struct gs_job *next;     /* queue link (owned by the scheduler while queued) */
+} gs_job;
+
+typedef void (*gs_sched_done_fn)(gs_job *job, void *ud);
+
+typedef struct gs_sched_opts {
+    unsigned host_threads;   /* >= 1 */
+    const char *devices;     /* "all", "none" or "0,2" */
+    gs_pcache *pc;           /* program cache (may be NULL) */
+} gs_sched_opts;
+
+/* Open the chosen devices (a device that fails to open is logged and left
+ * out) and start the workers. `devs` stays the caller's and must outlive
+ * the scheduler. `done` runs on the loop thread for every submitted job. */
+int gs_sched_start(gs_sched **out, uv_loop_t *loop, gs_dev *devs, size_t ndev,
+                   const gs_sched_opts *o, gs_sched_done_fn done, void *ud, gs_err *err);
+/* Wait for every queue to drain, stop and join the workers, close the
+ * async handle (the loop must run once more to finish closing it). */
+void gs_sched_stop(gs_sched *s);
+
+/* Loop thread: use `db` (NULL: none, built-in defaults) for plans from now
+ * on; re-reads which devices have plans and forgets earlier failures (SIGHUP). */
+void gs_sched_set_db(gs_sched *s, gs_db *db);
+/* Loop thread: choose device, algorithm and parameters for j. A client's
+ * algorithm, parameters or device that cannot serve the request is an error
+ * for the client (GS_ENOTFOUND, GS_EUNSUPPORTED, GS_ETOOBIG, GS_ENODEV). */
+int gs_sched_route(gs_sched *s, gs_job *j, gs_err *err);
+/* Loop thread: queue a routed job. */
+void gs_sched_submit(gs_sched *s, gs_job *j);
+/* Jobs submitted and not yet handed back. */
+size_t gs_sched_inflight(const gs_sched *s);
+
+typedef struct gs_sched_devstat {
+    const gs_dev *dev;
+    int enabled;             /* chosen by the devices setting and opened */
+    int healthy;             /* not resting after failures */
+    int tuned;               /* has a plan in the database */
+    long plan_entries;
+    unsigned queued;         /* waiting or running */
+    long long db_id;         /* -1: not in the database */
+} gs_sched_devstat;
+size_t gs_sched_ndev(const gs_sched *s);
+void gs_sched_devstat_get(gs_sched *s, size_t i, gs_sched_devstat *out);
+unsigned gs_sched_host_threads(const gs_sched *s);
+/* Indices of enabled devices without a plan (for --tune-missing). */
+size_t gs_sched_untuned(gs_sched *s, int *idx, size_t cap);
+
+#endif
