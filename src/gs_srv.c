@@ -587,7 +587,14 @@ static void on_header(conn *c)
     }
     if (rc < 0)
         pend_error(c, rc, "%.1000s", e.msg);
-    else if (c->rq.op == GS_OP_SORT && c->rq.memfd) {
+    else if (c->rq.op == GS_OP_SORT && !c->rq.memfd &&
+             c->rq.out_bytes > s->conf.max_request_bytes) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "the reply would carry %llu bytes and max_request_bytes is "
+                 "%llu", (unsigned long long)c->rq.out_bytes,
+                 (unsigned long long)s->conf.max_request_bytes);
+        pend_error(c, GS_ETOOBIG, "%s", msg);
+    } else if (c->rq.op == GS_OP_SORT && c->rq.memfd) {
         if (c->rq.fd_bytes > s->conf.max_request_bytes) {
             char msg[256];
             snprintf(msg, sizeof msg, "the memfd request spans %llu bytes and "

@@ -1,0 +1,734 @@
+/* The daemon's configuration (see gs_conf.h and gsortd.conf(5)): the value
+ * parsers, one validating setter shared by the config file and the
+ * command line, the file reader (all or nothing, errors as "PATH:LINE: ...")
+ * and the printer whose output reads back to the same configuration. Values
+ * are checked here, when they are read, so a typo stops the daemon at start
+ * or leaves the running configuration untouched on SIGHUP, instead of
+ * failing later in the middle of serving. */
+#include "config.h"
+#include "gs_conf.h"
+#include "gs_log.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define LINE_MAX_BYTES 4096
+#define DAY_S 86400.0
+#define MAX_DEVICE_INDEX 65535
+
+static const char *const keys[] = {
+    "socket", "socket_mode", "socket_group", "db", "cache_dir", "kernel_dir",
+    "log_level", "log_target", "max_request_bytes", "max_clients",
+    "max_header_bytes", "idle_timeout", "io_timeout", "host_threads",
+    "devices", "tune_missing", "tune_budget",
+};
+#define NKEYS (sizeof keys / sizeof keys[0])
+
+void gs_conf_defaults(gs_conf *c)
+{
+    memset(c, 0, sizeof *c);
+    c->socket_mode = 0660;
+    c->log_level = GS_LOG_INFO;
+    c->log_syslog = 0;
+    c->max_request_bytes = 4ull << 30;
+    c->max_clients = 256;
+    c->max_header_bytes = 65536;
+    c->idle_timeout_s = 300;
+    c->io_timeout_s = 30;
+    c->host_threads = 0;
+    snprintf(c->devices, sizeof c->devices, "all");
+    c->tune_missing = 0;
+    c->tune_budget_s = 270;
+}
+
+const char *gs_conf_default_path(void) { return "/etc/gsortd/gsortd.conf"; }
+
+int gs_conf_default_socket(char *buf, size_t len, gs_err *err)
+{
+    char tmp[GS_CONF_PATH_MAX + 32];
+    if (geteuid() == 0) {
+        snprintf(tmp, sizeof tmp, "/run/gsortd/gsortd.sock");
+    } else {
+        const char *d = getenv("XDG_RUNTIME_DIR");
+        /* The XDG spec says a relative value is to be ignored. */
+        if (!d || d[0] != '/') {
+            if (len)
+                buf[0] = '\0';
+            return gs_err_set(err, GS_ENOTFOUND,
+                              "no default socket: XDG_RUNTIME_DIR is %s; set it to an "
+                              "absolute directory or pass --socket PATH",
+                              !d ? "not set" : !d[0] ? "empty" : "not an absolute path");
+        }
+        size_t dl = strlen(d);
+        while (dl > 1 && d[dl - 1] == '/')
+            dl--;
+        if (dl >= GS_CONF_PATH_MAX)
+            dl = GS_CONF_PATH_MAX; /* still too long below; only bounds the copy */
+        snprintf(tmp, sizeof tmp, "%.*s/gsortd.sock", (int)dl, d);
+    }
+    size_t n = strlen(tmp);
+    if (n >= len || n >= GS_CONF_SOCKET_MAX) {
+        if (len)
+            buf[0] = '\0';
+        return gs_err_set(err, GS_ETOOBIG,
+                          "default socket %s is %zu bytes; a Unix socket path must be "
+                          "shorter than %d bytes (pass --socket PATH)",
+                          tmp, n, GS_CONF_SOCKET_MAX);
+    }
+    memcpy(buf, tmp, n + 1);
+    return 0;
+}
+
+/* ---- value parsers ---- */
+
+/* Plain decimal digits into a uint64_t; no sign, no blanks, no overflow.
+ * Returns the number of digits consumed, 0 on none or on overflow. */
+static size_t digits_u64(const char *s, uint64_t *out)
+{
+    uint64_t v = 0;
+    size_t i = 0;
+    for (; s[i] >= '0' && s[i] <= '9'; i++) {
+        unsigned d = (unsigned)(s[i] - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return 0;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return i;
+}
+
+int gs_conf_parse_size(const char *s, uint64_t *out)
+{
+    uint64_t v;
+    if (!s)
+        return GS_EINVAL;
+    size_t n = digits_u64(s, &v);
+    if (n == 0)
+        return GS_EINVAL;
+    const char *p = s + n;
+    unsigned shift = 0;
+    switch (*p) {
+    case 'k': case 'K': shift = 10; break;
+    case 'm': case 'M': shift = 20; break;
+    case 'g': case 'G': shift = 30; break;
+    case 't': case 'T': shift = 40; break;
+    default: break;
+    }
+    if (shift) {
+        p++;
+        /* "4G", "4GB", "4GiB": the B and iB spellings all mean 1024-based. */
+        if (strcasecmp(p, "ib") == 0 || strcasecmp(p, "b") == 0)
+            p += strlen(p);
+    } else if (strcasecmp(p, "b") == 0) {
+        p++;
+    }
+    if (*p)
+        return GS_EINVAL;
+    if (shift && v > (UINT64_MAX >> shift))
+        return GS_EINVAL;
+    *out = v << shift;
+    return 0;
+}
+
+/* Durations are read as an exact count of nanoseconds, so that the printer
+ * can write a value back in a form that reads to the identical double. */
+static int parse_duration_ns(const char *s, uint64_t *ns_out)
+{
+    uint64_t ip = 0, frac = 0, fscale = 1;
+    const char *p = s;
+    size_t n = digits_u64(p, &ip);
+    if (n == 0 && *p != '.')
+        return GS_EINVAL;
+    if (n == 0 && p[0] >= '0' && p[0] <= '9')
+        return GS_EINVAL; /* digits present but overflowed */
+    p += n;
+    int have_digits = n > 0;
+    if (*p == '.') {
+        p++;
+        /* 12 fraction digits are below a nanosecond even in hours; the rest
+         * are read and dropped. */
+        int k = 0;
+        for (; *p >= '0' && *p <= '9'; p++, k++) {
+            have_digits = 1;
+            if (k < 12) {
+                frac = frac * 10 + (uint64_t)(*p - '0');
+                fscale *= 10;
+            }
+        }
+    }
+    if (!have_digits)
+        return GS_EINVAL;
+    uint64_t mul;
+    if (*p == '\0' || strcmp(p, "s") == 0)
+        mul = 1000000000ull;
+    else if (strcmp(p, "ms") == 0)
+        mul = 1000000ull;
+    else if (strcmp(p, "m") == 0)
+        mul = 60ull * 1000000000ull;
+    else if (strcmp(p, "h") == 0)
+        mul = 3600ull * 1000000000ull;
+    else
+        return GS_EINVAL;
+    if (ip > UINT64_MAX / mul)
+        return GS_EINVAL;
+    uint64_t ns = ip * mul;
+    double f = nearbyint((double)frac / (double)fscale * (double)mul);
+    if (f >= (double)(UINT64_MAX - ns))
+        return GS_EINVAL;
+    ns += (uint64_t)f;
+    *ns_out = ns;
+    return 0;
+}
+
+int gs_conf_parse_duration(const char *s, double *out_s)
+{
+    uint64_t ns;
+    if (!s || parse_duration_ns(s, &ns) != 0)
+        return GS_EINVAL;
+    *out_s = (double)ns / 1e9;
+    return 0;
+}
+
+int gs_conf_parse_bool(const char *s, int *out)
+{
+    static const char *const yes[] = { "yes", "true", "on", "1" };
+    static const char *const no[] = { "no", "false", "off", "0" };
+    if (!s)
+        return GS_EINVAL;
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
+        if (strcasecmp(s, yes[i]) == 0) {
+            *out = 1;
+            return 0;
+        }
+        if (strcasecmp(s, no[i]) == 0) {
+            *out = 0;
+            return 0;
+        }
+    }
+    return GS_EINVAL;
+}
+
+/* ---- the setter ---- */
+
+/* Edit distance, for "did you mean" on a misspelt key. */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 32 || lb > 32)
+        return 99;
+    size_t row[33];
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+static int unknown_key(const char *key, gs_err *err)
+{
+    /* Up to two edits, and fewer than a third of the key, so a short
+     * unrelated word gets no far-fetched suggestion. */
+    const char *best = NULL;
+    size_t bd = 3;
+    for (size_t i = 0; i < NKEYS; i++) {
+        size_t d = edit_distance(key, keys[i]);
+        if (d < bd && d * 3 <= strlen(key)) {
+            bd = d;
+            best = keys[i];
+        }
+    }
+    if (best)
+        return gs_err_set(err, GS_ENOTFOUND, "unknown key '%s' (did you mean '%s'?)", key, best);
+    return gs_err_set(err, GS_ENOTFOUND, "unknown key '%s'", key);
+}
+
+/* Strings must fit their field and hold no control characters: a newline
+ * could not be written back to the file, and none belongs in a path. */
+static int set_string(char *dst, size_t cap, const char *key, const char *v, gs_err *err)
+{
+    size_t n = strlen(v);
+    if (n >= cap)
+        return gs_err_set(err, GS_EINVAL, "%s: value is %zu bytes; at most %zu are accepted",
+                          key, n, cap - 1);
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)v[i] < 0x20 || v[i] == 0x7f)
+            return gs_err_set(err, GS_EINVAL, "%s: value contains a control character", key);
+    memcpy(dst, v, n + 1);
+    return 0;
+}
+
+static int bad(gs_err *err, const char *key, const char *v, const char *expected)
+{
+    return gs_err_set(err, GS_EINVAL, "%s: '%s' is not accepted; expected %s", key, v, expected);
+}
+
+static int set_uint(unsigned *dst, const char *key, const char *v, unsigned lo, unsigned hi,
+                    const char *expected, gs_err *err)
+{
+    uint64_t x;
+    size_t n = digits_u64(v, &x);
+    if (n == 0 || v[n] || x < lo || x > hi)
+        return bad(err, key, v, expected);
+    *dst = (unsigned)x;
+    return 0;
+}
+
+static int set_timeout(double *dst, const char *key, const char *v, int capped, gs_err *err)
+{
+    double s;
+    const char *expected = capped
+        ? "a duration above 0 and at most 1 day, e.g. 30, 1.5s, 250ms, 5m, 2h"
+        : "a duration above 0, e.g. 270, 90s, 5m, 2h";
+    if (gs_conf_parse_duration(v, &s) != 0 || !(s > 0) || (capped && s > DAY_S))
+        return bad(err, key, v, expected);
+    *dst = s;
+    return 0;
+}
+
+static int set_mode(unsigned *dst, const char *v, gs_err *err)
+{
+    unsigned m = 0;
+    size_t i = 0;
+    for (; v[i] >= '0' && v[i] <= '7' && i < 8; i++)
+        m = m * 8 + (unsigned)(v[i] - '0');
+    if (i == 0 || v[i] || m > 0777)
+        return bad(err, "socket_mode", v, "an octal mode up to 0777, e.g. 0660");
+    if (m & 0002)
+        return gs_err_set(err, GS_EINVAL,
+                          "socket_mode: %04o is world-writable and is refused: any local "
+                          "user could then submit work to the daemon; use 0660 and "
+                          "socket_group to choose who may connect", m);
+    if ((m & 0600) != 0600)
+        return gs_err_set(err, GS_EINVAL,
+                          "socket_mode: %04o lacks owner read and write (0600), which the "
+                          "daemon's own user needs; e.g. 0660", m);
+    *dst = m;
+    return 0;
+}
+
+/* "all", "none" or a list of device indices, stored in a normal form
+ * ("0,2") so equal lists compare equal. */
+static int set_devices(char *dst, size_t cap, const char *v, gs_err *err)
+{
+    static const char *const expected =
+        "\"all\", \"none\" or a comma-separated list of distinct device indices, e.g. 0,2";
+    if (strcasecmp(v, "all") == 0 || strcasecmp(v, "none") == 0) {
+        snprintf(dst, cap, "%s", tolower((unsigned char)v[0]) == 'a' ? "all" : "none");
+        return 0;
+    }
+    char out[256];
+    size_t olen = 0;
+    unsigned seen[128];
+    size_t nseen = 0;
+    const char *p = v;
+    for (;;) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        uint64_t x;
+        size_t n = digits_u64(p, &x);
+        if (n == 0)
+            return bad(err, "devices", v, expected);
+        if (x > MAX_DEVICE_INDEX)
+            return gs_err_set(err, GS_EINVAL, "devices: index %s is too large; indices go up to %d",
+                              p, MAX_DEVICE_INDEX);
+        for (size_t i = 0; i < nseen; i++)
+            if (seen[i] == (unsigned)x)
+                return gs_err_set(err, GS_EINVAL, "devices: index %u is listed twice in '%s'",
+                                  (unsigned)x, v);
+        if (nseen == sizeof seen / sizeof seen[0])
+            return gs_err_set(err, GS_EINVAL, "devices: more than %zu devices listed",
+                              sizeof seen / sizeof seen[0]);
+        seen[nseen++] = (unsigned)x;
+        int w = snprintf(out + olen, sizeof out - olen, "%s%u", olen ? "," : "", (unsigned)x);
+        if (w < 0 || (size_t)w >= sizeof out - olen || olen + (size_t)w >= cap)
+            return gs_err_set(err, GS_EINVAL, "devices: list too long (at most %zu bytes)",
+                              cap - 1);
+        olen += (size_t)w;
+        p += n;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (*p == '\0')
+            break;
+        if (*p != ',')
+            return bad(err, "devices", v, expected);
+        p++;
+    }
+    memcpy(dst, out, olen + 1);
+    return 0;
+}
+
+int gs_conf_set(gs_conf *c, const char *key, const char *v, gs_err *err)
+{
+    if (!key || !key[0])
+        return gs_err_set(err, GS_EINVAL, "empty key");
+    if (!v)
+        return gs_err_set(err, GS_EINVAL, "%s: missing value", key);
+
+    if (strcmp(key, "socket") == 0) {
+        size_t n = strlen(v);
+        if (n == 0) { /* "": back to the default socket */
+            c->socket[0] = '\0';
+            return 0;
+        }
+        if (v[0] != '/')
+            return bad(err, key, v, "an absolute path (starting with /), or \"\" for the default");
+        if (n >= GS_CONF_SOCKET_MAX)
+            return gs_err_set(err, GS_EINVAL,
+                              "socket: path is %zu bytes; a Unix socket path must be shorter "
+                              "than %d bytes", n, GS_CONF_SOCKET_MAX);
+        return set_string(c->socket, sizeof c->socket, key, v, err);
+    }
+    if (strcmp(key, "socket_mode") == 0)
+        return set_mode(&c->socket_mode, v, err);
+    if (strcmp(key, "socket_group") == 0) {
+        for (const char *p = v; *p; p++)
+            if (*p == ':' || *p == ' ' || *p == '\t')
+                return bad(err, key, v, "a group name or number, or \"\" for the daemon's group");
+        return set_string(c->socket_group, sizeof c->socket_group, key, v, err);
+    }
+    /* Relative paths are allowed here: tests and local runs use them. */
+    if (strcmp(key, "db") == 0)
+        return set_string(c->db, sizeof c->db, key, v, err);
+    if (strcmp(key, "cache_dir") == 0)
+        return set_string(c->cache_dir, sizeof c->cache_dir, key, v, err);
+    if (strcmp(key, "kernel_dir") == 0)
+        return set_string(c->kernel_dir, sizeof c->kernel_dir, key, v, err);
+    if (strcmp(key, "log_level") == 0) {
+        int l = gs_log_parse_level(v);
+        if (l < 0)
+            return bad(err, key, v, "error, warn, info or debug");
+        c->log_level = l;
+        return 0;
+    }
+    if (strcmp(key, "log_target") == 0) {
+        if (strcmp(v, "stderr") == 0)
+            c->log_syslog = 0;
+        else if (strcmp(v, "syslog") == 0)
+            c->log_syslog = 1;
+        else
+            return bad(err, key, v, "stderr or syslog");
+        return 0;
+    }
+    if (strcmp(key, "max_request_bytes") == 0) {
+        uint64_t x;
+        if (gs_conf_parse_size(v, &x) != 0 || x < 4096)
+            return bad(err, key, v, "a size of at least 4096, e.g. 4096, 512M, 4G");
+        c->max_request_bytes = x;
+        return 0;
+    }
+    if (strcmp(key, "max_clients") == 0)
+        return set_uint(&c->max_clients, key, v, 1, 65536, "a whole number from 1 to 65536", err);
+    if (strcmp(key, "max_header_bytes") == 0) {
+        uint64_t x;
+        if (gs_conf_parse_size(v, &x) != 0 || x < 256 || x > (16u << 20))
+            return bad(err, key, v, "a size from 256 to 16M, e.g. 64K");
+        c->max_header_bytes = (uint32_t)x;
+        return 0;
+    }
+    if (strcmp(key, "idle_timeout") == 0)
+        return set_timeout(&c->idle_timeout_s, key, v, 1, err);
+    if (strcmp(key, "io_timeout") == 0)
+        return set_timeout(&c->io_timeout_s, key, v, 1, err);
+    if (strcmp(key, "host_threads") == 0)
+        return set_uint(&c->host_threads, key, v, 0, 1024,
+                        "a whole number from 0 to 1024 (0: one per online CPU, at most 8)", err);
+    if (strcmp(key, "devices") == 0)
+        return set_devices(c->devices, sizeof c->devices, v, err);
+    if (strcmp(key, "tune_missing") == 0) {
+        int b;
+        if (gs_conf_parse_bool(v, &b) != 0)
+            return bad(err, key, v, "yes/no, true/false, on/off or 1/0");
+        c->tune_missing = b;
+        return 0;
+    }
+    if (strcmp(key, "tune_budget") == 0)
+        return set_timeout(&c->tune_budget_s, key, v, 0, err);
+    return unknown_key(key, err);
+}
+
+/* ---- the file reader ---- */
+
+enum { RL_LINE = 1, RL_EOF = 0, RL_LONG = -1, RL_IOERR = -2, RL_NUL = -3 };
+
+/* One line without its "\n" or "\r\n" into buf (cap > LINE_MAX_BYTES).
+ * Byte by byte so a NUL in the file is noticed, and a huge line is
+ * refused without reading it all into memory. */
+static int read_line(FILE *f, char *buf, size_t *len)
+{
+    size_t n = 0;
+    int ch, any = 0;
+    while ((ch = getc(f)) != EOF) {
+        any = 1;
+        if (ch == '\n')
+            break;
+        if (ch == '\0')
+            return RL_NUL;
+        /* One byte of slack for the '\r' of a CRLF line at the limit. */
+        if (n >= LINE_MAX_BYTES + 1)
+            return RL_LONG;
+        buf[n++] = (char)ch;
+    }
+    if (ch == EOF && ferror(f))
+        return RL_IOERR;
+    if (!any)
+        return RL_EOF;
+    if (n && buf[n - 1] == '\r')
+        n--;
+    if (n > LINE_MAX_BYTES)
+        return RL_LONG;
+    buf[n] = '\0';
+    *len = n;
+    return RL_LINE;
+}
+
+static int is_blank(char ch) { return ch == ' ' || ch == '\t'; }
+
+/* Split one line into key and value in place. Returns 0 with *key NULL for
+ * a blank or comment line, 0 with key/value set, or GS_EINVAL with a
+ * message (no location; the caller adds it). */
+static int split_line(char *line, char **key_out, char **val_out, gs_err *err)
+{
+    *key_out = NULL;
+    char *p = line;
+    while (is_blank(*p))
+        p++;
+    if (*p == '\0' || *p == '#')
+        return 0;
+    char *key = p;
+    while (*p && !is_blank(*p) && *p != '=')
+        p++;
+    char *kend = p;
+    while (is_blank(*p))
+        p++;
+    if (*p != '=') {
+        *kend = '\0';
+        return gs_err_set(err, GS_EINVAL, "expected 'key = value' but found no '=' after '%s'", key);
+    }
+    if (kend == key)
+        return gs_err_set(err, GS_EINVAL, "expected 'key = value' but the key is missing");
+    *kend = '\0';
+    p++;
+    while (is_blank(*p))
+        p++;
+    char *val = p;
+    if (*p == '"') {
+        /* Quoted: keeps blanks and '#'; \" and \\ are the only escapes. */
+        char *w = val;
+        p++;
+        for (;;) {
+            if (*p == '\0')
+                return gs_err_set(err, GS_EINVAL, "%s: the quoted value has no closing '\"'", key);
+            if (*p == '"')
+                break;
+            if (*p == '\\') {
+                if (p[1] != '"' && p[1] != '\\')
+                    return gs_err_set(err, GS_EINVAL,
+                                      "%s: unknown escape '\\%c' in a quoted value "
+                                      "(only \\\" and \\\\ are recognised)", key,
+                                      p[1] ? p[1] : ' ');
+                p++;
+            }
+            *w++ = *p++;
+        }
+        p++;
+        while (is_blank(*p))
+            p++;
+        if (*p && *p != '#')
+            return gs_err_set(err, GS_EINVAL, "%s: unexpected text after the closing quote: '%s'",
+                              key, p);
+        *w = '\0';
+    } else {
+        /* Unquoted: a '#' at the start of the value or after a blank begins
+         * a comment; a '#' inside a word ("a#b") is kept. */
+        char *end = p;
+        while (*end && !(*end == '#' && (end == val || is_blank(end[-1]))))
+            end++;
+        while (end > val && is_blank(end[-1]))
+            end--;
+        if (end == val)
+            return gs_err_set(err, GS_EINVAL,
+                              "%s: missing value (write \"\" for an empty one)", key);
+        *end = '\0';
+    }
+    *key_out = key;
+    *val_out = val;
+    return 0;
+}
+
+int gs_conf_load(gs_conf *c, const char *path, gs_err *err)
+{
+    if (!path || !path[0])
+        return gs_err_set(err, GS_EINVAL, "config file: empty path");
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        int e = errno;
+        return gs_err_set(err, e == ENOENT ? GS_ENOTFOUND : GS_EIO, "config file %s: %s",
+                          path, strerror(e));
+    }
+    /* fopen succeeds on a directory; reading it would fail with a less
+     * clear message, so say it here. */
+    struct stat st;
+    int e = fstat(fileno(f), &st) != 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0;
+    if (e) {
+        fclose(f);
+        return gs_err_set(err, GS_EIO, "config file %s: %s", path, strerror(e));
+    }
+    gs_conf *tmp = malloc(sizeof *tmp);
+    char *line = malloc(LINE_MAX_BYTES + 2);
+    int rc = 0;
+    if (!tmp || !line) {
+        rc = gs_err_set(err, GS_ENOMEM, "config file %s: out of memory", path);
+        goto out;
+    }
+    *tmp = *c;
+    for (unsigned lineno = 1;; lineno++) {
+        size_t len;
+        int r = read_line(f, line, &len);
+        if (r == RL_EOF)
+            break;
+        if (r == RL_IOERR) {
+            rc = gs_err_set(err, GS_EIO, "config file %s: %s", path, strerror(errno));
+            goto out;
+        }
+        if (r == RL_LONG) {
+            rc = gs_err_set(err, GS_EINVAL, "%s:%u: line is longer than %d bytes", path, lineno,
+                            LINE_MAX_BYTES);
+            goto out;
+        }
+        if (r == RL_NUL) {
+            rc = gs_err_set(err, GS_EINVAL, "%s:%u: line contains a NUL byte", path, lineno);
+            goto out;
+        }
+        char *p = line;
+        /* Editors on some systems start a UTF-8 file with a byte-order mark. */
+        if (lineno == 1 && strncmp(p, "\xEF\xBB\xBF", 3) == 0)
+            p += 3;
+        char *key, *val;
+        rc = split_line(p, &key, &val, err);
+        if (rc == 0 && key)
+            rc = gs_conf_set(tmp, key, val, err);
+        if (rc != 0) {
+            gs_err_prefix(err, "%s:%u: ", path, lineno);
+            rc = GS_EINVAL;
+            if (err)
+                err->code = GS_EINVAL;
+            goto out;
+        }
+    }
+    *c = *tmp;
+out:
+    free(line);
+    free(tmp);
+    fclose(f);
+    return rc;
+}
+
+/* ---- the printer ---- */
+
+static void print_string(FILE *out, const char *key, const char *v)
+{
+    if (v[0] && !strpbrk(v, " \t#\"\\")) {
+        fprintf(out, "%s = %s\n", key, v);
+        return;
+    }
+    fprintf(out, "%s = \"", key);
+    for (const char *p = v; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fputc('\\', out);
+        fputc(*p, out);
+    }
+    fputs("\"\n", out);
+}
+
+static void print_size(FILE *out, const char *key, uint64_t v)
+{
+    static const char sfx[] = "TGMK";
+    for (int i = 0; i < 4; i++) {
+        unsigned shift = 40 - 10 * (unsigned)i;
+        if (v && (v & ((1ull << shift) - 1)) == 0) {
+            fprintf(out, "%s = %llu%c\n", key, (unsigned long long)(v >> shift), sfx[i]);
+            return;
+        }
+    }
+    fprintf(out, "%s = %llu\n", key, (unsigned long long)v);
+}
+
+/* The largest unit that states the value exactly. The count of nanoseconds
+ * is searched near s*1e9 for the one that reads back to exactly s (any value
+ * the parser produced has one). */
+static void print_duration(FILE *out, const char *key, double s)
+{
+    if (!(s >= 0) || s >= 1.8e10) {
+        fprintf(out, "%s = %.17g\n", key, s);
+        return;
+    }
+    uint64_t ns = (uint64_t)llround(s * 1e9);
+    for (int64_t d = 0; d <= 8; d++) {
+        uint64_t cand[2] = { ns + (uint64_t)d, ns - (uint64_t)d };
+        int hit = 0;
+        for (int k = 0; k < 2; k++)
+            if ((double)cand[k] / 1e9 == s) {
+                ns = cand[k];
+                hit = 1;
+                break;
+            }
+        if (hit)
+            break;
+    }
+    const uint64_t S = 1000000000ull;
+    if (ns && ns % (3600 * S) == 0)
+        fprintf(out, "%s = %lluh\n", key, (unsigned long long)(ns / (3600 * S)));
+    else if (ns && ns % (60 * S) == 0)
+        fprintf(out, "%s = %llum\n", key, (unsigned long long)(ns / (60 * S)));
+    else if (ns % S == 0)
+        fprintf(out, "%s = %llus\n", key, (unsigned long long)(ns / S));
+    else if (ns % 1000000 == 0)
+        fprintf(out, "%s = %llums\n", key, (unsigned long long)(ns / 1000000));
+    else {
+        char frac[16];
+        snprintf(frac, sizeof frac, "%09llu", (unsigned long long)(ns % S));
+        size_t n = strlen(frac);
+        while (n > 1 && frac[n - 1] == '0')
+            frac[--n] = '\0';
+        fprintf(out, "%s = %llu.%ss\n", key, (unsigned long long)(ns / S), frac);
+    }
+}
+
+void gs_conf_print(const gs_conf *c, FILE *out)
+{
+    print_string(out, "socket", c->socket);
+    fprintf(out, "socket_mode = %04o\n", c->socket_mode);
+    print_string(out, "socket_group", c->socket_group);
+    print_string(out, "db", c->db);
+    print_string(out, "cache_dir", c->cache_dir);
+    print_string(out, "kernel_dir", c->kernel_dir);
+    fprintf(out, "log_level = %s\n", gs_log_level_name(c->log_level));
+    fprintf(out, "log_target = %s\n", c->log_syslog ? "syslog" : "stderr");
+    print_size(out, "max_request_bytes", c->max_request_bytes);
+    fprintf(out, "max_clients = %u\n", c->max_clients);
+    print_size(out, "max_header_bytes", c->max_header_bytes);
+    print_duration(out, "idle_timeout", c->idle_timeout_s);
+    print_duration(out, "io_timeout", c->io_timeout_s);
+    fprintf(out, "host_threads = %u\n", c->host_threads);
+    print_string(out, "devices", c->devices);
+    fprintf(out, "tune_missing = %s\n", c->tune_missing ? "yes" : "no");
+    print_duration(out, "tune_budget", c->tune_budget_s);
+}

@@ -1,0 +1,993 @@
+/* The wire protocol (gs_proto): length prefixes and frames, the incremental
+ * reader fed whole streams, byte by byte and in random chunks (never reading
+ * past a message, discarding exactly a refused payload, never allocating
+ * from a declared length), request parsing of every dtype and values kind
+ * and of every kind of bad header with its code and fatal flag, the client's
+ * sort header parsed back, the shape of replies, and a seeded fuzz loop over
+ * mutated headers that must only ever return codes. */
+#include "config.h"
+#include "gs_proto.h"
+#include "tap.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rng(void)
+{
+    uint64_t x = rng_state;     /* xorshift64*: seeded, reproducible */
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    rng_state = x;
+    return x * 0x2545f4914f6cdd1dull;
+}
+
+static size_t rng_below(size_t n)
+{
+    return n ? (size_t)(rng() % n) : 0;
+}
+
+/* ---- framing ---- */
+
+static void test_len(void)
+{
+    uint8_t b[4];
+    gs_proto_put_len(b, 0x01020304u);
+    tap_ok(b[0] == 1 && b[1] == 2 && b[2] == 3 && b[3] == 4,
+           "put_len writes big-endian (%02x %02x %02x %02x)", b[0], b[1], b[2], b[3]);
+    const uint32_t vals[] = { 0, 1, 255, 256, 65535, 65536, 0x7fffffffu, 0x80000000u,
+                              UINT32_MAX };
+    int bad = 0;
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
+        gs_proto_put_len(b, vals[i]);
+        if (gs_proto_get_len(b) != vals[i])
+            bad++;
+    }
+    tap_ok(bad == 0, "length prefix round trip of 9 values (%d wrong)", bad);
+    uint8_t hi[4] = { 0xff, 0, 0, 1 };
+    tap_ok(gs_proto_get_len(hi) == 0xff000001u, "get_len reads the top byte first");
+}
+
+static void test_frame(void)
+{
+    gs_err err;
+    gs_err_clear(&err);
+    cJSON *h = cJSON_CreateObject();
+    cJSON_AddNumberToObject(h, "v", 1);
+    cJSON_AddStringToObject(h, "op", "ping");
+    uint8_t *f = NULL;
+    size_t fl = 0;
+    const char *want = "{\"v\":1,\"op\":\"ping\"}";
+    int rc = gs_proto_frame(h, GS_PROTO_DEFAULT_MAX_HEADER, &f, &fl, &err);
+    tap_ok(rc == 0 && fl == 4 + strlen(want), "frame: %zu bytes (rc %d)", fl, rc);
+    tap_ok(f && gs_proto_get_len(f) == strlen(want) &&
+           !memcmp(f + 4, want, strlen(want)), "frame: prefix and unformatted header text");
+    free(f);
+    f = (uint8_t *)"sentinel";
+    rc = gs_proto_frame(h, strlen(want) - 1, &f, &fl, &err);
+    tap_ok(rc == GS_ETOOBIG && f == NULL && err.code == GS_ETOOBIG,
+           "frame: a header over max_header is GS_ETOOBIG (%s)", gs_strerror(rc));
+    rc = gs_proto_frame(h, strlen(want), &f, &fl, &err);
+    tap_ok(rc == 0, "frame: a header of exactly max_header fits");
+    free(f);
+    cJSON_Delete(h);
+}
+
+/* ---- reader ---- */
+
+#define NMSG 8
+struct msg {
+    char *hdr;
+    size_t hlen;
+    uint8_t *payload;
+    size_t plen;
+};
+
+static struct msg msgs[NMSG];
+static uint8_t *stream;
+static size_t stream_len;
+static size_t msg_total[NMSG];   /* prefix + header + payload */
+
+static void build_stream(void)
+{
+    const size_t plens[NMSG] = { 0, 1, 13, 65536, 65537, 200000, 3, 0 };
+    const size_t pads[NMSG] = { 0, 5, 60000, 17, 0, 300, 1, 2 };
+    stream_len = 0;
+    for (int i = 0; i < NMSG; i++) {
+        char *pad = malloc(pads[i] + 1);
+        memset(pad, 'a' + i, pads[i]);
+        pad[pads[i]] = '\0';
+        size_t cap = pads[i] + 128;
+        msgs[i].hdr = malloc(cap);
+        snprintf(msgs[i].hdr, cap, "{\"v\":1,\"op\":\"ping\",\"id\":%d,\"payload_bytes\":%zu,"
+                 "\"pad\":\"%s\"}", i, plens[i], pad);
+        free(pad);
+        msgs[i].hlen = strlen(msgs[i].hdr);
+        msgs[i].plen = plens[i];
+        msgs[i].payload = malloc(plens[i] ? plens[i] : 1);
+        for (size_t k = 0; k < plens[i]; k++)
+            msgs[i].payload[k] = (uint8_t)rng();
+        msg_total[i] = 4 + msgs[i].hlen + plens[i];
+        stream_len += msg_total[i];
+    }
+    stream = malloc(stream_len);
+    size_t o = 0;
+    for (int i = 0; i < NMSG; i++) {
+        gs_proto_put_len(stream + o, (uint32_t)msgs[i].hlen);
+        memcpy(stream + o + 4, msgs[i].hdr, msgs[i].hlen);
+        memcpy(stream + o + 4 + msgs[i].hlen, msgs[i].payload, msgs[i].plen);
+        o += msg_total[i];
+    }
+}
+
+static void free_stream(void)
+{
+    for (int i = 0; i < NMSG; i++) {
+        free(msgs[i].hdr);
+        free(msgs[i].payload);
+    }
+    free(stream);
+}
+
+static uint64_t header_payload_bytes(const char *h, size_t len)
+{
+    cJSON *j = cJSON_ParseWithLength(h, len);
+    const cJSON *pb = cJSON_GetObjectItemCaseSensitive(j, "payload_bytes");
+    uint64_t v = cJSON_IsNumber(pb) ? (uint64_t)pb->valuedouble : UINT64_MAX;
+    cJSON_Delete(j);
+    return v;
+}
+
+/* At HEADER_DONE or DONE: check message `mi` and move the reader on.
+ * Returns 1 when the message finished, 0 when it wants payload, -1 on a
+ * mismatch. */
+static int settle(gs_proto_rd *rd, int mi, int *bad_hdr, int *bad_payload)
+{
+    if (rd->state == GS_RD_HEADER_DONE) {
+        size_t hl;
+        const char *h = gs_proto_rd_header(rd, &hl);
+        if (!h || hl != msgs[mi].hlen || memcmp(h, msgs[mi].hdr, hl) || h[hl] != '\0')
+            (*bad_hdr)++;
+        gs_proto_rd_expect(rd, header_payload_bytes(h, hl), 1);
+    }
+    if (rd->state == GS_RD_DONE) {
+        uint64_t pl = 12345;
+        uint8_t *p = gs_proto_rd_take(rd, &pl);
+        if (pl != msgs[mi].plen || (pl && memcmp(p, msgs[mi].payload, pl)) ||
+            (!pl && p != NULL))
+            (*bad_payload)++;
+        free(p);
+        if (rd->state != GS_RD_LEN)
+            (*bad_payload)++;
+        return 1;
+    }
+    return 0;
+}
+
+/* Drive the reader through space/commit the way a connection does; `chunk`
+ * 0 means random read sizes. */
+static void run_space_commit(const char *mode, size_t chunk)
+{
+    gs_proto_rd rd;
+    gs_err err;
+    gs_err_clear(&err);
+    gs_proto_rd_init(&rd, 0);
+    size_t pos = 0;
+    int mi = 0, bad_hdr = 0, bad_payload = 0, bad_space = 0, fail = 0;
+    while (mi < NMSG) {
+        if (rd.state == GS_RD_HEADER_DONE || rd.state == GS_RD_DONE) {
+            mi += settle(&rd, mi, &bad_hdr, &bad_payload);
+            continue;
+        }
+        void *buf;
+        size_t room;
+        if (gs_proto_rd_space(&rd, &buf, &room, &err) < 0 || pos >= stream_len) {
+            fail = 1;
+            break;
+        }
+        if (room == 0 || room > msg_total[mi] - rd.msg_bytes)
+            bad_space++;
+        size_t want = chunk ? chunk : 1 + rng_below(9000);
+        size_t k = room < want ? room : want;
+        if (k > stream_len - pos)
+            k = stream_len - pos;
+        memcpy(buf, stream + pos, k);
+        pos += k;
+        if (gs_proto_rd_commit(&rd, k, &err) < 0) {
+            fail = 1;
+            break;
+        }
+    }
+    tap_ok(!fail && mi == NMSG && pos == stream_len,
+           "space/commit %s: %d of %d messages, %zu of %zu bytes (%s)", mode, mi, NMSG,
+           pos, stream_len, fail ? err.msg : "ok");
+    tap_ok(bad_hdr == 0 && bad_payload == 0, "space/commit %s: every header and payload "
+           "exact (%d headers, %d payloads wrong)", mode, bad_hdr, bad_payload);
+    tap_ok(bad_space == 0, "space/commit %s: rd_space never empty nor past the current "
+           "message (%d violations)", mode, bad_space);
+    gs_proto_rd_free(&rd);
+}
+
+/* Drive the reader through feed with the stream cut into chunks. */
+static void run_feed(const char *mode, size_t chunk)
+{
+    gs_proto_rd rd;
+    gs_err err;
+    gs_err_clear(&err);
+    gs_proto_rd_init(&rd, 0);
+    size_t pos = 0;
+    int mi = 0, bad_hdr = 0, bad_payload = 0, fail = 0;
+    while (pos < stream_len && !fail) {
+        size_t c = chunk ? chunk : 1 + rng_below(100000);
+        if (c > stream_len - pos)
+            c = stream_len - pos;
+        size_t end = pos + c;
+        /* a chunk may hold the end of one message and the start of others */
+        while (pos < end && !fail) {
+            size_t used = 0;
+            if (gs_proto_rd_feed(&rd, stream + pos, end - pos, &used, &err) < 0 ||
+                used > end - pos)
+                fail = 1;
+            pos += used;
+            int moved = 0;
+            while (mi < NMSG && (rd.state == GS_RD_HEADER_DONE || rd.state == GS_RD_DONE)) {
+                mi += settle(&rd, mi, &bad_hdr, &bad_payload);
+                moved = 1;
+            }
+            if (!used && !moved)
+                fail = 1;   /* stuck */
+        }
+    }
+    tap_ok(!fail && mi == NMSG && rd.state == GS_RD_LEN && rd.msg_bytes == 0,
+           "feed %s: %d of %d messages, reader back at the length (%s)", mode, mi, NMSG,
+           fail ? err.msg : "ok");
+    tap_ok(bad_hdr == 0 && bad_payload == 0, "feed %s: every header and payload exact "
+           "(%d headers, %d payloads wrong)", mode, bad_hdr, bad_payload);
+    gs_proto_rd_free(&rd);
+}
+
+static void test_reader_errors(void)
+{
+    gs_proto_rd rd;
+    gs_err err;
+    gs_err_clear(&err);
+    size_t used;
+    uint8_t zero[4] = { 0, 0, 0, 0 };
+
+    gs_proto_rd_init(&rd, 0);
+    tap_ok(rd.max_header == GS_PROTO_DEFAULT_MAX_HEADER, "rd_init(0) uses the default max "
+           "header (%zu)", rd.max_header);
+    int rc = gs_proto_rd_feed(&rd, zero, 4, &used, &err);
+    tap_ok(rc == GS_EINVAL && used == 4, "header length 0 is GS_EINVAL (%s)",
+           gs_strerror(rc));
+    gs_proto_rd_free(&rd);
+
+    gs_proto_rd_init(&rd, 100);
+    uint8_t b[4];
+    gs_proto_put_len(b, 101);
+    rc = gs_proto_rd_feed(&rd, b, 4, &used, &err);
+    tap_ok(rc == GS_ETOOBIG && rd.hdr == NULL, "header length max+1 is GS_ETOOBIG with "
+           "nothing allocated (%s)", gs_strerror(rc));
+    gs_proto_rd_free(&rd);
+
+    gs_proto_rd_init(&rd, 0);
+    gs_proto_put_len(b, UINT32_MAX);
+    rc = gs_proto_rd_feed(&rd, b, 4, &used, &err);
+    tap_ok(rc == GS_ETOOBIG && rd.hdr == NULL, "header length 4 GiB-1 is GS_ETOOBIG with "
+           "nothing allocated");
+    gs_proto_rd_free(&rd);
+
+    gs_proto_rd_init(&rd, 100);
+    gs_proto_put_len(b, 100);
+    rc = gs_proto_rd_feed(&rd, b, 4, &used, &err);
+    tap_ok(rc == 0 && rd.state == GS_RD_HEADER, "header length == max is accepted");
+    void *buf;
+    size_t room;
+    gs_proto_rd_space(&rd, &buf, &room, &err);
+    tap_ok(room == 100, "header space is the whole header (%zu)", room);
+    rc = gs_proto_rd_commit(&rd, 101, &err);
+    tap_ok(rc == GS_EINVAL && rd.hdr_have == 0, "committing beyond the space is refused");
+    gs_proto_rd_free(&rd);
+
+    /* header text of 3 bytes arriving one at a time: state only flips at the end */
+    gs_proto_rd_init(&rd, 0);
+    gs_proto_put_len(b, 2);
+    gs_proto_rd_feed(&rd, b, 4, &used, &err);
+    gs_proto_rd_feed(&rd, "{", 1, &used, &err);
+    tap_ok(rd.state == GS_RD_HEADER && gs_proto_rd_header(&rd, NULL) == NULL,
+           "no header before it is complete");
+    gs_proto_rd_feed(&rd, "}xyz", 4, &used, &err);
+    size_t hl;
+    const char *h = gs_proto_rd_header(&rd, &hl);
+    tap_ok(used == 1 && rd.state == GS_RD_HEADER_DONE && h && hl == 2 && !strcmp(h, "{}"),
+           "feed stops at HEADER_DONE (used %zu) with a NUL-terminated header", used);
+    gs_proto_rd_space(&rd, &buf, &room, &err);
+    tap_ok(room == 0 && buf == NULL, "no space in HEADER_DONE");
+    gs_proto_rd_expect(&rd, 0, 1);
+    uint64_t pl = 99;
+    uint8_t *p = gs_proto_rd_take(&rd, &pl);
+    tap_ok(rd.state == GS_RD_LEN && p == NULL && pl == 0,
+           "expect(0) goes to DONE; take gives no payload and resets");
+    gs_proto_rd_free(&rd);
+}
+
+static size_t put_msg(uint8_t *out, const char *hdr, const uint8_t *pl, size_t plen)
+{
+    size_t hl = strlen(hdr);
+    gs_proto_put_len(out, (uint32_t)hl);
+    memcpy(out + 4, hdr, hl);
+    if (plen)
+        memcpy(out + 4 + hl, pl, plen);
+    return 4 + hl + plen;
+}
+
+static void test_discard(void)
+{
+    const size_t big = 100000;
+    uint8_t *junk = malloc(big);
+    memset(junk, 0xab, big);
+    uint8_t five[5] = { 1, 2, 3, 4, 5 };
+    uint8_t *s = malloc(big + 200);
+    size_t n = put_msg(s, "{\"v\":1,\"op\":\"sort\"}", junk, big);
+    n += put_msg(s + n, "{\"v\":1,\"op\":\"ping\",\"payload_bytes\":5}", five, 5);
+
+    gs_proto_rd rd;
+    gs_err err;
+    gs_err_clear(&err);
+    gs_proto_rd_init(&rd, 0);
+    size_t used, off = 0;
+    gs_proto_rd_feed(&rd, s, n, &used, &err);
+    off += used;
+    gs_proto_rd_expect(&rd, big, 0);
+    int rc = gs_proto_rd_feed(&rd, s + off, n - off, &used, &err);
+    tap_ok(rc == 0 && used == big && rd.state == GS_RD_DONE,
+           "expect(keep=0) consumes exactly the declared %zu bytes (used %zu)", big, used);
+    tap_ok(rd.payload == NULL && rd.payload_cap == 0 && rd.scratch != NULL,
+           "a discarded payload is never buffered");
+    off += used;
+    uint64_t pl = 7;
+    uint8_t *p = gs_proto_rd_take(&rd, &pl);
+    tap_ok(p == NULL && pl == 0, "take after a discard gives nothing");
+    gs_proto_rd_feed(&rd, s + off, n - off, &used, &err);
+    off += used;
+    size_t hl;
+    const char *h = gs_proto_rd_header(&rd, &hl);
+    tap_ok(h && !strcmp(h, "{\"v\":1,\"op\":\"ping\",\"payload_bytes\":5}"),
+           "the next message's header parses after the discard");
+    gs_proto_rd_expect(&rd, 5, 1);
+    gs_proto_rd_feed(&rd, s + off, n - off, &used, &err);
+    off += used;
+    p = gs_proto_rd_take(&rd, &pl);
+    tap_ok(p && pl == 5 && !memcmp(p, five, 5) && off == n,
+           "and its payload is exact, ending the stream");
+    free(p);
+    gs_proto_rd_free(&rd);
+    free(s);
+    free(junk);
+}
+
+static void test_growth(void)
+{
+    gs_proto_rd rd;
+    gs_err err;
+    gs_err_clear(&err);
+    gs_proto_rd_init(&rd, 0);
+    uint8_t s[64];
+    size_t used, n = put_msg(s, "{}", NULL, 0);
+    gs_proto_rd_feed(&rd, s, n, &used, &err);
+    gs_proto_rd_expect(&rd, UINT64_C(1) << 30, 1);
+    uint8_t ten[10] = { 9, 8, 7, 6, 5, 4, 3, 2, 1, 0 };
+    int rc = gs_proto_rd_feed(&rd, ten, 10, &used, &err);
+    tap_ok(rc == 0 && used == 10 && rd.payload_have == 10 && rd.state == GS_RD_PAYLOAD,
+           "1 GiB declared, 10 bytes fed: still reading the payload");
+    tap_ok(rd.payload_cap > 0 && rd.payload_cap <= 64 * 1024,
+           "payload buffer is %zu bytes, not 1 GiB", rd.payload_cap);
+    uint8_t *more = calloc(1, 70000);
+    gs_proto_rd_feed(&rd, more, 70000, &used, &err);
+    tap_ok(used == 70000 && rd.payload_cap == 128 * 1024 && !memcmp(rd.payload, ten, 10),
+           "70000 more bytes double it to %zu, keeping the first bytes", rd.payload_cap);
+    free(more);
+    gs_proto_rd_free(&rd);
+
+    gs_proto_rd_init(&rd, 0);
+    gs_proto_rd_feed(&rd, s, n, &used, &err);
+    gs_proto_rd_expect(&rd, 100, 1);
+    void *buf;
+    size_t room;
+    gs_proto_rd_space(&rd, &buf, &room, &err);
+    tap_ok(room == 100 && rd.payload_cap == 100,
+           "a 100-byte payload gets exactly 100 bytes (cap %zu, space %zu)",
+           rd.payload_cap, room);
+    gs_proto_rd_free(&rd);
+}
+
+/* ---- requests ---- */
+
+static int parse(const char *txt, gs_proto_req *rq, int *fatal, gs_err *err)
+{
+    gs_err_clear(err);
+    *fatal = -1;
+    return gs_proto_parse_req(txt, strlen(txt), rq, fatal, err);
+}
+
+static int id_is(const gs_proto_req *rq, const char *want)
+{
+    return rq->id && cJSON_IsString(rq->id) && !strcmp(rq->id->valuestring, want);
+}
+
+static void test_parse_valid(void)
+{
+    gs_proto_req rq;
+    gs_err err;
+    int fatal;
+    char h[512];
+    int bad_inline = 0, bad_memfd = 0, bad_fatal = 0;
+
+    for (int d = 0; d < GS_DT_COUNT; d++)
+        for (int p = 0; p < GS_PL_COUNT; p++) {
+            uint64_t n = 7, ks = gs_dtype_size((gs_dtype)d), vs = gs_payload_size((gs_payload)p);
+            uint64_t in = n * ks + (p == GS_PL_U32 || p == GS_PL_U64 ? n * vs : 0);
+            snprintf(h, sizeof h, "{\"v\":1,\"op\":\"sort\",\"dtype\":\"%s\",\"n\":%" PRIu64
+                     ",\"values\":\"%s\",\"payload_bytes\":%" PRIu64 "}",
+                     gs_dtype_name((gs_dtype)d), n, gs_payload_name((gs_payload)p), in);
+            int rc = parse(h, &rq, &fatal, &err);
+            if (rc || fatal)
+                bad_fatal++;
+            if (rc || rq.op != GS_OP_SORT || rq.dtype != (gs_dtype)d ||
+                rq.payload != (gs_payload)p || rq.n != n || rq.in_bytes != in ||
+                rq.out_bytes != n * (ks + vs) || rq.fd_bytes != 0 || rq.memfd ||
+                rq.payload_bytes != in) {
+                bad_inline++;
+                tap_diag("inline %s/%s: rc %d %s", gs_dtype_name((gs_dtype)d),
+                         gs_payload_name((gs_payload)p), rc, err.msg);
+            }
+            gs_proto_req_free(&rq);
+
+            /* memfd: keys at 16, values right after (the default) */
+            n = 8;
+            snprintf(h, sizeof h, "{\"v\":1,\"op\":\"sort\",\"dtype\":\"%s\",\"n\":%" PRIu64
+                     ",\"values\":\"%s\",\"memfd\":true,\"keys_offset\":16}",
+                     gs_dtype_name((gs_dtype)d), n, gs_payload_name((gs_payload)p));
+            rc = parse(h, &rq, &fatal, &err);
+            if (rc || fatal)
+                bad_fatal++;
+            if (rc || !rq.memfd || rq.keys_offset != 16 ||
+                (vs && rq.values_offset != 16 + n * ks) ||
+                rq.fd_bytes != 16 + n * ks + n * vs || rq.out_bytes != n * (ks + vs) ||
+                rq.payload_bytes != 0) {
+                bad_memfd++;
+                tap_diag("memfd %s/%s: rc %d %s fd_bytes %" PRIu64, gs_dtype_name((gs_dtype)d),
+                         gs_payload_name((gs_payload)p), rc, err.msg, rq.fd_bytes);
+            }
+            gs_proto_req_free(&rq);
+        }
+    tap_ok(bad_inline == 0, "inline sort: all 6 dtypes x 5 values kinds parse with the "
+           "right sizes (%d wrong)", bad_inline);
+    tap_ok(bad_memfd == 0, "memfd sort: all 30 kinds parse with the right fd_bytes and "
+           "default values_offset (%d wrong)", bad_memfd);
+    tap_ok(bad_fatal == 0, "and none of them set *fatal or fail (%d)", bad_fatal);
+
+    int rc = parse("{\"v\":1,\"op\":\"sort\",\"dtype\":\"u32\",\"n\":3,\"payload_bytes\":12}",
+                   &rq, &fatal, &err);
+    tap_ok(rc == 0 && rq.payload == GS_PL_NONE && !rq.descending && !rq.stable &&
+           rq.algorithm[0] == '\0' && !rq.has_params && rq.device == -1 && !rq.memfd &&
+           rq.id == NULL, "sort defaults: values none, asc, unstable, auto, any device, "
+           "inline, no id");
+    gs_proto_req_free(&rq);
+
+    rc = parse("{\"v\":1,\"op\":\"sort\",\"id\":{\"k\":[1,2]},\"dtype\":\"f64\",\"n\":2,"
+               "\"values\":\"idx64\",\"order\":\"desc\",\"stable\":true,\"algorithm\":"
+               "\"radix\",\"params\":{\"radix_bits\":4,\"wg_size\":256,\"neg\":-3},"
+               "\"device\":2,\"payload_bytes\":16,\"future_field\":[true]}",
+               &rq, &fatal, &err);
+    tap_ok(rc == 0 && rq.descending && rq.stable && !strcmp(rq.algorithm, "radix") &&
+           rq.has_params && rq.params.count == 3 &&
+           gs_params_get(&rq.params, "radix_bits", 0) == 4 &&
+           gs_params_get(&rq.params, "wg_size", 0) == 256 &&
+           gs_params_get(&rq.params, "neg", 0) == -3 && rq.device == 2 &&
+           rq.in_bytes == 16 && rq.out_bytes == 32,
+           "sort with every field (unknown fields ignored): %s", rc ? err.msg : "ok");
+    char *idtxt = rq.id ? cJSON_PrintUnformatted(rq.id) : NULL;
+    tap_ok(idtxt && !strcmp(idtxt, "{\"k\":[1,2]}"), "an object id is copied whole (%s)",
+           idtxt ? idtxt : "NULL");
+    free(idtxt);
+    gs_proto_req_free(&rq);
+    tap_ok(rq.id == NULL, "req_free clears the id");
+
+    rc = parse("{\"v\":1,\"op\":\"sort\",\"dtype\":\"u32\",\"n\":0,\"algorithm\":\"auto\"}",
+               &rq, &fatal, &err);
+    tap_ok(rc == 0 && rq.algorithm[0] == '\0' && rq.in_bytes == 0,
+           "\"auto\" is the daemon's plan; n 0 needs no payload_bytes");
+    gs_proto_req_free(&rq);
+
+    rc = parse("{\"v\":1,\"op\":\"sort\",\"dtype\":\"u32\",\"n\":4,\"values\":\"u64\","
+               "\"memfd\":true,\"keys_offset\":64,\"values_offset\":0}", &rq, &fatal, &err);
+    tap_ok(rc == 0 && rq.values_offset == 0 && rq.fd_bytes == 80,
+           "memfd with values before the keys: fd_bytes %" PRIu64, rq.fd_bytes);
+    gs_proto_req_free(&rq);
+
+    rc = parse("{\"v\":1,\"op\":\"sort\",\"dtype\":\"f64\",\"n\":9007199254740992,"
+               "\"memfd\":true}", &rq, &fatal, &err);
+    tap_ok(rc == 0 && rq.n == GS_PROTO_MAX_N && rq.fd_bytes == GS_PROTO_MAX_N * 8,
+           "n = 2^53 is accepted (%s)", rc ? err.msg : "ok");
+    gs_proto_req_free(&rq);
+
+    const char *ops[] = { "ping", "info", "stats" };
+    int bad_ops = 0;
+    for (int i = 0; i < 3; i++) {
+        snprintf(h, sizeof h, "{\"v\":1,\"op\":\"%s\",\"id\":\"x%d\",\"payload_bytes\":0}",
+                 ops[i], i);
+        char want[16];
+        snprintf(want, sizeof want, "x%d", i);
+        rc = parse(h, &rq, &fatal, &err);
+        if (rc || rq.op != i || !id_is(&rq, want) || strcmp(gs_proto_op_name(rq.op), ops[i]))
+            bad_ops++;
+        gs_proto_req_free(&rq);
+    }
+    tap_ok(bad_ops == 0, "ping, info and stats parse with their ids (%d wrong)", bad_ops);
+
+    rc = parse("  {\"v\":1.0,\"op\":\"ping\",\"id\":null}\r\n ", &rq, &fatal, &err);
+    tap_ok(rc == 0 && rq.id && cJSON_IsNull(rq.id),
+           "surrounding whitespace is fine; v 1.0 is 1; a null id is kept as null");
+    gs_proto_req_free(&rq);
+}
+
+struct bad_case {
+    const char *hdr;
+    int code;
+    int fatal;
+    int has_id;      /* the header is an object with "id":"E" */
+};
+
+#define S "{\"v\":1,\"op\":\"sort\",\"id\":\"E\","
+static const struct bad_case bad_cases[] = {
+    { "not json", GS_EINVAL, 1, 0 },
+    { "", GS_EINVAL, 1, 0 },
+    { "[1,2,{\"id\":\"E\"}]", GS_EINVAL, 1, 0 },
+    { "\"a string\"", GS_EINVAL, 1, 0 },
+    { "{\"v\":1,\"op\":\"ping\",\"id\":\"E\"", GS_EINVAL, 1, 0 },
+    { "{\"v\":1,\"op\":\"ping\",\"id\":\"E\"}{}", GS_EINVAL, 1, 0 },
+    { "{\"v\":1,\"op\":\"ping\",\"id\":\"E\"}x", GS_EINVAL, 1, 0 },
+    { "{\"op\":\"ping\",\"id\":\"E\"}", GS_EUNSUPPORTED, 0, 1 },
+    { "{\"v\":2,\"op\":\"ping\",\"id\":\"E\"}", GS_EUNSUPPORTED, 0, 1 },
+    { "{\"v\":0,\"op\":\"ping\",\"id\":\"E\"}", GS_EUNSUPPORTED, 0, 1 },
+    { "{\"v\":\"1\",\"op\":\"ping\",\"id\":\"E\"}", GS_EUNSUPPORTED, 0, 1 },
+    { "{\"v\":1.5,\"op\":\"ping\",\"id\":\"E\"}", GS_EUNSUPPORTED, 0, 1 },
+    { "{\"v\":true,\"op\":\"ping\",\"id\":\"E\"}", GS_EUNSUPPORTED, 0, 1 },
+    { "{\"v\":1,\"id\":\"E\"}", GS_EINVAL, 0, 1 },
+    { "{\"v\":1,\"op\":\"frobnicate\",\"id\":\"E\"}", GS_EINVAL, 0, 1 },
+    { "{\"v\":1,\"op\":\"PING\",\"id\":\"E\"}", GS_EINVAL, 0, 1 },
+    { "{\"v\":1,\"op\":3,\"id\":\"E\"}", GS_EINVAL, 0, 1 },
+    { "{\"v\":1,\"op\":\"ping\",\"id\":\"E\",\"payload_bytes\":5}", GS_EINVAL, 0, 1 },
+    { "{\"v\":1,\"op\":\"stats\",\"id\":\"E\",\"payload_bytes\":-1}", GS_EINVAL, 1, 1 },
+    { "{\"v\":1,\"op\":\"ping\",\"id\":\"E\",\"payload_bytes\":0,\"payload_bytes\":9}",
+      GS_EINVAL, 1, 1 },
+    /* payload_bytes is checked before v: framing first */
+    { "{\"v\":9,\"op\":\"ping\",\"id\":\"E\",\"payload_bytes\":\"x\"}", GS_EINVAL, 1, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"payload_bytes\":\"x\"}", GS_EINVAL, 1, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"payload_bytes\":12.5}", GS_EINVAL, 1, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"payload_bytes\":1e300}", GS_EINVAL, 1, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"payload_bytes\":9007199254740994}", GS_EINVAL, 1, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"payload_bytes\":null}", GS_EINVAL, 1, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"payload_bytes\":[12]}", GS_EINVAL, 1, 1 },
+    /* inline keys without payload_bytes: did they follow or not? */
+    { S "\"dtype\":\"u32\",\"n\":3}", GS_EINVAL, 1, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"payload_bytes\":8}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"values\":\"u32\",\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"values\":\"idx32\",\"payload_bytes\":24}", GS_EINVAL, 0, 1 },
+    { S "\"n\":3,\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u16\",\"n\":3,\"payload_bytes\":6}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":4,\"n\":3,\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"U32\",\"n\":3,\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":-1,\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":1.5,\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":\"3\",\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":1152921504606846976,\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":9007199254740994,\"memfd\":true}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":null,\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
+    /* n * 8 + an offset near 2^64 overflows: keys, explicit values, default values */
+    { S "\"dtype\":\"f64\",\"n\":9007199254740992,\"memfd\":true,"
+      "\"keys_offset\":18446744073709549568}", GS_ETOOBIG, 0, 1 },
+    { S "\"dtype\":\"u64\",\"n\":9007199254740992,\"values\":\"u64\",\"memfd\":true,"
+      "\"values_offset\":18446744073709549568}", GS_ETOOBIG, 0, 1 },
+    { S "\"dtype\":\"u64\",\"n\":9007199254740992,\"values\":\"idx64\",\"memfd\":true,"
+      "\"keys_offset\":18374686479671623680}", GS_ETOOBIG, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":1,\"memfd\":true,\"keys_offset\":18446744073709551616}",
+      GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":4294967297,\"values\":\"idx32\",\"memfd\":true}",
+      GS_ETOOBIG, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"memfd\":true,\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"memfd\":true,\"keys_offset\":2}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"values\":\"u64\",\"memfd\":true,\"values_offset\":4}",
+      GS_EINVAL, 0, 1 },
+    /* the default values_offset after 3 u32 keys is 12: not u64-aligned */
+    { S "\"dtype\":\"u32\",\"n\":3,\"values\":\"u64\",\"memfd\":true}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":4,\"values\":\"u32\",\"memfd\":true,\"values_offset\":8}",
+      GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"memfd\":true,\"values_offset\":12}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"memfd\":true,\"keys_offset\":-4}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"keys_offset\":0,\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"memfd\":1}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"values\":\"idx16\",\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"values\":null,\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"order\":\"up\",\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"stable\":\"yes\",\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"stable\":1,\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"device\":-1,\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"device\":0.5,\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"device\":\"0\",\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"params\":{\"a\":1},\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"algorithm\":\"auto\",\"params\":{\"a\":1},"
+      "\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"algorithm\":\"radix\",\"params\":[1],"
+      "\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"algorithm\":\"radix\",\"params\":{\"a\":1.5},"
+      "\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"algorithm\":\"radix\",\"params\":{\"a\":\"4\"},"
+      "\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"algorithm\":\"radix\",\"params\":{\"a\":1e300},"
+      "\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"algorithm\":\"radix\",\"params\":{\"a\":1,\"b\":2,"
+      "\"c\":3,\"d\":4,\"e\":5,\"f\":6,\"g\":7,\"h\":8,\"i\":9},\"payload_bytes\":12}",
+      GS_ETOOBIG, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"algorithm\":\"radix\",\"params\":"
+      "{\"abcdefghijabcdefghijabcdefghijab\":1},\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"algorithm\":\"radix\",\"params\":{\"1x\":1},"
+      "\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"algorithm\":\"radix\",\"params\":{\"\":1},"
+      "\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"algorithm\":\"Radix\",\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"algorithm\":\"radix-sort\",\"payload_bytes\":12}",
+      GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"algorithm\":\"../etc\",\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"algorithm\":\"\",\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"algorithm\":\"abcdefghijabcdefghijabcdefghijab\","
+      "\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"algorithm\":7,\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
+};
+#undef S
+
+static void test_parse_bad(void)
+{
+    gs_proto_req rq;
+    gs_err err;
+    int fatal, pb_bad = 0;
+    size_t nc = sizeof bad_cases / sizeof bad_cases[0];
+    for (size_t i = 0; i < nc; i++) {
+        const struct bad_case *c = &bad_cases[i];
+        int rc = parse(c->hdr, &rq, &fatal, &err);
+        int id_ok = c->has_id ? id_is(&rq, "E") : rq.id == NULL;
+        tap_ok(rc == c->code && fatal == c->fatal && id_ok && err.code == rc && err.msg[0],
+               "bad %zu: %s -> %s fatal %d%s (%s)", i, c->hdr, gs_strerror(rc), fatal,
+               id_ok ? "" : " [id wrong]", err.msg);
+        /* non-fatal: the declared payload_bytes must be there to skip */
+        const char *pb = strstr(c->hdr, "\"payload_bytes\":");
+        if (!c->fatal && pb && rq.payload_bytes != strtoull(pb + 16, NULL, 10))
+            pb_bad++;
+        gs_proto_req_free(&rq);
+    }
+    tap_ok(pb_bad == 0, "every non-fatal error leaves the declared payload_bytes to skip "
+           "(%d did not)", pb_bad);
+
+    int rc = parse("{\"v\":2,\"op\":\"ping\"}", &rq, &fatal, &err);
+    tap_ok(rc == GS_EUNSUPPORTED && strstr(err.msg, "protocol version 2 not supported") &&
+           strstr(err.msg, "this daemon speaks 1"), "version message: %s", err.msg);
+    gs_proto_req_free(&rq);
+    rc = parse("{\"op\":\"ping\"}", &rq, &fatal, &err);
+    tap_ok(rc == GS_EUNSUPPORTED && strstr(err.msg, "protocol version") &&
+           strstr(err.msg, "missing"), "missing version message: %s", err.msg);
+    gs_proto_req_free(&rq);
+
+    rc = parse("{\"v\":1,\"op\":\"sort\",\"dtype\":\"u32\",\"n\":3,\"payload_bytes\":8}",
+               &rq, &fatal, &err);
+    tap_ok(rc == GS_EINVAL && fatal == 0 && rq.payload_bytes == 8,
+           "payload_bytes mismatch keeps the declared 8 bytes so they can be skipped");
+    gs_proto_req_free(&rq);
+
+    /* long and non-printable peer strings are clipped in messages */
+    char h[400];
+    snprintf(h, sizeof h, "{\"v\":1,\"op\":\"%s\\u0001\"}",
+             "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+    rc = parse(h, &rq, &fatal, &err);
+    tap_ok(rc == GS_EINVAL && strlen(err.msg) < 120 && !strchr(err.msg, '\x01'),
+           "an unknown op is quoted clipped: %s", err.msg);
+    gs_proto_req_free(&rq);
+
+    /* the length given is what counts, not a NUL */
+    const char nul[] = "{\"v\":1,\"op\":\"ping\"}\0garbage";
+    gs_err_clear(&err);
+    rc = gs_proto_parse_req(nul, sizeof nul - 1, &rq, &fatal, &err);
+    tap_ok(rc == GS_EINVAL && fatal == 1, "a NUL and bytes after the object are fatal");
+    gs_proto_req_free(&rq);
+    rc = gs_proto_parse_req(nul, strlen(nul), &rq, &fatal, &err);
+    tap_ok(rc == 0 && rq.op == GS_OP_PING, "the same header cut at its length parses");
+    gs_proto_req_free(&rq);
+}
+
+static void test_sizes(void)
+{
+    gs_proto_req rq;
+    gs_err err;
+    memset(&rq, 0, sizeof rq);
+    rq.dtype = GS_DT_U32;
+    rq.memfd = 1;
+    rq.n = 1;
+    rq.keys_offset = UINT64_MAX - 3;
+    int rc = gs_proto_sort_sizes(&rq, &err);
+    tap_ok(rc == GS_ETOOBIG, "sizes: offset 2^64-4 + 4 bytes overflows (%s)", gs_strerror(rc));
+    rq.keys_offset = UINT64_MAX - 7;
+    rc = gs_proto_sort_sizes(&rq, &err);
+    tap_ok(rc == 0 && rq.fd_bytes == UINT64_MAX - 3, "sizes: offset 2^64-8 + 4 fits");
+    rq.memfd = 0;
+    rq.keys_offset = 0;
+    rq.dtype = GS_DT_F64;
+    rq.n = UINT64_MAX / 8 + 1;
+    rc = gs_proto_sort_sizes(&rq, &err);
+    tap_ok(rc == GS_ETOOBIG, "sizes: n * 8 overflowing 64 bits is GS_ETOOBIG");
+    rq.dtype = GS_DT_U32;
+    rq.payload = GS_PL_U64;
+    rq.n = UINT64_MAX / 8;
+    rc = gs_proto_sort_sizes(&rq, &err);
+    tap_ok(rc == GS_ETOOBIG, "sizes: keys + values overflowing 64 bits is GS_ETOOBIG");
+    rq.n = 5;
+    rq.payload = GS_PL_IDX64;
+    rc = gs_proto_sort_sizes(&rq, &err);
+    tap_ok(rc == 0 && rq.in_bytes == 20 && rq.out_bytes == 60 && rq.fd_bytes == 0,
+           "sizes: idx64 values go out, not in (in %" PRIu64 ", out %" PRIu64 ")",
+           rq.in_bytes, rq.out_bytes);
+    rq.payload = GS_PL_COUNT;
+    tap_ok(gs_proto_sort_sizes(&rq, &err) == GS_EINVAL, "sizes: a bad values kind");
+}
+
+static void test_sort_header(void)
+{
+    gs_proto_req a, b;
+    gs_err err;
+    int fatal;
+    memset(&a, 0, sizeof a);
+    a.dtype = GS_DT_I64;
+    a.payload = GS_PL_U32;
+    a.descending = 1;
+    a.stable = 1;
+    a.n = 1000;
+    snprintf(a.algorithm, sizeof a.algorithm, "mergepath");
+    gs_params_set(&a.params, "wg_size", 128);
+    gs_params_set(&a.params, "tile", -2);
+    a.has_params = 1;
+    a.device = 3;
+    a.id = cJSON_CreateString("req-1");
+    cJSON *h = gs_proto_sort_header(&a, &err);
+    char *t = h ? cJSON_PrintUnformatted(h) : NULL;
+    int rc = t ? parse(t, &b, &fatal, &err) : -99;
+    tap_ok(h && a.in_bytes == 12000 && a.out_bytes == 12000 && a.payload_bytes == 12000,
+           "sort_header inline fills the sizes (in %" PRIu64 ")", a.in_bytes);
+    tap_ok(rc == 0 && b.op == GS_OP_SORT && b.dtype == a.dtype && b.payload == a.payload &&
+           b.descending && b.stable && b.n == 1000 && !strcmp(b.algorithm, "mergepath") &&
+           b.has_params && b.params.count == 2 &&
+           gs_params_get(&b.params, "wg_size", 0) == 128 &&
+           gs_params_get(&b.params, "tile", 0) == -2 && b.device == 3 && !b.memfd &&
+           b.payload_bytes == 12000 && id_is(&b, "req-1"),
+           "sort_header -> parse_req round trip, inline (%s)", t ? t : "NULL");
+    free(t);
+    cJSON_Delete(h);
+    gs_proto_req_free(&b);
+    gs_proto_req_free(&a);
+
+    memset(&a, 0, sizeof a);
+    a.dtype = GS_DT_F32;
+    a.payload = GS_PL_IDX64;
+    a.n = 10;
+    a.device = -1;
+    a.memfd = 1;
+    a.keys_offset = 4096;
+    a.values_offset = 0;
+    h = gs_proto_sort_header(&a, &err);
+    t = h ? cJSON_PrintUnformatted(h) : NULL;
+    rc = t ? parse(t, &b, &fatal, &err) : -99;
+    tap_ok(rc == 0 && b.memfd && b.keys_offset == 4096 && b.values_offset == 0 &&
+           b.fd_bytes == 4136 && a.fd_bytes == 4136 && b.payload_bytes == 0 &&
+           b.device == -1 && b.id == NULL && !b.has_params && b.algorithm[0] == '\0' &&
+           !b.descending && !b.stable,
+           "sort_header -> parse_req round trip, memfd (%s)", t ? t : "NULL");
+    tap_ok(t && !strstr(t, "payload_bytes") && !strstr(t, "\"id\""),
+           "a memfd header sends no payload_bytes and no absent id");
+    free(t);
+    cJSON_Delete(h);
+    gs_proto_req_free(&b);
+
+    a.values_offset = 4096 + 40;    /* the default: not sent, still parsed back */
+    h = gs_proto_sort_header(&a, &err);
+    t = h ? cJSON_PrintUnformatted(h) : NULL;
+    rc = t ? parse(t, &b, &fatal, &err) : -99;
+    tap_ok(rc == 0 && t && !strstr(t, "values_offset") && b.values_offset == 4136,
+           "the default values_offset round trips (%s)", t ? t : "NULL");
+    free(t);
+    cJSON_Delete(h);
+    gs_proto_req_free(&b);
+
+    memset(&a, 0, sizeof a);
+    a.dtype = GS_DT_U32;
+    a.n = GS_PROTO_MAX_N + 1;
+    a.device = -1;
+    gs_err_clear(&err);
+    h = gs_proto_sort_header(&a, &err);
+    tap_ok(h == NULL && err.code == GS_ETOOBIG, "sort_header refuses n > 2^53 (%s)",
+           gs_strerror(err.code));
+    cJSON_Delete(h);
+}
+
+/* ---- replies ---- */
+
+static int json_is(cJSON *j, const char *want)
+{
+    char *t = j ? cJSON_PrintUnformatted(j) : NULL;
+    int ok = t && !strcmp(t, want);
+    if (!ok)
+        tap_diag("got %s, want %s", t ? t : "NULL", want);
+    free(t);
+    cJSON_Delete(j);
+    return ok;
+}
+
+static void test_replies(void)
+{
+    cJSON *id = cJSON_CreateNumber(7);
+    tap_ok(json_is(gs_proto_reply_ok(GS_OP_PING, id), "{\"v\":1,\"ok\":true,\"op\":\"ping\","
+                   "\"id\":7}"), "reply_ok with an id");
+    tap_ok(json_is(gs_proto_reply_ok(GS_OP_SORT, NULL), "{\"v\":1,\"ok\":true,\"op\":\"sort\"}"),
+           "reply_ok without an id has no \"id\"");
+    cJSON_Delete(id);
+    id = cJSON_Parse("{\"a\":[1,\"b\"]}");
+    tap_ok(json_is(gs_proto_reply_error(id, GS_EINVAL, "bad \"n\"", 1),
+                   "{\"v\":1,\"ok\":false,\"id\":{\"a\":[1,\"b\"]},\"error\":{\"code\":"
+                   "\"GS_EINVAL\",\"message\":\"bad \\\"n\\\"\"},\"close\":true}"),
+           "reply_error with an id, closing");
+    tap_ok(json_is(gs_proto_reply_error(NULL, GS_ETOOBIG, "too many clients", 0),
+                   "{\"v\":1,\"ok\":false,\"error\":{\"code\":\"GS_ETOOBIG\",\"message\":"
+                   "\"too many clients\"}}"), "reply_error without id or close");
+    tap_ok(json_is(gs_proto_reply_error(NULL, GS_EUNSUPPORTED, NULL, 0),
+                   "{\"v\":1,\"ok\":false,\"error\":{\"code\":\"GS_EUNSUPPORTED\",\"message\":"
+                   "\"\"}}"), "reply_error with no message");
+    cJSON_Delete(id);
+    tap_ok(!strcmp(gs_proto_op_name(GS_OP_STATS), "stats") && !strcmp(gs_proto_op_name(99), "?"),
+           "op names");
+}
+
+/* ---- fuzz ---- */
+
+static const char *const seeds[] = {
+    "{\"v\":1,\"op\":\"sort\",\"id\":1,\"dtype\":\"u32\",\"n\":3,\"payload_bytes\":12}",
+    "{\"v\":1,\"op\":\"sort\",\"dtype\":\"f64\",\"n\":8,\"values\":\"idx64\",\"memfd\":true,"
+    "\"keys_offset\":64,\"values_offset\":0}",
+    "{\"v\":1,\"op\":\"sort\",\"dtype\":\"i32\",\"n\":2,\"values\":\"u64\",\"order\":\"desc\","
+    "\"stable\":true,\"algorithm\":\"radix\",\"params\":{\"radix_bits\":4},\"device\":0,"
+    "\"payload_bytes\":24}",
+    "{\"v\":1,\"op\":\"info\",\"id\":[\"x\",{\"y\":null}]}",
+    "{\"v\":1,\"op\":\"ping\"}",
+};
+static const char *const tokens[] = {
+    "-1", "1e999", "-0", "null", "[", "{", "}", "]", "\"", ",", ":", "9007199254740993",
+    "18446744073709551615", "1.5", "true", "\\u0000", "\"memfd\":true", "\"n\":", "0x10",
+    "\"values\":\"idx32\"", "\"params\":{", "{\"a\":1}", "\"keys_offset\":",
+    "0", "8", "12", "4294967297", "\"u64\"", "\"idx64\"", "\"desc\"", "\"auto\"",
+    "\"radix\"", "false", "{}", "\"ping\"", "\"sort\"", "2", "-0.0", "1E2",
+};
+
+static void test_fuzz(void)
+{
+    char buf[1024];
+    int bad = 0, ok = 0, fatals = 0, inconsistent = 0;
+    rng_state = 12345;
+    for (int it = 0; it < 20000; it++) {
+        const char *s = seeds[rng_below(sizeof seeds / sizeof seeds[0])];
+        size_t len = strlen(s);
+        memcpy(buf, s, len);
+        int muts = 1 + (int)rng_below(4);
+        for (int m = 0; m < muts; m++) {
+            size_t at = rng_below(len + 1);
+            switch (rng_below(6)) {
+            case 0:     /* flip a byte */
+                if (len)
+                    buf[rng_below(len)] = (char)rng();
+                break;
+            case 1:     /* delete a run */
+                if (at < len) {
+                    size_t k = 1 + rng_below(len - at < 8 ? len - at : 8);
+                    memmove(buf + at, buf + at + k, len - at - k);
+                    len -= k;
+                }
+                break;
+            case 2: {   /* insert a token */
+                const char *t = tokens[rng_below(sizeof tokens / sizeof tokens[0])];
+                size_t k = strlen(t);
+                if (len + k < sizeof buf) {
+                    memmove(buf + at + k, buf + at, len - at);
+                    memcpy(buf + at, t, k);
+                    len += k;
+                }
+                break;
+            }
+            case 3:     /* truncate */
+                len = at;
+                break;
+            case 4: {   /* replace the value after a ':' with a token */
+                char *colon = memchr(buf + at, ':', len - at);
+                if (!colon)
+                    break;
+                size_t v0 = (size_t)(colon - buf) + 1, v1 = v0;
+                while (v1 < len && buf[v1] != ',' && buf[v1] != '}')
+                    v1++;
+                const char *t = tokens[rng_below(sizeof tokens / sizeof tokens[0])];
+                size_t k = strlen(t);
+                if (len - (v1 - v0) + k < sizeof buf) {
+                    memmove(buf + v0 + k, buf + v1, len - v1);
+                    memcpy(buf + v0, t, k);
+                    len = len - (v1 - v0) + k;
+                }
+                break;
+            }
+            default:    /* replace a digit */
+                for (size_t i = at; i < len; i++)
+                    if (buf[i] >= '0' && buf[i] <= '9') {
+                        buf[i] = (char)('0' + rng_below(10));
+                        break;
+                    }
+                break;
+            }
+        }
+        gs_proto_req rq;
+        gs_err err;
+        int fatal = -1;
+        int rc = gs_proto_parse_req(buf, len, &rq, &fatal, &err);
+        if (rc > 0 || rc < GS_EWRONG || (fatal != 0 && fatal != 1) || (rc == 0 && fatal))
+            bad++;
+        if (rc == 0) {
+            ok++;
+            if (rq.op == GS_OP_SORT &&
+                (rq.in_bytes > rq.out_bytes || (rq.memfd && rq.fd_bytes < rq.keys_offset) ||
+                 (!rq.memfd && rq.payload_bytes != rq.in_bytes)))
+                inconsistent++;
+        }
+        fatals += fatal == 1;
+        gs_proto_req_free(&rq);
+    }
+    tap_diag("fuzz: %d accepted, %d fatal", ok, fatals);
+    tap_ok(bad == 0, "fuzz: 20000 mutated headers return 0 or a code, with a sane fatal "
+           "flag (%d bad)", bad);
+    tap_ok(inconsistent == 0, "fuzz: accepted sorts have consistent sizes (%d not)",
+           inconsistent);
+}
+
+int main(void)
+{
+    test_len();
+    test_frame();
+
+    build_stream();
+    tap_diag("stream: %d messages, %zu bytes", NMSG, stream_len);
+    run_space_commit("whole", SIZE_MAX);
+    run_space_commit("byte-at-a-time", 1);
+    rng_state = 42;
+    run_space_commit("random chunks", 0);
+    run_feed("whole buffer", SIZE_MAX);
+    run_feed("byte-at-a-time", 1);
+    rng_state = 4242;
+    run_feed("random chunks", 0);
+    free_stream();
+
+    test_reader_errors();
+    test_discard();
+    test_growth();
+    test_parse_valid();
+    test_parse_bad();
+    test_sizes();
+    test_sort_header();
+    test_replies();
+    test_fuzz();
+    return tap_done();
+}
