@@ -626,13 +626,13 @@ int gs_sched_route(gs_sched *s, gs_job *j, gs_err *err)
 {
     j->fallback[0] = '\0';
     j->t_submit = gs_clrun_now_ms();
+    if (j->device >= 0 && ((size_t)j->device >= s->ndev || !s->devs[j->device].enabled))
+        return gs_err_set(err, GS_ENODEV, "device %d is not served (%zu devices; see the "
+                          "info op)", j->device, s->ndev);
     if (j->algorithm[0] && strcmp(j->algorithm, "auto"))
         return route_override(s, j, err);
     if (j->has_params)
         return gs_err_set(err, GS_EINVAL, "params need an algorithm");
-    if (j->device >= 0 && ((size_t)j->device >= s->ndev || !s->devs[j->device].enabled))
-        return gs_err_set(err, GS_ENODEV, "device %d is not served (%zu devices; see the "
-                          "info op)", j->device, s->ndev);
 
     /* The plan: the fastest of the devices' own choices when idle. */
     cand planned, c, alt[64];

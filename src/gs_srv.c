@@ -897,6 +897,10 @@ static void stop_everything(srv *s)
     uv_close((uv_handle_t *)&s->sig_term, NULL);
     uv_close((uv_handle_t *)&s->sig_int, NULL);
     uv_close((uv_handle_t *)&s->sig_hup, NULL);
+    /* With the handlers gone a repeated SIGTERM would kill the process
+     * mid-exit; the drain is done, so ignore it. */
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
     uv_close((uv_handle_t *)&s->tune_async, NULL);
     gs_sched_stop(s->sched);
     s->sched = NULL;

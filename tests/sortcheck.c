@@ -619,14 +619,17 @@ int sc_case_init(sc_case *c, gs_dtype t, gs_payload p, int descending, size_t n,
     c->in_keys = malloc(kb + 1);
     c->ref_keys = malloc(kb + 1);
     c->req.keys = malloc(kb + SC_CANARY_BYTES);
-    if (vb) {
-        c->in_vals = malloc(vb);
-        c->ref_vals = malloc(vb);
+    /* Values buffers exist whenever the payload kind has values, even for
+     * n = 0: the canary sits behind an empty array then. */
+    int has_vals = pl_size(p) != 0;
+    if (has_vals) {
+        c->in_vals = malloc(vb + 1);
+        c->ref_vals = malloc(vb + 1);
         c->req.values = malloc(vb + SC_CANARY_BYTES);
     }
     int rc = -1;
     if (c->in_keys && c->ref_keys && c->req.keys && (!descending || scratch) &&
-        (!vb || (c->in_vals && c->ref_vals && c->req.values)))
+        (!has_vals || (c->in_vals && c->ref_vals && c->req.values)))
         rc = case_setup(c, t, p, descending, n, dist, seed, scratch);
     free(scratch);
     if (rc < 0)
