@@ -38,7 +38,9 @@ static int fill_addr(struct sockaddr_un *a, const char *path)
 /* 1: something accepts connections at path; 0: nobody does (stale file). */
 static int someone_listens(const struct sockaddr_un *a)
 {
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    /* Non-blocking: a listener with a full backlog answers EAGAIN instead
+     * of hanging our start-up; it still counts as alive. */
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)
         return 0;
     int r = connect(fd, (const struct sockaddr *)a, sizeof *a);
@@ -51,10 +53,19 @@ static int lookup_group(const char *name, gid_t *gid, gs_err *err)
 {
     char buf[16384];
     struct group g, *res = NULL;
-    if (getgrnam_r(name, &g, buf, sizeof buf, &res) != 0 || !res)
-        return gs_err_set(err, GS_EINVAL, "socket_group '%s': no such group", name);
-    *gid = res->gr_gid;
-    return 0;
+    if (getgrnam_r(name, &g, buf, sizeof buf, &res) == 0 && res) {
+        *gid = res->gr_gid;
+        return 0;
+    }
+    /* A number names the group by id, as chown(1) allows. */
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(name, &end, 10);
+    if (name[0] >= '0' && name[0] <= '9' && !*end && !errno && v < (gid_t)-1) {
+        *gid = (gid_t)v;
+        return 0;
+    }
+    return gs_err_set(err, GS_EINVAL, "socket_group '%s': no such group", name);
 }
 
 int gs_listen_open(gs_listen *l, const char *path, unsigned mode, const char *group,
@@ -79,17 +90,30 @@ int gs_listen_open(gs_listen *l, const char *path, unsigned mode, const char *gr
     if (!strcmp(path, "/run/gsortd/gsortd.sock") && (rc = gs_paths_mkdir_p("/run/gsortd", 0755, err)) < 0)
         return rc;
 
-    l->lock_fd = open(l->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (l->lock_fd < 0)
-        return sys_fail(err, "cannot open the lock file", l->lock_path);
-    if (flock(l->lock_fd, LOCK_EX | LOCK_NB) < 0) {
-        rc = errno == EWOULDBLOCK
-             ? gs_err_set(err, GS_EIO, "another gsortd is running on %s (it holds %s)",
-                          path, l->lock_path)
-             : sys_fail(err, "cannot lock", l->lock_path);
+    /* The holder unlinks the lock file when it stops; a lock taken on a file
+     * that was unlinked meanwhile guards nothing, so check and retry. */
+    for (int tries = 0;; tries++) {
+        l->lock_fd = open(l->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (l->lock_fd < 0)
+            return sys_fail(err, "cannot open the lock file", l->lock_path);
+        if (flock(l->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+            rc = errno == EWOULDBLOCK
+                 ? gs_err_set(err, GS_EIO, "another gsortd is running on %s (it holds %s)",
+                              path, l->lock_path)
+                 : sys_fail(err, "cannot lock", l->lock_path);
+            close(l->lock_fd);
+            l->lock_fd = -1;
+            return rc;
+        }
+        struct stat a1, a2;
+        if (fstat(l->lock_fd, &a1) == 0 && stat(l->lock_path, &a2) == 0 &&
+            a1.st_dev == a2.st_dev && a1.st_ino == a2.st_ino)
+            break;
         close(l->lock_fd);
         l->lock_fd = -1;
-        return rc;
+        if (tries == 10)
+            return gs_err_set(err, GS_EIO, "the lock file %s keeps changing; is another "
+                              "gsortd starting on %s?", l->lock_path, path);
     }
 
     struct stat sb;

@@ -1,0 +1,1022 @@
+/* gsort-netbench: the end-to-end benchmark of a running gsortd (issue 6).
+ * As a client on its socket it measures, for n = 2^min..2^max and for inline
+ * and memfd requests, the wall time per sort seen by the client (request
+ * sent to reply fully read; median and min of --reps after one warm-up) and
+ * the end-to-end Mkeys/s, beside the daemon's own account from the reply
+ * (queue, receive, upload, sort = kernels, download, total; medians) and the
+ * algorithm and device that served it; on a GPU it also times, with OpenCL
+ * directly, the pinned-memory PCIe round trip of the same bytes, the floor
+ * that no request can go below. Then it measures requests per second: many
+ * clients, each on its own connection, sending small inline sorts back to
+ * back (total requests/s, p50/p99 latency). Keys are random (seeded), fresh
+ * for every request, and every reply is verified (sorted, same keys by sum
+ * and xor, values still with their keys, indices pointing at their key); a
+ * wrong one stops the run with a non-zero exit.
+ *
+ * usage: gsort-netbench [--socket PATH] [--dtype u32] [--values none|u32|u64|idx32|idx64]
+ *          [--algorithm NAME] [--device N] [--min-log2 10] [--max-log2 24] [--reps 5]
+ *          [--mode inline|memfd|both] [--rps-clients 16] [--rps-n 1000] [--rps-seconds 5]
+ *          [--pcie-device INDEX|-1] [--seed S] [--csv] [--no-sweep] [--no-rps]
+ * tools/netbench-run BUILD_DIR [args] starts a throwaway daemon and runs it. */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gs_cl.h"
+#include "gs_client.h"
+#include "gs_clrun.h"
+#include "gs_conf.h"
+#include "gs_dev.h"
+#include "gs_err.h"
+#include "gs_keys.h"
+#include "gs_sort.h"
+
+#define MAX_LOG2_LIMIT 28   /* 2^28 u64 keys + values = 4 GiB: the daemon's default request cap */
+
+enum { MODE_INLINE = 1, MODE_MEMFD = 2 };
+
+typedef struct opts {
+    const char *socket;       /* NULL: the client's default */
+    char socket_shown[GS_CONF_SOCKET_MAX];
+    gs_dtype dtype;
+    gs_payload payload;
+    const char *algorithm;    /* NULL: the daemon's plan */
+    int device;               /* daemon device to force, -1: any */
+    int min_log2, max_log2, reps, modes;
+    int rps_clients, rps_seconds;
+    size_t rps_n;
+    int pcie_device;          /* -2: first GPU, -1: off */
+    uint64_t seed;
+    int csv, sweep, rps;
+} opts;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: gsort-netbench [options]\n"
+            "End-to-end benchmark of a running gsortd: latency per request through the\n"
+            "socket (inline and memfd) beside the daemon's own times and the PCIe round\n"
+            "trip, then requests/s from many clients. Every reply is verified.\n"
+            "  --socket PATH       the daemon's socket (default: gsortd's default socket)\n"
+            "  --dtype T           u32 i32 f32 u64 i64 f64 (default u32)\n"
+            "  --values P          none u32 u64 idx32 idx64 (default none)\n"
+            "  --algorithm NAME    force an algorithm (default: the daemon's plan)\n"
+            "  --device N          force the daemon's device N (default: any)\n"
+            "  --min-log2 A        smallest n = 2^A (default 10)\n"
+            "  --max-log2 B        largest n = 2^B (default 24, at most %d)\n"
+            "  --reps R            timed requests per point after one warm-up (default 5)\n"
+            "  --mode M            inline, memfd or both (default both)\n"
+            "  --pcie-device I     OpenCL device for the pinned PCIe round trip (default:\n"
+            "                      the first GPU; -1 or no GPU: skipped)\n"
+            "  --rps-clients C     concurrent connections for requests/s (default 16)\n"
+            "  --rps-n N           keys per requests/s request, inline (default 1000)\n"
+            "  --rps-seconds S     how long the requests/s run lasts (default 5)\n"
+            "  --seed S            random seed (default 12345)\n"
+            "  --csv               comma-separated rows (comments start with '#')\n"
+            "  --no-sweep          skip the size sweep\n"
+            "  --no-rps            skip the requests/s run\n"
+            "Start a throwaway daemon and run this against it:\n"
+            "  tools/netbench-run BUILD_DIR [options]\n"
+            "Exit status: 0 on success, 1 on an error or a wrong result, 2 on a usage error.\n",
+            MAX_LOG2_LIMIT);
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Median of v[0..n) (sorts v). */
+static double median(double *v, size_t n)
+{
+    if (!n)
+        return NAN;
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Nearest-rank percentile of an ascending array. */
+static double pctl(const double *v, size_t n, double p)
+{
+    if (!n)
+        return NAN;
+    size_t r = (size_t)ceil(p * (double)n);
+    return v[r ? r - 1 : 0];
+}
+
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+/* ---- keys: generation and verification ---- */
+
+/* What a request must come back with: the multiset of keys (sum and xor of
+ * their encoded form: NaN payloads are encoded away, so any NaN restored in
+ * any order still counts) and, for indices, the input. */
+typedef struct keysum {
+    uint64_t sum, xor;
+} keysum;
+
+static uint64_t key_enc(gs_dtype t, const void *keys, size_t i)
+{
+    if (gs_dtype_size(t) == 4)
+        return gs_key32_encode(t, 0, ((const uint32_t *)keys)[i]);
+    return gs_key64_encode(t, 0, ((const uint64_t *)keys)[i]);
+}
+
+/* A stored value is a hash of its key's encoding, so the check that values
+ * travelled with their keys is one comparison per element, stable sort or
+ * not (equal keys carry equal values). */
+static uint64_t val_of(uint64_t enc)
+{
+    uint64_t s = enc;
+    return splitmix(&s);
+}
+
+/* Random key bits (floats therefore include NaNs and infinities) and, for
+ * u32/u64 values, the values that go with them. */
+static void fill(gs_dtype t, gs_payload p, size_t n, void *keys, void *values, uint64_t seed,
+                 keysum *ks)
+{
+    uint64_t s = seed;
+    ks->sum = ks->xor = 0;
+    int w4 = gs_dtype_size(t) == 4;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t x = splitmix(&s);
+        if (w4)
+            ((uint32_t *)keys)[i] = (uint32_t)x;
+        else
+            ((uint64_t *)keys)[i] = x;
+        uint64_t e = key_enc(t, keys, i);
+        ks->sum += e;
+        ks->xor ^= e;
+        if (p == GS_PL_U32)
+            ((uint32_t *)values)[i] = (uint32_t)val_of(e);
+        else if (p == GS_PL_U64)
+            ((uint64_t *)values)[i] = val_of(e);
+    }
+}
+
+/* 1 if keys[0..n) is the input sorted ascending with its payload intact;
+ * `in_keys` (the input, only for idx payloads) may be NULL otherwise. */
+static int verify(gs_dtype t, gs_payload p, size_t n, const void *keys, const void *values,
+                  const void *in_keys, const keysum *want, char *why, size_t wl)
+{
+    uint64_t sum = 0, x = 0, prev = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t e = key_enc(t, keys, i);
+        if (i && e < prev) {
+            snprintf(why, wl, "keys out of order at %zu", i);
+            return 0;
+        }
+        prev = e;
+        sum += e;
+        x ^= e;
+        uint64_t v;
+        switch (p) {
+        case GS_PL_U32:
+            v = ((const uint32_t *)values)[i];
+            if (v != (uint32_t)val_of(e))
+                goto badval;
+            break;
+        case GS_PL_U64:
+            v = ((const uint64_t *)values)[i];
+            if (v != val_of(e))
+                goto badval;
+            break;
+        case GS_PL_IDX32:
+        case GS_PL_IDX64:
+            v = p == GS_PL_IDX32 ? ((const uint32_t *)values)[i] : ((const uint64_t *)values)[i];
+            if (v >= n || key_enc(t, in_keys, (size_t)v) != e) {
+                snprintf(why, wl, "index %zu -> %" PRIu64 " does not hold that key", i, v);
+                return 0;
+            }
+            break;
+        default:
+            break;
+        }
+        continue;
+    badval:
+        snprintf(why, wl, "value at %zu does not belong to its key", i);
+        return 0;
+    }
+    if (sum != want->sum || x != want->xor) {
+        snprintf(why, wl, "the keys are not a permutation of the input (checksum changed)");
+        return 0;
+    }
+    return 1;
+}
+
+/* ---- daemon ---- */
+
+static int connect_or_explain(gs_client **c, const opts *o)
+{
+    gs_err err;
+    gs_err_clear(&err);
+    if (gs_client_connect(c, o->socket, &err) == 0)
+        return 0;
+    fprintf(stderr,
+            "gsort-netbench: %s\n"
+            "  is gsortd running there? start one with: gsortd --socket %s --db DB\n"
+            "  or let tools/netbench-run BUILD_DIR [options] start a throwaway one\n",
+            err.msg, o->socket_shown);
+    return -1;
+}
+
+/* The self-describing header: what the daemon serves with, what is sent. */
+static int print_header(gs_client *c, const opts *o)
+{
+    gs_err err;
+    gs_err_clear(&err);
+    cJSON *info = NULL;
+    if (gs_client_call(c, "info", &info, &err) < 0) {
+        fprintf(stderr, "gsort-netbench: info request failed: %s\n", err.msg);
+        cJSON_Delete(info);
+        return -1;
+    }
+    char date[64], host[128] = "?";
+    time_t t = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S %Z", localtime(&t));
+    gethostname(host, sizeof host - 1);
+    printf("# gsort-netbench %s on %s, socket %s\n", date, host, o->socket_shown);
+    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(info, "version");
+    const cJSON *devs = cJSON_GetObjectItemCaseSensitive(info, "devices");
+    if (cJSON_IsString(ver))
+        printf("# daemon: gsortd %s\n", ver->valuestring);
+    if (cJSON_IsArray(devs)) {
+        int i = 0;
+        const cJSON *d;
+        if (!cJSON_GetArraySize(devs))
+            printf("# daemon devices: none (host sorts only)\n");
+        cJSON_ArrayForEach(d, devs) {
+            const cJSON *idx = cJSON_GetObjectItemCaseSensitive(d, "index");
+            const cJSON *name = cJSON_GetObjectItemCaseSensitive(d, "name");
+            const cJSON *type = cJSON_GetObjectItemCaseSensitive(d, "type");
+            const cJSON *plat = cJSON_GetObjectItemCaseSensitive(d, "platform");
+            const cJSON *tuned = cJSON_GetObjectItemCaseSensitive(d, "tuned");
+            printf("# daemon device %d: %s%s%s%s%s%s%s\n", cJSON_IsNumber(idx) ? idx->valueint : i,
+                   cJSON_IsString(name) ? name->valuestring : "?",
+                   cJSON_IsString(type) ? " (" : "", cJSON_IsString(type) ? type->valuestring : "",
+                   cJSON_IsString(type) ? ")" : "", cJSON_IsString(plat) ? ", " : "",
+                   cJSON_IsString(plat) ? plat->valuestring : "",
+                   !cJSON_IsBool(tuned) ? "" : cJSON_IsTrue(tuned) ? ", tuned" : ", not tuned");
+            i++;
+        }
+        const cJSON *host_o = cJSON_GetObjectItemCaseSensitive(info, "host");
+        const cJSON *ht = cJSON_GetObjectItemCaseSensitive(host_o, "threads");
+        if (cJSON_IsNumber(ht))
+            printf("# daemon host sort threads: %d\n", ht->valueint);
+    } else {
+        /* an info reply of another shape: show it rather than guess */
+        char *s = cJSON_PrintUnformatted(info);
+        printf("# daemon info: %.400s\n", s ? s : "?");
+        free(s);
+    }
+    printf("# keys: %s random (seed %" PRIu64 "), values: %s, algorithm: %s, daemon device: ",
+           gs_dtype_name(o->dtype), o->seed, gs_payload_name(o->payload),
+           o->algorithm ? o->algorithm : "daemon's plan");
+    if (o->device >= 0)
+        printf("%d\n", o->device);
+    else
+        printf("any\n");
+    if (o->sweep)
+        printf("# sweep: n = 2^%d..2^%d, %s, %d reps after 1 warm-up; e2e = client wall, send to "
+               "reply read; queue..total = daemon's reply (medians); kernel time = sort\n",
+               o->min_log2, o->max_log2,
+               o->modes == (MODE_INLINE | MODE_MEMFD) ? "inline and memfd"
+               : o->modes == MODE_INLINE            ? "inline"
+                                                    : "memfd",
+               o->reps);
+    if (o->rps)
+        printf("# rps: %d clients, %zu keys each, inline, %d s\n", o->rps_clients, o->rps_n,
+               o->rps_seconds);
+    cJSON_Delete(info);
+    fflush(stdout);
+    return 0;
+}
+
+/* ---- PCIe round trip ---- */
+
+typedef struct pcie {
+    gs_dev *devs;
+    size_t ndev;
+    gs_dev *dev;              /* NULL: skipped */
+} pcie;
+
+typedef struct pcie_res {
+    int ok;
+    double wall_ms, h2d_ms, d2h_ms;   /* medians; h2d/d2h from profiling, 0 if unavailable */
+    char note[128];
+} pcie_res;
+
+/* Picks and opens the device, or says why the round trip is skipped. */
+static int pcie_open(pcie *pc, const opts *o)
+{
+    memset(pc, 0, sizeof *pc);
+    if (o->pcie_device == -1) {
+        printf("# pcie: skipped (--pcie-device -1)\n");
+        return 0;
+    }
+    gs_err err;
+    gs_err_clear(&err);
+    if (gs_dev_probe(&pc->devs, &pc->ndev, &err) < 0) {
+        fprintf(stderr, "gsort-netbench: probing OpenCL devices for the PCIe test: %s\n", err.msg);
+        return -1;
+    }
+    int idx = o->pcie_device;
+    if (idx < 0) {
+        for (size_t i = 0; i < pc->ndev && idx < 0; i++)
+            if (pc->devs[i].info.type & CL_DEVICE_TYPE_GPU)
+                idx = (int)i;
+        if (idx < 0) {
+            /* PoCL and other CPU devices share host memory: no bus to cross */
+            printf("# pcie: skipped (no GPU device here; a CPU device has no PCIe transfer)\n");
+            return 0;
+        }
+    } else if ((size_t)idx >= pc->ndev) {
+        fprintf(stderr, "gsort-netbench: --pcie-device %d: no such device (%zu found)\n", idx,
+                pc->ndev);
+        return -1;
+    }
+    pc->dev = &pc->devs[idx];
+    if (gs_dev_open(pc->dev, &err) < 0) {
+        fprintf(stderr, "gsort-netbench: opening device %d for the PCIe test: %s\n", idx, err.msg);
+        return -1;
+    }
+    printf("# pcie: device %d %s, pinned host buffers (CL_MEM_ALLOC_HOST_PTR, mapped), "
+           "write of the request's bytes + read of the reply's, median of reps\n",
+           idx, pc->dev->info.name);
+    return 0;
+}
+
+static void pcie_close(pcie *pc)
+{
+    if (pc->devs)
+        gs_dev_free_list(pc->devs, pc->ndev);
+    memset(pc, 0, sizeof *pc);
+}
+
+/* Host->device of what a request carries in (keys, u32/u64 values), then
+ * device->host of what its reply carries out (keys and any values), each
+ * array its own buffer as the daemon has them. */
+static int pcie_measure(pcie *pc, const opts *o, size_t n, pcie_res *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!pc->dev)
+        return 0;
+    gs_dev *d = pc->dev;
+    size_t ks = gs_dtype_size(o->dtype), vs = gs_payload_size(o->payload);
+    size_t bytes[2] = { n * ks, n * vs };
+    int up[2] = { 1, o->payload == GS_PL_U32 || o->payload == GS_PL_U64 };
+    int narr = vs ? 2 : 1;
+    cl_mem host[2] = { 0 }, dbuf[2] = { 0 };
+    void *hp[2] = { 0 };
+    double *tw = calloc((size_t)o->reps, sizeof *tw), *th = calloc((size_t)o->reps, sizeof *th),
+           *td = calloc((size_t)o->reps, sizeof *td);
+    int rc = -1;
+    cl_int st = CL_SUCCESS;
+    const char *call = "";
+    if (!tw || !th || !td) {
+        snprintf(out->note, sizeof out->note, "out of memory");
+        goto done;
+    }
+    for (int a = 0; a < narr; a++)
+        if (bytes[a] > d->info.max_alloc) {
+            snprintf(out->note, sizeof out->note, "%zu bytes > device max alloc", bytes[a]);
+            rc = 0;
+            goto done;
+        }
+    for (int a = 0; a < narr; a++) {
+        call = "clCreateBuffer(CL_MEM_ALLOC_HOST_PTR)";
+        host[a] = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes[a], NULL,
+                                 &st);
+        if (st != CL_SUCCESS)
+            goto clfail;
+        call = "clCreateBuffer";
+        dbuf[a] = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, bytes[a], NULL, &st);
+        if (st != CL_SUCCESS)
+            goto clfail;
+        call = "clEnqueueMapBuffer";
+        hp[a] = clEnqueueMapBuffer(d->queue, host[a], CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
+                                   bytes[a], 0, NULL, NULL, &st);
+        if (st != CL_SUCCESS)
+            goto clfail;
+        memset(hp[a], 0x5a, bytes[a]);   /* touch every page before timing */
+    }
+    for (int r = -1; r < o->reps; r++) {   /* r = -1: warm-up */
+        cl_event ev[4];
+        int nev = 0, nup = 0;
+        double t0 = now_ms();
+        for (int a = 0; a < narr; a++)
+            if (up[a]) {
+                call = "clEnqueueWriteBuffer";
+                st = clEnqueueWriteBuffer(d->queue, dbuf[a], CL_FALSE, 0, bytes[a], hp[a], 0, NULL,
+                                          &ev[nev]);
+                if (st != CL_SUCCESS)
+                    goto evfail;
+                nev++;
+                nup++;
+            }
+        for (int a = 0; a < narr; a++) {
+            call = "clEnqueueReadBuffer";
+            st = clEnqueueReadBuffer(d->queue, dbuf[a], CL_FALSE, 0, bytes[a], hp[a], 0, NULL,
+                                     &ev[nev]);
+            if (st != CL_SUCCESS)
+                goto evfail;
+            nev++;
+        }
+        call = "clFinish";
+        st = clFinish(d->queue);
+        double t1 = now_ms();
+        if (r >= 0 && st == CL_SUCCESS) {
+            tw[r] = t1 - t0;
+            th[r] = td[r] = 0;
+            for (int e = 0; e < nev; e++)
+                (e < nup ? th : td)[r] += gs_clrun_event_ms(ev[e]);
+        }
+    evfail:
+        for (int e = 0; e < nev; e++)
+            clReleaseEvent(ev[e]);
+        if (st != CL_SUCCESS)
+            goto clfail;
+    }
+    out->ok = 1;
+    out->wall_ms = median(tw, (size_t)o->reps);
+    out->h2d_ms = median(th, (size_t)o->reps);
+    out->d2h_ms = median(td, (size_t)o->reps);
+    rc = 0;
+    goto done;
+clfail:
+    fprintf(stderr, "gsort-netbench: PCIe test n=%zu: %s: %s (%d)\n", n, call, gs_cl_errname(st),
+            (int)st);
+    if (gs_cl_is_exhaustion(st)) {
+        /* the GPU is shared with the daemon: note it, keep benchmarking */
+        snprintf(out->note, sizeof out->note, "%s", gs_cl_errname(st));
+        rc = 0;
+    }
+done:
+    for (int a = 0; a < 2; a++) {
+        if (hp[a])
+            clEnqueueUnmapMemObject(d->queue, host[a], hp[a], 0, NULL, NULL);
+    }
+    clFinish(d->queue);
+    for (int a = 0; a < 2; a++) {
+        if (host[a])
+            clReleaseMemObject(host[a]);
+        if (dbuf[a])
+            clReleaseMemObject(dbuf[a]);
+    }
+    free(tw);
+    free(th);
+    free(td);
+    return rc;
+}
+
+/* ---- sweep ---- */
+
+typedef struct srow {
+    size_t n;
+    const char *mode;
+    double e2e_med, e2e_min, mkeys;
+    double queue, recv, upload, sort, download, total;
+    const pcie_res *pcie;
+    char algo[32], device[256], plan[32];
+    const char *note;
+} srow;
+
+static void sweep_header(int csv)
+{
+    if (csv)
+        printf("kind,n,mode,e2e_ms,e2e_min_ms,e2e_mkeys_per_s,queue_ms,receive_ms,upload_ms,"
+               "sort_ms,download_ms,total_ms,pcie_ms,pcie_h2d_ms,pcie_d2h_ms,algorithm,device,"
+               "plan,note\n");
+    else
+        printf("%11s %-6s %9s %9s %8s | %7s %7s %7s %8s %7s %8s | %8s | %-9s %-8s %s\n", "n",
+               "mode", "e2e_ms", "min_ms", "Mkeys/s", "queue", "recv", "upload", "sort", "dnload",
+               "total", "pcie_ms", "algorithm", "plan", "device");
+    fflush(stdout);
+}
+
+static void sweep_print(const srow *r, int csv)
+{
+    char pc[32] = "-", ph[32] = "", pd[32] = "";
+    if (r->pcie && r->pcie->ok) {
+        snprintf(pc, sizeof pc, "%.3f", r->pcie->wall_ms);
+        snprintf(ph, sizeof ph, "%.3f", r->pcie->h2d_ms);
+        snprintf(pd, sizeof pd, "%.3f", r->pcie->d2h_ms);
+    } else if (csv) {
+        pc[0] = '\0';
+    }
+    if (csv)
+        printf("sweep,%zu,%s,%.4f,%.4f,%.3f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%s,%s,%s,%s,\"%s\",%s,%s\n",
+               r->n, r->mode, r->e2e_med, r->e2e_min, r->mkeys, r->queue, r->recv, r->upload,
+               r->sort, r->download, r->total, pc, ph, pd, r->algo, r->device, r->plan,
+               r->note ? r->note : "ok");
+    else
+        printf("%11zu %-6s %9.3f %9.3f %8.2f | %7.3f %7.3f %7.3f %8.3f %7.3f %8.3f | %8s | %-9s "
+               "%-8s %s%s%s\n",
+               r->n, r->mode, r->e2e_med, r->e2e_min, r->mkeys, r->queue, r->recv, r->upload,
+               r->sort, r->download, r->total, pc, r->algo, r->plan, r->device,
+               r->note ? "  " : "", r->note ? r->note : "");
+    fflush(stdout);
+}
+
+/* One point: warm-up + reps of n keys in one mode. Returns 0, 1 when the
+ * daemon refuses the size (GS_ETOOBIG: later sizes are skipped), -1 on a
+ * failure or a wrong result. */
+static int sweep_point(gs_client *c, const opts *o, int mode, size_t n, const pcie_res *pr)
+{
+    size_t ks = gs_dtype_size(o->dtype), vs = gs_payload_size(o->payload);
+    int idx = o->payload == GS_PL_IDX32 || o->payload == GS_PL_IDX64;
+    gs_client_shm shm = { .fd = -1 };
+    void *keys = NULL, *vals = NULL, *in_keys = NULL;
+    size_t nr = (size_t)o->reps;
+    double *t[7];
+    int rc = -1;
+    gs_err err;
+    gs_err_clear(&err);
+    for (int i = 0; i < 7; i++)
+        t[i] = calloc(nr, sizeof(double));
+    for (int i = 0; i < 7; i++)
+        if (!t[i])
+            goto oom;
+    if (mode == MODE_MEMFD) {
+        if (gs_client_shm_alloc(&shm, n * (ks + vs), &err) < 0) {
+            fprintf(stderr, "gsort-netbench: n=%zu: memfd of %zu bytes: %s\n", n, n * (ks + vs),
+                    err.msg);
+            shm.fd = -1;
+            goto out;
+        }
+        keys = shm.ptr;
+        vals = vs ? (char *)shm.ptr + n * ks : NULL;
+    } else {
+        keys = malloc(n * ks);
+        vals = vs ? malloc(n * vs) : NULL;
+        if (!keys || (vs && !vals))
+            goto oom;
+    }
+    if (idx && !(in_keys = malloc(n * ks)))
+        goto oom;
+
+    gs_client_sort s = { .dtype = o->dtype, .payload = o->payload, .n = n, .keys = keys,
+                         .values = vals, .algorithm = o->algorithm, .device = o->device,
+                         .shm = mode == MODE_MEMFD ? &shm : NULL };
+    gs_client_result res;
+    const char *mname = mode == MODE_MEMFD ? "memfd" : "inline";
+    for (int r = -1; r < o->reps; r++) {
+        keysum want;
+        fill(o->dtype, o->payload, n, keys, vals,
+             o->seed ^ ((uint64_t)n * 0x100000001b3u) ^ (uint64_t)(r + 2) << 56, &want);
+        if (idx)
+            memcpy(in_keys, keys, n * ks);
+        memset(&res, 0, sizeof res);
+        gs_err_clear(&err);
+        double t0 = now_ms();
+        int e = gs_client_sort_run(c, &s, &res, &err);
+        double t1 = now_ms();
+        if (e == GS_ETOOBIG) {
+            srow row = { .n = n, .mode = mname, .note = "refused as too big" };
+            fprintf(stderr, "gsort-netbench: n=%zu %s: %s; stopping this mode here\n", n, mname,
+                    err.msg);
+            snprintf(row.algo, sizeof row.algo, "-");
+            snprintf(row.plan, sizeof row.plan, "-");
+            snprintf(row.device, sizeof row.device, "-");
+            sweep_print(&row, o->csv);
+            rc = 1;
+            goto out;
+        }
+        if (e < 0) {
+            fprintf(stderr, "gsort-netbench: n=%zu %s: sort request failed: %s\n", n, mname,
+                    err.msg);
+            goto out;
+        }
+        char why[256];
+        if (!verify(o->dtype, o->payload, n, keys, vals, in_keys, &want, why, sizeof why)) {
+            fprintf(stderr,
+                    "gsort-netbench: WRONG RESULT: n=%zu %s %s/%s, served by %s on %s (%s): %s\n",
+                    n, mname, gs_dtype_name(o->dtype), gs_payload_name(o->payload), res.algorithm,
+                    res.device >= 0 ? res.device_name : "host", res.params, why);
+            goto out;
+        }
+        if (r >= 0) {
+            t[0][r] = t1 - t0;
+            t[1][r] = res.queue_ms;
+            t[2][r] = res.receive_ms;
+            t[3][r] = res.upload_ms;
+            t[4][r] = res.sort_ms;
+            t[5][r] = res.download_ms;
+            t[6][r] = res.total_ms;
+        }
+    }
+    srow row = { .n = n, .mode = mname, .pcie = pr };
+    row.e2e_med = median(t[0], nr);
+    row.e2e_min = t[0][0];   /* median() sorted it */
+    row.mkeys = row.e2e_med > 0 ? (double)n / (row.e2e_med * 1e3) : 0;
+    row.queue = median(t[1], nr);
+    row.recv = median(t[2], nr);
+    row.upload = median(t[3], nr);
+    row.sort = median(t[4], nr);
+    row.download = median(t[5], nr);
+    row.total = median(t[6], nr);
+    snprintf(row.algo, sizeof row.algo, "%s", res.algorithm[0] ? res.algorithm : "?");
+    snprintf(row.plan, sizeof row.plan, "%s", res.plan[0] ? res.plan : "-");
+    snprintf(row.device, sizeof row.device, "%s", res.device >= 0 ? res.device_name : "host");
+    if (res.fallback[0])
+        row.note = res.fallback;
+    sweep_print(&row, o->csv);
+    rc = 0;
+    goto out;
+oom:
+    fprintf(stderr, "gsort-netbench: n=%zu: host out of memory\n", n);
+out:
+    for (int i = 0; i < 7; i++)
+        free(t[i]);
+    free(in_keys);
+    if (mode == MODE_MEMFD) {
+        if (shm.fd >= 0)
+            gs_client_shm_free(&shm);
+    } else {
+        free(keys);
+        free(vals);
+    }
+    return rc;
+}
+
+static int run_sweep(const opts *o)
+{
+    gs_client *c = NULL;
+    pcie pc;
+    if (connect_or_explain(&c, o) < 0)
+        return -1;
+    if (pcie_open(&pc, o) < 0) {
+        gs_client_close(c);
+        return -1;
+    }
+    sweep_header(o->csv);
+    int rc = 0, stopped = 0;
+    for (int lg = o->min_log2; lg <= o->max_log2 && rc == 0; lg++) {
+        size_t n = (size_t)1 << lg;
+        pcie_res pr;
+        if (pcie_measure(&pc, o, n, &pr) < 0) {
+            rc = -1;
+            break;
+        }
+        for (int m = MODE_INLINE; m <= MODE_MEMFD && rc == 0; m <<= 1) {
+            if (!(o->modes & m) || (stopped & m))
+                continue;
+            int e = sweep_point(c, o, m, n, pc.dev ? &pr : NULL);
+            if (e < 0)
+                rc = -1;
+            else if (e > 0)
+                stopped |= m;
+        }
+        if ((stopped & o->modes) == o->modes)
+            break;
+    }
+    pcie_close(&pc);
+    gs_client_close(c);
+    return rc;
+}
+
+/* ---- requests per second ---- */
+
+typedef struct rps_thread {
+    const opts *o;
+    pthread_t tid;
+    gs_client *c;
+    int id;
+    double *lat, *srv;        /* client latency, daemon total per request */
+    size_t count, cap;
+    double end_ms;
+    int failed;
+} rps_thread;
+
+static atomic_int rps_stop;
+static double rps_t0;
+/* Every client starts at once, when main has started them all. */
+static pthread_mutex_t rps_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t rps_cond = PTHREAD_COND_INITIALIZER;
+static int rps_go;
+
+static void *rps_main(void *arg)
+{
+    rps_thread *th = arg;
+    const opts *o = th->o;
+    size_t n = o->rps_n, ks = gs_dtype_size(o->dtype), vs = gs_payload_size(o->payload);
+    int idx = o->payload == GS_PL_IDX32 || o->payload == GS_PL_IDX64;
+    void *keys = malloc(n * ks + 8), *vals = vs ? malloc(n * vs + 8) : NULL;
+    void *in_keys = idx ? malloc(n * ks + 8) : NULL;
+    uint64_t seed = o->seed ^ (UINT64_C(0x5851f42d4c957f2d) * (uint64_t)(th->id + 1));
+    gs_err err;
+    pthread_mutex_lock(&rps_lock);
+    while (!rps_go)
+        pthread_cond_wait(&rps_cond, &rps_lock);
+    pthread_mutex_unlock(&rps_lock);
+    if (!keys || (vs && !vals) || (idx && !in_keys)) {
+        fprintf(stderr, "gsort-netbench: rps client %d: out of memory\n", th->id);
+        th->failed = 1;
+        goto out;
+    }
+    double deadline = rps_t0 + o->rps_seconds * 1e3;
+    gs_client_sort s = { .dtype = o->dtype, .payload = o->payload, .n = n, .keys = keys,
+                         .values = vals, .algorithm = o->algorithm, .device = o->device };
+    while (!atomic_load(&rps_stop) && now_ms() < deadline) {
+        keysum want;
+        fill(o->dtype, o->payload, n, keys, vals, splitmix(&seed), &want);
+        if (idx)
+            memcpy(in_keys, keys, n * ks);
+        gs_client_result res;
+        gs_err_clear(&err);
+        double t0 = now_ms();
+        int e = gs_client_sort_run(th->c, &s, &res, &err);
+        double t1 = now_ms();
+        char why[256];
+        if (e < 0) {
+            fprintf(stderr, "gsort-netbench: rps client %d: request failed: %s\n", th->id,
+                    err.msg);
+            th->failed = 1;
+            break;
+        }
+        if (!verify(o->dtype, o->payload, n, keys, vals, in_keys, &want, why, sizeof why)) {
+            fprintf(stderr, "gsort-netbench: rps client %d: WRONG RESULT from %s on %s: %s\n",
+                    th->id, res.algorithm, res.device >= 0 ? res.device_name : "host", why);
+            th->failed = 1;
+            break;
+        }
+        if (th->count == th->cap) {
+            size_t nc = th->cap ? th->cap * 2 : 4096;
+            double *a = realloc(th->lat, nc * sizeof *a);
+            if (a)
+                th->lat = a;
+            double *b = a ? realloc(th->srv, nc * sizeof *b) : NULL;
+            if (b)
+                th->srv = b;
+            if (!a || !b) {
+                fprintf(stderr, "gsort-netbench: rps client %d: out of memory\n", th->id);
+                th->failed = 1;
+                break;
+            }
+            th->cap = nc;
+        }
+        th->lat[th->count] = t1 - t0;
+        th->srv[th->count] = res.total_ms;
+        th->count++;
+    }
+out:
+    if (th->failed)
+        atomic_store(&rps_stop, 1);   /* one wrong or failed reply ends the run */
+    th->end_ms = now_ms();
+    free(keys);
+    free(vals);
+    free(in_keys);
+    return NULL;
+}
+
+static int run_rps(const opts *o)
+{
+    int nt = o->rps_clients, rc = -1, started = 0;
+    rps_thread *th = calloc((size_t)nt, sizeof *th);
+    double *all = NULL, *srv = NULL;
+    if (!th) {
+        fprintf(stderr, "gsort-netbench: out of memory\n");
+        return -1;
+    }
+    for (int i = 0; i < nt; i++)
+        if (connect_or_explain(&th[i].c, o) < 0)
+            goto out;
+    atomic_store(&rps_stop, 0);
+    rps_go = 0;
+    for (int i = 0; i < nt; i++) {
+        th[i].o = o;
+        th[i].id = i;
+        if (pthread_create(&th[i].tid, NULL, rps_main, &th[i]) != 0) {
+            fprintf(stderr, "gsort-netbench: cannot start client thread %d\n", i);
+            atomic_store(&rps_stop, 1);   /* the started ones leave at once */
+            break;
+        }
+        started++;
+    }
+    pthread_mutex_lock(&rps_lock);
+    rps_t0 = now_ms();
+    rps_go = 1;
+    pthread_cond_broadcast(&rps_cond);
+    pthread_mutex_unlock(&rps_lock);
+    size_t total = 0;
+    double end = rps_t0;
+    int failed = 0;
+    for (int i = 0; i < started; i++) {
+        pthread_join(th[i].tid, NULL);
+        total += th[i].count;
+        failed |= th[i].failed;
+        if (th[i].end_ms > end)
+            end = th[i].end_ms;
+    }
+    if (failed || started < nt)
+        goto out;
+    all = malloc((total ? total : 1) * sizeof *all);
+    srv = malloc((total ? total : 1) * sizeof *srv);
+    if (!all || !srv) {
+        fprintf(stderr, "gsort-netbench: out of memory\n");
+        goto out;
+    }
+    size_t k = 0;
+    for (int i = 0; i < nt; i++) {
+        memcpy(all + k, th[i].lat, th[i].count * sizeof *all);
+        memcpy(srv + k, th[i].srv, th[i].count * sizeof *srv);
+        k += th[i].count;
+    }
+    qsort(all, total, sizeof *all, cmp_double);
+    qsort(srv, total, sizeof *srv, cmp_double);
+    double secs = (end - rps_t0) / 1e3;
+    double rps = secs > 0 ? (double)total / secs : 0;
+    if (o->csv) {
+        printf("kind,clients,n,seconds,requests,requests_per_s,p50_ms,p99_ms,max_ms,"
+               "daemon_total_p50_ms,daemon_total_p99_ms\n");
+        printf("rps,%d,%zu,%.3f,%zu,%.1f,%.4f,%.4f,%.4f,%.4f,%.4f\n", nt, o->rps_n, secs, total,
+               rps, pctl(all, total, .5), pctl(all, total, .99), total ? all[total - 1] : NAN,
+               pctl(srv, total, .5), pctl(srv, total, .99));
+    } else {
+        printf("%7s %7s %7s %9s %11s %9s %9s %9s | %14s %14s\n", "clients", "n", "secs",
+               "requests", "requests/s", "p50_ms", "p99_ms", "max_ms", "daemon_p50_ms",
+               "daemon_p99_ms");
+        printf("%7d %7zu %7.2f %9zu %11.1f %9.3f %9.3f %9.3f | %14.3f %14.3f\n", nt, o->rps_n, secs,
+               total, rps, pctl(all, total, .5), pctl(all, total, .99),
+               total ? all[total - 1] : NAN, pctl(srv, total, .5), pctl(srv, total, .99));
+    }
+    fflush(stdout);
+    rc = total ? 0 : -1;
+    if (!total)
+        fprintf(stderr, "gsort-netbench: no request completed in the requests/s run\n");
+out:
+    for (int i = 0; i < nt; i++) {
+        if (th[i].c)
+            gs_client_close(th[i].c);
+        free(th[i].lat);
+        free(th[i].srv);
+    }
+    free(th);
+    free(all);
+    free(srv);
+    return rc;
+}
+
+/* ---- command line ---- */
+
+static int parse_int(const char *opt, const char *v, long lo, long hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno || end == v || *end || x < lo || x > hi) {
+        fprintf(stderr, "gsort-netbench: %s: '%s' is not an integer in %ld..%ld\n", opt, v, lo, hi);
+        return -1;
+    }
+    *out = (int)x;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    opts o = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .device = -1, .min_log2 = 10,
+               .max_log2 = 24, .reps = 5, .modes = MODE_INLINE | MODE_MEMFD, .rps_clients = 16,
+               .rps_seconds = 5, .rps_n = 1000, .pcie_device = -2, .seed = 12345, .sweep = 1,
+               .rps = 1 };
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int x;
+#define NEEDV()                                                                   \
+    do {                                                                          \
+        if (!v) {                                                                 \
+            fprintf(stderr, "gsort-netbench: %s needs a value (see --help)\n", a); \
+            return 2;                                                             \
+        }                                                                         \
+        i++;                                                                      \
+    } while (0)
+#define INTV(lo, hi, dst)                         \
+    do {                                          \
+        NEEDV();                                  \
+        if (parse_int(a, v, (lo), (hi), &x) < 0)  \
+            return 2;                             \
+        (dst) = x;                                \
+    } while (0)
+        if (!strcmp(a, "--socket")) { NEEDV(); o.socket = v; }
+        else if (!strcmp(a, "--dtype")) {
+            NEEDV();
+            if (gs_dtype_parse(v, &o.dtype)) {
+                fprintf(stderr, "gsort-netbench: unknown --dtype '%s' (u32 i32 f32 u64 i64 f64)\n", v);
+                return 2;
+            }
+        }
+        else if (!strcmp(a, "--values")) {
+            NEEDV();
+            if (gs_payload_parse(v, &o.payload)) {
+                fprintf(stderr, "gsort-netbench: unknown --values '%s' (none u32 u64 idx32 idx64)\n", v);
+                return 2;
+            }
+        }
+        else if (!strcmp(a, "--algorithm")) { NEEDV(); o.algorithm = v; }
+        else if (!strcmp(a, "--device")) INTV(-1, 1023, o.device);
+        else if (!strcmp(a, "--min-log2")) INTV(0, MAX_LOG2_LIMIT, o.min_log2);
+        else if (!strcmp(a, "--max-log2")) {
+            NEEDV();
+            if (parse_int(a, v, 0, 1000, &x) < 0)
+                return 2;
+            if (x > MAX_LOG2_LIMIT) {
+                fprintf(stderr, "gsort-netbench: --max-log2 %d: at most %d (2^%d u64 keys and "
+                        "values are 4 GiB, the daemon's default request limit)\n",
+                        x, MAX_LOG2_LIMIT, MAX_LOG2_LIMIT);
+                return 2;
+            }
+            o.max_log2 = x;
+        }
+        else if (!strcmp(a, "--reps")) INTV(1, 100000, o.reps);
+        else if (!strcmp(a, "--mode")) {
+            NEEDV();
+            if (!strcmp(v, "inline")) o.modes = MODE_INLINE;
+            else if (!strcmp(v, "memfd")) o.modes = MODE_MEMFD;
+            else if (!strcmp(v, "both")) o.modes = MODE_INLINE | MODE_MEMFD;
+            else {
+                fprintf(stderr, "gsort-netbench: unknown --mode '%s' (inline, memfd, both)\n", v);
+                return 2;
+            }
+        }
+        else if (!strcmp(a, "--rps-clients")) INTV(1, 4096, o.rps_clients);
+        else if (!strcmp(a, "--rps-n")) {
+            int nn;
+            INTV(1, 1 << 24, nn);
+            o.rps_n = (size_t)nn;
+        }
+        else if (!strcmp(a, "--rps-seconds")) INTV(1, 86400, o.rps_seconds);
+        else if (!strcmp(a, "--pcie-device")) INTV(-1, 1023, o.pcie_device);
+        else if (!strcmp(a, "--seed")) { NEEDV(); o.seed = strtoull(v, NULL, 0); }
+        else if (!strcmp(a, "--csv")) o.csv = 1;
+        else if (!strcmp(a, "--no-sweep")) o.sweep = 0;
+        else if (!strcmp(a, "--no-rps")) o.rps = 0;
+        else if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
+        else {
+            fprintf(stderr, "gsort-netbench: unknown option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+#undef INTV
+#undef NEEDV
+    }
+    if (o.min_log2 > o.max_log2) {
+        fprintf(stderr, "gsort-netbench: --min-log2 %d > --max-log2 %d\n", o.min_log2, o.max_log2);
+        return 2;
+    }
+    if (o.socket) {
+        if (strlen(o.socket) >= sizeof o.socket_shown) {
+            fprintf(stderr, "gsort-netbench: --socket: path too long\n");
+            return 2;
+        }
+        snprintf(o.socket_shown, sizeof o.socket_shown, "%s", o.socket);
+    } else {
+        gs_err err;
+        gs_err_clear(&err);
+        if (gs_conf_default_socket(o.socket_shown, sizeof o.socket_shown, &err) < 0) {
+            fprintf(stderr, "gsort-netbench: no default socket (%s): give --socket PATH\n", err.msg);
+            return 2;
+        }
+    }
+    /* a daemon that goes away mid-request must be an error message, not a silent death */
+    signal(SIGPIPE, SIG_IGN);
+
+    gs_client *c = NULL;
+    if (connect_or_explain(&c, &o) < 0)
+        return 1;
+    int rc = print_header(c, &o);
+    gs_client_close(c);
+    if (rc == 0 && o.sweep)
+        rc = run_sweep(&o);
+    if (rc == 0 && o.rps)
+        rc = run_rps(&o);
+    if (rc < 0) {
+        fprintf(stderr, "gsort-netbench: FAILED (see above)\n");
+        return 1;
+    }
+    return 0;
+}
