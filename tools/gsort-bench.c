@@ -9,6 +9,7 @@
  * over the whole key range, so no radix pass is trivially skipped) or
  * 16-distinct inputs. */
 #include "config.h"
+#include "benchutil.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -46,33 +47,6 @@ static void usage(FILE *f)
             "  --seed S          random seed\n"
             "  --dist D          random (default), sorted, reversed, few16\n"
             "  --verbose         debug log (per-stage kernel times of the radix sort)\n");
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return z ^ (z >> 31);
 }
 
 static uint64_t ld(size_t w, const void *a, size_t i)
@@ -350,10 +324,10 @@ int main(int argc, char **argv)
         uint64_t s = seed ^ (uint64_t)n;
         uint64_t few[16];
         for (int j = 0; j < 16; j++)
-            few[j] = splitmix(&s);
+            few[j] = bu_splitmix(&s);
         uint64_t stride = (ks == 4 ? UINT32_MAX : UINT64_MAX) / (n ? n : 1);
         for (size_t i = 0; i < n; i++) {
-            uint64_t x = splitmix(&s);
+            uint64_t x = bu_splitmix(&s);
             if (dist == 1)
                 x = (uint64_t)i * stride;
             else if (dist == 2)
@@ -382,9 +356,9 @@ int main(int argc, char **argv)
                     memcpy(v, in_v ? in_v : v, n * vs);
                 gs_sort_stats st;
                 gs_err_clear(&err);
-                double t0 = now_ms();
+                double t0 = bu_now_ms();
                 int rc = gs_sort_run(algo, &ctx, &req, &sets[si], &st, &err);
-                double t1 = now_ms();
+                double t1 = bu_now_ms();
                 if (rc < 0) {
                     fprintf(stderr, "FAILED: %s %s n=%zu: %s\n", algo->name, setstr[si], n, err.msg);
                     note = "ERROR";
@@ -410,8 +384,8 @@ int main(int argc, char **argv)
             if (failed) {
                 bad = 1;
             } else {
-                rw.kernel_ms = median(tk, reps);
-                rw.wall_ms = median(tw, reps);
+                rw.kernel_ms = bu_median(tk, (size_t)reps);
+                rw.wall_ms = bu_median(tw, (size_t)reps);
                 rw.gkeys = rw.kernel_ms > 0 ? (double)n / (rw.kernel_ms * 1e6) : 0;
             }
             print_row(&rw, csv);
@@ -421,11 +395,11 @@ int main(int argc, char **argv)
             q_desc = desc;
             for (int r = 0; r < reps; r++) {
                 memcpy(k, in_k, n * ks);
-                double t0 = now_ms();
+                double t0 = bu_now_ms();
                 qsort(k, n, ks, cmp_key);
-                tw[r] = now_ms() - t0;
+                tw[r] = bu_now_ms() - t0;
             }
-            double m = median(tw, reps);
+            double m = bu_median(tw, (size_t)reps);
             row rw = { "host", "qsort", "-", gs_dtype_name(dtype), "none", n, m, m,
                        m > 0 ? (double)n / (m * 1e6) : 0, "keys only" };
             print_row(&rw, csv);

@@ -10,6 +10,7 @@
  * printed in milliseconds. Run with POCL_KERNEL_CACHE=0 so PoCL's own
  * cache does not turn "cold" builds warm. */
 #include "config.h"
+#include "benchutil.h"
 #include "gs_dev.h"
 #include "gs_log.h"
 #include "gs_prog.h"
@@ -66,22 +67,9 @@ static void usage(FILE *out)
         MAX_REPS);
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static void report(const char *what, double *v, int n)
 {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    qsort(v, (size_t)n, sizeof *v, bu_cmp_double);
     double med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
     printf("  %-40s median %9.2f ms   (min %.2f, max %.2f, n=%d)\n", what, med, v[0], v[n - 1], n);
 }
@@ -132,7 +120,7 @@ static long long entry_bytes(const char *dir)
 static double launch_probe(gs_dev *dev, cl_program prog, cl_mem buf, gs_err *err)
 {
     cl_int rc;
-    double t0 = now_ms();
+    double t0 = bu_now_ms();
     cl_kernel k = clCreateKernel(prog, "gs_cb_probe", &rc);
     if (rc != CL_SUCCESS) {
         gs_cl_fail(err, "clCreateKernel", rc, "gs_cb_probe");
@@ -153,7 +141,7 @@ static double launch_probe(gs_dev *dev, cl_program prog, cl_mem buf, gs_err *err
         return -1;
     }
     clReleaseKernel(k);
-    return now_ms() - t0;
+    return bu_now_ms() - t0;
 }
 
 /* Run this program again as "--child-load DIR" for device `devi` and read

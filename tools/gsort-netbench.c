@@ -19,6 +19,7 @@
  *          [--pcie-device INDEX|-1] [--seed S] [--csv] [--no-sweep] [--no-rps]
  * tools/netbench-run BUILD_DIR [args] starts a throwaway daemon and runs it. */
 #include "config.h"
+#include "benchutil.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -91,28 +92,6 @@ static void usage(FILE *f)
             MAX_LOG2_LIMIT);
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Median of v[0..n) (sorts v). */
-static double median(double *v, size_t n)
-{
-    if (!n)
-        return NAN;
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* Nearest-rank percentile of an ascending array. */
 static double pctl(const double *v, size_t n, double p)
 {
@@ -120,14 +99,6 @@ static double pctl(const double *v, size_t n, double p)
         return NAN;
     size_t r = (size_t)ceil(p * (double)n);
     return v[r ? r - 1 : 0];
-}
-
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return z ^ (z >> 31);
 }
 
 /* ---- keys: generation and verification ---- */
@@ -152,7 +123,7 @@ static uint64_t key_enc(gs_dtype t, const void *keys, size_t i)
 static uint64_t val_of(uint64_t enc)
 {
     uint64_t s = enc;
-    return splitmix(&s);
+    return bu_splitmix(&s);
 }
 
 /* Random key bits (floats therefore include NaNs and infinities) and, for
@@ -164,7 +135,7 @@ static void fill(gs_dtype t, gs_payload p, size_t n, void *keys, void *values, u
     ks->sum = ks->xor = 0;
     int w4 = gs_dtype_size(t) == 4;
     for (size_t i = 0; i < n; i++) {
-        uint64_t x = splitmix(&s);
+        uint64_t x = bu_splitmix(&s);
         if (w4)
             ((uint32_t *)keys)[i] = (uint32_t)x;
         else
@@ -428,7 +399,7 @@ static int pcie_measure(pcie *pc, const opts *o, size_t n, pcie_res *out)
     for (int r = -1; r < o->reps; r++) {   /* r = -1: warm-up */
         cl_event ev[4];
         int nev = 0, nup = 0;
-        double t0 = now_ms();
+        double t0 = bu_now_ms();
         for (int a = 0; a < narr; a++)
             if (up[a]) {
                 call = "clEnqueueWriteBuffer";
@@ -449,7 +420,7 @@ static int pcie_measure(pcie *pc, const opts *o, size_t n, pcie_res *out)
         }
         call = "clFinish";
         st = clFinish(d->queue);
-        double t1 = now_ms();
+        double t1 = bu_now_ms();
         if (r >= 0 && st == CL_SUCCESS) {
             tw[r] = t1 - t0;
             th[r] = td[r] = 0;
@@ -463,9 +434,9 @@ static int pcie_measure(pcie *pc, const opts *o, size_t n, pcie_res *out)
             goto clfail;
     }
     out->ok = 1;
-    out->wall_ms = median(tw, (size_t)o->reps);
-    out->h2d_ms = median(th, (size_t)o->reps);
-    out->d2h_ms = median(td, (size_t)o->reps);
+    out->wall_ms = bu_median(tw, (size_t)o->reps);
+    out->h2d_ms = bu_median(th, (size_t)o->reps);
+    out->d2h_ms = bu_median(td, (size_t)o->reps);
     rc = 0;
     goto done;
 clfail:
@@ -593,9 +564,9 @@ static int sweep_point(gs_client *c, const opts *o, int mode, size_t n, const pc
             memcpy(in_keys, keys, n * ks);
         memset(&res, 0, sizeof res);
         gs_err_clear(&err);
-        double t0 = now_ms();
+        double t0 = bu_now_ms();
         int e = gs_client_sort_run(c, &s, &res, &err);
-        double t1 = now_ms();
+        double t1 = bu_now_ms();
         if (e == GS_ETOOBIG) {
             srow row = { .n = n, .mode = mname, .note = "refused as too big" };
             fprintf(stderr, "gsort-netbench: n=%zu %s: %s; stopping this mode here\n", n, mname,
@@ -631,15 +602,15 @@ static int sweep_point(gs_client *c, const opts *o, int mode, size_t n, const pc
         }
     }
     srow row = { .n = n, .mode = mname, .pcie = pr };
-    row.e2e_med = median(t[0], nr);
-    row.e2e_min = t[0][0];   /* median() sorted it */
+    row.e2e_med = bu_median(t[0], (size_t)nr);
+    row.e2e_min = t[0][0];   /* bu_median() sorted it */
     row.mkeys = row.e2e_med > 0 ? (double)n / (row.e2e_med * 1e3) : 0;
-    row.queue = median(t[1], nr);
-    row.recv = median(t[2], nr);
-    row.upload = median(t[3], nr);
-    row.sort = median(t[4], nr);
-    row.download = median(t[5], nr);
-    row.total = median(t[6], nr);
+    row.queue = bu_median(t[1], (size_t)nr);
+    row.recv = bu_median(t[2], (size_t)nr);
+    row.upload = bu_median(t[3], (size_t)nr);
+    row.sort = bu_median(t[4], (size_t)nr);
+    row.download = bu_median(t[5], (size_t)nr);
+    row.total = bu_median(t[6], (size_t)nr);
     snprintf(row.algo, sizeof row.algo, "%s", res.algorithm[0] ? res.algorithm : "?");
     snprintf(row.plan, sizeof row.plan, "%s", res.plan[0] ? res.plan : "-");
     snprintf(row.device, sizeof row.device, "%s", res.device >= 0 ? res.device_name : "host");
@@ -742,16 +713,16 @@ static void *rps_main(void *arg)
     double deadline = rps_t0 + o->rps_seconds * 1e3;
     gs_client_sort s = { .dtype = o->dtype, .payload = o->payload, .n = n, .keys = keys,
                          .values = vals, .algorithm = o->algorithm, .device = o->device };
-    while (!atomic_load(&rps_stop) && now_ms() < deadline) {
+    while (!atomic_load(&rps_stop) && bu_now_ms() < deadline) {
         keysum want;
-        fill(o->dtype, o->payload, n, keys, vals, splitmix(&seed), &want);
+        fill(o->dtype, o->payload, n, keys, vals, bu_splitmix(&seed), &want);
         if (idx)
             memcpy(in_keys, keys, n * ks);
         gs_client_result res;
         gs_err_clear(&err);
-        double t0 = now_ms();
+        double t0 = bu_now_ms();
         int e = gs_client_sort_run(th->c, &s, &res, &err);
-        double t1 = now_ms();
+        double t1 = bu_now_ms();
         char why[256];
         if (e < 0) {
             fprintf(stderr, "gsort-netbench: rps client %d: request failed: %s\n", th->id,
@@ -787,7 +758,7 @@ static void *rps_main(void *arg)
 out:
     if (th->failed)
         atomic_store(&rps_stop, 1);   /* one wrong or failed reply ends the run */
-    th->end_ms = now_ms();
+    th->end_ms = bu_now_ms();
     free(keys);
     free(vals);
     free(in_keys);
@@ -819,7 +790,7 @@ static int run_rps(const opts *o)
         started++;
     }
     pthread_mutex_lock(&rps_lock);
-    rps_t0 = now_ms();
+    rps_t0 = bu_now_ms();
     rps_go = 1;
     pthread_cond_broadcast(&rps_cond);
     pthread_mutex_unlock(&rps_lock);
@@ -847,8 +818,8 @@ static int run_rps(const opts *o)
         memcpy(srv + k, th[i].srv, th[i].count * sizeof *srv);
         k += th[i].count;
     }
-    qsort(all, total, sizeof *all, cmp_double);
-    qsort(srv, total, sizeof *srv, cmp_double);
+    qsort(all, total, sizeof *all, bu_cmp_double);
+    qsort(srv, total, sizeof *srv, bu_cmp_double);
     double secs = (end - rps_t0) / 1e3;
     double rps = secs > 0 ? (double)total / secs : 0;
     if (o->csv) {
