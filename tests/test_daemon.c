@@ -1277,6 +1277,66 @@ static void test_fallback(void)
     }
 }
 
+/* ---- routing around a busy device ---- */
+
+typedef struct busy_arg {
+    rt r;
+    const dmn *d;
+} busy_arg;
+
+static void *busy_main(void *arg)
+{
+    busy_arg *b = arg;
+    gs_client *c = conn(b->d);
+    rt_run(&b->r, c);
+    gs_client_close(c);
+    return NULL;
+}
+
+/* A daemon with no database plans mergepath on the device from 2^15 keys.
+ * While a long device sort (2^23 keys, named explicitly) occupies the
+ * device's queue, an unnamed 2^16-key request must go to the host sort,
+ * predicted sooner, with plan "busy"; with the queue empty again the same
+ * request goes back to the device. */
+static void test_busy(void)
+{
+    static dmn d;
+    if (dmn_start(&d, "busy", NULL, NULL) != 0) {
+        tap_ok(0, "daemon for the busy-routing case starts");
+        return;
+    }
+    static busy_arg b;
+    rt *big = &b.r;
+    char why[600] = "";
+    if (rt_init(big, GS_DT_U32, GS_PL_NONE, 0, (size_t)1 << 23, 41, "mergepath", 0, 0))
+        tap_bail("cannot build the 2^23 case");
+    b.d = &d;
+    pthread_t th;
+    if (pthread_create(&th, NULL, busy_main, &b) != 0)
+        tap_bail("pthread_create");
+    sleep_s(0.2);   /* the big request is received and queued (or running) by now */
+    gs_client *c = conn(&d);
+    gs_client_result res;
+    memset(&res, 0, sizeof res);
+    int ok = sort_ok(c, GS_DT_U32, GS_PL_NONE, 0, 65536, 42, NULL, 0, why, sizeof why, &res);
+    tap_ok(ok, "busy device: the 2^16 request is answered correctly: %s", why);
+    tap_ok(!strcmp(res.plan, "busy") && res.device < 0 && !strcmp(res.algorithm, "host"),
+           "busy device: it went to the host sort with plan 'busy' (plan '%s', %s, %s)",
+           res.plan, res.device < 0 ? "host" : res.device_name, res.algorithm);
+    pthread_join(th, NULL);
+    ok = rt_check(big, why, sizeof why);
+    tap_ok(ok && big->res.device >= 0 && !strcmp(big->res.algorithm, "mergepath"),
+           "busy device: the long device sort is correct and ran on the device: %s", why);
+    rt_free(big);
+    memset(&res, 0, sizeof res);
+    ok = sort_ok(c, GS_DT_U32, GS_PL_NONE, 0, 65536, 43, NULL, 0, why, sizeof why, &res);
+    tap_ok(ok && !strcmp(res.plan, "default") && res.device >= 0,
+           "idle device: the same request is planned on the device again (plan '%s', %s): %s",
+           res.plan, res.device < 0 ? "host" : res.device_name, why);
+    gs_client_close(c);
+    tap_ok(dmn_stop(&d, SIGTERM, 30) == 0, "busy-routing daemon exits 0 on SIGTERM");
+}
+
 /* ---- SIGHUP reload ---- */
 
 static int write_file(const char *path, const char *text)
@@ -1791,6 +1851,8 @@ int main(void)
     tap_diag("limits: %.1f s", sc_now_s() - t0);
     test_fallback();
     tap_diag("fallback: %.1f s", sc_now_s() - t0);
+    test_busy();
+    tap_diag("busy routing: %.1f s", sc_now_s() - t0);
     test_sighup();
     test_client_defenses();
     test_shutdown(&d);
