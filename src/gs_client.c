@@ -166,6 +166,21 @@ static int wait_ready(gs_client *c, short events, const char *what, gs_err *err)
                       what, c->path);
 }
 
+/* Drop `done` transferred bytes from the front of an iovec array, and any
+ * empty entries, so the next call starts where this one stopped. */
+static void iov_advance(struct iovec **iov, int *n, size_t done)
+{
+    while (*n > 0 && done >= (*iov)[0].iov_len) {
+        done -= (*iov)[0].iov_len;
+        (*iov)++;
+        (*n)--;
+    }
+    if (*n > 0) {
+        (*iov)[0].iov_base = (char *)(*iov)[0].iov_base + done;
+        (*iov)[0].iov_len -= done;
+    }
+}
+
 /* Send the whole of iov[0..n) with `fd` (if >= 0) as SCM_RIGHTS attached to
  * the first bytes. The iovec array is consumed. */
 static int send_all(gs_client *c, struct iovec *iov, int n, int fd, gs_err *err)
@@ -175,10 +190,7 @@ static int send_all(gs_client *c, struct iovec *iov, int n, int fd, gs_err *err)
         char buf[CMSG_SPACE(sizeof(int))];
     } ctl;
     int first = 1;
-    while (n > 0 && iov[0].iov_len == 0) {
-        iov++;
-        n--;
-    }
+    iov_advance(&iov, &n, 0);
     /* A descriptor needs at least one byte to travel with; a frame head is never empty. */
     while (n > 0) {
         int rc = wait_ready(c, POLLOUT, "sending to", err);
@@ -207,16 +219,7 @@ static int send_all(gs_client *c, struct iovec *iov, int n, int fd, gs_err *err)
                               strerror(errno));
         }
         first = 0;
-        size_t left = (size_t)w;
-        while (n > 0 && left >= iov[0].iov_len) {
-            left -= iov[0].iov_len;
-            iov++;
-            n--;
-        }
-        if (n > 0) {
-            iov[0].iov_base = (char *)iov[0].iov_base + left;
-            iov[0].iov_len -= left;
-        }
+        iov_advance(&iov, &n, (size_t)w);
     }
     if (first && fd >= 0)
         return gs_err_set(err, GS_EINVAL, "a descriptor needs a message to travel with");
@@ -226,10 +229,7 @@ static int send_all(gs_client *c, struct iovec *iov, int n, int fd, gs_err *err)
 /* Read into the iovecs until they are full. EOF is an error naming `what`. */
 static int recv_all(gs_client *c, struct iovec *iov, int n, const char *what, gs_err *err)
 {
-    while (n > 0 && iov[0].iov_len == 0) {
-        iov++;
-        n--;
-    }
+    iov_advance(&iov, &n, 0);
     while (n > 0) {
         int rc = wait_ready(c, POLLIN, "waiting for", err);
         if (rc)
@@ -244,16 +244,7 @@ static int recv_all(gs_client *c, struct iovec *iov, int n, const char *what, gs
         if (r == 0)
             return set_broken(c, err, GS_EIO, "gsortd at %s closed the connection in the "
                               "middle of %s", c->path, what);
-        size_t left = (size_t)r;
-        while (n > 0 && left >= iov[0].iov_len) {
-            left -= iov[0].iov_len;
-            iov++;
-            n--;
-        }
-        if (n > 0) {
-            iov[0].iov_base = (char *)iov[0].iov_base + left;
-            iov[0].iov_len -= left;
-        }
+        iov_advance(&iov, &n, (size_t)r);
     }
     return 0;
 }
