@@ -151,14 +151,7 @@ static int mp_check(const gs_dev *dev, const gs_sort_req *req, const gs_params *
         return rc;
     /* ping-pong key and value buffers plus the partitions (4 bytes a tile) */
     uint64_t total = 2 * (kb + vb) + n / (uint64_t)(v[P_WG] * v[P_EPT]) * 4 + (UINT64_C(1) << 20);
-    if (in->global_mem && total > in->global_mem)
-        return gs_err_set(err, GS_ETOOBIG,
-                          "mergepath: %llu keys need about %llu bytes of device memory (double "
-                          "buffered), above the device's global memory "
-                          "(CL_DEVICE_GLOBAL_MEM_SIZE) of %llu bytes",
-                          (unsigned long long)n, (unsigned long long)total,
-                          (unsigned long long)in->global_mem);
-    return 0;
+    return gs_check_global_mem("mergepath", in, n, total, "double buffered", err);
 }
 
 /* Untuned defaults. GPU: 256 x 7 tiles (an odd elems_per_thread keeps the

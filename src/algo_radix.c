@@ -171,14 +171,7 @@ static int radix_check(const gs_dev *dev, const gs_sort_req *req, const gs_param
                           (unsigned long long)in->max_alloc);
     /* two key and two value buffers, the counts and a few small ones */
     uint64_t total = 2 * (kb + vb) + cb + (UINT64_C(1) << 20);
-    if (in->global_mem && total > in->global_mem)
-        return gs_err_set(err, GS_ETOOBIG,
-                          "radix: %llu keys need about %llu bytes of device memory (double "
-                          "buffered), above the device's global memory "
-                          "(CL_DEVICE_GLOBAL_MEM_SIZE) of %llu bytes",
-                          (unsigned long long)n, (unsigned long long)total,
-                          (unsigned long long)in->global_mem);
-    return 0;
+    return gs_check_global_mem("radix", in, n, total, "double buffered", err);
 }
 
 /* Untuned defaults: 8-bit digits (fewest passes) and a tile large enough to

@@ -127,14 +127,7 @@ static int shell_check(const gs_dev *dev, const gs_sort_req *req, const gs_param
         return rc;
     /* data plus merge scratch of the same size, plus the round flags */
     uint64_t total = 2 * (kb + vb) + 4 * (uint64_t)(SHELL_MAX_TPS + 2);
-    if (in->global_mem && total > in->global_mem)
-        return gs_err_set(err, GS_ETOOBIG,
-                          "shellsort: %llu keys need about %llu bytes of device memory (data and "
-                          "merge scratch), above the device's global memory "
-                          "(CL_DEVICE_GLOBAL_MEM_SIZE) of %llu bytes",
-                          (unsigned long long)n, (unsigned long long)total,
-                          (unsigned long long)in->global_mem);
-    return 0;
+    return gs_check_global_mem("shellsort", in, n, total, "data and merge scratch", err);
 }
 
 /* Untuned defaults. A GPU wants many short slices in the last phases (h = 1

@@ -319,6 +319,18 @@ int gs_check_buffers(const char *algo, const gs_dev_info *in, uint64_t n, size_t
     return 0;
 }
 
+int gs_check_global_mem(const char *algo, const gs_dev_info *in, uint64_t n, uint64_t total,
+                        const char *what, gs_err *err)
+{
+    if (in->global_mem && total > in->global_mem)
+        return gs_err_set(err, GS_ETOOBIG,
+                          "%s: %llu keys need about %llu bytes of device memory (%s), above the "
+                          "device's global memory (CL_DEVICE_GLOBAL_MEM_SIZE) of %llu bytes",
+                          algo, (unsigned long long)n, (unsigned long long)total, what,
+                          (unsigned long long)in->global_mem);
+    return 0;
+}
+
 /* ---- registry: append new algorithms here ---- */
 
 static const gs_algo *const registry[] = {

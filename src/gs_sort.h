@@ -125,6 +125,12 @@ int gs_params_take(const char *algo, const gs_param_def *defs, size_t ndefs,
 int gs_check_buffers(const char *algo, const gs_dev_info *in, uint64_t n, size_t ks,
                      size_t vs, gs_err *err);
 
+/* For algorithm implementations: GS_ETOOBIG naming CL_DEVICE_GLOBAL_MEM_SIZE
+ * when a sort of n keys needs about `total` bytes of device memory (`what`
+ * says what they hold, e.g. "double buffered") and the device has less. */
+int gs_check_global_mem(const char *algo, const gs_dev_info *in, uint64_t n, uint64_t total,
+                        const char *what, gs_err *err);
+
 /* Registry. */
 size_t gs_algo_count(void);
 const gs_algo *gs_algo_at(size_t i);
