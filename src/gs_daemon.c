@@ -10,10 +10,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <syslog.h>
-#include <unistd.h>
 
 #include "gs_clrun.h"
 #include "gs_conf.h"
+#include "gs_db.h"
 #include "gs_dev.h"
 #include "gs_kern.h"
 #include "gs_log.h"
@@ -80,20 +80,11 @@ int gs_daemon_main(const gs_daemon_args *a)
     char db[GS_CONF_PATH_MAX + 16];
     if (conf.db[0]) {
         snprintf(db, sizeof db, "%s", conf.db);
-    } else {
-        char dir[GS_CONF_PATH_MAX];
-        if (gs_paths_data_dir(dir, sizeof dir) < 0) {
-            GS_WARN("no default tuning database location (set db or GSORTD_DATA_DIR); "
-                    "serving with built-in defaults");
-            db[0] = '\0';
-        } else {
-            snprintf(db, sizeof db, "%s/tuning.db", dir);
-        }
+    } else if (gs_db_default_path(db, sizeof db, &err) < 0) {
+        GS_WARN("%s; serving with built-in defaults", err.msg);
+        db[0] = '\0';
     }
-    if (db[0] && !conf.tune_missing && access(db, F_OK) != 0) {
-        GS_WARN("no tuning database at %s (run gsortd --tune-all, or serve with "
-                "--tune-missing); serving with built-in defaults", db);
-    } else if (db[0] && conf.tune_missing) {
+    if (db[0] && conf.tune_missing) {   /* the tuner creates the database there */
         char dir[GS_CONF_PATH_MAX + 16];
         snprintf(dir, sizeof dir, "%s", db);
         char *slash = strrchr(dir, '/');

@@ -106,18 +106,33 @@ static int migrate_one(gs_db *db, size_t i, gs_err *err)
     return exec(db, "COMMIT", err);
 }
 
+int gs_db_default_path(char *buf, size_t len, gs_err *err)
+{
+    char dir[4000];
+    int rc = gs_paths_data_dir(dir, sizeof dir);
+    if (rc)
+        return gs_err_set(err, rc, "no default database location (set --db or GSORTD_DATA_DIR)");
+    if ((size_t)snprintf(buf, len, "%s/tuning.db", dir) >= len)
+        return gs_err_set(err, GS_ETOOBIG, "the default database path under %s is too long", dir);
+    return 0;
+}
+
 int gs_db_open(gs_db **out, const char *path, int flags, gs_err *err)
 {
     *out = NULL;
     char def[4096];
     if (!path) {
-        char dir[4000];
-        int rc = gs_paths_data_dir(dir, sizeof dir);
+        int rc = gs_db_default_path(def, sizeof def, err);
         if (rc)
-            return gs_err_set(err, rc, "no default database location (set --db or GSORTD_DATA_DIR)");
-        if (!(flags & GS_DB_READONLY) && (rc = gs_paths_mkdir_p(dir, 0755, err)) != 0)
-            return gs_err_prefix(err, "database directory: ");
-        snprintf(def, sizeof def, "%s/tuning.db", dir);
+            return rc;
+        if (!(flags & GS_DB_READONLY)) {
+            char *slash = strrchr(def, '/');
+            *slash = '\0';
+            rc = gs_paths_mkdir_p(def, 0755, err);
+            *slash = '/';
+            if (rc)
+                return gs_err_prefix(err, "database directory: ");
+        }
         path = def;
     }
     gs_db *db = calloc(1, sizeof *db);

@@ -21,6 +21,9 @@ enum { GS_DB_READONLY = 1 };
 /* Schema version this build writes (the number of embedded migrations). */
 int gs_db_latest_version(void);
 
+/* The default database path, gs_paths_data_dir()/tuning.db. GS_ENOTFOUND
+ * (no location can be determined) or GS_ETOOBIG, with the reason. */
+int gs_db_default_path(char *buf, size_t len, gs_err *err);
 /* Open (creating and migrating as needed) the database at `path`; NULL: the
  * default, gs_paths_data_dir()/tuning.db (/var/lib/gsortd as root). With
  * GS_DB_READONLY nothing is created or migrated: an older schema is an

@@ -136,7 +136,8 @@ static void db_open(srv *s)
     s->db_ok = 0;
     const char *path = s->o->db_path;
     if (path && path[0] && !s->conf.tune_missing && access(path, F_OK) != 0) {
-        GS_DEBUG("no tuning database at %s yet", path);
+        GS_WARN("no tuning database at %s (run gsortd --tune-all, or serve with "
+                "--tune-missing); serving with built-in defaults", path);
     } else if (path && path[0]) {
         gs_err e;
         gs_err_clear(&e);
