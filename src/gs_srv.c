@@ -978,15 +978,15 @@ static void on_signal(uv_signal_t *h, int signum)
             GS_ERROR("reload failed, keeping the current configuration: %s", e.msg);
         } else {
             static const char *const restart_only[] = { "socket", "socket_mode", "socket_group",
-                "devices", "host_threads", "cache_dir", "kernel_dir", "tune_missing" };
-            int changed[8] = {
+                "devices", "host_threads", "cache_dir", "kernel_dir", "tune_missing", "db" };
+            int changed[9] = {
                 strcmp(nc.socket, s->conf.socket) != 0, nc.socket_mode != s->conf.socket_mode,
                 strcmp(nc.socket_group, s->conf.socket_group) != 0,
                 strcmp(nc.devices, s->conf.devices) != 0, nc.host_threads != s->conf.host_threads,
                 strcmp(nc.cache_dir, s->conf.cache_dir) != 0,
                 strcmp(nc.kernel_dir, s->conf.kernel_dir) != 0,
-                nc.tune_missing != s->conf.tune_missing };
-            for (int i = 0; i < 8; i++)
+                nc.tune_missing != s->conf.tune_missing, strcmp(nc.db, s->conf.db) != 0 };
+            for (int i = 0; i < 9; i++)
                 if (changed[i])
                     GS_WARN("reload: '%s' changed; it takes effect at the next restart",
                             restart_only[i]);
