@@ -26,7 +26,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "gs_conf.h"
+#include "gs_paths.h"
 #include "gs_proto.h"
 
 /* Reply headers are small (info and stats are the largest); this only
@@ -44,7 +44,7 @@ struct gs_client {
     char broken_why[256];
     uint64_t next_id;
     gs_proto_rd rd;
-    char path[GS_CONF_SOCKET_MAX];
+    char path[GS_PATHS_SOCKET_MAX];
 };
 
 static int set_broken(gs_client *c, gs_err *err, int code, const char *fmt, ...)
@@ -76,9 +76,9 @@ static int check_usable(const gs_client *c, gs_err *err)
 int gs_client_connect(gs_client **out, const char *path, gs_err *err)
 {
     *out = NULL;
-    char def[GS_CONF_SOCKET_MAX];
+    char def[GS_PATHS_SOCKET_MAX];
     if (!path) {
-        int rc = gs_conf_default_socket(def, sizeof def, err);
+        int rc = gs_paths_socket(def, sizeof def, err);
         if (rc)
             return rc;
         path = def;

@@ -12,11 +12,11 @@
 #include <cjson/cJSON.h>
 
 #include "gs_err.h"
-#include "gs_sort.h"
+#include "gs_types.h"
 
 typedef struct gs_client gs_client;
 
-/* Connect to `path` (NULL: the default socket, see gs_conf_default_socket).
+/* Connect to `path` (NULL: the default socket, see gs_paths_socket).
  * GS_EIO with the path and errno text when nothing listens there. */
 int gs_client_connect(gs_client **out, const char *path, gs_err *err);
 void gs_client_close(gs_client *c);

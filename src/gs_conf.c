@@ -49,42 +49,6 @@ void gs_conf_defaults(gs_conf *c)
 
 const char *gs_conf_default_path(void) { return "/etc/gsortd/gsortd.conf"; }
 
-int gs_conf_default_socket(char *buf, size_t len, gs_err *err)
-{
-    char tmp[GS_CONF_PATH_MAX + 32];
-    if (geteuid() == 0) {
-        snprintf(tmp, sizeof tmp, "/run/gsortd/gsortd.sock");
-    } else {
-        const char *d = getenv("XDG_RUNTIME_DIR");
-        /* The XDG spec says a relative value is to be ignored. */
-        if (!d || d[0] != '/') {
-            if (len)
-                buf[0] = '\0';
-            return gs_err_set(err, GS_ENOTFOUND,
-                              "no default socket: XDG_RUNTIME_DIR is %s; set it to an "
-                              "absolute directory or pass --socket PATH",
-                              !d ? "not set" : !d[0] ? "empty" : "not an absolute path");
-        }
-        size_t dl = strlen(d);
-        while (dl > 1 && d[dl - 1] == '/')
-            dl--;
-        if (dl >= GS_CONF_PATH_MAX)
-            dl = GS_CONF_PATH_MAX; /* still too long below; only bounds the copy */
-        snprintf(tmp, sizeof tmp, "%.*s/gsortd.sock", (int)dl, d);
-    }
-    size_t n = strlen(tmp);
-    if (n >= len || n >= GS_CONF_SOCKET_MAX) {
-        if (len)
-            buf[0] = '\0';
-        return gs_err_set(err, GS_ETOOBIG,
-                          "default socket %s is %zu bytes; a Unix socket path must be "
-                          "shorter than %d bytes (pass --socket PATH)",
-                          tmp, n, GS_CONF_SOCKET_MAX);
-    }
-    memcpy(buf, tmp, n + 1);
-    return 0;
-}
-
 /* ---- value parsers ---- */
 
 /* Plain decimal digits into a uint64_t; no sign, no blanks, no overflow.

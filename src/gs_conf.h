@@ -11,12 +11,13 @@
 #include <stdio.h>
 
 #include "gs_err.h"
+#include "gs_paths.h"
 
-#define GS_CONF_PATH_MAX 4096
-#define GS_CONF_SOCKET_MAX 108      /* sizeof(sockaddr_un.sun_path) */
+#define GS_CONF_PATH_MAX GS_PATHS_MAX
+#define GS_CONF_SOCKET_MAX GS_PATHS_SOCKET_MAX
 
 typedef struct gs_conf {
-    char socket[GS_CONF_SOCKET_MAX];   /* "": default (gs_conf_default_socket) */
+    char socket[GS_CONF_SOCKET_MAX];   /* "": default (gs_paths_socket) */
     unsigned socket_mode;              /* 0660; never world-writable */
     char socket_group[64];             /* "": the daemon's group */
     char db[GS_CONF_PATH_MAX];         /* "": default tuning database */
@@ -40,11 +41,6 @@ typedef struct gs_conf {
 void gs_conf_defaults(gs_conf *c);
 /* The config file read when none is named: /etc/gsortd/gsortd.conf. */
 const char *gs_conf_default_path(void);
-/* The default socket: /run/gsortd/gsortd.sock as root, else
- * $XDG_RUNTIME_DIR/gsortd.sock. GS_ENOTFOUND when neither applies (not root
- * and no absolute $XDG_RUNTIME_DIR), GS_ETOOBIG when it does not fit. */
-int gs_conf_default_socket(char *buf, size_t len, gs_err *err);
-
 /* Set one key from its text form: the file parser and the command-line
  * options both come through here. GS_ENOTFOUND for an unknown key, GS_EINVAL
  * for a bad value (the message names the key and says what is accepted);

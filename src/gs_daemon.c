@@ -73,7 +73,7 @@ int gs_daemon_main(const gs_daemon_args *a)
     char sock[GS_CONF_SOCKET_MAX];
     if (conf.socket[0])
         snprintf(sock, sizeof sock, "%s", conf.socket);
-    else if (gs_conf_default_socket(sock, sizeof sock, &err) < 0) {
+    else if (gs_paths_socket(sock, sizeof sock, &err) < 0) {
         GS_ERROR("%s", err.msg);
         return 2;
     }

@@ -133,3 +133,39 @@ int gs_paths_mkdir_p(const char *path, mode_t mode, gs_err *err)
     free(p);
     return rc;
 }
+
+int gs_paths_socket(char *buf, size_t len, gs_err *err)
+{
+    char tmp[GS_PATHS_MAX + 32];
+    if (geteuid() == 0) {
+        snprintf(tmp, sizeof tmp, "/run/gsortd/gsortd.sock");
+    } else {
+        const char *d = getenv("XDG_RUNTIME_DIR");
+        /* The XDG spec says a relative value is to be ignored. */
+        if (!d || d[0] != '/') {
+            if (len)
+                buf[0] = '\0';
+            return gs_err_set(err, GS_ENOTFOUND,
+                              "no default socket: XDG_RUNTIME_DIR is %s; set it to an "
+                              "absolute directory or pass --socket PATH",
+                              !d ? "not set" : !d[0] ? "empty" : "not an absolute path");
+        }
+        size_t dl = strlen(d);
+        while (dl > 1 && d[dl - 1] == '/')
+            dl--;
+        if (dl >= GS_PATHS_MAX)
+            dl = GS_PATHS_MAX; /* still too long below; only bounds the copy */
+        snprintf(tmp, sizeof tmp, "%.*s/gsortd.sock", (int)dl, d);
+    }
+    size_t n = strlen(tmp);
+    if (n >= len || n >= GS_PATHS_SOCKET_MAX) {
+        if (len)
+            buf[0] = '\0';
+        return gs_err_set(err, GS_ETOOBIG,
+                          "default socket %s is %zu bytes; a Unix socket path must be "
+                          "shorter than %d bytes (pass --socket PATH)",
+                          tmp, n, GS_PATHS_SOCKET_MAX);
+    }
+    memcpy(buf, tmp, n + 1);
+    return 0;
+}

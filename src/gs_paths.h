@@ -10,6 +10,9 @@
 
 #include "gs_err.h"
 
+#define GS_PATHS_MAX 4096
+#define GS_PATHS_SOCKET_MAX 108     /* sizeof(sockaddr_un.sun_path) */
+
 enum gs_paths_kind { GS_PATHS_CACHE = 0, GS_PATHS_DATA };
 
 /* Resolve the default directory of `kind` as root (as_root != 0) or as a
@@ -30,5 +33,10 @@ int gs_paths_data_dir(char *buf, size_t len);
  * Returns 0 or GS_EIO with the failing component and errno text in err;
  * errno is left as the failing call set it. */
 int gs_paths_mkdir_p(const char *path, mode_t mode, gs_err *err);
+
+/* The default socket: /run/gsortd/gsortd.sock as root, else
+ * $XDG_RUNTIME_DIR/gsortd.sock. GS_ENOTFOUND when neither applies (not root
+ * and no absolute $XDG_RUNTIME_DIR), GS_ETOOBIG when it does not fit. */
+int gs_paths_socket(char *buf, size_t len, gs_err *err);
 
 #endif

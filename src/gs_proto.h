@@ -19,7 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "gs_err.h"
-#include "gs_sort.h"
+#include "gs_types.h"
 
 #define GS_PROTO_VERSION 1
 #define GS_PROTO_LEN_BYTES 4

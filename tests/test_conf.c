@@ -682,38 +682,38 @@ static void nonroot_socket(void)
     char buf[GS_CONF_SOCKET_MAX];
     gs_err e;
     setenv("XDG_RUNTIME_DIR", "/run/user/1000", 1);
-    int rc = gs_conf_default_socket(buf, sizeof buf, &e);
+    int rc = gs_paths_socket(buf, sizeof buf, &e);
     tap_ok(rc == 0 && strcmp(buf, "/run/user/1000/gsortd.sock") == 0,
            "non-root: $XDG_RUNTIME_DIR/gsortd.sock (%s)", rc ? e.msg : buf);
     setenv("XDG_RUNTIME_DIR", "/run/user/1000//", 1);
-    rc = gs_conf_default_socket(buf, sizeof buf, &e);
+    rc = gs_paths_socket(buf, sizeof buf, &e);
     tap_ok(rc == 0 && strcmp(buf, "/run/user/1000/gsortd.sock") == 0,
            "non-root: trailing slashes of XDG_RUNTIME_DIR dropped (%s)", rc ? e.msg : buf);
     unsetenv("XDG_RUNTIME_DIR");
     gs_err_clear(&e);
-    rc = gs_conf_default_socket(buf, sizeof buf, &e);
+    rc = gs_paths_socket(buf, sizeof buf, &e);
     tap_ok(rc == GS_ENOTFOUND && strstr(e.msg, "XDG_RUNTIME_DIR") && strstr(e.msg, "--socket") &&
                buf[0] == '\0',
            "non-root, XDG_RUNTIME_DIR unset: GS_ENOTFOUND: %s", e.msg);
     setenv("XDG_RUNTIME_DIR", "run/user/1000", 1);
     gs_err_clear(&e);
-    rc = gs_conf_default_socket(buf, sizeof buf, &e);
+    rc = gs_paths_socket(buf, sizeof buf, &e);
     tap_ok(rc == GS_ENOTFOUND && strstr(e.msg, "not an absolute path") && strstr(e.msg, "--socket"),
            "non-root, relative XDG_RUNTIME_DIR ignored: %s", e.msg);
     setenv("XDG_RUNTIME_DIR", "", 1);
-    rc = gs_conf_default_socket(buf, sizeof buf, &e);
+    rc = gs_paths_socket(buf, sizeof buf, &e);
     tap_ok(rc == GS_ENOTFOUND, "non-root, empty XDG_RUNTIME_DIR: GS_ENOTFOUND");
     char longdir[200];
     memset(longdir, 'd', sizeof longdir - 1);
     longdir[0] = '/';
     longdir[sizeof longdir - 1] = '\0';
     setenv("XDG_RUNTIME_DIR", longdir, 1);
-    rc = gs_conf_default_socket(buf, sizeof buf, &e);
+    rc = gs_paths_socket(buf, sizeof buf, &e);
     tap_ok(rc == GS_ETOOBIG && strstr(e.msg, "shorter than 108"),
            "non-root, XDG_RUNTIME_DIR too long for a socket: GS_ETOOBIG");
     setenv("XDG_RUNTIME_DIR", "/r", 1);
     char small[8];
-    rc = gs_conf_default_socket(small, sizeof small, &e);
+    rc = gs_paths_socket(small, sizeof small, &e);
     tap_ok(rc == GS_ETOOBIG && small[0] == '\0', "non-root, small buffer: GS_ETOOBIG");
 }
 
@@ -725,14 +725,14 @@ static void test_default_socket(void)
     char *keep = saved ? strdup(saved) : NULL;
     if (geteuid() == 0) {
         setenv("XDG_RUNTIME_DIR", "/run/user/1000", 1);
-        int rc = gs_conf_default_socket(buf, sizeof buf, &e);
+        int rc = gs_paths_socket(buf, sizeof buf, &e);
         tap_ok(rc == 0 && strcmp(buf, "/run/gsortd/gsortd.sock") == 0,
                "root: /run/gsortd/gsortd.sock whatever XDG_RUNTIME_DIR says (%s)", buf);
         unsetenv("XDG_RUNTIME_DIR");
-        rc = gs_conf_default_socket(buf, sizeof buf, &e);
+        rc = gs_paths_socket(buf, sizeof buf, &e);
         tap_ok(rc == 0 && strcmp(buf, "/run/gsortd/gsortd.sock") == 0,
                "root: /run/gsortd/gsortd.sock without XDG_RUNTIME_DIR");
-        rc = gs_conf_default_socket(buf, 10, &e);
+        rc = gs_paths_socket(buf, 10, &e);
         tap_ok(rc == GS_ETOOBIG, "root: small buffer: GS_ETOOBIG");
         /* As root the effective uid can be dropped for a moment to reach
          * the other branch; where that is not allowed, it is not reached. */

@@ -1760,11 +1760,11 @@ static void test_client_defenses(void)
     fake_stop(&f);
     gs_client_shm_free(&shm);
 
-    /* The default socket path comes from gs_conf_default_socket. */
+    /* The default socket path comes from gs_paths_socket. */
     char def[GS_CONF_SOCKET_MAX];
     setenv("XDG_RUNTIME_DIR", g_tmp, 1);
     gs_err_clear(&err);
-    if (gs_conf_default_socket(def, sizeof def, &err) == 0 && strncmp(def, g_tmp, strlen(g_tmp)) == 0) {
+    if (gs_paths_socket(def, sizeof def, &err) == 0 && strncmp(def, g_tmp, strlen(g_tmp)) == 0) {
         static const fake_reply pong[] = { { "{\"v\":1,\"ok\":true,\"op\":\"ping\"}", 0, 0, 0 } };
         fake_start(&f, "gsortd.sock", pong, 1);
         c = NULL;

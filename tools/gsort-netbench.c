@@ -968,7 +968,7 @@ int main(int argc, char **argv)
     } else {
         gs_err err;
         gs_err_clear(&err);
-        if (gs_conf_default_socket(o.socket_shown, sizeof o.socket_shown, &err) < 0) {
+        if (gs_paths_socket(o.socket_shown, sizeof o.socket_shown, &err) < 0) {
             fprintf(stderr, "gsort-netbench: no default socket (%s): give --socket PATH\n", err.msg);
             return 2;
         }

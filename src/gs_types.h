@@ -1,0 +1,52 @@
+/* The vocabulary shared by the sort code, the protocol and the clients:
+ * key dtypes, payload kinds, and tunable-parameter sets with their
+ * "name=value,..." text form. Nothing here touches OpenCL, so the client
+ * library (libgsort) builds on it without the device layer. */
+#ifndef GS_TYPES_H
+#define GS_TYPES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gs_err.h"
+
+typedef enum gs_dtype {
+    GS_DT_U32 = 0, GS_DT_I32, GS_DT_F32, GS_DT_U64, GS_DT_I64, GS_DT_F64,
+    GS_DT_COUNT
+} gs_dtype;
+
+typedef enum gs_payload {
+    GS_PL_NONE = 0,  /* keys only */
+    GS_PL_U32,       /* a u32 value per key, permuted with the keys */
+    GS_PL_U64,       /* a u64 value per key */
+    GS_PL_IDX32,     /* argsort: values[i] := original index, u32 */
+    GS_PL_IDX64,     /* argsort with u64 indices */
+    GS_PL_COUNT
+} gs_payload;
+
+size_t gs_dtype_size(gs_dtype t);          /* 4 or 8 */
+const char *gs_dtype_name(gs_dtype t);     /* "u32", "f64", ... */
+int gs_dtype_parse(const char *s, gs_dtype *out);     /* 0 or GS_EINVAL */
+size_t gs_payload_size(gs_payload p);      /* 0, 4 or 8 */
+const char *gs_payload_name(gs_payload p); /* "none","u32","u64","idx32","idx64" */
+int gs_payload_parse(const char *s, gs_payload *out);
+
+/* ---- parameter sets ---- */
+#define GS_MAX_PARAMS 8
+#define GS_PARAM_NAME_MAX 32
+
+typedef struct gs_params {
+    int count;
+    struct { char name[GS_PARAM_NAME_MAX]; long value; } p[GS_MAX_PARAMS];
+} gs_params;
+
+void gs_params_clear(gs_params *ps);
+int gs_params_set(gs_params *ps, const char *name, long value);   /* add or replace */
+int gs_params_has(const gs_params *ps, const char *name);
+long gs_params_get(const gs_params *ps, const char *name, long dflt);
+/* "radix_bits=4,wg_size=256" (stable order: insertion order). */
+int gs_params_format(const gs_params *ps, char *buf, size_t len);
+/* Inverse of format; unknown names are accepted here (the algorithm's check
+ * rejects them). */
+int gs_params_parse(const char *s, gs_params *ps, gs_err *err);
+#endif
