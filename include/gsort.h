@@ -1,0 +1,179 @@
+/* libgsort: the C client library of gsortd, the OpenCL sort service.
+ *
+ * Connect to a running gsortd over its Unix socket and sort arrays in
+ * place: plain sorts, argsorts and sorts of keys carrying values. Arrays are
+ * handed to the daemon through shared memory (a sealed memfd) wherever the
+ * system allows, so a sort costs no socket copy; memory from gsort_alloc is
+ * sorted with no copy at all. Elsewhere the bytes travel inline on the
+ * socket. Link with `pkg-config --cflags --libs gsort`.
+ *
+ * Every function returns 0 or a negative GSORT_E* code and, when given a
+ * gsort_error, fills it with the code and a sentence saying what went
+ * wrong. A connection serves one call at a time: use one per thread.
+ * gsort_alloc/gsort_free may be called from any thread.
+ *
+ *     gsort_conn *c;
+ *     gsort_error err;
+ *     if (gsort_connect(&c, NULL, &err) < 0) {
+ *         fprintf(stderr, "%s\n", err.message);
+ *         return 1;
+ *     }
+ *     uint32_t keys[] = {3, 1, 2};
+ *     if (gsort_sort(c, GSORT_U32, keys, 3, 0, NULL, &err) < 0)
+ *         fprintf(stderr, "%s\n", err.message);
+ *     gsort_close(c);
+ */
+#ifndef GSORT_H
+#define GSORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GSORT_API_VERSION 1
+
+/* ---- errors ---- */
+enum {
+    GSORT_OK = 0,
+    GSORT_EINVAL = -1,       /* bad argument or request */
+    GSORT_ENOMEM = -2,       /* out of memory (here or in the daemon) */
+    GSORT_EDEVICE = -3,      /* the OpenCL device failed */
+    GSORT_EIO = -4,          /* socket or shared-memory I/O failed; the connection is closed */
+    GSORT_ENODEV = -5,       /* no such device */
+    GSORT_EBUILD = -6,       /* a kernel failed to build */
+    GSORT_ECORRUPT = -7,     /* a malformed message */
+    GSORT_ETOOBIG = -8,      /* beyond a daemon or device limit */
+    GSORT_EUNSUPPORTED = -9, /* a request the daemon cannot serve */
+    GSORT_ENOTFOUND = -10,   /* no such algorithm, parameter, ... */
+    GSORT_EWRONG = -11,      /* a result failed verification */
+    GSORT_ENODAEMON = -12,   /* no gsortd listens on the socket */
+};
+
+typedef struct gsort_error {
+    int code;                /* GSORT_E*, 0 when nothing failed */
+    char message[1024];      /* one sentence; a daemon-side error starts "gsortd: " */
+} gsort_error;
+
+/* Name of a code: "GSORT_ENODAEMON"; "GSORT_E?" for an unknown one. */
+const char *gsort_strerror(int code);
+/* The library's version, "0.1.0". */
+const char *gsort_version(void);
+
+/* ---- element types ---- */
+typedef enum gsort_dtype {
+    GSORT_U32 = 0, GSORT_I32, GSORT_F32, GSORT_U64, GSORT_I64, GSORT_F64
+} gsort_dtype;
+
+/* What travels with the keys (gsort_request.values_kind). */
+typedef enum gsort_values {
+    GSORT_VALUES_NONE = 0,
+    GSORT_VALUES_U32,        /* 4-byte values, permuted with the keys */
+    GSORT_VALUES_U64,        /* 8-byte values */
+    GSORT_VALUES_IDX32,      /* argsort: filled with original indices, uint32_t */
+    GSORT_VALUES_IDX64       /* argsort: uint64_t indices */
+} gsort_values;
+
+/* Flags for every sort call. */
+enum {
+    GSORT_DESCENDING = 1u << 0,   /* largest first */
+    GSORT_STABLE = 1u << 1,       /* equal keys keep their input order */
+    GSORT_INLINE = 1u << 2,       /* send the bytes on the socket, never shared memory */
+};
+
+/* Order: integers by value; floats -inf < ... < -0.0 < +0.0 < ... < +inf <
+ * NaN, every NaN equal (as numpy puts them last). GSORT_DESCENDING reverses
+ * the order (NaNs first); with GSORT_STABLE equal keys keep their input
+ * order in either direction. */
+
+/* ---- connections ---- */
+typedef struct gsort_conn gsort_conn;
+
+/* Connect to the daemon at `socket_path`. NULL: $GSORTD_SOCKET when set,
+ * else $XDG_RUNTIME_DIR/gsortd.sock when that exists, else the system
+ * daemon's /run/gsortd/gsortd.sock. GSORT_ENODAEMON, naming the path, when
+ * nothing listens there. */
+int gsort_connect(gsort_conn **out, const char *socket_path, gsort_error *err);
+/* Close the connection and free what it holds (NULL is fine). */
+void gsort_close(gsort_conn *c);
+/* The socket the connection uses. */
+const char *gsort_socket_path(const gsort_conn *c);
+/* Give up on a reply after `seconds` without progress (0, the default:
+ * wait for ever). A timed-out connection is closed: GSORT_EIO. */
+int gsort_set_timeout(gsort_conn *c, double seconds, gsort_error *err);
+
+/* ---- zero-copy memory ----
+ * Memory the daemon maps directly: arrays lying inside one gsort_alloc
+ * block are sorted where they are, with no copy. Any other memory works too,
+ * staged through a per-connection shared buffer (one copy each way). */
+void *gsort_alloc(size_t bytes, gsort_error *err);    /* NULL on failure */
+void gsort_free(void *ptr);                           /* NULL is fine */
+
+/* ---- sorting ---- */
+
+/* What the daemon said about a sort. */
+typedef struct gsort_result {
+    int device;              /* device index, -1: the host sort */
+    char device_name[256];
+    char algorithm[32];      /* "radix", "mergepath", "shellsort", "host" */
+    char params[512];        /* "name=value,..." */
+    char plan[32];           /* "tuned", "default", "override", "busy", "fallback" */
+    char fallback[512];      /* why the first choice failed; "" if it did not */
+    int zero_copy;           /* 1: shared memory, 0: inline bytes */
+    double queue_ms, upload_ms, sort_ms, download_ms;   /* in the daemon */
+    double daemon_ms;        /* the daemon's whole time on the request */
+    double total_ms;         /* the whole call as the caller sees it */
+} gsort_result;
+
+/* Sort n keys in place. */
+int gsort_sort(gsort_conn *c, gsort_dtype dtype, void *keys, size_t n, unsigned flags,
+               gsort_result *res, gsort_error *err);
+
+/* idx[i] := the position in keys of the i-th key in sorted order; the keys
+ * are left as they are. gsort_argsort32 needs n <= UINT32_MAX. With
+ * GSORT_STABLE equal keys are listed in input order. */
+int gsort_argsort(gsort_conn *c, gsort_dtype dtype, const void *keys, size_t n, uint64_t *idx,
+                  unsigned flags, gsort_result *res, gsort_error *err);
+int gsort_argsort32(gsort_conn *c, gsort_dtype dtype, const void *keys, size_t n,
+                    uint32_t *idx, unsigned flags, gsort_result *res, gsort_error *err);
+
+/* Sort keys in place and permute values (value_size 4 or 8 bytes each, any
+ * contents) with them. */
+int gsort_sort_by_key(gsort_conn *c, gsort_dtype dtype, void *keys, void *values,
+                      size_t value_size, size_t n, unsigned flags, gsort_result *res,
+                      gsort_error *err);
+
+/* The general form the calls above are built on. */
+typedef struct gsort_request {
+    gsort_dtype dtype;
+    size_t n;
+    void *keys;              /* sorted in place */
+    gsort_values values_kind;
+    void *values;            /* n values (in and out) or indices (out); NULL for NONE */
+    unsigned flags;          /* GSORT_DESCENDING | GSORT_STABLE | GSORT_INLINE */
+    const char *algorithm;   /* NULL: the daemon's plan; else force one */
+    const char *params;      /* with an algorithm: "name=value,..." or NULL */
+    int device;              /* device index to force, -1: any */
+} gsort_request;
+
+/* Fill rq with defaults: u32 keys, no values, no flags, the daemon's
+ * plan, any device. */
+void gsort_request_init(gsort_request *rq);
+int gsort_run(gsort_conn *c, const gsort_request *rq, gsort_result *res, gsort_error *err);
+
+/* ---- the daemon ---- */
+
+/* Round trip of an empty request, in milliseconds (rtt_ms may be NULL). */
+int gsort_ping(gsort_conn *c, double *rtt_ms, gsort_error *err);
+/* The daemon's "info" (version, devices, limits) or "stats" (counters)
+ * reply as JSON text, man gsort-protocol(7); free() it. */
+int gsort_info(gsort_conn *c, char **json, gsort_error *err);
+int gsort_stats(gsort_conn *c, char **json, gsort_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
