@@ -1,0 +1,748 @@
+"""gsort: sort numpy arrays with gsortd, the OpenCL sort service.
+
+A client of the gsortd daemon in pure Python (standard library + numpy).
+It speaks the daemon's wire protocol (man gsort-protocol(7)) over its Unix
+socket and hands arrays over through a sealed shared-memory file (memfd),
+so a sort costs one copy into shared memory and one copy out, never a trip
+through the socket; where memfd is unavailable the bytes travel inline.
+
+    >>> import numpy as np, gsort
+    >>> a = np.array([3, 1, 2], dtype=np.uint32)
+    >>> gsort.sort(a)
+    array([1, 2, 3], dtype=uint32)
+    >>> gsort.argsort(a)
+    array([1, 2, 0])
+    >>> with gsort.Client() as c:
+    ...     s = c.sort(np.random.rand(1 << 20), algorithm="radix")
+    ...     c.last["algorithm"], c.last["device"], c.last["times_ms"]["sort"]
+
+Keys: 1-D arrays of uint32, int32, float32, uint64, int64 or float64 in
+native byte order. Any other dtype is a TypeError; an array of another
+rank a ValueError (sort a.ravel() for the flattened order). A non-contiguous
+array is copied. Array-likes (lists) go through numpy.asarray first.
+
+Order: integers by value; floats in numpy's order, -inf < ... < -0.0 <
++0.0 < ... < +inf < NaN (NaNs last, all NaNs equal), with -0.0 always
+before +0.0 (numpy treats the two zeros as equal and keeps them as they
+come). descending=True is the exact reverse of that order, so NaNs come
+FIRST; numpy's idiom np.sort(a)[::-1] gives the same sorted values. With
+stable=True equal keys keep their input order in either direction, so
+argsort(a, stable=True) equals np.argsort(a, kind="stable") (when a holds
+no mix of -0.0 and +0.0), and argsort(a, descending=True, stable=True)
+lists equal keys in input order, unlike np.argsort(a)[::-1].
+
+Errors: everything the daemon or the connection reports is a gsort.Error
+with .code ("GS_EINVAL", "GS_ETOOBIG", "GS_ENOTFOUND", "GS_EUNSUPPORTED",
+"GS_EIO", ...) and .message; str(e) of a daemon error starts "gsortd: ".
+gsort.NoDaemonError (code "GS_ENODAEMON") when nothing listens on the
+socket. After an error reply the connection serves the next call; after
+the daemon closed it (e.closed is True: a fatal request, an idle timeout)
+or a timeout, the next call connects again.
+
+Socket: Client(socket=None) uses $GSORTD_SOCKET when set, else
+$XDG_RUNTIME_DIR/gsortd.sock when that exists, else the system daemon's
+/run/gsortd/gsortd.sock (see default_socket()).
+
+Threads: a Client serves one call at a time (calls from several threads
+are serialised). The module-level functions use one default Client per
+thread (and per process, after a fork), created on first use.
+"""
+
+import errno
+import fcntl
+import json
+import mmap
+import operator
+import os
+import select
+import socket as _socket
+import struct
+import threading
+import time
+
+import numpy as np
+
+__all__ = [
+    "Client", "Error", "NoDaemonError", "SUPPORTED_DTYPES", "default_socket",
+    "default_client", "sort", "argsort", "sort_by_key", "info", "stats", "ping",
+]
+
+__version__ = "0.1.0"
+PROTOCOL = 1
+
+SUPPORTED_DTYPES = ("uint32", "int32", "float32", "uint64", "int64", "float64")
+
+# Reply headers are small (info and stats are the largest); this only bounds
+# what a confused peer can make us allocate.
+_MAX_REPLY_HEADER = 4 << 20
+_TWO_53 = 1 << 53
+# A staging memfd at most this large is kept for the next call; a larger one
+# is released after its call, so one huge sort does not pin its shared memory
+# (which the kernel cannot page out without swap) for the client's lifetime.
+_KEEP_STAGE_BYTES = 256 << 20
+# Requests with at most this much payload go out in one send.
+_SMALL_SEND = 64 << 10
+
+
+class Error(Exception):
+    """A failed request: .code is the error's name ("GS_EINVAL", ...),
+    .message the sentence, .closed whether the connection was closed."""
+
+    def __init__(self, code, message, daemon=False, closed=False):
+        self.code = code
+        self.message = message
+        self.daemon = daemon
+        self.closed = closed
+        super().__init__(("gsortd: " if daemon else "") + message)
+
+
+class NoDaemonError(Error):
+    """Nothing listens on the socket (code "GS_ENODAEMON")."""
+
+    def __init__(self, path, why):
+        self.path = path
+        super().__init__(
+            "GS_ENODAEMON",
+            "no gsortd listens at %s (%s); start the daemon with 'gsortd', or "
+            "'gsortd --socket PATH' and set GSORTD_SOCKET=PATH" % (path, why))
+
+
+def default_socket():
+    """The socket a Client(socket=None) connects to: $GSORTD_SOCKET when
+    set, else $XDG_RUNTIME_DIR/gsortd.sock when it exists, else
+    /run/gsortd/gsortd.sock."""
+    p = os.environ.get("GSORTD_SOCKET")
+    if p:
+        return p
+    d = os.environ.get("XDG_RUNTIME_DIR")
+    # The XDG spec says a relative value is to be ignored.
+    if d and d.startswith("/"):
+        p = os.path.join(d, "gsortd.sock")
+        if os.path.exists(p):
+            return p
+    return "/run/gsortd/gsortd.sock"
+
+
+# ---- dtypes ----
+
+def _wire_dtype(dt):
+    """The protocol's name for a key dtype ("u32"...); TypeError otherwise."""
+    if (dt.kind in "uif" and dt.itemsize in (4, 8) and dt.isnative and
+            dt.names is None and dt.subdtype is None):
+        return "%s%d" % (dt.kind, 8 * dt.itemsize)
+    what = str(dt)
+    if dt.kind in "uif" and dt.itemsize in (4, 8) and not dt.isnative:
+        what += " (non-native byte order %r)" % dt.str
+    raise TypeError("gsort: dtype %s is not supported; keys must be one of %s "
+                    "in native byte order (convert with a.astype(...))"
+                    % (what, ", ".join(SUPPORTED_DTYPES)))
+
+
+def _as_1d(a, what):
+    arr = np.asarray(a)
+    if arr.ndim != 1:
+        raise ValueError("gsort: %s must be a 1-D array, not %d-D of shape %s "
+                         "(sort a.ravel() for the flattened order)"
+                         % (what, arr.ndim, arr.shape))
+    return arr
+
+
+def _writable_contiguous(a, what):
+    if not isinstance(a, np.ndarray):
+        raise ValueError("gsort: inplace=True needs %s to be a numpy array" % what)
+    if not (a.flags.c_contiguous and a.flags.writeable):
+        raise ValueError("gsort: inplace=True needs %s to be writable and "
+                         "C-contiguous" % what)
+
+
+def _params(params):
+    """{name: int} for the header; numpy integers accepted, not floats."""
+    try:
+        items = dict(params).items()
+        out = {}
+        for k, v in items:
+            if not isinstance(k, str) or isinstance(v, (bool, np.bool_)):
+                raise TypeError
+            out[k] = operator.index(v)
+    except (TypeError, ValueError):
+        raise TypeError("gsort: params must map names (strings) to integers, e.g. "
+                        "{\"radix_bits\": 4}") from None
+    return out
+
+
+def _round_up(x, m):
+    return (x + m - 1) // m * m
+
+
+# ---- the staging memfd ----
+
+class _Stage:
+    """One sealed memfd, mapped, reused from call to call and grown as
+    needed (F_SEAL_SHRINK, which the daemon requires, allows growing)."""
+
+    def __init__(self):
+        self.fd = -1
+        self.map = None
+        self.size = 0
+
+    def ensure(self, need):
+        if need <= self.size:
+            return
+        page = mmap.PAGESIZE
+        if need <= _KEEP_STAGE_BYTES:
+            # Doubling is cheap: the file is sparse until written.
+            size = _round_up(max(need, min(2 * self.size, _KEEP_STAGE_BYTES)), page)
+        else:
+            size = _round_up(need, page)
+        if self.fd < 0:
+            fd = os.memfd_create("gsort", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+            try:
+                os.ftruncate(fd, size)
+                # The daemon maps the file: a shrink under its feet would
+                # crash it, so it refuses files without this seal.
+                fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK)
+            except BaseException:
+                os.close(fd)
+                raise
+            self.fd = fd
+        else:
+            self._unmap()
+            os.ftruncate(self.fd, size)
+        self.size = size
+        self.map = mmap.mmap(self.fd, size)
+
+    def _unmap(self):
+        if self.map is not None:
+            try:
+                self.map.close()
+            except BufferError:
+                # An array view still refers to it (a traceback frame): the
+                # mapping goes when that view does.
+                pass
+            self.map = None
+
+    def close(self):
+        self._unmap()
+        if self.fd >= 0:
+            os.close(self.fd)
+        self.fd = -1
+        self.size = 0
+
+
+def _memfd_supported():
+    return (hasattr(os, "memfd_create") and hasattr(fcntl, "F_ADD_SEALS") and
+            hasattr(_socket, "send_fds"))
+
+
+# ---- the client ----
+
+class Client:
+    """A connection to gsortd.
+
+    Client(socket=None, timeout=None, memfd=None): socket is the daemon's
+    socket path (None: default_socket()); timeout the seconds to wait for
+    the daemon on any one socket operation, a sort's whole run included
+    (None: for ever; a timed-out call raises Error "GS_EIO"); memfd False
+    sends every array inline on the socket, None/True uses shared memory
+    when the system has it (memfd_error then says why not when it did not
+    work). Use as a context manager, or call close().
+
+    After each successful call c.last is the daemon's reply header (a
+    dict, see gsort-protocol(7)); for a sort it says where the sort ran:
+    "device" ({index, name, platform} or None for the host sort),
+    "algorithm", "params", "plan", "times_ms" ({queue, receive, upload,
+    sort, download, total}), plus "zero_copy" (the memfd was used) and
+    "client_ms" (the whole call as seen from Python).
+    """
+
+    def __init__(self, socket=None, timeout=None, memfd=None):
+        self.path = socket if socket is not None else default_socket()
+        if timeout is not None and not timeout > 0:
+            raise ValueError("gsort: timeout must be a positive number of seconds or None")
+        self.timeout = timeout
+        self.use_memfd = memfd is not False and _memfd_supported()
+        self.memfd_error = None if self.use_memfd or memfd is False else \
+            "this Python lacks os.memfd_create, fcntl.F_ADD_SEALS or socket.send_fds"
+        self.last = None
+        self._sock = None
+        self._closed = False
+        self._next_id = 1
+        self._stage = _Stage()
+        self._lock = threading.RLock()
+        self._connect()
+
+    # -- connection --
+
+    def _connect(self):
+        s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        s.settimeout(self.timeout)
+        try:
+            s.connect(self.path)
+        except (FileNotFoundError, ConnectionRefusedError) as e:
+            s.close()
+            raise NoDaemonError(self.path, e.strerror or str(e)) from None
+        except _socket.timeout:
+            s.close()
+            raise Error("GS_EIO", "timed out connecting to gsortd at %s" % self.path) from None
+        except OSError as e:
+            s.close()
+            hint = ""
+            if e.errno in (errno.EACCES, errno.EPERM):
+                hint = " (are you in the socket's group?)"
+            raise Error("GS_EIO", "cannot connect to gsortd at %s: %s%s"
+                        % (self.path, e.strerror or e, hint)) from None
+        self._sock = s
+
+    def _drop(self):
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+    def _usable(self):
+        """The socket for a new request, connecting again when the daemon
+        closed the last one (an idle timeout, a fatal error)."""
+        if self._closed:
+            raise ValueError("gsort: operation on a closed Client")
+        if self._sock is not None:
+            # Between requests the daemon sends nothing: anything readable
+            # means it closed the connection (idle_timeout) or is confused.
+            p = select.poll()   # not select(): descriptors may exceed FD_SETSIZE
+            p.register(self._sock, select.POLLIN)
+            if p.poll(0):
+                self._drop()
+        if self._sock is None:
+            self._connect()
+        return self._sock
+
+    def close(self):
+        """Close the connection and release the shared memory."""
+        with self._lock:
+            self._closed = True
+            self._drop()
+            self._stage.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self._drop()
+            self._stage.close()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        state = "closed" if self._closed else "connected" if self._sock else "idle"
+        return "<gsort.Client %s %s>" % (self.path, state)
+
+    # -- framing --
+
+    def _broken(self, code, message):
+        self._drop()
+        return Error(code, message, closed=True)
+
+    def _io_error(self, e, doing):
+        if isinstance(e, _socket.timeout):
+            return self._broken("GS_EIO", "timed out after %g s %s gsortd at %s"
+                                % (self.timeout, doing, self.path))
+        return self._broken("GS_EIO", "%s gsortd at %s: %s"
+                            % (doing, self.path, getattr(e, "strerror", None) or e))
+
+    def _recv_into(self, buf):
+        view = memoryview(buf).cast("B")
+        got = 0
+        while got < len(view):
+            k = self._sock.recv_into(view[got:], min(len(view) - got, 1 << 24))
+            if k == 0:
+                raise ConnectionError("closed")
+            got += k
+
+    def _recv_exact(self, n):
+        buf = bytearray(n)
+        self._recv_into(buf)
+        return buf
+
+    def _drain(self, n):
+        scratch = bytearray(min(n, 1 << 20))
+        while n > 0:
+            k = min(n, len(scratch))
+            self._recv_into(memoryview(scratch)[:k])
+            n -= k
+
+    def _recv_header(self):
+        """Read one reply header: (dict, payload_bytes)."""
+        try:
+            head = self._recv_exact(4)
+        except ConnectionError:
+            raise self._broken("GS_EIO", "gsortd at %s closed the connection without "
+                               "a reply" % self.path) from None
+        except OSError as e:
+            raise self._io_error(e, "waiting for a reply from") from None
+        (hlen,) = struct.unpack(">I", head)
+        if not 1 <= hlen <= _MAX_REPLY_HEADER:
+            raise self._broken("GS_ECORRUPT", "bad reply frame from gsortd: a %d-byte "
+                               "header" % hlen)
+        try:
+            text = self._recv_exact(hlen)
+        except ConnectionError:
+            raise self._broken("GS_EIO", "gsortd at %s closed the connection in the "
+                               "middle of a reply" % self.path) from None
+        except OSError as e:
+            raise self._io_error(e, "reading a reply from") from None
+        try:
+            h = json.loads(bytes(text))
+        except ValueError:
+            h = None
+        if not isinstance(h, dict):
+            raise self._broken("GS_ECORRUPT", "reply header from gsortd is not a JSON object")
+        if h.get("v") != PROTOCOL:
+            raise self._broken("GS_EUNSUPPORTED", "gsortd replied with protocol version "
+                               "%r; this client speaks %d" % (h.get("v"), PROTOCOL))
+        pb = h.get("payload_bytes", 0)
+        if isinstance(pb, float) and pb.is_integer():
+            pb = int(pb)
+        if not isinstance(pb, int) or isinstance(pb, bool) or not 0 <= pb <= _TWO_53:
+            raise self._broken("GS_ECORRUPT", "reply payload_bytes is not a byte count")
+        return h, pb
+
+    def _reply_error(self, h):
+        """An Error for an "ok":false reply (dropping the connection when
+        the daemon says it closes it)."""
+        e = h.get("error") if isinstance(h.get("error"), dict) else {}
+        code = e.get("code") if isinstance(e.get("code"), str) else "GS_EIO"
+        msg = e.get("message") if isinstance(e.get("message"), str) else "(no message)"
+        closed = h.get("close") is True
+        if closed:
+            self._drop()
+        return Error(code, msg, daemon=True, closed=closed)
+
+    def _send(self, header, parts=(), fd=None):
+        """Send one request: header, then the payload parts (buffers)."""
+        h = json.dumps(header, separators=(",", ":")).encode()
+        head = struct.pack(">I", len(h)) + h
+        sock = self._sock
+        try:
+            if fd is not None:
+                # The descriptor rides with the frame head (the protocol
+                # wants it on bytes of the length prefix or header).
+                sent = _socket.send_fds(sock, [head], [fd])
+                if sent < len(head):
+                    sock.sendall(memoryview(head)[sent:])
+            elif sum(p.nbytes for p in parts) <= _SMALL_SEND:
+                sock.sendall(b"".join([head] + [bytes(p) for p in parts]))
+                parts = ()
+            else:
+                sock.sendall(head)
+            for p in parts:
+                sock.sendall(p)
+        except (BrokenPipeError, ConnectionResetError) as e:
+            # The daemon refused the request from its header (too big, too
+            # many clients) and closed without reading the rest: its error
+            # reply is already waiting. Report that instead of the pipe.
+            sock.settimeout(1.0)
+            try:
+                r, pb = self._recv_header()
+            except Error:
+                r = None
+            if r is not None and r.get("ok") is False and pb == 0:
+                err = self._reply_error(r)
+                err.closed = True
+                self._drop()
+                raise err from None
+            raise self._io_error(e, "sending to") from None
+        except OSError as e:
+            raise self._io_error(e, "sending to") from None
+
+    def _take_id(self):
+        i = self._next_id
+        self._next_id += 1
+        return i
+
+    def _check_reply(self, h, pb, rid, op):
+        if h.get("ok") is not True:
+            if pb:
+                raise self._broken("GS_ECORRUPT", "error reply declares a %d-byte payload" % pb)
+            raise self._reply_error(h)
+        if h.get("id") != rid:
+            raise self._broken("GS_ECORRUPT", "reply to %s does not echo the request id" % op)
+
+    def _simple(self, op):
+        with self._lock:
+            self._usable()
+            rid = self._take_id()
+            self._send({"v": PROTOCOL, "op": op, "id": rid})
+            h, pb = self._recv_header()
+            self._check_reply(h, pb, rid, op)
+            if pb:
+                raise self._broken("GS_ECORRUPT", "reply to %s declares a %d-byte payload"
+                                   % (op, pb))
+            self.last = h
+            return h
+
+    # -- the daemon --
+
+    def ping(self):
+        """Round trip of an empty request, in milliseconds."""
+        t0 = time.perf_counter()
+        self._simple("ping")
+        return (time.perf_counter() - t0) * 1e3
+
+    def info(self):
+        """The daemon's info reply: version, devices, algorithms, limits."""
+        return self._simple("info")
+
+    def stats(self):
+        """The daemon's stats reply: uptime, clients, requests, bytes, routes."""
+        return self._simple("stats")
+
+    # -- sorting --
+
+    def _run(self, keys, values_kind, values, dst_keys, dst_vals, descending, stable,
+             algorithm, params, device):
+        """One sort request. keys (and values, for "u32"/"u64") are 1-D
+        arrays of any layout; the sorted keys land in dst_keys (None:
+        dropped) and the values or indices in dst_vals (None: dropped)."""
+        kdt = keys.dtype
+        n = keys.shape[0]
+        ks = kdt.itemsize
+        vs = {"none": 0, "u32": 4, "u64": 8, "idx32": 4, "idx64": 8}[values_kind]
+        wire_vdt = {4: np.uint32, 8: np.uint64}.get(vs)
+        if n > _TWO_53:
+            raise Error("GS_ETOOBIG", "sort: n = %d exceeds the protocol's 2^53" % n)
+        header = {"v": PROTOCOL, "op": "sort", "dtype": _wire_dtype(kdt), "n": n}
+        if values_kind != "none":
+            header["values"] = values_kind
+        if descending:
+            header["order"] = "desc"
+        if stable:
+            header["stable"] = True
+        if algorithm is not None:
+            if not isinstance(algorithm, str):
+                raise TypeError("gsort: algorithm must be a string")
+            header["algorithm"] = algorithm
+        if params is not None:
+            if algorithm is None:
+                raise ValueError("gsort: params need an algorithm")
+            header["params"] = _params(params)
+        if device is not None:
+            header["device"] = int(device)
+
+        t0 = time.perf_counter()
+        with self._lock:
+            self._usable()
+            rid = self._take_id()
+            header["id"] = rid
+            use_memfd = self.use_memfd and n > 0
+            stage = self._stage
+            if use_memfd:
+                kb = n * ks
+                voff = _round_up(kb, vs) if vs else kb
+                try:
+                    stage.ensure(voff + n * vs)
+                except OSError as e:
+                    # No shared memory here (a sandbox, an old kernel):
+                    # inline from now on.
+                    stage.close()
+                    self.use_memfd = use_memfd = False
+                    self.memfd_error = "memfd: %s" % (e.strerror or e)
+            try:
+                if use_memfd:
+                    return self._run_memfd(header, rid, keys, values_kind, values, dst_keys,
+                                           dst_vals, kb, voff, wire_vdt, t0)
+                return self._run_inline(header, rid, keys, values_kind, values, dst_keys,
+                                        dst_vals, wire_vdt, t0)
+            finally:
+                if stage.size > _KEEP_STAGE_BYTES:
+                    stage.close()
+
+    def _finish(self, h, zero_copy, t0):
+        h["zero_copy"] = zero_copy
+        h["client_ms"] = (time.perf_counter() - t0) * 1e3
+        self.last = h
+
+    def _run_memfd(self, header, rid, keys, values_kind, values, dst_keys, dst_vals, kb,
+                   voff, wire_vdt, t0):
+        n = keys.shape[0]
+        m = self._stage.map
+        kview = np.frombuffer(m, dtype=keys.dtype, count=n, offset=0)
+        vview = None
+        try:
+            kview[...] = keys
+            if wire_vdt is not None:
+                vview = np.frombuffer(m, dtype=wire_vdt, count=n, offset=voff)
+                if values is not None:
+                    vview[...] = values.view(wire_vdt)
+                if voff != kb:
+                    header["values_offset"] = voff
+            header["memfd"] = True
+            self._send(header, fd=self._stage.fd)
+            h, pb = self._recv_header()
+            self._check_reply(h, pb, rid, "sort")
+            if pb:
+                raise self._broken("GS_ECORRUPT", "memfd sort reply declares a %d-byte "
+                                   "payload" % pb)
+            if dst_keys is not None:
+                dst_keys[...] = kview
+            if dst_vals is not None:
+                if dst_vals.dtype.itemsize == vview.dtype.itemsize:
+                    dst_vals.view(wire_vdt)[...] = vview
+                else:
+                    dst_vals[...] = vview
+            self._finish(h, True, t0)
+            return h
+        finally:
+            # No view may outlive the call: the mapping is resized later.
+            del kview, vview
+
+    def _run_inline(self, header, rid, keys, values_kind, values, dst_keys, dst_vals,
+                    wire_vdt, t0):
+        n = keys.shape[0]
+        parts = [np.ascontiguousarray(keys)]
+        if values_kind in ("u32", "u64"):
+            parts.append(np.ascontiguousarray(values).view(wire_vdt))
+        parts = [memoryview(p).cast("B") for p in parts]
+        header["payload_bytes"] = sum(p.nbytes for p in parts)
+        self._send(header, parts)
+        h, pb = self._recv_header()
+        self._check_reply(h, pb, rid, "sort")
+        kb = n * keys.dtype.itemsize
+        vb = n * (np.dtype(wire_vdt).itemsize if wire_vdt is not None else 0)
+        if pb != kb + vb:
+            raise self._broken("GS_EWRONG", "sort reply declares %d payload bytes, the "
+                               "request expects %d" % (pb, kb + vb))
+        try:
+            if dst_keys is not None:
+                self._recv_into(dst_keys)
+            else:
+                self._drain(kb)
+            if vb:
+                if dst_vals is None:
+                    self._drain(vb)
+                elif dst_vals.dtype.itemsize == vb // n:
+                    self._recv_into(dst_vals)
+                else:
+                    tmp = np.empty(n, dtype=wire_vdt)
+                    self._recv_into(tmp)
+                    dst_vals[...] = tmp
+        except ConnectionError:
+            raise self._broken("GS_EIO", "gsortd at %s closed the connection in the "
+                               "middle of a reply" % self.path) from None
+        except OSError as e:
+            raise self._io_error(e, "reading a sort reply from") from None
+        self._finish(h, False, t0)
+        return h
+
+    def sort(self, a, descending=False, stable=False, inplace=False, algorithm=None,
+             params=None, device=None):
+        """Return a sorted copy of the 1-D array a (inplace=True: sort a
+        itself, which must be a writable C-contiguous numpy array, and
+        return it).
+
+        descending: largest first (NaNs first, see the module's doc);
+        stable: only stable algorithms (the sorted values are the same);
+        algorithm: force one of info()["algorithms"] ("radix",
+        "mergepath", "shellsort", "host"), params: its tuning parameters
+        as {name: int}; device: force a device index (see info()).
+        """
+        if inplace:
+            _writable_contiguous(a, "the array")
+        a = _as_1d(a, "the array")
+        _wire_dtype(a.dtype)
+        out = a if inplace else np.empty(a.shape[0], dtype=a.dtype)
+        self._run(a, "none", None, out, None, descending, stable, algorithm, params, device)
+        return out
+
+    def argsort(self, a, descending=False, stable=False, index_dtype=np.int64,
+                algorithm=None, params=None, device=None):
+        """Return the indices that sort the 1-D array a, like np.argsort
+        (a is left as it is). index_dtype: int64 (default), uint64, int32
+        or uint32. With stable=True equal keys are listed in input order.
+        Other arguments as for sort().
+        """
+        a = _as_1d(a, "the array")
+        _wire_dtype(a.dtype)
+        idt = np.dtype(index_dtype)
+        if idt.kind not in "iu" or idt.itemsize not in (4, 8) or not idt.isnative:
+            raise TypeError("gsort: index_dtype must be int64, uint64, int32 or uint32")
+        n = a.shape[0]
+        if n - 1 > np.iinfo(idt).max:
+            raise ValueError("gsort: %d indices do not fit in %s" % (n, idt))
+        # 4-byte indices halve the index traffic whenever n allows them.
+        kind = "idx32" if n <= 0xFFFFFFFF else "idx64"
+        out = np.empty(n, dtype=idt)
+        self._run(a, kind, None, None, out, descending, stable, algorithm, params, device)
+        return out
+
+    def sort_by_key(self, keys, values, descending=False, stable=False, inplace=False,
+                    algorithm=None, params=None, device=None):
+        """Sort keys and permute values (a 1-D array of the same length
+        whose items are 4 or 8 bytes: any dtype, moved as raw bytes) with
+        them. Returns (sorted keys, permuted values): copies, or with
+        inplace=True the two arrays themselves, sorted where they are.
+        Other arguments as for sort().
+        """
+        if inplace:
+            _writable_contiguous(keys, "keys")
+            _writable_contiguous(values, "values")
+        keys = _as_1d(keys, "keys")
+        values = _as_1d(values, "values")
+        _wire_dtype(keys.dtype)
+        vdt = values.dtype
+        if vdt.hasobject or vdt.itemsize not in (4, 8):
+            raise TypeError("gsort: values must have 4- or 8-byte items without Python "
+                            "objects, not %s" % vdt)
+        if values.shape[0] != keys.shape[0]:
+            raise ValueError("gsort: %d keys but %d values" % (keys.shape[0], values.shape[0]))
+        if not values.flags.c_contiguous:
+            values = np.ascontiguousarray(values)  # for the raw-bytes view
+        kind = "u32" if vdt.itemsize == 4 else "u64"
+        ko = keys if inplace else np.empty(keys.shape[0], dtype=keys.dtype)
+        vo = values if inplace else np.empty(values.shape[0], dtype=vdt)
+        self._run(keys, kind, values, ko, vo, descending, stable, algorithm, params, device)
+        return ko, vo
+
+
+# ---- module-level convenience: one default client per thread ----
+
+_local = threading.local()
+
+
+def default_client():
+    """This thread's default Client (created on first use, at
+    default_socket(); again in a forked child)."""
+    c = getattr(_local, "client", None)
+    if c is None or c._closed or getattr(_local, "pid", None) != os.getpid():
+        c = Client()
+        _local.client = c
+        _local.pid = os.getpid()
+    return c
+
+
+def sort(a, **kw):
+    """default_client().sort(a, ...): a sorted copy of a."""
+    return default_client().sort(a, **kw)
+
+
+def argsort(a, **kw):
+    """default_client().argsort(a, ...): the indices that sort a."""
+    return default_client().argsort(a, **kw)
+
+
+def sort_by_key(keys, values, **kw):
+    """default_client().sort_by_key(keys, values, ...)."""
+    return default_client().sort_by_key(keys, values, **kw)
+
+
+def info():
+    return default_client().info()
+
+
+def stats():
+    return default_client().stats()
+
+
+def ping():
+    return default_client().ping()
