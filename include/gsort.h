@@ -91,25 +91,33 @@ enum {
 /* ---- connections ---- */
 typedef struct gsort_conn gsort_conn;
 
-/* Connect to the daemon at `socket_path`. NULL: $GSORTD_SOCKET when set,
- * else $XDG_RUNTIME_DIR/gsortd.sock when that exists, else the system
- * daemon's /run/gsortd/gsortd.sock. GSORT_ENODAEMON, naming the path, when
- * nothing listens there. */
+/* Connect to the daemon at `socket_path`. NULL: $GSORTD_SOCKET when set
+ * and not empty, else $XDG_RUNTIME_DIR/gsortd.sock when that exists (not
+ * for root), else the system daemon's /run/gsortd/gsortd.sock.
+ * GSORT_ENODAEMON, naming the path, when nothing listens there (no socket
+ * file, a stale one left by a killed daemon, or not a socket). */
 int gsort_connect(gsort_conn **out, const char *socket_path, gsort_error *err);
-/* Close the connection and free what it holds (NULL is fine). */
+/* Close the connection and free what it holds, its staging memory
+ * included (NULL is fine). */
 void gsort_close(gsort_conn *c);
-/* The socket the connection uses. */
+/* The socket the connection uses ("" for NULL). */
 const char *gsort_socket_path(const gsort_conn *c);
 /* Give up on a reply after `seconds` without progress (0, the default:
  * wait for ever). A timed-out connection is closed: GSORT_EIO. */
 int gsort_set_timeout(gsort_conn *c, double seconds, gsort_error *err);
 
 /* ---- zero-copy memory ----
- * Memory the daemon maps directly: arrays lying inside one gsort_alloc
- * block are sorted where they are, with no copy. Any other memory works too,
- * staged through a per-connection shared buffer (one copy each way). */
+ * Memory the daemon maps directly: keys (and values) lying inside one
+ * gsort_alloc block, each array aligned to its element size, are sorted
+ * where they are, with no copy. Any other memory works too, staged through
+ * a per-connection shared buffer (one copy each way); so are argsort's keys,
+ * which must not change. A block is zero-filled and cannot be resized. Where
+ * the system has no memfds, gsort_alloc returns ordinary memory (sorted
+ * inline). */
 void *gsort_alloc(size_t bytes, gsort_error *err);    /* NULL on failure */
-void gsort_free(void *ptr);                           /* NULL is fine */
+/* Only pointers gsort_alloc returned; NULL and any other pointer are
+ * ignored. Not while a sort on the block is in flight. */
+void gsort_free(void *ptr);
 
 /* ---- sorting ---- */
 
@@ -121,13 +129,19 @@ typedef struct gsort_result {
     char params[512];        /* "name=value,..." */
     char plan[32];           /* "tuned", "default", "override", "busy", "fallback" */
     char fallback[512];      /* why the first choice failed; "" if it did not */
-    int zero_copy;           /* 1: shared memory, 0: inline bytes */
+    int zero_copy;           /* 1: shared memory (in place or staged), 0: inline bytes */
     double queue_ms, upload_ms, sort_ms, download_ms;   /* in the daemon */
     double daemon_ms;        /* the daemon's whole time on the request */
     double total_ms;         /* the whole call as the caller sees it */
 } gsort_result;
 
-/* Sort n keys in place. */
+/* Sort n keys in place. n = 0 is fine (keys may then be NULL). A request
+ * the daemon refuses keeps the connection, except an inline one above the
+ * daemon's max_request_bytes, after which the daemon closes it (later calls:
+ * GSORT_EIO). On failure the caller's arrays are left as they were; only
+ * when a gsort_alloc block was being sorted in place and the connection
+ * failed (GSORT_EIO: a timeout, a daemon that died) may the block hold part
+ * of the result, or receive it later. */
 int gsort_sort(gsort_conn *c, gsort_dtype dtype, void *keys, size_t n, unsigned flags,
                gsort_result *res, gsort_error *err);
 
@@ -153,7 +167,7 @@ typedef struct gsort_request {
     gsort_values values_kind;
     void *values;            /* n values (in and out) or indices (out); NULL for NONE */
     unsigned flags;          /* GSORT_DESCENDING | GSORT_STABLE | GSORT_INLINE */
-    const char *algorithm;   /* NULL: the daemon's plan; else force one */
+    const char *algorithm;   /* NULL or "auto": the daemon's plan; else force one */
     const char *params;      /* with an algorithm: "name=value,..." or NULL */
     int device;              /* device index to force, -1: any */
 } gsort_request;
@@ -168,7 +182,7 @@ int gsort_run(gsort_conn *c, const gsort_request *rq, gsort_result *res, gsort_e
 /* Round trip of an empty request, in milliseconds (rtt_ms may be NULL). */
 int gsort_ping(gsort_conn *c, double *rtt_ms, gsort_error *err);
 /* The daemon's "info" (version, devices, limits) or "stats" (counters)
- * reply as JSON text, man gsort-protocol(7); free() it. */
+ * reply header as indented JSON text, man gsort-protocol(7); free() it. */
 int gsort_info(gsort_conn *c, char **json, gsort_error *err);
 int gsort_stats(gsort_conn *c, char **json, gsort_error *err);
 

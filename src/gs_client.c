@@ -108,7 +108,9 @@ int gs_client_connect(gs_client **out, const char *path, gs_err *err)
         int e = errno;
         close(c->fd);
         free(c);
-        return gs_err_set(err, GS_EIO, "cannot connect to gsortd at %s: %s", path, strerror(e));
+        gs_err_set(err, GS_EIO, "cannot connect to gsortd at %s: %s", path, strerror(e));
+        errno = e;  /* callers tell "nobody listens" from other failures by it */
+        return GS_EIO;
     }
     snprintf(c->path, sizeof c->path, "%s", path);
     c->next_id = 1;

@@ -17,7 +17,8 @@
 typedef struct gs_client gs_client;
 
 /* Connect to `path` (NULL: the default socket, see gs_paths_socket).
- * GS_EIO with the path and errno text when nothing listens there. */
+ * GS_EIO with the path and errno text when nothing listens there; errno
+ * is then connect()'s (ENOENT, ECONNREFUSED, ...). */
 int gs_client_connect(gs_client **out, const char *path, gs_err *err);
 void gs_client_close(gs_client *c);
 /* The socket descriptor (tests send raw bytes through it). */

@@ -1,0 +1,540 @@
+/* libgsort (include/gsort.h): the public C client of gsortd, built on the
+ * internal blocking client (gs_client). This file holds connections, error
+ * records, the sort calls and the daemon queries. A sort takes one of three
+ * routes: arrays inside one gsort_alloc block go to the daemon as that
+ * block's memfd with offsets (no copy); other memory is copied into a
+ * per-connection staging memfd and back (one copy each way, no socket
+ * copy); with GSORT_INLINE, or where memfds are not available, the bytes
+ * travel on the socket. The staged and inline routes work on copies, so a
+ * failure never leaves the caller's arrays half written. */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "gs_client.h"
+#include "gs_paths.h"
+#include "gs_proto.h"
+#include "gs_types.h"
+#include "gsort.h"
+#include "gsort_int.h"
+
+/* The public numbers are the internal ones, so codes pass through. */
+_Static_assert((int)GSORT_EINVAL == (int)GS_EINVAL && (int)GSORT_ENOMEM == (int)GS_ENOMEM &&
+               (int)GSORT_EDEVICE == (int)GS_ECL && (int)GSORT_EIO == (int)GS_EIO &&
+               (int)GSORT_ENODEV == (int)GS_ENODEV && (int)GSORT_EBUILD == (int)GS_EBUILD &&
+               (int)GSORT_ECORRUPT == (int)GS_ECORRUPT && (int)GSORT_ETOOBIG == (int)GS_ETOOBIG &&
+               (int)GSORT_EUNSUPPORTED == (int)GS_EUNSUPPORTED &&
+               (int)GSORT_ENOTFOUND == (int)GS_ENOTFOUND && (int)GSORT_EWRONG == (int)GS_EWRONG,
+               "GSORT_E* and GS_E* codes differ");
+_Static_assert((int)GSORT_U32 == GS_DT_U32 && (int)GSORT_I32 == GS_DT_I32 &&
+               (int)GSORT_F32 == GS_DT_F32 && (int)GSORT_U64 == GS_DT_U64 &&
+               (int)GSORT_I64 == GS_DT_I64 && (int)GSORT_F64 == GS_DT_F64,
+               "gsort_dtype and gs_dtype differ");
+_Static_assert((int)GSORT_VALUES_NONE == GS_PL_NONE && (int)GSORT_VALUES_U32 == GS_PL_U32 &&
+               (int)GSORT_VALUES_U64 == GS_PL_U64 && (int)GSORT_VALUES_IDX32 == GS_PL_IDX32 &&
+               (int)GSORT_VALUES_IDX64 == GS_PL_IDX64, "gsort_values and gs_payload differ");
+
+#define SYSTEM_SOCKET "/run/gsortd/gsortd.sock"
+#define ALL_FLAGS (GSORT_DESCENDING | GSORT_STABLE | GSORT_INLINE)
+#define STAGE_GRAIN ((size_t)64 << 10)
+
+struct gsort_conn {
+    gs_client *cl;
+    char path[GS_PATHS_SOCKET_MAX];
+    gs_client_shm stage;    /* the staging memfd; fd -1 until a sort needs it */
+    int no_memfd;           /* memfds failed here: every later sort goes inline */
+    void *heap;             /* the inline route's copy of the arrays */
+    size_t heap_cap;
+};
+
+/* ---- errors ---- */
+
+int lgs_err_set(gsort_error *err, int code, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        va_end(ap);
+        err->code = code;
+    }
+    return code;
+}
+
+int lgs_err_from(gsort_error *err, int rc, const gs_err *ge)
+{
+    int code = rc < 0 && rc >= GSORT_EWRONG ? rc : GSORT_EIO;
+    if (err) {
+        err->code = code;
+        /* An internal message may be longer than the public record. */
+        const char *m = ge && ge->msg[0] ? ge->msg : gsort_strerror(code);
+        size_t len = strnlen(m, sizeof err->message - 1);
+        memcpy(err->message, m, len);
+        err->message[len] = '\0';
+    }
+    return code;
+}
+
+static void err_clear(gsort_error *err)
+{
+    if (err) {
+        err->code = 0;
+        err->message[0] = '\0';
+    }
+}
+
+const char *gsort_strerror(int code)
+{
+    switch (code) {
+    case GSORT_OK: return "GSORT_OK";
+    case GSORT_EINVAL: return "GSORT_EINVAL";
+    case GSORT_ENOMEM: return "GSORT_ENOMEM";
+    case GSORT_EDEVICE: return "GSORT_EDEVICE";
+    case GSORT_EIO: return "GSORT_EIO";
+    case GSORT_ENODEV: return "GSORT_ENODEV";
+    case GSORT_EBUILD: return "GSORT_EBUILD";
+    case GSORT_ECORRUPT: return "GSORT_ECORRUPT";
+    case GSORT_ETOOBIG: return "GSORT_ETOOBIG";
+    case GSORT_EUNSUPPORTED: return "GSORT_EUNSUPPORTED";
+    case GSORT_ENOTFOUND: return "GSORT_ENOTFOUND";
+    case GSORT_EWRONG: return "GSORT_EWRONG";
+    case GSORT_ENODAEMON: return "GSORT_ENODAEMON";
+    default: return "GSORT_E?";
+    }
+}
+
+const char *gsort_version(void)
+{
+    return PACKAGE_VERSION;
+}
+
+/* ---- connections ---- */
+
+/* The default socket (see gsort_connect). `also` gets a clause for the
+ * error message naming a per-user socket that was looked for and absent. */
+static int default_socket(char *buf, size_t len, char *also, size_t alen, gsort_error *err)
+{
+    also[0] = '\0';
+    const char *env = getenv("GSORTD_SOCKET");
+    if (env && *env) {
+        if (strlen(env) >= len)
+            return lgs_err_set(err, GSORT_EINVAL, "GSORTD_SOCKET is %zu bytes long; a Unix "
+                               "socket path must be shorter than %zu bytes", strlen(env), len);
+        snprintf(buf, len, "%s", env);
+        return 0;
+    }
+    char user[GS_PATHS_SOCKET_MAX];
+    if (gs_paths_socket(user, sizeof user, NULL) == 0) {
+        struct stat st;
+        /* As root this already is the system socket. */
+        if (strcmp(user, SYSTEM_SOCKET) == 0 || stat(user, &st) == 0) {
+            snprintf(buf, len, "%s", user);
+            return 0;
+        }
+        snprintf(also, alen, "; %s does not exist either", user);
+    }
+    snprintf(buf, len, "%s", SYSTEM_SOCKET);
+    return 0;
+}
+
+/* Whether connect()'s errno means nobody is listening: no socket file, a
+ * stale one, or not a socket. */
+static int no_daemon_errno(int e)
+{
+    return e == ENOENT || e == ECONNREFUSED || e == ENOTSOCK;
+}
+
+int gsort_connect(gsort_conn **out, const char *socket_path, gsort_error *err)
+{
+    err_clear(err);
+    if (!out)
+        return lgs_err_set(err, GSORT_EINVAL, "gsort_connect: out is NULL");
+    *out = NULL;
+    char def[GS_PATHS_SOCKET_MAX], also[GS_PATHS_SOCKET_MAX + 32];
+    also[0] = '\0';
+    if (!socket_path) {
+        int rc = default_socket(def, sizeof def, also, sizeof also, err);
+        if (rc)
+            return rc;
+        socket_path = def;
+    } else if (!*socket_path) {
+        return lgs_err_set(err, GSORT_EINVAL, "gsort_connect: the socket path is empty");
+    }
+    gsort_conn *c = calloc(1, sizeof *c);
+    if (!c)
+        return lgs_err_set(err, GSORT_ENOMEM, "out of memory for a connection");
+    c->stage.fd = -1;
+    gs_err ge;
+    gs_err_clear(&ge);
+    errno = 0;
+    int rc = gs_client_connect(&c->cl, socket_path, &ge);
+    if (rc) {
+        int e = errno;
+        free(c);
+        if (rc == GS_EIO && no_daemon_errno(e))
+            return lgs_err_set(err, GSORT_ENODAEMON, "no gsortd is listening at %s (%s)%s",
+                               socket_path, strerror(e), also);
+        return lgs_err_from(err, rc, &ge);
+    }
+    snprintf(c->path, sizeof c->path, "%s", socket_path);
+    *out = c;
+    return 0;
+}
+
+void gsort_close(gsort_conn *c)
+{
+    if (!c)
+        return;
+    gs_client_close(c->cl);
+    gs_client_shm_free(&c->stage);
+    free(c->heap);
+    free(c);
+}
+
+const char *gsort_socket_path(const gsort_conn *c)
+{
+    return c ? c->path : "";
+}
+
+int gsort_set_timeout(gsort_conn *c, double seconds, gsort_error *err)
+{
+    err_clear(err);
+    if (!c)
+        return lgs_err_set(err, GSORT_EINVAL, "gsort_set_timeout: no connection");
+    if (!(seconds >= 0))
+        return lgs_err_set(err, GSORT_EINVAL, "gsort_set_timeout: %g s is not a timeout (0: "
+                           "wait for ever, else a positive number of seconds)", seconds);
+    gs_client_set_timeout(c->cl, seconds);
+    return 0;
+}
+
+/* ---- sorting ---- */
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+void gsort_request_init(gsort_request *rq)
+{
+    if (!rq)
+        return;
+    memset(rq, 0, sizeof *rq);
+    rq->dtype = GSORT_U32;
+    rq->values_kind = GSORT_VALUES_NONE;
+    rq->device = -1;
+}
+
+static int overlap(const void *a, size_t al, const void *b, size_t bl)
+{
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    return x < y + bl && y < x + al;
+}
+
+/* Make the staging memfd hold at least `need` bytes. It is sealed against
+ * growing (the daemon may map it), so a bigger one replaces it; the slack
+ * lets slowly growing requests reuse it. */
+static int stage_reserve(gsort_conn *c, size_t need, gs_err *ge)
+{
+    if (c->stage.fd >= 0 && c->stage.size >= need)
+        return 0;
+    gs_client_shm_free(&c->stage);
+    size_t want = need + need / 4;
+    if (want < need || want > SIZE_MAX - STAGE_GRAIN)
+        want = need;
+    else
+        want = (want + STAGE_GRAIN - 1) / STAGE_GRAIN * STAGE_GRAIN;
+    return lgs_memfd_alloc(LGS_MEMFD_STAGE, want, &c->stage, ge);
+}
+
+static int heap_reserve(gsort_conn *c, size_t need, gs_err *ge)
+{
+    if (c->heap_cap >= need)
+        return 0;
+    free(c->heap);
+    c->heap_cap = 0;
+    c->heap = malloc(need);
+    if (!c->heap)
+        return gs_err_set(ge, GS_ENOMEM, "out of memory for a %zu-byte copy of the arrays",
+                          need);
+    c->heap_cap = need;
+    return 0;
+}
+
+static void fill_result(gsort_result *res, const gs_client_result *r, int zero_copy, double t0)
+{
+    res->device = r->device;
+    snprintf(res->device_name, sizeof res->device_name, "%s", r->device_name);
+    snprintf(res->algorithm, sizeof res->algorithm, "%s", r->algorithm);
+    snprintf(res->params, sizeof res->params, "%s", r->params);
+    snprintf(res->plan, sizeof res->plan, "%s", r->plan);
+    snprintf(res->fallback, sizeof res->fallback, "%s", r->fallback);
+    res->zero_copy = zero_copy;
+    res->queue_ms = r->queue_ms;
+    res->upload_ms = r->upload_ms;
+    res->sort_ms = r->sort_ms;
+    res->download_ms = r->download_ms;
+    res->daemon_ms = r->total_ms;
+    res->total_ms = now_ms() - t0;
+}
+
+/* Every sort call. preserve_keys (argsort): the caller's keys stay as they
+ * are, so the daemon sorts a copy and only the values come back. */
+static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys,
+                    gsort_result *res, gsort_error *err)
+{
+    double t0 = now_ms();
+    err_clear(err);
+    if (res) {
+        memset(res, 0, sizeof *res);
+        res->device = -1;
+    }
+    if (!c)
+        return lgs_err_set(err, GSORT_EINVAL, "sort: no connection");
+    if (!rq)
+        return lgs_err_set(err, GSORT_EINVAL, "sort: no request");
+    if ((int)rq->dtype < 0 || (int)rq->dtype >= GS_DT_COUNT)
+        return lgs_err_set(err, GSORT_EINVAL, "sort: unknown dtype %d (GSORT_U32 .. GSORT_F64)",
+                           (int)rq->dtype);
+    if ((int)rq->values_kind < 0 || (int)rq->values_kind >= GS_PL_COUNT)
+        return lgs_err_set(err, GSORT_EINVAL, "sort: unknown values_kind %d "
+                           "(GSORT_VALUES_NONE .. GSORT_VALUES_IDX64)", (int)rq->values_kind);
+    if (rq->flags & ~(unsigned)ALL_FLAGS)
+        return lgs_err_set(err, GSORT_EINVAL, "sort: unknown flags 0x%x", rq->flags & ~ALL_FLAGS);
+    if (rq->device < -1)
+        return lgs_err_set(err, GSORT_EINVAL, "sort: device %d (an index, or -1 for any)",
+                           rq->device);
+    gs_dtype dt = (gs_dtype)rq->dtype;
+    gs_payload pl = (gs_payload)rq->values_kind;
+    size_t n = rq->n, ks = gs_dtype_size(dt), vs = gs_payload_size(pl);
+    /* Bound n so that keys, padding and values fit in size_t together. */
+    if ((uint64_t)n > GS_PROTO_MAX_N || n > (SIZE_MAX - 8) / (ks + vs))
+        return lgs_err_set(err, GSORT_ETOOBIG, "sort: %zu %s keys%s are more than can be "
+                           "addressed or sent", n, gs_dtype_name(dt), vs ? " with values" : "");
+    if (pl == GS_PL_IDX32 && (uint64_t)n > UINT32_MAX)
+        return lgs_err_set(err, GSORT_ETOOBIG, "sort: 32-bit indices cannot number %zu keys "
+                           "(use 64-bit ones)", n);
+    size_t kb = n * ks, vb = n * vs;
+    if (n && !rq->keys)
+        return lgs_err_set(err, GSORT_EINVAL, "sort: keys is NULL for %zu keys", n);
+    if (n && vs && !rq->values)
+        return lgs_err_set(err, GSORT_EINVAL, "sort: values is NULL for %zu %s values", n,
+                           gs_payload_name(pl));
+    if (n && vs && overlap(rq->keys, kb, rq->values, vb))
+        return lgs_err_set(err, GSORT_EINVAL, "sort: the keys and values arrays overlap");
+
+    gs_client_sort s = {
+        .dtype = dt, .payload = pl,
+        .descending = (rq->flags & GSORT_DESCENDING) != 0,
+        .stable = (rq->flags & GSORT_STABLE) != 0,
+        .n = n, .keys = n ? rq->keys : NULL, .values = n && vs ? rq->values : NULL,
+        .algorithm = rq->algorithm, .params = rq->params, .device = rq->device,
+    };
+    gs_client_result r;
+    gs_err ge;
+    gs_err_clear(&ge);
+    int rc, zero_copy = 0;
+    if (n == 0) {
+        /* Nothing to share or copy: the daemon still says how it served. */
+        rc = gs_client_sort_run(c->cl, &s, &r, &ge);
+        goto done;
+    }
+    int inl = (rq->flags & GSORT_INLINE) || c->no_memfd;
+    size_t voff = (kb + 7) & ~(size_t)7, need = voff + vb;
+
+    /* Zero copy: the block's memfd with offsets. Blocks are page-aligned,
+     * so an aligned pointer is an aligned offset, as the protocol wants. */
+    gs_client_shm blk;
+    if (!inl && !preserve_keys && (uintptr_t)rq->keys % ks == 0 &&
+        (!vs || (uintptr_t)rq->values % vs == 0) &&
+        lgs_block_find(rq->keys, kb, s.values, vb, &blk)) {
+        s.shm = &blk;
+        rc = gs_client_sort_run(c->cl, &s, &r, &ge);
+        close(blk.fd);
+        uintptr_t end = (uintptr_t)rq->keys + kb;
+        if (vs && (uintptr_t)rq->values + vb > end)
+            end = (uintptr_t)rq->values + vb;
+        /* The daemon limits the mapped length (the end of the last array),
+         * so arrays far into a large block may be refused where a staged
+         * copy, starting at 0, is not. */
+        if (rc != GS_ETOOBIG || end - (uintptr_t)blk.ptr <= need) {
+            zero_copy = 1;
+            goto done;
+        }
+        s.shm = NULL;
+        gs_err_clear(&ge);
+    }
+
+    /* Staged: a copy in the staging memfd, or in memory for inline. */
+    if (!inl) {
+        rc = stage_reserve(c, need, &ge);
+        if (rc == GS_EIO)
+            c->no_memfd = 1;    /* memfd_create or sealing is not available here */
+        if (rc) {
+            inl = 1;            /* inline needs no shared memory */
+            gs_err_clear(&ge);
+        }
+    }
+    if (inl && (rc = heap_reserve(c, need, &ge)) != 0)
+        goto done;
+    char *base = inl ? c->heap : c->stage.ptr;
+    memcpy(base, rq->keys, kb);
+    if (pl == GS_PL_U32 || pl == GS_PL_U64)
+        memcpy(base + voff, rq->values, vb);
+    s.keys = base;
+    s.values = vs ? base + voff : NULL;
+    s.shm = inl ? NULL : &c->stage;
+    rc = gs_client_sort_run(c->cl, &s, &r, &ge);
+    if (!rc) {
+        if (!preserve_keys)
+            memcpy(rq->keys, base, kb);
+        if (vs)
+            memcpy(rq->values, base + voff, vb);
+    }
+    zero_copy = !inl;
+
+done:
+    if (rc)
+        return lgs_err_from(err, rc, &ge);
+    if (res)
+        fill_result(res, &r, zero_copy, t0);
+    return 0;
+}
+
+int gsort_run(gsort_conn *c, const gsort_request *rq, gsort_result *res, gsort_error *err)
+{
+    return run_sort(c, rq, 0, res, err);
+}
+
+int gsort_sort(gsort_conn *c, gsort_dtype dtype, void *keys, size_t n, unsigned flags,
+               gsort_result *res, gsort_error *err)
+{
+    gsort_request rq;
+    gsort_request_init(&rq);
+    rq.dtype = dtype;
+    rq.keys = keys;
+    rq.n = n;
+    rq.flags = flags;
+    return run_sort(c, &rq, 0, res, err);
+}
+
+static int argsort(gsort_conn *c, gsort_dtype dtype, const void *keys, size_t n, void *idx,
+                   gsort_values kind, unsigned flags, gsort_result *res, gsort_error *err)
+{
+    gsort_request rq;
+    gsort_request_init(&rq);
+    rq.dtype = dtype;
+    rq.keys = (void *)keys;     /* only read: run_sort sorts a copy */
+    rq.n = n;
+    rq.values_kind = kind;
+    rq.values = idx;
+    rq.flags = flags;
+    return run_sort(c, &rq, 1, res, err);
+}
+
+int gsort_argsort(gsort_conn *c, gsort_dtype dtype, const void *keys, size_t n, uint64_t *idx,
+                  unsigned flags, gsort_result *res, gsort_error *err)
+{
+    return argsort(c, dtype, keys, n, idx, GSORT_VALUES_IDX64, flags, res, err);
+}
+
+int gsort_argsort32(gsort_conn *c, gsort_dtype dtype, const void *keys, size_t n,
+                    uint32_t *idx, unsigned flags, gsort_result *res, gsort_error *err)
+{
+    return argsort(c, dtype, keys, n, idx, GSORT_VALUES_IDX32, flags, res, err);
+}
+
+int gsort_sort_by_key(gsort_conn *c, gsort_dtype dtype, void *keys, void *values,
+                      size_t value_size, size_t n, unsigned flags, gsort_result *res,
+                      gsort_error *err)
+{
+    if (value_size != 4 && value_size != 8) {
+        err_clear(err);
+        if (res) {
+            memset(res, 0, sizeof *res);
+            res->device = -1;
+        }
+        return lgs_err_set(err, GSORT_EINVAL, "gsort_sort_by_key: values of %zu bytes (4 or "
+                           "8 bytes each)", value_size);
+    }
+    gsort_request rq;
+    gsort_request_init(&rq);
+    rq.dtype = dtype;
+    rq.keys = keys;
+    rq.n = n;
+    rq.values_kind = value_size == 4 ? GSORT_VALUES_U32 : GSORT_VALUES_U64;
+    rq.values = values;
+    rq.flags = flags;
+    return run_sort(c, &rq, 0, res, err);
+}
+
+/* ---- the daemon ---- */
+
+int gsort_ping(gsort_conn *c, double *rtt_ms, gsort_error *err)
+{
+    err_clear(err);
+    if (rtt_ms)
+        *rtt_ms = 0;
+    if (!c)
+        return lgs_err_set(err, GSORT_EINVAL, "gsort_ping: no connection");
+    gs_err ge;
+    gs_err_clear(&ge);
+    double t0 = now_ms();
+    int rc = gs_client_call(c->cl, "ping", NULL, &ge);
+    if (rc)
+        return lgs_err_from(err, rc, &ge);
+    if (rtt_ms)
+        *rtt_ms = now_ms() - t0;
+    return 0;
+}
+
+/* info or stats: the reply header as JSON text in memory of our malloc (an
+ * application's cJSON hooks must not decide how the caller frees it). */
+static int call_json(gsort_conn *c, const char *op, char **json, gsort_error *err)
+{
+    err_clear(err);
+    if (!json)
+        return lgs_err_set(err, GSORT_EINVAL, "gsort_%s: json is NULL", op);
+    *json = NULL;
+    if (!c)
+        return lgs_err_set(err, GSORT_EINVAL, "gsort_%s: no connection", op);
+    gs_err ge;
+    gs_err_clear(&ge);
+    cJSON *reply = NULL;
+    int rc = gs_client_call(c->cl, op, &reply, &ge);
+    if (rc) {
+        cJSON_Delete(reply);
+        return lgs_err_from(err, rc, &ge);
+    }
+    char *text = cJSON_Print(reply);
+    cJSON_Delete(reply);
+    char *copy = text ? strdup(text) : NULL;
+    cJSON_free(text);
+    if (!copy)
+        return lgs_err_set(err, GSORT_ENOMEM, "gsort_%s: out of memory printing the reply", op);
+    *json = copy;
+    return 0;
+}
+
+int gsort_info(gsort_conn *c, char **json, gsort_error *err)
+{
+    return call_json(c, "info", json, err);
+}
+
+int gsort_stats(gsort_conn *c, char **json, gsort_error *err)
+{
+    return call_json(c, "stats", json, err);
+}

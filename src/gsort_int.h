@@ -1,0 +1,38 @@
+/* Private to libgsort (src/gsort*.c): the shared-memory side that the sort
+ * calls use. Names here start with lgs_, not gsort_, so that the library's
+ * export filter (-export-symbols-regex '^gsort_') keeps them hidden. */
+#ifndef GSORT_INT_H
+#define GSORT_INT_H
+
+#include <stddef.h>
+
+#include "gs_client.h"
+#include "gs_err.h"
+#include "gsort.h"
+
+/* Copy an internal failure (code rc, message in ge) into the caller's
+ * record (which may be NULL) and return the GSORT_E* code: GS_E* and
+ * GSORT_E* share their numbers. */
+int lgs_err_from(gsort_error *err, int rc, const gs_err *ge);
+/* Fill the caller's record (may be NULL) and return `code`. */
+int lgs_err_set(gsort_error *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Memfd names, as /proc/PID/maps shows them ("/memfd:gsort-stage"). */
+#define LGS_MEMFD_BLOCK "gsort-block"
+#define LGS_MEMFD_STAGE "gsort-stage"
+
+/* A sealed (F_SEAL_SHRINK | F_SEAL_GROW) memfd of `bytes` (> 0), mapped
+ * shared. GS_EIO when memfd_create or sealing is not available, GS_ENOMEM
+ * when it cannot be sized or mapped. */
+int lgs_memfd_alloc(const char *name, size_t bytes, gs_client_shm *shm, gs_err *err);
+
+/* Whether [keys, keys + kbytes) and, when vbytes > 0, [values, values +
+ * vbytes) lie inside one memfd block from gsort_alloc. If so, *shm describes
+ * the block with a duplicate of its descriptor (the caller closes shm->fd),
+ * so a gsort_free racing with the sort cannot hand the daemon a reused
+ * descriptor number. Returns 1 when found, 0 when not. */
+int lgs_block_find(const void *keys, size_t kbytes, const void *values, size_t vbytes,
+                   gs_client_shm *shm);
+
+#endif
