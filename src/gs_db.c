@@ -22,6 +22,7 @@ struct gs_db {
 
 int gs_db_latest_version(void) { return (int)gs_db_migrations_count; }
 const char *gs_db_path(const gs_db *db) { return db->path; }
+sqlite3 *gs_db_handle(gs_db *db) { return db->h; }
 
 static int code_of(int rc)
 {

@@ -32,6 +32,8 @@ int gs_db_default_path(char *buf, size_t len, gs_err *err);
 int gs_db_open(gs_db **out, const char *path, int flags, gs_err *err);
 void gs_db_close(gs_db *db);
 const char *gs_db_path(const gs_db *db);
+/* The SQLite connection, for read-only queries beyond this API (gs_dbq.h). */
+struct sqlite3 *gs_db_handle(gs_db *db);
 int gs_db_version(gs_db *db);              /* PRAGMA user_version, <0 on error */
 /* PRAGMA integrity_check == "ok": 0, else GS_ECORRUPT with the first problem. */
 int gs_db_check(gs_db *db, gs_err *err);

@@ -1,0 +1,513 @@
+/* gsort-query's database commands: devices, winners, plan, trials and
+ * plot (see gsq_cmd.h). Each turns gs_dbq rows into a gsq_out table
+ * (every column for CSV and JSON, the readable ones in the table). */
+#include "config.h"
+#include "gsq_cmd.h"
+#include "gsq_plot.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PROG "gsort-query"
+
+/* ---- shared pieces of the database commands ---- */
+
+int gsq_cmd_collect(void *ud, const gs_dbq_device *d)
+{
+    gsq_cmd_devs *l = ud;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 16;
+        gsq_cmd_devinfo *v = realloc(l->v, cap * sizeof *v);
+        if (!v)
+            return GS_ENOMEM;
+        l->v = v;
+        l->cap = cap;
+    }
+    gsq_cmd_devinfo *x = &l->v[l->n++];
+    x->id = d->id;
+    snprintf(x->name, sizeof x->name, "%s", d->name);
+    snprintf(x->platform, sizeof x->platform, "%s", d->platform);
+    snprintf(x->driver, sizeof x->driver, "%s", d->driver);
+    snprintf(x->first_seen, sizeof x->first_seen, "%s", d->first_seen);
+    return 0;
+}
+
+const gsq_cmd_devinfo *gsq_cmd_device_find(const gsq_cmd_devs *l, int64_t id)
+{
+    static const gsq_cmd_devinfo unknown = { 0, "?", "?", "?", "" };
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i].id == id)
+            return &l->v[i];
+    return &unknown;
+}
+
+int gsq_cmd_oom(gs_err *err) { return gs_err_set(err, GS_ENOMEM, "out of memory"); }
+
+int gsq_cmd_devices_load(gs_db *db, gsq_cmd_devs *l, gs_err *err)
+{
+    int rc = gs_dbq_devices(db, gsq_cmd_collect, l, err);
+    return rc == GS_ENOMEM ? gsq_cmd_oom(err) : rc;
+}
+
+int gsq_cmd_select(gsq_cmd_opts *c, gs_db *db, int64_t *id, gs_err *err)
+{
+    *id = 0;
+    return c->device ? gs_dbq_select(db, c->device, id, err) : 0;
+}
+
+void gsq_cmd_filter(const gsq_cmd_opts *c, gs_dbq_filter *f)
+{
+    gs_dbq_filter_init(f);
+    f->algorithms = c->algorithms;
+    f->key_bits = c->key_bits;
+    f->payload = c->payload;
+}
+
+const char *gsq_cmd_keys(int key_bits) { return key_bits == 64 ? "u64" : "u32"; }
+
+void gsq_cmd_heading(const gsq_cmd_devinfo *d, char *buf, size_t len)
+{
+    snprintf(buf, len, "Device %lld: %s (%s, driver %s)", (long long)d->id, d->name, d->platform,
+             d->driver);
+}
+
+int gsq_cmd_print(gsq_cmd_opts *c, gsq_table *t, const char *note, const char *empty,
+                  gs_err *err)
+{
+    char msg[256];
+    if (c->fmt == GSQ_TABLE && !gsq_table_rows(t)) {
+        printf("%s\n", empty);
+        return 0;
+    }
+    if (c->fmt == GSQ_TABLE && note)
+        printf("%s\n\n", note);
+    int rc = gsq_print(stdout, t, c->fmt, c->width, msg, sizeof msg);
+    return rc ? gs_err_set(err, rc, "%s", msg) : 0;
+}
+
+/* ---- devices ---- */
+
+static const gsq_col device_cols[] = {
+    { "id", NULL, GSQ_RIGHT },
+    { "name", NULL, GSQ_SHRINK },
+    { "platform", NULL, GSQ_NOTABLE },
+    { "driver", NULL, GSQ_SHRINK },
+    { "vendor", NULL, GSQ_NOTABLE },
+    { "type", NULL, 0 },
+    { "device_version", NULL, GSQ_NOTABLE },
+    { "compute_units", "CUs", GSQ_RIGHT },
+    { "max_wg_size", NULL, GSQ_NOTABLE },
+    { "local_mem", NULL, GSQ_NOTABLE },
+    { "global_mem", "memory", GSQ_RIGHT },
+    { "max_alloc", NULL, GSQ_NOTABLE },
+    { "profiling", NULL, GSQ_NOTABLE },
+    { "first_seen", "first seen", 0 },
+    { "last_seen", "last seen", 0 },
+    { "plan_entries", "plan", GSQ_RIGHT },
+    { "winners", NULL, GSQ_NOTABLE },
+    { "trials", NULL, GSQ_RIGHT },
+};
+
+typedef struct devctx {
+    gsq_table *t;
+    const char *sel;
+} devctx;
+
+static int device_row(void *ud, const gs_dbq_device *d)
+{
+    devctx *x = ud;
+    if (x->sel && !gs_dbq_matches(d, x->sel))
+        return 0;
+    gsq_table *t = x->t;
+    char g[300], mem[32], f[16], l[16], plan[32];
+    snprintf(g, sizeof g, "Platform: %s", d->platform);
+    gsq_row(t, g);
+    gsq_int(t, d->id);
+    gsq_str(t, d->name);
+    gsq_str(t, d->platform);
+    gsq_str(t, d->driver);
+    gsq_str(t, d->vendor);
+    gsq_str(t, d->type);
+    gsq_str(t, d->device_version);
+    gsq_int(t, d->compute_units);
+    gsq_int(t, d->max_wg_size);
+    gsq_int(t, d->local_mem);
+    gsq_intd(t, d->global_mem, gsq_bytes(d->global_mem, mem, sizeof mem));
+    gsq_int(t, d->max_alloc);
+    gsq_bool(t, d->profiling, NULL);
+    /* The table shows the day; CSV and JSON the whole timestamp. */
+    snprintf(f, sizeof f, "%.10s", d->first_seen);
+    snprintf(l, sizeof l, "%.10s", d->last_seen);
+    gsq_strd(t, d->first_seen, f);
+    gsq_strd(t, d->last_seen, l);
+    snprintf(plan, sizeof plan, "%lld", (long long)d->plan_entries);
+    gsq_intd(t, d->plan_entries, d->plan_entries ? plan : "untuned");
+    gsq_int(t, d->winners);
+    gsq_int(t, d->trials);
+    return 0;
+}
+
+int gsq_cmd_devices(gsq_cmd_opts *c, gs_db *db, gs_err *err)
+{
+    gsq_table *t = gsq_table_new(device_cols, sizeof device_cols / sizeof device_cols[0]);
+    if (!t)
+        return gsq_cmd_oom(err);
+    devctx x = { t, c->device };
+    int rc = gs_dbq_devices(db, device_row, &x, err);
+    if (!rc && c->device && !gsq_table_rows(t))
+        rc = gs_dbq_select(db, c->device, &(int64_t){ 0 }, err);  /* its error lists them */
+    if (!rc) {
+        char empty[4300];
+        snprintf(empty, sizeof empty, "No devices in %s: run gsortd --tune-all to tune this "
+                 "machine's.", gs_db_path(db));
+        rc = gsq_cmd_print(c, t, NULL, empty, err);
+    }
+    gsq_table_free(t);
+    return rc;
+}
+
+/* ---- winners and plan ---- */
+
+static const gsq_col winner_cols[] = {
+    { "device_id", NULL, GSQ_NOTABLE },
+    { "device", NULL, GSQ_NOTABLE },
+    { "driver", NULL, GSQ_NOTABLE },
+    { "algorithm", NULL, 0 },
+    { "key_bits", "keys", 0 },
+    { "payload", NULL, 0 },
+    { "bucket", NULL, GSQ_NOTABLE },
+    { "n", NULL, GSQ_RIGHT },
+    { "params", NULL, GSQ_SHRINK },
+    { "median_ms", "median ms", GSQ_RIGHT },
+    { "gkeys_s", "Gkeys/s", GSQ_RIGHT },
+    { "trial_id", NULL, GSQ_NOTABLE },
+    { "updated", NULL, GSQ_NOTABLE },
+};
+
+static const gsq_col plan_cols[] = {
+    { "device_id", NULL, GSQ_NOTABLE },
+    { "device", NULL, GSQ_NOTABLE },
+    { "driver", NULL, GSQ_NOTABLE },
+    { "key_bits", "keys", 0 },
+    { "payload", NULL, 0 },
+    { "bucket", NULL, GSQ_NOTABLE },
+    { "n", NULL, GSQ_RIGHT },
+    { "stable", NULL, 0 },
+    { "algorithm", NULL, 0 },
+    { "params", NULL, GSQ_SHRINK },
+    { "median_ms", "ms", GSQ_RIGHT },
+    { "gkeys_s", "Gkeys/s", GSQ_RIGHT },
+    { "updated", NULL, GSQ_NOTABLE },
+};
+
+typedef struct choicectx {
+    gsq_table *t;
+    const gsq_cmd_devs *d;
+} choicectx;
+
+/* The columns winners and plan rows share, up to and including n. */
+static void choice_head(gsq_table *t, const gsq_cmd_devinfo *d, const gs_dbq_choice *ch)
+{
+    char g[900];
+    gsq_cmd_heading(d, g, sizeof g);
+    gsq_row(t, g);
+    gsq_int(t, ch->device_id);
+    gsq_str(t, d->name);
+    gsq_str(t, d->driver);
+}
+
+static void choice_tail(gsq_table *t, const gs_dbq_choice *ch, uint64_t n)
+{
+    char pb[600];
+    gsq_json(t, ch->params, gsq_params(ch->params, pb, sizeof pb));
+    gsq_num(t, ch->median_ms, 4);
+    gsq_num(t, gsq_gkeys(n, ch->median_ms), -1);
+}
+
+static int winner_row(void *ud, const gs_dbq_choice *ch)
+{
+    choicectx *x = ud;
+    gsq_table *t = x->t;
+    uint64_t n = (uint64_t)1 << ch->bucket;
+    char nb[32];
+    choice_head(t, gsq_cmd_device_find(x->d, ch->device_id), ch);
+    gsq_str(t, ch->algorithm);
+    gsq_intd(t, ch->key_bits, gsq_cmd_keys(ch->key_bits));
+    gsq_str(t, ch->payload);
+    gsq_int(t, ch->bucket);
+    gsq_intd(t, (int64_t)n, gsq_pow2(n, nb, sizeof nb));
+    choice_tail(t, ch, n);
+    if (ch->trial_id)
+        gsq_int(t, ch->trial_id);
+    else
+        gsq_null(t, "-");
+    gsq_str(t, ch->updated);
+    return 0;
+}
+
+static int plan_row(void *ud, const gs_dbq_choice *ch)
+{
+    choicectx *x = ud;
+    gsq_table *t = x->t;
+    uint64_t n = (uint64_t)1 << ch->bucket;
+    char nb[32];
+    choice_head(t, gsq_cmd_device_find(x->d, ch->device_id), ch);
+    gsq_intd(t, ch->key_bits, gsq_cmd_keys(ch->key_bits));
+    gsq_str(t, ch->payload);
+    gsq_int(t, ch->bucket);
+    gsq_intd(t, (int64_t)n, gsq_pow2(n, nb, sizeof nb));
+    gsq_bool(t, ch->stable, ch->stable ? "stable" : "any");
+    gsq_str(t, ch->algorithm);
+    choice_tail(t, ch, n);
+    gsq_str(t, ch->updated);
+    return 0;
+}
+
+static int choices(gsq_cmd_opts *c, gs_db *db, int plan, gs_err *err)
+{
+    gsq_cmd_devs d = { 0 };
+    gs_dbq_filter f;
+    gsq_cmd_filter(c, &f);
+    int rc = gsq_cmd_devices_load(db, &d, err);
+    if (!rc)
+        rc = gsq_cmd_select(c, db, &f.device_id, err);
+    const gsq_col *cols = plan ? plan_cols : winner_cols;
+    size_t nc = plan ? sizeof plan_cols / sizeof plan_cols[0]
+                     : sizeof winner_cols / sizeof winner_cols[0];
+    gsq_table *t = rc ? NULL : gsq_table_new(cols, nc);
+    if (!rc && !t)
+        rc = gsq_cmd_oom(err);
+    choicectx x = { t, &d };
+    if (!rc)
+        rc = plan ? gs_dbq_plan(db, &f, plan_row, &x, err)
+                  : gs_dbq_winners(db, &f, winner_row, &x, err);
+    if (!rc) {
+        char empty[4300];
+        snprintf(empty, sizeof empty, "No %s in %s%s: run gsortd --tune-all to tune.",
+                 plan ? "plan entries" : "winners", gs_db_path(db),
+                 c->device || c->algorithms || c->key_bits || c->payload ? " that match" : "");
+        rc = gsq_cmd_print(c, t,
+                       plan ? "Plan: the algorithm that serves each request shape and size\n"
+                              "(ms: end to end, with transfers; stable: for callers that need a\n"
+                              "stable sort, any: for the others)"
+                            : "Winners: the fastest parameters per algorithm, key width, payload\n"
+                              "and size (median ms: kernel time from profiling events; host:\n"
+                              "wall clock)",
+                       empty, err);
+    }
+    gsq_table_free(t);
+    free(d.v);
+    return rc;
+}
+
+int gsq_cmd_winners(gsq_cmd_opts *c, gs_db *db, gs_err *err) { return choices(c, db, 0, err); }
+int gsq_cmd_plan(gsq_cmd_opts *c, gs_db *db, gs_err *err) { return choices(c, db, 1, err); }
+
+/* ---- trials ---- */
+
+static const gsq_col trial_cols[] = {
+    { "id", NULL, GSQ_RIGHT },
+    { "device_id", "dev", GSQ_RIGHT },
+    { "device", NULL, GSQ_NOTABLE },
+    { "driver", NULL, GSQ_NOTABLE },
+    { "algorithm", NULL, 0 },
+    { "key_bits", "keys", 0 },
+    { "payload", NULL, 0 },
+    { "n", NULL, GSQ_RIGHT },
+    { "distribution", "input", 0 },
+    { "params", NULL, GSQ_SHRINK },
+    { "median_ms", "median ms", GSQ_RIGHT },
+    { "min_ms", NULL, GSQ_NOTABLE },
+    { "max_ms", NULL, GSQ_NOTABLE },
+    { "reps", NULL, GSQ_NOTABLE },
+    { "gkeys_s", "Gkeys/s", GSQ_RIGHT },
+    { "valid", NULL, GSQ_NOTABLE },
+    { "reason", "result", GSQ_SHRINK },
+    { "code_id", NULL, GSQ_NOTABLE },
+    { "created", NULL, GSQ_NOTABLE },
+};
+
+static int trial_row(void *ud, const gs_dbq_trial *tr)
+{
+    choicectx *x = ud;
+    gsq_table *t = x->t;
+    const gsq_cmd_devinfo *d = gsq_cmd_device_find(x->d, tr->device_id);
+    char nb[32], pb[600], res[1100];
+    gsq_row(t, NULL);
+    gsq_int(t, tr->id);
+    gsq_int(t, tr->device_id);
+    gsq_str(t, d->name);
+    gsq_str(t, d->driver);
+    gsq_str(t, tr->algorithm);
+    gsq_intd(t, tr->key_bits, gsq_cmd_keys(tr->key_bits));
+    gsq_str(t, tr->payload);
+    gsq_intd(t, (int64_t)tr->n, gsq_pow2(tr->n, nb, sizeof nb));
+    gsq_str(t, tr->distribution);
+    gsq_json(t, tr->params, gsq_params(tr->params, pb, sizeof pb));
+    if (tr->timed) {
+        gsq_num(t, tr->median_ms, 4);
+        gsq_num(t, tr->min_ms, 4);
+        gsq_num(t, tr->max_ms, 4);
+    } else {
+        gsq_null(t, "-");
+        gsq_null(t, "-");
+        gsq_null(t, "-");
+    }
+    gsq_int(t, tr->reps);
+    if (tr->timed && tr->valid)
+        gsq_num(t, gsq_gkeys(tr->n, tr->median_ms), -1);
+    else
+        gsq_null(t, "-");
+    gsq_bool(t, tr->valid, NULL);
+    snprintf(res, sizeof res, tr->valid ? "ok" : "failed: %s", tr->reason[0] ? tr->reason : "?");
+    gsq_strd(t, tr->reason, res);
+    gsq_str(t, tr->code_id);
+    gsq_str(t, tr->created);
+    return 0;
+}
+
+int gsq_cmd_trials(gsq_cmd_opts *c, gs_db *db, gs_err *err)
+{
+    gsq_cmd_devs d = { 0 };
+    gs_dbq_filter f;
+    gsq_cmd_filter(c, &f);
+    f.n = c->n;
+    f.valid = c->valid;
+    f.distribution = c->distribution;
+    f.limit = c->limit;
+    int rc = gsq_cmd_devices_load(db, &d, err);
+    if (!rc)
+        rc = gsq_cmd_select(c, db, &f.device_id, err);
+    gsq_table *t = rc ? NULL : gsq_table_new(trial_cols, sizeof trial_cols / sizeof trial_cols[0]);
+    if (!rc && !t)
+        rc = gsq_cmd_oom(err);
+    choicectx x = { t, &d };
+    int64_t total = 0;
+    if (!rc)
+        rc = gs_dbq_trials(db, &f, trial_row, &x, err);
+    if (!rc)
+        rc = gs_dbq_trial_count(db, &f, &total, err);
+    if (!rc) {
+        char empty[4300];
+        snprintf(empty, sizeof empty, "No trials in %s%s.", gs_db_path(db),
+                 c->device || c->algorithms || c->key_bits || c->payload || c->n ||
+                 c->valid >= 0 || c->distribution ? " that match"
+                                                  : ": run gsortd --tune-all to tune");
+        rc = gsq_cmd_print(c, t, NULL, empty, err);
+    }
+    if (!rc && c->fmt == GSQ_TABLE && (int64_t)gsq_table_rows(t) < total)
+        printf("\n(%zu of %lld trials, newest first; --limit 0 shows all)\n", gsq_table_rows(t),
+               (long long)total);
+    gsq_table_free(t);
+    free(d.v);
+    return rc;
+}
+
+/* ---- plot ---- */
+
+static const gsq_col point_cols[] = {
+    { "algorithm", NULL, 0 },
+    { "n", NULL, GSQ_RIGHT },
+    { "log2_n", NULL, GSQ_RIGHT },
+    { "median_ms", "median ms", GSQ_RIGHT },
+    { "gkeys_s", "Gkeys/s", GSQ_RIGHT },
+    { "params", NULL, 0 },
+    { "distribution", NULL, 0 },
+    { "trial_id", NULL, GSQ_RIGHT },
+};
+
+typedef struct plotctx {
+    gsq_plot *p;
+    gsq_table *t;
+    gs_err *err;
+    size_t points;
+} plotctx;
+
+static int plot_point(void *ud, const gs_dbq_point *pt)
+{
+    plotctx *x = ud;
+    int rc = gsq_plot_add(x->p, pt->algorithm, pt->n, pt->median_ms, x->err);
+    if (rc)
+        return rc;
+    x->points++;
+    gsq_table *t = x->t;
+    gsq_row(t, NULL);
+    gsq_str(t, pt->algorithm);
+    gsq_int(t, (int64_t)pt->n);
+    if ((pt->n & (pt->n - 1)) == 0)
+        gsq_int(t, gs_db_bucket(pt->n));
+    else
+        gsq_num(t, log2((double)pt->n), 3);
+    gsq_num(t, pt->median_ms, 4);
+    gsq_num(t, gsq_gkeys(pt->n, pt->median_ms), -1);
+    gsq_json(t, pt->params, NULL);
+    gsq_str(t, pt->distribution);
+    gsq_int(t, pt->trial_id);
+    return 0;
+}
+
+int gsq_cmd_plot(gsq_cmd_opts *c, gs_db *db, gs_err *err)
+{
+    if (!c->output && c->fmt == GSQ_TABLE) {
+        fprintf(stderr, PROG ": plot needs -o FILE.svg, -o FILE.png or -o - (SVG on standard "
+                        "output), or --csv/--json for the points\n");
+        return 2;
+    }
+    if (c->output && !strcmp(c->output, "-") && c->fmt != GSQ_TABLE) {
+        fprintf(stderr, PROG ": plot -o - writes the SVG to standard output, where --csv or "
+                        "--json would print the points: use one or the other\n");
+        return 2;
+    }
+    gs_dbq_filter f;
+    gsq_cmd_filter(c, &f);
+    if (!f.key_bits)
+        f.key_bits = 32;
+    if (!f.payload)
+        f.payload = "none";
+    int rc = gs_dbq_select(db, c->device, &f.device_id, err);
+    gsq_cmd_devs d = { 0 };
+    if (!rc && (rc = gs_dbq_device_get(db, f.device_id, gsq_cmd_collect, &d, err)) == GS_ENOMEM)
+        rc = gsq_cmd_oom(err);
+    if (rc) {
+        free(d.v);
+        return rc;
+    }
+    gsq_plot p = { .ns = 0 };
+    gsq_table *t = gsq_table_new(point_cols, sizeof point_cols / sizeof point_cols[0]);
+    plotctx x = { &p, t, err, 0 };
+    if (!t)
+        rc = gsq_cmd_oom(err);
+    if (!rc)
+        rc = gs_dbq_points(db, &f, c->e2e, plot_point, &x, err);
+    const gsq_cmd_devinfo *dv = &d.v[0];
+    if (!rc && !x.points)
+        rc = gs_err_set(err, GS_ENOTFOUND,
+                        "no valid %s trials of device %lld (%s) with %s keys and payload %s%s in "
+                        "%s: nothing to plot", c->e2e ? "end-to-end or random" : "random",
+                        (long long)dv->id, dv->name, gsq_cmd_keys(f.key_bits), f.payload,
+                        c->algorithms ? " for those algorithms" : "", gs_db_path(db));
+    if (!rc) {
+        snprintf(p.title, sizeof p.title, "Sort throughput on %s", dv->name);
+        snprintf(p.subtitle, sizeof p.subtitle,
+                 "%s keys, payload %s; %s; fastest valid trial per n; driver %s",
+                 gsq_cmd_keys(f.key_bits), f.payload,
+                 c->e2e ? "end to end (with transfers) where measured" :
+                          "kernel time (host: wall clock)", dv->driver);
+        if (c->output)
+            rc = gsq_plot_write(&p, c->output, err);
+        if (!rc && c->output && strcmp(c->output, "-") != 0)
+            fprintf(stderr, PROG ": wrote %s (%zu algorithms, %zu points)\n", c->output, p.ns,
+                    x.points);
+    }
+    if (!rc && c->fmt != GSQ_TABLE) {
+        char msg[256];
+        if ((rc = gsq_print(stdout, t, c->fmt, 0, msg, sizeof msg)) != 0)
+            gs_err_set(err, rc, "%s", msg);
+    }
+    gsq_table_free(t);
+    gsq_plot_free(&p);
+    free(d.v);
+    return rc;
+}
