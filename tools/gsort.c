@@ -1,0 +1,471 @@
+/* gsort: sort a file of numbers through gsortd, the OpenCL sort service.
+ * The input (raw native-endian elements of one type, or text with one
+ * number a line) is read into memory the daemon maps (gsort_alloc), sorted
+ * there with no copy through libgsort, and written to standard output or
+ * to a file that is replaced only once the whole result is written. With
+ * --local (or --fallback-local when no daemon runs) the registered host
+ * sort does the work in this process instead. man/gsort.1 documents it. */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gs_err.h"
+#include "gs_sort.h"
+#include "gs_types.h"
+#include "gsort.h"
+#include "gsort_io.h"
+#include "gsort_text.h"
+
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+        "Usage: gsort [OPTION]... [FILE]...\n"
+        "Sort numbers through gsortd, the OpenCL sort service, and write the\n"
+        "result to standard output. FILEs are read one after the other; with no\n"
+        "FILE, or when FILE is -, read standard input.\n"
+        "\n"
+        "Input and output:\n"
+        "  -t, --type TYPE        element type: u32, i32, f32, u64, i64 or f64\n"
+        "                         (required for binary input; text defaults to i64)\n"
+        "  -n, --text             text: one number per line in and out (decimal\n"
+        "                         integers, or floats as strtod reads them);\n"
+        "                         blank lines are skipped. Default: raw binary\n"
+        "                         elements in the machine's byte order\n"
+        "  -o, --output OUT       write to OUT instead of standard output; OUT may\n"
+        "                         be an input: it is replaced only after success\n"
+        "\n"
+        "Ordering:\n"
+        "  -r, --reverse          descending order (floats: NaNs first)\n"
+        "  -s, --stable           equal keys keep their input order\n"
+        "      --argsort          write the input positions of the sorted keys\n"
+        "                         instead of the keys (u64; text: one a line)\n"
+        "\n"
+        "Where the sort runs:\n"
+        "  -S, --socket PATH      the daemon's socket (default: $GSORTD_SOCKET, else\n"
+        "                         $XDG_RUNTIME_DIR/gsortd.sock if it exists and you\n"
+        "                         are not root, else /run/gsortd/gsortd.sock)\n"
+        "      --local            sort in this process with the host sort; no daemon\n"
+        "      --fallback-local   use the daemon, or sort here (with a note on\n"
+        "                         stderr) when none can be reached\n"
+        "      --algorithm NAME   ask the daemon for radix, mergepath, shellsort or\n"
+        "                         host instead of its tuned plan\n"
+        "      --params LIST      with --algorithm: its parameters, name=value,...\n"
+        "      --device N         ask the daemon for device N\n"
+        "      --inline           send the data on the socket, not shared memory\n"
+        "      --timeout SECONDS  give up when the daemon makes no progress this long\n"
+        "\n"
+        "  -v, --verbose          say on stderr what was read, where and how it was\n"
+        "                         sorted (device, algorithm, plan, times) and written\n"
+        "  -h, --help             show this help and exit\n"
+        "  -V, --version          show the version and exit\n"
+        "\n"
+        "Exit status: 0 on success, 1 on a failure (no daemon, unreadable or\n"
+        "malformed input, a daemon error, a write error), 2 on a usage error.\n"
+        "See gsort(1).\n");
+}
+
+typedef struct opts {
+    gsort_dtype dtype;
+    int have_type, text, reverse, stable, argsort, verbose;
+    int local, fallback, inline_, device;
+    double timeout;
+    const char *output, *socket, *algorithm, *params;
+    const char *const *files;
+    size_t nfiles;
+} opts;
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "gsort: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nTry 'gsort --help'.\n");
+    return EXIT_USAGE;
+}
+
+static int parse_type(const char *s, gsort_dtype *out)
+{
+    static const struct { const char *a, *b; gsort_dtype t; } names[] = {
+        { "u32", "uint32", GSORT_U32 }, { "i32", "int32", GSORT_I32 },
+        { "f32", "float32", GSORT_F32 }, { "u64", "uint64", GSORT_U64 },
+        { "i64", "int64", GSORT_I64 }, { "f64", "float64", GSORT_F64 },
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(s, names[i].a) == 0 || strcmp(s, names[i].b) == 0) {
+            *out = names[i].t;
+            return 0;
+        }
+    return -1;
+}
+
+static const char *type_name(gsort_dtype t)
+{
+    static const char *const names[] = { "u32", "i32", "f32", "u64", "i64", "f64" };
+    return (unsigned)t < 6 ? names[t] : "?";
+}
+
+static size_t type_size(gsort_dtype t)
+{
+    return t == GSORT_U64 || t == GSORT_I64 || t == GSORT_F64 ? 8 : 4;
+}
+
+enum {
+    OPT_ARGSORT = 256, OPT_LOCAL, OPT_FALLBACK, OPT_ALGO, OPT_PARAMS, OPT_DEVICE,
+    OPT_INLINE, OPT_TIMEOUT,
+};
+
+/* 0 with *done clear: run; 0 with *done set: --help or --version was
+ * answered; else the exit status of a usage error. */
+static int parse_args(int argc, char **argv, opts *o, int *done)
+{
+    static const struct option lopts[] = {
+        { "type", required_argument, 0, 't' },
+        { "text", no_argument, 0, 'n' },
+        { "output", required_argument, 0, 'o' },
+        { "reverse", no_argument, 0, 'r' },
+        { "stable", no_argument, 0, 's' },
+        { "argsort", no_argument, 0, OPT_ARGSORT },
+        { "socket", required_argument, 0, 'S' },
+        { "local", no_argument, 0, OPT_LOCAL },
+        { "fallback-local", no_argument, 0, OPT_FALLBACK },
+        { "algorithm", required_argument, 0, OPT_ALGO },
+        { "params", required_argument, 0, OPT_PARAMS },
+        { "device", required_argument, 0, OPT_DEVICE },
+        { "inline", no_argument, 0, OPT_INLINE },
+        { "timeout", required_argument, 0, OPT_TIMEOUT },
+        { "verbose", no_argument, 0, 'v' },
+        { "help", no_argument, 0, 'h' },
+        { "version", no_argument, 0, 'V' },
+        { 0, 0, 0, 0 },
+    };
+    int c;
+    char *end;
+    memset(o, 0, sizeof *o);
+    o->device = -1;
+    *done = 0;
+    while ((c = getopt_long(argc, argv, "t:no:rsS:vhV", lopts, NULL)) != -1) {
+        switch (c) {
+        case 't':
+            if (parse_type(optarg, &o->dtype) < 0)
+                return usage_error("unknown type '%s' (u32, i32, f32, u64, i64 or f64)",
+                                   optarg);
+            o->have_type = 1;
+            break;
+        case 'n': o->text = 1; break;
+        case 'o': o->output = optarg; break;
+        case 'r': o->reverse = 1; break;
+        case 's': o->stable = 1; break;
+        case OPT_ARGSORT: o->argsort = 1; break;
+        case 'S': o->socket = optarg; break;
+        case OPT_LOCAL: o->local = 1; break;
+        case OPT_FALLBACK: o->fallback = 1; break;
+        case OPT_ALGO: o->algorithm = optarg; break;
+        case OPT_PARAMS: o->params = optarg; break;
+        case OPT_DEVICE: {
+            errno = 0;
+            long v = strtol(optarg, &end, 10);
+            if (errno || end == optarg || *end || v < 0 || v > 1023)
+                return usage_error("--device '%s': expected a device index (0 to 1023)",
+                                   optarg);
+            o->device = (int)v;
+            break;
+        }
+        case OPT_INLINE: o->inline_ = 1; break;
+        case OPT_TIMEOUT: {
+            errno = 0;
+            double v = strtod(optarg, &end);
+            if (errno || end == optarg || *end || !isfinite(v) || v <= 0)
+                return usage_error("--timeout '%s': expected a positive number of seconds",
+                                   optarg);
+            o->timeout = v;
+            break;
+        }
+        case 'v': o->verbose = 1; break;
+        case 'h': usage(stdout); *done = 1; return 0;
+        case 'V':
+            printf("gsort (gsortd) %s, libgsort %s\n", PACKAGE_VERSION, gsort_version());
+            *done = 1;
+            return 0;
+        default:
+            fprintf(stderr, "Try 'gsort --help'.\n");
+            return EXIT_USAGE;
+        }
+    }
+    o->files = (const char *const *)argv + optind;
+    o->nfiles = (size_t)(argc - optind);
+
+    if (!o->have_type) {
+        if (!o->text)
+            return usage_error("%s", "binary input needs -t TYPE (u32, i32, f32, u64, i64 "
+                               "or f64); for text, one number a line, give -n");
+        o->dtype = GSORT_I64;
+    }
+    if (o->local) {
+        const char *daemon_only = o->fallback ? "--fallback-local"
+            : o->socket ? "--socket" : o->device >= 0 ? "--device"
+            : o->params ? "--params" : o->inline_ ? "--inline"
+            : o->timeout > 0 ? "--timeout"
+            : o->algorithm && strcmp(o->algorithm, "host") ? "--algorithm" : NULL;
+        if (daemon_only)
+            return usage_error("--local sorts in this process with the host sort; %s needs "
+                               "the daemon", daemon_only);
+    }
+    if (o->params && !o->algorithm)
+        return usage_error("%s", "--params goes with --algorithm NAME");
+    /* Raw binary on a terminal only garbles it (gzip refuses likewise). */
+    if (!o->text && (!o->output || strcmp(o->output, "-") == 0) && isatty(STDOUT_FILENO))
+        return usage_error("%s", "not writing binary data to a terminal: redirect standard "
+                           "output, give -o FILE, or -n for text");
+    return 0;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Argsort: the u64 indices follow the keys in the same block (8-byte
+ * aligned), so one gsort_alloc block holds both and neither is copied. */
+static int g_argsort;
+static size_t g_esize;
+
+static size_t keys_bytes_padded(size_t n)
+{
+    return (n * g_esize + 7) & ~(size_t)7;
+}
+
+static size_t extra_for(size_t n)
+{
+    return g_argsort ? keys_bytes_padded(n) - n * g_esize + n * 8 : 0;
+}
+
+static const char *inputs_name(const opts *o, char *buf, size_t len)
+{
+    if (o->nfiles == 0 || (o->nfiles == 1 && strcmp(o->files[0], "-") == 0))
+        return "standard input";
+    if (o->nfiles == 1)
+        return o->files[0];
+    snprintf(buf, len, "%zu files", o->nfiles);
+    return buf;
+}
+
+static void no_daemon_hint(const char *msg)
+{
+    fprintf(stderr, "gsort: %s\n"
+            "gsort: start one with 'gsortd' (see gsortd(8)), name its socket with -S PATH, "
+            "or sort here without a daemon with --local\n", msg);
+}
+
+/* Connect and apply --timeout; on failure ge says why. */
+static int connect_daemon(const opts *o, gsort_conn **c, gsort_error *ge)
+{
+    int rc = gsort_connect(c, o->socket, ge);
+    if (rc == 0 && o->timeout > 0 && (rc = gsort_set_timeout(*c, o->timeout, ge)) < 0) {
+        gsort_close(*c);
+        *c = NULL;
+    }
+    return rc;
+}
+
+static int sort_local(const opts *o, void *keys, size_t n, uint64_t *idx, gs_err *err)
+{
+    static const gs_dtype map[] = { GS_DT_U32, GS_DT_I32, GS_DT_F32, GS_DT_U64, GS_DT_I64,
+                                    GS_DT_F64 };
+    const gs_algo *a = gs_algo_find("host");
+    if (!a)
+        return gs_err_set(err, GS_ENOTFOUND, "the host sort is not registered");
+    gs_sort_req req = {
+        .dtype = map[o->dtype],
+        .payload = o->argsort ? GS_PL_IDX64 : GS_PL_NONE,
+        .descending = o->reverse,
+        .stable = o->stable,
+        .n = n,
+        .keys = keys,
+        .values = idx,
+    };
+    gs_sort_stats st;
+    return gs_sort_run(a, NULL, &req, NULL, &st, err);
+}
+
+static void print_result(const gsort_result *r, const char *sock)
+{
+    if (r->device < 0 && strcmp(r->algorithm, "host") == 0)
+        fprintf(stderr, "gsort: gsortd at %s sorted with the host sort; plan %s; %s\n", sock,
+                r->plan, r->zero_copy ? "zero-copy" : "inline");
+    else if (r->device < 0)
+        fprintf(stderr, "gsort: gsortd at %s sorted on the host with %s; plan %s; %s\n", sock,
+                r->algorithm, r->plan, r->zero_copy ? "zero-copy" : "inline");
+    else
+        fprintf(stderr, "gsort: gsortd at %s sorted on device %d (%s) with %s; plan %s; %s\n",
+                sock, r->device, r->device_name, r->algorithm, r->plan,
+                r->zero_copy ? "zero-copy" : "inline");
+    if (r->params[0])
+        fprintf(stderr, "gsort: parameters %s\n", r->params);
+    if (r->fallback[0])
+        fprintf(stderr, "gsort: fallback: %s\n", r->fallback);
+    fprintf(stderr, "gsort: daemon %.3f ms (queue %.3f, upload %.3f, sort %.3f, download "
+            "%.3f); whole call %.3f ms\n", r->daemon_ms, r->queue_ms, r->upload_ms,
+            r->sort_ms, r->download_ms, r->total_ms);
+}
+
+static int run(const opts *o)
+{
+    gs_err err;
+    gs_err_clear(&err);
+    gsort_error ge;
+    memset(&ge, 0, sizeof ge);
+    int local = o->local, rc;
+    char namebuf[64];
+
+    /* Fail before reading a possibly long input when no daemon answers;
+     * the sort itself uses a fresh connection, so a slow input cannot run
+     * into the daemon's idle timeout. */
+    if (!local) {
+        gsort_conn *probe;
+        if (connect_daemon(o, &probe, &ge) < 0) {
+            if (!o->fallback) {
+                if (ge.code == GSORT_ENODAEMON)
+                    no_daemon_hint(ge.message);
+                else
+                    fprintf(stderr, "gsort: %s\n", ge.message);
+                return EXIT_FAIL;
+            }
+            fprintf(stderr, "gsort: note: %s; sorting here with the host sort "
+                    "(--fallback-local)\n", ge.message);
+            local = 1;
+        } else {
+            gsort_close(probe);
+        }
+    }
+
+    gsc_output out;
+    if (gsc_output_open(&out, o->output, &err) < 0) {
+        fprintf(stderr, "gsort: %s\n", err.msg);
+        return EXIT_FAIL;
+    }
+
+    g_esize = type_size(o->dtype);
+    g_argsort = o->argsort;
+    int shared = !local && !o->inline_;
+    gsc_buf buf;
+    size_t n = 0;
+    double t0 = now_ms();
+    if (o->text)
+        rc = gsc_text_read(o->files, o->nfiles, o->dtype, !o->have_type, extra_for, shared,
+                           &buf, &n, &err);
+    else
+        rc = gsc_read_binary(o->files, o->nfiles, g_esize, type_name(o->dtype), extra_for,
+                             shared, &buf, &n, &err);
+    if (rc < 0) {
+        fprintf(stderr, "gsort: %s\n", err.msg);
+        gsc_output_abort(&out);
+        return EXIT_FAIL;
+    }
+    double t1 = now_ms();
+    if (o->verbose)
+        fprintf(stderr, "gsort: read %zu %s keys (%zu bytes) from %s in %.3f ms%s\n", n,
+                type_name(o->dtype), n * g_esize, inputs_name(o, namebuf, sizeof namebuf),
+                t1 - t0, !shared || n == 0 ? "" : buf.shared ? ", into shared memory"
+                : ", into heap memory (no shared memory available)");
+
+    void *keys = buf.ptr;
+    uint64_t *idx = o->argsort && n ? (uint64_t *)((char *)buf.ptr + keys_bytes_padded(n))
+                                    : NULL;
+    int status = EXIT_OK;
+    if (n == 0) {
+        if (o->verbose)
+            fprintf(stderr, "gsort: nothing to sort\n");
+    } else if (!local) {
+        gsort_conn *c;
+        gsort_result res;
+        if (connect_daemon(o, &c, &ge) < 0) {
+            if (o->fallback) {
+                fprintf(stderr, "gsort: note: %s; sorting here with the host sort "
+                        "(--fallback-local)\n", ge.message);
+                local = 1;
+            } else {
+                if (ge.code == GSORT_ENODAEMON)
+                    no_daemon_hint(ge.message);
+                else
+                    fprintf(stderr, "gsort: %s\n", ge.message);
+                status = EXIT_FAIL;
+            }
+        } else {
+            gsort_request rq;
+            gsort_request_init(&rq);
+            rq.dtype = o->dtype;
+            rq.n = n;
+            rq.keys = keys;
+            rq.values_kind = o->argsort ? GSORT_VALUES_IDX64 : GSORT_VALUES_NONE;
+            rq.values = idx;
+            rq.flags = (o->reverse ? GSORT_DESCENDING : 0) | (o->stable ? GSORT_STABLE : 0) |
+                       (o->inline_ ? GSORT_INLINE : 0);
+            rq.algorithm = o->algorithm;
+            rq.params = o->params;
+            rq.device = o->device;
+            if (gsort_run(c, &rq, &res, &ge) < 0) {
+                fprintf(stderr, "gsort: %s\n", ge.message);
+                status = EXIT_FAIL;
+            } else if (o->verbose) {
+                print_result(&res, gsort_socket_path(c));
+            }
+            gsort_close(c);
+        }
+    }
+    if (n > 0 && local && status == EXIT_OK) {
+        double s0 = now_ms();
+        if (sort_local(o, keys, n, idx, &err) < 0) {
+            fprintf(stderr, "gsort: host sort: %s\n", err.msg);
+            status = EXIT_FAIL;
+        } else if (o->verbose) {
+            fprintf(stderr, "gsort: sorted here with the host sort in %.3f ms\n",
+                    now_ms() - s0);
+        }
+    }
+
+    if (status == EXIT_OK) {
+        double w0 = now_ms();
+        if (o->text)
+            rc = o->argsort ? gsc_text_write_indices(&out, idx, n, &err)
+                            : gsc_text_write_keys(&out, o->dtype, keys, n, &err);
+        else
+            rc = o->argsort ? gsc_output_write(&out, idx, n * 8, &err)
+                            : gsc_output_write(&out, keys, n * g_esize, &err);
+        if (rc == 0)
+            rc = gsc_output_commit(&out, &err);
+        if (rc < 0) {
+            fprintf(stderr, "gsort: %s\n", err.msg);
+            status = EXIT_FAIL;
+        } else if (o->verbose) {
+            fprintf(stderr, "gsort: wrote %zu %s to %s in %.3f ms\n", n,
+                    o->argsort ? "indices" : "keys", out.display, now_ms() - w0);
+        }
+    }
+    if (status != EXIT_OK)
+        gsc_output_abort(&out);
+    gsc_buf_free(&buf);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    opts o;
+    int done, rc = parse_args(argc, argv, &o, &done);
+    if (rc || done)
+        return rc;
+    /* A reader that went away (gsort ... | head) is a write error with a
+     * message, not a silent death by SIGPIPE; the socket is covered too. */
+    signal(SIGPIPE, SIG_IGN);
+    return run(&o);
+}

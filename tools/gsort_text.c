@@ -1,0 +1,347 @@
+/* The gsort command's text mode (see gsort_text.h): a streaming line
+ * reader that parses straight into a chunk list, strict per-type number
+ * parsing with messages that name file, line and text, and buffered
+ * printing that round-trips floats. */
+#include "config.h"
+#include "gsort_text.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *tname(gsort_dtype t)
+{
+    static const char *const names[] = { "u32", "i32", "f32", "u64", "i64", "f64" };
+    return (unsigned)t < 6 ? names[t] : "?";
+}
+
+static size_t tsize(gsort_dtype t)
+{
+    return t == GSORT_U64 || t == GSORT_I64 || t == GSORT_F64 ? 8 : 4;
+}
+
+/* ---- parsing ---- */
+
+static int parse_int(const char *s, size_t len, gsort_dtype t, void *out, char *why,
+                     size_t whylen)
+{
+    size_t i = 0;
+    int neg = 0;
+    if (s[0] == '+' || s[0] == '-') {
+        neg = s[0] == '-';
+        i = 1;
+    }
+    if (i == len) {
+        snprintf(why, whylen, "not a decimal integer (%s)", tname(t));
+        return GS_EINVAL;
+    }
+    uint64_t mag = 0;
+    int over = 0;
+    for (; i < len; i++) {
+        unsigned d = (unsigned)(unsigned char)s[i] - '0';
+        if (d > 9) {
+            snprintf(why, whylen, "not a decimal integer (%s)", tname(t));
+            return GS_EINVAL;
+        }
+        if (mag > (UINT64_MAX - d) / 10)
+            over = 1;       /* keep scanning: "1e99999999999999999999" is no integer */
+        else
+            mag = mag * 10 + d;
+    }
+    uint64_t pos_max, neg_max;   /* largest magnitude either side */
+    const char *range;
+    switch (t) {
+    case GSORT_U32: pos_max = UINT32_MAX; neg_max = 0; range = "0 to 4294967295"; break;
+    case GSORT_I32:
+        pos_max = INT32_MAX; neg_max = (uint64_t)INT32_MAX + 1;
+        range = "-2147483648 to 2147483647";
+        break;
+    case GSORT_U64: pos_max = UINT64_MAX; neg_max = 0; range = "0 to 18446744073709551615"; break;
+    default:
+        pos_max = INT64_MAX; neg_max = (uint64_t)INT64_MAX + 1;
+        range = "-9223372036854775808 to 9223372036854775807";
+        break;
+    }
+    if (over || mag > (neg ? neg_max : pos_max)) {
+        snprintf(why, whylen, "out of range for %s (%s)", tname(t), range);
+        return GS_EINVAL;
+    }
+    switch (t) {
+    case GSORT_U32: *(uint32_t *)out = (uint32_t)mag; break;
+    case GSORT_I32: *(int32_t *)out = neg ? (int32_t)(0 - (int64_t)mag) : (int32_t)mag; break;
+    case GSORT_U64: *(uint64_t *)out = mag; break;
+    default:
+        /* -2^63 has no positive counterpart: negate in unsigned arithmetic. */
+        *(int64_t *)out = neg ? (int64_t)(0 - mag) : (int64_t)mag;
+        break;
+    }
+    return 0;
+}
+
+int gsc_text_parse(char *s, size_t len, gsort_dtype t, void *out, char *why, size_t whylen)
+{
+    if (t != GSORT_F32 && t != GSORT_F64)
+        return parse_int(s, len, t, out, why, whylen);
+    char save = s[len], *end;
+    s[len] = '\0';
+    errno = 0;
+    int inf;
+    if (t == GSORT_F32) {
+        float v = strtof(s, &end);
+        inf = isinf(v);
+        *(float *)out = v;
+    } else {
+        double v = strtod(s, &end);
+        inf = isinf(v);
+        *(double *)out = v;
+    }
+    int e = errno;
+    s[len] = save;
+    /* A NUL byte inside the token ends strtod early: end falls short. */
+    if (end != s + len) {
+        snprintf(why, whylen, "not a number (%s)", tname(t));
+        return GS_EINVAL;
+    }
+    /* Underflow (ERANGE with a tiny result) rounds like any other decimal;
+     * overflow to infinity from a finite literal is an error. */
+    if (e == ERANGE && inf) {
+        snprintf(why, whylen, "out of range for %s (largest finite %s)", tname(t),
+                 t == GSORT_F32 ? "3.40282347e+38" : "1.7976931348623157e+308");
+        return GS_EINVAL;
+    }
+    return 0;
+}
+
+/* 'TEXT' for a message: at most 40 bytes, control and non-ASCII bytes as
+ * \xHH so a binary file fed in text mode gives a readable message. */
+static void quote(const char *s, size_t len, char *buf, size_t cap)
+{
+    size_t o = 0, shown = len > 40 ? 40 : len;
+    buf[o++] = '\'';
+    for (size_t i = 0; i < shown && o + 8 < cap; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch >= 0x20 && ch < 0x7f && ch != '\\')
+            buf[o++] = (char)ch;
+        else
+            o += (size_t)snprintf(buf + o, cap - o, "\\x%02x", ch);
+    }
+    buf[o++] = '\'';
+    if (shown < len && o + 4 < cap) {
+        memcpy(buf + o, "...", 3);
+        o += 3;
+    }
+    buf[o] = '\0';
+}
+
+static int is_blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+}
+
+typedef struct text_ctx {
+    gsort_dtype t;
+    size_t esize;
+    int hint_f64;
+    gsc_chunks ch;
+    const char *display;
+    uint64_t lineno;
+} text_ctx;
+
+static int text_line(text_ctx *x, char *p, size_t l, gs_err *err)
+{
+    while (l > 0 && is_blank(p[l - 1]))
+        l--;
+    while (l > 0 && is_blank(*p)) {
+        p++;
+        l--;
+    }
+    if (l == 0)
+        return 0;
+    size_t avail;
+    void *room = gsc_chunks_room(&x->ch, x->esize, &avail, err);
+    if (!room)
+        return GS_ENOMEM;
+    char why[160];
+    if (gsc_text_parse(p, l, x->t, room, why, sizeof why) < 0) {
+        char q[200];
+        quote(p, l, q, sizeof q);
+        double d;
+        char dummy[8];
+        if (x->hint_f64 && gsc_text_parse(p, l, GSORT_F64, &d, dummy, sizeof dummy) == 0)
+            return gs_err_set(err, GS_EINVAL, "%s:%" PRIu64 ": %s: %s; for non-integers "
+                              "give -t f64", x->display, x->lineno, q, why);
+        return gs_err_set(err, GS_EINVAL, "%s:%" PRIu64 ": %s: %s", x->display, x->lineno, q,
+                          why);
+    }
+    gsc_chunks_commit(&x->ch, x->esize);
+    return 0;
+}
+
+static int text_file(text_ctx *x, gsc_input *in, char *buf, gs_err *err)
+{
+    size_t len = 0;
+    x->lineno = 0;
+    x->display = in->display;
+    for (;;) {
+        long r = gsc_input_read(in, buf + len, GSC_TEXT_LINE_MAX - len, err);
+        if (r < 0)
+            return (int)r;
+        len += (size_t)r;
+        char *p = buf, *end = buf + len, *nl;
+        while ((nl = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+            x->lineno++;
+            int rc = text_line(x, p, (size_t)(nl - p), err);
+            if (rc < 0)
+                return rc;
+            p = nl + 1;
+        }
+        size_t rest = (size_t)(end - p);
+        if (r == 0) {
+            if (rest == 0)
+                return 0;
+            x->lineno++;    /* a last line without its newline */
+            return text_line(x, p, rest, err);
+        }
+        if (rest == GSC_TEXT_LINE_MAX)
+            return gs_err_set(err, GS_EINVAL, "%s:%" PRIu64 ": line longer than %u bytes",
+                              in->display, x->lineno + 1, GSC_TEXT_LINE_MAX);
+        memmove(buf, p, rest);
+        len = rest;
+    }
+}
+
+int gsc_text_read(const char *const *paths, size_t npaths, gsort_dtype t, int hint_f64,
+                  gsc_extra_fn extra, int want_shared, gsc_buf *out, size_t *count,
+                  gs_err *err)
+{
+    static const char *const dash[] = { "-" };
+    if (npaths == 0) {
+        paths = dash;
+        npaths = 1;
+    }
+    /* +1: the byte after a token at the very end is borrowed for a NUL. */
+    char *buf = malloc(GSC_TEXT_LINE_MAX + 1);
+    if (!buf)
+        return gs_err_set(err, GS_ENOMEM, "out of memory");
+    text_ctx x = { .t = t, .esize = tsize(t), .hint_f64 = hint_f64 };
+    gsc_chunks_init(&x.ch);
+    int rc = 0;
+    for (size_t i = 0; i < npaths && rc == 0; i++) {
+        gsc_input in;
+        if ((rc = gsc_input_open(&in, paths[i], err)) < 0)
+            break;
+        rc = text_file(&x, &in, buf, err);
+        gsc_input_close(&in);
+    }
+    free(buf);
+    if (rc < 0) {
+        gsc_chunks_free(&x.ch);
+        return rc;
+    }
+    size_t n = x.ch.total / x.esize;
+    if ((rc = gsc_chunks_gather(&x.ch, extra ? extra(n) : 0, want_shared, out, err)) < 0)
+        return rc;
+    *count = n;
+    return 0;
+}
+
+/* ---- printing ---- */
+
+static size_t fmt_u64(uint64_t v, char *buf)
+{
+    char tmp[24];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++)
+        buf[i] = tmp[n - 1 - i];
+    return n;
+}
+
+static size_t fmt_i64(int64_t v, char *buf)
+{
+    if (v >= 0)
+        return fmt_u64((uint64_t)v, buf);
+    buf[0] = '-';
+    return 1 + fmt_u64(0 - (uint64_t)v, buf + 1);
+}
+
+size_t gsc_text_format(gsort_dtype t, const void *v, char *buf)
+{
+    int n;
+    switch (t) {
+    case GSORT_U32: return fmt_u64(*(const uint32_t *)v, buf);
+    case GSORT_I32: return fmt_i64(*(const int32_t *)v, buf);
+    case GSORT_U64: return fmt_u64(*(const uint64_t *)v, buf);
+    case GSORT_I64: return fmt_i64(*(const int64_t *)v, buf);
+    case GSORT_F32: {
+        float f = *(const float *)v;
+        /* Six digits read back exactly for most values people type; nine
+         * always do (likewise 15 and 17 for doubles). */
+        n = snprintf(buf, 32, "%.6g", (double)f);
+        if (isfinite(f) && strtof(buf, NULL) != f)
+            n = snprintf(buf, 32, "%.9g", (double)f);
+        return (size_t)n;
+    }
+    default: {
+        double d = *(const double *)v;
+        n = snprintf(buf, 32, "%.15g", d);
+        if (isfinite(d) && strtod(buf, NULL) != d)
+            n = snprintf(buf, 32, "%.17g", d);
+        return (size_t)n;
+    }
+    }
+}
+
+#define OUTBUF (1u << 20)
+
+typedef struct text_out {
+    gsc_output *o;
+    char *buf;
+    size_t len;
+} text_out;
+
+static int out_flush(text_out *w, gs_err *err)
+{
+    int rc = gsc_output_write(w->o, w->buf, w->len, err);
+    w->len = 0;
+    return rc;
+}
+
+static int write_lines(gsc_output *o, gsort_dtype t, const void *arr, size_t n, int indices,
+                       gs_err *err)
+{
+    text_out w = { .o = o, .buf = malloc(OUTBUF) };
+    if (!w.buf)
+        return gs_err_set(err, GS_ENOMEM, "out of memory");
+    size_t es = indices ? 8 : tsize(t);
+    const unsigned char *p = arr;
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (w.len > OUTBUF - 64)
+            rc = out_flush(&w, err);
+        size_t k = indices ? fmt_u64(((const uint64_t *)arr)[i], w.buf + w.len)
+                           : gsc_text_format(t, p + i * es, w.buf + w.len);
+        w.len += k;
+        w.buf[w.len++] = '\n';
+    }
+    if (rc == 0 && w.len)
+        rc = out_flush(&w, err);
+    free(w.buf);
+    return rc;
+}
+
+int gsc_text_write_keys(gsc_output *o, gsort_dtype t, const void *keys, size_t n, gs_err *err)
+{
+    return write_lines(o, t, keys, n, 0, err);
+}
+
+int gsc_text_write_indices(gsc_output *o, const uint64_t *idx, size_t n, gs_err *err)
+{
+    return write_lines(o, GSORT_U64, idx, n, 1, err);
+}
