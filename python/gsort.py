@@ -109,12 +109,13 @@ class NoDaemonError(Error):
 
 def default_socket():
     """The socket a Client(socket=None) connects to: $GSORTD_SOCKET when
-    set, else $XDG_RUNTIME_DIR/gsortd.sock when it exists, else
-    /run/gsortd/gsortd.sock."""
+    set, else $XDG_RUNTIME_DIR/gsortd.sock when it exists (not for root,
+    whose gsortd listens on the system socket), else
+    /run/gsortd/gsortd.sock. The rule of libgsort's gsort_connect."""
     p = os.environ.get("GSORTD_SOCKET")
     if p:
         return p
-    d = os.environ.get("XDG_RUNTIME_DIR")
+    d = os.environ.get("XDG_RUNTIME_DIR") if os.geteuid() != 0 else None
     # The XDG spec says a relative value is to be ignored.
     if d and d.startswith("/"):
         p = os.path.join(d, "gsortd.sock")

@@ -138,7 +138,7 @@ int gs_paths_socket(char *buf, size_t len, gs_err *err)
 {
     char tmp[GS_PATHS_MAX + 32];
     if (geteuid() == 0) {
-        snprintf(tmp, sizeof tmp, "/run/gsortd/gsortd.sock");
+        snprintf(tmp, sizeof tmp, "%s", GS_PATHS_SYSTEM_SOCKET);
     } else {
         const char *d = getenv("XDG_RUNTIME_DIR");
         /* The XDG spec says a relative value is to be ignored. */
@@ -167,5 +167,37 @@ int gs_paths_socket(char *buf, size_t len, gs_err *err)
                           tmp, n, GS_PATHS_SOCKET_MAX);
     }
     memcpy(buf, tmp, n + 1);
+    return 0;
+}
+
+int gs_paths_client_socket(char *buf, size_t len, char *also, size_t alen, gs_err *err)
+{
+    if (also && alen)
+        also[0] = '\0';
+    const char *env = getenv("GSORTD_SOCKET");
+    if (env && *env) {
+        if (strlen(env) >= len || strlen(env) >= GS_PATHS_SOCKET_MAX)
+            return gs_err_set(err, GS_ETOOBIG, "GSORTD_SOCKET is %zu bytes long; a Unix "
+                              "socket path must be shorter than %d bytes", strlen(env),
+                              GS_PATHS_SOCKET_MAX);
+        snprintf(buf, len, "%s", env);
+        return 0;
+    }
+    char own[GS_PATHS_SOCKET_MAX];
+    if (gs_paths_socket(own, sizeof own, NULL) == 0) {
+        struct stat st;
+        /* As root this already is the system socket. */
+        if (strcmp(own, GS_PATHS_SYSTEM_SOCKET) == 0 || stat(own, &st) == 0) {
+            if (strlen(own) >= len)
+                return gs_err_set(err, GS_ETOOBIG, "socket path %s does not fit", own);
+            snprintf(buf, len, "%s", own);
+            return 0;
+        }
+        if (also && alen)
+            snprintf(also, alen, "; %s does not exist either", own);
+    }
+    if (strlen(GS_PATHS_SYSTEM_SOCKET) >= len)
+        return gs_err_set(err, GS_ETOOBIG, "socket path buffer too small");
+    snprintf(buf, len, "%s", GS_PATHS_SYSTEM_SOCKET);
     return 0;
 }

@@ -12,6 +12,7 @@
 
 #define GS_PATHS_MAX 4096
 #define GS_PATHS_SOCKET_MAX 108     /* sizeof(sockaddr_un.sun_path) */
+#define GS_PATHS_SYSTEM_SOCKET "/run/gsortd/gsortd.sock"   /* the system daemon's */
 
 enum gs_paths_kind { GS_PATHS_CACHE = 0, GS_PATHS_DATA };
 
@@ -38,5 +39,13 @@ int gs_paths_mkdir_p(const char *path, mode_t mode, gs_err *err);
  * $XDG_RUNTIME_DIR/gsortd.sock. GS_ENOTFOUND when neither applies (not root
  * and no absolute $XDG_RUNTIME_DIR), GS_ETOOBIG when it does not fit. */
 int gs_paths_socket(char *buf, size_t len, gs_err *err);
+
+/* Where a client looks for the daemon: $GSORTD_SOCKET when set and not
+ * empty; else the socket a gsortd run by this user makes by default
+ * (gs_paths_socket: $XDG_RUNTIME_DIR/gsortd.sock, the system socket for
+ * root) when it exists; else the system daemon's GS_PATHS_SYSTEM_SOCKET. `also` (may be NULL) gets a clause for an error
+ * message naming the per-user socket that was looked for and absent.
+ * GS_ETOOBIG when a path does not fit. */
+int gs_paths_client_socket(char *buf, size_t len, char *also, size_t alen, gs_err *err);
 
 #endif

@@ -45,7 +45,6 @@ _Static_assert((int)GSORT_VALUES_NONE == GS_PL_NONE && (int)GSORT_VALUES_U32 == 
                (int)GSORT_VALUES_U64 == GS_PL_U64 && (int)GSORT_VALUES_IDX32 == GS_PL_IDX32 &&
                (int)GSORT_VALUES_IDX64 == GS_PL_IDX64, "gsort_values and gs_payload differ");
 
-#define SYSTEM_SOCKET "/run/gsortd/gsortd.sock"
 #define ALL_FLAGS (GSORT_DESCENDING | GSORT_STABLE | GSORT_INLINE)
 #define STAGE_GRAIN ((size_t)64 << 10)
 
@@ -121,31 +120,13 @@ const char *gsort_version(void)
 
 /* ---- connections ---- */
 
-/* The default socket (see gsort_connect). `also` gets a clause for the
- * error message naming a per-user socket that was looked for and absent. */
+/* The default socket (see gsort_connect and gs_paths_client_socket). */
 static int default_socket(char *buf, size_t len, char *also, size_t alen, gsort_error *err)
 {
-    also[0] = '\0';
-    const char *env = getenv("GSORTD_SOCKET");
-    if (env && *env) {
-        if (strlen(env) >= len)
-            return lgs_err_set(err, GSORT_EINVAL, "GSORTD_SOCKET is %zu bytes long; a Unix "
-                               "socket path must be shorter than %zu bytes", strlen(env), len);
-        snprintf(buf, len, "%s", env);
-        return 0;
-    }
-    char user[GS_PATHS_SOCKET_MAX];
-    if (gs_paths_socket(user, sizeof user, NULL) == 0) {
-        struct stat st;
-        /* As root this already is the system socket. */
-        if (strcmp(user, SYSTEM_SOCKET) == 0 || stat(user, &st) == 0) {
-            snprintf(buf, len, "%s", user);
-            return 0;
-        }
-        snprintf(also, alen, "; %s does not exist either", user);
-    }
-    snprintf(buf, len, "%s", SYSTEM_SOCKET);
-    return 0;
+    gs_err ge;
+    gs_err_clear(&ge);
+    int rc = gs_paths_client_socket(buf, len, also, alen, &ge);
+    return rc ? lgs_err_from(err, rc, &ge) : 0;
 }
 
 /* Whether connect()'s errno means nobody is listening: no socket file, a

@@ -517,11 +517,15 @@ def main():
             r2 = gsort.default_socket()
             os.symlink(a_sock, os.path.join(xdg, "gsortd.sock"))
             r3 = gsort.default_socket()
-            p3 = gsort.Client().info()["pid"]
+            # Root's own gsortd listens on the system socket, so root's
+            # clients look there whatever XDG_RUNTIME_DIR says.
+            root = os.geteuid() == 0
+            p3 = daemons[0].pid if root else gsort.Client().info()["pid"]
             os.environ["XDG_RUNTIME_DIR"] = "relative/dir"
             r4 = gsort.default_socket()
+            want3 = "/run/gsortd/gsortd.sock" if root else os.path.join(xdg, "gsortd.sock")
             return (r1 == "/x/y.sock" and r2 == "/run/gsortd/gsortd.sock" and
-                    r3 == os.path.join(xdg, "gsortd.sock") and p3 == daemons[0].pid and
+                    r3 == want3 and p3 == daemons[0].pid and
                     r4 == "/run/gsortd/gsortd.sock", (r1, r2, r3, r4))
         finally:
             for k, v in saved.items():
@@ -529,8 +533,8 @@ def main():
                     os.environ.pop(k, None)
                 else:
                     os.environ[k] = v
-    check("default socket: $GSORTD_SOCKET, else $XDG_RUNTIME_DIR/gsortd.sock when it exists, "
-          "else /run/gsortd/gsortd.sock", t_default_socket)
+    check("default socket: $GSORTD_SOCKET, else $XDG_RUNTIME_DIR/gsortd.sock when it exists "
+          "(not for root), else /run/gsortd/gsortd.sock", t_default_socket)
 
     def t_module():
         os.environ["GSORTD_SOCKET"] = a_sock

@@ -19,20 +19,10 @@
 
 int gsq_socket_path(const char *given, char *buf, size_t len, gs_err *err)
 {
-    const char *env = getenv("GSORTD_SOCKET");
-    const char *p = given ? given : env && *env ? env : NULL;
-    char xdg[GS_PATHS_MAX];
-    struct stat sb;
-    /* libgsort's rule, root or not: the per-user daemon when it is there. */
-    const char *run = getenv("XDG_RUNTIME_DIR");
-    if (!p && run && run[0] == '/' &&
-        (size_t)snprintf(xdg, sizeof xdg, "%s/gsortd.sock", run) < sizeof xdg &&
-        stat(xdg, &sb) == 0)
-        p = xdg;
-    if (!p)
-        p = "/run/gsortd/gsortd.sock";
-    if ((size_t)snprintf(buf, len, "%s", p) >= len)
-        return gs_err_set(err, GS_ETOOBIG, "socket path too long: %s", p);
+    if (!given)
+        return gs_paths_client_socket(buf, len, NULL, 0, err);   /* libgsort's rule */
+    if ((size_t)snprintf(buf, len, "%s", given) >= len)
+        return gs_err_set(err, GS_ETOOBIG, "socket path too long: %s", given);
     return 0;
 }
 
