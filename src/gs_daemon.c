@@ -1,7 +1,8 @@
 /* The daemon's start-up: configuration from its three layers, the log
- * target, device probing, the program cache, then gs_srv_run. A machine with
- * no OpenCL platform, or whose devices fail to open, still serves: the host
- * sort answers everything and the log says why. */
+ * target, the socket systemd may have passed (socket activation), device
+ * probing, the program cache, then gs_srv_run. A machine with no OpenCL
+ * platform, or whose devices fail to open, still serves: the host sort
+ * answers everything and the log says why. */
 #include "config.h"
 #include "gs_daemon.h"
 
@@ -20,6 +21,7 @@
 #include "gs_paths.h"
 #include "gs_prog.h"
 #include "gs_srv.h"
+#include "gs_systemd.h"
 
 static void syslog_sink(int level, const char *msg, void *ud)
 {
@@ -70,8 +72,19 @@ int gs_daemon_main(const gs_daemon_args *a)
         openlog("gsortd", LOG_PID, LOG_DAEMON);
         gs_log_set_sink(syslog_sink, NULL);
     }
-    char sock[GS_CONF_SOCKET_MAX];
-    if (conf.socket[0])
+    /* A socket from systemd replaces the configured one, whose default may
+     * not even resolve for a system user (no XDG_RUNTIME_DIR). */
+    int lfd = -1;
+    if (gs_systemd_listen_fd(&lfd, &err) < 0) {
+        GS_ERROR("%s", err.msg);
+        gs_systemd_status("failed: %s", err.msg);
+        return 2;
+    }
+    char sock[GS_CONF_SOCKET_MAX] = "";
+    if (lfd >= 0)
+        GS_INFO("socket-activated: serving on the socket systemd passed (fd %d); the socket, "
+                "socket_mode and socket_group settings are gsortd.socket's to set", lfd);
+    else if (conf.socket[0])
         snprintf(sock, sizeof sock, "%s", conf.socket);
     else if (gs_paths_socket(sock, sizeof sock, &err) < 0) {
         GS_ERROR("%s", err.msg);
@@ -115,11 +128,14 @@ int gs_daemon_main(const gs_daemon_args *a)
     if (gs_pcache_open(&pc, conf.cache_dir[0] ? conf.cache_dir : NULL, &err) < 0)
         GS_WARN("program cache: %s", err.msg);
 
-    gs_srv_opts so = { .conf = &conf, .socket_path = sock, .db_path = db, .devs = devs,
+    gs_srv_opts so = { .conf = &conf, .socket_path = sock, .listen_fd = lfd > 0 ? lfd : 0,
+                       .db_path = db, .devs = devs,
                        .ndev = ndev, .pc = pc, .reload = reload, .reload_ud = (void *)a };
     int rc = gs_srv_run(&so, &err);
-    if (rc < 0)
+    if (rc < 0) {
         GS_ERROR("%s", err.msg);
+        gs_systemd_status("failed: %s", err.msg);
+    }
     for (size_t i = 0; i < ndev; i++)
         gs_dev_close(&devs[i]);
     gs_dev_free_list(devs, ndev);

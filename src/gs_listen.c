@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,6 +183,33 @@ fail:
     return rc;
 }
 
+int gs_listen_adopt(gs_listen *l, int fd, gs_err *err)
+{
+    memset(l, 0, sizeof *l);
+    l->fd = l->lock_fd = -1;
+    struct sockaddr_un a;
+    socklen_t alen = sizeof a;
+    memset(&a, 0, sizeof a);
+    if (getsockname(fd, (struct sockaddr *)&a, &alen) < 0)
+        return gs_err_set(err, GS_EIO, "inherited socket (fd %d): getsockname: %s", fd,
+                          strerror(errno));
+    size_t plen = alen > offsetof(struct sockaddr_un, sun_path)
+                  ? alen - offsetof(struct sockaddr_un, sun_path) : 0;
+    if (plen == 0)
+        snprintf(l->path, sizeof l->path, "(unnamed socket, fd %d)", fd);
+    else if (a.sun_path[0] == '\0')   /* abstract: shown the way ss(8) shows it */
+        snprintf(l->path, sizeof l->path, "@%.*s", (int)(plen - 1), a.sun_path + 1);
+    else
+        snprintf(l->path, sizeof l->path, "%.*s", (int)strnlen(a.sun_path, plen), a.sun_path);
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+        return gs_err_set(err, GS_EIO, "inherited socket %s (fd %d): fcntl: %s", l->path, fd,
+                          strerror(errno));
+    l->fd = fd;
+    l->adopted = 1;
+    return 0;
+}
+
 void gs_listen_close(gs_listen *l)
 {
     if (l->fd >= 0) {
@@ -189,8 +217,10 @@ void gs_listen_close(gs_listen *l)
         l->fd = -1;
         struct stat sb;
         /* Only our own file: an operator may have started another daemon
-         * on the path after removing ours by hand. */
-        if (lstat(l->path, &sb) == 0 && sb.st_dev == l->dev && sb.st_ino == l->ino)
+         * on the path after removing ours by hand; an adopted socket is
+         * systemd's, which listens on it again for the next start. */
+        if (!l->adopted && lstat(l->path, &sb) == 0 && sb.st_dev == l->dev &&
+            sb.st_ino == l->ino)
             unlink(l->path);
     }
     if (l->lock_fd >= 0) {

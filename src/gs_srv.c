@@ -34,6 +34,7 @@
 #include "gs_log.h"
 #include "gs_proto.h"
 #include "gs_sched.h"
+#include "gs_systemd.h"
 #include "gs_tune.h"
 
 #define TICK_MS 250
@@ -948,6 +949,8 @@ static void begin_shutdown(srv *s, int signum)
     s->draining = 1;
     GS_INFO("signal %d: shutting down, finishing %zu requests in flight", signum,
             gs_sched_inflight(s->sched));
+    gs_systemd_stopping("shutting down: finishing %zu requests in flight",
+                        gs_sched_inflight(s->sched));
     if (s->lis_active) {
         uv_poll_stop(&s->lis_poll);
         uv_close((uv_handle_t *)&s->lis_poll, NULL);
@@ -963,6 +966,15 @@ static void begin_shutdown(srv *s, int signum)
     check_drained(s);
 }
 
+/* READY=1 with a one-line summary for `systemctl status`. */
+static void notify_serving(srv *s, const char *note)
+{
+    gs_systemd_ready("serving on %s%s: %zu devices, %u host threads, database %s%s",
+                     s->lis.path, s->lis.adopted ? " (socket-activated)" : "",
+                     gs_sched_ndev(s->sched), gs_sched_host_threads(s->sched),
+                     s->db_ok ? s->o->db_path : "none", note);
+}
+
 static void on_signal(uv_signal_t *h, int signum)
 {
     srv *s = h->data;
@@ -970,12 +982,15 @@ static void on_signal(uv_signal_t *h, int signum)
         begin_shutdown(s, signum);
         return;
     }
+    gs_systemd_reloading("SIGHUP: reloading the configuration and the tuning database");
+    int failed = 0;
     if (s->o->reload) {
         gs_conf nc;
         gs_err e;
         gs_err_clear(&e);
         if (s->o->reload(&nc, &e, s->o->reload_ud) < 0) {
             GS_ERROR("reload failed, keeping the current configuration: %s", e.msg);
+            failed = 1;
         } else {
             static const char *const restart_only[] = { "socket", "socket_mode", "socket_group",
                 "devices", "host_threads", "cache_dir", "kernel_dir", "tune_missing", "db" };
@@ -1005,6 +1020,10 @@ static void on_signal(uv_signal_t *h, int signum)
     GS_INFO("SIGHUP: configuration and tuning database reloaded (max_header_bytes %u, "
             "max_request_bytes %llu, max_clients %u)", s->conf.max_header_bytes,
             (unsigned long long)s->conf.max_request_bytes, s->conf.max_clients);
+    /* READY=1 ends the reload either way: a bad file leaves the daemon
+     * serving with what it had, which STATUS says. */
+    notify_serving(s, failed ? "; reload failed, kept the previous configuration (see the log)"
+                             : "");
 }
 
 /* ---- background tuning of devices without a plan ---- */
@@ -1084,8 +1103,10 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
         free(s);
         return gs_err_set(err, GS_EIO, "libuv: %s", uv_strerror(rc));
     }
-    if ((rc = gs_listen_open(&s->lis, o->socket_path, s->conf.socket_mode, s->conf.socket_group,
-                             err)) < 0) {
+    rc = o->listen_fd > 0 ? gs_listen_adopt(&s->lis, o->listen_fd, err)
+         : gs_listen_open(&s->lis, o->socket_path, s->conf.socket_mode, s->conf.socket_group,
+                          err);
+    if (rc < 0) {
         uv_loop_close(&s->loop);
         free(s);
         return rc;
@@ -1127,8 +1148,10 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
     if (s->conf.tune_missing)
         start_tuning(s);
 
-    GS_INFO("serving on %s (%zu devices, %u host threads, database %s)", s->lis.path,
-            gs_sched_ndev(s->sched), ht, s->db_ok ? o->db_path : "none");
+    GS_INFO("serving on %s (%s%zu devices, %u host threads, database %s)", s->lis.path,
+            s->lis.adopted ? "socket-activated, " : "", gs_sched_ndev(s->sched), ht,
+            s->db_ok ? o->db_path : "none");
+    notify_serving(s, "");
     uv_run(&s->loop, UV_RUN_DEFAULT);
 
     if (!s->stopped) {   /* the loop ran dry without a signal: should not happen */

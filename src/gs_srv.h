@@ -21,7 +21,10 @@ typedef int (*gs_srv_reload_fn)(gs_conf *out, gs_err *err, void *ud);
 
 typedef struct gs_srv_opts {
     const gs_conf *conf;          /* effective configuration at start */
-    const char *socket_path;      /* resolved socket path */
+    const char *socket_path;      /* resolved socket path (unused with listen_fd) */
+    int listen_fd;                /* >= 3: a listening socket from systemd (socket
+                                     activation) to serve on instead of binding
+                                     socket_path; 0: none */
     const char *db_path;          /* resolved database path ("" or NULL: none) */
     gs_dev *devs;                 /* probed devices (not yet opened) */
     size_t ndev;
@@ -31,7 +34,9 @@ typedef struct gs_srv_opts {
 } gs_srv_opts;
 
 /* Serve until SIGTERM or SIGINT, then drain and return 0. Fails before
- * serving (socket in use, no memory) with the reason. */
+ * serving (socket in use, no memory) with the reason. systemd is notified
+ * (gs_systemd.h) when serving starts (READY), around each SIGHUP reload
+ * (RELOADING, then READY) and when shutdown starts (STOPPING). */
 int gs_srv_run(const gs_srv_opts *o, gs_err *err);
 
 #endif

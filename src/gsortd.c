@@ -11,6 +11,7 @@
 #include "gs_kern.h"
 #include "gs_log.h"
 #include "gs_prog.h"
+#include "gs_systemd.h"
 #include "gs_tune.h"
 
 #include <errno.h>
@@ -33,7 +34,8 @@ static void usage(FILE *out)
         "      --config PATH      configuration file (default /etc/gsortd/gsortd.conf\n"
         "                         when it exists)\n"
         "      --socket PATH      Unix socket (default $XDG_RUNTIME_DIR/gsortd.sock,\n"
-        "                         /run/gsortd/gsortd.sock as root)\n"
+        "                         /run/gsortd/gsortd.sock as root; a socket passed by\n"
+        "                         systemd, gsortd.socket, takes its place)\n"
         "      --db PATH          tuning database to serve from (and tune into)\n"
         "      --tune-missing     tune devices without a plan in the background\n"
         "  -o, --set KEY=VALUE    set any configuration key\n"
@@ -506,7 +508,11 @@ int main(int argc, char **argv)
             compare_opts = 1;
             break;
         case 'h': usage(stdout); return 0;
-        case 'V': printf("gsortd %s\n", PACKAGE_VERSION); return 0;
+        case 'V':
+            printf("gsortd %s\nsystemd support: %s\n", PACKAGE_VERSION,
+                   gs_systemd_supported() ? "yes (readiness notification, socket activation)"
+                                          : "no (built without libsystemd)");
+            return 0;
         default:
             fprintf(stderr, "Try 'gsortd --help'.\n");
             return 2;
