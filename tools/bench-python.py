@@ -19,6 +19,9 @@ import gsort
 
 
 def timed(fn, reps):
+    """Median ms of reps calls after one untimed warm-up call (the first
+    request of a size may build a program or grow the staging memfd)."""
+    fn()
     ts, out = [], None
     for _ in range(reps):
         t0 = time.perf_counter()

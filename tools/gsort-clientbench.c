@@ -2,9 +2,10 @@
  * transport. For each size it sorts the same random keys through a running
  * gsortd three ways: in place in gsort_alloc memory (zero copy), from
  * ordinary memory through the connection's staging memfd (one copy each
- * way), and inline on the socket (GSORT_INLINE). It prints the median
- * whole-call time, the daemon's share and Mkeys/s, and checks every answer
- * against a host sort of the same keys.
+ * way), and inline on the socket (GSORT_INLINE). After one untimed
+ * warm-up call per size and transport it prints the median whole-call
+ * time, the daemon's share and Mkeys/s, and checks every answer against a
+ * host sort of the same keys.
  *
  *   gsort-clientbench [-S SOCKET] [--dtype u32|u64] [--min-log2 A]
  *                     [--max-log2 B] [--reps R] [--algorithm NAME]
@@ -113,7 +114,9 @@ int main(int argc, char **argv)
             double *t = calloc((size_t)reps, sizeof *t), *d = calloc((size_t)reps, sizeof *d);
             gsort_result res;
             memset(&res, 0, sizeof res);
-            for (int r = 0; r < reps && t && d; r++) {
+            /* Rep -1 is a warm-up, not timed: the first request of a size or
+             * transport may build a program or grow a staging buffer. */
+            for (int r = -1; r < reps && t && d; r++) {
                 void *keys = w == WAY_BLOCK ? block : plain;
                 memcpy(keys, src, bytes);   /* not timed: the input a program would hold */
                 gsort_request rq;
@@ -130,8 +133,10 @@ int main(int argc, char **argv)
                     rc = 1;
                     break;
                 }
-                t[r] = bu_now_ms() - t0;
-                d[r] = res.daemon_ms;
+                if (r >= 0) {
+                    t[r] = bu_now_ms() - t0;
+                    d[r] = res.daemon_ms;
+                }
                 if (memcmp(keys, ref, bytes) != 0) {
                     fprintf(stderr, "gsort-clientbench: 2^%d %s: WRONG ANSWER\n", lg,
                             way_names[w]);
