@@ -493,19 +493,22 @@ int gs_client_call(gs_client *c, const char *op, cJSON **reply, gs_err *err)
 
 /* ---- shared memory ---- */
 
-int gs_client_shm_alloc(gs_client_shm *shm, size_t bytes, gs_err *err)
+int gs_client_shm_alloc_named(gs_client_shm *shm, const char *name, size_t bytes,
+                              gs_err *err)
 {
     shm->fd = -1;
     shm->ptr = NULL;
     shm->size = 0;
-    int fd = memfd_create("gsort", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (bytes > (size_t)INT64_MAX)
+        return gs_err_set(err, GS_ETOOBIG, "a %zu-byte memfd is larger than a file can be",
+                          bytes);
+    int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0)
         return gs_err_set(err, GS_EIO, "memfd_create: %s", strerror(errno));
-    if (bytes > (size_t)INT64_MAX || ftruncate(fd, (off_t)bytes) < 0) {
+    if (ftruncate(fd, (off_t)bytes) < 0) {
         int e = errno;
         close(fd);
-        return gs_err_set(err, bytes > (size_t)INT64_MAX ? GS_ETOOBIG : GS_ENOMEM,
-                          "sizing a %zu-byte memfd: %s", bytes, strerror(e));
+        return gs_err_set(err, GS_ENOMEM, "sizing a %zu-byte memfd: %s", bytes, strerror(e));
     }
     void *p = NULL;
     /* An empty memfd (n = 0) has nothing to map. */
@@ -517,7 +520,8 @@ int gs_client_shm_alloc(gs_client_shm *shm, size_t bytes, gs_err *err)
             return gs_err_set(err, GS_ENOMEM, "mapping a %zu-byte memfd: %s", bytes, strerror(e));
         }
     }
-    /* The daemon maps it too: a shrink under its feet would SIGBUS it. */
+    /* The daemon maps it too: a shrink under its feet would SIGBUS it, so
+     * it refuses a memfd without F_SEAL_SHRINK. */
     if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0) {
         int e = errno;
         if (p)
@@ -529,6 +533,11 @@ int gs_client_shm_alloc(gs_client_shm *shm, size_t bytes, gs_err *err)
     shm->ptr = p;
     shm->size = bytes;
     return 0;
+}
+
+int gs_client_shm_alloc(gs_client_shm *shm, size_t bytes, gs_err *err)
+{
+    return gs_client_shm_alloc_named(shm, "gsort", bytes, err);
 }
 
 void gs_client_shm_free(gs_client_shm *shm)

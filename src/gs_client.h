@@ -26,15 +26,22 @@ int gs_client_fd(const gs_client *c);
 /* Reply timeout for every later call (default 0: wait forever). */
 void gs_client_set_timeout(gs_client *c, double seconds);
 
-/* Shared memory for zero-copy sorts: a memfd of `bytes`, mapped, sealed
- * against shrinking (the daemon refuses an unsealed one, since truncation
- * while it sorts would crash it). */
+/* Shared memory for zero-copy sorts: a memfd of `bytes` (0: nothing
+ * mapped), mapped shared, sealed against shrinking and growing (the daemon
+ * refuses an unsealed one, since truncation while it sorts would crash it).
+ * GS_EIO when memfd_create or sealing is not available here (libgsort then
+ * falls back to ordinary memory), GS_ENOMEM when it cannot be sized or
+ * mapped, GS_ETOOBIG above INT64_MAX bytes. */
 typedef struct gs_client_shm {
     int fd;
     void *ptr;
     size_t size;
 } gs_client_shm;
 int gs_client_shm_alloc(gs_client_shm *shm, size_t bytes, gs_err *err);
+/* The same, with the name /proc/PID/maps shows ("/memfd:NAME"); the plain
+ * call names it "gsort". */
+int gs_client_shm_alloc_named(gs_client_shm *shm, const char *name, size_t bytes,
+                              gs_err *err);
 void gs_client_shm_free(gs_client_shm *shm);
 
 typedef struct gs_client_sort {

@@ -50,11 +50,17 @@ static int fail(gs_db *db, gs_err *err, const char *what)
 }
 
 /* A query under construction: SQL text plus the values for its "?"s. */
+typedef struct qbval {
+    int text;
+    int64_t i;
+    const char *s;
+} qbval;
+
 typedef struct qb {
     char sql[2048];
     size_t len;
     int nb;
-    struct { int text; int64_t i; const char *s; } b[16];
+    qbval b[16];
     int overflow;
 } qb;
 
@@ -69,41 +75,30 @@ static void qb_sql(qb *q, const char *s)
     q->len += l;
 }
 
-static void qb_int(qb *q, const char *s, int64_t v)
+/* Append SQL text holding one "?"; its value goes in the slot returned
+ * (NULL when the query is full). */
+static qbval *qb_arg(qb *q, const char *s)
 {
-    if (q->nb == 16) {
+    if (q->nb == (int)(sizeof q->b / sizeof q->b[0])) {
         q->overflow = 1;
-        return;
+        return NULL;
     }
     qb_sql(q, s);
-    q->b[q->nb].text = 0;
-    q->b[q->nb++].i = v;
+    return &q->b[q->nb++];
+}
+
+static void qb_int(qb *q, const char *s, int64_t v)
+{
+    qbval *b = qb_arg(q, s);
+    if (b)
+        *b = (qbval){ .i = v };
 }
 
 static void qb_text(qb *q, const char *s, const char *v)
 {
-    if (q->nb == 16) {
-        q->overflow = 1;
-        return;
-    }
-    qb_sql(q, s);
-    q->b[q->nb].text = 1;
-    q->b[q->nb++].s = v;
-}
-
-static int qb_prepare(gs_db *db, qb *q, sqlite3_stmt **st, gs_err *err)
-{
-    if (q->overflow)
-        return gs_err_set(err, GS_ETOOBIG, "query too long");
-    if (sqlite3_prepare_v2(gs_db_handle(db), q->sql, -1, st, NULL) != SQLITE_OK)
-        return fail(db, err, "preparing a query");
-    for (int i = 0; i < q->nb; i++) {
-        if (q->b[i].text)
-            sqlite3_bind_text(*st, i + 1, q->b[i].s, -1, SQLITE_TRANSIENT);
-        else
-            sqlite3_bind_int64(*st, i + 1, q->b[i].i);
-    }
-    return 0;
+    qbval *b = qb_arg(q, s);
+    if (b)
+        *b = (qbval){ .text = 1, .s = v };
 }
 
 static const char *col_text(sqlite3_stmt *st, int i)
@@ -112,10 +107,21 @@ static const char *col_text(sqlite3_stmt *st, int i)
     return s ? s : "";
 }
 
-/* Run a prepared statement, calling `row` on each result row; finalizes. */
-static int run(gs_db *db, sqlite3_stmt *st, int (*row)(sqlite3_stmt *, void *), void *ud,
-               gs_err *err)
+/* Prepare the query, bind its values and call `row` on each result row. */
+static int qb_run(gs_db *db, const qb *q, int (*row)(sqlite3_stmt *, void *), void *ud,
+                  gs_err *err)
 {
+    if (q->overflow)
+        return gs_err_set(err, GS_ETOOBIG, "query too long");
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(gs_db_handle(db), q->sql, -1, &st, NULL) != SQLITE_OK)
+        return fail(db, err, "preparing a query");
+    for (int i = 0; i < q->nb; i++) {
+        if (q->b[i].text)
+            sqlite3_bind_text(st, i + 1, q->b[i].s, -1, SQLITE_TRANSIENT);
+        else
+            sqlite3_bind_int64(st, i + 1, q->b[i].i);
+    }
     int rc = 0, step;
     while ((step = sqlite3_step(st)) == SQLITE_ROW)
         if ((rc = row(st, ud)) != 0)
@@ -125,6 +131,19 @@ static int run(gs_db *db, sqlite3_stmt *st, int (*row)(sqlite3_stmt *, void *), 
     sqlite3_finalize(st);
     return rc;
 }
+
+/* The caller's callback and data, as the row adapters below get them. */
+typedef struct rowcb {
+    union {
+        gs_dbq_device_fn device;
+        gs_dbq_choice_fn choice;
+        gs_dbq_trial_fn trial;
+        gs_dbq_point_fn point;
+    } fn;
+    void *ud;
+    int plan;       /* choice rows come from the plan table, which has a stable column */
+    int rows;       /* rows handed over so far */
+} rowcb;
 
 /* ---- devices ---- */
 
@@ -137,15 +156,9 @@ static int run(gs_db *db, sqlite3_stmt *st, int (*row)(sqlite3_stmt *, void *), 
     " (SELECT count(*) FROM trials t WHERE t.device_id = d.id)" \
     " FROM devices d"
 
-typedef struct devcb {
-    gs_dbq_device_fn fn;
-    void *ud;
-    int rows;
-} devcb;
-
 static int device_row(sqlite3_stmt *st, void *ud)
 {
-    devcb *c = ud;
+    rowcb *c = ud;
     gs_dbq_device d = {
         .id = sqlite3_column_int64(st, 0),
         .platform = col_text(st, 1), .name = col_text(st, 2), .driver = col_text(st, 3),
@@ -158,7 +171,7 @@ static int device_row(sqlite3_stmt *st, void *ud)
         .trials = sqlite3_column_int64(st, 17),
     };
     c->rows++;
-    return c->fn(c->ud, &d);
+    return c->fn.device(c->ud, &d);
 }
 
 int gs_dbq_devices(gs_db *db, gs_dbq_device_fn fn, void *ud, gs_err *err)
@@ -166,25 +179,27 @@ int gs_dbq_devices(gs_db *db, gs_dbq_device_fn fn, void *ud, gs_err *err)
     qb q = { .len = 0 };
     qb_sql(&q, DEVICE_COLS " ORDER BY d.platform COLLATE NOCASE, d.name COLLATE NOCASE,"
                " d.first_seen, d.id");
-    sqlite3_stmt *st;
-    int rc = qb_prepare(db, &q, &st, err);
-    devcb c = { fn, ud, 0 };
-    return rc ? rc : run(db, st, device_row, &c, err);
+    rowcb c = { .fn.device = fn, .ud = ud };
+    return qb_run(db, &q, device_row, &c, err);
+}
+
+/* Run a query for the rows of device `id`: GS_ENOTFOUND when it has none. */
+static int device_rows(gs_db *db, const qb *q, int64_t id, gs_dbq_device_fn fn, void *ud,
+                       gs_err *err)
+{
+    rowcb c = { .fn.device = fn, .ud = ud };
+    int rc = qb_run(db, q, device_row, &c, err);
+    if (!rc && !c.rows)
+        rc = gs_err_set(err, GS_ENOTFOUND, "no device with id %lld in %s", (long long)id,
+                        gs_db_path(db));
+    return rc;
 }
 
 int gs_dbq_device_get(gs_db *db, int64_t id, gs_dbq_device_fn fn, void *ud, gs_err *err)
 {
     qb q = { .len = 0 };
     qb_int(&q, DEVICE_COLS " WHERE d.id = ?", id);
-    sqlite3_stmt *st;
-    int rc = qb_prepare(db, &q, &st, err);
-    devcb c = { fn, ud, 0 };
-    if (!rc)
-        rc = run(db, st, device_row, &c, err);
-    if (!rc && !c.rows)
-        rc = gs_err_set(err, GS_ENOTFOUND, "no device with id %lld in %s", (long long)id,
-                        gs_db_path(db));
-    return rc;
+    return device_rows(db, &q, id, fn, ud, err);
 }
 
 int gs_dbq_same_device(gs_db *db, int64_t id, gs_dbq_device_fn fn, void *ud, gs_err *err)
@@ -192,15 +207,28 @@ int gs_dbq_same_device(gs_db *db, int64_t id, gs_dbq_device_fn fn, void *ud, gs_
     qb q = { .len = 0 };
     qb_int(&q, DEVICE_COLS " JOIN devices s ON s.platform = d.platform AND s.name = d.name"
                " WHERE s.id = ? ORDER BY d.first_seen, d.id", id);
-    sqlite3_stmt *st;
-    int rc = qb_prepare(db, &q, &st, err);
-    devcb c = { fn, ud, 0 };
-    if (!rc)
-        rc = run(db, st, device_row, &c, err);
-    if (!rc && !c.rows)
-        rc = gs_err_set(err, GS_ENOTFOUND, "no device with id %lld in %s", (long long)id,
-                        gs_db_path(db));
-    return rc;
+    return device_rows(db, &q, id, fn, ud, err);
+}
+
+int gs_dbq_devlist_add(void *ud, const gs_dbq_device *d)
+{
+    gs_dbq_devlist *l = ud;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 16;
+        gs_dbq_devcopy *v = realloc(l->v, cap * sizeof *v);
+        if (!v)
+            return GS_ENOMEM;
+        l->v = v;
+        l->cap = cap;
+    }
+    gs_dbq_devcopy *r = &l->v[l->n++];
+    r->id = d->id;
+    snprintf(r->platform, sizeof r->platform, "%s", d->platform);
+    snprintf(r->name, sizeof r->name, "%s", d->name);
+    snprintf(r->driver, sizeof r->driver, "%s", d->driver);
+    snprintf(r->first_seen, sizeof r->first_seen, "%s", d->first_seen);
+    snprintf(r->last_seen, sizeof r->last_seen, "%s", d->last_seen);
+    return 0;
 }
 
 /* ---- selectors ---- */
@@ -233,53 +261,30 @@ int gs_dbq_matches(const gs_dbq_device *d, const char *sel)
     return ci_contains(d->name, sel);
 }
 
-/* Every device, copied: the selector compares rows with each other. */
-typedef struct devrow {
-    int64_t id;
-    char platform[256], name[256], driver[256], last_seen[32];
-    int exact, match;
-} devrow;
-
-typedef struct devlist {
-    devrow *v;
-    size_t n, cap;
-} devlist;
-
-static int collect_device(void *ud, const gs_dbq_device *d)
-{
-    devlist *l = ud;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 16;
-        devrow *v = realloc(l->v, cap * sizeof *v);
-        if (!v)
-            return GS_ENOMEM;
-        l->v = v;
-        l->cap = cap;
-    }
-    devrow *r = &l->v[l->n++];
-    memset(r, 0, sizeof *r);
-    r->id = d->id;
-    snprintf(r->platform, sizeof r->platform, "%s", d->platform);
-    snprintf(r->name, sizeof r->name, "%s", d->name);
-    snprintf(r->driver, sizeof r->driver, "%s", d->driver);
-    snprintf(r->last_seen, sizeof r->last_seen, "%s", d->last_seen);
-    return 0;
-}
-
-static int same_device(const devrow *a, const devrow *b)
+static int same_device(const gs_dbq_devcopy *a, const gs_dbq_devcopy *b)
 {
     return !strcmp(a->platform, b->platform) && !strcmp(a->name, b->name);
 }
 
-/* "  ID  NAME (PLATFORM, driver DRIVER)" lines of the rows with `match`
- * set (all rows when none is), appended to buf. */
-static void list_rows(const devlist *l, int only_matches, char *buf, size_t len)
+/* Whether selector `sel` picks device r: with `whole`, only a name equal to
+ * it (ignoring case), else any name containing it; NULL picks every one. */
+static int picks(const gs_dbq_devcopy *r, const char *sel, int whole)
+{
+    if (!sel)
+        return 1;
+    return whole ? strcasecmp(r->name, sel) == 0 : ci_contains(r->name, sel);
+}
+
+/* "  ID  NAME (PLATFORM, driver DRIVER)" lines of the rows `sel` picks,
+ * appended to buf. */
+static void list_rows(const gs_dbq_devlist *l, const char *sel, int whole, char *buf,
+                      size_t len)
 {
     size_t used = strlen(buf);
     for (size_t i = 0; i < l->n; i++) {
-        if (only_matches && !l->v[i].match)
+        const gs_dbq_devcopy *r = &l->v[i];
+        if (!picks(r, sel, whole))
             continue;
-        const devrow *r = &l->v[i];
         int w = snprintf(buf + used, len - used, "\n  %4lld  %s (%s, driver %s)", (long long)r->id,
                          r->name, r->platform, r->driver);
         if (w < 0 || (size_t)w >= len - used) {
@@ -294,8 +299,8 @@ static void list_rows(const devlist *l, int only_matches, char *buf, size_t len)
 
 int gs_dbq_select(gs_db *db, const char *sel, int64_t *id, gs_err *err)
 {
-    devlist l = { 0 };
-    int rc = gs_dbq_devices(db, collect_device, &l, err);
+    gs_dbq_devlist l = { 0 };
+    int rc = gs_dbq_devices(db, gs_dbq_devlist_add, &l, err);
     if (rc == GS_ENOMEM)
         rc = gs_err_set(err, GS_ENOMEM, "out of memory");
     if (rc) {
@@ -317,37 +322,34 @@ int gs_dbq_select(gs_db *db, const char *sel, int64_t *id, gs_err *err)
                 free(l.v);
                 return 0;
             }
-        list_rows(&l, 0, list, sizeof list);
+        list_rows(&l, NULL, 0, list, sizeof list);
         free(l.v);
         return gs_err_set(err, GS_ENOTFOUND, "no device with id %s in %s; devices:%s", sel,
                           gs_db_path(db), list);
     }
-    int any_exact = 0;
-    for (size_t i = 0; i < l.n; i++) {
-        devrow *r = &l.v[i];
-        r->exact = sel && *sel && strcasecmp(r->name, sel) == 0;
-        any_exact |= r->exact;
-    }
+    /* A name equal to the selector wins over names that only contain it. */
+    int whole = 0;
+    for (size_t i = 0; i < l.n && sel && *sel; i++)
+        whole |= strcasecmp(l.v[i].name, sel) == 0;
     size_t nmatch = 0, first = 0;
     int groups = 0;
     for (size_t i = 0; i < l.n; i++) {
-        devrow *r = &l.v[i];
-        r->match = any_exact ? r->exact : (!sel || ci_contains(r->name, sel));
-        if (!r->match)
+        const gs_dbq_devcopy *r = &l.v[i];
+        if (!picks(r, sel, whole))
             continue;
         if (nmatch++ == 0)
             first = i;
         int seen = 0;
         for (size_t j = 0; j < i && !seen; j++)
-            seen = l.v[j].match && same_device(&l.v[j], r);
+            seen = picks(&l.v[j], sel, whole) && same_device(&l.v[j], r);
         groups += !seen;
     }
     if (nmatch == 0) {
-        list_rows(&l, 0, list, sizeof list);
+        list_rows(&l, NULL, 0, list, sizeof list);
         rc = gs_err_set(err, GS_ENOTFOUND, "no device name contains \"%s\" in %s; devices:%s", sel,
                         gs_db_path(db), list);
     } else if (groups > 1) {
-        list_rows(&l, 1, list, sizeof list);
+        list_rows(&l, sel, whole, list, sizeof list);
         if (sel && *sel)
             rc = gs_err_set(err, GS_EINVAL,
                             "\"%s\" matches several devices; pick one by id or by more of its "
@@ -360,7 +362,7 @@ int gs_dbq_select(gs_db *db, const char *sel, int64_t *id, gs_err *err)
         /* One device, maybe several driver versions: the newest serves. */
         size_t best = first;
         for (size_t i = first + 1; i < l.n; i++) {
-            if (!l.v[i].match)
+            if (!picks(&l.v[i], sel, whole))
                 continue;
             int c = strcmp(l.v[i].last_seen, l.v[best].last_seen);
             if (c > 0 || (c == 0 && l.v[i].id > l.v[best].id))
@@ -386,15 +388,9 @@ static void add_common(qb *q, const gs_dbq_filter *f)
         qb_text(q, " AND payload = ?", f->payload);
 }
 
-typedef struct choicecb {
-    gs_dbq_choice_fn fn;
-    void *ud;
-    int plan;
-} choicecb;
-
 static int choice_row(sqlite3_stmt *st, void *ud)
 {
-    choicecb *c = ud;
+    rowcb *c = ud;
     gs_dbq_choice ch = {
         .device_id = sqlite3_column_int64(st, 0), .algorithm = col_text(st, 1),
         .key_bits = sqlite3_column_int(st, 2), .payload = col_text(st, 3),
@@ -402,7 +398,7 @@ static int choice_row(sqlite3_stmt *st, void *ud)
         .params = col_text(st, 6), .median_ms = sqlite3_column_double(st, 7),
         .trial_id = sqlite3_column_int64(st, 8), .updated = col_text(st, 9),
     };
-    return c->fn(c->ud, &ch);
+    return c->fn.choice(c->ud, &ch);
 }
 
 int gs_dbq_winners(gs_db *db, const gs_dbq_filter *f, gs_dbq_choice_fn fn, void *ud,
@@ -413,10 +409,8 @@ int gs_dbq_winners(gs_db *db, const gs_dbq_filter *f, gs_dbq_choice_fn fn, void 
                " coalesce(trial_id, 0), updated FROM winners WHERE 1");
     add_common(&q, f);
     qb_sql(&q, " ORDER BY device_id, key_bits, payload, bucket, algorithm");
-    sqlite3_stmt *st;
-    int rc = qb_prepare(db, &q, &st, err);
-    choicecb c = { fn, ud, 0 };
-    return rc ? rc : run(db, st, choice_row, &c, err);
+    rowcb c = { .fn.choice = fn, .ud = ud };
+    return qb_run(db, &q, choice_row, &c, err);
 }
 
 int gs_dbq_plan(gs_db *db, const gs_dbq_filter *f, gs_dbq_choice_fn fn, void *ud, gs_err *err)
@@ -428,10 +422,8 @@ int gs_dbq_plan(gs_db *db, const gs_dbq_filter *f, gs_dbq_choice_fn fn, void *ud
     if (f->stable >= 0)
         qb_int(&q, " AND stable = ?", f->stable);
     qb_sql(&q, " ORDER BY device_id, key_bits, payload, bucket, stable");
-    sqlite3_stmt *st;
-    int rc = qb_prepare(db, &q, &st, err);
-    choicecb c = { fn, ud, 1 };
-    return rc ? rc : run(db, st, choice_row, &c, err);
+    rowcb c = { .fn.choice = fn, .ud = ud, .plan = 1 };
+    return qb_run(db, &q, choice_row, &c, err);
 }
 
 /* ---- trials ---- */
@@ -447,14 +439,9 @@ static void add_trial_filter(qb *q, const gs_dbq_filter *f)
         qb_text(q, " AND distribution = ?", f->distribution);
 }
 
-typedef struct trialcb {
-    gs_dbq_trial_fn fn;
-    void *ud;
-} trialcb;
-
 static int trial_row(sqlite3_stmt *st, void *ud)
 {
-    trialcb *c = ud;
+    rowcb *c = ud;
     gs_dbq_trial t = {
         .id = sqlite3_column_int64(st, 0), .device_id = sqlite3_column_int64(st, 1),
         .algorithm = col_text(st, 2), .key_bits = sqlite3_column_int(st, 3),
@@ -466,7 +453,7 @@ static int trial_row(sqlite3_stmt *st, void *ud)
         .valid = sqlite3_column_int(st, 13), .reason = col_text(st, 14),
         .created = col_text(st, 15),
     };
-    return c->fn(c->ud, &t);
+    return c->fn.trial(c->ud, &t);
 }
 
 int gs_dbq_trials(gs_db *db, const gs_dbq_filter *f, gs_dbq_trial_fn fn, void *ud, gs_err *err)
@@ -479,10 +466,8 @@ int gs_dbq_trials(gs_db *db, const gs_dbq_filter *f, gs_dbq_trial_fn fn, void *u
     qb_sql(&q, " ORDER BY id DESC");
     if (f->limit > 0)
         qb_int(&q, " LIMIT ?", f->limit);
-    sqlite3_stmt *st;
-    int rc = qb_prepare(db, &q, &st, err);
-    trialcb c = { fn, ud };
-    return rc ? rc : run(db, st, trial_row, &c, err);
+    rowcb c = { .fn.trial = fn, .ud = ud };
+    return qb_run(db, &q, trial_row, &c, err);
 }
 
 static int count_row(sqlite3_stmt *st, void *ud)
@@ -496,28 +481,21 @@ int gs_dbq_trial_count(gs_db *db, const gs_dbq_filter *f, int64_t *count, gs_err
     qb q = { .len = 0 };
     qb_sql(&q, "SELECT count(*) FROM trials WHERE 1");
     add_trial_filter(&q, f);
-    sqlite3_stmt *st;
-    int rc = qb_prepare(db, &q, &st, err);
     *count = 0;
-    return rc ? rc : run(db, st, count_row, count, err);
+    return qb_run(db, &q, count_row, count, err);
 }
 
 /* ---- plot points ---- */
 
-typedef struct pointcb {
-    gs_dbq_point_fn fn;
-    void *ud;
-} pointcb;
-
 static int point_row(sqlite3_stmt *st, void *ud)
 {
-    pointcb *c = ud;
+    rowcb *c = ud;
     gs_dbq_point p = {
         .algorithm = col_text(st, 0), .n = (uint64_t)sqlite3_column_int64(st, 1),
         .median_ms = sqlite3_column_double(st, 2), .params = col_text(st, 3),
         .distribution = col_text(st, 4), .trial_id = sqlite3_column_int64(st, 5),
     };
-    return c->fn(c->ud, &p);
+    return c->fn.point(c->ud, &p);
 }
 
 int gs_dbq_points(gs_db *db, const gs_dbq_filter *f, int e2e, gs_dbq_point_fn fn, void *ud,
@@ -544,10 +522,8 @@ int gs_dbq_points(gs_db *db, const gs_dbq_filter *f, int e2e, gs_dbq_point_fn fn
     else
         qb_sql(&q, " AND distribution = 'random'");
     qb_sql(&q, " GROUP BY algorithm, n ORDER BY algorithm, n");
-    sqlite3_stmt *st;
-    int rc = qb_prepare(db, &q, &st, err);
-    pointcb c = { fn, ud };
-    return rc ? rc : run(db, st, point_row, &c, err);
+    rowcb c = { .fn.point = fn, .ud = ud };
+    return qb_run(db, &q, point_row, &c, err);
 }
 
 int gs_dbq_algorithm_seen(gs_db *db, const char *name, int *seen, gs_err *err)
@@ -556,11 +532,8 @@ int gs_dbq_algorithm_seen(gs_db *db, const char *name, int *seen, gs_err *err)
     qb_text(&q, "SELECT EXISTS (SELECT 1 FROM trials WHERE algorithm = ?)", name);
     qb_text(&q, " OR EXISTS (SELECT 1 FROM winners WHERE algorithm = ?)", name);
     qb_text(&q, " OR EXISTS (SELECT 1 FROM plan WHERE algorithm = ?)", name);
-    sqlite3_stmt *st;
-    int rc = qb_prepare(db, &q, &st, err);
     int64_t v = 0;
-    if (!rc)
-        rc = run(db, st, count_row, &v, err);
+    int rc = qb_run(db, &q, count_row, &v, err);
     *seen = v != 0;
     return rc;
 }

@@ -39,6 +39,24 @@ int gs_dbq_device_get(gs_db *db, int64_t id, gs_dbq_device_fn fn, void *ud, gs_e
  * (first_seen, then id). */
 int gs_dbq_same_device(gs_db *db, int64_t id, gs_dbq_device_fn fn, void *ud, gs_err *err);
 
+/* A device row copied out of its callback (a gs_dbq_device's strings live
+ * only until the callback returns), and a growing list of such copies. */
+typedef struct gs_dbq_devcopy {
+    int64_t id;
+    char platform[256], name[256], driver[256];
+    char first_seen[32], last_seen[32];
+} gs_dbq_devcopy;
+
+typedef struct gs_dbq_devlist {
+    gs_dbq_devcopy *v;
+    size_t n, cap;
+} gs_dbq_devlist;
+
+/* A gs_dbq_device_fn appending a copy of each row to the gs_dbq_devlist
+ * `ud` (start from { 0 }; free its v when done). GS_ENOMEM, with no message,
+ * when the list cannot grow: the query then ends with that code. */
+int gs_dbq_devlist_add(void *ud, const gs_dbq_device *d);
+
 /* Resolve a selector to one device id. `sel` is a device id (all digits),
  * or a case-insensitive substring of the device name; a name equal to
  * `sel` (ignoring case) wins over names that only contain it. Rows that

@@ -238,7 +238,7 @@ static int stage_reserve(gsort_conn *c, size_t need, gs_err *ge)
         want = need;
     else
         want = (want + STAGE_GRAIN - 1) / STAGE_GRAIN * STAGE_GRAIN;
-    return lgs_memfd_alloc(LGS_MEMFD_STAGE, want, &c->stage, ge);
+    return gs_client_shm_alloc_named(&c->stage, LGS_MEMFD_STAGE, want, ge);
 }
 
 static int heap_reserve(gsort_conn *c, size_t need, gs_err *ge)

@@ -18,14 +18,10 @@ int lgs_err_from(gsort_error *err, int rc, const gs_err *ge);
 int lgs_err_set(gsort_error *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Memfd names, as /proc/PID/maps shows them ("/memfd:gsort-stage"). */
+/* Memfd names for gs_client_shm_alloc_named, as /proc/PID/maps shows them
+ * ("/memfd:gsort-stage"). */
 #define LGS_MEMFD_BLOCK "gsort-block"
 #define LGS_MEMFD_STAGE "gsort-stage"
-
-/* A sealed (F_SEAL_SHRINK | F_SEAL_GROW) memfd of `bytes` (> 0), mapped
- * shared. GS_EIO when memfd_create or sealing is not available, GS_ENOMEM
- * when it cannot be sized or mapped. */
-int lgs_memfd_alloc(const char *name, size_t bytes, gs_client_shm *shm, gs_err *err);
 
 /* Whether [keys, keys + kbytes) and, when vbytes > 0, [values, values +
  * vbytes) lie inside one memfd block from gsort_alloc. If so, *shm describes

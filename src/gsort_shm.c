@@ -7,7 +7,6 @@
  * lookups are a binary search, and blocks are few and long-lived. */
 #include "config.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -28,42 +27,6 @@ typedef struct block {
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static block *g_blocks;     /* sorted by base */
 static size_t g_n, g_cap;
-
-int lgs_memfd_alloc(const char *name, size_t bytes, gs_client_shm *shm, gs_err *err)
-{
-    shm->fd = -1;
-    shm->ptr = NULL;
-    shm->size = 0;
-    if (bytes == 0 || bytes > (size_t)INT64_MAX)
-        return gs_err_set(err, bytes ? GS_ETOOBIG : GS_EINVAL, "a shared block of %zu bytes",
-                          bytes);
-    int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    if (fd < 0)
-        return gs_err_set(err, GS_EIO, "memfd_create: %s", strerror(errno));
-    if (ftruncate(fd, (off_t)bytes) < 0) {
-        int e = errno;
-        close(fd);
-        return gs_err_set(err, GS_ENOMEM, "sizing a %zu-byte memfd: %s", bytes, strerror(e));
-    }
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) {
-        int e = errno;
-        close(fd);
-        return gs_err_set(err, GS_ENOMEM, "mapping a %zu-byte memfd: %s", bytes, strerror(e));
-    }
-    /* The daemon maps it too: a shrink under its feet would SIGBUS it, so
-     * it refuses a memfd without F_SEAL_SHRINK. */
-    if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0) {
-        int e = errno;
-        munmap(p, bytes);
-        close(fd);
-        return gs_err_set(err, GS_EIO, "sealing a memfd: %s", strerror(e));
-    }
-    shm->fd = fd;
-    shm->ptr = p;
-    shm->size = bytes;
-    return 0;
-}
 
 /* Index of the last block whose base is <= a, or g_n when there is none.
  * Called with the lock held. */
@@ -160,7 +123,7 @@ void *gsort_alloc(size_t bytes, gsort_error *err)
     gs_err_clear(&ge);
     gs_client_shm shm;
     block b = { 0, bytes, -1 };
-    int rc = lgs_memfd_alloc(LGS_MEMFD_BLOCK, bytes, &shm, &ge);
+    int rc = gs_client_shm_alloc_named(&shm, LGS_MEMFD_BLOCK, bytes, &ge);
     if (rc == 0) {
         b.base = (uintptr_t)shm.ptr;
         b.fd = shm.fd;

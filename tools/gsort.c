@@ -200,8 +200,10 @@ static int parse_args(int argc, char **argv, opts *o, int *done)
             return EXIT_USAGE;
         }
     }
-    o->files = (const char *const *)argv + optind;
-    o->nfiles = (size_t)(argc - optind);
+    /* No FILE: standard input, as "-" names it. */
+    static const char *const stdin_only[] = { "-" };
+    o->files = optind < argc ? (const char *const *)argv + optind : stdin_only;
+    o->nfiles = optind < argc ? (size_t)(argc - optind) : 1;
 
     if (!o->have_type) {
         if (!o->text)
@@ -252,7 +254,7 @@ static size_t extra_for(size_t n)
 
 static const char *inputs_name(const opts *o, char *buf, size_t len)
 {
-    if (o->nfiles == 0 || (o->nfiles == 1 && strcmp(o->files[0], "-") == 0))
+    if (o->nfiles == 1 && strcmp(o->files[0], "-") == 0)
         return "standard input";
     if (o->nfiles == 1)
         return o->files[0];

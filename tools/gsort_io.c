@@ -265,11 +265,6 @@ int gsc_read_binary(const char *const *paths, size_t npaths, size_t esize, const
                     gsc_extra_fn extra, int want_shared, gsc_buf *out, size_t *count,
                     gs_err *err)
 {
-    static const char *const dash[] = { "-" };
-    if (npaths == 0) {
-        paths = dash;
-        npaths = 1;
-    }
     uint64_t *sizes = calloc(npaths, sizeof *sizes);
     if (!sizes)
         return gs_err_set(err, GS_ENOMEM, "out of memory");

@@ -66,11 +66,12 @@ void gsc_input_close(gsc_input *in);
  * count or GS_EIO naming the input. */
 long gsc_input_read(gsc_input *in, void *buf, size_t len, gs_err *err);
 
-/* Read the whole of every input, as binary elements of `esize` bytes, into
- * one array `out` followed by `extra(count)` spare bytes (count: the
- * elements read; extra may be NULL). A file whose size is no multiple of
- * esize is GS_EINVAL naming it and both sizes. Regular files are read
- * straight into the array; pipes and terminals through gsc_chunks. */
+/* Read the whole of every input (npaths >= 1; "-" is standard input), as
+ * binary elements of `esize` bytes, into one array `out` followed by
+ * `extra(count)` spare bytes (count: the elements read; extra may be
+ * NULL). A file whose size is no multiple of esize is GS_EINVAL naming it
+ * and both sizes. Regular files are read straight into the array; pipes
+ * and terminals through gsc_chunks. */
 typedef size_t (*gsc_extra_fn)(size_t count);
 int gsc_read_binary(const char *const *paths, size_t npaths, size_t esize, const char *tname,
                     gsc_extra_fn extra, int want_shared, gsc_buf *out, size_t *count,

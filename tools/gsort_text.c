@@ -217,11 +217,6 @@ int gsc_text_read(const char *const *paths, size_t npaths, gsort_dtype t, int hi
                   gsc_extra_fn extra, int want_shared, gsc_buf *out, size_t *count,
                   gs_err *err)
 {
-    static const char *const dash[] = { "-" };
-    if (npaths == 0) {
-        paths = dash;
-        npaths = 1;
-    }
     /* +1: the byte after a token at the very end is borrowed for a NUL. */
     char *buf = malloc(GSC_TEXT_LINE_MAX + 1);
     if (!buf)

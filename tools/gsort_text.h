@@ -21,11 +21,12 @@
  * Returns 0, or GS_EINVAL with the reason (no file or line) in why. */
 int gsc_text_parse(char *s, size_t len, gsort_dtype t, void *out, char *why, size_t whylen);
 
-/* Read every input (none: standard input) as text, one number of type t a
- * line; blank lines (nothing but spaces, tabs and a CR) are skipped. The
- * numbers go into one array `out` followed by extra(count) spare bytes.
- * A bad line is GS_EINVAL: "FILE:LINE: 'TEXT': reason". hint_f64 adds a
- * hint to use -t f64 when a line that is no integer is a float. */
+/* Read every input (npaths >= 1; "-" is standard input) as text, one
+ * number of type t a line; blank lines (nothing but spaces, tabs and a CR)
+ * are skipped. The numbers go into one array `out` followed by extra(count)
+ * spare bytes. A bad line is GS_EINVAL: "FILE:LINE: 'TEXT': reason".
+ * hint_f64 adds a hint to use -t f64 when a line that is no integer is a
+ * float. */
 int gsc_text_read(const char *const *paths, size_t npaths, gsort_dtype t, int hint_f64,
                   gsc_extra_fn extra, int want_shared, gsc_buf *out, size_t *count,
                   gs_err *err);

@@ -14,29 +14,9 @@
 
 /* ---- shared pieces of the database commands ---- */
 
-int gsq_cmd_collect(void *ud, const gs_dbq_device *d)
+const gs_dbq_devcopy *gsq_cmd_device_find(const gs_dbq_devlist *l, int64_t id)
 {
-    gsq_cmd_devs *l = ud;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 16;
-        gsq_cmd_devinfo *v = realloc(l->v, cap * sizeof *v);
-        if (!v)
-            return GS_ENOMEM;
-        l->v = v;
-        l->cap = cap;
-    }
-    gsq_cmd_devinfo *x = &l->v[l->n++];
-    x->id = d->id;
-    snprintf(x->name, sizeof x->name, "%s", d->name);
-    snprintf(x->platform, sizeof x->platform, "%s", d->platform);
-    snprintf(x->driver, sizeof x->driver, "%s", d->driver);
-    snprintf(x->first_seen, sizeof x->first_seen, "%s", d->first_seen);
-    return 0;
-}
-
-const gsq_cmd_devinfo *gsq_cmd_device_find(const gsq_cmd_devs *l, int64_t id)
-{
-    static const gsq_cmd_devinfo unknown = { 0, "?", "?", "?", "" };
+    static const gs_dbq_devcopy unknown = { .platform = "?", .name = "?", .driver = "?" };
     for (size_t i = 0; i < l->n; i++)
         if (l->v[i].id == id)
             return &l->v[i];
@@ -45,9 +25,9 @@ const gsq_cmd_devinfo *gsq_cmd_device_find(const gsq_cmd_devs *l, int64_t id)
 
 int gsq_cmd_oom(gs_err *err) { return gs_err_set(err, GS_ENOMEM, "out of memory"); }
 
-int gsq_cmd_devices_load(gs_db *db, gsq_cmd_devs *l, gs_err *err)
+int gsq_cmd_devices_load(gs_db *db, gs_dbq_devlist *l, gs_err *err)
 {
-    int rc = gs_dbq_devices(db, gsq_cmd_collect, l, err);
+    int rc = gs_dbq_devices(db, gs_dbq_devlist_add, l, err);
     return rc == GS_ENOMEM ? gsq_cmd_oom(err) : rc;
 }
 
@@ -67,7 +47,7 @@ void gsq_cmd_filter(const gsq_cmd_opts *c, gs_dbq_filter *f)
 
 const char *gsq_cmd_keys(int key_bits) { return key_bits == 64 ? "u64" : "u32"; }
 
-void gsq_cmd_heading(const gsq_cmd_devinfo *d, char *buf, size_t len)
+void gsq_cmd_heading(const gs_dbq_devcopy *d, char *buf, size_t len)
 {
     snprintf(buf, len, "Device %lld: %s (%s, driver %s)", (long long)d->id, d->name, d->platform,
              d->driver);
@@ -204,70 +184,50 @@ static const gsq_col plan_cols[] = {
 
 typedef struct choicectx {
     gsq_table *t;
-    const gsq_cmd_devs *d;
+    const gs_dbq_devlist *d;
+    int plan;           /* plan rows (plan_cols), else winners (winner_cols) */
 } choicectx;
 
-/* The columns winners and plan rows share, up to and including n. */
-static void choice_head(gsq_table *t, const gsq_cmd_devinfo *d, const gs_dbq_choice *ch)
+/* A winners or plan row. A winner is one algorithm's best, so the algorithm
+ * leads; a plan entry's algorithm is what was chosen for the shape. */
+static int choice_row(void *ud, const gs_dbq_choice *ch)
 {
-    char g[900];
+    choicectx *x = ud;
+    gsq_table *t = x->t;
+    const gs_dbq_devcopy *d = gsq_cmd_device_find(x->d, ch->device_id);
+    uint64_t n = (uint64_t)1 << ch->bucket;
+    char g[900], nb[32], pb[600];
     gsq_cmd_heading(d, g, sizeof g);
     gsq_row(t, g);
     gsq_int(t, ch->device_id);
     gsq_str(t, d->name);
     gsq_str(t, d->driver);
-}
-
-static void choice_tail(gsq_table *t, const gs_dbq_choice *ch, uint64_t n)
-{
-    char pb[600];
+    if (!x->plan)
+        gsq_str(t, ch->algorithm);
+    gsq_intd(t, ch->key_bits, gsq_cmd_keys(ch->key_bits));
+    gsq_str(t, ch->payload);
+    gsq_int(t, ch->bucket);
+    gsq_intd(t, (int64_t)n, gsq_pow2(n, nb, sizeof nb));
+    if (x->plan) {
+        gsq_bool(t, ch->stable, ch->stable ? "stable" : "any");
+        gsq_str(t, ch->algorithm);
+    }
     gsq_json(t, ch->params, gsq_params(ch->params, pb, sizeof pb));
     gsq_num(t, ch->median_ms, 4);
     gsq_num(t, gsq_gkeys(n, ch->median_ms), -1);
-}
-
-static int winner_row(void *ud, const gs_dbq_choice *ch)
-{
-    choicectx *x = ud;
-    gsq_table *t = x->t;
-    uint64_t n = (uint64_t)1 << ch->bucket;
-    char nb[32];
-    choice_head(t, gsq_cmd_device_find(x->d, ch->device_id), ch);
-    gsq_str(t, ch->algorithm);
-    gsq_intd(t, ch->key_bits, gsq_cmd_keys(ch->key_bits));
-    gsq_str(t, ch->payload);
-    gsq_int(t, ch->bucket);
-    gsq_intd(t, (int64_t)n, gsq_pow2(n, nb, sizeof nb));
-    choice_tail(t, ch, n);
-    if (ch->trial_id)
-        gsq_int(t, ch->trial_id);
-    else
-        gsq_null(t, "-");
-    gsq_str(t, ch->updated);
-    return 0;
-}
-
-static int plan_row(void *ud, const gs_dbq_choice *ch)
-{
-    choicectx *x = ud;
-    gsq_table *t = x->t;
-    uint64_t n = (uint64_t)1 << ch->bucket;
-    char nb[32];
-    choice_head(t, gsq_cmd_device_find(x->d, ch->device_id), ch);
-    gsq_intd(t, ch->key_bits, gsq_cmd_keys(ch->key_bits));
-    gsq_str(t, ch->payload);
-    gsq_int(t, ch->bucket);
-    gsq_intd(t, (int64_t)n, gsq_pow2(n, nb, sizeof nb));
-    gsq_bool(t, ch->stable, ch->stable ? "stable" : "any");
-    gsq_str(t, ch->algorithm);
-    choice_tail(t, ch, n);
+    if (!x->plan) {
+        if (ch->trial_id)
+            gsq_int(t, ch->trial_id);
+        else
+            gsq_null(t, "-");
+    }
     gsq_str(t, ch->updated);
     return 0;
 }
 
 static int choices(gsq_cmd_opts *c, gs_db *db, int plan, gs_err *err)
 {
-    gsq_cmd_devs d = { 0 };
+    gs_dbq_devlist d = { 0 };
     gs_dbq_filter f;
     gsq_cmd_filter(c, &f);
     int rc = gsq_cmd_devices_load(db, &d, err);
@@ -279,10 +239,10 @@ static int choices(gsq_cmd_opts *c, gs_db *db, int plan, gs_err *err)
     gsq_table *t = rc ? NULL : gsq_table_new(cols, nc);
     if (!rc && !t)
         rc = gsq_cmd_oom(err);
-    choicectx x = { t, &d };
+    choicectx x = { t, &d, plan };
     if (!rc)
-        rc = plan ? gs_dbq_plan(db, &f, plan_row, &x, err)
-                  : gs_dbq_winners(db, &f, winner_row, &x, err);
+        rc = plan ? gs_dbq_plan(db, &f, choice_row, &x, err)
+                  : gs_dbq_winners(db, &f, choice_row, &x, err);
     if (!rc) {
         char empty[4300];
         snprintf(empty, sizeof empty, "No %s in %s%s: run gsortd --tune-all to tune.",
@@ -333,7 +293,7 @@ static int trial_row(void *ud, const gs_dbq_trial *tr)
 {
     choicectx *x = ud;
     gsq_table *t = x->t;
-    const gsq_cmd_devinfo *d = gsq_cmd_device_find(x->d, tr->device_id);
+    const gs_dbq_devcopy *d = gsq_cmd_device_find(x->d, tr->device_id);
     char nb[32], pb[600], res[1100];
     gsq_row(t, NULL);
     gsq_int(t, tr->id);
@@ -370,7 +330,7 @@ static int trial_row(void *ud, const gs_dbq_trial *tr)
 
 int gsq_cmd_trials(gsq_cmd_opts *c, gs_db *db, gs_err *err)
 {
-    gsq_cmd_devs d = { 0 };
+    gs_dbq_devlist d = { 0 };
     gs_dbq_filter f;
     gsq_cmd_filter(c, &f);
     f.n = c->n;
@@ -383,7 +343,7 @@ int gsq_cmd_trials(gsq_cmd_opts *c, gs_db *db, gs_err *err)
     gsq_table *t = rc ? NULL : gsq_table_new(trial_cols, sizeof trial_cols / sizeof trial_cols[0]);
     if (!rc && !t)
         rc = gsq_cmd_oom(err);
-    choicectx x = { t, &d };
+    choicectx x = { t, &d, 0 };
     int64_t total = 0;
     if (!rc)
         rc = gs_dbq_trials(db, &f, trial_row, &x, err);
@@ -467,8 +427,8 @@ int gsq_cmd_plot(gsq_cmd_opts *c, gs_db *db, gs_err *err)
     if (!f.payload)
         f.payload = "none";
     int rc = gs_dbq_select(db, c->device, &f.device_id, err);
-    gsq_cmd_devs d = { 0 };
-    if (!rc && (rc = gs_dbq_device_get(db, f.device_id, gsq_cmd_collect, &d, err)) == GS_ENOMEM)
+    gs_dbq_devlist d = { 0 };
+    if (!rc && (rc = gs_dbq_device_get(db, f.device_id, gs_dbq_devlist_add, &d, err)) == GS_ENOMEM)
         rc = gsq_cmd_oom(err);
     if (rc) {
         free(d.v);
@@ -481,7 +441,7 @@ int gsq_cmd_plot(gsq_cmd_opts *c, gs_db *db, gs_err *err)
         rc = gsq_cmd_oom(err);
     if (!rc)
         rc = gs_dbq_points(db, &f, c->e2e, plot_point, &x, err);
-    const gsq_cmd_devinfo *dv = &d.v[0];
+    const gs_dbq_devcopy *dv = &d.v[0];
     if (!rc && !x.points)
         rc = gs_err_set(err, GS_ENOTFOUND,
                         "no valid %s trials of device %lld (%s) with %s keys and payload %s%s in "

@@ -31,22 +31,11 @@ typedef struct gsq_cmd_opts {
     int width;               /* table width, 0: unlimited */
 } gsq_cmd_opts;
 
-typedef struct gsq_cmd_devinfo {
-    int64_t id;
-    char name[256], platform[256], driver[256], first_seen[32];
-} gsq_cmd_devinfo;
-
-typedef struct gsq_cmd_devs {
-    gsq_cmd_devinfo *v;
-    size_t n, cap;
-} gsq_cmd_devs;
-
-/* A gs_dbq_device_fn appending to a gsq_cmd_devs (GS_ENOMEM on failure). */
-int gsq_cmd_collect(void *ud, const gs_dbq_device *d);
-/* Every device of the database into l. */
-int gsq_cmd_devices_load(gs_db *db, gsq_cmd_devs *l, gs_err *err);
+/* Every device of the database into l (gs_dbq_devlist_add, with an "out of
+ * memory" message when the list cannot grow). */
+int gsq_cmd_devices_load(gs_db *db, gs_dbq_devlist *l, gs_err *err);
 /* The row of device `id`, or one of "?" names. */
-const gsq_cmd_devinfo *gsq_cmd_device_find(const gsq_cmd_devs *l, int64_t id);
+const gs_dbq_devcopy *gsq_cmd_device_find(const gs_dbq_devlist *l, int64_t id);
 int gsq_cmd_oom(gs_err *err);
 /* The --device selector as a filter: 0 (every device) when not given. */
 int gsq_cmd_select(gsq_cmd_opts *c, gs_db *db, int64_t *id, gs_err *err);
@@ -54,7 +43,7 @@ int gsq_cmd_select(gsq_cmd_opts *c, gs_db *db, int64_t *id, gs_err *err);
 void gsq_cmd_filter(const gsq_cmd_opts *c, gs_dbq_filter *f);
 const char *gsq_cmd_keys(int key_bits);    /* "u32" or "u64" */
 /* "Device ID: NAME (PLATFORM, driver DRIVER)" */
-void gsq_cmd_heading(const gsq_cmd_devinfo *d, char *buf, size_t len);
+void gsq_cmd_heading(const gs_dbq_devcopy *d, char *buf, size_t len);
 /* Print t in c->fmt: a table with `note` above it, or the `empty`
  * sentence when it has no rows. */
 int gsq_cmd_print(gsq_cmd_opts *c, gsq_table *t, const char *note, const char *empty,

@@ -23,7 +23,7 @@ typedef struct hent {
 } hent;
 
 typedef struct hist {
-    gsq_cmd_devs d;      /* the driver versions, oldest first */
+    gs_dbq_devlist d;      /* the driver versions, oldest first */
     hrow *rows;
     size_t nrows, rcap;
     hent *e;
@@ -116,7 +116,7 @@ static int history_long(gsq_cmd_opts *c, const hist *h, gs_err *err)
             const hent *e = hist_get(h, &h->rows[r], v);
             if (!e)
                 continue;
-            const gsq_cmd_devinfo *d = &h->d.v[v];
+            const gs_dbq_devcopy *d = &h->d.v[v];
             uint64_t n = (uint64_t)1 << h->rows[r].bucket;
             gsq_row(t, NULL);
             gsq_int(t, d->id);
@@ -197,7 +197,7 @@ static int history_table(gsq_cmd_opts *c, const hist *h, gs_err *err)
             }
         }
     }
-    const gsq_cmd_devinfo *last = &h->d.v[nd - 1];
+    const gs_dbq_devcopy *last = &h->d.v[nd - 1];
     printf("History of %s (%s):\nthe plan under each driver version, oldest first "
            "(algorithm and ms end to end)\n", last->name, last->platform);
     if (nd > 1)
@@ -224,7 +224,7 @@ int gsq_history(gsq_cmd_opts *c, gs_db *db, gs_err *err)
     hist h = { 0 };
     int64_t id;
     int rc = gs_dbq_select(db, c->device, &id, err);
-    if (!rc && (rc = gs_dbq_same_device(db, id, gsq_cmd_collect, &h.d, err)) == GS_ENOMEM)
+    if (!rc && (rc = gs_dbq_same_device(db, id, gs_dbq_devlist_add, &h.d, err)) == GS_ENOMEM)
         rc = gsq_cmd_oom(err);
     for (size_t v = 0; !rc && v < h.d.n; v++) {
         gs_dbq_filter f;

@@ -341,6 +341,27 @@ static void put_cell(FILE *out, const char *s, size_t w, int right, int last)
         fprintf(out, "%*s", (int)(w - sw), "");
 }
 
+static const char *col_title(const gsq_col *c) { return c->title ? c->title : c->key; }
+
+/* One table line: the column titles (r NULL) or row r's cells, each in its
+ * width w[j]. */
+static void put_line(FILE *out, const gsq_table *t, const row *r, const size_t *w,
+                     size_t indent, size_t lastcol)
+{
+    char nb[64];
+    fprintf(out, "%*s", (int)indent, "");
+    for (size_t j = 0, k = 0; j < t->ncols; j++) {
+        const gsq_col *c = &t->cols[j];
+        if (c->flags & GSQ_NOTABLE)
+            continue;
+        if (k++)
+            fputs("  ", out);
+        const char *s = !r ? col_title(c) : j < r->nc ? cell_text(&r->c[j], nb, sizeof nb) : "";
+        put_cell(out, s, w[j], c->flags & GSQ_RIGHT, j == lastcol);
+    }
+    fputc('\n', out);
+}
+
 static void print_table(FILE *out, const gsq_table *t, int width, size_t *w)
 {
     char nb[64];
@@ -352,7 +373,7 @@ static void print_table(FILE *out, const gsq_table *t, int width, size_t *w)
         const gsq_col *c = &t->cols[j];
         if (c->flags & GSQ_NOTABLE)
             continue;
-        w[j] = dwidth(c->title ? c->title : c->key);
+        w[j] = dwidth(col_title(c));
         for (size_t i = 0; i < t->nrows; i++)
             if (j < t->rows[i].nc) {
                 size_t cw = dwidth(cell_text(&t->rows[i].c[j], nb, sizeof nb));
@@ -372,7 +393,7 @@ static void print_table(FILE *out, const gsq_table *t, int width, size_t *w)
             size_t best = t->ncols, bw = 0;
             for (size_t j = 0; j < t->ncols; j++) {
                 const gsq_col *c = &t->cols[j];
-                size_t minw = dwidth(c->title ? c->title : c->key);
+                size_t minw = dwidth(col_title(c));
                 if (minw < 8)
                     minw = 8;
                 if ((c->flags & GSQ_SHRINK) && !(c->flags & GSQ_NOTABLE) && w[j] > minw &&
@@ -398,32 +419,11 @@ static void print_table(FILE *out, const gsq_table *t, int width, size_t *w)
                 head = 1;
             }
         }
-        if (head && (i < t->nrows || i == 0)) {
-            fprintf(out, "%*s", (int)indent, "");
-            for (size_t j = 0, k = 0; j < t->ncols; j++) {
-                const gsq_col *c = &t->cols[j];
-                if (c->flags & GSQ_NOTABLE)
-                    continue;
-                if (k++)
-                    fputs("  ", out);
-                put_cell(out, c->title ? c->title : c->key, w[j], c->flags & GSQ_RIGHT,
-                         j == lastcol);
-            }
-            fputc('\n', out);
-        }
+        if (head && (i < t->nrows || i == 0))
+            put_line(out, t, NULL, w, indent, lastcol);
         if (i == t->nrows)
             break;
-        fprintf(out, "%*s", (int)indent, "");
-        for (size_t j = 0, k = 0; j < t->ncols; j++) {
-            const gsq_col *c = &t->cols[j];
-            if (c->flags & GSQ_NOTABLE)
-                continue;
-            if (k++)
-                fputs("  ", out);
-            const char *s = j < t->rows[i].nc ? cell_text(&t->rows[i].c[j], nb, sizeof nb) : "";
-            put_cell(out, s, w[j], c->flags & GSQ_RIGHT, j == lastcol);
-        }
-        fputc('\n', out);
+        put_line(out, t, &t->rows[i], w, indent, lastcol);
     }
 }
 
