@@ -47,7 +47,14 @@ void gs_conf_defaults(gs_conf *c)
     c->tune_budget_s = 270;
 }
 
-const char *gs_conf_default_path(void) { return "/etc/gsortd/gsortd.conf"; }
+/* configure's --sysconfdir (Makefile.am passes it), so the daemon reads the
+ * file `make install` put there: /etc for packages, /usr/local/etc for a
+ * plain ./configure. */
+#ifndef GS_SYSCONFDIR
+#define GS_SYSCONFDIR "/etc"
+#endif
+
+const char *gs_conf_default_path(void) { return GS_SYSCONFDIR "/gsortd/gsortd.conf"; }
 
 /* ---- value parsers ---- */
 

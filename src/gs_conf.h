@@ -39,7 +39,8 @@ typedef struct gs_conf {
 
 /* Every key at its default. */
 void gs_conf_defaults(gs_conf *c);
-/* The config file read when none is named: /etc/gsortd/gsortd.conf. */
+/* The config file read when none is named: SYSCONFDIR/gsortd/gsortd.conf
+ * (configure's --sysconfdir; /etc/gsortd/gsortd.conf for packages). */
 const char *gs_conf_default_path(void);
 /* Set one key from its text form: the file parser and the command-line
  * options both come through here. GS_ENOTFOUND for an unknown key, GS_EINVAL

@@ -4,6 +4,7 @@
  * database (--db-check) and compares sampled with exhaustive search
  * (--tune-compare); with no mode option it serves (src/gs_daemon.c). */
 #include "config.h"
+#include "gs_conf.h"
 #include "gs_daemon.h"
 #include "gs_db.h"
 #include "gs_dev.h"
@@ -31,7 +32,7 @@ static void usage(FILE *out)
         "serves sort requests. With no mode option it serves in the foreground.\n"
         "\n"
         "Serving (see gsortd.conf(5); the command line overrides the file):\n"
-        "      --config PATH      configuration file (default /etc/gsortd/gsortd.conf\n"
+        "      --config PATH      configuration file (default %s\n"
         "                         when it exists)\n"
         "      --socket PATH      Unix socket (default $XDG_RUNTIME_DIR/gsortd.sock,\n"
         "                         /run/gsortd/gsortd.sock as root; a socket passed by\n"
@@ -72,7 +73,7 @@ static void usage(FILE *out)
         "  -V, --version          show the version and exit\n"
         "\n"
         "Exit status: 0 on success, 1 on a runtime failure, 2 on a usage error.\n",
-        GS_TUNE_DEFAULT_BUDGET, GS_TUNE_QUICK_BUDGET);
+        gs_conf_default_path(), GS_TUNE_DEFAULT_BUDGET, GS_TUNE_QUICK_BUDGET);
 }
 
 static int list_devices(int json)

@@ -1,6 +1,7 @@
 /* Real gsortd daemons for C tests (dmn.h): fork and exec src/gsortd with a
  * test's socket, database, log and the shared program cache, wait for it to
- * accept connections, stop it with a signal, and clean up at exit. */
+ * accept connections, stop it with a signal, run it in other modes, bind
+ * the socket files tests need, and clean up at exit. */
 #include "config.h"
 #include "dmn.h"
 
@@ -18,27 +19,23 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sortcheck.h"
 #include "tap.h"
 
 #define START_TIMEOUT_S 60.0
 #define MAX_DMN 32
+#define MAX_ARGS 64
 
 static char g_tmp[64];
 static char g_build[4096];
+static char g_src[4096];
 static char g_gsortd[4200];
 static char g_cache[4200];
 static char g_conf[128];
 static dmn *g_dmns[MAX_DMN];
 static int g_ndmn;
 
-double dmn_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-static void sleep_s(double s)
+void dmn_sleep(double s)
 {
     struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
     while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
@@ -61,20 +58,27 @@ static void cleanup(void)
     }
 }
 
+/* $var (default: the current directory) made absolute: the daemon is told these paths and
+ * reports them back, and tests compare. */
+static void abs_dir(char *out, size_t len, const char *var, const char *cwd)
+{
+    const char *v = getenv(var);
+    if (!v || !*v || !strcmp(v, "."))
+        v = cwd;
+    size_t w = v[0] == '/' ? (size_t)snprintf(out, len, "%s", v)
+                           : (size_t)snprintf(out, len, "%s/%s", cwd, v);
+    if (w >= len || w > 3000)
+        tap_bail("$%s: path too long", var);
+}
+
 void dmn_init(void)
 {
     signal(SIGPIPE, SIG_IGN);
-    const char *b = getenv("top_builddir");
-    if (!b || !*b)
-        b = ".";
     char cwd[2048];
     if (!getcwd(cwd, sizeof cwd))
         tap_bail("getcwd: %s", strerror(errno));
-    /* Absolute: the daemon is told these paths and reports them back. */
-    size_t w = b[0] == '/' ? (size_t)snprintf(g_build, sizeof g_build, "%s", b)
-                           : (size_t)snprintf(g_build, sizeof g_build, "%s/%s", cwd, b);
-    if (w >= sizeof g_build)
-        tap_bail("build directory path too long");
+    abs_dir(g_build, sizeof g_build, "top_builddir", cwd);
+    abs_dir(g_src, sizeof g_src, "top_srcdir", cwd);
     snprintf(g_gsortd, sizeof g_gsortd, "%s/src/gsortd", g_build);
     snprintf(g_cache, sizeof g_cache, "%s/tests/pcache", g_build);
     if (access(g_gsortd, X_OK) != 0)
@@ -101,6 +105,16 @@ const char *dmn_builddir(void)
     return g_build;
 }
 
+const char *dmn_srcdir(void)
+{
+    return g_src;
+}
+
+const char *dmn_cachedir(void)
+{
+    return g_cache;
+}
+
 void dmn_dump_log(const dmn *d, int lines)
 {
     FILE *f = fopen(d->log, "r");
@@ -108,6 +122,7 @@ void dmn_dump_log(const dmn *d, int lines)
         tap_diag("%s: no log at %s", d->name, d->log);
         return;
     }
+    /* Keep the last `lines` lines in a ring. */
     char ring[64][512];
     int n = 0;
     if (lines > 64)
@@ -153,7 +168,7 @@ int dmn_exited(dmn *d)
     return 0;
 }
 
-static int try_connect(const char *path)
+int dmn_connectable(const char *path)
 {
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -164,31 +179,41 @@ static int try_connect(const char *path)
     return ok;
 }
 
-int dmn_start(dmn *d, const char *name, const char *sock, const char *const *extra)
+int dmn_bind(const char *path, int type, int backlog)
 {
-    memset(d, 0, sizeof *d);
-    snprintf(d->name, sizeof d->name, "%s", name);
-    if (sock)
-        snprintf(d->sock, sizeof d->sock, "%s", sock);
-    else
-        snprintf(d->sock, sizeof d->sock, "%s/%s.sock", g_tmp, name);
-    snprintf(d->db, sizeof d->db, "%s/%s.db", g_tmp, name);
-    snprintf(d->log, sizeof d->log, "%s/%s.log", g_tmp, name);
-    char cache_opt[4300];
-    snprintf(cache_opt, sizeof cache_opt, "cache_dir=%s", g_cache);
-    const char *argv[64];
-    int a = 0;
-    argv[a++] = g_gsortd;
-    argv[a++] = "--config";
-    argv[a++] = g_conf;
-    argv[a++] = "--socket";
-    argv[a++] = d->sock;
-    argv[a++] = "--db";
-    argv[a++] = d->db;
-    argv[a++] = "-o";
-    argv[a++] = cache_opt;
-    for (int i = 0; extra && extra[i] && a < 63; i++)
-        argv[a++] = extra[i];
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    if (strlen(path) >= sizeof sa.sun_path)
+        tap_bail("socket path too long: %s", path);
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    unlink(path);
+    int fd = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
+        (backlog > 0 && listen(fd, backlog) < 0))
+        tap_bail("socket at %s: %s", path, strerror(errno));
+    return fd;
+}
+
+/* argv[a..] = the NULL-terminated `list` (NULL: none); the new count. */
+static int add_args(const char **argv, int a, const char *const *list, const char *who)
+{
+    for (int i = 0; list && list[i]; i++) {
+        if (a >= MAX_ARGS - 1)
+            tap_bail("%s: too many arguments", who);
+        argv[a++] = list[i];
+    }
+    return a;
+}
+
+/* Fork and exec gsortd with `head` then `tail` (NULL-terminated lists;
+ * tail may be NULL) as its arguments, its output to d->log, stdin from
+ * /dev/null, no systemd variables but what `child` sets; d remembers the
+ * pid. */
+static int launch(dmn *d, const char *const *head, const char *const *tail,
+                  dmn_child_fn *child, void *arg)
+{
+    const char *argv[MAX_ARGS] = { g_gsortd };
+    int a = add_args(argv, 1, head, d->name);
+    a = add_args(argv, a, tail, d->name);
     argv[a] = NULL;
     fflush(stdout);
     pid_t pid = fork();
@@ -198,49 +223,94 @@ int dmn_start(dmn *d, const char *name, const char *sock, const char *const *ext
     }
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);   /* never outlive a crashed test */
-        int lf = open(d->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int nul = open("/dev/null", O_RDONLY);
-        if (lf >= 0) {
-            dup2(lf, 1);
-            dup2(lf, 2);
-        }
-        if (nul >= 0)
-            dup2(nul, 0);
+        int lf = open(d->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (lf < 0 || nul < 0 || dup2(lf, 1) < 0 || dup2(lf, 2) < 0 || dup2(nul, 0) < 0)
+            _exit(126);
+        unsetenv("NOTIFY_SOCKET");
+        unsetenv("LISTEN_FDS");
+        unsetenv("LISTEN_PID");
+        unsetenv("LISTEN_FDNAMES");
+        if (child && child(arg) != 0)
+            _exit(126);
         execv(g_gsortd, (char *const *)argv);
         fprintf(stderr, "exec %s: %s\n", g_gsortd, strerror(errno));
         _exit(127);
     }
     d->pid = pid;
-    if (g_ndmn < MAX_DMN)
+    int known = 0;
+    for (int i = 0; i < g_ndmn; i++)
+        known |= g_dmns[i] == d;
+    if (!known && g_ndmn < MAX_DMN)
         g_dmns[g_ndmn++] = d;
-    double t0 = dmn_now();
-    while (dmn_now() - t0 < START_TIMEOUT_S) {
+    return 0;
+}
+
+static void name_files(dmn *d, const char *name)
+{
+    memset(d, 0, sizeof *d);
+    snprintf(d->name, sizeof d->name, "%s", name);
+    snprintf(d->log, sizeof d->log, "%s/%s.log", g_tmp, name);
+}
+
+int dmn_spawn(dmn *d, const char *name, const char *sock, const char *const *extra,
+              dmn_child_fn *child, void *arg)
+{
+    name_files(d, name);
+    if (sock)
+        snprintf(d->sock, sizeof d->sock, "%s", sock);
+    else
+        snprintf(d->sock, sizeof d->sock, "%s/%s.sock", g_tmp, name);
+    snprintf(d->db, sizeof d->db, "%s/%s.db", g_tmp, name);
+    char cache_opt[4300];
+    snprintf(cache_opt, sizeof cache_opt, "cache_dir=%s", g_cache);
+    const char *const head[] = { "--config", g_conf, "--socket", d->sock, "--db", d->db,
+                                 "-o", cache_opt, NULL };
+    return launch(d, head, extra, child, arg);
+}
+
+int dmn_wait_ready(dmn *d)
+{
+    double t0 = sc_now_s();
+    while (sc_now_s() - t0 < START_TIMEOUT_S) {
         if (dmn_exited(d)) {
             tap_diag("%s exited during start-up (status 0x%x)", d->name, d->status);
             dmn_dump_log(d, 40);
             return -1;
         }
-        if (try_connect(d->sock)) {
+        if (dmn_connectable(d->sock)) {
             tap_diag("%s (pid %d) up after %.2f s on %s", d->name, (int)d->pid,
-                     dmn_now() - t0, d->sock);
+                     sc_now_s() - t0, d->sock);
             return 0;
         }
-        sleep_s(0.05);
+        dmn_sleep(0.05);
     }
     tap_diag("%s did not accept connections within %.0f s", d->name, START_TIMEOUT_S);
     dmn_dump_log(d, 40);
     return -1;
 }
 
-int dmn_stop(dmn *d, double timeout)
+int dmn_start(dmn *d, const char *name, const char *sock, const char *const *extra)
+{
+    if (dmn_spawn(d, name, sock, extra, NULL, NULL) < 0)
+        return -1;
+    return dmn_wait_ready(d);
+}
+
+int dmn_stop(dmn *d, int sig, double timeout)
 {
     if (d->pid > 0) {
-        kill(d->pid, SIGTERM);
-        double t0 = dmn_now();
-        while (!dmn_exited(d) && dmn_now() - t0 < timeout)
-            sleep_s(0.02);
+        if (sig)
+            kill(d->pid, sig);
+        double t0 = sc_now_s();
+        while (!dmn_exited(d) && sc_now_s() - t0 < timeout)
+            dmn_sleep(0.02);
         if (d->pid > 0) {
-            tap_diag("%s did not exit within %.0f s of SIGTERM: killing it", d->name, timeout);
+            if (sig)
+                tap_diag("%s did not exit within %.0f s of signal %d: killing it", d->name,
+                         timeout, sig);
+            else
+                tap_diag("%s did not exit within %.0f s: killing it", d->name, timeout);
             dmn_dump_log(d, 20);
             kill(d->pid, SIGKILL);
             waitpid(d->pid, &d->status, 0);
@@ -249,4 +319,12 @@ int dmn_stop(dmn *d, double timeout)
         }
     }
     return WIFEXITED(d->status) ? WEXITSTATUS(d->status) : -2 - WTERMSIG(d->status);
+}
+
+int dmn_run(dmn *d, const char *name, const char *const *args, double timeout)
+{
+    name_files(d, name);
+    if (launch(d, args, NULL, NULL, NULL) < 0)
+        return -1;
+    return dmn_stop(d, 0, timeout);
 }

@@ -1,11 +1,15 @@
-/* Real gsortd daemons for C tests: dmn_init finds $top_builddir/src/gsortd
- * and makes a temporary directory; dmn_start runs the daemon in the
- * foreground on a socket there, with an empty --config file (the machine's
- * /etc/gsortd/gsortd.conf must not leak in), its own database and log, and
- * the program cache every test shares ($top_builddir/tests/pcache: PoCL
- * compiles once per build tree), and waits until it accepts connections.
- * Every daemon still running is killed, and the directory removed, when the
- * test exits however it exits (GSORT_TEST_KEEP=1 keeps the directory). */
+/* Real gsortd daemons for C tests, and the socket files around them.
+ * dmn_init finds $top_builddir/src/gsortd and makes a temporary directory;
+ * dmn_start runs the daemon in the foreground on a socket there, with an
+ * empty --config file (the machine's /etc/gsortd/gsortd.conf must not leak
+ * in; a --config among the extra options wins), its own database and log,
+ * and the program cache every test shares ($top_builddir/tests/pcache:
+ * PoCL compiles once per build tree), and waits until it accepts
+ * connections; dmn_run runs gsortd in another mode to completion. A daemon
+ * never inherits NOTIFY_SOCKET or LISTEN_* from the test's environment: a
+ * test that wants them sets them in a child hook (dmn_spawn). Every daemon
+ * still running is killed, and the directory removed, when the test exits
+ * however it exits (GSORT_TEST_KEEP=1 keeps the directory). */
 #ifndef GS_TEST_DMN_H
 #define GS_TEST_DMN_H
 
@@ -17,7 +21,7 @@ typedef struct dmn {
     char name[32];
     char sock[108];
     char db[512];
-    char log[512];
+    char log[512];      /* its stdout and stderr */
 } dmn;
 
 /* Once per test program, before anything else here. Bails out (TAP) when
@@ -25,24 +29,50 @@ typedef struct dmn {
 void dmn_init(void);
 const char *dmn_tmpdir(void);       /* absolute; sockets may go here */
 const char *dmn_builddir(void);     /* absolute $top_builddir */
+const char *dmn_srcdir(void);       /* absolute $top_srcdir */
+const char *dmn_cachedir(void);     /* the shared program cache */
+
+/* Run in the child after its stdio is in place, just before exec: set
+ * environment variables, put descriptors to pass in place. Nonzero makes
+ * the child exit 126. */
+typedef int dmn_child_fn(void *arg);
 
 /* Start gsortd called `name` on `sock` (NULL: TMPDIR/NAME.sock) with
  * `extra` options (NULL-terminated list, or NULL), e.g. "-o",
- * "devices=none". 0 once it accepts connections; -1 when it exits or does
- * not come up within a minute (its log goes to TAP diagnostics). `d` must
+ * "devices=none", and `child` (may be NULL) called with `arg` in the
+ * child. Does not wait for it: 0 once it runs, -1 when fork fails. `d` must
  * live until the program exits (a static), for the clean-up at exit. */
+int dmn_spawn(dmn *d, const char *name, const char *sock, const char *const *extra,
+              dmn_child_fn *child, void *arg);
+/* Wait until it accepts connections on d->sock: 0; -1 when it exits or
+ * does not come up within a minute (its log goes to TAP diagnostics). */
+int dmn_wait_ready(dmn *d);
+/* dmn_spawn with no child hook, then dmn_wait_ready. */
 int dmn_start(dmn *d, const char *name, const char *sock, const char *const *extra);
-/* Send SIGTERM and wait up to `timeout` s (then SIGKILL). Its exit code;
- * -1 when it had to be killed; -2 - signal when a signal ended it. */
-int dmn_stop(dmn *d, double timeout);
+/* Send `sig` (0: none, it is to exit by itself) and wait up to `timeout` s
+ * for the exit, then SIGKILL. Its exit code; -1 when it had to be killed;
+ * -2 - signal when a signal ended it. Called on a reaped daemon: its status. */
+int dmn_stop(dmn *d, int sig, double timeout);
 /* Whether the daemon has exited (reaps it). */
 int dmn_exited(dmn *d);
-/* The last `lines` lines of its stderr as TAP diagnostics. */
+/* Run `gsortd ARGS...` (only these arguments) to completion, its output to
+ * TMPDIR/NAME.log (d->log): its status as dmn_stop's, killed after
+ * `timeout` s. */
+int dmn_run(dmn *d, const char *name, const char *const *args, double timeout);
+
+/* The last `lines` lines of its log as TAP diagnostics. */
 void dmn_dump_log(const dmn *d, int lines);
-/* Whether its stderr contains `needle`. */
+/* Whether one line of its log contains `needle`. */
 int dmn_log_contains(const dmn *d, const char *needle);
 
-/* Monotonic seconds. */
-double dmn_now(void);
+/* Whether something accepts connections at the Unix socket `path`. */
+int dmn_connectable(const char *path);
+/* A Unix socket of `type` (SOCK_STREAM, SOCK_DGRAM) bound at `path`
+ * (whatever was there is removed first), listening with `backlog` when
+ * that is > 0; close-on-exec. Bails out (TAP) when it cannot. Closed before
+ * it listens, it leaves the stale socket file a killed daemon leaves. */
+int dmn_bind(const char *path, int type, int backlog);
+/* Sleep `s` seconds, signals notwithstanding. */
+void dmn_sleep(double s);
 
 #endif

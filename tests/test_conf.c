@@ -265,8 +265,8 @@ static void test_keys(void)
     tap_ok(c.host_threads == 0 && strcmp(c.devices, "all") == 0 && c.tune_missing == 0 &&
                c.tune_budget_s == 270,
            "defaults: host_threads 0, devices all, no tuning, budget 270 s");
-    tap_ok(strcmp(gs_conf_default_path(), "/etc/gsortd/gsortd.conf") == 0,
-           "default config path is /etc/gsortd/gsortd.conf");
+    tap_ok(strcmp(gs_conf_default_path(), GS_SYSCONFDIR "/gsortd/gsortd.conf") == 0,
+           "default config path is SYSCONFDIR/gsortd/gsortd.conf (" GS_SYSCONFDIR ")");
 
     /* Values land in the right field. */
     struct {

@@ -1,5 +1,5 @@
-/* End-to-end tests of the daemon: the real src/gsortd is started in the
- * foreground on a socket and database in a temporary directory, and
+/* End-to-end tests of the daemon: the real src/gsortd is started (tests/dmn.h)
+ * in the foreground on a socket and database in a temporary directory, and
  * exercised through the blocking client (src/gs_client.c) and raw bytes:
  * every op, every dtype x values kind inline and through a memfd in both
  * orders (checked against tests/sortcheck's reference), the device routes
@@ -25,16 +25,13 @@
 #include <string.h>
 #include <dirent.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
 
+#include "dmn.h"
 #include "gs_client.h"
 #include "gs_conf.h"
 #include "gs_err.h"
@@ -43,250 +40,7 @@
 #include "sortcheck.h"
 #include "tap.h"
 
-#define START_TIMEOUT_S 60.0
 #define REPLY_TIMEOUT_S 180.0   /* a first device sort includes a PoCL compile */
-
-static char g_tmp[64];           /* mkdtemp: sockets, databases, logs */
-static char g_gsortd[4096];
-static char g_cache[4096];
-static char g_srcdir[4096];
-
-/* ---- daemons ---- */
-
-typedef struct dmn {
-    pid_t pid;                    /* 0 once reaped */
-    int status;                   /* wait status once reaped */
-    char name[32];
-    char sock[108];
-    char db[512];
-    char log[512];
-} dmn;
-
-#define MAX_DMN 16
-static dmn *g_dmns[MAX_DMN];
-static int g_ndmn;
-
-static void sleep_s(double s)
-{
-    struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
-}
-
-/* Kill whatever is still running when the test ends, however it ends. */
-static void cleanup(void)
-{
-    for (int i = 0; i < g_ndmn; i++)
-        if (g_dmns[i]->pid > 0) {
-            kill(g_dmns[i]->pid, SIGKILL);
-            waitpid(g_dmns[i]->pid, NULL, 0);
-            g_dmns[i]->pid = 0;
-        }
-    if (g_tmp[0] && !getenv("GSORT_TEST_KEEP")) {
-        char cmd[512];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
-        if (system(cmd) != 0)
-            fprintf(stderr, "could not remove %s\n", g_tmp);
-    }
-}
-
-static void dump_log(const dmn *d, int lines)
-{
-    FILE *f = fopen(d->log, "r");
-    if (!f) {
-        tap_diag("%s: no log at %s", d->name, d->log);
-        return;
-    }
-    /* Keep the last `lines` lines in a ring. */
-    char ring[64][512];
-    int n = 0;
-    if (lines > 64)
-        lines = 64;
-    char buf[512];
-    while (fgets(buf, sizeof buf, f)) {
-        buf[strcspn(buf, "\n")] = '\0';
-        snprintf(ring[n % lines], sizeof ring[0], "%s", buf);
-        n++;
-    }
-    fclose(f);
-    int first = n > lines ? n - lines : 0;
-    tap_diag("---- %s stderr (%s), last %d lines ----", d->name, d->log, n - first);
-    for (int i = first; i < n; i++)
-        tap_diag("  %s", ring[i % lines]);
-}
-
-/* Reap the daemon if it has exited; 1 if it has. */
-static int dmn_exited(dmn *d)
-{
-    if (d->pid <= 0)
-        return 1;
-    int st;
-    pid_t r = waitpid(d->pid, &st, WNOHANG);
-    if (r == d->pid) {
-        d->status = st;
-        d->pid = 0;
-        return 1;
-    }
-    return 0;
-}
-
-/* Start gsortd with the standard options plus `extra` (NULL-terminated). */
-static int dmn_spawn(dmn *d, const char *name, const char *sock, const char *const *extra)
-{
-    memset(d, 0, sizeof *d);
-    snprintf(d->name, sizeof d->name, "%s", name);
-    if (sock)
-        snprintf(d->sock, sizeof d->sock, "%s", sock);
-    else
-        snprintf(d->sock, sizeof d->sock, "%s/%s.sock", g_tmp, name);
-    snprintf(d->db, sizeof d->db, "%s/%s.db", g_tmp, name);
-    snprintf(d->log, sizeof d->log, "%s/%s.log", g_tmp, name);
-    const char *argv[64];
-    int a = 0;
-    argv[a++] = g_gsortd;
-    argv[a++] = "--socket";
-    argv[a++] = d->sock;
-    argv[a++] = "--db";
-    argv[a++] = d->db;
-    argv[a++] = "--cache-dir";
-    argv[a++] = g_cache;
-    for (int i = 0; extra && extra[i] && a < 62; i++)
-        argv[a++] = extra[i];
-    argv[a] = NULL;
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid < 0) {
-        tap_diag("fork: %s", strerror(errno));
-        return -1;
-    }
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);   /* never outlive a crashed test */
-        int lf = open(d->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int nul = open("/dev/null", O_RDONLY);
-        if (lf >= 0) {
-            dup2(lf, 1);
-            dup2(lf, 2);
-        }
-        if (nul >= 0)
-            dup2(nul, 0);
-        execv(g_gsortd, (char *const *)argv);
-        fprintf(stderr, "exec %s: %s\n", g_gsortd, strerror(errno));
-        _exit(127);
-    }
-    d->pid = pid;
-    if (g_ndmn < MAX_DMN)
-        g_dmns[g_ndmn++] = d;
-    return 0;
-}
-
-static int try_connect(const char *path)
-{
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_un sa = { .sun_family = AF_UNIX };
-    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
-    int ok = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
-    if (fd >= 0)
-        close(fd);
-    return ok;
-}
-
-/* Wait until the daemon accepts connections; fails (with its stderr) if it dies. */
-static int dmn_wait_ready(dmn *d)
-{
-    double t0 = sc_now_s();
-    while (sc_now_s() - t0 < START_TIMEOUT_S) {
-        if (dmn_exited(d)) {
-            tap_diag("%s exited during start-up (status 0x%x)", d->name, d->status);
-            dump_log(d, 40);
-            return -1;
-        }
-        if (try_connect(d->sock)) {
-            tap_diag("%s (pid %d) up after %.2f s", d->name, (int)d->pid, sc_now_s() - t0);
-            return 0;
-        }
-        sleep_s(0.05);
-    }
-    tap_diag("%s did not accept connections within %.0f s", d->name, START_TIMEOUT_S);
-    dump_log(d, 40);
-    return -1;
-}
-
-static int dmn_start(dmn *d, const char *name, const char *sock, const char *const *extra)
-{
-    if (dmn_spawn(d, name, sock, extra) < 0)
-        return -1;
-    return dmn_wait_ready(d);
-}
-
-/* Send `sig` and wait up to `timeout` s for the exit; SIGKILL after that.
- * Returns the exit code, or -1 if it did not exit by itself, or -2 - signal. */
-static int dmn_stop(dmn *d, int sig, double timeout)
-{
-    if (d->pid <= 0)
-        return WIFEXITED(d->status) ? WEXITSTATUS(d->status) : -2 - WTERMSIG(d->status);
-    kill(d->pid, sig);
-    double t0 = sc_now_s();
-    while (sc_now_s() - t0 < timeout) {
-        if (dmn_exited(d))
-            return WIFEXITED(d->status) ? WEXITSTATUS(d->status) : -2 - WTERMSIG(d->status);
-        sleep_s(0.02);
-    }
-    tap_diag("%s did not exit within %.0f s of signal %d: killing it", d->name, timeout, sig);
-    dump_log(d, 20);
-    kill(d->pid, SIGKILL);
-    waitpid(d->pid, &d->status, 0);
-    d->pid = 0;
-    return -1;
-}
-
-static int log_contains(const dmn *d, const char *needle)
-{
-    FILE *f = fopen(d->log, "r");
-    if (!f)
-        return 0;
-    char buf[1024];
-    int found = 0;
-    while (!found && fgets(buf, sizeof buf, f))
-        found = strstr(buf, needle) != NULL;
-    fclose(f);
-    return found;
-}
-
-/* Run gsortd in another mode to completion (output to `log`); its exit code. */
-static int run_gsortd(const char *const *args, const char *log, double timeout)
-{
-    const char *argv[32];
-    int a = 0;
-    argv[a++] = g_gsortd;
-    for (int i = 0; args[i] && a < 31; i++)
-        argv[a++] = args[i];
-    argv[a] = NULL;
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        int lf = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (lf >= 0) {
-            dup2(lf, 1);
-            dup2(lf, 2);
-        }
-        execv(g_gsortd, (char *const *)argv);
-        _exit(127);
-    }
-    double t0 = sc_now_s();
-    int st;
-    while (waitpid(pid, &st, WNOHANG) == 0) {
-        if (sc_now_s() - t0 > timeout) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &st, 0);
-            return -1;
-        }
-        sleep_s(0.02);
-    }
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 /* ---- connections and replies ---- */
 
@@ -1063,7 +817,7 @@ static void test_bad_input(dmn *d)
         fds_after = count_fds(d->pid);
         if (fds_after <= fds_before)
             break;
-        sleep_s(0.05);
+        dmn_sleep(0.05);
     }
     tap_ok(fds_before > 0 && fds_after <= fds_before,
            "no descriptors leaked in the daemon: %d open before the memfd cases, %d after",
@@ -1172,7 +926,7 @@ static void test_limits(void)
         cJSON_Delete(st);
         gs_client_close(c);
         if (!ok)
-            sleep_s(0.05);
+            dmn_sleep(0.05);
     }
     tap_ok(ok, "a slot freed by a closing client is given to a new one");
     tap_ok(rejected >= 1, "stats: clients.rejected %g", rejected);
@@ -1180,7 +934,7 @@ static void test_limits(void)
         gs_client_close(cs[i]);
 
     /* io_timeout = 1: half a header, then nothing. idle_timeout = 5: connected, quiet. */
-    sleep_s(0.2);
+    dmn_sleep(0.2);
     gs_client *idle = conn(&d), *active = conn(&d);
     int pre = ping(idle, why, sizeof why) && ping(active, why, sizeof why);
     double t_idle0 = sc_now_s();
@@ -1261,10 +1015,10 @@ static void test_fallback(void)
 
     /* Kernels that do not build: a copy of the sources with radix.cl broken. */
     char kdir[128], cmd[2048];
-    snprintf(kdir, sizeof kdir, "%s/kernels", g_tmp);
+    snprintf(kdir, sizeof kdir, "%s/kernels", dmn_tmpdir());
     snprintf(cmd, sizeof cmd, "mkdir -p '%s' && cp '%.1000s'/kernels/*.cl '%s'/ && "
              "printf '\\n__kernel void broken( { this is not OpenCL\\n' >> '%s/radix.cl'",
-             kdir, g_srcdir, kdir, kdir);
+             kdir, dmn_srcdir(), kdir, kdir);
     if (system(cmd) != 0)
         tap_bail("cannot prepare the broken kernel directory: %s", cmd);
     static dmn b;
@@ -1314,7 +1068,7 @@ static void test_busy(void)
     pthread_t th;
     if (pthread_create(&th, NULL, busy_main, &b) != 0)
         tap_bail("pthread_create");
-    sleep_s(0.2);   /* the big request is received and queued (or running) by now */
+    dmn_sleep(0.2);   /* the big request is received and queued (or running) by now */
     gs_client *c = conn(&d);
     gs_client_result res;
     memset(&res, 0, sizeof res);
@@ -1384,7 +1138,7 @@ static void test_sighup(void)
 {
     static dmn d;
     char conf[512], code[600];
-    snprintf(conf, sizeof conf, "%s/hup.conf", g_tmp);
+    snprintf(conf, sizeof conf, "%s/hup.conf", dmn_tmpdir());
     if (write_file(conf, "# test config\nmax_header_bytes = 65536\nlog_level = info\n"))
         tap_bail("cannot write %s", conf);
     const char *const extra[] = { "--config", conf, "-o", "devices=none", NULL };
@@ -1403,7 +1157,7 @@ static void test_sighup(void)
     int r = 1;
     double t0 = sc_now_s();
     while (r == 1 && sc_now_s() - t0 < 10) {
-        sleep_s(0.1);
+        dmn_sleep(0.1);
         r = big_ping(&d, 8000, code, sizeof code);
     }
     tap_ok(r == 0 && strstr(code, "GS_ETOOBIG"),
@@ -1428,14 +1182,9 @@ static void test_sockets(dmn *main_d)
 
     /* A socket file nobody listens on. */
     char path[108];
-    snprintf(path, sizeof path, "%s/stale.sock", g_tmp);
-    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-    struct sockaddr_un sa = { .sun_family = AF_UNIX };
-    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0)
-        tap_bail("binding %s: %s", path, strerror(errno));
-    close(fd);
-    tap_ok(stat(path, &st) == 0 && S_ISSOCK(st.st_mode) && !try_connect(path),
+    snprintf(path, sizeof path, "%s/stale.sock", dmn_tmpdir());
+    close(dmn_bind(path, SOCK_STREAM, 0));
+    tap_ok(stat(path, &st) == 0 && S_ISSOCK(st.st_mode) && !dmn_connectable(path),
            "a stale socket file is in place");
     static dmn d;
     const char *const extra[] = { "-o", "devices=none", NULL };
@@ -1448,16 +1197,12 @@ static void test_sockets(dmn *main_d)
     static dmn two;
     const char *const extra2[] = { "-o", "devices=none", NULL };
     int st2 = -99;
-    if (dmn_spawn(&two, "second", path, extra2) == 0) {
-        double t0 = sc_now_s();
-        while (!dmn_exited(&two) && sc_now_s() - t0 < 30)
-            sleep_s(0.05);
-        st2 = dmn_stop(&two, SIGTERM, 1);
-    }
-    tap_ok(st2 > 0 && log_contains(&two, path),
+    if (dmn_spawn(&two, "second", path, extra2, NULL, NULL) == 0)
+        st2 = dmn_stop(&two, 0, 30);   /* it is to exit by itself */
+    tap_ok(st2 > 0 && dmn_log_contains(&two, path),
            "a second daemon on a live socket exits non-zero (%d) naming %s", st2, path);
-    if (!(st2 > 0 && log_contains(&two, path)))
-        dump_log(&two, 10);
+    if (!(st2 > 0 && dmn_log_contains(&two, path)))
+        dmn_dump_log(&two, 10);
     tap_ok(up && fresh_ping(&d, why, sizeof why), "the first daemon still serves %s", why);
     tap_ok(stat(path, &st) == 0, "its socket file is still there");
     if (up) {
@@ -1513,7 +1258,7 @@ static void test_shutdown(dmn *d)
     struct stat sb;
     tap_ok(st == 0, "the daemon exits 0 (%d)", st);
     tap_ok(stat(d->sock, &sb) < 0 && errno == ENOENT, "the socket file is gone");
-    tap_ok(log_contains(d, "serving on"), "the log said \"serving on\"");
+    tap_ok(dmn_log_contains(d, "serving on"), "the log said \"serving on\"");
 }
 
 /* ---- the client against a misbehaving fake daemon ---- */
@@ -1611,16 +1356,12 @@ static void *fake_main(void *arg)
 static int fake_start(fake *f, const char *name, const fake_reply *replies, int n)
 {
     memset(f, 0, sizeof *f);
-    snprintf(f->path, sizeof f->path, "%s/%s", g_tmp, name);
+    snprintf(f->path, sizeof f->path, "%s/%s", dmn_tmpdir(), name);
     f->replies = replies;
     f->nreplies = n;
-    f->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_un sa = { .sun_family = AF_UNIX };
-    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", f->path);
-    unlink(f->path);
-    if (f->lfd < 0 || bind(f->lfd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
-        listen(f->lfd, 4) < 0 || pthread_create(&f->th, NULL, fake_main, f))
-        tap_bail("fake daemon at %s: %s", f->path, strerror(errno));
+    f->lfd = dmn_bind(f->path, SOCK_STREAM, 4);
+    if (pthread_create(&f->th, NULL, fake_main, f))
+        tap_bail("fake daemon at %s: pthread_create failed", f->path);
     return 0;
 }
 
@@ -1762,9 +1503,10 @@ static void test_client_defenses(void)
 
     /* The default socket path comes from gs_paths_socket. */
     char def[GS_CONF_SOCKET_MAX];
-    setenv("XDG_RUNTIME_DIR", g_tmp, 1);
+    const char *tmp = dmn_tmpdir();
+    setenv("XDG_RUNTIME_DIR", tmp, 1);
     gs_err_clear(&err);
-    if (gs_paths_socket(def, sizeof def, &err) == 0 && strncmp(def, g_tmp, strlen(g_tmp)) == 0) {
+    if (gs_paths_socket(def, sizeof def, &err) == 0 && strncmp(def, tmp, strlen(tmp)) == 0) {
         static const fake_reply pong[] = { { "{\"v\":1,\"ok\":true,\"op\":\"ping\"}", 0, 0, 0 } };
         fake_start(&f, "gsortd.sock", pong, 1);
         c = NULL;
@@ -1775,7 +1517,7 @@ static void test_client_defenses(void)
         tap_ok(rc == 0, "client: NULL path connects to the default %s: %s", def, err.msg);
         gs_client_close(c);
         if (rc)
-            try_connect(f.path);   /* let the fake's accept return */
+            dmn_connectable(f.path);   /* let the fake's accept return */
         fake_stop(&f);
     } else {
         /* root: /run/gsortd/gsortd.sock, which this test does not own */
@@ -1790,51 +1532,22 @@ static void test_client_defenses(void)
 
 int main(void)
 {
-    signal(SIGPIPE, SIG_IGN);
     setvbuf(stdout, NULL, _IOLBF, 0);
-    const char *b = getenv("top_builddir"), *s = getenv("top_srcdir");
-    if (!b || !*b)
-        b = ".";
-    if (!s || !*s)
-        s = ".";
-    char cwd[4096];
-    if (!getcwd(cwd, sizeof cwd))
-        tap_bail("getcwd: %s", strerror(errno));
-    char bd[4096], sd[4096];
-    /* Absolute paths: the daemon is told them and reports them back. */
-    if (b[0] == '/')
-        snprintf(bd, sizeof bd, "%s", b);
-    else if ((size_t)snprintf(bd, sizeof bd, "%s/%s", cwd, b) >= sizeof bd)
-        tap_bail("build directory path too long");
-    if (s[0] == '/')
-        snprintf(sd, sizeof sd, "%s", s);
-    else if ((size_t)snprintf(sd, sizeof sd, "%s/%s", cwd, s) >= sizeof sd)
-        tap_bail("source directory path too long");
-    if (strlen(bd) > 3000 || strlen(sd) > 3000)
-        tap_bail("paths too long");
-    snprintf(g_gsortd, sizeof g_gsortd, "%.3000s/src/gsortd", bd);
-    snprintf(g_cache, sizeof g_cache, "%.3000s/tests/pcache", bd);
-    snprintf(g_srcdir, sizeof g_srcdir, "%.3000s", sd);
-    if (access(g_gsortd, X_OK) != 0)
-        tap_bail("no daemon binary at %s", g_gsortd);
-    mkdir(g_cache, 0755);
-    snprintf(g_tmp, sizeof g_tmp, "/tmp/gsd-test-XXXXXX");
-    if (!mkdtemp(g_tmp))
-        tap_bail("mkdtemp: %s", strerror(errno));
-    atexit(cleanup);
-    tap_diag("daemon %s, cache %s, temp %s", g_gsortd, g_cache, g_tmp);
+    dmn_init();
+    tap_diag("build %s, cache %s, temp %s", dmn_builddir(), dmn_cachedir(), dmn_tmpdir());
 
     double t0 = sc_now_s();
     /* A small tuning database (host only: no kernel compiles) so the main
      * daemon serves from a real plan. */
-    static dmn d;
-    char db[512], tlog[512];
-    snprintf(db, sizeof db, "%s/main.db", g_tmp);
-    snprintf(tlog, sizeof tlog, "%s/tune.log", g_tmp);
-    const char *const tune[] = { "--tune-all", "--quick", "--algorithms", "host",
-                                 "--max-log2", "14", "--db", db, "--cache-dir", g_cache, NULL };
-    int trc = run_gsortd(tune, tlog, 120);
-    tap_ok(trc == 0, "gsortd --tune-all (host, up to 2^14) builds a database: exit %d", trc);
+    static dmn d, tune;
+    char db[512];
+    snprintf(db, sizeof db, "%s/main.db", dmn_tmpdir());
+    const char *const tune_args[] = { "--tune-all", "--quick", "--algorithms", "host",
+                                      "--max-log2", "14", "--db", db, "--cache-dir",
+                                      dmn_cachedir(), NULL };
+    int trc = dmn_run(&tune, "tune", tune_args, 120);
+    if (!tap_ok(trc == 0, "gsortd --tune-all (host, up to 2^14) builds a database: exit %d", trc))
+        dmn_dump_log(&tune, 20);
     const char *const extra[] = { "-o", "max_request_bytes=64M", NULL };
     if (dmn_start(&d, "main", NULL, extra))
         tap_bail("the daemon did not start (see its stderr above)");

@@ -15,6 +15,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +27,6 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <fcntl.h>
@@ -47,6 +47,14 @@ static gsort_conn *conn_or_bail(const char *sock)
     if (gsort_connect(&c, sock, &err) != 0)
         tap_bail("cannot connect to %s: %s", sock, err.message);
     return c;
+}
+
+/* A test's own daemon (bails out when it does not start) and a connection to it. */
+static gsort_conn *start_and_connect(dmn *d, const char *name, const char *const *extra)
+{
+    if (dmn_start(d, name, NULL, extra))
+        tap_bail("the daemon '%s' did not start", name);
+    return conn_or_bail(d->sock);
 }
 
 static int starts_with(const char *s, const char *p)
@@ -648,13 +656,27 @@ static double num_at(const cJSON *o, const char *a, const char *b, const char *c
     return cJSON_IsNumber(j) ? j->valuedouble : -1;
 }
 
+/* gsort_info's or gsort_stats's JSON, parsed (NULL when the call or the
+ * parse fails); the call's return code into *rc when rc is not NULL. */
+static cJSON *query_json(int (*query)(gsort_conn *, char **, gsort_error *), gsort_conn *c,
+                         int *rc)
+{
+    char *js = NULL;
+    gsort_error err;
+    int r = query(c, &js, &err);
+    cJSON *j = js ? cJSON_Parse(js) : NULL;
+    free(js);
+    if (rc)
+        *rc = r;
+    return j;
+}
+
 static void test_queries(const dmn *d)
 {
     gsort_conn *c = conn_or_bail(d->sock);
     gsort_error err;
-    char *js = NULL;
-    int rc = gsort_info(c, &js, &err);
-    cJSON *info = js ? cJSON_Parse(js) : NULL;
+    int rc;
+    cJSON *info = query_json(gsort_info, c, &rc);
     const cJSON *ver = cJSON_GetObjectItemCaseSensitive(info, "version");
     const cJSON *sock = cJSON_GetObjectItemCaseSensitive(info, "socket");
     const cJSON *algos = cJSON_GetObjectItemCaseSensitive(info, "algorithms");
@@ -668,24 +690,18 @@ static void test_queries(const dmn *d)
            "gsort_info: JSON with the daemon's version (%s, the library's %s), socket and "
            "algorithms", cJSON_IsString(ver) ? ver->valuestring : "?", gsort_version());
     cJSON_Delete(info);
-    free(js);
     tap_ok(!strcmp(gsort_socket_path(c), d->sock), "gsort_socket_path: %s",
            gsort_socket_path(c));
 
-    js = NULL;
-    rc = gsort_stats(c, &js, &err);
-    cJSON *s1 = js ? cJSON_Parse(js) : NULL;
-    free(js);
+    cJSON *s1 = query_json(gsort_stats, c, &rc);
     uint32_t k[100];
     fill_u32(k, 100, 12);
     gsort_result res;
     int rs = gsort_sort(c, GSORT_U32, k, 100, 0, &res, &err);
     double rtt = -1;
     int rp = gsort_ping(c, &rtt, &err);
-    js = NULL;
-    int rc2 = gsort_stats(c, &js, &err);
-    cJSON *s2 = js ? cJSON_Parse(js) : NULL;
-    free(js);
+    int rc2;
+    cJSON *s2 = query_json(gsort_stats, c, &rc2);
     double sort1 = num_at(s1, "requests", "by_op", "sort");
     double sort2 = num_at(s2, "requests", "by_op", "sort");
     double ping1 = num_at(s1, "requests", "by_op", "ping");
@@ -718,12 +734,7 @@ static void test_connect(void)
 
     /* A socket file nobody listens on (a killed daemon's). */
     snprintf(path, sizeof path, "%s/stale.sock", dmn_tmpdir());
-    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-    struct sockaddr_un sa = { .sun_family = AF_UNIX };
-    snprintf(sa.sun_path, sizeof sa.sun_path, "%.100s", path);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0)
-        tap_bail("binding %s: %s", path, strerror(errno));
-    close(fd);
+    close(dmn_bind(path, SOCK_STREAM, 0));
     rc = gsort_connect(&c, path, &err);
     tap_ok(rc == GSORT_ENODAEMON && strstr(err.message, path),
            "a stale socket file: GSORT_ENODAEMON (%s)", err.message);
@@ -796,7 +807,7 @@ static void test_default_socket(void)
                "(%s)", sys, rc ? err.message : gsort_socket_path(c));
     gsort_close(c);
     c = NULL;
-    dmn_stop(&xdg, 20);
+    dmn_stop(&xdg, SIGTERM, 20);
 
     /* No per-user socket: the system daemon's. */
     snprintf(dir, sizeof dir, "%s/xdg-empty", dmn_tmpdir());
@@ -823,11 +834,7 @@ static void test_broken(void)
     /* A socket that accepts (the backlog does) but never answers. */
     char path[200];
     snprintf(path, sizeof path, "%s/mute.sock", dmn_tmpdir());
-    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-    struct sockaddr_un sa = { .sun_family = AF_UNIX };
-    snprintf(sa.sun_path, sizeof sa.sun_path, "%.100s", path);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 4) < 0)
-        tap_bail("listening on %s: %s", path, strerror(errno));
+    int fd = dmn_bind(path, SOCK_STREAM, 4);
     gsort_conn *c = conn_or_bail(path);
     gsort_error err;
     int rc = gsort_set_timeout(c, 0.3, &err);
@@ -844,11 +851,9 @@ static void test_broken(void)
     /* A daemon stopped under a connection. */
     static dmn gone;
     const char *const extra[] = { "-o", "devices=none", NULL };
-    if (dmn_start(&gone, "gone", NULL, extra))
-        tap_bail("the daemon 'gone' did not start");
-    c = conn_or_bail(gone.sock);
+    c = start_and_connect(&gone, "gone", extra);
     tap_ok(gsort_ping(c, NULL, &err) == 0, "a connection to a second daemon works");
-    int st = dmn_stop(&gone, 20);
+    int st = dmn_stop(&gone, SIGTERM, 20);
     rp = gsort_sort(c, GSORT_U32, k, 8, 0, NULL, &err);
     tap_ok(st == 0 && rp == GSORT_EIO && k[0] == 3 && k[7] == 5,
            "after the daemon stopped (exit %d): GSORT_EIO, keys untouched (%s)", st,
@@ -865,15 +870,10 @@ static void test_limits(void)
 {
     static dmn small;
     const char *const extra[] = { "-o", "devices=none", "-o", "max_request_bytes=1M", NULL };
-    if (dmn_start(&small, "small", NULL, extra))
-        tap_bail("the daemon with max_request_bytes=1M did not start");
-    gsort_conn *c = conn_or_bail(small.sock);
+    gsort_conn *c = start_and_connect(&small, "small", extra);
     gsort_error err;
     gsort_result res;
-    char *js = NULL;
-    gsort_info(c, &js, &err);
-    cJSON *info = js ? cJSON_Parse(js) : NULL;
-    free(js);
+    cJSON *info = query_json(gsort_info, c, NULL);
     double lim = num_at(info, "limits", "max_request_bytes", NULL);
     cJSON_Delete(info);
     tap_ok(lim == 1048576, "the daemon's max_request_bytes is 1 MiB (info says %.0f)", lim);
@@ -920,7 +920,7 @@ static void test_limits(void)
     gsort_close(c);
     free(k);
     free(ref);
-    dmn_stop(&small, 20);
+    dmn_stop(&small, SIGTERM, 20);
 }
 
 /* ---- threads ---- */
@@ -1051,15 +1051,10 @@ static void test_threads(const dmn *d)
 static void test_device(void)
 {
     static dmn dev;
-    if (dmn_start(&dev, "dev", NULL, NULL))
-        tap_bail("the daemon with devices did not start");
-    gsort_conn *c = conn_or_bail(dev.sock);
+    gsort_conn *c = start_and_connect(&dev, "dev", NULL);
     gsort_error err;
     gsort_result res;
-    char *js = NULL;
-    gsort_info(c, &js, &err);
-    cJSON *info = js ? cJSON_Parse(js) : NULL;
-    free(js);
+    cJSON *info = query_json(gsort_info, c, NULL);
     const cJSON *devs = cJSON_GetObjectItemCaseSensitive(info, "devices");
     int ndev = cJSON_GetArraySize(devs), enabled = 0;
     const cJSON *dv;
@@ -1091,7 +1086,7 @@ static void test_device(void)
             memcpy(blk, sc.req.keys, 4 * n);
             memcpy(blk + 4 * n, sc.req.values, 4 * n);
         }
-        double t0 = dmn_now();
+        double t0 = sc_now_s();
         int rc = gsort_run(c, &rq, &res, &err);
         if (blk) {
             memcpy(sc.req.keys, blk, 4 * n);
@@ -1103,7 +1098,7 @@ static void test_device(void)
                !strcmp(res.plan, "override") && !res.fallback[0] && res.zero_copy == 1,
                "mergepath on device %d (%s), %s, stable sort_by_key of %zu u32: plan '%s', "
                "params '%s', %.1f s%s%s", res.device, res.device_name, route_names[routes[i]],
-               n, res.plan, res.params, dmn_now() - t0, rc ? err.message : "", why);
+               n, res.plan, res.params, sc_now_s() - t0, rc ? err.message : "", why);
         gsort_free(blk);
         sc_case_free(&sc);
     }
@@ -1131,7 +1126,7 @@ static void test_device(void)
     free(f);
     free(ix);
     gsort_close(c);
-    int st = dmn_stop(&dev, 30);
+    int st = dmn_stop(&dev, SIGTERM, 30);
     tap_ok(st == 0, "the device daemon stops cleanly: exit %d", st);
 }
 
@@ -1213,7 +1208,7 @@ int main(void)
     tap_ok(names_ok && !strcmp(gsort_strerror(-99), "GSORT_E?") &&
            !strcmp(gsort_strerror(5), "GSORT_E?"), "gsort_strerror names every code");
 
-    double t0 = dmn_now();
+    double t0 = sc_now_s();
     const char *const host_only[] = { "-o", "devices=none", NULL };
     if (dmn_start(&g_main, "main", NULL, host_only))
         tap_bail("the host-only daemon did not start");
@@ -1223,18 +1218,18 @@ int main(void)
     test_no_memfd(&g_main);
     test_errors(&g_main);
     test_queries(&g_main);
-    tap_diag("routes, errors, queries: %.1f s", dmn_now() - t0);
+    tap_diag("routes, errors, queries: %.1f s", sc_now_s() - t0);
     test_matrix(&g_main);
-    tap_diag("matrix: %.1f s", dmn_now() - t0);
+    tap_diag("matrix: %.1f s", sc_now_s() - t0);
     test_threads(&g_main);
     test_default_socket();
     test_broken();
     test_limits();
     test_example(&g_main);
-    tap_diag("threads, sockets, limits, example: %.1f s", dmn_now() - t0);
+    tap_diag("threads, sockets, limits, example: %.1f s", sc_now_s() - t0);
     test_device();
-    tap_diag("device: %.1f s", dmn_now() - t0);
-    int st = dmn_stop(&g_main, 20);
+    tap_diag("device: %.1f s", sc_now_s() - t0);
+    int st = dmn_stop(&g_main, SIGTERM, 20);
     tap_ok(st == 0, "the host-only daemon stops cleanly: exit %d", st);
     return tap_done();
 }

@@ -11,6 +11,7 @@
 #include "tap.h"
 
 #include <sqlite3.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,55 +172,43 @@ typedef struct rows {
     double ms[64];
 } rows;
 
-static int dev_cb(void *ud, const gs_dbq_device *d)
+/* Append a row: its id, time and text (printf); counted past 64, not kept. */
+__attribute__((format(printf, 4, 5)))
+static int row_add(rows *r, int64_t id, double ms, const char *fmt, ...)
 {
-    rows *r = ud;
     if (r->n < 64) {
-        r->ids[r->n] = d->id;
-        snprintf(r->text[r->n], sizeof r->text[0], "%s|%s|%lld", d->name, d->driver,
-                 (long long)d->plan_entries);
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(r->text[r->n], sizeof r->text[0], fmt, ap);
+        va_end(ap);
+        r->ids[r->n] = id;
+        r->ms[r->n] = ms;
     }
     r->n++;
     return 0;
+}
+
+static int dev_cb(void *ud, const gs_dbq_device *d)
+{
+    return row_add(ud, d->id, 0, "%s|%s|%lld", d->name, d->driver, (long long)d->plan_entries);
 }
 
 static int choice_cb(void *ud, const gs_dbq_choice *c)
 {
-    rows *r = ud;
-    if (r->n < 64) {
-        r->ids[r->n] = c->device_id;
-        snprintf(r->text[r->n], sizeof r->text[0], "%s/%d/%s/%d/%d", c->algorithm, c->key_bits,
-                 c->payload, c->bucket, c->stable);
-        r->ms[r->n] = c->median_ms;
-    }
-    r->n++;
-    return 0;
+    return row_add(ud, c->device_id, c->median_ms, "%s/%d/%s/%d/%d", c->algorithm,
+                   c->key_bits, c->payload, c->bucket, c->stable);
 }
 
 static int trial_cb(void *ud, const gs_dbq_trial *t)
 {
-    rows *r = ud;
-    if (r->n < 64) {
-        r->ids[r->n] = t->id;
-        snprintf(r->text[r->n], sizeof r->text[0], "%s/%llu/%s/%d/%s", t->algorithm,
-                 (unsigned long long)t->n, t->distribution, t->valid, t->reason);
-        r->ms[r->n] = t->median_ms;
-    }
-    r->n++;
-    return 0;
+    return row_add(ud, t->id, t->median_ms, "%s/%llu/%s/%d/%s", t->algorithm,
+                   (unsigned long long)t->n, t->distribution, t->valid, t->reason);
 }
 
 static int point_cb(void *ud, const gs_dbq_point *p)
 {
-    rows *r = ud;
-    if (r->n < 64) {
-        r->ids[r->n] = p->trial_id;
-        snprintf(r->text[r->n], sizeof r->text[0], "%s/%llu/%s", p->algorithm,
-                 (unsigned long long)p->n, p->distribution);
-        r->ms[r->n] = p->median_ms;
-    }
-    r->n++;
-    return 0;
+    return row_add(ud, p->trial_id, p->median_ms, "%s/%llu/%s", p->algorithm,
+                   (unsigned long long)p->n, p->distribution);
 }
 
 static int find(const rows *r, const char *text)

@@ -12,8 +12,9 @@
  * for what it does instead (warns, binds its own socket, sends nothing).
  * Last, the units generated from etc/: Type= matching the build, ExecStart
  * the installed gsortd with options it accepts, and the socket unit's path
- * the one the service names. Daemons run with -o devices=none: no OpenCL
- * compiles, so every start is quick. */
+ * the one the service names. Daemons are started through tests/dmn.h, a
+ * child hook adding what systemd passes, and run with -o devices=none: no
+ * OpenCL compiles, so every start is quick. */
 #include "config.h"
 
 #include <errno.h>
@@ -23,16 +24,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
 
+#include "dmn.h"
 #include "gs_client.h"
 #include "gs_err.h"
 #include "sortcheck.h"
@@ -57,40 +56,12 @@
 #define START_TIMEOUT_S 60.0
 #define MSG_TIMEOUT_S 30.0
 
-static char g_tmp[64];
-static char g_gsortd[4200];
-static char g_builddir[4096];
-static char g_srcdir[4096];
 static char g_notify[100];      /* NOTIFY_SOCKET path */
 static int g_nfd = -1;          /* the test's end of it */
-static pid_t g_pids[16];
-static int g_npids;
-
-static void sleep_s(double s)
-{
-    struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
-}
-
-static void cleanup(void)
-{
-    for (int i = 0; i < g_npids; i++)
-        if (g_pids[i] > 0) {
-            kill(g_pids[i], SIGKILL);
-            waitpid(g_pids[i], NULL, 0);
-        }
-    if (g_tmp[0] && !getenv("GSORT_TEST_KEEP")) {
-        char cmd[256];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
-        if (system(cmd) != 0)
-            fprintf(stderr, "could not remove %s\n", g_tmp);
-    }
-}
 
 static void path_in_tmp(char *buf, size_t len, const char *name)
 {
-    snprintf(buf, len, "%s/%s", g_tmp, name);
+    snprintf(buf, len, "%s/%s", dmn_tmpdir(), name);
 }
 
 static int exists(const char *name)
@@ -136,44 +107,15 @@ static char *slurp(const char *path)
     return s;
 }
 
-static int log_has(const char *log, const char *text)
-{
-    char *s = slurp(log);
-    int r = s && strstr(s, text) != NULL;
-    free(s);
-    return r;
-}
-
 /* Poll until the log holds `text`; 1 if it does within START_TIMEOUT_S. */
-ONE_BUILD static int wait_log(const char *log, const char *text)
+ONE_BUILD static int wait_log(const dmn *d, const char *text)
 {
     double t0 = sc_now_s();
     while (sc_now_s() - t0 < START_TIMEOUT_S) {
-        if (log_has(log, text))
+        if (dmn_log_contains(d, text))
             return 1;
-        sleep_s(0.05);
+        dmn_sleep(0.05);
     }
-    return 0;
-}
-
-static void dump_log(const char *log)
-{
-    char *s = slurp(log);
-    tap_diag("---- %s ----", log);
-    for (char *line = s ? strtok(s, "\n") : NULL; line; line = strtok(NULL, "\n"))
-        tap_diag("  %s", line);
-    free(s);
-}
-
-/* A Unix address for `path`; -1 when it does not fit. */
-static int fill_addr(struct sockaddr_un *sa, const char *path)
-{
-    memset(sa, 0, sizeof *sa);
-    sa->sun_family = AF_UNIX;
-    size_t l = strlen(path);
-    if (l >= sizeof sa->sun_path)
-        return -1;
-    memcpy(sa->sun_path, path, l + 1);
     return 0;
 }
 
@@ -182,10 +124,7 @@ static int fill_addr(struct sockaddr_un *sa, const char *path)
 static void notify_open(void)
 {
     path_in_tmp(g_notify, sizeof g_notify, "notify");
-    g_nfd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_un sa;
-    if (g_nfd < 0 || fill_addr(&sa, g_notify) < 0 || bind(g_nfd, (struct sockaddr *)&sa, sizeof sa) < 0)
-        tap_bail("notify socket %s: %s", g_notify, strerror(errno));
+    g_nfd = dmn_bind(g_notify, SOCK_DGRAM, 0);
 }
 
 /* Next datagram within `timeout_s`, into buf; 0, or -1 on timeout. */
@@ -249,105 +188,6 @@ ONE_BUILD static int msg_get(const char *msg, const char *var, char *buf, size_t
     return -1;
 }
 
-/* ---- daemons ---- */
-
-typedef struct launch {
-    const char *log;             /* stdout+stderr */
-    const char *const *args;     /* after argv[0], NULL-terminated */
-    int notify;                  /* set NOTIFY_SOCKET */
-    const int *fds;              /* passed as fd 3, 4, ... (NULL: none) */
-    int nfds;
-    const char *listen_fds;      /* LISTEN_FDS value, NULL: unset */
-    const char *listen_pid;      /* LISTEN_PID value; NULL with listen_fds: the child's pid */
-} launch;
-
-static pid_t spawn(const launch *l)
-{
-    const char *argv[64];
-    int a = 0;
-    argv[a++] = g_gsortd;
-    for (int i = 0; l->args[i] && a < 63; i++)
-        argv[a++] = l->args[i];
-    argv[a] = NULL;
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid < 0)
-        tap_bail("fork: %s", strerror(errno));
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        int lf = open(l->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        if (lf < 0 || nul < 0 || dup2(lf, 1) < 0 || dup2(lf, 2) < 0 || dup2(nul, 0) < 0)
-            _exit(126);
-        /* First out of the way of 3.., then into place: a source may sit
-         * where another target goes. dup2 clears close-on-exec. */
-        int tmp[8];
-        for (int i = 0; i < l->nfds; i++)
-            if ((tmp[i] = fcntl(l->fds[i], F_DUPFD_CLOEXEC, 20)) < 0)
-                _exit(126);
-        for (int i = 0; i < l->nfds; i++)
-            if (dup2(tmp[i], 3 + i) < 0)
-                _exit(126);
-        unsetenv("NOTIFY_SOCKET");
-        unsetenv("LISTEN_FDS");
-        unsetenv("LISTEN_PID");
-        unsetenv("LISTEN_FDNAMES");
-        if (l->notify)
-            setenv("NOTIFY_SOCKET", g_notify, 1);
-        if (l->listen_fds) {
-            char pidbuf[32];
-            snprintf(pidbuf, sizeof pidbuf, "%ld", (long)getpid());   /* exec keeps the pid */
-            setenv("LISTEN_FDS", l->listen_fds, 1);
-            setenv("LISTEN_PID", l->listen_pid ? l->listen_pid : pidbuf, 1);
-        }
-        execv(g_gsortd, (char *const *)argv);
-        fprintf(stderr, "exec %s: %s\n", g_gsortd, strerror(errno));
-        _exit(127);
-    }
-    if (g_npids < 16)
-        g_pids[g_npids++] = pid;
-    return pid;
-}
-
-static void forget(pid_t pid)
-{
-    for (int i = 0; i < g_npids; i++)
-        if (g_pids[i] == pid)
-            g_pids[i] = 0;
-}
-
-/* Wait for the exit; its status (exit code, 128+signal), or -1 after
- * killing a daemon that outlived `timeout_s`. */
-static int wait_exit(pid_t pid, double timeout_s)
-{
-    double t0 = sc_now_s();
-    int st;
-    for (;;) {
-        pid_t r = waitpid(pid, &st, WNOHANG);
-        if (r == pid)
-            break;
-        if (sc_now_s() - t0 > timeout_s) {
-            kill(pid, SIGKILL);
-            waitpid(pid, NULL, 0);
-            forget(pid);
-            return -1;
-        }
-        sleep_s(0.02);
-    }
-    forget(pid);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-static int try_connect(const char *path)
-{
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_un sa;
-    int ok = fd >= 0 && fill_addr(&sa, path) == 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
-    if (fd >= 0)
-        close(fd);
-    return ok;
-}
-
 /* Collect notifications until one holds `line`; the message is left in
  * buf. Messages before it are counted into *before (may be NULL). */
 ONE_BUILD static int wait_for(const char *line, char *buf, size_t len, int *before)
@@ -367,42 +207,103 @@ ONE_BUILD static int wait_for(const char *line, char *buf, size_t len, int *befo
     return 0;
 }
 
-static int ping(const char *sock)
+/* ---- daemons (tests/dmn.h) as systemd starts them ---- */
+
+/* What systemd gives the daemon besides its command line. */
+typedef struct launch {
+    int notify;                  /* set NOTIFY_SOCKET */
+    const int *fds;              /* passed as fd 3, 4, ... (NULL: none) */
+    int nfds;
+    const char *listen_fds;      /* LISTEN_FDS value, NULL: unset */
+    const char *listen_pid;      /* LISTEN_PID value; NULL with listen_fds: the child's pid */
+} launch;
+
+/* In the child (dmn_spawn's hook): the launch's descriptors and variables. */
+static int launch_child(void *arg)
+{
+    const launch *l = arg;
+    /* First out of the way of 3.., then into place: a source may sit
+     * where another target goes. dup2 clears close-on-exec. */
+    int tmp[8];
+    if (l->nfds > 8)
+        return -1;
+    for (int i = 0; i < l->nfds; i++)
+        if ((tmp[i] = fcntl(l->fds[i], F_DUPFD_CLOEXEC, 20)) < 0)
+            return -1;
+    for (int i = 0; i < l->nfds; i++)
+        if (dup2(tmp[i], 3 + i) < 0)
+            return -1;
+    if (l->notify)
+        setenv("NOTIFY_SOCKET", g_notify, 1);
+    if (l->listen_fds) {
+        char pidbuf[32];
+        snprintf(pidbuf, sizeof pidbuf, "%ld", (long)getpid());   /* exec keeps the pid */
+        setenv("LISTEN_FDS", l->listen_fds, 1);
+        setenv("LISTEN_PID", l->listen_pid ? l->listen_pid : pidbuf, 1);
+    }
+    return 0;
+}
+
+/* Start gsortd `name` with `sock` as its --socket, the quick options (no
+ * devices: no OpenCL compiles) and the launch; `config` (NULL: an empty
+ * one) as its --config. Not waited for. */
+static void spawn(dmn *d, const char *name, const char *sock, const char *config,
+                  const launch *l)
+{
+    const char *const args[] = { "-o", "devices=none", "-o", "host_threads=2",
+                                 config ? "--config" : NULL, config, NULL };
+    if (dmn_spawn(d, name, sock, args, launch_child, (void *)l) < 0)
+        tap_bail("cannot start the daemon %s", name);
+}
+
+/* A client of `sock` with a 30 s timeout; NULL (said in TAP) if none. */
+static gs_client *connect_to(const char *sock)
 {
     gs_client *c;
     gs_err e;
     gs_err_clear(&e);
     if (gs_client_connect(&c, sock, &e) < 0) {
         tap_diag("connect %s: %s", sock, e.msg);
-        return 0;
+        return NULL;
     }
     gs_client_set_timeout(c, 30);
+    return c;
+}
+
+/* The reply to `op` ("ping", "info") on a new connection (caller frees);
+ * NULL, said in TAP, when there is none. */
+static cJSON *call(const char *sock, const char *op)
+{
+    gs_client *c = connect_to(sock);
+    if (!c)
+        return NULL;
+    gs_err e;
+    gs_err_clear(&e);
     cJSON *r = NULL;
-    int rc = gs_client_call(c, "ping", &r, &e);
-    if (rc < 0)
-        tap_diag("ping %s: %s", sock, e.msg);
-    cJSON_Delete(r);
+    if (gs_client_call(c, op, &r, &e) != 0) {
+        tap_diag("%s %s: %s", op, sock, e.msg);
+        cJSON_Delete(r);
+        r = NULL;
+    }
     gs_client_close(c);
-    return rc == 0;
+    return r;
+}
+
+static int ping(const char *sock)
+{
+    cJSON *r = call(sock, "ping");
+    int ok = r != NULL;
+    cJSON_Delete(r);
+    return ok;
 }
 
 /* The "socket" the daemon reports in its info reply, into buf. */
 static int info_socket(const char *sock, char *buf, size_t len)
 {
-    gs_client *c;
-    gs_err e;
-    gs_err_clear(&e);
-    buf[0] = '\0';
-    if (gs_client_connect(&c, sock, &e) < 0)
-        return -1;
-    gs_client_set_timeout(c, 30);
-    cJSON *r = NULL;
-    int rc = gs_client_call(c, "info", &r, &e);
-    const cJSON *s = r ? cJSON_GetObjectItemCaseSensitive(r, "socket") : NULL;
-    if (rc == 0 && cJSON_IsString(s))
-        snprintf(buf, len, "%s", s->valuestring);
+    cJSON *r = call(sock, "info");
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(r, "socket");
+    snprintf(buf, len, "%s", cJSON_IsString(s) ? s->valuestring : "");
     cJSON_Delete(r);
-    gs_client_close(c);
     return buf[0] ? 0 : -1;
 }
 
@@ -418,14 +319,12 @@ static int sort_through(const char *sock)
         keys[i] = (uint32_t)x;
         sum0 += keys[i];
     }
-    gs_client *c;
+    gs_client *c = connect_to(sock);
+    if (!c)
+        return 0;
+    gs_client_set_timeout(c, 60);
     gs_err e;
     gs_err_clear(&e);
-    if (gs_client_connect(&c, sock, &e) < 0) {
-        tap_diag("connect %s: %s", sock, e.msg);
-        return 0;
-    }
-    gs_client_set_timeout(c, 60);
     gs_client_sort s = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = N, .keys = keys,
                          .device = -1 };
     int rc = gs_client_sort_run(c, &s, NULL, &e);
@@ -446,53 +345,42 @@ static int sort_through(const char *sock)
 static int make_socket(const char *name, int type, char *path, size_t plen)
 {
     path_in_tmp(path, plen, name);
-    int fd = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
-    struct sockaddr_un sa;
-    if (fd < 0 || fill_addr(&sa, path) < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
-        (type == SOCK_STREAM && listen(fd, 16) < 0))
-        tap_bail("socket %s: %s", path, strerror(errno));
-    return fd;
+    return dmn_bind(path, type, type == SOCK_STREAM ? 16 : 0);
 }
 
 /* ---- the tests ---- */
 
-static char g_conf[256], g_db[256], g_cache[256];
-
-/* argv for a daemon on `sock` with the quick options. */
-#define DAEMON_ARGS(sock)                                                                      \
-    { "--config", g_conf, "-o", "devices=none", "-o", "host_threads=2", "--db", g_db,         \
-      "--cache-dir", g_cache, "--socket", (sock), NULL }
-
 static void test_version(void)
 {
-    char log[256], *out;
-    path_in_tmp(log, sizeof log, "version.log");
-    const char *args[] = { "--version", NULL };
-    launch l = { .log = log, .args = args };
-    int rc = wait_exit(spawn(&l), 20);
-    out = slurp(log);
-    tap_ok(rc == 0 && out && strstr(out, EXPECT_VERSION) != NULL,
-           "--version says \"%s\"", EXPECT_VERSION);
-    free(out);
+    static dmn v;
+    const char *const args[] = { "--version", NULL };
+    int rc = dmn_run(&v, "version", args, 20);
+    tap_ok(rc == 0 && dmn_log_contains(&v, EXPECT_VERSION), "--version says \"%s\"",
+           EXPECT_VERSION);
 }
 
 #ifdef HAVE_SYSTEMD
 
 static void test_notify(void)
 {
-    char sock[128], log[256], msg[4096], v[512];
-    path_in_tmp(sock, sizeof sock, "n.sock");
-    path_in_tmp(log, sizeof log, "n.log");
-    const char *args[] = DAEMON_ARGS(sock);
+    static dmn d;
+    char conf[256], msg[4096], v[512];
+    /* The daemon's --config, made bad and good again across reloads. */
+    path_in_tmp(conf, sizeof conf, "reload.conf");
+    FILE *f = fopen(conf, "w");
+    if (!f)
+        tap_bail("%s: %s", conf, strerror(errno));
+    fclose(f);
     notify_drain();
-    launch l = { .log = log, .args = args, .notify = 1 };
-    pid_t pid = spawn(&l);
+    launch l = { .notify = 1 };
+    spawn(&d, "n", NULL, conf, &l);
+    const char *sock = d.sock;
     int before;
     int ready = wait_for("READY=1", msg, sizeof msg, &before);
     /* Checked at once: READY=1 promises that connections are accepted. */
-    int conn = ready && try_connect(sock);
+    int conn = ready && dmn_connectable(sock);
     if (!tap_ok(ready, "READY=1 arrives on NOTIFY_SOCKET"))
-        dump_log(log);
+        dmn_dump_log(&d, 64);
     tap_ok(conn, "when READY=1 arrives the socket already accepts connections");
     tap_ok(ready && before == 0, "READY=1 is the first notification (%d before it)", before);
     tap_ok(msg_get(msg, "STATUS", v, sizeof v) == 0 && strstr(v, "serving on ") &&
@@ -503,7 +391,7 @@ static void test_notify(void)
     /* SIGHUP: RELOADING=1 with MONOTONIC_USEC, then READY=1 again. */
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    kill(pid, SIGHUP);
+    kill(d.pid, SIGHUP);
     int got = notify_recv(msg, sizeof msg, MSG_TIMEOUT_S) == 0;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     tap_ok(got && msg_has(msg, "RELOADING=1"), "SIGHUP: RELOADING=1 comes first (\"%s\")",
@@ -521,17 +409,17 @@ static void test_notify(void)
                !strstr(v, "failed"),
            "after the reload READY=1 again, STATUS without a failure (\"%s\")",
            got ? oneline(msg) : "nothing");
-    tap_ok(ping(sock) && log_has(log, "SIGHUP: configuration and tuning database reloaded"),
+    tap_ok(ping(sock) && dmn_log_contains(&d, "SIGHUP: configuration and tuning database reloaded"),
            "the reload happened and the daemon still answers");
 
     /* A bad file: the reload fails, the daemon keeps serving and must still
      * end the reload with READY=1, or systemctl reload would hang. */
-    FILE *f = fopen(g_conf, "w");
+    f = fopen(conf, "w");
     if (f) {
         fputs("max_clients = lots\n", f);
         fclose(f);
     }
-    kill(pid, SIGHUP);
+    kill(d.pid, SIGHUP);
     got = notify_recv(msg, sizeof msg, MSG_TIMEOUT_S) == 0;
     tap_ok(got && msg_has(msg, "RELOADING=1"), "bad config, SIGHUP: RELOADING=1");
     got = notify_recv(msg, sizeof msg, MSG_TIMEOUT_S) == 0;
@@ -540,37 +428,35 @@ static void test_notify(void)
            "a failed reload still ends with READY=1, STATUS says it failed (\"%s\")",
            got ? v : "nothing");
     tap_ok(ping(sock), "after the failed reload the daemon answers");
-    f = fopen(g_conf, "w");
+    f = fopen(conf, "w");
     if (f)
         fclose(f);
 
-    kill(pid, SIGTERM);
+    kill(d.pid, SIGTERM);
     got = notify_recv(msg, sizeof msg, MSG_TIMEOUT_S) == 0;
     tap_ok(got && msg_has(msg, "STOPPING=1"), "SIGTERM: STOPPING=1 (\"%s\")",
            got ? oneline(msg) : "nothing");
-    int rc = wait_exit(pid, 30);
+    int rc = dmn_stop(&d, 0, 30);
     tap_ok(rc == 0 && !is_socket(sock), "then it exits 0 (rc %d) and removes its socket", rc);
     tap_ok(notify_drain() == 0, "and sends nothing after STOPPING=1");
 }
 
 static void test_activation(void)
 {
-    char sock[128], unused[128], log[256], msg[4096], v[512], lockp[160];
+    static dmn d;
+    char sock[128], unused[128], msg[4096], v[512], lockp[160];
     int lfd = make_socket("act.sock", SOCK_STREAM, sock, sizeof sock);
     /* Not the daemon's default 0660: a daemon that re-did the socket's mode
      * (as it does for its own) would show here. */
     chmod(sock, 0600);
     path_in_tmp(unused, sizeof unused, "unused.sock");
-    path_in_tmp(log, sizeof log, "act.log");
-    const char *args[] = DAEMON_ARGS(unused);
     notify_drain();
-    launch l = { .log = log, .args = args, .notify = 1, .fds = &lfd, .nfds = 1,
-                 .listen_fds = "1" };
-    pid_t pid = spawn(&l);
+    launch l = { .notify = 1, .fds = &lfd, .nfds = 1, .listen_fds = "1" };
+    spawn(&d, "act", unused, NULL, &l);
     close(lfd);   /* the daemon holds the only copy now, as with systemd's gone */
     int ready = wait_for("READY=1", msg, sizeof msg, NULL);
     if (!tap_ok(ready, "socket-activated: READY=1 arrives"))
-        dump_log(log);
+        dmn_dump_log(&d, 64);
     tap_ok(msg_get(msg, "STATUS", v, sizeof v) == 0 && strstr(v, "socket-activated") &&
                strstr(v, sock),
            "its STATUS says socket-activated on %s (\"%s\")", sock, v);
@@ -579,17 +465,17 @@ static void test_activation(void)
     char isock[256];
     tap_ok(info_socket(sock, isock, sizeof isock) == 0 && !strcmp(isock, sock),
            "info reports the passed socket's path (\"%s\")", isock);
-    tap_ok(log_has(log, "socket-activated"), "the log says it was socket-activated");
+    tap_ok(dmn_log_contains(&d, "socket-activated"), "the log says it was socket-activated");
     snprintf(lockp, sizeof lockp, "act.sock.lock");
     tap_ok(!exists(lockp) && !exists("unused.sock") && !exists("unused.sock.lock"),
            "no lock file was made and the configured --socket was not bound");
     struct stat sb;
     unsigned mode = stat(sock, &sb) == 0 ? (unsigned)(sb.st_mode & 07777) : 01000;
     tap_ok(mode == 0600, "the passed socket's mode was left alone (%04o)", mode);
-    kill(pid, SIGTERM);
+    kill(d.pid, SIGTERM);
     int got = notify_recv(msg, sizeof msg, MSG_TIMEOUT_S) == 0;
     tap_ok(got && msg_has(msg, "STOPPING=1"), "SIGTERM: STOPPING=1");
-    int rc = wait_exit(pid, 30);
+    int rc = dmn_stop(&d, 0, 30);
     tap_ok(rc == 0, "it exits 0 (rc %d)", rc);
     tap_ok(is_socket(sock) && !exists(lockp),
            "the socket file is still there after it stops (systemd owns it), no lock file");
@@ -601,18 +487,16 @@ static void test_activation(void)
 static void bad_activation(const char *what, const int *fds, int nfds, const char *listen_fds,
                            const char *expect)
 {
-    char unused[128], log[256];
-    path_in_tmp(unused, sizeof unused, "bad.sock");
-    path_in_tmp(log, sizeof log, "bad.log");
-    const char *args[] = DAEMON_ARGS(unused);
+    static dmn d;
     notify_drain();
-    launch l = { .log = log, .args = args, .notify = 1, .fds = fds, .nfds = nfds,
-                 .listen_fds = listen_fds };
-    int rc = wait_exit(spawn(&l), 30);
-    int ok = tap_ok(rc == 2 && log_has(log, "socket activation") && log_has(log, expect),
+    launch l = { .notify = 1, .fds = fds, .nfds = nfds, .listen_fds = listen_fds };
+    spawn(&d, "bad", NULL, NULL, &l);
+    int rc = dmn_stop(&d, 0, 30);   /* it is to exit by itself */
+    int ok = tap_ok(rc == 2 && dmn_log_contains(&d, "socket activation") &&
+                        dmn_log_contains(&d, expect),
                     "%s: exit 2 (rc %d), the log says \"%s\"", what, rc, expect);
     if (!ok)
-        dump_log(log);
+        dmn_dump_log(&d, 64);
     tap_ok(!exists("bad.sock") && !exists("bad.sock.lock"), "%s: no socket of its own", what);
     char msg[4096] = "";
     int got = 0;
@@ -649,25 +533,22 @@ static void test_bad_activation(void)
  * meant for this daemon, which binds its own socket as usual. */
 static void test_foreign_pid(void)
 {
-    char sock[128], other[128], log[256], msg[4096];
+    static dmn d;
+    char sock[128], other[128], msg[4096];
     int lfd = make_socket("foreign.sock", SOCK_STREAM, other, sizeof other);
     path_in_tmp(sock, sizeof sock, "own.sock");
-    path_in_tmp(log, sizeof log, "foreign.log");
-    const char *args[] = DAEMON_ARGS(sock);
     notify_drain();
     char ppid[32];
     snprintf(ppid, sizeof ppid, "%ld", (long)getpid());
-    launch l = { .log = log, .args = args, .notify = 1, .fds = &lfd, .nfds = 1,
-                 .listen_fds = "1", .listen_pid = ppid };
-    pid_t pid = spawn(&l);
+    launch l = { .notify = 1, .fds = &lfd, .nfds = 1, .listen_fds = "1", .listen_pid = ppid };
+    spawn(&d, "foreign", sock, NULL, &l);
     close(lfd);
     int ready = wait_for("READY=1", msg, sizeof msg, NULL);
     char isock[256];
     tap_ok(ready && info_socket(sock, isock, sizeof isock) == 0 && !strcmp(isock, sock) &&
-               exists("own.sock.lock") && !log_has(log, "socket-activated"),
+               exists("own.sock.lock") && !dmn_log_contains(&d, "socket-activated"),
            "LISTEN_PID of another process: ignored, the daemon binds and locks its own socket");
-    kill(pid, SIGTERM);
-    int rc = wait_exit(pid, 30);
+    int rc = dmn_stop(&d, SIGTERM, 30);
     tap_ok(rc == 0 && !exists("own.sock") && !exists("own.sock.lock"),
            "... and removes them when it stops (rc %d)", rc);
     unlink(other);
@@ -675,42 +556,23 @@ static void test_foreign_pid(void)
 
 #else /* !HAVE_SYSTEMD */
 
-/* Poll until something accepts at `path` (for builds that send no READY). */
-static int wait_connectable(pid_t pid, const char *path)
-{
-    double t0 = sc_now_s();
-    while (sc_now_s() - t0 < START_TIMEOUT_S) {
-        if (try_connect(path))
-            return 1;
-        if (waitpid(pid, NULL, WNOHANG) == pid) {
-            forget(pid);
-            return 0;
-        }
-        sleep_s(0.05);
-    }
-    return 0;
-}
-
 /* The build cannot notify: it must say so and still serve normally. */
 static void test_notify(void)
 {
-    char sock[128], log[256];
-    path_in_tmp(sock, sizeof sock, "n.sock");
-    path_in_tmp(log, sizeof log, "n.log");
-    const char *args[] = DAEMON_ARGS(sock);
+    static dmn d;
     notify_drain();
-    launch l = { .log = log, .args = args, .notify = 1 };
-    pid_t pid = spawn(&l);
-    int up = wait_connectable(pid, sock);
+    launch l = { .notify = 1 };
+    spawn(&d, "n", NULL, NULL, &l);
+    const char *sock = d.sock;
+    int up = dmn_wait_ready(&d) == 0;
     if (!tap_ok(up && ping(sock), "without libsystemd: the daemon serves with NOTIFY_SOCKET set"))
-        dump_log(log);
-    tap_ok(log_has(log, "built without systemd support"),
+        dmn_dump_log(&d, 64);
+    tap_ok(dmn_log_contains(&d, "built without systemd support"),
            "it warns that it was built without systemd support");
-    kill(pid, SIGHUP);
-    tap_ok(wait_log(log, "SIGHUP: configuration and tuning database reloaded") && ping(sock),
+    kill(d.pid, SIGHUP);
+    tap_ok(wait_log(&d, "SIGHUP: configuration and tuning database reloaded") && ping(sock),
            "SIGHUP reloads, and it answers after");
-    kill(pid, SIGTERM);
-    int rc = wait_exit(pid, 30);
+    int rc = dmn_stop(&d, SIGTERM, 30);
     tap_ok(rc == 0, "SIGTERM: exit 0 (rc %d)", rc);
     tap_ok(notify_drain() == 0, "nothing was sent to NOTIFY_SOCKET");
 }
@@ -718,25 +580,24 @@ static void test_notify(void)
 /* LISTEN_FDS cannot be honoured: warn and bind the configured socket. */
 static void test_activation(void)
 {
-    char sock[128], passed[128], log[256];
+    static dmn d;
+    char sock[128], passed[128];
     int lfd = make_socket("act.sock", SOCK_STREAM, passed, sizeof passed);
     path_in_tmp(sock, sizeof sock, "own.sock");
-    path_in_tmp(log, sizeof log, "act.log");
-    const char *args[] = DAEMON_ARGS(sock);
-    launch l = { .log = log, .args = args, .fds = &lfd, .nfds = 1, .listen_fds = "1" };
-    pid_t pid = spawn(&l);
+    launch l = { .fds = &lfd, .nfds = 1, .listen_fds = "1" };
+    spawn(&d, "act", sock, NULL, &l);
     close(lfd);
-    int up = wait_connectable(pid, sock);
+    int up = dmn_wait_ready(&d) == 0;
     char isock[256];
     if (!tap_ok(up && info_socket(sock, isock, sizeof isock) == 0 && !strcmp(isock, sock),
                 "without libsystemd: LISTEN_FDS=1 is ignored and the daemon serves on --socket"))
-        dump_log(log);
-    tap_ok(log_has(log, "LISTEN_FDS") && log_has(log, "built without systemd support"),
+        dmn_dump_log(&d, 64);
+    tap_ok(dmn_log_contains(&d, "LISTEN_FDS") &&
+               dmn_log_contains(&d, "built without systemd support"),
            "it warns that LISTEN_FDS cannot be used by this build");
     tap_ok(exists("own.sock.lock"), "its own socket is locked as usual");
     tap_ok(sort_through(sock), "a sort of 4096 u32 keys through it comes back sorted");
-    kill(pid, SIGTERM);
-    int rc = wait_exit(pid, 30);
+    int rc = dmn_stop(&d, SIGTERM, 30);
     tap_ok(rc == 0 && !exists("own.sock") && is_socket(passed),
            "it stops cleanly (rc %d), removing only its own socket", rc);
     unlink(passed);
@@ -779,7 +640,7 @@ static int cmd_opt(const char *cmd, const char *opt, char *buf, size_t len)
 static void test_units(void)
 {
     char path[4200], v[2048], sockopt[256], group[128];
-    snprintf(path, sizeof path, "%s/etc/gsortd.service", g_builddir);
+    snprintf(path, sizeof path, "%s/etc/gsortd.service", dmn_builddir());
     char *svc = slurp(path);
     if (!tap_ok(svc != NULL, "the service unit was generated (%s)", path))
         return;
@@ -810,9 +671,9 @@ static void test_units(void)
      * sample config in place of the installed one, to --print-config. */
     const char *args[32];
     int n = 0;
-    char copy[2048], sample[4200], log[256];
+    char copy[2048], sample[4200];
     snprintf(copy, sizeof copy, "%s", exec);
-    snprintf(sample, sizeof sample, "%s/etc/gsortd.conf", g_srcdir);
+    snprintf(sample, sizeof sample, "%s/etc/gsortd.conf", dmn_srcdir());
     char *s = NULL;
     strtok_r(copy, " ", &s);   /* the binary */
     for (char *t = strtok_r(NULL, " ", &s); t && n < 29; t = strtok_r(NULL, " ", &s)) {
@@ -822,19 +683,18 @@ static void test_units(void)
     }
     args[n++] = "--print-config";
     args[n] = NULL;
-    path_in_tmp(log, sizeof log, "units.log");
-    launch l = { .log = log, .args = args };
-    int rc = wait_exit(spawn(&l), 20);
+    static dmn u;
+    int rc = dmn_run(&u, "units", args, 20);
     cmd_opt(exec, "--socket", sockopt, sizeof sockopt);
     char line[400];
     snprintf(line, sizeof line, "socket = %s\n", sockopt);
-    int ok = tap_ok(rc == 0 && sockopt[0] && log_has(log, line) &&
-                        log_has(log, "db = /var/lib/gsortd/tuning.db\n") &&
-                        log_has(log, "cache_dir = /var/cache/gsortd\n"),
+    int ok = tap_ok(rc == 0 && sockopt[0] && dmn_log_contains(&u, line) &&
+                        dmn_log_contains(&u, "db = /var/lib/gsortd/tuning.db\n") &&
+                        dmn_log_contains(&u, "cache_dir = /var/cache/gsortd\n"),
                     "gsortd accepts ExecStart's options: socket %s, db and cache under "
                     "/var/lib/gsortd and /var/cache/gsortd", sockopt);
     if (!ok)
-        dump_log(log);
+        dmn_dump_log(&u, 64);
     unit_get(svc, "Group", group, sizeof group);
     tap_ok(unit_get(svc, "User", v, sizeof v) == 0 && !strcmp(v, "gsortd") && !strcmp(group, "gsortd"),
            "it runs as user and group gsortd");
@@ -845,7 +705,7 @@ static void test_units(void)
            "PrivateDevices= is not set (it would hide the GPUs)");
     free(svc);
 
-    snprintf(path, sizeof path, "%s/etc/gsortd.socket", g_srcdir);
+    snprintf(path, sizeof path, "%s/etc/gsortd.socket", dmn_srcdir());
     char *so = slurp(path);
     tap_ok(so && unit_get(so, "ListenStream", v, sizeof v) == 0 && !strcmp(v, sockopt),
            "gsortd.socket listens where the service's --socket points (%s)", v);
@@ -859,24 +719,7 @@ static void test_units(void)
 
 int main(void)
 {
-    const char *bd = getenv("top_builddir"), *sd = getenv("top_srcdir");
-    snprintf(g_builddir, sizeof g_builddir, "%s", bd ? bd : ".");
-    snprintf(g_srcdir, sizeof g_srcdir, "%s", sd ? sd : "..");
-    snprintf(g_gsortd, sizeof g_gsortd, "%s/src/gsortd", g_builddir);
-    if (access(g_gsortd, X_OK) != 0)
-        tap_bail("%s is not built", g_gsortd);
-    snprintf(g_tmp, sizeof g_tmp, "/tmp/gs-systemd-XXXXXX");
-    if (!mkdtemp(g_tmp))
-        tap_bail("mkdtemp: %s", strerror(errno));
-    atexit(cleanup);
-    signal(SIGPIPE, SIG_IGN);
-    path_in_tmp(g_conf, sizeof g_conf, "empty.conf");
-    path_in_tmp(g_db, sizeof g_db, "t.db");
-    path_in_tmp(g_cache, sizeof g_cache, "cache");
-    FILE *f = fopen(g_conf, "w");
-    if (!f)
-        tap_bail("%s: %s", g_conf, strerror(errno));
-    fclose(f);
+    dmn_init();
     notify_open();
     tap_diag("this build: %s; service Type=%s", EXPECT_VERSION, EXPECT_TYPE);
 
