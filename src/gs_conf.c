@@ -11,6 +11,8 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <grp.h>
+#include <pwd.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +25,7 @@
 #define MAX_DEVICE_INDEX 65535
 
 static const char *const keys[] = {
-    "socket", "socket_mode", "socket_group", "db", "cache_dir", "kernel_dir",
+    "socket", "socket_mode", "socket_group", "allow_uids", "allow_gids", "db", "cache_dir", "kernel_dir",
     "log_level", "log_target", "max_request_bytes", "max_clients",
     "max_header_bytes", "idle_timeout", "io_timeout", "host_threads",
     "devices", "tune_missing", "tune_budget",
@@ -295,6 +297,88 @@ static int set_mode(unsigned *dst, const char *v, gs_err *err)
     return 0;
 }
 
+/* One user or group name to its id; 0 or -1 when there is no such name. */
+static int lookup_id(const char *name, int groups, unsigned *out)
+{
+    char buf[16384];
+    if (groups) {
+        struct group g, *res = NULL;
+        if (getgrnam_r(name, &g, buf, sizeof buf, &res) != 0 || !res)
+            return -1;
+        *out = (unsigned)res->gr_gid;
+    } else {
+        struct passwd pw, *res = NULL;
+        if (getpwnam_r(name, &pw, buf, sizeof buf, &res) != 0 || !res)
+            return -1;
+        *out = (unsigned)res->pw_uid;
+    }
+    return 0;
+}
+
+int gs_conf_parse_ids(const char *key, const char *list, int groups, unsigned *ids, size_t *n,
+                      char *norm, size_t normlen, gs_err *err)
+{
+    const char *what = groups ? "group" : "user";
+    char out[512];
+    size_t olen = 0;
+    *n = 0;
+    out[0] = '\0';
+    const char *p = list;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    while (*p) {
+        const char *b = p;
+        while (*p && *p != ',' && *p != ' ' && *p != '\t')
+            p++;
+        size_t len = (size_t)(p - b);
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (len == 0 || (*p && *p != ','))
+            return gs_err_set(err, GS_EINVAL, "%s: '%s' is not accepted; expected a "
+                              "comma-separated list of %s names or numbers, e.g. 0,%s, or "
+                              "\"\" for none", key, list, what, groups ? "adm" : "alice");
+        char name[256];
+        if (len >= sizeof name)
+            return gs_err_set(err, GS_EINVAL, "%s: entry '%.*s...' is too long", key, 32, b);
+        memcpy(name, b, len);
+        name[len] = '\0';
+        uint64_t v;
+        unsigned id;
+        if (digits_u64(name, &v) == len) {
+            /* (uid_t)-1 means "no change" to chown and is nobody's id. */
+            if (v >= 0xffffffffull)
+                return gs_err_set(err, GS_EINVAL, "%s: %s id %s is out of range", key, what,
+                                  name);
+            id = (unsigned)v;
+        } else if (lookup_id(name, groups, &id) != 0) {
+            return gs_err_set(err, GS_EINVAL, "%s: no %s named '%s' on this system", key, what,
+                              name);
+        }
+        if (*n == GS_CONF_MAX_IDS)
+            return gs_err_set(err, GS_EINVAL, "%s: more than %d entries", key, GS_CONF_MAX_IDS);
+        ids[(*n)++] = id;
+        int w = snprintf(out + olen, sizeof out - olen, "%s%s", olen ? "," : "", name);
+        if (w < 0 || (size_t)w >= sizeof out - olen)
+            return gs_err_set(err, GS_EINVAL, "%s: list too long (at most %zu bytes)", key,
+                              sizeof out - 1);
+        olen += (size_t)w;
+        if (*p == ',') {
+            p++;
+            while (*p == ' ' || *p == '\t')
+                p++;
+            if (!*p)
+                return gs_err_set(err, GS_EINVAL, "%s: '%s' ends with a comma", key, list);
+        }
+    }
+    if (norm) {
+        if (olen >= normlen)
+            return gs_err_set(err, GS_EINVAL, "%s: list too long (at most %zu bytes)", key,
+                              normlen - 1);
+        memcpy(norm, out, olen + 1);
+    }
+    return 0;
+}
+
 /* "all", "none" or a list of device indices, stored in a normal form
  * ("0,2") so equal lists compare equal. */
 static int set_devices(char *dst, size_t cap, const char *v, gs_err *err)
@@ -374,6 +458,16 @@ int gs_conf_set(gs_conf *c, const char *key, const char *v, gs_err *err)
             if (*p == ':' || *p == ' ' || *p == '\t')
                 return bad(err, key, v, "a group name or number, or \"\" for the daemon's group");
         return set_string(c->socket_group, sizeof c->socket_group, key, v, err);
+    }
+    if (strcmp(key, "allow_uids") == 0 || strcmp(key, "allow_gids") == 0) {
+        int g = key[6] == 'g';
+        unsigned ids[GS_CONF_MAX_IDS];
+        size_t n;
+        char *dst = g ? c->allow_gids : c->allow_uids;
+        for (const char *p = v; *p; p++)
+            if ((unsigned char)*p < 0x20 && *p != '\t')
+                return gs_err_set(err, GS_EINVAL, "%s: value contains a control character", key);
+        return gs_conf_parse_ids(key, v, g, ids, &n, dst, sizeof c->allow_uids, err);
     }
     /* Relative paths are allowed here: tests and local runs use them. */
     if (strcmp(key, "db") == 0)
@@ -688,6 +782,8 @@ void gs_conf_print(const gs_conf *c, FILE *out)
     print_string(out, "socket", c->socket);
     fprintf(out, "socket_mode = %04o\n", c->socket_mode);
     print_string(out, "socket_group", c->socket_group);
+    print_string(out, "allow_uids", c->allow_uids);
+    print_string(out, "allow_gids", c->allow_gids);
     print_string(out, "db", c->db);
     print_string(out, "cache_dir", c->cache_dir);
     print_string(out, "kernel_dir", c->kernel_dir);

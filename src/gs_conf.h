@@ -20,6 +20,9 @@ typedef struct gs_conf {
     char socket[GS_CONF_SOCKET_MAX];   /* "": default (gs_paths_socket) */
     unsigned socket_mode;              /* 0660; never world-writable */
     char socket_group[64];             /* "": the daemon's group */
+    char allow_uids[512];              /* "": anyone who can open the socket; else
+                                          "0,alice": only these users (or allow_gids) */
+    char allow_gids[512];              /* "": no group grants access; "adm,1000" */
     char db[GS_CONF_PATH_MAX];         /* "": default tuning database */
     char cache_dir[GS_CONF_PATH_MAX];  /* "": default program cache */
     char kernel_dir[GS_CONF_PATH_MAX]; /* "": embedded kernels */
@@ -58,5 +61,15 @@ void gs_conf_print(const gs_conf *c, FILE *out);
 int gs_conf_parse_size(const char *s, uint64_t *out);       /* "4G", "512K", "1000" */
 int gs_conf_parse_duration(const char *s, double *out_s);   /* "30", "250ms", "5m" */
 int gs_conf_parse_bool(const char *s, int *out);
+
+/* allow_uids / allow_gids: a comma-separated list of numbers or user
+ * (groups != 0: group) names, blanks around commas allowed, "" for none.
+ * Names are looked up now (getpwnam_r / getgrnam_r); a list of digits is a
+ * number, as chown(1) reads it. Fills ids[0..*n) (up to GS_CONF_MAX_IDS);
+ * GS_EINVAL naming `key` and the bad entry otherwise. `norm` (may be NULL,
+ * `normlen` bytes) gets the list without blanks. */
+#define GS_CONF_MAX_IDS 64
+int gs_conf_parse_ids(const char *key, const char *list, int groups, unsigned *ids, size_t *n,
+                      char *norm, size_t normlen, gs_err *err);
 
 #endif

@@ -108,8 +108,13 @@ int gs_listen_open(gs_listen *l, const char *path, unsigned mode, const char *gr
         }
         struct stat a1, a2;
         if (fstat(l->lock_fd, &a1) == 0 && stat(l->lock_path, &a2) == 0 &&
-            a1.st_dev == a2.st_dev && a1.st_ino == a2.st_ino)
+            a1.st_dev == a2.st_dev && a1.st_ino == a2.st_ino) {
+            /* A lock file left by someone else may be wider than ours. */
+            if ((a1.st_mode & 07777) != 0600 && fchmod(l->lock_fd, 0600) < 0)
+                GS_WARN("cannot set the mode of %s to 0600: %s", l->lock_path,
+                        strerror(errno));
             break;
+        }
         close(l->lock_fd);
         l->lock_fd = -1;
         if (tries == 10)

@@ -96,6 +96,8 @@ static int mkdir_one(const char *p, mode_t mode)
 
 int gs_paths_mkdir_p(const char *path, mode_t mode, gs_err *err)
 {
+    /* Whatever a caller asks, no directory gsortd makes is world-writable. */
+    mode &= ~(mode_t)S_IWOTH;
     if (!path || !path[0])
         return gs_err_set(err, GS_EINVAL, "mkdir: empty path");
     struct stat st;

@@ -29,7 +29,8 @@ int gs_paths_cache_dir(char *buf, size_t len);
  * $XDG_DATA_HOME/gsortd, else $HOME/.local/share/gsortd. Same returns. */
 int gs_paths_data_dir(char *buf, size_t len);
 
-/* mkdir -p: create `path` and missing parents with `mode` (umask applies).
+/* mkdir -p: create `path` and missing parents with `mode` less its
+ * world-write bit (umask applies too).
  * An existing directory is success; an existing non-directory is not.
  * Returns 0 or GS_EIO with the failing component and errno text in err;
  * errno is left as the failing call set it. */

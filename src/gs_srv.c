@@ -12,7 +12,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <math.h>
+#include <pwd.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -46,6 +48,8 @@ typedef struct srv srv;
 typedef struct conn {
     srv *s;
     int fd;
+    struct ucred cred;          /* the peer at connect time (SO_PEERCRED) */
+    char who[96];               /* "fd 7, pid 123, uid 1000, gid 1000" for the log */
     uv_poll_t poll;
     int events;                 /* what poll watches now */
     int refs;                   /* the poll handle, and a job in flight */
@@ -102,7 +106,11 @@ struct srv {
     int draining, stopped;
     double t_start;
     /* statistics */
-    unsigned long clients_total, clients_rejected;
+    unsigned long clients_total, clients_rejected, clients_denied;
+    /* allow_uids / allow_gids resolved; both empty: everyone who can open
+     * the socket */
+    unsigned allow_uid[GS_CONF_MAX_IDS], allow_gid[GS_CONF_MAX_IDS];
+    size_t nallow_uid, nallow_gid;
     unsigned long req_total, req_ok, req_err, fallbacks, by_op[GS_OP_COUNT];
     uint64_t bytes_in, bytes_out;
     route_stat routes[MAX_ROUTES];
@@ -250,7 +258,7 @@ static void reply_error(conn *c, int code, const char *msg, int closing)
 {
     srv *s = c->s;
     s->req_err++;
-    GS_DEBUG("client fd %d: %s: %s%s", c->fd, gs_strerror(code), msg,
+    GS_DEBUG("client %s: %s: %s%s", c->who, gs_strerror(code), msg,
              closing ? " (closing)" : "");
     cJSON *r = gs_proto_reply_error(c->have_rq ? c->rq.id : NULL, code, msg, closing);
     if (!r) {
@@ -312,6 +320,11 @@ static cJSON *op_info(srv *s, conn *c)
     for (size_t i = 0; i < gs_algo_count(); i++)
         cJSON_AddItemToArray(al, cJSON_CreateString(gs_algo_at(i)->name));
     cJSON_AddItemToObject(r, "limits", limits_json(&s->conf));
+    /* Who the daemon takes this client to be (SO_PEERCRED at connect). */
+    cJSON *p = cJSON_AddObjectToObject(r, "peer");
+    cJSON_AddNumberToObject(p, "pid", (double)c->cred.pid);
+    cJSON_AddNumberToObject(p, "uid", (double)c->cred.uid);
+    cJSON_AddNumberToObject(p, "gid", (double)c->cred.gid);
     return r;
 }
 
@@ -323,6 +336,7 @@ static cJSON *op_stats(srv *s, conn *c)
     cJSON_AddNumberToObject(cl, "current", s->nconns);
     cJSON_AddNumberToObject(cl, "total", (double)s->clients_total);
     cJSON_AddNumberToObject(cl, "rejected", (double)s->clients_rejected);
+    cJSON_AddNumberToObject(cl, "denied", (double)s->clients_denied);
     cJSON *rq = cJSON_AddObjectToObject(r, "requests");
     cJSON_AddNumberToObject(rq, "total", (double)s->req_total);
     cJSON_AddNumberToObject(rq, "ok", (double)s->req_ok);
@@ -796,7 +810,9 @@ static void conn_close(conn *c, const char *why)
     srv *s = c->s;
     c->dead = 1;
     if (why)
-        GS_INFO("closing client fd %d: %s", c->fd, why);
+        GS_INFO("closing client %s: %s", c->who, why);
+    else
+        GS_DEBUG("client %s disconnected", c->who);
     uv_poll_stop(&c->poll);
     close(c->fd);
     close_fds(c);
@@ -816,9 +832,9 @@ static void conn_close(conn *c, const char *why)
 }
 
 /* Best effort: a short error frame to a client we will not serve. */
-static void refuse_client(int fd, const char *msg)
+static void refuse_client(int fd, int code, const char *msg)
 {
-    cJSON *r = gs_proto_reply_error(NULL, GS_ETOOBIG, msg, 1);
+    cJSON *r = gs_proto_reply_error(NULL, code, msg, 1);
     uint8_t *head = NULL;
     size_t len = 0;
     if (r) {
@@ -829,6 +845,75 @@ static void refuse_client(int fd, const char *msg)
     free(head);
     cJSON_Delete(r);
     close(fd);
+}
+
+/* The peer's pid, uid and gid as the kernel recorded them at connect();
+ * 1, or 0 when the kernel will not say (cred is then nobody's). */
+static int peer_cred(int fd, struct ucred *cr, char *who, size_t wlen)
+{
+    socklen_t len = sizeof *cr;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cr, &len) < 0 || len != sizeof *cr) {
+        int e = errno;
+        cr->pid = 0;
+        cr->uid = (uid_t)-1;
+        cr->gid = (gid_t)-1;
+        snprintf(who, wlen, "fd %d, unidentified (SO_PEERCRED: %s)", fd, strerror(e));
+        return 0;
+    }
+    snprintf(who, wlen, "fd %d, pid %ld, uid %u, gid %u", fd, (long)cr->pid,
+             (unsigned)cr->uid, (unsigned)cr->gid);
+    return 1;
+}
+
+static int id_listed(const unsigned *ids, size_t n, unsigned id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] == id)
+            return 1;
+    return 0;
+}
+
+/* allow_uids / allow_gids: the uid, the primary gid the kernel reports, or
+ * one of the supplementary groups the user database gives the uid's name
+ * (getgrouplist: membership as of now, not as of the client's login). */
+static int peer_allowed(srv *s, const struct ucred *cr)
+{
+    if (!s->nallow_uid && !s->nallow_gid)
+        return 1;
+    if (id_listed(s->allow_uid, s->nallow_uid, (unsigned)cr->uid) ||
+        id_listed(s->allow_gid, s->nallow_gid, (unsigned)cr->gid))
+        return 1;
+    if (!s->nallow_gid)
+        return 0;
+    char buf[16384];
+    struct passwd pw, *res = NULL;
+    if (getpwuid_r(cr->uid, &pw, buf, sizeof buf, &res) != 0 || !res)
+        return 0;
+    gid_t groups[256];
+    int ng = (int)(sizeof groups / sizeof groups[0]);
+    if (getgrouplist(res->pw_name, res->pw_gid, groups, &ng) < 0)
+        ng = (int)(sizeof groups / sizeof groups[0]);   /* the first 256 are filled */
+    for (int i = 0; i < ng; i++)
+        if (id_listed(s->allow_gid, s->nallow_gid, (unsigned)groups[i]))
+            return 1;
+    return 0;
+}
+
+/* Resolve the allow lists of `cf` into s; on failure s keeps what it had. */
+static int allow_load(srv *s, const gs_conf *cf, gs_err *err)
+{
+    unsigned u[GS_CONF_MAX_IDS], g[GS_CONF_MAX_IDS];
+    size_t nu, ng;
+    int rc = gs_conf_parse_ids("allow_uids", cf->allow_uids, 0, u, &nu, NULL, 0, err);
+    if (rc == 0)
+        rc = gs_conf_parse_ids("allow_gids", cf->allow_gids, 1, g, &ng, NULL, 0, err);
+    if (rc < 0)
+        return rc;
+    memcpy(s->allow_uid, u, sizeof u);
+    memcpy(s->allow_gid, g, sizeof g);
+    s->nallow_uid = nu;
+    s->nallow_gid = ng;
+    return 0;
 }
 
 static void on_listen(uv_poll_t *h, int status, int events)
@@ -850,22 +935,44 @@ static void on_listen(uv_poll_t *h, int status, int events)
             }
             return;
         }
+        struct ucred cr;
+        char who[96];
+        int have_cred = peer_cred(fd, &cr, who, sizeof who);
+        int lists = s->nallow_uid || s->nallow_gid;
+        if (lists && (!have_cred || !peer_allowed(s, &cr))) {
+            s->clients_denied++;
+            char msg[256];
+            if (have_cred)
+                snprintf(msg, sizeof msg, "permission denied: uid %u (gid %u) is not allowed "
+                         "by this daemon's allow_uids/allow_gids", (unsigned)cr.uid,
+                         (unsigned)cr.gid);
+            else
+                snprintf(msg, sizeof msg, "permission denied: the daemon cannot identify this "
+                         "client (SO_PEERCRED) and allow_uids/allow_gids are set");
+            GS_WARN("refusing client %s: not in allow_uids/allow_gids", who);
+            /* No GS_EPERM code exists yet; "permission denied:" starts the message. */
+            refuse_client(fd, GS_EUNSUPPORTED, msg);
+            continue;
+        }
         if (s->nconns >= s->conf.max_clients) {
             s->clients_rejected++;
             char msg[128];
             snprintf(msg, sizeof msg, "too many clients (max_clients = %u); try again later",
                      s->conf.max_clients);
-            GS_WARN("refusing a client: %s", msg);
-            refuse_client(fd, msg);
+            GS_WARN("refusing client %s: %s", who, msg);
+            refuse_client(fd, GS_ETOOBIG, msg);
             continue;
         }
         conn *c = calloc(1, sizeof *c);
         if (!c) {
-            refuse_client(fd, "out of memory");
+            refuse_client(fd, GS_ENOMEM, "out of memory");
             continue;
         }
         c->s = s;
         c->fd = fd;
+        c->cred = cr;
+        snprintf(c->who, sizeof c->who, "%s", who);
+        GS_INFO("client connected: %s", who);
         c->memfd = -1;
         c->refs = 1;
         gs_proto_rd_init(&c->rd, s->conf.max_header_bytes);
@@ -1014,6 +1121,17 @@ static void on_signal(uv_signal_t *h, int signum)
             s->conf.io_timeout_s = nc.io_timeout_s;
             s->conf.tune_budget_s = nc.tune_budget_s;
             gs_log_set_level(nc.log_level);
+            /* Applies to connections accepted from now on. */
+            if (allow_load(s, &nc, &e) < 0) {
+                GS_ERROR("reload: %s; keeping allow_uids = \"%s\", allow_gids = \"%s\"",
+                         e.msg, s->conf.allow_uids, s->conf.allow_gids);
+                failed = 1;
+            } else {
+                memcpy(s->conf.allow_uids, nc.allow_uids, sizeof nc.allow_uids);
+                memcpy(s->conf.allow_gids, nc.allow_gids, sizeof nc.allow_gids);
+                GS_INFO("reload: allow_uids = \"%s\", allow_gids = \"%s\" (new connections)",
+                        s->conf.allow_uids, s->conf.allow_gids);
+            }
         }
     }
     db_open(s);
@@ -1098,7 +1216,12 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
     s->o = o;
     s->conf = *o->conf;
     s->t_start = now_ms();
-    int rc = uv_loop_init(&s->loop);
+    int rc = allow_load(s, &s->conf, err);
+    if (rc < 0) {
+        free(s);
+        return rc;
+    }
+    rc = uv_loop_init(&s->loop);
     if (rc < 0) {
         free(s);
         return gs_err_set(err, GS_EIO, "libuv: %s", uv_strerror(rc));
@@ -1151,6 +1274,9 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
     GS_INFO("serving on %s (%s%zu devices, %u host threads, database %s)", s->lis.path,
             s->lis.adopted ? "socket-activated, " : "", gs_sched_ndev(s->sched), ht,
             s->db_ok ? o->db_path : "none");
+    if (s->nallow_uid || s->nallow_gid)
+        GS_INFO("only these clients are served: allow_uids = \"%s\", allow_gids = \"%s\"",
+                s->conf.allow_uids, s->conf.allow_gids);
     notify_serving(s, "");
     uv_run(&s->loop, UV_RUN_DEFAULT);
 

@@ -52,7 +52,7 @@ static const char *conf_diff(const gs_conf *a, const gs_conf *b)
 {
 #define S(f) if (strcmp(a->f, b->f) != 0) return #f
 #define V(f) if (a->f != b->f) return #f
-    S(socket); V(socket_mode); S(socket_group); S(db); S(cache_dir); S(kernel_dir);
+    S(socket); V(socket_mode); S(socket_group); S(allow_uids); S(allow_gids); S(db); S(cache_dir); S(kernel_dir);
     V(log_level); V(log_syslog); V(max_request_bytes); V(max_clients);
     V(max_header_bytes); V(idle_timeout_s); V(io_timeout_s); V(host_threads);
     S(devices); V(tune_missing); V(tune_budget_s);
@@ -64,13 +64,13 @@ static int conf_ndiff(const gs_conf *a, const gs_conf *b)
     int n = 0;
 #define SC(f) n += strcmp(a->f, b->f) != 0
 #define VC(f) n += a->f != b->f
-    SC(socket); VC(socket_mode); SC(socket_group); SC(db); SC(cache_dir); SC(kernel_dir);
+    SC(socket); VC(socket_mode); SC(socket_group); SC(allow_uids); SC(allow_gids); SC(db); SC(cache_dir); SC(kernel_dir);
     VC(log_level); VC(log_syslog); VC(max_request_bytes); VC(max_clients);
     VC(max_header_bytes); VC(idle_timeout_s); VC(io_timeout_s); VC(host_threads);
     SC(devices); VC(tune_missing); VC(tune_budget_s);
     return n;
 }
-#define NFIELDS 17
+#define NFIELDS 19
 
 /* ---- parsers ---- */
 
@@ -785,6 +785,7 @@ static void all_changed(gs_conf *c)
     static const char *const kv[][2] = {
         { "socket", "/tmp/odd \"name\" #1.sock" }, { "socket_mode", "0640" },
         { "socket_group", "wheel" },               { "db", "rel dir/\\tuning.db" },
+        { "allow_uids", "0, root" },               { "allow_gids", "root,0" },
         { "cache_dir", "#cache" },                 { "kernel_dir", "\"k\"" },
         { "log_level", "error" },                  { "log_target", "syslog" },
         { "max_request_bytes", "5000" },           { "max_clients", "65536" },
