@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,12 +198,38 @@ static void on_progress(const gs_tune_progress *p, void *ud)
     pl->shown = 1;
 }
 
+/* Why a database could not be opened for writing, as far as the file
+ * system says (gs_db_open's message has SQLite's words, not the errno):
+ * " (PATH: strerror)" for the file or its directory (SQLite creates the
+ * -wal and -shm files there), or "" when both are writable. */
+static void db_access_note(const char *path, char *buf, size_t len)
+{
+    char dir[4096];
+    buf[0] = '\0';
+    if (!path)
+        return;
+    if (access(path, W_OK) != 0 && errno != ENOENT) {
+        snprintf(buf, len, " (%s: %s)", path, strerror(errno));
+        return;
+    }
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *(slash == dir ? slash + 1 : slash) = '\0';
+    else
+        snprintf(dir, sizeof dir, ".");
+    if (access(dir, W_OK) != 0)
+        snprintf(buf, len, " (%s: %s)", dir, strerror(errno));
+}
+
 static int open_db(const cli_tune *ct, gs_db **db)
 {
     gs_err err;
     gs_err_clear(&err);
     if (gs_db_open(db, ct->db_path, 0, &err)) {
-        fprintf(stderr, "gsortd: cannot use the tuning database: %s\n", err.msg);
+        char note[4200];
+        db_access_note(ct->db_path, note, sizeof note);
+        fprintf(stderr, "gsortd: cannot use the tuning database: %s%s\n", err.msg, note);
         return 1;
     }
     return 0;
@@ -337,8 +364,21 @@ static int tune(const cli_tune *ct)
         gs_tune_report_print(stdout, &rep);
         GS_INFO("tuning took %.1f s; results in %s", rep.elapsed_s, gs_db_path(db));
         gs_tune_report_free(&rep);
-        if (rc)
-            fprintf(stderr, "gsortd: tuning failed: %s\n", err.msg);
+        if (rc) {
+            /* A full disk or a file made read-only under us: SQLite's
+             * message lacks the errno. It keeps no errno for SQLITE_FULL
+             * (a short write), whose fixed text is the sign of ENOSPC. */
+            sqlite3 *h = gs_db_handle(db);
+            int e = sqlite3_system_errno(h);
+            if (!e && ((sqlite3_extended_errcode(h) & 0xff) == SQLITE_FULL ||
+                       strstr(err.msg, sqlite3_errstr(SQLITE_FULL))))
+                e = ENOSPC;
+            if (e)
+                fprintf(stderr, "gsortd: tuning failed: %s (errno %d: %s)\n", err.msg, e,
+                        strerror(e));
+            else
+                fprintf(stderr, "gsortd: tuning failed: %s\n", err.msg);
+        }
         rc = rc ? 1 : 0;
     }
     gs_pcache_close(pc);
@@ -357,6 +397,18 @@ static int parse_long(const char *opt, const char *s, long lo, long hi, long *ou
         return 2;
     }
     *out = v;
+    return 0;
+}
+
+/* "launch:K" (K >= 1) from --inject-fault or GSORTD_INJECT_FAULT. */
+static int parse_fault(const char *what, const char *s, long *at)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%s launch:", what);
+    if (strncmp(s, "launch:", 7) || parse_long(name, s + 7, 1, 1000000000L, at)) {
+        fprintf(stderr, "gsortd: %s takes launch:K, not '%s'\n", what, s);
+        return 2;
+    }
     return 0;
 }
 
@@ -390,7 +442,12 @@ int main(int argc, char **argv)
         { "tune-missing", no_argument, 0, OPT_TUNE_MISSING },
         { "set", required_argument, 0, 'o' },
         { "print-config", no_argument, 0, OPT_PRINT_CONFIG },
-        { "inject-fault", required_argument, 0, OPT_FAULT },   /* hidden: tests */
+        /* hidden, for tests: launch:K makes every kernel launch from the
+         * K-th on fail (CL_OUT_OF_RESOURCES), so that requests take the
+         * fallback. When serving without this option, the environment
+         * variable GSORTD_INJECT_FAULT=launch:K does the same (for a
+         * daemon started by a script or a service manager). */
+        { "inject-fault", required_argument, 0, OPT_FAULT },
         { "help", no_argument, 0, 'h' },
         { "version", no_argument, 0, 'V' },
         { 0, 0, 0, 0 },
@@ -442,11 +499,8 @@ int main(int argc, char **argv)
             break;
         }
         case OPT_FAULT:
-            if (strncmp(optarg, "launch:", 7) || parse_long("--inject-fault launch:", optarg + 7,
-                                                            1, 1000000000L, &da.fault_at)) {
-                fprintf(stderr, "gsortd: --inject-fault takes launch:K\n");
+            if (parse_fault("--inject-fault", optarg, &da.fault_at))
                 return 2;
-            }
             serve_opts = 1;
             break;
         case OPT_TUNE_ALL: ct.tune_all = 1; break;
@@ -546,6 +600,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "gsortd: --config, --socket, --tune-missing, -o, --print-config and "
                 "--inject-fault are for serving (no mode option)\n");
         return 2;
+    }
+    const char *envf = getenv("GSORTD_INJECT_FAULT");
+    if (!mode && !da.fault_at && envf && envf[0]) {
+        if (parse_fault("GSORTD_INJECT_FAULT", envf, &da.fault_at))
+            return 2;
     }
     int rc;
     if (list)
