@@ -20,6 +20,7 @@
  * tools/netbench-run BUILD_DIR [args] starts a throwaway daemon and runs it. */
 #include "config.h"
 #include "benchutil.h"
+#include "sortverify.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -101,104 +102,7 @@ static double pctl(const double *v, size_t n, double p)
     return v[r ? r - 1 : 0];
 }
 
-/* ---- keys: generation and verification ---- */
-
-/* What a request must come back with: the multiset of keys (sum and xor of
- * their encoded form: NaN payloads are encoded away, so any NaN restored in
- * any order still counts) and, for indices, the input. */
-typedef struct keysum {
-    uint64_t sum, xor;
-} keysum;
-
-static uint64_t key_enc(gs_dtype t, const void *keys, size_t i)
-{
-    if (gs_dtype_size(t) == 4)
-        return gs_key32_encode(t, 0, ((const uint32_t *)keys)[i]);
-    return gs_key64_encode(t, 0, ((const uint64_t *)keys)[i]);
-}
-
-/* A stored value is a hash of its key's encoding, so the check that values
- * travelled with their keys is one comparison per element, stable sort or
- * not (equal keys carry equal values). */
-static uint64_t val_of(uint64_t enc)
-{
-    uint64_t s = enc;
-    return bu_splitmix(&s);
-}
-
-/* Random key bits (floats therefore include NaNs and infinities) and, for
- * u32/u64 values, the values that go with them. */
-static void fill(gs_dtype t, gs_payload p, size_t n, void *keys, void *values, uint64_t seed,
-                 keysum *ks)
-{
-    uint64_t s = seed;
-    ks->sum = ks->xor = 0;
-    int w4 = gs_dtype_size(t) == 4;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t x = bu_splitmix(&s);
-        if (w4)
-            ((uint32_t *)keys)[i] = (uint32_t)x;
-        else
-            ((uint64_t *)keys)[i] = x;
-        uint64_t e = key_enc(t, keys, i);
-        ks->sum += e;
-        ks->xor ^= e;
-        if (p == GS_PL_U32)
-            ((uint32_t *)values)[i] = (uint32_t)val_of(e);
-        else if (p == GS_PL_U64)
-            ((uint64_t *)values)[i] = val_of(e);
-    }
-}
-
-/* 1 if keys[0..n) is the input sorted ascending with its payload intact;
- * `in_keys` (the input, only for idx payloads) may be NULL otherwise. */
-static int verify(gs_dtype t, gs_payload p, size_t n, const void *keys, const void *values,
-                  const void *in_keys, const keysum *want, char *why, size_t wl)
-{
-    uint64_t sum = 0, x = 0, prev = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t e = key_enc(t, keys, i);
-        if (i && e < prev) {
-            snprintf(why, wl, "keys out of order at %zu", i);
-            return 0;
-        }
-        prev = e;
-        sum += e;
-        x ^= e;
-        uint64_t v;
-        switch (p) {
-        case GS_PL_U32:
-            v = ((const uint32_t *)values)[i];
-            if (v != (uint32_t)val_of(e))
-                goto badval;
-            break;
-        case GS_PL_U64:
-            v = ((const uint64_t *)values)[i];
-            if (v != val_of(e))
-                goto badval;
-            break;
-        case GS_PL_IDX32:
-        case GS_PL_IDX64:
-            v = p == GS_PL_IDX32 ? ((const uint32_t *)values)[i] : ((const uint64_t *)values)[i];
-            if (v >= n || key_enc(t, in_keys, (size_t)v) != e) {
-                snprintf(why, wl, "index %zu -> %" PRIu64 " does not hold that key", i, v);
-                return 0;
-            }
-            break;
-        default:
-            break;
-        }
-        continue;
-    badval:
-        snprintf(why, wl, "value at %zu does not belong to its key", i);
-        return 0;
-    }
-    if (sum != want->sum || x != want->xor) {
-        snprintf(why, wl, "the keys are not a permutation of the input (checksum changed)");
-        return 0;
-    }
-    return 1;
-}
+/* ---- keys: generation and verification: tools/sortverify.h ---- */
 
 /* ---- daemon ---- */
 
@@ -557,8 +461,8 @@ static int sweep_point(gs_client *c, const opts *o, int mode, size_t n, const pc
     gs_client_result res;
     const char *mname = mode == MODE_MEMFD ? "memfd" : "inline";
     for (int r = -1; r < o->reps; r++) {
-        keysum want;
-        fill(o->dtype, o->payload, n, keys, vals,
+        sv_keysum want;
+        sv_fill(o->dtype, o->payload, 0, n, keys, vals,
              o->seed ^ ((uint64_t)n * 0x100000001b3u) ^ (uint64_t)(r + 2) << 56, &want);
         if (idx)
             memcpy(in_keys, keys, n * ks);
@@ -584,7 +488,7 @@ static int sweep_point(gs_client *c, const opts *o, int mode, size_t n, const pc
             goto out;
         }
         char why[256];
-        if (!verify(o->dtype, o->payload, n, keys, vals, in_keys, &want, why, sizeof why)) {
+        if (!sv_verify(o->dtype, o->payload, 0, n, keys, vals, in_keys, &want, why, sizeof why)) {
             fprintf(stderr,
                     "gsort-netbench: WRONG RESULT: n=%zu %s %s/%s, served by %s on %s (%s): %s\n",
                     n, mname, gs_dtype_name(o->dtype), gs_payload_name(o->payload), res.algorithm,
@@ -714,8 +618,8 @@ static void *rps_main(void *arg)
     gs_client_sort s = { .dtype = o->dtype, .payload = o->payload, .n = n, .keys = keys,
                          .values = vals, .algorithm = o->algorithm, .device = o->device };
     while (!atomic_load(&rps_stop) && bu_now_ms() < deadline) {
-        keysum want;
-        fill(o->dtype, o->payload, n, keys, vals, bu_splitmix(&seed), &want);
+        sv_keysum want;
+        sv_fill(o->dtype, o->payload, 0, n, keys, vals, bu_splitmix(&seed), &want);
         if (idx)
             memcpy(in_keys, keys, n * ks);
         gs_client_result res;
@@ -730,7 +634,7 @@ static void *rps_main(void *arg)
             th->failed = 1;
             break;
         }
-        if (!verify(o->dtype, o->payload, n, keys, vals, in_keys, &want, why, sizeof why)) {
+        if (!sv_verify(o->dtype, o->payload, 0, n, keys, vals, in_keys, &want, why, sizeof why)) {
             fprintf(stderr, "gsort-netbench: rps client %d: WRONG RESULT from %s on %s: %s\n",
                     th->id, res.algorithm, res.device >= 0 ? res.device_name : "host", why);
             th->failed = 1;
