@@ -50,6 +50,7 @@ enum {
     GSORT_ENOTFOUND = -10,   /* no such algorithm, parameter, ... */
     GSORT_EWRONG = -11,      /* a result failed verification */
     GSORT_ENODAEMON = -12,   /* no gsortd listens on the socket */
+    GSORT_EPERM = -13,       /* the daemon does not serve this user (allow_uids/allow_gids) */
 };
 
 typedef struct gsort_error {

@@ -351,7 +351,7 @@ static int recv_header(gs_client *c, cJSON **out, uint64_t *payload_bytes, gs_er
 static int code_of_name(const char *name)
 {
     if (name)
-        for (int code = GS_EWRONG; code < 0; code++)
+        for (int code = GS_ECODE_MIN; code < 0; code++)
             if (strcmp(gs_strerror(code), name) == 0)
                 return code;
     return GS_EIO;

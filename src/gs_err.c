@@ -65,6 +65,7 @@ const char *gs_strerror(int code)
     case GS_EUNSUPPORTED: return "GS_EUNSUPPORTED";
     case GS_ENOTFOUND: return "GS_ENOTFOUND";
     case GS_EWRONG: return "GS_EWRONG";
+    case GS_EPERM: return "GS_EPERM";
     default: return "GS_E?";
     }
 }

@@ -20,7 +20,10 @@ enum {
     GS_EUNSUPPORTED = -9, /* parameter set / request the device cannot run */
     GS_ENOTFOUND = -10,   /* named thing does not exist */
     GS_EWRONG = -11,      /* a result failed verification */
+    /* -12 is libgsort's GSORT_ENODAEMON (a client-side condition) */
+    GS_EPERM = -13,       /* the daemon does not serve this client (allow_uids/gids) */
 };
+#define GS_ECODE_MIN GS_EPERM   /* the most negative code */
 
 #define GS_ERR_MSG_MAX 4096
 

@@ -951,7 +951,7 @@ static void on_listen(uv_poll_t *h, int status, int events)
                          "client (SO_PEERCRED) and allow_uids/allow_gids are set");
             GS_WARN("refusing client %s: not in allow_uids/allow_gids", who);
             /* No GS_EPERM code exists yet; "permission denied:" starts the message. */
-            refuse_client(fd, GS_EUNSUPPORTED, msg);
+            refuse_client(fd, GS_EPERM, msg);
             continue;
         }
         if (s->nconns >= s->conf.max_clients) {

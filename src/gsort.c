@@ -35,7 +35,8 @@ _Static_assert((int)GSORT_EINVAL == (int)GS_EINVAL && (int)GSORT_ENOMEM == (int)
                (int)GSORT_ENODEV == (int)GS_ENODEV && (int)GSORT_EBUILD == (int)GS_EBUILD &&
                (int)GSORT_ECORRUPT == (int)GS_ECORRUPT && (int)GSORT_ETOOBIG == (int)GS_ETOOBIG &&
                (int)GSORT_EUNSUPPORTED == (int)GS_EUNSUPPORTED &&
-               (int)GSORT_ENOTFOUND == (int)GS_ENOTFOUND && (int)GSORT_EWRONG == (int)GS_EWRONG,
+               (int)GSORT_ENOTFOUND == (int)GS_ENOTFOUND && (int)GSORT_EWRONG == (int)GS_EWRONG &&
+               (int)GSORT_EPERM == (int)GS_EPERM,
                "GSORT_E* and GS_E* codes differ");
 _Static_assert((int)GSORT_U32 == GS_DT_U32 && (int)GSORT_I32 == GS_DT_I32 &&
                (int)GSORT_F32 == GS_DT_F32 && (int)GSORT_U64 == GS_DT_U64 &&
@@ -73,7 +74,7 @@ int lgs_err_set(gsort_error *err, int code, const char *fmt, ...)
 
 int lgs_err_from(gsort_error *err, int rc, const gs_err *ge)
 {
-    int code = rc < 0 && rc >= GSORT_EWRONG ? rc : GSORT_EIO;
+    int code = (rc < 0 && rc >= GSORT_EWRONG) || rc == GSORT_EPERM ? rc : GSORT_EIO;
     if (err) {
         err->code = code;
         /* An internal message may be longer than the public record. */
@@ -109,6 +110,7 @@ const char *gsort_strerror(int code)
     case GSORT_ENOTFOUND: return "GSORT_ENOTFOUND";
     case GSORT_EWRONG: return "GSORT_EWRONG";
     case GSORT_ENODAEMON: return "GSORT_ENODAEMON";
+    case GSORT_EPERM: return "GSORT_EPERM";
     default: return "GSORT_E?";
     }
 }

@@ -123,7 +123,7 @@ static int ping_as_nobody(const char *sock)
             _exit(errno == EACCES ? 2 : 3);
         gs_client_set_timeout(c, 30);
         int rc = gs_client_call(c, "ping", NULL, &err);
-        _exit(rc == 0 ? 0 : rc == GS_EUNSUPPORTED && strstr(err.msg, "permission denied") ? 1 : 3);
+        _exit(rc == 0 ? 0 : rc == GS_EPERM && strstr(err.msg, "permission denied") ? 1 : 3);
     }
     int st;
     waitpid(pid, &st, 0);
@@ -340,7 +340,7 @@ static void test_allow(void)
     int rc = call(sock, "ping", NULL, msg, sizeof msg);
     char want[64];
     snprintf(want, sizeof want, "uid %u", me);
-    tap_ok(rc == GS_EUNSUPPORTED && strstr(msg, "permission denied") && strstr(msg, want),
+    tap_ok(rc == GS_EPERM && strstr(msg, "permission denied") && strstr(msg, want),
            "allow_uids = %u: our client (uid %u) is refused with one error reply: %s (%s)",
            other, me, gs_strerror(rc), msg);
     char cred[128];
@@ -404,7 +404,7 @@ static void test_allow(void)
     snprintf(needle, sizeof needle, "allow_gids = \"%u\"", other);
     rl = reload(&d, conf, text, needle);
     rc = call(sock, "ping", NULL, msg, sizeof msg);
-    tap_ok(rl && rc == GS_EUNSUPPORTED && strstr(msg, "permission denied"),
+    tap_ok(rl && rc == GS_EPERM && strstr(msg, "permission denied"),
            "neither list names us after another SIGHUP: refused again (%s)", msg);
 
     /* A bad list on reload keeps the lists in force. */
@@ -412,7 +412,7 @@ static void test_allow(void)
     kill(d.pid, SIGHUP);
     int failed = wait_log(&d, "no user named 'no-such-user-gsortd'");
     rc = call(sock, "ping", NULL, msg, sizeof msg);
-    tap_ok(failed && rc == GS_EUNSUPPORTED && !dmn_exited(&d),
+    tap_ok(failed && rc == GS_EPERM && !dmn_exited(&d),
            "a reload naming an unknown user fails and keeps the previous lists (%s)", msg);
     tap_ok(dmn_stop(&d, SIGTERM, 30) == 0, "the daemon stops cleanly");
 }
