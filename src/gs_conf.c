@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define LINE_MAX_BYTES 4096
+#define LINE_MAX_BYTES GS_CONF_LINE_MAX
 #define DAY_S 86400.0
 #define MAX_DEVICE_INDEX 65535
 

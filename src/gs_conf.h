@@ -15,6 +15,10 @@
 
 #define GS_CONF_PATH_MAX GS_PATHS_MAX
 #define GS_CONF_SOCKET_MAX GS_PATHS_SOCKET_MAX
+/* The longest line the file parser reads: the longest gs_conf_print can
+ * write (a value of GS_CONF_PATH_MAX - 1 bytes, every one escaped, plus the
+ * key, " = " and the quotes). */
+#define GS_CONF_LINE_MAX (2 * GS_CONF_PATH_MAX + 64)
 
 typedef struct gs_conf {
     char socket[GS_CONF_SOCKET_MAX];   /* "": default (gs_paths_socket) */

@@ -171,6 +171,11 @@ int gs_db_open(gs_db **out, const char *path, int flags, gs_err *err)
     if (rc != SQLITE_OK) {
         rc = gs_err_set(err, code_of(rc), "database %s: unreadable (%s): not a gsortd tuning database, or damaged",
                         path, sqlite3_errmsg(db->h));
+    } else if (v < 0) {
+        /* A file gsortd never wrote (or a damaged header): migrating from
+         * "version -1" would skip every migration and serve a bad schema. */
+        rc = gs_err_set(err, GS_ECORRUPT, "database %s has schema version %d: not a gsortd "
+                        "tuning database, or damaged", path, v);
     } else if (v > latest) {
         rc = gs_err_set(err, GS_EUNSUPPORTED,
                         "database %s has schema version %d, newer than this gsortd understands (%d); "
@@ -340,7 +345,9 @@ int gs_db_params_from_json(const char *json, gs_params *p, gs_err *err)
     int rc = 0;
     for (cJSON *it = o->child; it && !rc; it = it->next) {
         double d = it->valuedouble;
-        if (!cJSON_IsNumber(it) || d != (double)(long)d)
+        /* range first: converting a double outside long's range is undefined */
+        if (!cJSON_IsNumber(it) || !(d >= -9007199254740992.0 && d <= 9007199254740992.0) ||
+            d != (double)(long)d)
             rc = gs_err_set(err, GS_EINVAL, "parameter %s is not an integer", it->string);
         else if (gs_params_set(&tmp, it->string, (long)d))
             rc = gs_err_set(err, GS_EINVAL, "parameter %s: name too long or too many parameters",
@@ -422,10 +429,18 @@ static int read_choice(gs_db *db, sqlite3_stmt *st, gs_db_choice *out, gs_err *e
 {
     int step = sqlite3_step(st), rc = 0;
     if (step == SQLITE_ROW) {
-        snprintf(out->algorithm, sizeof out->algorithm, "%s", (const char *)sqlite3_column_text(st, 0));
-        snprintf(out->params, sizeof out->params, "%s", (const char *)sqlite3_column_text(st, 1));
-        out->median_ms = sqlite3_column_double(st, 2);
-        out->bucket = sqlite3_column_int(st, 3);
+        const char *algo = (const char *)sqlite3_column_text(st, 0);
+        const char *params = (const char *)sqlite3_column_text(st, 1);
+        if (!algo || !params) {
+            /* NOT NULL in the schema, so only a damaged or hand-edited file */
+            rc = gs_err_set(err, GS_ECORRUPT, "database %s: %s has no %s", db->path, what,
+                            algo ? "parameters" : "algorithm");
+        } else {
+            snprintf(out->algorithm, sizeof out->algorithm, "%s", algo);
+            snprintf(out->params, sizeof out->params, "%s", params);
+            out->median_ms = sqlite3_column_double(st, 2);
+            out->bucket = sqlite3_column_int(st, 3);
+        }
     } else if (step == SQLITE_DONE) {
         rc = gs_err_set(err, GS_ENOTFOUND, "no %s recorded", what);
     } else {

@@ -615,20 +615,31 @@ static void test_file(void)
     gs_conf_defaults(&c);
     rc = load_text(&c, big, &e, NULL, 0);
     tap_ok(rc == 0 && strlen(c.db) == 4091, "a 4096-byte line ending in CRLF is read");
-    strcpy(big + 4096, "y\n");
+    /* The limit is the longest line gs_conf_print can write: a comment of
+     * exactly GS_CONF_LINE_MAX bytes is read, one byte more is refused. */
+    static char lng[GS_CONF_LINE_MAX + 64];
+    lng[0] = '#';
+    memset(lng + 1, 'c', GS_CONF_LINE_MAX - 1);
+    strcpy(lng + GS_CONF_LINE_MAX, "\ndb = /x\n");
+    gs_conf_defaults(&c);
+    rc = load_text(&c, lng, &e, NULL, 0);
+    tap_ok(rc == 0 && strcmp(c.db, "/x") == 0, "a %d-byte line is read%s%s", GS_CONF_LINE_MAX,
+           rc ? ": " : "", rc ? e.msg : "");
+    strcpy(lng + GS_CONF_LINE_MAX, "y\n");
     gs_conf_defaults(&c);
     d = c;
-    char text[8300];
-    snprintf(text, sizeof text, "# one\n%s", big);
+    char text[GS_CONF_LINE_MAX + 128];
+    snprintf(text, sizeof text, "# one\n%s", lng);
     rc = load_text(&c, text, &e, path, sizeof path);
-    snprintf(msg, sizeof msg, "%s:2: line is longer than 4096 bytes", path);
+    snprintf(msg, sizeof msg, "%s:2: line is longer than %d bytes", path, GS_CONF_LINE_MAX);
     tap_ok(rc == GS_EINVAL && strcmp(e.msg, msg) == 0 && !conf_diff(&c, &d),
-           "a 4097-byte line is refused, not truncated: %s", e.msg);
-    memset(big, 'x', 8000);
-    big[8000] = '\0';
-    rc = load_text(&c, big, &e, path, sizeof path);
-    tap_ok(rc == GS_EINVAL && strstr(e.msg, ":1: line is longer than 4096 bytes"),
-           "an 8000-byte line without newline is refused");
+           "a %d-byte line is refused, not truncated: %s", GS_CONF_LINE_MAX + 1, e.msg);
+    memset(lng, 'x', GS_CONF_LINE_MAX + 10);
+    lng[GS_CONF_LINE_MAX + 10] = '\0';
+    rc = load_text(&c, lng, &e, path, sizeof path);
+    snprintf(msg, sizeof msg, ":1: line is longer than %d bytes", GS_CONF_LINE_MAX);
+    tap_ok(rc == GS_EINVAL && strstr(e.msg, msg),
+           "a %d-byte line without newline is refused", GS_CONF_LINE_MAX + 10);
 
     /* A NUL byte. */
     char nul[] = "max_clients = 5\nde\0vices = 1\n";
