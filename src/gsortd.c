@@ -412,7 +412,9 @@ static int parse_fault(const char *what, const char *s, long *at)
     return 0;
 }
 
-int main(int argc, char **argv)
+/* Everything main does, with the override arrays (argc + 1 entries each)
+ * owned by main, so every return path here leaves nothing allocated. */
+static int run(int argc, char **argv, const char **okeys, const char **ovals)
 {
     enum { OPT_JSON = 256, OPT_KDIR, OPT_CACHE, OPT_LOGLEVEL, OPT_TUNE_ALL, OPT_BUDGET, OPT_QUICK,
            OPT_DEVICE, OPT_ALGOS, OPT_DB, OPT_MAXLOG2, OPT_RESTRICT, OPT_SEED, OPT_DBCHECK,
@@ -457,14 +459,8 @@ int main(int argc, char **argv)
     cli_tune ct = { .device = -1, .seed = 1, .compare_n = 65536, .seeds = 100 };
     /* Serving options become configuration overrides, applied after the
      * config file (and again on every SIGHUP). */
-    const char **okeys = calloc((size_t)argc + 1, sizeof *okeys);
-    const char **ovals = calloc((size_t)argc + 1, sizeof *ovals);
     gs_daemon_args da = { .keys = okeys, .values = ovals };
     int serve_opts = 0;
-    if (!okeys || !ovals) {
-        fprintf(stderr, "gsortd: out of memory\n");
-        return 1;
-    }
 #define OVERRIDE(k, v) (okeys[da.nover] = (k), ovals[da.nover++] = (v))
     while ((c = getopt_long(argc, argv, "lhVo:", opts, NULL)) != -1) {
         switch (c) {
@@ -615,6 +611,18 @@ int main(int argc, char **argv)
         rc = tune(&ct);
     else
         rc = gs_daemon_main(&da);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    const char **okeys = calloc((size_t)argc + 1, sizeof *okeys);
+    const char **ovals = calloc((size_t)argc + 1, sizeof *ovals);
+    int rc = 1;
+    if (!okeys || !ovals)
+        fprintf(stderr, "gsortd: out of memory\n");
+    else
+        rc = run(argc, argv, okeys, ovals);
     free(okeys);
     free(ovals);
     return rc;

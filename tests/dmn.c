@@ -1,7 +1,11 @@
 /* Real gsortd daemons for C tests (dmn.h): fork and exec src/gsortd with a
  * test's socket, database, log and the shared program cache, wait for it to
  * accept connections, stop it with a signal, run it in other modes, bind
- * the socket files tests need, and clean up at exit. */
+ * the socket files tests need, and clean up at exit. GSORT_TEST_WRAPPER
+ * (e.g. "valgrind --error-exitcode=99 ...", words split at blanks) runs
+ * every daemon under that command (tools/run-valgrind); a wrapped daemon is
+ * slow, so every time limit here is multiplied by GSORT_TEST_SLOWDOWN
+ * (default 20 with a wrapper, else 1). */
 #include "config.h"
 #include "dmn.h"
 
@@ -25,6 +29,7 @@
 #define START_TIMEOUT_S 60.0
 #define MAX_DMN 32
 #define MAX_ARGS 64
+#define MAX_WRAP 32
 
 static char g_tmp[64];
 static char g_build[4096];
@@ -34,6 +39,40 @@ static char g_cache[4200];
 static char g_conf[128];
 static dmn *g_dmns[MAX_DMN];
 static int g_ndmn;
+static char g_wrapbuf[2048];
+static char *g_wrap[MAX_WRAP + 1];  /* NULL-terminated; g_wrap[0] NULL: none */
+static double g_slow = 1.0;         /* time limits are multiplied by this */
+
+/* GSORT_TEST_WRAPPER split at blanks (no quoting: suppression files and
+ * log paths with blanks are not supported), and GSORT_TEST_SLOWDOWN. */
+static void read_wrapper(void)
+{
+    const char *w = getenv("GSORT_TEST_WRAPPER");
+    if (w && *w) {
+        if (strlen(w) >= sizeof g_wrapbuf)
+            tap_bail("GSORT_TEST_WRAPPER: too long");
+        snprintf(g_wrapbuf, sizeof g_wrapbuf, "%s", w);
+        int n = 0;
+        for (char *save = NULL, *t = strtok_r(g_wrapbuf, " \t", &save); t;
+             t = strtok_r(NULL, " \t", &save)) {
+            if (n >= MAX_WRAP)
+                tap_bail("GSORT_TEST_WRAPPER: more than %d words", MAX_WRAP);
+            g_wrap[n++] = t;
+        }
+        g_wrap[n] = NULL;
+        g_slow = 20.0;
+    }
+    const char *s = getenv("GSORT_TEST_SLOWDOWN");
+    if (s && *s) {
+        char *end;
+        double v = strtod(s, &end);
+        if (*end || !(v >= 1.0 && v <= 1000.0))
+            tap_bail("GSORT_TEST_SLOWDOWN=%s: want a number from 1 to 1000", s);
+        g_slow = v;
+    }
+    if (g_wrap[0])
+        tap_diag("daemons run under: %s (time limits x%g)", w, g_slow);
+}
 
 void dmn_sleep(double s)
 {
@@ -74,6 +113,7 @@ static void abs_dir(char *out, size_t len, const char *var, const char *cwd)
 void dmn_init(void)
 {
     signal(SIGPIPE, SIG_IGN);
+    read_wrapper();
     char cwd[2048];
     if (!getcwd(cwd, sizeof cwd))
         tap_bail("getcwd: %s", strerror(errno));
@@ -93,6 +133,11 @@ void dmn_init(void)
     if (fd < 0)
         tap_bail("creating %s: %s", g_conf, strerror(errno));
     close(fd);
+}
+
+double dmn_slowdown(void)
+{
+    return g_slow;
 }
 
 const char *dmn_tmpdir(void)
@@ -197,7 +242,7 @@ int dmn_bind(const char *path, int type, int backlog)
 static int add_args(const char **argv, int a, const char *const *list, const char *who)
 {
     for (int i = 0; list && list[i]; i++) {
-        if (a >= MAX_ARGS - 1)
+        if (a >= MAX_ARGS + MAX_WRAP - 1)
             tap_bail("%s: too many arguments", who);
         argv[a++] = list[i];
     }
@@ -211,8 +256,13 @@ static int add_args(const char **argv, int a, const char *const *list, const cha
 static int launch(dmn *d, const char *const *head, const char *const *tail,
                   dmn_child_fn *child, void *arg)
 {
-    const char *argv[MAX_ARGS] = { g_gsortd };
-    int a = add_args(argv, 1, head, d->name);
+    const char *argv[MAX_ARGS + MAX_WRAP] = { NULL };
+    int a = 0;
+    for (; g_wrap[a]; a++)
+        argv[a] = g_wrap[a];
+    const char *prog = a ? argv[0] : g_gsortd;
+    argv[a++] = g_gsortd;
+    a = add_args(argv, a, head, d->name);
     a = add_args(argv, a, tail, d->name);
     argv[a] = NULL;
     fflush(stdout);
@@ -233,8 +283,8 @@ static int launch(dmn *d, const char *const *head, const char *const *tail,
         unsetenv("LISTEN_FDNAMES");
         if (child && child(arg) != 0)
             _exit(126);
-        execv(g_gsortd, (char *const *)argv);
-        fprintf(stderr, "exec %s: %s\n", g_gsortd, strerror(errno));
+        execvp(prog, (char *const *)argv);
+        fprintf(stderr, "exec %s: %s\n", prog, strerror(errno));
         _exit(127);
     }
     d->pid = pid;
@@ -271,8 +321,8 @@ int dmn_spawn(dmn *d, const char *name, const char *sock, const char *const *ext
 
 int dmn_wait_ready(dmn *d)
 {
-    double t0 = sc_now_s();
-    while (sc_now_s() - t0 < START_TIMEOUT_S) {
+    double t0 = sc_now_s(), limit = START_TIMEOUT_S * g_slow;
+    while (sc_now_s() - t0 < limit) {
         if (dmn_exited(d)) {
             tap_diag("%s exited during start-up (status 0x%x)", d->name, d->status);
             dmn_dump_log(d, 40);
@@ -285,7 +335,7 @@ int dmn_wait_ready(dmn *d)
         }
         dmn_sleep(0.05);
     }
-    tap_diag("%s did not accept connections within %.0f s", d->name, START_TIMEOUT_S);
+    tap_diag("%s did not accept connections within %.0f s", d->name, limit);
     dmn_dump_log(d, 40);
     return -1;
 }
@@ -299,6 +349,7 @@ int dmn_start(dmn *d, const char *name, const char *sock, const char *const *ext
 
 int dmn_stop(dmn *d, int sig, double timeout)
 {
+    timeout *= g_slow;
     if (d->pid > 0) {
         if (sig)
             kill(d->pid, sig);

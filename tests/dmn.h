@@ -72,6 +72,10 @@ int dmn_connectable(const char *path);
  * that is > 0; close-on-exec. Bails out (TAP) when it cannot. Closed before
  * it listens, it leaves the stale socket file a killed daemon leaves. */
 int dmn_bind(const char *path, int type, int backlog);
+/* What time limits are multiplied by: GSORT_TEST_SLOWDOWN, default 20
+ * when GSORT_TEST_WRAPPER runs the daemons under a tool (Valgrind), else 1.
+ * Tests scale their own reply timeouts by it. */
+double dmn_slowdown(void);
 /* Sleep `s` seconds, signals notwithstanding. */
 void dmn_sleep(double s);
 

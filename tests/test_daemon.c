@@ -53,7 +53,7 @@ static gs_client *conn(const dmn *d)
         tap_diag("connect to %s: %s", d->name, err.msg);
         return NULL;
     }
-    gs_client_set_timeout(c, REPLY_TIMEOUT_S);
+    gs_client_set_timeout(c, REPLY_TIMEOUT_S * dmn_slowdown());
     return c;
 }
 
@@ -258,7 +258,8 @@ static void rt_run(rt *r, gs_client *c)
             return;
         unsigned char *base = shm.ptr;
         memset(base, 0xEE, shm.size);
-        memcpy(base + koff, r->c.req.keys, kb);
+        if (kb)   /* n = 0: no key array (NULL), and memcpy(.., NULL, 0) is undefined */
+            memcpy(base + koff, r->c.req.keys, kb);
         if (vb)
             memcpy(base + voff, r->c.req.values, vb);   /* idx: garbage in, overwritten */
         s.keys = base + koff;
@@ -266,7 +267,8 @@ static void rt_run(rt *r, gs_client *c)
         s.shm = &shm;
         r->rc = gs_client_sort_run(c, &s, &r->res, &r->err);
         if (!r->rc) {
-            memcpy(r->c.req.keys, base + koff, kb);
+            if (kb)
+                memcpy(r->c.req.keys, base + koff, kb);
             if (vb)
                 memcpy(r->c.req.values, base + voff, vb);
             for (size_t i = koff + kb; i < shm.size; i++)

@@ -140,8 +140,10 @@ int gsc_chunks_gather(gsc_chunks *c, size_t extra, int want_shared, gsc_buf *out
     gsc_chunk *k = c->head;
     while (k) {
         gsc_chunk *nx = k->next;
-        memcpy(p, k->data, k->len);
-        p += k->len;
+        if (k->len) {   /* empty input: p is NULL, and memcpy(NULL, .., 0) is undefined */
+            memcpy(p, k->data, k->len);
+            p += k->len;
+        }
         free(k);
         k = nx;
     }

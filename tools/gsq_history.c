@@ -234,7 +234,7 @@ int gsq_history(gsq_cmd_opts *c, gs_db *db, gs_err *err)
         if ((rc = gs_dbq_plan(db, &f, hist_plan, &h, err)) == GS_ENOMEM)
             rc = gsq_cmd_oom(err);
     }
-    if (!rc)
+    if (!rc && h.nrows > 1)   /* no rows: h.rows is NULL, undefined for qsort */
         qsort(h.rows, h.nrows, sizeof *h.rows, hrow_cmp);
     if (!rc)
         rc = c->fmt == GSQ_TABLE ? history_table(c, &h, err) : history_long(c, &h, err);

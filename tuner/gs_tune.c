@@ -1052,7 +1052,8 @@ static int tune_algo_group(tctx *T, astate *A, int kc, gs_payload pl, int bucket
         cand[ncand++] = A->prev[ki][pl];
     if (A->has_defaults)
         cand[ncand++] = A->defaults_code;
-    qsort(A->pool, A->npool, sizeof *A->pool, cmp_pool);
+    if (A->npool > 1)   /* an algorithm without parameters has no pool (NULL) */
+        qsort(A->pool, A->npool, sizeof *A->pool, cmp_pool);
     for (size_t i = 0; i < A->npool; i++)
         cand[ncand++] = A->pool[i].code;
     for (uint64_t k = 0; A->exhaustive && k < A->sp.total; k++)
