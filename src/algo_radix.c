@@ -309,7 +309,7 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
         (rc = gs_clrun_buffer(&r.cr, radix * nblk * 4, "block sums", &r.bsum, err)) ||
         (rc = gs_clrun_buffer(&r.cr, (size_t)npos * radix * 4, "histogram", &r.ghist, err)))
         goto out;
-    r.hghist = malloc((size_t)npos * radix * 4);
+    r.hghist = calloc((size_t)npos * radix, 4);   /* zeros: the histogram's initial value */
     if (!r.hghist) {
         rc = gs_err_set(err, GS_ENOMEM, "radix: out of memory");
         goto out;
@@ -320,15 +320,20 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
 
     /* the global histogram of every digit position: the only read-back */
     cl_command_queue q = dev->queue;
-    const cl_uint zero = 0, un = (cl_uint)n;
+    const cl_uint un = (cl_uint)n;
     const cl_uint kind = req->dtype == GS_DT_F32 || req->dtype == GS_DT_F64 ? 2
                          : req->dtype == GS_DT_I32 || req->dtype == GS_DT_I64 ? 1 : 0;
     const cl_uint desc = req->descending ? 1 : 0;
-    cl_int crc = clEnqueueFillBuffer(q, r.ghist, &zero, sizeof zero, 0, (size_t)npos * radix * 4,
-                                     0, NULL, &r.fill_ev);
+    /* Zeroed by a write of the (at most 8 KiB) zeroed host copy, not by
+     * clEnqueueFillBuffer: Oclgrind 21.10 leaves filled memory marked
+     * uninitialized, so every atomic_add into it was reported (see
+     * docs/reliability/oclgrind.md). In-order queue: the write is done
+     * before the read-back below reuses hghist. */
+    cl_int crc = clEnqueueWriteBuffer(q, r.ghist, CL_FALSE, 0, (size_t)npos * radix * 4, r.hghist,
+                                      0, NULL, &r.fill_ev);
     if (crc != CL_SUCCESS) {
         r.fill_ev = NULL;
-        rc = gs_cl_fail(err, "clEnqueueFillBuffer", crc, "radix: histogram");
+        rc = gs_cl_fail(err, "clEnqueueWriteBuffer", crc, "radix: histogram");
         goto out;
     }
     {

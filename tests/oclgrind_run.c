@@ -1,0 +1,193 @@
+/* Driver for tests/oclgrind.test: runs every device algorithm (radix,
+ * mergepath, shellsort) through gs_sort_run on small arrays, so that every
+ * __kernel of the kernels/ sources is launched while Oclgrind watches for data races,
+ * uninitialized values, out-of-bounds accesses and API misuse. Each sort is
+ * also checked against the host reference of tests/sortcheck.c (a kernel
+ * that Oclgrind finds nothing wrong with must still sort). Emits TAP: one
+ * line per (algorithm, parameter set). Arguments name the algorithms to run
+ * (default: all three); "canary" instead runs a deliberately racy kernel
+ * that reads uninitialized local memory, so the test can prove its log scan
+ * catches Oclgrind's reports. Uses no program cache (ctx.pc NULL): every
+ * program is built by the device Oclgrind simulates. */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gs_algos.h"
+#include "gs_dev.h"
+#include "gs_err.h"
+#include "gs_sort.h"
+#include "sortcheck.h"
+#include "tap.h"
+
+/* Small sizes only: Oclgrind interprets every work-item. 1000 is above one
+ * tile for the small parameter sets, so multi-tile paths run too. */
+static const size_t sizes[] = { 0, 1, 7, 100, 1000 };
+#define NSIZES (sizeof sizes / sizeof sizes[0])
+static const gs_dtype dtypes[] = { GS_DT_U32, GS_DT_F32, GS_DT_U64, GS_DT_I64 };
+#define NDTYPES (sizeof dtypes / sizeof dtypes[0])
+static const gs_payload payloads[] = { GS_PL_NONE, GS_PL_U32, GS_PL_IDX32 };
+#define NPAYLOADS (sizeof payloads / sizeof payloads[0])
+
+/* One parameter set (name=value pairs) and how many sorts to run with it.
+ * Oclgrind with every check costs about 0.1 s per kernel launch here (a
+ * radix sort of u32 keys in 4-bit digits: 41 launches, about 4 s), so each
+ * set runs a short rotation rather than a matrix: case i takes dtype i % 4,
+ * payload i % 3, order i % 2 and n from {0, 1, 7, 100, 1000} in turn. The
+ * sets are chosen for kernel coverage, not the device defaults. */
+typedef struct pset {
+    const char *algo;
+    const char *params;
+    unsigned cases;
+} pset;
+
+static const pset psets[] = {
+    /* radix: one 4-bit sub-digit with wg 64 (block scans with SEG = 2 and
+     * padding); 8-bit digits in two 4-bit sub-digits with a tile of 16 (n =
+     * 100: 7 tiles); 3-bit digits (11 positions > 8: the plain-atomics
+     * histogram path) */
+    { "radix", "radix_bits=4,wg_size=64,elems_per_thread=4", 6 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 4 },
+    { "radix", "radix_bits=3,wg_size=16,elems_per_thread=3", 2 },
+    /* mergepath: a mid-size tile; odd size_i and tile; size_i 1 with a
+     * 16-element tile (many global merge levels) */
+    { "mergepath", "size_i=4,wg_size=32,elems_per_thread=4", 6 },
+    { "mergepath", "size_i=3,wg_size=16,elems_per_thread=5", 4 },
+    { "mergepath", "size_i=1,wg_size=16,elems_per_thread=1", 4 },
+    /* shellsort: slices and merge rounds; one insertion sort per subset (no
+     * merge rounds); many short slices (merge rounds in every phase) */
+    { "shellsort", "threads_per_subset=64,min_elems_per_thread=8,wg_size=32", 6 },
+    { "shellsort", "threads_per_subset=1,min_elems_per_thread=1,wg_size=16", 4 },
+    { "shellsort", "threads_per_subset=16,min_elems_per_thread=2,wg_size=16", 4 },
+};
+#define NPSETS (sizeof psets / sizeof psets[0])
+
+/* Distributions by case number: random data, and the shapes that take other
+ * kernel paths (all keys equal: radix skips every pass; few distinct keys;
+ * presorted; float specials). */
+static int pick_dist(gs_dtype t, unsigned i)
+{
+    static const int cyc[] = { SC_RANDOM, SC_FEW16, SC_EQUAL, SC_REVERSED, SC_FSPECIAL,
+                               SC_SORTED };
+    int d = cyc[i % (sizeof cyc / sizeof cyc[0])];
+    if (d == SC_FSPECIAL && t != GS_DT_F32 && t != GS_DT_F64)
+        d = SC_SAWTOOTH;
+    return d;
+}
+
+static void run_pset(gs_sort_ctx *ctx, const pset *ps)
+{
+    const gs_algo *a = gs_algo_find(ps->algo);
+    if (!a) {
+        tap_ok(0, "%s: no such algorithm", ps->algo);
+        return;
+    }
+    gs_params p;
+    gs_err err;
+    gs_err_clear(&err);
+    if (gs_params_parse(ps->params, &p, &err) < 0) {
+        tap_ok(0, "%s %s: %s", a->name, ps->params, err.msg);
+        return;
+    }
+    char pdesc[160];
+    gs_params_format(&p, pdesc, sizeof pdesc);
+
+    unsigned ncase = 0, nfail = 0;
+    char why[4400];
+    for (unsigned i = 0; i < ps->cases; i++) {
+        const gs_dtype t = dtypes[i % NDTYPES];
+        const gs_payload pl = payloads[i % NPAYLOADS];
+        const int desc = (int)(i / 2 % 2);
+        const size_t n = sizes[(i + 3) % NSIZES];   /* 100, 1000, 0, 1, 7, ... */
+        int dist = pick_dist(t, i);
+        sc_case c;
+        if (sc_case_init(&c, t, pl, desc, n, dist, UINT64_C(0x0c19d) + i) < 0)
+            tap_bail("out of memory");
+        ncase++;
+        gs_err_clear(&err);
+        gs_sort_stats st;
+        int rc = gs_sort_run(a, ctx, &c.req, &p, &st, &err);
+        const char *what = NULL;
+        if (rc < 0) {
+            snprintf(why, sizeof why, "%s: %s", gs_strerror(rc), err.msg);
+            what = why;
+        } else if (!sc_case_verify(&c, a->stable, why, sizeof why)) {
+            what = why;
+        }
+        if (what && nfail++ < 5)
+            tap_diag("%s %s: %s/%s %s n=%zu %s: %s", a->name, pdesc, gs_dtype_name(t),
+                     gs_payload_name(pl), desc ? "desc" : "asc", n, sc_dist_name(dist), what);
+        sc_case_free(&c);
+    }
+    tap_ok(nfail == 0 && ncase > 0, "%s %s: %u sorts on Oclgrind match the host reference "
+           "(%u wrong)", a->name, pdesc, ncase, nfail);
+}
+
+/* A kernel with a local-memory race (every work-item writes s[0]) and a read
+ * of a local slot nobody wrote: Oclgrind with --data-races --uninitialized
+ * must report both. Checks nothing itself; the test scans the log. */
+static void run_canary(gs_dev *dev)
+{
+    static const char src[] =
+        "__kernel void canary(__global uint *out)\n"
+        "{\n"
+        "    __local uint s[64];\n"
+        "    const uint l = get_local_id(0);\n"
+        "    s[0] = l;\n"
+        "    barrier(CLK_LOCAL_MEM_FENCE);\n"
+        "    out[get_global_id(0)] = s[0] + s[l + 1];\n"
+        "}\n";
+    gs_err err;
+    gs_err_clear(&err);
+    cl_program prog;
+    if (gs_prog_get_text(dev, NULL, "canary", src, "", &prog, NULL, &err) < 0)
+        tap_bail("canary build: %s", err.msg);
+    cl_int crc;
+    cl_kernel k = clCreateKernel(prog, "canary", &crc);
+    cl_mem out = clCreateBuffer(dev->ctx, CL_MEM_READ_WRITE, 16 * sizeof(cl_uint), NULL, &crc);
+    if (!k || !out)
+        tap_bail("canary: kernel or buffer: %d", crc);
+    clSetKernelArg(k, 0, sizeof out, &out);
+    size_t g = 16, l = 16;
+    crc = clEnqueueNDRangeKernel(dev->queue, k, 1, NULL, &g, &l, 0, NULL, NULL);
+    if (crc == CL_SUCCESS)
+        crc = clFinish(dev->queue);
+    tap_ok(crc == CL_SUCCESS, "canary kernel ran (%d)", crc);
+    clReleaseMemObject(out);
+    clReleaseKernel(k);
+}
+
+int main(int argc, char **argv)
+{
+    gs_dev *devs = NULL;
+    size_t ndev = 0;
+    gs_dev *dev = sc_test_device(&devs, &ndev, "oclgrind");
+    /* Under oclgrind the only platform is Oclgrind's (it replaces the ICD
+     * loader): a run on any other device would check nothing. */
+    if (!tap_ok(strstr(dev->info.platform, "Oclgrind") != NULL,
+                "device is the Oclgrind simulator (%s: %s)", dev->info.name,
+                dev->info.platform))
+        tap_bail("not running under oclgrind");
+    gs_sort_ctx ctx = { dev, NULL };
+
+    if (argc > 1 && !strcmp(argv[1], "canary")) {
+        run_canary(dev);
+    } else {
+        for (size_t i = 0; i < NPSETS; i++) {
+            int want = argc <= 1;
+            for (int j = 1; j < argc; j++)
+                if (!strcmp(argv[j], psets[i].algo))
+                    want = 1;
+            if (want) {
+                double t0 = sc_now_s();
+                run_pset(&ctx, &psets[i]);
+                tap_diag("%.1f s", sc_now_s() - t0);
+            }
+        }
+    }
+    gs_dev_free_list(devs, ndev);
+    return tap_done();
+}
