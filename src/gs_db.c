@@ -38,10 +38,25 @@ static int code_of(int rc)
 }
 
 /* "PATH: WHAT: sqlite's message" with a code from sqlite's result. */
+/* The operating system's reason behind SQLite's last error ("; No space
+ * left on device"), or "" when SQLite kept none: a full disk or a
+ * read-only file system then says so instead of only "disk I/O error". */
+static const char *os_reason(gs_db *db, char *buf, size_t len)
+{
+    int e = db->h ? sqlite3_system_errno(db->h) : 0;
+    if (e)
+        snprintf(buf, len, "; %s", strerror(e));
+    else if (len)
+        buf[0] = '\0';
+    return buf;
+}
+
 static int fail(gs_db *db, int rc, gs_err *err, const char *what)
 {
-    return gs_err_set(err, code_of(rc), "database %s: %s: %s", db->path, what,
-                      db->h ? sqlite3_errmsg(db->h) : sqlite3_errstr(rc));
+    char why[128];
+    return gs_err_set(err, code_of(rc), "database %s: %s: %s%s", db->path, what,
+                      db->h ? sqlite3_errmsg(db->h) : sqlite3_errstr(rc),
+                      os_reason(db, why, sizeof why));
 }
 
 static int exec(gs_db *db, const char *sql, gs_err *err)
@@ -146,8 +161,10 @@ int gs_db_open(gs_db **out, const char *path, int flags, gs_err *err)
                              ro ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
                              NULL);
     if (rc != SQLITE_OK) {
-        rc = gs_err_set(err, GS_EIO, "database %s: cannot open: %s", path,
-                        db->h ? sqlite3_errmsg(db->h) : sqlite3_errstr(rc));
+        char why[128];
+        rc = gs_err_set(err, GS_EIO, "database %s: cannot open: %s%s", path,
+                        db->h ? sqlite3_errmsg(db->h) : sqlite3_errstr(rc),
+                        os_reason(db, why, sizeof why));
         gs_db_close(db);
         return rc;
     }
@@ -168,7 +185,13 @@ int gs_db_open(gs_db **out, const char *path, int flags, gs_err *err)
         sqlite3_finalize(st);
     }
     int latest = gs_db_latest_version();
-    if (rc != SQLITE_OK) {
+    if (rc != SQLITE_OK && ((rc & 0xff) == SQLITE_CANTOPEN || (rc & 0xff) == SQLITE_IOERR ||
+                            (rc & 0xff) == SQLITE_FULL || (rc & 0xff) == SQLITE_READONLY)) {
+        /* The file may be fine: the system refused to read it. */
+        char why[128];
+        rc = gs_err_set(err, GS_EIO, "database %s: cannot read it (%s%s)", path,
+                        sqlite3_errmsg(db->h), os_reason(db, why, sizeof why));
+    } else if (rc != SQLITE_OK) {
         rc = gs_err_set(err, code_of(rc), "database %s: unreadable (%s): not a gsortd tuning database, or damaged",
                         path, sqlite3_errmsg(db->h));
     } else if (v < 0) {
