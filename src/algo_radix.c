@@ -327,7 +327,7 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     /* Zeroed by a write of the (at most 8 KiB) zeroed host copy, not by
      * clEnqueueFillBuffer: Oclgrind 21.10 leaves filled memory marked
      * uninitialized, so every atomic_add into it was reported (see
-     * docs/reliability/oclgrind.md). In-order queue: the write is done
+     * docs/RELIABILITY.md). In-order queue: the write is done
      * before the read-back below reuses hghist. */
     cl_int crc = clEnqueueWriteBuffer(q, r.ghist, CL_FALSE, 0, (size_t)npos * radix * 4, r.hghist,
                                       0, NULL, &r.fill_ev);
