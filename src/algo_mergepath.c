@@ -30,10 +30,7 @@ enum { P_SIZE_I = 0, P_WG, P_EPT, P_COUNT };
 
 static long max_wg(const gs_dev_info *info)
 {
-    long m = MP_MAX_WG;
-    if (info && info->max_wg_size && (long)info->max_wg_size < m)
-        m = (long)info->max_wg_size;
-    return m;
+    return gs_max_wg(info, MP_MAX_WG);
 }
 
 /* Local memory of the tile-sort and merge kernels: a tile of keys plus, with
@@ -53,18 +50,12 @@ static const long ladder[] = { 1, 2, 3, 4, 5, 7, 8, 11, 12, 15, 16, 20, 23, 24, 
 static size_t values_size_i(const gs_dev_info *info, long *out, size_t cap)
 {
     (void)info;
-    size_t n = 0;
-    for (size_t i = 0; i < NLADDER && n < cap; i++)
-        out[n++] = ladder[i];
-    return n;
+    return gs_values_list(ladder, NLADDER, out, cap);
 }
 
 static size_t values_wg(const gs_dev_info *info, long *out, size_t cap)
 {
-    size_t n = 0;
-    for (long w = MP_MIN_WG; w <= max_wg(info) && n < cap; w *= 2)
-        out[n++] = w;
-    return n;
+    return gs_values_pow2(MP_MIN_WG, max_wg(info), out, cap);
 }
 
 /* Only values whose smallest tile (wg_size 16) fits the widest shape. */
@@ -122,13 +113,9 @@ static int mp_check(const gs_dev *dev, const gs_sort_req *req, const gs_params *
     int rc = get_params(p, v, err);
     if (rc)
         return rc;
-    if (!dev)
-        return gs_err_set(err, GS_EUNSUPPORTED, "mergepath: needs an OpenCL device");
+    if ((rc = gs_check_device_wg("mergepath", dev, v[P_WG], err)))
+        return rc;
     const gs_dev_info *in = &dev->info;
-    if ((uint64_t)v[P_WG] > (uint64_t)in->max_wg_size)
-        return gs_err_set(err, GS_EUNSUPPORTED,
-                          "mergepath: wg_size=%ld exceeds the device's max work-group size %zu",
-                          v[P_WG], in->max_wg_size);
     /* Without a request, check the widest shape (64-bit keys and values). */
     size_t ks = req ? gs_dtype_size(req->dtype) : 8;
     size_t vs = req ? gs_payload_size(req->payload) : 8;

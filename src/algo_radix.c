@@ -31,27 +31,19 @@ enum { P_BITS = 0, P_WG, P_EPT, P_COUNT };
 
 static size_t values_bits(const gs_dev_info *info, long *out, size_t cap)
 {
+    static const long bits[] = { 1, 2, 3, 4, 5, 6, 7, 8 };
     (void)info;
-    size_t n = 0;
-    for (long b = 1; b <= 8 && n < cap; b++)
-        out[n++] = b;
-    return n;
+    return gs_values_list(bits, sizeof bits / sizeof bits[0], out, cap);
 }
 
 static long max_wg(const gs_dev_info *info)
 {
-    long m = RADIX_MAX_WG;
-    if (info && info->max_wg_size && (long)info->max_wg_size < m)
-        m = (long)info->max_wg_size;
-    return m;
+    return gs_max_wg(info, RADIX_MAX_WG);
 }
 
 static size_t values_wg(const gs_dev_info *info, long *out, size_t cap)
 {
-    size_t n = 0;
-    for (long w = RADIX_MIN_WG; w <= max_wg(info) && n < cap; w *= 2)
-        out[n++] = w;
-    return n;
+    return gs_values_pow2(RADIX_MIN_WG, max_wg(info), out, cap);
 }
 
 /* Every value 1..32 runs; the list is a ladder so a tuner's grid stays
@@ -60,10 +52,7 @@ static size_t values_ept(const gs_dev_info *info, long *out, size_t cap)
 {
     static const long ladder[] = { 1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, 24, 28, 32 };
     (void)info;
-    size_t n = 0;
-    for (size_t i = 0; i < sizeof ladder / sizeof ladder[0] && n < cap; i++)
-        out[n++] = ladder[i];
-    return n;
+    return gs_values_list(ladder, sizeof ladder / sizeof ladder[0], out, cap);
 }
 
 static const gs_param_def radix_params[P_COUNT] = {
@@ -132,13 +121,9 @@ static int radix_check(const gs_dev *dev, const gs_sort_req *req, const gs_param
     int rc = get_params(p, v, err);
     if (rc)
         return rc;
-    if (!dev)
-        return gs_err_set(err, GS_EUNSUPPORTED, "radix: needs an OpenCL device");
+    if ((rc = gs_check_device_wg("radix", dev, v[P_WG], err)))
+        return rc;
     const gs_dev_info *in = &dev->info;
-    if ((uint64_t)v[P_WG] > (uint64_t)in->max_wg_size)
-        return gs_err_set(err, GS_EUNSUPPORTED,
-                          "radix: wg_size=%ld exceeds the device's max work-group size %zu",
-                          v[P_WG], in->max_wg_size);
     /* Without a request, check the widest shape (64-bit keys and values). */
     size_t ks = req ? gs_dtype_size(req->dtype) : 8;
     size_t vs = req ? gs_payload_size(req->payload) : 8;

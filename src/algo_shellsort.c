@@ -40,20 +40,14 @@ enum { P_TPS = 0, P_MEPT, P_WG, P_COUNT };
 static size_t values_tps(const gs_dev_info *info, long *out, size_t cap)
 {
     (void)info;
-    size_t n = 0;
-    for (long t = 1; t <= SHELL_MAX_TPS && n < cap; t *= 2)
-        out[n++] = t;
-    return n;
+    return gs_values_pow2(1, SHELL_MAX_TPS, out, cap);
 }
 
 static size_t values_mept(const gs_dev_info *info, long *out, size_t cap)
 {
     static const long ladder[] = { 1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32, 64, 128, 256, 1024, 4096 };
     (void)info;
-    size_t n = 0;
-    for (size_t i = 0; i < sizeof ladder / sizeof ladder[0] && n < cap; i++)
-        out[n++] = ladder[i];
-    return n;
+    return gs_values_list(ladder, sizeof ladder / sizeof ladder[0], out, cap);
 }
 
 static long max_wg(const gs_dev_info *info)
@@ -63,10 +57,7 @@ static long max_wg(const gs_dev_info *info)
 
 static size_t values_wg(const gs_dev_info *info, long *out, size_t cap)
 {
-    size_t n = 0;
-    for (long w = SHELL_MIN_WG; w <= max_wg(info) && n < cap; w *= 2)
-        out[n++] = w;
-    return n;
+    return gs_values_pow2(SHELL_MIN_WG, max_wg(info), out, cap);
 }
 
 static const gs_param_def shell_params[P_COUNT] = {
@@ -107,13 +98,9 @@ static int shell_check(const gs_dev *dev, const gs_sort_req *req, const gs_param
     int rc = get_params(p, v, err);
     if (rc)
         return rc;
-    if (!dev)
-        return gs_err_set(err, GS_EUNSUPPORTED, "shellsort: needs an OpenCL device");
+    if ((rc = gs_check_device_wg("shellsort", dev, v[P_WG], err)))
+        return rc;
     const gs_dev_info *in = &dev->info;
-    if ((uint64_t)v[P_WG] > (uint64_t)in->max_wg_size)
-        return gs_err_set(err, GS_EUNSUPPORTED,
-                          "shellsort: wg_size=%ld exceeds the device's max work-group size "
-                          "(CL_DEVICE_MAX_WORK_GROUP_SIZE) %zu", v[P_WG], in->max_wg_size);
     if (!req)
         return 0;
     uint64_t n = req->n;

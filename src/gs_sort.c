@@ -1,8 +1,9 @@
 /* The sort front end every caller goes through: request validation, the
- * parameter checks algorithms share, the algorithm registry and
- * gs_sort_run, which checks, times and runs an algorithm and puts NaN bit patterns back afterwards. Algorithms get the
- * raw keys and do the order-preserving encoding themselves (device
- * algorithms on the device).
+ * parameter checks and value lists algorithms share, the algorithm
+ * registry and gs_sort_run, which checks, times and runs an algorithm and
+ * puts NaN bit patterns back afterwards. Algorithms get the raw keys and do
+ * the order-preserving encoding themselves (device algorithms on the
+ * device).
  *
  * NaN caveat for unstable algorithms: the exact NaN patterns are written
  * back into the NaN block in input order. A stable algorithm keeps NaNs in
@@ -95,6 +96,40 @@ int gs_params_take(const char *algo, const gs_param_def *defs, size_t ndefs,
             return gs_err_set(err, GS_EUNSUPPORTED, "%s: missing parameter '%s'", algo,
                               defs[j].name);
     return 0;
+}
+
+int gs_check_device_wg(const char *algo, const gs_dev *dev, long wg, gs_err *err)
+{
+    if (!dev)
+        return gs_err_set(err, GS_EUNSUPPORTED, "%s: needs an OpenCL device", algo);
+    if ((uint64_t)wg > (uint64_t)dev->info.max_wg_size)
+        return gs_err_set(err, GS_EUNSUPPORTED,
+                          "%s: wg_size=%ld exceeds the device's max work-group size "
+                          "(CL_DEVICE_MAX_WORK_GROUP_SIZE) %zu", algo, wg, dev->info.max_wg_size);
+    return 0;
+}
+
+size_t gs_values_pow2(long lo, long hi, long *out, size_t cap)
+{
+    size_t n = 0;
+    for (long w = lo; w <= hi && n < cap; w *= 2)
+        out[n++] = w;
+    return n;
+}
+
+size_t gs_values_list(const long *list, size_t nlist, long *out, size_t cap)
+{
+    size_t n = 0;
+    for (; n < nlist && n < cap; n++)
+        out[n] = list[n];
+    return n;
+}
+
+long gs_max_wg(const gs_dev_info *info, long cap)
+{
+    if (info && info->max_wg_size && (long)info->max_wg_size < cap)
+        return (long)info->max_wg_size;
+    return cap;
 }
 
 int gs_check_buffers(const char *algo, const gs_dev_info *in, uint64_t n, size_t ks,

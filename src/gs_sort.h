@@ -93,6 +93,18 @@ int gs_check_buffers(const char *algo, const gs_dev_info *in, uint64_t n, size_t
 int gs_check_global_mem(const char *algo, const gs_dev_info *in, uint64_t n, uint64_t total,
                         const char *what, gs_err *err);
 
+/* For device algorithms' check(): GS_EUNSUPPORTED when there is no device
+ * (dev NULL: the host) or wg_size exceeds CL_DEVICE_MAX_WORK_GROUP_SIZE. */
+int gs_check_device_wg(const char *algo, const gs_dev *dev, long wg, gs_err *err);
+
+/* For gs_param_def.values: the powers of two lo, 2*lo, ... up to hi; and
+ * the entries of a fixed ladder. Both stop at cap and return the count. */
+size_t gs_values_pow2(long lo, long hi, long *out, size_t cap);
+size_t gs_values_list(const long *list, size_t nlist, long *out, size_t cap);
+/* The largest work-group an algorithm may use: `cap`, lowered to the
+ * device's limit (info NULL: cap). */
+long gs_max_wg(const gs_dev_info *info, long cap);
+
 /* Registry. */
 size_t gs_algo_count(void);
 const gs_algo *gs_algo_at(size_t i);

@@ -856,6 +856,16 @@ int sc_case_verify(const sc_case *c, int stable, char *why, size_t whylen)
 
 /* ---- the matrix ---- */
 
+void sc_expect_reject(const gs_algo *a, const gs_dev *dev, const gs_sort_req *req,
+                      const gs_params *p, int code, const char *needle, const char *what)
+{
+    gs_err err;
+    gs_err_clear(&err);
+    int rc = a->check(dev, req, p, &err);
+    tap_ok(rc == code && strstr(err.msg, needle) != NULL, "check rejects %s: %s (%s)", what,
+           gs_strerror(rc), err.msg);
+}
+
 double sc_now_s(void)
 {
     struct timespec ts;

@@ -59,6 +59,11 @@ int sc_run_matrix(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p,
  * The list is returned in *devs / *ndev for gs_dev_free_list. */
 gs_dev *sc_test_device(gs_dev **devs, size_t *ndev, const char *who);
 
+/* One TAP check: a->check() refuses (dev, req, p) with `code` and a
+ * message containing `needle`; `what` describes the case. */
+void sc_expect_reject(const gs_algo *a, const gs_dev *dev, const gs_sort_req *req,
+                      const gs_params *p, int code, const char *needle, const char *what);
+
 /* Monotonic seconds, for the tests' timing diagnostics. */
 double sc_now_s(void);
 

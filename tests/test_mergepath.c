@@ -48,16 +48,6 @@ static int accepts_all(const gs_dev *dev, const gs_params *p, size_t n, gs_err *
 
 /* ---- check(): rejections before launch ---- */
 
-static void expect_reject(const gs_dev *dev, const gs_sort_req *req, const gs_params *p,
-                          int code, const char *needle, const char *what)
-{
-    gs_err err;
-    gs_err_clear(&err);
-    int rc = A->check(dev, req, p, &err);
-    tap_ok(rc == code && strstr(err.msg, needle) != NULL, "check rejects %s: %s (%s)", what,
-           gs_strerror(rc), err.msg);
-}
-
 static void test_check(gs_dev *dev)
 {
     const gs_dev_info *in = &dev->info;
@@ -72,35 +62,36 @@ static void test_check(gs_dev *dev)
            "defaults pass check for every dtype and payload (%s)", err.msg);
 
     set3(&p, 0, 64, 4);
-    expect_reject(dev, &req, &p, GS_EUNSUPPORTED, "size_i=0", "size_i=0");
+    sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "size_i=0", "size_i=0");
     set3(&p, 33, 64, 4);
-    expect_reject(dev, &req, &p, GS_EUNSUPPORTED, "size_i=33", "size_i=33");
+    sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "size_i=33", "size_i=33");
     set3(&p, 32, 16, 1);
-    expect_reject(dev, &req, &p, GS_EUNSUPPORTED, "exceeds the tile",
-                  "size_i=32 above a 16-element tile");
+    sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "exceeds the tile",
+                     "size_i=32 above a 16-element tile");
     long big = (long)(in->max_wg_size > 1024 ? in->max_wg_size : 1024) * 2;
     set3(&p, 4, big, 1);
-    expect_reject(dev, &req, &p, GS_EUNSUPPORTED, "wg_size", "wg_size above the maximum");
+    sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "wg_size", "wg_size above the maximum");
     set3(&p, 4, 8, 4);
-    expect_reject(dev, &req, &p, GS_EUNSUPPORTED, "wg_size=8", "wg_size=8 (below 16)");
+    sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "wg_size=8", "wg_size=8 (below 16)");
     set3(&p, 4, 64, 0);
-    expect_reject(dev, &req, &p, GS_EUNSUPPORTED, "elems_per_thread=0", "elems_per_thread=0");
+    sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "elems_per_thread=0", "elems_per_thread=0");
     set3(&p, 4, 64, 33);
-    expect_reject(dev, &req, &p, GS_EUNSUPPORTED, "elems_per_thread=33", "elems_per_thread=33");
+    sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "elems_per_thread=33",
+                     "elems_per_thread=33");
     set3(&p, 4, 64, -5);
-    expect_reject(dev, &req, &p, GS_EUNSUPPORTED, "elems_per_thread=-5",
-                  "negative elems_per_thread");
+    sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "elems_per_thread=-5",
+                     "negative elems_per_thread");
     gs_params_clear(&p);
     gs_params_set(&p, "size_i", 4);
     gs_params_set(&p, "wg_size", 64);
-    expect_reject(dev, &req, &p, GS_EUNSUPPORTED, "missing parameter 'elems_per_thread'",
-                  "a missing parameter");
+    sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "missing parameter 'elems_per_thread'",
+                     "a missing parameter");
     set3(&p, 4, 64, 4);
     gs_params_set(&p, "radix_bits", 4);
-    expect_reject(dev, &req, &p, GS_EUNSUPPORTED, "unknown parameter 'radix_bits'",
-                  "an unknown parameter");
+    sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "unknown parameter 'radix_bits'",
+                     "an unknown parameter");
     set3(&p, 4, 64, 4);
-    expect_reject(NULL, &req, &p, GS_EUNSUPPORTED, "device", "no device");
+    sc_expect_reject(A, NULL, &req, &p, GS_EUNSUPPORTED, "device", "no device");
     set3(&p, 32, 1024, 32);
     gs_err_clear(&err);
     tap_ok(in->max_wg_size < 1024 || in->local_mem < 327680 || A->check(dev, NULL, &p, &err) == 0,
@@ -124,8 +115,8 @@ static void test_check(gs_dev *dev)
            "n = 2^28 too (%s)", buf, err.msg);
     gs_sort_req r64 = { .dtype = GS_DT_F64, .payload = GS_PL_U64, .n = 1000 };
     set3(&p, 8, 1024, 8);
-    expect_reject(&fake, &r64, &p, GS_EUNSUPPORTED, "local memory",
-                  "a 1024 x 8 tile of f64 keys + positions overflowing 48 KiB");
+    sc_expect_reject(A, &fake, &r64, &p, GS_EUNSUPPORTED, "local memory",
+                     "a 1024 x 8 tile of f64 keys + positions overflowing 48 KiB");
     gs_sort_req r32 = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = 1000 };
     set3(&p, 8, 1024, 8);
     gs_err_clear(&err);
@@ -146,29 +137,29 @@ static void test_check(gs_dev *dev)
     fake.info.max_alloc = 1 << 20;
     gs_sort_req rbig = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = 300000 };
     set3(&p, 4, 64, 4);
-    expect_reject(&fake, &rbig, &p, GS_ETOOBIG, "CL_DEVICE_MAX_MEM_ALLOC_SIZE",
-                  "n x 4 bytes above a 1 MiB max allocation");
+    sc_expect_reject(A, &fake, &rbig, &p, GS_ETOOBIG, "CL_DEVICE_MAX_MEM_ALLOC_SIZE",
+                     "n x 4 bytes above a 1 MiB max allocation");
     rbig.n = 200000;
     rbig.payload = GS_PL_IDX64;
-    expect_reject(&fake, &rbig, &p, GS_ETOOBIG, "CL_DEVICE_MAX_MEM_ALLOC_SIZE",
-                  "n x 8-byte indices above a 1 MiB max allocation");
+    sc_expect_reject(A, &fake, &rbig, &p, GS_ETOOBIG, "CL_DEVICE_MAX_MEM_ALLOC_SIZE",
+                     "n x 8-byte indices above a 1 MiB max allocation");
     fake = *dev;
     fake.info.global_mem = 4 << 20;
     rbig.n = 300000;
     rbig.payload = GS_PL_U32;
-    expect_reject(&fake, &rbig, &p, GS_ETOOBIG, "CL_DEVICE_GLOBAL_MEM_SIZE",
-                  "double-buffered keys and values above 4 MiB of global memory");
+    sc_expect_reject(A, &fake, &rbig, &p, GS_ETOOBIG, "CL_DEVICE_GLOBAL_MEM_SIZE",
+                     "double-buffered keys and values above 4 MiB of global memory");
     gs_sort_req rreal = { .dtype = GS_DT_U64, .payload = GS_PL_NONE,
                           .n = (size_t)(in->max_alloc / 8 + 1) };
-    expect_reject(dev, &rreal, &p, GS_ETOOBIG,
-                  rreal.n > UINT64_C(0xFFFF0000) ? "32-bit positions" : "max allocation",
-                  "n beyond this device's max_alloc");
+    sc_expect_reject(A, dev, &rreal, &p, GS_ETOOBIG,
+                     rreal.n > UINT64_C(0xFFFF0000) ? "32-bit positions" : "max allocation",
+                     "n beyond this device's max_alloc");
     rreal.dtype = GS_DT_U32;
     rreal.n = (size_t)UINT64_C(0x100000000);
     fake = *dev;
     fake.info.max_alloc = fake.info.global_mem = UINT64_C(1) << 40;
-    expect_reject(&fake, &rreal, &p, GS_ETOOBIG, "32-bit positions",
-                  "n = 2^32 (32-bit positions)");
+    sc_expect_reject(A, &fake, &rreal, &p, GS_ETOOBIG, "32-bit positions",
+                     "n = 2^32 (32-bit positions)");
 
     /* legal values come from the device limits */
     long vals[64];

@@ -21,6 +21,8 @@
 #include "sortcheck.h"
 #include "tap.h"
 
+static const gs_algo *const A = &gs_algo_radix;
+
 static void set3(gs_params *p, long bits, long wg, long ept)
 {
     gs_params_clear(p);
@@ -30,16 +32,6 @@ static void set3(gs_params *p, long bits, long wg, long ept)
 }
 
 /* ---- check(): rejections before launch ---- */
-
-static void expect_reject(const gs_dev *dev, const gs_sort_req *req, const gs_params *p,
-                          int code, const char *needle, const char *what)
-{
-    gs_err err;
-    gs_err_clear(&err);
-    int rc = gs_algo_radix.check(dev, req, p, &err);
-    tap_ok(rc == code && strstr(err.msg, needle) != NULL, "check rejects %s: %s (%s)", what,
-           gs_strerror(rc), err.msg);
-}
 
 static void test_check(gs_dev *dev)
 {
@@ -63,21 +55,21 @@ static void test_check(gs_dev *dev)
     tap_ok(ok, "defaults pass check for every dtype and payload (%s)", err.msg);
 
     set3(&p, 0, 64, 4);
-    expect_reject(dev, &req, &p, GS_EUNSUPPORTED, "radix_bits=0", "radix_bits=0");
+    sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "radix_bits=0", "radix_bits=0");
     set3(&p, 9, 64, 4);
-    expect_reject(dev, &req, &p, GS_EUNSUPPORTED, "radix_bits=9", "radix_bits=9");
+    sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "radix_bits=9", "radix_bits=9");
     long big = (long)(in->max_wg_size > 1024 ? in->max_wg_size : 1024) * 2;
     set3(&p, 8, big, 1);
-    expect_reject(dev, &req, &p, GS_EUNSUPPORTED, "wg_size", "wg_size above the maximum");
+    sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "wg_size", "wg_size above the maximum");
     set3(&p, 8, 48, 4);
-    expect_reject(dev, &req, &p, GS_EUNSUPPORTED, "power of two", "wg_size=48");
+    sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "power of two", "wg_size=48");
     set3(&p, 8, 8, 4);
-    expect_reject(dev, &req, &p, GS_EUNSUPPORTED, "wg_size=8", "wg_size=8 (below 16)");
+    sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "wg_size=8", "wg_size=8 (below 16)");
     set3(&p, 8, 64, 0);
-    expect_reject(dev, &req, &p, GS_EUNSUPPORTED, "elems_per_thread=0", "elems_per_thread=0");
+    sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "elems_per_thread=0", "elems_per_thread=0");
     set3(&p, 8, 64, 100000);
-    expect_reject(dev, &req, &p, GS_EUNSUPPORTED, "elems_per_thread=100000",
-                  "absurd elems_per_thread");
+    sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "elems_per_thread=100000",
+                     "absurd elems_per_thread");
     /* the largest tile: accepted where the device has the local memory
      * (PoCL: 1 MiB), refused with a reason where it has not (GPUs: 48 KiB) */
     set3(&p, 8, 1024, 32);
@@ -90,14 +82,14 @@ static void test_check(gs_dev *dev)
     gs_params_clear(&p);
     gs_params_set(&p, "radix_bits", 8);
     gs_params_set(&p, "wg_size", 64);
-    expect_reject(dev, &req, &p, GS_EUNSUPPORTED, "missing parameter 'elems_per_thread'",
-                  "a missing parameter");
+    sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "missing parameter 'elems_per_thread'",
+                     "a missing parameter");
     set3(&p, 8, 64, 4);
     gs_params_set(&p, "unroll", 2);
-    expect_reject(dev, &req, &p, GS_EUNSUPPORTED, "unknown parameter 'unroll'",
-                  "an unknown parameter");
+    sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "unknown parameter 'unroll'",
+                     "an unknown parameter");
     set3(&p, 8, 64, 4);
-    expect_reject(NULL, &req, &p, GS_EUNSUPPORTED, "device", "no device");
+    sc_expect_reject(A, NULL, &req, &p, GS_EUNSUPPORTED, "device", "no device");
 
     /* Limits from a made-up device: a GPU-like 48 KiB of local memory and
      * a small max allocation. */
@@ -106,8 +98,8 @@ static void test_check(gs_dev *dev)
     fake.info.max_wg_size = 1024;
     gs_sort_req r64 = { .dtype = GS_DT_F64, .payload = GS_PL_U64, .n = 1000 };
     set3(&p, 8, 1024, 32);
-    expect_reject(&fake, &r64, &p, GS_EUNSUPPORTED, "local memory",
-                  "a tile overflowing 48 KiB of local memory");
+    sc_expect_reject(A, &fake, &r64, &p, GS_EUNSUPPORTED, "local memory",
+                     "a tile overflowing 48 KiB of local memory");
     set3(&p, 8, 256, 12);
     gs_err_clear(&err);
     tap_ok(gs_algo_radix.check(&fake, &r64, &p, &err) == 0,
@@ -137,23 +129,24 @@ static void test_check(gs_dev *dev)
     fake.info.max_alloc = 1 << 20;
     gs_sort_req rbig = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = 300000 };
     set3(&p, 8, 64, 4);
-    expect_reject(&fake, &rbig, &p, GS_ETOOBIG, "CL_DEVICE_MAX_MEM_ALLOC_SIZE",
-                  "n x 4 bytes above a 1 MiB max allocation");
+    sc_expect_reject(A, &fake, &rbig, &p, GS_ETOOBIG, "CL_DEVICE_MAX_MEM_ALLOC_SIZE",
+                     "n x 4 bytes above a 1 MiB max allocation");
     rbig.n = 200000;
     rbig.payload = GS_PL_IDX64;
-    expect_reject(&fake, &rbig, &p, GS_ETOOBIG, "CL_DEVICE_MAX_MEM_ALLOC_SIZE",
-                  "n x 8-byte indices above a 1 MiB max allocation");
+    sc_expect_reject(A, &fake, &rbig, &p, GS_ETOOBIG, "CL_DEVICE_MAX_MEM_ALLOC_SIZE",
+                     "n x 8-byte indices above a 1 MiB max allocation");
     /* the real device's own limit, and the 32-bit offset limit */
     gs_sort_req rreal = { .dtype = GS_DT_U64, .payload = GS_PL_NONE,
                           .n = (size_t)(in->max_alloc / 8 + 1) };
-    expect_reject(dev, &rreal, &p, GS_ETOOBIG,
-                  rreal.n > UINT64_C(0xFFFF0000) ? "32-bit offsets" : "max allocation",
-                  "n beyond this device's max_alloc");
+    sc_expect_reject(A, dev, &rreal, &p, GS_ETOOBIG,
+                     rreal.n > UINT64_C(0xFFFF0000) ? "32-bit offsets" : "max allocation",
+                     "n beyond this device's max_alloc");
     rreal.dtype = GS_DT_U32;
     rreal.n = (size_t)UINT64_C(0x100000000);
     fake = *dev;
     fake.info.max_alloc = fake.info.global_mem = UINT64_C(1) << 40;
-    expect_reject(&fake, &rreal, &p, GS_ETOOBIG, "32-bit offsets", "n = 2^32 (32-bit offsets)");
+    sc_expect_reject(A, &fake, &rreal, &p, GS_ETOOBIG, "32-bit offsets",
+                     "n = 2^32 (32-bit offsets)");
 
     /* legal values come from the device limits */
     long vals[64];

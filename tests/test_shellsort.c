@@ -65,16 +65,6 @@ static gs_dev gpu_like(const gs_dev *dev)
 
 /* ---- check(): rejections before launch ---- */
 
-static void expect_reject(const gs_dev *dev, const gs_sort_req *req, const gs_params *p,
-                          int code, const char *needle, const char *what)
-{
-    gs_err err;
-    gs_err_clear(&err);
-    int rc = A->check(dev, req, p, &err);
-    tap_ok(rc == code && strstr(err.msg, needle) != NULL, "check rejects %s: %s (%s)", what,
-           gs_strerror(rc), err.msg);
-}
-
 static int defaults_pass_everywhere(const gs_dev *dev, gs_err *err)
 {
     gs_params d;
@@ -106,34 +96,35 @@ static void test_check(gs_dev *dev)
            "descriptor: unstable, device, the three named parameters, registered");
 
     set3(&p, 0, 4, 64);
-    expect_reject(dev, &req, &p, GS_EUNSUPPORTED, "threads_per_subset=0", "threads_per_subset=0");
+    sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "threads_per_subset=0",
+                     "threads_per_subset=0");
     set3(&p, 65537, 4, 64);
-    expect_reject(dev, &req, &p, GS_EUNSUPPORTED, "threads_per_subset=65537",
-                  "threads_per_subset above 65536");
+    sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "threads_per_subset=65537",
+                     "threads_per_subset above 65536");
     set3(&p, 64, 0, 64);
-    expect_reject(dev, &req, &p, GS_EUNSUPPORTED, "min_elems_per_thread=0",
-                  "min_elems_per_thread=0");
+    sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "min_elems_per_thread=0",
+                     "min_elems_per_thread=0");
     set3(&p, 64, 4097, 64);
-    expect_reject(dev, &req, &p, GS_EUNSUPPORTED, "min_elems_per_thread=4097",
-                  "min_elems_per_thread above 4096");
+    sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "min_elems_per_thread=4097",
+                     "min_elems_per_thread above 4096");
     set3(&p, 64, 4, 48);
-    expect_reject(dev, &req, &p, GS_EUNSUPPORTED, "power of two", "wg_size=48");
+    sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "power of two", "wg_size=48");
     set3(&p, 64, 4, 8);
-    expect_reject(dev, &req, &p, GS_EUNSUPPORTED, "wg_size=8", "wg_size=8 (below 16)");
+    sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "wg_size=8", "wg_size=8 (below 16)");
     set3(&p, 64, 4, (long)in->max_wg_size * 2);
-    expect_reject(dev, &req, &p, GS_EUNSUPPORTED, "CL_DEVICE_MAX_WORK_GROUP_SIZE",
-                  "wg_size above the device maximum");
+    sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "CL_DEVICE_MAX_WORK_GROUP_SIZE",
+                     "wg_size above the device maximum");
     gs_params_clear(&p);
     gs_params_set(&p, "threads_per_subset", 64);
     gs_params_set(&p, "wg_size", 64);
-    expect_reject(dev, &req, &p, GS_EUNSUPPORTED, "missing parameter 'min_elems_per_thread'",
-                  "a missing parameter");
+    sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "missing parameter 'min_elems_per_thread'",
+                     "a missing parameter");
     set3(&p, 64, 4, 64);
     gs_params_set(&p, "radix_bits", 8);
-    expect_reject(dev, &req, &p, GS_EUNSUPPORTED, "unknown parameter 'radix_bits'",
-                  "an unknown parameter");
+    sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "unknown parameter 'radix_bits'",
+                     "an unknown parameter");
     set3(&p, 64, 4, 64);
-    expect_reject(NULL, &req, &p, GS_EUNSUPPORTED, "device", "no device");
+    sc_expect_reject(A, NULL, &req, &p, GS_EUNSUPPORTED, "device", "no device");
     gs_err_clear(&err);
     tap_ok(A->check(dev, &req, NULL, &err) == GS_EUNSUPPORTED && err.msg[0],
            "check rejects a NULL parameter set (%s)", err.msg);
@@ -154,35 +145,36 @@ static void test_check(gs_dev *dev)
            "defaults shrink wg_size to 128 for a max-128 device (%s)", err.msg);
     gpu.info.max_wg_size = 1024;
     set3(&p, 64, 4, 2048);
-    expect_reject(&gpu, &req, &p, GS_EUNSUPPORTED, "max work-group size",
-                  "wg_size=2048 on a max-1024 device");
+    sc_expect_reject(A, &gpu, &req, &p, GS_EUNSUPPORTED, "max work-group size",
+                     "wg_size=2048 on a max-1024 device");
 
     /* Memory limits. */
     gs_dev fake = *dev;
     fake.info.max_alloc = 1 << 20;
     gs_sort_req rbig = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = 300000 };
     set3(&p, 64, 4, 64);
-    expect_reject(&fake, &rbig, &p, GS_ETOOBIG, "CL_DEVICE_MAX_MEM_ALLOC_SIZE",
-                  "n x 4 bytes above a 1 MiB max allocation");
+    sc_expect_reject(A, &fake, &rbig, &p, GS_ETOOBIG, "CL_DEVICE_MAX_MEM_ALLOC_SIZE",
+                     "n x 4 bytes above a 1 MiB max allocation");
     rbig.n = 200000;
     rbig.payload = GS_PL_IDX64;
-    expect_reject(&fake, &rbig, &p, GS_ETOOBIG, "CL_DEVICE_MAX_MEM_ALLOC_SIZE",
-                  "n x 8-byte indices above a 1 MiB max allocation");
+    sc_expect_reject(A, &fake, &rbig, &p, GS_ETOOBIG, "CL_DEVICE_MAX_MEM_ALLOC_SIZE",
+                     "n x 8-byte indices above a 1 MiB max allocation");
     fake = *dev;
     fake.info.global_mem = 3 << 20;
     rbig.n = 300000;   /* 2.4 MB of keys+indices, doubled for the scratch */
-    expect_reject(&fake, &rbig, &p, GS_ETOOBIG, "CL_DEVICE_GLOBAL_MEM_SIZE",
-                  "data plus scratch above a 3 MiB global memory");
+    sc_expect_reject(A, &fake, &rbig, &p, GS_ETOOBIG, "CL_DEVICE_GLOBAL_MEM_SIZE",
+                     "data plus scratch above a 3 MiB global memory");
     gs_sort_req rreal = { .dtype = GS_DT_U64, .payload = GS_PL_NONE,
                           .n = (size_t)(in->max_alloc / 8 + 1) };
-    expect_reject(dev, &rreal, &p, GS_ETOOBIG,
-                  rreal.n > UINT64_C(0x7FFF0000) ? "32-bit indexing" : "max allocation",
-                  "n beyond this device's max_alloc");
+    sc_expect_reject(A, dev, &rreal, &p, GS_ETOOBIG,
+                     rreal.n > UINT64_C(0x7FFF0000) ? "32-bit indexing" : "max allocation",
+                     "n beyond this device's max_alloc");
     fake = *dev;
     fake.info.max_alloc = fake.info.global_mem = UINT64_C(1) << 40;
     rreal.dtype = GS_DT_U32;
     rreal.n = (size_t)UINT64_C(0x80000000);
-    expect_reject(&fake, &rreal, &p, GS_ETOOBIG, "32-bit indexing", "n = 2^31 (32-bit indexing)");
+    sc_expect_reject(A, &fake, &rreal, &p, GS_ETOOBIG, "32-bit indexing",
+                     "n = 2^31 (32-bit indexing)");
     rreal.n = (size_t)UINT64_C(0x7FFF0000);
     gs_err_clear(&err);
     tap_ok(A->check(&fake, &rreal, &p, &err) == 0, "n = 0x7FFF0000 accepted on a big device (%s)",
