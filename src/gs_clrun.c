@@ -2,6 +2,7 @@
  * around kernel creation, launches, buffers and transfers. */
 #include "config.h"
 #include "gs_clrun.h"
+#include "gs_grow.h"
 
 #include <stdatomic.h>
 
@@ -109,14 +110,8 @@ int gs_clrun_launch(gs_clrun *r, cl_kernel k, const char *name, size_t groups, s
     if (at > 0 && atomic_fetch_add(&launches, 1) + 1 >= at)
         return gs_cl_fail(err, "clEnqueueNDRangeKernel", atomic_load(&fault_code),
                           "%s (injected fault)", name);
-    if (r->nkev == r->kevcap) {
-        size_t cap = r->kevcap ? 2 * r->kevcap : 32;
-        cl_event *e = realloc(r->kev, cap * sizeof *e);
-        if (!e)
-            return gs_err_set(err, GS_ENOMEM, "%s: out of memory", r->algo);
-        r->kev = e;
-        r->kevcap = cap;
-    }
+    if (gs_grow(&r->kev, &r->kevcap, r->nkev, sizeof *r->kev, 32))
+        return gs_err_set(err, GS_ENOMEM, "%s: out of memory", r->algo);
     size_t gsz = groups * wg;
     cl_int rc = clEnqueueNDRangeKernel(r->dev->queue, k, 1, NULL, &gsz, &wg, 0, NULL,
                                        &r->kev[r->nkev]);

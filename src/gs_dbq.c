@@ -3,6 +3,7 @@
  * and hands every row to the caller's callback. */
 #include "config.h"
 #include "gs_dbq.h"
+#include "gs_grow.h"
 
 #include <ctype.h>
 #include <sqlite3.h>
@@ -213,14 +214,8 @@ int gs_dbq_same_device(gs_db *db, int64_t id, gs_dbq_device_fn fn, void *ud, gs_
 int gs_dbq_devlist_add(void *ud, const gs_dbq_device *d)
 {
     gs_dbq_devlist *l = ud;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 16;
-        gs_dbq_devcopy *v = realloc(l->v, cap * sizeof *v);
-        if (!v)
-            return GS_ENOMEM;
-        l->v = v;
-        l->cap = cap;
-    }
+    if (gs_grow(&l->v, &l->cap, l->n, sizeof *l->v, 16))
+        return GS_ENOMEM;
     gs_dbq_devcopy *r = &l->v[l->n++];
     r->id = d->id;
     snprintf(r->platform, sizeof r->platform, "%s", d->platform);

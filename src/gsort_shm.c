@@ -17,6 +17,7 @@
 
 #include "gsort.h"
 #include "gsort_int.h"
+#include "gs_grow.h"
 
 typedef struct block {
     uintptr_t base;
@@ -74,18 +75,8 @@ int lgs_block_find(const void *keys, size_t kbytes, const void *values, size_t v
 /* Record a block; GS_ENOMEM when the registry cannot grow. */
 static int registry_add(const block *b)
 {
-    int rc = 0;
     pthread_mutex_lock(&g_lock);
-    if (g_n == g_cap) {
-        size_t cap = g_cap ? g_cap * 2 : 16;
-        block *nb = realloc(g_blocks, cap * sizeof *nb);
-        if (!nb)
-            rc = GS_ENOMEM;
-        else {
-            g_blocks = nb;
-            g_cap = cap;
-        }
-    }
+    int rc = gs_grow(&g_blocks, &g_cap, g_n, sizeof *g_blocks, 16);
     if (!rc) {
         size_t i = find_at_or_below(b->base);
         i = i == g_n ? 0 : i + 1;

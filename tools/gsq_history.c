@@ -2,6 +2,7 @@
  * driver version of one device, keyed by request shape and size bucket. */
 #include "config.h"
 #include "gsq_history.h"
+#include "gs_grow.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -53,24 +54,12 @@ static int hist_plan(void *ud, const gs_dbq_choice *ch)
     while (r < h->nrows && hrow_cmp(&h->rows[r], &key) != 0)
         r++;
     if (r == h->nrows) {
-        if (h->nrows == h->rcap) {
-            size_t cap = h->rcap ? 2 * h->rcap : 32;
-            hrow *v = realloc(h->rows, cap * sizeof *v);
-            if (!v)
-                return GS_ENOMEM;
-            h->rows = v;
-            h->rcap = cap;
-        }
+        if (gs_grow(&h->rows, &h->rcap, h->nrows, sizeof *h->rows, 32))
+            return GS_ENOMEM;
         h->rows[h->nrows++] = key;
     }
-    if (h->ne == h->ecap) {
-        size_t cap = h->ecap ? 2 * h->ecap : 64;
-        hent *v = realloc(h->e, cap * sizeof *v);
-        if (!v)
-            return GS_ENOMEM;
-        h->e = v;
-        h->ecap = cap;
-    }
+    if (gs_grow(&h->e, &h->ecap, h->ne, sizeof *h->e, 64))
+        return GS_ENOMEM;
     hent *e = &h->e[h->ne++];
     e->drv = h->cur;
     e->key = key;

@@ -4,6 +4,7 @@
 #include "gsq_out.h"
 #include "gs_err.h"
 #include "gs_db.h"
+#include "gs_grow.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -77,15 +78,9 @@ void gsq_row(gsq_table *t, const char *group)
 {
     if (t->oom)
         return;
-    if (t->nrows == t->cap) {
-        size_t cap = t->cap ? 2 * t->cap : 64;
-        row *r = realloc(t->rows, cap * sizeof *r);
-        if (!r) {
-            t->oom = 1;
-            return;
-        }
-        t->rows = r;
-        t->cap = cap;
+    if (gs_grow(&t->rows, &t->cap, t->nrows, sizeof *t->rows, 64)) {
+        t->oom = 1;
+        return;
     }
     row *r = &t->rows[t->nrows];
     r->c = calloc(t->ncols, sizeof *r->c);

@@ -3,6 +3,7 @@
  * algorithm, legend) and the gnuplot script for a PNG. */
 #include "config.h"
 #include "gsq_plot.h"
+#include "gs_grow.h"
 
 #include <errno.h>
 #include <math.h>
@@ -21,26 +22,14 @@ int gsq_plot_add(gsq_plot *p, const char *algorithm, uint64_t n, double ms, gs_e
         if (!strcmp(p->s[i].name, algorithm))
             s = &p->s[i];
     if (!s) {
-        if (p->ns == p->cap) {
-            size_t cap = p->cap ? 2 * p->cap : 8;
-            gsq_series *v = realloc(p->s, cap * sizeof *v);
-            if (!v)
-                return gs_err_set(err, GS_ENOMEM, "out of memory");
-            p->s = v;
-            p->cap = cap;
-        }
+        if (gs_grow(&p->s, &p->cap, p->ns, sizeof *p->s, 8))
+            return gs_err_set(err, GS_ENOMEM, "out of memory");
         s = &p->s[p->ns++];
         memset(s, 0, sizeof *s);
         snprintf(s->name, sizeof s->name, "%s", algorithm);
     }
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? 2 * s->cap : 16;
-        gsq_point *v = realloc(s->pts, cap * sizeof *v);
-        if (!v)
-            return gs_err_set(err, GS_ENOMEM, "out of memory");
-        s->pts = v;
-        s->cap = cap;
-    }
+    if (gs_grow(&s->pts, &s->cap, s->n, sizeof *s->pts, 16))
+        return gs_err_set(err, GS_ENOMEM, "out of memory");
     s->pts[s->n++] = (gsq_point){ n, ms, ms > 0 ? (double)n / (ms * 1e6) : 0 };
     return 0;
 }

@@ -28,6 +28,7 @@
 
 #include "gs_err.h"
 #include "gs_log.h"
+#include "gs_grow.h"
 
 /* Share of a device's budget that program builds may use up front. */
 #define EXPLORE_FRAC 0.5
@@ -258,14 +259,8 @@ int gs_tune_sampler_next(gs_tune_sampler *s, uint64_t *code)
             i++;
         if (i < s->ndrawn)
             continue;
-        if (s->ndrawn == s->cap) {
-            size_t nc = s->cap ? 2 * s->cap : 64;
-            uint64_t *d = realloc(s->drawn, nc * sizeof *d);
-            if (!d)
-                return GS_TUNE_STOP;
-            s->drawn = d;
-            s->cap = nc;
-        }
+        if (gs_grow(&s->drawn, &s->cap, s->ndrawn, sizeof *s->drawn, 64))
+            return GS_TUNE_STOP;
         s->drawn[s->ndrawn++] = c;
         *code = c;
         return 0;
@@ -311,14 +306,8 @@ static int sr_eval(gs_tune_search *sr, uint64_t code, size_t max_trials, gs_tune
         sr->stopped = 1;
         return GS_TUNE_STOP;
     }
-    if (sr->nev == sr->cap) {
-        size_t nc = sr->cap ? 2 * sr->cap : 32;
-        gs_tune_eval *e = realloc(sr->ev, nc * sizeof *e);
-        if (!e)
-            return gs_err_set(err, GS_ENOMEM, "out of memory");
-        sr->ev = e;
-        sr->cap = nc;
-    }
+    if (gs_grow(&sr->ev, &sr->cap, sr->nev, sizeof *sr->ev, 32))
+        return gs_err_set(err, GS_ENOMEM, "out of memory");
     double ms = 0;
     int valid = 0;
     int rc = eval(ud, code, &ms, &valid, err);
@@ -701,14 +690,8 @@ static int seen_has(const astate *A, uint64_t code, int dt, int pl)
 
 static void seen_add(astate *A, uint64_t code, int dt, int pl)
 {
-    if (A->nseen == A->seencap) {
-        size_t nc = A->seencap ? 2 * A->seencap : 64;
-        seen_ent *s = realloc(A->seen, nc * sizeof *s);
-        if (!s)
-            return;             /* only an estimate suffers */
-        A->seen = s;
-        A->seencap = nc;
-    }
+    if (gs_grow(&A->seen, &A->seencap, A->nseen, sizeof *A->seen, 64))
+        return;                 /* only an estimate suffers */
     A->seen[A->nseen++] = (seen_ent){ code, dt, pl };
 }
 
@@ -973,14 +956,8 @@ static void pool_update(astate *A, const gs_tune_search *sr)
         if (j == A->npool) {
             if (!e->valid)
                 continue;       /* failures do not join the pool */
-            if (A->npool == A->poolcap) {
-                size_t nc = A->poolcap ? 2 * A->poolcap : 32;
-                pool_ent *p = realloc(A->pool, nc * sizeof *p);
-                if (!p)
-                    return;
-                A->pool = p;
-                A->poolcap = nc;
-            }
+            if (gs_grow(&A->pool, &A->poolcap, A->npool, sizeof *A->pool, 32))
+                return;
             A->npool++;
         }
         A->pool[j] = (pool_ent){ e->code, score };
@@ -995,28 +972,16 @@ static int cmp_pool(const void *x, const void *y)
 
 static int add_winner(gs_tune_devreport *R, const gs_tune_winner *w)
 {
-    if (R->nwinners == R->wcap) {
-        size_t nc = R->wcap ? 2 * R->wcap : 64;
-        gs_tune_winner *p = realloc(R->winners, nc * sizeof *p);
-        if (!p)
-            return GS_ENOMEM;
-        R->winners = p;
-        R->wcap = nc;
-    }
+    if (gs_grow(&R->winners, &R->wcap, R->nwinners, sizeof *R->winners, 64))
+        return GS_ENOMEM;
     R->winners[R->nwinners++] = *w;
     return 0;
 }
 
 static int add_planrow(gs_tune_devreport *R, const gs_tune_planrow *row)
 {
-    if (R->nplan == R->pcap) {
-        size_t nc = R->pcap ? 2 * R->pcap : 64;
-        gs_tune_planrow *p = realloc(R->plan, nc * sizeof *p);
-        if (!p)
-            return GS_ENOMEM;
-        R->plan = p;
-        R->pcap = nc;
-    }
+    if (gs_grow(&R->plan, &R->pcap, R->nplan, sizeof *R->plan, 64))
+        return GS_ENOMEM;
     R->plan[R->nplan++] = *row;
     return 0;
 }
