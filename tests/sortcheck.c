@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "gs_err.h"
+#include "gs_sha256.h"
 #include "tap.h"
 
 const size_t sc_std_sizes[] = { 0, 1, 2, 3, 31, 32, 33, 255, 1000, 4097, 65537, 1000003 };
@@ -864,6 +865,22 @@ void sc_expect_reject(const gs_algo *a, const gs_dev *dev, const gs_sort_req *re
     int rc = a->check(dev, req, p, &err);
     tap_ok(rc == code && strstr(err.msg, needle) != NULL, "check rejects %s: %s (%s)", what,
            gs_strerror(rc), err.msg);
+}
+
+void sc_file_sha256(const char *path, uint8_t *out)
+{
+    memset(out, 0, GS_SHA256_LEN);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return;
+    gs_sha256_ctx c;
+    gs_sha256_init(&c);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        gs_sha256_update(&c, buf, n);
+    fclose(f);
+    gs_sha256_final(&c, out);
 }
 
 double sc_now_s(void)

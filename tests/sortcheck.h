@@ -64,6 +64,10 @@ gs_dev *sc_test_device(gs_dev **devs, size_t *ndev, const char *who);
 void sc_expect_reject(const gs_algo *a, const gs_dev *dev, const gs_sort_req *req,
                       const gs_params *p, int code, const char *needle, const char *what);
 
+/* SHA-256 of a file's bytes into out (GS_SHA256_LEN bytes); all zeros
+ * when it cannot be read. Tests prove a file was left untouched with it. */
+void sc_file_sha256(const char *path, uint8_t *out);
+
 /* Monotonic seconds, for the tests' timing diagnostics. */
 double sc_now_s(void);
 

@@ -7,6 +7,7 @@
 #include "gs_db.h"
 #include "gs_embed.h"
 #include "gs_sha256.h"
+#include "sortcheck.h"
 #include "tap.h"
 
 #include <pthread.h>
@@ -24,22 +25,6 @@ static char dir[] = "/tmp/gsortd-db-XXXXXX";
 static void path_of(char *buf, size_t len, const char *name)
 {
     snprintf(buf, len, "%s/%s", dir, name);
-}
-
-static void file_hash(const char *path, uint8_t out[GS_SHA256_LEN])
-{
-    memset(out, 0, GS_SHA256_LEN);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return;
-    gs_sha256_ctx c;
-    gs_sha256_init(&c);
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        gs_sha256_update(&c, buf, n);
-    fclose(f);
-    gs_sha256_final(&c, out);
 }
 
 static int file_exists(const char *p)
@@ -273,9 +258,9 @@ int main(void)
         sqlite3_close(h);
     }
     uint8_t before[GS_SHA256_LEN], after[GS_SHA256_LEN];
-    file_hash(p, before);
+    sc_file_sha256(p, before);
     rc = gs_db_open(&db, p, 0, &err);
-    file_hash(p, after);
+    sc_file_sha256(p, after);
     snprintf(wal, sizeof wal, "%s-wal", p);
     tap_ok(rc == GS_EUNSUPPORTED && db == NULL, "newer schema refused (%s)", gs_strerror(rc));
     tap_ok(strstr(err.msg, "99") && strstr(err.msg, "newer"), "message names the version: %s", err.msg);
@@ -288,9 +273,9 @@ int main(void)
         fputs("this is not a database. ", f);
     if (f)
         fclose(f);
-    file_hash(p, before);
+    sc_file_sha256(p, before);
     rc = gs_db_open(&db, p, 0, &err);
-    file_hash(p, after);
+    sc_file_sha256(p, after);
     tap_ok(rc == GS_ECORRUPT && strstr(err.msg, "not a gsortd tuning database"), "garbage file: %s", err.msg);
     tap_ok(memcmp(before, after, sizeof before) == 0, "garbage file untouched");
 

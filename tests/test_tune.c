@@ -679,22 +679,6 @@ static void test_reader(gs_dev *dev)
 
 /* ---- gsortd refuses a database from a newer gsortd, untouched ---- */
 
-static void file_hash(const char *path, uint8_t out[GS_SHA256_LEN])
-{
-    memset(out, 0, GS_SHA256_LEN);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return;
-    gs_sha256_ctx c;
-    gs_sha256_init(&c);
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        gs_sha256_update(&c, buf, n);
-    fclose(f);
-    gs_sha256_final(&c, out);
-}
-
 static void test_newer_db(void)
 {
     char db[512], cmd[2048], out[600];
@@ -705,12 +689,12 @@ static void test_newer_db(void)
              sqlite3_exec(h, "CREATE TABLE future (x); PRAGMA user_version = 99;", NULL, NULL, NULL) == SQLITE_OK;
     sqlite3_close(h);
     uint8_t before[GS_SHA256_LEN], after[GS_SHA256_LEN];
-    file_hash(db, before);
+    sc_file_sha256(db, before);
     const char *top = getenv("top_builddir");
     snprintf(cmd, sizeof cmd, "%s/src/gsortd --tune-all --quick --algorithms host --db %s >%s 2>&1",
              top ? top : ".", db, out);
     int st = system(cmd);
-    file_hash(db, after);
+    sc_file_sha256(db, after);
     char msg[512] = "";
     FILE *f = fopen(out, "r");
     if (f) {
