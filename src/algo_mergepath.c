@@ -220,30 +220,16 @@ static int set_io_args(cl_kernel k, const char *name, const cl_mem *kb, const cl
 static int mp_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p,
                        gs_sort_stats *st, gs_err *err)
 {
-    gs_sort_stats lst;
-    if (!st)
-        st = &lst;
-    memset(st, 0, sizeof *st);
-    double t_start = gs_clrun_now_ms();
-    if (!ctx || !ctx->dev)
-        return gs_err_set(err, GS_EUNSUPPORTED, "mergepath: needs an OpenCL device");
+    /* gs_sort_run has checked the request and the parameters (mp_check),
+     * handled n = 0 and owns st->wall_ms (see gs_algo.run). */
     gs_dev *dev = ctx->dev;
-    int rc = mp_check(dev, req, p, err);
-    if (rc)
-        return rc;
+    int rc;
     long v[P_COUNT];
     get_params(p, v, err);
     const size_t size_i = (size_t)v[P_SIZE_I], wg = (size_t)v[P_WG], ept = (size_t)v[P_EPT];
     const size_t tile = wg * ept, n = req->n;
     const size_t ks = gs_dtype_size(req->dtype), vs = gs_payload_size(req->payload);
     const int idx = req->payload == GS_PL_IDX32 || req->payload == GS_PL_IDX64;
-    if (n == 0) {
-        st->wall_ms = gs_clrun_now_ms() - t_start;
-        return 0;
-    }
-    if (vs && !req->values)
-        return gs_err_set(err, GS_EINVAL, "mergepath: payload %s needs a values array",
-                          gs_payload_name(req->payload));
 
     rc = gs_dev_open(dev, err);
     if (rc)
@@ -322,7 +308,6 @@ static int mp_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params
     rc = 0;
 out:
     run_release(&r);
-    st->wall_ms = gs_clrun_now_ms() - t_start;
     return rc;
 }
 

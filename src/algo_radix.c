@@ -223,17 +223,10 @@ static void run_release(radix_run *r)
 static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p,
                           gs_sort_stats *st, gs_err *err)
 {
-    gs_sort_stats lst;
-    if (!st)
-        st = &lst;
-    memset(st, 0, sizeof *st);
-    double t_start = gs_clrun_now_ms();
-    if (!ctx || !ctx->dev)
-        return gs_err_set(err, GS_EUNSUPPORTED, "radix: needs an OpenCL device");
+    /* gs_sort_run has checked the request and the parameters (radix_check),
+     * handled n = 0 and owns st->wall_ms (see gs_algo.run). */
     gs_dev *dev = ctx->dev;
-    int rc = radix_check(dev, req, p, err);
-    if (rc)
-        return rc;
+    int rc;
     long v[P_COUNT];
     get_params(p, v, err);
     const int bits = (int)v[P_BITS];
@@ -243,13 +236,6 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     const size_t ks = gs_dtype_size(req->dtype), vs = gs_payload_size(req->payload);
     const int idx = req->payload == GS_PL_IDX32 || req->payload == GS_PL_IDX64;
     const unsigned npos = (unsigned)((ks * 8 + (size_t)bits - 1) / (size_t)bits);
-    if (n == 0) {
-        st->wall_ms = gs_clrun_now_ms() - t_start;
-        return 0;
-    }
-    if (vs && !req->values)
-        return gs_err_set(err, GS_EINVAL, "radix: payload %s needs a values array",
-                          gs_payload_name(req->payload));
 
     rc = gs_dev_open(dev, err);
     if (rc)
@@ -427,7 +413,6 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     rc = 0;
 out:
     run_release(&r);
-    st->wall_ms = gs_clrun_now_ms() - t_start;
     return rc;
 }
 

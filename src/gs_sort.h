@@ -70,7 +70,11 @@ typedef struct gs_algo {
      * GS_ETOOBIG with the reason, else 0. `dev` NULL for host algorithms. */
     int (*check)(const gs_dev *dev, const gs_sort_req *req, const gs_params *p, gs_err *err);
     /* Sort req in place. Must leave req untouched on failure where it can
-     * (device algorithms sort a device copy and write back only on success). */
+     * (device algorithms sort a device copy and write back only on success).
+     * gs_sort_run calls it after the request and check() have passed,
+     * with n > 0, a device in ctx for device algorithms, and st non-NULL
+     * and zeroed, and sets st->wall_ms itself; device algorithms rely on
+     * that and are only run through gs_sort_run. */
     int (*run)(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p,
                gs_sort_stats *st, gs_err *err);
 } gs_algo;
