@@ -13,6 +13,7 @@
 #include "gs_clrun.h"
 #include "gs_log.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,6 +184,66 @@ static void radix_defaults(const gs_dev_info *info, gs_params *out)
     gs_params_set(out, "elems_per_thread", ept);
 }
 
+/* ---- which local ranking the scatter uses (RANK_WARP in kernels/radix.cl) ---- */
+
+enum { RANK_LOCAL = 0, RANK_WARP_EMUL = 1, RANK_WARP_PTX = 2 };
+
+/* Set by the test hook; -1: pick per device. */
+static _Atomic int rank_forced = -1;
+/* Set when a PTX build failed once: NVIDIA devices then use RANK_LOCAL. */
+static _Atomic int ptx_failed;
+
+int gs_radix_force_rank(int mode)
+{
+    return atomic_exchange(&rank_forced, mode);
+}
+
+#ifndef CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV
+#define CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV 0x4000   /* cl_nv_device_attribute_query */
+#endif
+
+/* The warp ranking needs whole 32-lane warps; in PTX it needs an NVIDIA
+ * device of compute capability 7.0 or later (match.any.sync). */
+static int rank_mode(const gs_dev *dev, size_t wg)
+{
+    if (wg % 32)
+        return RANK_LOCAL;
+    int forced = atomic_load(&rank_forced);
+    if (forced >= 0)
+        return forced;
+    if (atomic_load(&ptx_failed) || !strstr(dev->info.vendor, "NVIDIA"))
+        return RANK_LOCAL;
+    cl_uint major = 0;
+    if (clGetDeviceInfo(dev->id, CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV, sizeof major, &major,
+                        NULL) != CL_SUCCESS)
+        return RANK_LOCAL;
+    return major >= 7 ? RANK_WARP_PTX : RANK_LOCAL;
+}
+
+/* Build (or fetch) the program for one parameter set; a PTX build that
+ * fails falls back to the portable ranking, says so once, and is not tried
+ * again in this process. */
+static int get_program(gs_sort_ctx *ctx, int bits, size_t wg, size_t ept, char *opts,
+                       size_t optsz, cl_program *prog, gs_err *err)
+{
+    gs_dev *dev = ctx->dev;
+    int mode = rank_mode(dev, wg);
+    for (;;) {
+        int w = snprintf(opts, optsz, "-DRADIX_BITS=%d -DWG=%zu -DEPT=%zu", bits, wg, ept);
+        if (mode != RANK_LOCAL)
+            snprintf(opts + w, optsz - (size_t)w, " -DRANK_WARP=%d", mode);
+        int rc = gs_prog_get(dev, ctx->pc, (const char *[]){ "keys", "radix", NULL }, opts, prog,
+                             NULL, err);
+        if (rc == 0 || mode != RANK_WARP_PTX || atomic_load(&rank_forced) >= 0)
+            return rc;
+        if (!atomic_exchange(&ptx_failed, 1))
+            GS_WARN("radix: the warp ranking (inline PTX) did not build on %s, using the "
+                    "portable ranking: %s", dev->info.name, err->msg);
+        gs_err_clear(err);
+        mode = RANK_LOCAL;
+    }
+}
+
 /* ---- one sort ---- */
 
 /* Launch order, for the per-stage times logged at debug level: the global
@@ -241,9 +302,8 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     if (rc)
         return rc;
     char opts[128];
-    snprintf(opts, sizeof opts, "-DRADIX_BITS=%d -DWG=%zu -DEPT=%zu", bits, wg, ept);
     cl_program prog;
-    rc = gs_prog_get(dev, ctx->pc, (const char *[]){ "keys", "radix", NULL }, opts, &prog, NULL, err);
+    rc = get_program(ctx, bits, wg, ept, opts, sizeof opts, &prog, err);
     if (rc)
         return rc;
 

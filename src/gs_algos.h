@@ -16,4 +16,10 @@ extern const gs_algo gs_algo_shellsort; /* algo_shellsort.c: Sedgewick Shellsort
 int gs_shellsort_run_phases(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p,
                             size_t first_h, size_t last_h, gs_sort_stats *st, gs_err *err);
 
+/* Test hook (algo_radix.c): force the scatter's local ranking, 0 (per-work-
+ * item counters), 1 (warp multisplit, warp operations emulated: any device)
+ * or 2 (warp multisplit in NVIDIA PTX); -1 restores the per-device choice.
+ * Work-groups narrower than a warp always use 0. Returns the previous value. */
+int gs_radix_force_rank(int mode);
+
 #endif

@@ -320,6 +320,25 @@ int main(void)
         fails += sc_run_matrix(&gs_algo_radix, &ctx, &q, sets[i].sizes, sets[i].ns, "radix");
         tap_diag("set %zu: %.1f s", i, sc_now_s() - t1);
     }
+    /* The warp multisplit ranking, emulated with group barriers: the same
+     * ranking NVIDIA GPUs run with PTX warp instructions (RANK_WARP=2, used
+     * there by default), checked here on any device. */
+    struct { long bits, wg, ept; const size_t *sizes; size_t ns; } wsets[] = {
+        { 8, 64, 5, reduced, sizeof reduced / sizeof reduced[0] },   /* DPT 4, 2 warps */
+        { 3, 32, 2, small, sizeof small / sizeof small[0] },         /* RADIX < WG, 1 warp */
+        { 8, 256, 9, bigtile, sizeof bigtile / sizeof bigtile[0] },  /* 8 warps, 1 digit each */
+    };
+    gs_radix_force_rank(1);
+    for (size_t i = 0; i < sizeof wsets / sizeof wsets[0]; i++) {
+        gs_params q;
+        long wg = wsets[i].wg > maxwg ? maxwg : wsets[i].wg;
+        set3(&q, wsets[i].bits, wg, wsets[i].ept);
+        double t1 = sc_now_s();
+        fails += sc_run_matrix(&gs_algo_radix, &ctx, &q, wsets[i].sizes, wsets[i].ns,
+                               "radix warp-ranked");
+        tap_diag("warp set %zu: %.1f s", i, sc_now_s() - t1);
+    }
+    gs_radix_force_rank(-1);
     tap_diag("matrix total: %.1f s, %d failing cases", sc_now_s() - t0, fails);
 
     gs_dev_free_list(devs, ndev);
