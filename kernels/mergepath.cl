@@ -254,8 +254,10 @@ void mp_merge_k##KW##_v##VW(global const KT *kin, global KT *kout, VPARAMS      
     ushort ri[EPT];                                                              \
     _Pragma("unroll")                                                            \
     for (uint k = 0; k < EPT; k++) {                                             \
-        const KT ka = lk[min(ai, (uint)TILE - 1u)];                              \
-        const KT kb = lk[min(bj, (uint)TILE - 1u)];                              \
+        /* clamped to the cnt loaded keys: a spent run's read is ignored, but    \
+           lk past cnt was never written (Oclgrind flags it) */                  \
+        const KT ka = lk[min(ai, cnt - 1u)];                                     \
+        const KT kb = lk[min(bj, cnt - 1u)];                                     \
         const int ta = (bj >= cnt) | ((ai < na) & (ka <= kb));                   \
         rk[k] = ta ? ka : kb;                                                    \
         if (VB)                                                                  \

@@ -3,11 +3,21 @@
  * __kernel of the kernels/ sources is launched while Oclgrind watches for data races,
  * uninitialized values, out-of-bounds accesses and API misuse. Each sort is
  * also checked against the host reference of tests/sortcheck.c (a kernel
- * that Oclgrind finds nothing wrong with must still sort). Emits TAP: one
- * line per (algorithm, parameter set). Arguments name the algorithms to run
- * (default: all three); "canary" instead runs a deliberately racy kernel
- * that reads uninitialized local memory, so the test can prove its log scan
- * catches Oclgrind's reports. Uses no program cache (ctx.pc NULL): every
+ * that Oclgrind finds nothing wrong with must still sort). Emits TAP.
+ * Usage:
+ *   oclgrind_run --count ALGO   how many sorts ALGO has (no device needed)
+ *   oclgrind_run ALGO I         sort number I (0-based) of ALGO alone
+ *   oclgrind_run [ALGO...]      every sort of the named algorithms (default:
+ *                               all three) in this one process, one TAP line
+ *                               per (algorithm, parameter set)
+ *   oclgrind_run canary         a deliberately racy kernel that reads
+ *                               uninitialized local memory, so the test can
+ *                               prove its log scan catches Oclgrind's reports
+ * The test runs one process per sort: Oclgrind 21.10 keeps the
+ * uninitialized-value state of a released buffer and hands it to the next
+ * buffer that reuses its number, so a second sort in one process gets
+ * false reports (and could have real ones hidden); see
+ * tests/oclgrind_repro_reuse.c. Uses no program cache (ctx.pc NULL): every
  * program is built by the device Oclgrind simulates. */
 #include "config.h"
 
@@ -42,6 +52,7 @@ typedef struct pset {
     const char *algo;
     const char *params;
     unsigned cases;
+    int radix_rank;   /* radix: 1 forces the warp-multisplit ranking (emulated) */
 } pset;
 
 static const pset psets[] = {
@@ -49,19 +60,24 @@ static const pset psets[] = {
      * padding); 8-bit digits in two 4-bit sub-digits with a tile of 16 (n =
      * 100: 7 tiles); 3-bit digits (11 positions > 8: the plain-atomics
      * histogram path) */
-    { "radix", "radix_bits=4,wg_size=64,elems_per_thread=4", 6 },
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 4 },
-    { "radix", "radix_bits=3,wg_size=16,elems_per_thread=3", 2 },
+    { "radix", "radix_bits=4,wg_size=64,elems_per_thread=4", 6, 0 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 4, 0 },
+    { "radix", "radix_bits=3,wg_size=16,elems_per_thread=3", 2, 0 },
+    /* the warp-multisplit ranking (the one NVIDIA GPUs run in PTX), its warp
+     * operations emulated: 2 warps, 4 digits per work-item in the digit scan;
+     * then fewer digits than work-items */
+    { "radix", "radix_bits=8,wg_size=64,elems_per_thread=2", 4, 1 },
+    { "radix", "radix_bits=4,wg_size=32,elems_per_thread=3", 2, 1 },
     /* mergepath: a mid-size tile; odd size_i and tile; size_i 1 with a
      * 16-element tile (many global merge levels) */
-    { "mergepath", "size_i=4,wg_size=32,elems_per_thread=4", 6 },
-    { "mergepath", "size_i=3,wg_size=16,elems_per_thread=5", 4 },
-    { "mergepath", "size_i=1,wg_size=16,elems_per_thread=1", 4 },
+    { "mergepath", "size_i=4,wg_size=32,elems_per_thread=4", 6, 0 },
+    { "mergepath", "size_i=3,wg_size=16,elems_per_thread=5", 4, 0 },
+    { "mergepath", "size_i=1,wg_size=16,elems_per_thread=1", 4, 0 },
     /* shellsort: slices and merge rounds; one insertion sort per subset (no
      * merge rounds); many short slices (merge rounds in every phase) */
-    { "shellsort", "threads_per_subset=64,min_elems_per_thread=8,wg_size=32", 6 },
-    { "shellsort", "threads_per_subset=1,min_elems_per_thread=1,wg_size=16", 4 },
-    { "shellsort", "threads_per_subset=16,min_elems_per_thread=2,wg_size=16", 4 },
+    { "shellsort", "threads_per_subset=64,min_elems_per_thread=8,wg_size=32", 6, 0 },
+    { "shellsort", "threads_per_subset=1,min_elems_per_thread=1,wg_size=16", 4, 0 },
+    { "shellsort", "threads_per_subset=16,min_elems_per_thread=2,wg_size=16", 4, 0 },
 };
 #define NPSETS (sizeof psets / sizeof psets[0])
 
@@ -78,7 +94,10 @@ static int pick_dist(gs_dtype t, unsigned i)
     return d;
 }
 
-static void run_pset(gs_sort_ctx *ctx, const pset *ps)
+/* Sorts first..last-1 of a parameter set (case i: see psets); one TAP line.
+ * A single sort's line names its number for "oclgrind_run ALGO I". */
+static void run_pset(gs_sort_ctx *ctx, const pset *ps, unsigned first, unsigned last,
+                     unsigned sortno)
 {
     const gs_algo *a = gs_algo_find(ps->algo);
     if (!a) {
@@ -95,14 +114,20 @@ static void run_pset(gs_sort_ctx *ctx, const pset *ps)
     char pdesc[160];
     gs_params_format(&p, pdesc, sizeof pdesc);
 
+    if (ps->radix_rank) {
+        gs_radix_force_rank(ps->radix_rank);
+        snprintf(pdesc + strlen(pdesc), sizeof pdesc - strlen(pdesc), " (warp ranking)");
+    }
     unsigned ncase = 0, nfail = 0;
-    char why[4400];
-    for (unsigned i = 0; i < ps->cases; i++) {
+    char why[4400], cdesc[200] = "";
+    for (unsigned i = first; i < last; i++) {
         const gs_dtype t = dtypes[i % NDTYPES];
         const gs_payload pl = payloads[i % NPAYLOADS];
         const int desc = (int)(i / 2 % 2);
         const size_t n = sizes[(i + 3) % NSIZES];   /* 100, 1000, 0, 1, 7, ... */
         int dist = pick_dist(t, i);
+        snprintf(cdesc, sizeof cdesc, "%s/%s %s n=%zu %s", gs_dtype_name(t), gs_payload_name(pl),
+                 desc ? "desc" : "asc", n, sc_dist_name(dist));
         sc_case c;
         if (sc_case_init(&c, t, pl, desc, n, dist, UINT64_C(0x0c19d) + i) < 0)
             tap_bail("out of memory");
@@ -118,12 +143,44 @@ static void run_pset(gs_sort_ctx *ctx, const pset *ps)
             what = why;
         }
         if (what && nfail++ < 5)
-            tap_diag("%s %s: %s/%s %s n=%zu %s: %s", a->name, pdesc, gs_dtype_name(t),
-                     gs_payload_name(pl), desc ? "desc" : "asc", n, sc_dist_name(dist), what);
+            tap_diag("%s %s: %s: %s", a->name, pdesc, cdesc, what);
         sc_case_free(&c);
     }
-    tap_ok(nfail == 0 && ncase > 0, "%s %s: %u sorts on Oclgrind match the host reference "
-           "(%u wrong)", a->name, pdesc, ncase, nfail);
+    if (ps->radix_rank)
+        gs_radix_force_rank(-1);
+    if (last - first == 1)
+        tap_ok(nfail == 0, "%s sort %u (%s): %s on Oclgrind matches the host reference",
+               a->name, sortno, pdesc, cdesc);
+    else
+        tap_ok(nfail == 0 && ncase > 0, "%s %s: %u sorts on Oclgrind match the host reference "
+               "(%u wrong)", a->name, pdesc, ncase, nfail);
+}
+
+/* How many sorts algorithm name has over all its parameter sets. */
+static unsigned count_sorts(const char *name)
+{
+    unsigned c = 0;
+    for (size_t i = 0; i < NPSETS; i++)
+        if (!strcmp(psets[i].algo, name))
+            c += psets[i].cases;
+    return c;
+}
+
+/* Sort number idx of algorithm name alone (numbered across its parameter
+ * sets in table order). */
+static void run_one(gs_sort_ctx *ctx, const char *name, unsigned idx)
+{
+    unsigned left = idx;
+    for (size_t i = 0; i < NPSETS; i++) {
+        if (strcmp(psets[i].algo, name))
+            continue;
+        if (left < psets[i].cases) {
+            run_pset(ctx, &psets[i], left, left + 1, idx);
+            return;
+        }
+        left -= psets[i].cases;
+    }
+    tap_ok(0, "%s: no sort number %u (%u sorts)", name, idx, count_sorts(name));
 }
 
 /* A kernel with a local-memory race (every work-item writes s[0]) and a read
@@ -160,8 +217,26 @@ static void run_canary(gs_dev *dev)
     clReleaseKernel(k);
 }
 
+/* A sort number: digits only. */
+static int parse_index(const char *s, unsigned *out)
+{
+    if (!*s || strspn(s, "0123456789") != strlen(s))
+        return 0;
+    unsigned long v = strtoul(s, NULL, 10);
+    if (v > 1000000)
+        return 0;
+    *out = (unsigned)v;
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && !strcmp(argv[1], "--count")) {
+        printf("%u\n", count_sorts(argv[2]));
+        return 0;
+    }
+    unsigned one = 0;
+    const int single = argc == 3 && parse_index(argv[2], &one);
     gs_dev *devs = NULL;
     size_t ndev = 0;
     gs_dev *dev = sc_test_device(&devs, &ndev, "oclgrind");
@@ -175,6 +250,8 @@ int main(int argc, char **argv)
 
     if (argc > 1 && !strcmp(argv[1], "canary")) {
         run_canary(dev);
+    } else if (single) {
+        run_one(&ctx, argv[1], one);
     } else {
         for (size_t i = 0; i < NPSETS; i++) {
             int want = argc <= 1;
@@ -183,7 +260,7 @@ int main(int argc, char **argv)
                     want = 1;
             if (want) {
                 double t0 = sc_now_s();
-                run_pset(&ctx, &psets[i]);
+                run_pset(&ctx, &psets[i], 0, psets[i].cases, 0);
                 tap_diag("%.1f s", sc_now_s() - t0);
             }
         }
