@@ -9,11 +9,13 @@
  *                    once); the host reads it back and skips passes whose
  *                    digit is the same in all keys;
  *   per pass:
- *   radix_upsweep_k* per-tile digit counts, stored digit-major:
- *                    counts[digit * ntiles + tile];
- *   radix_scan_*     reduce / scan / downsweep of the digit-major counts,
- *                    plus each digit's global start (from the ghist row),
- *                    giving each (digit, tile) its first output index;
+ *   radix_upsweep_k* per-tile digit counts, stored tile-major:
+ *                    counts[tile * RADIX + digit] (coalesced writes, and
+ *                    coalesced reads of a tile's offsets in the scatter);
+ *   radix_scan_*     reduce / scan / downsweep of those counts per digit
+ *                    over the tiles, plus each digit's global start (from
+ *                    the ghist row), giving each (tile, digit) its first
+ *                    output index;
  *   radix_scatter_*  one group per tile: ranks the tile's keys stably in
  *                    local memory, then writes keys (and values) to their
  *                    buckets in coalesced runs. Two rankings, by -DRANK_WARP:
@@ -122,39 +124,36 @@ uint bscan_u32(local uint *sc, uint lid, uint v, uint *tot)
     return sc[SPAD(lid)];
 }
 
-/* ---- scan of the digit-major counts ----
- * Three loop-free kernels (PoCL-safe) over rows of `ntiles` counts, one row
- * per digit, all reads and writes coalesced:
- *   radix_scan_reduce  one group per (digit, block of SB counts): block sums;
+/* ---- scan of the tile-major counts ----
+ * Three loop-free kernels (PoCL-safe: no barrier inside a loop) over blocks
+ * of SBT consecutive tiles; a work-item owns digits lid, lid + WG, ...
+ * (consecutive work-items read consecutive digits: coalesced):
+ *   radix_scan_reduce  one group per block: each digit's count over the
+ *                      block's tiles, into bsum[digit * nblk + block];
  *   radix_scan         one group per digit: exclusive scan of its row of
  *                      block sums plus the digit's global start (the number of
  *                      keys with a smaller digit, from the ghist row);
- *   radix_scan_down    one group per (digit, block): the block's counts
- *                      become first output indices. */
+ *   radix_scan_down    one group per block: walks the block's tiles, turning
+ *                      each count into the (tile, digit)'s first output index. */
 
-#define SV 8              /* counts per work-item in reduce / down */
-#define SB (WG * SV)      /* counts per block */
+#define SBT 32            /* tiles per scan block (src/algo_radix.c: SCAN_TILES) */
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void radix_scan_reduce(global const uint *counts, uint ntiles, uint nblk, global uint *bsum)
 {
-    local uint sc[SCN + RAKE + 1];
-    const uint lid = get_local_id(0), gid = get_group_id(0);
-    const uint d = gid / nblk, blk = gid - d * nblk;
-    global const uint *row = counts + (size_t)d * ntiles;
-    uint s = 0, tot;
-    for (uint q = 0; q < SV; q++) {
-        const uint i = blk * SB + q * WG + lid;
-        s += i < ntiles ? row[i] : 0u;
+    const uint lid = get_local_id(0), blk = get_group_id(0);
+    const uint t0 = blk * SBT, t1 = min(ntiles, t0 + SBT);
+    for (uint d = lid; d < RADIX; d += WG) {
+        uint s = 0;
+        for (uint t = t0; t < t1; t++)
+            s += counts[(size_t)t * RADIX + d];
+        bsum[(size_t)d * nblk + blk] = s;
     }
-    (void)bscan_u32(sc, lid, s, &tot);
-    if (lid == 0)
-        bsum[gid] = tot;
 }
 
 /* Each work-item scans a contiguous segment of the row serially, so there
  * is a single block scan and no barrier inside a loop. Rows are short (the
- * block sums): one or two entries per work-item at usual sizes. */
+ * block sums). */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void radix_scan(global uint *bsum, global const uint *ghist, uint pos, uint nblk)
 {
@@ -184,24 +183,16 @@ void radix_scan(global uint *bsum, global const uint *ghist, uint pos, uint nblk
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void radix_scan_down(global uint *counts, global const uint *bsum, uint ntiles, uint nblk)
 {
-    local uint sc[SCN + RAKE + 1];
-    const uint lid = get_local_id(0), gid = get_group_id(0);
-    const uint d = gid / nblk, blk = gid - d * nblk;
-    global uint *row = counts + (size_t)d * ntiles;
-    /* SV consecutive counts per work-item, in scan order */
-    const uint i0 = blk * SB + lid * SV;
-    uint v[SV], s = 0, tot;
-    _Pragma("unroll")
-    for (uint q = 0; q < SV; q++) {
-        v[q] = i0 + q < ntiles ? row[i0 + q] : 0u;
-        s += v[q];
-    }
-    uint pre = bscan_u32(sc, lid, s, &tot) + bsum[gid];
-    _Pragma("unroll")
-    for (uint q = 0; q < SV; q++) {
-        if (i0 + q < ntiles)
-            row[i0 + q] = pre;
-        pre += v[q];
+    const uint lid = get_local_id(0), blk = get_group_id(0);
+    const uint t0 = blk * SBT, t1 = min(ntiles, t0 + SBT);
+    for (uint d = lid; d < RADIX; d += WG) {
+        uint pre = bsum[(size_t)d * nblk + blk];
+        for (uint t = t0; t < t1; t++) {
+            const size_t at = (size_t)t * RADIX + d;
+            const uint x = counts[at];
+            counts[at] = pre;
+            pre += x;
+        }
     }
 }
 
@@ -313,7 +304,7 @@ void radix_upsweep_k##KW(global const KT *keys, uint n, uint shift, uint flags, 
         uint s = 0;                                                              \
         for (uint c = 0; c < NCOPY; c++)                                         \
             s += h[d * NCOPY + c];                                               \
-        counts[(size_t)d * ntiles + t] = s;                                      \
+        counts[(size_t)t * RADIX + d] = s;                                       \
     }                                                                            \
 }
 
@@ -466,7 +457,7 @@ uint warp_match(uint d, local uint *tmp, uint lid)
             if (j < valid) {                                                     \
                 const uint d = (uint)(xk[PADK(j)] >> shift) & RMASK;             \
                 if (j == 0 || d != ((uint)(xk[PADK(j - 1)] >> shift) & RMASK))  \
-                    loff[d] = offs[(size_t)d * ntiles + t] - j;                  \
+                    loff[d] = offs[(size_t)t * RADIX + d] - j;                   \
             }                                                                    \
         }                                                                        \
         barrier(CLK_LOCAL_MEM_FENCE);                                            \
@@ -536,7 +527,7 @@ uint warp_match(uint d, local uint *tmp, uint lid)
             if (d < RADIX && dtot[q]) {                                          \
                 for (uint w = 0; w < NWARP; w++)                                 \
                     cnt[w * RADIX + d] += pre;                                   \
-                loff[d] = offs[(size_t)d * ntiles + t] - pre;                    \
+                loff[d] = offs[(size_t)t * RADIX + d] - pre;                     \
             }                                                                    \
             pre += dtot[q];                                                      \
         }                                                                        \

@@ -253,8 +253,8 @@ static const char *const kstage[K_COUNT] = { "ghist", "upsweep", "scan", "scatte
 /* launches per pass: upsweep, scan reduce / scan / scan down, scatter */
 #define LAUNCHES_PER_PASS 5
 static const int pass_stage[LAUNCHES_PER_PASS] = { K_UP, K_SCAN, K_SCAN, K_SCAN, K_SCATTER };
-/* counts per block of the scan kernels (WG x SV in kernels/radix.cl) */
-#define SCAN_SV 8
+/* tiles per block of the scan kernels (SBT in kernels/radix.cl) */
+#define SCAN_TILES 32
 
 typedef struct radix_run {
     gs_clrun cr;
@@ -330,7 +330,7 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     const size_t cu = dev->info.compute_units ? dev->info.compute_units : 1;
     const size_t ntiles = (n + tile - 1) / tile;
     const size_t ghgroups = ntiles < cu * 4 ? ntiles : cu * 4;
-    const size_t nblk = (ntiles + wg * SCAN_SV - 1) / (wg * SCAN_SV);
+    const size_t nblk = (ntiles + SCAN_TILES - 1) / SCAN_TILES;
 
     if ((rc = gs_clrun_buffer(&r.cr, n * ks, "keys", &r.keys[0], err)) ||
         (rc = gs_clrun_buffer(&r.cr, n * ks, "keys (second)", &r.keys[1], err)) ||
@@ -422,11 +422,11 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
         if ((rc = gs_clrun_args(r.k_up, kn_up, au, 8, err)) ||
             (rc = gs_clrun_launch(&r.cr, r.k_up, kn_up, ntiles, wg, err)) ||
             (rc = gs_clrun_args(r.k_sred, "radix_scan_reduce", asr, 4, err)) ||
-            (rc = gs_clrun_launch(&r.cr, r.k_sred, "radix_scan_reduce", radix * nblk, wg, err)) ||
+            (rc = gs_clrun_launch(&r.cr, r.k_sred, "radix_scan_reduce", nblk, wg, err)) ||
             (rc = gs_clrun_args(r.k_scan, "radix_scan", as, 4, err)) ||
             (rc = gs_clrun_launch(&r.cr, r.k_scan, "radix_scan", radix, wg, err)) ||
             (rc = gs_clrun_args(r.k_sdown, "radix_scan_down", asd, 4, err)) ||
-            (rc = gs_clrun_launch(&r.cr, r.k_sdown, "radix_scan_down", radix * nblk, wg, err)) ||
+            (rc = gs_clrun_launch(&r.cr, r.k_sdown, "radix_scan_down", nblk, wg, err)) ||
             (rc = gs_clrun_args(r.k_scatter, kn_scatter, ax, na, err)) ||
             (rc = gs_clrun_launch(&r.cr, r.k_scatter, kn_scatter, ntiles, wg, err)))
             goto out;

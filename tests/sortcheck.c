@@ -867,6 +867,39 @@ void sc_expect_reject(const gs_algo *a, const gs_dev *dev, const gs_sort_req *re
            gs_strerror(rc), err.msg);
 }
 
+/* a one-key sort with the widest request shape: does the set run here? */
+static int fit_probe(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *q, gs_err *err)
+{
+    uint64_t one[1] = { 1 }, two[1] = { 2 };
+    gs_sort_req probe = { .dtype = GS_DT_U64, .payload = GS_PL_U64, .n = 1, .keys = one,
+                          .values = two };
+    gs_err_clear(err);
+    return gs_sort_run(a, ctx, &probe, q, NULL, err);
+}
+
+void sc_fit_set(const gs_algo *a, gs_sort_ctx *ctx, gs_params *q)
+{
+    gs_err err;
+    long wg = gs_params_get(q, "wg_size", 0), ept0 = gs_params_get(q, "elems_per_thread", 0);
+    long ept = ept0;
+    if (wg < 1 || ept < 1)
+        tap_bail("sc_fit_set: the set has no wg_size or elems_per_thread");
+    gs_err_clear(&err);
+    while (ept > 1 && a->check(ctx->dev, NULL, q, &err) != 0)
+        gs_params_set(q, "elems_per_thread", ept /= 2);
+    while (wg > 16 && fit_probe(a, ctx, q, &err) == GS_EUNSUPPORTED) {
+        tap_diag("%s: halving wg_size", err.msg);
+        gs_params_set(q, "wg_size", wg /= 2);
+    }
+    /* with fewer work-items, a longer tile may fit again */
+    for (long te = ept0; te > ept; te /= 2) {
+        gs_params_set(q, "elems_per_thread", te);
+        if (a->check(ctx->dev, NULL, q, &err) == 0 && fit_probe(a, ctx, q, &err) == 0)
+            return;
+    }
+    gs_params_set(q, "elems_per_thread", ept);
+}
+
 void sc_file_sha256(const char *path, uint8_t *out)
 {
     memset(out, 0, GS_SHA256_LEN);

@@ -64,6 +64,15 @@ gs_dev *sc_test_device(gs_dev **devs, size_t *ndev, const char *who);
 void sc_expect_reject(const gs_algo *a, const gs_dev *dev, const gs_sort_req *req,
                       const gs_params *p, int code, const char *needle, const char *what);
 
+/* Shrink an extreme parameter set (with wg_size and elems_per_thread) to
+ * one this device runs: halve elems_per_thread until check() accepts it
+ * without a request (local memory; never on PoCL), then wg_size while a
+ * one-key sort is refused with GS_EUNSUPPORTED (built kernels' work-group
+ * limit: NVIDIA's OpenCL caps these at 256), then take back the largest
+ * elems_per_thread that fits the smaller group. Diagnostics say what was
+ * changed; *q is left as the set to test. */
+void sc_fit_set(const gs_algo *a, gs_sort_ctx *ctx, gs_params *q);
+
 /* SHA-256 of a file's bytes into out (GS_SHA256_LEN bytes); all zeros
  * when it cannot be read. Tests prove a file was left untouched with it. */
 void sc_file_sha256(const char *path, uint8_t *out);

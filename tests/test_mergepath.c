@@ -293,14 +293,10 @@ int main(void)
     tap_diag("default set, full sizes: %.1f s", sc_now_s() - t0);
     for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
         long wg = sets[i].wg > maxwg ? maxwg : sets[i].wg;
-        long ept = sets[i].ept;
         gs_params q;
-        set3(&q, sets[i].size_i, wg, ept);
-        gs_err_clear(&err);
-        /* too big for this device's local memory (never on PoCL): halve the
-         * tile */
-        while (ept > 1 && A->check(dev, NULL, &q, &err) != 0)
-            gs_params_set(&q, "elems_per_thread", ept /= 2);
+        set3(&q, sets[i].size_i, wg, sets[i].ept);
+        /* too big for this device (never on PoCL): a smaller tile or group */
+        sc_fit_set(A, &ctx, &q);
         if (A->check(dev, NULL, &q, &err) != 0)
             tap_bail("set %zu does not fit this device: %s", i, err.msg);
         double t1 = sc_now_s();

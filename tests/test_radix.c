@@ -284,38 +284,9 @@ int main(void)
     tap_diag("default set, full sizes: %.1f s", sc_now_s() - t0);
     for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
         long wg = sets[i].wg > maxwg ? maxwg : sets[i].wg;
-        long ept = sets[i].ept;
         gs_params q;
-        set3(&q, sets[i].bits, wg, ept);
-        /* Too big for this device (never on PoCL): halve the tile until
-         * check() accepts it, then the work-group until the built kernels
-         * can run it (NVIDIA's OpenCL caps them at 256 work-items). */
-        gs_err_clear(&err);
-        while (ept > 1 && gs_algo_radix.check(dev, NULL, &q, &err) != 0)
-            gs_params_set(&q, "elems_per_thread", ept /= 2);
-        for (;;) {
-            uint64_t one[1] = { 1 }, two[1] = { 2 };
-            gs_sort_req probe = { .dtype = GS_DT_U64, .payload = GS_PL_U64, .n = 1,
-                                  .keys = one, .values = two };
-            gs_err_clear(&err);
-            if (wg <= 16 || gs_sort_run(&gs_algo_radix, &ctx, &probe, &q, NULL, &err) != GS_EUNSUPPORTED)
-                break;
-            tap_diag("%s: halving wg_size", err.msg);
-            gs_params_set(&q, "wg_size", wg /= 2);
-        }
-        /* with fewer work-items, a longer tile may fit again */
-        for (long te = sets[i].ept; te > ept; te /= 2) {
-            gs_params_set(&q, "elems_per_thread", te);
-            uint64_t one[1] = { 1 }, two[1] = { 2 };
-            gs_sort_req probe = { .dtype = GS_DT_U64, .payload = GS_PL_U64, .n = 1,
-                                  .keys = one, .values = two };
-            if (gs_algo_radix.check(dev, NULL, &q, &err) == 0 &&
-                gs_sort_run(&gs_algo_radix, &ctx, &probe, &q, NULL, &err) == 0) {
-                ept = te;
-                break;
-            }
-            gs_params_set(&q, "elems_per_thread", ept);
-        }
+        set3(&q, sets[i].bits, wg, sets[i].ept);
+        sc_fit_set(A, &ctx, &q);
         double t1 = sc_now_s();
         fails += sc_run_matrix(&gs_algo_radix, &ctx, &q, sets[i].sizes, sets[i].ns, "radix");
         tap_diag("set %zu: %.1f s", i, sc_now_s() - t1);
