@@ -264,7 +264,7 @@ void radix_ghist_k##KW(global const KT *keys, uint n, uint kind, uint desc,     
                                                                                  \
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))                         \
 void radix_upsweep_k##KW(global const KT *keys, uint n, uint shift, uint flags,  \
-                         uint kind, uint desc, uint ntiles, global uint *counts) \
+                         uint kind, uint desc, global uint *counts)              \
 {                                                                                \
     local uint h[RADIX * NCOPY];                                                 \
     const uint lid = get_local_id(0), t = get_group_id(0);                       \
@@ -551,7 +551,7 @@ uint warp_match(uint d, local uint *tmp, uint lid)
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))                         \
 void NAME(global const KT *kin, global KT *kout, VPARAMS                         \
           global const uint *offs, uint n, uint shift, uint flags, uint kind,     \
-          uint desc, uint ntiles)                                                \
+          uint desc)                                                             \
 {                                                                                \
     local ulong lmem[XWORDS(KB, VB)];                                            \
     local uint cnt[CNT_N];                                                       \

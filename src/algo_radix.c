@@ -404,22 +404,22 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
         if (i + 1 == nrun)
             flags |= 2u;                     /* decode on store */
         gs_karg au[] = { GS_KARG(r.keys[cur]), GS_KARG(un), GS_KARG(shift), GS_KARG(flags),
-                         GS_KARG(kind), GS_KARG(desc), GS_KARG(untiles), GS_KARG(r.counts) };
+                         GS_KARG(kind), GS_KARG(desc), GS_KARG(r.counts) };
         gs_karg asr[] = { GS_KARG(r.counts), GS_KARG(untiles), GS_KARG(unblk), GS_KARG(r.bsum) };
         gs_karg as[] = { GS_KARG(r.bsum), GS_KARG(r.ghist), GS_KARG(pos), GS_KARG(unblk) };
         gs_karg asd[] = { GS_KARG(r.counts), GS_KARG(r.bsum), GS_KARG(untiles), GS_KARG(unblk) };
         /* scatter: keys in/out, [values in/out], then the rest */
-        gs_karg ax[13] = { GS_KARG(r.keys[cur]), GS_KARG(r.keys[1 - cur]) };
+        gs_karg ax[12] = { GS_KARG(r.keys[cur]), GS_KARG(r.keys[1 - cur]) };
         unsigned na = 2;
         if (vs) {
             ax[na++] = (gs_karg)GS_KARG(r.vals[cur]);
             ax[na++] = (gs_karg)GS_KARG(r.vals[1 - cur]);
         }
         gs_karg tail[] = { GS_KARG(r.counts), GS_KARG(un), GS_KARG(shift), GS_KARG(flags),
-                           GS_KARG(kind), GS_KARG(desc), GS_KARG(untiles) };
+                           GS_KARG(kind), GS_KARG(desc) };
         for (size_t j = 0; j < sizeof tail / sizeof tail[0]; j++)
             ax[na++] = tail[j];
-        if ((rc = gs_clrun_args(r.k_up, kn_up, au, 8, err)) ||
+        if ((rc = gs_clrun_args(r.k_up, kn_up, au, 7, err)) ||
             (rc = gs_clrun_launch(&r.cr, r.k_up, kn_up, ntiles, wg, err)) ||
             (rc = gs_clrun_args(r.k_sred, "radix_scan_reduce", asr, 4, err)) ||
             (rc = gs_clrun_launch(&r.cr, r.k_sred, "radix_scan_reduce", nblk, wg, err)) ||
