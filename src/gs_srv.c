@@ -89,6 +89,12 @@ typedef struct route_stat {
     double total_ms, max_ms, queue_ms, sort_ms;
 } route_stat;
 
+/* peer_allowed asks the user database (NSS: files, but maybe LDAP or SSSD,
+ * and on the event loop) for a uid's supplementary groups at most once per
+ * PEER_MEMO_MS per uid; a reload of the allow lists forgets every verdict. */
+#define PEER_MEMO_N 64
+#define PEER_MEMO_MS 60000.0
+
 struct srv {
     uv_loop_t loop;
     const gs_srv_opts *o;
@@ -111,6 +117,9 @@ struct srv {
      * the socket */
     unsigned allow_uid[GS_CONF_MAX_IDS], allow_gid[GS_CONF_MAX_IDS];
     size_t nallow_uid, nallow_gid;
+    /* the supplementary-group verdicts of recent uids (peer_allowed) */
+    struct peer_memo { unsigned uid; int allowed; double until_ms; } memo[PEER_MEMO_N];
+    unsigned memo_next;
     unsigned long req_total, req_ok, req_err, fallbacks, by_op[GS_OP_COUNT];
     uint64_t bytes_in, bytes_out;
     route_stat routes[MAX_ROUTES];
@@ -885,18 +894,26 @@ static int peer_allowed(srv *s, const struct ucred *cr)
         return 1;
     if (!s->nallow_gid)
         return 0;
+    const double now = now_ms();
+    for (unsigned i = 0; i < PEER_MEMO_N; i++)
+        if (s->memo[i].until_ms > now && s->memo[i].uid == (unsigned)cr->uid)
+            return s->memo[i].allowed;
+    int allowed = 0;
     char buf[16384];
     struct passwd pw, *res = NULL;
-    if (getpwuid_r(cr->uid, &pw, buf, sizeof buf, &res) != 0 || !res)
-        return 0;
-    gid_t groups[256];
-    int ng = (int)(sizeof groups / sizeof groups[0]);
-    if (getgrouplist(res->pw_name, res->pw_gid, groups, &ng) < 0)
-        ng = (int)(sizeof groups / sizeof groups[0]);   /* the first 256 are filled */
-    for (int i = 0; i < ng; i++)
-        if (id_listed(s->allow_gid, s->nallow_gid, (unsigned)groups[i]))
-            return 1;
-    return 0;
+    if (getpwuid_r(cr->uid, &pw, buf, sizeof buf, &res) == 0 && res) {
+        gid_t groups[256];
+        int ng = (int)(sizeof groups / sizeof groups[0]);
+        if (getgrouplist(res->pw_name, res->pw_gid, groups, &ng) < 0)
+            ng = (int)(sizeof groups / sizeof groups[0]);   /* the first 256 are filled */
+        for (int i = 0; i < ng && !allowed; i++)
+            allowed = id_listed(s->allow_gid, s->nallow_gid, (unsigned)groups[i]);
+    }
+    GS_DEBUG("allow_gids: supplementary groups of uid %u looked up: %s (kept %.0f s)",
+             (unsigned)cr->uid, allowed ? "listed" : "not listed", PEER_MEMO_MS / 1000);
+    s->memo[s->memo_next++ % PEER_MEMO_N] =
+        (struct peer_memo){ (unsigned)cr->uid, allowed, now + PEER_MEMO_MS };
+    return allowed;
 }
 
 /* Resolve the allow lists of `cf` into s; on failure s keeps what it had. */
@@ -913,6 +930,7 @@ static int allow_load(srv *s, const gs_conf *cf, gs_err *err)
     memcpy(s->allow_gid, g, sizeof g);
     s->nallow_uid = nu;
     s->nallow_gid = ng;
+    memset(s->memo, 0, sizeof s->memo);   /* verdicts under the old lists */
     return 0;
 }
 
@@ -950,7 +968,6 @@ static void on_listen(uv_poll_t *h, int status, int events)
                 snprintf(msg, sizeof msg, "permission denied: the daemon cannot identify this "
                          "client (SO_PEERCRED) and allow_uids/allow_gids are set");
             GS_WARN("refusing client %s: not in allow_uids/allow_gids", who);
-            /* No GS_EPERM code exists yet; "permission denied:" starts the message. */
             refuse_client(fd, GS_EPERM, msg);
             continue;
         }

@@ -187,17 +187,22 @@ void dmn_dump_log(const dmn *d, int lines)
         tap_diag("  %s", ring[i % lines]);
 }
 
-int dmn_log_contains(const dmn *d, const char *needle)
+int dmn_log_count(const dmn *d, const char *needle)
 {
     FILE *f = fopen(d->log, "r");
     if (!f)
         return 0;
     char buf[1024];
-    int found = 0;
-    while (!found && fgets(buf, sizeof buf, f))
-        found = strstr(buf, needle) != NULL;
+    int n = 0;
+    while (fgets(buf, sizeof buf, f))
+        n += strstr(buf, needle) != NULL;
     fclose(f);
-    return found;
+    return n;
+}
+
+int dmn_log_contains(const dmn *d, const char *needle)
+{
+    return dmn_log_count(d, needle) > 0;
 }
 
 int dmn_exited(dmn *d)

@@ -64,6 +64,8 @@ int dmn_run(dmn *d, const char *name, const char *const *args, double timeout);
 void dmn_dump_log(const dmn *d, int lines);
 /* Whether one line of its log contains `needle`. */
 int dmn_log_contains(const dmn *d, const char *needle);
+/* How many lines of its log contain `needle`. */
+int dmn_log_count(const dmn *d, const char *needle);
 
 /* Whether something accepts connections at the Unix socket `path`. */
 int dmn_connectable(const char *path);

@@ -332,7 +332,8 @@ static void test_allow(void)
     snprintf(text, sizeof text, "allow_uids = %u\n%s", other,
              root ? "socket_group = 65534\n" : "");
     write_file(conf, text);
-    const char *const extra[] = { "--config", conf, "-o", "devices=none", NULL };
+    const char *const extra[] = { "--config", conf, "-o", "devices=none", "-o",
+                                  "log_level=debug", NULL };
     if (dmn_start(&d, "allow", sock, extra) < 0)
         tap_bail("the daemon did not start");
 
@@ -406,6 +407,17 @@ static void test_allow(void)
     rc = call(sock, "ping", NULL, msg, sizeof msg);
     tap_ok(rl && rc == GS_EPERM && strstr(msg, "permission denied"),
            "neither list names us after another SIGHUP: refused again (%s)", msg);
+    /* Our supplementary groups were looked up for that refusal (neither our
+     * uid nor our primary gid is listed); the next connection reuses the
+     * verdict instead of asking the user database again. */
+    char looked[96];
+    snprintf(looked, sizeof looked, "supplementary groups of uid %u looked up", me);
+    int n1 = dmn_log_count(&d, looked);
+    rc = call(sock, "ping", NULL, msg, sizeof msg);
+    int n2 = dmn_log_count(&d, looked);
+    tap_ok(n1 >= 1 && n2 == n1 && rc == GS_EPERM,
+           "a second connection reuses the supplementary-group verdict (%d lookups, then %d)",
+           n1, n2);
 
     /* A bad list on reload keeps the lists in force. */
     write_file(conf, "allow_uids = no-such-user-gsortd\n");
