@@ -63,7 +63,10 @@ static const gs_param_def radix_params[P_COUNT] = {
       values_ept },
 };
 
-/* ---- local memory: mirrors the size macros of kernels/radix.cl ---- */
+/* ---- local memory: mirrors the size macros of kernels/radix.cl ----
+ * (for the local-counter ranking; the warp ranking's per-warp counters,
+ * RADIX x wg_size / 32 words, never need more than its counter array, so
+ * one bound serves both) */
 
 static uint64_t pad4(uint64_t i) { return i + (i >> 5); }
 static uint64_t pad8(uint64_t i) { return i + (i >> 4); }
@@ -198,12 +201,9 @@ int gs_radix_force_rank(int mode)
     return atomic_exchange(&rank_forced, mode);
 }
 
-#ifndef CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV
-#define CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV 0x4000   /* cl_nv_device_attribute_query */
-#endif
-
 /* The warp ranking needs whole 32-lane warps; in PTX it needs an NVIDIA
- * device of compute capability 7.0 or later (match.any.sync). */
+ * device of compute capability 7.0 or later (match.any.sync), read when the
+ * device was probed. */
 static int rank_mode(const gs_dev *dev, size_t wg)
 {
     if (wg % 32)
@@ -211,13 +211,7 @@ static int rank_mode(const gs_dev *dev, size_t wg)
     int forced = atomic_load(&rank_forced);
     if (forced >= 0)
         return forced;
-    if (atomic_load(&ptx_failed) || !strstr(dev->info.vendor, "NVIDIA"))
-        return RANK_LOCAL;
-    cl_uint major = 0;
-    if (clGetDeviceInfo(dev->id, CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV, sizeof major, &major,
-                        NULL) != CL_SUCCESS)
-        return RANK_LOCAL;
-    return major >= 7 ? RANK_WARP_PTX : RANK_LOCAL;
+    return dev->info.nv_cc_major >= 7 && !atomic_load(&ptx_failed) ? RANK_WARP_PTX : RANK_LOCAL;
 }
 
 /* Build (or fetch) the program for one parameter set; a PTX build that

@@ -60,6 +60,10 @@ static int check_profiling(cl_platform_id plat, cl_device_id dev)
     return ok;
 }
 
+#ifndef CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV
+#define CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV 0x4000   /* cl_nv_device_attribute_query */
+#endif
+
 static void read_info(gs_dev *d)
 {
     gs_dev_info *in = &d->info;
@@ -93,6 +97,13 @@ static void read_info(gs_dev *d)
     char ext[8192];
     get_str(d->id, CL_DEVICE_EXTENSIONS, ext, sizeof ext);
     in->has_int64_atomics = strstr(ext, "cl_khr_int64_base_atomics") != NULL;
+    /* only where it is known: other runtimes (and Oclgrind's API check)
+     * treat the NVIDIA query as an invalid argument */
+    if (strstr(ext, "cl_nv_device_attribute_query") || strstr(in->vendor, "NVIDIA")) {
+        cl_uint major = 0;
+        GET_NUM(d->id, CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV, major);
+        in->nv_cc_major = major;
+    }
     in->profiling = check_profiling(d->platform, d->id);
 }
 

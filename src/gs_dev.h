@@ -28,6 +28,8 @@ typedef struct gs_dev_info {
     uint64_t max_alloc;     /* bytes */
     int profiling;          /* 1 if a profiled command returned usable timestamps */
     int has_int64_atomics;  /* cl_khr_int64_base_atomics */
+    unsigned nv_cc_major;   /* NVIDIA compute capability major (cl_nv_device_attribute_query),
+                               0 on other devices */
 } gs_dev_info;
 
 struct gs_prog_entry;
