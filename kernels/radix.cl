@@ -125,7 +125,7 @@ uint bscan_u32(local uint *sc, uint lid, uint v, uint *tot)
 }
 
 /* ---- scan of the tile-major counts ----
- * Three loop-free kernels (PoCL-safe: no barrier inside a loop) over blocks
+ * Three kernels without a barrier inside a loop (PoCL-safe) over blocks
  * of SBT consecutive tiles; a work-item owns digits lid, lid + WG, ...
  * (consecutive work-items read consecutive digits: coalesced):
  *   radix_scan_reduce  one group per block: each digit's count over the
@@ -369,6 +369,13 @@ uint warp_match(uint d, local uint *tmp, uint lid)
                             (VB) ? (VB) * XV_N(VB) : 0)
 #define XWORDS(KB, VB) ((XBYTES(KB, VB) + 7) / 8)
 
+/* Tile position j's key as the rankings see it: encoded on the first pass;
+ * past `valid`, the largest key (it ranks after every real key and is never
+ * written out). */
+#define TILE_KEY(KT, ENC, j)                                                     \
+    ((j) < valid ? ((flags & F_ENCODE) ? ENC(kin[tb + (j)], kind, desc) : kin[tb + (j)]) \
+                 : (KT)0 - (KT)1)
+
 /* Local ranking (RANK_WARP 0): sub-digit rounds of per-work-item counters;
  * leaves the tile sorted by digit in xk (source positions in xi) and each
  * present digit's output offset minus its tile start in loff. */
@@ -380,13 +387,7 @@ uint warp_match(uint d, local uint *tmp, uint lid)
         _Pragma("unroll")                                                        \
         for (uint k = 0; k < EPT; k++) {                                         \
             const uint j = k * WG + lid;                                         \
-            KT x = (KT)0 - (KT)1;                                                \
-            if (j < valid) {                                                     \
-                x = kin[tb + j];                                                 \
-                if (flags & F_ENCODE)                                            \
-                    x = ENC(x, kind, desc);                                      \
-            }                                                                    \
-            xk[PADK(j)] = x;                                                     \
+            xk[PADK(j)] = TILE_KEY(KT, ENC, j);                                  \
         }                                                                        \
         barrier(CLK_LOCAL_MEM_FENCE);                                            \
         KT key[EPT];                                                             \
@@ -470,9 +471,7 @@ uint warp_match(uint d, local uint *tmp, uint lid)
  * rank in its warp is the counter before plus its lower peers. That order
  * (warp, item, lane) is tile order, so ranks are stable. Then per digit
  * the warps' counts become prefixes (warp-major) plus the digit's tile
- * start from one block scan of the digit totals. Positions past `valid`
- * hold the largest key: they rank after every real key and are never
- * written out. */
+ * start from one block scan of the digit totals. */
 #define RANK_TILE_WARP(KT, VB, PADK, ENC)                                        \
         const uint lane = lid & 31u, wp = lid >> 5;                              \
         local uint *wh = cnt + wp * RADIX;                                       \
@@ -481,16 +480,8 @@ uint warp_match(uint d, local uint *tmp, uint lid)
         KT key[EPT];                                                             \
         uint rk[EPT];                                                            \
         _Pragma("unroll")                                                        \
-        for (uint k = 0; k < EPT; k++) {                                         \
-            const uint j = wp * (32 * EPT) + k * 32 + lane;                      \
-            KT x = (KT)0 - (KT)1;                                                \
-            if (j < valid) {                                                     \
-                x = kin[tb + j];                                                 \
-                if (flags & F_ENCODE)                                            \
-                    x = ENC(x, kind, desc);                                      \
-            }                                                                    \
-            key[k] = x;                                                          \
-        }                                                                        \
+        for (uint k = 0; k < EPT; k++)                                           \
+            key[k] = TILE_KEY(KT, ENC, wp * (32 * EPT) + k * 32 + lane);         \
         WARP_SYNC();                                                             \
         _Pragma("unroll")                                                        \
         for (uint k = 0; k < EPT; k++) {                                         \
