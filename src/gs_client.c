@@ -84,12 +84,9 @@ int gs_client_connect(gs_client **out, const char *path, gs_err *err)
         path = def;
     }
     struct sockaddr_un sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sun_family = AF_UNIX;
-    if (strlen(path) >= sizeof sa.sun_path)
+    if (gs_paths_sockaddr(&sa, path) < 0)
         return gs_err_set(err, GS_EINVAL, "socket path too long (%zu bytes, at most %zu): %s",
                           strlen(path), sizeof sa.sun_path - 1, path);
-    memcpy(sa.sun_path, path, strlen(path) + 1);
 
     gs_client *c = calloc(1, sizeof *c);
     if (!c)

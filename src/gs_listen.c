@@ -26,16 +26,6 @@ static int sys_fail(gs_err *err, const char *what, const char *path)
     return gs_err_set(err, GS_EIO, "%s %s: %s", what, path, strerror(errno));
 }
 
-static int fill_addr(struct sockaddr_un *a, const char *path)
-{
-    memset(a, 0, sizeof *a);
-    a->sun_family = AF_UNIX;
-    if (strlen(path) >= sizeof a->sun_path)
-        return -1;
-    memcpy(a->sun_path, path, strlen(path) + 1);
-    return 0;
-}
-
 /* 1: something accepts connections at path; 0: nobody does (stale file). */
 static int someone_listens(const struct sockaddr_un *a)
 {
@@ -75,7 +65,7 @@ int gs_listen_open(gs_listen *l, const char *path, unsigned mode, const char *gr
     memset(l, 0, sizeof *l);
     l->fd = l->lock_fd = -1;
     struct sockaddr_un a;
-    if (!path || path[0] != '/' || fill_addr(&a, path) < 0)
+    if (!path || path[0] != '/' || gs_paths_sockaddr(&a, path) < 0)
         return gs_err_set(err, GS_EINVAL, "socket path '%s': must be absolute and shorter "
                           "than %zu bytes", path ? path : "", sizeof a.sun_path);
     if (mode & 0002)

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -201,5 +202,16 @@ int gs_paths_client_socket(char *buf, size_t len, char *also, size_t alen, gs_er
     if (strlen(GS_PATHS_SYSTEM_SOCKET) >= len)
         return gs_err_set(err, GS_ETOOBIG, "socket path buffer too small");
     snprintf(buf, len, "%s", GS_PATHS_SYSTEM_SOCKET);
+    return 0;
+}
+
+int gs_paths_sockaddr(struct sockaddr_un *a, const char *path)
+{
+    memset(a, 0, sizeof *a);
+    a->sun_family = AF_UNIX;
+    size_t n = strlen(path);
+    if (n >= sizeof a->sun_path)
+        return -1;
+    memcpy(a->sun_path, path, n + 1);
     return 0;
 }

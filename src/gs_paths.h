@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <sys/types.h>
+#include <sys/un.h>
 
 #include "gs_err.h"
 
@@ -48,5 +49,9 @@ int gs_paths_socket(char *buf, size_t len, gs_err *err);
  * message naming the per-user socket that was looked for and absent.
  * GS_ETOOBIG when a path does not fit. */
 int gs_paths_client_socket(char *buf, size_t len, char *also, size_t alen, gs_err *err);
+
+/* The address of the Unix socket at `path` (zeroed first): -1 when the path
+ * does not fit sun_path (sizeof a->sun_path - 1 bytes at most), else 0. */
+int gs_paths_sockaddr(struct sockaddr_un *a, const char *path);
 
 #endif

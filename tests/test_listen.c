@@ -8,6 +8,7 @@
 #include "config.h"
 #include "gs_listen.h"
 #include "gs_log.h"
+#include "gs_paths.h"
 #include "tap.h"
 
 #include <errno.h>
@@ -52,21 +53,11 @@ static void lock_of(char *buf, size_t len, const char *sock)
     snprintf(buf, len, "%s.lock", sock);
 }
 
-static int fill(struct sockaddr_un *a, const char *path)
-{
-    memset(a, 0, sizeof *a);
-    a->sun_family = AF_UNIX;
-    if (strlen(path) >= sizeof a->sun_path)
-        return -1;
-    memcpy(a->sun_path, path, strlen(path) + 1);
-    return 0;
-}
-
 /* A socket bound at path by the test itself (listening or not); -1 on failure. */
 static int bind_at(const char *path, int do_listen)
 {
     struct sockaddr_un a;
-    if (fill(&a, path) < 0)
+    if (gs_paths_sockaddr(&a, path) < 0)
         return -1;
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
@@ -81,7 +72,7 @@ static int bind_at(const char *path, int do_listen)
 static int connect_to(const char *path)
 {
     struct sockaddr_un a;
-    if (fill(&a, path) < 0)
+    if (gs_paths_sockaddr(&a, path) < 0)
         return -1;
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
