@@ -171,6 +171,18 @@ def _params(params):
     return out
 
 
+def _device(device):
+    """A device index for the header. Only integers (numpy ones too): a
+    bool would otherwise go out as device 0 or 1 and a float be truncated."""
+    if not isinstance(device, (bool, np.bool_)):
+        try:
+            return operator.index(device)
+        except TypeError:
+            pass
+    raise TypeError("gsort: device must be an integer device index (see info()["
+                    "\"devices\"]), not %s %r" % (type(device).__name__, device))
+
+
 def _round_up(x, m):
     return (x + m - 1) // m * m
 
@@ -529,7 +541,7 @@ class Client:
                 raise ValueError("gsort: params need an algorithm")
             header["params"] = _params(params)
         if device is not None:
-            header["device"] = int(device)
+            header["device"] = _device(device)
 
         t0 = time.perf_counter()
         with self._lock:
@@ -646,7 +658,8 @@ class Client:
         stable: only stable algorithms (the sorted values are the same);
         algorithm: force one of info()["algorithms"] ("radix",
         "mergepath", "shellsort", "host"), params: its tuning parameters
-        as {name: int}; device: force a device index (see info()).
+        as {name: int}; device: force a device index, an integer (see
+        info(); a bool or a float is a TypeError).
         """
         if inplace:
             _writable_contiguous(a, "the array")
@@ -702,7 +715,14 @@ class Client:
         kind = "u32" if vdt.itemsize == 4 else "u64"
         ko = keys if inplace else np.empty(keys.shape[0], dtype=keys.dtype)
         vo = values if inplace else np.empty(values.shape[0], dtype=vdt)
-        self._run(keys, kind, values, ko, vo, descending, stable, algorithm, params, device)
+        # The daemon moves values as raw bytes, so the transfer works on
+        # unsigned views of the same width (sharing memory with values and
+        # vo): dtypes the buffer protocol cannot export (datetime64,
+        # timedelta64) then travel like any other on every path, memfd and
+        # inline, out and back.
+        raw = np.uint32 if vdt.itemsize == 4 else np.uint64
+        self._run(keys, kind, values.view(raw), ko, vo.view(raw), descending, stable,
+                  algorithm, params, device)
         return ko, vo
 
 

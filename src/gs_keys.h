@@ -9,9 +9,11 @@
  *   - descending: the bitwise complement of the ascending encoding, which
  *     keeps equal keys in input order.
  * Because NaN payloads are lost by encoding, gs_keys_nan_save records the
- * exact NaN bit patterns (only when some NaN is not canonical) and
- * gs_keys_nan_restore writes them back into the sorted NaN block in input
- * order. The same formulas exist in OpenCL C in kernels/keys.cl. */
+ * exact NaN bit patterns with the payload element beside each (only when
+ * some NaN is not canonical) and gs_keys_nan_restore writes both back into
+ * the sorted NaN block in input order, so every (key bits, value) pair
+ * survives whatever order the algorithm left among the NaNs. The same
+ * formulas exist in OpenCL C in kernels/keys.cl. */
 #ifndef GS_KEYS_H
 #define GS_KEYS_H
 
@@ -35,14 +37,19 @@ void gs_keys_decode(gs_dtype t, int descending, void *keys, size_t n);
 typedef struct gs_nan_save {
     size_t count;   /* NaNs in the input (0 if none saved) */
     void *bits;     /* their bit patterns in input order (malloc'ed), NULL if all canonical */
+    void *vals;     /* beside them their payload elements: the values (u32/u64), or the
+                       input indices (idx32/idx64); NULL for GS_PL_NONE. In bits'
+                       allocation: not freed on its own. */
 } gs_nan_save;
 
-/* For f32/f64 keys (a no-op for others): if any NaN in keys is not the
- * canonical one, save every NaN's bits in input order. */
-int gs_keys_nan_save(gs_dtype t, const void *keys, size_t n, gs_nan_save *s, gs_err *err);
-/* After a stable sort: overwrite the NaN block (the last s->count keys
- * ascending, the first descending) with the saved patterns. */
-void gs_keys_nan_restore(gs_dtype t, int descending, void *keys, size_t n, const gs_nan_save *s);
+/* Before a sort of req (a no-op for non-float keys): if any NaN key is not
+ * the canonical one, save every NaN's bits and payload element in input
+ * order. */
+int gs_keys_nan_save(const gs_sort_req *req, gs_nan_save *s, gs_err *err);
+/* After a sort of req by any algorithm, stable or not: overwrite the NaN
+ * block (the last s->count elements ascending, the first descending), keys
+ * and payload, with the saved pairs, which is the stable result. */
+void gs_keys_nan_restore(const gs_sort_req *req, const gs_nan_save *s);
 void gs_keys_nan_free(gs_nan_save *s);
 
 #endif

@@ -5,12 +5,10 @@
  * the order-preserving encoding themselves (device algorithms on the
  * device).
  *
- * NaN caveat for unstable algorithms: the exact NaN patterns are written
- * back into the NaN block in input order. A stable algorithm keeps NaNs in
- * input order too, so keys and values stay paired. An unstable one may
- * reorder the NaN-keyed elements, so with a payload a NaN key's exact bit
- * pattern may then sit beside another NaN's value (the keys still hold the
- * same multiset of patterns; every NaN is equal in the sort order). */
+ * NaNs: the encoding makes every NaN one canonical key, so gs_sort_run
+ * saves the non-canonical NaNs' bit patterns with their payload elements
+ * and writes both back into the NaN block in input order: every (key bits,
+ * value) pair survives, for unstable algorithms too (see gs_keys.c). */
 #include "config.h"
 #include "gs_sort.h"
 
@@ -235,12 +233,12 @@ int gs_sort_run(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
         st->wall_ms = now_ms() - t0;
         return 0;
     }
-    gs_nan_save ns = { 0, NULL };
-    if ((rc = gs_keys_nan_save(req->dtype, req->keys, req->n, &ns, err)) < 0)
+    gs_nan_save ns = { 0, NULL, NULL };
+    if ((rc = gs_keys_nan_save(req, &ns, err)) < 0)
         return rc;
     rc = a->run(ctx, req, p, st, err);
     if (rc == 0)
-        gs_keys_nan_restore(req->dtype, req->descending, req->keys, req->n, &ns);
+        gs_keys_nan_restore(req, &ns);
     gs_keys_nan_free(&ns);
     st->wall_ms = now_ms() - t0;
     if (rc < 0) {

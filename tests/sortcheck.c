@@ -365,7 +365,7 @@ static const uint32_t *rc_get(gs_dtype t, int dist, size_t n, uint64_t seed,
 const char *sc_dist_name(int dist)
 {
     static const char *const names[SC_DIST_COUNT] = {
-        "random", "sorted", "reversed", "equal", "few16", "sawtooth", "fspecial"
+        "random", "sorted", "reversed", "equal", "few16", "sawtooth", "fspecial", "nanmix"
     };
     return dist >= 0 && dist < SC_DIST_COUNT ? names[dist] : "?";
 }
@@ -474,11 +474,42 @@ static uint64_t special_key(gs_dtype t, uint64_t *s)
     }
 }
 
+/* Distributions of float specials; integer dtypes get random keys. */
+static int dist_float_only(int dist)
+{
+    return dist == SC_FSPECIAL || dist == SC_NANMIX;
+}
+
+/* The i-th key of SC_NANMIX: even draws a NaN whose bit pattern no other
+ * i gives (the payload is i times an odd number, a bijection below 2^22
+ * elements; sign and quiet bit random; a zero payload can only be quiet),
+ * odd draws one of eight ordinary values, so equal keys are common too. A
+ * sort that puts NaN patterns back without their values shows here. */
+static uint64_t nanmix_key(gs_dtype t, size_t i, uint64_t *s)
+{
+    int f32 = t == GS_DT_F32;
+    uint64_t sign = f32 ? UINT64_C(0x80000000) : UINT64_C(1) << 63;
+    uint64_t expm = f32 ? UINT64_C(0x7f800000) : UINT64_C(0x7ff0000000000000);
+    uint64_t quiet = f32 ? UINT64_C(0x00400000) : UINT64_C(0x0008000000000000);
+    uint64_t r = sm_next(s);
+    if (r & 1) {
+        static const double pool[8] = { 0.0, -0.0, INFINITY, -INFINITY, 1.5, -2.25, 1e-3,
+                                        3e5 };
+        double v = pool[(r >> 1) & 7];
+        return f32 ? bits_of_f32((float)v) : bits_of_f64(v);
+    }
+    uint64_t pl = ((uint64_t)i * UINT64_C(0x9e3779b97f4a7c15)) & (quiet - 1);
+    int q = (r >> 2) & 1;
+    if (!pl)
+        q = 1;
+    return ((r >> 3) & 1 ? sign : 0) | expm | (q ? quiet : 0) | pl;
+}
+
 void sc_fill(gs_dtype t, int dist, void *keys, size_t n, uint64_t seed)
 {
     size_t w = dt_size(t);
     uint64_t s = seed;
-    if (dist == SC_FSPECIAL && !dt_isfloat(t))
+    if (dist_float_only(dist) && !dt_isfloat(t))
         dist = SC_RANDOM;
     switch (dist) {
     case SC_SORTED:
@@ -520,6 +551,10 @@ void sc_fill(gs_dtype t, int dist, void *keys, size_t n, uint64_t seed)
     case SC_FSPECIAL:
         for (size_t i = 0; i < n; i++)
             st(w, keys, i, special_key(t, &s));
+        break;
+    case SC_NANMIX:
+        for (size_t i = 0; i < n; i++)
+            st(w, keys, i, nanmix_key(t, i, &s));
         break;
     default:
         for (size_t i = 0; i < n; i++)
@@ -739,9 +774,10 @@ out:
     return ok;
 }
 
-/* Unstable values: (key, value) pairs of output and input are the same
- * multiset; NaN keys count as one key (their bits are restored in input
- * order, not paired with their values; see gs_sort.c). */
+/* Unstable values: (key bits, value) pairs of output and input are the
+ * same multiset. NaN keys compare by their exact bits too: every NaN must
+ * keep its own pattern beside its own value (the values are distinct, so
+ * this also says each value sits beside its key). */
 static int verify_pairs_unstable(const sc_case *c, char *why, size_t whylen)
 {
     gs_dtype t = c->req.dtype;
@@ -754,8 +790,8 @@ static int verify_pairs_unstable(const sc_case *c, char *why, size_t whylen)
     }
     for (size_t i = 0; i < n; i++) {
         uint64_t ki = ld(kw, c->in_keys, i), ko = ld(kw, c->req.keys, i);
-        a[i] = (pair){ bits_isnan(t, ki) ? UINT64_MAX : ki, ld(vw, c->in_vals, i) };
-        b[i] = (pair){ bits_isnan(t, ko) ? UINT64_MAX : ko, ld(vw, c->req.values, i) };
+        a[i] = (pair){ ki, ld(vw, c->in_vals, i) };
+        b[i] = (pair){ ko, ld(vw, c->req.values, i) };
     }
     qsort(a, n, sizeof *a, pair_cmp);
     qsort(b, n, sizeof *b, pair_cmp);
@@ -764,7 +800,7 @@ static int verify_pairs_unstable(const sc_case *c, char *why, size_t whylen)
         if (a[i].k != b[i].k || a[i].v != b[i].v) {
             char e[64];
             fmt_key(t, a[i].k, e, sizeof e);
-            snprintf(why, whylen, "(key, value) pairs are not a permutation of "
+            snprintf(why, whylen, "(key bits, value) pairs are not a permutation of "
                      "the input's: input pair (%s, 0x%" PRIx64 ") missing or "
                      "changed (output has 0x%" PRIx64 " there in sorted-pair order)",
                      e, a[i].v, b[i].v);
@@ -776,8 +812,9 @@ out:
     return ok;
 }
 
-/* Unstable argsort: a permutation of 0..n-1 that points at input keys equal
- * to the output keys. */
+/* Unstable argsort: a permutation of 0..n-1 that points at input keys
+ * bit-equal to the output keys (a NaN index must point at the NaN whose
+ * pattern is beside it). */
 static int verify_idx_unstable(const sc_case *c, char *why, size_t whylen)
 {
     gs_dtype t = c->req.dtype;
@@ -798,7 +835,7 @@ static int verify_idx_unstable(const sc_case *c, char *why, size_t whylen)
         }
         seen[ix] = 1;
         uint64_t ki = ld(kw, c->in_keys, ix), ko = ld(kw, c->req.keys, i);
-        if (ki != ko && !(bits_isnan(t, ki) && bits_isnan(t, ko))) {
+        if (ki != ko) {
             char e[64], g[64];
             fmt_key(t, ki, e, sizeof e);
             fmt_key(t, ko, g, sizeof g);
@@ -1016,7 +1053,7 @@ int sc_run_matrix(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p,
                 for (size_t si = 0; si < nsizes; si++) {
                     for (int dist = 0; dist < SC_DIST_COUNT; dist++) {
                         size_t n = sizes[si];
-                        if (dist == SC_FSPECIAL && !dt_isfloat((gs_dtype)t))
+                        if (dist_float_only(dist) && !dt_isfloat((gs_dtype)t))
                             continue;
                         uint64_t seed = case_seed(base, (gs_dtype)t, dist, n);
                         char why[512] = "";

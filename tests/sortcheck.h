@@ -3,7 +3,8 @@
  * (qsort on the total order, written without gs_keys), and checks of an
  * algorithm's output against it. Stable algorithms must match the reference
  * exactly (keys bit for bit, values/indices too); unstable ones must match
- * the keys and hold the same (key, value) pairs. */
+ * the keys and hold the same (key bits, value) pairs: a NaN's exact bit
+ * pattern must stay beside its own value or index. */
 #ifndef GS_SORTCHECK_H
 #define GS_SORTCHECK_H
 
@@ -15,6 +16,8 @@
 enum sc_dist {
     SC_RANDOM = 0, SC_SORTED, SC_REVERSED, SC_EQUAL, SC_FEW16, SC_SAWTOOTH,
     SC_FSPECIAL,   /* floats only: NaNs (both signs, payloads), +-0, +-inf, denormals mixed in */
+    SC_NANMIX,     /* floats only: half NaNs, every one a distinct bit pattern (both signs,
+                      quiet and signalling), half a few values (+-0, +-inf among them) */
     SC_DIST_COUNT
 };
 
@@ -39,9 +42,11 @@ int sc_case_init(sc_case *c, gs_dtype t, gs_payload p, int descending, size_t n,
 /* Restore the work buffers to the input (to rerun with other parameters). */
 void sc_case_reset(sc_case *c);
 /* Compare the work buffers with the reference. `stable`: exact match needed;
- * otherwise keys must match and (key,value) pairs be a permutation of the
- * input's. Writes a description of the first mismatch into why. Returns 1 if
- * correct. */
+ * otherwise keys must match (NaN positions: the same multiset of bit
+ * patterns), (key bits, value) pairs be a permutation of the input's, and
+ * indices a permutation pointing at input keys bit-equal to the output
+ * keys beside them. Writes a description of the first mismatch into why.
+ * Returns 1 if correct. */
 int sc_case_verify(const sc_case *c, int stable, char *why, size_t whylen);
 void sc_case_free(sc_case *c);
 

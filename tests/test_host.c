@@ -94,11 +94,48 @@ static void test_verifier(void)
            "verifier: stable check catches two differing NaNs swapped (%s)", why);
     tap_ok(found && sc_case_verify(&c, 0, why, sizeof why),
            "verifier: unstable check accepts them (%s)", why);
+    /* Only the indices of two differing NaNs swapped: each NaN pattern now
+     * sits beside another NaN's index (the shellsort bug of issue 14). */
+    if (found) {
+        uint64_t ti = ix[a];
+        ix[a] = ix[b];
+        ix[b] = ti;
+    }
+    tap_ok(found && !sc_case_verify(&c, 0, why, sizeof why) && strstr(why, "nan"),
+           "verifier: unstable check catches NaN indices swapped without their keys (%s)",
+           why);
     sc_case_reset(&c);
     rc = gs_sort_run(&gs_algo_host, NULL, &c.req, NULL, NULL, &err);
-    ix[3] = ix[4];
-    tap_ok(rc == 0 && !sc_case_verify(&c, 0, why, sizeof why) && strstr(why, "repeated"),
+    /* a repeated index beside a bit-equal key: only the repetition is wrong */
+    size_t r = 0;
+    while (r + 1 < 4097 && k64[r] != k64[r + 1])
+        r++;
+    ix[r] = ix[r + 1];
+    tap_ok(rc == 0 && r + 1 < 4097 && !sc_case_verify(&c, 0, why, sizeof why) &&
+           strstr(why, "repeated"),
            "verifier: unstable argsort check catches a repeated index (%s)", why);
+    sc_case_free(&c);
+
+    /* Values: half the keys NaNs of distinct patterns. Two of them with
+     * their values swapped, keys kept, break two (key bits, value) pairs;
+     * keys swapped too, the pairs hold again (unstable-correct only). */
+    if (sc_case_init(&c, GS_DT_F32, GS_PL_U32, 0, 1000, SC_NANMIX, 3) < 0)
+        tap_bail("sc_case_init failed");
+    rc = gs_sort_run(&gs_algo_host, NULL, &c.req, NULL, NULL, &err);
+    tap_ok(rc == 0 && sc_case_verify(&c, 1, why, sizeof why) &&
+           (k = c.req.keys, (k[999] & 0x7fffffffu) > 0x7f800000u && k[998] != k[999]),
+           "verifier: host f32 u32 nanmix passes, ends in differing NaNs (%s)", why);
+    v = c.req.values;
+    t = v[998];
+    v[998] = v[999];
+    v[999] = t;
+    tap_ok(!sc_case_verify(&c, 0, why, sizeof why) && strstr(why, "nan"),
+           "verifier: unstable check catches NaN values swapped without their keys (%s)", why);
+    t = k[998];
+    k[998] = k[999];
+    k[999] = t;
+    tap_ok(sc_case_verify(&c, 0, why, sizeof why) && !sc_case_verify(&c, 1, why, sizeof why),
+           "verifier: with their keys, the unstable check accepts them, the stable one not");
     sc_case_free(&c);
 }
 

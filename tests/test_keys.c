@@ -3,7 +3,8 @@
  * values for every dtype and order, order preservation over all pairs of
  * edge and random values, NaN handling (one encoding, last ascending, first
  * descending, canonical on decode), the array versions agreeing with the
- * scalar ones at block/tail sizes, and NaN bit-pattern save/restore. */
+ * scalar ones at block/tail sizes, and the NaN save/restore of bit
+ * patterns with their payload (values or indices) after an unstable order. */
 #include "config.h"
 
 #include <inttypes.h>
@@ -272,87 +273,136 @@ static void test_arrays(gs_dtype t)
     free(a);
 }
 
-static gs_dtype cmp_t;
-static int enc_cmp(const void *x, const void *y)
+/* An element while "sorting" in test_nan_save. */
+typedef struct kv_el {
+    uint64_t enc, val;
+    size_t i;
+} kv_el;
+
+/* Encoded key ascending, equal keys in REVERSED input order: what an
+ * unstable algorithm may leave, and the worst case for the NaN block. */
+static int kv_cmp(const void *x, const void *y)
 {
-    uint64_t a = is64(cmp_t) ? *(const uint64_t *)x : *(const uint32_t *)x;
-    uint64_t b = is64(cmp_t) ? *(const uint64_t *)y : *(const uint32_t *)y;
-    return (a > b) - (a < b);
+    const kv_el *a = x, *b = y;
+    if (a->enc != b->enc)
+        return a->enc < b->enc ? -1 : 1;
+    return (a->i < b->i) - (a->i > b->i);
 }
 
-/* Save NaN bits, sort keys by their encodings (which turns NaNs canonical),
- * restore, and find the input's NaN patterns in input order in the NaN
- * block. */
-static void test_nan_save(gs_dtype t, int desc)
+static uint64_t ldw(size_t w, const void *p, size_t i)
 {
-    size_t n = 2000, w = is64(t) ? 8 : 4;
+    return w == 4 ? ((const uint32_t *)p)[i] : ((const uint64_t *)p)[i];
+}
+
+static void stw(size_t w, void *p, size_t i, uint64_t x)
+{
+    if (w == 4)
+        ((uint32_t *)p)[i] = (uint32_t)x;
+    else
+        ((uint64_t *)p)[i] = x;
+}
+
+/* Save the NaNs (bits and payload), sort keys and payload like an unstable
+ * algorithm (encoded keys, which turns NaNs canonical; equal keys reversed),
+ * restore, and find the input's NaN patterns in input order in the NaN
+ * block, each beside its own value or input index. */
+static void test_nan_save(gs_dtype t, int desc, gs_payload pl)
+{
+    size_t n = 2000, w = is64(t) ? 8 : 4, vw = gs_payload_size(pl);
+    int idx = pl == GS_PL_IDX32 || pl == GS_PL_IDX64;
+    const char *tn = gs_dtype_name(t), *dn = desc ? "desc" : "asc", *pn = gs_payload_name(pl);
     uint64_t v[64 + NRAND];
     size_t nv = values_of(t, v);
     unsigned char *a = malloc(n * w), *in = malloc(n * w);
-    uint64_t *nanbits = malloc(n * sizeof *nanbits);
-    if (!a || !in || !nanbits)
+    unsigned char *va = malloc(n * 8), *vin = malloc(n * 8);
+    uint64_t *nanbits = malloc(n * sizeof *nanbits), *nanvals = malloc(n * sizeof *nanvals);
+    kv_el *el = malloc(n * sizeof *el);
+    if (!a || !in || !va || !vin || !nanbits || !nanvals || !el)
         tap_bail("out of memory");
     size_t nn = 0;
     for (size_t i = 0; i < n; i++) {
         uint64_t x = v[next64() % nv];
-        if (w == 4)
-            ((uint32_t *)in)[i] = (uint32_t)x;
-        else
-            ((uint64_t *)in)[i] = x;
-        if (bnan(t, x))
-            nanbits[nn++] = x;
+        stw(w, in, i, x);
+        /* distinct values (i * odd is a bijection), or poison for indices */
+        uint64_t val = idx ? UINT64_C(0xDEADBEEFDEADBEEF) : (uint64_t)i * 0x9e3779b1u + 7;
+        if (vw)
+            stw(vw, vin, i, val);
+        if (bnan(t, x)) {
+            nanbits[nn] = x;
+            nanvals[nn++] = idx ? (uint64_t)i : vw == 4 ? (uint32_t)val : val;
+        }
     }
     memcpy(a, in, n * w);
+    if (vw)
+        memcpy(va, vin, n * vw);
+    gs_sort_req req = { .dtype = t, .payload = pl, .descending = desc, .n = n, .keys = a,
+                        .values = vw ? va : NULL };
     gs_nan_save s;
     gs_err err;
-    int rc = gs_keys_nan_save(t, a, n, &s, &err);
-    int ok = rc == 0 && s.count == nn && s.bits && !memcmp(a, in, n * w);
+    int rc = gs_keys_nan_save(&req, &s, &err);
+    int ok = rc == 0 && s.count == nn && s.bits && !memcmp(a, in, n * w) &&
+             (vw ? s.vals != NULL && !memcmp(va, vin, n * vw) : s.vals == NULL);
     for (size_t i = 0; ok && i < nn; i++)
-        ok &= (w == 4 ? ((uint32_t *)s.bits)[i] : ((uint64_t *)s.bits)[i]) == nanbits[i];
-    tap_ok(ok && nn > 100, "%s %s: nan_save records all %zu NaN patterns in input order",
-           gs_dtype_name(t), desc ? "desc" : "asc", nn);
+        ok &= ldw(w, s.bits, i) == nanbits[i] && (!vw || ldw(vw, s.vals, i) == nanvals[i]);
+    tap_ok(ok && nn > 100, "%s %s %s: nan_save records all %zu NaN patterns and their %s "
+           "in input order", tn, dn, pn, nn, idx ? "indices" : vw ? "values" : "(no payload)");
 
     gs_keys_encode(t, desc, a, n);
-    cmp_t = t;
-    qsort(a, n, w, enc_cmp);
+    for (size_t i = 0; i < n; i++)
+        el[i] = (kv_el){ ldw(w, a, i), vw ? ldw(vw, va, i) : 0, i };
+    qsort(el, n, sizeof *el, kv_cmp);
+    for (size_t i = 0; i < n; i++) {
+        stw(w, a, i, el[i].enc);
+        if (vw)
+            stw(vw, va, i, idx ? el[i].i : el[i].val);
+    }
     gs_keys_decode(t, desc, a, n);
-    gs_keys_nan_restore(t, desc, a, n, &s);
+    gs_keys_nan_restore(&req, &s);
     size_t first = desc ? 0 : n - nn;
     ok = 1;
     for (size_t i = 0; i < n; i++) {
-        uint64_t got = w == 4 ? ((uint32_t *)a)[i] : ((uint64_t *)a)[i];
+        uint64_t got = ldw(w, a, i);
         if (i >= first && i < first + nn)
-            ok &= got == nanbits[i - first];
+            ok &= got == nanbits[i - first] && (!vw || ldw(vw, va, i) == nanvals[i - first]);
         else
             ok &= !bnan(t, got);
+        /* every pair: the value (distinct) or index names an input element
+         * whose key is bit-equal */
+        if (vw) {
+            uint64_t x = ldw(vw, va, i);
+            size_t src = idx ? (size_t)x : (size_t)(uint32_t)((x - 7) * 0x0e8b2f51u);
+            ok &= src < n && ldw(w, in, src) == got && (idx || ldw(vw, vin, src) == x);
+        }
     }
     for (size_t i = 1; i < n; i++) {
-        uint64_t x = w == 4 ? ((uint32_t *)a)[i - 1] : ((uint64_t *)a)[i - 1];
-        uint64_t y = w == 4 ? ((uint32_t *)a)[i] : ((uint64_t *)a)[i];
+        uint64_t x = ldw(w, a, i - 1), y = ldw(w, a, i);
         ok &= desc ? ref_cmp(t, x, y) >= 0 : ref_cmp(t, x, y) <= 0;
     }
-    tap_ok(ok, "%s %s: nan_restore puts them back %s, rest sorted and NaN-free",
-           gs_dtype_name(t), desc ? "desc" : "asc", desc ? "first" : "last");
+    tap_ok(ok, "%s %s %s: after an unstable order, nan_restore puts them back %s with their "
+           "payload, every (key bits, value) pair kept, rest sorted and NaN-free", tn, dn, pn,
+           desc ? "first" : "last");
     gs_keys_nan_free(&s);
-    tap_ok(s.bits == NULL && s.count == 0, "nan_free clears the record");
+    tap_ok(s.bits == NULL && s.vals == NULL && s.count == 0, "nan_free clears the record");
 
     /* Only canonical NaNs: nothing to save, restore is a no-op. */
     uint64_t canon = t == GS_DT_F32 ? GS_F32_CANON_NAN : GS_F64_CANON_NAN;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t x = i % 3 ? (uint64_t)i : canon;
-        if (w == 4)
-            ((uint32_t *)a)[i] = (uint32_t)x;
-        else
-            ((uint64_t *)a)[i] = x;
-    }
+    for (size_t i = 0; i < n; i++)
+        stw(w, a, i, i % 3 ? (uint64_t)i : canon);
     memcpy(in, a, n * w);
-    rc = gs_keys_nan_save(t, a, n, &s, &err);
-    gs_keys_nan_restore(t, desc, a, n, &s);
-    tap_ok(rc == 0 && s.count == 0 && s.bits == NULL && !memcmp(in, a, n * w),
-           "%s: only canonical NaNs: nothing saved, restore changes nothing", gs_dtype_name(t));
+    if (vw)
+        memcpy(vin, va, n * vw);
+    rc = gs_keys_nan_save(&req, &s, &err);
+    gs_keys_nan_restore(&req, &s);
+    tap_ok(rc == 0 && s.count == 0 && s.bits == NULL && s.vals == NULL &&
+           !memcmp(in, a, n * w) && (!vw || !memcmp(vin, va, n * vw)),
+           "%s %s: only canonical NaNs: nothing saved, restore changes nothing", tn, pn);
     free(a);
     free(in);
+    free(va);
+    free(vin);
     free(nanbits);
+    free(nanvals);
+    free(el);
 }
 
 int main(void)
@@ -362,14 +412,17 @@ int main(void)
     test_documented();
     for (int t = 0; t < GS_DT_COUNT; t++)
         test_arrays((gs_dtype)t);
-    for (int desc = 0; desc <= 1; desc++) {
-        test_nan_save(GS_DT_F32, desc);
-        test_nan_save(GS_DT_F64, desc);
-    }
-    uint32_t ik[3] = { 0x7f800001u, 1, 2 };
+    for (int desc = 0; desc <= 1; desc++)
+        for (int pl = 0; pl < GS_PL_COUNT; pl++) {
+            test_nan_save(GS_DT_F32, desc, (gs_payload)pl);
+            test_nan_save(GS_DT_F64, desc, (gs_payload)pl);
+        }
+    uint32_t ik[3] = { 0x7f800001u, 1, 2 }, iv[3] = { 4, 5, 6 };
+    gs_sort_req ir = { .dtype = GS_DT_U32, .payload = GS_PL_U32, .n = 3, .keys = ik,
+                       .values = iv };
     gs_nan_save s;
     gs_err err;
-    tap_ok(gs_keys_nan_save(GS_DT_U32, ik, 3, &s, &err) == 0 && s.count == 0 && !s.bits,
+    tap_ok(gs_keys_nan_save(&ir, &s, &err) == 0 && s.count == 0 && !s.bits && !s.vals,
            "nan_save is a no-op for integer dtypes");
     return tap_done();
 }

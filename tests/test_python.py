@@ -365,6 +365,47 @@ def main():
         check("%s: sort_by_key, 4- and 8-byte values of any dtype (odd n, 4-byte keys with "
               "8-byte values), both orders, stable" % how, t_by_key)
 
+        def t_by_key_raw():
+            # Values numpy's buffer protocol cannot export (datetime64,
+            # timedelta64: "cannot include dtype 'M' in a buffer") and
+            # structured/void ones must travel as raw bytes too, both ways.
+            good = []
+            n = 2001
+            raw = rng.integers(-2**62, 2**62, size=n, dtype=np.int64)
+            raw[3] = np.iinfo(np.int64).min     # NaT among the datetimes
+            st8 = np.dtype([("a", "<i4"), ("b", "<f4")])
+            st4 = np.dtype([("x", "<u2"), ("y", "<i2")])
+            vals = [raw.view("M8[ns]"), (raw >> 20).view("m8[s]"),
+                    raw.view("M8[D]"), raw.view(st8), raw.view("V8"),
+                    raw.astype(np.int32).view(st4), raw.astype(np.int32).view("V4")]
+            for v in vals:
+                k = random_keys(np.float64 if v.itemsize == 8 else np.int32, n)
+                vv = v.copy()
+                for desc in (False, True):
+                    sk, sv = c.sort_by_key(k, v, stable=True, descending=desc)
+                    r = ref_argsort(k, descending=desc)
+                    good.append((str(v.dtype), desc, sv.dtype == v.dtype and
+                                 bits_equal(sk, k[r]) and sv.tobytes() == v[r].tobytes() and
+                                 vv.tobytes() == v.tobytes()))
+                # in place, and a strided (non-contiguous) values view
+                ki, vi = k.copy(), v.copy()
+                rk, rv = c.sort_by_key(ki, vi, inplace=True)
+                r = ref_argsort(k)
+                good.append((str(v.dtype), "inplace", rk is ki and rv is vi and
+                             same(ki, k[r]) and
+                             sorted(vi.tobytes()[j:j + v.itemsize]
+                                    for j in range(0, n * v.itemsize, v.itemsize)) ==
+                             sorted(v.tobytes()[j:j + v.itemsize]
+                                    for j in range(0, n * v.itemsize, v.itemsize))))
+                sk, sv = c.sort_by_key(k[::2], v[::2], stable=True)
+                r = ref_argsort(k[::2])
+                good.append((str(v.dtype), "strided",
+                             sv.tobytes() == v[::2][r].tobytes()))
+            return all(g[2] for g in good), [g for g in good if not g[2]]
+        check("%s: sort_by_key with datetime64, timedelta64, structured and void values "
+              "(4 and 8 bytes): moved as raw bytes, both orders, in place, strided" % how,
+              t_by_key_raw)
+
     def t_index_dtypes():
         a = random_keys(np.int32, 3000)
         r = np.argsort(a, kind="stable")
@@ -475,6 +516,27 @@ def main():
                 total1 == total0, [str(e) for e in (e1, e2, e3, e4)] + [total0, total1])
     check("unknown algorithm (GS_ENOTFOUND, daemon message), stable shellsort, device 7, "
           "unknown parameter: gsort.Error; the same connections sort next", t_daemon_errors)
+
+    def t_device_type():
+        a = random_keys(np.uint32, 100)
+        v = np.arange(a.size, dtype=np.uint32)
+        sorts0 = cm.stats()["requests"]["by_op"]["sort"]
+        errs = []
+        for c in (cm, ci):
+            for bad in (True, False, np.bool_(True), 1.0, "0"):
+                for call, args in ((c.sort, (a,)), (c.argsort, (a,)),
+                                   (c.sort_by_key, (a, v))):
+                    e = raises(TypeError, call, *args, device=bad)
+                    errs.append(e)
+        sorts1 = cm.stats()["requests"]["by_op"]["sort"]
+        # numpy integers are still device indices (daemon A has none: its error)
+        e7 = raises(gsort.Error, ci.sort, a, device=np.int64(7))
+        return (all(e is not None and "device" in str(e) and "integer" in str(e)
+                    for e in errs) and "bool" in str(errs[0]) and sorts1 == sorts0 and
+                e7 is not None and e7.daemon and e7.code in ("GS_ENOTFOUND", "GS_ENODEV"),
+                ([str(e) for e in errs[:4]], sorts0, sorts1, str(e7)))
+    check("device=True/False/np.bool_/1.0/'0': TypeError naming device, nothing sent; "
+          "a numpy integer device goes to the daemon", t_device_type)
 
     def t_nodaemon():
         missing = os.path.join(tmp, "nobody.sock")
