@@ -708,19 +708,29 @@ out:
 
 /* ---- the printer ---- */
 
-static void print_string(FILE *out, const char *key, const char *v)
+/* key = value, quoted when it must be, then "  # note" when there is one
+ * (the parser takes a '#' after a blank as a comment, quoted value or not). */
+static void print_string_noted(FILE *out, const char *key, const char *v, const char *note)
 {
     if (v[0] && !strpbrk(v, " \t#\"\\")) {
-        fprintf(out, "%s = %s\n", key, v);
-        return;
+        fprintf(out, "%s = %s", key, v);
+    } else {
+        fprintf(out, "%s = \"", key);
+        for (const char *p = v; *p; p++) {
+            if (*p == '"' || *p == '\\')
+                fputc('\\', out);
+            fputc(*p, out);
+        }
+        fputc('"', out);
     }
-    fprintf(out, "%s = \"", key);
-    for (const char *p = v; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fputc('\\', out);
-        fputc(*p, out);
-    }
-    fputs("\"\n", out);
+    if (note && note[0])
+        fprintf(out, "  # %s", note);
+    fputc('\n', out);
+}
+
+static void print_string(FILE *out, const char *key, const char *v)
+{
+    print_string_noted(out, key, v, NULL);
 }
 
 static void print_size(FILE *out, const char *key, uint64_t v)
@@ -779,13 +789,18 @@ static void print_duration(FILE *out, const char *key, double s)
 
 void gs_conf_print(const gs_conf *c, FILE *out)
 {
-    print_string(out, "socket", c->socket);
+    gs_conf_print_noted(c, NULL, out);
+}
+
+void gs_conf_print_noted(const gs_conf *c, const gs_conf_notes *n, FILE *out)
+{
+    print_string_noted(out, "socket", c->socket, n ? n->socket : NULL);
     fprintf(out, "socket_mode = %04o\n", c->socket_mode);
     print_string(out, "socket_group", c->socket_group);
     print_string(out, "allow_uids", c->allow_uids);
     print_string(out, "allow_gids", c->allow_gids);
-    print_string(out, "db", c->db);
-    print_string(out, "cache_dir", c->cache_dir);
+    print_string_noted(out, "db", c->db, n ? n->db : NULL);
+    print_string_noted(out, "cache_dir", c->cache_dir, n ? n->cache_dir : NULL);
     print_string(out, "kernel_dir", c->kernel_dir);
     fprintf(out, "log_level = %s\n", gs_log_level_name(c->log_level));
     fprintf(out, "log_target = %s\n", c->log_syslog ? "syslog" : "stderr");

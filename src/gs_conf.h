@@ -60,6 +60,13 @@ int gs_conf_set(gs_conf *c, const char *key, const char *value, gs_err *err);
 int gs_conf_load(gs_conf *c, const char *path, gs_err *err);
 /* The effective configuration in file syntax, every key (--print-config). */
 void gs_conf_print(const gs_conf *c, FILE *out);
+/* Comments gs_conf_print_noted appends to a key's line ("  # NOTE"), e.g.
+ * where a resolved default path came from; NULL or "": none. */
+typedef struct gs_conf_notes {
+    const char *socket, *db, *cache_dir;
+} gs_conf_notes;
+/* gs_conf_print with notes (n may be NULL); the output still reads back. */
+void gs_conf_print_noted(const gs_conf *c, const gs_conf_notes *n, FILE *out);
 
 /* Parsers behind gs_conf_set, exposed for the tests and other options. */
 int gs_conf_parse_size(const char *s, uint64_t *out);       /* "4G", "512K", "1000" */

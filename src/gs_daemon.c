@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <syslog.h>
+#include <unistd.h>
 
 #include "gs_clrun.h"
 #include "gs_conf.h"
@@ -57,6 +58,58 @@ static int reload(gs_conf *out, gs_err *err, void *ud)
     return rc;
 }
 
+/* Where a default directory comes from (gs_paths_default's order), for a
+ * note beside the path --print-config shows. */
+static void dir_origin(int cache, const char *file, char *buf, size_t len)
+{
+    const char *v = getenv(cache ? "GSORTD_CACHE_DIR" : "GSORTD_DATA_DIR");
+    const char *x = getenv(cache ? "XDG_CACHE_HOME" : "XDG_DATA_HOME");
+    if (v && v[0])
+        snprintf(buf, len, "default: $%s%s", cache ? "GSORTD_CACHE_DIR" : "GSORTD_DATA_DIR",
+                 file);
+    else if (geteuid() == 0)
+        snprintf(buf, len, "default for root");
+    else if (x && x[0] == '/')
+        snprintf(buf, len, "default: $%s/gsortd%s", cache ? "XDG_CACHE_HOME" : "XDG_DATA_HOME",
+                 file);
+    else
+        snprintf(buf, len, "default: $HOME/%s/gsortd%s", cache ? ".cache" : ".local/share", file);
+}
+
+/* --print-config: the configuration with the paths the daemon would use
+ * where it leaves them to the defaults ("" in the configuration), each
+ * with a note saying where it came from. A socket passed by systemd would
+ * still take the socket's place. */
+static void print_config(const gs_conf *conf)
+{
+    gs_conf c = *conf;
+    gs_err err;
+    char ns[GS_ERR_MSG_MAX] = "", nd[GS_ERR_MSG_MAX] = "", nc[GS_ERR_MSG_MAX] = "";
+    gs_err_clear(&err);
+    if (!c.socket[0]) {
+        if (gs_paths_socket(c.socket, sizeof c.socket, &err) == 0)
+            snprintf(ns, sizeof ns, "%s", geteuid() == 0 ? "default for root"
+                                                         : "default: $XDG_RUNTIME_DIR/gsortd.sock");
+        else
+            snprintf(ns, sizeof ns, "%s", err.msg);
+    }
+    if (!c.db[0]) {
+        if (gs_db_default_path(c.db, sizeof c.db, &err) == 0)
+            dir_origin(0, "/tuning.db", nd, sizeof nd);
+        else
+            snprintf(nd, sizeof nd, "%s", err.msg);
+    }
+    if (!c.cache_dir[0]) {
+        if (gs_paths_cache_dir(c.cache_dir, sizeof c.cache_dir) == 0)
+            dir_origin(1, "", nc, sizeof nc);
+        else
+            snprintf(nc, sizeof nc, "no default location (set GSORTD_CACHE_DIR, XDG_CACHE_HOME "
+                     "or HOME): programs are built from source every time");
+    }
+    gs_conf_notes n = { .socket = ns, .db = nd, .cache_dir = nc };
+    gs_conf_print_noted(&c, &n, stdout);
+}
+
 /* Request buffers (payloads, values, host-sort scratch, replies) are
  * transient and up to hundreds of MiB. glibc raises its mmap threshold to
  * the largest such block once one is freed, after which big blocks come
@@ -83,7 +136,7 @@ int gs_daemon_main(const gs_daemon_args *a)
         return 2;
     }
     if (a->print_config) {
-        gs_conf_print(&conf, stdout);
+        print_config(&conf);
         return 0;
     }
     gs_log_set_level(conf.log_level);

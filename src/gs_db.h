@@ -27,11 +27,18 @@ int gs_db_default_path(char *buf, size_t len, gs_err *err);
 /* Open (creating and migrating as needed) the database at `path`; NULL: the
  * default, gs_paths_data_dir()/tuning.db (/var/lib/gsortd as root). With
  * GS_DB_READONLY nothing is created or migrated: an older schema is an
- * error. Errors: GS_EIO (cannot open), GS_ECORRUPT (not a database, failed
- * migration), GS_EUNSUPPORTED (newer schema: untouched). */
+ * error; a file whose -wal and -shm cannot be created (a directory this
+ * user cannot write) is still read, as an immutable file. Every open runs
+ * a time-bounded PRAGMA quick_check before anything is written. Errors:
+ * GS_EIO (cannot open or read; the message names the cause, e.g. the
+ * directory that is not writable), GS_ECORRUPT (not a database, damaged
+ * pages: left byte-for-byte untouched, the message says what to do;
+ * failed migration), GS_EUNSUPPORTED (newer schema: untouched). */
 int gs_db_open(gs_db **out, const char *path, int flags, gs_err *err);
 void gs_db_close(gs_db *db);
 const char *gs_db_path(const gs_db *db);
+/* 1 when a read-only open had to read the file as immutable (above). */
+int gs_db_immutable(const gs_db *db);
 /* The SQLite connection, for read-only queries beyond this API (gs_dbq.h). */
 struct sqlite3 *gs_db_handle(gs_db *db);
 int gs_db_version(gs_db *db);              /* PRAGMA user_version, <0 on error */
@@ -46,6 +53,11 @@ int gs_db_device_id(gs_db *db, const gs_dev_info *info, int create, int64_t *id,
 /* gs_params <-> JSON object text ({"radix_bits":8,...}), keys in order. */
 int gs_db_params_to_json(const gs_params *p, char *buf, size_t len, gs_err *err);
 int gs_db_params_from_json(const char *json, gs_params *p, gs_err *err);
+
+/* The distribution of the row the tuner writes beside each valid trial
+ * of a device algorithm: the same run's wall time with transfers. It is
+ * part of that trial, not a trial of its own. */
+#define GS_DB_DIST_E2E "random-e2e"
 
 typedef struct gs_db_trial {
     int64_t device_id;

@@ -46,8 +46,15 @@ void gs_dbq_filter_init(gs_dbq_filter *f)
 
 static int fail(gs_db *db, gs_err *err, const char *what)
 {
+    sqlite3 *h = gs_db_handle(db);
+    int c = sqlite3_errcode(h) & 0xff;
+    /* A page the open's bounded quick_check did not reach (a large file). */
+    if (c == SQLITE_CORRUPT || c == SQLITE_NOTADB)
+        return gs_err_set(err, GS_ECORRUPT, "database %s is damaged (%s: %s): move it aside and "
+                          "tune again (gsortd --tune-all)", gs_db_path(db), what,
+                          sqlite3_errmsg(h));
     return gs_err_set(err, GS_EIO, "database %s: %s: %s", gs_db_path(db), what,
-                      sqlite3_errmsg(gs_db_handle(db)));
+                      sqlite3_errmsg(h));
 }
 
 /* A query under construction: SQL text plus the values for its "?"s. */
@@ -148,13 +155,17 @@ typedef struct rowcb {
 
 /* ---- devices ---- */
 
+/* A device row with its counts. Its trials are what the tuner counts as
+ * measured: the end-to-end row written beside a device trial
+ * (GS_DB_DIST_E2E) belongs to that trial and is not counted again. */
 #define DEVICE_COLS \
     "SELECT d.id, d.platform, d.name, d.driver, d.vendor, d.type, d.device_version," \
     " d.first_seen, d.last_seen, d.compute_units, d.max_wg_size, d.local_mem, d.global_mem," \
     " d.max_alloc, d.profiling," \
     " (SELECT count(*) FROM plan p WHERE p.device_id = d.id)," \
     " (SELECT count(*) FROM winners w WHERE w.device_id = d.id)," \
-    " (SELECT count(*) FROM trials t WHERE t.device_id = d.id)" \
+    " (SELECT count(*) FROM trials t WHERE t.device_id = d.id" \
+    "  AND t.distribution <> '" GS_DB_DIST_E2E "')" \
     " FROM devices d"
 
 static int device_row(sqlite3_stmt *st, void *ud)
@@ -509,10 +520,10 @@ int gs_dbq_points(gs_db *db, const gs_dbq_filter *f, int e2e, gs_dbq_point_fn fn
     if (f->algorithms)
         qb_text(&q, " AND instr(',' || ? || ',', ',' || algorithm || ',') > 0", f->algorithms);
     if (e2e)
-        qb_sql(&q, " AND (distribution = 'random-e2e' OR (distribution = 'random' AND NOT EXISTS"
-                   " (SELECT 1 FROM trials u WHERE u.device_id = t.device_id"
+        qb_sql(&q, " AND (distribution = '" GS_DB_DIST_E2E "' OR (distribution = 'random'"
+                   " AND NOT EXISTS (SELECT 1 FROM trials u WHERE u.device_id = t.device_id"
                    " AND u.algorithm = t.algorithm AND u.key_bits = t.key_bits"
-                   " AND u.payload = t.payload AND u.distribution = 'random-e2e'"
+                   " AND u.payload = t.payload AND u.distribution = '" GS_DB_DIST_E2E "'"
                    " AND u.valid = 1)))");
     else
         qb_sql(&q, " AND distribution = 'random'");

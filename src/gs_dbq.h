@@ -16,8 +16,9 @@
 #include "gs_err.h"
 
 /* Open `path` (NULL: gs_db_default_path) read-only. A missing file is
- * GS_ENOTFOUND naming the path (nothing is created); an empty or foreign
- * file GS_ECORRUPT; a newer or older schema GS_EUNSUPPORTED. */
+ * GS_ENOTFOUND naming the path (nothing is created); an empty, foreign or
+ * damaged file GS_ECORRUPT; a newer or older schema GS_EUNSUPPORTED. A
+ * file in a directory this user cannot write is still read (gs_db_open). */
 int gs_dbq_open(gs_db **out, const char *path, gs_err *err);
 
 typedef struct gs_dbq_device {

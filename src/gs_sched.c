@@ -16,6 +16,7 @@
 
 #include "gs_clrun.h"
 #include "gs_log.h"
+#include "gs_tune.h"
 
 #define MAX_ALGOS 16
 #define REST_MS 30000.0          /* a device that failed 3 times in a row rests this long */
@@ -43,7 +44,8 @@ typedef struct sdev {
     /* loop thread only */
     long long db_id;
     long plan_entries;
-    int warned_noplan;
+    int warned_noplan;               /* no plan at all: said once per device */
+    unsigned char warned_shape[2][GS_PL_COUNT][2];   /* [64-bit keys][payload][stable] */
     double rate_ms_per_key;          /* learned, untuned routes */
 } sdev;
 
@@ -416,6 +418,7 @@ void gs_sched_set_db(gs_sched *s, gs_db *db)
         sd->db_id = -1;
         sd->plan_entries = 0;
         sd->warned_noplan = 0;
+        memset(sd->warned_shape, 0, sizeof sd->warned_shape);
         atomic_store(&sd->fails, 0);
         atomic_store(&sd->rest_until, 0.0);
         for (int a = 0; a < MAX_ALGOS; a++)
@@ -467,6 +470,42 @@ static void host_cand(const gs_sched *s, const gs_sort_req *r, const char *plan,
     c->ms = host_predict(s, r);
 }
 
+/* Why a tuned device has no plan entry for this shape, for the log: what
+ * the tuner would need to cover it. */
+static void shape_hint(gs_payload pl, char *buf, size_t len)
+{
+    double need = gs_tune_payload_budget(pl);
+    if (need < 0)
+        snprintf(buf, len, "gsortd --tune-all does not tune payload %s", gs_payload_name(pl));
+    else if (need > 0)
+        snprintf(buf, len, "gsortd --tune-all tunes payload %s with --budget %.0f or more",
+                 gs_payload_name(pl), need);
+    else
+        snprintf(buf, len, "the last gsortd --tune-all did not get to it; run it again with a "
+                 "larger --budget");
+}
+
+/* Log once per device and request shape (key width, payload kind,
+ * stability: what the plan is keyed by, the size aside) that the built-in
+ * defaults serve it, and why: `why` NULL means the device has a plan but
+ * not for this shape. */
+static void warn_shape(sdev *sd, int d, const gs_sort_req *r, int kb, const char *why)
+{
+    unsigned char *w = &sd->warned_shape[kb == 64][r->payload][r->stable ? 1 : 0];
+    if (*w)
+        return;
+    *w = 1;
+    char hint[160] = "";
+    if (!why)
+        shape_hint(r->payload, hint, sizeof hint);
+    GS_WARN("device %d (%s, driver %s): %s for %d-bit keys, payload %s%s, %s%s%s; using "
+            "built-in defaults for that shape%s%s%s", d, sd->dev->info.name, sd->dev->info.driver,
+            why ? "the plan entry" : "no tuned plan entry", kb, gs_payload_name(r->payload),
+            r->payload == GS_PL_IDX32 || r->payload == GS_PL_IDX64 ? " (argsort)" : "",
+            r->stable ? "stable" : "not stable", why ? " " : "", why ? why : "",
+            hint[0] ? " (" : "", hint, hint[0] ? ")" : "");
+}
+
 /* The device's own choice for this request: its tuned plan, else the
  * built-in defaults. 0, or a negative code when the device cannot serve it
  * at all (the caller then leaves it out). */
@@ -479,20 +518,36 @@ static int device_cand(gs_sched *s, int d, const gs_job *j, cand *c)
     gs_err_clear(&e);
     gs_db_choice ch;
     c->dev = d;
-    if (s->db && sd->db_id >= 0 &&
-        gs_db_plan_lookup(s->db, sd->db_id, kb, gs_payload_name(r->payload), r->stable, r->n,
-                          &ch, &e) == 0 &&
-        (c->algo = gs_algo_find(ch.algorithm)) &&
-        gs_db_params_from_json(ch.params, &c->params, &e) == 0) {
+    int tuned = 0;
+    if (s->db && sd->db_id >= 0 && sd->plan_entries > 0) {
+        int lrc = gs_db_plan_lookup(s->db, sd->db_id, kb, gs_payload_name(r->payload), r->stable,
+                                    r->n, &ch, &e);
+        char why[GS_ERR_MSG_MAX + 64];
+        if (lrc == GS_ENOTFOUND) {
+            warn_shape(sd, d, r, kb, NULL);
+        } else if (lrc < 0) {
+            snprintf(why, sizeof why, "cannot be read: %s", e.msg);
+            warn_shape(sd, d, r, kb, why);
+        } else if (!(c->algo = gs_algo_find(ch.algorithm))) {
+            snprintf(why, sizeof why, "names algorithm '%s', which this gsortd does not have",
+                     ch.algorithm);
+            warn_shape(sd, d, r, kb, why);
+        } else if (gs_db_params_from_json(ch.params, &c->params, &e) < 0) {
+            snprintf(why, sizeof why, "has unusable parameters: %s", e.msg);
+            warn_shape(sd, d, r, kb, why);
+        } else {
+            tuned = 1;
+        }
+    } else if (!sd->warned_noplan) {
+        sd->warned_noplan = 1;
+        GS_WARN("device %d (%s, driver %s): no tuned plan%s; using built-in defaults "
+                "(run gsortd --tune-all, or serve with --tune-missing)", d, sd->dev->info.name,
+                sd->dev->info.driver, s->db ? "" : " (no database)");
+    }
+    if (tuned) {
         c->plan = "tuned";
         c->ms = ch.median_ms * ((double)(r->n ? r->n : 1) / ldexp(1.0, ch.bucket));
     } else {
-        if (!sd->warned_noplan) {
-            sd->warned_noplan = 1;
-            GS_WARN("device %d (%s, driver %s): no tuned plan%s; using built-in defaults "
-                    "(run gsortd --tune-all, or serve with --tune-missing)", d, sd->dev->info.name,
-                    sd->dev->info.driver, s->db ? "" : " (no database)");
-        }
         c->plan = "default";
         if (r->n < ((size_t)1 << HOST_SMALL_LOG2)) {
             host_cand(s, r, "default", c);

@@ -227,8 +227,10 @@ static int open_db(const cli_tune *ct, gs_db **db)
     gs_err err;
     gs_err_clear(&err);
     if (gs_db_open(db, ct->db_path, 0, &err)) {
-        char note[4200];
-        db_access_note(ct->db_path, note, sizeof note);
+        char note[4200] = "";
+        /* a damaged file, or a cause gs_db_open named already */
+        if (err.code != GS_ECORRUPT && !strstr(err.msg, "not writable"))
+            db_access_note(ct->db_path, note, sizeof note);
         fprintf(stderr, "gsortd: cannot use the tuning database: %s%s\n", err.msg, note);
         return 1;
     }
@@ -362,9 +364,17 @@ static int tune(const cli_tune *ct)
         }
         gs_log_set_sink(NULL, NULL);
         gs_tune_report_print(stdout, &rep);
-        GS_INFO("tuning took %.1f s; results in %s", rep.elapsed_s, gs_db_path(db));
+        if (!rc)
+            GS_INFO("tuning took %.1f s; results in %s", rep.elapsed_s, gs_db_path(db));
         gs_tune_report_free(&rep);
-        if (rc) {
+        int corrupt = rc == GS_ECORRUPT &&
+                      (sqlite3_extended_errcode(gs_db_handle(db)) & 0xff) == SQLITE_CORRUPT;
+        if (corrupt) {
+            /* found past the check at open (a file too large for it, or
+             * damaged meanwhile): say what to do, as the open would */
+            fprintf(stderr, "gsortd: tuning failed: %s; the database %s is damaged: move it "
+                    "aside and tune again (gsortd --tune-all)\n", err.msg, gs_db_path(db));
+        } else if (rc) {
             /* A full disk or a file made read-only under us: SQLite's
              * message lacks the errno. It keeps no errno for SQLITE_FULL
              * (a short write), whose fixed text is the sign of ENOSPC. */

@@ -1,8 +1,11 @@
 /* The tuning database: schema creation and migration, refusal of newer or
  * damaged files (left untouched), device identity across driver versions,
  * trials / winners / plan round trips with nearest-bucket lookup, a reader
- * running while a writer commits, and SIGKILL during writes leaving a file
- * that passes integrity_check with every acknowledged write present. */
+ * running while a writer commits, SIGKILL during writes leaving a file
+ * that passes integrity_check with every acknowledged write present, a
+ * file in a directory this user cannot write (read-only opens still read
+ * it; read-write ones name the cause), and a page damaged in the middle
+ * of the file (refused at open, the file untouched). */
 #include "config.h"
 #include "gs_db.h"
 #include "gs_embed.h"
@@ -10,6 +13,8 @@
 #include "sortcheck.h"
 #include "tap.h"
 
+#include <errno.h>
+#include <grp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -116,6 +121,184 @@ static void *reader(void *arg)
     }
     gs_db_close(db);
     return NULL;
+}
+
+/* ---- a database in a directory this user cannot write ---- */
+
+/* A small database at `p`: one device with one plan entry; its id, or -1. */
+static int64_t make_small(const char *p)
+{
+    gs_db *db;
+    gs_err err;
+    int64_t id = -1;
+    if (gs_db_open(&db, p, 0, &err))
+        return -1;
+    gs_dev_info d = fake_dev("1.0");
+    if (gs_db_device_id(db, &d, 1, &id, &err) ||
+        gs_db_plan_set(db, id, 32, "none", 0, 16, "radix", "{\"radix_bits\":8}", 1.0, &err))
+        id = -1;
+    gs_db_close(db);
+    return id;
+}
+
+typedef struct ro_result {
+    int ro_rc, immutable, plan_ok, rw_rc;
+    char ro_msg[512], rw_msg[1024];
+} ro_result;
+
+/* Open `p` read-only (reading its plan) and then read-write. */
+static void ro_try(const char *p, int64_t id, ro_result *r)
+{
+    gs_db *db;
+    gs_err err;
+    gs_err_clear(&err);
+    r->ro_rc = gs_db_open(&db, p, GS_DB_READONLY, &err);
+    snprintf(r->ro_msg, sizeof r->ro_msg, "%.500s", r->ro_rc ? err.msg : "opened");
+    if (r->ro_rc == 0) {
+        gs_db_choice c;
+        r->immutable = gs_db_immutable(db);
+        r->plan_ok = gs_db_plan_lookup(db, id, 32, "none", 0, 1u << 16, &c, &err) == 0 &&
+                     strcmp(c.algorithm, "radix") == 0;
+        gs_db_close(db);
+    }
+    gs_err_clear(&err);
+    r->rw_rc = gs_db_open(&db, p, 0, &err);
+    snprintf(r->rw_msg, sizeof r->rw_msg, "%.1000s", r->rw_rc ? err.msg : "opened");
+    if (r->rw_rc == 0)
+        gs_db_close(db);
+}
+
+/* SQLite must create PATH-wal and PATH-shm to read a WAL-mode file. Where
+ * it cannot, a read-only open still reads the file (as immutable) and a
+ * read-write one names the cause, not the ENOENT of SQLite's last try.
+ * Two conditions that also hold as root: a file name too long to take the
+ * "-wal" suffix (what SQLite meets on a read-only file system or a
+ * chattr +i directory: CANTOPEN), and a 0555 directory opened by an
+ * unprivileged process (uid 65534 when the test runs as root: EACCES). */
+static void test_readonly_dir(void)
+{
+    char sub[600], p[700], longp[1400];
+    path_of(sub, sizeof sub, "ro");
+    mkdir(sub, 0755);
+    snprintf(p, sizeof p, "%s/tuning.db", sub);
+    int64_t id = make_small(p);
+    tap_ok(id > 0, "a small database for the read-only cases");
+    ro_result r;
+    memset(&r, 0, sizeof r);
+    ro_try(p, id, &r);
+    tap_ok(r.ro_rc == 0 && !r.immutable && r.plan_ok && r.rw_rc == 0,
+           "a writable directory: the plain read-only open is used (%s)", r.ro_msg);
+
+    long nmax = pathconf(sub, _PC_NAME_MAX);
+    if (nmax < 16 || nmax > 1000)
+        nmax = 255;
+    int l = snprintf(longp, sizeof longp, "%s/", sub);
+    memset(longp + l, 'x', (size_t)nmax - 5);
+    snprintf(longp + l + nmax - 5, sizeof longp - (size_t)l - (size_t)nmax + 5, ".db");
+    uint8_t before[GS_SHA256_LEN], after[GS_SHA256_LEN];
+    int moved = rename(p, longp) == 0;
+    sc_file_sha256(longp, before);
+    memset(&r, 0, sizeof r);
+    ro_try(longp, id, &r);
+    sc_file_sha256(longp, after);
+    tap_ok(moved && r.ro_rc == 0 && r.immutable && r.plan_ok,
+           "-wal and -shm cannot be created (a %ld-byte name): read-only open reads the plan, "
+           "as an immutable file (%s)", nmax - 2, r.ro_msg);
+    tap_ok(r.rw_rc == GS_EIO && strstr(r.rw_msg, "too long") &&
+           !strstr(r.rw_msg, "No such file"), "... read-write open names the cause: %.160s...",
+           r.rw_msg);
+    tap_ok(memcmp(before, after, sizeof before) == 0, "... and the file is unchanged");
+
+    int back = rename(longp, p) == 0;
+    /* the unprivileged child must reach the directory */
+    int dirs = chmod(dir, 0755) == 0 && chmod(sub, 0555) == 0;
+    int fds[2];
+    if (pipe(fds))
+        tap_bail("pipe");
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        ro_result cr;
+        memset(&cr, 0, sizeof cr);
+        if (geteuid() == 0 && (setgroups(0, NULL) || setgid(65534) || setuid(65534)))
+            snprintf(cr.ro_msg, sizeof cr.ro_msg, "cannot become uid 65534: %s", strerror(errno));
+        else
+            ro_try(p, id, &cr);
+        ssize_t w = write(fds[1], &cr, sizeof cr);
+        _exit(w == (ssize_t)sizeof cr ? 0 : 1);
+    }
+    close(fds[1]);
+    ro_result cr;
+    memset(&cr, 0, sizeof cr);
+    ssize_t got = 0, n;
+    while (got < (ssize_t)sizeof cr && (n = read(fds[0], (char *)&cr + got, sizeof cr - (size_t)got)) > 0)
+        got += n;
+    close(fds[0]);
+    waitpid(pid, NULL, 0);
+    chmod(sub, 0755);
+    tap_ok(back && dirs && got == (ssize_t)sizeof cr && cr.ro_rc == 0 && cr.immutable && cr.plan_ok,
+           "a 0555 directory%s: read-only open reads the plan, as an immutable file (%s)",
+           geteuid() == 0 ? " (opened as uid 65534)" : "", cr.ro_msg);
+    tap_ok(cr.rw_rc == GS_EIO && strstr(cr.rw_msg, "is not writable") && strstr(cr.rw_msg, sub) &&
+           !strstr(cr.rw_msg, "No such file"), "... read-write open names the directory: %.200s",
+           cr.rw_msg);
+}
+
+/* ---- a page damaged in the middle of the file ---- */
+
+/* The check at open finds it: both opens refuse, saying what to do, and
+ * the file stays byte-for-byte as it was (no journal-mode switch, no
+ * migration, no write). */
+static void test_damaged(void)
+{
+    char p[600], wal[700], shm[700];
+    path_of(p, sizeof p, "mid.db");
+    snprintf(wal, sizeof wal, "%s-wal", p);
+    snprintf(shm, sizeof shm, "%s-shm", p);
+    gs_db *db;
+    gs_err err;
+    int64_t id = 0;
+    gs_dev_info d = fake_dev("1.0");
+    int rc = gs_db_open(&db, p, 0, &err);
+    if (rc == 0) {
+        rc = gs_db_device_id(db, &d, 1, &id, &err);
+        for (int i = 0; !rc && i < 400; i++) {
+            gs_db_trial t = trial(id, 1000 + (uint64_t)i, "{\"radix_bits\":4}", 1.0 + i);
+            rc = gs_db_trial_add(db, &t, NULL, &err);
+        }
+        gs_db_close(db);
+    }
+    long ps = 0, pages = 0, mid = 0;
+    FILE *f = rc ? NULL : fopen(p, "r+b");
+    unsigned char hdr[100];
+    if (f && fread(hdr, 1, sizeof hdr, f) == sizeof hdr) {
+        struct stat sb;
+        ps = (hdr[16] << 8) | hdr[17];
+        if (ps == 1)
+            ps = 65536;
+        pages = fstat(fileno(f), &sb) == 0 ? (long)(sb.st_size / ps) : 0;
+        mid = pages / 2;   /* 0-based: page number mid + 1 */
+        unsigned char junk[64];
+        memset(junk, 0xff, sizeof junk);
+        if (fseek(f, mid * ps, SEEK_SET) != 0 || fwrite(junk, 1, sizeof junk, f) != sizeof junk)
+            pages = 0;
+    }
+    if (f)
+        fclose(f);
+    tap_ok(pages >= 8 && mid >= 2, "a %ld-page database with page %ld overwritten", pages, mid + 1);
+
+    uint8_t before[GS_SHA256_LEN], after[GS_SHA256_LEN];
+    sc_file_sha256(p, before);
+    rc = gs_db_open(&db, p, 0, &err);
+    sc_file_sha256(p, after);
+    tap_ok(rc == GS_ECORRUPT && db == NULL && strstr(err.msg, "is damaged") &&
+           strstr(err.msg, "move it aside"), "read-write open refuses it, saying what to do: %s",
+           err.msg);
+    tap_ok(memcmp(before, after, sizeof before) == 0 && !file_exists(wal) && !file_exists(shm),
+           "... and leaves it byte-for-byte as it was");
+    rc = gs_db_open(&db, p, GS_DB_READONLY, &err);
+    tap_ok(rc == GS_ECORRUPT && db == NULL && strstr(err.msg, "is damaged"),
+           "read-only open refuses it too");
 }
 
 /* ---- SIGKILL during writes: the child acknowledges each commit on a pipe ---- */
@@ -406,6 +589,9 @@ int main(void)
     }
     tap_ok(all_ok && acked_total > 0, "8 SIGKILLs mid-write: integrity ok, every acknowledged trial kept (%ld rows)",
            acked_total);
+
+    test_readonly_dir();
+    test_damaged();
 
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

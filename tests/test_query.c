@@ -193,6 +193,12 @@ static int dev_cb(void *ud, const gs_dbq_device *d)
     return row_add(ud, d->id, 0, "%s|%s|%lld", d->name, d->driver, (long long)d->plan_entries);
 }
 
+/* "driver:trials" per device: the trial count devices reports. */
+static int dev_trials_cb(void *ud, const gs_dbq_device *d)
+{
+    return row_add(ud, d->id, 0, "%s:%lld", d->driver, (long long)d->trials);
+}
+
 static int choice_cb(void *ud, const gs_dbq_choice *c)
 {
     return row_add(ud, c->device_id, c->median_ms, "%s/%d/%s/%d/%d", c->algorithm,
@@ -312,6 +318,13 @@ static void test_devices(gs_db *db, const fixture *fx)
     rc = gs_dbq_same_device(db, fx->a6, dev_cb, &s, &err);
     tap_ok(rc == 0 && s.n == 2 && s.ids[0] == fx->a5 && s.ids[1] == fx->a6,
            "the same device across drivers: 5.0 then 6.0");
+    /* Driver 6.0 has 17 rows in trials, 3 of them the random-e2e rows the
+     * tuner writes beside a device trial: 14 trials, as the tuner counts. */
+    rows t = { 0 };
+    rc = gs_dbq_devices(db, dev_trials_cb, &t, &err);
+    tap_ok(rc == 0 && find(&t, "6.0:14") >= 0 && find(&t, "5.0:2") >= 0 &&
+           find(&t, "1.2.3:0") >= 0, "trial counts leave out the end-to-end rows: driver 6.0 "
+           "has 14, 5.0 has 2, the GPUs 0");
     rows one = { 0 };
     rc = gs_dbq_device_get(db, fx->b, dev_cb, &one, &err);
     tap_ok(rc == 0 && one.n == 1 && one.ids[0] == fx->b, "one device by id");

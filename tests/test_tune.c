@@ -615,6 +615,52 @@ static void test_budget(gs_dev *dev)
         gs_tune_report_free(&rep);
 }
 
+/* ---- a write that fails at the end of a run that used its budget ---- */
+
+/* The plan cannot be written (a trigger refuses it): the run fails after
+ * its budget ran out, and its report must say it stopped by an error, not
+ * that the budget was used up. */
+static void test_failed_write(gs_dev *dev)
+{
+    char db[512];
+    path_of(db, sizeof db, "failw.db");
+    gs_db *h;
+    gs_err err;
+    gs_err_clear(&err);
+    int ok = gs_db_open(&h, db, 0, &err) == 0;
+    ok = ok && sqlite3_exec(gs_db_handle(h), "CREATE TRIGGER no_plan BEFORE INSERT ON plan BEGIN "
+                            "SELECT RAISE(ABORT, 'injected write failure'); END", NULL, NULL,
+                            NULL) == SQLITE_OK;
+    const gs_algo *algos[] = { &gs_algo_host, &fk_algo };
+    gs_tune_opts o;
+    opts_for_test(&o, algos, 2);
+    o.strategy = GS_TUNE_EXHAUSTIVE;
+    o.budget_s = 0.5;
+    fk_sleep_us = 3000;
+    gs_tune_report rep;
+    memset(&rep, 0, sizeof rep);
+    int rc = ok ? gs_tune_device(h, dev, NULL, &o, gs_tune_now() + o.budget_s, &rep, &err) : 0;
+    fk_sleep_us = 0;
+    if (ok)
+        gs_db_close(h);
+    tap_ok(ok && rc < 0 && rep.ndevs == 1 && rep.devs[0].failed && strstr(err.msg, "injected"),
+           "a plan write refused at the end of the run: the run fails (%s)", err.msg);
+    char text[8192] = "";
+    FILE *f = tmpfile();
+    if (f && rep.ndevs) {
+        gs_tune_report_print(f, &rep);
+        rewind(f);
+        size_t got = fread(text, 1, sizeof text - 1, f);
+        text[got] = '\0';
+    }
+    if (f)
+        fclose(f);
+    tap_ok(strstr(text, "; stopped by an error") && !strstr(text, "used up"),
+           "... and its report says it stopped by an error, not that the budget was used up "
+           "(budget_hit %d)", rep.ndevs ? rep.devs[0].budget_hit : -1);
+    gs_tune_report_free(&rep);
+}
+
 /* ---- a reader on its own connection while the tuner writes ---- */
 
 struct rd { const char *path; int64_t dev; volatile int done; int errors, reads, found; };
@@ -724,6 +770,7 @@ int main(void)
     test_sampled(dev);
     test_resume(dev);
     test_budget(dev);
+    test_failed_write(dev);
     test_reader(dev);
     test_newer_db();
 

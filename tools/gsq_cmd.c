@@ -47,10 +47,12 @@ void gsq_cmd_filter(const gsq_cmd_opts *c, gs_dbq_filter *f)
 
 const char *gsq_cmd_keys(int key_bits) { return key_bits == 64 ? "u64" : "u32"; }
 
+/* "Database device", because gsortd --list-devices and --tune-all --device
+ * number devices by OpenCL index, which the database does not keep. */
 void gsq_cmd_heading(const gs_dbq_devcopy *d, char *buf, size_t len)
 {
-    snprintf(buf, len, "Device %lld: %s (%s, driver %s)", (long long)d->id, d->name, d->platform,
-             d->driver);
+    snprintf(buf, len, "Database device %lld: %s (%s, driver %s)", (long long)d->id, d->name,
+             d->platform, d->driver);
 }
 
 int gsq_cmd_print(gsq_cmd_opts *c, gsq_table *t, const char *note, const char *empty,
@@ -70,7 +72,7 @@ int gsq_cmd_print(gsq_cmd_opts *c, gsq_table *t, const char *note, const char *e
 /* ---- devices ---- */
 
 static const gsq_col device_cols[] = {
-    { "id", NULL, GSQ_RIGHT },
+    { "id", "db id", GSQ_RIGHT },
     { "name", NULL, GSQ_SHRINK },
     { "platform", NULL, GSQ_NOTABLE },
     { "driver", NULL, GSQ_SHRINK },
@@ -358,7 +360,7 @@ int gsq_cmd_trials(gsq_cmd_opts *c, gs_db *db, gs_err *err)
         rc = gsq_cmd_print(c, t, NULL, empty, err);
     }
     if (!rc && c->fmt == GSQ_TABLE && (int64_t)gsq_table_rows(t) < total)
-        printf("\n(%zu of %lld trials, newest first; --limit 0 shows all)\n", gsq_table_rows(t),
+        printf("\n(%zu of %lld rows, newest first; --limit 0 shows all)\n", gsq_table_rows(t),
                (long long)total);
     gsq_table_free(t);
     free(d.v);

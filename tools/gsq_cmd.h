@@ -42,7 +42,7 @@ int gsq_cmd_select(gsq_cmd_opts *c, gs_db *db, int64_t *id, gs_err *err);
 /* A filter with the command line's algorithms, key width and payload. */
 void gsq_cmd_filter(const gsq_cmd_opts *c, gs_dbq_filter *f);
 const char *gsq_cmd_keys(int key_bits);    /* "u32" or "u64" */
-/* "Device ID: NAME (PLATFORM, driver DRIVER)" */
+/* "Database device ID: NAME (PLATFORM, driver DRIVER)" */
 void gsq_cmd_heading(const gs_dbq_devcopy *d, char *buf, size_t len);
 /* Print t in c->fmt: a table with `note` above it, or the `empty`
  * sentence when it has no rows. */

@@ -49,7 +49,7 @@ static const char *const dist_names[DIST_COUNT] = { "random", "sorted", "reverse
 /* The end-to-end twin of a device algorithm's random-key trial: the same
  * runs' wall time (upload + kernels + download), which the plan compares
  * with the host sort's wall time. */
-static const char DIST_E2E[] = "random-e2e";
+static const char DIST_E2E[] = GS_DB_DIST_E2E;
 
 double gs_tune_now(void)
 {
@@ -426,6 +426,23 @@ int gs_tune_plan_pick(const gs_tune_cand *c, size_t n, int stable)
 
 /* ---- options ---- */
 
+double gs_tune_payload_budget(gs_payload p)
+{
+    /* none and u32 always; the wider payloads and the argsort indices only
+     * when the budget leaves time for their groups */
+    switch (p) {
+    case GS_PL_NONE:
+    case GS_PL_U32:
+        return 0;
+    case GS_PL_U64:
+        return 900;
+    case GS_PL_IDX32:
+        return 1800;
+    default:
+        return -1;
+    }
+}
+
 void gs_tune_opts_init(gs_tune_opts *o, double budget_s)
 {
     memset(o, 0, sizeof *o);
@@ -435,12 +452,11 @@ void gs_tune_opts_init(gs_tune_opts *o, double budget_s)
     o->key_bits[0] = 32;
     o->key_bits[1] = 64;
     o->nkey_bits = 2;
-    o->payloads[o->npayloads++] = GS_PL_NONE;
-    o->payloads[o->npayloads++] = GS_PL_U32;
-    if (budget_s >= 900)
-        o->payloads[o->npayloads++] = GS_PL_U64;
-    if (budget_s >= 1800)
-        o->payloads[o->npayloads++] = GS_PL_IDX32;
+    for (int p = 0; p < GS_PL_COUNT; p++) {
+        double need = gs_tune_payload_budget((gs_payload)p);
+        if (need >= 0 && budget_s >= need)
+            o->payloads[o->npayloads++] = (gs_payload)p;
+    }
     o->min_log2 = GS_TUNE_MIN_LOG2;
     /* 2^20 for the default budget, two more buckets per 4x the budget;
      * at least 2^16, so even a quick run sees the host/device crossover. */
@@ -1273,8 +1289,22 @@ static void free_algos(astate *A, size_t na)
     free(A);
 }
 
+static int tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts *o,
+                       double deadline, gs_tune_report *rep, gs_err *err);
+
 int gs_tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts *o,
                    double deadline, gs_tune_report *rep, gs_err *err)
+{
+    size_t at = rep->ndevs;
+    int rc = tune_device(db, dev, pc, o, deadline, rep, err);
+    /* an error ends the run early: that is not the budget running out */
+    if (rc && rep->ndevs > at)
+        rep->devs[at].failed = 1;
+    return rc;
+}
+
+static int tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts *o,
+                       double deadline, gs_tune_report *rep, gs_err *err)
 {
     gs_tune_devreport *nd = realloc(rep->devs, (rep->ndevs + 1) * sizeof *nd);
     if (!nd)
@@ -1382,7 +1412,7 @@ int gs_tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts *o,
     R->elapsed_s = gs_tune_now() - T.start;
     GS_INFO("%s: %lu trial(s) measured, %lu reused, %lu invalid, in %.1f s%s", dev->info.name,
             R->measured, R->reused, R->invalid, R->elapsed_s,
-            R->budget_hit ? " (budget used up)" : "");
+            rc ? " (stopped by an error)" : R->budget_hit ? " (budget used up)" : "");
     return rc;
 }
 
@@ -1425,10 +1455,16 @@ void gs_tune_report_print(FILE *out, const gs_tune_report *rep)
     for (size_t d = 0; d < rep->ndevs; d++) {
         const gs_tune_devreport *R = &rep->devs[d];
         char pb[300];
-        fprintf(out, "Device %d: %s (%s)\n", R->index, R->name, R->platform);
+        /* Both numberings: the OpenCL index of --list-devices and --device,
+         * and the database id that gsort-query shows. */
+        if (R->device_id > 0)
+            fprintf(out, "Device %d (database id %lld): %s (%s)\n", R->index,
+                    (long long)R->device_id, R->name, R->platform);
+        else
+            fprintf(out, "Device %d: %s (%s)\n", R->index, R->name, R->platform);
         fprintf(out, "  %lu trials measured, %lu reused, %lu invalid; %.1f s of a %.0f s budget%s\n",
                 R->measured, R->reused, R->invalid, R->elapsed_s, R->budget_s,
-                R->budget_hit ? " (used up)" : "");
+                R->failed ? "; stopped by an error" : R->budget_hit ? " (used up)" : "");
         fprintf(out, "  Winners (median ms: kernel time from profiling events, host: wall clock;\n"
                      "  end-to-end: wall clock with transfers)\n");
         fprintf(out, "    %-10s %-4s %-7s %-5s %12s %12s  %s\n", "algorithm", "keys", "payload",

@@ -167,6 +167,10 @@ typedef struct gs_tune_opts {
  * the payload kinds, the sample quota and the extra distributions grow with
  * it (see docs/TUNING.md). */
 void gs_tune_opts_init(gs_tune_opts *o, double budget_s);
+/* The smallest --budget (seconds) whose defaults tune payload kind p, or a
+ * negative value when no budget does (the daemon's log names it when a
+ * request finds no plan for that kind). */
+double gs_tune_payload_budget(gs_payload p);
 
 typedef struct gs_tune_winner {
     char algorithm[32];
@@ -197,6 +201,7 @@ typedef struct gs_tune_devreport {
     unsigned long measured, reused, invalid;
     double elapsed_s, budget_s;
     int budget_hit;           /* stopped starting trials: budget used up */
+    int failed;               /* stopped by an error (logged), not by the budget */
     int max_log2;             /* largest bucket tuned */
     gs_tune_winner *winners;
     size_t nwinners, wcap;
