@@ -41,7 +41,7 @@ enum {
     GSORT_EINVAL = -1,       /* bad argument or request */
     GSORT_ENOMEM = -2,       /* out of memory (here or in the daemon) */
     GSORT_EDEVICE = -3,      /* the OpenCL device failed */
-    GSORT_EIO = -4,          /* socket or shared-memory I/O failed; the connection is closed */
+    GSORT_EIO = -4,          /* socket or shared-memory I/O failed (the next call reconnects) */
     GSORT_ENODEV = -5,       /* no such device */
     GSORT_EBUILD = -6,       /* a kernel failed to build */
     GSORT_ECORRUPT = -7,     /* a malformed message */
@@ -49,7 +49,7 @@ enum {
     GSORT_EUNSUPPORTED = -9, /* a request the daemon cannot serve */
     GSORT_ENOTFOUND = -10,   /* no such algorithm, parameter, ... */
     GSORT_EWRONG = -11,      /* a result failed verification */
-    GSORT_ENODAEMON = -12,   /* no gsortd listens on the socket */
+    GSORT_ENODAEMON = -12,   /* no gsortd listens on the socket (to connect or reconnect to) */
     GSORT_EPERM = -13,       /* the daemon does not serve this user (allow_uids/allow_gids) */
 };
 
@@ -96,7 +96,19 @@ typedef struct gsort_conn gsort_conn;
  * and not empty, else $XDG_RUNTIME_DIR/gsortd.sock when that exists (not
  * for root), else the system daemon's /run/gsortd/gsortd.sock.
  * GSORT_ENODAEMON, naming the path, when nothing listens there (no socket
- * file, a stale one left by a killed daemon, or not a socket). */
+ * file, a stale one left by a killed daemon, or not a socket).
+ *
+ * A lost connection is made again, to the same path, at the start of the
+ * next call, before anything is sent: one the daemon closed while it was
+ * idle (it was stopped or restarted, or closed it after idle_timeout), or
+ * one that failed (GSORT_EIO: a timeout, a daemon that died mid-call;
+ * GSORT_ECORRUPT; a refused inline request over max_request_bytes). So
+ * after a daemon restart the next call simply works. A call is never sent
+ * twice: one that fails in flight returns its error, since the daemon may
+ * have carried it out, and the call after it reconnects. When reconnecting
+ * fails the call returns GSORT_ENODAEMON (nothing listens) or GSORT_EIO,
+ * its message naming the socket and the first cause of the loss, and each
+ * later call tries again. */
 int gsort_connect(gsort_conn **out, const char *socket_path, gsort_error *err);
 /* Close the connection and free what it holds, its staging memory
  * included (NULL is fine). */
@@ -104,7 +116,8 @@ void gsort_close(gsort_conn *c);
 /* The socket the connection uses ("" for NULL). */
 const char *gsort_socket_path(const gsort_conn *c);
 /* Give up on a reply after `seconds` without progress (0, the default:
- * wait for ever). A timed-out connection is closed: GSORT_EIO. */
+ * wait for ever). The call then fails with GSORT_EIO and the connection is
+ * dropped (the next call reconnects). */
 int gsort_set_timeout(gsort_conn *c, double seconds, gsort_error *err);
 
 /* ---- zero-copy memory ----
@@ -138,8 +151,8 @@ typedef struct gsort_result {
 
 /* Sort n keys in place. n = 0 is fine (keys may then be NULL). A request
  * the daemon refuses keeps the connection, except an inline one above the
- * daemon's max_request_bytes, after which the daemon closes it (later calls:
- * GSORT_EIO). On failure the caller's arrays are left as they were; only
+ * daemon's max_request_bytes, after which the daemon closes it (the next
+ * call reconnects). On failure the caller's arrays are left as they were; only
  * when a gsort_alloc block was being sorted in place and the connection
  * failed (GSORT_EIO: a timeout, a daemon that died) may the block hold part
  * of the result, or receive it later. */

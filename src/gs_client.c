@@ -50,15 +50,30 @@ struct gs_client {
 static int set_broken(gs_client *c, gs_err *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* Record why the connection is unusable and fail with that message. */
+/* Fail with the message, and mark the connection unusable. The first
+ * cause is the one kept: what goes wrong afterwards (reading the error
+ * reply a refused send may have left, say) follows from it. */
 static int set_broken(gs_client *c, gs_err *err, int code, const char *fmt, ...)
 {
+    char msg[sizeof c->broken_why];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(c->broken_why, sizeof c->broken_why, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    c->broken = 1;
-    return gs_err_set(err, code, "%s", c->broken_why);
+    if (!c->broken) {
+        memcpy(c->broken_why, msg, sizeof msg);
+        c->broken = 1;
+    }
+    return gs_err_set(err, code, "%s", msg);
+}
+
+/* Mark the connection unusable for `why` unless it already is. */
+static void note_broken(gs_client *c, const char *why)
+{
+    if (!c->broken) {
+        snprintf(c->broken_why, sizeof c->broken_why, "%s", why);
+        c->broken = 1;
+    }
 }
 
 static int check_usable(const gs_client *c, gs_err *err)
@@ -124,6 +139,37 @@ void gs_client_close(gs_client *c)
         close(c->fd);
     gs_proto_rd_free(&c->rd);
     free(c);
+}
+
+int gs_client_stale(gs_client *c, char *why, size_t len)
+{
+    if (!c || c->fd < 0) {
+        snprintf(why, len, "not connected");
+        return 1;
+    }
+    if (!c->broken) {
+        /* Between requests the daemon sends nothing: a readable socket is
+         * one it closed (it stopped or restarted, or idle_timeout) or is
+         * confused about. */
+        struct pollfd p = { .fd = c->fd, .events = POLLIN };
+        int r;
+        do
+            r = poll(&p, 1, 0);
+        while (r < 0 && errno == EINTR);
+        if (r == 0)
+            return 0;
+        char b;
+        ssize_t n = r > 0 ? recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) : -1;
+        char msg[sizeof c->broken_why];
+        if (n > 0)
+            snprintf(msg, sizeof msg, "gsortd at %s sent bytes between requests", c->path);
+        else
+            snprintf(msg, sizeof msg, "gsortd at %s closed the connection between calls%s%s",
+                     c->path, n < 0 ? ": " : "", n < 0 ? strerror(errno) : "");
+        note_broken(c, msg);
+    }
+    snprintf(why, len, "%s", c->broken_why);
+    return 1;
 }
 
 int gs_client_fd(const gs_client *c)
@@ -362,9 +408,9 @@ static int reply_error(gs_client *c, const cJSON *h, gs_err *err)
     const cJSON *msg = cJSON_GetObjectItemCaseSensitive(e, "message");
     const char *m = cJSON_IsString(msg) ? msg->valuestring : "(no message)";
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(h, "close"))) {
-        c->broken = 1;
-        snprintf(c->broken_why, sizeof c->broken_why, "gsortd closed the connection after: %s",
-                 m);
+        char why[sizeof c->broken_why];
+        snprintf(why, sizeof why, "gsortd closed the connection after: %s", m);
+        note_broken(c, why);
     }
     return gs_err_set(err, code_of_name(cJSON_IsString(code) ? code->valuestring : NULL),
                       "gsortd: %s", m);
@@ -392,10 +438,13 @@ static int refused_while_sending(gs_client *c, int rc, gs_err *err)
     c->timeout_s = 1;   /* the reply is already here or never comes */
     int rr = recv_header(c, &h, &pb, &tmp);
     c->timeout_s = saved;
-    if (rr == 0 && !reply_ok(h))
+    if (rr == 0 && !reply_ok(h)) {
+        /* The refusal is the cause; the broken pipe only followed from it. */
+        c->broken = 0;
         rc = reply_error(c, h, err);
+    }
     cJSON_Delete(h);
-    c->broken = 1;
+    note_broken(c, "gsortd closed the connection while a request was being sent");
     return rc;
 }
 
@@ -436,10 +485,8 @@ int gs_client_recv(gs_client *c, cJSON **hdr, void *buf, size_t cap, uint64_t *g
             rc = gs_err_set(err, GS_ETOOBIG, "reply payload of %" PRIu64 " bytes exceeds the "
                             "%zu-byte buffer (dropped the rest)", pb, cap);
     }
-    if (!reply_ok(h) && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(h, "close"))) {
-        c->broken = 1;
-        snprintf(c->broken_why, sizeof c->broken_why, "gsortd closed the connection");
-    }
+    if (!reply_ok(h) && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(h, "close")))
+        note_broken(c, "gsortd closed the connection after an error reply");
     *hdr = h;
     return rc;
 }

@@ -21,6 +21,11 @@ typedef struct gs_client gs_client;
  * is then connect()'s (ENOENT, ECONNREFUSED, ...). */
 int gs_client_connect(gs_client **out, const char *path, gs_err *err);
 void gs_client_close(gs_client *c);
+/* Whether the connection cannot carry another request: 0 when it can; 1
+ * when an earlier failure broke it or the daemon closed it while it was
+ * idle (checked without blocking), with the first cause in `why`. The
+ * caller then connects anew (libgsort does). */
+int gs_client_stale(gs_client *c, char *why, size_t len);
 /* The socket descriptor (tests send raw bytes through it). */
 int gs_client_fd(const gs_client *c);
 /* Reply timeout for every later call (default 0: wait forever). */

@@ -11,14 +11,11 @@
 
 #include <ctype.h>
 #include <limits.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define RD_CHUNK (64u * 1024u)     /* first payload allocation and discard buffer */
-#define TWO_53 9007199254740992.0
-#define TWO_64 18446744073709551616.0
 
 /* ---- framing ---- */
 
@@ -309,30 +306,193 @@ static const char *clip_json(const cJSON *v, char buf[48])
     return buf;
 }
 
-/* An integer-valued number in [lo, hi) (hi exclusive when `open`): 0, or -1
- * for anything else (not a number, fractional, NaN, out of range). */
-static int json_uint(const cJSON *v, double hi, int open, uint64_t *out)
+/* ---- exact integers ----
+ * cJSON keeps a number only as a double, which rounds integers beyond 2^53:
+ * 9007199254740993 reads as 9007199254740992. The header text still holds
+ * the digits, and the k-th number of the parsed tree (in document order) is
+ * the k-th number token of the text once strings are skipped, so every
+ * integer field is read from its token, exactly. */
+
+typedef struct jtext {
+    const char *s;          /* the header text cJSON parsed */
+    size_t len;
+    const cJSON *root;
+} jtext;
+
+enum { JI_OK = 0, JI_NAN = -1, JI_FRAC = -2, JI_RANGE = -3 };
+
+/* Count the numbers before `target` in document order (pre-order). */
+static int num_index(const cJSON *it, const cJSON *target, size_t *k)
 {
-    if (!cJSON_IsNumber(v))
-        return -1;
-    double d = v->valuedouble;
-    if (!isfinite(d) || d != floor(d) || d < 0 || d > hi || (open && d >= hi))
-        return -1;
-    *out = (uint64_t)d;
+    for (; it; it = it->next) {
+        if (it == target)
+            return 1;
+        if (cJSON_IsNumber(it))
+            (*k)++;
+        if (it->child && num_index(it->child, target, k))
+            return 1;
+    }
     return 0;
 }
 
-/* An exact integer (|value| <= 2^53) that fits a long. */
-static int json_long(const cJSON *v, long *out)
+static int num_char(char ch)
 {
-    if (!cJSON_IsNumber(v))
+    return (ch >= '0' && ch <= '9') || ch == '-' || ch == '+' || ch == '.' || ch == 'e' ||
+           ch == 'E';
+}
+
+/* The text of number item `v`: 0, or -1 when it cannot be found. In text
+ * cJSON accepted, outside strings a number is the only thing that starts
+ * with '-' or a digit. */
+static int num_token(const jtext *jt, const cJSON *v, const char **tok, size_t *tlen)
+{
+    size_t k = 0;
+    if (!jt || !cJSON_IsNumber(v) || !(v == jt->root || num_index(jt->root->child, v, &k)))
         return -1;
-    double d = v->valuedouble;
-    if (!isfinite(d) || d != floor(d) || fabs(d) > TWO_53 ||
-        d < (double)LONG_MIN || d >= -(double)LONG_MIN)
-        return -1;
-    *out = (long)d;
-    return 0;
+    const char *p = jt->s, *end = jt->s + jt->len;
+    while (p < end) {
+        if (*p == '"') {
+            for (p++; p < end && *p != '"'; p++)
+                if (*p == '\\')
+                    p++;
+            p++;
+        } else if (*p == '-' || (*p >= '0' && *p <= '9')) {
+            const char *t = p;
+            while (p < end && num_char(*p))
+                p++;
+            if (k-- == 0) {
+                *tok = t;
+                *tlen = (size_t)(p - t);
+                return 0;
+            }
+        } else {
+            p++;
+        }
+    }
+    return -1;
+}
+
+/* The exact value of a number token, -?D*[.D*][(e|E)[+-]D+] (what cJSON
+ * accepts): JI_OK with the sign and magnitude; JI_FRAC when it is not an
+ * integer (1.5, 1e-3); JI_RANGE when its magnitude exceeds 2^64 - 1;
+ * JI_NAN when it is not such a token. 1e3 and 2.0 are the integers 1000
+ * and 2. */
+static int token_int(const char *t, size_t n, int *neg, uint64_t *mag)
+{
+    size_t i = 0, nd = 0, nz = 0, digits = 0;   /* significant digits; zeros after the last */
+    long frac = 0, exp = 0;
+    int dot = 0;
+    *neg = n > 0 && t[0] == '-';
+    *mag = 0;
+    i += (size_t)*neg;
+    size_t m0 = i;
+    for (; i < n && ((t[i] >= '0' && t[i] <= '9') || (t[i] == '.' && !dot)); i++) {
+        if (t[i] == '.') {
+            dot = 1;
+            continue;
+        }
+        digits++;
+        frac += dot;
+        if (t[i] != '0') {
+            nd += nz + 1;
+            nz = 0;
+        } else if (nd) {
+            nz++;
+        }
+    }
+    size_t m1 = i;
+    if (!digits)
+        return JI_NAN;
+    if (i < n && (t[i] == 'e' || t[i] == 'E')) {
+        int eneg = 0, edig = 0;
+        i++;
+        if (i < n && (t[i] == '+' || t[i] == '-'))
+            eneg = t[i++] == '-';
+        for (; i < n && t[i] >= '0' && t[i] <= '9'; i++, edig++)
+            if (exp < 100000)
+                exp = exp * 10 + (t[i] - '0');
+        if (!edig)
+            return JI_NAN;
+        if (eneg)
+            exp = -exp;
+    }
+    if (i != n)
+        return JI_NAN;
+    if (nd == 0)
+        return JI_OK;   /* zero, however written (-0, 0.000, 0e99) */
+    /* value = (the nd significant digits) * 10^e10 */
+    long e10 = exp - frac + (long)nz;
+    if (e10 < 0)
+        return JI_FRAC;   /* the last non-zero digit is after the point */
+    if ((long)nd + e10 > 20)
+        return JI_RANGE;
+    uint64_t m = 0;
+    size_t taken = 0;
+    for (size_t j = m0; j < m1 && taken < nd; j++) {
+        if (t[j] == '.' || (taken == 0 && t[j] == '0'))
+            continue;
+        if (__builtin_mul_overflow(m, 10, &m) || __builtin_add_overflow(m, (uint64_t)(t[j] - '0'), &m))
+            return JI_RANGE;
+        taken++;
+    }
+    for (long j = 0; j < e10; j++)
+        if (__builtin_mul_overflow(m, 10, &m))
+            return JI_RANGE;
+    *mag = m;
+    return JI_OK;
+}
+
+/* The exact integer value of number item `v` as sign and magnitude: JI_OK,
+ * or why not. */
+static int json_int(const jtext *jt, const cJSON *v, int *neg, uint64_t *mag)
+{
+    const char *t;
+    size_t n;
+    if (num_token(jt, v, &t, &n) < 0)
+        return JI_NAN;
+    return token_int(t, n, neg, mag);
+}
+
+/* An integer in [0, max]: JI_OK, or why not. */
+static int json_u64(const jtext *jt, const cJSON *v, uint64_t max, uint64_t *out)
+{
+    int neg;
+    uint64_t m;
+    int rc = json_int(jt, v, &neg, &m);
+    if (rc != JI_OK)
+        return rc;
+    if ((neg && m) || m > max)
+        return JI_RANGE;
+    *out = m;
+    return JI_OK;
+}
+
+/* An integer that fits a long: JI_OK, or why not. */
+static int json_long(const jtext *jt, const cJSON *v, long *out)
+{
+    int neg;
+    uint64_t m;
+    int rc = json_int(jt, v, &neg, &m);
+    if (rc != JI_OK)
+        return rc;
+    if (neg ? m > (uint64_t)LONG_MAX + 1 : m > (uint64_t)LONG_MAX)
+        return JI_RANGE;
+    *out = neg ? (m == (uint64_t)LONG_MAX + 1 ? LONG_MIN : -(long)m) : (long)m;
+    return JI_OK;
+}
+
+/* A value quoted for a message: a number as the peer wrote it, anything
+ * else as JSON (both clipped). */
+static const char *quote(const jtext *jt, const cJSON *v, char buf[48])
+{
+    const char *t;
+    size_t n;
+    if (num_token(jt, v, &t, &n) == 0) {
+        char tmp[64];
+        snprintf(tmp, sizeof tmp, "%.*s", (int)(n < 63 ? n : 63), t);
+        return clip(tmp, buf);
+    }
+    return clip_json(v, buf);
 }
 
 static const cJSON *field(const cJSON *obj, const char *name)
@@ -408,8 +568,9 @@ int gs_proto_sort_sizes(gs_proto_req *rq, gs_err *err)
 }
 
 /* The sort-specific fields of a request. */
-static int parse_sort(const cJSON *h, int has_pb, gs_proto_req *rq, int *fatal, gs_err *err)
+static int parse_sort(const jtext *jt, int has_pb, gs_proto_req *rq, int *fatal, gs_err *err)
 {
+    const cJSON *h = jt->root;
     char cb[48], cb2[48];
     const cJSON *v;
 
@@ -423,9 +584,9 @@ static int parse_sort(const cJSON *h, int has_pb, gs_proto_req *rq, int *fatal, 
     v = field(h, "n");
     if (!v)
         return gs_err_set(err, GS_EINVAL, "sort: missing \"n\"");
-    if (json_uint(v, TWO_53, 0, &rq->n) < 0)
+    if (json_u64(jt, v, GS_PROTO_MAX_N, &rq->n) != JI_OK)
         return gs_err_set(err, GS_EINVAL, "sort: \"n\" %s is not an integer in [0, 2^53]",
-                          clip_json(v, cb));
+                          quote(jt, v, cb));
 
     rq->payload = GS_PL_NONE;
     if ((v = field(h, "values")) &&
@@ -468,10 +629,15 @@ static int parse_sort(const cJSON *h, int has_pb, gs_proto_req *rq, int *fatal, 
         const cJSON *p;
         cJSON_ArrayForEach(p, v) {
             const char *name = p->string ? p->string : "";
-            long val;
-            if (json_long(p, &val) < 0)
+            long val = 0;
+            int ji = json_long(jt, p, &val);
+            if (ji == JI_RANGE)
+                return gs_err_set(err, GS_EINVAL, "sort: parameter \"%s\" value %s is out "
+                                  "of range: parameters are integers in [%ld, %ld]",
+                                  clip(name, cb), quote(jt, p, cb2), LONG_MIN, LONG_MAX);
+            if (ji != JI_OK)
                 return gs_err_set(err, GS_EINVAL, "sort: parameter \"%s\" value %s is not "
-                                  "an integer", clip(name, cb), clip_json(p, cb2));
+                                  "an integer", clip(name, cb), quote(jt, p, cb2));
             if (strlen(name) >= GS_PARAM_NAME_MAX)
                 return gs_err_set(err, GS_EINVAL, "sort: parameter name \"%s\" is longer "
                                   "than %d characters", clip(name, cb),
@@ -489,9 +655,9 @@ static int parse_sort(const cJSON *h, int has_pb, gs_proto_req *rq, int *fatal, 
 
     if ((v = field(h, "device"))) {
         uint64_t d;
-        if (json_uint(v, (double)INT_MAX, 0, &d) < 0)
+        if (json_u64(jt, v, INT_MAX, &d) != JI_OK)
             return gs_err_set(err, GS_EINVAL, "sort: \"device\" %s is not a device index "
-                              "(an integer >= 0)", clip_json(v, cb));
+                              "(an integer >= 0)", quote(jt, v, cb));
         rq->device = (int)d;
     }
 
@@ -506,15 +672,15 @@ static int parse_sort(const cJSON *h, int has_pb, gs_proto_req *rq, int *fatal, 
     if ((ko || vo) && !rq->memfd)
         return gs_err_set(err, GS_EINVAL, "sort: \"%s\" is only meaningful with "
                           "\"memfd\": true", ko ? "keys_offset" : "values_offset");
-    if (ko && json_uint(ko, TWO_64, 1, &rq->keys_offset) < 0)
+    if (ko && json_u64(jt, ko, UINT64_MAX, &rq->keys_offset) != JI_OK)
         return gs_err_set(err, GS_EINVAL, "sort: \"keys_offset\" %s is not an integer "
-                          "in [0, 2^64)", clip_json(ko, cb));
+                          "in [0, 2^64)", quote(jt, ko, cb));
     if (vo) {
         if (rq->payload == GS_PL_NONE)
             return gs_err_set(err, GS_EINVAL, "sort: \"values_offset\" without \"values\"");
-        if (json_uint(vo, TWO_64, 1, &rq->values_offset) < 0)
+        if (json_u64(jt, vo, UINT64_MAX, &rq->values_offset) != JI_OK)
             return gs_err_set(err, GS_EINVAL, "sort: \"values_offset\" %s is not an "
-                              "integer in [0, 2^64)", clip_json(vo, cb));
+                              "integer in [0, 2^64)", quote(jt, vo, cb));
     } else if (rq->memfd && rq->payload != GS_PL_NONE) {
         uint64_t kb;
         if (__builtin_mul_overflow(rq->n, (uint64_t)gs_dtype_size(rq->dtype), &kb) ||
@@ -579,6 +745,7 @@ int gs_proto_parse_req(const char *hdr, size_t len, gs_proto_req *rq, int *fatal
         return gs_err_set(err, GS_EINVAL, "protocol: the header is not a JSON object");
     }
 
+    const jtext jt = { hdr, len, h };
     int rc = 0, nomem = 0;
     const cJSON *v = field(h, "id");
     if (v && !(rq->id = cJSON_Duplicate(v, 1)))
@@ -595,10 +762,10 @@ int gs_proto_parse_req(const char *hdr, size_t len, gs_proto_req *rq, int *fatal
         rc = gs_err_set(err, GS_EINVAL, "protocol: \"payload_bytes\" given %d times", npb);
         goto out;
     }
-    if (pb && json_uint(pb, TWO_53, 0, &rq->payload_bytes) < 0) {
+    if (pb && json_u64(&jt, pb, UINT64_C(1) << 53, &rq->payload_bytes) != JI_OK) {
         *fatal = 1;
         rc = gs_err_set(err, GS_EINVAL, "protocol: \"payload_bytes\" %s is not an integer "
-                        "in [0, 2^53]", clip_json(pb, cb));
+                        "in [0, 2^53]", quote(&jt, pb, cb));
         goto out;
     }
     if (nomem) {
@@ -607,9 +774,10 @@ int gs_proto_parse_req(const char *hdr, size_t len, gs_proto_req *rq, int *fatal
     }
 
     v = field(h, "v");
-    if (!cJSON_IsNumber(v) || v->valuedouble != GS_PROTO_VERSION) {
+    uint64_t ver = 0;
+    if (!v || json_u64(&jt, v, UINT64_MAX, &ver) != JI_OK || ver != GS_PROTO_VERSION) {
         rc = gs_err_set(err, GS_EUNSUPPORTED, "protocol version %s not supported (this "
-                        "daemon speaks %d)", v ? clip_json(v, cb) : "(missing)",
+                        "daemon speaks %d)", v ? quote(&jt, v, cb) : "(missing)",
                         GS_PROTO_VERSION);
         goto out;
     }
@@ -631,7 +799,7 @@ int gs_proto_parse_req(const char *hdr, size_t len, gs_proto_req *rq, int *fatal
     }
 
     if (rq->op == GS_OP_SORT)
-        rc = parse_sort(h, pb != NULL, rq, fatal, err);
+        rc = parse_sort(&jt, pb != NULL, rq, fatal, err);
     else if (rq->payload_bytes)
         rc = gs_err_set(err, GS_EINVAL, "protocol: op \"%s\" takes no payload, but "
                         "payload_bytes is %llu", op_names[rq->op],
@@ -655,6 +823,16 @@ static int json_exact(uint64_t x)
     return x <= (UINT64_C(1) << 53);
 }
 
+/* An integer member written as its decimal digits, not through a double:
+ * parameters and memfd offsets beyond 2^53 arrive exactly (the daemon reads
+ * integers from the text). */
+static int add_int(cJSON *obj, const char *name, int neg, uint64_t mag)
+{
+    char t[32];
+    snprintf(t, sizeof t, "%s%llu", neg ? "-" : "", (unsigned long long)mag);
+    return cJSON_AddRawToObject(obj, name, t) != NULL;
+}
+
 cJSON *gs_proto_sort_header(gs_proto_req *rq, gs_err *err)
 {
     if (gs_proto_sort_sizes(rq, err) < 0)
@@ -666,11 +844,6 @@ cJSON *gs_proto_sort_header(gs_proto_req *rq, gs_err *err)
     }
     uint64_t dflt_vo = rq->keys_offset + rq->n * gs_dtype_size(rq->dtype);
     int want_vo = rq->memfd && rq->payload != GS_PL_NONE && rq->values_offset != dflt_vo;
-    if (rq->memfd && (!json_exact(rq->keys_offset) ||
-                      (want_vo && !json_exact(rq->values_offset)))) {
-        gs_err_set(err, GS_ETOOBIG, "sort: memfd offsets beyond 2^53 cannot be sent");
-        return NULL;
-    }
     if (!rq->memfd && !json_exact(rq->in_bytes)) {
         gs_err_set(err, GS_ETOOBIG, "sort: an inline payload of %llu bytes exceeds 2^53",
                    (unsigned long long)rq->in_bytes);
@@ -680,12 +853,6 @@ cJSON *gs_proto_sort_header(gs_proto_req *rq, gs_err *err)
         gs_err_set(err, GS_EINVAL, "sort: parameters need an algorithm");
         return NULL;
     }
-    for (int i = 0; rq->has_params && i < rq->params.count; i++)
-        if (fabs((double)rq->params.p[i].value) > TWO_53) {
-            gs_err_set(err, GS_ETOOBIG, "sort: parameter %s = %ld cannot be sent exactly",
-                       rq->params.p[i].name, rq->params.p[i].value);
-            return NULL;
-        }
 
     cJSON *h = cJSON_CreateObject();
     int ok = h != NULL;
@@ -711,18 +878,18 @@ cJSON *gs_proto_sort_header(gs_proto_req *rq, gs_err *err)
         cJSON *ps = ok ? cJSON_AddObjectToObject(h, "params") : NULL;
         ok = ps != NULL;
         for (int i = 0; ok && i < rq->params.count; i++)
-            ok = cJSON_AddNumberToObject(ps, rq->params.p[i].name,
-                                         (double)rq->params.p[i].value) != NULL;
+            ok = add_int(ps, rq->params.p[i].name, rq->params.p[i].value < 0,
+                         rq->params.p[i].value < 0 ? -(uint64_t)rq->params.p[i].value
+                                                   : (uint64_t)rq->params.p[i].value);
     }
     if (rq->device >= 0)
         ok = ok && cJSON_AddNumberToObject(h, "device", rq->device);
     if (rq->memfd) {
         ok = ok && cJSON_AddTrueToObject(h, "memfd");
         if (rq->keys_offset)
-            ok = ok && cJSON_AddNumberToObject(h, "keys_offset", (double)rq->keys_offset);
+            ok = ok && add_int(h, "keys_offset", 0, rq->keys_offset);
         if (want_vo)
-            ok = ok && cJSON_AddNumberToObject(h, "values_offset",
-                                               (double)rq->values_offset);
+            ok = ok && add_int(h, "values_offset", 0, rq->values_offset);
     } else {
         ok = ok && cJSON_AddNumberToObject(h, "payload_bytes", (double)rq->in_bytes);
     }

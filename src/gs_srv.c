@@ -188,6 +188,22 @@ static void release_sort(conn *c)
     }
 }
 
+/* Close a client whose socket failed with errno `e`, logging why. A peer
+ * that went away (EPIPE, ECONNRESET: it closed with our reply, or its own
+ * request, unread) is said to have done so, not reported as an errno. */
+static void conn_fail(conn *c, int e)
+{
+    char why[256];
+    if ((e == EPIPE || e == ECONNRESET) && c->wr_active)
+        snprintf(why, sizeof why, "peer closed the connection before reading the whole "
+                 "reply (%zu of %zu bytes sent; %s)", c->wr_sent, c->wr_total, strerror(e));
+    else if (e == EPIPE || e == ECONNRESET)
+        snprintf(why, sizeof why, "peer closed the connection (%s)", strerror(e));
+    else
+        snprintf(why, sizeof why, "%s", strerror(e));
+    conn_close(c, why);
+}
+
 static void conn_flush(conn *c)
 {
     srv *s = c->s;
@@ -214,7 +230,7 @@ static void conn_flush(conn *c)
                 conn_update_poll(c);
                 return;
             }
-            conn_close(c, strerror(errno));
+            conn_fail(c, errno);
             return;
         }
         c->wr_sent += (size_t)r;
@@ -734,7 +750,7 @@ static void conn_read(conn *c)
             if (errno == EINTR)
                 continue;
             if (errno != EAGAIN && errno != EWOULDBLOCK)
-                conn_close(c, strerror(errno));
+                conn_fail(c, errno);
             return;
         }
         if (take_fds(c, &mh) < 0) {
@@ -772,7 +788,16 @@ static void on_conn_event(uv_poll_t *h, int status, int events)
 {
     conn *c = h->data;
     if (status < 0 && !(events & (UV_READABLE | UV_WRITABLE))) {
-        conn_close(c, uv_strerror(status));
+        /* libuv reports POLLERR as UV_EBADF (and stops the watcher); the
+         * socket's pending error says what actually happened, typically
+         * ECONNRESET from a peer that closed with our reply unread. */
+        int e = 0;
+        socklen_t elen = sizeof e;
+        if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &e, &elen) == 0 && e != 0)
+            conn_fail(c, e);
+        else
+            conn_close(c, status == UV_EBADF ? "the socket reported an error (POLLERR) "
+                          "with no error pending" : uv_strerror(status));
         return;
     }
     if (c->wr_active && (events & UV_WRITABLE))
@@ -799,10 +824,18 @@ static void conn_update_poll(conn *c)
         uv_poll_stop(&c->poll);
 }
 
+/* The loop is done with the handle: only now may the descriptor go. Closed
+ * any earlier, its number could be handed to a new client (or to a file
+ * another thread opens) while the loop still had it registered, and the
+ * loop's own clean-up would then act on that new descriptor. */
 static void on_poll_closed(uv_handle_t *h)
 {
     conn *c = h->data;
     srv *s = c->s;
+    if (c->fd >= 0) {
+        close(c->fd);
+        c->fd = -1;
+    }
     if (--c->refs == 0) {
         release_sort(c);
         gs_proto_rd_free(&c->rd);
@@ -822,8 +855,6 @@ static void conn_close(conn *c, const char *why)
         GS_INFO("closing client %s: %s", c->who, why);
     else
         GS_DEBUG("client %s disconnected", c->who);
-    uv_poll_stop(&c->poll);
-    close(c->fd);
     close_fds(c);
     free(c->wr_head);
     c->wr_head = NULL;
@@ -837,6 +868,8 @@ static void conn_close(conn *c, const char *why)
     if (c->next)
         c->next->prev = c->prev;
     s->nconns--;
+    /* uv_close stops the watcher and takes the descriptor out of epoll at
+     * once; on_poll_closed closes it. */
     uv_close((uv_handle_t *)&c->poll, on_poll_closed);
 }
 

@@ -6,7 +6,9 @@
  * per-connection staging memfd and back (one copy each way, no socket
  * copy); with GSORT_INLINE, or where memfds are not available, the bytes
  * travel on the socket. The staged and inline routes work on copies, so a
- * failure never leaves the caller's arrays half written. */
+ * failure never leaves the caller's arrays half written. A connection that
+ * failed, or that the daemon closed between calls (a restart), is replaced
+ * before the next request is sent, never during one. */
 #include "config.h"
 
 #include <errno.h>
@@ -50,8 +52,10 @@ _Static_assert((int)GSORT_VALUES_NONE == GS_PL_NONE && (int)GSORT_VALUES_U32 == 
 #define STAGE_GRAIN ((size_t)64 << 10)
 
 struct gsort_conn {
-    gs_client *cl;
+    gs_client *cl;          /* NULL while a lost connection could not be replaced */
     char path[GS_PATHS_SOCKET_MAX];
+    double timeout_s;       /* gsort_set_timeout's, for a replacement too */
+    char lost[256];         /* why the connection was lost, until one is made again */
     gs_client_shm stage;    /* the staging memfd; fd -1 until a sort needs it */
     int no_memfd;           /* memfds failed here: every later sort goes inline */
     void *heap;             /* the inline route's copy of the arrays */
@@ -198,7 +202,46 @@ int gsort_set_timeout(gsort_conn *c, double seconds, gsort_error *err)
     if (!(seconds >= 0))
         return lgs_err_set(err, GSORT_EINVAL, "gsort_set_timeout: %g s is not a timeout (0: "
                            "wait for ever, else a positive number of seconds)", seconds);
+    c->timeout_s = seconds;
     gs_client_set_timeout(c->cl, seconds);
+    return 0;
+}
+
+/* Before each request: a connection that failed, or that the daemon closed
+ * while it was idle (it stopped or restarted, idle_timeout), is replaced by
+ * a new one to the same socket, as the Python client does. Only a request
+ * not yet sent goes on the new connection: a request that failed in flight
+ * has returned its error, since the daemon may have carried it out. When no
+ * new connection can be made the cause of the loss is kept (the first one,
+ * not a failure to reconnect) and each later call tries again. */
+static int conn_ready(gsort_conn *c, gsort_error *err)
+{
+    char why[256];
+    if (c->cl && !gs_client_stale(c->cl, why, sizeof why))
+        return 0;
+    if (c->cl) {
+        if (!c->lost[0])
+            snprintf(c->lost, sizeof c->lost, "%s", why);
+        gs_client_close(c->cl);
+        c->cl = NULL;
+    }
+    gs_err ge;
+    gs_err_clear(&ge);
+    errno = 0;
+    gs_client *nc = NULL;
+    int rc = gs_client_connect(&nc, c->path, &ge);
+    if (rc) {
+        int e = errno;
+        if (rc == GS_EIO && no_daemon_errno(e))
+            return lgs_err_set(err, GSORT_ENODAEMON, "no gsortd is listening at %s (%s) to "
+                               "reconnect to; the connection was lost: %s", c->path,
+                               strerror(e), c->lost);
+        return lgs_err_set(err, rc == GS_ENOMEM ? GSORT_ENOMEM : GSORT_EIO, "reconnecting: "
+                           "%s; the connection was lost: %s", ge.msg, c->lost);
+    }
+    gs_client_set_timeout(nc, c->timeout_s);
+    c->cl = nc;
+    c->lost[0] = '\0';
     return 0;
 }
 
@@ -326,10 +369,13 @@ static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys,
         .n = n, .keys = n ? rq->keys : NULL, .values = n && vs ? rq->values : NULL,
         .algorithm = rq->algorithm, .params = rq->params, .device = rq->device,
     };
+    int rc = conn_ready(c, err);
+    if (rc)
+        return rc;
     gs_client_result r;
     gs_err ge;
     gs_err_clear(&ge);
-    int rc, zero_copy = 0;
+    int zero_copy = 0;
     if (n == 0) {
         /* Nothing to share or copy: the daemon still says how it served. */
         rc = gs_client_sort_run(c->cl, &s, &r, &ge);
@@ -473,10 +519,13 @@ int gsort_ping(gsort_conn *c, double *rtt_ms, gsort_error *err)
         *rtt_ms = 0;
     if (!c)
         return lgs_err_set(err, GSORT_EINVAL, "gsort_ping: no connection");
+    int rc = conn_ready(c, err);
+    if (rc)
+        return rc;
     gs_err ge;
     gs_err_clear(&ge);
     double t0 = now_ms();
-    int rc = gs_client_call(c->cl, "ping", NULL, &ge);
+    rc = gs_client_call(c->cl, "ping", NULL, &ge);
     if (rc)
         return lgs_err_from(err, rc, &ge);
     if (rtt_ms)
@@ -494,10 +543,13 @@ static int call_json(gsort_conn *c, const char *op, char **json, gsort_error *er
     *json = NULL;
     if (!c)
         return lgs_err_set(err, GSORT_EINVAL, "gsort_%s: no connection", op);
+    int rc = conn_ready(c, err);
+    if (rc)
+        return rc;
     gs_err ge;
     gs_err_clear(&ge);
     cJSON *reply = NULL;
-    int rc = gs_client_call(c->cl, op, &reply, &ge);
+    rc = gs_client_call(c->cl, op, &reply, &ge);
     if (rc) {
         cJSON_Delete(reply);
         return lgs_err_from(err, rc, &ge);

@@ -1,17 +1,21 @@
-/* End-to-end tests of the daemon: the real src/gsortd is started (tests/dmn.h)
- * in the foreground on a socket and database in a temporary directory, and
- * exercised through the blocking client (src/gs_client.c) and raw bytes:
- * every op, every dtype x values kind inline and through a memfd in both
- * orders (checked against tests/sortcheck's reference), the device routes
- * (radix, mergepath), 32 concurrent clients, each kind of bad input (after
- * which the daemon must still answer a new client and an already-connected
- * one), the limits and timeouts, fallback to the host after injected launch
- * failures and after a kernel that does not build, SIGHUP reloading the
- * config, stale and live sockets, and a SIGTERM that lets the request in
- * flight finish. The client's own defenses (lying reply sizes, huge reply
- * headers, error-name mapping, timeouts) are tested against a scripted fake
- * daemon. Device sorts are few and use default parameters: PoCL compiles are
- * the slow part, so the daemons share $top_builddir/tests/pcache. */
+/* End-to-end tests of the daemon: the real src/gsortd is started
+ * (tests/dmn.h) in the foreground on a socket and database in a temporary
+ * directory, and exercised through the blocking client (src/gs_client.c) and
+ * raw bytes: every op, every dtype x values kind inline and through a memfd
+ * in both orders (checked against tests/sortcheck's reference), the device
+ * routes (radix, mergepath), 32 concurrent clients, 200 clients that close
+ * in the middle of a large reply while others are served (no "bad file
+ * descriptor", no leaked descriptor, no epoll_ctl on a closed one where
+ * strace can attach), each kind of bad input (after which the daemon must
+ * still answer a new client and an already-connected one), the limits and
+ * timeouts, fallback to the host after injected launch failures and after a
+ * kernel that does not build, SIGHUP reloading the config, stale and live
+ * sockets, and a SIGTERM that lets the request in flight finish. The
+ * client's own defenses (lying reply sizes, huge reply headers, error-name
+ * mapping, timeouts, the first cause of a broken connection kept, a peer
+ * that closed an idle one) are tested against a scripted fake daemon. Device
+ * sorts are few and use default parameters: PoCL compiles are the slow part,
+ * so the daemons share $top_builddir/tests/pcache. */
 #include "config.h"
 
 #include <errno.h>
@@ -27,6 +31,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -850,6 +855,265 @@ static void test_bad_input(dmn *d)
     gs_client_close(keep);
 }
 
+/* ---- clients that leave in the middle of a reply ----
+ * A client reads the first bytes of a large inline reply and closes: the
+ * daemon's write meets EAGAIN, then EPIPE or a POLLERR (ECONNRESET). It
+ * must say "peer closed the connection", never "bad file descriptor", leak
+ * no descriptor, and keep serving the clients beside it. Where strace can
+ * attach, the daemon's close(2) and epoll_ctl(2) calls are checked too: no
+ * epoll_ctl may name a descriptor after it was closed (until an ADD
+ * registers the number again for a new client). */
+
+#define ABANDON_N 200             /* 20 under a wrapper (Valgrind): each sort is slow there */
+#define ABANDON_KEYS ((size_t)1 << 18)    /* a 1 MiB reply: far beyond a socket buffer */
+#define ABANDON_WORKERS 2
+#define ABANDON_PER_WORKER 24
+
+typedef struct abandon_worker {
+    const dmn *d;
+    rt r[ABANDON_PER_WORKER];
+    int conn_failed;
+    pthread_t th;
+} abandon_worker;
+
+static void *abandon_worker_main(void *arg)
+{
+    abandon_worker *w = arg;
+    gs_client *c = conn(w->d);
+    if (!c) {
+        w->conn_failed = 1;
+        return NULL;
+    }
+    for (int i = 0; i < ABANDON_PER_WORKER; i++)
+        rt_run(&w->r[i], c);
+    gs_client_close(c);
+    return NULL;
+}
+
+/* One client: the request, the first 4 bytes of the reply, close. 0 when
+ * it got that far. */
+static int abandon_one(const dmn *d, const cJSON *hdr, const void *keys, size_t bytes,
+                       char *why, size_t len)
+{
+    gs_client *c = conn(d);
+    if (!c) {
+        snprintf(why, len, "cannot connect");
+        return -1;
+    }
+    gs_err err;
+    gs_err_clear(&err);
+    int rc = gs_client_send(c, hdr, keys, bytes, -1, &err);
+    if (rc) {
+        snprintf(why, len, "send: %.300s", err.msg);
+        gs_client_close(c);
+        return -1;
+    }
+    struct pollfd p = { .fd = gs_client_fd(c), .events = POLLIN };
+    char head[4];
+    ssize_t r = -1;
+    if (poll(&p, 1, (int)(REPLY_TIMEOUT_S * dmn_slowdown() * 1000)) == 1)
+        r = recv(gs_client_fd(c), head, sizeof head, MSG_WAITALL);
+    if (r != (ssize_t)sizeof head)
+        snprintf(why, len, "no reply bytes (%zd: %s)", r, r < 0 ? strerror(errno) : "eof");
+    gs_client_close(c);   /* with the rest of the reply unread */
+    return r == (ssize_t)sizeof head ? 0 : -1;
+}
+
+/* strace -f attached to `pid`, writing to `out`: its pid once attached
+ * (the daemon's TracerPid is set), else 0 (no strace, or not allowed). */
+static pid_t strace_attach(pid_t pid, const char *out)
+{
+    if (getenv("GSORT_TEST_WRAPPER") && *getenv("GSORT_TEST_WRAPPER"))
+        return 0;   /* the daemon already runs under a tool */
+    char spid[32];
+    snprintf(spid, sizeof spid, "%d", (int)pid);
+    fflush(stdout);
+    pid_t sp = fork();
+    if (sp < 0)
+        return 0;
+    if (sp == 0) {
+        int nul = open("/dev/null", O_RDWR);
+        if (nul >= 0) {
+            dup2(nul, 0);
+            dup2(nul, 1);
+            dup2(nul, 2);
+        }
+        execlp("strace", "strace", "-f", "-qq", "-e", "trace=close,epoll_ctl", "-o", out,
+               "-p", spid, (char *)NULL);
+        _exit(127);
+    }
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    for (int i = 0; i < 200; i++) {
+        if (waitpid(sp, NULL, WNOHANG) == sp)
+            return 0;   /* not installed, or ptrace refused */
+        FILE *f = fopen(path, "r");
+        char line[256];
+        long tracer = 0;
+        while (f && fgets(line, sizeof line, f))
+            if (sscanf(line, "TracerPid: %ld", &tracer) == 1)
+                break;
+        if (f)
+            fclose(f);
+        if (tracer == (long)sp)
+            return sp;
+        dmn_sleep(0.05);
+    }
+    kill(sp, SIGKILL);
+    waitpid(sp, NULL, 0);
+    return 0;
+}
+
+/* Detach strace (SIGINT) and wait for it. */
+static void strace_detach(pid_t sp)
+{
+    kill(sp, SIGINT);
+    for (int i = 0; i < 200; i++) {
+        if (waitpid(sp, NULL, WNOHANG) == sp)
+            return;
+        dmn_sleep(0.05);
+    }
+    kill(sp, SIGKILL);
+    waitpid(sp, NULL, 0);
+}
+
+/* Read an strace -f log of close and epoll_ctl: how many epoll_ctl calls
+ * named a descriptor closed before them (or failed with EBADF); *closes
+ * and *ctls count the calls seen. The first offender goes to `first`. */
+static int strace_violations(const char *path, int *closes, int *ctls, char *first,
+                             size_t flen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    static unsigned char closed[65536];
+    memset(closed, 0, sizeof closed);
+    char line[1024];
+    int bad = 0;
+    *closes = *ctls = 0;
+    first[0] = '\0';
+    while (fgets(line, sizeof line, f)) {
+        const char *p;
+        int fd;
+        char op[32];
+        if ((p = strstr(line, "close(")) && sscanf(p, "close(%d) = 0", &fd) == 1 &&
+            strstr(p, "= 0") && fd >= 0 && fd < (int)sizeof closed) {
+            closed[fd] = 1;
+            (*closes)++;
+        } else if ((p = strstr(line, "epoll_ctl(")) &&
+                   sscanf(p, "epoll_ctl(%*d, %31[A-Z_], %d,", op, &fd) == 2 && fd >= 0 &&
+                   fd < (int)sizeof closed) {
+            (*ctls)++;
+            if (!strcmp(op, "EPOLL_CTL_ADD") && !strstr(p, "EBADF")) {
+                closed[fd] = 0;
+            } else if (closed[fd] || strstr(p, "EBADF")) {
+                if (!bad++)
+                    snprintf(first, flen, "%.300s", line);
+            }
+        }
+    }
+    fclose(f);
+    first[strcspn(first, "\n")] = '\0';
+    return bad;
+}
+
+static void test_abandon(dmn *d)
+{
+    static abandon_worker w[ABANDON_WORKERS];
+    memset(w, 0, sizeof w);
+    for (int t = 0; t < ABANDON_WORKERS; t++) {
+        w[t].d = d;
+        for (int i = 0; i < ABANDON_PER_WORKER; i++)
+            if (rt_init(&w[t].r[i], (gs_dtype)((t + i) % GS_DT_COUNT),
+                        (gs_payload)(i % GS_PL_COUNT), i % 2, 3000 + (size_t)i * 997,
+                        (uint64_t)(7000 + t * 100 + i), "host", i % 3 == 0, 0))
+                tap_bail("cannot build the abandon-test cases");
+    }
+    uint32_t *keys = malloc(ABANDON_KEYS * sizeof *keys);
+    if (!keys)
+        tap_bail("out of memory");
+    for (size_t i = 0; i < ABANDON_KEYS; i++)
+        keys[i] = (uint32_t)(ABANDON_KEYS - i);
+    char hdr_text[256];
+    snprintf(hdr_text, sizeof hdr_text, "{\"v\":1,\"op\":\"sort\",\"dtype\":\"u32\",\"n\":%zu,"
+             "\"algorithm\":\"host\",\"payload_bytes\":%zu}", ABANDON_KEYS,
+             ABANDON_KEYS * sizeof *keys);
+    cJSON *hdr = parse(hdr_text);
+    gs_client *keep = conn(d);
+
+    char trace[600];
+    snprintf(trace, sizeof trace, "%s/abandon.strace", dmn_tmpdir());
+    pid_t sp = strace_attach(d->pid, trace);
+    if (!sp)
+        tap_diag("strace cannot attach to the daemon here: its close/epoll_ctl order is "
+                 "not traced");
+
+    int fds_before = count_fds(d->pid);
+    int peer_before = dmn_log_count(d, "peer closed the connection");
+    double t0 = sc_now_s();
+    for (int t = 0; t < ABANDON_WORKERS; t++)
+        if (pthread_create(&w[t].th, NULL, abandon_worker_main, &w[t]))
+            tap_bail("pthread_create failed");
+    const int nab = dmn_slowdown() > 1 ? ABANDON_N / 10 : ABANDON_N;
+    int failed = 0;
+    char why[400] = "", later[400];
+    for (int i = 0; i < nab; i++)   /* the first failure's reason is kept */
+        failed += abandon_one(d, hdr, keys, ABANDON_KEYS * sizeof *keys,
+                              failed ? later : why, sizeof why) < 0;
+    for (int t = 0; t < ABANDON_WORKERS; t++)
+        pthread_join(w[t].th, NULL);
+    double secs = sc_now_s() - t0;
+    cJSON_Delete(hdr);
+    free(keys);
+    tap_ok(failed == 0, "%d clients each sent a %zu-key inline sort, read 4 bytes of the "
+           "reply and closed (%.1f s): %d failed %s", nab, ABANDON_KEYS, secs, failed,
+           why);
+
+    int bad = 0, conn_bad = 0;
+    for (int t = 0; t < ABANDON_WORKERS; t++) {
+        conn_bad += w[t].conn_failed;
+        for (int i = 0; i < ABANDON_PER_WORKER; i++) {
+            char wy[600], lab[128];
+            if (!w[t].conn_failed && !rt_check(&w[t].r[i], wy, sizeof wy) && bad++ < 4)
+                tap_diag("worker %d request %d (%s): %s", t, i,
+                         rt_label(&w[t].r[i], lab, sizeof lab), wy);
+            rt_free(&w[t].r[i]);
+        }
+    }
+    tap_ok(bad == 0 && conn_bad == 0, "meanwhile %d other clients x %d sorts: %d wrong, %d "
+           "could not connect", ABANDON_WORKERS, ABANDON_PER_WORKER, bad, conn_bad);
+
+    /* The daemon notices each close asynchronously. */
+    int peer = 0, fds_after = -1;
+    for (int i = 0; i < 200; i++) {
+        peer = dmn_log_count(d, "peer closed the connection") - peer_before;
+        fds_after = count_fds(d->pid);
+        if (peer >= nab && fds_after <= fds_before)
+            break;
+        dmn_sleep(0.05);
+    }
+    tap_ok(peer == nab, "the log says \"peer closed the connection\" for each of them "
+           "(%d of %d)", peer, nab);
+    int ebadf = dmn_log_count(d, "bad file descriptor");
+    tap_ok(ebadf == 0, "the log never says \"bad file descriptor\" (%d lines do)", ebadf);
+    if (ebadf)
+        dmn_dump_log(d, 10);
+    tap_ok(fds_before > 0 && fds_after <= fds_before, "no descriptor leaked: %d open before, "
+           "%d after", fds_before, fds_after);
+    if (sp) {
+        strace_detach(sp);
+        int closes = 0, ctls = 0;
+        char first[400];
+        int v = strace_violations(trace, &closes, &ctls, first, sizeof first);
+        tap_ok(v == 0 && closes >= nab && ctls >= nab,
+               "strace: no epoll_ctl on a closed descriptor or failing with EBADF among %d "
+               "close and %d epoll_ctl calls (%d violations%s%s)", closes, ctls, v,
+               v > 0 ? ", first: " : "", v > 0 ? first : "");
+    }
+    unharmed(d, keep, "clients that left in the middle of their replies");
+    gs_client_close(keep);
+}
+
 /* ---- limits and timeouts: a daemon with small ones ---- */
 
 static void test_limits(void)
@@ -1407,13 +1671,62 @@ static void test_client_defenses(void)
     tap_ok((rc == GS_EWRONG || rc == GS_ECORRUPT) && keys[0] == 1000 && keys[999] == 1,
            "client: a reply declaring 2^40 payload bytes for 4000 is %s, keys untouched (%s)",
            gs_strerror(rc), err.msg);
+    char first[4096];
+    snprintf(first, sizeof first, "%s", err.msg);
     gs_err_clear(&err);
     double t0 = sc_now_s();
     rc = gs_client_call(c, "ping", NULL, &err);
-    tap_ok(rc == GS_EIO && strstr(err.msg, "unusable") && sc_now_s() - t0 < 1,
-           "client: the connection then fails at once: %s (%s)", gs_strerror(rc), err.msg);
+    tap_ok(rc == GS_EIO && strstr(err.msg, "unusable") && strstr(err.msg, first) &&
+           sc_now_s() - t0 < 1,
+           "client: the connection then fails at once, naming the first failure: %s (%s)",
+           gs_strerror(rc), err.msg);
     gs_client_close(c);
     fake_stop(&f);
+
+    /* A peer that closed before the request: the send fails (EPIPE) and
+     * reading the refusal it might have left fails too; the cause kept,
+     * and reported by every later call, is the first one. */
+    char gpath[200];
+    snprintf(gpath, sizeof gpath, "%s/gone.sock", dmn_tmpdir());
+    int lfd = dmn_bind(gpath, SOCK_STREAM, 4);
+    gs_err_clear(&err);
+    rc = gs_client_connect(&c, gpath, &err);
+    int afd = rc ? -1 : accept(lfd, NULL, NULL);
+    if (afd >= 0)
+        close(afd);
+    char why[256] = "";
+    dmn_sleep(0.05);
+    gs_err_clear(&err);
+    rc = c ? gs_client_call(c, "ping", NULL, &err) : GS_EIO;
+    snprintf(first, sizeof first, "%s", err.msg);
+    gs_err_clear(&err);
+    int later = c ? gs_client_call(c, "ping", NULL, &err) : 0;
+    int stale1 = c ? gs_client_stale(c, why, sizeof why) : -1;
+    tap_ok(afd >= 0 && rc == GS_EIO && strstr(first, "sending to gsortd") && later == GS_EIO &&
+           strstr(err.msg, first) && stale1 == 1 && !strcmp(why, first),
+           "client: a peer gone before the request: the send fails (%s); later calls, and "
+           "gs_client_stale, keep that first cause (%s; stale: %s)", first, err.msg, why);
+    gs_client_close(c);
+    close(lfd);
+
+    /* gs_client_stale notices a peer that closed an idle connection. */
+    lfd = dmn_bind(gpath, SOCK_STREAM, 4);
+    gs_err_clear(&err);
+    rc = gs_client_connect(&c, gpath, &err);
+    afd = rc ? -1 : accept(lfd, NULL, NULL);
+    int stale_open = c ? gs_client_stale(c, why, sizeof why) : -1;
+    if (afd >= 0)
+        close(afd);
+    dmn_sleep(0.05);
+    int stale_gone = c ? gs_client_stale(c, why, sizeof why) : -1;
+    gs_err_clear(&err);
+    later = c ? gs_client_call(c, "ping", NULL, &err) : 0;
+    tap_ok(stale_open == 0 && stale_gone == 1 && strstr(why, "between calls") &&
+           later == GS_EIO && strstr(err.msg, why),
+           "client: gs_client_stale: 0 while the peer is there, 1 once it closed (%s); a call "
+           "then fails at once with that cause (%s)", why, err.msg);
+    gs_client_close(c);
+    close(lfd);
 
     /* A header length beyond what a reply may have: refused before allocating it. */
     static const fake_reply huge[] = { { "{}", 0xFFFFFFF0u, 0, 1 } };
@@ -1559,6 +1872,7 @@ int main(void)
     test_devices(&d);
     tap_diag("device routes: %.1f s", sc_now_s() - t0);
     test_concurrent(&d);
+    test_abandon(&d);
     test_bad_input(&d);
     test_sockets(&d);
     tap_diag("concurrency, bad input, sockets: %.1f s", sc_now_s() - t0);

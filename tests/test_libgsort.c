@@ -6,7 +6,8 @@
  * misaligned inside a block; argsort leaving the keys alone; info, stats
  * and ping; each kind of bad input, daemon errors passing through with the
  * connection kept, max_request_bytes, timeouts, a daemon that went away,
- * no daemon at all; the default socket ($GSORTD_SOCKET, $XDG_RUNTIME_DIR);
+ * a daemon restarted under a connection (the next call reconnects; the
+ * first cause of the loss is kept while none listens), no daemon at all; the default socket ($GSORTD_SOCKET, $XDG_RUNTIME_DIR);
  * threads sorting their own blocks while others allocate and free; a few
  * sorts on the OpenCL device; and the README's example program. */
 #include "config.h"
@@ -843,8 +844,9 @@ static void test_broken(void)
            "a reply that never comes, 0.3 s timeout: GSORT_EIO (%s)", err.message);
     uint32_t k[8] = { 3, 1, 2, 9, 8, 7, 6, 5 };
     rp = gsort_sort(c, GSORT_U32, k, 8, 0, NULL, &err);
-    tap_ok(rp == GSORT_EIO && k[0] == 3 && k[7] == 5,
-           "the timed-out connection is closed for later calls: GSORT_EIO (%s)", err.message);
+    tap_ok(rp == GSORT_EIO && k[0] == 3 && k[7] == 5 && strstr(err.message, "timed out"),
+           "the next call reconnects (the socket still accepts) and times out too: "
+           "GSORT_EIO, keys untouched (%s)", err.message);
     gsort_close(c);
     close(fd);
 
@@ -855,13 +857,111 @@ static void test_broken(void)
     tap_ok(gsort_ping(c, NULL, &err) == 0, "a connection to a second daemon works");
     int st = dmn_stop(&gone, SIGTERM, 20);
     rp = gsort_sort(c, GSORT_U32, k, 8, 0, NULL, &err);
-    tap_ok(st == 0 && rp == GSORT_EIO && k[0] == 3 && k[7] == 5,
-           "after the daemon stopped (exit %d): GSORT_EIO, keys untouched (%s)", st,
-           err.message);
+    tap_ok(st == 0 && rp == GSORT_ENODAEMON && k[0] == 3 && k[7] == 5 &&
+           strstr(err.message, gone.sock) && strstr(err.message, "between calls"),
+           "after the daemon stopped (exit %d): GSORT_ENODAEMON naming the socket and the "
+           "cause, keys untouched (%s)", st, err.message);
     gsort_close(c);
     rc = gsort_connect(&c, gone.sock, &err);
     tap_ok(rc == GSORT_ENODAEMON && strstr(err.message, gone.sock),
            "reconnecting: GSORT_ENODAEMON (%s)", err.message);
+}
+
+/* ---- a daemon restarted under a connection ----
+ * The next call after a restart reconnects and succeeds; with no daemon
+ * listening it fails with GSORT_ENODAEMON naming the first cause of the
+ * loss, call after call, until one listens again. A call that fails in
+ * flight (a timeout) is not retried; the one after it reconnects. */
+
+static void test_reconnect(void)
+{
+    static dmn d1, d2, d3, d4;
+    const char *const extra[] = { "-o", "devices=none", NULL };
+    char sock[200];
+    snprintf(sock, sizeof sock, "%s/phoenix.sock", dmn_tmpdir());
+    if (dmn_start(&d1, "phoenix1", sock, extra))
+        tap_bail("the daemon 'phoenix1' did not start");
+    gsort_conn *c = conn_or_bail(sock);
+    gsort_error err;
+    uint32_t k[64];
+    fill_u32(k, 64, 21);
+    int rc = gsort_sort(c, GSORT_U32, k, 64, 0, NULL, &err);
+    tap_ok(rc == 0 && u32_sorted(k, 64), "reconnect: a first sort (%s)",
+           rc ? err.message : "ok");
+
+    /* Stopped and started again while the connection was idle. */
+    int st = dmn_stop(&d1, SIGTERM, 20);
+    if (dmn_start(&d2, "phoenix2", sock, extra))
+        tap_bail("the daemon 'phoenix2' did not start");
+    fill_u32(k, 64, 22);
+    rc = gsort_sort(c, GSORT_U32, k, 64, 0, NULL, &err);
+    tap_ok(st == 0 && rc == 0 && u32_sorted(k, 64),
+           "the daemon restarted between calls: the next sort reconnects and succeeds (%s)",
+           rc ? err.message : "ok");
+    double ms = 0;
+    rc = gsort_ping(c, &ms, &err);
+    tap_ok(rc == 0, "and the new connection stays in use (ping %s)", rc ? err.message : "ok");
+
+    /* Killed (its socket file left behind), then nothing listens. */
+    kill(d2.pid, SIGKILL);
+    st = dmn_stop(&d2, 0, 20);
+    fill_u32(k, 64, 23);
+    uint32_t k0 = k[0], k63 = k[63];
+    rc = gsort_sort(c, GSORT_U32, k, 64, 0, NULL, &err);
+    char first[sizeof err.message];
+    snprintf(first, sizeof first, "%s", err.message);
+    tap_ok(st == -2 - SIGKILL && rc == GSORT_ENODAEMON && strstr(err.message, sock) &&
+           strstr(err.message, "closed the connection between calls") && k[0] == k0 &&
+           k[63] == k63, "killed: the next sort fails with GSORT_ENODAEMON naming the socket "
+           "and the cause, keys untouched (%s)", err.message);
+    rc = gsort_ping(c, NULL, &err);
+    char *none = NULL;
+    int rc2 = gsort_stats(c, &none, &err);
+    tap_ok(rc == GSORT_ENODAEMON && rc2 == GSORT_ENODAEMON && !strcmp(err.message, first),
+           "and so does every later call, with the same first cause (%s)", err.message);
+
+    if (dmn_start(&d3, "phoenix3", sock, extra))
+        tap_bail("the daemon 'phoenix3' did not start");
+    rc = gsort_sort(c, GSORT_U32, k, 64, 0, NULL, &err);
+    tap_ok(rc == 0 && u32_sorted(k, 64), "once a daemon listens again the next sort succeeds "
+           "(%s)", rc ? err.message : "ok");
+
+    /* A call that fails in flight: the daemon stopped (SIGSTOP) past the
+     * timeout. That call fails; it is not sent again. */
+    gsort_set_timeout(c, 0.5 * dmn_slowdown(), &err);
+    kill(d3.pid, SIGSTOP);
+    fill_u32(k, 64, 24);
+    k0 = k[0];
+    rc = gsort_sort(c, GSORT_U32, k, 64, GSORT_INLINE, NULL, &err);
+    snprintf(first, sizeof first, "%s", err.message);
+    tap_ok(rc == GSORT_EIO && strstr(err.message, "timed out") && k[0] == k0,
+           "a daemon that stops answering: the call times out, GSORT_EIO (%s)", err.message);
+    kill(d3.pid, SIGKILL);
+    st = dmn_stop(&d3, 0, 20);
+    rc = gsort_ping(c, NULL, &err);
+    tap_ok(rc == GSORT_ENODAEMON && strstr(err.message, first),
+           "then killed: GSORT_ENODAEMON, the message keeping the first cause, the timeout "
+           "(%s)", err.message);
+    rc = gsort_ping(c, NULL, &err);
+    tap_ok(rc == GSORT_ENODAEMON && strstr(err.message, first) &&
+           !strstr(err.message, "to reconnect to; the connection was lost: no gsortd"),
+           "a failed reconnection does not replace the first cause (%s)", err.message);
+    if (dmn_start(&d4, "phoenix4", sock, extra))
+        tap_bail("the daemon 'phoenix4' did not start");
+    gsort_set_timeout(c, 0, &err);
+    rc = gsort_sort(c, GSORT_U32, k, 64, 0, NULL, &err);
+    tap_ok(rc == 0 && u32_sorted(k, 64), "after a restart the next sort succeeds (%s)",
+           rc ? err.message : "ok");
+    char *stats = NULL;
+    rc = gsort_stats(c, &stats, &err);
+    cJSON *sj = stats ? cJSON_Parse(stats) : NULL;
+    double sorts = num_at(sj, "requests", "by_op", "sort");
+    tap_ok(rc == 0 && sorts == 1, "the new daemon saw that one sort, nothing sent twice "
+           "(stats: %.0f sorts)", sorts);
+    cJSON_Delete(sj);
+    free(stats);
+    gsort_close(c);
+    dmn_stop(&d4, SIGTERM, 20);
 }
 
 /* ---- max_request_bytes ---- */
@@ -910,9 +1010,11 @@ static void test_limits(void)
     tap_ok(rc == GSORT_ETOOBIG && starts_with(err.message, "gsortd: ") &&
            !memcmp(k, ref, 4 * n), "1.2 MB inline: GSORT_ETOOBIG from the daemon (%s)",
            err.message);
-    rc = gsort_ping(c, NULL, &err);
-    tap_ok(rc == GSORT_EIO, "which closes the connection, as the protocol says for an "
-           "over-long payload: GSORT_EIO (%s)", err.message);
+    double ping_ms = 0;
+    rc = gsort_ping(c, &ping_ms, &err);
+    tap_ok(rc == 0 && ping_ms > 0, "the daemon closed that connection, as the protocol says "
+           "for an over-long payload; the next call reconnects: ping %s",
+           rc ? err.message : "ok");
     gsort_close(c);
     c = conn_or_bail(small.sock);
     rc = gsort_sort(c, GSORT_U32, s, 16, GSORT_INLINE, &res, &err);
@@ -1224,6 +1326,7 @@ int main(void)
     test_threads(&g_main);
     test_default_socket();
     test_broken();
+    test_reconnect();
     test_limits();
     test_example(&g_main);
     tap_diag("threads, sockets, limits, example: %.1f s", sc_now_s() - t0);

@@ -3,13 +3,15 @@
  * past a message, discarding exactly a refused payload, never allocating
  * from a declared length), request parsing of every dtype and values kind
  * and of every kind of bad header with its code and fatal flag, the client's
- * sort header parsed back, the shape of replies, and a seeded fuzz loop over
- * mutated headers that must only ever return codes. */
+ * sort header parsed back, integers read exactly from the header text
+ * (2^53+1, 2^64, negatives, 1e3, 1.5), the shape of replies, and a seeded
+ * fuzz loop over mutated headers that must only ever return codes. */
 #include "config.h"
 #include "gs_proto.h"
 #include "tap.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -821,6 +823,154 @@ static void test_sort_header(void)
     cJSON_Delete(h);
 }
 
+/* ---- integers read exactly from the header text ----
+ * cJSON's doubles round integers beyond 2^53 (2^53 + 1 reads as 2^53): the
+ * parser reads every integer field from its digits instead. */
+
+struct int_case {
+    const char *text;   /* a parameter value as JSON */
+    int ok;
+    long want;
+    const char *needle; /* in the error message when refused */
+};
+
+static const struct int_case int_cases[] = {
+    { "9007199254740993", 1, 9007199254740993L, NULL },          /* 2^53 + 1 */
+    { "-9007199254740993", 1, -9007199254740993L, NULL },
+    { "9007199254740992", 1, 9007199254740992L, NULL },
+    { "9223372036854775807", 1, LONG_MAX, NULL },
+    { "-9223372036854775808", 1, LONG_MIN, NULL },
+    { "-5", 1, -5, NULL },
+    { "0", 1, 0, NULL },
+    { "-0", 1, 0, NULL },
+    { "1e3", 1, 1000, NULL },
+    { "1E+3", 1, 1000, NULL },
+    { "2.50e1", 1, 25, NULL },
+    { "100e-2", 1, 1, NULL },
+    { "4.0", 1, 4, NULL },
+    { "0.000e7", 1, 0, NULL },
+    { "9.007199254740993e15", 1, 9007199254740993L, NULL },
+    { "9223372036854775808", 0, 0, "9223372036854775808 is out of range" },
+    { "-9223372036854775809", 0, 0, "out of range" },
+    { "18446744073709551616", 0, 0, "18446744073709551616 is out of range: parameters are "
+      "integers in [-9223372036854775808, 9223372036854775807]" },        /* 2^64 */
+    { "123456789012345678901234567890", 0, 0, "out of range" },
+    { "1e400", 0, 0, "1e400 is out of range" },
+    { "1.5", 0, 0, "value 1.5 is not an integer" },
+    { "-1.5", 0, 0, "not an integer" },
+    { "1e-3", 0, 0, "value 1e-3 is not an integer" },
+    { "9007199254740993.5", 0, 0, "not an integer" },
+    { "1e-400", 0, 0, "not an integer" },
+};
+
+static void test_exact_ints(void)
+{
+    gs_proto_req rq;
+    gs_err err;
+    int fatal;
+    char h[512];
+    for (size_t i = 0; i < sizeof int_cases / sizeof int_cases[0]; i++) {
+        const struct int_case *c = &int_cases[i];
+        snprintf(h, sizeof h, "{\"v\":1,\"op\":\"sort\",\"dtype\":\"u32\",\"n\":3,"
+                 "\"algorithm\":\"radix\",\"params\":{\"p\":%s},\"payload_bytes\":12}", c->text);
+        int rc = parse(h, &rq, &fatal, &err);
+        long got = rc ? 0 : gs_params_get(&rq.params, "p", 12345);
+        if (c->ok)
+            tap_ok(rc == 0 && got == c->want, "parameter %s reads exactly as %ld (got %ld%s%s)",
+                   c->text, c->want, got, rc ? ": " : "", rc ? err.msg : "");
+        else
+            tap_ok(rc == GS_EINVAL && !fatal && strstr(err.msg, c->needle),
+                   "parameter %s is refused, saying so: %s", c->text, rc ? err.msg : "accepted");
+        gs_proto_req_free(&rq);
+    }
+
+    /* The token of each number is found past strings (with quotes, digits
+     * and escapes in them), keys that are numbers, and nested arrays. */
+    int rc = parse("{\"v\":1,\"id\":[\"7\\\"8 -9\",[9e9,-1,{\"2\":3}]],\"op\":\"sort\","
+                   "\"x\":{\"1\":2.5,\"s\":\"\\\\\"},\"dtype\":\"u32\",\"n\":3,\"algorithm\":"
+                   "\"radix\",\"params\":{\"a\":9007199254740993,\"b\":-9007199254740995,"
+                   "\"c\":7},\"payload_bytes\":12}", &rq, &fatal, &err);
+    tap_ok(rc == 0 && gs_params_get(&rq.params, "a", 0) == 9007199254740993L &&
+           gs_params_get(&rq.params, "b", 0) == -9007199254740995L &&
+           gs_params_get(&rq.params, "c", 0) == 7 && rq.n == 3 && rq.payload_bytes == 12,
+           "numbers are matched to their own digits past strings, numeric keys and nested "
+           "ids (%s)", rc ? err.msg : "ok");
+    gs_proto_req_free(&rq);
+
+    /* n: 2^53 + 1 used to read as 2^53 and be accepted */
+    rc = parse("{\"v\":1,\"op\":\"sort\",\"dtype\":\"f64\",\"n\":9007199254740993,"
+               "\"memfd\":true}", &rq, &fatal, &err);
+    tap_ok(rc == GS_EINVAL && strstr(err.msg, "\"n\" 9007199254740993 is not an integer in "
+                                     "[0, 2^53]"), "n = 2^53 + 1 is refused, quoted exactly: %s",
+           rc ? err.msg : "accepted");
+    gs_proto_req_free(&rq);
+    rc = parse("{\"v\":1,\"op\":\"sort\",\"dtype\":\"u32\",\"n\":2.5e2,\"payload_bytes\":1e3}",
+               &rq, &fatal, &err);
+    tap_ok(rc == 0 && rq.n == 250 && rq.payload_bytes == 1000,
+           "n 2.5e2 and payload_bytes 1e3 are the integers 250 and 1000 (%s)",
+           rc ? err.msg : "ok");
+    gs_proto_req_free(&rq);
+
+    /* offsets beyond 2^53: 2^55 + 4 is not a double (it would read 2^55) */
+    rc = parse("{\"v\":1,\"op\":\"sort\",\"dtype\":\"u32\",\"n\":1,\"values\":\"u32\","
+               "\"memfd\":true,\"keys_offset\":36028797018963972,"
+               "\"values_offset\":18446744073709551608}", &rq, &fatal, &err);
+    tap_ok(rc == 0 && rq.keys_offset == UINT64_C(36028797018963972) &&
+           rq.values_offset == UINT64_C(18446744073709551608) &&
+           rq.fd_bytes == UINT64_C(18446744073709551612),
+           "keys_offset 2^55 + 4 and values_offset 2^64 - 8 read exactly (%s)",
+           rc ? err.msg : "ok");
+    gs_proto_req_free(&rq);
+    rc = parse("{\"v\":1,\"op\":\"sort\",\"dtype\":\"u32\",\"n\":1,\"memfd\":true,"
+               "\"keys_offset\":36028797018963972}", &rq, &fatal, &err);
+    tap_ok(rc == 0 && rq.keys_offset == UINT64_C(36028797018963972) &&
+           rq.fd_bytes == UINT64_C(36028797018963976),
+           "a memfd sort at keys_offset 2^55 + 4 (%s)", rc ? err.msg : "ok");
+    gs_proto_req_free(&rq);
+
+    /* payload_bytes 2^53 + 1 must not frame as 2^53: a fatal error */
+    rc = parse("{\"v\":1,\"op\":\"ping\",\"payload_bytes\":9007199254740993}", &rq, &fatal,
+               &err);
+    tap_ok(rc == GS_EINVAL && fatal == 1 && strstr(err.msg, "9007199254740993"),
+           "payload_bytes 2^53 + 1 is a fatal framing error: %s", err.msg);
+    gs_proto_req_free(&rq);
+
+    /* the version: 1, 1.0 and 1e0 are 1; a 1 that is only 1 as a double is not */
+    rc = parse("{\"v\":1e0,\"op\":\"ping\"}", &rq, &fatal, &err);
+    int rc2 = parse("{\"v\":1.0000000000000001,\"op\":\"ping\"}", &rq, &fatal, &err);
+    tap_ok(rc == 0 && rc2 == GS_EUNSUPPORTED && strstr(err.msg, "1.0000000000000001"),
+           "version 1e0 is 1; 1.0000000000000001 is not (%s)", err.msg);
+    gs_proto_req_free(&rq);
+
+    /* the client's header carries the same integers exactly */
+    gs_proto_req a, b;
+    memset(&a, 0, sizeof a);
+    a.dtype = GS_DT_U32;
+    a.n = 1;
+    a.device = -1;
+    a.memfd = 1;
+    a.keys_offset = UINT64_C(36028797018963972);
+    snprintf(a.algorithm, sizeof a.algorithm, "radix");
+    gs_params_set(&a.params, "big", 9007199254740993L);
+    gs_params_set(&a.params, "min", LONG_MIN);
+    gs_params_set(&a.params, "max", LONG_MAX);
+    a.has_params = 1;
+    gs_err_clear(&err);
+    cJSON *hj = gs_proto_sort_header(&a, &err);
+    char *t = hj ? cJSON_PrintUnformatted(hj) : NULL;
+    rc = t ? parse(t, &b, &fatal, &err) : -99;
+    tap_ok(rc == 0 && strstr(t, "\"big\":9007199254740993") &&
+           gs_params_get(&b.params, "big", 0) == 9007199254740993L &&
+           gs_params_get(&b.params, "min", 0) == LONG_MIN &&
+           gs_params_get(&b.params, "max", 0) == LONG_MAX &&
+           b.keys_offset == UINT64_C(36028797018963972),
+           "sort_header -> parse_req: parameters 2^53 + 1, LONG_MIN, LONG_MAX and keys_offset "
+           "2^55 + 4 round trip exactly (%s)", t ? t : err.msg);
+    free(t);
+    cJSON_Delete(hj);
+    gs_proto_req_free(&b);
+}
+
 /* ---- replies ---- */
 
 static int json_is(cJSON *j, const char *want)
@@ -987,6 +1137,7 @@ int main(void)
     test_parse_bad();
     test_sizes();
     test_sort_header();
+    test_exact_ints();
     test_replies();
     test_fuzz();
     return tap_done();

@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,7 +69,9 @@ static void usage(FILE *out)
         "  -V, --version          show the version and exit\n"
         "\n"
         "Exit status: 0 on success, 1 on a failure (no daemon, unreadable or\n"
-        "malformed input, a daemon error, a write error), 2 on a usage error.\n"
+        "malformed input, a daemon error, a write error), 2 on a usage error\n"
+        "(options are checked before any input is read). A reader that goes away\n"
+        "(gsort ... | head) ends gsort quietly by SIGPIPE, as it ends sort.\n"
         "See gsort(1).\n");
 }
 
@@ -90,6 +91,66 @@ static int usage_error(const char *fmt, const char *arg)
     fprintf(stderr, fmt, arg);
     fprintf(stderr, "\nTry 'gsort --help'.\n");
     return EXIT_USAGE;
+}
+
+/* --algorithm, --params and -s as the daemon would judge them whatever the
+ * input, checked against the algorithm registry this build shares with
+ * gsortd before any input is read: a mistyped name must not wait for a
+ * long (or endless) input to be read and parsed first, and must not pass
+ * unnoticed because the input happens to be empty. */
+static void algo_names(char *buf, size_t len, int stable_only)
+{
+    size_t w = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < gs_algo_count() && w < len; i++) {
+        const gs_algo *a = gs_algo_at(i);
+        if (stable_only && !a->stable)
+            continue;
+        int k = snprintf(buf + w, len - w, "%s%s", w ? ", " : "", a->name);
+        if (k < 0)
+            break;
+        w += (size_t)k;
+    }
+}
+
+static int check_algorithm(const opts *o)
+{
+    if (!o->algorithm)
+        return 0;
+    if (strcmp(o->algorithm, "auto") == 0)
+        return o->params ? usage_error("%s", "--params goes with an algorithm, not 'auto' "
+                                       "(the daemon's plan)") : 0;
+    const gs_algo *a = gs_algo_find(o->algorithm);
+    char msg[512], names[256];
+    if (!a) {
+        algo_names(names, sizeof names, 0);
+        snprintf(msg, sizeof msg, "unknown algorithm '%.200s' (known: %s)", o->algorithm, names);
+        return usage_error("%s", msg);
+    }
+    if (o->stable && !a->stable) {
+        algo_names(names, sizeof names, 1);
+        snprintf(msg, sizeof msg, "--algorithm %s is not stable and -s asks for a stable "
+                 "sort (stable: %s)", a->name, names);
+        return usage_error("%s", msg);
+    }
+    if (o->params) {
+        gs_params ps;
+        gs_err e;
+        gs_err_clear(&e);
+        if (a->nparams == 0) {
+            snprintf(msg, sizeof msg, "--params: %s takes no parameters", a->name);
+            return usage_error("%s", msg);
+        }
+        /* The names, all of them, as the algorithm's check() takes them;
+         * legal values depend on the device and stay the daemon's to judge. */
+        long v[GS_MAX_PARAMS];
+        if (gs_params_parse(o->params, &ps, &e) < 0 ||
+            gs_params_take(a->name, a->params, a->nparams, &ps, v, &e) < 0) {
+            snprintf(msg, sizeof msg, "--params '%.200s': %.280s", o->params, e.msg);
+            return usage_error("%s", msg);
+        }
+    }
+    return 0;
 }
 
 static int parse_type(const char *s, gsort_dtype *out)
@@ -211,6 +272,11 @@ static int parse_args(int argc, char **argv, opts *o, int *done)
                                "or f64); for text, one number a line, give -n");
         o->dtype = GSORT_I64;
     }
+    if (o->params && !o->algorithm)
+        return usage_error("%s", "--params goes with --algorithm NAME");
+    int rc = check_algorithm(o);
+    if (rc)
+        return rc;
     if (o->local) {
         const char *daemon_only = o->fallback ? "--fallback-local"
             : o->socket ? "--socket" : o->device >= 0 ? "--device"
@@ -221,8 +287,6 @@ static int parse_args(int argc, char **argv, opts *o, int *done)
             return usage_error("--local sorts in this process with the host sort; %s needs "
                                "the daemon", daemon_only);
     }
-    if (o->params && !o->algorithm)
-        return usage_error("%s", "--params goes with --algorithm NAME");
     /* Raw binary on a terminal only garbles it (gzip refuses likewise). */
     if (!o->text && (!o->output || strcmp(o->output, "-") == 0) && isatty(STDOUT_FILENO))
         return usage_error("%s", "not writing binary data to a terminal: redirect standard "
@@ -321,6 +385,22 @@ static void print_result(const gsort_result *r, const char *sock)
             r->sort_ms, r->download_ms, r->total_ms);
 }
 
+/* No daemon to sort with: -1 to go on here (--fallback-local, with a
+ * note), else the exit status after saying why. */
+static int no_daemon(const opts *o, const gsort_error *ge)
+{
+    if (o->fallback) {
+        fprintf(stderr, "gsort: note: %s; sorting here with the host sort "
+                "(--fallback-local)\n", ge->message);
+        return -1;
+    }
+    if (ge->code == GSORT_ENODAEMON)
+        no_daemon_hint(ge->message);
+    else
+        fprintf(stderr, "gsort: %s\n", ge->message);
+    return EXIT_FAIL;
+}
+
 static int run(const opts *o)
 {
     gs_err err;
@@ -330,30 +410,19 @@ static int run(const opts *o)
     int local = o->local, rc;
     char namebuf[64];
 
-    /* Fail before reading a possibly long input when no daemon answers;
-     * the sort itself uses a fresh connection, so a slow input cannot run
-     * into the daemon's idle timeout. */
-    if (!local) {
-        gsort_conn *probe;
-        if (connect_daemon(o, &probe, &ge) < 0) {
-            if (!o->fallback) {
-                if (ge.code == GSORT_ENODAEMON)
-                    no_daemon_hint(ge.message);
-                else
-                    fprintf(stderr, "gsort: %s\n", ge.message);
-                return EXIT_FAIL;
-            }
-            fprintf(stderr, "gsort: note: %s; sorting here with the host sort "
-                    "(--fallback-local)\n", ge.message);
-            local = 1;
-        } else {
-            gsort_close(probe);
-        }
+    /* One connection, made before reading a possibly long input, so that
+     * no daemon (or a daemon that refuses this user) fails at once. */
+    gsort_conn *c = NULL;
+    if (!local && connect_daemon(o, &c, &ge) < 0) {
+        if ((rc = no_daemon(o, &ge)) >= 0)
+            return rc;
+        local = 1;
     }
 
     gsc_output out;
     if (gsc_output_open(&out, o->output, &err) < 0) {
         fprintf(stderr, "gsort: %s\n", err.msg);
+        gsort_close(c);
         return EXIT_FAIL;
     }
 
@@ -372,6 +441,7 @@ static int run(const opts *o)
     if (rc < 0) {
         fprintf(stderr, "gsort: %s\n", err.msg);
         gsc_output_abort(&out);
+        gsort_close(c);
         return EXIT_FAIL;
     }
     double t1 = now_ms();
@@ -385,47 +455,42 @@ static int run(const opts *o)
     uint64_t *idx = o->argsort && n ? (uint64_t *)((char *)buf.ptr + keys_bytes_padded(n))
                                     : NULL;
     int status = EXIT_OK;
-    if (n == 0) {
-        if (o->verbose)
-            fprintf(stderr, "gsort: nothing to sort\n");
-    } else if (!local) {
-        gsort_conn *c;
+    /* Empty input goes to the daemon (or the host sort) too: it judges the
+     * request (device, parameters) as it would any other. */
+    if (!local) {
         gsort_result res;
-        if (connect_daemon(o, &c, &ge) < 0) {
-            if (o->fallback) {
-                fprintf(stderr, "gsort: note: %s; sorting here with the host sort "
-                        "(--fallback-local)\n", ge.message);
-                local = 1;
-            } else {
-                if (ge.code == GSORT_ENODAEMON)
-                    no_daemon_hint(ge.message);
-                else
-                    fprintf(stderr, "gsort: %s\n", ge.message);
-                status = EXIT_FAIL;
-            }
-        } else {
-            gsort_request rq;
-            gsort_request_init(&rq);
-            rq.dtype = o->dtype;
-            rq.n = n;
-            rq.keys = keys;
-            rq.values_kind = o->argsort ? GSORT_VALUES_IDX64 : GSORT_VALUES_NONE;
-            rq.values = idx;
-            rq.flags = (o->reverse ? GSORT_DESCENDING : 0) | (o->stable ? GSORT_STABLE : 0) |
-                       (o->inline_ ? GSORT_INLINE : 0);
-            rq.algorithm = o->algorithm;
-            rq.params = o->params;
-            rq.device = o->device;
-            if (gsort_run(c, &rq, &res, &ge) < 0) {
+        gsort_request rq;
+        gsort_request_init(&rq);
+        rq.dtype = o->dtype;
+        rq.n = n;
+        rq.keys = keys;
+        rq.values_kind = o->argsort ? GSORT_VALUES_IDX64 : GSORT_VALUES_NONE;
+        rq.values = idx;
+        rq.flags = (o->reverse ? GSORT_DESCENDING : 0) | (o->stable ? GSORT_STABLE : 0) |
+                   (o->inline_ ? GSORT_INLINE : 0);
+        rq.algorithm = o->algorithm;
+        rq.params = o->params;
+        rq.device = o->device;
+        /* libgsort replaces a connection the daemon closed while the input
+         * was read (idle_timeout, a restart) before it sends; a daemon gone
+         * for good is ENODAEMON, which --fallback-local turns into a local
+         * sort. */
+        if (gsort_run(c, &rq, &res, &ge) < 0) {
+            if (ge.code != GSORT_ENODAEMON) {
                 fprintf(stderr, "gsort: %s\n", ge.message);
                 status = EXIT_FAIL;
-            } else if (o->verbose) {
-                print_result(&res, gsort_socket_path(c));
+            } else if ((rc = no_daemon(o, &ge)) >= 0) {
+                status = rc;
+            } else {
+                local = 1;
             }
-            gsort_close(c);
+        } else if (o->verbose) {
+            print_result(&res, gsort_socket_path(c));
         }
+        gsort_close(c);
+        c = NULL;
     }
-    if (n > 0 && local && status == EXIT_OK) {
+    if (local && status == EXIT_OK) {
         double s0 = now_ms();
         if (sort_local(o, keys, n, idx, &err) < 0) {
             fprintf(stderr, "gsort: host sort: %s\n", err.msg);
@@ -447,7 +512,10 @@ static int run(const opts *o)
         if (rc == 0)
             rc = gsc_output_commit(&out, &err);
         if (rc < 0) {
-            fprintf(stderr, "gsort: %s\n", err.msg);
+            /* The reader went away (SIGPIPE ignored, else it ended us
+             * already): not worth a message, as with sort. */
+            if (!out.broken_pipe)
+                fprintf(stderr, "gsort: %s\n", err.msg);
             status = EXIT_FAIL;
         } else if (o->verbose) {
             fprintf(stderr, "gsort: wrote %zu %s to %s in %.3f ms\n", n,
@@ -466,8 +534,9 @@ int main(int argc, char **argv)
     int done, rc = parse_args(argc, argv, &o, &done);
     if (rc || done)
         return rc;
-    /* A reader that went away (gsort ... | head) is a write error with a
-     * message, not a silent death by SIGPIPE; the socket is covered too. */
-    signal(SIGPIPE, SIG_IGN);
+    /* SIGPIPE keeps the disposition gsort was started with: by default a
+     * reader that goes away (gsort ... | head) ends gsort quietly, with the
+     * status sort has there (141 in a shell). The daemon's socket never
+     * raises it (libgsort sends with MSG_NOSIGNAL). */
     return run(&o);
 }

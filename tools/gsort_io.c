@@ -469,6 +469,8 @@ int gsc_output_write(gsc_output *o, const void *buf, size_t len, gs_err *err)
         if (w < 0) {
             if (errno == EINTR)
                 continue;
+            if (errno == EPIPE)
+                o->broken_pipe = 1;
             return gs_err_set(err, GS_EIO, "write error on %s: %s", o->display,
                               strerror(errno));
         }

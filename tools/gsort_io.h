@@ -89,6 +89,7 @@ typedef struct gsc_output {
     const char *direct;      /* a non-regular file written in place */
     int fd;
     int mode;                /* permissions the result gets */
+    int broken_pipe;         /* a write failed with EPIPE: the reader went away */
 } gsc_output;
 
 /* Prepare the output: NULL or "-" is standard output. For a file, create
@@ -96,7 +97,8 @@ typedef struct gsc_output {
  * SIGINT, SIGTERM and SIGHUP remove the temporary on the way out. */
 int gsc_output_open(gsc_output *o, const char *path, gs_err *err);
 /* Write all of buf (retrying short writes and EINTR); GS_EIO naming the
- * output ("Broken pipe" when the reader went away). */
+ * output ("Broken pipe", and broken_pipe set, when the reader went away
+ * and SIGPIPE is ignored). */
 int gsc_output_write(gsc_output *o, const void *buf, size_t len, gs_err *err);
 /* Finish: for a file, close the temporary (a late write error shows up
  * here), give it the permissions of the file it replaces (or 0666 less
