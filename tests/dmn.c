@@ -1,4 +1,4 @@
-/* Real gsortd daemons for C tests (dmn.h): fork and exec src/gsortd with a
+/* Real gsortd daemons for C tests (dmn.h): fork and exec daemon/gsortd with a
  * test's socket, database, log and the shared program cache, wait for it to
  * accept connections, stop it with a signal, run it in other modes, bind
  * the socket files tests need, and clean up at exit. GSORT_TEST_WRAPPER
@@ -119,7 +119,7 @@ void dmn_init(void)
         tap_bail("getcwd: %s", strerror(errno));
     abs_dir(g_build, sizeof g_build, "top_builddir", cwd);
     abs_dir(g_src, sizeof g_src, "top_srcdir", cwd);
-    snprintf(g_gsortd, sizeof g_gsortd, "%s/src/gsortd", g_build);
+    snprintf(g_gsortd, sizeof g_gsortd, "%s/daemon/gsortd", g_build);
     snprintf(g_cache, sizeof g_cache, "%s/tests/pcache", g_build);
     if (access(g_gsortd, X_OK) != 0)
         tap_bail("no daemon binary at %s", g_gsortd);

@@ -1,5 +1,5 @@
 /* Real gsortd daemons for C tests, and the socket files around them.
- * dmn_init finds $top_builddir/src/gsortd and makes a temporary directory;
+ * dmn_init finds $top_builddir/daemon/gsortd and makes a temporary directory;
  * dmn_start runs the daemon in the foreground on a socket there, with an
  * empty --config file (the machine's /etc/gsortd/gsortd.conf must not leak
  * in; a --config among the extra options wins), its own database and log,

@@ -1237,7 +1237,7 @@ static void test_device(void)
 static int run_example(const char *sock, char *out, size_t len)
 {
     char exe[4200], log[300];
-    snprintf(exe, sizeof exe, "%s/tools/gsort-example", dmn_builddir());
+    snprintf(exe, sizeof exe, "%s/libgsort/gsort-example", dmn_builddir());
     snprintf(log, sizeof log, "%s/example.out", dmn_tmpdir());
     fflush(stdout);
     pid_t pid = fork();
@@ -1278,7 +1278,7 @@ static void test_example(const dmn *d)
     tap_ok(rc == 0 && strstr(out, "sorted 1000000 u32 keys on the host") &&
            strstr(out, "zero copy") && strstr(out, "; 0 out of order") &&
            strstr(out, "argsort with host: -7.5 -1 0 2.5 3\n"),
-           "tools/gsort-example sorts, argsorts and reports against a real daemon (exit %d)", rc);
+           "libgsort/gsort-example sorts, argsorts and reports against a real daemon (exit %d)", rc);
     char none[200];
     snprintf(none, sizeof none, "%s/example-none.sock", dmn_tmpdir());
     rc = run_example(none, out, sizeof out);

@@ -21,7 +21,7 @@ import numpy as np
 
 import gsort
 
-GSORTD = os.environ.get("GSORTD", "src/gsortd")
+GSORTD = os.environ.get("GSORTD", "daemon/gsortd")
 PCACHE = os.environ.get("GSORT_PCACHE", "tests/pcache")
 
 # ---- TAP ----

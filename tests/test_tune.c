@@ -737,7 +737,7 @@ static void test_newer_db(void)
     uint8_t before[GS_SHA256_LEN], after[GS_SHA256_LEN];
     sc_file_sha256(db, before);
     const char *top = getenv("top_builddir");
-    snprintf(cmd, sizeof cmd, "%s/src/gsortd --tune-all --quick --algorithms host --db %s >%s 2>&1",
+    snprintf(cmd, sizeof cmd, "%s/daemon/gsortd --tune-all --quick --algorithms host --db %s >%s 2>&1",
              top ? top : ".", db, out);
     int st = system(cmd);
     sc_file_sha256(db, after);

@@ -6,7 +6,7 @@
  * bad dtype, bad version, payload_bytes that does not match, an unsealed
  * memfd, a header length above the limit, and clients that disconnect in
  * the middle of a header or of a payload). Every sort reply is checked
- * (tools/sortverify.h); every malformed request must get its documented
+ * (bench/sortverify.h); every malformed request must get its documented
  * error (and "close" when the framing is lost), or, for a disconnect, the
  * next connection must be served. It reports wrong answers, errors by kind
  * (expected for malformed requests, unexpected otherwise), latency
@@ -38,7 +38,6 @@
 #include <unistd.h>
 
 #include "gs_client.h"
-#include "gs_conf.h"
 #include "gs_err.h"
 #include "gs_paths.h"
 #include "gs_proto.h"
@@ -73,7 +72,7 @@ static const struct {
 
 typedef struct opts {
     const char *socket;
-    char socket_shown[GS_CONF_SOCKET_MAX];
+    char socket_shown[GS_PATHS_SOCKET_MAX];
     int clients, requests, warmup, max_log2, malformed_pct;
     int device, device_pct;   /* this share of sorts names daemon device `device` */
     int corrupt_every;        /* checks the checker: spoil every Kth reply (0: never) */

@@ -2,7 +2,7 @@
  * devices, tunes them (--tune-all: tuner/gs_tune.h, with a live progress
  * line on a terminal and a winners/plan table at the end), checks a tuning
  * database (--db-check) and compares sampled with exhaustive search
- * (--tune-compare); with no mode option it serves (src/gs_daemon.c). */
+ * (--tune-compare); with no mode option it serves (daemon/gs_daemon.c). */
 #include "config.h"
 #include "gs_conf.h"
 #include "gs_daemon.h"

@@ -17,7 +17,7 @@
  *          [--algorithm NAME] [--device N] [--min-log2 10] [--max-log2 24] [--reps 5]
  *          [--mode inline|memfd|both] [--rps-clients 16] [--rps-n 1000] [--rps-seconds 5]
  *          [--pcie-device INDEX|-1] [--seed S] [--csv] [--no-sweep] [--no-rps]
- * tools/netbench-run BUILD_DIR [args] starts a throwaway daemon and runs it. */
+ * bench/netbench-run BUILD_DIR [args] starts a throwaway daemon and runs it. */
 #include "config.h"
 #include "benchutil.h"
 #include "sortverify.h"
@@ -37,7 +37,7 @@
 #include "gs_cl.h"
 #include "gs_client.h"
 #include "gs_clrun.h"
-#include "gs_conf.h"
+#include "gs_paths.h"
 #include "gs_dev.h"
 #include "gs_err.h"
 #include "gs_keys.h"
@@ -49,7 +49,7 @@ enum { MODE_INLINE = 1, MODE_MEMFD = 2 };
 
 typedef struct opts {
     const char *socket;       /* NULL: the client's default */
-    char socket_shown[GS_CONF_SOCKET_MAX];
+    char socket_shown[GS_PATHS_SOCKET_MAX];
     gs_dtype dtype;
     gs_payload payload;
     const char *algorithm;    /* NULL: the daemon's plan */
@@ -88,7 +88,7 @@ static void usage(FILE *f)
             "  --no-sweep          skip the size sweep\n"
             "  --no-rps            skip the requests/s run\n"
             "Start a throwaway daemon and run this against it:\n"
-            "  tools/netbench-run BUILD_DIR [options]\n"
+            "  bench/netbench-run BUILD_DIR [options]\n"
             "Exit status: 0 on success, 1 on an error or a wrong result, 2 on a usage error.\n",
             MAX_LOG2_LIMIT);
 }
@@ -102,7 +102,7 @@ static double pctl(const double *v, size_t n, double p)
     return v[r ? r - 1 : 0];
 }
 
-/* ---- keys: generation and verification: tools/sortverify.h ---- */
+/* ---- keys: generation and verification: bench/sortverify.h ---- */
 
 /* ---- daemon ---- */
 
@@ -115,7 +115,7 @@ static int connect_or_explain(gs_client **c, const opts *o)
     fprintf(stderr,
             "gsort-netbench: %s\n"
             "  is gsortd running there? start one with: gsortd --socket %s --db DB\n"
-            "  or let tools/netbench-run BUILD_DIR [options] start a throwaway one\n",
+            "  or let bench/netbench-run BUILD_DIR [options] start a throwaway one\n",
             err.msg, o->socket_shown);
     return -1;
 }

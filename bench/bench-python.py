@@ -5,7 +5,7 @@ the memfd, and inline) against numpy's np.sort and np.argsort(kind="stable"),
 every answer checked against numpy's. Needs a running gsortd (-S SOCKET or
 the default socket) and PYTHONPATH naming the python/ directory.
 
-    PYTHONPATH=python tools/bench-python.py [-S SOCKET] [--dtype uint32]
+    PYTHONPATH=python bench/bench-python.py [-S SOCKET] [--dtype uint32]
         [--min-log2 10] [--max-log2 24] [--reps 5]
 """
 import argparse
