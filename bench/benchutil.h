@@ -1,5 +1,5 @@
-/* What the benchmark programs in tools/ share: a monotonic clock in ms,
- * the median of a sample and a seeded PRNG for reproducible inputs.
+/* What the benchmark programs in bench/ share: the median of a sample and a
+ * seeded PRNG for reproducible inputs (the clock is gs_time.h).
  * Header-only (static inline): each tool is one translation unit. */
 #ifndef GS_BENCHUTIL_H
 #define GS_BENCHUTIL_H
@@ -8,14 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <time.h>
-
-static inline double bu_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+#include "gs_time.h"
 
 static inline int bu_cmp_double(const void *a, const void *b)
 {

@@ -356,9 +356,9 @@ int main(int argc, char **argv)
                     memcpy(v, in_v ? in_v : v, n * vs);
                 gs_sort_stats st;
                 gs_err_clear(&err);
-                double t0 = bu_now_ms();
+                double t0 = gs_now_ms();
                 int rc = gs_sort_run(algo, &ctx, &req, &sets[si], &st, &err);
-                double t1 = bu_now_ms();
+                double t1 = gs_now_ms();
                 if (rc < 0) {
                     fprintf(stderr, "FAILED: %s %s n=%zu: %s\n", algo->name, setstr[si], n, err.msg);
                     note = "ERROR";
@@ -395,9 +395,9 @@ int main(int argc, char **argv)
             q_desc = desc;
             for (int r = 0; r < reps; r++) {
                 memcpy(k, in_k, n * ks);
-                double t0 = bu_now_ms();
+                double t0 = gs_now_ms();
                 qsort(k, n, ks, cmp_key);
-                tw[r] = bu_now_ms() - t0;
+                tw[r] = gs_now_ms() - t0;
             }
             double m = bu_median(tw, (size_t)reps);
             row rw = { "host", "qsort", "-", gs_dtype_name(dtype), "none", n, m, m,

@@ -120,7 +120,7 @@ static long long entry_bytes(const char *dir)
 static double launch_probe(gs_dev *dev, cl_program prog, cl_mem buf, gs_err *err)
 {
     cl_int rc;
-    double t0 = bu_now_ms();
+    double t0 = gs_now_ms();
     cl_kernel k = clCreateKernel(prog, "gs_cb_probe", &rc);
     if (rc != CL_SUCCESS) {
         gs_cl_fail(err, "clCreateKernel", rc, "gs_cb_probe");
@@ -141,7 +141,7 @@ static double launch_probe(gs_dev *dev, cl_program prog, cl_mem buf, gs_err *err
         return -1;
     }
     clReleaseKernel(k);
-    return bu_now_ms() - t0;
+    return gs_now_ms() - t0;
 }
 
 /* Run this program again as "--child-load DIR" for device `devi` and read

@@ -126,7 +126,7 @@ int main(int argc, char **argv)
                 rq.keys = keys;
                 rq.flags = w == WAY_INLINE ? GSORT_INLINE : 0;
                 rq.algorithm = algo;
-                double t0 = bu_now_ms();
+                double t0 = gs_now_ms();
                 if (gsort_run(c, &rq, &res, &err) < 0) {
                     fprintf(stderr, "gsort-clientbench: 2^%d %s: %s\n", lg, way_names[w],
                             err.message);
@@ -134,7 +134,7 @@ int main(int argc, char **argv)
                     break;
                 }
                 if (r >= 0) {
-                    t[r] = bu_now_ms() - t0;
+                    t[r] = gs_now_ms() - t0;
                     d[r] = res.daemon_ms;
                 }
                 if (memcmp(keys, ref, bytes) != 0) {

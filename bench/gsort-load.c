@@ -238,9 +238,9 @@ static void one_sort(client *cl, int timed)
                           .shm = memfd ? &shm : NULL };
     gs_client_result res;
     memset(&res, 0, sizeof res);
-    double t0 = bu_now_ms();
+    double t0 = gs_now_ms();
     int rc = gs_client_sort_run(cl->c, &rq, &res, &err);
-    double t1 = bu_now_ms();
+    double t1 = gs_now_ms();
     cl->by_dtype[t]++;
     cl->by_payload[p]++;
     if (memfd)
@@ -721,13 +721,13 @@ int main(int argc, char **argv)
         }
         started++;
     }
-    double w0 = bu_now_ms();
+    double w0 = gs_now_ms();
     pthread_barrier_wait(&g_bar);   /* warm-up starts */
     pthread_barrier_wait(&g_bar);
     pthread_barrier_wait(&g_bar);   /* warm-up done */
-    double w1 = bu_now_ms();
+    double w1 = gs_now_ms();
     long rss1 = o.check_rss ? rss_kib(pid) : -1;
-    g_t0 = bu_now_ms();
+    g_t0 = gs_now_ms();
     pthread_barrier_wait(&g_bar);   /* main phase starts */
     /* RSS at every tenth of the main phase: a leak climbs with the
      * requests, a high-water mark levels off */
@@ -743,7 +743,7 @@ int main(int argc, char **argv)
             rss_at[dec++] = o.check_rss ? rss_kib(pid) : -1;
     }
     pthread_barrier_wait(&g_bar);   /* main phase done */
-    g_t1 = bu_now_ms();
+    g_t1 = gs_now_ms();
     for (int i = 0; i < started; i++)
         pthread_join(cl[i].tid, NULL);
     long rss2 = o.check_rss ? rss_kib(pid) : -1;

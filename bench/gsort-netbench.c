@@ -303,7 +303,7 @@ static int pcie_measure(pcie *pc, const opts *o, size_t n, pcie_res *out)
     for (int r = -1; r < o->reps; r++) {   /* r = -1: warm-up */
         cl_event ev[4];
         int nev = 0, nup = 0;
-        double t0 = bu_now_ms();
+        double t0 = gs_now_ms();
         for (int a = 0; a < narr; a++)
             if (up[a]) {
                 call = "clEnqueueWriteBuffer";
@@ -324,7 +324,7 @@ static int pcie_measure(pcie *pc, const opts *o, size_t n, pcie_res *out)
         }
         call = "clFinish";
         st = clFinish(d->queue);
-        double t1 = bu_now_ms();
+        double t1 = gs_now_ms();
         if (r >= 0 && st == CL_SUCCESS) {
             tw[r] = t1 - t0;
             th[r] = td[r] = 0;
@@ -468,9 +468,9 @@ static int sweep_point(gs_client *c, const opts *o, int mode, size_t n, const pc
             memcpy(in_keys, keys, n * ks);
         memset(&res, 0, sizeof res);
         gs_err_clear(&err);
-        double t0 = bu_now_ms();
+        double t0 = gs_now_ms();
         int e = gs_client_sort_run(c, &s, &res, &err);
-        double t1 = bu_now_ms();
+        double t1 = gs_now_ms();
         if (e == GS_ETOOBIG) {
             srow row = { .n = n, .mode = mname, .note = "refused as too big" };
             fprintf(stderr, "gsort-netbench: n=%zu %s: %s; stopping this mode here\n", n, mname,
@@ -617,16 +617,16 @@ static void *rps_main(void *arg)
     double deadline = rps_t0 + o->rps_seconds * 1e3;
     gs_client_sort s = { .dtype = o->dtype, .payload = o->payload, .n = n, .keys = keys,
                          .values = vals, .algorithm = o->algorithm, .device = o->device };
-    while (!atomic_load(&rps_stop) && bu_now_ms() < deadline) {
+    while (!atomic_load(&rps_stop) && gs_now_ms() < deadline) {
         sv_keysum want;
         sv_fill(o->dtype, o->payload, 0, n, keys, vals, bu_splitmix(&seed), &want);
         if (idx)
             memcpy(in_keys, keys, n * ks);
         gs_client_result res;
         gs_err_clear(&err);
-        double t0 = bu_now_ms();
+        double t0 = gs_now_ms();
         int e = gs_client_sort_run(th->c, &s, &res, &err);
-        double t1 = bu_now_ms();
+        double t1 = gs_now_ms();
         char why[256];
         if (e < 0) {
             fprintf(stderr, "gsort-netbench: rps client %d: request failed: %s\n", th->id,
@@ -662,7 +662,7 @@ static void *rps_main(void *arg)
 out:
     if (th->failed)
         atomic_store(&rps_stop, 1);   /* one wrong or failed reply ends the run */
-    th->end_ms = bu_now_ms();
+    th->end_ms = gs_now_ms();
     free(keys);
     free(vals);
     free(in_keys);
@@ -694,7 +694,7 @@ static int run_rps(const opts *o)
         started++;
     }
     pthread_mutex_lock(&rps_lock);
-    rps_t0 = bu_now_ms();
+    rps_t0 = gs_now_ms();
     rps_go = 1;
     pthread_cond_broadcast(&rps_cond);
     pthread_mutex_unlock(&rps_lock);

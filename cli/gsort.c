@@ -22,6 +22,7 @@
 #include "gsort.h"
 #include "gsort_io.h"
 #include "gsort_text.h"
+#include "gs_time.h"
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
@@ -294,13 +295,6 @@ static int parse_args(int argc, char **argv, opts *o, int *done)
     return 0;
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 /* Argsort: the u64 indices follow the keys in the same block (8-byte
  * aligned), so one gsort_alloc block holds both and neither is copied. */
 static int g_argsort;
@@ -431,7 +425,7 @@ static int run(const opts *o)
     int shared = !local && !o->inline_;
     gsc_buf buf;
     size_t n = 0;
-    double t0 = now_ms();
+    double t0 = gs_now_ms();
     if (o->text)
         rc = gsc_text_read(o->files, o->nfiles, o->dtype, !o->have_type, extra_for, shared,
                            &buf, &n, &err);
@@ -444,7 +438,7 @@ static int run(const opts *o)
         gsort_close(c);
         return EXIT_FAIL;
     }
-    double t1 = now_ms();
+    double t1 = gs_now_ms();
     if (o->verbose)
         fprintf(stderr, "gsort: read %zu %s keys (%zu bytes) from %s in %.3f ms%s\n", n,
                 type_name(o->dtype), n * g_esize, inputs_name(o, namebuf, sizeof namebuf),
@@ -491,18 +485,18 @@ static int run(const opts *o)
         c = NULL;
     }
     if (local && status == EXIT_OK) {
-        double s0 = now_ms();
+        double s0 = gs_now_ms();
         if (sort_local(o, keys, n, idx, &err) < 0) {
             fprintf(stderr, "gsort: host sort: %s\n", err.msg);
             status = EXIT_FAIL;
         } else if (o->verbose) {
             fprintf(stderr, "gsort: sorted here with the host sort in %.3f ms\n",
-                    now_ms() - s0);
+                    gs_now_ms() - s0);
         }
     }
 
     if (status == EXIT_OK) {
-        double w0 = now_ms();
+        double w0 = gs_now_ms();
         if (o->text)
             rc = o->argsort ? gsc_text_write_indices(&out, idx, n, &err)
                             : gsc_text_write_keys(&out, o->dtype, keys, n, &err);
@@ -519,7 +513,7 @@ static int run(const opts *o)
             status = EXIT_FAIL;
         } else if (o->verbose) {
             fprintf(stderr, "gsort: wrote %zu %s to %s in %.3f ms\n", n,
-                    o->argsort ? "indices" : "keys", out.display, now_ms() - w0);
+                    o->argsort ? "indices" : "keys", out.display, gs_now_ms() - w0);
         }
     }
     if (status != EXIT_OK)

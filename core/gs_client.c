@@ -28,6 +28,7 @@
 
 #include "gs_paths.h"
 #include "gs_proto.h"
+#include "gs_time.h"
 
 /* Reply headers are small (info and stats are the largest); this only
  * bounds what a confused peer can make us allocate. Requests may be larger
@@ -189,13 +190,9 @@ static int wait_ready(gs_client *c, short events, const char *what, gs_err *err)
 {
     if (c->timeout_s <= 0)
         return 0;
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = gs_now_s();
     for (;;) {
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        double left = c->timeout_s - ((double)(now.tv_sec - t0.tv_sec) +
-                                      (double)(now.tv_nsec - t0.tv_nsec) / 1e9);
+        double left = c->timeout_s - (gs_now_s() - t0);
         if (left <= 0)
             break;
         struct pollfd p = { .fd = c->fd, .events = events };

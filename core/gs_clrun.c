@@ -3,6 +3,7 @@
 #include "config.h"
 #include "gs_clrun.h"
 #include "gs_grow.h"
+#include "gs_time.h"
 
 #include <stdatomic.h>
 
@@ -26,13 +27,6 @@ void gs_clrun_release(gs_clrun *r)
     free(r->kev);
     r->kev = NULL;
     r->nkev = r->kevcap = 0;
-}
-
-double gs_clrun_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 double gs_clrun_event_ms(cl_event e)
@@ -138,7 +132,7 @@ static int xfer(gs_clrun *r, int up, cl_mem m, void *host, size_t bytes, gs_err 
     if (bytes == 0)
         return 0;
     cl_event ev = NULL;
-    double t0 = gs_clrun_now_ms();
+    double t0 = gs_now_ms();
     cl_int rc = up ? clEnqueueWriteBuffer(r->dev->queue, m, CL_TRUE, 0, bytes, host, 0, NULL, &ev)
                    : clEnqueueReadBuffer(r->dev->queue, m, CL_TRUE, 0, bytes, host, 0, NULL, &ev);
     if (rc != CL_SUCCESS)
@@ -146,7 +140,7 @@ static int xfer(gs_clrun *r, int up, cl_mem m, void *host, size_t bytes, gs_err 
                           "%s: %zu bytes", r->algo, bytes);
     double ms = gs_clrun_event_ms(ev);
     if (ms == 0.0)
-        ms = gs_clrun_now_ms() - t0;
+        ms = gs_now_ms() - t0;
     clReleaseEvent(ev);
     *(up ? &r->upload_ms : &r->download_ms) += ms;
     return 0;

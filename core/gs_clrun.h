@@ -23,7 +23,6 @@ void gs_clrun_init(gs_clrun *r, gs_dev *dev, const char *algo);
  * caller's (release them after this). */
 void gs_clrun_release(gs_clrun *r);
 
-double gs_clrun_now_ms(void);
 /* END-START of a finished event in ms (0 when profiling is unavailable). */
 double gs_clrun_event_ms(cl_event e);
 /* Sum of the kernel times launched so far (waits for them). */

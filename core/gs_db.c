@@ -5,6 +5,7 @@
 #include "gs_db.h"
 #include "gs_embed.h"
 #include "gs_paths.h"
+#include "gs_time.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -253,16 +254,9 @@ static int read_version(gs_db *db, int *v)
     return rc;
 }
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int past_deadline(void *ud)
 {
-    return mono_s() > *(const double *)ud;
+    return gs_now_s() > *(const double *)ud;
 }
 
 /* How long the check at open may take. A tuning database is well under
@@ -278,7 +272,7 @@ static int past_deadline(void *ud)
  * do. */
 static int quick_check(gs_db *db, gs_err *err)
 {
-    double deadline = mono_s() + OPEN_CHECK_S;
+    double deadline = gs_now_s() + OPEN_CHECK_S;
     char first[512] = "";
     sqlite3_progress_handler(db->h, 1000, past_deadline, &deadline);
     sqlite3_stmt *st;

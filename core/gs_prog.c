@@ -7,6 +7,7 @@
 #include "gs_kern.h"
 #include "gs_log.h"
 #include "gs_sha256.h"
+#include "gs_time.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,13 +19,6 @@ struct gs_prog_entry {
     char *key;          /* label '\n' source hash '\n' options */
     cl_program prog;
 };
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 /* The source text is part of the key: the same label may carry other text
  * (a --kernel-dir edit, a test's variants). */
@@ -94,7 +88,7 @@ int gs_prog_get_text(gs_dev *dev, gs_pcache *pc, const char *label, const char *
     char *key = make_key(label, text, len, options);
     if (!key)
         return gs_err_set(err, GS_ENOMEM, "out of memory");
-    double t0 = now_ms();
+    double t0 = gs_now_ms();
 
     pthread_mutex_lock(&dev->lock);
     for (struct gs_prog_entry *e = dev->progs; e; e = e->next) {
@@ -103,7 +97,7 @@ int gs_prog_get_text(gs_dev *dev, gs_pcache *pc, const char *label, const char *
             pthread_mutex_unlock(&dev->lock);
             free(key);
             st->origin = GS_PROG_MEMORY;
-            st->ms = now_ms() - t0;
+            st->ms = gs_now_ms() - t0;
             return 0;
         }
     }
@@ -124,7 +118,7 @@ int gs_prog_get_text(gs_dev *dev, gs_pcache *pc, const char *label, const char *
             free(key);
             return rc;
         }
-        st->ms = now_ms() - t0;  /* the build alone, not the cache write */
+        st->ms = gs_now_ms() - t0;  /* the build alone, not the cache write */
         if (pc && gs_pcache_store(pc, dev, text, len, options, p, &cerr) == 0)
             st->stored = 1;
     }
@@ -142,7 +136,7 @@ int gs_prog_get_text(gs_dev *dev, gs_pcache *pc, const char *label, const char *
     pthread_mutex_unlock(&dev->lock);
     *out = p;
     if (st->origin == GS_PROG_DISK_HIT)
-        st->ms = now_ms() - t0;
+        st->ms = gs_now_ms() - t0;
     return 0;
 }
 

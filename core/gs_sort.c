@@ -24,6 +24,7 @@
 #include "gs_err.h"
 #include "gs_keys.h"
 #include "gs_log.h"
+#include "gs_time.h"
 
 int gs_sort_req_check(const gs_sort_req *r, gs_err *err)
 {
@@ -187,13 +188,6 @@ const gs_algo *gs_algo_find(const char *name)
 
 /* ---- running ---- */
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 int gs_sort_run(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
                 const gs_params *p, gs_sort_stats *st, gs_err *err)
 {
@@ -228,9 +222,9 @@ int gs_sort_run(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
     if (!a->run)
         return gs_err_set(err, GS_EUNSUPPORTED, "%s: not implemented", a->name);
 
-    double t0 = now_ms();
+    double t0 = gs_now_ms();
     if (req->n == 0) {          /* nothing to do; spares device algorithms */
-        st->wall_ms = now_ms() - t0;
+        st->wall_ms = gs_now_ms() - t0;
         return 0;
     }
     gs_nan_save ns = { 0, NULL, NULL };
@@ -240,7 +234,7 @@ int gs_sort_run(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
     if (rc == 0)
         gs_keys_nan_restore(req, &ns);
     gs_keys_nan_free(&ns);
-    st->wall_ms = now_ms() - t0;
+    st->wall_ms = gs_now_ms() - t0;
     if (rc < 0) {
         if (err && err->code != rc)
             gs_err_set(err, rc, "%s: failed (%s)", a->name, gs_strerror(rc));

@@ -17,6 +17,7 @@
 #include "gs_clrun.h"
 #include "gs_log.h"
 #include "gs_tune.h"
+#include "gs_time.h"
 
 #define MAX_ALGOS 16
 #define REST_MS 30000.0          /* a device that failed 3 times in a row rests this long */
@@ -40,7 +41,7 @@ typedef struct sdev {
     int started;
     atomic_int broken[MAX_ALGOS];    /* build failure: algorithm disabled here */
     atomic_int fails;                /* consecutive failed runs */
-    _Atomic double rest_until;       /* gs_clrun_now_ms(); 0: healthy */
+    _Atomic double rest_until;       /* gs_now_ms(); 0: healthy */
     /* loop thread only */
     long long db_id;
     long plan_entries;
@@ -155,7 +156,7 @@ static void queue_stop(queue *q)
 
 static void hand_back(gs_sched *s, gs_job *j)
 {
-    j->t_done = gs_clrun_now_ms();
+    j->t_done = gs_now_ms();
     j->next = NULL;
     pthread_mutex_lock(&s->done_mu);
     if (s->done_tail)
@@ -217,7 +218,7 @@ static int device_failed(gs_sched *s, int d, gs_job *j)
     }
     int fails = atomic_fetch_add(&sd->fails, 1) + 1;
     if (fails >= FAILS_TO_REST) {
-        atomic_store(&sd->rest_until, gs_clrun_now_ms() + REST_MS);
+        atomic_store(&sd->rest_until, gs_now_ms() + REST_MS);
         GS_WARN("device %d (%s): %d failed runs in a row; resting it for %.0f s (requests "
                 "go elsewhere)", d, dev->info.name, fails, REST_MS / 1000);
     }
@@ -247,7 +248,7 @@ static void *worker_main(void *arg)
     queue *q = d >= 0 ? &s->devs[d].q : &s->hostq;
     gs_job *j;
     while ((j = queue_pop(q))) {
-        j->t_start = gs_clrun_now_ms();
+        j->t_start = gs_now_ms();
         if (j->dev < 0) {
             run_host(s, j);
             queue_finish(q, j);
@@ -439,7 +440,7 @@ void gs_sched_set_db(gs_sched *s, gs_db *db)
 static int dev_healthy(sdev *sd)
 {
     double until = atomic_load(&sd->rest_until);
-    return until == 0.0 || gs_clrun_now_ms() >= until;
+    return until == 0.0 || gs_now_ms() >= until;
 }
 
 static int usable(sdev *sd, const gs_algo *a)
@@ -680,7 +681,7 @@ static int route_override(gs_sched *s, gs_job *j, gs_err *err)
 int gs_sched_route(gs_sched *s, gs_job *j, gs_err *err)
 {
     j->fallback[0] = '\0';
-    j->t_submit = gs_clrun_now_ms();
+    j->t_submit = gs_now_ms();
     if (j->device >= 0 && ((size_t)j->device >= s->ndev || !s->devs[j->device].enabled))
         return gs_err_set(err, GS_ENODEV, "device %d is not served (%zu devices; see the "
                           "info op)", j->device, s->ndev);

@@ -42,7 +42,7 @@ typedef struct gs_job {
     gs_err err;
     gs_sort_stats st;
     char fallback[512];      /* why the first route failed; "" if it did not */
-    double t_submit, t_start, t_done;   /* gs_clrun_now_ms() clock */
+    double t_submit, t_start, t_done;   /* gs_now_ms() clock */
     void *ud;                /* the caller's */
     struct gs_job *next;     /* queue link (owned by the scheduler while queued) */
 } gs_job;

@@ -38,6 +38,7 @@
 #include "gs_sched.h"
 #include "gs_systemd.h"
 #include "gs_tune.h"
+#include "gs_time.h"
 
 #define TICK_MS 250
 #define MAX_ROUTES 64
@@ -132,11 +133,6 @@ struct srv {
     int tune_dev[64];
     size_t tune_ndev;
 };
-
-static double now_ms(void)
-{
-    return gs_clrun_now_ms();
-}
 
 static void conn_update_poll(conn *c);
 static void conn_close(conn *c, const char *why);
@@ -235,13 +231,13 @@ static void conn_flush(conn *c)
         }
         c->wr_sent += (size_t)r;
         s->bytes_out += (uint64_t)r;
-        c->last_progress = now_ms();
+        c->last_progress = gs_now_ms();
     }
     free(c->wr_head);
     c->wr_head = NULL;
     c->wr_active = 0;
     release_sort(c);
-    c->last_activity = now_ms();
+    c->last_activity = gs_now_ms();
     if (c->close_after || s->draining) {
         conn_close(c, c->close_after ? "after a fatal protocol error" : "shutting down");
         return;
@@ -275,7 +271,7 @@ static void conn_send(conn *c, cJSON *hdr, const void *b0, size_t l0, const void
     c->wr_sent = 0;
     c->wr_active = 1;
     c->close_after = close_after;
-    c->last_progress = now_ms();
+    c->last_progress = gs_now_ms();
     conn_flush(c);
 }
 
@@ -356,7 +352,7 @@ static cJSON *op_info(srv *s, conn *c)
 static cJSON *op_stats(srv *s, conn *c)
 {
     cJSON *r = gs_proto_reply_ok(GS_OP_STATS, c->rq.id);
-    cJSON_AddNumberToObject(r, "uptime_s", (now_ms() - s->t_start) / 1000.0);
+    cJSON_AddNumberToObject(r, "uptime_s", (gs_now_ms() - s->t_start) / 1000.0);
     cJSON *cl = cJSON_AddObjectToObject(r, "clients");
     cJSON_AddNumberToObject(cl, "current", s->nconns);
     cJSON_AddNumberToObject(cl, "total", (double)s->clients_total);
@@ -421,7 +417,7 @@ static void on_job_done(gs_job *j, void *ud)
     srv *s = ud;
     c->busy = 0;
     c->refs--;
-    double qms = j->t_start - j->t_submit, total = now_ms() - c->t_first;
+    double qms = j->t_start - j->t_submit, total = gs_now_ms() - c->t_first;
     double sort_ms = j->dev >= 0 ? j->st.kernel_ms : j->st.wall_ms;
     route_stat *rs = j->algo ? route_of(s, j->dev, j->algo->name) : NULL;
     if (rs) {
@@ -666,7 +662,7 @@ static void on_message(conn *c)
     srv *s = c->s;
     uint64_t plen;
     c->inbuf = gs_proto_rd_take(&c->rd, &plen);
-    c->t_recv = now_ms();
+    c->t_recv = gs_now_ms();
     c->last_activity = c->t_recv;
     s->req_total++;
     if (c->rq.op >= 0 && c->rq.op < GS_OP_COUNT)
@@ -763,7 +759,7 @@ static void conn_read(conn *c)
                               ? "the client closed mid-message (truncated request)" : NULL);
             return;
         }
-        double t = now_ms();
+        double t = gs_now_ms();
         if (c->rd.state == GS_RD_LEN && c->rd.len_have == 0)
             c->t_first = t;
         c->last_progress = t;
@@ -927,7 +923,7 @@ static int peer_allowed(srv *s, const struct ucred *cr)
         return 1;
     if (!s->nallow_gid)
         return 0;
-    const double now = now_ms();
+    const double now = gs_now_ms();
     for (unsigned i = 0; i < PEER_MEMO_N; i++)
         if (s->memo[i].until_ms > now && s->memo[i].uid == (unsigned)cr->uid)
             return s->memo[i].allowed;
@@ -1039,7 +1035,7 @@ static void on_listen(uv_poll_t *h, int status, int events)
         s->conns = c;
         s->nconns++;
         s->clients_total++;
-        c->last_activity = c->last_progress = now_ms();
+        c->last_activity = c->last_progress = gs_now_ms();
         conn_update_poll(c);
     }
 }
@@ -1075,7 +1071,7 @@ static void check_drained(srv *s)
 static void on_tick(uv_timer_t *t)
 {
     srv *s = t->data;
-    double now = now_ms();
+    double now = gs_now_ms();
     if (s->lis_paused && s->lis_active) {
         s->lis_paused = 0;
         uv_poll_start(&s->lis_poll, UV_READABLE, on_listen);
@@ -1216,7 +1212,7 @@ static void *tune_main(void *arg)
         GS_INFO("--tune-missing: tuning device %d (%s) in the background, budget %.0f s",
                 s->tune_dev[i], d->info.name, o.budget_s);
         gs_err_clear(&e);
-        if (gs_tune_device(db, d, s->o->pc, &o, gs_tune_now() + o.budget_s, &rep, &e) < 0)
+        if (gs_tune_device(db, d, s->o->pc, &o, gs_now_s() + o.budget_s, &rep, &e) < 0)
             GS_ERROR("--tune-missing: device %d (%s): %s", s->tune_dev[i], d->info.name, e.msg);
         else
             GS_INFO("--tune-missing: device %d (%s) tuned: %zu plan entries", s->tune_dev[i],
@@ -1265,7 +1261,7 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
         return gs_err_set(err, GS_ENOMEM, "out of memory");
     s->o = o;
     s->conf = *o->conf;
-    s->t_start = now_ms();
+    s->t_start = gs_now_ms();
     int rc = allow_load(s, &s->conf, err);
     if (rc < 0) {
         free(s);

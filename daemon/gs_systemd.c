@@ -22,6 +22,7 @@
 #endif
 
 #include "gs_log.h"
+#include "gs_time.h"
 
 #ifdef HAVE_SYSTEMD
 
@@ -115,10 +116,8 @@ void gs_systemd_reloading(const char *status_fmt, ...)
     fmt_status(status, sizeof status, status_fmt, ap);
     va_end(ap);
     /* systemd 253+ matches a reload to its request by this timestamp. */
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
     snprintf(state, sizeof state, "RELOADING=1\nMONOTONIC_USEC=%llu",
-             (unsigned long long)ts.tv_sec * 1000000ull + (unsigned long long)ts.tv_nsec / 1000);
+             (unsigned long long)(gs_now_ns() / 1000));
     notify(state, status);
 }
 

@@ -14,6 +14,7 @@
 #include "gs_prog.h"
 #include "gs_systemd.h"
 #include "gs_tune.h"
+#include "gs_time.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -179,7 +180,7 @@ static void on_progress(const gs_tune_progress *p, void *ud)
                     p->invalid, eta);
         return;
     }
-    double now = gs_tune_now();
+    double now = gs_now_s();
     if (!p->group_end && now - pl->last_draw < 0.1)
         return;   /* at most 10 redraws a second */
     pl->last_draw = now;

@@ -30,6 +30,7 @@
 #include "gs_types.h"
 #include "gsort.h"
 #include "gsort_int.h"
+#include "gs_time.h"
 
 /* The public numbers are the internal ones, so codes pass through. */
 _Static_assert((int)GSORT_EINVAL == (int)GS_EINVAL && (int)GSORT_ENOMEM == (int)GS_ENOMEM &&
@@ -247,13 +248,6 @@ static int conn_ready(gsort_conn *c, gsort_error *err)
 
 /* ---- sorting ---- */
 
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
 void gsort_request_init(gsort_request *rq)
 {
     if (!rq)
@@ -314,7 +308,7 @@ static void fill_result(gsort_result *res, const gs_client_result *r, int zero_c
     res->sort_ms = r->sort_ms;
     res->download_ms = r->download_ms;
     res->daemon_ms = r->total_ms;
-    res->total_ms = now_ms() - t0;
+    res->total_ms = gs_now_ms() - t0;
 }
 
 /* Every sort call. preserve_keys (argsort): the caller's keys stay as they
@@ -322,7 +316,7 @@ static void fill_result(gsort_result *res, const gs_client_result *r, int zero_c
 static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys,
                     gsort_result *res, gsort_error *err)
 {
-    double t0 = now_ms();
+    double t0 = gs_now_ms();
     err_clear(err);
     if (res) {
         memset(res, 0, sizeof *res);
@@ -524,12 +518,12 @@ int gsort_ping(gsort_conn *c, double *rtt_ms, gsort_error *err)
         return rc;
     gs_err ge;
     gs_err_clear(&ge);
-    double t0 = now_ms();
+    double t0 = gs_now_ms();
     rc = gs_client_call(c->cl, "ping", NULL, &ge);
     if (rc)
         return lgs_err_from(err, rc, &ge);
     if (rtt_ms)
-        *rtt_ms = now_ms() - t0;
+        *rtt_ms = gs_now_ms() - t0;
     return 0;
 }
 

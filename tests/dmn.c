@@ -25,6 +25,7 @@
 
 #include "sortcheck.h"
 #include "tap.h"
+#include "gs_time.h"
 
 #define START_TIMEOUT_S 60.0
 #define MAX_DMN 32
@@ -326,8 +327,8 @@ int dmn_spawn(dmn *d, const char *name, const char *sock, const char *const *ext
 
 int dmn_wait_ready(dmn *d)
 {
-    double t0 = sc_now_s(), limit = START_TIMEOUT_S * g_slow;
-    while (sc_now_s() - t0 < limit) {
+    double t0 = gs_now_s(), limit = START_TIMEOUT_S * g_slow;
+    while (gs_now_s() - t0 < limit) {
         if (dmn_exited(d)) {
             tap_diag("%s exited during start-up (status 0x%x)", d->name, d->status);
             dmn_dump_log(d, 40);
@@ -335,7 +336,7 @@ int dmn_wait_ready(dmn *d)
         }
         if (dmn_connectable(d->sock)) {
             tap_diag("%s (pid %d) up after %.2f s on %s", d->name, (int)d->pid,
-                     sc_now_s() - t0, d->sock);
+                     gs_now_s() - t0, d->sock);
             return 0;
         }
         dmn_sleep(0.05);
@@ -358,8 +359,8 @@ int dmn_stop(dmn *d, int sig, double timeout)
     if (d->pid > 0) {
         if (sig)
             kill(d->pid, sig);
-        double t0 = sc_now_s();
-        while (!dmn_exited(d) && sc_now_s() - t0 < timeout)
+        double t0 = gs_now_s();
+        while (!dmn_exited(d) && gs_now_s() - t0 < timeout)
             dmn_sleep(0.02);
         if (d->pid > 0) {
             if (sig)

@@ -32,6 +32,7 @@
 #include "gs_sort.h"
 #include "sortcheck.h"
 #include "tap.h"
+#include "gs_time.h"
 
 /* Small sizes only: Oclgrind interprets every work-item. 1000 is above one
  * tile for the small parameter sets, so multi-tile paths run too. */
@@ -259,9 +260,9 @@ int main(int argc, char **argv)
                 if (!strcmp(argv[j], psets[i].algo))
                     want = 1;
             if (want) {
-                double t0 = sc_now_s();
+                double t0 = gs_now_s();
                 run_pset(&ctx, &psets[i], 0, psets[i].cases, 0);
-                tap_diag("%.1f s", sc_now_s() - t0);
+                tap_diag("%.1f s", gs_now_s() - t0);
             }
         }
     }

@@ -20,6 +20,7 @@
 #include "gs_err.h"
 #include "gs_sha256.h"
 #include "tap.h"
+#include "gs_time.h"
 
 const size_t sc_std_sizes[] = { 0, 1, 2, 3, 31, 32, 33, 255, 1000, 4097, 65537, 1000003 };
 const size_t sc_std_nsizes = sizeof sc_std_sizes / sizeof sc_std_sizes[0];
@@ -953,13 +954,6 @@ void sc_file_sha256(const char *path, uint8_t *out)
     gs_sha256_final(&c, out);
 }
 
-double sc_now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 gs_dev *sc_test_device(gs_dev **devs, size_t *ndev, const char *who)
 {
     gs_err err;
@@ -1045,7 +1039,7 @@ int sc_run_matrix(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p,
     void *vals_buf = c.req.values;
 
     int failed_total = 0, cases_total = 0;
-    double t0 = sc_now_s(), algo_s = 0;
+    double t0 = gs_now_s(), algo_s = 0;
     for (int t = 0; t < GS_DT_COUNT; t++) {
         for (int desc = 0; desc <= 1; desc++) {
             for (int pl = 0; pl < GS_PL_COUNT; pl++) {
@@ -1072,9 +1066,9 @@ int sc_run_matrix(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p,
                             req.stable = a->stable;
                             if (pl == GS_PL_NONE)
                                 req.values = NULL;
-                            double ta = sc_now_s();
+                            double ta = gs_now_s();
                             int rc = gs_sort_run(a, ctx, &req, p, &sst, &err);
-                            algo_s += sc_now_s() - ta;
+                            algo_s += gs_now_s() - ta;
                             if (rc < 0)
                                 snprintf(why, sizeof why, "gs_sort_run failed: %s: %.400s",
                                          gs_strerror(rc), err.msg);
@@ -1103,7 +1097,7 @@ int sc_run_matrix(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p,
     }
     c.req.values = vals_buf;
     tap_diag("%s %s: %d cases, %d failed, %.2f s (%.2f s in the algorithm)",
-             label, pstr, cases_total, failed_total, sc_now_s() - t0, algo_s);
+             label, pstr, cases_total, failed_total, gs_now_s() - t0, algo_s);
     free(scratch);
     sc_case_free(&c);
     return failed_total;

@@ -82,8 +82,6 @@ void sc_fit_set(const gs_algo *a, gs_sort_ctx *ctx, gs_params *q);
  * when it cannot be read. Tests prove a file was left untouched with it. */
 void sc_file_sha256(const char *path, uint8_t *out);
 
-/* Monotonic seconds, for the tests' timing diagnostics. */
-double sc_now_s(void);
 
 extern const size_t sc_std_sizes[];
 extern const size_t sc_std_nsizes;

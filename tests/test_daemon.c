@@ -44,6 +44,7 @@
 #include "gs_sort.h"
 #include "sortcheck.h"
 #include "tap.h"
+#include "gs_time.h"
 
 #define REPLY_TIMEOUT_S 180.0   /* a first device sort includes a PoCL compile */
 
@@ -137,10 +138,10 @@ static int send_text(int fd, const char *text)
  * or -1 if it stays open for `timeout` s. */
 static double wait_eof(int fd, double timeout)
 {
-    double t0 = sc_now_s();
+    double t0 = gs_now_s();
     char buf[4096];
     for (;;) {
-        double left = timeout - (sc_now_s() - t0);
+        double left = timeout - (gs_now_s() - t0);
         if (left <= 0)
             return -1;
         struct pollfd p = { .fd = fd, .events = POLLIN };
@@ -151,7 +152,7 @@ static double wait_eof(int fd, double timeout)
             continue;
         ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
-            return sc_now_s() - t0;
+            return gs_now_s() - t0;
     }
 }
 
@@ -249,7 +250,7 @@ static void rt_run(rt *r, gs_client *c)
     };
     gs_client_shm shm = { -1, NULL, 0 };
     gs_err_clear(&r->err);
-    double t0 = sc_now_s();
+    double t0 = gs_now_s();
     if (!c) {
         r->rc = gs_err_set(&r->err, GS_EIO, "no connection");
         return;
@@ -289,7 +290,7 @@ static void rt_run(rt *r, gs_client *c)
         s.values = r->c.req.values;
         r->rc = gs_client_sort_run(c, &s, &r->res, &r->err);
     }
-    r->ms = (sc_now_s() - t0) * 1000;
+    r->ms = (gs_now_s() - t0) * 1000;
 }
 
 static int algo_stable(const char *name)
@@ -551,7 +552,7 @@ static void test_devices(dmn *d)
             char why[600] = "";
             gs_client_result res;
             memset(&res, 0, sizeof res);
-            double t0 = sc_now_s();
+            double t0 = gs_now_s();
             /* Same dtype, values and order for both modes: one compile each. */
             int ok = sort_ok(c, GS_DT_U32, GS_PL_U32, 0, 60000 + (size_t)m * 1001, 40 + a * 2 + m,
                              algos[a], m, why, sizeof why, &res);
@@ -559,7 +560,7 @@ static void test_devices(dmn *d)
                    !res.fallback[0],
                    "%s on a device, %s: device %d (%s), params '%s', plan '%s', fallback '%s', "
                    "%.1f s: %s", algos[a], m ? "memfd" : "inline", res.device, res.device_name,
-                   res.params, res.plan, res.fallback, sc_now_s() - t0, why);
+                   res.params, res.plan, res.fallback, gs_now_s() - t0, why);
         }
     gs_client_close(c);
 }
@@ -608,7 +609,7 @@ static void test_concurrent(dmn *d)
                 tap_bail("cannot build the concurrent cases");
         }
     }
-    double t0 = sc_now_s();
+    double t0 = gs_now_s();
     for (int t = 0; t < NTHREADS; t++)
         if (pthread_create(&w[t].th, NULL, worker_main, &w[t]))
             tap_bail("pthread_create failed");
@@ -629,7 +630,7 @@ static void test_concurrent(dmn *d)
     }
     tap_ok(bad == 0 && conn_bad == 0, "%d concurrent clients x %d mixed requests: %d wrong, "
            "%d could not connect (%.1f s)", NTHREADS, PER_THREAD, bad, conn_bad,
-           sc_now_s() - t0);
+           gs_now_s() - t0);
 }
 
 /* ---- bad input ---- */
@@ -1050,7 +1051,7 @@ static void test_abandon(dmn *d)
 
     int fds_before = count_fds(d->pid);
     int peer_before = dmn_log_count(d, "peer closed the connection");
-    double t0 = sc_now_s();
+    double t0 = gs_now_s();
     for (int t = 0; t < ABANDON_WORKERS; t++)
         if (pthread_create(&w[t].th, NULL, abandon_worker_main, &w[t]))
             tap_bail("pthread_create failed");
@@ -1062,7 +1063,7 @@ static void test_abandon(dmn *d)
                               failed ? later : why, sizeof why) < 0;
     for (int t = 0; t < ABANDON_WORKERS; t++)
         pthread_join(w[t].th, NULL);
-    double secs = sc_now_s() - t0;
+    double secs = gs_now_s() - t0;
     cJSON_Delete(hdr);
     free(keys);
     tap_ok(failed == 0, "%d clients each sent a %zu-key inline sort, read 4 bytes of the "
@@ -1203,7 +1204,7 @@ static void test_limits(void)
     dmn_sleep(0.2);
     gs_client *idle = conn(&d), *active = conn(&d);
     int pre = ping(idle, why, sizeof why) && ping(active, why, sizeof why);
-    double t_idle0 = sc_now_s();
+    double t_idle0 = gs_now_s();
     c = conn(&d);
     uint8_t l4[4];
     gs_proto_put_len(l4, 40);
@@ -1217,11 +1218,11 @@ static void test_limits(void)
     /* The active client keeps talking; the idle one must go after ~5 s, not before. */
     double t_close = -1;
     int active_ok = 1;
-    while (sc_now_s() - t_idle0 < 12) {
+    while (gs_now_s() - t_idle0 < 12) {
         active_ok &= ping(active, why, sizeof why);
         struct pollfd p = { .fd = gs_client_fd(idle), .events = POLLIN };
         if (poll(&p, 1, 700) > 0) {
-            t_close = sc_now_s() - t_idle0;
+            t_close = gs_now_s() - t_idle0;
             double rest = wait_eof(gs_client_fd(idle), 2);
             if (rest >= 0) {
                 t_close += rest;
@@ -1247,9 +1248,9 @@ static void fallback_case(dmn *d, const char *what, const char *needle)
     char why[600] = "";
     gs_client_result res;
     memset(&res, 0, sizeof res);
-    double t0 = sc_now_s();
+    double t0 = gs_now_s();
     int ok = sort_ok(c, GS_DT_U32, GS_PL_U32, 0, 60000, 77, "radix", 0, why, sizeof why, &res);
-    tap_ok(ok, "%s: radix request answered correctly (%.1f s): %s", what, sc_now_s() - t0, why);
+    tap_ok(ok, "%s: radix request answered correctly (%.1f s): %s", what, gs_now_s() - t0, why);
     /* The reason may carry a multi-line compiler log: one TAP line shows its start. */
     char shown[200];
     snprintf(shown, sizeof shown, "%.199s", res.fallback);
@@ -1421,14 +1422,14 @@ static void test_sighup(void)
     ping(held, why, sizeof why);
     kill(d.pid, SIGHUP);
     int r = 1;
-    double t0 = sc_now_s();
-    while (r == 1 && sc_now_s() - t0 < 10) {
+    double t0 = gs_now_s();
+    while (r == 1 && gs_now_s() - t0 < 10) {
         dmn_sleep(0.1);
         r = big_ping(&d, 8000, code, sizeof code);
     }
     tap_ok(r == 0 && strstr(code, "GS_ETOOBIG"),
            "after rewriting the config to 4K and SIGHUP, an 8000-byte header is refused: %s "
-           "(%.1f s)", code, sc_now_s() - t0);
+           "(%.1f s)", code, gs_now_s() - t0);
     tap_ok(big_ping(&d, 2000, code, sizeof code) == 1, "a 2000-byte header still passes: %s",
            code);
     tap_ok(ping(held, why, sizeof why), "a connection open across the SIGHUP still works");
@@ -1674,10 +1675,10 @@ static void test_client_defenses(void)
     char first[4096];
     snprintf(first, sizeof first, "%s", err.msg);
     gs_err_clear(&err);
-    double t0 = sc_now_s();
+    double t0 = gs_now_s();
     rc = gs_client_call(c, "ping", NULL, &err);
     tap_ok(rc == GS_EIO && strstr(err.msg, "unusable") && strstr(err.msg, first) &&
-           sc_now_s() - t0 < 1,
+           gs_now_s() - t0 < 1,
            "client: the connection then fails at once, naming the first failure: %s (%s)",
            gs_strerror(rc), err.msg);
     gs_client_close(c);
@@ -1774,9 +1775,9 @@ static void test_client_defenses(void)
     fake_start(&f, "fake-mute.sock", mute, 1);
     c = fake_conn(&f, 0.5);
     gs_err_clear(&err);
-    t0 = sc_now_s();
+    t0 = gs_now_s();
     rc = gs_client_sort_run(c, &s, NULL, &err);
-    double dt = sc_now_s() - t0;
+    double dt = gs_now_s() - t0;
     tap_ok(rc == GS_EIO && strstr(err.msg, "timed out") && dt >= 0.4 && dt < 3,
            "client: no reply within the 0.5 s timeout is GS_EIO after %.2f s: %s", dt, err.msg);
     gs_client_close(c);
@@ -1851,7 +1852,7 @@ int main(void)
     dmn_init();
     tap_diag("build %s, cache %s, temp %s", dmn_builddir(), dmn_cachedir(), dmn_tmpdir());
 
-    double t0 = sc_now_s();
+    double t0 = gs_now_s();
     /* A small tuning database (host only: no kernel compiles) so the main
      * daemon serves from a real plan. */
     static dmn d, tune;
@@ -1868,23 +1869,23 @@ int main(void)
         tap_bail("the daemon did not start (see its stderr above)");
     test_ops(&d, 64u << 20);
     test_matrix(&d);
-    tap_diag("ops + matrix: %.1f s", sc_now_s() - t0);
+    tap_diag("ops + matrix: %.1f s", gs_now_s() - t0);
     test_devices(&d);
-    tap_diag("device routes: %.1f s", sc_now_s() - t0);
+    tap_diag("device routes: %.1f s", gs_now_s() - t0);
     test_concurrent(&d);
     test_abandon(&d);
     test_bad_input(&d);
     test_sockets(&d);
-    tap_diag("concurrency, bad input, sockets: %.1f s", sc_now_s() - t0);
+    tap_diag("concurrency, bad input, sockets: %.1f s", gs_now_s() - t0);
     test_limits();
-    tap_diag("limits: %.1f s", sc_now_s() - t0);
+    tap_diag("limits: %.1f s", gs_now_s() - t0);
     test_fallback();
-    tap_diag("fallback: %.1f s", sc_now_s() - t0);
+    tap_diag("fallback: %.1f s", gs_now_s() - t0);
     test_busy();
-    tap_diag("busy routing: %.1f s", sc_now_s() - t0);
+    tap_diag("busy routing: %.1f s", gs_now_s() - t0);
     test_sighup();
     test_client_defenses();
     test_shutdown(&d);
-    tap_diag("total %.1f s", sc_now_s() - t0);
+    tap_diag("total %.1f s", gs_now_s() - t0);
     return tap_done();
 }

@@ -38,6 +38,7 @@
 #include "gsort.h"
 #include "sortcheck.h"
 #include "tap.h"
+#include "gs_time.h"
 
 static dmn g_main;      /* host only: most checks */
 
@@ -1188,7 +1189,7 @@ static void test_device(void)
             memcpy(blk, sc.req.keys, 4 * n);
             memcpy(blk + 4 * n, sc.req.values, 4 * n);
         }
-        double t0 = sc_now_s();
+        double t0 = gs_now_s();
         int rc = gsort_run(c, &rq, &res, &err);
         if (blk) {
             memcpy(sc.req.keys, blk, 4 * n);
@@ -1200,7 +1201,7 @@ static void test_device(void)
                !strcmp(res.plan, "override") && !res.fallback[0] && res.zero_copy == 1,
                "mergepath on device %d (%s), %s, stable sort_by_key of %zu u32: plan '%s', "
                "params '%s', %.1f s%s%s", res.device, res.device_name, route_names[routes[i]],
-               n, res.plan, res.params, sc_now_s() - t0, rc ? err.message : "", why);
+               n, res.plan, res.params, gs_now_s() - t0, rc ? err.message : "", why);
         gsort_free(blk);
         sc_case_free(&sc);
     }
@@ -1310,7 +1311,7 @@ int main(void)
     tap_ok(names_ok && !strcmp(gsort_strerror(-99), "GSORT_E?") &&
            !strcmp(gsort_strerror(5), "GSORT_E?"), "gsort_strerror names every code");
 
-    double t0 = sc_now_s();
+    double t0 = gs_now_s();
     const char *const host_only[] = { "-o", "devices=none", NULL };
     if (dmn_start(&g_main, "main", NULL, host_only))
         tap_bail("the host-only daemon did not start");
@@ -1320,18 +1321,18 @@ int main(void)
     test_no_memfd(&g_main);
     test_errors(&g_main);
     test_queries(&g_main);
-    tap_diag("routes, errors, queries: %.1f s", sc_now_s() - t0);
+    tap_diag("routes, errors, queries: %.1f s", gs_now_s() - t0);
     test_matrix(&g_main);
-    tap_diag("matrix: %.1f s", sc_now_s() - t0);
+    tap_diag("matrix: %.1f s", gs_now_s() - t0);
     test_threads(&g_main);
     test_default_socket();
     test_broken();
     test_reconnect();
     test_limits();
     test_example(&g_main);
-    tap_diag("threads, sockets, limits, example: %.1f s", sc_now_s() - t0);
+    tap_diag("threads, sockets, limits, example: %.1f s", gs_now_s() - t0);
     test_device();
-    tap_diag("device: %.1f s", sc_now_s() - t0);
+    tap_diag("device: %.1f s", gs_now_s() - t0);
     int st = dmn_stop(&g_main, SIGTERM, 20);
     tap_ok(st == 0, "the host-only daemon stops cleanly: exit %d", st);
     return tap_done();

@@ -13,6 +13,7 @@
 #include "gs_prog.h"
 #include "gs_sha256.h"
 #include "tap.h"
+#include "gs_time.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -179,15 +180,13 @@ static int run_check(gs_dev *dev, cl_program prog, unsigned mul, unsigned bias, 
     cl_uint kk = 11, out[N_ITEMS];
     size_t g = N_ITEMS;
     int ok = rc == CL_SUCCESS;
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = gs_now_ms();
     ok = ok && clSetKernelArg(k, 0, sizeof b, &b) == CL_SUCCESS &&
          clSetKernelArg(k, 1, sizeof kk, &kk) == CL_SUCCESS &&
          clEnqueueNDRangeKernel(dev->queue, k, 1, NULL, &g, NULL, 0, NULL, NULL) == CL_SUCCESS &&
          clFinish(dev->queue) == CL_SUCCESS;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
     if (first_ms)
-        *first_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+        *first_ms = gs_now_ms() - t0;
     ok = ok && clEnqueueReadBuffer(dev->queue, b, CL_TRUE, 0, sizeof out, out, 0, NULL, NULL) == CL_SUCCESS;
     for (unsigned i = 0; ok && i < N_ITEMS; i++) {
         if (out[i] != i * mul + 11 + bias) {

@@ -23,6 +23,7 @@
 #include "gs_sort.h"
 #include "sortcheck.h"
 #include "tap.h"
+#include "gs_time.h"
 
 static const gs_algo *A = &gs_algo_shellsort;
 
@@ -362,7 +363,7 @@ static void test_stats(gs_dev *dev, const gs_params *p)
 
 int main(void)
 {
-    double t_all = sc_now_s();
+    double t_all = gs_now_s();
     gs_err err;
     gs_err_clear(&err);
     gs_dev *devs = NULL;
@@ -370,9 +371,9 @@ int main(void)
     gs_dev *dev = sc_test_device(&devs, &ndev, "shellsort");
 
     test_check(dev);
-    double t0 = sc_now_s();
+    double t0 = gs_now_s();
     test_hsort(dev);
-    tap_diag("h-sort tests: %.1f s", sc_now_s() - t0);
+    tap_diag("h-sort tests: %.1f s", gs_now_s() - t0);
 
     gs_sort_ctx ctx = { dev, NULL };
     gs_params p;
@@ -396,9 +397,9 @@ int main(void)
         { 0, 0, 0, reduced, sizeof reduced / sizeof reduced[0] },          /* GPU defaults */
         { 7, 5, 64, small, sizeof small / sizeof small[0] },               /* odd shapes */
     };
-    t0 = sc_now_s();
+    t0 = gs_now_s();
     int fails = sc_run_matrix(A, &ctx, &p, NULL, 0, "shellsort default");
-    tap_diag("default set, full sizes: %.1f s", sc_now_s() - t0);
+    tap_diag("default set, full sizes: %.1f s", gs_now_s() - t0);
     for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
         gs_params q;
         set3(&q, sets[i].tps, sets[i].mept, sets[i].wg);
@@ -406,12 +407,12 @@ int main(void)
             gs_dev gpu = gpu_like(dev);
             A->defaults(&gpu.info, &q);
         }
-        double t1 = sc_now_s();
+        double t1 = gs_now_s();
         fails += sc_run_matrix(A, &ctx, &q, sets[i].sizes, sets[i].ns, "shellsort");
-        tap_diag("set %zu: %.1f s", i, sc_now_s() - t1);
+        tap_diag("set %zu: %.1f s", i, gs_now_s() - t1);
     }
-    tap_diag("matrix total: %.1f s, %d failing cases; whole test %.1f s", sc_now_s() - t0, fails,
-             sc_now_s() - t_all);
+    tap_diag("matrix total: %.1f s, %d failing cases; whole test %.1f s", gs_now_s() - t0, fails,
+             gs_now_s() - t_all);
 
     gs_dev_free_list(devs, ndev);
     return tap_done();

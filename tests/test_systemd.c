@@ -36,6 +36,7 @@
 #include "gs_err.h"
 #include "sortcheck.h"
 #include "tap.h"
+#include "gs_time.h"
 
 #ifndef GS_TEST_BINDIR
 #error "GS_TEST_BINDIR (the configured bindir) must be defined by the Makefile"
@@ -110,8 +111,8 @@ static char *slurp(const char *path)
 /* Poll until the log holds `text`; 1 if it does within START_TIMEOUT_S. */
 ONE_BUILD static int wait_log(const dmn *d, const char *text)
 {
-    double t0 = sc_now_s();
-    while (sc_now_s() - t0 < START_TIMEOUT_S) {
+    double t0 = gs_now_s();
+    while (gs_now_s() - t0 < START_TIMEOUT_S) {
         if (dmn_log_contains(d, text))
             return 1;
         dmn_sleep(0.05);
@@ -192,10 +193,10 @@ ONE_BUILD static int msg_get(const char *msg, const char *var, char *buf, size_t
  * buf. Messages before it are counted into *before (may be NULL). */
 ONE_BUILD static int wait_for(const char *line, char *buf, size_t len, int *before)
 {
-    double t0 = sc_now_s();
+    double t0 = gs_now_s();
     if (before)
         *before = 0;
-    while (sc_now_s() - t0 < START_TIMEOUT_S) {
+    while (gs_now_s() - t0 < START_TIMEOUT_S) {
         if (notify_recv(buf, len, 0.5) < 0)
             continue;
         if (msg_has(buf, line))

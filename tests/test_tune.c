@@ -28,6 +28,7 @@
 #include "gs_tune.h"
 #include "sortcheck.h"
 #include "tap.h"
+#include "gs_time.h"
 
 static char dir[] = "/tmp/gsortd-tune-XXXXXX";
 
@@ -243,7 +244,7 @@ static int run_tuner(const char *dbpath, gs_dev *dev, const gs_tune_opts *o, gs_
         return -1;
     }
     memset(rep, 0, sizeof *rep);
-    int rc = gs_tune_device(db, dev, NULL, o, gs_tune_now() + o->budget_s, rep, &err);
+    int rc = gs_tune_device(db, dev, NULL, o, gs_now_s() + o->budget_s, rep, &err);
     if (rc)
         tap_diag("tuner: %s", err.msg);
     gs_db_close(db);
@@ -601,9 +602,9 @@ static void test_budget(gs_dev *dev)
     o.budget_s = 1.0;
     fk_sleep_us = 3000;     /* 64 configs x 4 runs x 3 ms = 0.8 s per group, 6 groups */
     gs_tune_report rep;
-    double t0 = gs_tune_now();
+    double t0 = gs_now_s();
     int rc = run_tuner(db, dev, &o, &rep);
-    double el = gs_tune_now() - t0;
+    double el = gs_now_s() - t0;
     fk_sleep_us = 0;
     tap_ok(rc == 0 && rep.devs[0].budget_hit && el < 1.0 + 0.5,
            "a 1 s budget: stops starting trials, returns after %.2f s", el);
@@ -639,7 +640,7 @@ static void test_failed_write(gs_dev *dev)
     fk_sleep_us = 3000;
     gs_tune_report rep;
     memset(&rep, 0, sizeof rep);
-    int rc = ok ? gs_tune_device(h, dev, NULL, &o, gs_tune_now() + o.budget_s, &rep, &err) : 0;
+    int rc = ok ? gs_tune_device(h, dev, NULL, &o, gs_now_s() + o.budget_s, &rep, &err) : 0;
     fk_sleep_us = 0;
     if (ok)
         gs_db_close(h);

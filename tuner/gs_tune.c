@@ -29,6 +29,7 @@
 #include "gs_err.h"
 #include "gs_log.h"
 #include "gs_grow.h"
+#include "gs_time.h"
 
 /* Share of a device's budget that program builds may use up front. */
 #define EXPLORE_FRAC 0.5
@@ -50,13 +51,6 @@ static const char *const dist_names[DIST_COUNT] = { "random", "sorted", "reverse
  * runs' wall time (upload + kernels + download), which the plan compares
  * with the host sort's wall time. */
 static const char DIST_E2E[] = GS_DB_DIST_E2E;
-
-double gs_tune_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static uint64_t mix64(uint64_t x)
 {
@@ -794,7 +788,7 @@ static void report_progress(gctx *G, int group_end)
     tctx *T = G->T;
     if (!T->o->progress)
         return;
-    double now = gs_tune_now(), el = now - T->start;
+    double now = gs_now_s(), el = now - T->start;
     double left = T->deadline - now;
     double eta = left > 0 ? left : 0;
     if (T->groups_done > 0) {
@@ -820,7 +814,7 @@ static int admit(gctx *G, uint64_t code, int first)
 {
     tctx *T = G->T;
     astate *A = G->A;
-    double now = gs_tune_now();
+    double now = gs_now_s();
     if (now >= T->deadline || (T->o->cancel && atomic_load(T->o->cancel))) {
         T->rep->budget_hit = 1;
         return GS_TUNE_STOP;
@@ -1323,7 +1317,7 @@ static int tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts
     T.pc = pc;
     T.o = o;
     T.rep = R;
-    T.start = gs_tune_now();
+    T.start = gs_now_s();
     T.deadline = deadline;
     T.budget = deadline - T.start > 0 ? deadline - T.start : 0;
     R->budget_s = T.budget;
@@ -1374,7 +1368,7 @@ static int tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts
                     gs[ng++] = (struct grp){ b, ki, pi };
     for (size_t g = 0; g < ng && !rc; g++) {
         int b = gs[g].b;
-        double now = gs_tune_now();
+        double now = gs_now_s();
         if (g > 0 && b > lo && gs[g - 1].b != b && T.bucket_cost[b - 1] > 0 &&
             now + BUCKET_GROWTH * T.bucket_cost[b - 1] > deadline) {
             GS_INFO("%s: stopping at n = 2^%d: the next size would not fit the remaining "
@@ -1391,7 +1385,7 @@ static int tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts
             size_t aleft = 0;
             for (size_t j = ai; j < na; j++)
                 aleft += A[j].ok;
-            now = gs_tune_now();
+            now = gs_now_s();
             /* builds paid from allowances move the group's end, not the
              * later algorithms' share */
             double adl = now + (gdl + T.group_build_s - now) / (double)aleft;
@@ -1409,7 +1403,7 @@ static int tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts
     if (!rc)
         rc = write_plan(&T, err);
     free_algos(A, na);
-    R->elapsed_s = gs_tune_now() - T.start;
+    R->elapsed_s = gs_now_s() - T.start;
     GS_INFO("%s: %lu trial(s) measured, %lu reused, %lu invalid, in %.1f s%s", dev->info.name,
             R->measured, R->reused, R->invalid, R->elapsed_s,
             rc ? " (stopped by an error)" : R->budget_hit ? " (budget used up)" : "");
@@ -1419,10 +1413,10 @@ static int tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts
 int gs_tune_all(gs_db *db, gs_dev *devs, size_t ndev, gs_pcache *pc, const gs_tune_opts *o,
                 gs_tune_report *rep, gs_err *err)
 {
-    double t0 = gs_tune_now(), end = t0 + o->budget_s;
+    double t0 = gs_now_s(), end = t0 + o->budget_s;
     int first = 0;
     for (size_t i = 0; i < ndev; i++) {
-        double now = gs_tune_now();
+        double now = gs_now_s();
         double dl = now + (end - now) / (double)(ndev - i);
         gs_err e;
         gs_err_clear(&e);
@@ -1435,7 +1429,7 @@ int gs_tune_all(gs_db *db, gs_dev *devs, size_t ndev, gs_pcache *pc, const gs_tu
             }
         }
     }
-    rep->elapsed_s = gs_tune_now() - t0;
+    rep->elapsed_s = gs_now_s() - t0;
     return first;
 }
 
@@ -1563,7 +1557,7 @@ int gs_tune_compare(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_algo *a, siz
     T.pc = pc;
     T.o = o;
     T.rep = &R;
-    T.start = gs_tune_now();
+    T.start = gs_now_s();
     T.budget = o->budget_s;
     T.deadline = T.start + o->budget_s;
     if ((rc = gs_db_device_id(db, &dev->info, 1, &T.dev_id, err)) != 0 ||

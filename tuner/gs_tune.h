@@ -216,7 +216,7 @@ typedef struct gs_tune_report {
 } gs_tune_report;
 
 /* Tune one opened-or-openable device until `deadline` (CLOCK_MONOTONIC
- * seconds, see gs_tune_now), appending its results to rep. */
+ * seconds, gs_now_s), appending its results to rep. */
 int gs_tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts *o,
                    double deadline, gs_tune_report *rep, gs_err *err);
 /* Tune every device in turn, splitting the budget between them. A device
@@ -225,8 +225,6 @@ int gs_tune_all(gs_db *db, gs_dev *devs, size_t ndev, gs_pcache *pc, const gs_tu
                 gs_tune_report *rep, gs_err *err);
 void gs_tune_report_print(FILE *out, const gs_tune_report *rep);
 void gs_tune_report_free(gs_tune_report *rep);
-
-double gs_tune_now(void);
 
 /* Sampled versus exhaustive on one (algorithm, n, u32 keys, no payload):
  * measure the whole (restricted) space into the database (resumable), then
