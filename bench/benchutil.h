@@ -1,6 +1,6 @@
-/* What the benchmark programs in bench/ share: the median of a sample and a
- * seeded PRNG for reproducible inputs (the clock is gs_time.h).
- * Header-only (static inline): each tool is one translation unit. */
+/* What the benchmark programs in bench/ share: the median and percentiles
+ * of a sample and a seeded PRNG for reproducible inputs (the clock is
+ * gs_time.h). Header-only (static inline): no program needs to link it. */
 #ifndef GS_BENCHUTIL_H
 #define GS_BENCHUTIL_H
 
@@ -23,6 +23,16 @@ static inline double bu_median(double *v, size_t n)
         return NAN;
     qsort(v, n, sizeof *v, bu_cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Nearest-rank percentile p (0..1] of an ascending v[0..n); NAN for an
+ * empty sample. */
+static inline double bu_pctl(const double *v, size_t n, double p)
+{
+    if (!n)
+        return NAN;
+    size_t r = (size_t)ceil(p * (double)n);
+    return v[r ? r - 1 : 0];
 }
 
 /* SplitMix64: the next value of the stream seeded by *s. */

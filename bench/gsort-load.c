@@ -14,15 +14,22 @@
  * (VmRSS of the pid that info reports) before, after a warm-up and at the
  * end, bounded by: end <= warm-up x (1 + slack%) + slack MiB.
  *
+ * The malformed requests and their documented answers are
+ * bench/malformed.c, the talk with the daemon besides the requests (socket,
+ * info, ping, RSS) bench/benchclient.c; what stays here is one concept, the
+ * load run itself: the client threads with their tallies, the phases, and
+ * the report that sums them, which share the client record.
+ *
  * Exit status 0 only if no answer was wrong, no error was unexpected, the
  * daemon still answers a ping at the end and its RSS stayed bounded; 1
  * otherwise, 2 on a usage error. */
 #include "config.h"
+#include "benchclient.h"
 #include "benchutil.h"
+#include "malformed.h"
 #include "sortverify.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
@@ -32,15 +39,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "gs_client.h"
 #include "gs_err.h"
 #include "gs_paths.h"
-#include "gs_proto.h"
 
 #define MAX_LOG2_LIMIT 24
 #define NCLASS 6            /* latency size classes: n <= 16, 256, 4096, 65536, 2^20, more */
@@ -48,27 +52,6 @@
 
 static const char *const class_name[NCLASS] = { "0..2^4", "2^4..2^8", "2^8..2^12",
                                                 "2^12..2^16", "2^16..2^20", ">2^20" };
-
-/* Malformed kinds: what is sent and what must come back. */
-enum {
-    MK_BAD_JSON, MK_BAD_DTYPE, MK_BAD_VERSION, MK_BAD_BYTES, MK_UNSEALED, MK_BIG_HEADER,
-    MK_CUT_HEADER, MK_CUT_PAYLOAD, MK_COUNT
-};
-static const struct {
-    const char *name;
-    const char *code;      /* expected error code; NULL: no reply (we hang up) */
-    int closes;            /* the daemon must close after the reply */
-    const char *what;
-} mk[MK_COUNT] = {
-    { "bad_json", "GS_EINVAL", 1, "header is not JSON" },
-    { "bad_dtype", "GS_EINVAL", 0, "dtype u16, payload skipped" },
-    { "bad_version", "GS_EUNSUPPORTED", 0, "\"v\":2" },
-    { "bad_bytes", "GS_EINVAL", 0, "payload_bytes != n x key size" },
-    { "unsealed", "GS_EINVAL", 0, "memfd without F_SEAL_SHRINK" },
-    { "big_header", "GS_ETOOBIG", 1, "header length 1 MiB > max_header_bytes" },
-    { "cut_header", NULL, 0, "hang up mid-header" },
-    { "cut_payload", NULL, 0, "hang up mid-payload" },
-};
 
 typedef struct opts {
     const char *socket;
@@ -118,7 +101,7 @@ typedef struct client {
     /* results */
     uint64_t sorts, inl, memfd, wrong, unexpected, corrupted, on_device;
     uint64_t by_dtype[6], by_payload[5];
-    uint64_t mk_sent[MK_COUNT], mk_ok[MK_COUNT];
+    uint64_t mk_sent[MALFORMED_COUNT], mk_ok[MALFORMED_COUNT];
     tally errs;               /* unexpected, by code */
     lat *lat;
     size_t nlat;
@@ -284,148 +267,37 @@ static void one_sort(client *cl, int timed)
     }
 }
 
-/* ---- malformed requests ---- */
-
-static int raw_write(int fd, const void *buf, size_t len)
-{
-    const char *p = buf;
-    while (len) {
-        ssize_t w = send(fd, p, len, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return -1;
-        p += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
-
-/* {"v":1,"op":"sort","dtype":D,"n":N,"payload_bytes":B} */
-static cJSON *sort_hdr(int v, const char *dtype, double n, double pbytes, int memfd)
-{
-    cJSON *h = cJSON_CreateObject();
-    cJSON_AddNumberToObject(h, "v", v);
-    cJSON_AddStringToObject(h, "op", "sort");
-    cJSON_AddStringToObject(h, "dtype", dtype);
-    cJSON_AddNumberToObject(h, "n", n);
-    if (memfd)
-        cJSON_AddTrueToObject(h, "memfd");
-    else
-        cJSON_AddNumberToObject(h, "payload_bytes", pbytes);
-    return h;
-}
+/* ---- malformed requests (bench/malformed.c) ---- */
 
 static void one_malformed(client *cl)
 {
-    int k = (int)(bu_splitmix(&cl->rng) % MK_COUNT);
-    int fd = gs_client_fd(cl->c), rc = 0, sent = -1;
-    uint32_t junk[1024] = { 0 };
-    gs_err err;
-    gs_err_clear(&err);
+    int k = (int)(bu_splitmix(&cl->rng) % MALFORMED_COUNT), again = 0;
+    char why[1024];
     cl->mk_sent[k]++;
-    switch (k) {
-    case MK_BAD_JSON: {
-        static const char txt[] = "{\"v\":1,\"op\":\"sort\",";   /* cut short: not JSON */
-        uint8_t frame[4 + sizeof txt];
-        gs_proto_put_len(frame, (uint32_t)(sizeof txt - 1));
-        memcpy(frame + 4, txt, sizeof txt - 1);
-        sent = raw_write(fd, frame, 4 + sizeof txt - 1);
+    switch (malformed_send(cl->c, k, &again, why, sizeof why)) {
+    case MALFORMED_AS_DOCUMENTED:
+        cl->mk_ok[k]++;
         break;
-    }
-    case MK_BAD_DTYPE: {
-        cJSON *h = sort_hdr(1, "u16", 3, 6, 0);
-        sent = gs_client_send(cl->c, h, junk, 6, -1, &err);
-        cJSON_Delete(h);
+    case MALFORMED_LOCAL:
+        cl->unexpected++;
+        tally_add(&cl->errs, "client-memfd");
+        complain(cl, "%s", why);
         break;
-    }
-    case MK_BAD_VERSION: {
-        cJSON *h = sort_hdr(2, "u32", 4, 16, 0);
-        sent = gs_client_send(cl->c, h, junk, 16, -1, &err);
-        cJSON_Delete(h);
-        break;
-    }
-    case MK_BAD_BYTES: {
-        cJSON *h = sort_hdr(1, "u32", 100, 12, 0);   /* 100 keys need 400 bytes */
-        sent = gs_client_send(cl->c, h, junk, 12, -1, &err);
-        cJSON_Delete(h);
-        break;
-    }
-    case MK_UNSEALED: {
-        int mf = memfd_create("gsort-load-unsealed", MFD_CLOEXEC);
-        if (mf < 0 || ftruncate(mf, 4096) < 0) {
-            complain(cl, "memfd_create: %s", strerror(errno));
-            if (mf >= 0)
-                close(mf);
-            cl->unexpected++;
-            tally_add(&cl->errs, "client-memfd");
-            return;
-        }
-        cJSON *h = sort_hdr(1, "u32", 1024, 0, 1);
-        sent = gs_client_send(cl->c, h, NULL, 0, mf, &err);
-        cJSON_Delete(h);
-        close(mf);
-        break;
-    }
-    case MK_BIG_HEADER: {
-        uint8_t len[4];
-        gs_proto_put_len(len, 1u << 20);
-        sent = raw_write(fd, len, 4);
-        break;
-    }
-    case MK_CUT_HEADER: {
-        static const char txt[] = "{\"v\":1,\"op\":\"sort\",\"dtype\":\"u32\",\"n\":8,"
-                                  "\"payload_bytes\":32}";
-        uint8_t frame[4 + 20];
-        gs_proto_put_len(frame, (uint32_t)(sizeof txt - 1));
-        memcpy(frame + 4, txt, 20);                   /* 20 of its bytes, then hang up */
-        sent = raw_write(fd, frame, sizeof frame);
-        break;
-    }
-    case MK_CUT_PAYLOAD: {
-        cJSON *h = sort_hdr(1, "u32", 1024, 4096, 0);
-        sent = gs_client_send(cl->c, h, junk, 1000, -1, &err);   /* 1000 of 4096 bytes */
-        cJSON_Delete(h);
-        break;
-    }
-    }
-    if (sent != 0) {
+    case MALFORMED_NOT_SENT:
         cl->unexpected++;
         tally_add(&cl->errs, "send");
-        complain(cl, "sending malformed request %s failed: %s", mk[k].name,
-                 err.msg[0] ? err.msg : strerror(errno));
-        reconnect(cl);
-        return;
-    }
-    if (!mk[k].code) {
-        /* a hang-up: nothing comes back; the daemon must drop this
-         * connection and keep serving (the next request, on a new one) */
-        cl->mk_ok[k]++;
-        reconnect(cl);
-        return;
-    }
-    cJSON *h = NULL;
-    rc = gs_client_recv(cl->c, &h, NULL, 0, NULL, &err);
-    const cJSON *e = cJSON_GetObjectItemCaseSensitive(h, "error");
-    const cJSON *code = cJSON_GetObjectItemCaseSensitive(e, "code");
-    int closes = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(h, "close"));
-    if (rc == 0 && h && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(h, "ok")) &&
-        cJSON_IsString(code) && !strcmp(code->valuestring, mk[k].code) && closes == mk[k].closes) {
-        cl->mk_ok[k]++;
-    } else {
+        complain(cl, "%s", why);
+        break;
+    case MALFORMED_WRONG_ANSWER: {
         cl->unexpected++;
         char name[48];
-        snprintf(name, sizeof name, "malformed-%s", mk[k].name);
+        snprintf(name, sizeof name, "malformed-%s", malformed_kinds[k].name);
         tally_add(&cl->errs, name);
-        char *txt = h ? cJSON_PrintUnformatted(h) : NULL;
-        complain(cl, "malformed request %s (%s): wanted %s%s, got %s", mk[k].name, mk[k].what,
-                 mk[k].code, mk[k].closes ? " and close" : "",
-                 txt ? txt : rc ? err.msg : "no reply");
-        free(txt);
-        closes = 1;   /* the stream state is unknown: start over */
+        complain(cl, "%s", why);
+        break;
     }
-    cJSON_Delete(h);
-    if (closes)
+    }
+    if (again)
         reconnect(cl);
 }
 
@@ -464,27 +336,20 @@ static void *client_main(void *arg)
     return NULL;
 }
 
-/* ---- the daemon's pid and RSS ---- */
+/* ---- the daemon's pid, RSS (bench/benchclient.c) and ping ---- */
 
 static int daemon_pid(const opts *o, long *pid, char *desc, size_t dl)
 {
     gs_client *c = NULL;
-    gs_err err;
-    gs_err_clear(&err);
-    if (gs_client_connect(&c, o->socket, &err) < 0) {
-        fprintf(stderr, "gsort-load: %s\n  is gsortd running there? (tools/with-gsortd "
-                "BUILD_DIR gsort-load ... starts a throwaway one)\n", err.msg);
+    if (bc_connect(&c, o->socket, o->timeout_s, "gsort-load",
+                   "  is gsortd running there? (tools/with-gsortd BUILD_DIR gsort-load ... "
+                   "starts a throwaway one)\n") < 0)
         return -1;
-    }
-    gs_client_set_timeout(c, o->timeout_s);
     cJSON *info = NULL;
-    int rc = gs_client_call(c, "info", &info, &err);
+    int rc = bc_info(c, "gsort-load", &info);
     gs_client_close(c);
-    if (rc < 0) {
-        fprintf(stderr, "gsort-load: info request failed: %s\n", err.msg);
-        cJSON_Delete(info);
+    if (rc < 0)
         return -1;
-    }
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(info, "pid");
     *pid = cJSON_IsNumber(p) ? (long)p->valuedouble : -1;
     const cJSON *ver = cJSON_GetObjectItemCaseSensitive(info, "version");
@@ -512,35 +377,11 @@ static int daemon_pid(const opts *o, long *pid, char *desc, size_t dl)
     return 0;
 }
 
-/* VmRSS of pid in KiB, or -1. */
-static long rss_kib(long pid)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%ld/status", pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    long kib = -1;
-    while (fgets(line, sizeof line, f))
-        if (!strncmp(line, "VmRSS:", 6)) {
-            kib = strtol(line + 6, NULL, 10);
-            break;
-        }
-    fclose(f);
-    return kib;
-}
-
 static int ping_ok(const opts *o)
 {
-    gs_client *c = NULL;
     gs_err err;
     gs_err_clear(&err);
-    int rc = gs_client_connect(&c, o->socket, &err);
-    if (rc == 0) {
-        gs_client_set_timeout(c, o->timeout_s);
-        rc = gs_client_call(c, "ping", NULL, &err);
-        gs_client_close(c);
-    }
+    int rc = bc_ping(o->socket, o->timeout_s, &err);
     if (rc < 0)
         fprintf(stderr, "gsort-load: final ping failed: %s\n", err.msg);
     return rc == 0;
@@ -655,16 +496,8 @@ int main(int argc, char **argv)
         o.socket = getenv("GSORTD_SOCKET");
     if (o.socket && !*o.socket)
         o.socket = NULL;
-    if (o.socket)
-        snprintf(o.socket_shown, sizeof o.socket_shown, "%s", o.socket);
-    else {
-        gs_err err;
-        gs_err_clear(&err);
-        if (gs_paths_socket(o.socket_shown, sizeof o.socket_shown, &err) < 0) {
-            fprintf(stderr, "gsort-load: no default socket (%s): give -S PATH\n", err.msg);
-            return 2;
-        }
-    }
+    if (bc_socket_shown(o.socket, o.socket_shown, sizeof o.socket_shown, "gsort-load", "-S") < 0)
+        return 2;
     signal(SIGPIPE, SIG_IGN);
 
     long pid = -1;
@@ -682,7 +515,7 @@ int main(int argc, char **argv)
         printf(", %d%% of sorts name device %d", o.device_pct, o.device);
     printf("\n");
     fflush(stdout);
-    long rss0 = o.check_rss ? rss_kib(pid) : -1;
+    long rss0 = o.check_rss ? bc_rss_kib(pid) : -1;
     if (o.check_rss && rss0 < 0) {
         fprintf(stderr, "gsort-load: cannot read VmRSS from /proc/%ld/status (daemon on another "
                 "host or pid namespace? use --no-rss)\n", pid);
@@ -726,7 +559,7 @@ int main(int argc, char **argv)
     pthread_barrier_wait(&g_bar);
     pthread_barrier_wait(&g_bar);   /* warm-up done */
     double w1 = gs_now_ms();
-    long rss1 = o.check_rss ? rss_kib(pid) : -1;
+    long rss1 = o.check_rss ? bc_rss_kib(pid) : -1;
     g_t0 = gs_now_ms();
     pthread_barrier_wait(&g_bar);   /* main phase starts */
     /* RSS at every tenth of the main phase: a leak climbs with the
@@ -740,20 +573,20 @@ int main(int argc, char **argv)
         nanosleep(&ts, NULL);
         uint64_t d = atomic_load(&g_done);
         while (dec <= 10 && main_total && d * 10 >= (uint64_t)dec * main_total)
-            rss_at[dec++] = o.check_rss ? rss_kib(pid) : -1;
+            rss_at[dec++] = o.check_rss ? bc_rss_kib(pid) : -1;
     }
     pthread_barrier_wait(&g_bar);   /* main phase done */
     g_t1 = gs_now_ms();
     for (int i = 0; i < started; i++)
         pthread_join(cl[i].tid, NULL);
-    long rss2 = o.check_rss ? rss_kib(pid) : -1;
+    long rss2 = o.check_rss ? bc_rss_kib(pid) : -1;
     int alive = ping_ok(&o);
 
     /* ---- totals ---- */
     uint64_t sorts = 0, inl = 0, mfd = 0, wrong = 0, unexp = 0, sent_mk = 0, corrupted = 0,
              on_device = 0;
-    uint64_t by_dtype[6] = { 0 }, by_payload[5] = { 0 }, mk_sent[MK_COUNT] = { 0 },
-             mk_ok[MK_COUNT] = { 0 };
+    uint64_t by_dtype[6] = { 0 }, by_payload[5] = { 0 }, mk_sent[MALFORMED_COUNT] = { 0 },
+             mk_ok[MALFORMED_COUNT] = { 0 };
     tally errs = { .n = 0 };
     char algo[MAX_ALGOS * 2][48];
     uint64_t algo_n[MAX_ALGOS * 2] = { 0 };
@@ -773,7 +606,7 @@ int main(int argc, char **argv)
             by_dtype[k] += c->by_dtype[k];
         for (int k = 0; k < 5; k++)
             by_payload[k] += c->by_payload[k];
-        for (int k = 0; k < MK_COUNT; k++) {
+        for (int k = 0; k < MALFORMED_COUNT; k++) {
             mk_sent[k] += c->mk_sent[k];
             mk_ok[k] += c->mk_ok[k];
             sent_mk += c->mk_sent[k];
@@ -820,9 +653,9 @@ int main(int argc, char **argv)
         for (int i = 0; i < nalgo; i++)
             printf(" %s %" PRIu64, algo[i], algo_n[i]);
         printf("\nmalformed requests (expected answer: sent / answered as expected):\n");
-        for (int m = 0; m < MK_COUNT; m++)
-            printf("  %-12s %-44s %-26s %6" PRIu64 " / %" PRIu64 "\n", mk[m].name, mk[m].what,
-                   mk[m].code ? mk[m].closes ? "error + close" : "error, kept" : "(no reply)",
+        for (int m = 0; m < MALFORMED_COUNT; m++)
+            printf("  %-12s %-44s %-26s %6" PRIu64 " / %" PRIu64 "\n", malformed_kinds[m].name, malformed_kinds[m].what,
+                   malformed_kinds[m].code ? malformed_kinds[m].closes ? "error + close" : "error, kept" : "(no reply)",
                    mk_sent[m], mk_ok[m]);
         printf("  (codes: bad_json/bad_dtype/bad_bytes/unsealed GS_EINVAL, bad_version "
                "GS_EUNSUPPORTED, big_header GS_ETOOBIG)\n");

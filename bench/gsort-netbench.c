@@ -6,12 +6,13 @@
  * (queue, receive, upload, sort = kernels, download, total; medians) and the
  * algorithm and device that served it; on a GPU it also times, with OpenCL
  * directly, the pinned-memory PCIe round trip of the same bytes, the floor
- * that no request can go below. Then it measures requests per second: many
+ * that no request can go below (bench/pcie.c). Then it measures requests per second: many
  * clients, each on its own connection, sending small inline sorts back to
  * back (total requests/s, p50/p99 latency). Keys are random (seeded), fresh
  * for every request, and every reply is verified (sorted, same keys by sum
  * and xor, values still with their keys, indices pointing at their key); a
- * wrong one stops the run with a non-zero exit.
+ * wrong one stops the run with a non-zero exit. The talk with the daemon
+ * besides the sorts (socket, info) is bench/benchclient.c's.
  *
  * usage: gsort-netbench [--socket PATH] [--dtype u32] [--values none|u32|u64|idx32|idx64]
  *          [--algorithm NAME] [--device N] [--min-log2 10] [--max-log2 24] [--reps 5]
@@ -19,7 +20,9 @@
  *          [--pcie-device INDEX|-1] [--seed S] [--csv] [--no-sweep] [--no-rps]
  * bench/netbench-run BUILD_DIR [args] starts a throwaway daemon and runs it. */
 #include "config.h"
+#include "benchclient.h"
 #include "benchutil.h"
+#include "pcie.h"
 #include "sortverify.h"
 
 #include <errno.h>
@@ -34,14 +37,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gs_cl.h"
 #include "gs_client.h"
-#include "gs_clrun.h"
-#include "gs_paths.h"
-#include "gs_dev.h"
 #include "gs_err.h"
-#include "gs_keys.h"
-#include "gs_sort.h"
+#include "gs_paths.h"
+#include "gs_types.h"
 
 #define MAX_LOG2_LIMIT 28   /* 2^28 u64 keys + values = 4 GiB: the daemon's default request cap */
 
@@ -93,44 +92,26 @@ static void usage(FILE *f)
             MAX_LOG2_LIMIT);
 }
 
-/* Nearest-rank percentile of an ascending array. */
-static double pctl(const double *v, size_t n, double p)
-{
-    if (!n)
-        return NAN;
-    size_t r = (size_t)ceil(p * (double)n);
-    return v[r ? r - 1 : 0];
-}
-
 /* ---- keys: generation and verification: bench/sortverify.h ---- */
 
 /* ---- daemon ---- */
 
 static int connect_or_explain(gs_client **c, const opts *o)
 {
-    gs_err err;
-    gs_err_clear(&err);
-    if (gs_client_connect(c, o->socket, &err) == 0)
-        return 0;
-    fprintf(stderr,
-            "gsort-netbench: %s\n"
-            "  is gsortd running there? start one with: gsortd --socket %s --db DB\n"
-            "  or let bench/netbench-run BUILD_DIR [options] start a throwaway one\n",
-            err.msg, o->socket_shown);
-    return -1;
+    char hint[GS_PATHS_SOCKET_MAX + 200];
+    snprintf(hint, sizeof hint,
+             "  is gsortd running there? start one with: gsortd --socket %s --db DB\n"
+             "  or let bench/netbench-run BUILD_DIR [options] start a throwaway one\n",
+             o->socket_shown);
+    return bc_connect(c, o->socket, 0, "gsort-netbench", hint);
 }
 
 /* The self-describing header: what the daemon serves with, what is sent. */
 static int print_header(gs_client *c, const opts *o)
 {
-    gs_err err;
-    gs_err_clear(&err);
     cJSON *info = NULL;
-    if (gs_client_call(c, "info", &info, &err) < 0) {
-        fprintf(stderr, "gsort-netbench: info request failed: %s\n", err.msg);
-        cJSON_Delete(info);
+    if (bc_info(c, "gsort-netbench", &info) < 0)
         return -1;
-    }
     char date[64], host[128] = "?";
     time_t t = time(NULL);
     strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S %Z", localtime(&t));
@@ -190,183 +171,6 @@ static int print_header(gs_client *c, const opts *o)
     cJSON_Delete(info);
     fflush(stdout);
     return 0;
-}
-
-/* ---- PCIe round trip ---- */
-
-typedef struct pcie {
-    gs_dev *devs;
-    size_t ndev;
-    gs_dev *dev;              /* NULL: skipped */
-} pcie;
-
-typedef struct pcie_res {
-    int ok;
-    double wall_ms, h2d_ms, d2h_ms;   /* medians; h2d/d2h from profiling, 0 if unavailable */
-    char note[128];
-} pcie_res;
-
-/* Picks and opens the device, or says why the round trip is skipped. */
-static int pcie_open(pcie *pc, const opts *o)
-{
-    memset(pc, 0, sizeof *pc);
-    if (o->pcie_device == -1) {
-        printf("# pcie: skipped (--pcie-device -1)\n");
-        return 0;
-    }
-    gs_err err;
-    gs_err_clear(&err);
-    if (gs_dev_probe(&pc->devs, &pc->ndev, &err) < 0) {
-        fprintf(stderr, "gsort-netbench: probing OpenCL devices for the PCIe test: %s\n", err.msg);
-        return -1;
-    }
-    int idx = o->pcie_device;
-    if (idx < 0) {
-        for (size_t i = 0; i < pc->ndev && idx < 0; i++)
-            if (pc->devs[i].info.type & CL_DEVICE_TYPE_GPU)
-                idx = (int)i;
-        if (idx < 0) {
-            /* PoCL and other CPU devices share host memory: no bus to cross */
-            printf("# pcie: skipped (no GPU device here; a CPU device has no PCIe transfer)\n");
-            return 0;
-        }
-    } else if ((size_t)idx >= pc->ndev) {
-        fprintf(stderr, "gsort-netbench: --pcie-device %d: no such device (%zu found)\n", idx,
-                pc->ndev);
-        return -1;
-    }
-    pc->dev = &pc->devs[idx];
-    if (gs_dev_open(pc->dev, &err) < 0) {
-        fprintf(stderr, "gsort-netbench: opening device %d for the PCIe test: %s\n", idx, err.msg);
-        return -1;
-    }
-    printf("# pcie: device %d %s, pinned host buffers (CL_MEM_ALLOC_HOST_PTR, mapped), "
-           "write of the request's bytes + read of the reply's, median of reps\n",
-           idx, pc->dev->info.name);
-    return 0;
-}
-
-static void pcie_close(pcie *pc)
-{
-    if (pc->devs)
-        gs_dev_free_list(pc->devs, pc->ndev);
-    memset(pc, 0, sizeof *pc);
-}
-
-/* Host->device of what a request carries in (keys, u32/u64 values), then
- * device->host of what its reply carries out (keys and any values), each
- * array its own buffer as the daemon has them. */
-static int pcie_measure(pcie *pc, const opts *o, size_t n, pcie_res *out)
-{
-    memset(out, 0, sizeof *out);
-    if (!pc->dev)
-        return 0;
-    gs_dev *d = pc->dev;
-    size_t ks = gs_dtype_size(o->dtype), vs = gs_payload_size(o->payload);
-    size_t bytes[2] = { n * ks, n * vs };
-    int up[2] = { 1, o->payload == GS_PL_U32 || o->payload == GS_PL_U64 };
-    int narr = vs ? 2 : 1;
-    cl_mem host[2] = { 0 }, dbuf[2] = { 0 };
-    void *hp[2] = { 0 };
-    double *tw = calloc((size_t)o->reps, sizeof *tw), *th = calloc((size_t)o->reps, sizeof *th),
-           *td = calloc((size_t)o->reps, sizeof *td);
-    int rc = -1;
-    cl_int st = CL_SUCCESS;
-    const char *call = "";
-    if (!tw || !th || !td) {
-        snprintf(out->note, sizeof out->note, "out of memory");
-        goto done;
-    }
-    for (int a = 0; a < narr; a++)
-        if (bytes[a] > d->info.max_alloc) {
-            snprintf(out->note, sizeof out->note, "%zu bytes > device max alloc", bytes[a]);
-            rc = 0;
-            goto done;
-        }
-    for (int a = 0; a < narr; a++) {
-        call = "clCreateBuffer(CL_MEM_ALLOC_HOST_PTR)";
-        host[a] = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes[a], NULL,
-                                 &st);
-        if (st != CL_SUCCESS)
-            goto clfail;
-        call = "clCreateBuffer";
-        dbuf[a] = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, bytes[a], NULL, &st);
-        if (st != CL_SUCCESS)
-            goto clfail;
-        call = "clEnqueueMapBuffer";
-        hp[a] = clEnqueueMapBuffer(d->queue, host[a], CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
-                                   bytes[a], 0, NULL, NULL, &st);
-        if (st != CL_SUCCESS)
-            goto clfail;
-        memset(hp[a], 0x5a, bytes[a]);   /* touch every page before timing */
-    }
-    for (int r = -1; r < o->reps; r++) {   /* r = -1: warm-up */
-        cl_event ev[4];
-        int nev = 0, nup = 0;
-        double t0 = gs_now_ms();
-        for (int a = 0; a < narr; a++)
-            if (up[a]) {
-                call = "clEnqueueWriteBuffer";
-                st = clEnqueueWriteBuffer(d->queue, dbuf[a], CL_FALSE, 0, bytes[a], hp[a], 0, NULL,
-                                          &ev[nev]);
-                if (st != CL_SUCCESS)
-                    goto evfail;
-                nev++;
-                nup++;
-            }
-        for (int a = 0; a < narr; a++) {
-            call = "clEnqueueReadBuffer";
-            st = clEnqueueReadBuffer(d->queue, dbuf[a], CL_FALSE, 0, bytes[a], hp[a], 0, NULL,
-                                     &ev[nev]);
-            if (st != CL_SUCCESS)
-                goto evfail;
-            nev++;
-        }
-        call = "clFinish";
-        st = clFinish(d->queue);
-        double t1 = gs_now_ms();
-        if (r >= 0 && st == CL_SUCCESS) {
-            tw[r] = t1 - t0;
-            th[r] = td[r] = 0;
-            for (int e = 0; e < nev; e++)
-                (e < nup ? th : td)[r] += gs_clrun_event_ms(ev[e]);
-        }
-    evfail:
-        for (int e = 0; e < nev; e++)
-            clReleaseEvent(ev[e]);
-        if (st != CL_SUCCESS)
-            goto clfail;
-    }
-    out->ok = 1;
-    out->wall_ms = bu_median(tw, (size_t)o->reps);
-    out->h2d_ms = bu_median(th, (size_t)o->reps);
-    out->d2h_ms = bu_median(td, (size_t)o->reps);
-    rc = 0;
-    goto done;
-clfail:
-    fprintf(stderr, "gsort-netbench: PCIe test n=%zu: %s: %s (%d)\n", n, call, gs_cl_errname(st),
-            (int)st);
-    if (gs_cl_is_exhaustion(st)) {
-        /* the GPU is shared with the daemon: note it, keep benchmarking */
-        snprintf(out->note, sizeof out->note, "%s", gs_cl_errname(st));
-        rc = 0;
-    }
-done:
-    for (int a = 0; a < 2; a++) {
-        if (hp[a])
-            clEnqueueUnmapMemObject(d->queue, host[a], hp[a], 0, NULL, NULL);
-    }
-    clFinish(d->queue);
-    for (int a = 0; a < 2; a++) {
-        if (host[a])
-            clReleaseMemObject(host[a]);
-        if (dbuf[a])
-            clReleaseMemObject(dbuf[a]);
-    }
-    free(tw);
-    free(th);
-    free(td);
-    return rc;
 }
 
 /* ---- sweep ---- */
@@ -545,7 +349,7 @@ static int run_sweep(const opts *o)
     pcie pc;
     if (connect_or_explain(&c, o) < 0)
         return -1;
-    if (pcie_open(&pc, o) < 0) {
+    if (pcie_open(&pc, o->pcie_device) < 0) {
         gs_client_close(c);
         return -1;
     }
@@ -554,7 +358,7 @@ static int run_sweep(const opts *o)
     for (int lg = o->min_log2; lg <= o->max_log2 && rc == 0; lg++) {
         size_t n = (size_t)1 << lg;
         pcie_res pr;
-        if (pcie_measure(&pc, o, n, &pr) < 0) {
+        if (pcie_measure(&pc, o->dtype, o->payload, o->reps, n, &pr) < 0) {
             rc = -1;
             break;
         }
@@ -730,15 +534,15 @@ static int run_rps(const opts *o)
         printf("kind,clients,n,seconds,requests,requests_per_s,p50_ms,p99_ms,max_ms,"
                "daemon_total_p50_ms,daemon_total_p99_ms\n");
         printf("rps,%d,%zu,%.3f,%zu,%.1f,%.4f,%.4f,%.4f,%.4f,%.4f\n", nt, o->rps_n, secs, total,
-               rps, pctl(all, total, .5), pctl(all, total, .99), total ? all[total - 1] : NAN,
-               pctl(srv, total, .5), pctl(srv, total, .99));
+               rps, bu_pctl(all, total, .5), bu_pctl(all, total, .99), total ? all[total - 1] : NAN,
+               bu_pctl(srv, total, .5), bu_pctl(srv, total, .99));
     } else {
         printf("%7s %7s %7s %9s %11s %9s %9s %9s | %14s %14s\n", "clients", "n", "secs",
                "requests", "requests/s", "p50_ms", "p99_ms", "max_ms", "daemon_p50_ms",
                "daemon_p99_ms");
         printf("%7d %7zu %7.2f %9zu %11.1f %9.3f %9.3f %9.3f | %14.3f %14.3f\n", nt, o->rps_n, secs,
-               total, rps, pctl(all, total, .5), pctl(all, total, .99),
-               total ? all[total - 1] : NAN, pctl(srv, total, .5), pctl(srv, total, .99));
+               total, rps, bu_pctl(all, total, .5), bu_pctl(all, total, .99),
+               total ? all[total - 1] : NAN, bu_pctl(srv, total, .5), bu_pctl(srv, total, .99));
     }
     fflush(stdout);
     rc = total ? 0 : -1;
@@ -863,20 +667,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "gsort-netbench: --min-log2 %d > --max-log2 %d\n", o.min_log2, o.max_log2);
         return 2;
     }
-    if (o.socket) {
-        if (strlen(o.socket) >= sizeof o.socket_shown) {
-            fprintf(stderr, "gsort-netbench: --socket: path too long\n");
-            return 2;
-        }
-        snprintf(o.socket_shown, sizeof o.socket_shown, "%s", o.socket);
-    } else {
-        gs_err err;
-        gs_err_clear(&err);
-        if (gs_paths_socket(o.socket_shown, sizeof o.socket_shown, &err) < 0) {
-            fprintf(stderr, "gsort-netbench: no default socket (%s): give --socket PATH\n", err.msg);
-            return 2;
-        }
+    if (o.socket && strlen(o.socket) >= sizeof o.socket_shown) {
+        fprintf(stderr, "gsort-netbench: --socket: path too long\n");
+        return 2;
     }
+    if (bc_socket_shown(o.socket, o.socket_shown, sizeof o.socket_shown, "gsort-netbench",
+                        "--socket") < 0)
+        return 2;
     /* a daemon that goes away mid-request must be an error message, not a silent death */
     signal(SIGPIPE, SIG_IGN);
 

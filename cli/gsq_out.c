@@ -4,6 +4,7 @@
 #include "gsq_out.h"
 #include "gs_err.h"
 #include "gs_db.h"
+#include "gs_params.h"
 #include "gs_grow.h"
 
 #include <cjson/cJSON.h>
@@ -181,7 +182,7 @@ const char *gsq_bytes(int64_t b, char *buf, size_t len)
 const char *gsq_params(const char *json, char *buf, size_t len)
 {
     gs_params p;
-    if (gs_db_params_from_json(json, &p, NULL) != 0 || gs_params_format(&p, buf, len) != 0)
+    if (gs_params_from_json(json, &p, NULL) != 0 || gs_params_format(&p, buf, len) != 0)
         snprintf(buf, len, "%s", json);
     else if (!buf[0])
         snprintf(buf, len, "-");

@@ -12,6 +12,7 @@
 #include "config.h"
 #include "gs_algos.h"
 #include "gs_clrun.h"
+#include "gs_keys.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -267,8 +268,7 @@ static int mp_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params
         goto out;
 
     const cl_uint un = (cl_uint)n, ung = (cl_uint)ngroups;
-    const cl_uint kind = req->dtype == GS_DT_F32 || req->dtype == GS_DT_F64 ? 2
-                         : req->dtype == GS_DT_I32 || req->dtype == GS_DT_I64 ? 1 : 0;
+    const cl_uint kind = gs_keys_kind(req->dtype);
     const cl_uint desc = req->descending ? 1 : 0;
     /* tile sort: keys[0] -> keys[1]; decodes when it is the last kernel */
     {

@@ -11,6 +11,7 @@
 #include "config.h"
 #include "gs_algos.h"
 #include "gs_clrun.h"
+#include "gs_keys.h"
 #include "gs_log.h"
 
 #include <stdatomic.h>
@@ -346,8 +347,7 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     /* the global histogram of every digit position: the only read-back */
     cl_command_queue q = dev->queue;
     const cl_uint un = (cl_uint)n;
-    const cl_uint kind = req->dtype == GS_DT_F32 || req->dtype == GS_DT_F64 ? 2
-                         : req->dtype == GS_DT_I32 || req->dtype == GS_DT_I64 ? 1 : 0;
+    const cl_uint kind = gs_keys_kind(req->dtype);
     const cl_uint desc = req->descending ? 1 : 0;
     /* Zeroed by a write of the (at most 8 KiB) zeroed host copy, not by
      * clEnqueueFillBuffer: Oclgrind 21.10 leaves filled memory marked

@@ -14,6 +14,7 @@
 #include "config.h"
 #include "gs_algos.h"
 #include "gs_clrun.h"
+#include "gs_keys.h"
 #include "gs_log.h"
 #include "gs_time.h"
 
@@ -287,8 +288,7 @@ int gs_shellsort_run_phases(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_p
     cl_mem vals = vs ? r.vals : r.flags;
     cl_mem kscr = r.kscr ? r.kscr : r.flags, vscr = r.vscr ? r.vscr : r.flags;
     const cl_uint un = (cl_uint)n;
-    const cl_uint kind = req->dtype == GS_DT_F32 || req->dtype == GS_DT_F64 ? 2
-                         : req->dtype == GS_DT_I32 || req->dtype == GS_DT_I64 ? 1 : 0;
+    const cl_uint kind = gs_keys_kind(req->dtype);
     const cl_uint desc = req->descending ? 1 : 0;
     const cl_uint iota = !idx ? 0 : req->payload == GS_PL_IDX32 ? 1 : 2;
     {

@@ -1,4 +1,4 @@
-/* The algorithm descriptors the registry (gs_sort.c) lists. Each lives in
+/* The algorithm descriptors the registry (gs_registry.c) lists. Each lives in
  * its own algo_*.c file. */
 #ifndef GS_ALGOS_H
 #define GS_ALGOS_H

@@ -11,10 +11,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gs_dev.h"
-#include "gs_sort.h"
+#include "gs_err.h"
+#include "gs_params.h"
+#include "gs_types.h"
 
 typedef struct gs_db gs_db;
+/* gs_dev.h's; declared here so that the readers of the database
+ * (gsort-query) need no OpenCL header. */
+struct gs_dev_info;
 
 enum { GS_DB_READONLY = 1 };
 
@@ -48,11 +52,10 @@ int gs_db_check(gs_db *db, gs_err *err);
 /* Id of the device with this identity (platform, name, driver); with
  * `create` insert it (or refresh its properties and last_seen). Without
  * `create`, GS_ENOTFOUND if absent. */
-int gs_db_device_id(gs_db *db, const gs_dev_info *info, int create, int64_t *id, gs_err *err);
+int gs_db_device_id(gs_db *db, const struct gs_dev_info *info, int create, int64_t *id,
+                     gs_err *err);
 
-/* gs_params <-> JSON object text ({"radix_bits":8,...}), keys in order. */
-int gs_db_params_to_json(const gs_params *p, char *buf, size_t len, gs_err *err);
-int gs_db_params_from_json(const char *json, gs_params *p, gs_err *err);
+/* The params columns hold gs_params_to_json's text (gs_params.h). */
 
 /* The distribution of the row the tuner writes beside each valid trial
  * of a device algorithm: the same run's wall time with transfers. It is

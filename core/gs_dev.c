@@ -5,7 +5,6 @@
 #include "config.h"
 #include "gs_dev.h"
 #include "gs_log.h"
-#include "gs_prog.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,7 +192,8 @@ int gs_dev_open(gs_dev *d, gs_err *err)
 
 void gs_dev_close(gs_dev *d)
 {
-    gs_prog_forget(d);
+    if (d->progs_release)
+        d->progs_release(d);
     if (d->queue)
         clReleaseCommandQueue(d->queue);
     if (d->ctx)

@@ -34,6 +34,9 @@ typedef struct gs_dev_info {
 
 struct gs_prog_entry;
 
+/* The device knows nothing of programs: the program layer (gs_prog.c) keeps
+ * its list here and, with the first entry, sets progs_release, which
+ * gs_dev_close calls to release them. So the dependency runs one way. */
 typedef struct gs_dev {
     gs_dev_info info;
     int index;                  /* position in the probe list */
@@ -43,6 +46,7 @@ typedef struct gs_dev {
     cl_command_queue queue;     /* in-order, profiling enabled when available */
     pthread_mutex_t lock;       /* guards progs */
     struct gs_prog_entry *progs;/* built programs, see gs_prog.h */
+    void (*progs_release)(struct gs_dev *d); /* NULL until a program is kept */
 } gs_dev;
 
 /* Probe all platforms and devices. No OpenCL platform at all is not an error:
@@ -53,7 +57,7 @@ void gs_dev_free_list(gs_dev *devs, size_t count);
 
 /* Create the context and command queue (idempotent). */
 int gs_dev_open(gs_dev *d, gs_err *err);
-/* Release programs, queue and context. */
+/* Release programs (through progs_release), queue and context. */
 void gs_dev_close(gs_dev *d);
 
 /* "GPU", "CPU", "ACCELERATOR", "CUSTOM", combined with '|'. */

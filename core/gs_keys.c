@@ -1,10 +1,10 @@
 /* Host implementation of the order-preserving key encoding (gs_keys.h):
- * scalar encode/decode per dtype and order, the in-place array versions the
- * host sort and the tests use, and the NaN (bit pattern, payload) save and
- * restore that gs_sort_run wraps around every float sort. The formulas
- * must stay identical to kernels/keys.cl. The array loops work in fixed
- * blocks of 16 so GCC's -O2 (very cheap) vectoriser turns them into SIMD
- * code. */
+ * the key kind the kernels take, scalar encode/decode per dtype and order,
+ * the in-place array versions the host sort and the tests use, and the NaN
+ * (bit pattern, payload) save and restore that gs_sort_run wraps around
+ * every float sort. The formulas must stay identical to kernels/keys.cl.
+ * The array loops work in fixed blocks of 16 so GCC's -O2 (very cheap)
+ * vectoriser turns them into SIMD code. */
 #include "config.h"
 #include "gs_keys.h"
 
@@ -54,6 +54,12 @@ static inline uint64_t dec_f64(uint64_t e)
     uint64_t b = e ^ (~pos | F64_SIGN);
     uint64_t nan = 0u - ((F64_INF - (b & F64_ABS)) >> 63);
     return (b & ~nan) | (GS_F64_CANON_NAN & nan);
+}
+
+unsigned gs_keys_kind(gs_dtype t)
+{
+    return t == GS_DT_F32 || t == GS_DT_F64 ? GS_KEYS_FLOAT
+           : t == GS_DT_I32 || t == GS_DT_I64 ? GS_KEYS_SIGNED : GS_KEYS_UNSIGNED;
 }
 
 uint32_t gs_key32_encode(gs_dtype t, int descending, uint32_t bits)

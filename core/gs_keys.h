@@ -20,10 +20,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gs_sort.h"
+#include "gs_types.h"
 
 #define GS_F32_CANON_NAN UINT32_C(0x7fc00000)
 #define GS_F64_CANON_NAN UINT64_C(0x7ff8000000000000)
+
+/* The encoding's key kind, as kernels/keys.cl takes it (its `kind`
+ * argument, GS_KIND_* there): the device algorithms pass it to their
+ * kernels. */
+enum gs_keys_kind {
+    GS_KEYS_UNSIGNED = 0,   /* u32, u64 */
+    GS_KEYS_SIGNED = 1,     /* i32, i64 */
+    GS_KEYS_FLOAT = 2,      /* f32, f64 */
+};
+unsigned gs_keys_kind(gs_dtype t);
 
 uint32_t gs_key32_encode(gs_dtype t, int descending, uint32_t bits);
 uint32_t gs_key32_decode(gs_dtype t, int descending, uint32_t enc);

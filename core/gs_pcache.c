@@ -8,7 +8,7 @@
  * cannot be used disables the cache with one warning: building from source
  * is always a correct fallback, so the cache never makes a request fail. */
 #include "config.h"
-#include "gs_pcache_int.h"
+#include "gs_pcache.h"
 #include "gs_paths.h"
 #include "gs_sha256.h"
 #include "gs_log.h"

@@ -3,7 +3,7 @@
  * as the last resort. A failed build reports the compiler's log. */
 #include "config.h"
 #include "gs_prog.h"
-#include "gs_pcache_int.h"
+#include "gs_pcache.h"
 #include "gs_kern.h"
 #include "gs_log.h"
 #include "gs_sha256.h"
@@ -133,6 +133,7 @@ int gs_prog_get_text(gs_dev *dev, gs_pcache *pc, const char *label, const char *
     e->prog = p;
     e->next = dev->progs;
     dev->progs = e;
+    dev->progs_release = gs_prog_forget;   /* gs_dev_close releases the list */
     pthread_mutex_unlock(&dev->lock);
     *out = p;
     if (st->origin == GS_PROG_DISK_HIT)

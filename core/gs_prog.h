@@ -1,16 +1,13 @@
 /* Building OpenCL programs for a device, with two caches in front:
  * an in-memory one per gs_dev (a built cl_program is reused for the same
- * sources and options) and an on-disk program-binary cache keyed by
- * platform, device name, driver version, source hash and build options.
- * A truncated or corrupt cache entry fails its checksum and is rebuilt and
- * replaced; an unwritable cache directory degrades to building every time,
- * with one warning. */
+ * sources and options) and the on-disk program-binary cache of gs_pcache.h,
+ * keyed by platform, device name, driver version, source hash and build
+ * options. */
 #ifndef GS_PROG_H
 #define GS_PROG_H
 
 #include "gs_dev.h"
-
-typedef struct gs_pcache gs_pcache;
+#include "gs_pcache.h"
 
 enum gs_prog_origin {
     GS_PROG_MEMORY = 0,  /* reused from the gs_dev in-memory list */
@@ -24,15 +21,6 @@ typedef struct gs_prog_stats {
     double ms;           /* wall time of the build or load */
     int stored;          /* 1 if a cache entry was written */
 } gs_prog_stats;
-
-/* Open the on-disk cache in `dir` (NULL: default location: $GSORTD_CACHE_DIR,
- * else /var/cache/gsortd as root, else $XDG_CACHE_HOME/gsortd, else
- * ~/.cache/gsortd). Never fails for an unusable directory: the cache is then
- * disabled and a single warning logged at first use. Fails only for ENOMEM. */
-int gs_pcache_open(gs_pcache **pc, const char *dir, gs_err *err);
-void gs_pcache_close(gs_pcache *pc);
-const char *gs_pcache_dir(const gs_pcache *pc);
-int gs_pcache_enabled(const gs_pcache *pc);   /* 0 once degraded */
 
 /* Build (or fetch) a program for `dev` from the concatenation of the named
  * kernel sources (NULL-terminated list, e.g. {"keys","radix",NULL}) with

@@ -1,7 +1,9 @@
 /* The gsortd wire protocol (man/gsort-protocol.7), shared by the daemon and
  * the clients: message framing, an incremental reader that resumes across
- * partial reads and never allocates from a length the peer declared, and
- * the parsing and validation of request headers.
+ * partial reads and never allocates from a length the peer declared
+ * (gs_proto.c), the parsing and validation of request headers
+ * (gs_proto_req.c), the client's request headers (gs_proto_write.c), and
+ * the frame of every reply. The bodies of replies are gs_reply.h's.
  *
  * A message, in either direction, is
  *     u32 header length, big-endian (1 .. max header bytes)
@@ -142,6 +144,9 @@ void gs_proto_req_free(gs_proto_req *rq);
  * offsets, or payload_bytes = in_bytes inline; rq->id when set). Fills
  * rq->in_bytes/out_bytes/fd_bytes. NULL with GS_ETOOBIG/GS_ENOMEM. */
 cJSON *gs_proto_sort_header(gs_proto_req *rq, gs_err *err);
+/* Client side: {"v":1,"op":OP[,"id":ID]}, a request that is only an op
+ * (ping, info, stats; any string, for tests). NULL with GS_ENOMEM. */
+cJSON *gs_proto_op_header(const char *op, const cJSON *id, gs_err *err);
 /* Sizes of a sort: in_bytes, out_bytes, fd_bytes from dtype, payload, n and
  * the offsets (memfd). GS_ETOOBIG on overflow, GS_EINVAL on misalignment. */
 int gs_proto_sort_sizes(gs_proto_req *rq, gs_err *err);

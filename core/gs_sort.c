@@ -1,7 +1,8 @@
 /* The sort front end every caller goes through: request validation, the
- * parameter checks and value lists algorithms share, the algorithm
- * registry and gs_sort_run, which checks, times and runs an algorithm and
- * puts NaN bit patterns back afterwards. Algorithms get the raw keys and do
+ * parameter checks and value lists algorithms share, and gs_sort_run,
+ * which checks, times and runs an algorithm and puts NaN bit patterns back
+ * afterwards. The registry, which lists the algorithms, is gs_registry.c:
+ * this file knows no algorithm by name. Algorithms get the raw keys and do
  * the order-preserving encoding themselves (device algorithms on the
  * device).
  *
@@ -20,7 +21,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "gs_algos.h"
 #include "gs_err.h"
 #include "gs_keys.h"
 #include "gs_log.h"
@@ -157,33 +157,6 @@ int gs_check_global_mem(const char *algo, const gs_dev_info *in, uint64_t n, uin
                           algo, (unsigned long long)n, (unsigned long long)total, what,
                           (unsigned long long)in->global_mem);
     return 0;
-}
-
-/* ---- registry: append new algorithms here ---- */
-
-static const gs_algo *const registry[] = {
-    &gs_algo_host,
-    &gs_algo_radix,
-    &gs_algo_mergepath,
-    &gs_algo_shellsort,
-};
-
-size_t gs_algo_count(void)
-{
-    return sizeof registry / sizeof registry[0];
-}
-
-const gs_algo *gs_algo_at(size_t i)
-{
-    return i < gs_algo_count() ? registry[i] : NULL;
-}
-
-const gs_algo *gs_algo_find(const char *name)
-{
-    for (size_t i = 0; name && i < gs_algo_count(); i++)
-        if (registry[i]->name && !strcmp(registry[i]->name, name))
-            return registry[i];
-    return NULL;
 }
 
 /* ---- running ---- */

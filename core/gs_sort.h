@@ -13,18 +13,8 @@
 #include "gs_prog.h"
 #include "gs_types.h"
 
-typedef struct gs_sort_req {
-    gs_dtype dtype;
-    gs_payload payload;
-    int descending;      /* 0 ascending, 1 descending; both stable */
-    int stable;          /* caller needs stability (for the planner) */
-    size_t n;
-    void *keys;          /* n keys, sorted in place */
-    void *values;        /* n payload elements (NULL for GS_PL_NONE); for
-                            GS_PL_IDX* an output the algorithm fills */
-} gs_sort_req;
-
-/* Validate shape: pointers present, enums in range, byte sizes not
+/* gs_sort_req, the request, is in gs_types.h (gs_keys works on it too).
+ * Validate shape: pointers present, enums in range, byte sizes not
  * overflowing size_t. */
 int gs_sort_req_check(const gs_sort_req *r, gs_err *err);
 
@@ -109,10 +99,13 @@ size_t gs_values_list(const long *list, size_t nlist, long *out, size_t cap);
  * device's limit (info NULL: cap). */
 long gs_max_wg(const gs_dev_info *info, long cap);
 
-/* Registry. */
+/* Registry (gs_registry.c). */
 size_t gs_algo_count(void);
 const gs_algo *gs_algo_at(size_t i);
 const gs_algo *gs_algo_find(const char *name);
+/* The device algorithm a device without a tuned plan runs, with its
+ * defaults(): the registry's choice, so callers need not name one. */
+const gs_algo *gs_algo_default(void);
 
 /* Check the request, then the parameter set, then run, filling `st`.
  * Float keys whose NaNs are not all the canonical quiet NaN get their exact

@@ -1,7 +1,7 @@
 /* The vocabulary shared by the sort code, the protocol and the clients:
- * key dtypes, payload kinds, and tunable-parameter sets with their
- * "name=value,..." text form. Nothing here touches OpenCL, so the client
- * library (libgsort) builds on it without the device layer. */
+ * key dtypes, payload kinds, the sort request, and tunable-parameter sets
+ * with their "name=value,..." text form. Nothing here touches OpenCL, so
+ * the client library (libgsort) builds on it without the device layer. */
 #ifndef GS_TYPES_H
 #define GS_TYPES_H
 
@@ -30,6 +30,19 @@ int gs_dtype_parse(const char *s, gs_dtype *out);     /* 0 or GS_EINVAL */
 size_t gs_payload_size(gs_payload p);      /* 0, 4 or 8 */
 const char *gs_payload_name(gs_payload p); /* "none","u32","u64","idx32","idx64" */
 int gs_payload_parse(const char *s, gs_payload *out);
+
+/* The sort request every algorithm serves (gs_sort.h runs it, gs_keys.h
+ * encodes its keys). */
+typedef struct gs_sort_req {
+    gs_dtype dtype;
+    gs_payload payload;
+    int descending;      /* 0 ascending, 1 descending; both stable */
+    int stable;          /* caller needs stability (for the planner) */
+    size_t n;
+    void *keys;          /* n keys, sorted in place */
+    void *values;        /* n payload elements (NULL for GS_PL_NONE); for
+                            GS_PL_IDX* an output the algorithm fills */
+} gs_sort_req;
 
 /* ---- parameter sets ---- */
 #define GS_MAX_PARAMS 8

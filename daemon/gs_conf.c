@@ -1,36 +1,65 @@
-/* The daemon's configuration (see gs_conf.h and gsortd.conf(5)): the value
- * parsers, one validating setter shared by the config file and the
- * command line, the file reader (all or nothing, errors as "PATH:LINE: ...")
- * and the printer whose output reads back to the same configuration. Values
- * are checked here, when they are read, so a typo stops the daemon at start
- * or leaves the running configuration untouched on SIGHUP, instead of
- * failing later in the middle of serving. */
+/* The daemon's configuration keys (see gs_conf.h and gsortd.conf(5)): the
+ * key table (which field each key sets, and whether a reload applies it),
+ * the value parsers, one validating setter shared by the config file
+ * (gs_conf_file.c) and the command line, the printer whose output reads
+ * back to the same configuration, and the reload's copy of the live keys.
+ * Values are checked here, when they are read, so a typo stops the daemon
+ * at start or leaves the running configuration untouched on SIGHUP,
+ * instead of failing later in the middle of serving. */
 #include "config.h"
 #include "gs_conf.h"
 #include "gs_log.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <grp.h>
 #include <pwd.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#define LINE_MAX_BYTES GS_CONF_LINE_MAX
 #define DAY_S 86400.0
 #define MAX_DEVICE_INDEX 65535
 
-static const char *const keys[] = {
-    "socket", "socket_mode", "socket_group", "allow_uids", "allow_gids", "db", "cache_dir", "kernel_dir",
-    "log_level", "log_target", "max_request_bytes", "max_clients",
-    "max_header_bytes", "idle_timeout", "io_timeout", "host_threads",
-    "devices", "tune_missing", "tune_budget",
+/* Every key, in the order gs_conf_print writes them, with the gs_conf
+ * field it sets. `live`: a reload (SIGHUP) applies the key to the running
+ * daemon; the others are used once, at start (the socket, the devices and
+ * threads, the paths, tune_missing), so a changed value waits for a
+ * restart (gs_conf_apply_live). */
+typedef struct conf_key {
+    const char *name;
+    int live;
+    size_t off, size;        /* the field */
+    int str;                 /* the field is a string: compared up to its NUL */
+} conf_key;
+
+#define KEY(name, live, field, str) \
+    { name, live, offsetof(gs_conf, field), sizeof ((gs_conf *)0)->field, str }
+
+static const conf_key keys[] = {
+    KEY("socket", 0, socket, 1),
+    KEY("socket_mode", 0, socket_mode, 0),
+    KEY("socket_group", 0, socket_group, 1),
+    KEY("allow_uids", 1, allow_uids, 1),
+    KEY("allow_gids", 1, allow_gids, 1),
+    KEY("db", 0, db, 1),
+    KEY("cache_dir", 0, cache_dir, 1),
+    KEY("kernel_dir", 0, kernel_dir, 1),
+    KEY("log_level", 1, log_level, 0),
+    KEY("log_target", 1, log_syslog, 0),
+    KEY("max_request_bytes", 1, max_request_bytes, 0),
+    KEY("max_clients", 1, max_clients, 0),
+    KEY("max_header_bytes", 1, max_header_bytes, 0),
+    KEY("idle_timeout", 1, idle_timeout_s, 0),
+    KEY("io_timeout", 1, io_timeout_s, 0),
+    KEY("host_threads", 0, host_threads, 0),
+    KEY("devices", 0, devices, 1),
+    KEY("tune_missing", 0, tune_missing, 0),
+    KEY("tune_budget", 1, tune_budget_s, 0),
 };
 #define NKEYS (sizeof keys / sizeof keys[0])
+_Static_assert(NKEYS <= GS_CONF_MAX_KEYS, "GS_CONF_MAX_KEYS is too small");
 
 void gs_conf_defaults(gs_conf *c)
 {
@@ -222,10 +251,10 @@ static int unknown_key(const char *key, gs_err *err)
     const char *best = NULL;
     size_t bd = 3;
     for (size_t i = 0; i < NKEYS; i++) {
-        size_t d = edit_distance(key, keys[i]);
+        size_t d = edit_distance(key, keys[i].name);
         if (d < bd && d * 3 <= strlen(key)) {
             bd = d;
-            best = keys[i];
+            best = keys[i].name;
         }
     }
     if (best)
@@ -529,181 +558,25 @@ int gs_conf_set(gs_conf *c, const char *key, const char *v, gs_err *err)
     return unknown_key(key, err);
 }
 
-/* ---- the file reader ---- */
+/* ---- reload ---- */
 
-enum { RL_LINE = 1, RL_EOF = 0, RL_LONG = -1, RL_IOERR = -2, RL_NUL = -3 };
-
-/* One line without its "\n" or "\r\n" into buf (cap > LINE_MAX_BYTES).
- * Byte by byte so a NUL in the file is noticed, and a huge line is
- * refused without reading it all into memory. */
-static int read_line(FILE *f, char *buf, size_t *len)
+size_t gs_conf_apply_live(gs_conf *run, const gs_conf *next, const char **restart, size_t cap)
 {
     size_t n = 0;
-    int ch, any = 0;
-    while ((ch = getc(f)) != EOF) {
-        any = 1;
-        if (ch == '\n')
-            break;
-        if (ch == '\0')
-            return RL_NUL;
-        /* One byte of slack for the '\r' of a CRLF line at the limit. */
-        if (n >= LINE_MAX_BYTES + 1)
-            return RL_LONG;
-        buf[n++] = (char)ch;
-    }
-    if (ch == EOF && ferror(f))
-        return RL_IOERR;
-    if (!any)
-        return RL_EOF;
-    if (n && buf[n - 1] == '\r')
-        n--;
-    if (n > LINE_MAX_BYTES)
-        return RL_LONG;
-    buf[n] = '\0';
-    *len = n;
-    return RL_LINE;
-}
-
-static int is_blank(char ch) { return ch == ' ' || ch == '\t'; }
-
-/* Split one line into key and value in place. Returns 0 with *key NULL for
- * a blank or comment line, 0 with key/value set, or GS_EINVAL with a
- * message (no location; the caller adds it). */
-static int split_line(char *line, char **key_out, char **val_out, gs_err *err)
-{
-    *key_out = NULL;
-    char *p = line;
-    while (is_blank(*p))
-        p++;
-    if (*p == '\0' || *p == '#')
-        return 0;
-    char *key = p;
-    while (*p && !is_blank(*p) && *p != '=')
-        p++;
-    char *kend = p;
-    while (is_blank(*p))
-        p++;
-    if (*p != '=') {
-        *kend = '\0';
-        return gs_err_set(err, GS_EINVAL, "expected 'key = value' but found no '=' after '%s'", key);
-    }
-    if (kend == key)
-        return gs_err_set(err, GS_EINVAL, "expected 'key = value' but the key is missing");
-    *kend = '\0';
-    p++;
-    while (is_blank(*p))
-        p++;
-    char *val = p;
-    if (*p == '"') {
-        /* Quoted: keeps blanks and '#'; \" and \\ are the only escapes. */
-        char *w = val;
-        p++;
-        for (;;) {
-            if (*p == '\0')
-                return gs_err_set(err, GS_EINVAL, "%s: the quoted value has no closing '\"'", key);
-            if (*p == '"')
-                break;
-            if (*p == '\\') {
-                if (p[1] != '"' && p[1] != '\\')
-                    return gs_err_set(err, GS_EINVAL,
-                                      "%s: unknown escape '\\%c' in a quoted value "
-                                      "(only \\\" and \\\\ are recognised)", key,
-                                      p[1] ? p[1] : ' ');
-                p++;
-            }
-            *w++ = *p++;
+    for (size_t i = 0; i < NKEYS; i++) {
+        const conf_key *k = &keys[i];
+        char *dst = (char *)run + k->off;
+        const char *src = (const char *)next + k->off;
+        if (k->live) {
+            memcpy(dst, src, k->size);
+            continue;
         }
-        p++;
-        while (is_blank(*p))
-            p++;
-        if (*p && *p != '#')
-            return gs_err_set(err, GS_EINVAL, "%s: unexpected text after the closing quote: '%s'",
-                              key, p);
-        *w = '\0';
-    } else {
-        /* Unquoted: a '#' at the start of the value or after a blank begins
-         * a comment; a '#' inside a word ("a#b") is kept. */
-        char *end = p;
-        while (*end && !(*end == '#' && (end == val || is_blank(end[-1]))))
-            end++;
-        while (end > val && is_blank(end[-1]))
-            end--;
-        if (end == val)
-            return gs_err_set(err, GS_EINVAL,
-                              "%s: missing value (write \"\" for an empty one)", key);
-        *end = '\0';
+        int changed = k->str ? strcmp(dst, src) != 0 : memcmp(dst, src, k->size) != 0;
+        if (changed && n < cap)
+            restart[n] = k->name;
+        n += changed;
     }
-    *key_out = key;
-    *val_out = val;
-    return 0;
-}
-
-int gs_conf_load(gs_conf *c, const char *path, gs_err *err)
-{
-    if (!path || !path[0])
-        return gs_err_set(err, GS_EINVAL, "config file: empty path");
-    FILE *f = fopen(path, "re");
-    if (!f) {
-        int e = errno;
-        return gs_err_set(err, e == ENOENT ? GS_ENOTFOUND : GS_EIO, "config file %s: %s",
-                          path, strerror(e));
-    }
-    /* fopen succeeds on a directory; reading it would fail with a less
-     * clear message, so say it here. */
-    struct stat st;
-    int e = fstat(fileno(f), &st) != 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0;
-    if (e) {
-        fclose(f);
-        return gs_err_set(err, GS_EIO, "config file %s: %s", path, strerror(e));
-    }
-    gs_conf *tmp = malloc(sizeof *tmp);
-    char *line = malloc(LINE_MAX_BYTES + 2);
-    int rc = 0;
-    if (!tmp || !line) {
-        rc = gs_err_set(err, GS_ENOMEM, "config file %s: out of memory", path);
-        goto out;
-    }
-    *tmp = *c;
-    for (unsigned lineno = 1;; lineno++) {
-        size_t len;
-        int r = read_line(f, line, &len);
-        if (r == RL_EOF)
-            break;
-        if (r == RL_IOERR) {
-            rc = gs_err_set(err, GS_EIO, "config file %s: %s", path, strerror(errno));
-            goto out;
-        }
-        if (r == RL_LONG) {
-            rc = gs_err_set(err, GS_EINVAL, "%s:%u: line is longer than %d bytes", path, lineno,
-                            LINE_MAX_BYTES);
-            goto out;
-        }
-        if (r == RL_NUL) {
-            rc = gs_err_set(err, GS_EINVAL, "%s:%u: line contains a NUL byte", path, lineno);
-            goto out;
-        }
-        char *p = line;
-        /* Editors on some systems start a UTF-8 file with a byte-order mark. */
-        if (lineno == 1 && strncmp(p, "\xEF\xBB\xBF", 3) == 0)
-            p += 3;
-        char *key, *val;
-        rc = split_line(p, &key, &val, err);
-        if (rc == 0 && key)
-            rc = gs_conf_set(tmp, key, val, err);
-        if (rc != 0) {
-            gs_err_prefix(err, "%s:%u: ", path, lineno);
-            rc = GS_EINVAL;
-            if (err)
-                err->code = GS_EINVAL;
-            goto out;
-        }
-    }
-    *c = *tmp;
-out:
-    free(line);
-    free(tmp);
-    fclose(f);
-    return rc;
+    return n;
 }
 
 /* ---- the printer ---- */

@@ -7,6 +7,7 @@
 #ifndef GS_CONF_H
 #define GS_CONF_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -58,6 +59,13 @@ int gs_conf_set(gs_conf *c, const char *key, const char *value, gs_err *err);
  * does not exist, GS_EIO when it cannot be read, GS_EINVAL for any bad line
  * ("PATH:LINE: ..."). All or nothing: `c` is unchanged on failure. */
 int gs_conf_load(gs_conf *c, const char *path, gs_err *err);
+/* SIGHUP: copy the live keys of `next` (a configuration read again) onto
+ * `run` (the running one): logging, limits, timeouts, allow lists and
+ * tune_budget. The other keys are used once, at start; those whose value
+ * differs are left as they are and named in restart[0..) (up to cap, in
+ * the order gs_conf_print writes them). Returns how many differ. */
+#define GS_CONF_MAX_KEYS 32
+size_t gs_conf_apply_live(gs_conf *run, const gs_conf *next, const char **restart, size_t cap);
 /* The effective configuration in file syntax, every key (--print-config). */
 void gs_conf_print(const gs_conf *c, FILE *out);
 /* Comments gs_conf_print_noted appends to a key's line ("  # NOTE"), e.g.

@@ -9,7 +9,8 @@
  * the worker, so the request still gets a correct answer, and the failure
  * is logged; a build failure disables that algorithm on the device and
  * repeated failures rest the device for a while. Finished jobs are handed
- * back to the loop thread through a uv_async_t. */
+ * back to the loop thread through a uv_async_t. Routing is gs_route.c, the
+ * queues and workers gs_sched.c. */
 #ifndef GS_SCHED_H
 #define GS_SCHED_H
 
@@ -24,6 +25,18 @@
 
 typedef struct gs_sched gs_sched;
 
+/* How a job's route was chosen. gs_sched_plan_name gives the word the sort
+ * reply carries ("tuned", "default", ...). */
+typedef enum gs_plan {
+    GS_PLAN_TUNED,           /* the device's tuned plan */
+    GS_PLAN_DEFAULT,         /* built-in defaults: no plan for this device or shape */
+    GS_PLAN_OVERRIDE,        /* the client named the algorithm */
+    GS_PLAN_BUSY,            /* the planned queue was busy: a route predicted sooner */
+    GS_PLAN_FALLBACK,        /* the device failed or cannot serve it: the host sort */
+    GS_PLAN_COUNT
+} gs_plan;
+const char *gs_sched_plan_name(gs_plan p);
+
 typedef struct gs_job {
     /* the request, set by the caller */
     gs_sort_req req;
@@ -35,7 +48,7 @@ typedef struct gs_job {
     int dev;                 /* device index, -1: host */
     const gs_algo *algo;
     gs_params run_params;
-    const char *plan;        /* "tuned", "default", "override", "busy", "fallback" */
+    gs_plan plan;
     double predicted_ms;
     /* the outcome */
     int rc;                  /* 0 or GS_E* */

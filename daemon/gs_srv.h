@@ -3,7 +3,9 @@
  * ops (sort, info, stats, ping), limits and timeouts, statistics, signals
  * (SIGTERM/SIGINT: drain and exit; SIGHUP: reload the configuration and the
  * database) and the optional background tuning of devices without a plan.
- * Sorting itself happens in the scheduler's worker threads (gs_sched.h). */
+ * Sorting itself happens in the scheduler's worker threads (gs_sched.h).
+ * The loop is gs_srv.c; connections gs_conn.c, operations gs_ops.c, access
+ * control gs_acl.c, background tuning gs_retune.c (sharing gs_srv_int.h). */
 #ifndef GS_SRV_H
 #define GS_SRV_H
 

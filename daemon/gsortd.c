@@ -1,30 +1,24 @@
 /* gsortd's entry point: command-line parsing and dispatch. It lists
- * devices, tunes them (--tune-all: tuner/gs_tune.h, with a live progress
- * line on a terminal and a winners/plan table at the end), checks a tuning
- * database (--db-check) and compares sampled with exhaustive search
- * (--tune-compare); with no mode option it serves (daemon/gs_daemon.c). */
+ * devices; it hands --tune-all, --tune-compare and --db-check to the
+ * tuner's front end (tuner/gs_tuneall.c: progress line, report, database
+ * check); with no mode option it serves (daemon/gs_daemon.c). */
 #include "config.h"
 #include "gs_conf.h"
 #include "gs_daemon.h"
-#include "gs_db.h"
 #include "gs_dev.h"
 #include "gs_devlist.h"
 #include "gs_kern.h"
 #include "gs_log.h"
-#include "gs_prog.h"
 #include "gs_systemd.h"
 #include "gs_tune.h"
-#include "gs_time.h"
+#include "gs_tuneall.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <unistd.h>
 
 static void usage(FILE *out)
 {
@@ -105,299 +99,6 @@ static int list_devices(int json)
     return rc;
 }
 
-/* ---- tuning ---- */
-
-typedef struct cli_tune {
-    int tune_all, db_check, quick;
-    const char *db_path;
-    double budget;            /* <= 0: not given */
-    long device;              /* -1: all */
-    const char *algorithms;
-    int max_log2;             /* 0: not given */
-    const char *restrict_spec;
-    uint64_t seed;
-    const char *compare;      /* --tune-compare ALGO */
-    size_t compare_n;
-    unsigned seeds;
-} cli_tune;
-
-/* The live progress line: redrawn with \r on a terminal; log lines clear it
- * first and redraw it after, so the two never mix. */
-typedef struct progress_line {
-    int tty;
-    int shown;
-    double last_draw;
-    char line[512];
-} progress_line;
-
-static progress_line g_prog;
-
-static void fmt_duration(double s, char *buf, size_t len)
-{
-    long t = s > 0 ? lround(s) : 0;
-    if (t >= 3600)
-        snprintf(buf, len, "%ldh%02ldm", t / 3600, t / 60 % 60);
-    else if (t >= 60)
-        snprintf(buf, len, "%ldm%02lds", t / 60, t % 60);
-    else
-        snprintf(buf, len, "%lds", t);
-}
-
-static int term_width(void)
-{
-    struct winsize ws;
-    if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40)
-        return ws.ws_col;
-    return 100;
-}
-
-static void progress_log_sink(int level, const char *msg, void *ud)
-{
-    progress_line *pl = ud;
-    if (pl->shown)
-        fputs("\r\033[K", stderr);
-    fprintf(stderr, "gsortd: %s: %s\n", gs_log_level_name(level), msg);
-    if (pl->shown)
-        fputs(pl->line, stderr);
-    fflush(stderr);
-}
-
-static void on_progress(const gs_tune_progress *p, void *ud)
-{
-    progress_line *pl = ud;
-    char best[160], eta[32];
-    if (p->best_ms >= 0)
-        snprintf(best, sizeof best, "best %.4f ms (%s)", p->best_ms, p->best_params);
-    else
-        snprintf(best, sizeof best, "no valid configuration yet");
-    fmt_duration(p->eta_s, eta, sizeof eta);
-    if (!pl->tty) {
-        if (p->group_end)
-            GS_INFO("device %d %s: %s keys, payload %s, n=2^%d: %s; %u trial(s); group %u/%u; "
-                    "%lu measured, %lu reused, %lu invalid so far; ETA %s", p->device_index,
-                    p->algorithm, p->key_bits == 64 ? "u64" : "u32", p->payload, p->bucket, best,
-                    p->trials_done, p->groups_done + 1, p->groups_total, p->measured, p->reused,
-                    p->invalid, eta);
-        return;
-    }
-    double now = gs_now_s();
-    if (!p->group_end && now - pl->last_draw < 0.1)
-        return;   /* at most 10 redraws a second */
-    pl->last_draw = now;
-    char text[512];
-    /* most important first: a narrow terminal cuts the end */
-    snprintf(text, sizeof text, "[dev %d] %s %s/%s 2^%d  trial %u/%u  group %u/%u  ETA %s  %s",
-             p->device_index, p->algorithm, p->key_bits == 64 ? "u64" : "u32", p->payload,
-             p->bucket, p->trials_done, p->trials_planned, p->groups_done + 1, p->groups_total,
-             eta, best);
-    int w = term_width() - 1;
-    if ((int)strlen(text) > w)
-        text[w] = '\0';
-    snprintf(pl->line, sizeof pl->line, "\r%s\033[K", text);
-    fputs(pl->line, stderr);
-    fflush(stderr);
-    pl->shown = 1;
-}
-
-/* Why a database could not be opened for writing, as far as the file
- * system says (gs_db_open's message has SQLite's words, not the errno):
- * " (PATH: strerror)" for the file or its directory (SQLite creates the
- * -wal and -shm files there), or "" when both are writable. */
-static void db_access_note(const char *path, char *buf, size_t len)
-{
-    char dir[4096];
-    buf[0] = '\0';
-    if (!path)
-        return;
-    if (access(path, W_OK) != 0 && errno != ENOENT) {
-        snprintf(buf, len, " (%s: %s)", path, strerror(errno));
-        return;
-    }
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *(slash == dir ? slash + 1 : slash) = '\0';
-    else
-        snprintf(dir, sizeof dir, ".");
-    if (access(dir, W_OK) != 0)
-        snprintf(buf, len, " (%s: %s)", dir, strerror(errno));
-}
-
-static int open_db(const cli_tune *ct, gs_db **db)
-{
-    gs_err err;
-    gs_err_clear(&err);
-    if (gs_db_open(db, ct->db_path, 0, &err)) {
-        char note[4200] = "";
-        /* a damaged file, or a cause gs_db_open named already */
-        if (err.code != GS_ECORRUPT && !strstr(err.msg, "not writable"))
-            db_access_note(ct->db_path, note, sizeof note);
-        fprintf(stderr, "gsortd: cannot use the tuning database: %s%s\n", err.msg, note);
-        return 1;
-    }
-    return 0;
-}
-
-static int db_check(const cli_tune *ct)
-{
-    gs_db *db;
-    if (open_db(ct, &db))
-        return 1;
-    gs_err err;
-    gs_err_clear(&err);
-    int rc = gs_db_check(db, &err);
-    if (rc)
-        fprintf(stderr, "gsortd: %s\n", err.msg);
-    else
-        printf("ok\n");
-    gs_db_close(db);
-    return rc ? 1 : 0;
-}
-
-#define ALGOS_MAX 64
-
-/* Parse "a,b" into registry entries (out: ALGOS_MAX); exit status 2 on an
- * unknown or repeated name. */
-static int parse_algorithms(const char *list, const gs_algo **out, size_t *n)
-{
-    *n = 0;
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", list);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        const gs_algo *a = gs_algo_find(tok);
-        if (!a) {
-            fprintf(stderr, "gsortd: --algorithms: unknown algorithm '%s' (known:", tok);
-            for (size_t i = 0; i < gs_algo_count(); i++)
-                fprintf(stderr, " %s", gs_algo_at(i)->name);
-            fprintf(stderr, ")\n");
-            return 2;
-        }
-        if (*n == ALGOS_MAX) {
-            fprintf(stderr, "gsortd: --algorithms: more than %d names\n", ALGOS_MAX);
-            return 2;
-        }
-        for (size_t i = 0; i < *n; i++)
-            if (out[i] == a) {
-                fprintf(stderr, "gsortd: --algorithms: '%s' given twice\n", tok);
-                return 2;
-            }
-        out[(*n)++] = a;
-    }
-    if (*n == 0) {
-        fprintf(stderr, "gsortd: --algorithms: empty list\n");
-        return 2;
-    }
-    return 0;
-}
-
-static int tune(const cli_tune *ct)
-{
-    const gs_algo *algos[ALGOS_MAX];
-    size_t nalgos = 0;
-    int rc;
-    if (ct->algorithms && (rc = parse_algorithms(ct->algorithms, algos, &nalgos)) != 0)
-        return rc;
-    const gs_algo *cmp = NULL;
-    if (ct->compare && !(cmp = gs_algo_find(ct->compare))) {
-        fprintf(stderr, "gsortd: --tune-compare: unknown algorithm '%s'\n", ct->compare);
-        return 2;
-    }
-    gs_dev *devs;
-    size_t ndev;
-    gs_err err;
-    gs_err_clear(&err);
-    if (gs_dev_probe(&devs, &ndev, &err)) {
-        fprintf(stderr, "gsortd: probing OpenCL devices failed: %s\n", err.msg);
-        return 1;
-    }
-    if (ct->device >= 0 && (size_t)ct->device >= ndev) {
-        fprintf(stderr, "gsortd: --device %ld: no such device (%zu found; see --list-devices)\n",
-                ct->device, ndev);
-        gs_dev_free_list(devs, ndev);
-        return 2;
-    }
-    if (ndev == 0) {
-        fprintf(stderr, "gsortd: no OpenCL device found: nothing to tune\n");
-        gs_dev_free_list(devs, ndev);
-        return 1;
-    }
-    gs_db *db;
-    if (open_db(ct, &db)) {
-        gs_dev_free_list(devs, ndev);
-        return 1;
-    }
-    gs_pcache *pc = NULL;
-    if (gs_pcache_open(&pc, NULL, &err)) {
-        fprintf(stderr, "gsortd: %s\n", err.msg);
-        gs_db_close(db);
-        gs_dev_free_list(devs, ndev);
-        return 1;
-    }
-    gs_tune_opts o;
-    gs_tune_opts_init(&o, ct->budget > 0 ? ct->budget
-                          : ct->quick ? GS_TUNE_QUICK_BUDGET : GS_TUNE_DEFAULT_BUDGET);
-    if (nalgos) {
-        o.algos = algos;
-        o.nalgos = nalgos;
-    }
-    if (ct->max_log2)
-        o.max_log2 = ct->max_log2;
-    o.restrict_spec = ct->restrict_spec;
-    o.seed = ct->seed;
-    gs_dev *sel = ct->device >= 0 ? &devs[ct->device] : devs;
-    size_t nsel = ct->device >= 0 ? 1 : ndev;
-    if (cmp) {
-        rc = gs_tune_compare(db, sel, pc, cmp, ct->compare_n, &o, ct->seeds, stdout, &err);
-        if (rc)
-            fprintf(stderr, "gsortd: --tune-compare: %s\n", err.msg);
-        rc = rc ? 1 : 0;
-    } else {
-        g_prog.tty = isatty(STDERR_FILENO);
-        o.progress = on_progress;
-        o.progress_ud = &g_prog;
-        if (g_prog.tty)
-            gs_log_set_sink(progress_log_sink, &g_prog);
-        gs_tune_report rep = { 0 };
-        rc = gs_tune_all(db, sel, nsel, pc, &o, &rep, &err);
-        if (g_prog.shown) {
-            fputs("\r\033[K", stderr);
-            g_prog.shown = 0;
-        }
-        gs_log_set_sink(NULL, NULL);
-        gs_tune_report_print(stdout, &rep);
-        if (!rc)
-            GS_INFO("tuning took %.1f s; results in %s", rep.elapsed_s, gs_db_path(db));
-        gs_tune_report_free(&rep);
-        int corrupt = rc == GS_ECORRUPT &&
-                      (sqlite3_extended_errcode(gs_db_handle(db)) & 0xff) == SQLITE_CORRUPT;
-        if (corrupt) {
-            /* found past the check at open (a file too large for it, or
-             * damaged meanwhile): say what to do, as the open would */
-            fprintf(stderr, "gsortd: tuning failed: %s; the database %s is damaged: move it "
-                    "aside and tune again (gsortd --tune-all)\n", err.msg, gs_db_path(db));
-        } else if (rc) {
-            /* A full disk or a file made read-only under us: SQLite's
-             * message lacks the errno. It keeps no errno for SQLITE_FULL
-             * (a short write), whose fixed text is the sign of ENOSPC. */
-            sqlite3 *h = gs_db_handle(db);
-            int e = sqlite3_system_errno(h);
-            if (!e && ((sqlite3_extended_errcode(h) & 0xff) == SQLITE_FULL ||
-                       strstr(err.msg, sqlite3_errstr(SQLITE_FULL))))
-                e = ENOSPC;
-            if (e)
-                fprintf(stderr, "gsortd: tuning failed: %s (errno %d: %s)\n", err.msg, e,
-                        strerror(e));
-            else
-                fprintf(stderr, "gsortd: tuning failed: %s\n", err.msg);
-        }
-        rc = rc ? 1 : 0;
-    }
-    gs_pcache_close(pc);
-    gs_db_close(db);
-    gs_dev_free_list(devs, ndev);
-    return rc;
-}
-
 static int parse_long(const char *opt, const char *s, long lo, long hi, long *out)
 {
     char *end;
@@ -467,7 +168,8 @@ static int run(int argc, char **argv, const char **okeys, const char **ovals)
     };
     int list = 0, json = 0, c, lvl, tune_opts = 0, compare_opts = 0;
     long v;
-    cli_tune ct = { .device = -1, .seed = 1, .compare_n = 65536, .seeds = 100 };
+    int tune_all = 0, db_check = 0;
+    gs_tuneall_opts ta = { .device = -1, .seed = 1, .compare_n = 65536, .seeds = 100 };
     /* Serving options become configuration overrides, applied after the
      * config file (and again on every SIGHUP). */
     gs_daemon_args da = { .keys = okeys, .values = ovals };
@@ -510,7 +212,7 @@ static int run(int argc, char **argv, const char **okeys, const char **ovals)
                 return 2;
             serve_opts = 1;
             break;
-        case OPT_TUNE_ALL: ct.tune_all = 1; break;
+        case OPT_TUNE_ALL: tune_all = 1; break;
         case OPT_BUDGET: {
             char *end;
             errno = 0;
@@ -520,22 +222,22 @@ static int run(int argc, char **argv, const char **okeys, const char **ovals)
                         "(at most 30 days)\n", optarg);
                 return 2;
             }
-            ct.budget = b;
+            ta.budget = b;
             tune_opts = 1;
             break;
         }
-        case OPT_QUICK: ct.quick = 1; tune_opts = 1; break;
+        case OPT_QUICK: ta.quick = 1; tune_opts = 1; break;
         case OPT_DEVICE:
-            if (parse_long("--device", optarg, 0, 1023, &ct.device))
+            if (parse_long("--device", optarg, 0, 1023, &ta.device))
                 return 2;
             tune_opts = 1;
             break;
-        case OPT_ALGOS: ct.algorithms = optarg; tune_opts = 1; break;
-        case OPT_DB: ct.db_path = optarg; OVERRIDE("db", optarg); break;
+        case OPT_ALGOS: ta.algorithms = optarg; tune_opts = 1; break;
+        case OPT_DB: ta.db_path = optarg; OVERRIDE("db", optarg); break;
         case OPT_MAXLOG2:
             if (parse_long("--max-log2", optarg, GS_TUNE_MIN_LOG2, GS_TUNE_MAX_LOG2, &v))
                 return 2;
-            ct.max_log2 = (int)v;
+            ta.max_log2 = (int)v;
             tune_opts = 1;
             break;
         case OPT_RESTRICT: {
@@ -545,28 +247,28 @@ static int run(int argc, char **argv, const char **okeys, const char **ovals)
                 fprintf(stderr, "gsortd: %s\n", err.msg);
                 return 2;
             }
-            ct.restrict_spec = optarg;
+            ta.restrict_spec = optarg;
             tune_opts = 1;
             break;
         }
         case OPT_SEED:
             if (parse_long("--seed", optarg, 0, 2147483647L, &v))
                 return 2;
-            ct.seed = (uint64_t)v;
+            ta.seed = (uint64_t)v;
             tune_opts = 1;
             break;
-        case OPT_DBCHECK: ct.db_check = 1; break;
-        case OPT_COMPARE: ct.compare = optarg; break;
+        case OPT_DBCHECK: db_check = 1; break;
+        case OPT_COMPARE: ta.compare = optarg; break;
         case OPT_N:
             if (parse_long("--n", optarg, 2, 1L << GS_TUNE_MAX_LOG2, &v))
                 return 2;
-            ct.compare_n = (size_t)v;
+            ta.compare_n = (size_t)v;
             compare_opts = 1;
             break;
         case OPT_SEEDS:
             if (parse_long("--seeds", optarg, 1, 100000, &v))
                 return 2;
-            ct.seeds = (unsigned)v;
+            ta.seeds = (unsigned)v;
             compare_opts = 1;
             break;
         case 'h': usage(stdout); return 0;
@@ -588,21 +290,21 @@ static int run(int argc, char **argv, const char **okeys, const char **ovals)
         fprintf(stderr, "gsortd: --json goes with --list-devices\n");
         return 2;
     }
-    if (list + ct.tune_all + ct.db_check + (ct.compare != NULL) > 1) {
+    if (list + tune_all + db_check + (ta.compare != NULL) > 1) {
         fprintf(stderr, "gsortd: --list-devices, --tune-all, --tune-compare and --db-check "
                 "exclude each other\n");
         return 2;
     }
-    if (tune_opts && !ct.tune_all && !ct.compare) {
+    if (tune_opts && !tune_all && !ta.compare) {
         fprintf(stderr, "gsortd: --budget, --quick, --device, --algorithms, --max-log2, "
                 "--restrict and --seed go with --tune-all (or --tune-compare)\n");
         return 2;
     }
-    if (compare_opts && !ct.compare) {
+    if (compare_opts && !ta.compare) {
         fprintf(stderr, "gsortd: --n and --seeds go with --tune-compare\n");
         return 2;
     }
-    int mode = list || ct.tune_all || ct.db_check || ct.compare;
+    int mode = list || tune_all || db_check || ta.compare;
     if (mode && serve_opts) {
         fprintf(stderr, "gsortd: --config, --socket, --tune-missing, -o, --print-config and "
                 "--inject-fault are for serving (no mode option)\n");
@@ -616,10 +318,10 @@ static int run(int argc, char **argv, const char **okeys, const char **ovals)
     int rc;
     if (list)
         rc = list_devices(json);
-    else if (ct.db_check)
-        rc = db_check(&ct);
-    else if (ct.tune_all || ct.compare)
-        rc = tune(&ct);
+    else if (db_check)
+        rc = gs_tuneall_db_check(ta.db_path);
+    else if (tune_all || ta.compare)
+        rc = gs_tuneall_run(&ta);
     else
         rc = gs_daemon_main(&da);
     return rc;

@@ -1,19 +1,19 @@
 /* libgsort (include/gsort.h): the public C client of gsortd, built on the
- * internal blocking client (gs_client). This file holds connections, error
- * records, the sort calls and the daemon queries. A sort takes one of three
- * routes: arrays inside one gsort_alloc block go to the daemon as that
- * block's memfd with offsets (no copy); other memory is copied into a
- * per-connection staging memfd and back (one copy each way, no socket
- * copy); with GSORT_INLINE, or where memfds are not available, the bytes
- * travel on the socket. The staged and inline routes work on copies, so a
- * failure never leaves the caller's arrays half written. A connection that
- * failed, or that the daemon closed between calls (a restart), is replaced
- * before the next request is sent, never during one. */
+ * internal blocking client (gs_client). This file holds connections, the
+ * sort calls and the daemon queries (error records: gsort_err.c). A sort
+ * takes one of three routes: arrays inside one gsort_alloc block go to the
+ * daemon as that block's memfd with offsets (no copy); other memory is
+ * copied into a per-connection staging memfd and back (one copy each way,
+ * no socket copy); with GSORT_INLINE, or where memfds are not available,
+ * the bytes travel on the socket. The staged and inline routes work on
+ * copies, so a failure never leaves the caller's arrays half written. A
+ * connection that failed, or that the daemon closed between calls (a
+ * restart), is replaced before the next request is sent, never during
+ * one. */
 #include "config.h"
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,63 +63,6 @@ struct gsort_conn {
     size_t heap_cap;
 };
 
-/* ---- errors ---- */
-
-int lgs_err_set(gsort_error *err, int code, const char *fmt, ...)
-{
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-        err->code = code;
-    }
-    return code;
-}
-
-int lgs_err_from(gsort_error *err, int rc, const gs_err *ge)
-{
-    int code = (rc < 0 && rc >= GSORT_EWRONG) || rc == GSORT_EPERM ? rc : GSORT_EIO;
-    if (err) {
-        err->code = code;
-        /* An internal message may be longer than the public record. */
-        const char *m = ge && ge->msg[0] ? ge->msg : gsort_strerror(code);
-        size_t len = strnlen(m, sizeof err->message - 1);
-        memcpy(err->message, m, len);
-        err->message[len] = '\0';
-    }
-    return code;
-}
-
-static void err_clear(gsort_error *err)
-{
-    if (err) {
-        err->code = 0;
-        err->message[0] = '\0';
-    }
-}
-
-const char *gsort_strerror(int code)
-{
-    switch (code) {
-    case GSORT_OK: return "GSORT_OK";
-    case GSORT_EINVAL: return "GSORT_EINVAL";
-    case GSORT_ENOMEM: return "GSORT_ENOMEM";
-    case GSORT_EDEVICE: return "GSORT_EDEVICE";
-    case GSORT_EIO: return "GSORT_EIO";
-    case GSORT_ENODEV: return "GSORT_ENODEV";
-    case GSORT_EBUILD: return "GSORT_EBUILD";
-    case GSORT_ECORRUPT: return "GSORT_ECORRUPT";
-    case GSORT_ETOOBIG: return "GSORT_ETOOBIG";
-    case GSORT_EUNSUPPORTED: return "GSORT_EUNSUPPORTED";
-    case GSORT_ENOTFOUND: return "GSORT_ENOTFOUND";
-    case GSORT_EWRONG: return "GSORT_EWRONG";
-    case GSORT_ENODAEMON: return "GSORT_ENODAEMON";
-    case GSORT_EPERM: return "GSORT_EPERM";
-    default: return "GSORT_E?";
-    }
-}
-
 const char *gsort_version(void)
 {
     return PACKAGE_VERSION;
@@ -145,7 +88,7 @@ static int no_daemon_errno(int e)
 
 int gsort_connect(gsort_conn **out, const char *socket_path, gsort_error *err)
 {
-    err_clear(err);
+    lgs_err_clear(err);
     if (!out)
         return lgs_err_set(err, GSORT_EINVAL, "gsort_connect: out is NULL");
     *out = NULL;
@@ -197,7 +140,7 @@ const char *gsort_socket_path(const gsort_conn *c)
 
 int gsort_set_timeout(gsort_conn *c, double seconds, gsort_error *err)
 {
-    err_clear(err);
+    lgs_err_clear(err);
     if (!c)
         return lgs_err_set(err, GSORT_EINVAL, "gsort_set_timeout: no connection");
     if (!(seconds >= 0))
@@ -317,7 +260,7 @@ static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys,
                     gsort_result *res, gsort_error *err)
 {
     double t0 = gs_now_ms();
-    err_clear(err);
+    lgs_err_clear(err);
     if (res) {
         memset(res, 0, sizeof *res);
         res->device = -1;
@@ -485,7 +428,7 @@ int gsort_sort_by_key(gsort_conn *c, gsort_dtype dtype, void *keys, void *values
                       gsort_error *err)
 {
     if (value_size != 4 && value_size != 8) {
-        err_clear(err);
+        lgs_err_clear(err);
         if (res) {
             memset(res, 0, sizeof *res);
             res->device = -1;
@@ -508,7 +451,7 @@ int gsort_sort_by_key(gsort_conn *c, gsort_dtype dtype, void *keys, void *values
 
 int gsort_ping(gsort_conn *c, double *rtt_ms, gsort_error *err)
 {
-    err_clear(err);
+    lgs_err_clear(err);
     if (rtt_ms)
         *rtt_ms = 0;
     if (!c)
@@ -531,7 +474,7 @@ int gsort_ping(gsort_conn *c, double *rtt_ms, gsort_error *err)
  * application's cJSON hooks must not decide how the caller frees it). */
 static int call_json(gsort_conn *c, const char *op, char **json, gsort_error *err)
 {
-    err_clear(err);
+    lgs_err_clear(err);
     if (!json)
         return lgs_err_set(err, GSORT_EINVAL, "gsort_%s: json is NULL", op);
     *json = NULL;

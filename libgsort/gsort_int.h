@@ -1,6 +1,8 @@
-/* Private to libgsort (src/gsort*.c): the shared-memory side that the sort
- * calls use. Names here start with lgs_, not gsort_, so that the library's
- * export filter (-export-symbols-regex '^gsort_') keeps them hidden. */
+/* Private to libgsort (libgsort/gsort*.c): the error-record helpers
+ * (gsort_err.c) that every call reports through, and the shared-memory side
+ * (gsort_shm.c) that the sort calls use. Names here start with lgs_, not
+ * gsort_, so that the library's export filter (-export-symbols-regex
+ * '^gsort_') keeps them hidden. */
 #ifndef GSORT_INT_H
 #define GSORT_INT_H
 
@@ -17,6 +19,8 @@ int lgs_err_from(gsort_error *err, int rc, const gs_err *ge);
 /* Fill the caller's record (may be NULL) and return `code`. */
 int lgs_err_set(gsort_error *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Clear the caller's record (may be NULL): code 0, empty message. */
+void lgs_err_clear(gsort_error *err);
 
 /* Memfd names for gs_client_shm_alloc_named, as /proc/PID/maps shows them
  * ("/memfd:gsort-stage"). */

@@ -905,6 +905,29 @@ void sc_expect_reject(const gs_algo *a, const gs_dev *dev, const gs_sort_req *re
            gs_strerror(rc), err.msg);
 }
 
+void sc_set3(const gs_algo *a, gs_params *p, long v0, long v1, long v2)
+{
+    if (a->nparams != 3)
+        tap_bail("sc_set3: %s has %zu parameters, not 3", a->name, a->nparams);
+    gs_params_clear(p);
+    gs_params_set(p, a->params[0].name, v0);
+    gs_params_set(p, a->params[1].name, v1);
+    gs_params_set(p, a->params[2].name, v2);
+}
+
+gs_dev sc_gpu_like(const gs_dev *dev)
+{
+    gs_dev gpu = *dev;
+    gpu.info.type = CL_DEVICE_TYPE_GPU;
+    gpu.info.max_wg_size = 1024;
+    gpu.info.local_mem = 48 * 1024;
+    gpu.info.local_mem_dedicated = 1;
+    gpu.info.compute_units = 132;
+    gpu.info.global_mem = UINT64_C(80) << 30;
+    gpu.info.max_alloc = UINT64_C(20) << 30;
+    return gpu;
+}
+
 /* a one-key sort with the widest request shape: does the set run here? */
 static int fit_probe(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *q, gs_err *err)
 {
@@ -952,6 +975,30 @@ void sc_file_sha256(const char *path, uint8_t *out)
         gs_sha256_update(&c, buf, n);
     fclose(f);
     gs_sha256_final(&c, out);
+}
+
+int sc_run_sets(const gs_algo *a, gs_sort_ctx *ctx, const sc_set *sets, size_t nsets,
+                long cap_wg, int fit, const char *label, const char *diag)
+{
+    int fails = 0;
+    for (size_t i = 0; i < nsets; i++) {
+        gs_params q;
+        sc_set3(a, &q, sets[i].v[0], sets[i].v[1], sets[i].v[2]);
+        if (cap_wg > 0 && gs_params_get(&q, "wg_size", 0) > cap_wg)
+            gs_params_set(&q, "wg_size", cap_wg);
+        if (fit) {
+            /* too big for this device (never on PoCL): a smaller tile or group */
+            sc_fit_set(a, ctx, &q);
+            gs_err err;
+            gs_err_clear(&err);
+            if (a->check(ctx->dev, NULL, &q, &err) != 0)
+                tap_bail("set %zu does not fit this device: %s", i, err.msg);
+        }
+        double t1 = gs_now_s();
+        fails += sc_run_matrix(a, ctx, &q, sets[i].sizes, sets[i].nsizes, label);
+        tap_diag("%s %zu: %.1f s", diag, i, gs_now_s() - t1);
+    }
+    return fails;
 }
 
 gs_dev *sc_test_device(gs_dev **devs, size_t *ndev, const char *who)

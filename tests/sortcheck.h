@@ -57,6 +57,22 @@ void sc_case_free(sc_case *c);
 int sc_run_matrix(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p,
                   const size_t *sizes, size_t nsizes, const char *label);
 
+/* A parameter set for sc_run_sets with the sizes to run it over. */
+typedef struct sc_set {
+    long v[3];              /* the algorithm's three parameters, in a->params order */
+    const size_t *sizes;
+    size_t nsizes;
+} sc_set;
+#define SC_SIZES(list) (list), sizeof(list) / sizeof(list)[0]
+
+/* The matrix for each set in turn (sc_run_matrix with `label`): wg_size
+ * first lowered to cap_wg when cap_wg > 0; with `fit`, the set is then
+ * fitted to the device (sc_fit_set) and the test bails out if check()
+ * still refuses it. A diagnostic "<diag> I: S s" times each. Returns the
+ * failures. */
+int sc_run_sets(const gs_algo *a, gs_sort_ctx *ctx, const sc_set *sets, size_t nsets,
+                long cap_wg, int fit, const char *label, const char *diag);
+
 /* The device a device-algorithm test runs on: probes, picks
  * $GSORT_TEST_DEVICE (an index, or "gpu" for the first GPU; default 0),
  * opens it and describes it in a TAP diagnostic. Bails out (never skips)
@@ -68,6 +84,15 @@ gs_dev *sc_test_device(gs_dev **devs, size_t *ndev, const char *who);
  * message containing `needle`; `what` describes the case. */
 void sc_expect_reject(const gs_algo *a, const gs_dev *dev, const gs_sort_req *req,
                       const gs_params *p, int code, const char *needle, const char *what);
+
+/* Set p to exactly a's three parameters, v0..v2 in a->params order (every
+ * device algorithm has three). */
+void sc_set3(const gs_algo *a, gs_params *p, long v0, long v1, long v2);
+
+/* A made-up GPU-like device from dev: 1024 work-items per group, 48 KiB
+ * of dedicated local memory, 132 compute units, 80 GiB of global memory
+ * and 20 GiB allocations. */
+gs_dev sc_gpu_like(const gs_dev *dev);
 
 /* Shrink an extreme parameter set (with wg_size and elems_per_thread) to
  * one this device runs: halve elems_per_thread until check() accepts it

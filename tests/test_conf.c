@@ -2,7 +2,8 @@
  * boundaries, every key's validation (and that a refused value leaves the
  * configuration untouched), the file syntax and its "PATH:LINE:" errors,
  * all-or-nothing loading, the default socket path, the print/load round
- * trip, and that the shipped etc/gsortd.conf documents the real defaults. */
+ * trip, the reload's copy of the live keys, and that the shipped
+ * etc/gsortd.conf documents the real defaults. */
 #include "config.h"
 #include "gs_conf.h"
 #include "gs_log.h"
@@ -886,6 +887,55 @@ static void test_print(void)
     tap_ok(bad == 0, "sizes round-trip (%d failed)", bad);
 }
 
+/* ---- reload ---- */
+
+/* SIGHUP's copy: the live keys are taken, the restart-only ones keep the
+ * running values and are named, in the order the printer writes them. */
+static void test_apply_live(void)
+{
+    static const char *const want[] = { "socket", "socket_mode", "socket_group", "db",
+                                        "cache_dir", "kernel_dir", "host_threads", "devices",
+                                        "tune_missing" };
+    const size_t nwant = sizeof want / sizeof want[0];
+    gs_conf run, next, def;
+    const char *restart[GS_CONF_MAX_KEYS];
+    gs_conf_defaults(&def);
+    gs_conf_defaults(&run);
+    all_changed(&next);
+    size_t n = gs_conf_apply_live(&run, &next, restart, GS_CONF_MAX_KEYS);
+    char got[512] = "";
+    int same = n == nwant;
+    for (size_t i = 0; i < n && i < GS_CONF_MAX_KEYS; i++) {
+        snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", i ? " " : "", restart[i]);
+        same &= i < nwant && !strcmp(restart[i], want[i]);
+    }
+    tap_ok(same, "every key changed: the %zu restart-only keys are named (%s)", nwant, got);
+    tap_ok(conf_ndiff(&run, &next) == (int)nwant && conf_ndiff(&run, &def) == NFIELDS - (int)nwant,
+           "the live keys are copied, the restart-only ones keep the running values (%d, %d)",
+           conf_ndiff(&run, &next), conf_ndiff(&run, &def));
+    tap_ok(!strcmp(run.socket, def.socket) && run.tune_missing == def.tune_missing &&
+               run.max_header_bytes == next.max_header_bytes && run.log_syslog == 1 &&
+               !strcmp(run.allow_gids, next.allow_gids) &&
+               run.tune_budget_s == next.tune_budget_s,
+           "e.g. socket and tune_missing kept; max_header_bytes, log_target, allow_gids and "
+           "tune_budget taken");
+
+    n = gs_conf_apply_live(&run, &next, restart, 2);
+    tap_ok(n == nwant && !strcmp(restart[0], "socket") && !strcmp(restart[1], "socket_mode"),
+           "a short list gets the first names and the count of all (%zu)", n);
+
+    /* A string compares up to its NUL: what an earlier, longer value left
+     * behind it is no change. */
+    gs_err e;
+    gs_conf_defaults(&run);
+    gs_conf_defaults(&next);
+    gs_conf_set(&run, "devices", "0,1,2,3", &e);
+    gs_conf_set(&run, "devices", "1", &e);
+    gs_conf_set(&next, "devices", "1", &e);
+    n = gs_conf_apply_live(&run, &next, restart, GS_CONF_MAX_KEYS);
+    tap_ok(n == 0, "the same configuration read again changes nothing (%zu named)", n);
+}
+
 /* ---- the shipped sample ---- */
 
 static void test_sample(void)
@@ -965,6 +1015,7 @@ int main(void)
     test_file();
     test_default_socket();
     test_print();
+    test_apply_live();
     test_sample();
     cleanup();
     return tap_done();

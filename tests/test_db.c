@@ -1,6 +1,7 @@
 /* The tuning database: schema creation and migration, refusal of newer or
  * damaged files (left untouched), device identity across driver versions,
- * trials / winners / plan round trips with nearest-bucket lookup, a reader
+ * the params columns' JSON (gs_params.h: exact for every long), trials /
+ * winners / plan round trips with nearest-bucket lookup, a reader
  * running while a writer commits, SIGKILL during writes leaving a file
  * that passes integrity_check with every acknowledged write present, a
  * file in a directory this user cannot write (read-only opens still read
@@ -8,6 +9,7 @@
  * of the file (refused at open, the file untouched). */
 #include "config.h"
 #include "gs_db.h"
+#include "gs_dev.h"
 #include "gs_embed.h"
 #include "gs_sha256.h"
 #include "sortcheck.h"
@@ -15,6 +17,7 @@
 
 #include <errno.h>
 #include <grp.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -369,13 +372,38 @@ int main(void)
     gs_params_set(&ps, "radix_bits", 8);
     gs_params_set(&ps, "wg_size", 256);
     char json[512];
-    rc = gs_db_params_to_json(&ps, json, sizeof json, &err);
+    rc = gs_params_to_json(&ps, json, sizeof json, &err);
     tap_ok(rc == 0 && strcmp(json, "{\"radix_bits\":8,\"wg_size\":256}") == 0, "params to JSON: %s", json);
-    rc = gs_db_params_from_json(json, &back, &err);
+    rc = gs_params_from_json(json, &back, &err);
     tap_ok(rc == 0 && back.count == 2 && gs_params_get(&back, "wg_size", 0) == 256, "params from JSON");
-    tap_ok(gs_db_params_from_json("[1,2]", &back, &err) == GS_EINVAL, "JSON array rejected");
-    tap_ok(gs_db_params_from_json("{\"a\":1.5}", &back, &err) == GS_EINVAL, "non-integer parameter rejected");
-    tap_ok(gs_db_params_from_json("{\"a\":", &back, &err) == GS_EINVAL, "truncated JSON rejected");
+    tap_ok(gs_params_from_json("[1,2]", &back, &err) == GS_EINVAL, "JSON array rejected");
+    tap_ok(gs_params_from_json("{\"a\":1.5}", &back, &err) == GS_EINVAL, "non-integer parameter rejected");
+    tap_ok(gs_params_from_json("{\"a\":", &back, &err) == GS_EINVAL, "truncated JSON rejected");
+    {
+        /* Every long survives the trip, written as digits, not through a double. */
+        gs_params big, bb;
+        gs_params_clear(&big);
+        gs_params_set(&big, "hi", LONG_MAX);
+        gs_params_set(&big, "lo", LONG_MIN);
+        gs_params_set(&big, "odd", 9007199254740993L);
+        char bj[256];
+        rc = gs_params_to_json(&big, bj, sizeof bj, &err);
+        int rc2 = rc ? rc : gs_params_from_json(bj, &bb, &err);
+        tap_ok(rc2 == 0 && bb.count == 3 && gs_params_get(&bb, "hi", 0) == LONG_MAX &&
+               gs_params_get(&bb, "lo", 0) == LONG_MIN &&
+               gs_params_get(&bb, "odd", 0) == 9007199254740993L &&
+               !strcmp(bj, "{\"hi\":9223372036854775807,\"lo\":-9223372036854775808,"
+                       "\"odd\":9007199254740993}"), "params JSON is exact for every long: %s",
+               rc2 ? err.msg : bj);
+        rc = gs_params_from_json("{\"a\":9223372036854775808}", &bb, &err);
+        tap_ok(rc == GS_EINVAL && strstr(err.msg, "out of range"), "a value past LONG_MAX is "
+               "refused: %s", err.msg);
+        rc = gs_params_from_json("{\"a\":1,\"b\":2,\"c\":3,\"d\":4,\"e\":5,\"f\":6,"
+                                 "\"g\":7,\"h\":8,\"i\":9}", &bb, &err);
+        tap_ok(rc == GS_ETOOBIG, "more than %d parameters: %s", GS_MAX_PARAMS, err.msg);
+        rc = gs_params_to_json(&ps, bj, 10, &err);
+        tap_ok(rc == GS_ETOOBIG, "params JSON longer than the buffer: GS_ETOOBIG");
+    }
 
     /* Trials: valid and invalid, lookup newest of a configuration. */
     gs_db_trial t = trial(id1, 4096, json, 3.5);

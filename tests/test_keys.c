@@ -3,8 +3,9 @@
  * values for every dtype and order, order preservation over all pairs of
  * edge and random values, NaN handling (one encoding, last ascending, first
  * descending, canonical on decode), the array versions agreeing with the
- * scalar ones at block/tail sizes, and the NaN save/restore of bit
- * patterns with their payload (values or indices) after an unstable order. */
+ * scalar ones at block/tail sizes, the NaN save/restore of bit patterns
+ * with their payload (values or indices) after an unstable order, and the
+ * key kind each dtype passes to kernels/keys.cl. */
 #include "config.h"
 
 #include <inttypes.h>
@@ -14,7 +15,6 @@
 #include <string.h>
 
 #include "gs_keys.h"
-#include "gs_sort.h"
 #include "tap.h"
 
 #define NRAND 300
@@ -424,5 +424,10 @@ int main(void)
     gs_err err;
     tap_ok(gs_keys_nan_save(&ir, &s, &err) == 0 && s.count == 0 && !s.bits && !s.vals,
            "nan_save is a no-op for integer dtypes");
+    /* kernels/keys.cl: GS_KIND_UNSIGNED 0, GS_KIND_SIGNED 1, GS_KIND_FLOAT 2 */
+    tap_ok(gs_keys_kind(GS_DT_U32) == 0 && gs_keys_kind(GS_DT_U64) == 0 &&
+               gs_keys_kind(GS_DT_I32) == 1 && gs_keys_kind(GS_DT_I64) == 1 &&
+               gs_keys_kind(GS_DT_F32) == 2 && gs_keys_kind(GS_DT_F64) == 2,
+           "key kinds: unsigned 0, signed 1, float 2, as kernels/keys.cl numbers them");
     return tap_done();
 }

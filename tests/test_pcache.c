@@ -9,7 +9,7 @@
 #include "gs_dev.h"
 #include "gs_log.h"
 #include "gs_paths.h"
-#include "gs_pcache_int.h"
+#include "gs_pcache.h"
 #include "gs_prog.h"
 #include "gs_sha256.h"
 #include "tap.h"

@@ -4,10 +4,14 @@
  * from a declared length), request parsing of every dtype and values kind
  * and of every kind of bad header with its code and fatal flag, the client's
  * sort header parsed back, integers read exactly from the header text
- * (2^53+1, 2^64, negatives, 1e3, 1.5), the shape of replies, and a seeded
- * fuzz loop over mutated headers that must only ever return codes. */
+ * (2^53+1, 2^64, negatives, 1e3, 1.5), the shape of replies, the reply
+ * bodies built as the daemon does and parsed back as the clients do (and
+ * malformed ones refused, naming the field), and a seeded fuzz loop over
+ * mutated headers that must only ever return codes. Over 700 lines because
+ * it is one table-driven tour of one codec, the wire format, both ways. */
 #include "config.h"
 #include "gs_proto.h"
+#include "gs_reply.h"
 #include "tap.h"
 
 #include <inttypes.h>
@@ -1008,6 +1012,354 @@ static void test_replies(void)
            "op names");
 }
 
+/* ---- reply bodies (gs_reply) ----
+ * What the daemon builds, printed as it goes on the wire and parsed back as
+ * a client reads it, must be what was built; and a reply missing a field,
+ * or holding one of the wrong kind, is refused naming it. */
+
+/* Print `h` (deleted) the way the daemon frames it and parse it back as the
+ * client does; *text keeps the text (free it) for the parsers' exact
+ * integers. */
+static cJSON *wire(cJSON *h, char **text)
+{
+    *text = h ? cJSON_PrintUnformatted(h) : NULL;
+    cJSON_Delete(h);
+    return *text ? cJSON_Parse(*text) : NULL;
+}
+
+static void test_reply_sort(void)
+{
+    gs_err err;
+    gs_reply_sort in;
+    memset(&in, 0, sizeof in);
+    in.n = UINT64_C(1) << 53;   /* cJSON would print it rounded, 9.00719925474099e+15 */
+    in.dtype = GS_DT_F64;
+    in.values = GS_PL_IDX64;
+    in.device = 1;
+    in.device_name = "Fake \"GPU\"";
+    in.device_platform = "FakeGL";
+    in.algorithm = "radix";
+    gs_params_set(&in.params, "radix_bits", 4);
+    gs_params_set(&in.params, "big", LONG_MIN);
+    in.plan = "fallback";
+    in.fallback = "device 0 failed: out of resources";
+    in.times_ms = (gs_reply_times){ 0.25, 0.5, 1.5, 2.75, 3.125, 8.0 };
+    cJSON *id = cJSON_CreateString("req-7");
+    char *text = NULL;
+    gs_err_clear(&err);
+    cJSON *h = wire(gs_reply_sort_build(&in, id, &err), &text);
+    tap_ok(text && !strcmp(text, "{\"v\":1,\"ok\":true,\"op\":\"sort\",\"id\":\"req-7\","
+                           "\"n\":9007199254740992,\"dtype\":\"f64\",\"values\":\"idx64\","
+                           "\"device\":{\"index\":1,\"name\":\"Fake \\\"GPU\\\"\","
+                           "\"platform\":\"FakeGL\"},\"algorithm\":\"radix\",\"params\":"
+                           "{\"radix_bits\":4,\"big\":-9223372036854775808},\"plan\":"
+                           "\"fallback\",\"fallback\":\"device 0 failed: out of resources\","
+                           "\"times_ms\":{\"queue\":0.25,\"receive\":0.5,\"upload\":1.5,"
+                           "\"sort\":2.75,\"download\":3.125,\"total\":8}}"),
+           "sort reply: built in the daemon's field order, params exact: %s",
+           text ? text : err.msg);
+    gs_reply_sort out;
+    gs_jnum_doc doc = { text, text ? strlen(text) : 0, h };
+    int rc = gs_reply_sort_parse(h, &doc, &out, &err);
+    tap_ok(rc == 0 && out.dtype == GS_DT_F64 && out.values == GS_PL_IDX64 && out.device == 1 &&
+           !strcmp(out.device_name, "Fake \"GPU\"") && !strcmp(out.device_platform, "FakeGL") &&
+           !strcmp(out.algorithm, "radix") && out.params.count == 2 &&
+           gs_params_get(&out.params, "radix_bits", 0) == 4 &&
+           gs_params_get(&out.params, "big", 0) == LONG_MIN &&
+           !strcmp(out.plan, "fallback") && !strcmp(out.fallback, in.fallback) &&
+           out.times_ms.queue == 0.25 && out.times_ms.receive == 0.5 &&
+           out.times_ms.upload == 1.5 && out.times_ms.sort == 2.75 &&
+           out.times_ms.download == 3.125 && out.times_ms.total == 8.0,
+           "sort reply: parsed back as built (%s)", rc ? err.msg : "ok");
+    gs_reply_head head;
+    rc = gs_reply_head_parse(h, &doc, &head, &err);
+    tap_ok(rc == 0 && head.ok && cJSON_IsString(head.id) && !strcmp(head.id->valuestring, "req-7")
+           && head.payload_bytes == 0 && !head.close, "sort reply: its head");
+    cJSON_Delete(h);
+    free(text);
+
+    /* the host served it: "device": null, no "fallback", no params */
+    in.n = 3;
+    in.dtype = GS_DT_U32;
+    in.values = GS_PL_NONE;
+    in.device = -1;
+    in.algorithm = "host";
+    gs_params_clear(&in.params);
+    in.plan = "default";
+    in.fallback = "";
+    h = wire(gs_reply_sort_build(&in, NULL, &err), &text);
+    tap_ok(text && strstr(text, "\"op\":\"sort\",\"n\":3,") && strstr(text, "\"device\":null,") &&
+           strstr(text, "\"params\":{},\"plan\":\"default\",\"times_ms\"") &&
+           !strstr(text, "fallback"), "sort reply from the host: %s", text ? text : "NULL");
+    doc = (gs_jnum_doc){ text, text ? strlen(text) : 0, h };
+    rc = gs_reply_sort_parse(h, &doc, &out, &err);
+    tap_ok(rc == 0 && out.n == 3 && out.device == -1 && !strcmp(out.device_name, "") &&
+           out.params.count == 0 && !strcmp(out.fallback, "") && !strcmp(out.plan, "default"),
+           "sort reply from the host: parsed back (%s)", rc ? err.msg : "ok");
+    rc = gs_reply_sort_parse(h, NULL, &out, &err);
+    tap_ok(rc == 0 && out.n == 3, "sort reply: parsed without its text too");
+    cJSON_Delete(h);
+    free(text);
+    cJSON_Delete(id);
+}
+
+static void test_reply_info_stats(void)
+{
+    gs_err err;
+    gs_reply_info_dev devs[2] = {
+        { "Fake GPU", "FakeGL", "1.2.3", "GPU", 1, 1, 24, 3, 1 },
+        { "cpu-fake", "Portable", "5.0", "CPU", 0, 0, 0, 0, 0 },
+    };
+    const char *algos[] = { "radix", "mergepath", "host" };
+    gs_reply_info in = {
+        .version = "1.2.3", .pid = 4242, .socket = "/run/gsortd/gsortd.sock", .db = NULL,
+        .db_ok = 1, .devices = devs, .ndevices = 2, .host_threads = 4, .algorithms = algos,
+        .nalgorithms = 3,
+        .limits = { UINT64_C(4) << 30, 256, 65536, 300, 30.5 },
+        .peer = { 77, 1000, 100 },
+    };
+    cJSON *id = cJSON_CreateNumber(3);
+    char *text = NULL;
+    cJSON *h = wire(gs_reply_info_build(&in, id, &err), &text);
+    tap_ok(text && !strncmp(text, "{\"v\":1,\"ok\":true,\"op\":\"info\",\"id\":3,\"version\":"
+                            "\"1.2.3\",\"protocol\":1,\"pid\":4242,\"socket\":", 80) &&
+           strstr(text, "\"db\":null,\"db_ok\":true,\"devices\":[{\"index\":0,\"name\":"
+                  "\"Fake GPU\",\"platform\":\"FakeGL\",\"driver\":\"1.2.3\",\"type\":\"GPU\","
+                  "\"enabled\":true,\"tuned\":true,\"plan_entries\":24,\"queued\":3,"
+                  "\"healthy\":true},{\"index\":1,") &&
+           strstr(text, "\"host\":{\"threads\":4},\"algorithms\":[\"radix\",\"mergepath\","
+                  "\"host\"],\"limits\":{\"max_request_bytes\":4294967296,\"max_clients\":256,"
+                  "\"max_header_bytes\":65536,\"idle_timeout_s\":300,\"io_timeout_s\":30.5},"
+                  "\"peer\":{\"pid\":77,\"uid\":1000,\"gid\":100}}"),
+           "info reply: built in the daemon's field order: %s", text ? text : err.msg);
+    gs_reply_info out;
+    gs_jnum_doc doc = { text, text ? strlen(text) : 0, h };
+    int rc = gs_reply_info_parse(h, &doc, &out, &err);
+    tap_ok(rc == 0 && !strcmp(out.version, "1.2.3") && out.protocol == GS_PROTO_VERSION &&
+           out.pid == 4242 && !strcmp(out.socket, in.socket) && out.db == NULL && out.db_ok &&
+           out.ndevices == 2 && !strcmp(out.devices[0].name, "Fake GPU") &&
+           !strcmp(out.devices[1].type, "CPU") && out.devices[0].plan_entries == 24 &&
+           out.devices[0].queued == 3 && out.devices[0].healthy && !out.devices[1].enabled &&
+           out.host_threads == 4 && out.nalgorithms == 3 &&
+           !strcmp(out.algorithms[2], "host") &&
+           out.limits.max_request_bytes == (UINT64_C(4) << 30) &&
+           out.limits.max_clients == 256 && out.limits.max_header_bytes == 65536 &&
+           out.limits.idle_timeout_s == 300 && out.limits.io_timeout_s == 30.5 &&
+           out.peer.pid == 77 && out.peer.uid == 1000 && out.peer.gid == 100,
+           "info reply: parsed back as built (%s)", rc ? err.msg : "ok");
+    gs_reply_info_free(&out);
+    cJSON_Delete(h);
+    free(text);
+    in.db = "/var/lib/gsortd/tuning.db";
+    in.ndevices = 0;
+    h = wire(gs_reply_info_build(&in, NULL, &err), &text);
+    doc = (gs_jnum_doc){ text, text ? strlen(text) : 0, h };
+    rc = gs_reply_info_parse(h, &doc, &out, &err);
+    tap_ok(rc == 0 && out.db && !strcmp(out.db, in.db) && out.ndevices == 0 &&
+           strstr(text, "\"devices\":[]"), "info reply with a --db and no devices");
+    gs_reply_info_free(&out);
+    cJSON_Delete(h);
+    free(text);
+
+    gs_reply_route routes[2] = {
+        { 0, "radix", 4, 1, 0, 9.5, 20, 2, 12 },
+        { -1, "host", 0, 0, 0, 0, 0, 0, 0 },
+    };
+    gs_reply_stats st = {
+        .uptime_s = 12.5, .clients = { 2, 10, 1, 3 },
+        .requests = { 40, 35, 5, 2, { 1, 2, 3, 34 } },
+        .bytes = { UINT64_C(1) << 40, 12345 }, .routes = routes, .nroutes = 2,
+    };
+    h = wire(gs_reply_stats_build(&st, id, &err), &text);
+    tap_ok(text && !strcmp(text, "{\"v\":1,\"ok\":true,\"op\":\"stats\",\"id\":3,\"uptime_s\":12.5,"
+                           "\"clients\":{\"current\":2,\"total\":10,\"rejected\":1,\"denied\":3},"
+                           "\"requests\":{\"total\":40,\"ok\":35,\"errors\":5,\"fallbacks\":2,"
+                           "\"by_op\":{\"ping\":1,\"info\":2,\"stats\":3,\"sort\":34}},"
+                           "\"bytes\":{\"in\":1099511627776,\"out\":12345},\"routes\":[{"
+                           "\"device\":0,\"algorithm\":\"radix\",\"count\":4,\"errors\":1,"
+                           "\"mean_ms\":5,\"max_ms\":9.5,\"total_ms\":20,\"queue_ms\":2,"
+                           "\"sort_ms\":12},{\"device\":-1,\"algorithm\":\"host\",\"count\":0,"
+                           "\"errors\":0,\"mean_ms\":0,\"max_ms\":0,\"total_ms\":0,"
+                           "\"queue_ms\":0,\"sort_ms\":0}]}"),
+           "stats reply: built in the daemon's field order, mean_ms = total / count: %s",
+           text ? text : err.msg);
+    gs_reply_stats so;
+    doc = (gs_jnum_doc){ text, text ? strlen(text) : 0, h };
+    rc = gs_reply_stats_parse(h, &doc, &so, &err);
+    tap_ok(rc == 0 && so.uptime_s == 12.5 && so.clients.current == 2 &&
+           so.clients.denied == 3 && so.requests.errors == 5 &&
+           so.requests.by_op[GS_OP_SORT] == 34 && so.requests.by_op[GS_OP_PING] == 1 &&
+           so.bytes.in == (UINT64_C(1) << 40) && so.nroutes == 2 &&
+           so.routes[0].mean_ms == 5 && so.routes[1].device == -1 &&
+           !strcmp(so.routes[1].algorithm, "host") && so.routes[0].sort_ms == 12,
+           "stats reply: parsed back as built (%s)", rc ? err.msg : "ok");
+    gs_reply_stats_free(&so);
+    cJSON_Delete(h);
+    free(text);
+    cJSON_Delete(id);
+}
+
+/* A sort reply the daemon would write, with `field` replaced by `value`
+ * (NULL: removed). */
+static char *sort_reply_with(const char *field, const char *value)
+{
+    cJSON *h = cJSON_Parse("{\"v\":1,\"ok\":true,\"op\":\"sort\",\"id\":1,\"n\":3,\"dtype\":"
+                           "\"u32\",\"values\":\"none\",\"device\":{\"index\":0,\"name\":\"G\","
+                           "\"platform\":\"P\"},\"algorithm\":\"radix\",\"params\":{\"b\":4},"
+                           "\"plan\":\"tuned\",\"times_ms\":{\"queue\":0,\"receive\":0,"
+                           "\"upload\":0,\"sort\":0,\"download\":0,\"total\":0},"
+                           "\"payload_bytes\":12}");
+    cJSON_DeleteItemFromObjectCaseSensitive(h, field);
+    if (value)      /* raw: printed as written, digits and all */
+        cJSON_AddItemToObject(h, field, cJSON_CreateRaw(value));
+    char *t = cJSON_PrintUnformatted(h);
+    cJSON_Delete(h);
+    return t;
+}
+
+struct bad_reply {
+    const char *field, *value;  /* for sort_reply_with */
+    const char *needle;         /* in the message */
+};
+
+static const struct bad_reply bad_replies[] = {
+    { "op", "\"info\"", "\"op\" is missing or not \"sort\"" },
+    { "n", NULL, "\"n\" is missing or not an integer in [0, 9007199254740992]" },
+    { "n", "-1", "\"n\" is missing" },
+    { "n", "1.5", "\"n\" is missing" },
+    { "n", "9007199254740993", "\"n\" is missing" },
+    { "dtype", "\"u16\"", "\"dtype\" is missing or not a dtype" },
+    { "dtype", "7", "\"dtype\" is missing or not a string" },
+    { "values", NULL, "\"values\" is missing or not a string" },
+    { "values", "\"idx16\"", "\"values\" is missing or not a values kind" },
+    { "device", NULL, "\"device\" is missing or not null or an object" },
+    { "device", "0", "\"device\" is missing or not null or an object" },
+    { "device", "{\"index\":-1,\"name\":\"G\",\"platform\":\"P\"}", "\"device.index\" is missing" },
+    { "device", "{\"index\":0,\"platform\":\"P\"}", "\"device.name\" is missing or not a string" },
+    { "algorithm", "null", "\"algorithm\" is missing or not a string" },
+    { "params", NULL, "\"params\" is missing or not an object" },
+    { "params", "[1]", "\"params\" is missing or not an object" },
+    { "params", "{\"b\":1.5}", "sort reply: parameter \"b\" value 1.5 is not an integer" },
+    { "params", "{\"b\":\"4\"}", "sort reply: parameter \"b\" value \"4\" is not an integer" },
+    { "params", "{\"b\":9223372036854775808}", "value 9223372036854775808 is out of range" },
+    { "plan", NULL, "\"plan\" is missing or not a string" },
+    { "fallback", "false", "\"fallback\" is missing or not a string" },
+    { "times_ms", NULL, "\"times_ms\" is missing or not an object" },
+    { "times_ms", "{\"queue\":0,\"receive\":0,\"upload\":0,\"sort\":\"0\",\"download\":0,"
+      "\"total\":0}", "\"times_ms.sort\" is missing or not a number" },
+};
+
+static void test_reply_bad(void)
+{
+    gs_err err;
+    size_t nb = sizeof bad_replies / sizeof bad_replies[0], good = 0;
+    for (size_t i = 0; i < nb; i++) {
+        const struct bad_reply *b = &bad_replies[i];
+        char *t = sort_reply_with(b->field, b->value);
+        cJSON *h = cJSON_Parse(t);
+        gs_jnum_doc doc = { t, strlen(t), h };
+        gs_reply_sort out;
+        gs_err_clear(&err);
+        int rc = gs_reply_sort_parse(h, &doc, &out, &err);
+        if (rc == GS_ECORRUPT && strstr(err.msg, b->needle) &&
+            !strncmp(err.msg, "sort reply: ", 12))
+            good++;
+        else
+            tap_diag("%s = %s: %s %s (want \"%s\")", b->field, b->value ? b->value : "(none)",
+                     gs_strerror(rc), err.msg, b->needle);
+        cJSON_Delete(h);
+        free(t);
+    }
+    tap_ok(good == nb, "sort reply: %zu malformed replies refused as GS_ECORRUPT naming the "
+           "field (%zu did)", nb, good);
+    char *t = sort_reply_with("fallback", NULL);
+    cJSON *h = cJSON_Parse(t);
+    gs_reply_sort out;
+    tap_ok(gs_reply_sort_parse(h, NULL, &out, &err) == 0, "sort reply: the base of those cases "
+           "is accepted");
+    cJSON_Delete(h);
+    free(t);
+    tap_ok(gs_reply_sort_parse(NULL, NULL, &out, &err) == GS_ECORRUPT &&
+           strstr(err.msg, "not a JSON object"), "sort reply: no object: %s", err.msg);
+
+    /* info and stats: one missing or wrong field each names its path */
+    h = cJSON_Parse("{\"v\":1,\"ok\":true,\"op\":\"info\",\"version\":\"1\",\"protocol\":1,"
+                    "\"pid\":1,\"socket\":\"s\",\"db\":null,\"db_ok\":false,\"devices\":[{"
+                    "\"index\":1}]}");
+    gs_reply_info info;
+    int rc = gs_reply_info_parse(h, NULL, &info, &err);
+    tap_ok(rc == GS_ECORRUPT && strstr(err.msg, "info reply: \"devices[0].index\" is missing or "
+           "not its position") && !info.devices, "info reply: a device out of place: %s",
+           err.msg);
+    cJSON_Delete(h);
+    h = cJSON_Parse("{\"v\":1,\"ok\":true,\"op\":\"stats\",\"uptime_s\":1,\"clients\":{"
+                    "\"current\":0,\"total\":0,\"rejected\":0,\"denied\":0},\"requests\":{"
+                    "\"total\":0,\"ok\":0,\"errors\":0,\"fallbacks\":0,\"by_op\":{\"ping\":0,"
+                    "\"info\":0,\"stats\":0}},\"bytes\":{\"in\":0,\"out\":0},\"routes\":[]}");
+    gs_reply_stats so;
+    rc = gs_reply_stats_parse(h, NULL, &so, &err);
+    tap_ok(rc == GS_ECORRUPT && strstr(err.msg, "stats reply: \"requests.by_op.sort\" is "
+           "missing"), "stats reply: a missing op count: %s", err.msg);
+    cJSON_Delete(h);
+}
+
+static void test_reply_head(void)
+{
+    gs_err err;
+    gs_reply_head hd;
+    const char *t = "{\"v\":1,\"ok\":false,\"id\":5,\"error\":{\"code\":\"GS_ETOOBIG\","
+                    "\"message\":\"too many clients\"},\"close\":true}";
+    cJSON *h = cJSON_Parse(t);
+    gs_jnum_doc doc = { t, strlen(t), h };
+    int rc = gs_reply_head_parse(h, &doc, &hd, &err);
+    tap_ok(rc == 0 && !hd.ok && hd.close && hd.code == GS_ETOOBIG &&
+           !strcmp(hd.message, "too many clients") && cJSON_IsNumber(hd.id),
+           "reply head: an error reply's code, message and close");
+    cJSON_Delete(h);
+    h = cJSON_Parse("{\"v\":1,\"ok\":false,\"error\":{\"code\":\"GS_NOPE\"}}");
+    rc = gs_reply_head_parse(h, NULL, &hd, &err);
+    tap_ok(rc == 0 && hd.code == GS_EIO && !strcmp(hd.message, "(no message)") && !hd.id,
+           "reply head: an unknown code is GS_EIO, a missing message \"(no message)\"");
+    cJSON_Delete(h);
+    static const char *const bad_pb[] = { "-1", "1.5", "\"12\"", "9007199254740993", "null" };
+    int good = 0;
+    for (size_t i = 0; i < sizeof bad_pb / sizeof bad_pb[0]; i++) {
+        char txt[128];
+        snprintf(txt, sizeof txt, "{\"v\":1,\"ok\":true,\"payload_bytes\":%s}", bad_pb[i]);
+        h = cJSON_Parse(txt);
+        doc = (gs_jnum_doc){ txt, strlen(txt), h };
+        rc = gs_reply_head_parse(h, &doc, &hd, &err);
+        good += rc == GS_ECORRUPT && !strcmp(err.msg, "reply payload_bytes is not a byte count");
+        cJSON_Delete(h);
+    }
+    tap_ok(good == 5, "reply head: payload_bytes that is not a byte count is GS_ECORRUPT "
+           "(%d of 5)", good);
+    t = "{\"v\":1,\"ok\":true,\"payload_bytes\":9007199254740992}";
+    h = cJSON_Parse(t);
+    doc = (gs_jnum_doc){ t, strlen(t), h };
+    rc = gs_reply_head_parse(h, &doc, &hd, &err);
+    tap_ok(rc == 0 && hd.ok && hd.payload_bytes == (UINT64_C(1) << 53),
+           "reply head: payload_bytes 2^53");
+    cJSON_Delete(h);
+    h = cJSON_Parse("[1]");
+    tap_ok(gs_reply_head_parse(h, NULL, &hd, &err) == GS_ECORRUPT &&
+           !strcmp(err.msg, "reply header from gsortd is not a JSON object"),
+           "reply head: not an object");
+    cJSON_Delete(h);
+    tap_ok(gs_reply_code("GS_EPERM") == GS_EPERM && gs_reply_code(NULL) == GS_EIO,
+           "reply codes by name");
+    cJSON *id = cJSON_CreateNumber(9);
+    tap_ok(json_is(gs_reply_error_build(id, GS_OP_SORT, GS_EINVAL, "bad", 0, &err),
+                   "{\"v\":1,\"ok\":false,\"id\":9,\"error\":{\"code\":\"GS_EINVAL\",\"message\":"
+                   "\"bad\"},\"op\":\"sort\"}"), "error reply naming its op");
+    tap_ok(json_is(gs_reply_error_build(NULL, -1, GS_ETOOBIG, "big", 1, &err),
+                   "{\"v\":1,\"ok\":false,\"error\":{\"code\":\"GS_ETOOBIG\",\"message\":"
+                   "\"big\"},\"close\":true}"), "error reply without an op, closing");
+    cJSON_Delete(id);
+    tap_ok(json_is(gs_proto_op_header("info", NULL, &err), "{\"v\":1,\"op\":\"info\"}"),
+           "the client's op-only request header");
+}
+
 /* ---- fuzz ---- */
 
 static const char *const seeds[] = {
@@ -1139,6 +1491,10 @@ int main(void)
     test_sort_header();
     test_exact_ints();
     test_replies();
+    test_reply_sort();
+    test_reply_info_stats();
+    test_reply_bad();
+    test_reply_head();
     test_fuzz();
     return tap_done();
 }

@@ -7,6 +7,7 @@
  * newer schema version. */
 #include "config.h"
 #include "gs_db.h"
+#include "gs_dev.h"
 #include "gs_dbq.h"
 #include "tap.h"
 

@@ -1,9 +1,9 @@
 /* Tests of the OpenCL Shellsort (algo_shellsort.c + kernels/shellsort.cl)
  * on the first OpenCL device (PoCL in CI; GSORT_TEST_DEVICE=N picks
- * another): check() rejecting every set a device cannot run before launch
- * (also against made-up device limits, GPU-like included), the legal-value
- * lists, that every phase really h-sorts (stopping after the phase of a
- * given increment, with several slices per subset, on reversed and other
+ * another): check() on shellsort's own parameter ranges (what every device
+ * algorithm refuses is tests/test_registry.c's), the legal-value lists,
+ * that every phase really h-sorts (stopping after the phase of a given
+ * increment, with several slices per subset, on reversed and other
  * adversarial inputs), the phase count and timing statistics, and the
  * shared correctness matrix (unstable checks) for the defaults over every
  * size and for the extreme legal sets over reduced size lists. A missing
@@ -27,14 +27,6 @@
 
 static const gs_algo *A = &gs_algo_shellsort;
 
-static void set3(gs_params *p, long tps, long mept, long wg)
-{
-    gs_params_clear(p);
-    gs_params_set(p, "threads_per_subset", tps);
-    gs_params_set(p, "min_elems_per_thread", mept);
-    gs_params_set(p, "wg_size", wg);
-}
-
 /* Sedgewick's increments below n, written out (not by the formula). */
 static const uint32_t sedgewick[] = {
     1, 5, 19, 41, 109, 209, 505, 929, 2161, 3905, 8929, 16001, 36289, 64769, 146305, 260609,
@@ -49,137 +41,43 @@ static unsigned phases_for(size_t n)
     return c;
 }
 
-/* A GPU-like device: 1024 work-items per group, 48 KiB of local memory,
- * 132 compute units. */
-static gs_dev gpu_like(const gs_dev *dev)
-{
-    gs_dev gpu = *dev;
-    gpu.info.type = CL_DEVICE_TYPE_GPU;
-    gpu.info.max_wg_size = 1024;
-    gpu.info.local_mem = 48 * 1024;
-    gpu.info.local_mem_dedicated = 1;
-    gpu.info.compute_units = 132;
-    gpu.info.global_mem = UINT64_C(80) << 30;
-    gpu.info.max_alloc = UINT64_C(20) << 30;
-    return gpu;
-}
-
-/* ---- check(): rejections before launch ---- */
-
-static int defaults_pass_everywhere(const gs_dev *dev, gs_err *err)
-{
-    gs_params d;
-    A->defaults(&dev->info, &d);
-    for (int t = 0; t < GS_DT_COUNT; t++)
-        for (int pl = 0; pl < GS_PL_COUNT; pl++) {
-            gs_sort_req r = { .dtype = (gs_dtype)t, .payload = (gs_payload)pl, .n = 1000003 };
-            if (A->check(dev, &r, &d, err) != 0)
-                return 0;
-        }
-    return 1;
-}
+/* ---- check(): shellsort's own parameter ranges (the rest: test_registry.c) ---- */
 
 static void test_check(gs_dev *dev)
 {
     const gs_dev_info *in = &dev->info;
     gs_params p;
-    uint32_t k[4] = { 3, 1, 2, 0 };
-    gs_sort_req req = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = 4, .keys = k };
+    gs_sort_req req = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = 4 };   /* check() only */
     gs_err err;
 
-    gs_err_clear(&err);
-    tap_ok(defaults_pass_everywhere(dev, &err),
-           "defaults pass check for every dtype and payload (%s)", err.msg);
     tap_ok(!A->stable && A->uses_device && A->nparams == 3 &&
            !strcmp(A->params[0].name, "threads_per_subset") &&
            !strcmp(A->params[1].name, "min_elems_per_thread") &&
            !strcmp(A->params[2].name, "wg_size") && gs_algo_find("shellsort") == A,
            "descriptor: unstable, device, the three named parameters, registered");
 
-    set3(&p, 0, 4, 64);
+    sc_set3(A, &p, 0, 4, 64);
     sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "threads_per_subset=0",
                      "threads_per_subset=0");
-    set3(&p, 65537, 4, 64);
+    sc_set3(A, &p, 65537, 4, 64);
     sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "threads_per_subset=65537",
                      "threads_per_subset above 65536");
-    set3(&p, 64, 0, 64);
+    sc_set3(A, &p, 64, 0, 64);
     sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "min_elems_per_thread=0",
                      "min_elems_per_thread=0");
-    set3(&p, 64, 4097, 64);
+    sc_set3(A, &p, 64, 4097, 64);
     sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "min_elems_per_thread=4097",
                      "min_elems_per_thread above 4096");
-    set3(&p, 64, 4, 48);
+    sc_set3(A, &p, 64, 4, 48);
     sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "power of two", "wg_size=48");
-    set3(&p, 64, 4, 8);
-    sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "wg_size=8", "wg_size=8 (below 16)");
-    set3(&p, 64, 4, (long)in->max_wg_size * 2);
-    sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "CL_DEVICE_MAX_WORK_GROUP_SIZE",
-                     "wg_size above the device maximum");
-    gs_params_clear(&p);
-    gs_params_set(&p, "threads_per_subset", 64);
-    gs_params_set(&p, "wg_size", 64);
-    sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "missing parameter 'min_elems_per_thread'",
-                     "a missing parameter");
-    set3(&p, 64, 4, 64);
-    gs_params_set(&p, "radix_bits", 8);
-    sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "unknown parameter 'radix_bits'",
-                     "an unknown parameter");
-    set3(&p, 64, 4, 64);
-    sc_expect_reject(A, NULL, &req, &p, GS_EUNSUPPORTED, "device", "no device");
-    gs_err_clear(&err);
-    tap_ok(A->check(dev, &req, NULL, &err) == GS_EUNSUPPORTED && err.msg[0],
-           "check rejects a NULL parameter set (%s)", err.msg);
 
-    /* A GPU-like device: the GPU defaults must pass there. */
-    gs_dev gpu = gpu_like(dev);
-    gs_err_clear(&err);
+    /* A GPU-like device with groups of 128: the defaults take them all. */
+    gs_dev gpu = sc_gpu_like(dev);
+    gpu.info.max_wg_size = 128;
     gs_params d;
     A->defaults(&gpu.info, &d);
-    char ds[128];
-    gs_params_format(&d, ds, sizeof ds);
-    tap_ok(defaults_pass_everywhere(&gpu, &err) && gs_params_get(&d, "wg_size", 0) <= 1024,
-           "GPU defaults (%s) pass check on a GPU-like device (1024 wg, 48 KiB, 132 CUs) (%s)",
-           ds, err.msg);
-    gpu.info.max_wg_size = 128;
-    A->defaults(&gpu.info, &d);
-    tap_ok(defaults_pass_everywhere(&gpu, &err) && gs_params_get(&d, "wg_size", 0) == 128,
-           "defaults shrink wg_size to 128 for a max-128 device (%s)", err.msg);
-    gpu.info.max_wg_size = 1024;
-    set3(&p, 64, 4, 2048);
-    sc_expect_reject(A, &gpu, &req, &p, GS_EUNSUPPORTED, "max work-group size",
-                     "wg_size=2048 on a max-1024 device");
-
-    /* Memory limits. */
-    gs_dev fake = *dev;
-    fake.info.max_alloc = 1 << 20;
-    gs_sort_req rbig = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = 300000 };
-    set3(&p, 64, 4, 64);
-    sc_expect_reject(A, &fake, &rbig, &p, GS_ETOOBIG, "CL_DEVICE_MAX_MEM_ALLOC_SIZE",
-                     "n x 4 bytes above a 1 MiB max allocation");
-    rbig.n = 200000;
-    rbig.payload = GS_PL_IDX64;
-    sc_expect_reject(A, &fake, &rbig, &p, GS_ETOOBIG, "CL_DEVICE_MAX_MEM_ALLOC_SIZE",
-                     "n x 8-byte indices above a 1 MiB max allocation");
-    fake = *dev;
-    fake.info.global_mem = 3 << 20;
-    rbig.n = 300000;   /* 2.4 MB of keys+indices, doubled for the scratch */
-    sc_expect_reject(A, &fake, &rbig, &p, GS_ETOOBIG, "CL_DEVICE_GLOBAL_MEM_SIZE",
-                     "data plus scratch above a 3 MiB global memory");
-    gs_sort_req rreal = { .dtype = GS_DT_U64, .payload = GS_PL_NONE,
-                          .n = (size_t)(in->max_alloc / 8 + 1) };
-    sc_expect_reject(A, dev, &rreal, &p, GS_ETOOBIG,
-                     rreal.n > UINT64_C(0x7FFF0000) ? "32-bit indexing" : "max allocation",
-                     "n beyond this device's max_alloc");
-    fake = *dev;
-    fake.info.max_alloc = fake.info.global_mem = UINT64_C(1) << 40;
-    rreal.dtype = GS_DT_U32;
-    rreal.n = (size_t)UINT64_C(0x80000000);
-    sc_expect_reject(A, &fake, &rreal, &p, GS_ETOOBIG, "32-bit indexing",
-                     "n = 2^31 (32-bit indexing)");
-    rreal.n = (size_t)UINT64_C(0x7FFF0000);
-    gs_err_clear(&err);
-    tap_ok(A->check(&fake, &rreal, &p, &err) == 0, "n = 0x7FFF0000 accepted on a big device (%s)",
-           err.msg);
+    tap_ok(gs_params_get(&d, "wg_size", 0) == 128,
+           "defaults shrink wg_size to 128 for a max-128 device");
 
     /* Legal values come from the device limits, and check accepts them all. */
     long vals[64];
@@ -192,37 +90,24 @@ static void test_check(gs_dev *dev)
     int ok = nv >= 1 && vals[0] == 16 && (size_t)vals[nv - 1] <= in->max_wg_size &&
              (size_t)vals[nv - 1] * 2 > in->max_wg_size;
     for (size_t i = 0; ok && i < nv; i++) {
-        set3(&p, 64, 4, vals[i]);
+        sc_set3(A, &p, 64, 4, vals[i]);
         ok = A->check(dev, &req, &p, &err) == 0;
     }
     tap_ok(ok, "wg_size values on this device run 16..%ld, all accepted", nv ? vals[nv - 1] : 0);
     nv = A->params[0].values(in, vals, 64);
     ok = nv == 17 && vals[0] == 1 && vals[16] == 65536;
     for (size_t i = 0; ok && i < nv; i++) {
-        set3(&p, vals[i], 4, 64);
+        sc_set3(A, &p, vals[i], 4, 64);
         ok = A->check(dev, &req, &p, &err) == 0 && (i == 0 || vals[i] > vals[i - 1]);
     }
     tap_ok(ok, "threads_per_subset values 1..65536 ascending, all accepted (%zu values)", nv);
     nv = A->params[1].values(in, vals, 64);
     ok = nv > 4 && vals[0] == 1 && vals[nv - 1] == 4096;
     for (size_t i = 0; ok && i < nv; i++) {
-        set3(&p, 64, vals[i], 64);
+        sc_set3(A, &p, 64, vals[i], 64);
         ok = A->check(dev, &req, &p, &err) == 0 && (i == 0 || vals[i] > vals[i - 1]);
     }
     tap_ok(ok, "min_elems_per_thread values 1..4096 ascending, all accepted (%zu values)", nv);
-
-    /* Rejected runs leave the input alone. */
-    set3(&p, 0, 4, 64);
-    gs_sort_ctx ctx = { dev, NULL };
-    gs_err_clear(&err);
-    int rc = gs_sort_run(A, &ctx, &req, &p, NULL, &err);
-    tap_ok(rc == GS_EUNSUPPORTED && k[0] == 3 && k[3] == 0,
-           "gs_sort_run with a rejected set fails before touching the keys (%s)", err.msg);
-    set3(&p, 64, 4, 64);
-    req.stable = 1;
-    rc = gs_sort_run(A, &ctx, &req, &p, NULL, &err);
-    tap_ok(rc == GS_EUNSUPPORTED && strstr(err.msg, "stable") && k[0] == 3,
-           "gs_sort_run refuses a request that needs stability (%s)", err.msg);
 }
 
 /* ---- each phase h-sorts ---- */
@@ -301,7 +186,7 @@ static void test_hsort(gs_dev *dev)
         }
         for (size_t si = 0; si < sizeof sets / sizeof sets[0]; si++) {
             gs_params p;
-            set3(&p, sets[si][0], sets[si][1], sets[si][2]);
+            sc_set3(A, &p, sets[si][0], sets[si][1], sets[si][2]);
             /* A single phase straight on the input: every subset needs the
              * merge rounds in full (reversed: T rounds moving whole slices).
              * One-element slices at h=1 would take 65536 rounds: not here. */
@@ -364,8 +249,6 @@ static void test_stats(gs_dev *dev, const gs_params *p)
 int main(void)
 {
     double t_all = gs_now_s();
-    gs_err err;
-    gs_err_clear(&err);
     gs_dev *devs = NULL;
     size_t ndev = 0;
     gs_dev *dev = sc_test_device(&devs, &ndev, "shellsort");
@@ -387,30 +270,22 @@ int main(void)
     long maxwg = (long)dev->info.max_wg_size;
     while (maxwg & (maxwg - 1))
         maxwg &= maxwg - 1;
-    struct { long tps, mept, wg; const size_t *sizes; size_t ns; } sets[] = {
-        { 1, 1, 16, reduced, sizeof reduced / sizeof reduced[0] },         /* smallest: one
-                                                                               work-item per subset */
-        { 65536, 1, maxwg, reduced, sizeof reduced / sizeof reduced[0] },  /* most slices,
-                                                                               largest groups */
-        { 65536, 4096, 16, small, sizeof small / sizeof small[0] },        /* longest slices */
-        { 2, 1, 32, small, sizeof small / sizeof small[0] },               /* T = 2 */
-        { 0, 0, 0, reduced, sizeof reduced / sizeof reduced[0] },          /* GPU defaults */
-        { 7, 5, 64, small, sizeof small / sizeof small[0] },               /* odd shapes */
+    gs_dev gpu = sc_gpu_like(dev);
+    gs_params g;
+    A->defaults(&gpu.info, &g);
+    const sc_set sets[] = {   /* threads_per_subset, min_elems_per_thread, wg_size */
+        { { 1, 1, 16 }, SC_SIZES(reduced) },          /* smallest: one work-item per subset */
+        { { 65536, 1, maxwg }, SC_SIZES(reduced) },   /* most slices, largest groups */
+        { { 65536, 4096, 16 }, SC_SIZES(small) },     /* longest slices */
+        { { 2, 1, 32 }, SC_SIZES(small) },            /* T = 2 */
+        { { gs_params_get(&g, "threads_per_subset", 0), gs_params_get(&g, "min_elems_per_thread", 0),
+            gs_params_get(&g, "wg_size", 0) }, SC_SIZES(reduced) },   /* GPU defaults */
+        { { 7, 5, 64 }, SC_SIZES(small) },            /* odd shapes */
     };
     t0 = gs_now_s();
     int fails = sc_run_matrix(A, &ctx, &p, NULL, 0, "shellsort default");
     tap_diag("default set, full sizes: %.1f s", gs_now_s() - t0);
-    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
-        gs_params q;
-        set3(&q, sets[i].tps, sets[i].mept, sets[i].wg);
-        if (!sets[i].tps) {
-            gs_dev gpu = gpu_like(dev);
-            A->defaults(&gpu.info, &q);
-        }
-        double t1 = gs_now_s();
-        fails += sc_run_matrix(A, &ctx, &q, sets[i].sizes, sets[i].ns, "shellsort");
-        tap_diag("set %zu: %.1f s", i, gs_now_s() - t1);
-    }
+    fails += sc_run_sets(A, &ctx, sets, sizeof sets / sizeof sets[0], 0, 0, "shellsort", "set");
     tap_diag("matrix total: %.1f s, %d failing cases; whole test %.1f s", gs_now_s() - t0, fails,
              gs_now_s() - t_all);
 

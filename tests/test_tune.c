@@ -1,4 +1,4 @@
-/* Tests of the tuner (tuner/gs_tune.c) on the first OpenCL device (PoCL in
+/* Tests of the tuner (tuner/) on the first OpenCL device (PoCL in
  * CI; GSORT_TEST_DEVICE=N picks another), with fake algorithms registered
  * only here, whose reported kernel time is a known function of their
  * parameters: spaces limited by device limits and --restrict, the sampler,
@@ -266,7 +266,7 @@ static void winner_ab(const gs_tune_winner *w, long *a, long *b)
 {
     gs_params p;
     *a = *b = -1;
-    if (w && gs_db_params_from_json(w->params, &p, NULL) == 0) {
+    if (w && gs_params_from_json(w->params, &p, NULL) == 0) {
         *a = gs_params_get(&p, "a", -1);
         *b = gs_params_get(&p, "b", -1);
     }

@@ -9,6 +9,7 @@
  * (tests/fuzz/replay.c). */
 #include "config.h"
 #include "gs_db.h"
+#include "gs_dev.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -95,10 +96,10 @@ static void lookups(gs_db *db)
                                   &err) == 0) {
                 CHECK(memchr(ch.algorithm, '\0', sizeof ch.algorithm));
                 CHECK(memchr(ch.params, '\0', sizeof ch.params));
-                gs_db_params_from_json(ch.params, &params, &err);
+                gs_params_from_json(ch.params, &params, &err);
             }
             if (gs_db_winner_get(db, id, "radix", kb, pl[p], 16, &ch, &err) == 0)
-                gs_db_params_from_json(ch.params, &params, &err);
+                gs_params_from_json(ch.params, &params, &err);
         }
     gs_db_trial t = { .device_id = id, .algorithm = "radix", .key_bits = 32,
                       .payload = "none", .n = 1 << 16, .distribution = "random",

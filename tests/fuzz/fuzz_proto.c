@@ -3,11 +3,15 @@
  * the input's first two bytes choose, the way a daemon connection gets them
  * from partial reads; every complete header goes to gs_proto_parse_req, and
  * every accepted sort request is written back with gs_proto_sort_header and
- * parsed again. Errors are fine; a crash, a sanitizer report, or a broken
+ * parsed again. Every header is also read the way a client reads a reply
+ * (gs_reply's head, sort, info and stats parsers), and an accepted sort
+ * reply is built again and parsed to the same values. Errors are fine; a
+ * crash, a sanitizer report, or a broken
  * invariant (checked with abort()) is a finding. Also built with the normal
  * compiler into the corpus replay test (tests/fuzz/replay.c). */
 #include "config.h"
 #include "gs_proto.h"
+#include "gs_reply.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -56,11 +60,56 @@ static void roundtrip(gs_proto_req *rq)
     cJSON_Delete(h);
 }
 
+/* The header as a client reads a reply: any outcome but a crash is fine;
+ * an accepted sort reply survives being built and parsed again. */
+static void as_reply(const char *hdr, size_t hlen)
+{
+    cJSON *h = cJSON_ParseWithLength(hdr, hlen);
+    gs_jnum_doc doc = { hdr, hlen, h };
+    gs_err err;
+    gs_reply_head head;
+    if (gs_reply_head_parse(h, &doc, &head, &err) == 0)
+        CHECK(head.payload_bytes <= GS_PROTO_MAX_N && head.message != NULL);
+    gs_reply_sort rs;
+    if (gs_reply_sort_parse(h, &doc, &rs, &err) == 0) {
+        cJSON *b = gs_reply_sort_build(&rs, head.id, &err);
+        char *t = b ? cJSON_PrintUnformatted(b) : NULL;
+        cJSON *h2 = t ? cJSON_Parse(t) : NULL;
+        gs_jnum_doc doc2 = { t, t ? strlen(t) : 0, h2 };
+        gs_reply_sort back;
+        if (t) {
+            CHECK(gs_reply_sort_parse(h2, &doc2, &back, &err) == 0);
+            CHECK(back.n == rs.n && back.dtype == rs.dtype && back.values == rs.values &&
+                  back.device == rs.device && !strcmp(back.algorithm, rs.algorithm) &&
+                  !strcmp(back.plan, rs.plan) && !strcmp(back.fallback, rs.fallback) &&
+                  back.params.count == rs.params.count);
+            for (int i = 0; i < rs.params.count; i++)
+                CHECK(gs_params_get(&back.params, rs.params.p[i].name, 1) ==
+                      rs.params.p[i].value);
+        }
+        cJSON_Delete(h2);
+        cJSON_free(t);
+        cJSON_Delete(b);
+    }
+    gs_reply_info info;
+    if (gs_reply_info_parse(h, &doc, &info, &err) == 0)
+        gs_reply_info_free(&info);
+    else
+        CHECK(info.devices == NULL && info.algorithms == NULL);
+    gs_reply_stats st;
+    if (gs_reply_stats_parse(h, &doc, &st, &err) == 0)
+        gs_reply_stats_free(&st);
+    else
+        CHECK(st.routes == NULL);
+    cJSON_Delete(h);
+}
+
 static void on_header(gs_proto_rd *rd, int *closed)
 {
     size_t hlen;
     const char *hdr = gs_proto_rd_header(rd, &hlen);
     CHECK(hdr && hlen == rd->hlen && hlen > 0 && hlen <= rd->max_header);
+    as_reply(hdr, hlen);
     gs_proto_req rq;
     int fatal = -1;
     gs_err err;

@@ -6,6 +6,7 @@
  *     make tests/fuzz/gen-db-seeds && tests/fuzz/gen-db-seeds ../tests/fuzz/corpus/db */
 #include "config.h"
 #include "gs_db.h"
+#include "gs_dev.h"
 
 #include <sqlite3.h>
 #include <stdio.h>

@@ -1,0 +1,320 @@
+/* Request headers (gs_proto.h): parsing and checking what a client asks,
+ * on the daemon's side. Every field is checked before it is used: the
+ * version, the op, a sort's dtype, values, order, algorithm name,
+ * parameters, device, memfd offsets, and every size the sort implies
+ * (overflow-checked), with payload_bytes matched against them. Integers
+ * are read exactly from the header text (gs_jnum.h). *fatal tells the
+ * connection when the framing is lost and it must close. */
+#include "config.h"
+#include "gs_proto.h"
+
+#include <ctype.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gs_jnum.h"
+#include "gs_params.h"
+
+static const cJSON *field(const cJSON *obj, const char *name)
+{
+    return cJSON_GetObjectItemCaseSensitive(obj, name);
+}
+
+static int algo_name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 31)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) || s[i] == '_'))
+            return 0;
+    return 1;
+}
+
+int gs_proto_sort_sizes(gs_proto_req *rq, gs_err *err)
+{
+    if ((int)rq->dtype < 0 || rq->dtype >= GS_DT_COUNT)
+        return gs_err_set(err, GS_EINVAL, "sort: dtype %d out of range", (int)rq->dtype);
+    if ((int)rq->payload < 0 || rq->payload >= GS_PL_COUNT)
+        return gs_err_set(err, GS_EINVAL, "sort: values kind %d out of range",
+                          (int)rq->payload);
+    uint64_t ks = gs_dtype_size(rq->dtype), vs = gs_payload_size(rq->payload);
+    uint64_t kbytes, vbytes, in, out;
+    if (rq->payload == GS_PL_IDX32 && rq->n > UINT32_MAX)
+        return gs_err_set(err, GS_ETOOBIG, "sort: idx32 cannot index %llu elements "
+                          "(use idx64)", (unsigned long long)rq->n);
+    if (__builtin_mul_overflow(rq->n, ks, &kbytes) ||
+        __builtin_mul_overflow(rq->n, vs, &vbytes) ||
+        __builtin_add_overflow(kbytes, vbytes, &out))
+        return gs_err_set(err, GS_ETOOBIG, "sort: %llu %s elements overflow 64 bits",
+                          (unsigned long long)rq->n, gs_dtype_name(rq->dtype));
+    /* idx values are produced by the daemon, never sent */
+    in = kbytes + (rq->payload == GS_PL_U32 || rq->payload == GS_PL_U64 ? vbytes : 0);
+    rq->in_bytes = in;
+    rq->out_bytes = out;
+    rq->fd_bytes = 0;
+    if (!rq->memfd)
+        return 0;
+    if (rq->keys_offset % ks)
+        return gs_err_set(err, GS_EINVAL, "sort: keys_offset %llu is not a multiple of "
+                          "the %llu-byte key size", (unsigned long long)rq->keys_offset,
+                          (unsigned long long)ks);
+    uint64_t kend, vend = 0;
+    if (__builtin_add_overflow(rq->keys_offset, kbytes, &kend))
+        return gs_err_set(err, GS_ETOOBIG, "sort: keys_offset %llu + %llu key bytes "
+                          "overflow 64 bits", (unsigned long long)rq->keys_offset,
+                          (unsigned long long)kbytes);
+    if (vs) {
+        if (rq->values_offset % vs)
+            return gs_err_set(err, GS_EINVAL, "sort: values_offset %llu is not a multiple "
+                              "of the %llu-byte value size",
+                              (unsigned long long)rq->values_offset, (unsigned long long)vs);
+        if (__builtin_add_overflow(rq->values_offset, vbytes, &vend))
+            return gs_err_set(err, GS_ETOOBIG, "sort: values_offset %llu + %llu value "
+                              "bytes overflow 64 bits",
+                              (unsigned long long)rq->values_offset,
+                              (unsigned long long)vbytes);
+        /* sorting keys and values that share bytes would corrupt both */
+        if (rq->n && rq->keys_offset < vend && rq->values_offset < kend)
+            return gs_err_set(err, GS_EINVAL, "sort: keys [%llu, %llu) and values "
+                              "[%llu, %llu) overlap in the memfd",
+                              (unsigned long long)rq->keys_offset,
+                              (unsigned long long)kend,
+                              (unsigned long long)rq->values_offset,
+                              (unsigned long long)vend);
+    }
+    rq->fd_bytes = kend > vend ? kend : vend;
+    return 0;
+}
+
+/* The sort-specific fields of a request. */
+static int parse_sort(const gs_jnum_doc *doc, int has_pb, gs_proto_req *rq, int *fatal, gs_err *err)
+{
+    const cJSON *h = doc->root;
+    char cb[48];
+    const cJSON *v;
+
+    v = field(h, "dtype");
+    if (!v)
+        return gs_err_set(err, GS_EINVAL, "sort: missing \"dtype\"");
+    if (!cJSON_IsString(v) || gs_dtype_parse(v->valuestring, &rq->dtype) < 0)
+        return gs_err_set(err, GS_EINVAL, "sort: \"dtype\" %s is not one of u32, i32, f32, "
+                          "u64, i64, f64", gs_jnum_clip_json(v, cb));
+
+    v = field(h, "n");
+    if (!v)
+        return gs_err_set(err, GS_EINVAL, "sort: missing \"n\"");
+    if (gs_jnum_u64(doc, v, GS_PROTO_MAX_N, &rq->n) != GS_JNUM_OK)
+        return gs_err_set(err, GS_EINVAL, "sort: \"n\" %s is not an integer in [0, 2^53]",
+                          gs_jnum_quote(doc, v, cb));
+
+    rq->payload = GS_PL_NONE;
+    if ((v = field(h, "values")) &&
+        (!cJSON_IsString(v) || gs_payload_parse(v->valuestring, &rq->payload) < 0))
+        return gs_err_set(err, GS_EINVAL, "sort: \"values\" %s is not one of none, u32, "
+                          "u64, idx32, idx64", gs_jnum_clip_json(v, cb));
+
+    if ((v = field(h, "order"))) {
+        if (cJSON_IsString(v) && !strcmp(v->valuestring, "asc"))
+            rq->descending = 0;
+        else if (cJSON_IsString(v) && !strcmp(v->valuestring, "desc"))
+            rq->descending = 1;
+        else
+            return gs_err_set(err, GS_EINVAL, "sort: \"order\" %s is not \"asc\" or "
+                              "\"desc\"", gs_jnum_clip_json(v, cb));
+    }
+
+    if ((v = field(h, "stable"))) {
+        if (!cJSON_IsBool(v))
+            return gs_err_set(err, GS_EINVAL, "sort: \"stable\" %s is not a boolean",
+                              gs_jnum_clip_json(v, cb));
+        rq->stable = cJSON_IsTrue(v);
+    }
+
+    if ((v = field(h, "algorithm"))) {
+        if (!cJSON_IsString(v) ||
+            (strcmp(v->valuestring, "auto") && !algo_name_ok(v->valuestring)))
+            return gs_err_set(err, GS_EINVAL, "sort: \"algorithm\" %s is not \"auto\" or "
+                              "a name of 1-31 characters [a-z0-9_]", gs_jnum_clip_json(v, cb));
+        if (strcmp(v->valuestring, "auto"))
+            snprintf(rq->algorithm, sizeof rq->algorithm, "%s", v->valuestring);
+    }
+
+    if ((v = field(h, "params"))) {
+        if (!rq->algorithm[0])
+            return gs_err_set(err, GS_EINVAL, "sort: \"params\" needs an \"algorithm\" "
+                              "(they tune one algorithm)");
+        if (!cJSON_IsObject(v))
+            return gs_err_set(err, GS_EINVAL, "sort: \"params\" is not an object");
+        int prc = gs_params_from_cjson(v, doc, "sort: ", &rq->params, err);
+        if (prc < 0)
+            return prc;
+        rq->has_params = 1;
+    }
+
+    if ((v = field(h, "device"))) {
+        uint64_t d;
+        if (gs_jnum_u64(doc, v, INT_MAX, &d) != GS_JNUM_OK)
+            return gs_err_set(err, GS_EINVAL, "sort: \"device\" %s is not a device index "
+                              "(an integer >= 0)", gs_jnum_quote(doc, v, cb));
+        rq->device = (int)d;
+    }
+
+    if ((v = field(h, "memfd"))) {
+        if (!cJSON_IsBool(v))
+            return gs_err_set(err, GS_EINVAL, "sort: \"memfd\" %s is not a boolean",
+                              gs_jnum_clip_json(v, cb));
+        rq->memfd = cJSON_IsTrue(v);
+    }
+
+    const cJSON *ko = field(h, "keys_offset"), *vo = field(h, "values_offset");
+    if ((ko || vo) && !rq->memfd)
+        return gs_err_set(err, GS_EINVAL, "sort: \"%s\" is only meaningful with "
+                          "\"memfd\": true", ko ? "keys_offset" : "values_offset");
+    if (ko && gs_jnum_u64(doc, ko, UINT64_MAX, &rq->keys_offset) != GS_JNUM_OK)
+        return gs_err_set(err, GS_EINVAL, "sort: \"keys_offset\" %s is not an integer "
+                          "in [0, 2^64)", gs_jnum_quote(doc, ko, cb));
+    if (vo) {
+        if (rq->payload == GS_PL_NONE)
+            return gs_err_set(err, GS_EINVAL, "sort: \"values_offset\" without \"values\"");
+        if (gs_jnum_u64(doc, vo, UINT64_MAX, &rq->values_offset) != GS_JNUM_OK)
+            return gs_err_set(err, GS_EINVAL, "sort: \"values_offset\" %s is not an "
+                              "integer in [0, 2^64)", gs_jnum_quote(doc, vo, cb));
+    } else if (rq->memfd && rq->payload != GS_PL_NONE) {
+        uint64_t kb;
+        if (__builtin_mul_overflow(rq->n, (uint64_t)gs_dtype_size(rq->dtype), &kb) ||
+            __builtin_add_overflow(rq->keys_offset, kb, &rq->values_offset))
+            return gs_err_set(err, GS_ETOOBIG, "sort: keys_offset %llu + %llu keys "
+                              "overflow 64 bits", (unsigned long long)rq->keys_offset,
+                              (unsigned long long)rq->n);
+    }
+
+    int rc = gs_proto_sort_sizes(rq, err);
+    if (rc < 0)
+        return rc;
+
+    if (rq->memfd) {
+        if (rq->payload_bytes)
+            return gs_err_set(err, GS_EINVAL, "sort: a memfd request carries no inline "
+                              "payload, but payload_bytes is %llu",
+                              (unsigned long long)rq->payload_bytes);
+    } else if (rq->payload_bytes != rq->in_bytes) {
+        /* Without payload_bytes the client may well have sent the keys anyway:
+         * where the next message starts is unknown. */
+        if (!has_pb)
+            *fatal = 1;
+        return gs_err_set(err, GS_EINVAL, "sort: %llu %s keys%s%s need payload_bytes "
+                          "%llu, not %llu%s", (unsigned long long)rq->n,
+                          gs_dtype_name(rq->dtype),
+                          rq->payload == GS_PL_U32 || rq->payload == GS_PL_U64 ?
+                          " + values " : "",
+                          rq->payload == GS_PL_U32 || rq->payload == GS_PL_U64 ?
+                          gs_payload_name(rq->payload) : "",
+                          (unsigned long long)rq->in_bytes,
+                          (unsigned long long)rq->payload_bytes,
+                          has_pb ? "" : " (payload_bytes missing)");
+    }
+    return 0;
+}
+
+int gs_proto_parse_req(const char *hdr, size_t len, gs_proto_req *rq, int *fatal, gs_err *err)
+{
+    char cb[48];
+    memset(rq, 0, sizeof *rq);
+    rq->device = -1;
+    *fatal = 0;
+
+    const char *end = NULL;
+    cJSON *h = hdr ? cJSON_ParseWithLengthOpts(hdr, len, &end, 0) : NULL;
+    if (h && cJSON_IsObject(h)) {
+        /* trailing bytes would mean the peer and we disagree on the framing */
+        for (; end && end < hdr + len; end++)
+            if (*end != ' ' && *end != '\t' && *end != '\r' && *end != '\n')
+                break;
+        if (end && end < hdr + len) {
+            cJSON_Delete(h);
+            *fatal = 1;
+            return gs_err_set(err, GS_EINVAL, "protocol: bytes after the header's JSON "
+                              "object");
+        }
+    }
+    if (!h || !cJSON_IsObject(h)) {
+        cJSON_Delete(h);
+        *fatal = 1;
+        return gs_err_set(err, GS_EINVAL, "protocol: the header is not a JSON object");
+    }
+
+    const gs_jnum_doc doc = { hdr, len, h };
+    int rc = 0, nomem = 0;
+    const cJSON *v = field(h, "id");
+    if (v && !(rq->id = cJSON_Duplicate(v, 1)))
+        nomem = 1;
+
+    /* Two payload_bytes would let two parsers (the daemon's, a proxy's)
+     * disagree on where the next message starts. */
+    const cJSON *pb = field(h, "payload_bytes"), *c;
+    int npb = 0;
+    cJSON_ArrayForEach(c, h)
+        npb += c->string && !strcmp(c->string, "payload_bytes");
+    if (npb > 1) {
+        *fatal = 1;
+        rc = gs_err_set(err, GS_EINVAL, "protocol: \"payload_bytes\" given %d times", npb);
+        goto out;
+    }
+    if (pb && gs_jnum_u64(&doc, pb, UINT64_C(1) << 53, &rq->payload_bytes) != GS_JNUM_OK) {
+        *fatal = 1;
+        rc = gs_err_set(err, GS_EINVAL, "protocol: \"payload_bytes\" %s is not an integer "
+                        "in [0, 2^53]", gs_jnum_quote(&doc, pb, cb));
+        goto out;
+    }
+    if (nomem) {
+        rc = gs_err_set(err, GS_ENOMEM, "protocol: out of memory copying the request id");
+        goto out;
+    }
+
+    v = field(h, "v");
+    uint64_t ver = 0;
+    if (!v || gs_jnum_u64(&doc, v, UINT64_MAX, &ver) != GS_JNUM_OK || ver != GS_PROTO_VERSION) {
+        rc = gs_err_set(err, GS_EUNSUPPORTED, "protocol version %s not supported (this "
+                        "daemon speaks %d)", v ? gs_jnum_quote(&doc, v, cb) : "(missing)",
+                        GS_PROTO_VERSION);
+        goto out;
+    }
+
+    v = field(h, "op");
+    if (!v) {
+        rc = gs_err_set(err, GS_EINVAL, "protocol: missing \"op\"");
+        goto out;
+    }
+    rq->op = -1;
+    for (int i = 0; cJSON_IsString(v) && i < GS_OP_COUNT; i++)
+        if (!strcmp(v->valuestring, gs_proto_op_name(i)))
+            rq->op = i;
+    if (rq->op < 0) {
+        rq->op = 0;
+        rc = gs_err_set(err, GS_EINVAL, "protocol: unknown op %s (ping, info, stats, sort)",
+                        gs_jnum_clip_json(v, cb));
+        goto out;
+    }
+
+    if (rq->op == GS_OP_SORT)
+        rc = parse_sort(&doc, pb != NULL, rq, fatal, err);
+    else if (rq->payload_bytes)
+        rc = gs_err_set(err, GS_EINVAL, "protocol: op \"%s\" takes no payload, but "
+                        "payload_bytes is %llu", gs_proto_op_name(rq->op),
+                        (unsigned long long)rq->payload_bytes);
+out:
+    cJSON_Delete(h);
+    return rc;
+}
+
+void gs_proto_req_free(gs_proto_req *rq)
+{
+    if (!rq)
+        return;
+    cJSON_Delete(rq->id);
+    rq->id = NULL;
+}
+

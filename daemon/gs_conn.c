@@ -1,0 +1,517 @@
+/* Client connections, on the loop thread: accepting them from the
+ * listening socket (gs_listen.h) once access control (gs_acl.c) and
+ * max_clients let them in; reading each message through a per-connection
+ * gs_proto_rd (resumable across partial reads, reading straight into the
+ * payload buffer) with the descriptors that came with it (SCM_RIGHTS);
+ * checking the header against the limits before the payload is read;
+ * handing a whole request to gs_ops.c; writing replies without blocking
+ * (sendmsg of up to three iovecs, resumed when the socket is writable);
+ * and closing. A connection has at most one request in flight: while a
+ * sort runs nothing more is read from it, which is the backpressure.
+ * Nothing a client sends can make the daemon allocate more than
+ * max_header_bytes before the header is checked, or more than it actually
+ * received afterwards. A descriptor is closed only after the loop has let
+ * go of its handle (uv_close first, close(fd) in the close callback). */
+#include "config.h"
+#include "gs_srv_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "gs_log.h"
+#include "gs_reply.h"
+#include "gs_time.h"
+
+#define MAX_REPLY_HEADER (16u << 20)
+
+static void conn_read(conn *c);
+
+/* ---- writing replies ---- */
+
+void srv_conn_release(conn *c)
+{
+    free(c->inbuf);
+    c->inbuf = NULL;
+    free(c->valbuf);
+    c->valbuf = NULL;
+    if (c->map) {
+        munmap(c->map, c->maplen);
+        c->map = NULL;
+    }
+    if (c->memfd >= 0) {
+        close(c->memfd);
+        c->memfd = -1;
+    }
+}
+
+void srv_conn_free(conn *c)
+{
+    gs_proto_rd_free(&c->rd);
+    gs_proto_req_free(&c->rq);
+    free(c);
+}
+
+/* Close a client whose socket failed with errno `e`, logging why. A peer
+ * that went away (EPIPE, ECONNRESET: it closed with our reply, or its own
+ * request, unread) is said to have done so, not reported as an errno. */
+static void conn_fail(conn *c, int e)
+{
+    char why[256];
+    if ((e == EPIPE || e == ECONNRESET) && c->wr_active)
+        snprintf(why, sizeof why, "peer closed the connection before reading the whole "
+                 "reply (%zu of %zu bytes sent; %s)", c->wr_sent, c->wr_total, strerror(e));
+    else if (e == EPIPE || e == ECONNRESET)
+        snprintf(why, sizeof why, "peer closed the connection (%s)", strerror(e));
+    else
+        snprintf(why, sizeof why, "%s", strerror(e));
+    srv_conn_close(c, why);
+}
+
+static void conn_flush(conn *c)
+{
+    srv *s = c->s;
+    while (c->wr_sent < c->wr_total) {
+        struct iovec iov[3];
+        int niov = 0;
+        size_t off = c->wr_sent;
+        for (int i = 0; i < 3; i++) {
+            if (off >= c->wr_iov[i].iov_len) {
+                off -= c->wr_iov[i].iov_len;
+                continue;
+            }
+            iov[niov].iov_base = (char *)c->wr_iov[i].iov_base + off;
+            iov[niov].iov_len = c->wr_iov[i].iov_len - off;
+            niov++;
+            off = 0;
+        }
+        struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)niov };
+        ssize_t r = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                srv_conn_update_poll(c);
+                return;
+            }
+            conn_fail(c, errno);
+            return;
+        }
+        c->wr_sent += (size_t)r;
+        s->bytes_out += (uint64_t)r;
+        c->last_progress = gs_now_ms();
+    }
+    free(c->wr_head);
+    c->wr_head = NULL;
+    c->wr_active = 0;
+    srv_conn_release(c);
+    c->last_activity = gs_now_ms();
+    if (c->close_after || s->draining) {
+        srv_conn_close(c, c->close_after ? "after a fatal protocol error" : "shutting down");
+        return;
+    }
+    srv_conn_update_poll(c);
+    conn_read(c);
+}
+
+/* Queue one reply (header + up to two payload arrays) and start writing.
+ * Takes the header. */
+void srv_conn_send(conn *c, cJSON *hdr, const void *b0, size_t l0, const void *b1, size_t l1,
+                   int close_after)
+{
+    if (!hdr || !cJSON_AddNumberToObject(hdr, "payload_bytes", (double)(l0 + l1))) {
+        cJSON_Delete(hdr);
+        srv_conn_close(c, "out of memory");
+        return;
+    }
+    uint8_t *head = NULL;
+    size_t hlen = 0;
+    gs_err e;
+    gs_err_clear(&e);
+    int rc = gs_proto_frame(hdr, MAX_REPLY_HEADER, &head, &hlen, &e);
+    cJSON_Delete(hdr);
+    if (rc < 0) {
+        GS_ERROR("cannot encode a reply: %s", e.msg);
+        srv_conn_close(c, "reply encoding failed");
+        return;
+    }
+    c->wr_head = head;
+    c->wr_iov[0] = (struct iovec){ head, hlen };
+    c->wr_iov[1] = (struct iovec){ (void *)b0, l0 };
+    c->wr_iov[2] = (struct iovec){ (void *)b1, l1 };
+    c->wr_total = hlen + l0 + l1;
+    c->wr_sent = 0;
+    c->wr_active = 1;
+    c->close_after = close_after;
+    c->last_progress = gs_now_ms();
+    conn_flush(c);
+}
+
+void srv_reply_error(conn *c, int code, const char *msg, int closing)
+{
+    srv *s = c->s;
+    s->req_err++;
+    GS_DEBUG("client %s: %s: %s%s", c->who, gs_strerror(code), msg,
+             closing ? " (closing)" : "");
+    cJSON *r = gs_reply_error_build(c->have_rq ? c->rq.id : NULL,
+                                    c->have_rq && c->op_known ? (int)c->rq.op : -1, code, msg,
+                                    closing, NULL);
+    srv_conn_release(c);
+    srv_conn_send(c, r, NULL, 0, NULL, 0, closing);
+}
+
+/* ---- reading requests ---- */
+
+static void close_fds(conn *c)
+{
+    for (int i = 0; i < c->nfds; i++)
+        close(c->fds[i]);
+    c->nfds = 0;
+}
+
+static void pend_error(conn *c, int code, const char *fmt, const char *msg)
+{
+    if (c->req_err)
+        return;
+    c->req_err = code;
+    snprintf(c->req_msg, sizeof c->req_msg, fmt, msg);
+}
+
+/* The header is complete: check it and decide what to do with the payload. */
+static void on_header(conn *c)
+{
+    srv *s = c->s;
+    size_t hl;
+    const char *h = gs_proto_rd_header(&c->rd, &hl);
+    gs_proto_req_free(&c->rq);
+    memset(&c->rq, 0, sizeof c->rq);
+    c->req_err = 0;
+    c->req_msg[0] = '\0';
+    gs_err e;
+    gs_err_clear(&e);
+    int fatal = 0;
+    int rc = gs_proto_parse_req(h, hl, &c->rq, &fatal, &e);
+    c->have_rq = 1;
+    c->op_known = rc == 0;
+    if (rc < 0 && fatal) {
+        close_fds(c);
+        srv_reply_error(c, rc, e.msg, 1);
+        return;
+    }
+    if (c->rq.payload_bytes > s->conf.max_request_bytes) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "the request declares %llu payload bytes and "
+                 "max_request_bytes is %llu", (unsigned long long)c->rq.payload_bytes,
+                 (unsigned long long)s->conf.max_request_bytes);
+        close_fds(c);
+        srv_reply_error(c, GS_ETOOBIG, msg, 1);
+        return;
+    }
+    if (rc < 0)
+        pend_error(c, rc, "%.1000s", e.msg);
+    else if (c->rq.op == GS_OP_SORT && !c->rq.memfd &&
+             c->rq.out_bytes > s->conf.max_request_bytes) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "the reply would carry %llu bytes and max_request_bytes is "
+                 "%llu", (unsigned long long)c->rq.out_bytes,
+                 (unsigned long long)s->conf.max_request_bytes);
+        pend_error(c, GS_ETOOBIG, "%s", msg);
+    } else if (c->rq.op == GS_OP_SORT && c->rq.memfd) {
+        if (c->rq.fd_bytes > s->conf.max_request_bytes) {
+            char msg[256];
+            snprintf(msg, sizeof msg, "the memfd request spans %llu bytes and "
+                     "max_request_bytes is %llu", (unsigned long long)c->rq.fd_bytes,
+                     (unsigned long long)s->conf.max_request_bytes);
+            pend_error(c, GS_ETOOBIG, "%s", msg);
+        } else if (c->nfds != 1) {
+            pend_error(c, GS_EINVAL, "%s", c->nfds ? "a memfd request takes exactly one "
+                       "descriptor" : "\"memfd\":true but no descriptor came with the message "
+                       "(send it with SCM_RIGHTS alongside the header)");
+        } else {
+            c->memfd = c->fds[0];
+            c->nfds = 0;
+        }
+    }
+    if (c->nfds) {
+        close_fds(c);
+        pend_error(c, GS_EINVAL, "%s", "a descriptor came with a request that does not use "
+                   "one; it was closed");
+    }
+    int keep = !c->req_err && c->rq.op == GS_OP_SORT && !c->rq.memfd;
+    gs_proto_rd_expect(&c->rd, c->rq.payload_bytes, keep);
+}
+
+/* A whole message is in. */
+static void on_message(conn *c)
+{
+    srv *s = c->s;
+    uint64_t plen;
+    c->inbuf = gs_proto_rd_take(&c->rd, &plen);
+    c->t_recv = gs_now_ms();
+    c->last_activity = c->t_recv;
+    s->req_total++;
+    if (c->rq.op >= 0 && c->rq.op < GS_OP_COUNT)
+        s->by_op[c->rq.op]++;
+    if (c->req_err) {
+        srv_reply_error(c, c->req_err, c->req_msg, 0);
+        return;
+    }
+    srv_op_run(c);
+}
+
+/* Take descriptors from a received message; 0, or -1 if there were too many. */
+static int take_fds(conn *c, struct msghdr *mh)
+{
+    int over = (mh->msg_flags & MSG_CTRUNC) != 0;
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
+        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < nfd; i++) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
+            if (c->nfds < GS_PROTO_MAX_FDS)
+                c->fds[c->nfds++] = fd;
+            else {
+                close(fd);
+                over = 1;
+            }
+        }
+    }
+    return over ? -1 : 0;
+}
+
+static void conn_read(conn *c)
+{
+    srv *s = c->s;
+    while (!c->dead && !c->busy && !c->wr_active) {
+        if (c->rd.state == GS_RD_LEN && c->rd.len_have == 0)
+            c->rd.max_header = s->conf.max_header_bytes;   /* a reload applies from here */
+        void *buf;
+        size_t len;
+        gs_err e;
+        gs_err_clear(&e);
+        if (gs_proto_rd_space(&c->rd, &buf, &len, &e) < 0) {
+            srv_reply_error(c, e.code ? e.code : GS_ENOMEM, e.msg, 1);
+            return;
+        }
+        if (len == 0)
+            break;
+        union {
+            char buf[CMSG_SPACE(sizeof(int) * GS_PROTO_MAX_FDS)];
+            struct cmsghdr align;
+        } cbuf;
+        struct iovec iov = { buf, len };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.buf,
+                             .msg_controllen = sizeof cbuf.buf };
+        ssize_t r = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                conn_fail(c, errno);
+            return;
+        }
+        if (take_fds(c, &mh) < 0) {
+            close_fds(c);
+            srv_reply_error(c, GS_EINVAL, "more descriptors than one message may carry", 1);
+            return;
+        }
+        if (r == 0) {
+            srv_conn_close(c, c->rd.state != GS_RD_LEN || c->rd.len_have
+                                  ? "the client closed mid-message (truncated request)" : NULL);
+            return;
+        }
+        double t = gs_now_ms();
+        if (c->rd.state == GS_RD_LEN && c->rd.len_have == 0)
+            c->t_first = t;
+        c->last_progress = t;
+        s->bytes_in += (uint64_t)r;
+        if (gs_proto_rd_commit(&c->rd, (size_t)r, &e) < 0) {
+            close_fds(c);
+            srv_reply_error(c, e.code ? e.code : GS_EINVAL, e.msg, 1);
+            return;
+        }
+        if (c->rd.state == GS_RD_HEADER_DONE)
+            on_header(c);
+        if (c->dead || c->wr_active)
+            return;
+        if (c->rd.state == GS_RD_DONE)
+            on_message(c);
+    }
+}
+
+/* ---- connections: watching, closing, accepting ---- */
+
+static void on_conn_event(uv_poll_t *h, int status, int events)
+{
+    conn *c = h->data;
+    if (status < 0 && !(events & (UV_READABLE | UV_WRITABLE))) {
+        /* libuv reports POLLERR as UV_EBADF (and stops the watcher); the
+         * socket's pending error says what actually happened, typically
+         * ECONNRESET from a peer that closed with our reply unread. */
+        int e = 0;
+        socklen_t elen = sizeof e;
+        if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &e, &elen) == 0 && e != 0)
+            conn_fail(c, e);
+        else
+            srv_conn_close(c, status == UV_EBADF ? "the socket reported an error (POLLERR) "
+                              "with no error pending" : uv_strerror(status));
+        return;
+    }
+    if (c->wr_active && (events & UV_WRITABLE))
+        conn_flush(c);
+    if (!c->dead && (events & UV_READABLE))
+        conn_read(c);
+}
+
+void srv_conn_update_poll(conn *c)
+{
+    if (c->dead)
+        return;
+    int ev = 0;
+    if (c->wr_active)
+        ev = UV_WRITABLE;
+    else if (!c->busy)
+        ev = UV_READABLE;
+    if (ev == c->events)
+        return;
+    c->events = ev;
+    if (ev)
+        uv_poll_start(&c->poll, ev, on_conn_event);
+    else
+        uv_poll_stop(&c->poll);
+}
+
+/* The loop is done with the handle: only now may the descriptor go. Closed
+ * any earlier, its number could be handed to a new client (or to a file
+ * another thread opens) while the loop still had it registered, and the
+ * loop's own clean-up would then act on that new descriptor. */
+static void on_poll_closed(uv_handle_t *h)
+{
+    conn *c = h->data;
+    srv *s = c->s;
+    if (c->fd >= 0) {
+        close(c->fd);
+        c->fd = -1;
+    }
+    if (--c->refs == 0) {
+        srv_conn_release(c);
+        srv_conn_free(c);
+    }
+    srv_check_drained(s);
+}
+
+void srv_conn_close(conn *c, const char *why)
+{
+    if (c->dead)
+        return;
+    srv *s = c->s;
+    c->dead = 1;
+    if (why)
+        GS_INFO("closing client %s: %s", c->who, why);
+    else
+        GS_DEBUG("client %s disconnected", c->who);
+    close_fds(c);
+    free(c->wr_head);
+    c->wr_head = NULL;
+    c->wr_active = 0;
+    if (!c->busy)
+        srv_conn_release(c);   /* a running job still uses the buffers: freed when it ends */
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        s->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    s->nconns--;
+    /* uv_close stops the watcher and takes the descriptor out of epoll at
+     * once; on_poll_closed closes it. */
+    uv_close((uv_handle_t *)&c->poll, on_poll_closed);
+}
+
+/* Best effort: a short error frame to a client we will not serve. */
+static void refuse_client(int fd, int code, const char *msg)
+{
+    cJSON *r = gs_proto_reply_error(NULL, code, msg, 1);
+    uint8_t *head = NULL;
+    size_t len = 0;
+    if (r) {
+        cJSON_AddNumberToObject(r, "payload_bytes", 0);
+        if (gs_proto_frame(r, MAX_REPLY_HEADER, &head, &len, NULL) == 0)
+            (void)!send(fd, head, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+    free(head);
+    cJSON_Delete(r);
+    close(fd);
+}
+
+void srv_on_listen(uv_poll_t *h, int status, int events)
+{
+    srv *s = h->data;
+    (void)status;
+    (void)events;
+    for (;;) {
+        int fd = accept4(s->lis.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EMFILE || errno == ENFILE || errno == ENOMEM || errno == ENOBUFS) {
+                /* Out of descriptors: pause accepting for a tick instead of
+                 * spinning on a listener that stays readable. */
+                GS_WARN("cannot accept clients: %s; pausing for %d ms", strerror(errno), TICK_MS);
+                uv_poll_stop(&s->lis_poll);
+                s->lis_paused = 1;
+            }
+            return;
+        }
+        struct ucred cr;
+        char who[96], msg[256];
+        if (!srv_acl_admit(s, fd, &cr, who, sizeof who, msg, sizeof msg)) {
+            s->clients_denied++;
+            GS_WARN("refusing client %s: not in allow_uids/allow_gids", who);
+            refuse_client(fd, GS_EPERM, msg);
+            continue;
+        }
+        if (s->nconns >= s->conf.max_clients) {
+            s->clients_rejected++;
+            snprintf(msg, sizeof msg, "too many clients (max_clients = %u); try again later",
+                     s->conf.max_clients);
+            GS_WARN("refusing client %s: %s", who, msg);
+            refuse_client(fd, GS_ETOOBIG, msg);
+            continue;
+        }
+        conn *c = calloc(1, sizeof *c);
+        if (!c) {
+            refuse_client(fd, GS_ENOMEM, "out of memory");
+            continue;
+        }
+        c->s = s;
+        c->fd = fd;
+        c->cred = cr;
+        snprintf(c->who, sizeof c->who, "%s", who);
+        GS_INFO("client connected: %s", who);
+        c->memfd = -1;
+        c->refs = 1;
+        gs_proto_rd_init(&c->rd, s->conf.max_header_bytes);
+        if (uv_poll_init(&s->loop, &c->poll, fd) < 0) {
+            gs_proto_rd_free(&c->rd);
+            free(c);
+            close(fd);
+            continue;
+        }
+        c->poll.data = c;
+        c->next = s->conns;
+        if (s->conns)
+            s->conns->prev = c;
+        s->conns = c;
+        s->nconns++;
+        s->clients_total++;
+        c->last_activity = c->last_progress = gs_now_ms();
+        srv_conn_update_poll(c);
+    }
+}
+

@@ -1,0 +1,280 @@
+/* The operations, on the loop thread: ping, info and stats are answered at
+ * once; a sort gets its arrays in place (the inline payload, or the
+ * client's sealed memfd mapped after its seals are checked), is routed and
+ * queued with the scheduler (gs_sched.h), and when a worker has finished it
+ * the sort reply (device, algorithm, parameters, plan, times, and the
+ * arrays unless they travelled in the memfd) goes back through gs_conn.c.
+ * The per-route statistics the stats op reports are counted here. */
+#include "config.h"
+#include "gs_srv_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gs_log.h"
+#include "gs_reply.h"
+#include "gs_srv.h"
+#include "gs_time.h"
+
+/* ---- answered at once ---- */
+
+/* The reply bodies are core/gs_reply.c's (the clients parse them there
+ * too); here they are only filled from the daemon's state. A builder that
+ * runs out of memory returns NULL, which srv_conn_send answers by closing
+ * the connection. */
+static cJSON *op_info(srv *s, conn *c)
+{
+    size_t nd = gs_sched_ndev(s->sched), na = gs_algo_count();
+    gs_reply_info_dev *devs = calloc(nd ? nd : 1, sizeof *devs);
+    char (*types)[64] = calloc(nd ? nd : 1, sizeof *types);
+    const char **algos = calloc(na ? na : 1, sizeof *algos);
+    cJSON *r = NULL;
+    if (devs && types && algos) {
+        for (size_t i = 0; i < nd; i++) {
+            gs_sched_devstat ds;
+            gs_sched_devstat_get(s->sched, i, &ds);
+            devs[i] = (gs_reply_info_dev){
+                .name = ds.dev->info.name, .platform = ds.dev->info.platform,
+                .driver = ds.dev->info.driver,
+                .type = gs_dev_type_name(ds.dev->info.type, types[i], sizeof types[i]),
+                .enabled = ds.enabled, .tuned = ds.tuned, .plan_entries = ds.plan_entries,
+                .queued = ds.queued, .healthy = ds.healthy };
+        }
+        for (size_t i = 0; i < na; i++)
+            algos[i] = gs_algo_at(i)->name;
+        const gs_conf *cf = &s->conf;
+        gs_reply_info in = {
+            .version = PACKAGE_VERSION, .pid = (long)getpid(), .socket = s->lis.path,
+            .db = s->o->db_path, .db_ok = s->db_ok, .devices = devs, .ndevices = nd,
+            .host_threads = gs_sched_host_threads(s->sched), .algorithms = algos,
+            .nalgorithms = na,
+            .limits = { cf->max_request_bytes, cf->max_clients, cf->max_header_bytes,
+                        cf->idle_timeout_s, cf->io_timeout_s },
+            /* who the daemon takes this client to be (SO_PEERCRED at connect) */
+            .peer = { (long)c->cred.pid, c->cred.uid, c->cred.gid } };
+        r = gs_reply_info_build(&in, c->rq.id, NULL);
+    }
+    free(devs);
+    free(types);
+    free(algos);
+    return r;
+}
+
+static cJSON *op_stats(srv *s, conn *c)
+{
+    gs_reply_route rts[MAX_ROUTES];
+    for (size_t i = 0; i < s->nroutes; i++) {
+        const route_stat *x = &s->routes[i];
+        rts[i] = (gs_reply_route){ .device = x->dev, .algorithm = x->algo, .count = x->count,
+                                   .errors = x->errors, .max_ms = x->max_ms,
+                                   .total_ms = x->total_ms, .queue_ms = x->queue_ms,
+                                   .sort_ms = x->sort_ms };
+    }
+    gs_reply_stats st = {
+        .uptime_s = (gs_now_ms() - s->t_start) / 1000.0,
+        .clients = { s->nconns, s->clients_total, s->clients_rejected, s->clients_denied },
+        .requests = { s->req_total, s->req_ok, s->req_err, s->fallbacks, { 0 } },
+        .bytes = { s->bytes_in, s->bytes_out }, .routes = rts, .nroutes = s->nroutes };
+    memcpy(st.requests.by_op, s->by_op, sizeof st.requests.by_op);
+    return gs_reply_stats_build(&st, c->rq.id, NULL);
+}
+
+static route_stat *route_of(srv *s, int dev, const char *algo)
+{
+    for (size_t i = 0; i < s->nroutes; i++)
+        if (s->routes[i].dev == dev && !strcmp(s->routes[i].algo, algo))
+            return &s->routes[i];
+    if (s->nroutes == MAX_ROUTES)
+        return NULL;
+    route_stat *r = &s->routes[s->nroutes++];
+    memset(r, 0, sizeof *r);
+    r->dev = dev;
+    r->algo = algo;
+    return r;
+}
+
+/* ---- sorts ---- */
+
+void srv_on_job_done(gs_job *j, void *ud)
+{
+    conn *c = j->ud;
+    srv *s = ud;
+    c->busy = 0;
+    c->refs--;
+    double qms = j->t_start - j->t_submit, total = gs_now_ms() - c->t_first;
+    double sort_ms = j->dev >= 0 ? j->st.kernel_ms : j->st.wall_ms;
+    route_stat *rt = j->algo ? route_of(s, j->dev, j->algo->name) : NULL;
+    if (rt) {
+        rt->count++;
+        rt->errors += j->rc < 0;
+        rt->total_ms += total;
+        rt->queue_ms += qms;
+        rt->sort_ms += sort_ms;
+        if (total > rt->max_ms)
+            rt->max_ms = total;
+    }
+    if (j->fallback[0])
+        s->fallbacks++;
+    if (c->dead) {
+        srv_conn_release(c);
+        if (c->refs == 0)
+            srv_conn_free(c);
+        srv_check_drained(s);
+        return;
+    }
+    if (j->rc < 0) {
+        srv_reply_error(c, j->rc, j->err.msg, 0);
+        return;
+    }
+    s->req_ok++;
+    const gs_proto_req *rq = &c->rq;
+    gs_reply_sort rs = {
+        .n = rq->n, .dtype = rq->dtype, .values = rq->payload, .device = j->dev,
+        .algorithm = j->algo->name, .params = j->run_params,
+        .plan = gs_sched_plan_name(j->plan), .fallback = j->fallback,
+        .times_ms = { qms, c->t_recv - c->t_first, j->st.upload_ms, sort_ms,
+                      j->st.download_ms, total } };
+    if (j->dev >= 0) {
+        gs_sched_devstat ds;
+        gs_sched_devstat_get(s->sched, (size_t)j->dev, &ds);
+        rs.device_name = ds.dev->info.name;
+        rs.device_platform = ds.dev->info.platform;
+    }
+    cJSON *r = gs_reply_sort_build(&rs, rq->id, NULL);
+    if (c->map || rq->memfd) {
+        srv_conn_send(c, r, NULL, 0, NULL, 0, 0);
+        return;
+    }
+    size_t kb = (size_t)rq->n * gs_dtype_size(rq->dtype);
+    size_t vb = rq->payload == GS_PL_NONE ? 0 : (size_t)rq->n * gs_payload_size(rq->payload);
+    srv_conn_send(c, r, rq->n ? j->req.keys : NULL, rq->n ? kb : 0,
+                  rq->n && vb ? j->req.values : NULL, rq->n ? vb : 0, 0);
+}
+
+/* Map the client's memfd after checking it cannot be shrunk under us. */
+static int map_memfd(conn *c, gs_err *e)
+{
+    const gs_proto_req *rq = &c->rq;
+    int seals = fcntl(c->memfd, F_GET_SEALS);
+    if (seals < 0)
+        return gs_err_set(e, GS_EINVAL, "the descriptor is not a memfd that supports seals "
+                          "(memfd_create with MFD_ALLOW_SEALING)");
+    if (!(seals & F_SEAL_SHRINK))
+        return gs_err_set(e, GS_EINVAL, "the memfd must be sealed with F_SEAL_SHRINK: "
+                          "truncating it during a sort would crash the daemon");
+    if (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE))
+        return gs_err_set(e, GS_EINVAL, "the memfd is sealed against writing; it is sorted "
+                          "in place");
+    struct stat sb;
+    if (fstat(c->memfd, &sb) < 0)
+        return gs_err_set(e, GS_EIO, "fstat of the memfd: %s", strerror(errno));
+    if ((uint64_t)sb.st_size < rq->fd_bytes)
+        return gs_err_set(e, GS_EINVAL, "the memfd holds %lld bytes and the request needs %llu",
+                          (long long)sb.st_size, (unsigned long long)rq->fd_bytes);
+    if (rq->fd_bytes == 0)
+        return 0;
+    void *m = mmap(NULL, (size_t)rq->fd_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, c->memfd, 0);
+    if (m == MAP_FAILED)
+        return gs_err_set(e, errno == ENOMEM ? GS_ENOMEM : GS_EIO, "mapping the memfd: %s",
+                          strerror(errno));
+    c->map = m;
+    c->maplen = (size_t)rq->fd_bytes;
+    return 0;
+}
+
+static void start_sort(conn *c)
+{
+    srv *s = c->s;
+    const gs_proto_req *rq = &c->rq;
+    gs_job *j = &c->job;
+    memset(j, 0, sizeof *j);
+    size_t ks = gs_dtype_size(rq->dtype), vs = gs_payload_size(rq->payload);
+    size_t n = (size_t)rq->n;
+    gs_err e;
+    gs_err_clear(&e);
+    void *keys = c->tiny, *values = rq->payload != GS_PL_NONE ? (void *)c->tiny : NULL;
+    int rc = 0;
+    if (rq->memfd) {
+        if ((rc = map_memfd(c, &e)) < 0) {
+            srv_reply_error(c, rc, e.msg, 0);
+            return;
+        }
+        if (n) {
+            keys = (char *)c->map + rq->keys_offset;
+            if (values)
+                values = (char *)c->map + rq->values_offset;
+        }
+    } else if (n) {
+        keys = c->inbuf;
+        if (rq->payload == GS_PL_U32 || rq->payload == GS_PL_U64) {
+            values = c->inbuf + n * ks;
+            if ((uintptr_t)values % vs) {
+                /* u64 values after an odd count of u32 keys: realign. */
+                if (!(c->valbuf = malloc(n * vs))) {
+                    srv_reply_error(c, GS_ENOMEM, "out of memory (retry later)", 0);
+                    return;
+                }
+                memcpy(c->valbuf, values, n * vs);
+                values = c->valbuf;
+            }
+        } else if (values) {
+            if (!(c->valbuf = malloc(n * vs))) {
+                srv_reply_error(c, GS_ENOMEM, "out of memory (retry later)", 0);
+                return;
+            }
+            values = c->valbuf;
+        }
+    }
+    j->req = (gs_sort_req){ .dtype = rq->dtype, .payload = rq->payload,
+                            .descending = rq->descending, .stable = rq->stable, .n = n,
+                            .keys = keys, .values = values };
+    snprintf(j->algorithm, sizeof j->algorithm, "%s", rq->algorithm);
+    j->params = rq->params;
+    j->has_params = rq->has_params;
+    j->device = rq->device;
+    j->ud = c;
+    if ((rc = gs_sched_route(s->sched, j, &e)) < 0) {
+        srv_reply_error(c, rc, e.msg, 0);
+        return;
+    }
+    c->busy = 1;
+    c->refs++;
+    srv_conn_update_poll(c);
+    gs_sched_submit(s->sched, j);
+}
+
+/* ---- dispatch ---- */
+
+void srv_op_run(conn *c)
+{
+    srv *s = c->s;
+    switch (c->rq.op) {
+    case GS_OP_PING: {
+        cJSON *r = gs_proto_reply_ok(GS_OP_PING, c->rq.id);
+        cJSON_AddStringToObject(r, "version", PACKAGE_VERSION);
+        cJSON_AddNumberToObject(r, "protocol", GS_PROTO_VERSION);
+        s->req_ok++;
+        srv_conn_send(c, r, NULL, 0, NULL, 0, 0);
+        return;
+    }
+    case GS_OP_INFO:
+        s->req_ok++;
+        srv_conn_send(c, op_info(s, c), NULL, 0, NULL, 0, 0);
+        return;
+    case GS_OP_STATS:
+        s->req_ok++;
+        srv_conn_send(c, op_stats(s, c), NULL, 0, NULL, 0, 0);
+        return;
+    case GS_OP_SORT:
+        start_sort(c);
+        return;
+    default:
+        srv_reply_error(c, GS_EINVAL, "unknown op", 0);
+    }
+}

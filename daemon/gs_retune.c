@@ -1,0 +1,86 @@
+/* Background tuning (tune_missing, --tune-missing): one thread tunes, one
+ * after the other, the devices the scheduler serves without a plan, each
+ * within tune_budget, with its own database connection, while the loop
+ * keeps serving them with the built-in defaults. When it is done it wakes
+ * the loop (uv_async_t), which re-opens the database so the new plans take
+ * effect. Shutdown cancels it between and within devices (tune_cancel) and
+ * waits for it before the loop stops. */
+#include "config.h"
+#include "gs_srv_int.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "gs_log.h"
+#include "gs_srv.h"
+#include "gs_time.h"
+#include "gs_tune.h"
+
+static void *tune_main(void *arg)
+{
+    srv *s = arg;
+    gs_db *db = NULL;
+    gs_err e;
+    gs_err_clear(&e);
+    if (gs_db_open(&db, s->o->db_path, 0, &e) < 0) {
+        GS_ERROR("--tune-missing: cannot open %s: %s", s->o->db_path, e.msg);
+        uv_async_send(&s->tune_async);
+        return NULL;
+    }
+    for (size_t i = 0; i < s->tune_ndev && !atomic_load(&s->tune_cancel); i++) {
+        gs_dev *d = &s->o->devs[s->tune_dev[i]];
+        gs_tune_opts o;
+        gs_tune_opts_init(&o, s->conf.tune_budget_s);
+        o.cancel = &s->tune_cancel;
+        gs_tune_report rep = { 0 };
+        GS_INFO("--tune-missing: tuning device %d (%s) in the background, budget %.0f s",
+                s->tune_dev[i], d->info.name, o.budget_s);
+        gs_err_clear(&e);
+        if (gs_tune_device(db, d, s->o->pc, &o, gs_now_s() + o.budget_s, &rep, &e) < 0)
+            GS_ERROR("--tune-missing: device %d (%s): %s", s->tune_dev[i], d->info.name, e.msg);
+        else
+            GS_INFO("--tune-missing: device %d (%s) tuned: %zu plan entries", s->tune_dev[i],
+                    d->info.name, rep.ndevs ? rep.devs[0].nplan : (size_t)0);
+        gs_tune_report_free(&rep);
+    }
+    gs_db_close(db);
+    uv_async_send(&s->tune_async);
+    return NULL;
+}
+
+static void on_tune_done(uv_async_t *h)
+{
+    srv *s = h->data;
+    if (!s->tune_running)
+        return;
+    pthread_join(s->tune_th, NULL);
+    s->tune_running = 0;
+    if (!s->draining)
+        srv_db_open(s);   /* the new plans take effect */
+    srv_check_drained(s);
+}
+
+static void start_tuning(srv *s)
+{
+    if (!s->o->db_path || !s->o->db_path[0]) {
+        GS_WARN("--tune-missing needs a tuning database; not tuning");
+        return;
+    }
+    s->tune_ndev = gs_sched_untuned(s->sched, s->tune_dev, 64);
+    if (!s->tune_ndev)
+        return;
+    if (pthread_create(&s->tune_th, NULL, tune_main, s) != 0) {
+        GS_WARN("--tune-missing: cannot start the tuning thread");
+        return;
+    }
+    s->tune_running = 1;
+}
+
+void srv_retune_start(srv *s)
+{
+    /* The handle exists either way: the loop's shutdown closes it. */
+    uv_async_init(&s->loop, &s->tune_async, on_tune_done);
+    s->tune_async.data = s;
+    if (s->conf.tune_missing)
+        start_tuning(s);
+}

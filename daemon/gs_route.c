@@ -1,0 +1,355 @@
+/* Routing: where and how each sort runs, decided on the loop thread
+ * (gs_sched_route, declared in gs_sched.h). The device's tuned plan from
+ * the database for its key class, payload kind, stability and size, or the
+ * registry's built-in default (gs_algo_default) when it has none, with one
+ * warning per device and request shape; a client that names the algorithm
+ * gets the best device for it; a queue that is busy may send the request to
+ * another device or to the host when that is predicted to finish sooner.
+ * Predictions come from the plan's measured time scaled linearly from its
+ * bucket to n, or, without a plan, from a per-route rate (ms per key)
+ * learned from the runs served so far (gs_sched.c learns them). The queues
+ * and workers that then run the job are gs_sched.c's; both share
+ * gs_sched_int.h. */
+#include "config.h"
+#include "gs_sched.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gs_log.h"
+#include "gs_sched_int.h"
+#include "gs_tune.h"
+#include "gs_time.h"
+
+#define HOST_SMALL_LOG2 15       /* no plan: below 2^15 keys the host sort wins */
+
+/* ---- plans ---- */
+
+const char *gs_sched_plan_name(gs_plan p)
+{
+    static const char *const names[GS_PLAN_COUNT] = {
+        [GS_PLAN_TUNED] = "tuned", [GS_PLAN_DEFAULT] = "default",
+        [GS_PLAN_OVERRIDE] = "override", [GS_PLAN_BUSY] = "busy",
+        [GS_PLAN_FALLBACK] = "fallback",
+    };
+    return (int)p >= 0 && p < GS_PLAN_COUNT ? names[p] : "unknown";
+}
+
+void gs_sched_set_db(gs_sched *s, gs_db *db)
+{
+    s->db = db;
+    for (size_t i = 0; i < s->ndev; i++) {
+        sdev *sd = &s->devs[i];
+        sd->db_id = -1;
+        sd->plan_entries = 0;
+        sd->warned_noplan = 0;
+        memset(sd->warned_shape, 0, sizeof sd->warned_shape);
+        atomic_store(&sd->fails, 0);
+        atomic_store(&sd->rest_until, 0.0);
+        for (int a = 0; a < MAX_ALGOS; a++)
+            atomic_store(&sd->broken[a], 0);
+        if (!db || !sd->enabled)
+            continue;
+        gs_err e;
+        gs_err_clear(&e);
+        int64_t id;
+        if (gs_db_device_id(db, &sd->dev->info, 0, &id, &e) == 0) {
+            sd->db_id = id;
+            if (gs_db_plan_count(db, id, &sd->plan_entries, &e) < 0)
+                GS_WARN("device %zu: cannot read its plan: %s", i, e.msg);
+        }
+    }
+}
+
+/* ---- candidates and the choice ---- */
+
+static int usable(sdev *sd, const gs_algo *a)
+{
+    return sd->enabled && sched_dev_healthy(sd) && !atomic_load(&sd->broken[sched_algo_index(a)]);
+}
+
+typedef struct cand {
+    int dev;                 /* -1 host */
+    const gs_algo *algo;
+    gs_params params;
+    gs_plan plan;
+    double ms;
+} cand;
+
+static double host_predict(const gs_sched *s, const gs_sort_req *r)
+{
+    double ms = s->host_rate[gs_dtype_size(r->dtype) == 8] * (double)r->n;
+    return r->payload != GS_PL_NONE ? 1.5 * ms : ms;
+}
+
+static void host_cand(const gs_sched *s, const gs_sort_req *r, gs_plan plan, cand *c)
+{
+    c->dev = -1;
+    c->algo = gs_algo_find("host");
+    gs_params_clear(&c->params);
+    c->plan = plan;
+    c->ms = host_predict(s, r);
+}
+
+/* Why a tuned device has no plan entry for this shape, for the log: what
+ * the tuner would need to cover it. */
+static void shape_hint(gs_payload pl, char *buf, size_t len)
+{
+    double need = gs_tune_payload_budget(pl);
+    if (need < 0)
+        snprintf(buf, len, "gsortd --tune-all does not tune payload %s", gs_payload_name(pl));
+    else if (need > 0)
+        snprintf(buf, len, "gsortd --tune-all tunes payload %s with --budget %.0f or more",
+                 gs_payload_name(pl), need);
+    else
+        snprintf(buf, len, "the last gsortd --tune-all did not get to it; run it again with a "
+                 "larger --budget");
+}
+
+/* Log once per device and request shape (key width, payload kind,
+ * stability: what the plan is keyed by, the size aside) that the built-in
+ * defaults serve it, and why: `why` NULL means the device has a plan but
+ * not for this shape. */
+static void warn_shape(sdev *sd, int d, const gs_sort_req *r, int kb, const char *why)
+{
+    unsigned char *w = &sd->warned_shape[kb == 64][r->payload][r->stable ? 1 : 0];
+    if (*w)
+        return;
+    *w = 1;
+    char hint[160] = "";
+    if (!why)
+        shape_hint(r->payload, hint, sizeof hint);
+    GS_WARN("device %d (%s, driver %s): %s for %d-bit keys, payload %s%s, %s%s%s; using "
+            "built-in defaults for that shape%s%s%s", d, sd->dev->info.name, sd->dev->info.driver,
+            why ? "the plan entry" : "no tuned plan entry", kb, gs_payload_name(r->payload),
+            r->payload == GS_PL_IDX32 || r->payload == GS_PL_IDX64 ? " (argsort)" : "",
+            r->stable ? "stable" : "not stable", why ? " " : "", why ? why : "",
+            hint[0] ? " (" : "", hint, hint[0] ? ")" : "");
+}
+
+/* The device's own choice for this request: its tuned plan, else the
+ * built-in defaults. 0, or a negative code when the device cannot serve it
+ * at all (the caller then leaves it out). */
+static int device_cand(gs_sched *s, int d, const gs_job *j, cand *c)
+{
+    sdev *sd = &s->devs[d];
+    const gs_sort_req *r = &j->req;
+    int kb = (int)gs_dtype_size(r->dtype) * 8;
+    gs_err e;
+    gs_err_clear(&e);
+    gs_db_choice ch;
+    c->dev = d;
+    int tuned = 0;
+    if (s->db && sd->db_id >= 0 && sd->plan_entries > 0) {
+        int lrc = gs_db_plan_lookup(s->db, sd->db_id, kb, gs_payload_name(r->payload), r->stable,
+                                    r->n, &ch, &e);
+        char why[GS_ERR_MSG_MAX + 64];
+        if (lrc == GS_ENOTFOUND) {
+            warn_shape(sd, d, r, kb, NULL);
+        } else if (lrc < 0) {
+            snprintf(why, sizeof why, "cannot be read: %s", e.msg);
+            warn_shape(sd, d, r, kb, why);
+        } else if (!(c->algo = gs_algo_find(ch.algorithm))) {
+            snprintf(why, sizeof why, "names algorithm '%s', which this gsortd does not have",
+                     ch.algorithm);
+            warn_shape(sd, d, r, kb, why);
+        } else if (gs_params_from_json(ch.params, &c->params, &e) < 0) {
+            snprintf(why, sizeof why, "has unusable parameters: %s", e.msg);
+            warn_shape(sd, d, r, kb, why);
+        } else {
+            tuned = 1;
+        }
+    } else if (!sd->warned_noplan) {
+        sd->warned_noplan = 1;
+        GS_WARN("device %d (%s, driver %s): no tuned plan%s; using built-in defaults "
+                "(run gsortd --tune-all, or serve with --tune-missing)", d, sd->dev->info.name,
+                sd->dev->info.driver, s->db ? "" : " (no database)");
+    }
+    if (tuned) {
+        c->plan = GS_PLAN_TUNED;
+        c->ms = ch.median_ms * ((double)(r->n ? r->n : 1) / ldexp(1.0, ch.bucket));
+    } else {
+        c->plan = GS_PLAN_DEFAULT;
+        if (r->n < ((size_t)1 << HOST_SMALL_LOG2)) {
+            host_cand(s, r, GS_PLAN_DEFAULT, c);
+            return 0;
+        }
+        c->algo = gs_algo_default();
+        c->algo->defaults(&sd->dev->info, &c->params);
+        c->ms = sd->rate_ms_per_key * (double)r->n;
+    }
+    if (!c->algo->uses_device) {
+        c->dev = -1;
+        return 0;
+    }
+    if (!usable(sd, c->algo))
+        return GS_EUNSUPPORTED;
+    if (c->algo->check && c->algo->check(sd->dev, r, &c->params, &e) < 0)
+        return GS_EUNSUPPORTED;
+    return 0;
+}
+
+static double route_backlog(gs_sched *s, int dev)
+{
+    unsigned len;
+    double b;
+    if (dev < 0) {
+        sched_queue_load(&s->hostq, &len, &b);
+        return b / s->nhost;
+    }
+    sched_queue_load(&s->devs[dev].q, &len, &b);
+    return b;
+}
+
+static void apply(gs_job *j, const cand *c)
+{
+    j->dev = c->dev;
+    j->algo = c->algo;
+    j->run_params = c->params;
+    j->plan = c->plan;
+    j->predicted_ms = c->ms;
+}
+
+/* The client named the algorithm. */
+static int route_override(gs_sched *s, gs_job *j, gs_err *err)
+{
+    const gs_algo *a = gs_algo_find(j->algorithm);
+    if (!a) {
+        char names[256] = "";
+        for (size_t i = 0; i < gs_algo_count(); i++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
+                     gs_algo_at(i)->name);
+        return gs_err_set(err, GS_ENOTFOUND, "unknown algorithm '%s' (known: %s)", j->algorithm,
+                          names);
+    }
+    if (j->req.stable && !a->stable)
+        return gs_err_set(err, GS_EUNSUPPORTED, "%s is not stable and the request asks for "
+                          "a stable sort", a->name);
+    cand best = { 0 }, c;
+    if (!a->uses_device) {
+        host_cand(s, &j->req, GS_PLAN_OVERRIDE, &best);
+        best.algo = a;
+        if (j->has_params)
+            best.params = j->params;
+        int rc;
+        if (a->check && (rc = a->check(NULL, &j->req, &best.params, err)) < 0)
+            return rc;
+        apply(j, &best);
+        return 0;
+    }
+    int found = 0, tried = 0, rc = 0;
+    double best_cost = INFINITY;
+    for (size_t d = 0; d < s->ndev; d++) {
+        sdev *sd = &s->devs[d];
+        if ((j->device >= 0 && (size_t)j->device != d) || !sd->enabled)
+            continue;
+        tried = 1;
+        if (!usable(sd, a))
+            continue;
+        c.dev = (int)d;
+        c.algo = a;
+        c.plan = GS_PLAN_OVERRIDE;
+        c.ms = sd->rate_ms_per_key * (double)j->req.n;
+        gs_db_choice ch;
+        gs_err e;
+        int kb = (int)gs_dtype_size(j->req.dtype) * 8;
+        if (j->has_params) {
+            c.params = j->params;
+        } else if (s->db && sd->db_id >= 0 &&
+                   gs_db_winner_get(s->db, sd->db_id, a->name, kb,
+                                    gs_payload_name(j->req.payload), gs_db_bucket(j->req.n), &ch,
+                                    &e) == 0 &&
+                   gs_params_from_json(ch.params, &c.params, &e) == 0) {
+            c.ms = ch.median_ms;
+        } else {
+            a->defaults(&sd->dev->info, &c.params);
+        }
+        gs_err ce;
+        gs_err_clear(&ce);
+        if (a->check && (rc = a->check(sd->dev, &j->req, &c.params, &ce)) < 0) {
+            if (err)
+                *err = ce;
+            continue;
+        }
+        double cost = route_backlog(s, (int)d) + c.ms;
+        if (cost < best_cost) {
+            best_cost = cost;
+            best = c;
+            found = 1;
+        }
+    }
+    if (found) {
+        apply(j, &best);
+        return 0;
+    }
+    if (rc < 0)
+        return rc;     /* the algorithm's own reason, e.g. local memory */
+    if (j->device >= 0 && !tried)
+        return gs_err_set(err, GS_ENODEV, "device %d is not served (%zu devices; see the "
+                          "info op)", j->device, s->ndev);
+    if (!tried)
+        return gs_err_set(err, GS_ENODEV, "%s needs an OpenCL device and none is served",
+                          a->name);
+    /* Devices exist but are resting or lost this algorithm: answer anyway. */
+    host_cand(s, &j->req, GS_PLAN_FALLBACK, &best);
+    apply(j, &best);
+    snprintf(j->fallback, sizeof j->fallback, "%s is disabled on the device(s) after "
+             "failures; served by the host sort", a->name);
+    return 0;
+}
+
+int gs_sched_route(gs_sched *s, gs_job *j, gs_err *err)
+{
+    j->fallback[0] = '\0';
+    j->t_submit = gs_now_ms();
+    if (j->device >= 0 && ((size_t)j->device >= s->ndev || !s->devs[j->device].enabled))
+        return gs_err_set(err, GS_ENODEV, "device %d is not served (%zu devices; see the "
+                          "info op)", j->device, s->ndev);
+    if (j->algorithm[0] && strcmp(j->algorithm, "auto"))
+        return route_override(s, j, err);
+    if (j->has_params)
+        return gs_err_set(err, GS_EINVAL, "params need an algorithm");
+
+    /* The plan: the fastest of the devices' own choices when idle. */
+    cand planned, c, alt[64];
+    size_t nalt = 0;
+    int have = 0;
+    for (size_t d = 0; d < s->ndev && nalt < 63; d++) {
+        if (!s->devs[d].enabled || (j->device >= 0 && (size_t)j->device != d))
+            continue;
+        if (device_cand(s, (int)d, j, &c) < 0)
+            continue;
+        alt[nalt++] = c;
+        if (!have || c.ms < planned.ms) {
+            planned = c;
+            have = 1;
+        }
+    }
+    if (!have) {
+        int any = 0;
+        for (size_t d = 0; d < s->ndev; d++)
+            any |= s->devs[d].enabled;
+        host_cand(s, &j->req, any ? GS_PLAN_FALLBACK : GS_PLAN_DEFAULT, &planned);
+        if (any)
+            snprintf(j->fallback, sizeof j->fallback, "no device can serve this request now "
+                     "(resting after failures, or beyond its limits); served by the host sort");
+    }
+    host_cand(s, &j->req, planned.plan, &alt[nalt++]);
+
+    /* Busy: another route predicted to finish sooner. */
+    double pcost = route_backlog(s, planned.dev) + planned.ms;
+    cand chosen = planned;
+    if (pcost > planned.ms)
+        for (size_t i = 0; i < nalt; i++) {
+            double cost = route_backlog(s, alt[i].dev) + alt[i].ms;
+            if (cost < pcost && alt[i].dev != planned.dev) {
+                pcost = cost;
+                chosen = alt[i];
+                chosen.plan = GS_PLAN_BUSY;
+            }
+        }
+    apply(j, &chosen);
+    return 0;
+}

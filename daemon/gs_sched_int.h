@@ -1,0 +1,76 @@
+/* What the scheduler's two halves share (private to daemon/gs_sched.c,
+ * the queues and workers, and daemon/gs_route.c, the routing): the queue,
+ * the per-device state, the scheduler itself, and the few helpers both
+ * use, named sched_*. It names gs_job and the done callback through their
+ * struct tags instead of including gs_sched.h, so that no include cycle
+ * appears between the public header and this one. */
+#ifndef GS_SCHED_INT_H
+#define GS_SCHED_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include <uv.h>
+
+#include "gs_db.h"
+#include "gs_dev.h"
+#include "gs_prog.h"
+#include "gs_sort.h"
+
+#define MAX_ALGOS 16
+
+struct gs_job;
+
+typedef struct queue {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct gs_job *head, *tail;
+    unsigned len;            /* waiting + running */
+    double backlog_ms;       /* predicted time of waiting + running jobs */
+    int stop;
+} queue;
+
+typedef struct sdev {
+    gs_dev *dev;
+    int enabled;
+    queue q;
+    pthread_t th;
+    int started;
+    atomic_int broken[MAX_ALGOS];    /* build failure: algorithm disabled here */
+    atomic_int fails;                /* consecutive failed runs */
+    _Atomic double rest_until;       /* gs_now_ms(); 0: healthy */
+    /* loop thread only */
+    long long db_id;
+    long plan_entries;
+    int warned_noplan;               /* no plan at all: said once per device */
+    unsigned char warned_shape[2][GS_PL_COUNT][2];   /* [64-bit keys][payload][stable] */
+    double rate_ms_per_key;          /* learned, untuned routes */
+} sdev;
+
+struct gs_sched {
+    uv_loop_t *loop;
+    sdev *devs;
+    size_t ndev;
+    queue hostq;
+    pthread_t *host_th;
+    unsigned nhost, host_started;
+    gs_pcache *pc;
+    gs_db *db;
+    uv_async_t async;
+    pthread_mutex_t done_mu;
+    struct gs_job *done_head, *done_tail;
+    void (*done)(struct gs_job *job, void *ud);   /* gs_sched_done_fn */
+    void *ud;
+    size_t inflight;                 /* loop thread */
+    double host_rate[2];             /* ms per key, 32/64-bit keys, learned */
+};
+
+/* The algorithm's slot in sdev.broken. */
+int sched_algo_index(const gs_algo *a);
+/* A queue's length and predicted backlog, under its lock. */
+void sched_queue_load(queue *q, unsigned *len, double *backlog);
+/* Not resting after repeated failures. */
+int sched_dev_healthy(sdev *sd);
+
+#endif

@@ -1,0 +1,183 @@
+/* What the server's files share, private to them as libuv's internal.h is:
+ * the server (struct srv), a client connection (struct conn), the route
+ * statistics, and the functions one file calls in another, all named
+ * srv_*. The files follow a request: gs_conn.c accepts and reads it,
+ * gs_ops.c answers it or hands the sort to the scheduler and writes the
+ * result back through gs_conn.c; gs_acl.c decides who may connect;
+ * gs_retune.c tunes devices without a plan in the background; gs_srv.c
+ * runs the loop, its timeouts and signals, and the reload. Only the loop
+ * thread touches any of this, but for the re-tune thread's cancel flag.
+ * gs_srv_opts is named by its struct tag so that this header need not
+ * include gs_srv.h (which would make an include cycle with gs_srv.c). */
+#ifndef GS_SRV_INT_H
+#define GS_SRV_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <uv.h>
+
+#include "gs_conf.h"
+#include "gs_db.h"
+#include "gs_listen.h"
+#include "gs_proto.h"
+#include "gs_sched.h"
+
+#define TICK_MS 250
+#define MAX_ROUTES 64
+
+/* srv_acl_allowed asks the user database (NSS: files, but maybe LDAP or
+ * SSSD, and on the event loop) for a uid's supplementary groups at most
+ * once per PEER_MEMO_MS per uid; a reload of the allow lists forgets every
+ * verdict. */
+#define PEER_MEMO_N 64
+#define PEER_MEMO_MS 60000.0
+
+typedef struct srv srv;
+struct gs_srv_opts;
+
+typedef struct conn {
+    srv *s;
+    int fd;
+    struct ucred cred;          /* the peer at connect time (SO_PEERCRED) */
+    char who[96];               /* "fd 7, pid 123, uid 1000, gid 1000" for the log */
+    uv_poll_t poll;
+    int events;                 /* what poll watches now */
+    int refs;                   /* the poll handle, and a job in flight */
+    int dead;                   /* closed: waiting for the handle and the job */
+    struct conn *prev, *next;
+    gs_proto_rd rd;
+    int fds[GS_PROTO_MAX_FDS];  /* descriptors received, not yet claimed */
+    int nfds;
+    /* the request being read or served */
+    gs_proto_req rq;
+    int have_rq;
+    int op_known;               /* the header parsed far enough to name its op */
+    int req_err;                /* an error to answer once the payload is skipped */
+    char req_msg[1024];
+    int memfd;                  /* claimed descriptor, -1 */
+    double t_first, t_recv;
+    int busy;                   /* a sort is with the scheduler */
+    gs_job job;
+    uint8_t *inbuf;             /* inline payload */
+    void *valbuf;               /* values kept apart (argsort output, or realigned) */
+    void *map;                  /* memfd mapping */
+    size_t maplen;
+    uint64_t tiny[2];           /* n = 0 arrays */
+    /* the reply being written */
+    int wr_active;
+    uint8_t *wr_head;
+    struct iovec wr_iov[3];
+    size_t wr_total, wr_sent;
+    int close_after;
+    double last_progress, last_activity;
+} conn;
+
+typedef struct route_stat {
+    int dev;
+    const char *algo;
+    unsigned long count, errors;
+    double total_ms, max_ms, queue_ms, sort_ms;
+} route_stat;
+
+/* allow_uids / allow_gids resolved (both empty: everyone who can open the
+ * socket), and the supplementary-group verdicts of recent uids. */
+typedef struct srv_acl {
+    unsigned uid[GS_CONF_MAX_IDS], gid[GS_CONF_MAX_IDS];
+    size_t nuid, ngid;
+    struct peer_memo { unsigned uid; int allowed; double until_ms; } memo[PEER_MEMO_N];
+    unsigned memo_next;
+} srv_acl;
+
+struct srv {
+    uv_loop_t loop;
+    const struct gs_srv_opts *o;
+    gs_conf conf;
+    gs_listen lis;
+    uv_poll_t lis_poll;
+    int lis_active, lis_paused;
+    uv_timer_t tick;
+    uv_signal_t sig_term, sig_int, sig_hup;
+    gs_sched *sched;
+    gs_db *db;
+    int db_ok;
+    conn *conns;
+    unsigned nconns;
+    int draining, stopped;
+    double t_start;
+    /* statistics */
+    unsigned long clients_total, clients_rejected, clients_denied;
+    srv_acl acl;
+    unsigned long req_total, req_ok, req_err, fallbacks, by_op[GS_OP_COUNT];
+    uint64_t bytes_in, bytes_out;
+    route_stat routes[MAX_ROUTES];
+    size_t nroutes;
+    /* background tuning (--tune-missing) */
+    pthread_t tune_th;
+    int tune_running;
+    _Atomic int tune_cancel;
+    uv_async_t tune_async;
+    int tune_dev[64];
+    size_t tune_ndev;
+};
+
+/* ---- gs_srv.c: the loop ---- */
+
+/* (Re)open the tuning database and give it to the scheduler. */
+void srv_db_open(srv *s);
+/* Draining and nothing left (clients, jobs, the re-tune thread): stop. */
+void srv_check_drained(srv *s);
+
+/* ---- gs_conn.c: connections ---- */
+
+/* The listener is readable: accept every waiting client. */
+void srv_on_listen(uv_poll_t *h, int status, int events);
+/* Close a client (why NULL: it went away, logged at debug level). The
+ * descriptor is closed once the loop lets go of it, the record once no job
+ * uses it. */
+void srv_conn_close(conn *c, const char *why);
+/* Watch what the connection waits for now: writing a reply, reading the
+ * next request, or nothing while a sort runs. */
+void srv_conn_update_poll(conn *c);
+/* Queue one reply (header + up to two payload arrays) and start writing.
+ * Takes the header. */
+void srv_conn_send(conn *c, cJSON *hdr, const void *b0, size_t l0, const void *b1, size_t l1,
+                   int close_after);
+/* An error reply for the request being served; `closing`: then close. */
+void srv_reply_error(conn *c, int code, const char *msg, int closing);
+/* Free the request's buffers, mapping and memfd. */
+void srv_conn_release(conn *c);
+/* Free a closed connection's record, once neither its handle nor a job
+ * refers to it (refs 0). */
+void srv_conn_free(conn *c);
+
+/* ---- gs_ops.c: operations ---- */
+
+/* A whole, valid request is in: answer it, or start its sort. */
+void srv_op_run(conn *c);
+/* The scheduler's done callback (loop thread): the sort reply. */
+void srv_on_job_done(gs_job *j, void *ud);
+
+/* ---- gs_acl.c: access control ---- */
+
+/* Resolve the allow lists of `cf` into s->acl; on failure s keeps what it
+ * had. */
+int srv_acl_load(srv *s, const gs_conf *cf, gs_err *err);
+/* Whether allow_uids or allow_gids restrict who is served. */
+int srv_acl_active(const srv *s);
+/* Identify the client on `fd` (SO_PEERCRED into *cr, and `who` for the
+ * log) and decide: 1 to serve it, 0 to refuse it with `msg`. */
+int srv_acl_admit(srv *s, int fd, struct ucred *cr, char *who, size_t wlen, char *msg,
+                  size_t mlen);
+
+/* ---- gs_retune.c: background tuning ---- */
+
+/* Set up the thread's wake-up handle and, with tune_missing, start tuning
+ * the devices that have no plan. */
+void srv_retune_start(srv *s);
+
+#endif

@@ -1,0 +1,144 @@
+/* A tuning run's results: each group's winner, recorded in the database
+ * beside the trial it came from, and the device's serving plan, chosen
+ * from the winners: per (key class, payload, bucket) the fastest end to
+ * end, once for any caller and once among the stable algorithms. The
+ * report (gs_report.c) prints both from the device report kept here. */
+#include "config.h"
+#include "gs_tune.h"
+#include "gs_tune_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gs_grow.h"
+
+int gs_tune_plan_pick(const gs_tune_cand *c, size_t n, int stable)
+{
+    int best = -1;
+    for (size_t i = 0; i < n; i++) {
+        if (c[i].ms < 0 || (stable && !c[i].stable))
+            continue;
+        if (best < 0 || c[i].ms < c[best].ms)
+            best = (int)i;
+    }
+    return best;
+}
+
+int gs_tune_winner_add(gs_tune_devreport *R, const gs_tune_winner *w)
+{
+    if (gs_grow(&R->winners, &R->wcap, R->nwinners, sizeof *R->winners, 64))
+        return GS_ENOMEM;
+    R->winners[R->nwinners++] = *w;
+    return 0;
+}
+
+static int add_planrow(gs_tune_devreport *R, const gs_tune_planrow *row)
+{
+    if (gs_grow(&R->plan, &R->pcap, R->nplan, sizeof *R->plan, 64))
+        return GS_ENOMEM;
+    R->plan[R->nplan++] = *row;
+    return 0;
+}
+
+int gs_tune_winner_save(gs_db *db, int64_t dev_id, const char *code_id, int uses_device,
+                        gs_tune_winner *w, gs_err *err)
+{
+    gs_db_trial key = { .device_id = dev_id, .algorithm = w->algorithm,
+                        .key_bits = w->key_bits, .payload = gs_payload_name(w->payload),
+                        .n = (size_t)1 << w->bucket, .distribution = "random",
+                        .params = w->params, .code_id = code_id };
+    int64_t tid = 0;
+    double e2e = 0;
+    int v = 0;
+    gs_err lerr;
+    int rc = gs_db_trial_lookup(db, &key, NULL, NULL, &tid, err);
+    if (rc)
+        return rc;
+    if (!uses_device) {
+        w->e2e_ms = w->median_ms;
+    } else {
+        key.distribution = GS_DB_DIST_E2E;
+        if (gs_db_trial_lookup(db, &key, &e2e, &v, NULL, &lerr) == 0 && v)
+            w->e2e_ms = e2e;
+    }
+    if ((rc = gs_db_begin(db, err)) != 0)
+        return rc;
+    rc = gs_db_winner_set(db, dev_id, w->algorithm, w->key_bits, gs_payload_name(w->payload),
+                          w->bucket, w->params, w->median_ms, tid, err);
+    if (!rc)
+        rc = gs_db_commit(db, err);
+    else
+        gs_db_rollback(db);
+    return rc;
+}
+
+void gs_tune_winners_sort(gs_tune_devreport *R)
+{
+    for (size_t i = 1; i < R->nwinners; i++) {
+        gs_tune_winner w = R->winners[i];
+        size_t j = i;
+        for (; j > 0; j--) {
+            const gs_tune_winner *x = &R->winners[j - 1];
+            long kx = ((long)x->bucket << 16) | ((long)x->key_bits << 8) | (long)x->payload;
+            long kw = ((long)w.bucket << 16) | ((long)w.key_bits << 8) | (long)w.payload;
+            if (kx <= kw)
+                break;
+            R->winners[j] = *x;
+        }
+        R->winners[j] = w;
+    }
+}
+
+int gs_tune_plan_write(gs_db *db, int64_t dev_id, gs_tune_devreport *R, gs_err *err)
+{
+    int rc = gs_db_begin(db, err);
+    if (rc)
+        return rc;
+    gs_tune_cand *c = malloc((R->nwinners + 1) * sizeof *c);
+    size_t *wi = malloc((R->nwinners + 1) * sizeof *wi);
+    if (!c || !wi) {
+        free(c);
+        free(wi);
+        gs_db_rollback(db);
+        return gs_err_set(err, GS_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < R->nwinners && !rc; i++) {
+        const gs_tune_winner *w = &R->winners[i];
+        size_t j = 0;   /* first winner of its (key class, payload, bucket) only */
+        while (j < i && !(R->winners[j].key_bits == w->key_bits &&
+                          R->winners[j].payload == w->payload && R->winners[j].bucket == w->bucket))
+            j++;
+        if (j < i)
+            continue;
+        size_t nc = 0;
+        for (size_t k = i; k < R->nwinners; k++) {
+            const gs_tune_winner *x = &R->winners[k];
+            if (x->key_bits == w->key_bits && x->payload == w->payload && x->bucket == w->bucket) {
+                c[nc] = (gs_tune_cand){ x->algorithm, x->stable, x->e2e_ms };
+                wi[nc++] = k;
+            }
+        }
+        for (int stable = 0; stable <= 1 && !rc; stable++) {
+            int b = gs_tune_plan_pick(c, nc, stable);
+            if (b < 0)
+                continue;
+            const gs_tune_winner *x = &R->winners[wi[b]];
+            gs_tune_planrow row = { .key_bits = x->key_bits, .payload = x->payload,
+                                    .stable = stable, .bucket = x->bucket, .ms = x->e2e_ms };
+            snprintf(row.algorithm, sizeof row.algorithm, "%s", x->algorithm);
+            snprintf(row.params, sizeof row.params, "%s", x->params);
+            rc = gs_db_plan_set(db, dev_id, x->key_bits, gs_payload_name(x->payload), stable,
+                                x->bucket, x->algorithm, x->params, x->e2e_ms, err);
+            if (!rc && add_planrow(R, &row))
+                rc = gs_err_set(err, GS_ENOMEM, "out of memory");
+        }
+    }
+    free(c);
+    free(wi);
+    if (!rc)
+        rc = gs_db_commit(db, err);
+    else
+        gs_db_rollback(db);
+    return rc;
+}

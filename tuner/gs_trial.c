@@ -1,0 +1,225 @@
+/* One trial of the tuner: its input and its checks and its run. The inputs
+ * are deterministic in (key class, payload, n, distribution), so that a
+ * resumed run measures on the same data, and carry what makes the output
+ * checks exact: every output must be sorted and a permutation of the input
+ * (with a payload, each key still paired with its value) and, for a stable
+ * algorithm, keep equal keys in input order. A run is a warm-up, which
+ * pays any program build, then timed runs, every one checked; a wrong
+ * result makes the configuration invalid with the reason recorded. */
+#include "config.h"
+#include "gs_tune_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A trial whose first timed run took longer than this uses at most 3 reps. */
+#define SLOW_RUN_MS 250.0
+
+const char *const gs_tune_dist_names[GS_TUNE_DIST_COUNT] = { "random", "sorted", "reversed",
+                                                              "few16" };
+
+void gs_tune_input_free(gs_tune_input *t)
+{
+    free(t->in_k);
+    free(t->in_v);
+    free(t->wk);
+    free(t->wv);
+    free(t->seen);
+    memset(t, 0, sizeof *t);
+}
+
+static uint64_t key_at(const gs_tune_input *t, const void *k, size_t i)
+{
+    return t->ks == 4 ? ((const uint32_t *)k)[i] : ((const uint64_t *)k)[i];
+}
+
+static void key_hash(const gs_tune_input *t, const void *k, uint64_t *h1, uint64_t *h2)
+{
+    uint64_t a = 0, b = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        uint64_t x = key_at(t, k, i);
+        a += gs_tune_mix64(x);
+        b += gs_tune_mix64(x ^ UINT64_C(0xA5A5A5A5DEADBEEF));
+    }
+    *h1 = a;
+    *h2 = b;
+}
+
+/* Keys of one distribution, deterministic in (key class, payload, n, dist),
+ * so a resumed run measures on the same data. u32/u64 values carry their
+ * input index (u64: in the low half, random bits above), which makes the
+ * permutation and stability checks exact. */
+int gs_tune_input_make(gs_tune_input *t, gs_dtype dt, gs_payload pl, size_t n, int dist,
+                       gs_err *err)
+{
+    memset(t, 0, sizeof *t);
+    t->dt = dt;
+    t->pl = pl;
+    t->n = n;
+    t->dist = dist;
+    t->ks = gs_dtype_size(dt);
+    t->vs = gs_payload_size(pl);
+    t->in_k = malloc(n * t->ks);
+    t->wk = malloc(n * t->ks);
+    t->seen = malloc(n / 8 + 1);
+    if (t->vs) {
+        t->wv = malloc(n * t->vs);
+        if (pl == GS_PL_U32 || pl == GS_PL_U64)
+            t->in_v = malloc(n * t->vs);
+    }
+    if (!t->in_k || !t->wk || !t->seen || (t->vs && !t->wv) ||
+        ((pl == GS_PL_U32 || pl == GS_PL_U64) && !t->in_v)) {
+        gs_tune_input_free(t);
+        return gs_err_set(err, GS_ENOMEM, "out of memory for a %zu-element trial input", n);
+    }
+    uint64_t seed = gs_tune_mix64(((uint64_t)dt << 40) ^ ((uint64_t)pl << 32) ^ n ^
+                                  ((uint64_t)dist << 56));
+    uint64_t few[16];
+    for (int i = 0; i < 16; i++)
+        few[i] = gs_tune_mix64(seed + 1000 + (uint64_t)i);
+    uint64_t kmax = t->ks == 4 ? UINT32_MAX : UINT64_MAX;
+    uint64_t step = kmax / (n ? n : 1);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t x;
+        switch (dist) {
+        case GS_TUNE_DIST_SORTED: x = (uint64_t)i * step; break;
+        case GS_TUNE_DIST_REVERSED: x = (uint64_t)(n - 1 - i) * step; break;
+        case GS_TUNE_DIST_FEW16: x = few[gs_tune_mix64(seed ^ i) & 15]; break;
+        default: x = gs_tune_mix64(seed + i); break;
+        }
+        if (t->ks == 4)
+            ((uint32_t *)t->in_k)[i] = (uint32_t)x;
+        else
+            ((uint64_t *)t->in_k)[i] = x;
+        if (pl == GS_PL_U32)
+            ((uint32_t *)t->in_v)[i] = (uint32_t)i;
+        else if (pl == GS_PL_U64)
+            ((uint64_t *)t->in_v)[i] = (gs_tune_mix64(i) << 32) | (uint64_t)i;
+    }
+    key_hash(t, t->in_k, &t->h1, &t->h2);
+    return 0;
+}
+
+static void input_reset(gs_tune_input *t)
+{
+    memcpy(t->wk, t->in_k, t->n * t->ks);
+    if (t->in_v)
+        memcpy(t->wv, t->in_v, t->n * t->vs);
+    else if (t->wv)
+        memset(t->wv, 0xff, t->n * t->vs);   /* argsort output: stale indices must not pass */
+}
+
+/* Sorted ascending (unsigned order is u32/u64's total order) and a
+ * permutation of the input: keys-only by a multiset hash, with a payload
+ * exactly (every input index once, each key still paired with its value);
+ * stable algorithms must also keep equal keys in input order. */
+static int input_verify(gs_tune_input *t, int stable, char *why, size_t len)
+{
+    const size_t n = t->n;
+    for (size_t i = 1; i < n; i++)
+        if (key_at(t, t->wk, i - 1) > key_at(t, t->wk, i)) {
+            snprintf(why, len, "wrong result: not sorted at index %zu", i);
+            return 0;
+        }
+    if (!t->vs) {
+        uint64_t a, b;
+        key_hash(t, t->wk, &a, &b);
+        if (a != t->h1 || b != t->h2) {
+            snprintf(why, len, "wrong result: the keys are not a permutation of the input");
+            return 0;
+        }
+        return 1;
+    }
+    memset(t->seen, 0, n / 8 + 1);
+    uint64_t prev = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t v = t->vs == 4 ? ((uint32_t *)t->wv)[i] : ((uint64_t *)t->wv)[i];
+        uint64_t idx = t->pl == GS_PL_U64 ? (v & UINT32_MAX) : v;
+        if (idx >= n) {
+            snprintf(why, len, "wrong result: value at index %zu does not come from the input", i);
+            return 0;
+        }
+        if (t->seen[idx / 8] & (1u << (idx % 8))) {
+            snprintf(why, len, "wrong result: (key, value) pairs are not a permutation of the "
+                     "input (input element %llu appears twice)", (unsigned long long)idx);
+            return 0;
+        }
+        t->seen[idx / 8] |= (uint8_t)(1u << (idx % 8));
+        if (key_at(t, t->wk, i) != key_at(t, t->in_k, (size_t)idx) ||
+            (t->in_v && v != (t->vs == 4 ? ((uint32_t *)t->in_v)[idx]
+                                         : ((uint64_t *)t->in_v)[idx]))) {
+            snprintf(why, len, "wrong result: key and value at index %zu are not an input pair", i);
+            return 0;
+        }
+        if (stable && i > 0 && key_at(t, t->wk, i) == key_at(t, t->wk, i - 1) && idx < prev) {
+            snprintf(why, len, "wrong result: not stable (equal keys reordered at index %zu)", i);
+            return 0;
+        }
+        prev = idx;
+    }
+    return 1;
+}
+
+int gs_tune_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void set_reason(gs_tune_result *r, const char *prefix, const gs_err *e)
+{
+    snprintf(r->reason, sizeof r->reason, "%s%.*s", prefix, GS_TUNE_REASON_MAX - 100,
+             e->msg[0] ? e->msg : gs_strerror(e->code));
+}
+
+void gs_tune_trial_run(gs_dev *device, gs_pcache *pc, int reps, const gs_algo *a,
+                       gs_tune_input *in, const gs_params *p, gs_tune_result *r)
+{
+    memset(r, 0, sizeof *r);
+    gs_sort_req req = { .dtype = in->dt, .payload = in->pl, .n = in->n, .keys = in->wk,
+                        .values = in->wv };
+    gs_dev *dev = a->uses_device ? device : NULL;
+    gs_sort_ctx ctx = { .dev = dev, .pc = pc };
+    gs_err e;
+    gs_err_clear(&e);
+    if (a->check && a->check(dev, &req, p, &e) < 0) {
+        set_reason(r, "refused by check(): ", &e);
+        return;
+    }
+    if (reps <= 0)
+        reps = 5;
+    int use_kernel = a->uses_device && device->info.profiling;
+    double km[64], wm[64];
+    if (reps > 64)
+        reps = 64;
+    for (int i = 0; i <= reps; i++) {
+        gs_sort_stats st;
+        input_reset(in);
+        gs_err_clear(&e);
+        if (gs_sort_run(a, &ctx, &req, p, &st, &e) < 0) {
+            set_reason(r, i ? "run failed after a good warm-up: " : "run failed: ", &e);
+            return;
+        }
+        if (!input_verify(in, a->stable, r->reason, sizeof r->reason))
+            return;
+        if (i == 0) {
+            r->warm_wall = st.wall_ms;  /* includes any build */
+            continue;
+        }
+        km[i - 1] = use_kernel ? st.kernel_ms : st.wall_ms;
+        wm[i - 1] = st.wall_ms;
+        if (i == 1 && st.wall_ms > SLOW_RUN_MS && reps > 3)
+            reps = 3;
+    }
+    qsort(km, (size_t)reps, sizeof km[0], gs_tune_cmp_double);
+    qsort(wm, (size_t)reps, sizeof wm[0], gs_tune_cmp_double);
+    r->valid = 1;
+    r->reps = reps;
+    r->med = reps % 2 ? km[reps / 2] : (km[reps / 2 - 1] + km[reps / 2]) / 2;
+    r->mn = km[0];
+    r->mx = km[reps - 1];
+    r->wmed = reps % 2 ? wm[reps / 2] : (wm[reps / 2 - 1] + wm[reps / 2]) / 2;
+    r->wmn = wm[0];
+    r->wmx = wm[reps - 1];
+}

@@ -1,0 +1,135 @@
+/* What the tuner's files share and nothing else uses (the tuner's
+ * "internal.h"): its deterministic randomness, the key distributions of the
+ * trial inputs, a parameter space's code arithmetic, one trial's input,
+ * checks and run, the winners' and the plan's database writes, and the
+ * measuring half of the sampled-versus-exhaustive comparison. It includes
+ * only core headers and names the tuner's public types by their struct
+ * tags, so that gs_tune.c can include it without an include circle through
+ * gs_tune.h. */
+#ifndef GS_TUNE_INT_H
+#define GS_TUNE_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gs_db.h"
+#include "gs_dev.h"
+#include "gs_err.h"
+#include "gs_prog.h"
+#include "gs_sort.h"
+
+struct gs_tune_space;
+struct gs_tune_opts;
+struct gs_tune_winner;
+struct gs_tune_devreport;
+
+/* ---- randomness: splitmix64, deterministic everywhere ---- */
+
+static inline uint64_t gs_tune_mix64(uint64_t x)
+{
+    x += UINT64_C(0x9E3779B97F4A7C15);
+    x = (x ^ (x >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    x = (x ^ (x >> 27)) * UINT64_C(0x94D049BB133111EB);
+    return x ^ (x >> 31);
+}
+
+static inline uint64_t gs_tune_rng_next(uint64_t *s)
+{
+    *s += UINT64_C(0x9E3779B97F4A7C15);
+    return gs_tune_mix64(*s);
+}
+
+/* A sampler's seed per algorithm: the run's seed mixed with its name. */
+static inline uint64_t gs_tune_hash_str(uint64_t h, const char *s)
+{
+    h ^= UINT64_C(0xCBF29CE484222325);
+    for (; s && *s; s++)
+        h = (h ^ (unsigned char)*s) * UINT64_C(0x100000001B3);
+    return gs_tune_mix64(h);
+}
+
+/* ---- parameter spaces (gs_space.c) ---- */
+
+/* A code's index vector (first parameter fastest) and back. */
+void gs_tune_code_split(const struct gs_tune_space *s, uint64_t code, size_t *idx);
+uint64_t gs_tune_code_join(const struct gs_tune_space *s, const size_t *idx);
+/* "radix_bits=8,wg_size=64"; "-" for no parameters, "?" if unprintable. */
+void gs_tune_params_text(const gs_params *p, char *buf, size_t len);
+
+static inline gs_dtype gs_tune_dtype_of(int key_bits)
+{
+    return key_bits == 64 ? GS_DT_U64 : GS_DT_U32;
+}
+
+/* ---- one trial: inputs, checks, the run (gs_trial.c) ---- */
+
+enum { GS_TUNE_DIST_RANDOM = 0, GS_TUNE_DIST_SORTED, GS_TUNE_DIST_REVERSED, GS_TUNE_DIST_FEW16,
+       GS_TUNE_DIST_COUNT };
+/* Their names in the database ("random", ...). */
+extern const char *const gs_tune_dist_names[GS_TUNE_DIST_COUNT];
+
+#define GS_TUNE_REASON_MAX 1000
+
+typedef struct gs_tune_input {
+    gs_dtype dt;
+    gs_payload pl;
+    size_t n, ks, vs;
+    int dist;
+    void *in_k, *in_v;      /* input (in_v: u32/u64 payloads only) */
+    void *wk, *wv;          /* what the algorithm sorts */
+    uint64_t h1, h2;        /* multiset hash of the input keys */
+    uint8_t *seen;          /* bitmap for the permutation check */
+} gs_tune_input;
+
+/* Keys of one distribution, deterministic in (key class, payload, n, dist),
+ * so a resumed run measures on the same data. */
+int gs_tune_input_make(gs_tune_input *t, gs_dtype dt, gs_payload pl, size_t n, int dist,
+                       gs_err *err);
+void gs_tune_input_free(gs_tune_input *t);
+
+/* Result of running one configuration. */
+typedef struct gs_tune_result {
+    int valid;
+    char reason[GS_TUNE_REASON_MAX];
+    double med, mn, mx;     /* timing used to rank (kernel, or wall) */
+    double wmed, wmn, wmx;  /* wall time, transfers included */
+    int reps;
+    double warm_wall;       /* ms, the warm-up (includes any build) */
+} gs_tune_result;
+
+/* Warm-up, then `reps` timed runs (<= 0: 5) of `a` on `dev` (ignored by a
+ * host algorithm); every output is checked. The verdict and the times go
+ * into r. */
+void gs_tune_trial_run(gs_dev *dev, gs_pcache *pc, int reps, const gs_algo *a,
+                       gs_tune_input *in, const gs_params *p, gs_tune_result *r);
+/* qsort comparator of doubles, ascending. */
+int gs_tune_cmp_double(const void *a, const void *b);
+
+/* ---- winners and the plan in the database (gs_plan.c) ---- */
+
+/* Append w to the report's winners; GS_ENOMEM. */
+int gs_tune_winner_add(struct gs_tune_devreport *R, const struct gs_tune_winner *w);
+/* Record w as the winner of its group (n = 2^bucket) on device dev_id,
+ * linked to its trial; fills in w->e2e_ms from the end-to-end twin (host
+ * algorithm: its own time). */
+int gs_tune_winner_save(gs_db *db, int64_t dev_id, const char *code_id, int uses_device,
+                        struct gs_tune_winner *w, gs_err *err);
+/* Report order: bucket, key class, payload, then algorithm (stable). */
+void gs_tune_winners_sort(struct gs_tune_devreport *R);
+/* The serving plan from R's winners, written in one transaction and kept
+ * in R. */
+int gs_tune_plan_write(gs_db *db, int64_t dev_id, struct gs_tune_devreport *R, gs_err *err);
+
+/* ---- the comparison's measurements (gs_tune.c) ---- */
+
+/* Measure, or reuse from the database, every configuration of `sp` for `a`
+ * on u32 keys, no payload, n keys, in code order until `deadline`, as the
+ * tuner's trials are (resumable). ms/valid per code; *measured: how many
+ * codes got a result; R counts the trials measured, reused and invalid.
+ * Returns 0, GS_TUNE_STOP (budget), or an error. */
+int gs_tune_measure_all(gs_db *db, gs_dev *dev, gs_pcache *pc, int64_t dev_id,
+                        const char *code_id, const gs_algo *a, const struct gs_tune_space *sp,
+                        size_t n, const struct gs_tune_opts *o, double deadline, double *ms,
+                        int *valid, uint64_t *measured, struct gs_tune_devreport *R, gs_err *err);
+
+#endif
