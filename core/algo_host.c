@@ -185,6 +185,18 @@ static void host_defaults(const gs_dev_info *info, gs_params *out)
     gs_params_clear(out);
 }
 
+/* The sort's scratch: the key and value ping-pong arrays and the plan's
+ * histograms and write-combining buffers (any of them may be NULL). */
+static void scratch_free(void *ks, void *vs, radix_plan *pl)
+{
+    free(ks);
+    free(vs);
+    free(pl->hist);
+    free(pl->wck);
+    free(pl->wcv);
+    free(pl->fill);
+}
+
 static int host_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p,
                     gs_sort_stats *st, gs_err *err)
 {
@@ -218,12 +230,7 @@ static int host_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p
         }
     }
     if (nomem) {
-        free(ks);
-        free(vs);
-        free(pl.hist);
-        free(pl.wck);
-        free(pl.wcv);
-        free(pl.fill);
+        scratch_free(ks, vs, &pl);
         return gs_err_set(err, GS_ENOMEM, "host sort: out of memory for %zu "
                           "bytes of scratch", n * (kw + vw));
     }
@@ -266,12 +273,7 @@ static int host_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p
         }
     }
     gs_keys_decode(req->dtype, req->descending, req->keys, n);
-    free(ks);
-    free(vs);
-    free(pl.hist);
-    free(pl.wck);
-    free(pl.wcv);
-    free(pl.fill);
+    scratch_free(ks, vs, &pl);
     return 0;
 }
 

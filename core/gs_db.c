@@ -169,6 +169,17 @@ static int read_choice(gs_db *db, sqlite3_stmt *st, gs_db_choice *out, gs_err *e
     return rc;
 }
 
+/* ?1..?5 of the winners statements: the row's key. */
+static void bind_winner_key(sqlite3_stmt *st, int64_t device_id, const char *algorithm,
+                            int key_bits, const char *payload, int bucket)
+{
+    sqlite3_bind_int64(st, 1, device_id);
+    sqlite3_bind_text(st, 2, algorithm, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(st, 3, key_bits);
+    sqlite3_bind_text(st, 4, payload, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(st, 5, bucket);
+}
+
 int gs_db_winner_set(gs_db *db, int64_t device_id, const char *algorithm, int key_bits,
                      const char *payload, int bucket, const char *params, double median_ms,
                      int64_t trial_id, gs_err *err)
@@ -181,11 +192,7 @@ int gs_db_winner_set(gs_db *db, int64_t device_id, const char *algorithm, int ke
         " trial_id=excluded.trial_id, updated=strftime('%Y-%m-%dT%H:%M:%SZ', 'now')", &st, err);
     if (rc)
         return rc;
-    sqlite3_bind_int64(st, 1, device_id);
-    sqlite3_bind_text(st, 2, algorithm, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int(st, 3, key_bits);
-    sqlite3_bind_text(st, 4, payload, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int(st, 5, bucket);
+    bind_winner_key(st, device_id, algorithm, key_bits, payload, bucket);
     sqlite3_bind_text(st, 6, params, -1, SQLITE_TRANSIENT);
     sqlite3_bind_double(st, 7, median_ms);
     if (trial_id > 0)
@@ -202,11 +209,7 @@ int gs_db_winner_get(gs_db *db, int64_t device_id, const char *algorithm, int ke
         " AND algorithm=?2 AND key_bits=?3 AND payload=?4 AND bucket=?5", &st, err);
     if (rc)
         return rc;
-    sqlite3_bind_int64(st, 1, device_id);
-    sqlite3_bind_text(st, 2, algorithm, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int(st, 3, key_bits);
-    sqlite3_bind_text(st, 4, payload, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int(st, 5, bucket);
+    bind_winner_key(st, device_id, algorithm, key_bits, payload, bucket);
     return read_choice(db, st, out, err, "winner");
 }
 

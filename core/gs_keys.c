@@ -137,30 +137,19 @@ void gs_keys_encode(gs_dtype t, int descending, void *keys, size_t n)
 
 void gs_keys_decode(gs_dtype t, int descending, void *keys, size_t n)
 {
+    /* The integer encodings (a complement, a sign flip) are their own
+     * inverses; only the float ones need a decoder. */
     uint32_t m32 = descending ? UINT32_MAX : 0;
     uint64_t m64 = descending ? UINT64_MAX : 0;
     switch (t) {
-    case GS_DT_U32:
-        if (descending)
-            GS_KEYS_LOOP(uint32_t, keys, n, ~x);
-        break;
-    case GS_DT_I32:
-        GS_KEYS_LOOP(uint32_t, keys, n, x ^ F32_SIGN ^ m32);
-        break;
     case GS_DT_F32:
         GS_KEYS_LOOP(uint32_t, keys, n, dec_f32(x ^ m32));
-        break;
-    case GS_DT_U64:
-        if (descending)
-            GS_KEYS_LOOP(uint64_t, keys, n, ~x);
-        break;
-    case GS_DT_I64:
-        GS_KEYS_LOOP(uint64_t, keys, n, x ^ F64_SIGN ^ m64);
         break;
     case GS_DT_F64:
         GS_KEYS_LOOP(uint64_t, keys, n, dec_f64(x ^ m64));
         break;
     default:
+        gs_keys_encode(t, descending, keys, n);
         break;
     }
 }

@@ -282,17 +282,24 @@ static int corrupt(gs_err *err, const char *path, const char *fmt, ...)
     return gs_err_set(err, GS_ECORRUPT, "cache entry %s: %s; entry removed", path, why);
 }
 
-int gs_pcache_load(gs_pcache *pc, gs_dev *dev, const char *src, size_t srclen,
-                   const char *options, cl_program *out, gs_err *err)
+/* The key and entry file of (device, source, options): GS_ENOTFOUND when
+ * the cache is disabled. */
+static int entry_for(gs_pcache *pc, gs_dev *dev, const char *src, size_t srclen,
+                     const char *options, uint8_t key[GS_SHA256_LEN], char path[PATH_MAX],
+                     gs_err *err)
 {
     if (!pc || !pc_usable(pc))
         return gs_err_set(err, GS_ENOTFOUND, "program cache disabled");
-    if (!options)
-        options = "";
+    make_key(dev, src, srclen, options ? options : "", key);
+    return entry_path(pc, key, path, PATH_MAX, err);
+}
+
+int gs_pcache_load(gs_pcache *pc, gs_dev *dev, const char *src, size_t srclen,
+                   const char *options, cl_program *out, gs_err *err)
+{
     uint8_t key[GS_SHA256_LEN];
-    make_key(dev, src, srclen, options, key);
     char path[PATH_MAX];
-    int rc = entry_path(pc, key, path, sizeof path, err);
+    int rc = entry_for(pc, dev, src, srclen, options, key, path, err);
     if (rc)
         return rc;
 
@@ -553,14 +560,9 @@ done:
 int gs_pcache_store(gs_pcache *pc, gs_dev *dev, const char *src, size_t srclen,
                     const char *options, cl_program prog, gs_err *err)
 {
-    if (!pc || !pc_usable(pc))
-        return gs_err_set(err, GS_ENOTFOUND, "program cache disabled");
-    if (!options)
-        options = "";
     uint8_t key[GS_SHA256_LEN];
-    make_key(dev, src, srclen, options, key);
     char path[PATH_MAX];
-    int rc = entry_path(pc, key, path, sizeof path, err);
+    int rc = entry_for(pc, dev, src, srclen, options, key, path, err);
     if (rc)
         return rc;
 
