@@ -1,6 +1,6 @@
 /* End-to-end tests of the daemon: the real daemon/gsortd is started
  * (tests/dmn.h) in the foreground on a socket and database in a temporary
- * directory, and exercised through the blocking client (core/gs_client.c) and
+ * directory, and exercised through the blocking client (src/gs_client.c) and
  * raw bytes: every op, every dtype x values kind inline and through a memfd
  * in both orders (checked against tests/sortcheck's reference), the device
  * routes (radix, mergepath), 32 concurrent clients, 200 clients that close
