@@ -16,7 +16,7 @@
  *
  * usage: gsort-netbench [--socket PATH] [--dtype u32] [--values none|u32|u64|idx32|idx64]
  *          [--algorithm NAME] [--device N] [--min-log2 10] [--max-log2 24] [--reps 5]
- *          [--mode inline|memfd|both] [--rps-clients 16] [--rps-n 1000] [--rps-seconds 5]
+ *          [--mode inline|memfd|fresh|both|all] [--rps-clients 16] [--rps-n 1000] [--rps-seconds 5]
  *          [--pcie-device INDEX|-1] [--seed S] [--csv] [--no-sweep] [--no-rps]
  * bench/netbench-run BUILD_DIR [args] starts a throwaway daemon and runs it. */
 #include "config.h"
@@ -44,7 +44,14 @@
 
 #define MAX_LOG2_LIMIT 28   /* 2^28 u64 keys + values = 4 GiB: the daemon's default request cap */
 
-enum { MODE_INLINE = 1, MODE_MEMFD = 2 };
+/* memfd: one memfd per point, sent again every request (a block the daemon
+ * keeps: gsort_alloc memory); fresh: a new memfd every request (memory the
+ * daemon has not seen: the one-shot path). */
+enum { MODE_INLINE = 1, MODE_MEMFD = 2, MODE_FRESH = 4 };
+static const char *mode_name(int m)
+{
+    return m == MODE_MEMFD ? "memfd" : m == MODE_FRESH ? "fresh" : "inline";
+}
 
 typedef struct opts {
     const char *socket;       /* NULL: the client's default */
@@ -76,7 +83,9 @@ static void usage(FILE *f)
             "  --min-log2 A        smallest n = 2^A (default 10)\n"
             "  --max-log2 B        largest n = 2^B (default 24, at most %d)\n"
             "  --reps R            timed requests per point after one warm-up (default 5)\n"
-            "  --mode M            inline, memfd or both (default both)\n"
+            "  --mode M            inline, memfd (one block per size, kept by the daemon),\n"
+            "                      fresh (a new memfd every request), both (inline and\n"
+            "                      memfd; the default) or all\n"
             "  --pcie-device I     OpenCL device for the pinned PCIe round trip (default:\n"
             "                      the first GPU; -1 or no GPU: skipped)\n"
             "  --rps-clients C     concurrent connections for requests/s (default 16)\n"
@@ -162,8 +171,8 @@ static int print_header(gs_client *c, const opts *o)
                "reply read; queue..total = daemon's reply (medians); kernel time = sort\n",
                o->min_log2, o->max_log2,
                o->modes == (MODE_INLINE | MODE_MEMFD) ? "inline and memfd"
-               : o->modes == MODE_INLINE            ? "inline"
-                                                    : "memfd",
+               : o->modes == (MODE_INLINE | MODE_MEMFD | MODE_FRESH) ? "inline, memfd and fresh memfd"
+               : mode_name(o->modes),
                o->reps);
     if (o->rps)
         printf("# rps: %d clients, %zu keys each, inline, %d s\n", o->rps_clients, o->rps_n,
@@ -241,7 +250,7 @@ static int sweep_point(gs_client *c, const opts *o, int mode, size_t n, const pc
     for (int i = 0; i < 7; i++)
         if (!t[i])
             goto oom;
-    if (mode == MODE_MEMFD) {
+    if (mode == MODE_MEMFD || mode == MODE_FRESH) {
         if (gs_client_shm_alloc(&shm, n * (ks + vs), &err) < 0) {
             fprintf(stderr, "gsort-netbench: n=%zu: memfd of %zu bytes: %s\n", n, n * (ks + vs),
                     err.msg);
@@ -261,10 +270,22 @@ static int sweep_point(gs_client *c, const opts *o, int mode, size_t n, const pc
 
     gs_client_sort s = { .dtype = o->dtype, .payload = o->payload, .n = n, .keys = keys,
                          .values = vals, .algorithm = o->algorithm, .device = o->device,
-                         .shm = mode == MODE_MEMFD ? &shm : NULL };
+                         .shm = mode != MODE_INLINE ? &shm : NULL };
     gs_client_result res;
-    const char *mname = mode == MODE_MEMFD ? "memfd" : "inline";
+    const char *mname = mode_name(mode);
     for (int r = -1; r < o->reps; r++) {
+        if (mode == MODE_FRESH && r >= 0) {
+            /* a new file, the same size, not timed: memory the daemon has
+             * not seen before */
+            gs_client_shm_free(&shm);
+            if (gs_client_shm_alloc(&shm, n * (ks + vs), &err) < 0) {
+                fprintf(stderr, "gsort-netbench: n=%zu: memfd: %s\n", n, err.msg);
+                shm.fd = -1;
+                goto out;
+            }
+            s.keys = keys = shm.ptr;
+            s.values = vals = vs ? (char *)shm.ptr + n * ks : NULL;
+        }
         sv_keysum want;
         sv_fill(o->dtype, o->payload, 0, n, keys, vals,
              o->seed ^ ((uint64_t)n * 0x100000001b3u) ^ (uint64_t)(r + 2) << 56, &want);
@@ -333,7 +354,7 @@ out:
     for (int i = 0; i < 7; i++)
         free(t[i]);
     free(in_keys);
-    if (mode == MODE_MEMFD) {
+    if (mode != MODE_INLINE) {
         if (shm.fd >= 0)
             gs_client_shm_free(&shm);
     } else {
@@ -362,7 +383,7 @@ static int run_sweep(const opts *o)
             rc = -1;
             break;
         }
-        for (int m = MODE_INLINE; m <= MODE_MEMFD && rc == 0; m <<= 1) {
+        for (int m = MODE_INLINE; m <= MODE_FRESH && rc == 0; m <<= 1) {
             if (!(o->modes & m) || (stopped & m))
                 continue;
             int e = sweep_point(c, o, m, n, pc.dev ? &pr : NULL);
@@ -636,9 +657,12 @@ int main(int argc, char **argv)
             NEEDV();
             if (!strcmp(v, "inline")) o.modes = MODE_INLINE;
             else if (!strcmp(v, "memfd")) o.modes = MODE_MEMFD;
+            else if (!strcmp(v, "fresh")) o.modes = MODE_FRESH;
             else if (!strcmp(v, "both")) o.modes = MODE_INLINE | MODE_MEMFD;
+            else if (!strcmp(v, "all")) o.modes = MODE_INLINE | MODE_MEMFD | MODE_FRESH;
             else {
-                fprintf(stderr, "gsort-netbench: unknown --mode '%s' (inline, memfd, both)\n", v);
+                fprintf(stderr, "gsort-netbench: unknown --mode '%s' (inline, memfd, fresh, both, "
+                        "all)\n", v);
                 return 2;
             }
         }

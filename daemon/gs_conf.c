@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <strings.h>
 
 #define DAY_S 86400.0
@@ -49,6 +50,8 @@ static const conf_key keys[] = {
     KEY("log_level", 1, log_level, 0),
     KEY("log_target", 1, log_syslog, 0),
     KEY("max_request_bytes", 1, max_request_bytes, 0),
+    KEY("max_pinned_bytes", 1, max_pinned_bytes, 0),
+    KEY("buffer_pool_percent", 1, buffer_pool_percent, 0),
     KEY("max_clients", 1, max_clients, 0),
     KEY("max_header_bytes", 1, max_header_bytes, 0),
     KEY("idle_timeout", 1, idle_timeout_s, 0),
@@ -61,6 +64,16 @@ static const conf_key keys[] = {
 #define NKEYS (sizeof keys / sizeof keys[0])
 _Static_assert(NKEYS <= GS_CONF_MAX_KEYS, "GS_CONF_MAX_KEYS is too small");
 
+uint64_t gs_conf_pinned_cap(const gs_conf *c)
+{
+    if (c->max_pinned_bytes != GS_CONF_AUTO)
+        return c->max_pinned_bytes;
+    /* Pinned pages cannot be swapped or reclaimed: a quarter of the RAM
+     * keeps the rest of the machine comfortable. */
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    return pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz / 4 : 4ull << 30;
+}
+
 void gs_conf_defaults(gs_conf *c)
 {
     memset(c, 0, sizeof *c);
@@ -68,6 +81,8 @@ void gs_conf_defaults(gs_conf *c)
     c->log_level = GS_LOG_INFO;
     c->log_syslog = 0;
     c->max_request_bytes = 4ull << 30;
+    c->max_pinned_bytes = GS_CONF_AUTO;
+    c->buffer_pool_percent = 25;
     c->max_clients = 256;
     c->max_header_bytes = 65536;
     c->idle_timeout_s = 300;
@@ -528,6 +543,19 @@ int gs_conf_set(gs_conf *c, const char *key, const char *v, gs_err *err)
         c->max_request_bytes = x;
         return 0;
     }
+    if (strcmp(key, "buffer_pool_percent") == 0)
+        return set_uint(&c->buffer_pool_percent, key, v, 0, 90, "a whole number from 0 to 90",
+                        err);
+    if (strcmp(key, "max_pinned_bytes") == 0) {
+        uint64_t x;
+        if (strcmp(v, "auto") == 0)
+            x = GS_CONF_AUTO;
+        else if (gs_conf_parse_size(v, &x) != 0 || x == GS_CONF_AUTO)
+            return bad(err, key, v, "auto (a quarter of the memory), or a size, e.g. 0 "
+                       "(never pin), 512M, 16G");
+        c->max_pinned_bytes = x;
+        return 0;
+    }
     if (strcmp(key, "max_clients") == 0)
         return set_uint(&c->max_clients, key, v, 1, 65536, "a whole number from 1 to 65536", err);
     if (strcmp(key, "max_header_bytes") == 0) {
@@ -678,6 +706,11 @@ void gs_conf_print_noted(const gs_conf *c, const gs_conf_notes *n, FILE *out)
     fprintf(out, "log_level = %s\n", gs_log_level_name(c->log_level));
     fprintf(out, "log_target = %s\n", c->log_syslog ? "syslog" : "stderr");
     print_size(out, "max_request_bytes", c->max_request_bytes);
+    fprintf(out, "buffer_pool_percent = %u\n", c->buffer_pool_percent);
+    if (c->max_pinned_bytes == GS_CONF_AUTO)
+        fprintf(out, "max_pinned_bytes = auto\n");
+    else
+        print_size(out, "max_pinned_bytes", c->max_pinned_bytes);
     fprintf(out, "max_clients = %u\n", c->max_clients);
     print_size(out, "max_header_bytes", c->max_header_bytes);
     print_duration(out, "idle_timeout", c->idle_timeout_s);

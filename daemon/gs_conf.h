@@ -34,6 +34,11 @@ typedef struct gs_conf {
     int log_level;                     /* GS_LOG_*; default GS_LOG_INFO */
     int log_syslog;                    /* log_target = stderr (0) | syslog (1) */
     uint64_t max_request_bytes;        /* inline payload or memfd span; 4G */
+    unsigned buffer_pool_percent;      /* device buffers kept for reuse, per device:
+                                          this share of its memory; 25 */
+    uint64_t max_pinned_bytes;         /* client blocks pinned for device copies at
+                                          once; 0: none; GS_CONF_AUTO (default): a
+                                          quarter of the RAM, gs_conf_pinned_cap */
     unsigned max_clients;              /* 256 */
     uint32_t max_header_bytes;         /* 64K */
     double idle_timeout_s;             /* no request in progress for this long: closed; 300 */
@@ -44,6 +49,11 @@ typedef struct gs_conf {
     int tune_missing;                  /* tune devices without a plan while serving; no */
     double tune_budget_s;              /* per device for tune_missing; 270 */
 } gs_conf;
+
+/* max_pinned_bytes = auto */
+#define GS_CONF_AUTO UINT64_MAX
+/* The pinned-bytes cap max_pinned_bytes means on this machine. */
+uint64_t gs_conf_pinned_cap(const gs_conf *c);
 
 /* Every key at its default. */
 void gs_conf_defaults(gs_conf *c);

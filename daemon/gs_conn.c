@@ -38,10 +38,8 @@ void srv_conn_release(conn *c)
     c->inbuf = NULL;
     free(c->valbuf);
     c->valbuf = NULL;
-    if (c->map) {
-        munmap(c->map, c->maplen);
-        c->map = NULL;
-    }
+    c->map = NULL;
+    srv_block_done(c);          /* a kept block stays for the next request */
     if (c->memfd >= 0) {
         close(c->memfd);
         c->memfd = -1;
@@ -50,6 +48,7 @@ void srv_conn_release(conn *c)
 
 void srv_conn_free(conn *c)
 {
+    srv_blocks_free(c);
     gs_proto_rd_free(&c->rd);
     gs_proto_req_free(&c->rq);
     free(c);

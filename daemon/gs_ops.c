@@ -80,7 +80,11 @@ static cJSON *op_stats(srv *s, conn *c)
         .uptime_s = (gs_now_ms() - s->t_start) / 1000.0,
         .clients = { s->nconns, s->clients_total, s->clients_rejected, s->clients_denied },
         .requests = { s->req_total, s->req_ok, s->req_err, s->fallbacks, { 0 } },
-        .bytes = { s->bytes_in, s->bytes_out }, .routes = rts, .nroutes = s->nroutes };
+        .bytes = { s->bytes_in, s->bytes_out },
+        .blocks = { s->blocks_mapped, s->blocks_reused, atomic_load(&s->pin.used),
+                    atomic_load(&s->pin.cap), atomic_load(&s->pin.pinned),
+                    atomic_load(&s->pin.refused) },
+        .routes = rts, .nroutes = s->nroutes };
     memcpy(st.requests.by_op, s->by_op, sizeof st.requests.by_op);
     return gs_reply_stats_build(&st, c->rq.id, NULL);
 }
@@ -157,7 +161,9 @@ void srv_on_job_done(gs_job *j, void *ud)
                   rq->n && vb ? j->req.values : NULL, rq->n ? vb : 0, 0);
 }
 
-/* Map the client's memfd after checking it cannot be shrunk under us. */
+/* Map the client's memfd after checking it cannot be shrunk under us (or
+ * take the mapping kept from earlier requests, gs_blocks.c); a device
+ * worker registers a kept block for fast copies (job.pin). */
 static int map_memfd(conn *c, gs_err *e)
 {
     const gs_proto_req *rq = &c->rq;
@@ -171,20 +177,15 @@ static int map_memfd(conn *c, gs_err *e)
     if (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE))
         return gs_err_set(e, GS_EINVAL, "the memfd is sealed against writing; it is sorted "
                           "in place");
-    struct stat sb;
-    if (fstat(c->memfd, &sb) < 0)
-        return gs_err_set(e, GS_EIO, "fstat of the memfd: %s", strerror(errno));
-    if ((uint64_t)sb.st_size < rq->fd_bytes)
-        return gs_err_set(e, GS_EINVAL, "the memfd holds %lld bytes and the request needs %llu",
-                          (long long)sb.st_size, (unsigned long long)rq->fd_bytes);
     if (rq->fd_bytes == 0)
         return 0;
-    void *m = mmap(NULL, (size_t)rq->fd_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, c->memfd, 0);
-    if (m == MAP_FAILED)
-        return gs_err_set(e, errno == ENOMEM ? GS_ENOMEM : GS_EIO, "mapping the memfd: %s",
-                          strerror(errno));
-    c->map = m;
-    c->maplen = (size_t)rq->fd_bytes;
+    srv_block *b;
+    int kept;
+    int rc = srv_block_get(c, c->memfd, rq->fd_bytes, &b, &kept, e);
+    if (rc)
+        return rc;
+    c->map = b->map;
+    c->job.pin = kept ? &b->pin : NULL;     /* memory sent once is not pinned */
     return 0;
 }
 

@@ -21,6 +21,7 @@
 #include "gs_clrun.h"
 #include "gs_log.h"
 #include "gs_sched_int.h"
+#include "gs_bufpool.h"
 #include "gs_time.h"
 
 #define REST_MS 30000.0          /* a device that failed 3 times in a row rests this long */
@@ -216,6 +217,8 @@ static void *worker_main(void *arg)
         }
         gs_sort_ctx ctx = { s->devs[d].dev, s->pc };
         gs_err_clear(&j->err);
+        if (j->pin && gs_dev_open(s->devs[d].dev, &j->err) == 0)
+            gs_pin_ensure(j->pin, s->devs[d].dev);
         j->rc = gs_sort_run(j->algo, &ctx, &j->req, &j->run_params, &j->st, &j->err);
         queue_finish(q, j);
         if (j->rc == 0) {
@@ -391,6 +394,13 @@ size_t gs_sched_inflight(const gs_sched *s)
 size_t gs_sched_ndev(const gs_sched *s)
 {
     return s->ndev;
+}
+
+void gs_sched_trim(gs_sched *s, double idle_ms)
+{
+    for (size_t i = 0; i < s->ndev; i++)
+        if (s->devs[i].enabled)
+            gs_bufpool_trim(s->devs[i].dev, idle_ms);
 }
 
 void gs_sched_devstat_get(gs_sched *s, size_t i, gs_sched_devstat *out)

@@ -20,6 +20,7 @@
 
 #include "gs_db.h"
 #include "gs_dev.h"
+#include "gs_pin.h"
 #include "gs_prog.h"
 #include "gs_sort.h"
 
@@ -44,6 +45,8 @@ typedef struct gs_job {
     gs_params params;        /* with has_params: the client's parameters */
     int has_params;
     int device;              /* device index to use, -1: any */
+    gs_pin *pin;             /* the arrays' block, to register with the device that
+                                sorts it for fast copies (gs_pin.h); NULL: none */
     /* the route, set by gs_sched_route (and by a fallback) */
     int dev;                 /* device index, -1: host */
     const gs_algo *algo;
@@ -99,6 +102,9 @@ typedef struct gs_sched_devstat {
     long long db_id;         /* -1: not in the database */
 } gs_sched_devstat;
 size_t gs_sched_ndev(const gs_sched *s);
+/* Loop thread: release the pooled device buffers (gs_bufpool.h) no
+ * request has taken for idle_ms. */
+void gs_sched_trim(gs_sched *s, double idle_ms);
 void gs_sched_devstat_get(gs_sched *s, size_t i, gs_sched_devstat *out);
 unsigned gs_sched_host_threads(const gs_sched *s);
 /* Indices of enabled devices without a plan (for --tune-missing). */

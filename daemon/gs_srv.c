@@ -25,6 +25,7 @@
 #include "gs_sched.h"
 #include "gs_srv_int.h"
 #include "gs_systemd.h"
+#include "gs_bufpool.h"
 #include "gs_time.h"
 
 /* ---- database ---- */
@@ -104,6 +105,11 @@ static void on_tick(uv_timer_t *t)
             srv_conn_close(c, "idle (idle_timeout)");
         }
     }
+    /* Device buffers nobody took for a while go back to the driver. */
+    if (now - s->last_trim >= POOL_TRIM_MS) {
+        s->last_trim = now;
+        gs_sched_trim(s->sched, POOL_IDLE_MS);
+    }
     srv_check_drained(s);
 }
 
@@ -168,6 +174,8 @@ static int reload_conf(srv *s)
     for (size_t i = 0; i < nrestart && i < GS_CONF_MAX_KEYS; i++)
         GS_WARN("reload: '%s' changed; it takes effect at the next restart", restart[i]);
     gs_log_set_level(s->conf.log_level);
+    atomic_store(&s->pin.cap, gs_conf_pinned_cap(&s->conf));   /* new registrations */
+    gs_bufpool_set_share(s->conf.buffer_pool_percent);
     /* The allow lists apply to connections accepted from now on. */
     if (acl_rc < 0) {
         GS_ERROR("reload: %s; keeping allow_uids = \"%s\", allow_gids = \"%s\"",
@@ -208,6 +216,12 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
     s->o = o;
     s->conf = *o->conf;
     s->t_start = gs_now_ms();
+    atomic_store(&s->pin.cap, gs_conf_pinned_cap(&s->conf));
+    gs_bufpool_set_share(s->conf.buffer_pool_percent);
+    /* Test hook: register blocks with CPU devices too, so that the pinned
+     * path runs on PoCL in the test suite. */
+    const char *pa = getenv("GSORTD_TEST_PIN_ANY");
+    s->pin.any_device = pa && pa[0] == '1';
     int rc = srv_acl_load(s, &s->conf, err);
     if (rc < 0) {
         free(s);

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 
 #include <uv.h>
@@ -24,10 +25,13 @@
 #include "gs_conf.h"
 #include "gs_db.h"
 #include "gs_listen.h"
+#include "gs_pin.h"
 #include "gs_proto.h"
 #include "gs_sched.h"
 
 #define TICK_MS 250
+#define POOL_TRIM_MS 5000.0     /* how often idle pooled device buffers are looked at */
+#define POOL_IDLE_MS 30000.0    /* and how long one may wait for a taker */
 #define MAX_ROUTES 64
 
 /* srv_acl_allowed asks the user database (NSS: files, but maybe LDAP or
@@ -37,8 +41,27 @@
 #define PEER_MEMO_N 64
 #define PEER_MEMO_MS 60000.0
 
+/* A connection keeps the client memory blocks (memfds) it was sent more
+ * than once mapped, and registered with the devices that sorted them, for
+ * the requests that follow (gs_blocks.c): at most BLOCKS_PER_CONN, least
+ * recently used first out. A block sent once is mapped for its request
+ * only, and remembered (BLOCKS_SEEN of them) so that its second request
+ * keeps it. */
+#define BLOCKS_PER_CONN 4
+#define BLOCKS_SEEN 8
+
 typedef struct srv srv;
 struct gs_srv_opts;
+
+typedef struct srv_block {
+    dev_t st_dev;               /* the memfd's identity */
+    ino_t st_ino;
+    void *map;                  /* all of it, MAP_SHARED */
+    size_t len;
+    gs_pin pin;                 /* its registrations with devices */
+    double last_used;
+    struct srv_block *next;
+} srv_block;
 
 typedef struct conn {
     srv *s;
@@ -65,8 +88,12 @@ typedef struct conn {
     gs_job job;
     uint8_t *inbuf;             /* inline payload */
     void *valbuf;               /* values kept apart (argsort output, or realigned) */
-    void *map;                  /* memfd mapping */
-    size_t maplen;
+    void *map;                  /* the request's block mapping, or NULL */
+    srv_block *blocks;          /* kept across requests, see BLOCKS_PER_CONN */
+    unsigned nblocks;
+    srv_block *once;            /* the request's block when it is not kept */
+    struct { dev_t dev; ino_t ino; } seen[BLOCKS_SEEN];   /* sent once, not kept */
+    unsigned nseen;
     uint64_t tiny[2];           /* n = 0 arrays */
     /* the reply being written */
     int wr_active;
@@ -108,12 +135,14 @@ struct srv {
     conn *conns;
     unsigned nconns;
     int draining, stopped;
-    double t_start;
+    double t_start, last_trim;
     /* statistics */
     unsigned long clients_total, clients_rejected, clients_denied;
     srv_acl acl;
     unsigned long req_total, req_ok, req_err, fallbacks, by_op[GS_OP_COUNT];
     uint64_t bytes_in, bytes_out;
+    unsigned long blocks_mapped, blocks_reused;   /* memfd requests: new mapping or kept */
+    gs_pin_budget pin;          /* max_pinned_bytes and what is pinned now */
     route_stat routes[MAX_ROUTES];
     size_t nroutes;
     /* background tuning (--tune-missing) */
@@ -124,6 +153,20 @@ struct srv {
     int tune_dev[64];
     size_t tune_ndev;
 };
+
+/* ---- gs_blocks.c: client blocks kept across requests ---- */
+
+/* The mapping of the memfd `fd` covering at least `need` bytes: a block the
+ * connection kept; else, for a file this connection sent before, a new
+ * block it keeps (the least recently used goes when there are
+ * BLOCKS_PER_CONN); else a mapping for this request only (c->once, gone
+ * with srv_block_done). *kept says which. The caller still owns fd. */
+int srv_block_get(conn *c, int fd, uint64_t need, srv_block **out, int *kept, gs_err *err);
+/* The request is over: unmap its block if it was not kept. */
+void srv_block_done(conn *c);
+/* Unmap and unregister every block (the connection is gone, or no job
+ * runs: a block is never released under a running sort). */
+void srv_blocks_free(conn *c);
 
 /* ---- gs_srv.c: the loop ---- */
 

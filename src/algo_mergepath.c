@@ -195,10 +195,7 @@ static void run_release(mp_run *r)
     for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
         if (ks[i])
             clReleaseKernel(ks[i]);
-    cl_mem ms[] = { r->keys[0], r->keys[1], r->vals[0], r->vals[1], r->part };
-    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
-        if (ms[i])
-            clReleaseMemObject(ms[i]);
+    /* the buffers went back to the device's pool with gs_clrun_release */
 }
 
 /* Arguments (kin, kout, [vin, vout,] rest...) of a tile-sort or merge kernel. */

@@ -178,10 +178,7 @@ static void run_release(shell_run *r)
     for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
         if (ks[i])
             clReleaseKernel(ks[i]);
-    cl_mem ms[] = { r->keys, r->vals, r->kscr, r->vscr, r->flags };
-    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
-        if (ms[i])
-            clReleaseMemObject(ms[i]);
+    /* the buffers went back to the device's pool with gs_clrun_release */
     free(r->hflags);
 }
 

@@ -2,6 +2,7 @@
  * around kernel creation, launches, buffers and transfers. */
 #include "config.h"
 #include "gs_clrun.h"
+#include "gs_bufpool.h"
 #include "gs_grow.h"
 #include "gs_time.h"
 
@@ -27,6 +28,9 @@ void gs_clrun_release(gs_clrun *r)
     free(r->kev);
     r->kev = NULL;
     r->nkev = r->kevcap = 0;
+    for (unsigned i = 0; i < r->nbuf; i++)
+        gs_bufpool_put(r->dev, r->buf[i], r->bufsz[i]);
+    r->nbuf = 0;
 }
 
 double gs_clrun_event_ms(cl_event e)
@@ -117,12 +121,22 @@ int gs_clrun_launch(gs_clrun *r, cl_kernel k, const char *name, size_t groups, s
 
 int gs_clrun_buffer(gs_clrun *r, size_t bytes, const char *what, cl_mem *out, gs_err *err)
 {
-    cl_int rc;
-    *out = clCreateBuffer(r->dev->ctx, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, &rc);
-    if (rc != CL_SUCCESS) {
-        *out = NULL;
-        return gs_cl_fail(err, "clCreateBuffer", rc, "%s: %s, %zu bytes", r->algo, what, bytes);
+    *out = NULL;
+    if (r->nbuf == GS_CLRUN_BUFS)
+        return gs_err_set(err, GS_EINVAL, "%s: more than %d buffers in one sort", r->algo,
+                          GS_CLRUN_BUFS);
+    size_t size = bytes ? bytes : 4;
+    cl_mem m = gs_bufpool_take(r->dev, size, &size);
+    if (!m) {
+        cl_int rc;
+        m = clCreateBuffer(r->dev->ctx, CL_MEM_READ_WRITE, size, NULL, &rc);
+        if (rc != CL_SUCCESS)
+            return gs_cl_fail(err, "clCreateBuffer", rc, "%s: %s, %zu bytes", r->algo, what,
+                              bytes);
     }
+    r->buf[r->nbuf] = m;
+    r->bufsz[r->nbuf++] = size;
+    *out = m;
     return 0;
 }
 

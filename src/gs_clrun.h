@@ -10,16 +10,22 @@
 
 #include "gs_dev.h"
 
+#define GS_CLRUN_BUFS 16
+
 typedef struct gs_clrun {
     gs_dev *dev;
     const char *algo;     /* prefix for messages: "mergepath" */
     cl_event *kev;        /* kernel events, summed by gs_clrun_kernel_ms */
     size_t nkev, kevcap;
     double upload_ms, download_ms;
+    cl_mem buf[GS_CLRUN_BUFS];     /* from gs_clrun_buffer, back to the pool at release */
+    size_t bufsz[GS_CLRUN_BUFS];
+    unsigned nbuf;
 } gs_clrun;
 
 void gs_clrun_init(gs_clrun *r, gs_dev *dev, const char *algo);
-/* clFinish the queue, release the events. Kernels and buffers are the
+/* clFinish the queue, release the events, and give the buffers made by
+ * gs_clrun_buffer back to the device's pool (gs_bufpool.h). Kernels are the
  * caller's (release them after this). */
 void gs_clrun_release(gs_clrun *r);
 
@@ -47,7 +53,9 @@ int gs_clrun_launch(gs_clrun *r, cl_kernel k, const char *name, size_t groups, s
  * process-wide) fails with `code`; at <= 0 turns it off. */
 void gs_clrun_inject_fault(long at, cl_int code);
 
-/* Device buffer (at least 4 bytes, so n = 0 paths need no special case). */
+/* Device buffer (at least 4 bytes, so n = 0 paths need no special case),
+ * from the device's pool when one fits; gs_clrun_release puts it back, the
+ * caller never releases it. Its contents are undefined. */
 int gs_clrun_buffer(gs_clrun *r, size_t bytes, const char *what, cl_mem *out, gs_err *err);
 /* Blocking transfers, timed into upload_ms / download_ms. */
 int gs_clrun_upload(gs_clrun *r, cl_mem dst, const void *src, size_t bytes, gs_err *err);

@@ -194,6 +194,8 @@ void gs_dev_close(gs_dev *d)
 {
     if (d->progs_release)
         d->progs_release(d);
+    if (d->bufpool_release)
+        d->bufpool_release(d);
     if (d->queue)
         clReleaseCommandQueue(d->queue);
     if (d->ctx)

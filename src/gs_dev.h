@@ -47,6 +47,8 @@ typedef struct gs_dev {
     pthread_mutex_t lock;       /* guards progs */
     struct gs_prog_entry *progs;/* built programs, see gs_prog.h */
     void (*progs_release)(struct gs_dev *d); /* NULL until a program is kept */
+    struct gs_bufpool *bufpool; /* pooled device buffers, see gs_bufpool.h (guarded by lock) */
+    void (*bufpool_release)(struct gs_dev *d); /* NULL until a buffer is pooled */
 } gs_dev;
 
 /* Probe all platforms and devices. No OpenCL platform at all is not an error:
@@ -57,7 +59,8 @@ void gs_dev_free_list(gs_dev *devs, size_t count);
 
 /* Create the context and command queue (idempotent). */
 int gs_dev_open(gs_dev *d, gs_err *err);
-/* Release programs (through progs_release), queue and context. */
+/* Release programs (through progs_release), pooled buffers (through
+ * bufpool_release), queue and context. */
 void gs_dev_close(gs_dev *d);
 
 /* "GPU", "CPU", "ACCELERATOR", "CUSTOM", combined with '|'. */

@@ -1,8 +1,8 @@
 /* Host implementation of the order-preserving key encoding (gs_keys.h):
  * the key kind the kernels take, scalar encode/decode per dtype and order,
- * the in-place array versions the host sort and the tests use, and the NaN
- * (bit pattern, payload) save and restore that gs_sort_run wraps around
- * every float sort. The formulas must stay identical to kernels/keys.cl.
+ * and the in-place array versions the host sort and the tests use (the NaN
+ * save and restore around every float sort is gs_keys_nan.c). The formulas
+ * must stay identical to kernels/keys.cl.
  * The array loops work in fixed blocks of 16 so GCC's -O2 (very cheap)
  * vectoriser turns them into SIMD code. */
 #include "config.h"
@@ -152,119 +152,4 @@ void gs_keys_decode(gs_dtype t, int descending, void *keys, size_t n)
         gs_keys_encode(t, descending, keys, n);
         break;
     }
-}
-
-/* ---- NaN payload preservation ----
- *
- * Every NaN encodes to one key, so the sort leaves the NaNs as one block
- * of canonical NaNs, in input order for a stable algorithm and in any order
- * for an unstable one. Writing back only the key patterns in input order
- * would pair them with the wrong values after an unstable sort (issue 14:
- * shellsort). Saving each NaN's payload element with its bits and writing
- * both back is the cheapest fix that holds for every algorithm: nothing is
- * done unless some NaN is not canonical (canonical NaNs are bit-equal, so
- * any order among them is a right answer); then it costs one more pass and
- * count * (key + value) bytes; and the NaN block comes out as a stable sort
- * leaves it. Keeping payloads apart in the encoding instead would order
- * NaNs by payload, breaking the input order a stable sort must keep (as
- * numpy) and needing a second encoding in every kernel. For idx payloads
- * the saved element is the input index, which is what belongs there. */
-
-static int is_nan32(uint32_t b)
-{
-    return (b & F32_ABS) > F32_INF;
-}
-
-static int is_nan64(uint64_t b)
-{
-    return (b & F64_ABS) > F64_INF;
-}
-
-int gs_keys_nan_save(const gs_sort_req *req, gs_nan_save *s, gs_err *err)
-{
-    s->count = 0;
-    s->bits = NULL;
-    s->vals = NULL;
-    gs_dtype t = req->dtype;
-    size_t n = req->n;
-    if ((t != GS_DT_F32 && t != GS_DT_F64) || !n)
-        return 0;
-    /* First pass: count NaNs and see whether any is not canonical; the
-     * common case (no NaN, or only canonical ones) saves nothing. */
-    size_t count = 0, odd = 0;
-    if (t == GS_DT_F32) {
-        const uint32_t *k = req->keys;
-        for (size_t i = 0; i < n; i++) {
-            int nan = is_nan32(k[i]);
-            count += nan;
-            odd += nan & (k[i] != GS_F32_CANON_NAN);
-        }
-    } else {
-        const uint64_t *k = req->keys;
-        for (size_t i = 0; i < n; i++) {
-            int nan = is_nan64(k[i]);
-            count += nan;
-            odd += nan & (k[i] != GS_F64_CANON_NAN);
-        }
-    }
-    if (!odd)
-        return 0;
-    gs_payload pl = req->payload;
-    size_t kw = t == GS_DT_F32 ? 4 : 8, vw = gs_payload_size(pl);
-    int idx = pl == GS_PL_IDX32 || pl == GS_PL_IDX64;
-    size_t voff = (count * kw + 7) & ~(size_t)7;      /* values 8-byte aligned */
-    unsigned char *buf = malloc(voff + count * vw);
-    if (!buf)
-        return gs_err_set(err, GS_ENOMEM, "saving %zu NaN bit patterns: out of memory",
-                          count);
-    void *vals = vw ? buf + voff : NULL;
-    /* Second pass: the NaNs' bits and payload elements, in input order. */
-    size_t j = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (t == GS_DT_F32) {
-            uint32_t b = ((const uint32_t *)req->keys)[i];
-            if (!is_nan32(b))
-                continue;
-            ((uint32_t *)(void *)buf)[j] = b;
-        } else {
-            uint64_t b = ((const uint64_t *)req->keys)[i];
-            if (!is_nan64(b))
-                continue;
-            ((uint64_t *)(void *)buf)[j] = b;
-        }
-        if (vw == 4)
-            ((uint32_t *)vals)[j] = idx ? (uint32_t)i : ((const uint32_t *)req->values)[i];
-        else if (vw == 8)
-            ((uint64_t *)vals)[j] = idx ? (uint64_t)i : ((const uint64_t *)req->values)[i];
-        j++;
-    }
-    s->count = count;
-    s->bits = buf;
-    s->vals = vals;
-    return 0;
-}
-
-void gs_keys_nan_restore(const gs_sort_req *req, const gs_nan_save *s)
-{
-    if (!req || !s || !s->bits || !s->count || s->count > req->n)
-        return;
-    gs_dtype t = req->dtype;
-    size_t kw = t == GS_DT_F32 ? 4 : t == GS_DT_F64 ? 8 : 0;
-    if (!kw)
-        return;
-    size_t first = req->descending ? 0 : req->n - s->count;
-    memcpy((unsigned char *)req->keys + first * kw, s->bits, s->count * kw);
-    size_t vw = gs_payload_size(req->payload);
-    if (vw && s->vals && req->values)
-        memcpy((unsigned char *)req->values + first * vw, s->vals, s->count * vw);
-}
-
-void gs_keys_nan_free(gs_nan_save *s)
-{
-    if (!s)
-        return;
-    free(s->bits);
-    s->bits = NULL;
-    s->vals = NULL;
-    s->count = 0;
 }

@@ -479,6 +479,13 @@ cJSON *gs_reply_stats_build(const gs_reply_stats *r, const cJSON *id, gs_err *er
     cJSON *by = ok ? cJSON_AddObjectToObject(h, "bytes") : NULL;
     ok = add_u64(by, "in", r->bytes.in);
     ok = ok && add_u64(by, "out", r->bytes.out);
+    cJSON *bl = ok ? cJSON_AddObjectToObject(h, "blocks") : NULL;
+    ok = add_u64(bl, "mapped", r->blocks.mapped);
+    ok = ok && add_u64(bl, "reused", r->blocks.reused);
+    ok = ok && add_u64(bl, "pinned_bytes", r->blocks.pinned_bytes);
+    ok = ok && add_u64(bl, "max_pinned_bytes", r->blocks.max_pinned_bytes);
+    ok = ok && add_u64(bl, "pinned", r->blocks.pinned);
+    ok = ok && add_u64(bl, "refused", r->blocks.refused);
     cJSON *rt = ok ? cJSON_AddArrayToObject(h, "routes") : NULL;
     ok = rt != NULL;
     for (size_t i = 0; ok && i < r->nroutes; i++) {
@@ -528,6 +535,13 @@ int gs_reply_stats_parse(const cJSON *h, const gs_jnum_doc *doc, gs_reply_stats 
     const cJSON *by = get_obj(&p, h, NULL, "bytes");
     out->bytes.in = get_uint(&p, by, "bytes", "in", UINT64_MAX);
     out->bytes.out = get_uint(&p, by, "bytes", "out", UINT64_MAX);
+    const cJSON *bl = get_obj(&p, h, NULL, "blocks");
+    out->blocks.mapped = (unsigned long)get_uint(&p, bl, "blocks", "mapped", ULONG_MAX);
+    out->blocks.reused = (unsigned long)get_uint(&p, bl, "blocks", "reused", ULONG_MAX);
+    out->blocks.pinned_bytes = get_uint(&p, bl, "blocks", "pinned_bytes", UINT64_MAX);
+    out->blocks.max_pinned_bytes = get_uint(&p, bl, "blocks", "max_pinned_bytes", UINT64_MAX);
+    out->blocks.pinned = (unsigned long)get_uint(&p, bl, "blocks", "pinned", ULONG_MAX);
+    out->blocks.refused = (unsigned long)get_uint(&p, bl, "blocks", "refused", ULONG_MAX);
 
     const cJSON *rt = get_arr(&p, h, NULL, "routes");
     size_t n = rt ? (size_t)cJSON_GetArraySize(rt) : 0;

@@ -137,6 +137,13 @@ typedef struct gs_reply_stats {
         unsigned long by_op[GS_OP_COUNT];   /* indexed by gs_proto_op */
     } requests;
     struct { uint64_t in, out; } bytes;
+    /* client blocks (memfds) kept across requests and pinned for device
+     * copies: "blocks" */
+    struct {
+        unsigned long mapped, reused;       /* memfd requests: a new mapping, or a kept one */
+        uint64_t pinned_bytes, max_pinned_bytes;
+        unsigned long pinned, refused;      /* registrations made, and refused (cap, driver) */
+    } blocks;
     gs_reply_route *routes;
     size_t nroutes;
 } gs_reply_stats;

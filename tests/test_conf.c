@@ -54,7 +54,8 @@ static const char *conf_diff(const gs_conf *a, const gs_conf *b)
 #define S(f) if (strcmp(a->f, b->f) != 0) return #f
 #define V(f) if (a->f != b->f) return #f
     S(socket); V(socket_mode); S(socket_group); S(allow_uids); S(allow_gids); S(db); S(cache_dir); S(kernel_dir);
-    V(log_level); V(log_syslog); V(max_request_bytes); V(max_clients);
+    V(log_level); V(log_syslog); V(max_request_bytes); V(max_pinned_bytes);
+    V(buffer_pool_percent); V(max_clients);
     V(max_header_bytes); V(idle_timeout_s); V(io_timeout_s); V(host_threads);
     S(devices); V(tune_missing); V(tune_budget_s);
     return NULL;
@@ -66,12 +67,13 @@ static int conf_ndiff(const gs_conf *a, const gs_conf *b)
 #define SC(f) n += strcmp(a->f, b->f) != 0
 #define VC(f) n += a->f != b->f
     SC(socket); VC(socket_mode); SC(socket_group); SC(allow_uids); SC(allow_gids); SC(db); SC(cache_dir); SC(kernel_dir);
-    VC(log_level); VC(log_syslog); VC(max_request_bytes); VC(max_clients);
+    VC(log_level); VC(log_syslog); VC(max_request_bytes); VC(max_pinned_bytes);
+    VC(buffer_pool_percent); VC(max_clients);
     VC(max_header_bytes); VC(idle_timeout_s); VC(io_timeout_s); VC(host_threads);
     SC(devices); VC(tune_missing); VC(tune_budget_s);
     return n;
 }
-#define NFIELDS 19
+#define NFIELDS 21
 
 /* ---- parsers ---- */
 
@@ -411,6 +413,26 @@ static void test_keys(void)
     set_bad("max_request_bytes", "-4G", "at least 4096");
     set_bad("max_request_bytes", "17179869184T", "at least 4096");
     set_bad("max_request_bytes", "lots", "at least 4096");
+    set_good("buffer_pool_percent", "0");
+    set_good("buffer_pool_percent", "90");
+    set_bad("buffer_pool_percent", "91", "from 0 to 90");
+    set_bad("buffer_pool_percent", "25%", "from 0 to 90");
+    set_good("max_pinned_bytes", "0");
+    set_good("max_pinned_bytes", "auto");
+    set_good("max_pinned_bytes", "16G");
+    set_bad("max_pinned_bytes", "Auto", "auto (a quarter of the memory)");
+    set_bad("max_pinned_bytes", "-1", "auto (a quarter of the memory)");
+    set_bad("max_pinned_bytes", "18446744073709551615", "auto (a quarter of the memory)");
+    {
+        gs_conf pc;
+        gs_conf_defaults(&pc);
+        uint64_t q = gs_conf_pinned_cap(&pc);
+        tap_ok(pc.max_pinned_bytes == GS_CONF_AUTO && q > 0 && q != GS_CONF_AUTO,
+               "max_pinned_bytes defaults to auto: %llu bytes here", (unsigned long long)q);
+        gs_err pe;
+        tap_ok(gs_conf_set(&pc, "max_pinned_bytes", "3G", &pe) == 0 &&
+               gs_conf_pinned_cap(&pc) == 3ull << 30, "max_pinned_bytes = 3G: the cap is 3 GiB");
+    }
     set_good("max_clients", "1");
     set_good("max_clients", "65536");
     set_bad("max_clients", "0", "1 to 65536");
@@ -801,6 +823,7 @@ static void all_changed(gs_conf *c)
         { "cache_dir", "#cache" },                 { "kernel_dir", "\"k\"" },
         { "log_level", "error" },                  { "log_target", "syslog" },
         { "max_request_bytes", "5000" },           { "max_clients", "65536" },
+        { "max_pinned_bytes", "0" },               { "buffer_pool_percent", "90" },
         { "max_header_bytes", "3M" },              { "idle_timeout", "0.123456789s" },
         { "io_timeout", "1.5s" },                  { "host_threads", "1024" },
         { "devices", "3,1,2" },                    { "tune_missing", "yes" },

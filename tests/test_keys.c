@@ -305,10 +305,12 @@ static void stw(size_t w, void *p, size_t i, uint64_t x)
 /* Save the NaNs (bits and payload), sort keys and payload like an unstable
  * algorithm (encoded keys, which turns NaNs canonical; equal keys reversed),
  * restore, and find the input's NaN patterns in input order in the NaN
- * block, each beside its own value or input index. */
-static void test_nan_save(gs_dtype t, int desc, gs_payload pl)
+ * block, each beside its own value or input index. A large n is scanned in
+ * several chunks, one per thread (gs_keys_nan.c), whose NaNs must still
+ * come out in input order. */
+static void test_nan_save(gs_dtype t, int desc, gs_payload pl, size_t n)
 {
-    size_t n = 2000, w = is64(t) ? 8 : 4, vw = gs_payload_size(pl);
+    size_t w = is64(t) ? 8 : 4, vw = gs_payload_size(pl);
     int idx = pl == GS_PL_IDX32 || pl == GS_PL_IDX64;
     const char *tn = gs_dtype_name(t), *dn = desc ? "desc" : "asc", *pn = gs_payload_name(pl);
     uint64_t v[64 + NRAND];
@@ -344,8 +346,8 @@ static void test_nan_save(gs_dtype t, int desc, gs_payload pl)
              (vw ? s.vals != NULL && !memcmp(va, vin, n * vw) : s.vals == NULL);
     for (size_t i = 0; ok && i < nn; i++)
         ok &= ldw(w, s.bits, i) == nanbits[i] && (!vw || ldw(vw, s.vals, i) == nanvals[i]);
-    tap_ok(ok && nn > 100, "%s %s %s: nan_save records all %zu NaN patterns and their %s "
-           "in input order", tn, dn, pn, nn, idx ? "indices" : vw ? "values" : "(no payload)");
+    tap_ok(ok && nn > 100, "%s %s %s, n=%zu: nan_save records all %zu NaN patterns and their %s "
+           "in input order", tn, dn, pn, n, nn, idx ? "indices" : vw ? "values" : "(no payload)");
 
     gs_keys_encode(t, desc, a, n);
     for (size_t i = 0; i < n; i++)
@@ -414,9 +416,12 @@ int main(void)
         test_arrays((gs_dtype)t);
     for (int desc = 0; desc <= 1; desc++)
         for (int pl = 0; pl < GS_PL_COUNT; pl++) {
-            test_nan_save(GS_DT_F32, desc, (gs_payload)pl);
-            test_nan_save(GS_DT_F64, desc, (gs_payload)pl);
+            test_nan_save(GS_DT_F32, desc, (gs_payload)pl, 2000);
+            test_nan_save(GS_DT_F64, desc, (gs_payload)pl, 2000);
         }
+    /* More than one chunk (2^20 keys each) on any machine with two cores. */
+    test_nan_save(GS_DT_F32, 0, GS_PL_U32, ((size_t)1 << 21) + 37);
+    test_nan_save(GS_DT_F64, 1, GS_PL_IDX64, ((size_t)1 << 21) + 37);
     uint32_t ik[3] = { 0x7f800001u, 1, 2 }, iv[3] = { 4, 5, 6 };
     gs_sort_req ir = { .dtype = GS_DT_U32, .payload = GS_PL_U32, .n = 3, .keys = ik,
                        .values = iv };

@@ -1168,14 +1168,19 @@ static void test_reply_info_stats(void)
     gs_reply_stats st = {
         .uptime_s = 12.5, .clients = { 2, 10, 1, 3 },
         .requests = { 40, 35, 5, 2, { 1, 2, 3, 34 } },
-        .bytes = { UINT64_C(1) << 40, 12345 }, .routes = routes, .nroutes = 2,
+        .bytes = { UINT64_C(1) << 40, 12345 },
+        .blocks = { 7, 93, UINT64_C(3) << 30, UINT64_C(1) << 35, 5, 1 },
+        .routes = routes, .nroutes = 2,
     };
     h = wire(gs_reply_stats_build(&st, id, &err), &text);
     tap_ok(text && !strcmp(text, "{\"v\":1,\"ok\":true,\"op\":\"stats\",\"id\":3,\"uptime_s\":12.5,"
                            "\"clients\":{\"current\":2,\"total\":10,\"rejected\":1,\"denied\":3},"
                            "\"requests\":{\"total\":40,\"ok\":35,\"errors\":5,\"fallbacks\":2,"
                            "\"by_op\":{\"ping\":1,\"info\":2,\"stats\":3,\"sort\":34}},"
-                           "\"bytes\":{\"in\":1099511627776,\"out\":12345},\"routes\":[{"
+                           "\"bytes\":{\"in\":1099511627776,\"out\":12345},"
+                           "\"blocks\":{\"mapped\":7,\"reused\":93,\"pinned_bytes\":3221225472,"
+                           "\"max_pinned_bytes\":34359738368,\"pinned\":5,\"refused\":1},"
+                           "\"routes\":[{"
                            "\"device\":0,\"algorithm\":\"radix\",\"count\":4,\"errors\":1,"
                            "\"mean_ms\":5,\"max_ms\":9.5,\"total_ms\":20,\"queue_ms\":2,"
                            "\"sort_ms\":12},{\"device\":-1,\"algorithm\":\"host\",\"count\":0,"

@@ -1,0 +1,150 @@
+/* The client memory blocks a connection keeps (gs_srv_int.h, srv_block):
+ * a memfd sent with a sort is identified by its inode. The first time a
+ * file comes, it is mapped for that request only and its identity noted;
+ * when the same file comes again, it is mapped whole and kept, with its
+ * device registrations (gs_pin.h), for every later request that sends it.
+ * So a block a client sorts again and again (gsort_alloc memory, libgsort's
+ * staging memfd) costs no mmap, no page faults in the daemon and no pinning
+ * after the second time, while memory sent once (a one-shot memfd) is
+ * neither pinned (registering 512 MiB costs more than the copy it speeds
+ * up) nor held after its reply (the client frees it; unmapping the last
+ * reference to freed pages on a later request would cost that request).
+ * A connection keeps at most BLOCKS_PER_CONN blocks, dropping the least
+ * recently used; all go when it closes. A kept block is released only
+ * while no sort of the connection runs (a connection has one request in
+ * flight, and eviction happens when the next one arrives). A kept mapping
+ * holds its file, so its inode cannot be reused by another memfd while the
+ * block is kept. */
+#include "config.h"
+#include "gs_srv_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include "gs_log.h"
+#include "gs_time.h"
+
+static void block_free(srv_block *b)
+{
+    gs_pin_release(&b->pin);
+    if (b->map)
+        munmap(b->map, b->len);
+    free(b);
+}
+
+/* Unlink *pp from the list and free it. */
+static void block_drop(conn *c, srv_block **pp)
+{
+    srv_block *b = *pp;
+    *pp = b->next;
+    c->nblocks--;
+    block_free(b);
+}
+
+/* Whether the file was sent before (and not kept); forgets it when so. */
+static int seen_take(conn *c, const struct stat *sb)
+{
+    for (unsigned i = 0; i < c->nseen; i++) {
+        if (c->seen[i].dev == sb->st_dev && c->seen[i].ino == sb->st_ino) {
+            c->seen[i] = c->seen[--c->nseen];
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void seen_add(conn *c, const struct stat *sb)
+{
+    if (c->nseen == BLOCKS_SEEN) {      /* forget the oldest */
+        memmove(&c->seen[0], &c->seen[1], (BLOCKS_SEEN - 1) * sizeof c->seen[0]);
+        c->nseen--;
+    }
+    c->seen[c->nseen].dev = sb->st_dev;
+    c->seen[c->nseen].ino = sb->st_ino;
+    c->nseen++;
+}
+
+int srv_block_get(conn *c, int fd, uint64_t need, srv_block **out, int *kept, gs_err *err)
+{
+    struct stat sb;
+    if (fstat(fd, &sb) < 0)
+        return gs_err_set(err, GS_EIO, "fstat of the memfd: %s", strerror(errno));
+    if ((uint64_t)sb.st_size < need)
+        return gs_err_set(err, GS_EINVAL, "the memfd holds %lld bytes and the request needs %llu",
+                          (long long)sb.st_size, (unsigned long long)need);
+    int again = 0;
+    for (srv_block **pp = &c->blocks; *pp; pp = &(*pp)->next) {
+        srv_block *b = *pp;
+        if (b->st_dev != sb.st_dev || b->st_ino != sb.st_ino)
+            continue;
+        if (b->len >= need) {
+            b->last_used = gs_now_ms();
+            c->s->blocks_reused++;
+            *out = b;
+            *kept = 1;
+            return 0;
+        }
+        block_drop(c, pp);      /* it grew past our mapping: map it again */
+        again = 1;
+        break;
+    }
+    again = again || seen_take(c, &sb);
+    srv_block *b = calloc(1, sizeof *b);
+    if (!b)
+        return gs_err_set(err, GS_ENOMEM, "out of memory (retry later)");
+    /* Kept: the whole file, since a later request may use another part of
+     * it (sealed against shrinking, checked before, so the mapping stays
+     * backed). Once: only what this request uses. */
+    size_t len = again ? (size_t)sb.st_size : (size_t)need;
+    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) {
+        free(b);
+        return gs_err_set(err, errno == ENOMEM ? GS_ENOMEM : GS_EIO, "mapping the memfd: %s",
+                          strerror(errno));
+    }
+    b->st_dev = sb.st_dev;
+    b->st_ino = sb.st_ino;
+    b->map = m;
+    b->len = len;
+    b->last_used = gs_now_ms();
+    c->s->blocks_mapped++;
+    if (!again) {
+        seen_add(c, &sb);
+        c->once = b;
+        *out = b;
+        *kept = 0;
+        return 0;
+    }
+    if (c->nblocks >= BLOCKS_PER_CONN) {
+        srv_block **lru = &c->blocks;
+        for (srv_block **pp = &c->blocks; *pp; pp = &(*pp)->next)
+            if ((*pp)->last_used < (*lru)->last_used)
+                lru = pp;
+        block_drop(c, lru);
+    }
+    gs_pin_init(&b->pin, m, len, &c->s->pin);
+    b->next = c->blocks;
+    c->blocks = b;
+    c->nblocks++;
+    *out = b;
+    *kept = 1;
+    return 0;
+}
+
+void srv_block_done(conn *c)
+{
+    if (c->once) {
+        block_free(c->once);
+        c->once = NULL;
+    }
+}
+
+void srv_blocks_free(conn *c)
+{
+    srv_block_done(c);
+    while (c->blocks)
+        block_drop(c, &c->blocks);
+}

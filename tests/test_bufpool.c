@@ -1,0 +1,117 @@
+/* The per-device buffer pool (src/gs_bufpool.c) on the first OpenCL device
+ * (PoCL in CI): a released buffer is taken again for the same size or one
+ * it exceeds by at most an eighth, never for a larger or much smaller one, and by
+ * one taker only; the share caps what the pool holds (the oldest go
+ * first) and 0 keeps nothing; trimming releases what waited too long; a
+ * device algorithm's buffers come back to the pool after each sort and a
+ * second sort of the same size reuses them, with the right result although
+ * they hold the first sort's data; closing the device frees the pool. */
+#include "config.h"
+#include "gs_algos.h"
+#include "gs_bufpool.h"
+#include "gs_clrun.h"
+#include "sortcheck.h"
+#include "tap.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static cl_mem make(gs_dev *dev, size_t bytes)
+{
+    cl_int rc;
+    cl_mem m = clCreateBuffer(dev->ctx, CL_MEM_READ_WRITE, bytes, NULL, &rc);
+    if (rc != CL_SUCCESS)
+        tap_bail("clCreateBuffer(%zu): %s", bytes, gs_cl_errname(rc));
+    return m;
+}
+
+int main(void)
+{
+    gs_dev *devs;
+    size_t ndev;
+    gs_dev *dev = sc_test_device(&devs, &ndev, "bufpool");
+    gs_err err;
+    if (gs_dev_open(dev, &err))
+        tap_bail("open: %s", err.msg);
+    gs_bufpool_set_share(25);
+    gs_bufpool_stats st;
+
+    size_t sz = 0;
+    tap_ok(gs_bufpool_take(dev, 4096, &sz) == NULL, "an empty pool gives nothing");
+    cl_mem a = make(dev, 1 << 20);
+    gs_bufpool_put(dev, a, 1 << 20);
+    gs_bufpool_stats_get(dev, &st);
+    tap_ok(st.buffers == 1 && st.bytes == (1u << 20), "a released buffer is kept (%zu, %llu)",
+           st.buffers, (unsigned long long)st.bytes);
+    tap_ok(gs_bufpool_take(dev, (1 << 20) + 1, &sz) == NULL, "not for a larger size");
+    tap_ok(gs_bufpool_take(dev, (1 << 19), &sz) == NULL, "not for half its size");
+    cl_mem b = gs_bufpool_take(dev, (1 << 20) - (1 << 16), &sz);
+    tap_ok(b == a && sz == (1u << 20), "taken for a size it exceeds by at most an eighth, its real "
+           "size reported");
+    tap_ok(gs_bufpool_take(dev, (1 << 20) - (1 << 16), &sz) == NULL, "and only once");
+    gs_bufpool_put(dev, b, sz);
+
+    /* The share caps the pool: with 1 % of a device of G bytes, buffers of
+     * G/150 fit once, not twice. */
+    gs_bufpool_set_share(1);
+    size_t big = (size_t)(dev->info.global_mem / 150);
+    if (big > dev->info.max_alloc)
+        big = (size_t)dev->info.max_alloc;
+    gs_bufpool_trim(dev, 0);
+    gs_bufpool_put(dev, make(dev, big), big);
+    gs_bufpool_put(dev, make(dev, big), big);
+    gs_bufpool_stats_get(dev, &st);
+    tap_ok(st.buffers == 1 && st.bytes == big, "a 1 %% share holds one buffer of 1/150 of the "
+           "device, not two (%zu)", st.buffers);
+    gs_bufpool_set_share(0);
+    gs_bufpool_trim(dev, 0);
+    gs_bufpool_put(dev, make(dev, 4096), 4096);
+    gs_bufpool_stats_get(dev, &st);
+    tap_ok(st.buffers == 0, "share 0 keeps nothing");
+
+    /* Trimming by age. */
+    gs_bufpool_set_share(25);
+    gs_bufpool_put(dev, make(dev, 8192), 8192);
+    usleep(50000);
+    gs_bufpool_put(dev, make(dev, 16384), 16384);
+    gs_bufpool_trim(dev, 30);
+    gs_bufpool_stats_get(dev, &st);
+    tap_ok(st.buffers == 1 && st.bytes == 16384, "trim(30 ms) releases the buffer that waited "
+           "50 ms and keeps the fresh one");
+    gs_bufpool_trim(dev, 0);
+
+    /* A device algorithm twice at one size: the second sort's buffers come
+     * from the pool (and hold the first sort's data), the result is right. */
+    const gs_algo *radix = gs_algo_find("radix");
+    gs_sort_ctx ctx = { dev, NULL };
+    gs_params p;
+    radix->defaults(&dev->info, &p);
+    sc_fit_set(radix, &ctx, &p);
+    int ok = 1;
+    unsigned long hits0 = 0;
+    for (int round = 0; round < 2; round++) {
+        sc_case c;
+        if (sc_case_init(&c, GS_DT_U64, GS_PL_U32, round, 100003, 0, 7 + (uint64_t)round))
+            tap_bail("out of memory");
+        gs_sort_stats ss;
+        memset(&ss, 0, sizeof ss);
+        char why[256] = "";
+        int rc = gs_sort_run(radix, &ctx, &c.req, &p, &ss, &err);
+        ok &= rc == 0 && sc_case_verify(&c, 1, why, sizeof why);
+        if (rc)
+            tap_diag("radix: %s", err.msg);
+        else if (why[0])
+            tap_diag("%s", why);
+        sc_case_free(&c);
+        gs_bufpool_stats_get(dev, &st);
+        if (round == 0)
+            hits0 = st.hits;
+    }
+    tap_ok(ok && st.buffers > 0 && st.hits > hits0, "two radix sorts of one size: both right, "
+           "the second took %lu pooled buffers", st.hits - hits0);
+    gs_dev_close(dev);
+    tap_ok(dev->bufpool == NULL, "closing the device frees its pool");
+    gs_dev_free_list(devs, ndev);
+    return tap_done();
+}
