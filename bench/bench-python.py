@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""What the Python client costs against numpy on the same machine: for each
-size, the median time of gsort's sort and argsort of random keys (through
-the memfd, and inline) against numpy's np.sort and np.argsort(kind="stable"),
+"""What the Python client costs against what a numpy user has otherwise, on
+the same machine: for each size, the median time of gsort's sort and
+argsort of random keys (through the staging memfd, inline, and in place on
+a gsort.empty() array: zero copy) against numpy's np.sort and
+np.argsort(kind="stable") and, where cupy imports, cupy from the same numpy
+array (cupy.asnumpy(cupy.sort(cupy.asarray(a))): upload, CUB, download),
 every answer checked against numpy's. Needs a running gsortd (-S SOCKET or
 the default socket) and PYTHONPATH naming the python/ directory.
 
     PYTHONPATH=python bench/bench-python.py [-S SOCKET] [--dtype uint32]
-        [--min-log2 10] [--max-log2 24] [--reps 5]
+        [--min-log2 10] [--max-log2 24] [--reps 5] [--algorithm radix] [--device 1]
 """
 import argparse
 import statistics
@@ -38,7 +41,21 @@ def main():
     ap.add_argument("--min-log2", type=int, default=10)
     ap.add_argument("--max-log2", type=int, default=24)
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--algorithm", help="force the daemon's algorithm (default: its plan)")
+    ap.add_argument("--device", type=int, help="force the daemon's device")
+    ap.add_argument("--argsort-max-log2", type=int, default=30,
+                    help="skip the argsorts above this size (numpy's stable argsort "
+                    "takes seconds there)")
     a = ap.parse_args()
+    kw = {}
+    if a.algorithm:
+        kw["algorithm"] = a.algorithm
+    if a.device is not None:
+        kw["device"] = a.device
+    try:
+        import cupy as cp
+    except Exception:
+        cp = None
     dt = np.dtype(a.dtype)
     shm = gsort.Client(socket=a.socket)
     inl = gsort.Client(socket=a.socket, memfd=False)
@@ -46,9 +63,9 @@ def main():
     print("# bench-python: %s keys via %s, median of %d, ms (numpy %s)"
           % (dt, gsort.default_socket() if a.socket is None else a.socket, a.reps,
              np.__version__))
-    print("%-6s %10s %10s %10s %10s %10s %10s  %s" % (
-        "n", "np.sort", "gs.sort", "gs.inline", "np.argsort", "gs.argsort", "speedup",
-        "device/algorithm/plan"))
+    print("%-6s %10s %10s %10s %10s %10s %10s %10s %10s  %s" % (
+        "n", "np.sort", "cupy", "gs.sort", "gs.shared", "gs.inline", "np.argsort",
+        "gs.argsort", "vs cupy", "device/algorithm/plan"))
     for lg in range(a.min_log2, a.max_log2 + 1):
         n = 1 << lg
         if dt.kind == "f":
@@ -57,13 +74,38 @@ def main():
             info = np.iinfo(dt)
             x = rng.integers(info.min, info.max, size=n, dtype=dt, endpoint=True)
         t_np, ref = timed(lambda: np.sort(x), a.reps)
-        t_gs, got = timed(lambda: shm.sort(x), a.reps)
+        t_cp = float("nan")
+        if cp is not None:
+            def cupy_sort():
+                r = cp.asnumpy(cp.sort(cp.asarray(x)))
+                cp.cuda.Stream.null.synchronize()
+                return r
+            t_cp, got_cp = timed(cupy_sort, a.reps)
+            if not np.array_equal(got_cp, ref):
+                print("bench-python: 2^%d: cupy gave another answer" % lg, file=sys.stderr)
+                return 1
+        t_gs, got = timed(lambda: shm.sort(x, **kw), a.reps)
         last = shm.last
-        t_in, got_in = timed(lambda: inl.sort(x), a.reps)
-        t_npa, refa = timed(lambda: np.argsort(x, kind="stable"), a.reps)
-        t_gsa, gota = timed(lambda: shm.argsort(x, stable=True), a.reps)
+        # In place on an array in shared memory, refilled (untimed) each time.
+        xs = gsort.empty(n, dt)
+        ts = []
+        for r in range(a.reps + 1):
+            xs[...] = x
+            t0 = time.perf_counter()
+            shm.sort(xs, inplace=True, **kw)
+            if r:
+                ts.append((time.perf_counter() - t0) * 1e3)
+        t_sh = statistics.median(ts)
+        shared_ok = np.array_equal(xs, ref) and shm.last.get("zero_copy")
+        del xs
+        t_in, got_in = timed(lambda: inl.sort(x, **kw), a.reps)
+        t_npa = t_gsa = float("nan")
+        refa = gota = None
+        if lg <= a.argsort_max_log2:
+            t_npa, refa = timed(lambda: np.argsort(x, kind="stable"), a.reps)
+            t_gsa, gota = timed(lambda: shm.argsort(x, stable=True, **kw), a.reps)
         if not (np.array_equal(got, ref) and np.array_equal(got_in, ref) and
-                np.array_equal(gota, refa)):
+                (refa is None or np.array_equal(gota, refa)) and shared_ok):
             print("bench-python: 2^%d: WRONG ANSWER" % lg, file=sys.stderr)
             return 1
         if not last.get("zero_copy") or inl.last.get("zero_copy"):
@@ -72,9 +114,9 @@ def main():
             return 1
         dev = last.get("device") or {}
         where = "host" if dev.get("index", -1) == -1 and not dev.get("name") else dev.get("name", "?")
-        print("2^%-4d %10.3f %10.3f %10.3f %10.3f %10.3f %9.2fx  %s/%s/%s" % (
-            lg, t_np, t_gs, t_in, t_npa, t_gsa, t_np / t_gs, where, last.get("algorithm"),
-            last.get("plan")))
+        print("2^%-4d %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %9.2fx  %s/%s/%s" % (
+            lg, t_np, t_cp, t_gs, t_sh, t_in, t_npa, t_gsa, t_gs / t_cp, where,
+            last.get("algorithm"), last.get("plan")))
         sys.stdout.flush()
     return 0
 

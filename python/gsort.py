@@ -3,8 +3,20 @@
 A client of the gsortd daemon in pure Python (standard library + numpy).
 It speaks the daemon's wire protocol (man gsort-protocol(7)) over its Unix
 socket and hands arrays over through a sealed shared-memory file (memfd),
-so a sort costs one copy into shared memory and one copy out, never a trip
-through the socket; where memfd is unavailable the bytes travel inline.
+so a sort costs one copy into shared memory and one copy out (over
+several threads for large arrays), never a trip through the socket; where
+memfd is unavailable the bytes travel inline. Arrays made by gsort.empty()
+or gsort.asarray() live in shared memory themselves and are sorted where
+they lie, with no copy at all, by sort(x, inplace=True) (and
+sort_by_key(k, v, inplace=True) with both such arrays); the daemon keeps
+memory it is sent more than once mapped (and pinned on a GPU), so those
+arrays, and a Client's staging memory, move at the PCIe rate from the
+second call on.
+
+    >>> x = gsort.empty(1 << 24, np.float32)
+    >>> x[...] = np.random.rand(x.shape[0])
+    >>> gsort.sort(x, inplace=True) is x   # zero copy
+    True
 
     >>> import numpy as np, gsort
     >>> a = np.array([3, 1, 2], dtype=np.uint32)
@@ -59,6 +71,7 @@ import socket as _socket
 import struct
 import threading
 import time
+import weakref
 
 import numpy as np
 
@@ -76,10 +89,17 @@ SUPPORTED_DTYPES = ("uint32", "int32", "float32", "uint64", "int64", "float64")
 # what a confused peer can make us allocate.
 _MAX_REPLY_HEADER = 4 << 20
 _TWO_53 = 1 << 53
-# A staging memfd at most this large is kept for the next call; a larger one
-# is released after its call, so one huge sort does not pin its shared memory
-# (which the kernel cannot page out without swap) for the client's lifetime.
-_KEEP_STAGE_BYTES = 256 << 20
+# A staging memfd at most this large is kept for the next call (the default
+# of Client's keep_stage_bytes): the daemon keeps a file sent again mapped
+# and pinned, so a kept stage moves at the PCIe rate from the second call
+# on; a larger one is released after its call, so one huge sort does not
+# hold its shared memory (which the kernel cannot page out without swap)
+# for the client's lifetime.
+_KEEP_STAGE_BYTES = 2 << 30
+# Copies at least this large are split over threads (numpy releases the
+# GIL while it copies): a single thread moves ~5-10 GB/s, far below the
+# memory's bandwidth and the daemon's 55 GB/s to a GPU.
+_PARALLEL_COPY_BYTES = 32 << 20
 # Requests with at most this much payload go out in one send.
 _SMALL_SEND = 64 << 10
 
@@ -242,6 +262,131 @@ class _Stage:
         self.size = 0
 
 
+# ---- copies ----
+
+_pool = None
+_pool_lock = threading.Lock()
+
+
+def _copy(dst, src):
+    """dst[...] = src for 1-D arrays of the same length, over several
+    threads when it is large."""
+    n = dst.shape[0]
+    threads = min(8, os.cpu_count() or 1)
+    if dst.nbytes < _PARALLEL_COPY_BYTES or threads < 2 or n < threads:
+        dst[...] = src
+        return
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            import concurrent.futures
+            _pool = concurrent.futures.ThreadPoolExecutor(max_workers=threads,
+                                                          thread_name_prefix="gsort-copy")
+
+    def part(i):
+        a, b = n * i // threads, n * (i + 1) // threads
+        dst[a:b] = src[a:b]
+
+    for f in [_pool.submit(part, i) for i in range(threads)]:
+        f.result()
+
+
+# ---- arrays in shared memory (zero copy) ----
+
+# Blocks made by empty(): (start address, end address, fd), by id of the
+# mapping; an entry goes with its mapping (weakref.finalize), when the last
+# array on it is gone.
+_blocks = {}
+_blocks_lock = threading.Lock()
+
+
+def _block_close(key, fd):
+    with _blocks_lock:
+        _blocks.pop(key, None)
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+
+
+def empty(n, dtype):
+    """A new 1-D array of n items of dtype that lives in shared memory (a
+    sealed memfd): the daemon sorts it where it lies, with no copy, when
+    it is given to sort(..., inplace=True) or, with values from the same
+    kind of array, sort_by_key(..., inplace=True); sent again and again
+    it is kept mapped and, on a GPU, pinned by the daemon, so its copies to
+    the device run at the PCIe rate. Any other use is as an ordinary
+    array; its memory goes when the last array or view on it does."""
+    if not _memfd_supported():
+        raise Error("GS_EUNSUPPORTED", "this Python lacks os.memfd_create, "
+                    "fcntl.F_ADD_SEALS or socket.send_fds: no shared arrays")
+    dt = np.dtype(dtype)
+    n = operator.index(n)
+    if n < 0:
+        raise ValueError("gsort: n must not be negative")
+    size = _round_up(max(n * dt.itemsize, 1), mmap.PAGESIZE)
+    fd = os.memfd_create("gsort-array", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        os.ftruncate(fd, size)
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
+        m = mmap.mmap(fd, size)
+    except BaseException:
+        os.close(fd)
+        raise
+    a = np.frombuffer(m, dtype=dt, count=n)
+    start = a.__array_interface__["data"][0]
+    key = id(m)
+    with _blocks_lock:
+        _blocks[key] = (start, start + size, fd)
+    weakref.finalize(m, _block_close, key, fd)
+    return a
+
+
+def asarray(a):
+    """A copy of the 1-D array a in shared memory (see empty())."""
+    a = _as_1d(a, "the array")
+    out = empty(a.shape[0], a.dtype)
+    _copy(out, a)
+    return out
+
+
+def _block_of(a):
+    """(fd, offset) when all of array a lies in one block of empty(),
+    else None."""
+    if a.shape[0] == 0 or not a.flags.c_contiguous:
+        return None
+    p = a.__array_interface__["data"][0]
+    with _blocks_lock:
+        for start, end, fd in _blocks.values():
+            if start <= p and p + a.nbytes <= end:
+                return fd, p - start
+    return None
+
+
+def _same_memory(a, b):
+    return (a is not None and b is not None and a.nbytes == b.nbytes and
+            a.__array_interface__["data"][0] == b.__array_interface__["data"][0])
+
+
+def _in_place(keys, dst_keys, values, dst_vals, values_kind):
+    """(fd, keys offset, values offset or None) when the sort can run where
+    the arrays lie: the output is the input (inplace), and keys and values
+    (u32/u64) lie in one block of empty(); else None."""
+    if not _same_memory(keys, dst_keys) or values_kind not in ("none", "u32", "u64"):
+        return None
+    kb = _block_of(keys)
+    if kb is None:
+        return None
+    if values_kind == "none":
+        return kb[0], kb[1], None
+    if not _same_memory(values, dst_vals):
+        return None
+    vb = _block_of(values)
+    if vb is None or vb[0] != kb[0]:
+        return None
+    return kb[0], kb[1], vb[1]
+
+
 def _memfd_supported():
     return (hasattr(os, "memfd_create") and hasattr(fcntl, "F_ADD_SEALS") and
             hasattr(_socket, "send_fds"))
@@ -268,11 +413,13 @@ class Client:
     "client_ms" (the whole call as seen from Python).
     """
 
-    def __init__(self, socket=None, timeout=None, memfd=None):
+    def __init__(self, socket=None, timeout=None, memfd=None,
+                 keep_stage_bytes=_KEEP_STAGE_BYTES):
         self.path = socket if socket is not None else default_socket()
         if timeout is not None and not timeout > 0:
             raise ValueError("gsort: timeout must be a positive number of seconds or None")
         self.timeout = timeout
+        self.keep_stage_bytes = keep_stage_bytes
         self.use_memfd = memfd is not False and _memfd_supported()
         self.memfd_error = None if self.use_memfd or memfd is False else \
             "this Python lacks os.memfd_create, fcntl.F_ADD_SEALS or socket.send_fds"
@@ -548,7 +695,9 @@ class Client:
             self._usable()
             rid = self._take_id()
             header["id"] = rid
-            use_memfd = self.use_memfd and n > 0
+            shared = self.use_memfd and n > 0 and _in_place(keys, dst_keys, values, dst_vals,
+                                                            values_kind)
+            use_memfd = self.use_memfd and n > 0 and not shared
             stage = self._stage
             if use_memfd:
                 kb = n * ks
@@ -562,19 +711,39 @@ class Client:
                     self.use_memfd = use_memfd = False
                     self.memfd_error = "memfd: %s" % (e.strerror or e)
             try:
+                if shared:
+                    return self._run_shared(header, rid, shared, t0)
                 if use_memfd:
                     return self._run_memfd(header, rid, keys, values_kind, values, dst_keys,
                                            dst_vals, kb, voff, wire_vdt, t0)
                 return self._run_inline(header, rid, keys, values_kind, values, dst_keys,
                                         dst_vals, wire_vdt, t0)
             finally:
-                if stage.size > _KEEP_STAGE_BYTES:
+                if stage.size > self.keep_stage_bytes:
                     stage.close()
 
     def _finish(self, h, zero_copy, t0):
         h["zero_copy"] = zero_copy
         h["client_ms"] = (time.perf_counter() - t0) * 1e3
         self.last = h
+
+    def _run_shared(self, header, rid, shared, t0):
+        """Arrays of empty() sorted where they lie: only the header and the
+        block's descriptor go out."""
+        fd, koff, voff = shared
+        header["memfd"] = True
+        if koff:
+            header["keys_offset"] = koff
+        if voff is not None:
+            header["values_offset"] = voff
+        self._send(header, fd=fd)
+        h, pb = self._recv_header()
+        self._check_reply(h, pb, rid, "sort")
+        if pb:
+            raise self._broken("GS_ECORRUPT", "memfd sort reply declares a %d-byte "
+                               "payload" % pb)
+        self._finish(h, True, t0)
+        return h
 
     def _run_memfd(self, header, rid, keys, values_kind, values, dst_keys, dst_vals, kb,
                    voff, wire_vdt, t0):
@@ -583,11 +752,11 @@ class Client:
         kview = np.frombuffer(m, dtype=keys.dtype, count=n, offset=0)
         vview = None
         try:
-            kview[...] = keys
+            _copy(kview, keys)
             if wire_vdt is not None:
                 vview = np.frombuffer(m, dtype=wire_vdt, count=n, offset=voff)
                 if values is not None:
-                    vview[...] = values.view(wire_vdt)
+                    _copy(vview, values.view(wire_vdt))
                 if voff != kb:
                     header["values_offset"] = voff
             header["memfd"] = True
@@ -598,10 +767,10 @@ class Client:
                 raise self._broken("GS_ECORRUPT", "memfd sort reply declares a %d-byte "
                                    "payload" % pb)
             if dst_keys is not None:
-                dst_keys[...] = kview
+                _copy(dst_keys, kview)
             if dst_vals is not None:
                 if dst_vals.dtype.itemsize == vview.dtype.itemsize:
-                    dst_vals.view(wire_vdt)[...] = vview
+                    _copy(dst_vals.view(wire_vdt), vview)
                 else:
                     dst_vals[...] = vview
             self._finish(h, True, t0)

@@ -432,6 +432,88 @@ def main():
     check("the staging memfd grows and is reused: sizes 10, 300000, 10, 70000 sort right, "
           "20 more sorts open no descriptor", t_growth)
 
+    # ---- arrays in shared memory: gsort.empty / gsort.asarray ----
+    def blocks():
+        return cm.stats()["blocks"]
+
+    def t_shared_inplace():
+        x = gsort.empty(100003, np.float32)
+        b0 = blocks()
+        good, zc = True, True
+        for r in range(4):      # rewritten between sorts
+            x[...] = random_keys(np.float32, x.shape[0], special=True)
+            ref = np.sort(x)
+            y = cm.sort(x, inplace=True)
+            good = good and y is x and same(x, ref)
+            zc = zc and cm.last["zero_copy"]
+        b1 = blocks()
+        return (good and zc and b1["mapped"] - b0["mapped"] == 2 and
+                b1["reused"] - b0["reused"] == 2, (b0, b1))
+    check("gsort.empty: sort(inplace=True) four times, rewritten between: zero copy, right "
+          "every time; the daemon maps it for the first sort only and keeps it from the "
+          "second", t_shared_inplace)
+
+    def t_shared_views():
+        x = gsort.asarray(random_keys(np.int64, 50000))
+        ks, vs = gsort.empty(20000, np.uint32), gsort.empty(20000, np.uint64)
+        part = x[1000:31000]
+        ref = np.sort(part)
+        cm.sort(part, inplace=True)
+        z1 = cm.last["zero_copy"]
+        ok1 = same(part, ref) and same(x[:1000], x[:1000]) and x.base is not None
+        ks[...] = random_keys(np.uint32, ks.shape[0])
+        vs[...] = np.arange(ks.shape[0], dtype=np.uint64) * 3
+        k0, v0 = ks.copy(), vs.copy()
+        cm.sort_by_key(ks, vs, inplace=True, stable=True)
+        order = np.argsort(k0, kind="stable")
+        ok2 = same(ks, k0[order]) and same(vs, v0[order])
+        c = cm.sort(x)          # not inplace: a copy, the shared input untouched
+        ok3 = same(c, np.sort(x)) and not same(c, x) or same(np.sort(x), x)
+        return ok1 and z1 and ok2 and ok3
+    check("a slice of a shared array sorts in place (keys_offset); keys and values in two "
+          "shared blocks sort by key right (staged); sort() of a shared array is a copy",
+          t_shared_views)
+
+    def t_shared_freed():
+        gc.collect()
+        before = len(gsort._blocks)
+        fd0 = len(os.listdir("/proc/self/fd"))
+        x = gsort.empty(4096, np.uint64)
+        v = x[10:20]
+        mid = len(gsort._blocks) == before + 1 and len(os.listdir("/proc/self/fd")) > fd0
+        del x
+        gc.collect()
+        alive = len(gsort._blocks) == before + 1        # the view keeps it
+        del v
+        gc.collect()
+        return (mid and alive and len(gsort._blocks) == before and
+                len(os.listdir("/proc/self/fd")) == fd0, (mid, alive, len(gsort._blocks)))
+    check("a shared array's memfd is closed when its last view goes", t_shared_freed)
+
+    def t_parallel_copy():
+        a = random_keys(np.uint32, (48 << 20) // 4)     # over _PARALLEL_COPY_BYTES
+        s = cm.sort(a)
+        z = cm.last["zero_copy"]
+        k, v = random_keys(np.float64, 5 << 20), np.arange(5 << 20, dtype=np.int64)
+        sk, sv = cm.sort_by_key(k, v)
+        o = np.argsort(k, kind="stable")
+        r = (same(s, np.sort(a)), z, same(sk, k[o]), np.array_equal(np.sort(sv), v),
+             same(k[sv], sk))
+        return all(r), r
+    check("48 MiB of u32 and 40+40 MiB keys and values: copied through the stage by several "
+          "threads, sorted right", t_parallel_copy)
+
+    def t_keep_stage():
+        with gsort.Client(a_sock, keep_stage_bytes=1 << 20) as c:
+            small = random_keys(np.uint32, 1000)
+            c.sort(small)
+            kept = c._stage.size > 0
+            big = random_keys(np.uint32, 1 << 19)     # 2 MiB: over the limit
+            good = same(c.sort(big), np.sort(big))
+            return good and kept and c._stage.size == 0
+    check("keep_stage_bytes: a stage within the limit is kept, a larger one is released "
+          "after its call", t_keep_stage)
+
     def t_no_memfd():
         real = gsort.os.memfd_create
 
