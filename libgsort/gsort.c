@@ -26,6 +26,7 @@
 
 #include "gs_client.h"
 #include "gs_paths.h"
+#include "gs_pcopy.h"
 #include "gs_proto.h"
 #include "gs_types.h"
 #include "gsort.h"
@@ -357,18 +358,18 @@ static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys,
     if (inl && (rc = heap_reserve(c, need, &ge)) != 0)
         goto done;
     char *base = inl ? c->heap : c->stage.ptr;
-    memcpy(base, rq->keys, kb);
+    gs_pcopy(base, rq->keys, kb);
     if (pl == GS_PL_U32 || pl == GS_PL_U64)
-        memcpy(base + voff, rq->values, vb);
+        gs_pcopy(base + voff, rq->values, vb);
     s.keys = base;
     s.values = vs ? base + voff : NULL;
     s.shm = inl ? NULL : &c->stage;
     rc = gs_client_sort_run(c->cl, &s, &r, &ge);
     if (!rc) {
         if (!preserve_keys)
-            memcpy(rq->keys, base, kb);
+            gs_pcopy(rq->keys, base, kb);
         if (vs)
-            memcpy(rq->values, base + voff, vb);
+            gs_pcopy(rq->values, base + voff, vb);
     }
     zero_copy = !inl;
 
