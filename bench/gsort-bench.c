@@ -278,7 +278,7 @@ int main(int argc, char **argv)
     gs_pcache *pc = NULL;
     if (gs_pcache_open(&pc, NULL, &err) < 0)
         pc = NULL;   /* no disk cache: build every time */
-    gs_sort_ctx ctx = { dev, pc };
+    gs_sort_ctx ctx = { .dev = dev, .pc = pc };
 
     if (csv)
         printf("device,algo,params,dtype,payload,n,kernel_ms,wall_ms,gkeys_per_s,note\n");

@@ -159,7 +159,7 @@ static void on_async(uv_async_t *h)
 
 static void run_host(gs_sched *s, gs_job *j)
 {
-    gs_sort_ctx ctx = { NULL, s->pc };
+    gs_sort_ctx ctx = { .pc = s->pc };
     gs_err_clear(&j->err);
     j->rc = gs_sort_run(j->algo, &ctx, &j->req, &j->run_params, &j->st, &j->err);
 }
@@ -215,10 +215,10 @@ static void *worker_main(void *arg)
             hand_back(s, j);
             continue;
         }
-        gs_sort_ctx ctx = { s->devs[d].dev, s->pc };
+        gs_sort_ctx ctx = { .dev = s->devs[d].dev, .pc = s->pc };
         gs_err_clear(&j->err);
         if (j->pin && gs_dev_open(s->devs[d].dev, &j->err) == 0)
-            gs_pin_ensure(j->pin, s->devs[d].dev);
+            ctx.host_pinned = gs_pin_ensure(j->pin, s->devs[d].dev) == GS_PIN_PINNED;
         j->rc = gs_sort_run(j->algo, &ctx, &j->req, &j->run_params, &j->st, &j->err);
         queue_finish(q, j);
         if (j->rc == 0) {

@@ -26,6 +26,7 @@
 #include "gs_srv_int.h"
 #include "gs_systemd.h"
 #include "gs_bufpool.h"
+#include "gs_stage.h"
 #include "gs_time.h"
 
 /* ---- database ---- */
@@ -222,6 +223,12 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
      * path runs on PoCL in the test suite. */
     const char *pa = getenv("GSORTD_TEST_PIN_ANY");
     s->pin.any_device = pa && pa[0] == '1';
+    /* Test hook: "MIN,CHUNK" stages copies of MIN bytes and more through
+     * pinned buffers of CHUNK bytes on every device (gs_stage.h). */
+    const char *st = getenv("GSORTD_TEST_STAGE");
+    unsigned long smin, schunk;
+    if (st && sscanf(st, "%lu,%lu", &smin, &schunk) == 2 && smin && schunk)
+        gs_stage_force(smin, schunk);
     int rc = srv_acl_load(s, &s->conf, err);
     if (rc < 0) {
         free(s);

@@ -302,6 +302,7 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     radix_run r;
     memset(&r, 0, sizeof r);
     gs_clrun_init(&r.cr, dev, "radix");
+    r.cr.host_pinned = ctx->host_pinned;
     const int kw = ks == 4 ? 32 : 64, vw = (int)vs * 8;
     char kn_ghist[32], kn_up[32], kn_scatter[40], kn_iota[32];
     snprintf(kn_ghist, sizeof kn_ghist, "radix_ghist_k%d", kw);

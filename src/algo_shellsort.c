@@ -254,6 +254,7 @@ int gs_shellsort_run_phases(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_p
     shell_run r;
     memset(&r, 0, sizeof r);
     gs_clrun_init(&r.cr, dev, "shellsort");
+    r.cr.host_pinned = ctx->host_pinned;
     const int kw = ks == 4 ? 32 : 64, vw = (int)vs * 8;
     char kn_enc[32], kn_dec[32], kn_slices[40], kn_merge[40];
     snprintf(kn_enc, sizeof kn_enc, "shell_encode_k%d", kw);

@@ -18,6 +18,7 @@ typedef struct gs_clrun {
     cl_event *kev;        /* kernel events, summed by gs_clrun_kernel_ms */
     size_t nkev, kevcap;
     double upload_ms, download_ms;
+    int host_pinned;      /* from gs_sort_ctx: no staging for the host side */
     cl_mem buf[GS_CLRUN_BUFS];     /* from gs_clrun_buffer, back to the pool at release */
     size_t bufsz[GS_CLRUN_BUFS];
     unsigned nbuf;

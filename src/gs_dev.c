@@ -196,6 +196,8 @@ void gs_dev_close(gs_dev *d)
         d->progs_release(d);
     if (d->bufpool_release)
         d->bufpool_release(d);
+    if (d->stage_release)
+        d->stage_release(d);
     if (d->queue)
         clReleaseCommandQueue(d->queue);
     if (d->ctx)

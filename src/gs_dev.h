@@ -49,6 +49,8 @@ typedef struct gs_dev {
     void (*progs_release)(struct gs_dev *d); /* NULL until a program is kept */
     struct gs_bufpool *bufpool; /* pooled device buffers, see gs_bufpool.h (guarded by lock) */
     void (*bufpool_release)(struct gs_dev *d); /* NULL until a buffer is pooled */
+    struct gs_stagebuf *stage;  /* pinned staging buffers, see gs_stage.h (made under lock) */
+    void (*stage_release)(struct gs_dev *d); /* NULL until staging is made */
 } gs_dev;
 
 /* Probe all platforms and devices. No OpenCL platform at all is not an error:

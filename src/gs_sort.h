@@ -43,6 +43,8 @@ typedef struct gs_param_def {
 typedef struct gs_sort_ctx {
     gs_dev *dev;
     gs_pcache *pc;
+    int host_pinned;    /* the request's arrays lie in memory pinned for dev (gs_pin.h):
+                           copies go straight from them, not through staging */
 } gs_sort_ctx;
 
 typedef struct gs_algo {

@@ -247,7 +247,7 @@ int main(int argc, char **argv)
                 "device is the Oclgrind simulator (%s: %s)", dev->info.name,
                 dev->info.platform))
         tap_bail("not running under oclgrind");
-    gs_sort_ctx ctx = { dev, NULL };
+    gs_sort_ctx ctx = { .dev = dev };
 
     if (argc > 1 && !strcmp(argv[1], "canary")) {
         run_canary(dev);

@@ -36,7 +36,11 @@
 static int g_dev;
 static char g_devices[32];
 
-static const char *const g_pin_env[] = { "GSORTD_TEST_PIN_ANY=1", NULL };
+/* Pin on PoCL too; and stage every copy to or from unpinned memory (a
+ * block sent once) through pinned buffers of 12 KiB, so the chunked
+ * staging runs here with many chunks (gs_stage.h). */
+static const char *const g_pin_env[] = { "GSORTD_TEST_PIN_ANY=1", "GSORTD_TEST_STAGE=1,12288",
+                                         NULL };
 
 static int child_env(void *arg)
 {

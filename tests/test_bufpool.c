@@ -5,11 +5,16 @@
  * first) and 0 keeps nothing; trimming releases what waited too long; a
  * device algorithm's buffers come back to the pool after each sort and a
  * second sort of the same size reuses them, with the right result although
- * they hold the first sort's data; closing the device frees the pool. */
+ * they hold the first sort's data; closing the device frees the pool. And
+ * the pinned staging of copies to and from unpinned memory (src/gs_stage.c),
+ * forced on this device with small chunks: radix, mergepath and shellsort
+ * give the right result through it at sizes that are and are not a whole
+ * number of chunks, and straight (host_pinned) as before. */
 #include "config.h"
 #include "gs_algos.h"
 #include "gs_bufpool.h"
 #include "gs_clrun.h"
+#include "gs_stage.h"
 #include "sortcheck.h"
 #include "tap.h"
 
@@ -84,7 +89,7 @@ int main(void)
     /* A device algorithm twice at one size: the second sort's buffers come
      * from the pool (and hold the first sort's data), the result is right. */
     const gs_algo *radix = gs_algo_find("radix");
-    gs_sort_ctx ctx = { dev, NULL };
+    gs_sort_ctx ctx = { .dev = dev };
     gs_params p;
     radix->defaults(&dev->info, &p);
     sc_fit_set(radix, &ctx, &p);
@@ -110,8 +115,55 @@ int main(void)
     }
     tap_ok(ok && st.buffers > 0 && st.hits > hits0, "two radix sorts of one size: both right, "
            "the second took %lu pooled buffers", st.hits - hits0);
+    /* Staged copies, many chunks, odd sizes. */
+    gs_stage_force(1, 12288);
+    static const char *const algos[] = { "radix", "mergepath", "shellsort" };
+    static const size_t sizes[] = { 3000, 6144, 100003 };
+    for (size_t ai = 0; ai < 3; ai++) {
+        const gs_algo *alg = gs_algo_find(algos[ai]);
+        gs_params ap;
+        alg->defaults(&dev->info, &ap);
+        if (gs_params_has(&ap, "elems_per_thread"))    /* shellsort's fit the device */
+            sc_fit_set(alg, &ctx, &ap);
+        ok = 1;
+        double up = 0, down = 0;
+        unsigned long staged = 0;
+        for (size_t si = 0; si < 3; si++)
+            for (int pinned = 0; pinned < 2; pinned++) {
+                unsigned long t0 = gs_stage_transfers();
+                sc_case c;
+                if (sc_case_init(&c, si ? GS_DT_F64 : GS_DT_U32, si == 1 ? GS_PL_U32 : GS_PL_NONE,
+                                 (int)(si & 1), sizes[si], 0, 50 + si))
+                    tap_bail("out of memory");
+                gs_sort_ctx sctx = { .dev = dev, .host_pinned = pinned };
+                gs_sort_stats ss;
+                memset(&ss, 0, sizeof ss);
+                char why[256] = "";
+                int rc = gs_sort_run(alg, &sctx, &c.req, &ap, &ss, &err);
+                int good = rc == 0 && sc_case_verify(&c, alg->stable, why, sizeof why);
+                if (!good)
+                    tap_diag("%s n=%zu %s: %s", algos[ai], sizes[si], pinned ? "straight" :
+                             "staged", rc ? err.msg : why);
+                ok &= good;
+                if (!pinned) {
+                    up += ss.upload_ms;
+                    down += ss.download_ms;
+                    staged += gs_stage_transfers() - t0 >= 2;
+                } else if (gs_stage_transfers() != t0) {
+                    ok = 0;
+                    tap_diag("%s n=%zu: a pinned request was staged", algos[ai], sizes[si]);
+                }
+                sc_case_free(&c);
+            }
+        tap_ok(ok && up > 0 && down > 0 && staged == 3, "%s through 12 KiB pinned staging "
+               "chunks (3000 u32, 6144 f64+u32, 100003 f64; %lu of 3 staged both ways) and "
+               "straight when pinned: all right", algos[ai], staged);
+    }
+    gs_stage_force(0, 0);
+
     gs_dev_close(dev);
-    tap_ok(dev->bufpool == NULL, "closing the device frees its pool");
+    tap_ok(dev->bufpool == NULL && dev->stage == NULL, "closing the device frees its pool "
+           "and its staging buffers");
     gs_dev_free_list(devs, ndev);
     return tap_done();
 }

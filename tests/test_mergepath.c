@@ -108,7 +108,7 @@ static void test_check(gs_dev *dev)
 
 static void test_runs(gs_dev *dev, const gs_params *p)
 {
-    gs_sort_ctx ctx = { dev, NULL };
+    gs_sort_ctx ctx = { .dev = dev };
     gs_err err;
     gs_sort_stats st;
     size_t n = 300007;
@@ -174,7 +174,7 @@ int main(void)
 
     test_check(dev);
 
-    gs_sort_ctx ctx = { dev, NULL };
+    gs_sort_ctx ctx = { .dev = dev };
     gs_params p;
     A->defaults(&dev->info, &p);
     test_runs(dev, &p);

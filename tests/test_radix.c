@@ -95,7 +95,7 @@ static void test_check(gs_dev *dev)
 
 static void test_skipping(gs_dev *dev, const gs_params *p)
 {
-    gs_sort_ctx ctx = { dev, NULL };
+    gs_sort_ctx ctx = { .dev = dev };
     gs_err err;
     gs_sort_stats st;
     size_t n = 100000;
@@ -176,7 +176,7 @@ int main(void)
 
     test_check(dev);
 
-    gs_sort_ctx ctx = { dev, NULL };
+    gs_sort_ctx ctx = { .dev = dev };
     gs_params p;
     gs_algo_radix.defaults(&dev->info, &p);
     test_skipping(dev, &p);

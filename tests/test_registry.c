@@ -140,7 +140,7 @@ static void test_stability(const gs_algo *a, gs_dev *dev)
 {
     if (a->stable)
         return;
-    gs_sort_ctx ctx = { a->uses_device ? dev : NULL, NULL };
+    gs_sort_ctx ctx = { .dev = a->uses_device ? dev : NULL };
     gs_params d;
     a->defaults(a->uses_device ? &dev->info : NULL, &d);
     uint32_t k[4] = { 3, 1, 2, 0 };
@@ -282,7 +282,7 @@ static void test_workgroups(const gs_algo *a, gs_dev *dev)
     snprintf(what, sizeof what, "%s: wg_size=%ld (below %ld)", a->name, small,
              nv ? vals[0] : 0L);
     sc_expect_reject(a, dev, &req, &p, GS_EUNSUPPORTED, needle, what);
-    gs_sort_ctx ctx = { dev, NULL };
+    gs_sort_ctx ctx = { .dev = dev };
     gs_err err;
     gs_err_clear(&err);
     int rc = gs_sort_run(a, &ctx, &req, &p, NULL, &err);

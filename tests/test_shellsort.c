@@ -141,7 +141,7 @@ static int check_hsorted(const uint32_t *k, const uint32_t *v, const uint32_t *i
 static void hsort_case(gs_dev *dev, const char *name, const uint32_t *in, size_t n,
                        const gs_params *p, size_t first_h, size_t last_h, uint32_t *k, uint32_t *v)
 {
-    gs_sort_ctx ctx = { dev, NULL };
+    gs_sort_ctx ctx = { .dev = dev };
     memcpy(k, in, n * 4);
     for (size_t i = 0; i < n; i++)
         v[i] = (uint32_t)i;
@@ -210,7 +210,7 @@ static void test_hsort(gs_dev *dev)
 
 static void test_stats(gs_dev *dev, const gs_params *p)
 {
-    gs_sort_ctx ctx = { dev, NULL };
+    gs_sort_ctx ctx = { .dev = dev };
     size_t n = 1000003;
     uint64_t *k = malloc(n * 8), *v = malloc(n * 8);
     if (!k || !v)
@@ -258,7 +258,7 @@ int main(void)
     test_hsort(dev);
     tap_diag("h-sort tests: %.1f s", gs_now_s() - t0);
 
-    gs_sort_ctx ctx = { dev, NULL };
+    gs_sort_ctx ctx = { .dev = dev };
     gs_params p;
     A->defaults(&dev->info, &p);
     test_stats(dev, &p);
