@@ -108,13 +108,34 @@ static int wait_ev(cl_event *ev, gs_err *err)
     return rc == CL_SUCCESS ? 0 : gs_cl_fail(err, "clWaitForEvents", rc, "staged copy");
 }
 
-int gs_stage_upload(gs_dev *dev, cl_mem dst, const void *src, size_t bytes, gs_err *err)
+/* The device's staging, for this transfer alone (NULL: none to be had). */
+static gs_stagebuf *stage_begin(gs_dev *dev, gs_err *err)
 {
     gs_stagebuf *s = stage_get(dev, err);
+    if (s) {
+        pthread_mutex_lock(&s->mu);
+        atomic_fetch_add(&g_transfers, 1);
+    }
+    return s;
+}
+
+/* Wait for the transfers still in flight, let the staging go: rc, or the
+ * first error of the waits. */
+static int stage_end(gs_stagebuf *s, cl_event ev[2], int rc, gs_err *err)
+{
+    for (int i = 0; i < 2; i++) {
+        int w = wait_ev(&ev[i], err);
+        rc = rc ? rc : w;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+int gs_stage_upload(gs_dev *dev, cl_mem dst, const void *src, size_t bytes, gs_err *err)
+{
+    gs_stagebuf *s = stage_begin(dev, err);
     if (!s)
         return GS_ENOMEM;
-    pthread_mutex_lock(&s->mu);
-    atomic_fetch_add(&g_transfers, 1);
     cl_event ev[2] = { NULL, NULL };
     int rc = 0;
     for (size_t off = 0, i = 0; off < bytes && !rc; off += s->chunk, i ^= 1) {
@@ -131,21 +152,14 @@ int gs_stage_upload(gs_dev *dev, cl_mem dst, const void *src, size_t bytes, gs_e
                             len, off);
         }
     }
-    for (int i = 0; i < 2; i++) {
-        int w = wait_ev(&ev[i], err);
-        rc = rc ? rc : w;
-    }
-    pthread_mutex_unlock(&s->mu);
-    return rc;
+    return stage_end(s, ev, rc, err);
 }
 
 int gs_stage_download(gs_dev *dev, void *dst, cl_mem src, size_t bytes, gs_err *err)
 {
-    gs_stagebuf *s = stage_get(dev, err);
+    gs_stagebuf *s = stage_begin(dev, err);
     if (!s)
         return GS_ENOMEM;
-    pthread_mutex_lock(&s->mu);
-    atomic_fetch_add(&g_transfers, 1);
     cl_event ev[2] = { NULL, NULL };
     int rc = 0;
     size_t nch = (bytes + s->chunk - 1) / s->chunk;
@@ -171,10 +185,5 @@ int gs_stage_download(gs_dev *dev, void *dst, cl_mem src, size_t bytes, gs_err *
             gs_pcopy((char *)dst + off, s->p[j & 1], len);
         }
     }
-    for (int i = 0; i < 2; i++) {
-        int w = wait_ev(&ev[i], err);
-        rc = rc ? rc : w;
-    }
-    pthread_mutex_unlock(&s->mu);
-    return rc;
+    return stage_end(s, ev, rc, err);
 }
