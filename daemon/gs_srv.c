@@ -26,6 +26,7 @@
 #include "gs_srv_int.h"
 #include "gs_systemd.h"
 #include "gs_bufpool.h"
+#include "gs_clrun.h"
 #include "gs_stage.h"
 #include "gs_time.h"
 
@@ -227,8 +228,10 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
      * pinned buffers of CHUNK bytes on every device (gs_stage.h). */
     const char *st = getenv("GSORTD_TEST_STAGE");
     unsigned long smin, schunk;
-    if (st && sscanf(st, "%lu,%lu", &smin, &schunk) == 2 && smin && schunk)
+    if (st && sscanf(st, "%lu,%lu", &smin, &schunk) == 2 && smin && schunk) {
         gs_stage_force(smin, schunk);
+        gs_clrun_no_adopt(1);       /* copy as a GPU does, not in place */
+    }
     int rc = srv_acl_load(s, &s->conf, err);
     if (rc < 0) {
         free(s);

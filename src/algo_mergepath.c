@@ -255,16 +255,14 @@ static int mp_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params
         (gl && (rc = gs_clrun_kernel(&r.cr, prog, kn_part, wg, &r.k_part, err))) ||
         (gl && (rc = gs_clrun_kernel(&r.cr, prog, kn_merge, wg, &r.k_merge, err))))
         goto out;
-    if ((rc = gs_clrun_buffer(&r.cr, n * ks, "keys", &r.keys[0], err)) ||
+    r.cr.touched = &st->output_touched;
+    if ((rc = gs_clrun_input(&r.cr, req->keys, n * ks, 1, "keys", &r.keys[0], err)) ||
         (rc = gs_clrun_buffer(&r.cr, n * ks, "keys (second)", &r.keys[1], err)) ||
-        (vs && (rc = gs_clrun_buffer(&r.cr, n * vs, "values", &r.vals[0], err))) ||
+        (vs && (rc = gs_clrun_input(&r.cr, req->values, n * vs, !idx, "values", &r.vals[0],
+                                    err))) ||
         (vs && (rc = gs_clrun_buffer(&r.cr, n * vs, "values (second)", &r.vals[1], err))) ||
         (gl && (rc = gs_clrun_buffer(&r.cr, (ngroups + 1) * 4, "partitions", &r.part, err))))
         goto out;
-    if ((rc = gs_clrun_upload(&r.cr, r.keys[0], req->keys, n * ks, err)) ||
-        (vs && !idx && (rc = gs_clrun_upload(&r.cr, r.vals[0], req->values, n * vs, err))))
-        goto out;
-
     const cl_uint un = (cl_uint)n, ung = (cl_uint)ngroups;
     const cl_uint kind = gs_keys_kind(req->dtype);
     const cl_uint desc = req->descending ? 1 : 0;
@@ -296,8 +294,8 @@ static int mp_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params
     }
     /* blocking reads: they also wait for every kernel before them */
     st->output_touched = 1;
-    if ((rc = gs_clrun_download(&r.cr, req->keys, r.keys[cur], n * ks, err)) ||
-        (vs && (rc = gs_clrun_download(&r.cr, req->values, r.vals[cur], n * vs, err))))
+    if ((rc = gs_clrun_output(&r.cr, req->keys, r.keys[cur], n * ks, err)) ||
+        (vs && (rc = gs_clrun_output(&r.cr, req->values, r.vals[cur], n * vs, err))))
         goto out;
     st->upload_ms = r.cr.upload_ms;
     st->download_ms = r.cr.download_ms;

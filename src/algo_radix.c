@@ -325,9 +325,11 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     const size_t ghgroups = ntiles < cu * 4 ? ntiles : cu * 4;
     const size_t nblk = (ntiles + SCAN_TILES - 1) / SCAN_TILES;
 
-    if ((rc = gs_clrun_buffer(&r.cr, n * ks, "keys", &r.keys[0], err)) ||
+    r.cr.touched = &st->output_touched;
+    if ((rc = gs_clrun_input(&r.cr, req->keys, n * ks, 1, "keys", &r.keys[0], err)) ||
         (rc = gs_clrun_buffer(&r.cr, n * ks, "keys (second)", &r.keys[1], err)) ||
-        (vs && (rc = gs_clrun_buffer(&r.cr, n * vs, "values", &r.vals[0], err))) ||
+        (vs && (rc = gs_clrun_input(&r.cr, req->values, n * vs, !idx, "values", &r.vals[0],
+                                    err))) ||
         (vs && (rc = gs_clrun_buffer(&r.cr, n * vs, "values (second)", &r.vals[1], err))) ||
         (rc = gs_clrun_buffer(&r.cr, radix * ntiles * 4, "digit counts", &r.counts, err)) ||
         (rc = gs_clrun_buffer(&r.cr, radix * nblk * 4, "block sums", &r.bsum, err)) ||
@@ -338,10 +340,6 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
         rc = gs_err_set(err, GS_ENOMEM, "radix: out of memory");
         goto out;
     }
-    if ((rc = gs_clrun_upload(&r.cr, r.keys[0], req->keys, n * ks, err)) ||
-        (vs && !idx && (rc = gs_clrun_upload(&r.cr, r.vals[0], req->values, n * vs, err))))
-        goto out;
-
     /* the global histogram of every digit position: the only read-back */
     cl_command_queue q = dev->queue;
     const cl_uint un = (cl_uint)n;
@@ -440,9 +438,9 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     /* Every kernel finished: write the result back. When no pass ran the
      * keys (and stored values) are already in order in the caller's arrays. */
     st->output_touched = 1;
-    if ((nrun > 0 && (rc = gs_clrun_download(&r.cr, req->keys, r.keys[cur], n * ks, err))) ||
+    if ((nrun > 0 && (rc = gs_clrun_output(&r.cr, req->keys, r.keys[cur], n * ks, err))) ||
         (vs && (nrun > 0 || idx) &&
-         (rc = gs_clrun_download(&r.cr, req->values, r.vals[cur], n * vs, err))))
+         (rc = gs_clrun_output(&r.cr, req->values, r.vals[cur], n * vs, err))))
         goto out;
 
     st->upload_ms = r.cr.upload_ms;

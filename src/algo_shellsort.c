@@ -267,10 +267,12 @@ int gs_shellsort_run_phases(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_p
         (rc = gs_clrun_kernel(&r.cr, prog, kn_merge, wg, &r.k_merge, err)))
         goto out;
 
-    if ((rc = gs_clrun_buffer(&r.cr, n * ks, "keys", &r.keys, err)) ||
+    r.cr.touched = &st->output_touched;
+    if ((rc = gs_clrun_input(&r.cr, req->keys, n * ks, 1, "keys", &r.keys, err)) ||
         (rc = gs_clrun_buffer(&r.cr, (maxT + 2) * 4, "round flags", &r.flags, err)) ||
         (maxT > 1 && (rc = gs_clrun_buffer(&r.cr, n * ks, "key scratch", &r.kscr, err))) ||
-        (vs && (rc = gs_clrun_buffer(&r.cr, n * vs, "values", &r.vals, err))) ||
+        (vs && (rc = gs_clrun_input(&r.cr, req->values, n * vs, !idx, "values", &r.vals,
+                                    err))) ||
         (vs && maxT > 1 && (rc = gs_clrun_buffer(&r.cr, n * vs, "value scratch", &r.vscr, err))))
         goto out;
     r.hflags = malloc((maxT + 2) * sizeof *r.hflags);
@@ -278,9 +280,6 @@ int gs_shellsort_run_phases(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_p
         rc = gs_err_set(err, GS_ENOMEM, "shellsort: out of memory");
         goto out;
     }
-    if ((rc = gs_clrun_upload(&r.cr, r.keys, req->keys, n * ks, err)) ||
-        (vs && !idx && (rc = gs_clrun_upload(&r.cr, r.vals, req->values, n * vs, err))))
-        goto out;
 
     /* Unused buffer arguments get a placeholder the kernels never touch. */
     cl_mem vals = vs ? r.vals : r.flags;
@@ -368,8 +367,8 @@ int gs_shellsort_run_phases(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_p
     }
     /* Every kernel completed: write the result back. */
     st->output_touched = 1;
-    if ((rc = gs_clrun_download(&r.cr, req->keys, r.keys, n * ks, err)) ||
-        (vs && (rc = gs_clrun_download(&r.cr, req->values, r.vals, n * vs, err))))
+    if ((rc = gs_clrun_output(&r.cr, req->keys, r.keys, n * ks, err)) ||
+        (vs && (rc = gs_clrun_output(&r.cr, req->values, r.vals, n * vs, err))))
         goto out;
     st->passes = phases;
     st->upload_ms = r.cr.upload_ms;

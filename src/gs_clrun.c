@@ -32,6 +32,9 @@ void gs_clrun_release(gs_clrun *r)
     for (unsigned i = 0; i < r->nbuf; i++)
         gs_bufpool_put(r->dev, r->buf[i], r->bufsz[i]);
     r->nbuf = 0;
+    for (unsigned i = 0; i < r->nadopt; i++)
+        clReleaseMemObject(r->adopt[i]);
+    r->nadopt = 0;
 }
 
 double gs_clrun_event_ms(cl_event e)
@@ -117,6 +120,8 @@ int gs_clrun_launch(gs_clrun *r, cl_kernel k, const char *name, size_t groups, s
     if (rc != CL_SUCCESS)
         return gs_cl_fail(err, "clEnqueueNDRangeKernel", rc, "%s (%zu x %zu)", name, groups, wg);
     r->nkev++;
+    if (r->nadopt && r->touched)
+        *r->touched = 1;    /* a kernel may write the caller's arrays from now on */
     return 0;
 }
 
@@ -192,4 +197,66 @@ int gs_clrun_download(gs_clrun *r, void *dst, cl_mem src, size_t bytes, gs_err *
 {
     int rc = staged(r, 0, src, dst, bytes, err);
     return rc == 1 ? xfer(r, 0, src, dst, bytes, err) : rc;
+}
+
+/* ---- zero copy on CPU devices ---- */
+
+static _Atomic int g_no_adopt;
+
+void gs_clrun_no_adopt(int off)
+{
+    atomic_store(&g_no_adopt, off);
+}
+
+int gs_clrun_input(gs_clrun *r, void *host, size_t bytes, int upload, const char *what,
+                   cl_mem *out, gs_err *err)
+{
+    if (bytes && host && (r->dev->info.type & CL_DEVICE_TYPE_CPU) && r->nadopt < 2 &&
+        !atomic_load(&g_no_adopt)) {
+        cl_int rc;
+        cl_mem m = clCreateBuffer(r->dev->ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, bytes,
+                                  host, &rc);
+        if (rc == CL_SUCCESS) {
+            r->adopt[r->nadopt] = m;
+            r->adopt_host[r->nadopt] = host;
+            r->adopt_bytes[r->nadopt++] = bytes;
+            *out = m;
+            return 0;
+        }
+        /* refused (alignment, limits): copy as elsewhere */
+    }
+    int rc = gs_clrun_buffer(r, bytes, what, out, err);
+    if (!rc && upload)
+        rc = gs_clrun_upload(r, *out, host, bytes, err);
+    return rc;
+}
+
+int gs_clrun_output(gs_clrun *r, void *host, cl_mem src, size_t bytes, gs_err *err)
+{
+    for (unsigned i = 0; i < r->nadopt; i++) {
+        if (r->adopt_host[i] != host)
+            continue;
+        cl_mem a = r->adopt[i];
+        cl_command_queue q = r->dev->queue;
+        cl_int rc = CL_SUCCESS;
+        double t0 = gs_now_ms();
+        if (src != a && bytes)
+            rc = clEnqueueCopyBuffer(q, src, a, 0, 0, bytes, 0, NULL, NULL);
+        /* A map makes the caller's array current (it is the buffer's own
+         * memory; on PoCL the map is free). */
+        void *p = rc == CL_SUCCESS && bytes
+                  ? clEnqueueMapBuffer(q, a, CL_TRUE, CL_MAP_READ, 0, bytes, 0, NULL, NULL, &rc)
+                  : NULL;
+        if (p)
+            rc = clEnqueueUnmapMemObject(q, a, p, 0, NULL, NULL);
+        if (rc == CL_SUCCESS)
+            rc = clFinish(q);
+        if (rc != CL_SUCCESS)
+            return gs_cl_fail(err, "writing the result back", rc, "%s: %zu bytes", r->algo,
+                              bytes);
+        if (src != a)
+            r->download_ms += gs_now_ms() - t0;
+        return 0;
+    }
+    return gs_clrun_download(r, host, src, bytes, err);
 }

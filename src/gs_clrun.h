@@ -19,6 +19,11 @@ typedef struct gs_clrun {
     size_t nkev, kevcap;
     double upload_ms, download_ms;
     int host_pinned;      /* from gs_sort_ctx: no staging for the host side */
+    int *touched;         /* the algorithm's st->output_touched (gs_clrun_input) */
+    cl_mem adopt[2];      /* the caller's arrays as buffers (CPU devices: zero copy) */
+    void *adopt_host[2];
+    size_t adopt_bytes[2];
+    unsigned nadopt;
     cl_mem buf[GS_CLRUN_BUFS];     /* from gs_clrun_buffer, back to the pool at release */
     size_t bufsz[GS_CLRUN_BUFS];
     unsigned nbuf;
@@ -58,6 +63,24 @@ void gs_clrun_inject_fault(long at, cl_int code);
  * from the device's pool when one fits; gs_clrun_release puts it back, the
  * caller never releases it. Its contents are undefined. */
 int gs_clrun_buffer(gs_clrun *r, size_t bytes, const char *what, cl_mem *out, gs_err *err);
+/* The buffer an input array (the request's keys or values, `bytes` at
+ * `host`) is sorted from. On a CPU device it is the array itself (a
+ * CL_MEM_USE_HOST_PTR buffer: device memory is host memory there, so
+ * nothing is copied); kernels may then write the caller's array, so from
+ * the first launch on *r->touched is set (the input is no longer intact for
+ * a fallback). Elsewhere a device buffer (gs_clrun_buffer) that gets the
+ * array's bytes when `upload` (an output-only array, argsort's indices,
+ * needs none). */
+int gs_clrun_input(gs_clrun *r, void *host, size_t bytes, int upload, const char *what,
+                   cl_mem *out, gs_err *err);
+/* Write the result in `src` back to the caller's array at `host`: nothing
+ * to copy when src is that array's own buffer (gs_clrun_input), a copy on
+ * the device into it when the result lies in another buffer, else a
+ * download. */
+int gs_clrun_output(gs_clrun *r, void *host, cl_mem src, size_t bytes, gs_err *err);
+/* Test hook: no zero-copy input (every device copies, as a GPU does). */
+void gs_clrun_no_adopt(int off);
+
 /* Blocking transfers, timed into upload_ms / download_ms. */
 int gs_clrun_upload(gs_clrun *r, cl_mem dst, const void *src, size_t bytes, gs_err *err);
 int gs_clrun_download(gs_clrun *r, void *dst, cl_mem src, size_t bytes, gs_err *err);

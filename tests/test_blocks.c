@@ -38,7 +38,8 @@ static char g_devices[32];
 
 /* Pin on PoCL too; and stage every copy to or from unpinned memory (a
  * block sent once) through pinned buffers of 12 KiB, so the chunked
- * staging runs here with many chunks (gs_stage.h). */
+ * staging runs here with many chunks (gs_stage.h; the hook also turns off
+ * the CPU device's zero-copy input, to copy as a GPU does). */
 static const char *const g_pin_env[] = { "GSORTD_TEST_PIN_ANY=1", "GSORTD_TEST_STAGE=1,12288",
                                          NULL };
 

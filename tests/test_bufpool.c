@@ -115,7 +115,44 @@ int main(void)
     }
     tap_ok(ok && st.buffers > 0 && st.hits > hits0, "two radix sorts of one size: both right, "
            "the second took %lu pooled buffers", st.hits - hits0);
-    /* Staged copies, many chunks, odd sizes. */
+    /* Zero copy on a CPU device: the caller's arrays are the buffers. */
+    if (dev->info.type & CL_DEVICE_TYPE_CPU) {
+        sc_case c;
+        if (sc_case_init(&c, GS_DT_U32, GS_PL_IDX32, 0, 200003, 0, 77))
+            tap_bail("out of memory");
+        gs_sort_stats ss;
+        memset(&ss, 0, sizeof ss);
+        char why[256] = "";
+        int rc = gs_sort_run(radix, &ctx, &c.req, &p, &ss, &err);
+        tap_ok(rc == 0 && sc_case_verify(&c, 1, why, sizeof why) && ss.upload_ms == 0 &&
+               ss.download_ms == 0 && ss.passes % 2 == 0,
+               "a CPU device sorts the caller's u32 keys and writes its argsort indices where "
+               "they lie: upload %.3f ms, download %.3f ms (%u passes) %s", ss.upload_ms,
+               ss.download_ms, ss.passes, rc ? err.msg : why);
+        /* A failure before any kernel ran leaves the input intact (the
+         * daemon then falls back to the host sort); a later one says the
+         * arrays were touched. */
+        sc_case_reset(&c);
+        gs_clrun_inject_fault(1, CL_OUT_OF_RESOURCES);
+        memset(&ss, 0, sizeof ss);
+        rc = gs_sort_run(radix, &ctx, &c.req, &p, &ss, &err);
+        int intact = !memcmp(c.req.keys, c.in_keys, c.req.n * 4);
+        gs_clrun_inject_fault(3, CL_OUT_OF_RESOURCES);
+        gs_sort_stats s3;
+        memset(&s3, 0, sizeof s3);
+        int rc3 = gs_sort_run(radix, &ctx, &c.req, &p, &s3, &err);
+        gs_clrun_inject_fault(0, 0);
+        tap_ok(rc < 0 && !ss.output_touched && intact && rc3 < 0 && s3.output_touched,
+               "zero copy: a launch failing first leaves the keys intact and untouched; one "
+               "failing third reports them touched");
+        sc_case_free(&c);
+    } else {
+        tap_ok(1, "not a CPU device: no zero-copy input to check here");
+        tap_ok(1, "not a CPU device: no zero-copy input to check here");
+    }
+
+    /* Staged copies, many chunks, odd sizes (as on a GPU: no zero copy). */
+    gs_clrun_no_adopt(1);
     gs_stage_force(1, 12288);
     static const char *const algos[] = { "radix", "mergepath", "shellsort" };
     static const size_t sizes[] = { 3000, 6144, 100003 };
@@ -160,6 +197,7 @@ int main(void)
                "straight when pinned: all right", algos[ai], staged);
     }
     gs_stage_force(0, 0);
+    gs_clrun_no_adopt(0);
 
     gs_dev_close(dev);
     tap_ok(dev->bufpool == NULL && dev->stage == NULL, "closing the device frees its pool "
