@@ -3,6 +3,7 @@
 #include "config.h"
 #include "benchclient.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,19 +69,77 @@ int bc_ping(const char *socket, double timeout_s, gs_err *err)
     return rc;
 }
 
-long bc_rss_kib(long pid)
+long bc_status_kib(long pid, const char *field)
 {
     char path[64], line[256];
     snprintf(path, sizeof path, "/proc/%ld/status", pid);
     FILE *f = fopen(path, "r");
     if (!f)
         return -1;
+    size_t fl = strlen(field);
     long kib = -1;
     while (fgets(line, sizeof line, f))
-        if (!strncmp(line, "VmRSS:", 6)) {
-            kib = strtol(line + 6, NULL, 10);
+        if (!strncmp(line, field, fl) && line[fl] == ':') {
+            kib = strtol(line + fl + 1, NULL, 10);
             break;
         }
     fclose(f);
     return kib;
+}
+
+long bc_rss_kib(long pid)
+{
+    return bc_status_kib(pid, "VmRSS");
+}
+
+long bc_rss_own_kib(long pid)
+{
+    long rss = bc_rss_kib(pid), sh = bc_status_kib(pid, "RssShmem");
+    return rss >= 0 && sh > 0 && sh <= rss ? rss - sh : rss;
+}
+
+int bc_stats_read(gs_client *c, bc_stats *st, gs_err *err)
+{
+    cJSON *r = NULL;
+    int rc = gs_client_call(c, "stats", &r, err);
+    static const struct {
+        const char *obj, *name;
+        size_t off;
+    } f[] = {
+        { "clients", "current", offsetof(bc_stats, conns) },
+        { "blocks", "mapped", offsetof(bc_stats, mapped) },
+        { "blocks", "reused", offsetof(bc_stats, reused) },
+        { "blocks", "pinned_bytes", offsetof(bc_stats, pinned_bytes) },
+        { "blocks", "max_pinned_bytes", offsetof(bc_stats, max_pinned_bytes) },
+        { "blocks", "pinned", offsetof(bc_stats, pinned) },
+        { "blocks", "refused", offsetof(bc_stats, refused) },
+    };
+    for (size_t i = 0; rc == 0 && i < sizeof f / sizeof f[0]; i++) {
+        const cJSON *o = cJSON_GetObjectItemCaseSensitive(r, f[i].obj);
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, f[i].name);
+        if (cJSON_IsNumber(x) && x->valuedouble >= 0)
+            *(uint64_t *)((char *)st + f[i].off) = (uint64_t)x->valuedouble;   /* exact < 2^53 */
+        else
+            rc = gs_err_set(err, GS_ECORRUPT, "the stats reply has no %s.%s", f[i].obj,
+                            f[i].name);
+    }
+    cJSON_Delete(r);
+    return rc;
+}
+
+int bc_stats_poll(gs_client **c, const char *socket, double timeout_s, const char *prog,
+                  bc_stats *st)
+{
+    gs_err err;
+    gs_err_clear(&err);
+    for (int tries = 0; tries < 2; tries++) {
+        if (!*c && bc_connect(c, socket, timeout_s, prog, "") < 0)
+            return -1;
+        if (bc_stats_read(*c, st, &err) == 0)
+            return 0;
+        gs_client_close(*c);
+        *c = NULL;
+    }
+    fprintf(stderr, "%s: stats request failed: %s\n", prog, err.msg);
+    return -1;
 }

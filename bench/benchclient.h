@@ -1,11 +1,13 @@
 /* What the daemon-facing benchmarks (gsort-netbench, gsort-load) do to talk
  * to a running gsortd besides their requests: name its socket, connect with
- * a hint when nobody listens, ask for its info, ping it, and read its
- * resident memory. Messages start with the program's name (`prog`). */
+ * a hint when nobody listens, ask for its info, ping it, read its resident
+ * memory, and read the client blocks it keeps and pins (its stats).
+ * Messages start with the program's name (`prog`). */
 #ifndef GS_BENCHCLIENT_H
 #define GS_BENCHCLIENT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
 
@@ -32,5 +34,34 @@ int bc_ping(const char *socket, double timeout_s, gs_err *err);
 
 /* VmRSS of process pid in KiB, or -1 (no such process here). */
 long bc_rss_kib(long pid);
+
+/* A "Name:  N kB" line of /proc/PID/status in KiB ("VmRSS", "RssShmem":
+ * the shared memory it maps, such as memfds clients sent), or -1 (no such
+ * process, or a kernel without that line). */
+long bc_status_kib(long pid, const char *field);
+
+/* VmRSS less RssShmem in KiB: the process's own memory, without the shared
+ * memory it maps (memfds its clients sent), or -1. */
+long bc_rss_own_kib(long pid);
+
+/* What the daemon's stats say of its connections and of the client blocks
+ * (memfds) it keeps: connections open now (one whose client hung up while
+ * its request runs counts until the request ends), memfd requests that
+ * mapped a block anew or reused a kept one, the bytes pinned for device
+ * copies now and the cap on them, and the registrations made and refused. */
+typedef struct bc_stats {
+    uint64_t conns;
+    uint64_t mapped, reused, pinned_bytes, max_pinned_bytes, pinned, refused;
+} bc_stats;
+
+/* A stats request on c into *st: 0, or a negative code with err
+ * (GS_ECORRUPT when the reply lacks one of those numbers). */
+int bc_stats_read(gs_client *c, bc_stats *st, gs_err *err);
+
+/* The same for a program that polls: on *c, connected first when NULL,
+ * and tried once more on a new connection when it fails (*c is then
+ * replaced). 0, or -1 after printing "PROG: why". */
+int bc_stats_poll(gs_client **c, const char *socket, double timeout_s, const char *prog,
+                  bc_stats *st);
 
 #endif

@@ -14,18 +14,41 @@
  * (VmRSS of the pid that info reports) before, after a warm-up and at the
  * end, bounded by: end <= warm-up x (1 + slack%) + slack MiB.
  *
+ * For the soak of issue 16 (ten minutes of mixed load on the GPU machine,
+ * bench/soak-run) a run can last a time instead of a count (--duration: a
+ * soak is planned in minutes, and requests of 2^10..2^26 keys take wildly
+ * different times) and draw sizes from 2^A up (--min-log2: tiny requests
+ * prove little there). A third of the sorts go through each client's
+ * registered block (bench/loadxport.c), one memfd reused for every such
+ * request and replaced by a larger one only when a request needs more, up to
+ * 2^K keys (--block-max-log2), since the daemon keeps and pins a block only
+ * when it sees it again; it is rewritten every time, so that a stale mapping
+ * or a stale device copy shows as a wrong answer. A share of the valid sorts
+ * is sent whole and then abandoned, the connection closed unread
+ * (--vanish-pct), as a killed client would: the daemon must drop the reply
+ * and the connection's blocks and go on. Kept blocks are client memory the
+ * daemon maps, so the RSS bound leaves out its RssShmem; what it pins of them
+ * (stats blocks.pinned_bytes) is followed instead: it rises and falls with
+ * the clients' blocks and connections, so the end is bounded by the peak seen
+ * before the last tenth (growth still going on at the end), and once every
+ * client has hung up it must fall back to where it started, which catches a
+ * leak even after it has reached max_pinned_bytes (--pinned-slack-mib).
+ *
  * The malformed requests and their documented answers are
- * bench/malformed.c, the talk with the daemon besides the requests (socket,
- * info, ping, RSS) bench/benchclient.c; what stays here is one concept, the
- * load run itself: the client threads with their tallies, the phases, and
- * the report that sums them, which share the client record.
+ * bench/malformed.c, how the sorts travel (buffers, memfds, the block, the
+ * vanishing send) bench/loadxport.c, the talk with the daemon besides the
+ * requests (socket, info, ping, RSS, stats) bench/benchclient.c; what stays
+ * here is one concept, the load run itself: the client threads with their
+ * tallies, the phases, and the report that sums them, which share the
+ * client record.
  *
  * Exit status 0 only if no answer was wrong, no error was unexpected, the
- * daemon still answers a ping at the end and its RSS stayed bounded; 1
- * otherwise, 2 on a usage error. */
+ * daemon still answers a ping at the end and its RSS and pinned bytes
+ * stayed bounded; 1 otherwise, 2 on a usage error. */
 #include "config.h"
 #include "benchclient.h"
 #include "benchutil.h"
+#include "loadxport.h"
 #include "malformed.h"
 #include "sortverify.h"
 
@@ -46,7 +69,7 @@
 #include "gs_err.h"
 #include "gs_paths.h"
 
-#define MAX_LOG2_LIMIT 24
+#define MAX_LOG2_LIMIT 26
 #define NCLASS 6            /* latency size classes: n <= 16, 256, 4096, 65536, 2^20, more */
 #define MAX_ALGOS 16
 
@@ -56,7 +79,11 @@ static const char *const class_name[NCLASS] = { "0..2^4", "2^4..2^8", "2^8..2^12
 typedef struct opts {
     const char *socket;
     char socket_shown[GS_PATHS_SOCKET_MAX];
-    int clients, requests, warmup, max_log2, malformed_pct;
+    int clients, requests, warmup, min_log2, max_log2, malformed_pct;
+    double duration_s;        /* > 0: the main phase lasts this long (-m unused) */
+    int block_max_log2;       /* largest registered block: 2^K u64 keys + values */
+    int vanish_pct;           /* valid sorts sent whole, then the connection closed */
+    double pin_mib;           /* slack of the pinned-bytes bounds */
     int device, device_pct;   /* this share of sorts names daemon device `device` */
     int corrupt_every;        /* checks the checker: spoil every Kth reply (0: never) */
     double timeout_s, rss_pct, rss_mib;
@@ -96,15 +123,15 @@ typedef struct client {
     int id;
     gs_client *c;
     uint64_t rng;
-    /* inline buffers, max size */
-    void *keys, *vals, *in_keys;
+    lx_client x;              /* buffers, the registered block (bench/loadxport.c) */
     /* results */
-    uint64_t sorts, inl, memfd, wrong, unexpected, corrupted, on_device;
+    uint64_t sorts, wrong, unexpected, corrupted, on_device;
+    uint64_t by_xport[LX_COUNT], vanished[LX_COUNT], demoted;
     uint64_t by_dtype[6], by_payload[5];
     uint64_t mk_sent[MALFORMED_COUNT], mk_ok[MALFORMED_COUNT];
     tally errs;               /* unexpected, by code */
     lat *lat;
-    size_t nlat;
+    size_t nlat, latcap;
     char algo[MAX_ALGOS][48];
     uint64_t algo_n[MAX_ALGOS];
     int nalgo;
@@ -175,6 +202,54 @@ static void note_algo(client *cl, const gs_client_result *r)
 
 /* ---- a valid sort ---- */
 
+static void lat_push(client *cl, double ms, size_t n)
+{
+    if (cl->nlat == cl->latcap) {
+        size_t cap = cl->latcap ? cl->latcap * 2 : 1024;
+        lat *l = realloc(cl->lat, cap * sizeof *l);
+        if (!l)
+            return;   /* the percentiles are a report, not a check */
+        cl->lat = l;
+        cl->latcap = cap;
+    }
+    cl->lat[cl->nlat].ms = (float)ms;
+    cl->lat[cl->nlat].cls = (uint8_t)size_class(n);
+    cl->nlat++;
+}
+
+/* Sent whole through `kind`, then the connection closed unread. */
+static void vanish(client *cl, lx_kind kind, const gs_client_sort *rq, uint64_t seed)
+{
+    gs_err err;
+    gs_err_clear(&err);
+    if (lx_vanish(&cl->x, cl->c, kind, rq, seed, &err) < 0) {
+        cl->unexpected++;
+        tally_add(&cl->errs, "vanish-send");
+        complain(cl, "sort %s/%s n=%zu by %s, to vanish from: %s", gs_dtype_name(rq->dtype),
+                 gs_payload_name(rq->payload), rq->n, lx_name[kind], err.msg);
+    } else {
+        cl->vanished[kind]++;
+    }
+    reconnect(cl);
+}
+
+/* --corrupt-every: key 0 becomes one of another encoding (the last key's,
+ * else 0 or 1), so the checksum must change. (A flipped low bit would not
+ * do: every NaN encodes alike, and a descending float sort starts with its
+ * NaNs.) */
+static void spoil(gs_dtype t, int desc, void *keys, size_t n)
+{
+    size_t ks = gs_dtype_size(t);
+    uint64_t e0 = sv_key_enc(t, desc, keys, 0);
+    if (n > 1 && sv_key_enc(t, desc, keys, n - 1) != e0) {
+        memcpy(keys, (char *)keys + (n - 1) * ks, ks);
+        return;
+    }
+    memset(keys, 0, ks);
+    if (sv_key_enc(t, desc, keys, 0) == e0)
+        ((uint8_t *)keys)[0] = 1;
+}
+
 static void one_sort(client *cl, int timed)
 {
     const opts *o = cl->o;
@@ -182,62 +257,61 @@ static void one_sort(client *cl, int timed)
     gs_dtype t = (gs_dtype)(bu_splitmix(s) % 6);
     gs_payload p = (gs_payload)(bu_splitmix(s) % 5);
     int desc = bu_splitmix(s) & 1, stable = bu_splitmix(s) % 3 == 0;
-    int memfd = bu_splitmix(s) & 1, few = bu_splitmix(s) % 4 == 0;
+    uint64_t xdraw = bu_splitmix(s);
+    int few = bu_splitmix(s) % 4 == 0;
     int dev = o->device >= 0 && (int)(bu_splitmix(s) % 100) < o->device_pct ? o->device : -1;
     /* Untuned, the daemon's plan may well pick the host: a device sort names
      * one of the device algorithms (shellsort is not stable). */
     static const char *const dev_algo[] = { "radix", "mergepath", "shellsort" };
     const char *algo = dev >= 0 ? dev_algo[bu_splitmix(s) % (stable ? 2 : 3)] : NULL;
     size_t n;
-    if (bu_splitmix(s) % 32 == 0)
+    if (bu_splitmix(s) % 32 == 0 && !o->min_log2)
         n = 0;
     else
-        n = (size_t)exp2(unit(s) * o->max_log2);
+        n = (size_t)exp2(o->min_log2 + unit(s) * (o->max_log2 - o->min_log2));
     uint64_t seed = bu_splitmix(s);
-    int flags = (desc ? SV_DESC : 0) | (stable ? SV_STABLE : 0) | (few ? SV_FEW : 0);
-    size_t ks = gs_dtype_size(t), vs = gs_payload_size(p);
+    int demoted, flags = (desc ? SV_DESC : 0) | (stable ? SV_STABLE : 0) | (few ? SV_FEW : 0);
+    lx_kind kind = lx_pick(xdraw, n, o->block_max_log2, &demoted);
+    size_t ks = gs_dtype_size(t);
     int idx = p == GS_PL_IDX32 || p == GS_PL_IDX64;
-    gs_client_shm shm = { .fd = -1 };
-    void *keys = cl->keys, *vals = vs ? cl->vals : NULL;
+    gs_client_sort rq = { .dtype = t, .payload = p, .descending = desc, .stable = stable,
+                          .n = n, .device = dev, .algorithm = algo };
+    cl->by_dtype[t]++;
+    cl->by_payload[p]++;
+    cl->demoted += (uint64_t)demoted;
+    if (o->vanish_pct && (int)(bu_splitmix(s) % 100) < o->vanish_pct) {
+        vanish(cl, kind, &rq, seed);
+        return;
+    }
     gs_err err;
     gs_err_clear(&err);
-    if (memfd) {
-        size_t voff = (n * ks + 7) & ~(size_t)7;
-        if (gs_client_shm_alloc_named(&shm, "gsort-load", voff + n * vs, &err) < 0) {
-            complain(cl, "memfd of n=%zu: %s", n, err.msg);
-            cl->unexpected++;
-            tally_add(&cl->errs, "client-memfd");
-            return;
-        }
-        keys = shm.ptr;
-        vals = vs && shm.ptr ? (char *)shm.ptr + voff : NULL;
+    lx_req x;
+    if (lx_prepare(&cl->x, kind, t, p, n, &x, &err) < 0) {
+        complain(cl, "%s of n=%zu: %s", lx_name[kind], n, err.msg);
+        cl->unexpected++;
+        tally_add(&cl->errs, "client-memfd");
+        return;
     }
     sv_keysum want;
-    sv_fill(t, p, flags, n, keys, vals, seed, &want);
+    sv_fill(t, p, flags, n, x.keys, x.vals, seed, &want);
     if (idx && n)
-        memcpy(cl->in_keys, keys, n * ks);
-    gs_client_sort rq = { .dtype = t, .payload = p, .descending = desc, .stable = stable,
-                          .n = n, .keys = keys, .values = vals, .device = dev, .algorithm = algo,
-                          .shm = memfd ? &shm : NULL };
+        memcpy(x.in_keys, x.keys, n * ks);
+    rq.keys = x.keys;
+    rq.values = x.vals;
+    rq.shm = x.shm;
     gs_client_result res;
     memset(&res, 0, sizeof res);
     double t0 = gs_now_ms();
     int rc = gs_client_sort_run(cl->c, &rq, &res, &err);
     double t1 = gs_now_ms();
-    cl->by_dtype[t]++;
-    cl->by_payload[p]++;
-    if (memfd)
-        cl->memfd++;
-    else
-        cl->inl++;
+    cl->by_xport[kind]++;
     if (rc < 0) {
         cl->unexpected++;
         tally_add(&cl->errs, gs_strerror(rc));
         complain(cl, "sort %s/%s n=%zu %s%s %s%s%s failed: %s", gs_dtype_name(t),
                  gs_payload_name(p), n, desc ? "desc" : "asc", stable ? " stable" : "",
-                 memfd ? "memfd" : "inline", algo ? " with " : "", algo ? algo : "", err.msg);
-        if (memfd)
-            gs_client_shm_free(&shm);
+                 lx_name[kind], algo ? " with " : "", algo ? algo : "", err.msg);
+        lx_finish(&cl->x, &x, 1);   /* the daemon may still be sorting in the block */
         reconnect(cl);   /* whatever state the stream is in */
         return;
     }
@@ -246,25 +320,20 @@ static void one_sort(client *cl, int timed)
         cl->on_device++;
     note_algo(cl, &res);
     if (o->corrupt_every && n && cl->sorts % (uint64_t)o->corrupt_every == 0) {
-        /* one key's low bit flipped: its encoding changes, so the checksum must */
-        ((uint8_t *)keys)[0] ^= 1;
+        spoil(t, desc, x.keys, n);
         cl->corrupted++;
     }
     char why[256];
-    if (!sv_verify(t, p, flags, n, keys, vals, cl->in_keys, &want, why, sizeof why)) {
+    if (!sv_verify(t, p, flags, n, x.keys, x.vals, x.in_keys, &want, why, sizeof why)) {
         cl->wrong++;
         complain(cl, "WRONG ANSWER: sort %s/%s n=%zu %s%s %s by %s (%s, plan %s): %s",
                  gs_dtype_name(t), gs_payload_name(p), n, desc ? "desc" : "asc",
-                 stable ? " stable" : "", memfd ? "memfd" : "inline", res.algorithm,
+                 stable ? " stable" : "", lx_name[kind], res.algorithm,
                  res.device >= 0 ? res.device_name : "host", res.plan, why);
     }
-    if (memfd)
-        gs_client_shm_free(&shm);
-    if (timed) {
-        cl->lat[cl->nlat].ms = (float)(t1 - t0);
-        cl->lat[cl->nlat].cls = (uint8_t)size_class(n);
-        cl->nlat++;
-    }
+    lx_finish(&cl->x, &x, 0);
+    if (timed)
+        lat_push(cl, t1 - t0, n);
 }
 
 /* ---- malformed requests (bench/malformed.c) ---- */
@@ -305,6 +374,7 @@ static void one_malformed(client *cl)
 
 static pthread_barrier_t g_bar;
 static double g_t0, g_t1;     /* main phase */
+static double g_deadline;     /* --duration: no request starts after it */
 static atomic_ulong g_done;   /* main-phase requests done, for the RSS samples */
 static atomic_int g_finished; /* clients past their main phase */
 
@@ -313,10 +383,10 @@ static void *client_main(void *arg)
     client *cl = arg;
     const opts *o = cl->o;
     for (int phase = 0; phase < 2; phase++) {
-        int count = phase ? o->requests : o->warmup;
+        int count = phase ? o->requests : o->warmup, timed = phase && o->duration_s > 0;
         pthread_barrier_wait(&g_bar);   /* main: take RSS, start the clock */
         pthread_barrier_wait(&g_bar);
-        for (int i = 0; i < count && !cl->fatal; i++) {
+        for (int i = 0; (timed ? gs_now_ms() < g_deadline : i < count) && !cl->fatal; i++) {
             if (!cl->c && reconnect(cl) < 0) {
                 cl->fatal = 1;
                 cl->unexpected++;
@@ -387,6 +457,50 @@ static int ping_ok(const opts *o)
     return rc == 0;
 }
 
+/* The daemon's own RSS (without the client memfds it maps: its kept blocks
+ * grow with the clients' blocks, which is no leak of its own), or -1. */
+static long own_rss(const opts *o, long pid)
+{
+    return o->check_rss ? bc_rss_own_kib(pid) : -1;
+}
+
+/* blocks.pinned_bytes now (the rest of the stats into *st), or -1. */
+static long long pinned_now(const opts *o, gs_client **mon, bc_stats *st)
+{
+    bc_stats local;
+    if (!st)
+        st = &local;
+    return bc_stats_poll(mon, o->socket, o->timeout_s, "gsort-load", st) < 0
+               ? -1 : (long long)st->pinned_bytes;
+}
+
+/* With --vanish-pct, a request whose client has hung up may still run (its
+ * buffers and blocks with it): before RSS and pinned bytes are read, wait
+ * (up to the reply timeout) until the daemon has no more connections than
+ * `conns`, its count while only ours are open. */
+static void quiesce(const opts *o, gs_client **mon, uint64_t conns)
+{
+    bc_stats st;
+    double t0 = gs_now_ms();
+    while (o->vanish_pct && pinned_now(o, mon, &st) >= 0 && st.conns > conns &&
+           gs_now_ms() - t0 < o->timeout_s * 1e3) {
+        struct timespec ts = { 0, 50 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Which tenth of the main phase has been reached (0..10): by the clock
+ * with --duration, else by the requests done. */
+static int tenths_done(const opts *o)
+{
+    if (o->duration_s > 0) {
+        double f = (gs_now_ms() - g_t0) / (o->duration_s * 1e3);
+        return f >= 1 ? 10 : f > 0 ? (int)(f * 10) : 0;
+    }
+    uint64_t total = (uint64_t)o->clients * (uint64_t)o->requests;
+    return total ? (int)(atomic_load(&g_done) * 10 / total) : 0;
+}
+
 /* ---- report ---- */
 
 static int cmp_lat(const void *a, const void *b)
@@ -408,13 +522,26 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: gsort-load [options]\n"
             "Load test of a running gsortd: concurrent clients send mixed sorts (every dtype\n"
-            "and payload, asc/desc, stable or not, inline and memfd, n log-uniform in\n"
-            "0..2^B) and malformed requests; every answer is checked.\n"
+            "and payload, asc/desc, stable or not, n log-uniform in 0..2^B; a third each\n"
+            "inline, through a one-shot memfd and through the client's registered block)\n"
+            "and malformed requests; every answer is checked.\n"
             "  -S, --socket PATH     the daemon's socket (default: $GSORTD_SOCKET, else gsortd's)\n"
             "  -c, --clients N       concurrent client threads (default 8)\n"
             "  -m, --requests M      requests per client after the warm-up (default 200)\n"
+            "      --duration SEC    instead of -m: the main phase lasts SEC seconds (no\n"
+            "                        request starts after them; RSS and pinned samples at\n"
+            "                        tenths of the time)\n"
             "  -w, --warmup W        warm-up requests per client (default 20)\n"
             "  -B, --max-log2 B      largest n = 2^B (default 16, at most %d)\n"
+            "      --min-log2 A      n log-uniform in 2^A..2^B (default 0: 0..2^B, n = 0 too)\n"
+            "      --block-max-log2 K  a client's registered block holds up to 2^K u64 keys\n"
+            "                        and values (default 24); larger block requests go\n"
+            "                        through a one-shot memfd\n"
+            "      --vanish-pct P    percent of valid sorts sent whole and then abandoned:\n"
+            "                        the connection closed without reading the reply, a new\n"
+            "                        one opened (default 0); RSS and pinned bytes are then\n"
+            "                        read once the daemon holds only this run's connections\n"
+            "                        (at most the reply timeout later)\n"
             "  -p, --malformed PCT   percent of requests that are malformed (default 5)\n"
             "  -s, --seed S          random seed (default 1)\n"
             "  -t, --timeout SEC     longest wait for one reply (default 120)\n"
@@ -425,10 +552,22 @@ static void usage(FILE *f)
             "                        checker: each must count as a wrong answer)\n"
             "      --rss-slack-pct P RSS bound: end <= warm-up x (1 + P/100) + MiB (default 10)\n"
             "      --rss-slack-mib M ... + M MiB (default 16)\n"
+            "                        (RSS less RssShmem: the client memfds the daemon maps\n"
+            "                        are the clients' memory, and its kept blocks grow\n"
+            "                        with theirs)\n"
             "      --no-rss          do not read or bound the daemon's RSS (another host/pid ns)\n"
+            "      --pinned-slack-mib M  slack of the pinned-bytes bounds (default 64). The\n"
+            "                        daemon's pinned bytes rise and fall as blocks are kept\n"
+            "                        (used twice on a connection) and dropped (with it), so\n"
+            "                        the end must stay <= the peak polled (each second)\n"
+            "                        before the last tenth + M: a leak still climbing fails;\n"
+            "                        and with every client gone they must fall back to\n"
+            "                        their value before the run + M: a leak that already\n"
+            "                        reached max_pinned_bytes (flat since) fails too\n"
             "  -q, --quiet           only the summary lines\n"
             "Exit status: 0 when every answer is right, every error expected, the daemon\n"
-            "answers a ping at the end and its RSS stayed bounded; 1 otherwise; 2 usage.\n",
+            "answers a ping at the end and its RSS and pinned bytes stayed bounded; 1\n"
+            "otherwise; 2 usage.\n",
             MAX_LOG2_LIMIT);
 }
 
@@ -450,7 +589,7 @@ int main(int argc, char **argv)
 {
     opts o = { .clients = 8, .requests = 200, .warmup = 20, .max_log2 = 16,
                .malformed_pct = 5, .device = -1, .device_pct = 25, .timeout_s = 120, .rss_pct = 10, .rss_mib = 16, .seed = 1,
-               .check_rss = 1 };
+               .check_rss = 1, .block_max_log2 = 24, .pin_mib = 64 };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         double x;
@@ -472,6 +611,11 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "-m") || !strcmp(a, "--requests")) NUM(0, 1e8, o.requests);
         else if (!strcmp(a, "-w") || !strcmp(a, "--warmup")) NUM(0, 1e8, o.warmup);
         else if (!strcmp(a, "-B") || !strcmp(a, "--max-log2")) NUM(0, MAX_LOG2_LIMIT, o.max_log2);
+        else if (!strcmp(a, "--min-log2")) NUM(0, MAX_LOG2_LIMIT, o.min_log2);
+        else if (!strcmp(a, "--duration")) NUM(0.001, 1e7, o.duration_s);
+        else if (!strcmp(a, "--block-max-log2")) NUM(0, MAX_LOG2_LIMIT, o.block_max_log2);
+        else if (!strcmp(a, "--vanish-pct")) NUM(0, 100, o.vanish_pct);
+        else if (!strcmp(a, "--pinned-slack-mib")) NUM(0, 1e7, o.pin_mib);
         else if (!strcmp(a, "-p") || !strcmp(a, "--malformed")) NUM(0, 100, o.malformed_pct);
         else if (!strcmp(a, "-s") || !strcmp(a, "--seed")) NUM(0, 1e18, o.seed);
         else if (!strcmp(a, "-t") || !strcmp(a, "--timeout")) NUM(0.1, 86400, o.timeout_s);
@@ -492,6 +636,11 @@ int main(int argc, char **argv)
         }
 #undef NUM
     }
+    if (o.min_log2 > o.max_log2) {
+        fprintf(stderr, "gsort-load: --min-log2 %d is above --max-log2 %d\n", o.min_log2,
+                o.max_log2);
+        return 2;
+    }
     if (!o.socket)
         o.socket = getenv("GSORTD_SOCKET");
     if (o.socket && !*o.socket)
@@ -508,24 +657,37 @@ int main(int argc, char **argv)
     time_t now = time(NULL);
     strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S %Z", localtime(&now));
     printf("# gsort-load %s, socket %s, daemon pid %ld: %s\n", date, o.socket_shown, pid, desc);
-    printf("# %d clients x (%d warm-up + %d) requests, n log-uniform in 0..2^%d, %d%% malformed, "
-           "seed %" PRIu64 ", reply timeout %g s",
-           o.clients, o.warmup, o.requests, o.max_log2, o.malformed_pct, o.seed, o.timeout_s);
+    if (o.duration_s > 0)
+        printf("# %d clients x (%d warm-up requests + %g s)", o.clients, o.warmup, o.duration_s);
+    else
+        printf("# %d clients x (%d warm-up + %d) requests", o.clients, o.warmup, o.requests);
+    if (o.min_log2)
+        printf(", n log-uniform in 2^%d..2^%d", o.min_log2, o.max_log2);
+    else
+        printf(", n log-uniform in 0..2^%d", o.max_log2);
+    printf(", %d%% malformed, seed %" PRIu64 ", reply timeout %g s", o.malformed_pct, o.seed,
+           o.timeout_s);
     if (o.device >= 0)
         printf(", %d%% of sorts name device %d", o.device_pct, o.device);
+    if (o.vanish_pct)
+        printf(", %d%% of sorts vanish", o.vanish_pct);
+    if (o.block_max_log2 < o.max_log2)
+        printf(", blocks up to 2^%d keys", o.block_max_log2);
     printf("\n");
     fflush(stdout);
-    long rss0 = o.check_rss ? bc_rss_kib(pid) : -1;
+    long rss0 = own_rss(&o, pid);
     if (o.check_rss && rss0 < 0) {
         fprintf(stderr, "gsort-load: cannot read VmRSS from /proc/%ld/status (daemon on another "
                 "host or pid namespace? use --no-rss)\n", pid);
         return 1;
     }
+    gs_client *mon = NULL;   /* the stats connection that follows pinned bytes */
+    long long pin0 = pinned_now(&o, &mon, NULL);
 
-    size_t maxn = (size_t)1 << o.max_log2;
     client *cl = calloc((size_t)o.clients, sizeof *cl);
     if (!cl) {
         fprintf(stderr, "gsort-load: out of memory\n");
+        gs_client_close(mon);
         return 1;
     }
     int rc = 1, started = 0;
@@ -535,17 +697,11 @@ int main(int argc, char **argv)
         c->o = &o;
         c->id = i;
         c->rng = o.seed ^ (UINT64_C(0x5851f42d4c957f2d) * (uint64_t)(i + 1));
-        c->keys = malloc(maxn * 8 + 8);
-        c->vals = malloc(maxn * 8 + 8);
-        c->in_keys = malloc(maxn * 8 + 8);
-        c->lat = malloc(((size_t)o.requests + 1) * sizeof *c->lat);
-        if (!c->keys || !c->vals || !c->in_keys || !c->lat) {
-            fprintf(stderr, "gsort-load: out of memory for client %d\n", i);
-            goto out;
-        }
-        if (reconnect(c) < 0)
-            goto out;
+        lx_init(&c->x, o.block_max_log2);
     }
+    for (int i = 0; i < o.clients; i++)
+        if (reconnect(&cl[i]) < 0)
+            goto out;
     for (int i = 0; i < o.clients; i++) {
         if (pthread_create(&cl[i].tid, NULL, client_main, &cl[i]) != 0) {
             fprintf(stderr, "gsort-load: cannot start client thread %d\n", i);
@@ -559,32 +715,90 @@ int main(int argc, char **argv)
     pthread_barrier_wait(&g_bar);
     pthread_barrier_wait(&g_bar);   /* warm-up done */
     double w1 = gs_now_ms();
-    long rss1 = o.check_rss ? bc_rss_kib(pid) : -1;
+    quiesce(&o, &mon, (uint64_t)o.clients + 1);   /* theirs and the stats one */
+    long rss1 = own_rss(&o, pid);
+    long long pin1 = pinned_now(&o, &mon, NULL);
+    /* progress as it happens, so a run stopped from outside still leaves
+     * its figures */
+    if (!o.quiet) {
+        printf("# warm-up done in %.1f s: daemon RSS %.1f MiB, pinned %.1f MiB\n",
+               (w1 - w0) / 1e3, rss1 / 1024.0, pin1 / 1048576.0);
+        fflush(stdout);
+    }
     g_t0 = gs_now_ms();
+    g_deadline = g_t0 + o.duration_s * 1e3;
     pthread_barrier_wait(&g_bar);   /* main phase starts */
-    /* RSS at every tenth of the main phase: a leak climbs with the
-     * requests, a high-water mark levels off */
+    /* RSS and pinned bytes at every tenth of the main phase: a leak climbs
+     * with the requests, a high-water mark levels off. The pinned peak
+     * before the last tenth is also polled about once a second. */
     long rss_at[11];
-    uint64_t main_total = (uint64_t)o.clients * (uint64_t)o.requests;
-    int dec = 1;
+    long long pin_at[11], pin_peak = pin1;
+    int dec = 1, pin_unread = pin0 < 0 || pin1 < 0;
     rss_at[0] = rss1;
+    pin_at[0] = pin1;
+    double last_poll = g_t0;
     while (atomic_load(&g_finished) < o.clients) {
         struct timespec ts = { 0, 20 * 1000 * 1000 };
         nanosleep(&ts, NULL);
-        uint64_t d = atomic_load(&g_done);
-        while (dec <= 10 && main_total && d * 10 >= (uint64_t)dec * main_total)
-            rss_at[dec++] = o.check_rss ? bc_rss_kib(pid) : -1;
+        int tenth = tenths_done(&o);
+        for (; dec <= 10 && dec <= tenth; dec++) {
+            rss_at[dec] = own_rss(&o, pid);
+            pin_at[dec] = pinned_now(&o, &mon, NULL);
+            pin_unread |= pin_at[dec] < 0;
+            if (dec < 10 && pin_at[dec] > pin_peak)
+                pin_peak = pin_at[dec];
+            if (!o.quiet) {
+                printf("# tenth %d at %.0f s: %lu requests, daemon RSS %.1f MiB, pinned %.1f "
+                       "MiB\n", dec, (gs_now_ms() - g_t0) / 1e3, atomic_load(&g_done),
+                       rss_at[dec] / 1024.0, pin_at[dec] / 1048576.0);
+                fflush(stdout);
+            }
+        }
+        if (tenth < 9 && gs_now_ms() - last_poll >= 1000) {
+            long long v = pinned_now(&o, &mon, NULL);
+            pin_unread |= v < 0;
+            if (v > pin_peak)
+                pin_peak = v;
+            last_poll = gs_now_ms();
+        }
     }
     pthread_barrier_wait(&g_bar);   /* main phase done */
     g_t1 = gs_now_ms();
     for (int i = 0; i < started; i++)
         pthread_join(cl[i].tid, NULL);
-    long rss2 = o.check_rss ? bc_rss_kib(pid) : -1;
+    quiesce(&o, &mon, (uint64_t)o.clients + 1);
+    long rss2 = own_rss(&o, pid);
+    long rss2_vm = o.check_rss ? bc_rss_kib(pid) : -1;
+    long shm2 = o.check_rss ? bc_status_kib(pid, "RssShmem") : -1;
+    bc_stats bend;
+    memset(&bend, 0, sizeof bend);
+    long long pin2 = pinned_now(&o, &mon, &bend);
     int alive = ping_ok(&o);
+    /* Every client hangs up: the daemon must let go of all their blocks
+     * (a vanished request may still be sorting in one: wait up to the
+     * reply timeout). */
+    for (int i = 0; i < o.clients; i++) {
+        if (cl[i].c)
+            gs_client_close(cl[i].c);
+        cl[i].c = NULL;
+    }
+    double pin_wait0 = gs_now_ms();
+    long long pin3;
+    for (;;) {   /* until back where it was, or within the slack for 5 s */
+        pin3 = pinned_now(&o, &mon, NULL);
+        double w = gs_now_ms() - pin_wait0;
+        if ((pin3 >= 0 && pin0 >= 0 && pin3 <= pin0 + o.pin_mib * 1048576 &&
+             (pin3 <= pin0 || w > 5e3)) || w > o.timeout_s * 1e3)
+            break;
+        struct timespec ts = { 0, 100 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+    double pin_wait = (gs_now_ms() - pin_wait0) / 1e3;
+    pin_unread |= pin2 < 0 || pin3 < 0;
 
     /* ---- totals ---- */
-    uint64_t sorts = 0, inl = 0, mfd = 0, wrong = 0, unexp = 0, sent_mk = 0, corrupted = 0,
-             on_device = 0;
+    uint64_t sorts = 0, wrong = 0, unexp = 0, sent_mk = 0, corrupted = 0, on_device = 0;
+    uint64_t by_xport[LX_COUNT] = { 0 }, vanished[LX_COUNT] = { 0 }, demoted = 0, blocks_made = 0;
     uint64_t by_dtype[6] = { 0 }, by_payload[5] = { 0 }, mk_sent[MALFORMED_COUNT] = { 0 },
              mk_ok[MALFORMED_COUNT] = { 0 };
     tally errs = { .n = 0 };
@@ -595,8 +809,12 @@ int main(int argc, char **argv)
     for (int i = 0; i < o.clients; i++) {
         client *c = &cl[i];
         sorts += c->sorts;
-        inl += c->inl;
-        mfd += c->memfd;
+        for (int k = 0; k < LX_COUNT; k++) {
+            by_xport[k] += c->by_xport[k];
+            vanished[k] += c->vanished[k];
+        }
+        demoted += c->demoted;
+        blocks_made += c->x.regrow;
         wrong += c->wrong;
         corrupted += c->corrupted;
         on_device += c->on_device;
@@ -626,6 +844,7 @@ int main(int argc, char **argv)
             algo_n[j] += c->algo_n[k];
         }
     }
+    uint64_t nvanished = vanished[LX_INLINE] + vanished[LX_ONESHOT] + vanished[LX_BLOCK];
     lat *all = malloc((nlat ? nlat : 1) * sizeof *all);
     if (!all) {
         fprintf(stderr, "gsort-load: out of memory\n");
@@ -638,18 +857,28 @@ int main(int argc, char **argv)
     }
     qsort(all, nlat, sizeof *all, cmp_lat);
 
-    uint64_t total = sorts + sent_mk;
-    printf("requests: %" PRIu64 " (%" PRIu64 " sorts answered, %" PRIu64
-           " malformed); warm-up %.2f s, main phase %.2f s\n",
-           total, sorts, sent_mk, (w1 - w0) / 1e3, (g_t1 - g_t0) / 1e3);
+    uint64_t total = sorts + sent_mk + nvanished;
+    printf("requests: %" PRIu64 " (%" PRIu64 " sorts answered, %" PRIu64 " malformed", total,
+           sorts, sent_mk);
+    if (o.vanish_pct)
+        printf(", %" PRIu64 " vanished", nvanished);
+    printf("); warm-up %.2f s, main phase %.2f s\n", (w1 - w0) / 1e3, (g_t1 - g_t0) / 1e3);
     if (!o.quiet) {
-        printf("sorts sent: %" PRIu64 " inline, %" PRIu64 " memfd; dtype", inl, mfd);
+        printf("sorts sent: %" PRIu64 " inline, %" PRIu64 " memfd; dtype", by_xport[LX_INLINE],
+               by_xport[LX_ONESHOT] + by_xport[LX_BLOCK]);
         for (int t = 0; t < 6; t++)
             printf(" %s %" PRIu64, gs_dtype_name((gs_dtype)t), by_dtype[t]);
         printf("; values");
         for (int p = 0; p < 5; p++)
             printf(" %s %" PRIu64, gs_payload_name((gs_payload)p), by_payload[p]);
-        printf("\nserved by (%" PRIu64 " on a device):", on_device);
+        printf("\nmemfd sorts: %" PRIu64 " one-shot, %" PRIu64 " registered block (%" PRIu64
+               " blocks made; %" PRIu64 " block draws above 2^%d keys went one-shot)\n",
+               by_xport[LX_ONESHOT], by_xport[LX_BLOCK], blocks_made, demoted, o.block_max_log2);
+        if (o.vanish_pct)
+            printf("vanished (sent whole, hung up unread): %" PRIu64 " inline, %" PRIu64
+                   " one-shot memfd, %" PRIu64 " registered block\n", vanished[LX_INLINE],
+                   vanished[LX_ONESHOT], vanished[LX_BLOCK]);
+        printf("served by (%" PRIu64 " on a device):", on_device);
         for (int i = 0; i < nalgo; i++)
             printf(" %s %" PRIu64, algo[i], algo_n[i]);
         printf("\nmalformed requests (expected answer: sent / answered as expected):\n");
@@ -672,7 +901,7 @@ int main(int argc, char **argv)
         }
     }
     double secs = (g_t1 - g_t0) / 1e3;
-    uint64_t main_reqs = (uint64_t)o.clients * (uint64_t)o.requests;
+    uint64_t main_reqs = atomic_load(&g_done);
     printf("requests/s: %.1f (%" PRIu64 " main-phase requests in %.2f s, %d clients)\n",
            secs > 0 ? (double)main_reqs / secs : 0, main_reqs, secs, o.clients);
     if (o.corrupt_every)
@@ -697,11 +926,37 @@ int main(int argc, char **argv)
                 printf(" %.1f", rss_at[i] / 1024.0);
             printf("\n");
         }
+        printf("  (RSS less RssShmem; at the end VmRSS %.1f MiB, of it %.1f MiB client memfds)\n",
+               rss2_vm / 1024.0, shm2 > 0 ? shm2 / 1024.0 : 0.0);
     } else {
         printf("daemon RSS: not checked (--no-rss)\n");
     }
+    double mib = 1048576, pslack = o.pin_mib * mib;
+    int pin_ok = !pin_unread && pin2 <= pin_peak + pslack && pin3 <= pin0 + pslack;
+    if (pin_unread) {
+        printf("daemon pinned bytes: could not be read (stats failed): FAIL\n");
+    } else {
+        printf("daemon pinned MiB: before %.1f, after warm-up %.1f, end %.1f; bound %.1f (peak "
+               "before the last tenth + %g MiB): %s\n",
+               pin0 / mib, pin1 / mib, pin2 / mib, (pin_peak + pslack) / mib, o.pin_mib,
+               pin2 <= pin_peak + pslack ? "ok" : "EXCEEDED");
+        if (dec > 1) {
+            printf("daemon pinned MiB at each tenth of the main phase:");
+            for (int i = 0; i < dec; i++)
+                printf(" %.1f", pin_at[i] / mib);
+            printf("\n");
+        }
+        printf("daemon pinned MiB once the clients hung up: %.1f after %.1f s; bound %.1f "
+               "(before + %g MiB): %s\n",
+               pin3 / mib, pin_wait, (pin0 + pslack) / mib, o.pin_mib,
+               pin3 <= pin0 + pslack ? "ok" : "EXCEEDED");
+        printf("daemon blocks at the end: %" PRIu64 " mapped, %" PRIu64 " reused, %" PRIu64
+               " pinned, %" PRIu64 " refused; max_pinned_bytes %.1f MiB\n",
+               bend.mapped, bend.reused, bend.pinned, bend.refused,
+               bend.max_pinned_bytes / mib);
+    }
     printf("daemon answers ping at the end: %s\n", alive ? "yes" : "NO");
-    int pass = !wrong && !unexp && alive && rss_ok;
+    int pass = !wrong && !unexp && alive && rss_ok && pin_ok;
     printf("RESULT: %s\n", pass ? "PASS" : "FAIL");
     rc = pass ? 0 : 1;
     free(all);
@@ -709,11 +964,10 @@ out:
     for (int i = 0; i < o.clients; i++) {
         if (cl[i].c)
             gs_client_close(cl[i].c);
-        free(cl[i].keys);
-        free(cl[i].vals);
-        free(cl[i].in_keys);
+        lx_free(&cl[i].x);
         free(cl[i].lat);
     }
     free(cl);
+    gs_client_close(mon);
     return rc;
 }

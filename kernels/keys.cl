@@ -5,7 +5,9 @@
  * integers, 2 for IEEE floats; `desc` is 1 for descending (the complement
  * of the ascending code, so equal keys still keep input order). Every NaN
  * encodes to the single top value and decodes to the canonical quiet NaN;
- * the host restores non-canonical NaN payloads afterwards. Functions are
+ * non-canonical NaN payloads are restored afterwards, by the host
+ * (src/gs_keys_nan.c) or by the save kernels at the end of this file
+ * (src/gs_clnan.c). Functions are
  * branch-light because they sit inside the radix kernels' load/store loops. */
 
 #define GS_KIND_UNSIGNED 0u
@@ -67,3 +69,92 @@ ulong gs_dec64(ulong e, uint kind, uint desc)
     }
     return e;
 }
+
+/* ---- NaN payloads kept on the device (src/gs_clnan.c) ----
+ * A stable device sort leaves every NaN, encoded to one value, in input
+ * order in one block at the end (ascending) or start (descending); only the
+ * bit patterns are lost. These two kernels save the NaNs' patterns in input
+ * order before the sort, so the host writes them over that block with one
+ * device copy: no host pass over the keys (issue 16: floats no slower than
+ * integers). A group takes a tile of WG x GS_NAN_EPT keys, each work-item a
+ * contiguous run of GS_NAN_EPT of them (order inside the tile is by
+ * work-item, so one group scan ranks them). Built only into programs that
+ * define WG (radix, mergepath). */
+#ifdef WG
+#define GS_NAN_EPT 16u
+#define GS_NAN_TILE ((ulong)WG * GS_NAN_EPT)
+
+/* Exclusive prefix of v over the group (Hillis-Steele in s[WG]); *total
+ * gets the group's sum. The loop's trip count is a compile-time constant,
+ * unrolled, so no barrier sits in a run-time loop (see radix.cl). */
+uint gs_nan_group_scan(uint v, local uint *s, uint *total)
+{
+    const uint lid = get_local_id(0);
+    s[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    _Pragma("unroll")
+    for (uint off = 1; off < WG; off <<= 1) {
+        const uint t = lid >= off ? s[lid - off] : 0u;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        s[lid] += t;
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    *total = s[WG - 1];
+    const uint incl = s[lid];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return incl - v;
+}
+
+/* tcount[g] = NaNs in tile g; tcount[ntiles] += NaNs that are not the
+ * canonical one (the host zeroes it first; when it stays 0 nothing need be
+ * saved: canonical NaNs are bit-equal). */
+#define GS_NAN_KERNELS(KW, KT, ABS, INF, CANON)                                  \
+kernel void gs_nan_count_k##KW(global const KT *keys, uint n, uint ntiles,        \
+                               global uint *tcount)                              \
+{                                                                                \
+    local uint s[WG];                                                            \
+    const ulong base = get_group_id(0) * GS_NAN_TILE +                           \
+                       (ulong)get_local_id(0) * GS_NAN_EPT;                      \
+    uint c = 0, odd = 0;                                                         \
+    for (uint k = 0; k < GS_NAN_EPT; k++) {                                      \
+        if (base + k < n) {                                                      \
+            const KT b = keys[base + k];                                         \
+            const uint f = (b & ABS) > INF;                                      \
+            c += f;                                                              \
+            odd += f & (b != CANON);                                             \
+        }                                                                        \
+    }                                                                            \
+    uint tot;                                                                    \
+    gs_nan_group_scan(c, s, &tot);                                               \
+    if (get_local_id(0) == 0)                                                    \
+        tcount[get_group_id(0)] = tot;                                           \
+    if (odd)                                                                     \
+        atomic_add(&tcount[ntiles], odd);                                        \
+}                                                                                \
+/* out[toff[g] + rank] = the tile's NaN patterns in input order */               \
+kernel void gs_nan_save_k##KW(global const KT *keys, uint n,                      \
+                              global const uint *toff, global KT *out)           \
+{                                                                                \
+    local uint s[WG];                                                            \
+    const ulong base = get_group_id(0) * GS_NAN_TILE +                           \
+                       (ulong)get_local_id(0) * GS_NAN_EPT;                      \
+    uint c = 0;                                                                  \
+    for (uint k = 0; k < GS_NAN_EPT; k++)                                        \
+        if (base + k < n)                                                        \
+            c += (keys[base + k] & ABS) > INF;                                   \
+    uint tot;                                                                    \
+    uint at = toff[get_group_id(0)] + gs_nan_group_scan(c, s, &tot);             \
+    for (uint k = 0; k < GS_NAN_EPT && c; k++) {                                 \
+        if (base + k < n) {                                                      \
+            const KT b = keys[base + k];                                         \
+            if ((b & ABS) > INF) {                                               \
+                out[at++] = b;                                                   \
+                c--;                                                             \
+            }                                                                    \
+        }                                                                        \
+    }                                                                            \
+}
+
+GS_NAN_KERNELS(32, uint, 0x7fffffffu, 0x7f800000u, 0x7fc00000u)
+GS_NAN_KERNELS(64, ulong, 0x7ffffffffffffffful, 0x7ff0000000000000ul, 0x7ff8000000000000ul)
+#endif

@@ -11,6 +11,7 @@
  * are made by the first kernel. */
 #include "config.h"
 #include "gs_algos.h"
+#include "gs_clnan.h"
 #include "gs_clrun.h"
 #include "gs_keys.h"
 
@@ -186,6 +187,7 @@ typedef struct mp_run {
     gs_clrun cr;
     cl_kernel k_local, k_part, k_merge;
     cl_mem keys[2], vals[2], part;
+    gs_clnan nan;
 } mp_run;
 
 static void run_release(mp_run *r)
@@ -196,6 +198,7 @@ static void run_release(mp_run *r)
         if (ks[i])
             clReleaseKernel(ks[i]);
     /* the buffers went back to the device's pool with gs_clrun_release */
+    gs_clnan_free(&r->nan);
 }
 
 /* Arguments (kin, kout, [vin, vout,] rest...) of a tile-sort or merge kernel. */
@@ -263,6 +266,9 @@ static int mp_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params
         (vs && (rc = gs_clrun_buffer(&r.cr, n * vs, "values (second)", &r.vals[1], err))) ||
         (gl && (rc = gs_clrun_buffer(&r.cr, (ngroups + 1) * 4, "partitions", &r.part, err))))
         goto out;
+    /* NaN patterns of float keys, saved on the device before encoding */
+    if ((rc = gs_clnan_save(&r.cr, prog, wg, r.keys[0], req, &r.nan, err)))
+        goto out;
     const cl_uint un = (cl_uint)n, ung = (cl_uint)ngroups;
     const cl_uint kind = gs_keys_kind(req->dtype);
     const cl_uint desc = req->descending ? 1 : 0;
@@ -292,11 +298,14 @@ static int mp_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params
             goto out;
         cur = 1 - cur;
     }
+    if ((rc = gs_clnan_restore(&r.cr, &r.nan, r.keys[cur], req, err)))
+        goto out;
     /* blocking reads: they also wait for every kernel before them */
     st->output_touched = 1;
     if ((rc = gs_clrun_output(&r.cr, req->keys, r.keys[cur], n * ks, err)) ||
         (vs && (rc = gs_clrun_output(&r.cr, req->values, r.vals[cur], n * vs, err))))
         goto out;
+    st->nans_on_device = r.nan.count;
     st->upload_ms = r.cr.upload_ms;
     st->download_ms = r.cr.download_ms;
     st->kernel_ms = gs_clrun_kernel_ms(&r.cr);
@@ -313,6 +322,7 @@ const gs_algo gs_algo_mergepath = {
                "local memory per tile, then merge-path partitioned global merge levels",
     .stable = 1,
     .uses_device = 1,
+    .keeps_nan = 1,
     .params = mp_params,
     .nparams = P_COUNT,
     .defaults = mp_defaults,

@@ -10,6 +10,7 @@
  * pass structure allows. */
 #include "config.h"
 #include "gs_algos.h"
+#include "gs_clnan.h"
 #include "gs_clrun.h"
 #include "gs_keys.h"
 #include "gs_log.h"
@@ -241,10 +242,12 @@ static int get_program(gs_sort_ctx *ctx, int bits, size_t wg, size_t ept, char *
 
 /* ---- one sort ---- */
 
-/* Launch order, for the per-stage times logged at debug level: the global
- * histogram, then (upsweep, scan, scatter) per pass, then maybe iota. */
-enum { K_GHIST = 0, K_UP, K_SCAN, K_SCATTER, K_IOTA, K_COUNT };
-static const char *const kstage[K_COUNT] = { "ghist", "upsweep", "scan", "scatter", "iota" };
+/* Launch order, for the per-stage times logged at debug level: maybe the
+ * NaN save (gs_clnan.h), the global histogram, then (upsweep, scan,
+ * scatter) per pass, then maybe iota. */
+enum { K_NAN = 0, K_GHIST, K_UP, K_SCAN, K_SCATTER, K_IOTA, K_COUNT };
+static const char *const kstage[K_COUNT] = { "nan", "ghist", "upsweep", "scan", "scatter",
+                                             "iota" };
 /* launches per pass: upsweep, scan reduce / scan / scan down, scatter */
 #define LAUNCHES_PER_PASS 5
 static const int pass_stage[LAUNCHES_PER_PASS] = { K_UP, K_SCAN, K_SCAN, K_SCAN, K_SCATTER };
@@ -257,6 +260,7 @@ typedef struct radix_run {
     cl_mem keys[2], vals[2], counts, bsum, ghist;
     cl_event fill_ev;
     uint32_t *hghist;
+    gs_clnan nan;
 } radix_run;
 
 static void run_release(radix_run *r)
@@ -271,6 +275,7 @@ static void run_release(radix_run *r)
     if (r->fill_ev)
         clReleaseEvent(r->fill_ev);
     free(r->hghist);
+    gs_clnan_free(&r->nan);
 }
 
 static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p,
@@ -340,6 +345,10 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
         rc = gs_err_set(err, GS_ENOMEM, "radix: out of memory");
         goto out;
     }
+    /* NaN patterns of float keys, saved on the device before encoding */
+    if ((rc = gs_clnan_save(&r.cr, prog, wg, r.keys[0], req, &r.nan, err)))
+        goto out;
+    const size_t kev_ghist = r.cr.nkev;
     /* the global histogram of every digit position: the only read-back */
     cl_command_queue q = dev->queue;
     const cl_uint un = (cl_uint)n;
@@ -422,6 +431,10 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
             goto out;
         cur = 1 - cur;
     }
+    /* the sorted NaN block gets its patterns back (nothing moved when no
+     * pass ran: the keys are as they came, in the caller's arrays) */
+    if (nrun > 0 && (rc = gs_clnan_restore(&r.cr, &r.nan, r.keys[cur], req, err)))
+        goto out;
     if (nrun == 0 && idx) {
         /* nothing moved: argsort is the identity */
         gs_karg a[] = { GS_KARG(r.vals[0]), GS_KARG(un) };
@@ -443,21 +456,24 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
          (rc = gs_clrun_output(&r.cr, req->values, r.vals[cur], n * vs, err))))
         goto out;
 
+    st->nans_on_device = r.nan.count;
     st->upload_ms = r.cr.upload_ms;
     st->download_ms = r.cr.download_ms;
     double by[K_COUNT] = { 0 };
     for (size_t i = 0; i < r.cr.nkev; i++) {
         double ms = gs_clrun_event_ms(r.cr.kev[i]);
-        int k = i == 0 ? K_GHIST : nrun == 0 ? K_IOTA : pass_stage[(i - 1) % LAUNCHES_PER_PASS];
+        int k = i < kev_ghist ? K_NAN : i == kev_ghist ? K_GHIST : nrun == 0 ? K_IOTA
+                : pass_stage[(i - kev_ghist - 1) % LAUNCHES_PER_PASS];
         st->kernel_ms += ms;
         by[k] += ms;
     }
     double fill = gs_clrun_event_ms(r.fill_ev);
     st->kernel_ms += fill;
     GS_DEBUG("radix: n=%zu %s/%s %s: %u passes (%u skipped), %zu tiles; "
-             "ms: %s %.3f, %s %.3f, %s %.3f, %s %.3f, %s %.3f, fill %.3f", n,
+             "ms: %s %.3f, %s %.3f, %s %.3f, %s %.3f, %s %.3f, %s %.3f, fill %.3f", n,
              gs_dtype_name(req->dtype), gs_payload_name(req->payload), opts, st->passes,
-             st->passes_skipped, ntiles, kstage[K_GHIST], by[K_GHIST], kstage[K_UP],
+             st->passes_skipped, ntiles, kstage[K_NAN], by[K_NAN], kstage[K_GHIST], by[K_GHIST],
+             kstage[K_UP],
              by[K_UP], kstage[K_SCAN], by[K_SCAN], kstage[K_SCATTER], by[K_SCATTER],
              kstage[K_IOTA], by[K_IOTA], fill);
     rc = 0;
@@ -471,6 +487,7 @@ const gs_algo gs_algo_radix = {
     .summary = "OpenCL LSD radix sort: per-tile digit counts, scan, stable local-memory scatter",
     .stable = 1,
     .uses_device = 1,
+    .keeps_nan = 1,
     .params = radix_params,
     .nparams = P_COUNT,
     .defaults = radix_defaults,

@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 
 #include "gs_err.h"
+#include "gs_proto.h"
 #include "gs_types.h"
 
 typedef struct gs_client gs_client;
@@ -73,6 +74,11 @@ typedef struct gs_client_result {
     char fallback[512];         /* why the first choice failed, "" if it did not */
     double queue_ms, receive_ms, upload_ms, sort_ms, download_ms, total_ms;
 } gs_client_result;
+
+/* The request of a sort as the protocol has it (op, shape, device,
+ * algorithm and parameters; no transport): what gs_client_sort_run sends,
+ * for a caller that frames and sends it itself. */
+int gs_client_sort_req(const gs_client_sort *s, gs_proto_req *rq, gs_err *err);
 
 /* Sort through the daemon. Inline: keys (and u32/u64 values) are sent, the
  * sorted arrays are read back into the same buffers. With shm: only the

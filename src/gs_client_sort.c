@@ -124,6 +124,31 @@ static int parse_result(gs_client *c, const cJSON *h, gs_client_result *r, gs_er
     return 0;
 }
 
+int gs_client_sort_req(const gs_client_sort *s, gs_proto_req *rq, gs_err *err)
+{
+    memset(rq, 0, sizeof *rq);
+    rq->op = GS_OP_SORT;
+    rq->dtype = s->dtype;
+    rq->payload = s->payload;
+    rq->descending = s->descending != 0;
+    rq->stable = s->stable != 0;
+    rq->n = s->n;
+    rq->device = s->device;
+    if (s->algorithm) {
+        if (strlen(s->algorithm) >= sizeof rq->algorithm)
+            return gs_err_set(err, GS_EINVAL, "sort: algorithm name '%s' too long",
+                              s->algorithm);
+        memcpy(rq->algorithm, s->algorithm, strlen(s->algorithm) + 1);
+    }
+    if (s->params) {
+        int rc = gs_params_parse(s->params, &rq->params, err);
+        if (rc)
+            return rc;
+        rq->has_params = 1;
+    }
+    return 0;
+}
+
 int gs_client_sort_run(gs_client *c, const gs_client_sort *s, gs_client_result *res,
                        gs_err *err)
 {
@@ -144,26 +169,8 @@ int gs_client_sort_run(gs_client *c, const gs_client_sort *s, gs_client_result *
         return gs_err_set(err, GS_EINVAL, "sort: keys%s missing", vb ? " or values" : "");
 
     gs_proto_req rq;
-    memset(&rq, 0, sizeof rq);
-    rq.op = GS_OP_SORT;
-    rq.dtype = s->dtype;
-    rq.payload = s->payload;
-    rq.descending = s->descending != 0;
-    rq.stable = s->stable != 0;
-    rq.n = s->n;
-    rq.device = s->device;
-    if (s->algorithm) {
-        if (strlen(s->algorithm) >= sizeof rq.algorithm)
-            return gs_err_set(err, GS_EINVAL, "sort: algorithm name '%s' too long",
-                              s->algorithm);
-        memcpy(rq.algorithm, s->algorithm, strlen(s->algorithm) + 1);
-    }
-    if (s->params) {
-        rc = gs_params_parse(s->params, &rq.params, err);
-        if (rc)
-            return rc;
-        rq.has_params = 1;
-    }
+    if ((rc = gs_client_sort_req(s, &rq, err)))
+        return rc;
     if (s->shm) {
         rq.memfd = 1;
         if (shm_offset(s->shm, s->keys, kb, &rq.keys_offset))

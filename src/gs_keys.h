@@ -12,8 +12,9 @@
  * exact NaN bit patterns with the payload element beside each (only when
  * some NaN is not canonical) and gs_keys_nan_restore writes both back into
  * the sorted NaN block in input order, so every (key bits, value) pair
- * survives whatever order the algorithm left among the NaNs. The same
- * formulas exist in OpenCL C in kernels/keys.cl. */
+ * survives whatever order the algorithm left among the NaNs; stable device
+ * algorithms do the same on the device for large arrays (gs_clnan.h). The
+ * same formulas exist in OpenCL C in kernels/keys.cl. */
 #ifndef GS_KEYS_H
 #define GS_KEYS_H
 
@@ -61,5 +62,16 @@ int gs_keys_nan_save(const gs_sort_req *req, gs_nan_save *s, gs_err *err);
  * and payload, with the saved pairs, which is the stable result. */
 void gs_keys_nan_restore(const gs_sort_req *req, const gs_nan_save *s);
 void gs_keys_nan_free(gs_nan_save *s);
+
+/* From this many float keys a stable device algorithm that keeps NaN
+ * payloads itself (gs_algo.keeps_nan; gs_clnan.h) does so on the device and
+ * gs_sort_run skips the host scan: below it a host pass costs less than a
+ * kernel launch and a read-back. */
+#define GS_NAN_DEVICE_MIN ((size_t)1 << 19)
+int gs_keys_nan_on_device(const gs_sort_req *req);
+/* Test hook: the size from which NaNs are kept on the device (0: the
+ * default, GS_NAN_DEVICE_MIN), so Oclgrind can check those kernels on a
+ * few keys. */
+void gs_keys_nan_device_min(size_t n);
 
 #endif

@@ -25,6 +25,7 @@
 #include "gs_keys.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -267,4 +268,18 @@ void gs_keys_nan_free(gs_nan_save *s)
     s->bits = NULL;
     s->vals = NULL;
     s->count = 0;
+}
+
+static _Atomic size_t nan_device_min;
+
+void gs_keys_nan_device_min(size_t n)
+{
+    atomic_store(&nan_device_min, n);
+}
+
+int gs_keys_nan_on_device(const gs_sort_req *req)
+{
+    size_t min = atomic_load(&nan_device_min);
+    return (req->dtype == GS_DT_F32 || req->dtype == GS_DT_F64) &&
+           req->n >= (min ? min : GS_NAN_DEVICE_MIN);
 }

@@ -201,7 +201,8 @@ int gs_sort_run(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
         return 0;
     }
     gs_nan_save ns = { 0, NULL, NULL };
-    if ((rc = gs_keys_nan_save(req, &ns, err)) < 0)
+    int on_device = a->keeps_nan && gs_keys_nan_on_device(req);
+    if (!on_device && (rc = gs_keys_nan_save(req, &ns, err)) < 0)
         return rc;
     rc = a->run(ctx, req, p, st, err);
     if (rc == 0)

@@ -27,6 +27,8 @@ typedef struct gs_sort_stats {
     unsigned passes_skipped;
     int output_touched;  /* the caller's arrays were (maybe partly) written:
                             after a failure they no longer hold the input */
+    size_t nans_on_device; /* NaN patterns saved and restored on the device
+                              (gs_clnan.h) instead of by a host pass */
 } gs_sort_stats;
 
 
@@ -52,6 +54,8 @@ typedef struct gs_algo {
     const char *summary;
     int stable;                       /* equal keys keep input order */
     int uses_device;                  /* 0: host only */
+    int keeps_nan;                    /* saves NaN payloads on the device itself
+                                         when gs_keys_nan_on_device (gs_clnan.h) */
     const gs_param_def *params;
     size_t nparams;
     /* Untuned defaults for this device (NULL: host). */

@@ -30,6 +30,7 @@
 #include "gs_clrun.h"
 #include "gs_dev.h"
 #include "gs_err.h"
+#include "gs_keys.h"
 #include "gs_sort.h"
 #include "sortcheck.h"
 #include "tap.h"
@@ -55,6 +56,7 @@ typedef struct pset {
     const char *params;
     unsigned cases;
     int radix_rank;   /* radix: 1 forces the warp-multisplit ranking (emulated) */
+    int nan_device;   /* f64/f32 keys with distinct NaNs, kept on the device (gs_clnan.c) */
 } pset;
 
 static const pset psets[] = {
@@ -62,24 +64,28 @@ static const pset psets[] = {
      * padding); 8-bit digits in two 4-bit sub-digits with a tile of 16 (n =
      * 100: 7 tiles); 3-bit digits (11 positions > 8: the plain-atomics
      * histogram path) */
-    { "radix", "radix_bits=4,wg_size=64,elems_per_thread=4", 6, 0 },
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 4, 0 },
-    { "radix", "radix_bits=3,wg_size=16,elems_per_thread=3", 2, 0 },
+    { "radix", "radix_bits=4,wg_size=64,elems_per_thread=4", 6, 0, 0 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 4, 0, 0 },
+    { "radix", "radix_bits=3,wg_size=16,elems_per_thread=3", 2, 0, 0 },
+    /* NaN payloads kept on the device: the count and save kernels of
+     * keys.cl, with several tiles (n = 1000 > 16 x 16) */
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 2, 0, 1 },
     /* the warp-multisplit ranking (the one NVIDIA GPUs run in PTX), its warp
      * operations emulated: 2 warps, 4 digits per work-item in the digit scan;
      * then fewer digits than work-items */
-    { "radix", "radix_bits=8,wg_size=64,elems_per_thread=2", 4, 1 },
-    { "radix", "radix_bits=4,wg_size=32,elems_per_thread=3", 2, 1 },
+    { "radix", "radix_bits=8,wg_size=64,elems_per_thread=2", 4, 1, 0 },
+    { "radix", "radix_bits=4,wg_size=32,elems_per_thread=3", 2, 1, 0 },
     /* mergepath: a mid-size tile; odd size_i and tile; size_i 1 with a
      * 16-element tile (many global merge levels) */
-    { "mergepath", "size_i=4,wg_size=32,elems_per_thread=4", 6, 0 },
-    { "mergepath", "size_i=3,wg_size=16,elems_per_thread=5", 4, 0 },
-    { "mergepath", "size_i=1,wg_size=16,elems_per_thread=1", 4, 0 },
+    { "mergepath", "size_i=4,wg_size=32,elems_per_thread=4", 6, 0, 0 },
+    { "mergepath", "size_i=3,wg_size=16,elems_per_thread=5", 4, 0, 0 },
+    { "mergepath", "size_i=1,wg_size=16,elems_per_thread=1", 4, 0, 0 },
+    { "mergepath", "size_i=3,wg_size=16,elems_per_thread=5", 2, 0, 1 },
     /* shellsort: slices and merge rounds; one insertion sort per subset (no
      * merge rounds); many short slices (merge rounds in every phase) */
-    { "shellsort", "threads_per_subset=64,min_elems_per_thread=8,wg_size=32", 6, 0 },
-    { "shellsort", "threads_per_subset=1,min_elems_per_thread=1,wg_size=16", 4, 0 },
-    { "shellsort", "threads_per_subset=16,min_elems_per_thread=2,wg_size=16", 4, 0 },
+    { "shellsort", "threads_per_subset=64,min_elems_per_thread=8,wg_size=32", 6, 0, 0 },
+    { "shellsort", "threads_per_subset=1,min_elems_per_thread=1,wg_size=16", 4, 0, 0 },
+    { "shellsort", "threads_per_subset=16,min_elems_per_thread=2,wg_size=16", 4, 0, 0 },
 };
 #define NPSETS (sizeof psets / sizeof psets[0])
 
@@ -120,14 +126,23 @@ static void run_pset(gs_sort_ctx *ctx, const pset *ps, unsigned first, unsigned 
         gs_radix_force_rank(ps->radix_rank);
         snprintf(pdesc + strlen(pdesc), sizeof pdesc - strlen(pdesc), " (warp ranking)");
     }
+    if (ps->nan_device) {
+        gs_keys_nan_device_min(1);
+        snprintf(pdesc + strlen(pdesc), sizeof pdesc - strlen(pdesc), " (NaNs on the device)");
+    }
     unsigned ncase = 0, nfail = 0;
     char why[4400], cdesc[200] = "";
     for (unsigned i = first; i < last; i++) {
-        const gs_dtype t = dtypes[i % NDTYPES];
+        gs_dtype t = dtypes[i % NDTYPES];
         const gs_payload pl = payloads[i % NPAYLOADS];
         const int desc = (int)(i / 2 % 2);
-        const size_t n = sizes[(i + 3) % NSIZES];   /* 100, 1000, 0, 1, 7, ... */
+        size_t n = sizes[(i + 3) % NSIZES];   /* 100, 1000, 0, 1, 7, ... */
         int dist = pick_dist(t, i);
+        if (ps->nan_device) {   /* f32, then f64; 1000 keys */
+            t = i % 2 ? GS_DT_F64 : GS_DT_F32;
+            n = 1000;
+            dist = SC_NANMIX;
+        }
         snprintf(cdesc, sizeof cdesc, "%s/%s %s n=%zu %s", gs_dtype_name(t), gs_payload_name(pl),
                  desc ? "desc" : "asc", n, sc_dist_name(dist));
         sc_case c;
@@ -143,6 +158,9 @@ static void run_pset(gs_sort_ctx *ctx, const pset *ps, unsigned first, unsigned 
             what = why;
         } else if (!sc_case_verify(&c, a->stable, why, sizeof why)) {
             what = why;
+        } else if (ps->nan_device && !st.nans_on_device) {
+            snprintf(why, sizeof why, "the device kept no NaN pattern");
+            what = why;
         }
         if (what && nfail++ < 5)
             tap_diag("%s %s: %s: %s", a->name, pdesc, cdesc, what);
@@ -150,6 +168,7 @@ static void run_pset(gs_sort_ctx *ctx, const pset *ps, unsigned first, unsigned 
     }
     if (ps->radix_rank)
         gs_radix_force_rank(-1);
+    gs_keys_nan_device_min(0);
     if (last - first == 1)
         tap_ok(nfail == 0, "%s sort %u (%s): %s on Oclgrind matches the host reference",
                a->name, sortno, pdesc, cdesc);

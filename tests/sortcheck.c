@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "gs_err.h"
+#include "gs_keys.h"
 #include "gs_sha256.h"
 #include "tap.h"
 #include "gs_time.h"
@@ -1148,4 +1149,91 @@ int sc_run_matrix(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p,
     free(scratch);
     sc_case_free(&c);
     return failed_total;
+}
+
+/* ---- NaN payloads kept on the device (src/gs_clnan.c) ---- */
+
+/* Only canonical NaNs (every 7th key) among finite floats: bit-equal, so
+ * the device need keep nothing. Checked without the reference: finite keys
+ * ascending, then the NaNs, the same number, every one canonical, and the
+ * same sum of bit patterns as the input. */
+static int canonical_nans(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p, size_t n)
+{
+    uint32_t *k = malloc(n * sizeof *k);
+    if (!k)
+        tap_bail("out of memory");
+    uint64_t s = 77, sum = 0;
+    size_t nans = 0;
+    for (size_t i = 0; i < n; i++) {
+        float f = (float)((double)(sm_next(&s) >> 11) * 0x1.0p-53 * 2000.0 - 1000.0);
+        memcpy(&k[i], &f, 4);
+        if (i % 7 == 0) {
+            k[i] = GS_F32_CANON_NAN;
+            nans++;
+        }
+        sum += k[i];
+    }
+    gs_sort_req req = { .dtype = GS_DT_F32, .payload = GS_PL_NONE, .n = n, .keys = k };
+    gs_sort_stats st;
+    gs_err err;
+    gs_err_clear(&err);
+    int rc = gs_sort_run(a, ctx, &req, p, &st, &err);
+    int ok = rc == 0 && st.nans_on_device == 0;
+    uint64_t osum = 0;
+    for (size_t i = 0; ok && i < n; i++) {
+        osum += k[i];
+        if (i >= n - nans)
+            ok = k[i] == GS_F32_CANON_NAN;
+        else if (i > 0) {
+            float x, y;
+            memcpy(&x, &k[i - 1], 4);
+            memcpy(&y, &k[i], 4);
+            ok = x <= y;
+        }
+    }
+    ok = ok && osum == sum;
+    tap_ok(ok, "%s: f32 n=%zu with canonical NaNs only: sorted, NaNs last and canonical, "
+           "none kept (%zu) %s", a->name, n, st.nans_on_device, rc ? err.msg : "");
+    free(k);
+    return !ok;
+}
+
+int sc_check_nan_device(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p)
+{
+    /* distinct NaN patterns from GS_NAN_DEVICE_MIN keys on: the device
+     * keeps them; below it the host does */
+    static const struct {
+        gs_dtype t;
+        gs_payload pl;
+        int desc, dist;
+        size_t n;
+        int device;     /* whether the device must have kept NaNs */
+    } cs[] = {
+        { GS_DT_F32, GS_PL_NONE, 0, SC_NANMIX, GS_NAN_DEVICE_MIN + 17, 1 },
+        { GS_DT_F32, GS_PL_IDX32, 1, SC_NANMIX, GS_NAN_DEVICE_MIN + 4099, 1 },
+        { GS_DT_F64, GS_PL_U64, 0, SC_NANMIX, GS_NAN_DEVICE_MIN, 1 },
+        { GS_DT_F64, GS_PL_U32, 1, SC_FSPECIAL, GS_NAN_DEVICE_MIN + 1, 1 },
+        { GS_DT_F32, GS_PL_U32, 0, SC_NANMIX, GS_NAN_DEVICE_MIN - 1, 0 },
+    };
+    int fails = 0;
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        sc_case c;
+        if (sc_case_init(&c, cs[i].t, cs[i].pl, cs[i].desc, cs[i].n, cs[i].dist, 1000 + i))
+            tap_bail("out of memory");
+        gs_sort_stats st;
+        gs_err err;
+        gs_err_clear(&err);
+        char why[256] = "";
+        int rc = gs_sort_run(a, ctx, &c.req, p, &st, &err);
+        int ok = rc == 0 && sc_case_verify(&c, a->stable, why, sizeof why) &&
+                 (cs[i].device ? st.nans_on_device > 0 : st.nans_on_device == 0);
+        fails += !ok;
+        tap_ok(ok, "%s: %s/%s %s n=%zu %s: NaN patterns %s (%zu kept on the device) %s",
+               a->name, gs_dtype_name(cs[i].t), gs_payload_name(cs[i].pl),
+               cs[i].desc ? "desc" : "asc", cs[i].n, sc_dist_name(cs[i].dist),
+               cs[i].device ? "kept by the device" : "left to the host", st.nans_on_device,
+               rc ? err.msg : why);
+        sc_case_free(&c);
+    }
+    return fails + canonical_nans(a, ctx, p, GS_NAN_DEVICE_MIN + 3);
 }

@@ -50,6 +50,13 @@ void sc_case_reset(sc_case *c);
 int sc_case_verify(const sc_case *c, int stable, char *why, size_t whylen);
 void sc_case_free(sc_case *c);
 
+/* Float sorts from GS_NAN_DEVICE_MIN keys on with distinct NaN patterns,
+ * for an algorithm that keeps NaN payloads on the device (keeps_nan): right
+ * against the reference and kept there (stats.nans_on_device); below that
+ * size left to the host; with only canonical NaNs nothing kept. One TAP
+ * line each; returns failures. */
+int sc_check_nan_device(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p);
+
 /* Run the standard matrix (every dtype x order x payload x n x dist) for one
  * algorithm and parameter set, emitting one TAP line per (dtype, payload,
  * order) group with failures described in diagnostics. `sizes`/`nsizes` may

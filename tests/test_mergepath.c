@@ -197,6 +197,12 @@ int main(void)
     tap_diag("default set, full sizes: %.1f s", gs_now_s() - t0);
     fails += sc_run_sets(A, &ctx, sets, sizeof sets / sizeof sets[0], maxwg, 1, "mergepath",
                          "set");
+    fails += sc_check_nan_device(A, &ctx, &p);
+    /* a group of 48: the NaN kernels' group scan on a non-power of two */
+    gs_params odd;
+    sc_set3(A, &odd, 5, 48, 3);
+    sc_fit_set(A, &ctx, &odd);
+    fails += sc_check_nan_device(A, &ctx, &odd);
     tap_diag("matrix total: %.1f s, %d failing cases", gs_now_s() - t0, fails);
 
     gs_dev_free_list(devs, ndev);

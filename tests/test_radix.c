@@ -212,6 +212,7 @@ int main(void)
     fails += sc_run_sets(A, &ctx, wsets, sizeof wsets / sizeof wsets[0], maxwg, 0,
                          "radix warp-ranked", "warp set");
     gs_radix_force_rank(-1);
+    fails += sc_check_nan_device(A, &ctx, &p);
     tap_diag("matrix total: %.1f s, %d failing cases", gs_now_s() - t0, fails);
 
     gs_dev_free_list(devs, ndev);
