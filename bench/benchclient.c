@@ -143,3 +143,44 @@ int bc_stats_poll(gs_client **c, const char *socket, double timeout_s, const cha
     fprintf(stderr, "%s: stats request failed: %s\n", prog, err.msg);
     return -1;
 }
+
+int bc_daemon_desc(const char *socket, double timeout_s, const char *prog, long *pid,
+                   char *desc, size_t dl)
+{
+    gs_client *c = NULL;
+    char hint[160];
+    snprintf(hint, sizeof hint, "  is gsortd running there? (tools/with-gsortd BUILD_DIR %s ... "
+             "starts a throwaway one)\n", prog);
+    if (bc_connect(&c, socket, timeout_s, prog, hint) < 0)
+        return -1;
+    cJSON *info = NULL;
+    int rc = bc_info(c, prog, &info);
+    gs_client_close(c);
+    if (rc < 0)
+        return -1;
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(info, "pid");
+    *pid = cJSON_IsNumber(p) ? (long)p->valuedouble : -1;
+    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(info, "version");
+    const cJSON *devs = cJSON_GetObjectItemCaseSensitive(info, "devices");
+    size_t used = (size_t)snprintf(desc, dl, "gsortd %s, devices:",
+                                   cJSON_IsString(ver) ? ver->valuestring : "?");
+    const cJSON *d;
+    int nd = 0;
+    cJSON_ArrayForEach(d, devs) {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(d, "name");
+        const cJSON *en = cJSON_GetObjectItemCaseSensitive(d, "enabled");
+        if (used < dl)
+            used += (size_t)snprintf(desc + used, dl - used, " %s%s",
+                                     cJSON_IsString(name) ? name->valuestring : "?",
+                                     cJSON_IsFalse(en) ? " (not enabled)" : "");
+        nd++;
+    }
+    if (!nd && used < dl)
+        snprintf(desc + used, dl - used, " none (host sorts only)");
+    cJSON_Delete(info);
+    if (*pid <= 0) {
+        fprintf(stderr, "%s: the info reply names no daemon pid\n", prog);
+        return -1;
+    }
+    return 0;
+}

@@ -29,6 +29,12 @@ int bc_connect(gs_client **c, const char *socket, double timeout_s, const char *
  * prints "PROG: info request failed: why" and returns -1. */
 int bc_info(gs_client *c, const char *prog, cJSON **info);
 
+/* The daemon's pid and a one-line description ("gsortd VERSION, devices:
+ * NAME ...") from its info reply, over a connection of its own; -1 after
+ * printing "PROG: why" (with a hint when nobody listens). */
+int bc_daemon_desc(const char *socket, double timeout_s, const char *prog, long *pid,
+                   char *desc, size_t dl);
+
 /* A ping over a connection of its own: 0, or a negative code with err. */
 int bc_ping(const char *socket, double timeout_s, gs_err *err);
 

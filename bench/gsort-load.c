@@ -36,8 +36,9 @@
  *
  * The malformed requests and their documented answers are
  * bench/malformed.c, how the sorts travel (buffers, memfds, the block, the
- * vanishing send) bench/loadxport.c, the talk with the daemon besides the
- * requests (socket, info, ping, RSS, stats) bench/benchclient.c; what stays
+ * vanishing send) bench/loadxport.c, the options bench/loadopts.c, the
+ * talk with the daemon besides the requests (socket, info, ping, RSS,
+ * stats) bench/benchclient.c; what stays
  * here is one concept, the load run itself: the client threads with their
  * tallies, the phases, and the report that sums them, which share the
  * client record.
@@ -47,6 +48,7 @@
  * stayed bounded; 1 otherwise, 2 on a usage error. */
 #include "config.h"
 #include "benchclient.h"
+#include "loadopts.h"
 #include "benchutil.h"
 #include "loadxport.h"
 #include "malformed.h"
@@ -69,27 +71,12 @@
 #include "gs_err.h"
 #include "gs_paths.h"
 
-#define MAX_LOG2_LIMIT 26
 #define NCLASS 6            /* latency size classes: n <= 16, 256, 4096, 65536, 2^20, more */
 #define MAX_ALGOS 16
 
 static const char *const class_name[NCLASS] = { "0..2^4", "2^4..2^8", "2^8..2^12",
                                                 "2^12..2^16", "2^16..2^20", ">2^20" };
 
-typedef struct opts {
-    const char *socket;
-    char socket_shown[GS_PATHS_SOCKET_MAX];
-    int clients, requests, warmup, min_log2, max_log2, malformed_pct;
-    double duration_s;        /* > 0: the main phase lasts this long (-m unused) */
-    int block_max_log2;       /* largest registered block: 2^K u64 keys + values */
-    int vanish_pct;           /* valid sorts sent whole, then the connection closed */
-    double pin_mib;           /* slack of the pinned-bytes bounds */
-    int device, device_pct;   /* this share of sorts names daemon device `device` */
-    int corrupt_every;        /* checks the checker: spoil every Kth reply (0: never) */
-    double timeout_s, rss_pct, rss_mib;
-    uint64_t seed;
-    int check_rss, quiet;
-} opts;
 
 /* Error tallies by code name (unexpected ones; a few distinct codes). */
 #define MAX_CODES 16
@@ -118,7 +105,7 @@ typedef struct lat {
 } lat;
 
 typedef struct client {
-    const opts *o;
+    const lo_opts *o;
     pthread_t tid;
     int id;
     gs_client *c;
@@ -252,7 +239,7 @@ static void spoil(gs_dtype t, int desc, void *keys, size_t n)
 
 static void one_sort(client *cl, int timed)
 {
-    const opts *o = cl->o;
+    const lo_opts *o = cl->o;
     uint64_t *s = &cl->rng;
     gs_dtype t = (gs_dtype)(bu_splitmix(s) % 6);
     gs_payload p = (gs_payload)(bu_splitmix(s) % 5);
@@ -381,7 +368,7 @@ static atomic_int g_finished; /* clients past their main phase */
 static void *client_main(void *arg)
 {
     client *cl = arg;
-    const opts *o = cl->o;
+    const lo_opts *o = cl->o;
     for (int phase = 0; phase < 2; phase++) {
         int count = phase ? o->requests : o->warmup, timed = phase && o->duration_s > 0;
         pthread_barrier_wait(&g_bar);   /* main: take RSS, start the clock */
@@ -408,46 +395,7 @@ static void *client_main(void *arg)
 
 /* ---- the daemon's pid, RSS (bench/benchclient.c) and ping ---- */
 
-static int daemon_pid(const opts *o, long *pid, char *desc, size_t dl)
-{
-    gs_client *c = NULL;
-    if (bc_connect(&c, o->socket, o->timeout_s, "gsort-load",
-                   "  is gsortd running there? (tools/with-gsortd BUILD_DIR gsort-load ... "
-                   "starts a throwaway one)\n") < 0)
-        return -1;
-    cJSON *info = NULL;
-    int rc = bc_info(c, "gsort-load", &info);
-    gs_client_close(c);
-    if (rc < 0)
-        return -1;
-    const cJSON *p = cJSON_GetObjectItemCaseSensitive(info, "pid");
-    *pid = cJSON_IsNumber(p) ? (long)p->valuedouble : -1;
-    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(info, "version");
-    const cJSON *devs = cJSON_GetObjectItemCaseSensitive(info, "devices");
-    size_t used = (size_t)snprintf(desc, dl, "gsortd %s, devices:",
-                                   cJSON_IsString(ver) ? ver->valuestring : "?");
-    const cJSON *d;
-    int nd = 0;
-    cJSON_ArrayForEach(d, devs) {
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(d, "name");
-        const cJSON *en = cJSON_GetObjectItemCaseSensitive(d, "enabled");
-        if (used < dl)
-            used += (size_t)snprintf(desc + used, dl - used, " %s%s",
-                                     cJSON_IsString(name) ? name->valuestring : "?",
-                                     cJSON_IsFalse(en) ? " (not enabled)" : "");
-        nd++;
-    }
-    if (!nd && used < dl)
-        snprintf(desc + used, dl - used, " none (host sorts only)");
-    cJSON_Delete(info);
-    if (*pid <= 0) {
-        fprintf(stderr, "gsort-load: the info reply names no daemon pid\n");
-        return -1;
-    }
-    return 0;
-}
-
-static int ping_ok(const opts *o)
+static int ping_ok(const lo_opts *o)
 {
     gs_err err;
     gs_err_clear(&err);
@@ -459,13 +407,13 @@ static int ping_ok(const opts *o)
 
 /* The daemon's own RSS (without the client memfds it maps: its kept blocks
  * grow with the clients' blocks, which is no leak of its own), or -1. */
-static long own_rss(const opts *o, long pid)
+static long own_rss(const lo_opts *o, long pid)
 {
     return o->check_rss ? bc_rss_own_kib(pid) : -1;
 }
 
 /* blocks.pinned_bytes now (the rest of the stats into *st), or -1. */
-static long long pinned_now(const opts *o, gs_client **mon, bc_stats *st)
+static long long pinned_now(const lo_opts *o, gs_client **mon, bc_stats *st)
 {
     bc_stats local;
     if (!st)
@@ -478,7 +426,7 @@ static long long pinned_now(const opts *o, gs_client **mon, bc_stats *st)
  * buffers and blocks with it): before RSS and pinned bytes are read, wait
  * (up to the reply timeout) until the daemon has no more connections than
  * `conns`, its count while only ours are open. */
-static void quiesce(const opts *o, gs_client **mon, uint64_t conns)
+static void quiesce(const lo_opts *o, gs_client **mon, uint64_t conns)
 {
     bc_stats st;
     double t0 = gs_now_ms();
@@ -491,7 +439,7 @@ static void quiesce(const opts *o, gs_client **mon, uint64_t conns)
 
 /* Which tenth of the main phase has been reached (0..10): by the clock
  * with --duration, else by the requests done. */
-static int tenths_done(const opts *o)
+static int tenths_done(const lo_opts *o)
 {
     if (o->duration_s > 0) {
         double f = (gs_now_ms() - g_t0) / (o->duration_s * 1e3);
@@ -517,130 +465,12 @@ static double pctl(const lat *v, size_t n, double p)
     return v[r ? r - 1 : 0].ms;
 }
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: gsort-load [options]\n"
-            "Load test of a running gsortd: concurrent clients send mixed sorts (every dtype\n"
-            "and payload, asc/desc, stable or not, n log-uniform in 0..2^B; a third each\n"
-            "inline, through a one-shot memfd and through the client's registered block)\n"
-            "and malformed requests; every answer is checked.\n"
-            "  -S, --socket PATH     the daemon's socket (default: $GSORTD_SOCKET, else gsortd's)\n"
-            "  -c, --clients N       concurrent client threads (default 8)\n"
-            "  -m, --requests M      requests per client after the warm-up (default 200)\n"
-            "      --duration SEC    instead of -m: the main phase lasts SEC seconds (no\n"
-            "                        request starts after them; RSS and pinned samples at\n"
-            "                        tenths of the time)\n"
-            "  -w, --warmup W        warm-up requests per client (default 20)\n"
-            "  -B, --max-log2 B      largest n = 2^B (default 16, at most %d)\n"
-            "      --min-log2 A      n log-uniform in 2^A..2^B (default 0: 0..2^B, n = 0 too)\n"
-            "      --block-max-log2 K  a client's registered block holds up to 2^K u64 keys\n"
-            "                        and values (default 24); larger block requests go\n"
-            "                        through a one-shot memfd\n"
-            "      --vanish-pct P    percent of valid sorts sent whole and then abandoned:\n"
-            "                        the connection closed without reading the reply, a new\n"
-            "                        one opened (default 0); RSS and pinned bytes are then\n"
-            "                        read once the daemon holds only this run's connections\n"
-            "                        (at most the reply timeout later)\n"
-            "  -p, --malformed PCT   percent of requests that are malformed (default 5)\n"
-            "  -s, --seed S          random seed (default 1)\n"
-            "  -t, --timeout SEC     longest wait for one reply (default 120)\n"
-            "  -d, --device N        daemon device that --device-pct of the sorts name, with\n"
-            "                        a device algorithm (radix, mergepath, shellsort)\n"
-            "      --device-pct P    percent of sorts sent to --device (default 25)\n"
-            "      --corrupt-every K spoil every Kth reply before checking it (tests the\n"
-            "                        checker: each must count as a wrong answer)\n"
-            "      --rss-slack-pct P RSS bound: end <= warm-up x (1 + P/100) + MiB (default 10)\n"
-            "      --rss-slack-mib M ... + M MiB (default 16)\n"
-            "                        (RSS less RssShmem: the client memfds the daemon maps\n"
-            "                        are the clients' memory, and its kept blocks grow\n"
-            "                        with theirs)\n"
-            "      --no-rss          do not read or bound the daemon's RSS (another host/pid ns)\n"
-            "      --pinned-slack-mib M  slack of the pinned-bytes bounds (default 64). The\n"
-            "                        daemon's pinned bytes rise and fall as blocks are kept\n"
-            "                        (used twice on a connection) and dropped (with it), so\n"
-            "                        the end must stay <= the peak polled (each second)\n"
-            "                        before the last tenth + M: a leak still climbing fails;\n"
-            "                        and with every client gone they must fall back to\n"
-            "                        their value before the run + M: a leak that already\n"
-            "                        reached max_pinned_bytes (flat since) fails too\n"
-            "  -q, --quiet           only the summary lines\n"
-            "Exit status: 0 when every answer is right, every error expected, the daemon\n"
-            "answers a ping at the end and its RSS and pinned bytes stayed bounded; 1\n"
-            "otherwise; 2 usage.\n",
-            MAX_LOG2_LIMIT);
-}
-
-static int parse_num(const char *opt, const char *v, double lo, double hi, double *out)
-{
-    char *end;
-    errno = 0;
-    double x = v ? strtod(v, &end) : 0;
-    if (!v || errno || end == v || *end || !(x >= lo && x <= hi)) {
-        fprintf(stderr, "gsort-load: %s: '%s' is not a number in %g..%g\n", opt, v ? v : "",
-                lo, hi);
-        return -1;
-    }
-    *out = x;
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
-    opts o = { .clients = 8, .requests = 200, .warmup = 20, .max_log2 = 16,
-               .malformed_pct = 5, .device = -1, .device_pct = 25, .timeout_s = 120, .rss_pct = 10, .rss_mib = 16, .seed = 1,
-               .check_rss = 1, .block_max_log2 = 24, .pin_mib = 64 };
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        double x;
-#define NUM(lo, hi, dst)                                    \
-    do {                                                    \
-        if (parse_num(a, v, (lo), (hi), &x) < 0)            \
-            return 2;                                       \
-        (dst) = x;                                          \
-        i++;                                                \
-    } while (0)
-        if (!strcmp(a, "-S") || !strcmp(a, "--socket")) {
-            if (!v) {
-                fprintf(stderr, "gsort-load: %s needs a path\n", a);
-                return 2;
-            }
-            o.socket = v;
-            i++;
-        } else if (!strcmp(a, "-c") || !strcmp(a, "--clients")) NUM(1, 1024, o.clients);
-        else if (!strcmp(a, "-m") || !strcmp(a, "--requests")) NUM(0, 1e8, o.requests);
-        else if (!strcmp(a, "-w") || !strcmp(a, "--warmup")) NUM(0, 1e8, o.warmup);
-        else if (!strcmp(a, "-B") || !strcmp(a, "--max-log2")) NUM(0, MAX_LOG2_LIMIT, o.max_log2);
-        else if (!strcmp(a, "--min-log2")) NUM(0, MAX_LOG2_LIMIT, o.min_log2);
-        else if (!strcmp(a, "--duration")) NUM(0.001, 1e7, o.duration_s);
-        else if (!strcmp(a, "--block-max-log2")) NUM(0, MAX_LOG2_LIMIT, o.block_max_log2);
-        else if (!strcmp(a, "--vanish-pct")) NUM(0, 100, o.vanish_pct);
-        else if (!strcmp(a, "--pinned-slack-mib")) NUM(0, 1e7, o.pin_mib);
-        else if (!strcmp(a, "-p") || !strcmp(a, "--malformed")) NUM(0, 100, o.malformed_pct);
-        else if (!strcmp(a, "-s") || !strcmp(a, "--seed")) NUM(0, 1e18, o.seed);
-        else if (!strcmp(a, "-t") || !strcmp(a, "--timeout")) NUM(0.1, 86400, o.timeout_s);
-        else if (!strcmp(a, "--rss-slack-pct")) NUM(0, 1000, o.rss_pct);
-        else if (!strcmp(a, "--rss-slack-mib")) NUM(0, 1e6, o.rss_mib);
-        else if (!strcmp(a, "-d") || !strcmp(a, "--device")) NUM(0, 1023, o.device);
-        else if (!strcmp(a, "--device-pct")) NUM(0, 100, o.device_pct);
-        else if (!strcmp(a, "--corrupt-every")) NUM(0, 1e9, o.corrupt_every);
-        else if (!strcmp(a, "--no-rss")) o.check_rss = 0;
-        else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) o.quiet = 1;
-        else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "gsort-load: unknown option '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-#undef NUM
-    }
-    if (o.min_log2 > o.max_log2) {
-        fprintf(stderr, "gsort-load: --min-log2 %d is above --max-log2 %d\n", o.min_log2,
-                o.max_log2);
-        return 2;
-    }
+    lo_opts o;
+    int prc = lo_parse(argc, argv, &o);
+    if (prc)
+        return prc == 1 ? 0 : 2;
     if (!o.socket)
         o.socket = getenv("GSORTD_SOCKET");
     if (o.socket && !*o.socket)
@@ -651,7 +481,7 @@ int main(int argc, char **argv)
 
     long pid = -1;
     char desc[1024];
-    if (daemon_pid(&o, &pid, desc, sizeof desc) < 0)
+    if (bc_daemon_desc(o.socket, o.timeout_s, "gsort-load", &pid, desc, sizeof desc) < 0)
         return 1;
     char date[64];
     time_t now = time(NULL);

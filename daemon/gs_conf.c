@@ -53,6 +53,7 @@ static const conf_key keys[] = {
     KEY("max_pinned_bytes", 1, max_pinned_bytes, 0),
     KEY("buffer_pool_percent", 1, buffer_pool_percent, 0),
     KEY("max_clients", 1, max_clients, 0),
+    KEY("inline_sort_max", 1, inline_sort_max, 0),
     KEY("max_header_bytes", 1, max_header_bytes, 0),
     KEY("idle_timeout", 1, idle_timeout_s, 0),
     KEY("io_timeout", 1, io_timeout_s, 0),
@@ -84,12 +85,13 @@ void gs_conf_defaults(gs_conf *c)
     c->max_pinned_bytes = GS_CONF_AUTO;
     c->buffer_pool_percent = 25;
     c->max_clients = 256;
+    c->inline_sort_max = 2048;
     c->max_header_bytes = 65536;
     c->idle_timeout_s = 300;
     c->io_timeout_s = 30;
     c->host_threads = 0;
     snprintf(c->devices, sizeof c->devices, "all");
-    c->tune_missing = 0;
+    c->tune_missing = GS_CONF_TUNE_AUTO;
     c->tune_budget_s = 270;
 }
 
@@ -558,6 +560,9 @@ int gs_conf_set(gs_conf *c, const char *key, const char *v, gs_err *err)
     }
     if (strcmp(key, "max_clients") == 0)
         return set_uint(&c->max_clients, key, v, 1, 65536, "a whole number from 1 to 65536", err);
+    if (strcmp(key, "inline_sort_max") == 0)
+        return set_uint(&c->inline_sort_max, key, v, 0, 65536,
+                        "a whole number of keys from 0 (never) to 65536", err);
     if (strcmp(key, "max_header_bytes") == 0) {
         uint64_t x;
         if (gs_conf_parse_size(v, &x) != 0 || x < 256 || x > (16u << 20))
@@ -576,8 +581,10 @@ int gs_conf_set(gs_conf *c, const char *key, const char *v, gs_err *err)
         return set_devices(c->devices, sizeof c->devices, v, err);
     if (strcmp(key, "tune_missing") == 0) {
         int b;
-        if (gs_conf_parse_bool(v, &b) != 0)
-            return bad(err, key, v, "yes/no, true/false, on/off or 1/0");
+        if (strcmp(v, "auto") == 0)
+            b = GS_CONF_TUNE_AUTO;
+        else if (gs_conf_parse_bool(v, &b) != 0)
+            return bad(err, key, v, "auto, or yes/no, true/false, on/off or 1/0");
         c->tune_missing = b;
         return 0;
     }
@@ -712,11 +719,13 @@ void gs_conf_print_noted(const gs_conf *c, const gs_conf_notes *n, FILE *out)
     else
         print_size(out, "max_pinned_bytes", c->max_pinned_bytes);
     fprintf(out, "max_clients = %u\n", c->max_clients);
+    fprintf(out, "inline_sort_max = %u\n", c->inline_sort_max);
     print_size(out, "max_header_bytes", c->max_header_bytes);
     print_duration(out, "idle_timeout", c->idle_timeout_s);
     print_duration(out, "io_timeout", c->io_timeout_s);
     fprintf(out, "host_threads = %u\n", c->host_threads);
     print_string(out, "devices", c->devices);
-    fprintf(out, "tune_missing = %s\n", c->tune_missing ? "yes" : "no");
+    fprintf(out, "tune_missing = %s\n", c->tune_missing == GS_CONF_TUNE_AUTO ? "auto"
+                                         : c->tune_missing ? "yes" : "no");
     print_duration(out, "tune_budget", c->tune_budget_s);
 }

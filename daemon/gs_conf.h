@@ -21,6 +21,11 @@
  * key, " = " and the quotes). */
 #define GS_CONF_LINE_MAX (2 * GS_CONF_PATH_MAX + 64)
 
+/* tune_missing: never, every device without a plan, or those that are
+ * not CPU devices (a CPU device's requests go to the host sort anyway,
+ * and tuning it would take the cores the daemon serves with). */
+enum { GS_CONF_TUNE_NO = 0, GS_CONF_TUNE_YES = 1, GS_CONF_TUNE_AUTO = 2 };
+
 typedef struct gs_conf {
     char socket[GS_CONF_SOCKET_MAX];   /* "": default (gs_paths_socket) */
     unsigned socket_mode;              /* 0660; never world-writable */
@@ -40,13 +45,16 @@ typedef struct gs_conf {
                                           once; 0: none; GS_CONF_AUTO (default): a
                                           quarter of the RAM, gs_conf_pinned_cap */
     unsigned max_clients;              /* 256 */
+    unsigned inline_sort_max;          /* host sorts of at most this many keys run on the
+                                          loop thread; 2048 */
     uint32_t max_header_bytes;         /* 64K */
     double idle_timeout_s;             /* no request in progress for this long: closed; 300 */
     double io_timeout_s;               /* a message half-read or a reply half-written
                                           without progress for this long: closed; 30 */
     unsigned host_threads;             /* host-sort workers; 0: min(online CPUs, 8) */
     char devices[256];                 /* "all" (default), "none", or indices "0,2" */
-    int tune_missing;                  /* tune devices without a plan while serving; no */
+    int tune_missing;                  /* GS_CONF_TUNE_*: tune devices without a plan while
+                                          serving; auto */
     double tune_budget_s;              /* per device for tune_missing; 270 */
 } gs_conf;
 

@@ -84,6 +84,7 @@ static cJSON *op_stats(srv *s, conn *c)
         .blocks = { s->blocks_mapped, s->blocks_reused, atomic_load(&s->pin.used),
                     atomic_load(&s->pin.cap), atomic_load(&s->pin.pinned),
                     atomic_load(&s->pin.refused) },
+        .database = { gs_db_queries(s->db), s->db != NULL },
         .routes = rts, .nroutes = s->nroutes };
     memcpy(st.requests.by_op, s->by_op, sizeof st.requests.by_op);
     return gs_reply_stats_build(&st, c->rq.id, NULL);

@@ -1,5 +1,6 @@
 /* Background tuning (tune_missing, --tune-missing): one thread tunes, one
- * after the other, the devices the scheduler serves without a plan, each
+ * after the other, the devices the scheduler serves without a plan (by
+ * default, auto, those that are not CPU devices), each
  * within tune_budget, with its own database connection, while the loop
  * keeps serving them with the built-in defaults. When it is done it wakes
  * the loop (uv_async_t), which re-opens the database so the new plans take
@@ -62,13 +63,15 @@ static void on_tune_done(uv_async_t *h)
 
 static void start_tuning(srv *s)
 {
-    if (!s->o->db_path || !s->o->db_path[0]) {
-        GS_WARN("--tune-missing needs a tuning database; not tuning");
-        return;
-    }
-    s->tune_ndev = gs_sched_untuned(s->sched, s->tune_dev, 64);
+    s->tune_ndev = gs_sched_untuned(s->sched, s->tune_dev, 64,
+                                    s->conf.tune_missing == GS_CONF_TUNE_AUTO);
     if (!s->tune_ndev)
         return;
+    if (!s->o->db_path || !s->o->db_path[0]) {
+        GS_WARN("tune_missing: no tuning database to write the plans to; not tuning");
+        s->tune_ndev = 0;
+        return;
+    }
     if (pthread_create(&s->tune_th, NULL, tune_main, s) != 0) {
         GS_WARN("--tune-missing: cannot start the tuning thread");
         return;

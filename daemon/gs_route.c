@@ -1,8 +1,10 @@
 /* Routing: where and how each sort runs, decided on the loop thread
- * (gs_sched_route, declared in gs_sched.h). The device's tuned plan from
- * the database for its key class, payload kind, stability and size, or the
- * registry's built-in default (gs_algo_default) when it has none, with one
- * warning per device and request shape; a client that names the algorithm
+ * (gs_sched_route, declared in gs_sched.h). The device's tuned plan for
+ * its key class, payload kind, stability and size, held in memory
+ * (gs_plans.h: the request path never queries the database); for a shape
+ * the plan lacks, the nearest tuned shape's entry; without a plan, the
+ * device's built-in defaults (gs_defaults.c); one warning per device
+ * and request shape says which and why. A client that names the algorithm
  * gets the best device for it; a queue that is busy may send the request to
  * another device or to the host when that is predicted to finish sooner.
  * Predictions come from the plan's measured time scaled linearly from its
@@ -23,7 +25,6 @@
 #include "gs_tune.h"
 #include "gs_time.h"
 
-#define HOST_SMALL_LOG2 15       /* no plan: below 2^15 keys the host sort wins */
 
 /* ---- plans ---- */
 
@@ -44,6 +45,8 @@ void gs_sched_set_db(gs_sched *s, gs_db *db)
         sdev *sd = &s->devs[i];
         sd->db_id = -1;
         sd->plan_entries = 0;
+        gs_plans_free(sd->plans);
+        sd->plans = NULL;
         sd->warned_noplan = 0;
         memset(sd->warned_shape, 0, sizeof sd->warned_shape);
         atomic_store(&sd->fails, 0);
@@ -57,8 +60,14 @@ void gs_sched_set_db(gs_sched *s, gs_db *db)
         int64_t id;
         if (gs_db_device_id(db, &sd->dev->info, 0, &id, &e) == 0) {
             sd->db_id = id;
-            if (gs_db_plan_count(db, id, &sd->plan_entries, &e) < 0)
+            /* the whole plan, read here once: routing never queries */
+            gs_plans *pt;
+            if (gs_plans_load(db, id, &pt, &e) < 0) {
                 GS_WARN("device %zu: cannot read its plan: %s", i, e.msg);
+            } else {
+                sd->plans = pt;
+                sd->plan_entries = (long)pt->nplan;
+            }
         }
     }
 }
@@ -109,29 +118,34 @@ static void shape_hint(gs_payload pl, char *buf, size_t len)
 }
 
 /* Log once per device and request shape (key width, payload kind,
- * stability: what the plan is keyed by, the size aside) that the built-in
- * defaults serve it, and why: `why` NULL means the device has a plan but
- * not for this shape. */
-static void warn_shape(sdev *sd, int d, const gs_sort_req *r, int kb, const char *why)
+ * stability: what the plan is keyed by, the size aside) that the plan has
+ * no entry for it, what serves it instead (`near`: the nearest tuned
+ * shape's entry; NULL: the built-in defaults) and what would tune it. */
+static void warn_shape(sdev *sd, int d, const gs_sort_req *r, int kb, const gs_plans_entry *near)
 {
     unsigned char *w = &sd->warned_shape[kb == 64][r->payload][r->stable ? 1 : 0];
     if (*w)
         return;
     *w = 1;
-    char hint[160] = "";
-    if (!why)
-        shape_hint(r->payload, hint, sizeof hint);
-    GS_WARN("device %d (%s, driver %s): %s for %d-bit keys, payload %s%s, %s%s%s; using "
-            "built-in defaults for that shape%s%s%s", d, sd->dev->info.name, sd->dev->info.driver,
-            why ? "the plan entry" : "no tuned plan entry", kb, gs_payload_name(r->payload),
+    char hint[160] = "", instead[160];
+    shape_hint(r->payload, hint, sizeof hint);
+    if (near)
+        snprintf(instead, sizeof instead, "the plan of the nearest tuned shape (%d-bit keys, "
+                 "payload %s, %s: %s)", near->key_bits, gs_payload_name(near->payload),
+                 near->stable ? "stable" : "not stable", near->algo->name);
+    else
+        snprintf(instead, sizeof instead, "built-in defaults");
+    GS_WARN("device %d (%s, driver %s): no tuned plan entry for %d-bit keys, payload %s%s, %s; "
+            "using %s for that shape (%s)", d, sd->dev->info.name, sd->dev->info.driver, kb,
+            gs_payload_name(r->payload),
             r->payload == GS_PL_IDX32 || r->payload == GS_PL_IDX64 ? " (argsort)" : "",
-            r->stable ? "stable" : "not stable", why ? " " : "", why ? why : "",
-            hint[0] ? " (" : "", hint, hint[0] ? ")" : "");
+            r->stable ? "stable" : "not stable", instead, hint);
 }
 
-/* The device's own choice for this request: its tuned plan, else the
- * built-in defaults. 0, or a negative code when the device cannot serve it
- * at all (the caller then leaves it out). */
+/* The device's own choice for this request: its tuned plan (from memory),
+ * else the plan of its nearest tuned shape, else the built-in defaults. 0,
+ * or a negative code when the device cannot serve it at all (the caller
+ * then leaves it out). */
 static int device_cand(gs_sched *s, int d, const gs_job *j, cand *c)
 {
     sdev *sd = &s->devs[d];
@@ -139,44 +153,35 @@ static int device_cand(gs_sched *s, int d, const gs_job *j, cand *c)
     int kb = (int)gs_dtype_size(r->dtype) * 8;
     gs_err e;
     gs_err_clear(&e);
-    gs_db_choice ch;
     c->dev = d;
-    int tuned = 0;
-    if (s->db && sd->db_id >= 0 && sd->plan_entries > 0) {
-        int lrc = gs_db_plan_lookup(s->db, sd->db_id, kb, gs_payload_name(r->payload), r->stable,
-                                    r->n, &ch, &e);
-        char why[GS_ERR_MSG_MAX + 64];
-        if (lrc == GS_ENOTFOUND) {
+    const gs_plans_entry *pe = NULL;
+    if (sd->plans && sd->plan_entries > 0) {
+        pe = gs_plans_lookup(sd->plans, kb, r->payload, r->stable, r->n);
+        if (!pe && (pe = gs_plans_nearest(sd->plans, kb, r->payload, r->stable, r->n)))
+            warn_shape(sd, d, r, kb, pe);
+        else if (!pe)
             warn_shape(sd, d, r, kb, NULL);
-        } else if (lrc < 0) {
-            snprintf(why, sizeof why, "cannot be read: %s", e.msg);
-            warn_shape(sd, d, r, kb, why);
-        } else if (!(c->algo = gs_algo_find(ch.algorithm))) {
-            snprintf(why, sizeof why, "names algorithm '%s', which this gsortd does not have",
-                     ch.algorithm);
-            warn_shape(sd, d, r, kb, why);
-        } else if (gs_params_from_json(ch.params, &c->params, &e) < 0) {
-            snprintf(why, sizeof why, "has unusable parameters: %s", e.msg);
-            warn_shape(sd, d, r, kb, why);
-        } else {
-            tuned = 1;
-        }
     } else if (!sd->warned_noplan) {
         sd->warned_noplan = 1;
         GS_WARN("device %d (%s, driver %s): no tuned plan%s; using built-in defaults "
                 "(run gsortd --tune-all, or serve with --tune-missing)", d, sd->dev->info.name,
                 sd->dev->info.driver, s->db ? "" : " (no database)");
     }
-    if (tuned) {
+    if (pe) {
+        c->algo = pe->algo;
+        c->params = pe->params;
         c->plan = GS_PLAN_TUNED;
-        c->ms = ch.median_ms * ((double)(r->n ? r->n : 1) / ldexp(1.0, ch.bucket));
+        c->ms = pe->median_ms * ((double)(r->n ? r->n : 1) / ldexp(1.0, pe->bucket));
     } else {
+        /* built-in defaults (gs_defaults.c): the host sort below the
+         * device's crossover, or everywhere on a CPU device */
         c->plan = GS_PLAN_DEFAULT;
-        if (r->n < ((size_t)1 << HOST_SMALL_LOG2)) {
+        int from = atomic_load(&sd->dflt_min_log2);
+        if (!sd->dflt_algo->uses_device || (from < 63 && r->n < ((uint64_t)1 << from))) {
             host_cand(s, r, GS_PLAN_DEFAULT, c);
             return 0;
         }
-        c->algo = gs_algo_default();
+        c->algo = sd->dflt_algo;
         c->algo->defaults(&sd->dev->info, &c->params);
         c->ms = sd->rate_ms_per_key * (double)r->n;
     }
@@ -252,17 +257,14 @@ static int route_override(gs_sched *s, gs_job *j, gs_err *err)
         c.algo = a;
         c.plan = GS_PLAN_OVERRIDE;
         c.ms = sd->rate_ms_per_key * (double)j->req.n;
-        gs_db_choice ch;
-        gs_err e;
         int kb = (int)gs_dtype_size(j->req.dtype) * 8;
+        const gs_plans_entry *w = NULL;
         if (j->has_params) {
             c.params = j->params;
-        } else if (s->db && sd->db_id >= 0 &&
-                   gs_db_winner_get(s->db, sd->db_id, a->name, kb,
-                                    gs_payload_name(j->req.payload), gs_db_bucket(j->req.n), &ch,
-                                    &e) == 0 &&
-                   gs_params_from_json(ch.params, &c.params, &e) == 0) {
-            c.ms = ch.median_ms;
+        } else if ((w = gs_plans_winner(sd->plans, a, kb, j->req.payload,
+                                        gs_db_bucket(j->req.n)))) {
+            c.params = w->params;
+            c.ms = w->median_ms;
         } else {
             a->defaults(&sd->dev->info, &c.params);
         }

@@ -206,6 +206,8 @@ static void *worker_main(void *arg)
     int d = wa->dev;
     free(wa);
     queue *q = d >= 0 ? &s->devs[d].q : &s->hostq;
+    if (d >= 0)
+        sched_defaults_measure(s, d);   /* requests queue up meanwhile */
     gs_job *j;
     while ((j = queue_pop(q))) {
         j->t_start = gs_now_ms();
@@ -313,6 +315,7 @@ int gs_sched_start(gs_sched **out, uv_loop_t *loop, gs_dev *devs, size_t ndev,
         sd->dev = &devs[i];
         sd->db_id = -1;
         sd->rate_ms_per_key = devs[i].info.type & CL_DEVICE_TYPE_GPU ? 2e-6 : 2e-5;
+        sched_defaults_init(sd);
         queue_init(&sd->q);
         if (!device_chosen(o->devices, i)) {
             GS_INFO("device %zu (%s): not used (devices = %s)", i, devs[i].info.name, o->devices);
@@ -365,6 +368,8 @@ void gs_sched_stop(gs_sched *s)
     pthread_cond_destroy(&s->hostq.cv);
     pthread_mutex_destroy(&s->done_mu);
     free(s->host_th);
+    for (size_t i = 0; i < s->ndev; i++)
+        gs_plans_free(s->devs[i].plans);
     free(s->devs);
     /* The handle lives inside the scheduler: free it once libuv is done. */
     s->async.data = s;
@@ -379,10 +384,25 @@ int sched_dev_healthy(sdev *sd)
     return until == 0.0 || gs_now_ms() >= until;
 }
 
+void gs_sched_set_inline_max(gs_sched *s, size_t n)
+{
+    s->inline_max = n;
+}
+
 void gs_sched_submit(gs_sched *s, gs_job *j)
 {
     s->inflight++;
     j->st.output_touched = 0;
+    if (j->dev < 0 && j->req.n <= s->inline_max) {
+        /* small enough to sort here: done runs now, on this thread */
+        j->t_start = gs_now_ms();
+        run_host(s, j);
+        j->t_done = gs_now_ms();
+        s->inflight--;
+        learn(&s->host_rate[gs_dtype_size(j->req.dtype) == 8], j);
+        s->done(j, s->ud);
+        return;
+    }
     queue_push(j->dev >= 0 ? &s->devs[j->dev].q : &s->hostq, j);
 }
 
@@ -421,11 +441,12 @@ unsigned gs_sched_host_threads(const gs_sched *s)
     return s->nhost;
 }
 
-size_t gs_sched_untuned(gs_sched *s, int *idx, size_t cap)
+size_t gs_sched_untuned(gs_sched *s, int *idx, size_t cap, int no_cpu)
 {
     size_t n = 0;
-    for (size_t i = 0; i < s->ndev && n < cap; i++)
-        if (s->devs[i].enabled && s->devs[i].plan_entries == 0)
+    for (size_t i = 0; s && i < s->ndev && n < cap; i++)
+        if (s->devs[i].enabled && s->devs[i].plan_entries == 0 &&
+            !(no_cpu && (s->devs[i].dev->info.type & CL_DEVICE_TYPE_CPU)))
             idx[n++] = (int)i;
     return n;
 }

@@ -107,7 +107,14 @@ size_t gs_sched_ndev(const gs_sched *s);
 void gs_sched_trim(gs_sched *s, double idle_ms);
 void gs_sched_devstat_get(gs_sched *s, size_t i, gs_sched_devstat *out);
 unsigned gs_sched_host_threads(const gs_sched *s);
-/* Indices of enabled devices without a plan (for --tune-missing). */
-size_t gs_sched_untuned(gs_sched *s, int *idx, size_t cap);
+/* Host sorts of at most n keys run on the loop thread, in
+ * gs_sched_submit, with done called before it returns: for a small array
+ * the hand-off to a worker and back (two wake-ups) costs more than the
+ * sort. 0: every sort goes to a worker. */
+void gs_sched_set_inline_max(gs_sched *s, size_t n);
+
+/* Indices of enabled devices without a plan (for tune_missing), leaving
+ * out CPU devices when no_cpu (tune_missing = auto). */
+size_t gs_sched_untuned(gs_sched *s, int *idx, size_t cap, int no_cpu);
 
 #endif

@@ -15,12 +15,14 @@
 
 #include "gs_db.h"
 #include "gs_dev.h"
+#include "gs_plans.h"
 #include "gs_prog.h"
 #include "gs_sort.h"
 
 #define MAX_ALGOS 16
 
 struct gs_job;
+typedef struct gs_sched gs_sched;
 
 typedef struct queue {
     pthread_mutex_t mu;
@@ -43,9 +45,14 @@ typedef struct sdev {
     /* loop thread only */
     long long db_id;
     long plan_entries;
+    gs_plans *plans;                 /* the tuned plan in memory, NULL: none */
     int warned_noplan;               /* no plan at all: said once per device */
     unsigned char warned_shape[2][GS_PL_COUNT][2];   /* [64-bit keys][payload][stable] */
     double rate_ms_per_key;          /* learned, untuned routes */
+    /* built-in defaults without a plan (gs_defaults.c) */
+    const gs_algo *dflt_algo;        /* from dflt_min_log2 up; host below */
+    _Atomic int dflt_min_log2;       /* written once by the worker when measured */
+    int dflt_measure;                /* the worker measures it when it starts */
 } sdev;
 
 struct gs_sched {
@@ -64,6 +71,7 @@ struct gs_sched {
     void *ud;
     size_t inflight;                 /* loop thread */
     double host_rate[2];             /* ms per key, 32/64-bit keys, learned */
+    size_t inline_max;               /* gs_sched_set_inline_max */
 };
 
 /* The algorithm's slot in sdev.broken. */
@@ -72,5 +80,9 @@ int sched_algo_index(const gs_algo *a);
 void sched_queue_load(queue *q, unsigned *len, double *backlog);
 /* Not resting after repeated failures. */
 int sched_dev_healthy(sdev *sd);
+/* The device's built-in defaults (gs_defaults.c): chosen at start, the
+ * crossover measured by its worker before it serves. */
+void sched_defaults_init(sdev *sd);
+void sched_defaults_measure(gs_sched *s, int d);
 
 #endif

@@ -40,7 +40,11 @@ void srv_db_open(srv *s)
     }
     s->db_ok = 0;
     const char *path = s->o->db_path;
-    if (path && path[0] && !s->conf.tune_missing && access(path, F_OK) != 0) {
+    int idx[64];
+    int tunes = s->conf.tune_missing == GS_CONF_TUNE_YES ||
+                (s->conf.tune_missing == GS_CONF_TUNE_AUTO &&
+                 gs_sched_untuned(s->sched, idx, 64, 1));
+    if (path && path[0] && !tunes && access(path, F_OK) != 0) {
         GS_WARN("no tuning database at %s (run gsortd --tune-all, or serve with "
                 "--tune-missing); serving with built-in defaults", path);
     } else if (path && path[0]) {
@@ -178,6 +182,7 @@ static int reload_conf(srv *s)
     gs_log_set_level(s->conf.log_level);
     atomic_store(&s->pin.cap, gs_conf_pinned_cap(&s->conf));   /* new registrations */
     gs_bufpool_set_share(s->conf.buffer_pool_percent);
+    gs_sched_set_inline_max(s->sched, s->conf.inline_sort_max);
     /* The allow lists apply to connections accepted from now on. */
     if (acl_rc < 0) {
         GS_ERROR("reload: %s; keeping allow_uids = \"%s\", allow_gids = \"%s\"",
@@ -266,6 +271,7 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
         free(s);
         return rc;
     }
+    gs_sched_set_inline_max(s->sched, s->conf.inline_sort_max);
     srv_db_open(s);
 
     uv_poll_init(&s->loop, &s->lis_poll, s->lis.fd);

@@ -252,6 +252,56 @@ int gs_db_plan_count(gs_db *db, int64_t device_id, long *count, gs_err *err)
     return rc;
 }
 
+/* Rows of `sql` (algorithm, params, median_ms, bucket, key_bits, payload,
+ * stable) for ?1 = device_id, each handed to fn. */
+static int each_row(gs_db *db, const char *sql, int64_t device_id, const char *what,
+                    int (*fn)(void *arg, const gs_db_row *row), void *arg, gs_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = db_prepare(db, sql, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, device_id);
+    int step;
+    while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        gs_db_row r;
+        const char *algo = (const char *)sqlite3_column_text(st, 0);
+        const char *params = (const char *)sqlite3_column_text(st, 1);
+        const char *pl = (const char *)sqlite3_column_text(st, 5);
+        if (!algo || !params || !pl) {
+            rc = gs_err_set(err, GS_ECORRUPT, "database %s: a %s row lacks a value", db->path,
+                            what);
+            break;
+        }
+        snprintf(r.c.algorithm, sizeof r.c.algorithm, "%s", algo);
+        snprintf(r.c.params, sizeof r.c.params, "%s", params);
+        r.c.median_ms = sqlite3_column_double(st, 2);
+        r.c.bucket = sqlite3_column_int(st, 3);
+        r.key_bits = sqlite3_column_int(st, 4);
+        snprintf(r.payload, sizeof r.payload, "%s", pl);
+        r.stable = sqlite3_column_type(st, 6) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 6);
+        rc = fn(arg, &r);
+    }
+    if (rc == 0 && step != SQLITE_DONE)
+        rc = db_fail(db, step, err, what);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int gs_db_plan_each(gs_db *db, int64_t device_id, int (*fn)(void *arg, const gs_db_row *row),
+                    void *arg, gs_err *err)
+{
+    return each_row(db, "SELECT algorithm, params, median_ms, bucket, key_bits, payload, stable"
+                    " FROM plan WHERE device_id=?1", device_id, "plan", fn, arg, err);
+}
+
+int gs_db_winner_each(gs_db *db, int64_t device_id,
+                      int (*fn)(void *arg, const gs_db_row *row), void *arg, gs_err *err)
+{
+    return each_row(db, "SELECT algorithm, params, median_ms, bucket, key_bits, payload, NULL"
+                    " FROM winners WHERE device_id=?1", device_id, "winners", fn, arg, err);
+}
+
 int gs_db_plan_lookup(gs_db *db, int64_t device_id, int key_bits, const char *payload,
                       int stable, uint64_t n, gs_db_choice *out, gs_err *err)
 {

@@ -105,6 +105,23 @@ int gs_db_plan_set(gs_db *db, int64_t device_id, int key_bits, const char *paylo
 int gs_db_plan_lookup(gs_db *db, int64_t device_id, int key_bits, const char *payload,
                       int stable, uint64_t n, gs_db_choice *out, gs_err *err);
 
+/* A row of the plan or the winners table, for loading them whole. */
+typedef struct gs_db_row {
+    gs_db_choice c;            /* algorithm, params, median_ms, bucket */
+    int key_bits;
+    char payload[16];
+    int stable;                /* plan rows: 0 or 1; winners: -1 */
+} gs_db_row;
+/* Every plan (winners) row of a device, handed to fn in no particular
+ * order; a non-zero return from fn stops the walk and is returned. */
+int gs_db_plan_each(gs_db *db, int64_t device_id, int (*fn)(void *arg, const gs_db_row *row),
+                    void *arg, gs_err *err);
+int gs_db_winner_each(gs_db *db, int64_t device_id,
+                      int (*fn)(void *arg, const gs_db_row *row), void *arg, gs_err *err);
+/* Statements this connection has prepared (each query or write is one):
+ * lets the daemon's stats, and its tests, show that serving queries none. */
+unsigned long gs_db_queries(const gs_db *db);
+
 /* How many plan entries the device has (0 when untuned). */
 int gs_db_plan_count(gs_db *db, int64_t device_id, long *count, gs_err *err);
 

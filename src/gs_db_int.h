@@ -17,6 +17,7 @@ struct gs_db {
     sqlite3 *h;
     char *path;
     int immutable;    /* read through an immutable=1 URI (see open_immutable) */
+    unsigned long queries;   /* statements prepared: gs_db_queries */
 };
 
 /* GS_ECORRUPT, GS_ENOMEM or GS_EIO for an SQLite result code. */

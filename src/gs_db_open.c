@@ -70,6 +70,7 @@ int db_exec(gs_db *db, const char *sql, gs_err *err)
 
 int db_prepare(gs_db *db, const char *sql, sqlite3_stmt **st, gs_err *err)
 {
+    db->queries++;
     int rc = sqlite3_prepare_v2(db->h, sql, -1, st, NULL);
     return rc == SQLITE_OK ? 0 : db_fail(db, rc, err, "prepare");
 }
@@ -81,6 +82,11 @@ int db_step_done(gs_db *db, sqlite3_stmt *st, gs_err *err, const char *what)
     int ret = rc == SQLITE_DONE ? 0 : db_fail(db, rc, err, what);
     sqlite3_finalize(st);
     return ret;
+}
+
+unsigned long gs_db_queries(const gs_db *db)
+{
+    return db ? db->queries : 0;
 }
 
 int gs_db_version(gs_db *db)

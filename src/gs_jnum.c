@@ -225,6 +225,35 @@ int gs_jnum_add_long(cJSON *obj, const char *name, long x)
     return add_int(obj, name, x < 0, x < 0 ? -(uint64_t)x : (uint64_t)x);
 }
 
+int gs_jnum_add_ms(cJSON *obj, const char *name, double ms)
+{
+    if (!(ms > -1e12 && ms < 1e12))     /* NaN, or years: cJSON's way */
+        return cJSON_AddNumberToObject(obj, name, ms) != NULL;
+    int neg = ms < 0;
+    uint64_t ns = (uint64_t)((neg ? -ms : ms) * 1e6 + 0.5);
+    uint64_t whole = ns / 1000000;
+    unsigned frac = (unsigned)(ns % 1000000);
+    char t[48], *p = t + sizeof t;
+    *--p = '\0';
+    int digits = 6;
+    while (digits && frac % 10 == 0) {   /* drop trailing zeros */
+        frac /= 10;
+        digits--;
+    }
+    if (digits) {
+        for (int i = 0; i < digits; i++, frac /= 10)
+            *--p = (char)('0' + frac % 10);
+        *--p = '.';
+    }
+    do {
+        *--p = (char)('0' + whole % 10);
+        whole /= 10;
+    } while (whole);
+    if (neg && (p[0] != '0' || p[1]))
+        *--p = '-';
+    return cJSON_AddRawToObject(obj, name, p) != NULL;
+}
+
 const char *gs_jnum_quote(const gs_jnum_doc *doc, const cJSON *v, char buf[48])
 {
     const char *t;

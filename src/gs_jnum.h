@@ -42,6 +42,11 @@ int gs_jnum_long(const gs_jnum_doc *doc, const cJSON *v, long *out);
  * number): 1, or 0 when out of memory. */
 int gs_jnum_add_u64(cJSON *obj, const char *name, uint64_t x);
 int gs_jnum_add_long(cJSON *obj, const char *name, long x);
+/* A duration in ms with six decimals (nanoseconds), trailing zeros
+ * dropped: "0.012345", "27". Written from integer digits: cJSON's own
+ * number printing (printf "%.15g", read back with sscanf, then "%.17g")
+ * cost more than the 1000-key sort a reply reports. */
+int gs_jnum_add_ms(cJSON *obj, const char *name, double ms);
 
 /* A peer string made safe to quote in a message: at most 40 printable
  * ASCII characters, anything else shown as '?'. Returns buf. */

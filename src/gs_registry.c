@@ -35,9 +35,14 @@ const gs_algo *gs_algo_find(const char *name)
     return NULL;
 }
 
-/* The device algorithm of the built-in defaults: stable, so it serves every
- * request, stable or not, without a plan. */
-const gs_algo *gs_algo_default(void)
+/* What a device without a tuned plan runs from the crossover size up
+ * (issue 17): on a GPU radix, stable, so it serves every request, and the
+ * fastest there from about 2^16 keys on; on a CPU device (PoCL) the host
+ * sort, which shares the same cores without the OpenCL runtime between
+ * them and is several times faster at every size. */
+const gs_algo *gs_algo_default_for(const gs_dev_info *info)
 {
-    return &gs_algo_mergepath;
+    if (info && (info->type & CL_DEVICE_TYPE_CPU))
+        return &gs_algo_host;
+    return &gs_algo_radix;
 }

@@ -239,12 +239,12 @@ cJSON *gs_reply_sort_build(const gs_reply_sort *r, const cJSON *id, gs_err *err)
     if (r->fallback && r->fallback[0])
         ok = ok && add_str(h, "fallback", r->fallback);
     cJSON *t = ok ? cJSON_AddObjectToObject(h, "times_ms") : NULL;
-    ok = add_num(t, "queue", r->times_ms.queue);
-    ok = ok && add_num(t, "receive", r->times_ms.receive);
-    ok = ok && add_num(t, "upload", r->times_ms.upload);
-    ok = ok && add_num(t, "sort", r->times_ms.sort);
-    ok = ok && add_num(t, "download", r->times_ms.download);
-    ok = ok && add_num(t, "total", r->times_ms.total);
+    ok = t && gs_jnum_add_ms(t, "queue", r->times_ms.queue);
+    ok = ok && gs_jnum_add_ms(t, "receive", r->times_ms.receive);
+    ok = ok && gs_jnum_add_ms(t, "upload", r->times_ms.upload);
+    ok = ok && gs_jnum_add_ms(t, "sort", r->times_ms.sort);
+    ok = ok && gs_jnum_add_ms(t, "download", r->times_ms.download);
+    ok = ok && gs_jnum_add_ms(t, "total", r->times_ms.total);
     return finish(h, ok, "sort", err);
 }
 
@@ -486,6 +486,9 @@ cJSON *gs_reply_stats_build(const gs_reply_stats *r, const cJSON *id, gs_err *er
     ok = ok && add_u64(bl, "max_pinned_bytes", r->blocks.max_pinned_bytes);
     ok = ok && add_u64(bl, "pinned", r->blocks.pinned);
     ok = ok && add_u64(bl, "refused", r->blocks.refused);
+    cJSON *dbo = ok ? cJSON_AddObjectToObject(h, "database") : NULL;
+    ok = dbo && cJSON_AddBoolToObject(dbo, "open", r->database.open) != NULL;
+    ok = ok && add_u64(dbo, "queries", r->database.queries);
     cJSON *rt = ok ? cJSON_AddArrayToObject(h, "routes") : NULL;
     ok = rt != NULL;
     for (size_t i = 0; ok && i < r->nroutes; i++) {
@@ -542,6 +545,9 @@ int gs_reply_stats_parse(const cJSON *h, const gs_jnum_doc *doc, gs_reply_stats 
     out->blocks.max_pinned_bytes = get_uint(&p, bl, "blocks", "max_pinned_bytes", UINT64_MAX);
     out->blocks.pinned = (unsigned long)get_uint(&p, bl, "blocks", "pinned", ULONG_MAX);
     out->blocks.refused = (unsigned long)get_uint(&p, bl, "blocks", "refused", ULONG_MAX);
+    const cJSON *dbo = get_obj(&p, h, NULL, "database");
+    out->database.open = get_bool(&p, dbo, "database", "open");
+    out->database.queries = (unsigned long)get_uint(&p, dbo, "database", "queries", ULONG_MAX);
 
     const cJSON *rt = get_arr(&p, h, NULL, "routes");
     size_t n = rt ? (size_t)cJSON_GetArraySize(rt) : 0;

@@ -144,6 +144,9 @@ typedef struct gs_reply_stats {
         uint64_t pinned_bytes, max_pinned_bytes;
         unsigned long pinned, refused;      /* registrations made, and refused (cap, driver) */
     } blocks;
+    /* the tuning database: statements run since it was opened (loading the
+     * plans; serving runs none), and whether one is open: "database" */
+    struct { unsigned long queries; int open; } database;
     gs_reply_route *routes;
     size_t nroutes;
 } gs_reply_stats;

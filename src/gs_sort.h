@@ -109,9 +109,10 @@ long gs_max_wg(const gs_dev_info *info, long cap);
 size_t gs_algo_count(void);
 const gs_algo *gs_algo_at(size_t i);
 const gs_algo *gs_algo_find(const char *name);
-/* The device algorithm a device without a tuned plan runs, with its
- * defaults(): the registry's choice, so callers need not name one. */
-const gs_algo *gs_algo_default(void);
+/* The algorithm a device without a tuned plan runs (with its defaults())
+ * from its crossover size up: the registry's choice for that kind of
+ * device, so callers need not name one. The host sort for a CPU device. */
+const gs_algo *gs_algo_default_for(const gs_dev_info *info);
 
 /* Check the request, then the parameter set, then run, filling `st`.
  * Float keys whose NaNs are not all the canonical quiet NaN get their exact

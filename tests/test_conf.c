@@ -55,7 +55,7 @@ static const char *conf_diff(const gs_conf *a, const gs_conf *b)
 #define V(f) if (a->f != b->f) return #f
     S(socket); V(socket_mode); S(socket_group); S(allow_uids); S(allow_gids); S(db); S(cache_dir); S(kernel_dir);
     V(log_level); V(log_syslog); V(max_request_bytes); V(max_pinned_bytes);
-    V(buffer_pool_percent); V(max_clients);
+    V(buffer_pool_percent); V(max_clients); V(inline_sort_max);
     V(max_header_bytes); V(idle_timeout_s); V(io_timeout_s); V(host_threads);
     S(devices); V(tune_missing); V(tune_budget_s);
     return NULL;
@@ -68,12 +68,12 @@ static int conf_ndiff(const gs_conf *a, const gs_conf *b)
 #define VC(f) n += a->f != b->f
     SC(socket); VC(socket_mode); SC(socket_group); SC(allow_uids); SC(allow_gids); SC(db); SC(cache_dir); SC(kernel_dir);
     VC(log_level); VC(log_syslog); VC(max_request_bytes); VC(max_pinned_bytes);
-    VC(buffer_pool_percent); VC(max_clients);
+    VC(buffer_pool_percent); VC(max_clients); VC(inline_sort_max);
     VC(max_header_bytes); VC(idle_timeout_s); VC(io_timeout_s); VC(host_threads);
     SC(devices); VC(tune_missing); VC(tune_budget_s);
     return n;
 }
-#define NFIELDS 21
+#define NFIELDS 22
 
 /* ---- parsers ---- */
 
@@ -265,9 +265,9 @@ static void test_keys(void)
                c.max_header_bytes == 65536,
            "defaults: limits 4G / 256 / 64K");
     tap_ok(c.idle_timeout_s == 300 && c.io_timeout_s == 30, "defaults: timeouts 300 s / 30 s");
-    tap_ok(c.host_threads == 0 && strcmp(c.devices, "all") == 0 && c.tune_missing == 0 &&
-               c.tune_budget_s == 270,
-           "defaults: host_threads 0, devices all, no tuning, budget 270 s");
+    tap_ok(c.host_threads == 0 && strcmp(c.devices, "all") == 0 &&
+               c.tune_missing == GS_CONF_TUNE_AUTO && c.tune_budget_s == 270,
+           "defaults: host_threads 0, devices all, tune_missing auto, budget 270 s");
     tap_ok(strcmp(gs_conf_default_path(), GS_SYSCONFDIR "/gsortd/gsortd.conf") == 0,
            "default config path is SYSCONFDIR/gsortd/gsortd.conf (" GS_SYSCONFDIR ")");
 
@@ -493,7 +493,8 @@ static void test_keys(void)
     tap_ok(gs_conf_set(&c, "devices", "0,00", &e) == GS_EINVAL, "devices 0 and 00 are duplicates");
     set_good("tune_missing", "yes");
     set_good("tune_missing", "FALSE");
-    set_bad("tune_missing", "maybe", "yes/no");
+    set_good("tune_missing", "auto");
+    set_bad("tune_missing", "maybe", "auto, or yes/no");
     set_good("tune_budget", "1000h");
     set_good("tune_budget", "30s");
     set_bad("tune_budget", "0", "above 0");
@@ -823,6 +824,7 @@ static void all_changed(gs_conf *c)
         { "cache_dir", "#cache" },                 { "kernel_dir", "\"k\"" },
         { "log_level", "error" },                  { "log_target", "syslog" },
         { "max_request_bytes", "5000" },           { "max_clients", "65536" },
+        { "inline_sort_max", "0" },
         { "max_pinned_bytes", "0" },               { "buffer_pool_percent", "90" },
         { "max_header_bytes", "3M" },              { "idle_timeout", "0.123456789s" },
         { "io_timeout", "1.5s" },                  { "host_threads", "1024" },
@@ -850,7 +852,7 @@ static void test_print(void)
     tap_ok(strstr(text, "socket = \"\"\n") && strstr(text, "socket_mode = 0660\n") &&
                strstr(text, "max_request_bytes = 4G\n") &&
                strstr(text, "max_header_bytes = 64K\n") && strstr(text, "devices = all\n") &&
-               strstr(text, "tune_missing = no\n") && strstr(text, "log_level = info\n") &&
+               strstr(text, "tune_missing = auto\n") && strstr(text, "log_level = info\n") &&
                strstr(text, "log_target = stderr\n"),
            "printed defaults use suffixes, octal mode and \"\"");
     int lines = 0;

@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -488,6 +489,17 @@ static void test_ops(dmn *d, uint64_t max_req)
     gs_client_close(c);
 }
 
+/* The stats' database.queries (ULONG_MAX when it cannot be read). */
+static unsigned long db_queries(gs_client *c)
+{
+    char why[600];
+    cJSON *st = call(c, "stats", why, sizeof why);
+    const cJSON *q = st ? jget(jget(st, "database"), "queries") : NULL;
+    unsigned long v = cJSON_IsNumber(q) ? (unsigned long)q->valuedouble : ULONG_MAX;
+    cJSON_Delete(st);
+    return v;
+}
+
 /* ---- every dtype x values kind, inline and memfd, both orders ---- */
 
 static void test_matrix(dmn *d)
@@ -538,6 +550,26 @@ static void test_matrix(dmn *d)
     ok = sort_ok(c, GS_DT_I64, GS_PL_U32, 1, 20000, 9, NULL, 1, why, sizeof why, &res);
     tap_ok(ok && *res.plan && *res.algorithm, "no algorithm named, i64/u32 desc memfd: plan "
            "'%s' -> %s", res.plan, why);
+
+    /* The plan lives in memory (issue 17): serving runs no database
+     * statement, whether the shape is tuned, borrowed from the nearest
+     * tuned shape, or the client names a device algorithm (its winners). */
+    unsigned long q0 = db_queries(c), q1;
+    int all = 1;
+    static const struct { gs_dtype t; gs_payload p; size_t n; const char *algo; } q[] = {
+        { GS_DT_U32, GS_PL_NONE, 10000, NULL }, { GS_DT_F64, GS_PL_IDX64, 3000, NULL },
+        { GS_DT_I32, GS_PL_U64, 70000, NULL }, { GS_DT_U32, GS_PL_U32, 5000, "radix" },
+    };
+    for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) {
+        ok = sort_ok(c, q[i].t, q[i].p, 0, q[i].n, 20 + i, q[i].algo, 0, why, sizeof why, &res);
+        if (!ok)
+            tap_diag("sort %zu: %s", i, why);
+        all &= ok;
+    }
+    q1 = db_queries(c);
+    tap_ok(all && q0 != ULONG_MAX && q0 > 0 && q1 == q0,
+           "a tuned daemon serves tuned, untuned and named-algorithm sorts without a database "
+           "statement: %lu statements before (loading the plan), %lu after", q0, q1);
     gs_client_close(c);
 }
 
@@ -1314,15 +1346,72 @@ static void *busy_main(void *arg)
     return NULL;
 }
 
-/* A daemon with no database plans mergepath on the device from 2^15 keys.
- * While a long device sort (2^23 keys, named explicitly) occupies the
- * device's queue, an unnamed 2^16-key request must go to the host sort,
- * predicted sooner, with plan "busy"; with the queue empty again the same
- * request goes back to the device. */
+static int child_putenv(void *arg)
+{
+    return putenv((char *)arg) != 0;
+}
+
+/* Built-in defaults without a database (issue 17, daemon/gs_defaults.c):
+ * a CPU device leaves every size to the host sort; a GPU (here PoCL made
+ * to look like one by a test hook) measures its crossover when it starts,
+ * logs it, and serves from it. */
+static void test_defaults(void)
+{
+    static dmn d, g;
+    char why[600] = "";
+    gs_client_result res;
+    if (dmn_start(&d, "defaults", NULL, NULL) != 0) {
+        tap_ok(0, "untuned daemon starts");
+        return;
+    }
+    gs_client *c = conn(&d);
+    int ok = 1;
+    static const size_t ns[] = { 1000, 65536, 1u << 20 };
+    for (size_t i = 0; i < 3 && ok; i++) {
+        memset(&res, 0, sizeof res);
+        ok = sort_ok(c, GS_DT_U32, GS_PL_NONE, 0, ns[i], 60 + i, NULL, 1, why, sizeof why, &res) &&
+             res.device < 0 && !strcmp(res.algorithm, "host") && !strcmp(res.plan, "default");
+    }
+    tap_ok(ok, "untuned, a CPU device: 10^3, 2^16 and 2^20 keys all go to the host sort with "
+           "plan 'default' (last: %s by %s, plan %s): %s",
+           res.device < 0 ? "host" : res.device_name, res.algorithm, res.plan, why);
+    gs_client_close(c);
+    dmn_stop(&d, SIGTERM, 30);
+
+    static char hook[] = "GSORTD_TEST_DEFAULTS=gpu";
+    const char *const extra[] = { "--log-level", "info", NULL };
+    if (dmn_spawn(&g, "defaults-gpu", NULL, extra, child_putenv, hook) || dmn_wait_ready(&g)) {
+        tap_ok(0, "untuned daemon with GPU defaults starts");
+        return;
+    }
+    c = conn(&g);
+    /* the measurement is done before the worker serves its first request */
+    memset(&res, 0, sizeof res);
+    ok = sort_ok(c, GS_DT_U32, GS_PL_NONE, 0, 1u << 20, 64, NULL, 0, why, sizeof why, &res);
+    for (int i = 0; i < 100 && !dmn_log_contains(&g, "built-in defaults: the host sort below"); i++)
+        dmn_sleep(0.1);
+    tap_ok(ok && dmn_log_contains(&g, "built-in defaults: the host sort below 2^") &&
+           dmn_log_contains(&g, "ms host/radix: 2^12 "),
+           "GPU defaults: the crossover is measured at start and logged; a 2^20 request is "
+           "answered (%s by %s): %s", res.device < 0 ? "host" : res.device_name, res.algorithm,
+           why);
+    if (!ok)
+        dmn_dump_log(&g, 20);
+    gs_client_close(c);
+    dmn_stop(&g, SIGTERM, 30);
+}
+
+/* Without a database, a GPU's defaults plan radix on the device from the
+ * crossover (a test hook gives PoCL a GPU's defaults with the crossover
+ * fixed at 2^15). While a long device sort (2^23 keys, named explicitly)
+ * occupies the device's queue, an unnamed 2^16-key request must go to the
+ * host sort, predicted sooner, with plan "busy"; with the queue empty
+ * again the same request goes back to the device. */
 static void test_busy(void)
 {
     static dmn d;
-    if (dmn_start(&d, "busy", NULL, NULL) != 0) {
+    static char hook[] = "GSORTD_TEST_DEFAULTS=gpu:15";
+    if (dmn_spawn(&d, "busy", NULL, NULL, child_putenv, hook) != 0 || dmn_wait_ready(&d) != 0) {
         tap_ok(0, "daemon for the busy-routing case starts");
         return;
     }
@@ -1435,6 +1524,79 @@ static void test_sighup(void)
     tap_ok(ping(held, why, sizeof why), "a connection open across the SIGHUP still works");
     gs_client_close(held);
     tap_ok(!dmn_exited(&d) && dmn_stop(&d, SIGINT, 20) == 0, "SIGINT: the daemon exits 0");
+}
+
+/* ---- the plan swapped under load ---- */
+
+typedef struct swap_arg {
+    dmn *d;
+    int id, sorts, wrong, untuned;
+    char why[600];
+} swap_arg;
+
+static void *swap_client(void *arg)
+{
+    swap_arg *a = arg;
+    gs_client *c = conn(a->d);
+    for (int i = 0; i < 120; i++) {
+        gs_client_result res;
+        memset(&res, 0, sizeof res);
+        char why[600] = "";
+        size_t n = 100 + (size_t)((a->id * 7919 + i * 104729) % 16000);
+        if (!sort_ok(c, GS_DT_U32, GS_PL_NONE, i % 2, n, (uint64_t)(a->id * 1000 + i), NULL,
+                     i % 3 == 0, why, sizeof why, &res)) {
+            a->wrong++;
+            snprintf(a->why, sizeof a->why, "%s", why);
+        } else if (strcmp(res.plan, "tuned")) {
+            a->untuned++;
+        }
+        a->sorts++;
+    }
+    gs_client_close(c);
+    return NULL;
+}
+
+/* Issue 17: SIGHUP re-reads the database and swaps each device's plan in
+ * memory while clients keep sorting: no request is lost or answered
+ * wrongly, and every one is served from the plan. */
+static void test_plan_swap(const char *db)
+{
+    static dmn d;
+    const char *const extra[] = { "--db", db, "--log-level", "info", NULL };
+    if (dmn_start(&d, "swap", NULL, extra)) {
+        tap_ok(0, "daemon for the plan swap starts");
+        return;
+    }
+    enum { NCL = 4 };
+    static swap_arg a[NCL];
+    pthread_t th[NCL];
+    for (int i = 0; i < NCL; i++) {
+        a[i] = (swap_arg){ .d = &d, .id = i };
+        if (pthread_create(&th[i], NULL, swap_client, &a[i]) != 0)
+            tap_bail("pthread_create");
+    }
+    int hups = 0;
+    for (; hups < 8; hups++) {
+        dmn_sleep(0.05);
+        kill(d.pid, SIGHUP);
+    }
+    int sorts = 0, wrong = 0, untuned = 0;
+    const char *why = "";
+    for (int i = 0; i < NCL; i++) {
+        pthread_join(th[i], NULL);
+        sorts += a[i].sorts;
+        wrong += a[i].wrong;
+        untuned += a[i].untuned;
+        if (a[i].wrong)
+            why = a[i].why;
+    }
+    for (int i = 0; i < 50 && dmn_log_count(&d, "reload: allow_uids") < hups; i++)
+        dmn_sleep(0.1);
+    int reloads = dmn_log_count(&d, "reload: allow_uids");
+    tap_ok(sorts == NCL * 120 && wrong == 0 && untuned == 0 && reloads == hups,
+           "plan swapped %d times (SIGHUP) under 4 clients: %d sorts, %d wrong or lost, %d not "
+           "from the tuned plan %s", reloads, sorts, wrong, untuned, why);
+    tap_ok(dmn_stop(&d, SIGTERM, 30) == 0, "plan-swap daemon exits 0 on SIGTERM");
 }
 
 /* ---- sockets: mode, stale file, live daemon ---- */
@@ -1881,9 +2043,11 @@ int main(void)
     tap_diag("limits: %.1f s", gs_now_s() - t0);
     test_fallback();
     tap_diag("fallback: %.1f s", gs_now_s() - t0);
+    test_defaults();
     test_busy();
-    tap_diag("busy routing: %.1f s", gs_now_s() - t0);
+    tap_diag("defaults, busy routing: %.1f s", gs_now_s() - t0);
     test_sighup();
+    test_plan_swap(db);
     test_client_defenses();
     test_shutdown(&d);
     tap_diag("total %.1f s", gs_now_s() - t0);

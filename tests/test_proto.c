@@ -10,12 +10,14 @@
  * mutated headers that must only ever return codes. Over 700 lines because
  * it is one table-driven tour of one codec, the wire format, both ways. */
 #include "config.h"
+#include "gs_jnum.h"
 #include "gs_proto.h"
 #include "gs_reply.h"
 #include "tap.h"
 
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1170,6 +1172,7 @@ static void test_reply_info_stats(void)
         .requests = { 40, 35, 5, 2, { 1, 2, 3, 34 } },
         .bytes = { UINT64_C(1) << 40, 12345 },
         .blocks = { 7, 93, UINT64_C(3) << 30, UINT64_C(1) << 35, 5, 1 },
+        .database = { 17, 1 },
         .routes = routes, .nroutes = 2,
     };
     h = wire(gs_reply_stats_build(&st, id, &err), &text);
@@ -1180,6 +1183,7 @@ static void test_reply_info_stats(void)
                            "\"bytes\":{\"in\":1099511627776,\"out\":12345},"
                            "\"blocks\":{\"mapped\":7,\"reused\":93,\"pinned_bytes\":3221225472,"
                            "\"max_pinned_bytes\":34359738368,\"pinned\":5,\"refused\":1},"
+                           "\"database\":{\"open\":true,\"queries\":17},"
                            "\"routes\":[{"
                            "\"device\":0,\"algorithm\":\"radix\",\"count\":4,\"errors\":1,"
                            "\"mean_ms\":5,\"max_ms\":9.5,\"total_ms\":20,\"queue_ms\":2,"
@@ -1195,6 +1199,7 @@ static void test_reply_info_stats(void)
            so.clients.denied == 3 && so.requests.errors == 5 &&
            so.requests.by_op[GS_OP_SORT] == 34 && so.requests.by_op[GS_OP_PING] == 1 &&
            so.bytes.in == (UINT64_C(1) << 40) && so.nroutes == 2 &&
+           so.database.queries == 17 && so.database.open == 1 &&
            so.routes[0].mean_ms == 5 && so.routes[1].device == -1 &&
            !strcmp(so.routes[1].algorithm, "host") && so.routes[0].sort_ms == 12,
            "stats reply: parsed back as built (%s)", rc ? err.msg : "ok");
@@ -1470,9 +1475,49 @@ static void test_fuzz(void)
            inconsistent);
 }
 
+/* Durations in replies: six decimals from integer digits (gs_jnum_add_ms). */
+static void test_add_ms(void)
+{
+    static const struct { double v; const char *want; } c[] = {
+        { 0, "0" }, { 0.012345, "0.012345" }, { 27, "27" }, { 1.5, "1.5" },
+        { 1e-7, "0" }, { 4e-7, "0" }, { 6e-7, "0.000001" }, { -2.25, "-2.25" },
+        { 123456.0000004, "123456" }, { 99999.9999996, "100000" }, { -1e-8, "0" },
+        { 1234567890.123456, "1234567890.123456" },
+    };
+    int ok = 1;
+    char bad[256] = "";
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        cJSON *o = cJSON_CreateObject();
+        int r = gs_jnum_add_ms(o, "t", c[i].v);
+        char *txt = cJSON_PrintUnformatted(o);
+        char want[96];
+        snprintf(want, sizeof want, "{\"t\":%s}", c[i].want);
+        cJSON *back = txt ? cJSON_Parse(txt) : NULL;
+        const cJSON *t = back ? cJSON_GetObjectItem(back, "t") : NULL;
+        if (!r || !txt || strcmp(txt, want) || !cJSON_IsNumber(t) ||
+            fabs(t->valuedouble - c[i].v) > 5.1e-7) {
+            ok = 0;
+            snprintf(bad, sizeof bad, "%.9g gave %s, wanted %s", c[i].v, txt ? txt : "(null)",
+                     want);
+        }
+        free(txt);
+        cJSON_Delete(back);
+        cJSON_Delete(o);
+    }
+    cJSON *o = cJSON_CreateObject();
+    gs_jnum_add_ms(o, "t", NAN);
+    char *txt = cJSON_PrintUnformatted(o);
+    tap_ok(ok && txt && !strcmp(txt, "{\"t\":null}"),
+           "durations: six decimals, trailing zeros dropped, rounded, read back within 0.5 ns; "
+           "NaN as cJSON writes it (%s) %s", txt ? txt : "", bad);
+    free(txt);
+    cJSON_Delete(o);
+}
+
 int main(void)
 {
     test_len();
+    test_add_ms();
     test_frame();
 
     build_stream();

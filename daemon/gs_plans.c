@@ -1,0 +1,189 @@
+/* The in-memory plan table (gs_plans.h): loading the rows, the nearest-
+ * bucket index built once per load, and the lookups routing makes. */
+#include "config.h"
+#include "gs_plans.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gs_grow.h"
+#include "gs_log.h"
+#include "gs_params.h"
+
+typedef struct loader {
+    gs_plans *p;
+    size_t plancap, wincap;
+    int64_t device_id;
+    unsigned skipped;
+} loader;
+
+/* A database row as an entry, or 0 when it is left out (said once). */
+static int entry_of(loader *l, const gs_db_row *r, gs_plans_entry *e)
+{
+    const char *why = NULL;
+    char pwhy[GS_ERR_MSG_MAX + 32];
+    gs_err pe;
+    gs_err_clear(&pe);
+    memset(e, 0, sizeof *e);
+    e->algo = gs_algo_find(r->c.algorithm);
+    if (!e->algo)
+        why = "an algorithm this gsortd does not have";
+    else if (r->key_bits != 32 && r->key_bits != 64)
+        why = "a key width other than 32 or 64 bits";
+    else if (gs_payload_parse(r->payload, &e->payload) < 0)
+        why = "an unknown payload kind";
+    else if (r->c.bucket < 0 || r->c.bucket >= GS_PLANS_BUCKETS)
+        why = "a size bucket out of range";
+    else if (gs_params_from_json(r->c.params, &e->params, &pe) < 0) {
+        snprintf(pwhy, sizeof pwhy, "unreadable parameters (%s)", pe.msg);
+        why = pwhy;
+    }
+    if (why) {
+        l->skipped++;
+        GS_WARN("database device %lld: a %s row for %s (%d-bit keys, payload %s, 2^%d) has %s; "
+                "left out", (long long)l->device_id, r->stable < 0 ? "winners" : "plan",
+                r->c.algorithm, r->key_bits, r->payload, r->c.bucket, why);
+        return 0;
+    }
+    e->median_ms = r->c.median_ms;
+    e->bucket = r->c.bucket;
+    e->key_bits = r->key_bits;
+    e->stable = r->stable;
+    return 1;
+}
+
+/* Append a row to the plan (r->stable >= 0) or the winners. */
+static int add_row(void *arg, const gs_db_row *r)
+{
+    loader *l = arg;
+    gs_plans *p = l->p;
+    int win = r->stable < 0;
+    gs_plans_entry **arr = win ? &p->win : &p->plan;
+    size_t *n = win ? &p->nwin : &p->nplan, *cap = win ? &l->wincap : &l->plancap;
+    if (gs_grow(arr, cap, *n, sizeof **arr, 64))
+        return GS_ENOMEM;
+    *n += (size_t)entry_of(l, r, &(*arr)[*n]);
+    return 0;
+}
+
+/* near[][][][b]: the row of each shape nearest bucket b, ties the larger
+ * bucket (as the database's lookup orders them). */
+static void index_near(gs_plans *p)
+{
+    memset(p->near, 0xff, sizeof p->near);      /* -1 everywhere */
+    for (size_t i = 0; i < p->nplan; i++) {
+        const gs_plans_entry *e = &p->plan[i];
+        int *row = p->near[e->key_bits == 64][e->payload][e->stable ? 1 : 0];
+        for (int b = 0; b < GS_PLANS_BUCKETS; b++) {
+            if (row[b] < 0) {
+                row[b] = (int)i;
+                continue;
+            }
+            const gs_plans_entry *o = &p->plan[row[b]];
+            int d = abs(e->bucket - b), od = abs(o->bucket - b);
+            if (d < od || (d == od && e->bucket > o->bucket))
+                row[b] = (int)i;
+        }
+    }
+}
+
+int gs_plans_load(gs_db *db, int64_t device_id, gs_plans **out, gs_err *err)
+{
+    *out = NULL;
+    gs_plans *p = calloc(1, sizeof *p);
+    if (!p)
+        return gs_err_set(err, GS_ENOMEM, "plan table: out of memory");
+    loader l = { .p = p, .device_id = device_id };
+    int rc = gs_db_plan_each(db, device_id, add_row, &l, err);
+    if (rc == 0)
+        rc = gs_db_winner_each(db, device_id, add_row, &l, err);
+    if (rc < 0) {
+        if (rc == GS_ENOMEM && err && !err->msg[0])
+            gs_err_set(err, GS_ENOMEM, "plan table: out of memory");
+        gs_plans_free(p);
+        return rc;
+    }
+    index_near(p);
+    *out = p;
+    return 0;
+}
+
+void gs_plans_free(gs_plans *p)
+{
+    if (!p)
+        return;
+    free(p->plan);
+    free(p->win);
+    free(p);
+}
+
+static int bucket_of(uint64_t n)
+{
+    int b = gs_db_bucket(n);
+    return b < GS_PLANS_BUCKETS ? b : GS_PLANS_BUCKETS - 1;
+}
+
+static const gs_plans_entry *at(const gs_plans *p, int kb64, gs_payload pl, int stable, int b)
+{
+    int i = p->near[kb64][pl][stable][b];
+    return i >= 0 ? &p->plan[i] : NULL;
+}
+
+const gs_plans_entry *gs_plans_lookup(const gs_plans *p, int key_bits, gs_payload pl,
+                                      int stable, uint64_t n)
+{
+    if (!p || (int)pl < 0 || pl >= GS_PL_COUNT)
+        return NULL;
+    return at(p, key_bits == 64, pl, stable ? 1 : 0, bucket_of(n));
+}
+
+/* Payloads in the order they stand in for `pl`: itself, the other kind of
+ * the same value width (u32 <-> idx32, u64 <-> idx64), then by distance in
+ * value width. */
+static size_t payload_order(gs_payload pl, gs_payload *out)
+{
+    static const gs_payload all[] = { GS_PL_NONE, GS_PL_U32, GS_PL_IDX32, GS_PL_U64,
+                                      GS_PL_IDX64 };
+    size_t n = 0, w = gs_payload_size(pl);
+    out[n++] = pl;
+    for (size_t dist = 0; dist <= 8; dist += 4)
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+            size_t aw = gs_payload_size(all[i]);
+            size_t d = aw > w ? aw - w : w - aw;
+            if (all[i] != pl && d == dist)
+                out[n++] = all[i];
+        }
+    return n;
+}
+
+const gs_plans_entry *gs_plans_nearest(const gs_plans *p, int key_bits, gs_payload pl,
+                                       int stable, uint64_t n)
+{
+    if (!p || (int)pl < 0 || pl >= GS_PL_COUNT)
+        return NULL;
+    gs_payload order[GS_PL_COUNT];
+    size_t np = payload_order(pl, order);
+    int b = bucket_of(n), kb64 = key_bits == 64;
+    for (int k = 0; k < 2; k++) {               /* the same key width first */
+        int w = k ? !kb64 : kb64;
+        for (size_t i = 0; i < np; i++)
+            for (int s = stable ? 1 : 0; s <= 1; s++) {   /* a stable plan serves both */
+                const gs_plans_entry *e = at(p, w, order[i], s, b);
+                if (e && (!stable || e->algo->stable))
+                    return e;
+            }
+    }
+    return NULL;
+}
+
+const gs_plans_entry *gs_plans_winner(const gs_plans *p, const gs_algo *a, int key_bits,
+                                      gs_payload pl, int bucket)
+{
+    for (size_t i = 0; p && i < p->nwin; i++) {
+        const gs_plans_entry *e = &p->win[i];
+        if (e->algo == a && e->key_bits == key_bits && e->payload == pl && e->bucket == bucket)
+            return e;
+    }
+    return NULL;
+}

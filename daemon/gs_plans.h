@@ -1,0 +1,60 @@
+/* A device's tuned plan and winners held in memory (issue 17): read from
+ * the database whole when the scheduler is given it (start-up, SIGHUP, the
+ * end of a background tune), so that routing a request is a lookup in a
+ * small table and never a query. A table is built aside and then swapped
+ * in on the loop thread, the only thread that routes, so a request sees
+ * the old plan or the new one, never half of each. Rows that name an
+ * algorithm this gsortd lacks, or parameters it cannot read, are left out
+ * at load with one warning each, instead of at every request. */
+#ifndef GS_PLANS_H
+#define GS_PLANS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gs_db.h"
+#include "gs_sort.h"
+
+#define GS_PLANS_BUCKETS 64
+
+typedef struct gs_plans_entry {
+    const gs_algo *algo;
+    gs_params params;
+    double median_ms;   /* measured at 2^bucket keys */
+    int bucket;
+    int key_bits;       /* the shape the entry was tuned for */
+    gs_payload payload;
+    int stable;         /* plan rows: 0/1; winners: -1 */
+} gs_plans_entry;
+
+typedef struct gs_plans {
+    gs_plans_entry *plan;      /* plan rows */
+    size_t nplan;
+    gs_plans_entry *win;       /* winners rows */
+    size_t nwin;
+    /* per shape [64-bit keys][payload][stable] and bucket: the index in
+     * plan of the row at the nearest bucket (ties: the larger), -1 none */
+    int near[2][GS_PL_COUNT][2][GS_PLANS_BUCKETS];
+} gs_plans;
+
+/* Load every plan and winners row of database device `device_id` into a
+ * new table (*out; an empty table for a device with none). */
+int gs_plans_load(gs_db *db, int64_t device_id, gs_plans **out, gs_err *err);
+void gs_plans_free(gs_plans *p);
+
+/* The plan entry for this request shape at the bucket nearest log2(n),
+ * or NULL when the table has none for the shape. */
+const gs_plans_entry *gs_plans_lookup(const gs_plans *p, int key_bits, gs_payload pl,
+                                      int stable, uint64_t n);
+/* When the exact shape has no entry: the entry of the nearest tuned shape
+ * that can serve the request (a stable plan for a request that need not be
+ * stable; then another payload of the same value width, then any payload,
+ * nearest in value width; then the other key width), at the nearest
+ * bucket; NULL when the device has no usable plan at all. */
+const gs_plans_entry *gs_plans_nearest(const gs_plans *p, int key_bits, gs_payload pl,
+                                       int stable, uint64_t n);
+/* The winner of algorithm a for this shape at exactly this bucket, or NULL. */
+const gs_plans_entry *gs_plans_winner(const gs_plans *p, const gs_algo *a, int key_bits,
+                                      gs_payload pl, int bucket);
+
+#endif

@@ -1,0 +1,146 @@
+/* Tests of the in-memory plan table (daemon/gs_plans.c) on a database of
+ * known rows: every row is loaded, rows this gsortd cannot use are left
+ * out, the nearest bucket wins (ties: the larger, as the database's own
+ * lookup), a missing shape borrows the nearest tuned one (a stable plan for
+ * a request that need not be stable, then the same value width, then any
+ * payload, then the other key width) and never an unstable algorithm for a
+ * stable request, winners match exactly, and loading runs a known, small
+ * number of statements while lookups run none. No OpenCL device needed. */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gs_db.h"
+#include "gs_dev.h"
+#include "gs_err.h"
+#include "gs_plans.h"
+#include "tap.h"
+
+static gs_db *g_db;
+static int64_t g_id;
+
+static void plan(int kb, const char *pl, int stable, int bucket, const char *algo,
+                 const char *params, double ms)
+{
+    gs_err e;
+    gs_err_clear(&e);
+    if (gs_db_plan_set(g_db, g_id, kb, pl, stable, bucket, algo, params, ms, &e) < 0)
+        tap_bail("plan_set: %s", e.msg);
+}
+
+static const char *name_of(const gs_plans_entry *e)
+{
+    return e ? e->algo->name : "(none)";
+}
+
+int main(void)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/gs-plans-%d.db", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
+             (int)getpid());
+    unlink(path);
+    gs_err e;
+    gs_err_clear(&e);
+    if (gs_db_open(&g_db, path, 0, &e) < 0)
+        tap_bail("open %s: %s", path, e.msg);
+    gs_dev_info in;
+    memset(&in, 0, sizeof in);
+    snprintf(in.name, sizeof in.name, "Plan Test Device");
+    snprintf(in.platform, sizeof in.platform, "Test");
+    snprintf(in.driver, sizeof in.driver, "1.0");
+    if (gs_db_device_id(g_db, &in, 1, &g_id, &e) < 0)
+        tap_bail("device: %s", e.msg);
+
+    const char *rp = "{\"radix_bits\":8,\"wg_size\":64,\"elems_per_thread\":4}";
+    const char *mp = "{\"size_i\":4,\"wg_size\":64,\"elems_per_thread\":8}";
+    const char *sp = "{\"threads_per_subset\":4,\"min_elems_per_thread\":4,\"wg_size\":64}";
+    /* 32-bit keys, none, not stable: host at 2^10, radix at 2^14 */
+    plan(32, "none", 0, 10, "host", "{}", 0.1);
+    plan(32, "none", 0, 14, "radix", rp, 0.5);
+    /* 32-bit keys, u32, not stable: shellsort only (unstable) */
+    plan(32, "u32", 0, 12, "shellsort", sp, 1.0);
+    /* 32-bit keys, u32, stable: mergepath */
+    plan(32, "u32", 1, 16, "mergepath", mp, 2.0);
+    /* 64-bit keys, u64, stable: radix */
+    plan(64, "u64", 1, 20, "radix", rp, 9.0);
+    /* rows this gsortd cannot use: left out, with a warning */
+    plan(32, "idx64", 0, 12, "bogosort", "{}", 1.0);
+    plan(32, "idx64", 1, 12, "radix", "{not json", 1.0);
+    gs_err_clear(&e);
+    if (gs_db_winner_set(g_db, g_id, "radix", 32, "none", 14, rp, 0.5, 0, &e) < 0 ||
+        gs_db_winner_set(g_db, g_id, "mergepath", 32, "u32", 16, mp, 2.0, 0, &e) < 0)
+        tap_bail("winner_set: %s", e.msg);
+
+    unsigned long q0 = gs_db_queries(g_db);
+    gs_plans *p = NULL;
+    int rc = gs_plans_load(g_db, g_id, &p, &e);
+    unsigned long q1 = gs_db_queries(g_db);
+    tap_ok(rc == 0 && p && p->nplan == 5 && p->nwin == 2,
+           "load: 5 usable plan rows of 7 and 2 winners (%zu, %zu) %s", p ? p->nplan : 0,
+           p ? p->nwin : 0, rc ? e.msg : "");
+    tap_ok(q1 - q0 == 2, "load: one statement for the plan, one for the winners (%lu)", q1 - q0);
+
+    /* nearest bucket, ties to the larger */
+    tap_ok(!strcmp(name_of(gs_plans_lookup(p, 32, GS_PL_NONE, 0, 1u << 11)), "host") &&
+           !strcmp(name_of(gs_plans_lookup(p, 32, GS_PL_NONE, 0, 1u << 12)), "radix") &&
+           !strcmp(name_of(gs_plans_lookup(p, 32, GS_PL_NONE, 0, 5000)), "radix") &&
+           !strcmp(name_of(gs_plans_lookup(p, 32, GS_PL_NONE, 0, 1)), "host") &&
+           !strcmp(name_of(gs_plans_lookup(p, 32, GS_PL_NONE, 0, (uint64_t)1 << 40)), "radix"),
+           "lookup: the nearest bucket, 2^12 between 2^10 and 2^14 goes to the larger");
+    const gs_plans_entry *x = gs_plans_lookup(p, 32, GS_PL_NONE, 0, 1u << 14);
+    tap_ok(x && x->bucket == 14 && x->median_ms == 0.5 && x->params.count == 3,
+           "lookup: the entry carries its bucket, time and parsed parameters");
+    tap_ok(!gs_plans_lookup(p, 32, GS_PL_IDX32, 0, 4096) &&
+           !gs_plans_lookup(p, 32, GS_PL_NONE, 1, 4096) &&
+           !gs_plans_lookup(p, 32, GS_PL_IDX64, 0, 4096),
+           "lookup: shapes without rows (and the left-out rows' shapes) have no entry");
+
+    /* nearest shape */
+    x = gs_plans_nearest(p, 32, GS_PL_NONE, 1, 4096);
+    tap_ok(x && !strcmp(x->algo->name, "mergepath") && x->payload == GS_PL_U32 && x->stable,
+           "nearest: a stable u32 keys-only request takes the stable mergepath row of payload "
+           "u32 (%s), not the unstable keys-only rows", name_of(x));
+    x = gs_plans_nearest(p, 32, GS_PL_IDX32, 0, 4096);
+    tap_ok(x && x->payload == GS_PL_U32 && !x->stable && !strcmp(x->algo->name, "shellsort"),
+           "nearest: idx32, not stable, takes u32 (same value width) before none (%s %s)",
+           name_of(x), x ? gs_payload_name(x->payload) : "");
+    x = gs_plans_nearest(p, 32, GS_PL_IDX32, 1, 4096);
+    tap_ok(x && !strcmp(x->algo->name, "mergepath") && x->stable,
+           "nearest: idx32, stable, skips the unstable shellsort for stable mergepath (%s)",
+           name_of(x));
+    x = gs_plans_nearest(p, 64, GS_PL_NONE, 0, 1u << 19);
+    tap_ok(x && x->key_bits == 64 && x->payload == GS_PL_U64,
+           "nearest: 64-bit keys-only takes the 64-bit u64 row before any 32-bit one (%d-bit %s)",
+           x ? x->key_bits : 0, x ? gs_payload_name(x->payload) : "");
+    x = gs_plans_nearest(p, 64, GS_PL_IDX64, 0, 1u << 20);
+    tap_ok(x && x->key_bits == 64, "nearest: 64-bit idx64 takes the 64-bit u64 row");
+    x = gs_plans_nearest(p, 32, GS_PL_NONE, 0, 1u << 14);
+    tap_ok(x && !strcmp(x->algo->name, "radix"), "nearest: an exact shape is its own nearest");
+
+    /* winners, exact */
+    const gs_algo *radix = gs_algo_find("radix"), *merge = gs_algo_find("mergepath");
+    tap_ok(gs_plans_winner(p, radix, 32, GS_PL_NONE, 14) &&
+           gs_plans_winner(p, merge, 32, GS_PL_U32, 16) &&
+           !gs_plans_winner(p, radix, 32, GS_PL_NONE, 15) &&
+           !gs_plans_winner(p, radix, 64, GS_PL_NONE, 14) &&
+           !gs_plans_winner(p, merge, 32, GS_PL_NONE, 14),
+           "winner: exact (algorithm, key width, payload, bucket) only");
+    tap_ok(gs_db_queries(g_db) == q1, "lookups ran no statement");
+    gs_plans_free(p);
+
+    /* a device with no rows: an empty table, no entry anywhere */
+    gs_dev_info in2 = in;
+    snprintf(in2.name, sizeof in2.name, "Untuned Device");
+    int64_t id2;
+    gs_plans *p2 = NULL;
+    tap_ok(gs_db_device_id(g_db, &in2, 1, &id2, &e) == 0 &&
+           gs_plans_load(g_db, id2, &p2, &e) == 0 && p2 && p2->nplan == 0 &&
+           !gs_plans_nearest(p2, 32, GS_PL_NONE, 0, 100) && !gs_plans_lookup(NULL, 32, 0, 0, 1),
+           "an untuned device loads an empty table");
+    gs_plans_free(p2);
+    gs_db_close(g_db);
+    unlink(path);
+    return tap_done();
+}
