@@ -181,6 +181,7 @@ static const gsq_col plan_cols[] = {
     { "params", NULL, GSQ_SHRINK },
     { "median_ms", "ms", GSQ_RIGHT },
     { "gkeys_s", "Gkeys/s", GSQ_RIGHT },
+    { "source", NULL, 0 },
     { "updated", NULL, GSQ_NOTABLE },
 };
 
@@ -222,6 +223,9 @@ static int choice_row(void *ud, const gs_dbq_choice *ch)
             gsq_int(t, ch->trial_id);
         else
             gsq_null(t, "-");
+    } else {
+        /* measured at this size, or predicted past the largest measured one */
+        gsq_str(t, ch->extrapolated ? "extrap." : "measured");
     }
     gsq_str(t, ch->updated);
     return 0;

@@ -113,8 +113,8 @@ static void shape_hint(gs_payload pl, char *buf, size_t len)
         snprintf(buf, len, "gsortd --tune-all tunes payload %s with --budget %.0f or more",
                  gs_payload_name(pl), need);
     else
-        snprintf(buf, len, "the last gsortd --tune-all did not get to it; run it again with a "
-                 "larger --budget");
+        snprintf(buf, len, "gsortd --tune-all tunes it unless its --payloads leave %s out or "
+                 "its --budget runs out first", gs_payload_name(pl));
 }
 
 /* Log once per device and request shape (key width, payload kind,

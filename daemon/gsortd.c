@@ -55,6 +55,8 @@ static void usage(FILE *out)
         "      --quick            a tiny budget (%.0f s) for demos and tests\n"
         "      --device N         only device N (index from --list-devices)\n"
         "      --algorithms A,B   only these algorithms (default: all registered)\n"
+        "      --payloads P,Q     only these payload kinds (none u32 u64 idx32 idx64;\n"
+        "                         default: all)\n"
         "      --max-log2 B       largest size bucket 2^B (default: from the budget,\n"
         "                         capped by device and host memory)\n"
         "      --restrict SPEC    only these parameter values, e.g.\n"
@@ -131,7 +133,7 @@ static int run(int argc, char **argv, const char **okeys, const char **ovals)
     enum { OPT_JSON = 256, OPT_KDIR, OPT_CACHE, OPT_LOGLEVEL, OPT_TUNE_ALL, OPT_BUDGET, OPT_QUICK,
            OPT_DEVICE, OPT_ALGOS, OPT_DB, OPT_MAXLOG2, OPT_RESTRICT, OPT_SEED, OPT_DBCHECK,
            OPT_COMPARE, OPT_N, OPT_SEEDS, OPT_CONFIG, OPT_SOCKET, OPT_TUNE_MISSING,
-           OPT_PRINT_CONFIG, OPT_FAULT };
+           OPT_PRINT_CONFIG, OPT_FAULT, OPT_PAYLOADS };
     static const struct option opts[] = {
         { "list-devices", no_argument, 0, 'l' },
         { "json", no_argument, 0, OPT_JSON },
@@ -143,6 +145,7 @@ static int run(int argc, char **argv, const char **okeys, const char **ovals)
         { "quick", no_argument, 0, OPT_QUICK },
         { "device", required_argument, 0, OPT_DEVICE },
         { "algorithms", required_argument, 0, OPT_ALGOS },
+        { "payloads", required_argument, 0, OPT_PAYLOADS },
         { "db", required_argument, 0, OPT_DB },
         { "max-log2", required_argument, 0, OPT_MAXLOG2 },
         { "restrict", required_argument, 0, OPT_RESTRICT },
@@ -233,6 +236,7 @@ static int run(int argc, char **argv, const char **okeys, const char **ovals)
             tune_opts = 1;
             break;
         case OPT_ALGOS: ta.algorithms = optarg; tune_opts = 1; break;
+        case OPT_PAYLOADS: ta.payloads = optarg; tune_opts = 1; break;
         case OPT_DB: ta.db_path = optarg; OVERRIDE("db", optarg); break;
         case OPT_MAXLOG2:
             if (parse_long("--max-log2", optarg, GS_TUNE_MIN_LOG2, GS_TUNE_MAX_LOG2, &v))
@@ -296,8 +300,8 @@ static int run(int argc, char **argv, const char **okeys, const char **ovals)
         return 2;
     }
     if (tune_opts && !tune_all && !ta.compare) {
-        fprintf(stderr, "gsortd: --budget, --quick, --device, --algorithms, --max-log2, "
-                "--restrict and --seed go with --tune-all (or --tune-compare)\n");
+        fprintf(stderr, "gsortd: --budget, --quick, --device, --algorithms, --payloads, "
+                "--max-log2, --restrict and --seed go with --tune-all (or --tune-compare)\n");
         return 2;
     }
     if (compare_opts && !ta.compare) {

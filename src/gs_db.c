@@ -213,6 +213,17 @@ int gs_db_winner_get(gs_db *db, int64_t device_id, const char *algorithm, int ke
     return read_choice(db, st, out, err, "winner");
 }
 
+/* ?1..?5 of the plan statements: the row's key. */
+static void bind_plan_key(sqlite3_stmt *st, int64_t device_id, int key_bits, const char *payload,
+                          int stable, int bucket)
+{
+    sqlite3_bind_int64(st, 1, device_id);
+    sqlite3_bind_int(st, 2, key_bits);
+    sqlite3_bind_text(st, 3, payload, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(st, 4, stable ? 1 : 0);
+    sqlite3_bind_int(st, 5, bucket);
+}
+
 int gs_db_plan_set(gs_db *db, int64_t device_id, int key_bits, const char *payload, int stable,
                    int bucket, const char *algorithm, const char *params, double median_ms,
                    gs_err *err)
@@ -222,18 +233,27 @@ int gs_db_plan_set(gs_db *db, int64_t device_id, int key_bits, const char *paylo
         "INSERT INTO plan (device_id, key_bits, payload, stable, bucket, algorithm, params, median_ms)"
         " VALUES (?1,?2,?3,?4,?5,?6,?7,?8) ON CONFLICT (device_id, key_bits, payload, stable, bucket)"
         " DO UPDATE SET algorithm=excluded.algorithm, params=excluded.params,"
-        " median_ms=excluded.median_ms, updated=strftime('%Y-%m-%dT%H:%M:%SZ', 'now')", &st, err);
+        " median_ms=excluded.median_ms, extrapolated=0,"
+        " updated=strftime('%Y-%m-%dT%H:%M:%SZ', 'now')", &st, err);
     if (rc)
         return rc;
-    sqlite3_bind_int64(st, 1, device_id);
-    sqlite3_bind_int(st, 2, key_bits);
-    sqlite3_bind_text(st, 3, payload, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int(st, 4, stable ? 1 : 0);
-    sqlite3_bind_int(st, 5, bucket);
+    bind_plan_key(st, device_id, key_bits, payload, stable, bucket);
     sqlite3_bind_text(st, 6, algorithm, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 7, params, -1, SQLITE_TRANSIENT);
     sqlite3_bind_double(st, 8, median_ms);
     return db_step_done(db, st, err, "recording the plan");
+}
+
+int gs_db_plan_mark_extrapolated(gs_db *db, int64_t device_id, int key_bits,
+                                 const char *payload, int stable, int bucket, gs_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = db_prepare(db, "UPDATE plan SET extrapolated=1 WHERE device_id=?1 AND key_bits=?2"
+                        " AND payload=?3 AND stable=?4 AND bucket=?5", &st, err);
+    if (rc)
+        return rc;
+    bind_plan_key(st, device_id, key_bits, payload, stable, bucket);
+    return db_step_done(db, st, err, "marking a plan row extrapolated");
 }
 
 int gs_db_plan_count(gs_db *db, int64_t device_id, long *count, gs_err *err)
@@ -248,6 +268,23 @@ int gs_db_plan_count(gs_db *db, int64_t device_id, long *count, gs_err *err)
         *count = (long)sqlite3_column_int64(st, 0);
     else
         rc = db_fail(db, step, err, "counting plan entries");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int gs_db_trials_any(gs_db *db, int64_t device_id, const char *algorithm, const char *code_id,
+                     gs_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = db_prepare(db, "SELECT 1 FROM trials WHERE device_id=?1 AND algorithm=?2"
+                        " AND code_id=?3 LIMIT 1", &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, device_id);
+    sqlite3_bind_text(st, 2, algorithm, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 3, code_id, -1, SQLITE_TRANSIENT);
+    int step = sqlite3_step(st);
+    rc = step == SQLITE_ROW ? 1 : step == SQLITE_DONE ? 0 : db_fail(db, step, err, "trials");
     sqlite3_finalize(st);
     return rc;
 }

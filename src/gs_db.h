@@ -100,10 +100,20 @@ int gs_db_winner_get(gs_db *db, int64_t device_id, const char *algorithm, int ke
 int gs_db_plan_set(gs_db *db, int64_t device_id, int key_bits, const char *payload, int stable,
                    int bucket, const char *algorithm, const char *params, double median_ms,
                    gs_err *err);
+/* Mark the plan row just set (gs_db_plan_set, which writes rows as
+ * measured) as extrapolated: its size was not measured, its choice and
+ * time are predicted from the candidates' measured scaling. */
+int gs_db_plan_mark_extrapolated(gs_db *db, int64_t device_id, int key_bits,
+                                 const char *payload, int stable, int bucket, gs_err *err);
 /* The plan entry for this request shape at the bucket nearest log2(n)
  * (ties: the larger bucket). GS_ENOTFOUND if the device has no plan. */
 int gs_db_plan_lookup(gs_db *db, int64_t device_id, int key_bits, const char *payload,
                       int stable, uint64_t n, gs_db_choice *out, gs_err *err);
+
+/* Whether the device has any trial of `algorithm` measured by this code
+ * (code_id): 1, 0, or a negative code. */
+int gs_db_trials_any(gs_db *db, int64_t device_id, const char *algorithm, const char *code_id,
+                     gs_err *err);
 
 /* A row of the plan or the winners table, for loading them whole. */
 typedef struct gs_db_row {

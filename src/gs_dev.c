@@ -157,6 +157,7 @@ int gs_dev_probe(gs_dev **devs, size_t *count, gs_err *err)
             d->platform = plats[p];
             d->id = ids[i];
             pthread_mutex_init(&d->lock, NULL);
+            pthread_cond_init(&d->progs_cv, NULL);
             read_info(d);
             n++;
         }
@@ -211,6 +212,7 @@ void gs_dev_free_list(gs_dev *devs, size_t count)
     for (size_t i = 0; i < count; i++) {
         gs_dev_close(&devs[i]);
         pthread_mutex_destroy(&devs[i].lock);
+        pthread_cond_destroy(&devs[i].progs_cv);
     }
     free(devs);
 }

@@ -45,6 +45,7 @@ typedef struct gs_dev {
     cl_context ctx;             /* NULL until gs_dev_open */
     cl_command_queue queue;     /* in-order, profiling enabled when available */
     pthread_mutex_t lock;       /* guards progs */
+    pthread_cond_t progs_cv;    /* a program build ended (gs_prog.c builds unlocked) */
     struct gs_prog_entry *progs;/* built programs, see gs_prog.h */
     void (*progs_release)(struct gs_dev *d); /* NULL until a program is kept */
     struct gs_bufpool *bufpool; /* pooled device buffers, see gs_bufpool.h (guarded by lock) */

@@ -17,7 +17,7 @@
 struct gs_prog_entry {
     struct gs_prog_entry *next;
     char *key;          /* label '\n' source hash '\n' options */
-    cl_program prog;
+    cl_program prog;    /* NULL while a thread builds it */
 };
 
 /* The source text is part of the key: the same label may carry other text
@@ -90,9 +90,18 @@ int gs_prog_get_text(gs_dev *dev, gs_pcache *pc, const char *label, const char *
         return gs_err_set(err, GS_ENOMEM, "out of memory");
     double t0 = gs_now_ms();
 
+    /* Built without the lock, so that several programs build at once (the
+     * tuner's warm-up, gs_prebuild.c); an entry without a program marks one
+     * being built, and a second thread asking for it waits for that build
+     * instead of doing it again. */
     pthread_mutex_lock(&dev->lock);
-    for (struct gs_prog_entry *e = dev->progs; e; e = e->next) {
-        if (strcmp(e->key, key) == 0) {
+    struct gs_prog_entry *e;
+    for (;;) {
+        for (e = dev->progs; e && strcmp(e->key, key) != 0; e = e->next)
+            ;
+        if (!e)
+            break;
+        if (e->prog) {
             *out = e->prog;
             pthread_mutex_unlock(&dev->lock);
             free(key);
@@ -100,8 +109,20 @@ int gs_prog_get_text(gs_dev *dev, gs_pcache *pc, const char *label, const char *
             st->ms = gs_now_ms() - t0;
             return 0;
         }
+        pthread_cond_wait(&dev->progs_cv, &dev->lock);   /* being built; a failed one goes */
     }
-    /* Held while building: two threads asking for the same program build it once. */
+    e = malloc(sizeof *e);
+    if (!e) {
+        pthread_mutex_unlock(&dev->lock);
+        free(key);
+        return gs_err_set(err, GS_ENOMEM, "out of memory");
+    }
+    e->key = key;
+    e->prog = NULL;
+    e->next = dev->progs;
+    dev->progs = e;
+    dev->progs_release = gs_prog_forget;   /* gs_dev_close releases the list */
+    pthread_mutex_unlock(&dev->lock);
     cl_program p = NULL;
     gs_err cerr;
     gs_err_clear(&cerr);
@@ -113,28 +134,27 @@ int gs_prog_get_text(gs_dev *dev, gs_pcache *pc, const char *label, const char *
             GS_WARN("program cache: %s; rebuilding %s", cerr.msg, label);
         st->origin = rc == GS_ECORRUPT ? GS_PROG_REBUILT : GS_PROG_BUILT;
         rc = build_source(dev, label, text, len, options, &p, err);
-        if (rc) {
-            pthread_mutex_unlock(&dev->lock);
-            free(key);
-            return rc;
+        if (rc == 0) {
+            st->ms = gs_now_ms() - t0;  /* the build alone, not the cache write */
+            if (pc && gs_pcache_store(pc, dev, text, len, options, p, &cerr) == 0)
+                st->stored = 1;
         }
-        st->ms = gs_now_ms() - t0;  /* the build alone, not the cache write */
-        if (pc && gs_pcache_store(pc, dev, text, len, options, p, &cerr) == 0)
-            st->stored = 1;
     }
-    struct gs_prog_entry *e = malloc(sizeof *e);
-    if (!e) {
-        pthread_mutex_unlock(&dev->lock);
-        clReleaseProgram(p);
-        free(key);
-        return gs_err_set(err, GS_ENOMEM, "out of memory");
+    pthread_mutex_lock(&dev->lock);
+    if (rc == 0) {
+        e->prog = p;
+    } else {                        /* unlinked: a waiter then builds (and fails) itself */
+        struct gs_prog_entry **pp = &dev->progs;
+        while (*pp != e)
+            pp = &(*pp)->next;
+        *pp = e->next;
+        free(e->key);
+        free(e);
     }
-    e->key = key;
-    e->prog = p;
-    e->next = dev->progs;
-    dev->progs = e;
-    dev->progs_release = gs_prog_forget;   /* gs_dev_close releases the list */
+    pthread_cond_broadcast(&dev->progs_cv);
     pthread_mutex_unlock(&dev->lock);
+    if (rc)
+        return rc;
     *out = p;
     if (st->origin == GS_PROG_DISK_HIT)
         st->ms = gs_now_ms() - t0;
@@ -189,7 +209,8 @@ void gs_prog_forget(gs_dev *dev)
     pthread_mutex_unlock(&dev->lock);
     while (e) {
         struct gs_prog_entry *nx = e->next;
-        clReleaseProgram(e->prog);
+        if (e->prog)
+            clReleaseProgram(e->prog);
         free(e->key);
         free(e);
         e = nx;

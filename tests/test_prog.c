@@ -7,6 +7,7 @@
 #include "gs_prog.h"
 #include "tap.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -42,6 +43,25 @@ static int run_scale(gs_dev *d, cl_program p, cl_uint k, cl_uint shift)
     }
     clReleaseKernel(kn);
     return ok;
+}
+
+typedef struct par_arg {
+    gs_dev *d;
+    const char *src;
+    char opts[32];
+    cl_program p;
+    int rc, origin;
+} par_arg;
+
+static void *par_main(void *arg)
+{
+    par_arg *a = arg;
+    gs_prog_stats st;
+    gs_err err;
+    gs_err_clear(&err);
+    a->rc = gs_prog_get_text(a->d, NULL, "par.cl", a->src, a->opts, &a->p, &st, &err);
+    a->origin = st.origin;
+    return NULL;
 }
 
 int main(void)
@@ -93,6 +113,42 @@ int main(void)
     tap_diag("build failure message: %.300s", err.msg);
     rc = gs_prog_get_text(d, NULL, "broken.cl", bad_src, "", &pb, &st, &err);
     tap_ok(rc == GS_EBUILD, "a failed build is not cached as success");
+
+    /* Builds run outside the device's lock: threads asking for one program
+     * at once build it once and all get it; threads asking for different
+     * programs each get theirs; threads asking for a broken one all get
+     * the compiler's error, and none is left waiting. */
+    enum { NT = 6 };
+    static par_arg pa[NT];
+    pthread_t th[NT];
+    for (int i = 0; i < NT; i++) {
+        pa[i] = (par_arg){ .d = d };
+        snprintf(pa[i].opts, sizeof pa[i].opts, "-DSHIFT=%uu", i < 3 ? 21u : 30u + (unsigned)i);
+        pa[i].src = good_src;
+        if (pthread_create(&th[i], NULL, par_main, &pa[i]) != 0)
+            tap_bail("pthread_create");
+    }
+    for (int i = 0; i < NT; i++)
+        pthread_join(th[i], NULL);
+    int built21 = 0, ok_par = 1;
+    for (int i = 0; i < NT; i++) {
+        ok_par &= pa[i].rc == 0 && pa[i].p && run_scale(d, pa[i].p, 2, i < 3 ? 21u : 30u + (unsigned)i);
+        if (i < 3)
+            built21 += pa[i].origin == GS_PROG_BUILT;
+    }
+    tap_ok(ok_par && built21 == 1 && pa[0].p == pa[1].p && pa[1].p == pa[2].p &&
+           pa[3].p != pa[0].p && pa[4].p != pa[3].p,
+           "6 threads at once: one program asked 3 times is built once and shared (%d builds), "
+           "3 others built side by side, all run", built21);
+    for (int i = 0; i < 3; i++) {
+        pa[i] = (par_arg){ .d = d, .src = bad_src };
+        if (pthread_create(&th[i], NULL, par_main, &pa[i]) != 0)
+            tap_bail("pthread_create");
+    }
+    for (int i = 0; i < 3; i++)
+        pthread_join(th[i], NULL);
+    tap_ok(pa[0].rc == GS_EBUILD && pa[1].rc == GS_EBUILD && pa[2].rc == GS_EBUILD,
+           "3 threads at once on a broken source: each gets GS_EBUILD, none hangs");
 
     /* Embedded sources: every embedded kernel loads; unknown names fail. */
     tap_ok(gs_kern_embedded_count >= 2, "kernels are embedded (%zu)", gs_kern_embedded_count);

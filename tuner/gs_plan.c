@@ -1,12 +1,15 @@
 /* A tuning run's results: each group's winner, recorded in the database
  * beside the trial it came from, and the device's serving plan, chosen
  * from the winners: per (key class, payload, bucket) the fastest end to
- * end, once for any caller and once among the stable algorithms. The
+ * end, once for any caller and once among the stable algorithms; past the
+ * largest measured size, the fastest by each candidate's measured scaling,
+ * marked extrapolated. The
  * report (gs_report.c) prints both from the device report kept here. */
 #include "config.h"
 #include "gs_tune.h"
 #include "gs_tune_int.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +93,105 @@ void gs_tune_winners_sort(gs_tune_devreport *R)
     }
 }
 
+/* ---- past the largest measured size ---- */
+
+/* One candidate's time at 2^b, from its two largest measured sizes up to
+ * 2^top: t = a + c n through them (a fixed cost and a cost per key, which
+ * is how a device sort's launches and copies and its per-key work add up),
+ * or c n through the one when it has one; -1 when it has none. */
+static double predict(const gs_tune_devreport *R, const gs_tune_winner *w, int top, int b,
+                      const char **params)
+{
+    const gs_tune_winner *p1 = NULL, *p2 = NULL;     /* p2: the largest bucket */
+    for (size_t i = 0; i < R->nwinners; i++) {
+        const gs_tune_winner *x = &R->winners[i];
+        if (strcmp(x->algorithm, w->algorithm) || x->key_bits != w->key_bits ||
+            x->payload != w->payload || x->bucket > top || !(x->e2e_ms > 0))
+            continue;
+        if (!p2 || x->bucket > p2->bucket) {
+            p1 = p2;
+            p2 = x;
+        } else if (!p1 || x->bucket > p1->bucket) {
+            p1 = x;
+        }
+    }
+    if (!p2)
+        return -1;
+    *params = p2->params;
+    double n2 = ldexp(1.0, p2->bucket), n = ldexp(1.0, b);
+    double per = p2->e2e_ms / n2, fixed = 0;
+    if (p1) {
+        double n1 = ldexp(1.0, p1->bucket);
+        double c = (p2->e2e_ms - p1->e2e_ms) / (n2 - n1);
+        if (c > 0) {
+            per = c;
+            fixed = p2->e2e_ms - c * n2 > 0 ? p2->e2e_ms - c * n2 : 0;
+        }
+    }
+    return fixed + per * n;
+}
+
+/* Plan rows for the sizes past each shape's largest measured one, up to
+ * GS_TUNE_MAX_LOG2: per size the candidate predicted fastest from its own
+ * measured scaling (predict), among those measured at the largest size or
+ * the one below it, so a size never goes to a candidate measured only far
+ * below it; written marked extrapolated. The device's limits stay the
+ * algorithms' own: a size a device cannot hold is refused by check() at
+ * request time and served elsewhere. */
+static int extrapolate(gs_db *db, int64_t dev_id, gs_tune_devreport *R, gs_err *err)
+{
+    int rc = 0;
+    size_t nmeasured = R->nplan;
+    for (size_t i = 0; i < nmeasured && !rc; i++) {
+        const gs_tune_planrow *p = &R->plan[i];
+        int top = -1, seen_later = 0;
+        for (size_t j = 0; j < nmeasured; j++) {
+            const gs_tune_planrow *q = &R->plan[j];
+            if (q->key_bits == p->key_bits && q->payload == p->payload && q->stable == p->stable) {
+                if (q->bucket > top)
+                    top = q->bucket;
+                seen_later |= j < i;
+            }
+        }
+        if (seen_later)
+            continue;           /* one pass per (key class, payload, stability) */
+        for (int b = top + 1; b <= GS_TUNE_MAX_LOG2 && !rc; b++) {
+            const gs_tune_winner *best = NULL;
+            const char *best_params = NULL;
+            double best_ms = 0;
+            for (size_t k = 0; k < R->nwinners; k++) {
+                const gs_tune_winner *w = &R->winners[k];
+                if (w->key_bits != p->key_bits || w->payload != p->payload ||
+                    w->bucket < top - 1 || w->bucket > top || (p->stable && !w->stable))
+                    continue;
+                const char *params = NULL;
+                double ms = predict(R, w, top, b, &params);
+                if (ms > 0 && (!best || ms < best_ms)) {
+                    best = w;
+                    best_ms = ms;
+                    best_params = params;
+                }
+            }
+            if (!best)
+                break;
+            gs_tune_planrow row = { .key_bits = p->key_bits, .payload = p->payload,
+                                    .stable = p->stable, .bucket = b, .ms = best_ms,
+                                    .extrapolated = 1 };
+            snprintf(row.algorithm, sizeof row.algorithm, "%s", best->algorithm);
+            snprintf(row.params, sizeof row.params, "%s", best_params);
+            const char *pl = gs_payload_name(p->payload);
+            rc = gs_db_plan_set(db, dev_id, p->key_bits, pl, p->stable, b, row.algorithm,
+                                row.params, best_ms, err);
+            if (!rc)
+                rc = gs_db_plan_mark_extrapolated(db, dev_id, p->key_bits, pl, p->stable, b, err);
+            if (!rc && add_planrow(R, &row))
+                rc = gs_err_set(err, GS_ENOMEM, "out of memory");
+            p = &R->plan[i];    /* add_planrow may have moved the array */
+        }
+    }
+    return rc;
+}
+
 int gs_tune_plan_write(gs_db *db, int64_t dev_id, gs_tune_devreport *R, gs_err *err)
 {
     int rc = gs_db_begin(db, err);
@@ -136,6 +238,8 @@ int gs_tune_plan_write(gs_db *db, int64_t dev_id, gs_tune_devreport *R, gs_err *
     }
     free(c);
     free(wi);
+    if (!rc)
+        rc = extrapolate(db, dev_id, R, err);
     if (!rc)
         rc = gs_db_commit(db, err);
     else

@@ -19,6 +19,54 @@ static const char *param_cell(const char *json, char *buf, size_t len)
     return buf;
 }
 
+/* The rows past each shape's largest measured size, one line per shape
+ * and stability: which algorithm serves which sizes. */
+static void print_extrapolated(FILE *out, const gs_tune_devreport *R)
+{
+    int header = 0;
+    for (size_t i = 0; i < R->nplan; i++) {
+        const gs_tune_planrow *p = &R->plan[i];
+        if (!p->extrapolated)
+            continue;
+        int first = 1;
+        for (size_t j = 0; j < i && first; j++)
+            first = !(R->plan[j].extrapolated && R->plan[j].key_bits == p->key_bits &&
+                      R->plan[j].payload == p->payload && R->plan[j].stable == p->stable);
+        if (!first)
+            continue;
+        if (!header) {
+            fprintf(out, "  Past the measured sizes (extrapolated from each candidate's "
+                    "measured scaling)\n");
+            header = 1;
+        }
+        char line[1024];
+        int lo = p->bucket, hi = p->bucket, len = 0;
+        const char *cur = NULL;
+        int from = 0;
+        line[0] = '\0';
+        for (size_t j = i; j < R->nplan; j++) {
+            const gs_tune_planrow *q = &R->plan[j];
+            if (!q->extrapolated || q->key_bits != p->key_bits || q->payload != p->payload ||
+                q->stable != p->stable)
+                continue;
+            hi = q->bucket;
+            if (!cur || strcmp(cur, q->algorithm)) {
+                if (cur && len < (int)sizeof line)
+                    len += snprintf(line + len, sizeof line - (size_t)len, "%s%s 2^%d..2^%d",
+                                    len ? ", " : "", cur, from, q->bucket - 1);
+                cur = q->algorithm;
+                from = q->bucket;
+            }
+        }
+        if (cur && len < (int)sizeof line)
+            snprintf(line + len, sizeof line - (size_t)len, "%s%s 2^%d..2^%d", len ? ", " : "",
+                     cur, from, hi);
+        fprintf(out, "    %-4s %-7s %-6s 2^%d..2^%d: %s\n",
+                gs_dtype_name(gs_tune_dtype_of(p->key_bits)), gs_payload_name(p->payload),
+                p->stable ? "stable" : "any", lo, hi, line);
+    }
+}
+
 void gs_tune_report_print(FILE *out, const gs_tune_report *rep)
 {
     for (size_t d = 0; d < rep->ndevs; d++) {
@@ -55,10 +103,11 @@ void gs_tune_report_print(FILE *out, const gs_tune_report *rep)
         fprintf(out, "    %-4s %-7s %-5s %-34s %s\n", "keys", "payload", "n", "any", "stable");
         for (size_t i = 0; i < R->nplan; i++) {
             const gs_tune_planrow *p = &R->plan[i], *q = NULL;
-            if (p->stable)
+            if (p->stable || p->extrapolated)
                 continue;
             for (size_t j = 0; j < R->nplan; j++)
-                if (R->plan[j].stable && R->plan[j].key_bits == p->key_bits &&
+                if (R->plan[j].stable && !R->plan[j].extrapolated &&
+                    R->plan[j].key_bits == p->key_bits &&
                     R->plan[j].payload == p->payload && R->plan[j].bucket == p->bucket)
                     q = &R->plan[j];
             char any[700], stb[700];
@@ -82,6 +131,7 @@ void gs_tune_report_print(FILE *out, const gs_tune_report *rep)
         }
         if (!R->nplan)
             fprintf(out, "    (none)\n");
+        print_extrapolated(out, R);
     }
 }
 

@@ -190,7 +190,8 @@ typedef struct gs_tune_planrow {
     int bucket;
     char algorithm[32];
     char params[512];         /* JSON */
-    double ms;                /* end to end */
+    double ms;                /* end to end (extrapolated: predicted) */
+    int extrapolated;         /* past the shape's largest measured size */
 } gs_tune_planrow;
 
 typedef struct gs_tune_devreport {
@@ -203,6 +204,7 @@ typedef struct gs_tune_devreport {
     int budget_hit;           /* stopped starting trials: budget used up */
     int failed;               /* stopped by an error (logged), not by the budget */
     int max_log2;             /* largest bucket tuned */
+    double prebuild_s;        /* program builds before the budget started */
     gs_tune_winner *winners;
     size_t nwinners, wcap;
     gs_tune_planrow *plan;
@@ -215,8 +217,16 @@ typedef struct gs_tune_report {
     double elapsed_s;
 } gs_tune_report;
 
+/* Build the default programs of the device algorithms among `algos`, and
+ * launch each kernel a shape of `o` uses once (a sort of 4096 keys): the
+ * seconds it took. gs_tune_device calls it before its clock starts. */
+double gs_tune_prebuild(gs_dev *dev, gs_pcache *pc, const gs_tune_opts *o,
+                        const gs_algo *const *algos, size_t na);
+
 /* Tune one opened-or-openable device until `deadline` (CLOCK_MONOTONIC
- * seconds, gs_now_s), appending its results to rep. */
+ * seconds, gs_now_s) moved on by the program builds done first
+ * (gs_tune_prebuild, not charged to the budget), appending its results to
+ * rep. */
 int gs_tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts *o,
                    double deadline, gs_tune_report *rep, gs_err *err);
 /* Tune every device in turn, splitting the budget between them. A device

@@ -33,6 +33,7 @@ typedef struct progress_line {
     int shown;
     double last_draw;
     char line[512];
+    unsigned searches, unreached;   /* (algorithm, group) searches ended; none of their trials ran */
 } progress_line;
 
 static progress_line g_prog;
@@ -76,6 +77,15 @@ static void on_progress(const gs_tune_progress *p, void *ud)
     else
         snprintf(best, sizeof best, "no valid configuration yet");
     fmt_duration(p->eta_s, eta, sizeof eta);
+    if (p->group_end) {
+        pl->searches++;
+        /* not reached (the budget ran out first): counted, said once at
+         * the end instead of a line each */
+        if (p->trials_done == 0 && p->best_ms < 0) {
+            pl->unreached++;
+            return;
+        }
+    }
     if (!pl->tty) {
         if (p->group_end)
             GS_INFO("device %d %s: %s keys, payload %s, n=2^%d: %s; %u trial(s); group %u/%u; "
@@ -195,6 +205,34 @@ static int parse_algorithms(const char *list, const gs_algo **out, size_t *n)
     return 0;
 }
 
+/* Parse "none,u32" into o's payload kinds; exit status 2 on an unknown or
+ * repeated name. */
+static int parse_payloads(const char *list, gs_tune_opts *o)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", list);
+    o->npayloads = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        gs_payload p;
+        if (gs_payload_parse(tok, &p) < 0) {
+            fprintf(stderr, "gsortd: --payloads: unknown payload kind '%s' (known: none u32 u64 "
+                    "idx32 idx64)\n", tok);
+            return 2;
+        }
+        for (size_t i = 0; i < o->npayloads; i++)
+            if (o->payloads[i] == p) {
+                fprintf(stderr, "gsortd: --payloads: '%s' given twice\n", tok);
+                return 2;
+            }
+        o->payloads[o->npayloads++] = p;
+    }
+    if (o->npayloads == 0) {
+        fprintf(stderr, "gsortd: --payloads: empty list\n");
+        return 2;
+    }
+    return 0;
+}
+
 int gs_tuneall_run(const gs_tuneall_opts *ta)
 {
     const gs_algo *algos[ALGOS_MAX];
@@ -245,6 +283,12 @@ int gs_tuneall_run(const gs_tuneall_opts *ta)
         o.algos = algos;
         o.nalgos = nalgos;
     }
+    if (ta->payloads && (rc = parse_payloads(ta->payloads, &o)) != 0) {
+        gs_pcache_close(pc);
+        gs_db_close(db);
+        gs_dev_free_list(devs, ndev);
+        return rc;
+    }
     if (ta->max_log2)
         o.max_log2 = ta->max_log2;
     o.restrict_spec = ta->restrict_spec;
@@ -269,6 +313,17 @@ int gs_tuneall_run(const gs_tuneall_opts *ta)
             g_prog.shown = 0;
         }
         gs_log_set_sink(NULL, NULL);
+        if (g_prog.unreached) {
+            double budget = 0;
+            for (size_t i = 0; i < rep.ndevs; i++)
+                budget += rep.devs[i].budget_s;
+            unsigned reached = g_prog.searches - g_prog.unreached;
+            double need = reached ? budget * g_prog.searches / reached : budget * 4;
+            GS_INFO("%u of %u searches (algorithm, key width, payload, size) were not reached "
+                    "within the budget of %.0f s: their shapes are served by the nearest tuned "
+                    "ones; about --budget %.0f would reach them", g_prog.unreached,
+                    g_prog.searches, budget, ceil(need / 10) * 10);
+        }
         gs_tune_report_print(stdout, &rep);
         if (!rc)
             GS_INFO("tuning took %.1f s; results in %s", rep.elapsed_s, gs_db_path(db));

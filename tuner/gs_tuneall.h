@@ -17,6 +17,7 @@ typedef struct gs_tuneall_opts {
     int quick;                /* --quick: the quick budget unless --budget */
     long device;              /* -1: every device */
     const char *algorithms;   /* "a,b"; NULL: every registered algorithm */
+    const char *payloads;     /* "none,u32"; NULL: every payload kind */
     int max_log2;             /* 0: from the budget */
     const char *restrict_spec;/* NULL: none */
     uint64_t seed;
