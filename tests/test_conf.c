@@ -494,6 +494,11 @@ static void test_keys(void)
     set_good("tune_missing", "yes");
     set_good("tune_missing", "FALSE");
     set_good("tune_missing", "auto");
+    set_good("inline_sort_max", "0");
+    set_good("inline_sort_max", "65536");
+    set_bad("inline_sort_max", "65537", "0 (never) to 65536");
+    set_bad("inline_sort_max", "-1", "0 (never) to 65536");
+    set_bad("inline_sort_max", "2k", "0 (never) to 65536");
     set_bad("tune_missing", "maybe", "auto, or yes/no");
     set_good("tune_budget", "1000h");
     set_good("tune_budget", "30s");
