@@ -136,6 +136,17 @@ static void learn(double *rate, const gs_job *j)
     *rate = *rate > 0 ? 0.8 * *rate + 0.2 * r : r;
 }
 
+/* A job is done, on the loop thread: learn from it, then its callback. */
+static void finish(gs_sched *s, gs_job *j)
+{
+    s->inflight--;
+    if (j->dev < 0)
+        learn(&s->host_rate[gs_dtype_size(j->req.dtype) == 8], j);
+    else if (j->plan == GS_PLAN_DEFAULT)
+        learn(&s->devs[j->dev].rate_ms_per_key, j);
+    s->done(j, s->ud);
+}
+
 static void on_async(uv_async_t *h)
 {
     gs_sched *s = h->data;
@@ -145,12 +156,7 @@ static void on_async(uv_async_t *h)
     pthread_mutex_unlock(&s->done_mu);
     while (j) {
         gs_job *next = j->next;
-        s->inflight--;
-        if (j->dev < 0)
-            learn(&s->host_rate[gs_dtype_size(j->req.dtype) == 8], j);
-        else if (j->plan == GS_PLAN_DEFAULT)
-            learn(&s->devs[j->dev].rate_ms_per_key, j);
-        s->done(j, s->ud);
+        finish(s, j);
         j = next;
     }
 }
@@ -398,9 +404,7 @@ void gs_sched_submit(gs_sched *s, gs_job *j)
         j->t_start = gs_now_ms();
         run_host(s, j);
         j->t_done = gs_now_ms();
-        s->inflight--;
-        learn(&s->host_rate[gs_dtype_size(j->req.dtype) == 8], j);
-        s->done(j, s->ud);
+        finish(s, j);
         return;
     }
     queue_push(j->dev >= 0 ? &s->devs[j->dev].q : &s->hostq, j);
