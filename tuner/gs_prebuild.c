@@ -7,16 +7,17 @@
  * budget, every group's first trials find the programs ready, and the
  * program cache keeps them for the next run. Each algorithm warms up on a
  * thread of its own, so that the builds run side by side (gs_prog builds
- * outside the device's lock); each build is a tiny sort of random keys
- * through gs_sort_run, so what is built is exactly what the trials will
- * ask for. A build that fails is logged; its trials are then
- * recorded invalid as usual. */
+ * outside the device's lock); each build is a tiny sort through
+ * gs_sort_run of the trials' own random input (gs_tune_input_make), so
+ * what is built is exactly what the trials will ask for. A build that
+ * fails is logged; its trials are then recorded invalid as usual. */
 #include "config.h"
 #include "gs_tune.h"
 #include "gs_tune_int.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,29 +44,27 @@ static void *warm_main(void *arg)
     const gs_tune_opts *o = J->o;
     const gs_algo *a = J->a;
     double t0 = gs_now_s();
-    size_t nb = PREBUILD_N * 8;
-    unsigned char *k = malloc(nb), *v = malloc(nb);
     gs_sort_ctx ctx = { .dev = J->dev, .pc = J->pc };
     gs_params p;
     a->defaults(&J->dev->info, &p);
-    for (size_t ki = 0; k && v && ki < o->nkey_bits; ki++)
+    for (size_t ki = 0; ki < o->nkey_bits; ki++)
         for (size_t pi = 0; pi < o->npayloads; pi++) {
             if (o->cancel && atomic_load(o->cancel))
                 goto out;
-            uint64_t x = 0x243f6a8885a308d3u;
-            for (size_t j = 0; j < nb; j++) {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                k[j] = (unsigned char)x;
-                v[j] = (unsigned char)(x >> 8);
-            }
-            gs_sort_req req = { .dtype = gs_tune_dtype_of(o->key_bits[ki]),
-                                .payload = o->payloads[pi], .n = PREBUILD_N, .keys = k,
-                                .values = o->payloads[pi] == GS_PL_NONE ? NULL : v };
+            /* the trials' own random input, sorted in place: its output
+             * is not checked, only the build and the launches matter */
+            gs_tune_input in;
             gs_err e;
             gs_err_clear(&e);
-            if (gs_sort_run(a, &ctx, &req, &p, NULL, &e) < 0) {
+            gs_dtype dt = gs_tune_dtype_of(o->key_bits[ki]);
+            gs_payload pl = o->payloads[pi];
+            if (gs_tune_input_make(&in, dt, pl, PREBUILD_N, GS_TUNE_DIST_RANDOM, &e) < 0)
+                goto out;
+            gs_sort_req req = { .dtype = dt, .payload = pl, .n = PREBUILD_N, .keys = in.in_k,
+                                .values = in.in_v ? in.in_v : in.wv };
+            int rc = gs_sort_run(a, &ctx, &req, &p, NULL, &e);
+            gs_tune_input_free(&in);
+            if (rc < 0) {
                 J->failed++;
                 GS_WARN("%s on %s: building its default program failed: %s", a->name,
                         J->dev->info.name, e.msg);
@@ -74,8 +73,6 @@ static void *warm_main(void *arg)
             J->built++;
         }
 out:
-    free(k);
-    free(v);
     J->s = gs_now_s() - t0;
     return NULL;
 }
