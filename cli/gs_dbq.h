@@ -97,7 +97,7 @@ typedef struct gs_dbq_choice {
     double median_ms;         /* winners: kernel time (host: wall); plan: end to end */
     int64_t trial_id;         /* winners: the trial behind it, 0 none; plan: 0 */
     const char *updated;
-    int extrapolated;         /* plan rows past the largest measured size; winners: 0 */
+    int extrapolated;         /* plan rows: GS_DB_PLAN_*; winners: 0 */
 } gs_dbq_choice;
 
 typedef int (*gs_dbq_choice_fn)(void *ud, const gs_dbq_choice *c);

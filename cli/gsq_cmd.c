@@ -225,7 +225,8 @@ static int choice_row(void *ud, const gs_dbq_choice *ch)
             gsq_null(t, "-");
     } else {
         /* measured at this size, or predicted past the largest measured one */
-        gsq_str(t, ch->extrapolated ? "extrap." : "measured");
+        gsq_str(t, ch->extrapolated == GS_DB_PLAN_INTERPOLATED ? "interp."
+                  : ch->extrapolated ? "extrap." : "measured");
     }
     gsq_str(t, ch->updated);
     return 0;

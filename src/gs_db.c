@@ -244,16 +244,19 @@ int gs_db_plan_set(gs_db *db, int64_t device_id, int key_bits, const char *paylo
     return db_step_done(db, st, err, "recording the plan");
 }
 
-int gs_db_plan_mark_extrapolated(gs_db *db, int64_t device_id, int key_bits,
-                                 const char *payload, int stable, int bucket, gs_err *err)
+int gs_db_plan_mark_predicted(gs_db *db, int64_t device_id, int key_bits, const char *payload,
+                              int stable, int bucket, int how, gs_err *err)
 {
+    if (how != GS_DB_PLAN_EXTRAPOLATED && how != GS_DB_PLAN_INTERPOLATED)
+        return gs_err_set(err, GS_EINVAL, "plan row source %d is not a prediction", how);
     sqlite3_stmt *st;
-    int rc = db_prepare(db, "UPDATE plan SET extrapolated=1 WHERE device_id=?1 AND key_bits=?2"
+    int rc = db_prepare(db, "UPDATE plan SET extrapolated=?6 WHERE device_id=?1 AND key_bits=?2"
                         " AND payload=?3 AND stable=?4 AND bucket=?5", &st, err);
     if (rc)
         return rc;
     bind_plan_key(st, device_id, key_bits, payload, stable, bucket);
-    return db_step_done(db, st, err, "marking a plan row extrapolated");
+    sqlite3_bind_int(st, 6, how);
+    return db_step_done(db, st, err, "marking a plan row predicted");
 }
 
 int gs_db_plan_count(gs_db *db, int64_t device_id, long *count, gs_err *err)

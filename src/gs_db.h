@@ -100,11 +100,18 @@ int gs_db_winner_get(gs_db *db, int64_t device_id, const char *algorithm, int ke
 int gs_db_plan_set(gs_db *db, int64_t device_id, int key_bits, const char *payload, int stable,
                    int bucket, const char *algorithm, const char *params, double median_ms,
                    gs_err *err);
+/* plan.extrapolated: how a row's size was chosen. */
+enum {
+    GS_DB_PLAN_MEASURED = 0,
+    GS_DB_PLAN_EXTRAPOLATED = 1,  /* past the shape's largest measured size */
+    GS_DB_PLAN_INTERPOLATED = 2,  /* between two measured sizes (sparse large n) */
+};
 /* Mark the plan row just set (gs_db_plan_set, which writes rows as
- * measured) as extrapolated: its size was not measured, its choice and
- * time are predicted from the candidates' measured scaling. */
-int gs_db_plan_mark_extrapolated(gs_db *db, int64_t device_id, int key_bits,
-                                 const char *payload, int stable, int bucket, gs_err *err);
+ * measured) as predicted (`how`: extrapolated or interpolated): its size
+ * was not measured, its choice and time come from the candidates'
+ * measured scaling. */
+int gs_db_plan_mark_predicted(gs_db *db, int64_t device_id, int key_bits, const char *payload,
+                              int stable, int bucket, int how, gs_err *err);
 /* The plan entry for this request shape at the bucket nearest log2(n)
  * (ties: the larger bucket). GS_ENOTFOUND if the device has no plan. */
 int gs_db_plan_lookup(gs_db *db, int64_t device_id, int key_bits, const char *payload,

@@ -222,6 +222,7 @@ static void opts_for_test(gs_tune_opts *o, const gs_algo *const *algos, size_t n
     o->payloads[1] = GS_PL_U32;
     o->min_log2 = 10;
     o->max_log2 = 11;
+    o->large_max_log2 = 0;      /* test_large has its own */
     o->reps = 3;
     o->extra_dists = 0;
 }
@@ -654,6 +655,7 @@ static void test_prebuild(gs_dev *dev)
     o.nalgos = 2;
     o.min_log2 = 10;
     o.max_log2 = 11;
+    o.large_max_log2 = 0;
     o.extra_dists = 0;
     memset(fk_built, 0, sizeof fk_built);
     fk_build_us = 1500 * 1000;
@@ -691,6 +693,52 @@ static void winner(gs_tune_devreport *R, const char *algo, int stable, int bucke
         tap_bail("out of memory");
 }
 
+/* A stable winner (u32 keys, no payload) of a plan test: its end-to-end
+ * time at one bucket. */
+struct pw {
+    const char *algo;
+    int bucket;
+    double e2e;
+};
+
+/* The plan of these winners, written to a fresh database with one device;
+ * the device report (winners and plan rows) in R. */
+static int plan_of(char *db, size_t len, const char *name, const struct pw *ws, size_t n,
+                   gs_tune_devreport *R, gs_err *err)
+{
+    path_of(db, len, name);
+    gs_err_clear(err);
+    gs_db *h;
+    if (gs_db_open(&h, db, 0, err))
+        tap_bail("open: %s", err->msg);
+    gs_dev_info in;
+    memset(&in, 0, sizeof in);
+    snprintf(in.name, sizeof in.name, "Plan Device %s", name);
+    int64_t id;
+    if (gs_db_device_id(h, &in, 1, &id, err))
+        tap_bail("device: %s", err->msg);
+    memset(R, 0, sizeof *R);
+    for (size_t i = 0; i < n; i++)
+        winner(R, ws[i].algo, 1, ws[i].bucket, ws[i].e2e);
+    int rc = gs_tune_plan_write(h, id, R, err);
+    gs_db_close(h);
+    return rc;
+}
+
+/* What gsortd --tune-all would print for this device report (malloc'd). */
+static char *report_text(gs_tune_devreport *R)
+{
+    gs_tune_report rep = { .devs = R, .ndevs = 1 };
+    char *buf = NULL;
+    size_t blen = 0;
+    FILE *f = open_memstream(&buf, &blen);
+    if (f) {
+        gs_tune_report_print(f, &rep);
+        fclose(f);
+    }
+    return buf;
+}
+
 /* Measured to 2^16: host is faster there (0.1/0.2/0.4 ms, all per key),
  * radix slower (0.5/0.55/0.6 ms: from its two largest sizes a fixed 0.5 ms
  * and a small cost per key), "far" fastest of all but measured only at
@@ -699,30 +747,13 @@ static void winner(gs_tune_devreport *R, const char *algo, int stable, int bucke
  * parameters from its largest measured size. */
 static void test_extrapolate(void)
 {
+    static const struct pw ws[] = { { "host", 14, 0.1 }, { "host", 15, 0.2 }, { "host", 16, 0.4 },
+                                    { "radix", 14, 0.5 }, { "radix", 15, 0.55 },
+                                    { "radix", 16, 0.6 }, { "far", 10, 0.001 } };
     char db[512];
-    path_of(db, sizeof db, "extrap.db");
-    gs_db *h;
     gs_err err;
-    gs_err_clear(&err);
-    if (gs_db_open(&h, db, 0, &err))
-        tap_bail("open: %s", err.msg);
-    gs_dev_info in;
-    memset(&in, 0, sizeof in);
-    snprintf(in.name, sizeof in.name, "Extrapolation Device");
-    int64_t id;
-    if (gs_db_device_id(h, &in, 1, &id, &err))
-        tap_bail("device: %s", err.msg);
     gs_tune_devreport R;
-    memset(&R, 0, sizeof R);
-    winner(&R, "host", 1, 14, 0.1);
-    winner(&R, "host", 1, 15, 0.2);
-    winner(&R, "host", 1, 16, 0.4);
-    winner(&R, "radix", 1, 14, 0.5);
-    winner(&R, "radix", 1, 15, 0.55);
-    winner(&R, "radix", 1, 16, 0.6);
-    winner(&R, "far", 1, 10, 0.001);
-    int rc = gs_tune_plan_write(h, id, &R, &err);
-    gs_db_close(h);
+    int rc = plan_of(db, sizeof db, "extrap.db", ws, sizeof ws / sizeof *ws, &R, &err);
     long measured_host = q_int(db, "SELECT count(*) FROM plan WHERE extrapolated=0 AND "
                                    "algorithm='host' AND bucket BETWEEN 14 AND 16");
     long ex_radix = q_int(db, "SELECT count(*) FROM plan WHERE extrapolated=1 AND "
@@ -741,22 +772,157 @@ static void test_extrapolate(void)
            "all extrapolated: %ld; 2^17 predicted %.4f ms), never the candidate measured only "
            "at 2^10 (%ld), measured rows kept (%ld) %s", ex_radix, ex_all, ms17, ex_far,
            measured_host, rc ? err.msg : "");
-    gs_tune_report rep = { .devs = &R, .ndevs = 1 };
-    char *buf = NULL;
-    size_t blen = 0;
-    FILE *f = open_memstream(&buf, &blen);
-    if (f) {
-        gs_tune_report_print(f, &rep);
-        fclose(f);
-    }
-    tap_ok(buf && strstr(buf, "Past the measured sizes") &&
-           strstr(buf, "u32  none    any    2^17..2^28: radix 2^17..2^28"),
-           "the report says which sizes are extrapolated, and by what");
-    if (buf && !strstr(buf, "2^17..2^28"))
+    char *buf = report_text(&R);
+    tap_ok(buf && strstr(buf, "Sizes not measured") &&
+           strstr(buf, "u32  none    any    ~host 2^11..2^13, >radix 2^17..2^28"),
+           "the report says which sizes are predicted, and by what: host between 2^10 and "
+           "2^14 (far, measured at 2^10 only, not), radix past 2^16");
+    if (buf && !strstr(buf, ">radix 2^17..2^28"))
         tap_diag("%s", buf);
     free(buf);
     free(R.winners);
     free(R.plan);
+}
+
+/* Measured sparsely (2^10, 2^12, 2^14): host 1/2/4 ms, radix 5/3/1 ms.
+ * Between measured sizes the plan follows each candidate's line through
+ * its neighbouring measurements: host at 2^11 (1.33 against 1.5), radix
+ * at 2^13 (0.5 against 2.67), rows marked interpolated; past 2^14 radix,
+ * extrapolated. */
+static void test_interpolate(void)
+{
+    static const struct pw ws[] = { { "host", 10, 1 }, { "host", 12, 2 }, { "host", 14, 4 },
+                                    { "radix", 10, 5 }, { "radix", 12, 3 }, { "radix", 14, 1 } };
+    char db[512];
+    gs_err err;
+    gs_tune_devreport R;
+    int rc = plan_of(db, sizeof db, "interp.db", ws, sizeof ws / sizeof *ws, &R, &err);
+    long i11 = q_int(db, "SELECT count(*) FROM plan WHERE bucket=11 AND algorithm='host' AND "
+                         "extrapolated=2");
+    long i13 = q_int(db, "SELECT count(*) FROM plan WHERE bucket=13 AND algorithm='radix' AND "
+                         "extrapolated=2");
+    long interp = q_int(db, "SELECT count(*) FROM plan WHERE extrapolated=2");
+    long ex = q_int(db, "SELECT count(*) FROM plan WHERE extrapolated=1 AND algorithm='radix' "
+                        "AND bucket BETWEEN 15 AND 28");
+    long meas = q_int(db, "SELECT count(*) FROM plan WHERE extrapolated=0");
+    tap_ok(rc == 0 && i11 == 2 && i13 == 2 && interp == 4 && ex == 28 && meas == 6,
+           "between sparse sizes: host at 2^11 (%ld of 2 rows), radix at 2^13 (%ld of 2), "
+           "%ld rows interpolated, %ld extrapolated past 2^14, %ld measured %s", i11, i13,
+           interp, ex, meas, rc ? err.msg : "");
+    char *buf = report_text(&R);
+    tap_ok(buf && strstr(buf, "~host 2^11, ~radix 2^13, >radix 2^15..2^28"),
+           "the report marks interpolated (~) and extrapolated (>) sizes");
+    if (buf && !strstr(buf, "~host 2^11"))
+        tap_diag("%s", buf);
+    free(buf);
+    free(R.winners);
+    free(R.plan);
+}
+
+/* Large n: dense to 2^11, then every other size to 2^15. The host sort is
+ * timed at 2^13 and 2^15 with its earlier winner and defaults only, with
+ * at most LARGE_REPS repetitions; fk (an index qsort, far slower than the
+ * host's radix at 2^11) is not timed there at all; the sizes between are
+ * interpolated. */
+static void test_large(gs_dev *dev)
+{
+    char db[512];
+    path_of(db, sizeof db, "large.db");
+    const gs_algo *algos[] = { &gs_algo_host, &fk_algo };
+    gs_tune_opts o;
+    opts_for_test(&o, algos, 2);
+    o.large_max_log2 = 15;
+    o.reps = 5;
+    gs_tune_report rep;
+    int rc = run_tuner(db, dev, &o, &rep);
+    long h13 = q_int(db, "SELECT count(*) FROM trials WHERE algorithm='host' AND n=8192 AND "
+                         "distribution='random'");
+    long h15 = q_int(db, "SELECT count(*) FROM trials WHERE algorithm='host' AND n=32768 AND "
+                         "distribution='random' AND reps<=3");
+    long between = q_int(db, "SELECT count(*) FROM trials WHERE n IN (4096, 16384)");
+    long fk = q_int(db, "SELECT count(*) FROM trials WHERE algorithm='fk' AND n > 2048");
+    long interp = q_int(db, "SELECT count(*) FROM plan WHERE extrapolated=2 AND bucket IN (12, 14)");
+    long meas = q_int(db, "SELECT count(*) FROM plan WHERE extrapolated=0 AND bucket IN (13, 15)");
+    tap_ok(rc == 0 && rep.devs[0].max_log2 == 15 && h13 >= 2 && h13 <= 6 && h15 >= 2 &&
+           between == 0 && fk == 0 && rep.devs[0].pruned == 4 && interp == 8 && meas == 8,
+           "large n: host timed at 2^13 (%ld trials, defaults and winners only) and 2^15 (%ld, "
+           "3 reps), nothing at 2^12/2^14 (%ld), fk pruned (%u, %ld trials), 2^12/2^14 "
+           "interpolated (%ld rows), 2^13/2^15 measured (%ld)", h13, h15, between,
+           rc ? 0 : rep.devs[0].pruned, fk, interp, meas);
+    if (!rc)
+        gs_tune_report_free(&rep);
+}
+
+/* Time left after every group goes to widened searches, most spread
+ * first: fk's configurations differ 26x, so with a 4-sample quota its four
+ * groups are searched again with more samples, and far more distinct
+ * configurations get timed than the quota alone allows. */
+static void test_leftover(gs_dev *dev)
+{
+    char db[512];
+    path_of(db, sizeof db, "leftover.db");
+    const gs_algo *algos[] = { &gs_algo_host, &fk_algo };
+    gs_tune_opts o;
+    opts_for_test(&o, algos, 2);
+    o.strategy = GS_TUNE_SAMPLED;
+    o.samples = 4;
+    o.refine_rounds = 0;
+    gs_tune_report rep;
+    int rc = run_tuner(db, dev, &o, &rep);
+    long distinct = q_int(db, "SELECT count(DISTINCT params) FROM trials WHERE algorithm='fk'");
+    tap_ok(rc == 0 && rep.devs[0].refined == 4 && distinct >= 4 + 3 + 8,
+           "time left over widens fk's 4 searches (%u) and times %ld distinct configurations "
+           "(quota 4)", rc ? 0 : rep.devs[0].refined, distinct);
+    if (!rc)
+        gs_tune_report_free(&rep);
+}
+
+/* ---- sampled checks between the whole ones at large n ---- */
+
+static unsigned flaky_calls;
+
+/* The host sort, except that its third run (the second timed one) comes
+ * back reversed. */
+static int flaky_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p,
+                     gs_sort_stats *st, gs_err *err)
+{
+    int rc = gs_algo_host.run(ctx, req, p, st, err);
+    if (!rc && ++flaky_calls == 3) {
+        uint32_t *k = req->keys;
+        for (size_t i = 0, j = req->n - 1; i < j; i++, j--) {
+            uint32_t t = k[i];
+            k[i] = k[j];
+            k[j] = t;
+        }
+    }
+    return rc;
+}
+
+static const gs_algo flaky_algo = {
+    .name = "flaky", .summary = "test: one wrong run in the middle", .stable = 1,
+    .uses_device = 0, .run = flaky_run,
+};
+
+/* At 2^22 the runs between the first and the last are checked at sampled
+ * positions: a wrong middle run is still caught, and named as such. */
+static void test_sampled_check(void)
+{
+    gs_tune_input in;
+    gs_err err;
+    gs_err_clear(&err);
+    if (gs_tune_input_make(&in, GS_DT_U32, GS_PL_NONE, (size_t)1 << 22, GS_TUNE_DIST_RANDOM, &err))
+        tap_bail("input: %s", err.msg);
+    gs_params p;
+    gs_params_clear(&p);
+    gs_tune_result r;
+    flaky_calls = 0;
+    gs_tune_trial_run(NULL, NULL, 3, &flaky_algo, &in, &p, &r);
+    tap_ok(!r.valid && strstr(r.reason, "sampled check") && flaky_calls == 3,
+           "2^22: a wrong middle run is caught by the sampled check (%s)", r.reason);
+    flaky_calls = 100;
+    gs_tune_trial_run(NULL, NULL, 3, &flaky_algo, &in, &p, &r);
+    tap_ok(r.valid && r.reps == 3, "and the same sort without it passes (%s)", r.reason);
+    gs_tune_input_free(&in);
 }
 
 /* ---- a write that fails at the end of a run that used its budget ---- */
@@ -916,6 +1082,10 @@ int main(void)
     test_budget(dev);
     test_prebuild(dev);
     test_extrapolate();
+    test_interpolate();
+    test_large(dev);
+    test_leftover(dev);
+    test_sampled_check();
     test_failed_write(dev);
     test_reader(dev);
     test_newer_db();

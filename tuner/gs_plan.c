@@ -1,9 +1,9 @@
 /* A tuning run's results: each group's winner, recorded in the database
  * beside the trial it came from, and the device's serving plan, chosen
  * from the winners: per (key class, payload, bucket) the fastest end to
- * end, once for any caller and once among the stable algorithms; past the
- * largest measured size, the fastest by each candidate's measured scaling,
- * marked extrapolated. The
+ * end, once for any caller and once among the stable algorithms; between
+ * the measured sizes and past the largest one, the fastest by each
+ * candidate's measured scaling, marked interpolated or extrapolated. The
  * report (gs_report.c) prints both from the device report kept here. */
 #include "config.h"
 #include "gs_tune.h"
@@ -30,6 +30,15 @@ int gs_tune_plan_pick(const gs_tune_cand *c, size_t n, int stable)
 
 int gs_tune_winner_add(gs_tune_devreport *R, const gs_tune_winner *w)
 {
+    /* a group searched again (time left over) replaces its earlier winner */
+    for (size_t i = 0; i < R->nwinners; i++) {
+        gs_tune_winner *x = &R->winners[i];
+        if (!strcmp(x->algorithm, w->algorithm) && x->key_bits == w->key_bits &&
+            x->payload == w->payload && x->bucket == w->bucket) {
+            *x = *w;
+            return 0;
+        }
+    }
     if (gs_grow(&R->winners, &R->wcap, R->nwinners, sizeof *R->winners, 64))
         return GS_ENOMEM;
     R->winners[R->nwinners++] = *w;
@@ -131,38 +140,60 @@ static double predict(const gs_tune_devreport *R, const gs_tune_winner *w, int t
     return fixed + per * n;
 }
 
-/* Plan rows for the sizes past each shape's largest measured one, up to
- * GS_TUNE_MAX_LOG2: per size the candidate predicted fastest from its own
- * measured scaling (predict), among those measured at the largest size or
- * the one below it, so a size never goes to a candidate measured only far
- * below it; written marked extrapolated. The device's limits stay the
+/* Plan rows for the sizes each shape did not measure, up to
+ * GS_TUNE_MAX_LOG2: between two measured sizes (the sparse large-n
+ * buckets) and past the largest one. Per size, the candidate predicted
+ * fastest from its own measured scaling (predict), among those measured at
+ * the next measured size above it (or, past the largest, at one of the two
+ * largest), so a size never goes to a candidate measured only far from
+ * it; written
+ * marked interpolated or extrapolated. The device's limits stay the
  * algorithms' own: a size a device cannot hold is refused by check() at
  * request time and served elsewhere. */
-static int extrapolate(gs_db *db, int64_t dev_id, gs_tune_devreport *R, gs_err *err)
+static int fill_unmeasured(gs_db *db, int64_t dev_id, gs_tune_devreport *R, gs_err *err)
 {
     int rc = 0;
     size_t nmeasured = R->nplan;
     for (size_t i = 0; i < nmeasured && !rc; i++) {
         const gs_tune_planrow *p = &R->plan[i];
-        int top = -1, seen_later = 0;
+        char have[GS_TUNE_MAX_LOG2 + 1] = { 0 };
+        int seen_earlier = 0, lo = GS_TUNE_MAX_LOG2 + 1;
         for (size_t j = 0; j < nmeasured; j++) {
             const gs_tune_planrow *q = &R->plan[j];
-            if (q->key_bits == p->key_bits && q->payload == p->payload && q->stable == p->stable) {
-                if (q->bucket > top)
-                    top = q->bucket;
-                seen_later |= j < i;
+            if (q->key_bits == p->key_bits && q->payload == p->payload && q->stable == p->stable &&
+                q->bucket >= 0 && q->bucket <= GS_TUNE_MAX_LOG2) {
+                have[q->bucket] = 1;
+                lo = q->bucket < lo ? q->bucket : lo;
+                seen_earlier |= j < i;
             }
         }
-        if (seen_later)
+        if (seen_earlier)
             continue;           /* one pass per (key class, payload, stability) */
-        for (int b = top + 1; b <= GS_TUNE_MAX_LOG2 && !rc; b++) {
+        const int kb = p->key_bits, stable = p->stable;
+        const gs_payload pay = p->payload;
+        for (int b = lo + 1; b <= GS_TUNE_MAX_LOG2 && !rc; b++) {
+            if (have[b])
+                continue;
+            int below = b - 1, above = b + 1, below2;
+            while (!have[below])
+                below--;
+            while (above <= GS_TUNE_MAX_LOG2 && !have[above])
+                above++;
+            int inter = above <= GS_TUNE_MAX_LOG2;
+            for (below2 = below - 1; below2 >= lo && !have[below2]; below2--)
+                ;
+            /* past the largest: measured at one of the two largest */
+            int n1 = below2, n2 = below;
+            int top = inter ? above : below;
             const gs_tune_winner *best = NULL;
             const char *best_params = NULL;
             double best_ms = 0;
             for (size_t k = 0; k < R->nwinners; k++) {
                 const gs_tune_winner *w = &R->winners[k];
-                if (w->key_bits != p->key_bits || w->payload != p->payload ||
-                    w->bucket < top - 1 || w->bucket > top || (p->stable && !w->stable))
+                /* between: measured at the size above (one measured only
+                 * below was dropped there, or never reached it) */
+                if (w->key_bits != kb || w->payload != pay || (stable && !w->stable) ||
+                    (inter ? w->bucket != above : w->bucket != n1 && w->bucket != n2))
                     continue;
                 const char *params = NULL;
                 double ms = predict(R, w, top, b, &params);
@@ -172,21 +203,23 @@ static int extrapolate(gs_db *db, int64_t dev_id, gs_tune_devreport *R, gs_err *
                     best_params = params;
                 }
             }
-            if (!best)
+            if (!best) {
+                if (inter)
+                    continue;
                 break;
-            gs_tune_planrow row = { .key_bits = p->key_bits, .payload = p->payload,
-                                    .stable = p->stable, .bucket = b, .ms = best_ms,
-                                    .extrapolated = 1 };
+            }
+            int how = inter ? GS_DB_PLAN_INTERPOLATED : GS_DB_PLAN_EXTRAPOLATED;
+            gs_tune_planrow row = { .key_bits = kb, .payload = pay, .stable = stable, .bucket = b,
+                                    .ms = best_ms, .extrapolated = how };
             snprintf(row.algorithm, sizeof row.algorithm, "%s", best->algorithm);
             snprintf(row.params, sizeof row.params, "%s", best_params);
-            const char *pl = gs_payload_name(p->payload);
-            rc = gs_db_plan_set(db, dev_id, p->key_bits, pl, p->stable, b, row.algorithm,
-                                row.params, best_ms, err);
+            const char *pl = gs_payload_name(pay);
+            rc = gs_db_plan_set(db, dev_id, kb, pl, stable, b, row.algorithm, row.params, best_ms,
+                                err);
             if (!rc)
-                rc = gs_db_plan_mark_extrapolated(db, dev_id, p->key_bits, pl, p->stable, b, err);
+                rc = gs_db_plan_mark_predicted(db, dev_id, kb, pl, stable, b, how, err);
             if (!rc && add_planrow(R, &row))
                 rc = gs_err_set(err, GS_ENOMEM, "out of memory");
-            p = &R->plan[i];    /* add_planrow may have moved the array */
         }
     }
     return rc;
@@ -239,7 +272,7 @@ int gs_tune_plan_write(gs_db *db, int64_t dev_id, gs_tune_devreport *R, gs_err *
     free(c);
     free(wi);
     if (!rc)
-        rc = extrapolate(db, dev_id, R, err);
+        rc = fill_unmeasured(db, dev_id, R, err);
     if (!rc)
         rc = gs_db_commit(db, err);
     else

@@ -19,9 +19,10 @@ static const char *param_cell(const char *json, char *buf, size_t len)
     return buf;
 }
 
-/* The rows past each shape's largest measured size, one line per shape
- * and stability: which algorithm serves which sizes. */
-static void print_extrapolated(FILE *out, const gs_tune_devreport *R)
+/* The rows of sizes not measured (between sparse large-n buckets, and past
+ * the largest measured one), one line per shape and stability: which
+ * algorithm serves which sizes, runs of consecutive sizes joined. */
+static void print_predicted(FILE *out, const gs_tune_devreport *R)
 {
     int header = 0;
     for (size_t i = 0; i < R->nplan; i++) {
@@ -35,35 +36,44 @@ static void print_extrapolated(FILE *out, const gs_tune_devreport *R)
         if (!first)
             continue;
         if (!header) {
-            fprintf(out, "  Past the measured sizes (extrapolated from each candidate's "
-                    "measured scaling)\n");
+            fprintf(out, "  Sizes not measured (predicted from each candidate's measured "
+                    "scaling: ~ between measured sizes, > past the largest)\n");
             header = 1;
         }
         char line[1024];
-        int lo = p->bucket, hi = p->bucket, len = 0;
-        const char *cur = NULL;
-        int from = 0;
+        size_t len = 0;
+        const gs_tune_planrow *run = NULL;
+        int last = -2;
         line[0] = '\0';
-        for (size_t j = i; j < R->nplan; j++) {
-            const gs_tune_planrow *q = &R->plan[j];
-            if (!q->extrapolated || q->key_bits != p->key_bits || q->payload != p->payload ||
-                q->stable != p->stable)
+        for (size_t j = i; j <= R->nplan; j++) {
+            const gs_tune_planrow *q = j < R->nplan ? &R->plan[j] : NULL;
+            if (q && (!q->extrapolated || q->key_bits != p->key_bits ||
+                      q->payload != p->payload || q->stable != p->stable))
                 continue;
-            hi = q->bucket;
-            if (!cur || strcmp(cur, q->algorithm)) {
-                if (cur && len < (int)sizeof line)
-                    len += snprintf(line + len, sizeof line - (size_t)len, "%s%s 2^%d..2^%d",
-                                    len ? ", " : "", cur, from, q->bucket - 1);
-                cur = q->algorithm;
-                from = q->bucket;
+            if (run && (!q || q->bucket != last + 1 || strcmp(q->algorithm, run->algorithm) ||
+                        q->extrapolated != run->extrapolated)) {
+                int w = run->bucket == last
+                            ? snprintf(line + len, sizeof line - len, "%s%s%s 2^%d",
+                                       len ? ", " : "",
+                                       run->extrapolated == GS_DB_PLAN_INTERPOLATED ? "~" : ">",
+                                       run->algorithm, last)
+                            : snprintf(line + len, sizeof line - len, "%s%s%s 2^%d..2^%d",
+                                       len ? ", " : "",
+                                       run->extrapolated == GS_DB_PLAN_INTERPOLATED ? "~" : ">",
+                                       run->algorithm, run->bucket, last);
+                len += w > 0 ? (size_t)w : 0;
+                if (len >= sizeof line)
+                    len = sizeof line - 1;
+                run = NULL;
+            }
+            if (q) {
+                if (!run)
+                    run = q;
+                last = q->bucket;
             }
         }
-        if (cur && len < (int)sizeof line)
-            snprintf(line + len, sizeof line - (size_t)len, "%s%s 2^%d..2^%d", len ? ", " : "",
-                     cur, from, hi);
-        fprintf(out, "    %-4s %-7s %-6s 2^%d..2^%d: %s\n",
-                gs_dtype_name(gs_tune_dtype_of(p->key_bits)), gs_payload_name(p->payload),
-                p->stable ? "stable" : "any", lo, hi, line);
+        fprintf(out, "    %-4s %-7s %-6s %s\n", gs_dtype_name(gs_tune_dtype_of(p->key_bits)),
+                gs_payload_name(p->payload), p->stable ? "stable" : "any", line);
     }
 }
 
@@ -82,6 +92,9 @@ void gs_tune_report_print(FILE *out, const gs_tune_report *rep)
         fprintf(out, "  %lu trials measured, %lu reused, %lu invalid; %.1f s of a %.0f s budget%s\n",
                 R->measured, R->reused, R->invalid, R->elapsed_s, R->budget_s,
                 R->failed ? "; stopped by an error" : R->budget_hit ? " (used up)" : "");
+        if (R->pruned || R->refined)
+            fprintf(out, "  %u (algorithm, large size) pair(s) skipped as far behind below; "
+                    "%u search(es) widened with time left over\n", R->pruned, R->refined);
         fprintf(out, "  Winners (median ms: kernel time from profiling events, host: wall clock;\n"
                      "  end-to-end: wall clock with transfers)\n");
         fprintf(out, "    %-10s %-4s %-7s %-5s %12s %12s  %s\n", "algorithm", "keys", "payload",
@@ -131,7 +144,7 @@ void gs_tune_report_print(FILE *out, const gs_tune_report *rep)
         }
         if (!R->nplan)
             fprintf(out, "    (none)\n");
-        print_extrapolated(out, R);
+        print_predicted(out, R);
     }
 }
 

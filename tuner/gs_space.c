@@ -182,6 +182,9 @@ void gs_tune_opts_init(gs_tune_opts *o, double budget_s)
      * at least 2^16, so even a quick run sees the host/device crossover. */
     long mx = lround(20.0 + 2.0 * log2(budget_s / 300.0));
     o->max_log2 = (int)(mx < 16 ? 16 : mx > GS_TUNE_MAX_LOG2 ? GS_TUNE_MAX_LOG2 : mx);
+    /* then every other size up to what memory holds (issue 18: large
+     * arrays are where a sort service earns its keep) */
+    o->large_max_log2 = GS_TUNE_MAX_LOG2;
     o->reps = budget_s < 60 ? 3 : 5;
     /* Under a minute there is no time to explore on a device whose builds
      * take seconds (PoCL: up to a minute each): measure the defaults and

@@ -3,7 +3,7 @@
  * search in each group (its candidates, then the search core of
  * gs_search.c), and measuring one configuration: a recorded trial reused,
  * else run (gs_trial.c) when its estimated cost fits, and recorded. It is
- * one file of about 700 lines because the loop's deadlines and a trial's
+ * one file of about 900 lines because the loop's deadlines and a trial's
  * admission are the two halves of one budget model (below) over one
  * per-device state; gs_tune_measure_all lends the measuring half to the
  * sampled-versus-exhaustive comparison (gs_compare.c).
@@ -17,12 +17,17 @@
  * starts only when its estimated cost fits; the first trial of every
  * (algorithm, group) starts whenever any budget is left, so every group
  * gets a winner, and no trial starts once the budget is spent (one trial in
- * flight may overrun it). */
+ * flight may overrun it). Past the dense sizes, every other size up to what
+ * memory holds is measured with the defaults and earlier winners only,
+ * from a share of the budget kept for it (tune_large_group); time left
+ * after that widens the searches whose configurations differed most
+ * (spend_leftover). See docs/TUNING.md. */
 #include "config.h"
 #include "gs_tune.h"
 #include "gs_tune_int.h"
 #include "gs_kern.h"
 
+#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +47,15 @@
 #define PROBE_LOG2 16
 /* Largest space searched exhaustively (candidate list per group). */
 #define EXHAUSTIVE_MAX 100000
+/* Large n (past the dense buckets, every other bucket up to what memory
+ * holds): the share of the budget kept for it, its repetitions, and how far
+ * behind the best an algorithm may be at the shape's previous measured size
+ * and still be timed at the next one (a 4x gap does not close in 4x n). */
+#define LARGE_FRAC 0.35
+#define LARGE_REPS 3
+#define PRUNE_RATIO 4.0
+/* Time left over: new configurations sampled per widened search. */
+#define REFINE_SAMPLES 8
 
 /* The end-to-end twin of a device algorithm's random-key trial: the same
  * runs' wall time (upload + kernels + download), which the plan compares
@@ -76,9 +90,20 @@ typedef struct astate {
     double build_est;       /* s: estimated build cost of an unseen configuration */
     double build_spent;     /* s of builds charged to its exploration allowance */
     double wall_ms[GS_TUNE_MAX_LOG2 + 2];  /* last median wall time per bucket */
+    double last_wall[2][GS_PL_COUNT];      /* per shape: last median wall time, */
+    int last_b[2][GS_PL_COUNT];            /* and its bucket */
     int has_prev[2][GS_PL_COUNT];
     uint64_t prev[2][GS_PL_COUNT];         /* previous bucket's winner */
 } astate;
+
+/* A dense (algorithm, group) search and the spread of what it measured:
+ * time left over goes where the spread is largest. */
+typedef struct spread_ent {
+    int b, kc;
+    gs_payload pl;
+    size_t ai;
+    double spread;          /* slowest / fastest valid configuration */
+} spread_ent;
 
 typedef struct tctx {
     gs_db *db;
@@ -94,6 +119,10 @@ typedef struct tctx {
     gs_tune_devreport *rep;
     unsigned groups_done, groups_total;
     gs_tune_input in[GS_TUNE_DIST_COUNT];  /* this group's inputs, made on first use */
+    astate *algos;          /* for spread_ent.ai */
+    spread_ent *spread;
+    size_t nspread, spreadcap;
+    int refining;           /* spending left-over time: note no spreads */
 } tctx;
 
 /* One (algorithm, group) search: what the eval callback needs. */
@@ -104,6 +133,7 @@ typedef struct gctx {
     gs_payload pl;
     int bucket;
     size_t n;
+    int large;              /* a sparse large-n group: no exploration, fewer reps */
     double algo_deadline;
     unsigned trials, planned;
     double build_s;         /* builds measured in this search: not the group's */
@@ -152,6 +182,29 @@ static void report_progress(gctx *G, int group_end)
     T->o->progress(&p, T->o->progress_ud);
 }
 
+static int trial_reps(const gctx *G)
+{
+    int reps = G->T->o->reps > 0 ? G->T->o->reps : 5;
+    return G->large && reps > LARGE_REPS ? LARGE_REPS : reps;
+}
+
+/* A trial's wall time per run, estimated: measured at this bucket, else
+ * grown from the nearest smaller size measured (this shape's first,
+ * whose payload moves the same bytes); 0 when nothing is known. */
+static double est_wall_ms(const gctx *G)
+{
+    const astate *A = G->A;
+    int b = G->bucket, ki = G->kc == 64;
+    if (A->wall_ms[b] > 0 && !G->large)
+        return A->wall_ms[b];
+    if (A->last_wall[ki][G->pl] > 0 && A->last_b[ki][G->pl] <= b)
+        return A->last_wall[ki][G->pl] * pow(BUCKET_GROWTH, b - A->last_b[ki][G->pl]);
+    for (int m = b; m >= 0; m--)
+        if (A->wall_ms[m] > 0)
+            return A->wall_ms[m] * pow(BUCKET_GROWTH, b - m);
+    return 0;
+}
+
 /* Is there time for a trial of this configuration? Returns 0 to go,
  * GS_TUNE_STOP not to start it. */
 static int admit(gctx *G, uint64_t code, int first)
@@ -163,18 +216,19 @@ static int admit(gctx *G, uint64_t code, int first)
         T->rep->budget_hit = 1;
         return GS_TUNE_STOP;
     }
-    if (first)
+    if (first && !G->large)
         return 0;
-    int reps = T->o->reps > 0 ? T->o->reps : 5;
-    double w = A->wall_ms[G->bucket];
-    if (w <= 0 && G->bucket > 0 && A->wall_ms[G->bucket - 1] > 0)
-        w = A->wall_ms[G->bucket - 1] * BUCKET_GROWTH;
-    double run_s = (reps + 1) * w / 1000.0;
+    int reps = trial_reps(G);
+    double run_s = (reps + 1) * est_wall_ms(G) / 1000.0;
+    if (G->large)   /* making, resetting and checking the input: ~20 ns a key */
+        run_s += (double)G->n * (reps + 2) * 5e-9;
     double build_s = seen_has(A, code, gs_tune_dtype_of(G->kc), G->pl) ? 0 : A->build_est;
     if (now + run_s + build_s > T->deadline) {
         T->rep->budget_hit = 1;
         return GS_TUNE_STOP;
     }
+    if (G->large)   /* ordered by priority: the run's deadline is the limit */
+        return 0;
     int explore = build_s > 0 && A->build_spent + build_s <= T->explore_s;
     double charged = run_s + (explore ? 0 : build_s);
     return now - G->build_s + charged <= G->algo_deadline ? 0 : GS_TUNE_STOP;
@@ -249,7 +303,7 @@ static int measure(gctx *G, int dist, uint64_t code, int first, double *ms, int 
         return rc;
     int dt = gs_tune_dtype_of(G->kc), is_new = !seen_has(A, code, dt, G->pl);
     gs_tune_result r;
-    gs_tune_trial_run(T->dev, T->pc, T->o->reps, a, in, &p, &r);
+    gs_tune_trial_run(T->dev, T->pc, trial_reps(G), a, in, &p, &r);
     if (r.valid) {
         if (is_new) {
             /* Build (and first-launch) cost of a configuration seen first. */
@@ -265,6 +319,10 @@ static int measure(gctx *G, int dist, uint64_t code, int first, double *ms, int 
             seen_add(A, code, dt, G->pl);
         }
         A->wall_ms[G->bucket] = r.wmed;
+        if (dist == GS_TUNE_DIST_RANDOM) {
+            A->last_wall[G->kc == 64][G->pl] = r.wmed;
+            A->last_b[G->kc == 64][G->pl] = G->bucket;
+        }
         if (G->trials == 0 && dist == GS_TUNE_DIST_RANDOM)
             T->bucket_cost[G->bucket] += (r.reps + 1) * r.wmed / 1000.0;
     }
@@ -301,6 +359,25 @@ static int eval_cb(void *ud, uint64_t code, double *ms, int *valid, gs_err *err)
     return 0;
 }
 
+/* Remember how far apart the configurations this search timed were. */
+static void note_spread(tctx *T, const astate *A, int kc, gs_payload pl, int bucket,
+                        const gs_tune_search *sr)
+{
+    double lo = 0, hi = 0;
+    for (size_t i = 0; i < sr->nev; i++) {
+        const gs_tune_eval *e = &sr->ev[i];
+        if (!e->valid || !(e->ms > 0))
+            continue;
+        lo = lo > 0 && lo < e->ms ? lo : e->ms;
+        hi = hi > e->ms ? hi : e->ms;
+    }
+    if (!(lo > 0) ||
+        gs_grow(&T->spread, &T->spreadcap, T->nspread, sizeof *T->spread, 32))
+        return;             /* only where left-over time goes suffers */
+    T->spread[T->nspread++] = (spread_ent){ .b = bucket, .kc = kc, .pl = pl,
+                                            .ai = (size_t)(A - T->algos), .spread = hi / lo };
+}
+
 static void pool_update(astate *A, const gs_tune_search *sr)
 {
     double best = sr->best >= 0 ? sr->ev[sr->best].ms : 0;
@@ -329,19 +406,21 @@ static int cmp_pool(const void *x, const void *y)
 
 /* Search one algorithm in one group, write its winner, time the winner on
  * the other distributions when there is time. */
-static int tune_algo_group(tctx *T, astate *A, int kc, gs_payload pl, int bucket,
+static int tune_algo_group(tctx *T, astate *A, int kc, gs_payload pl, int bucket, int large,
                            double algo_deadline, gs_err *err)
 {
     const gs_algo *a = A->a;
     const gs_tune_opts *o = T->o;
     int ki = kc == 64;
-    gctx G = { .T = T, .A = A, .kc = kc, .pl = pl, .bucket = bucket,
+    gctx G = { .T = T, .A = A, .kc = kc, .pl = pl, .bucket = bucket, .large = large,
                .n = (size_t)1 << bucket, .algo_deadline = algo_deadline, .best_ms = -1 };
     snprintf(G.best_params, sizeof G.best_params, "-");
 
     /* Candidates: the recorded winner (a rerun never does worse), the
-     * previous bucket's winner, the defaults, then every configuration this
-     * run has found valid, most promising first. */
+     * previous bucket's winner, the defaults, then (not at large n, where a
+     * trial costs seconds) every configuration this run has found valid,
+     * most promising first. */
+    int explore = !large;
     size_t ncand = 0, cap = A->npool + 3 + (A->exhaustive ? (size_t)A->sp.total : 0);
     uint64_t *cand = malloc(cap * sizeof *cand);
     if (!cand)
@@ -360,17 +439,20 @@ static int tune_algo_group(tctx *T, astate *A, int kc, gs_payload pl, int bucket
         cand[ncand++] = A->defaults_code;
     if (A->npool > 1)   /* an algorithm without parameters has no pool (NULL) */
         qsort(A->pool, A->npool, sizeof *A->pool, cmp_pool);
-    for (size_t i = 0; i < A->npool; i++)
+    for (size_t i = 0; explore && i < A->npool; i++)
         cand[ncand++] = A->pool[i].code;
-    for (uint64_t k = 0; A->exhaustive && k < A->sp.total; k++)
+    for (uint64_t k = 0; explore && A->exhaustive && k < A->sp.total; k++)
         cand[ncand++] = k;      /* the rest of the space (duplicates cost nothing) */
-    G.planned = (unsigned)(A->exhaustive ? A->sp.total : ncand + A->quota);
+    size_t no_quota = 0, *quota = explore ? &A->quota : &no_quota;
+    G.planned = (unsigned)(explore && A->exhaustive ? A->sp.total : ncand + *quota);
 
     gs_tune_search sr;
     memset(&sr, 0, sizeof sr);
-    int rc = gs_tune_search_run(&sr, &A->sp, cand, ncand, &A->smp, &A->quota, o->refine_rounds,
-                                o->max_trials, eval_cb, &G, err);
+    int rc = gs_tune_search_run(&sr, &A->sp, cand, ncand, &A->smp, quota,
+                                explore ? o->refine_rounds : 0, o->max_trials, eval_cb, &G, err);
     free(cand);
+    if (!rc && explore && A->sp.total > 1 && !A->exhaustive && !T->refining)
+        note_spread(T, A, kc, pl, bucket, &sr);
     if (rc) {
         gs_tune_search_free(&sr);
         return rc;
@@ -419,7 +501,8 @@ static int tune_algo_group(tctx *T, astate *A, int kc, gs_payload pl, int bucket
 
 static int max_bucket(const tctx *T, const astate *A, size_t na)
 {
-    int hi = T->o->max_log2 > GS_TUNE_MAX_LOG2 ? GS_TUNE_MAX_LOG2 : T->o->max_log2;
+    int hi = T->o->large_max_log2 > T->o->max_log2 ? T->o->large_max_log2 : T->o->max_log2;
+    hi = hi > GS_TUNE_MAX_LOG2 ? GS_TUNE_MAX_LOG2 : hi;
     size_t kmax = 4, vmax = 0;
     for (size_t i = 0; i < T->o->nkey_bits; i++)
         if (T->o->key_bits[i] == 64)
@@ -534,6 +617,88 @@ static void ctx_init(tctx *T, gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tu
 static int tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts *o,
                        double deadline, gs_tune_report *rep, gs_err *err);
 
+/* One large-n group: each algorithm that was within PRUNE_RATIO of the
+ * best at the shape's previous measured size, timed with its earlier
+ * winner and defaults while the run's deadline allows (a trial there costs
+ * seconds, so its cost is estimated even for the first). */
+static int tune_large_group(tctx *T, astate *A, size_t na, int kc, gs_payload pl, int b,
+                            gs_err *err)
+{
+    gs_tune_devreport *R = T->rep;
+    int prev = -1;
+    for (size_t i = 0; i < R->nwinners; i++) {
+        const gs_tune_winner *w = &R->winners[i];
+        if (w->key_bits == kc && w->payload == pl && w->bucket < b && w->bucket > prev)
+            prev = w->bucket;
+    }
+    double best = -1;
+    for (size_t i = 0; i < R->nwinners; i++) {
+        const gs_tune_winner *w = &R->winners[i];
+        double ms = w->e2e_ms > 0 ? w->e2e_ms : w->median_ms;
+        if (w->key_bits == kc && w->payload == pl && w->bucket == prev && ms > 0 &&
+            (best < 0 || ms < best))
+            best = ms;
+    }
+    size_t before = R->nwinners;
+    int rc = 0;
+    for (size_t ai = 0; ai < na && !rc; ai++) {
+        if (!A[ai].ok)
+            continue;
+        double mine = -1;
+        for (size_t i = 0; i < R->nwinners; i++) {
+            const gs_tune_winner *w = &R->winners[i];
+            if (w->key_bits == kc && w->payload == pl && w->bucket == prev &&
+                !strcmp(w->algorithm, A[ai].a->name))
+                mine = w->e2e_ms > 0 ? w->e2e_ms : w->median_ms;
+        }
+        if (best > 0 && !(mine > 0 && mine <= PRUNE_RATIO * best)) {
+            R->pruned++;
+            GS_DEBUG("%s: not timed at n = 2^%d (%s keys, payload %s): %s at 2^%d", A[ai].a->name,
+                     b, gs_dtype_name(gs_tune_dtype_of(kc)), gs_payload_name(pl),
+                     mine > 0 ? "more than 4x the best" : "no valid time", prev);
+            continue;
+        }
+        rc = tune_algo_group(T, &A[ai], kc, pl, b, 1, T->deadline, err);
+    }
+    free_inputs(T);
+    T->groups_done++;
+    if (!rc && R->nwinners > before && b > R->max_log2)
+        R->max_log2 = b;
+    return rc;
+}
+
+static int cmp_spread(const void *x, const void *y)
+{
+    const spread_ent *a = x, *b = y;
+    return a->spread > b->spread ? -1 : a->spread < b->spread;
+}
+
+/* Time left after every group: the dense searches whose configurations
+ * were furthest apart are searched again with more samples, most spread
+ * first, while the budget lasts. */
+static int spend_leftover(tctx *T, astate *A, gs_err *err)
+{
+    size_t n = T->nspread;
+    if (!n || gs_now_s() + 0.02 * T->budget >= T->deadline)
+        return 0;
+    qsort(T->spread, n, sizeof *T->spread, cmp_spread);
+    T->refining = 1;
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc && T->spread[i].spread > 1.05; i++) {
+        double now = gs_now_s();
+        if (now >= T->deadline)
+            break;
+        spread_ent e = T->spread[i];
+        A[e.ai].quota += REFINE_SAMPLES;
+        rc = tune_algo_group(T, &A[e.ai], e.kc, e.pl, e.b, 0,
+                             now + (T->deadline - now) / (double)(n - i), err);
+        free_inputs(T);
+        T->rep->refined++;
+    }
+    T->refining = 0;
+    return rc;
+}
+
 int gs_tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts *o,
                    double deadline, gs_tune_report *rep, gs_err *err)
 {
@@ -595,15 +760,29 @@ static int tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts
         ntunable += A[i].ok && A[i].sp.total > 1;
     T.explore_s = EXPLORE_FRAC * T.budget / (double)(ntunable ? ntunable : 1);
     int lo = o->min_log2 > 0 ? o->min_log2 : GS_TUNE_MIN_LOG2;
-    int hi = max_bucket(&T, A, na);
+    int top = max_bucket(&T, A, na);    /* what memory holds, within the options */
+    if (top < lo)
+        top = lo;
+    int hi = o->max_log2 < top ? o->max_log2 : top;     /* the dense buckets' end */
     if (hi < lo)
         hi = lo;
+    /* Large n: every other bucket past the dense ones, and the largest. */
+    int large[GS_TUNE_MAX_LOG2 + 1], nlarge = 0;
+    for (int b = hi + 2; b <= top; b += 2)
+        large[nlarge++] = b;
+    if (top > hi && (!nlarge || large[nlarge - 1] != top))
+        large[nlarge++] = top;
+    T.algos = A;
     size_t nkc = o->nkey_bits, npl = o->npayloads;
-    T.groups_total = (unsigned)((size_t)(hi - lo + 1) * nkc * npl);
+    T.groups_total = (unsigned)((size_t)(hi - lo + 1 + nlarge) * nkc * npl);
     R->max_log2 = lo - 1;
     GS_INFO("tuning %s (%s): %zu algorithm(s), n = 2^%d..2^%d, %zu key class(es) x %zu "
-            "payload(s), budget %.0f s", dev->info.name, dev->info.platform, na, lo, hi, nkc, npl,
-            T.budget);
+            "payload(s), budget %.0f s", dev->info.name, dev->info.platform, na, lo, hi, nkc,
+            npl, T.budget);
+    if (nlarge)
+        GS_INFO("%s: then every other size up to 2^%d (what memory holds), defaults and "
+                "earlier winners only, with %.0f%% of the budget kept for them",
+                dev->info.name, top, 100 * LARGE_FRAC);
 
     /* Group order: the probe group (first key class and payload at
      * n = 2^16, or the nearest bucket) first, so exploration ranks the
@@ -622,18 +801,30 @@ static int tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts
             for (size_t pi = 0; pi < npl; pi++)
                 if (b != probe || ki || pi)
                     gs[ng++] = (struct grp){ b, ki, pi };
-    for (size_t g = 0; g < ng && !rc; g++) {
+    size_t ndense = ng;
+    /* Large groups: keys alone first at every large size (what most
+     * requests are), then each payload kind. */
+    for (size_t pass = 0; pass < 2; pass++)
+        for (size_t pi = 0; pi < npl; pi++) {
+            if ((o->payloads[pi] == GS_PL_NONE) != !pass)
+                continue;
+            for (int l = 0; l < nlarge; l++)
+                for (size_t ki = 0; ki < nkc; ki++)
+                    gs[ng++] = (struct grp){ large[l], ki, pi };
+        }
+    double dense_dl = nlarge ? T.start + (1 - LARGE_FRAC) * T.budget : deadline;
+    for (size_t g = 0; g < ndense && !rc; g++) {
         int b = gs[g].b;
         double now = gs_now_s();
         if (g > 0 && b > lo && gs[g - 1].b != b && T.bucket_cost[b - 1] > 0 &&
-            now + BUCKET_GROWTH * T.bucket_cost[b - 1] > deadline) {
-            GS_INFO("%s: stopping at n = 2^%d: the next size would not fit the remaining "
-                    "budget", dev->info.name, b - 1);
+            now + BUCKET_GROWTH * T.bucket_cost[b - 1] > dense_dl) {
+            GS_INFO("%s: stopping the dense sizes at n = 2^%d: the next size would not fit "
+                    "the remaining budget", dev->info.name, b - 1);
             R->budget_hit = 1;
             break;
         }
-        unsigned left = T.groups_total - T.groups_done;
-        double gdl = now + (deadline - now) / (left ? left : 1);
+        unsigned left = (unsigned)(ndense - g);
+        double gdl = now + (dense_dl - now) / (left ? left : 1);
         T.group_build_s = 0;
         for (size_t ai = 0; ai < na && !rc; ai++) {
             if (!A[ai].ok)
@@ -645,15 +836,21 @@ static int tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts
             /* builds paid from allowances move the group's end, not the
              * later algorithms' share */
             double adl = now + (gdl + T.group_build_s - now) / (double)aleft;
-            rc = tune_algo_group(&T, &A[ai], o->key_bits[gs[g].ki], o->payloads[gs[g].pi], b, adl,
-                                 err);
+            rc = tune_algo_group(&T, &A[ai], o->key_bits[gs[g].ki], o->payloads[gs[g].pi], b, 0,
+                                 adl, err);
         }
         free_inputs(&T);
         T.groups_done++;
         if (!rc && b > R->max_log2)
             R->max_log2 = b;
     }
+    for (size_t g = ndense; g < ng && !rc; g++)
+        rc = tune_large_group(&T, A, na, o->key_bits[gs[g].ki], o->payloads[gs[g].pi], gs[g].b,
+                              err);
+    if (!rc)
+        rc = spend_leftover(&T, A, err);
     free(gs);
+    free(T.spread);
     gs_tune_winners_sort(R);
     free_inputs(&T);
     if (!rc)

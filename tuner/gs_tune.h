@@ -147,7 +147,10 @@ typedef struct gs_tune_opts {
     size_t nkey_bits;
     gs_payload payloads[GS_PL_COUNT];
     size_t npayloads;
-    int min_log2, max_log2;   /* size buckets; max_log2 is further capped by memory */
+    int min_log2, max_log2;   /* size buckets measured densely (every power of two) */
+    int large_max_log2;       /* then every other bucket up to this one, defaults and
+                                 earlier winners only (<= max_log2: none); both are
+                                 further capped by device and host memory */
     int reps;                 /* timed runs per trial after one warm-up */
     size_t samples;           /* new configurations per (device, algorithm); 0: only
                                  the defaults and earlier winners (no climbing either
@@ -191,7 +194,9 @@ typedef struct gs_tune_planrow {
     char algorithm[32];
     char params[512];         /* JSON */
     double ms;                /* end to end (extrapolated: predicted) */
-    int extrapolated;         /* past the shape's largest measured size */
+    int extrapolated;         /* 0 measured; GS_PLAN_EXTRAPOLATED past the shape's
+                                 largest measured size; GS_PLAN_INTERPOLATED between
+                                 two measured ones */
 } gs_tune_planrow;
 
 typedef struct gs_tune_devreport {
@@ -204,6 +209,8 @@ typedef struct gs_tune_devreport {
     int budget_hit;           /* stopped starting trials: budget used up */
     int failed;               /* stopped by an error (logged), not by the budget */
     int max_log2;             /* largest bucket tuned */
+    unsigned pruned;          /* (algorithm, large group)s skipped: far behind below */
+    unsigned refined;         /* (algorithm, group)s searched again with leftover time */
     double prebuild_s;        /* program builds before the budget started */
     gs_tune_winner *winners;
     size_t nwinners, wcap;

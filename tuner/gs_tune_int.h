@@ -107,7 +107,8 @@ int gs_tune_cmp_double(const void *a, const void *b);
 
 /* ---- winners and the plan in the database (gs_plan.c) ---- */
 
-/* Append w to the report's winners; GS_ENOMEM. */
+/* Add w to the report's winners, replacing the same (algorithm, group)'s;
+ * GS_ENOMEM. */
 int gs_tune_winner_add(struct gs_tune_devreport *R, const struct gs_tune_winner *w);
 /* Record w as the winner of its group (n = 2^bucket) on device dev_id,
  * linked to its trial; fills in w->e2e_ms from the end-to-end twin (host

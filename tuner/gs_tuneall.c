@@ -289,8 +289,8 @@ int gs_tuneall_run(const gs_tuneall_opts *ta)
         gs_dev_free_list(devs, ndev);
         return rc;
     }
-    if (ta->max_log2)
-        o.max_log2 = ta->max_log2;
+    if (ta->max_log2)   /* every size up to it, none past it */
+        o.max_log2 = o.large_max_log2 = ta->max_log2;
     o.restrict_spec = ta->restrict_spec;
     o.seed = ta->seed;
     gs_dev *sel = ta->device >= 0 ? &devs[ta->device] : devs;
