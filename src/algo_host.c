@@ -1,35 +1,57 @@
 /* gs_algo_host: a stable LSD radix sort on the host CPU, for every dtype,
- * payload and order. It is the fallback when no device is usable and the
- * baseline the device algorithms are measured against. Keys are encoded in
- * place (gs_keys.h) so one unsigned sort serves all dtypes and both orders;
- * the digit histograms of every pass come from one read pass up front,
- * which also shows which passes can be skipped (every key has the same
- * digit); keys and values ping-pong between the caller's buffers and one
- * scratch buffer each. Tiny inputs use insertion sort. No tunable
- * parameters; single-threaded (the daemon sorts requests concurrently). */
+ * payload and order, on every core. It is the fallback when no device is
+ * usable and the baseline the device algorithms are measured against.
+ * Keys are encoded in place (gs_keys.h) so one unsigned sort serves all
+ * dtypes and both orders. The input is cut into contiguous chunks; one
+ * parallel read pass encodes each chunk and counts the digits of every
+ * pass in it, which also shows which passes can be skipped (every key has
+ * the same digit); each remaining pass then scatters every chunk from
+ * offsets prefixed over (digit, chunk), so the result is stable and the
+ * same whatever the number of chunks or of threads running them (those
+ * come from the shared pool, gs_hostpool.h). Keys and values ping-pong
+ * between the caller's buffers and one scratch buffer each. Tiny inputs
+ * use insertion sort. Tunables: threads (chunks, at most; small inputs
+ * stay on one) and radix_bits (0: by n). */
 #include "config.h"
 #include "gs_algos.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "gs_err.h"
+#include "gs_hostpool.h"
 #include "gs_keys.h"
 
 /* Below this, insertion sort beats building histograms. */
 #define HOST_SMALL_N 48
-/* 8-bit digits while the data is small (histograms and the scatter targets
- * stay in L1); 11-bit digits for large n (3 passes instead of 4 for 32-bit
- * keys, 6 instead of 8 for 64-bit). */
+/* radix_bits=0: 8-bit digits while the data is small (histograms and the
+ * scatter targets stay in L1); 11-bit digits for large n (3 passes
+ * instead of 4 for 32-bit keys, 6 instead of 8 for 64-bit). */
 #define HOST_WIDE_N 65536
-#define HOST_MAX_BITS 11
+#define HOST_MAX_BITS 16
+#define HOST_MAX_THREADS (GS_HOSTPOOL_MAX + 1)
+/* The default thread count, at most: past it a sort is bound by memory. */
+#define HOST_DEFAULT_THREADS 64
+/* Keys per chunk, at least: below it handing chunks to a helper costs
+ * more than it saves (measured on 2 cores: 2 threads lose up to 2^17 keys,
+ * break even around 2^18, win 1.5x from 2^19). */
+#define HOST_MT_MIN_CHUNK 262144
 /* Once the keys no longer fit the last-level cache, scatter through one
  * cache line of buffer per bucket and write full lines with non-temporal
  * stores: it avoids reading every destination line before writing it.
- * Measured 1.3-1.5x per pass from 8 MiB of keys up; slower below (the next
- * pass would have found the data in cache). */
+ * Slower below (the next pass would have found the data in cache). With
+ * 2^16 buckets the buffers outgrow the L2 but still beat scattering
+ * straight (2^24 keys: 112 against 138 ms). */
 #define HOST_WC_BYTES ((size_t)6 << 20)
+#define HOST_WC_MAX_BITS 16
 #define HOST_LINE 64
+/* Encode and count in blocks that stay in L1 between the two. */
+#define HOST_BLOCK 2048
+/* Scratch from this size is asked for in huge pages: first touching fresh
+ * 4 KiB pages costs more than a whole radix pass over them. */
+#define HOST_HUGE_BYTES ((size_t)4 << 20)
+#define HOST_HUGE_PAGE ((size_t)2 << 20)
 
 #if defined(__x86_64__) && defined(__SSE2__)
 #include <emmintrin.h>
@@ -37,25 +59,154 @@
 static inline void nt_u32(uint32_t *p, uint32_t v) { _mm_stream_si32((int *)p, (int)v); }
 static inline void nt_u64(uint64_t *p, uint64_t v) { _mm_stream_si64((long long *)p, (long long)v); }
 static inline void nt_fence(void) { _mm_sfence(); }
+/* The first 48 bytes of a line out of an aligned line buffer, to a
+ * 16-byte aligned place. The last 16, just written one element at a time,
+ * are read back at the elements' size (NT_STORE): a wider load could not
+ * be forwarded from those stores. */
+static inline void nt_head(void *dst, const void *src)
+{
+    const __m128i *s = src;
+    __m128i *d = dst;
+    _mm_stream_si128(d, _mm_load_si128(s));
+    _mm_stream_si128(d + 1, _mm_load_si128(s + 1));
+    _mm_stream_si128(d + 2, _mm_load_si128(s + 2));
+}
 #else
 #define HOST_HAVE_NT 0
 static inline void nt_u32(uint32_t *p, uint32_t v) { *p = v; }
 static inline void nt_u64(uint64_t *p, uint64_t v) { *p = v; }
 static inline void nt_fence(void) { }
+static inline void nt_head(void *dst, const void *src) { memcpy(dst, src, HOST_LINE - 16); }
 #endif
 static inline void nt_none(char *p, char v) { *p = v; }
 #define NT_STORE(p, v) _Generic((p), uint32_t *: nt_u32, uint64_t *: nt_u64, char *: nt_none)(p, v)
 
-typedef struct radix_plan {
-    unsigned bits, passes;
-    size_t *hist;       /* passes x (1 << bits) counts, then offsets */
-    int wc;             /* scatter through the line buffers below */
-    void *wck, *wcv;    /* per bucket: one line of keys, as many values */
-    uint32_t *fill;     /* per bucket: elements in its line buffer */
-} radix_plan;
+static size_t min_chunk = HOST_MT_MIN_CHUNK;
 
-/* One stable insertion sort and one LSD radix sort per (key width, value
- * width); V_ is uint32_t/uint64_t, or char with HASV 0 for keys only. */
+size_t gs_host_force_min_chunk(size_t keys)
+{
+    size_t old = min_chunk;
+    min_chunk = keys ? keys : HOST_MT_MIN_CHUNK;
+    return old;
+}
+
+/* ---- parameters ---- */
+
+enum { P_THREADS = 0, P_BITS, P_COUNT };
+
+/* 1, 2, 4, ... below the CPU count, then the CPU count. */
+static size_t values_threads(const gs_dev_info *info, long *out, size_t cap)
+{
+    (void)info;
+    long cpus = (long)gs_hostpool_cpus(), list[32];
+    size_t n = 0;
+    for (long t = 1; t < cpus && n < 31; t *= 2)
+        list[n++] = t;
+    list[n++] = cpus;
+    return gs_values_list(list, n, out, cap);
+}
+
+static size_t values_bits(const gs_dev_info *info, long *out, size_t cap)
+{
+    static const long bits[] = { 0, 8, 11, 16 };
+    (void)info;
+    return gs_values_list(bits, sizeof bits / sizeof bits[0], out, cap);
+}
+
+static const gs_param_def host_params[P_COUNT] = {
+    { "threads", "chunks sorted in parallel, at most (each of 262144 keys or more; "
+      "threads beyond the free helpers of the shared pool take turns)", values_threads },
+    { "radix_bits", "bits per digit, 1..16 (0: 8 below 65536 keys, 11 from there)",
+      values_bits },
+};
+
+static long default_threads(void)
+{
+    long c = (long)gs_hostpool_cpus();
+    return c < HOST_DEFAULT_THREADS ? c : HOST_DEFAULT_THREADS;
+}
+
+/* The set's values into v, a parameter left out taking its default. */
+static int get_params(const gs_params *p, long v[P_COUNT], gs_err *err)
+{
+    v[P_THREADS] = default_threads();
+    v[P_BITS] = 0;
+    for (int i = 0; p && i < p->count; i++) {
+        size_t k = 0;
+        while (k < P_COUNT && strcmp(p->p[i].name, host_params[k].name) != 0)
+            k++;
+        if (k == P_COUNT)
+            return gs_err_set(err, GS_EUNSUPPORTED, "host: unknown parameter '%s' (known: "
+                              "threads, radix_bits)", p->p[i].name);
+        v[k] = p->p[i].value;
+    }
+    if (v[P_THREADS] < 1 || v[P_THREADS] > HOST_MAX_THREADS)
+        return gs_err_set(err, GS_EUNSUPPORTED, "host: threads=%ld out of range 1..%d",
+                          v[P_THREADS], HOST_MAX_THREADS);
+    if (v[P_BITS] < 0 || v[P_BITS] > HOST_MAX_BITS)
+        return gs_err_set(err, GS_EUNSUPPORTED, "host: radix_bits=%ld out of range 1..%d "
+                          "(or 0: by n)", v[P_BITS], HOST_MAX_BITS);
+    return 0;
+}
+
+static int host_check(const gs_dev *dev, const gs_sort_req *req, const gs_params *p,
+                      gs_err *err)
+{
+    long v[P_COUNT];
+    (void)dev;
+    (void)req;
+    return get_params(p, v, err);
+}
+
+static void host_defaults(const gs_dev_info *info, gs_params *out)
+{
+    (void)info;
+    gs_params_clear(out);
+    gs_params_set(out, "threads", default_threads());
+    gs_params_set(out, "radix_bits", 0);
+}
+
+/* ---- the sort ---- */
+
+typedef struct hjob hjob;
+
+/* One shape's (key width, value width) tasks. */
+typedef struct hops {
+    void (*count)(hjob *j, size_t c);
+    void (*recount)(hjob *j, size_t c);
+    void (*scatter)(hjob *j, size_t c, unsigned worker);
+} hops;
+
+struct hjob {
+    const hops *ops;
+    gs_dtype dtype;
+    int descending, argsort;
+    size_t n, kw, vw;
+    size_t nchunks, chunk;      /* chunk c: [c * chunk, min(n, (c + 1) * chunk)) */
+    unsigned bits, passes;
+    size_t nb;                  /* 1 << bits */
+    uint32_t *hist;             /* nchunks x passes x nb digit counts */
+    size_t *off;                /* nchunks x nb: this pass's next position */
+    int wc;                     /* scatter through the line buffers below */
+    void **wck, **wcv;          /* per worker, per bucket: a line of keys, as many values */
+    size_t **beg;               /* per worker, per bucket: where its range starts */
+    void *k, *v, *ks, *vs;      /* the caller's arrays and the scratch */
+    /* this pass */
+    const void *sk, *sv;
+    void *dk, *dv;
+    unsigned sh;
+    int moved;                  /* the result is in the scratch */
+};
+
+static size_t chunk_lo(const hjob *j, size_t c) { return c * j->chunk; }
+static size_t chunk_hi(const hjob *j, size_t c)
+{
+    size_t hi = (c + 1) * j->chunk;
+    return hi < j->n ? hi : j->n;
+}
+
+/* The insertion sort and the tasks of one (key width, value width); V_ is
+ * uint32_t/uint64_t, or char with HASV 0 for keys only. */
 #define DEFINE_HOST_SORT(SUF, K, V_, HASV)                                       \
     static void isort_##SUF(K *k, V_ *v, size_t n)                              \
     {                                                                           \
@@ -74,92 +225,145 @@ typedef struct radix_plan {
         }                                                                       \
     }                                                                           \
                                                                                 \
-    /* Stable scatter of one pass through per-bucket line buffers. */           \
-    static void wcscatter_##SUF(const K *sk, const V_ *sv, K *dk, V_ *dv,       \
-                                size_t n, unsigned sh, K mask, size_t *off,     \
-                                const radix_plan *pl)                           \
+    /* Count the digits of np passes of keys [b, e) into h (np a constant     \
+     * where inlined: the loop over passes unrolls). */                        \
+    static inline __attribute__((always_inline)) void                          \
+    count_block_##SUF(const K *k, size_t b, size_t e, uint32_t *h,              \
+                      unsigned bits, size_t nb, unsigned np)                    \
+    {                                                                           \
+        const K mask = (K)(nb - 1);                                             \
+        for (size_t i = b; i < e; i++) {                                        \
+            K x = k[i];                                                         \
+            for (unsigned p = 0; p < np; p++)                                   \
+                h[p * nb + (size_t)((x >> (p * bits)) & mask)]++;               \
+        }                                                                       \
+    }                                                                           \
+                                                                                \
+    /* Encode chunk c (and fill its indices), counting every pass's digits. */  \
+    static void count_##SUF(hjob *j, size_t c)                                  \
+    {                                                                           \
+        K *k = j->k;                                                            \
+        V_ *v = j->v;                                                           \
+        const unsigned bits = j->bits, np = j->passes;                          \
+        const size_t nb = j->nb;                                                \
+        uint32_t *h = j->hist + c * np * nb;                                    \
+        memset(h, 0, np * nb * sizeof *h);                                      \
+        for (size_t b = chunk_lo(j, c), hi = chunk_hi(j, c); b < hi;            \
+             b += HOST_BLOCK) {                                                 \
+            size_t e = hi - b < HOST_BLOCK ? hi : b + HOST_BLOCK;               \
+            gs_keys_encode(j->dtype, j->descending, k + b, e - b);              \
+            if (HASV && j->argsort)                                             \
+                for (size_t i = b; i < e; i++)                                  \
+                    v[i] = (V_)i;                                               \
+            switch (np) {                                                       \
+            case 2: count_block_##SUF(k, b, e, h, bits, nb, 2); break;          \
+            case 3: count_block_##SUF(k, b, e, h, bits, nb, 3); break;          \
+            case 4: count_block_##SUF(k, b, e, h, bits, nb, 4); break;          \
+            case 6: count_block_##SUF(k, b, e, h, bits, nb, 6); break;          \
+            case 8: count_block_##SUF(k, b, e, h, bits, nb, 8); break;          \
+            default: count_block_##SUF(k, b, e, h, bits, nb, np); break;        \
+            }                                                                   \
+        }                                                                       \
+    }                                                                           \
+                                                                                \
+    /* Count this pass's digits in chunk c of its source: the pass before       \
+     * moved keys between chunks. */                                           \
+    static void recount_##SUF(hjob *j, size_t c)                                \
+    {                                                                           \
+        const K *sk = j->sk;                                                    \
+        const unsigned sh = j->sh;                                              \
+        const size_t nb = j->nb;                                                \
+        const K mask = (K)(nb - 1);                                             \
+        uint32_t *h = j->hist + (c * j->passes + sh / j->bits) * nb;            \
+        memset(h, 0, nb * sizeof *h);                                           \
+        for (size_t i = chunk_lo(j, c), hi = chunk_hi(j, c); i < hi; i++)       \
+            h[(size_t)((sk[i] >> sh) & mask)]++;                                \
+    }                                                                           \
+                                                                                \
+    /* The line [pos - B, pos) of bucket d is full in its buffer: write the     \
+     * part of it that is this chunk's (all of it but at the bucket's start). */\
+    static inline void flush_##SUF(K *dk, V_ *dv, const K *bk, const V_ *bv,    \
+                                   size_t pos, size_t first)                    \
     {                                                                           \
         enum { B = HOST_LINE / sizeof(K) };                                     \
-        K *bk = pl->wck;                                                        \
-        V_ *bv = pl->wcv;                                                       \
-        uint32_t *fill = pl->fill;                                              \
-        memset(fill, 0, ((size_t)mask + 1) * sizeof *fill);                     \
-        for (size_t i = 0; i < n; i++) {                                        \
+        size_t base = pos - B;                                                  \
+        if (first == 0) {                                                       \
+            nt_head(dk + base, bk);                                             \
+            for (unsigned q = (HOST_LINE - 16) / sizeof(K); q < B; q++)         \
+                NT_STORE(dk + base + q, bk[q]);                                 \
+            if (HASV)                                                           \
+                for (unsigned q = 0; q < B; q++)                                \
+                    NT_STORE(dv + base + q, bv[q]);                             \
+            return;                                                             \
+        }                                                                       \
+        for (size_t q = first; q < B; q++) {                                    \
+            dk[base + q] = bk[q];                                               \
+            if (HASV)                                                           \
+                dv[base + q] = bv[q];                                           \
+        }                                                                       \
+    }                                                                           \
+                                                                                \
+    /* Stable scatter of chunk c: straight to the destination, or through       \
+     * per-bucket line buffers aligned with the destination's cache lines,      \
+     * writing whole lines past the cache; lines shared with a neighbouring     \
+     * range (another bucket's, or this bucket's in another chunk) with         \
+     * plain stores of this chunk's part only. */                               \
+    static void scatter_##SUF(hjob *j, size_t c, unsigned worker)               \
+    {                                                                           \
+        enum { B = HOST_LINE / sizeof(K) };                                     \
+        const K *sk = j->sk;                                                    \
+        const V_ *sv = j->sv;                                                   \
+        K *dk = j->dk;                                                          \
+        V_ *dv = j->dv;                                                         \
+        const unsigned sh = j->sh;                                              \
+        const size_t nb = j->nb;                                                \
+        const K mask = (K)(nb - 1);                                             \
+        size_t *off = j->off + c * nb;                                          \
+        const size_t lo = chunk_lo(j, c), hi = chunk_hi(j, c);                  \
+        if (!j->wc) {                                                           \
+            for (size_t i = lo; i < hi; i++) {                                  \
+                K x = sk[i];                                                    \
+                size_t pos = off[(size_t)((x >> sh) & mask)]++;                 \
+                dk[pos] = x;                                                    \
+                if (HASV)                                                       \
+                    dv[pos] = sv[i];                                            \
+            }                                                                   \
+            return;                                                             \
+        }                                                                       \
+        K *bk = j->wck[worker];                                                 \
+        V_ *bv = j->wcv[worker];                                                \
+        size_t *beg = j->beg[worker];                                           \
+        /* the destination's first element sits `a` elements into its line */  \
+        const size_t a = ((uintptr_t)dk / sizeof(K)) & (B - 1);                 \
+        memcpy(beg, off, nb * sizeof *beg);                                     \
+        for (size_t i = lo; i < hi; i++) {                                      \
             K x = sk[i];                                                        \
             size_t d = (size_t)((x >> sh) & mask);                              \
-            uint32_t f = fill[d];                                               \
-            bk[d * B + f] = x;                                                  \
+            size_t pos = off[d];                                                \
+            size_t s = (pos + a) & (B - 1);                                     \
+            bk[d * B + s] = x;                                                  \
             if (HASV)                                                           \
-                bv[d * B + f] = sv[i];                                          \
-            if (++f == B) {                                                     \
-                size_t pos = off[d];                                            \
-                for (unsigned q = 0; q < B; q++)                                \
-                    NT_STORE(dk + pos + q, bk[d * B + q]);                      \
-                if (HASV)                                                       \
-                    for (unsigned q = 0; q < B; q++)                            \
-                        NT_STORE(dv + pos + q, bv[d * B + q]);                  \
-                off[d] = pos + B;                                               \
-                f = 0;                                                          \
+                bv[d * B + s] = sv[i];                                          \
+            off[d] = ++pos;                                                     \
+            if (s == B - 1) {                                                   \
+                size_t have = pos - beg[d];                                     \
+                flush_##SUF(dk, dv, bk + d * B, HASV ? bv + d * B : NULL, pos,  \
+                            have >= B ? 0 : B - have);                          \
             }                                                                   \
-            fill[d] = f;                                                        \
         }                                                                       \
-        for (size_t d = 0; d <= (size_t)mask; d++)                              \
-            for (uint32_t q = 0; q < fill[d]; q++) {                            \
-                dk[off[d] + q] = bk[d * B + q];                                 \
+        for (size_t d = 0; d < nb; d++) {                                       \
+            size_t pos = off[d], s = (pos + a) & (B - 1), have = pos - beg[d];  \
+            size_t q0 = have >= s ? 0 : s - have;                               \
+            for (size_t q = q0; q < s; q++) {                                   \
+                dk[pos - s + q] = bk[d * B + q];                                \
                 if (HASV)                                                       \
-                    dv[off[d] + q] = bv[d * B + q];                             \
+                    dv[pos - s + q] = bv[d * B + q];                            \
             }                                                                   \
+        }                                                                       \
         nt_fence();     /* the next pass reads what was streamed out */        \
     }                                                                           \
                                                                                 \
-    /* Returns where the sorted data ended up: 0 in k/v, 1 in the scratch. */   \
-    static int radix_##SUF(K *k, V_ *v, K *ks, V_ *vs, size_t n,                \
-                           const radix_plan *pl, gs_sort_stats *st)             \
-    {                                                                           \
-        const unsigned bits = pl->bits;                                         \
-        const size_t nb = (size_t)1 << bits;                                    \
-        const K mask = (K)(nb - 1);                                             \
-        size_t *h = pl->hist;                                                   \
-        memset(h, 0, pl->passes * nb * sizeof *h);                              \
-        for (size_t i = 0; i < n; i++) {                                        \
-            K x = k[i];                                                         \
-            for (unsigned p = 0; p < pl->passes; p++)                           \
-                h[p * nb + (size_t)((x >> (p * bits)) & mask)]++;               \
-        }                                                                       \
-        K *sk = k, *dk = ks;                                                    \
-        V_ *sv = v, *dv = vs;                                                   \
-        int in_scratch = 0;                                                     \
-        for (unsigned p = 0; p < pl->passes; p++) {                             \
-            size_t *off = h + p * nb;                                           \
-            const unsigned sh = p * bits;                                       \
-            if (off[(size_t)((sk[0] >> sh) & mask)] == n) {                     \
-                st->passes_skipped++;                                           \
-                continue;                                                       \
-            }                                                                   \
-            size_t sum = 0;                                                     \
-            for (size_t d = 0; d < nb; d++) {                                   \
-                size_t c = off[d];                                              \
-                off[d] = sum;                                                   \
-                sum += c;                                                       \
-            }                                                                   \
-            if (pl->wc) {                                                       \
-                wcscatter_##SUF(sk, sv, dk, dv, n, sh, mask, off, pl);          \
-            } else {                                                            \
-                for (size_t i = 0; i < n; i++) {                                \
-                    K x = sk[i];                                                \
-                    size_t pos = off[(size_t)((x >> sh) & mask)]++;             \
-                    dk[pos] = x;                                                \
-                    if (HASV)                                                   \
-                        dv[pos] = sv[i];                                        \
-                }                                                               \
-            }                                                                   \
-            K *tk = sk; sk = dk; dk = tk;                                       \
-            V_ *tv = sv; sv = dv; dv = tv;                                      \
-            in_scratch = !in_scratch;                                           \
-            st->passes++;                                                       \
-        }                                                                       \
-        return in_scratch;                                                      \
-    }
+    static const hops ops_##SUF = { count_##SUF, recount_##SUF, scatter_##SUF };
 
 DEFINE_HOST_SORT(k32, uint32_t, char, 0)
 DEFINE_HOST_SORT(k32v32, uint32_t, uint32_t, 1)
@@ -168,40 +372,166 @@ DEFINE_HOST_SORT(k64, uint64_t, char, 0)
 DEFINE_HOST_SORT(k64v32, uint64_t, uint32_t, 1)
 DEFINE_HOST_SORT(k64v64, uint64_t, uint64_t, 1)
 
-static int host_check(const gs_dev *dev, const gs_sort_req *req, const gs_params *p,
-                      gs_err *err)
+static void task_count(void *arg, size_t c, unsigned worker)
 {
-    (void)dev;
-    (void)req;
-    if (p && p->count > 0)
-        return gs_err_set(err, GS_EUNSUPPORTED, "unknown parameter '%s' (the host "
-                          "sort has no tunable parameters)", p->p[0].name);
-    return 0;
+    hjob *j = arg;
+    (void)worker;
+    j->ops->count(j, c);
 }
 
-static void host_defaults(const gs_dev_info *info, gs_params *out)
+static void task_recount(void *arg, size_t c, unsigned worker)
 {
-    (void)info;
-    gs_params_clear(out);
+    hjob *j = arg;
+    (void)worker;
+    j->ops->recount(j, c);
 }
 
-/* The sort's scratch: the key and value ping-pong arrays and the plan's
- * histograms and write-combining buffers (any of them may be NULL). */
-static void scratch_free(void *ks, void *vs, radix_plan *pl)
+static void task_scatter(void *arg, size_t c, unsigned worker)
 {
-    free(ks);
-    free(vs);
-    free(pl->hist);
-    free(pl->wck);
-    free(pl->wcv);
-    free(pl->fill);
+    hjob *j = arg;
+    j->ops->scatter(j, c, worker);
+}
+
+/* The sorted chunk c back into the caller's arrays when it ended in the
+ * scratch, and decoded there. */
+static void task_finish(void *arg, size_t c, unsigned worker)
+{
+    hjob *j = arg;
+    (void)worker;
+    size_t lo = chunk_lo(j, c), hi = chunk_hi(j, c);
+    char *k = j->k, *v = j->v;
+    const char *ks = j->ks, *vs = j->vs;
+    for (size_t b = lo; b < hi; b += HOST_BLOCK) {
+        size_t m = hi - b < HOST_BLOCK ? hi - b : HOST_BLOCK;
+        if (j->moved) {
+            memcpy(k + b * j->kw, ks + b * j->kw, m * j->kw);
+            if (j->vw)
+                memcpy(v + b * j->vw, vs + b * j->vw, m * j->vw);
+        }
+        gs_keys_decode(j->dtype, j->descending, k + b * j->kw, m);
+    }
+}
+
+/* Does pass p move anything, or has every key the same digit? */
+static int pass_needed(const hjob *j, unsigned p, size_t first_digit)
+{
+    const size_t nb = j->nb, np = j->passes;
+    size_t same = 0;
+    for (size_t c = 0; c < j->nchunks; c++)
+        same += j->hist[(c * np + p) * nb + first_digit];
+    return same != j->n;
+}
+
+/* Offsets of pass p for every chunk: chunk c's keys with digit d go after
+ * every smaller digit's and after chunk c-1's with digit d. */
+static void prefix(hjob *j, unsigned p)
+{
+    const size_t nb = j->nb, np = j->passes, nc = j->nchunks;
+    size_t sum = 0;
+    for (size_t d = 0; d < nb; d++)
+        for (size_t c = 0; c < nc; c++) {
+            j->off[c * nb + d] = sum;
+            sum += j->hist[(c * np + p) * nb + d];
+        }
+}
+
+static void sort_radix(hjob *j, gs_hostpool_team *team, gs_sort_stats *st)
+{
+    gs_hostpool_for(team, j->nchunks, task_count, j);
+    const size_t kmask = j->nb - 1;
+    void *sk = j->k, *sv = j->v, *dk = j->ks, *dv = j->vs;
+    int ran = 0;
+    for (unsigned p = 0; p < j->passes; p++) {
+        const unsigned sh = p * j->bits;
+        size_t d0 = j->kw == 4 ? (size_t)((((uint32_t *)j->k)[0] >> sh) & kmask)
+                               : (size_t)((((uint64_t *)j->k)[0] >> sh) & kmask);
+        if (!pass_needed(j, p, d0)) {
+            st->passes_skipped++;
+            continue;
+        }
+        j->sk = sk, j->sv = sv, j->dk = dk, j->dv = dv, j->sh = sh;
+        /* the counts per chunk from the first read hold for the keys'
+         * first order only */
+        if (ran && j->nchunks > 1)
+            gs_hostpool_for(team, j->nchunks, task_recount, j);
+        prefix(j, p);
+        gs_hostpool_for(team, j->nchunks, task_scatter, j);
+        void *t = sk; sk = dk; dk = t;
+        t = sv; sv = dv; dv = t;
+        j->moved = !j->moved;
+        ran = 1;
+        st->passes++;
+    }
+}
+
+/* Scratch of `bytes`, line aligned; from HOST_HUGE_BYTES up in huge pages
+ * where the kernel has them. */
+static void *scratch_alloc(size_t bytes)
+{
+    if (bytes < HOST_HUGE_BYTES)
+        return aligned_alloc(HOST_LINE, (bytes + HOST_LINE - 1) / HOST_LINE * HOST_LINE);
+    size_t sz = (bytes + HOST_HUGE_PAGE - 1) / HOST_HUGE_PAGE * HOST_HUGE_PAGE;
+    void *p = aligned_alloc(HOST_HUGE_PAGE, sz);
+#ifdef MADV_HUGEPAGE
+    if (p)
+        madvise(p, sz, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
+static void job_free(hjob *j, unsigned workers)
+{
+    free(j->ks);
+    free(j->vs);
+    free(j->hist);
+    free(j->off);
+    for (unsigned w = 0; w < workers; w++) {
+        if (j->wck)
+            free(j->wck[w]);
+        if (j->wcv)
+            free(j->wcv[w]);
+        if (j->beg)
+            free(j->beg[w]);
+    }
+    free(j->wck);
+    free(j->wcv);
+    free(j->beg);
+}
+
+/* Everything the radix sort needs, before the input is touched, so that a
+ * failure leaves it as it was. */
+static int job_alloc(hjob *j, unsigned workers)
+{
+    const size_t n = j->n, nb = j->nb;
+    j->ks = scratch_alloc(n * j->kw);
+    j->vs = j->vw ? scratch_alloc(n * j->vw) : NULL;
+    j->hist = malloc(j->nchunks * j->passes * nb * sizeof *j->hist);
+    j->off = malloc(j->nchunks * nb * sizeof *j->off);
+    int bad = !j->ks || (j->vw && !j->vs) || !j->hist || !j->off;
+    if (!bad && j->wc) {
+        j->wck = calloc(workers, sizeof *j->wck);
+        j->wcv = calloc(workers, sizeof *j->wcv);
+        j->beg = calloc(workers, sizeof *j->beg);
+        bad = !j->wck || !j->wcv || !j->beg;
+        const size_t line_elems = HOST_LINE / j->kw;
+        for (unsigned w = 0; !bad && w < workers; w++) {
+            j->wck[w] = aligned_alloc(HOST_LINE, nb * HOST_LINE);
+            j->wcv[w] = j->vw ? aligned_alloc(HOST_LINE, nb * line_elems * j->vw) : NULL;
+            j->beg[w] = malloc(nb * sizeof **j->beg);
+            bad = !j->wck[w] || (j->vw && !j->wcv[w]) || !j->beg[w];
+        }
+    }
+    return bad ? -1 : 0;
 }
 
 static int host_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p,
                     gs_sort_stats *st, gs_err *err)
 {
     (void)ctx;
-    (void)p;
+    long pv[P_COUNT];
+    int rc = get_params(p, pv, err);
+    if (rc)
+        return rc;
     const size_t n = req->n, kw = gs_dtype_size(req->dtype);
     const size_t vw = gs_payload_size(req->payload);
     const int argsort = req->payload == GS_PL_IDX32 || req->payload == GS_PL_IDX64;
@@ -209,81 +539,73 @@ static int host_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p
     if (n == 0)
         return 0;
 
-    /* Allocate everything before touching the input, so failure leaves it
-     * as it was. */
-    radix_plan pl = { .bits = n < HOST_WIDE_N ? 8 : HOST_MAX_BITS };
-    pl.passes = (unsigned)((kw * 8 + pl.bits - 1) / pl.bits);
-    pl.wc = HOST_HAVE_NT && n * kw >= HOST_WC_BYTES;
-    void *ks = NULL, *vs = NULL;
-    int nomem = 0;
-    if (n > HOST_SMALL_N) {
-        size_t nb = (size_t)1 << pl.bits, line_elems = HOST_LINE / kw;
-        ks = malloc(n * kw);
-        vs = vw ? malloc(n * vw) : NULL;
-        pl.hist = malloc(pl.passes * nb * sizeof *pl.hist);
-        nomem = !ks || (vw && !vs) || !pl.hist;
-        if (pl.wc) {
-            pl.wck = aligned_alloc(HOST_LINE, nb * HOST_LINE);
-            pl.wcv = vw ? aligned_alloc(HOST_LINE, nb * line_elems * vw) : NULL;
-            pl.fill = malloc(nb * sizeof *pl.fill);
-            nomem |= !pl.wck || (vw && !pl.wcv) || !pl.fill;
-        }
-    }
-    if (nomem) {
-        scratch_free(ks, vs, &pl);
-        return gs_err_set(err, GS_ENOMEM, "host sort: out of memory for %zu "
-                          "bytes of scratch", n * (kw + vw));
-    }
-
-    gs_keys_encode(req->dtype, req->descending, req->keys, n);
-    if (argsort) {
-        if (vw == 4) {
-            uint32_t *ix = req->values;
-            for (size_t i = 0; i < n; i++)
-                ix[i] = (uint32_t)i;
-        } else {
-            uint64_t *ix = req->values;
-            for (size_t i = 0; i < n; i++)
-                ix[i] = i;
-        }
-    }
-
-    void *k = req->keys, *v = req->values;
     if (n <= HOST_SMALL_N) {
+        void *k = req->keys, *v = req->values;
+        gs_keys_encode(req->dtype, req->descending, k, n);
+        for (size_t i = 0; argsort && i < n; i++) {
+            if (vw == 4)
+                ((uint32_t *)v)[i] = (uint32_t)i;
+            else
+                ((uint64_t *)v)[i] = i;
+        }
         if (!k64)
             vw == 0 ? isort_k32(k, NULL, n) : vw == 4 ? isort_k32v32(k, v, n)
                                                        : isort_k32v64(k, v, n);
         else
             vw == 0 ? isort_k64(k, NULL, n) : vw == 4 ? isort_k64v32(k, v, n)
                                                        : isort_k64v64(k, v, n);
-    } else {
-        int moved;
-        if (!k64)
-            moved = vw == 0 ? radix_k32(k, NULL, ks, NULL, n, &pl, st)
-                  : vw == 4 ? radix_k32v32(k, v, ks, vs, n, &pl, st)
-                            : radix_k32v64(k, v, ks, vs, n, &pl, st);
-        else
-            moved = vw == 0 ? radix_k64(k, NULL, ks, NULL, n, &pl, st)
-                  : vw == 4 ? radix_k64v32(k, v, ks, vs, n, &pl, st)
-                            : radix_k64v64(k, v, ks, vs, n, &pl, st);
-        if (moved) {
-            memcpy(k, ks, n * kw);
-            if (vw)
-                memcpy(v, vs, n * vw);
-        }
+        gs_keys_decode(req->dtype, req->descending, k, n);
+        return 0;
     }
-    gs_keys_decode(req->dtype, req->descending, req->keys, n);
-    scratch_free(ks, vs, &pl);
+
+    static const hops *const table[2][3] = {
+        { &ops_k32, &ops_k32v32, &ops_k32v64 }, { &ops_k64, &ops_k64v32, &ops_k64v64 },
+    };
+    hjob j = {
+        .ops = table[k64][vw == 0 ? 0 : vw == 4 ? 1 : 2],
+        .dtype = req->dtype, .descending = req->descending, .argsort = argsort,
+        .n = n, .kw = kw, .vw = vw, .k = req->keys, .v = req->values,
+    };
+    j.bits = pv[P_BITS] ? (unsigned)pv[P_BITS] : n < HOST_WIDE_N ? 8 : 11;
+    j.nb = (size_t)1 << j.bits;
+    j.passes = (unsigned)((kw * 8 + j.bits - 1) / j.bits);
+    /* chunks of min_chunk keys or more, and of under 2^32 (32-bit counts) */
+    size_t nc = n / min_chunk;
+    if (nc > (size_t)pv[P_THREADS])
+        nc = (size_t)pv[P_THREADS];
+    if (nc < 1)
+        nc = 1;
+    while (n / nc >= UINT32_MAX)
+        nc++;
+    j.chunk = (n + nc - 1) / nc;
+    j.nchunks = (n + j.chunk - 1) / j.chunk;
+    j.wc = HOST_HAVE_NT && n * kw >= HOST_WC_BYTES && j.bits <= HOST_WC_MAX_BITS &&
+           (uintptr_t)req->keys % kw == 0;     /* its lines are found by key index */
+
+    gs_hostpool_team team;
+    unsigned workers = gs_hostpool_join(&team, (unsigned)(j.nchunks - 1));
+    if (job_alloc(&j, workers) < 0) {
+        gs_hostpool_leave(&team);
+        job_free(&j, workers);
+        return gs_err_set(err, GS_ENOMEM, "host: out of memory for %zu bytes of scratch",
+                          n * (kw + vw));
+    }
+    sort_radix(&j, &team, st);
+    if (j.moved || !(gs_keys_kind(req->dtype) == GS_KEYS_UNSIGNED && !req->descending))
+        gs_hostpool_for(&team, j.nchunks, task_finish, &j);
+    gs_hostpool_leave(&team);
+    job_free(&j, workers);
     return 0;
 }
 
 const gs_algo gs_algo_host = {
     .name = "host",
-    .summary = "LSD radix sort on the host CPU (stable, every dtype and payload)",
+    .summary = "LSD radix sort on the host CPU, multi-threaded (stable, every dtype and "
+               "payload)",
     .stable = 1,
     .uses_device = 0,
-    .params = NULL,
-    .nparams = 0,
+    .params = host_params,
+    .nparams = P_COUNT,
     .defaults = host_defaults,
     .check = host_check,
     .run = host_run,

@@ -22,4 +22,9 @@ int gs_shellsort_run_phases(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_p
  * Work-groups narrower than a warp always use 0. Returns the previous value. */
 int gs_radix_force_rank(int mode);
 
+/* Test hook (algo_host.c): the fewest keys per chunk of the host sort
+ * (default 32768; 0 restores it), so small inputs run on several chunks.
+ * Returns the previous value. */
+size_t gs_host_force_min_chunk(size_t keys);
+
 #endif

@@ -1,12 +1,16 @@
 /* Tests of the host sort and the sort front end: the full standard matrix
- * for gs_algo_host against the independent reference, the verifier itself
- * catching planted errors (so a green matrix means something), pass
- * skipping, allocation failure leaving the input alone, request
- * validation, parameter text round trips and errors, the registry and the
- * host's parameter check. */
+ * for gs_algo_host against the independent reference, on one chunk and cut
+ * into 2, 3 and 4 chunks (more than this machine may have cores: chunks
+ * then take turns on the threads there are) with each digit width, at
+ * sizes around the chunk boundaries; concurrent sorts sharing the thread
+ * pool; the verifier itself catching planted errors (so a green matrix
+ * means something), pass skipping, allocation failure leaving the input
+ * alone, request validation, parameter text round trips and errors, the
+ * registry and the host's parameter check. */
 #include "config.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +18,7 @@
 
 #include "gs_algos.h"
 #include "gs_err.h"
+#include "gs_hostpool.h"
 #include "gs_keys.h"
 #include "gs_sort.h"
 #include "sortcheck.h"
@@ -243,13 +248,19 @@ static void test_pass_skipping(void)
 }
 
 /* Inputs above the matrix's largest n, where the host sort switches its
- * scatter to line buffers with streaming stores for 32-bit keys too. */
+ * scatter to line buffers with streaming stores for 32-bit keys too; on
+ * several chunks, whose line buffers share the destination's lines at
+ * every chunk's edge of every bucket. */
 static void test_large(void)
 {
-    static const struct { gs_dtype t; gs_payload p; int desc, dist; } cs[] = {
-        { GS_DT_U32, GS_PL_NONE, 0, SC_RANDOM },
-        { GS_DT_F32, GS_PL_IDX32, 1, SC_FSPECIAL },
-        { GS_DT_I32, GS_PL_U64, 0, SC_FEW16 },
+    static const struct { gs_dtype t; gs_payload p; int desc, dist; const char *params; } cs[] = {
+        { GS_DT_U32, GS_PL_NONE, 0, SC_RANDOM, "" },
+        { GS_DT_F32, GS_PL_IDX32, 1, SC_FSPECIAL, "" },
+        { GS_DT_I32, GS_PL_U64, 0, SC_FEW16, "" },
+        { GS_DT_U32, GS_PL_U32, 0, SC_RANDOM, "threads=3,radix_bits=11" },
+        { GS_DT_F64, GS_PL_IDX64, 1, SC_FSPECIAL, "threads=4,radix_bits=8" },
+        { GS_DT_U32, GS_PL_NONE, 1, SC_RANDOM, "threads=4,radix_bits=16" },
+        { GS_DT_I64, GS_PL_U32, 0, SC_SAWTOOTH, "threads=2,radix_bits=16" },
     };
     size_t n = ((size_t)1 << 21) + 3;
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
@@ -257,23 +268,83 @@ static void test_large(void)
         char why[512] = "";
         gs_err err;
         gs_sort_stats st;
+        gs_params ps;
+        if (gs_params_parse(cs[i].params, &ps, &err) < 0)
+            tap_bail("bad parameter text %s", cs[i].params);
         if (sc_case_init(&c, cs[i].t, cs[i].p, cs[i].desc, n, cs[i].dist, 99 + i) < 0)
             tap_bail("sc_case_init failed for n=%zu", n);
-        int rc = gs_sort_run(&gs_algo_host, NULL, &c.req, NULL, &st, &err);
+        int rc = gs_sort_run(&gs_algo_host, NULL, &c.req, &ps, &st, &err);
         int ok = rc == 0 && sc_case_verify(&c, 1, why, sizeof why);
-        tap_ok(ok, "large: %s %s %s %s n=%zu (%.1f ms)%s%s", gs_dtype_name(cs[i].t),
+        tap_ok(ok, "large: %s %s %s %s n=%zu %s (%.1f ms)%s%s", gs_dtype_name(cs[i].t),
                cs[i].desc ? "desc" : "asc", gs_payload_name(cs[i].p), sc_dist_name(cs[i].dist),
-               n, st.wall_ms, ok ? "" : ": ", ok ? "" : rc ? err.msg : why);
+               n, cs[i].params[0] ? cs[i].params : "(defaults)", st.wall_ms, ok ? "" : ": ",
+               ok ? "" : rc ? err.msg : why);
         sc_case_free(&c);
     }
+}
+
+/* Sorts on several threads at once, each asking the shared pool for more
+ * helpers than there are: each gets what is free, all must be right. */
+typedef struct conc_arg {
+    gs_dtype t;
+    gs_payload p;
+    int ok;
+    char why[512];
+} conc_arg;
+
+static void *conc_main(void *arg)
+{
+    conc_arg *a = arg;
+    gs_params ps;
+    gs_params_clear(&ps);
+    gs_params_set(&ps, "threads", 4);
+    a->ok = 1;
+    for (int r = 0; r < 3 && a->ok; r++) {
+        sc_case c;
+        gs_err err;
+        if (sc_case_init(&c, a->t, a->p, r & 1, 300007, SC_RANDOM, 1000 + r + 7 * a->t) < 0) {
+            snprintf(a->why, sizeof a->why, "sc_case_init failed");
+            a->ok = 0;
+            break;
+        }
+        int rc = gs_sort_run(&gs_algo_host, NULL, &c.req, &ps, NULL, &err);
+        a->ok = rc == 0 && sc_case_verify(&c, 1, a->why, sizeof a->why);
+        if (rc)
+            snprintf(a->why, sizeof a->why, "%.400s", err.msg);
+        sc_case_free(&c);
+    }
+    return NULL;
+}
+
+static void test_concurrent(void)
+{
+    size_t old = gs_host_force_min_chunk(1000);
+    conc_arg a[3] = { { GS_DT_U32, GS_PL_NONE, 0, "" }, { GS_DT_F64, GS_PL_IDX64, 0, "" },
+                      { GS_DT_I32, GS_PL_U64, 0, "" } };
+    pthread_t th[3];
+    int started = 0;
+    for (int i = 0; i < 3; i++)
+        started += pthread_create(&th[i], NULL, conc_main, &a[i]) == 0;
+    if (started != 3)
+        tap_bail("pthread_create failed");
+    for (int i = 0; i < 3; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < 3; i++)
+        tap_ok(a[i].ok, "concurrent: %s %s with threads=4, three sorts at once (%s)",
+               gs_dtype_name(a[i].t), gs_payload_name(a[i].p), a[i].ok ? "ok" : a[i].why);
+    gs_host_force_min_chunk(old);
 }
 
 /* Allocation failure: GS_ENOMEM, input untouched. Forced by lowering the
  * address-space limit just above what is mapped now; run before anything
  * large has been freed, so malloc cannot reuse freed heap. */
-static void test_enomem(void)
+static void test_enomem(const char *params)
 {
     size_t n = (size_t)1 << 22;     /* 32 MiB keys + 32 MiB values */
+    gs_params ps;
+    gs_err perr;
+    if (gs_params_parse(params, &ps, &perr) < 0)
+        tap_bail("bad parameter text %s", params);
     uint64_t *k = malloc(n * 8), *v = malloc(n * 8);
     if (!k || !v)
         tap_bail("out of memory");
@@ -301,14 +372,14 @@ static void test_enomem(void)
         rc = 1;
         snprintf(err.msg, sizeof err.msg, "setrlimit failed");
     } else {
-        rc = gs_sort_run(&gs_algo_host, NULL, &r, NULL, NULL, &err);
+        rc = gs_sort_run(&gs_algo_host, NULL, &r, &ps, NULL, &err);
         setrlimit(RLIMIT_AS, &old);
     }
     int same = 1;
     for (size_t i = 0; i < n; i++)
         same &= k[i] == (n - i) * UINT64_C(0x9e3779b97f4a7c15) && v[i] == i;
-    tap_ok(rc == GS_ENOMEM && err.msg[0], "scratch allocation failure gives GS_ENOMEM (%d: %s)",
-           rc, err.msg);
+    tap_ok(rc == GS_ENOMEM && err.msg[0], "scratch allocation failure (%s) gives GS_ENOMEM "
+           "(%d: %s)", params[0] ? params : "defaults", rc, err.msg);
     tap_ok(same, "and leaves keys and values untouched");
     free(k);
     free(v);
@@ -428,8 +499,29 @@ static void test_registry(void)
         ok &= gs_algo_at(i) && gs_algo_find(gs_algo_at(i)->name) == gs_algo_at(i);
     tap_ok(ok, "registry: %zu algorithms, each found by its name", gs_algo_count());
     tap_ok(gs_algo_find("radix") == &gs_algo_radix, "registry lists radix");
-    tap_ok(gs_algo_host.stable && !gs_algo_host.uses_device && gs_algo_host.nparams == 0,
-           "host: stable, no device, no parameters");
+    tap_ok(gs_algo_host.stable && !gs_algo_host.uses_device && gs_algo_host.nparams == 2 &&
+           !strcmp(gs_algo_host.params[0].name, "threads") &&
+           !strcmp(gs_algo_host.params[1].name, "radix_bits"),
+           "host: stable, no device, parameters threads and radix_bits");
+}
+
+/* check() refuses the set with `code`, naming `needle`; gs_sort_run too,
+ * before touching the keys. */
+static void expect_refused(const char *params, const char *needle)
+{
+    uint32_t k[3] = { 3, 1, 2 };
+    gs_sort_req r = { .dtype = GS_DT_U32, .n = 3, .keys = k };
+    gs_params ps;
+    gs_err err;
+    gs_err_clear(&err);
+    if (gs_params_parse(params, &ps, &err) < 0)
+        tap_bail("bad parameter text %s", params);
+    int rc = gs_algo_host.check(NULL, &r, &ps, &err);
+    tap_ok(rc == GS_EUNSUPPORTED && strstr(err.msg, needle), "host check refuses %s (%s)",
+           params, err.msg);
+    rc = gs_sort_run(&gs_algo_host, NULL, &r, &ps, NULL, &err);
+    tap_ok(rc == GS_EUNSUPPORTED && k[0] == 3 && k[1] == 1 && k[2] == 2,
+           "gs_sort_run does not sort with %s (%s)", params, err.msg);
 }
 
 static void test_host_check(void)
@@ -438,25 +530,82 @@ static void test_host_check(void)
     gs_sort_req r = { .dtype = GS_DT_U32, .n = 3, .keys = k };
     gs_params ps;
     gs_err err;
+    gs_err_clear(&err);
     gs_algo_host.defaults(NULL, &ps);
-    tap_ok(ps.count == 0 && gs_algo_host.check(NULL, &r, &ps, &err) == 0,
-           "host: empty defaults, accepted by check");
-    gs_params_set(&ps, "radix_bits", 4);
-    int rc = gs_algo_host.check(NULL, &r, &ps, &err);
-    tap_ok(rc == GS_EUNSUPPORTED && strstr(err.msg, "radix_bits"),
-           "host check rejects an unknown parameter (%s)", err.msg);
-    rc = gs_sort_run(&gs_algo_host, NULL, &r, &ps, NULL, &err);
-    tap_ok(rc == GS_EUNSUPPORTED && k[0] == 3 && k[1] == 1 && k[2] == 2,
-           "gs_sort_run does not sort with a rejected parameter set (%s)", err.msg);
+    long cpus = (long)gs_hostpool_cpus();
+    long dt = gs_params_get(&ps, "threads", -1);
+    tap_ok(ps.count == 2 && dt == (cpus < 64 ? cpus : 64) &&
+           gs_params_get(&ps, "radix_bits", -1) == 0 &&
+           gs_algo_host.check(NULL, &r, &ps, &err) == 0,
+           "host: defaults threads=%ld (%ld CPUs), radix_bits=0, accepted by check", dt, cpus);
+    gs_params_clear(&ps);
+    tap_ok(gs_algo_host.check(NULL, &r, &ps, &err) == 0 &&
+           gs_sort_run(&gs_algo_host, NULL, &r, &ps, NULL, &err) == 0 && k[0] == 1 &&
+           k[2] == 3, "host: the empty set is accepted and sorts (the defaults)");
+    gs_params_set(&ps, "threads", 3);
+    tap_ok(gs_algo_host.check(NULL, &r, &ps, &err) == 0,
+           "host: a set naming threads only is accepted (radix_bits by n)");
+
+    long vals[64];
+    size_t nv = gs_algo_host.params[0].values(NULL, vals, 64);
+    int asc = nv >= 1 && vals[0] == 1 && vals[nv - 1] == cpus;
+    for (size_t i = 1; i < nv; i++)
+        asc &= vals[i - 1] < vals[i] && (i == nv - 1 || vals[i] == 2 * vals[i - 1]);
+    tap_ok(asc, "host: threads values 1, 2, 4, ... and the CPU count %ld (%zu values, "
+           "last %ld)", cpus, nv, nv ? vals[nv - 1] : -1L);
+    nv = gs_algo_host.params[1].values(NULL, vals, 64);
+    tap_ok(nv == 4 && vals[0] == 0 && vals[1] == 8 && vals[2] == 11 && vals[3] == 16,
+           "host: radix_bits values 0 (by n), 8, 11, 16");
+
+    expect_refused("wg_size=64", "unknown parameter 'wg_size'");
+    expect_refused("threads=2,radix_bits=8,unroll=2", "unknown parameter 'unroll'");
+    expect_refused("threads=0", "threads=0 out of range 1..256");
+    expect_refused("threads=257", "threads=257 out of range");
+    expect_refused("threads=-3,radix_bits=8", "threads=-3");
+    expect_refused("radix_bits=17", "radix_bits=17 out of range 1..16");
+    expect_refused("radix_bits=-1", "radix_bits=-1");
     gs_sort_ctx ctx = { 0 };
-    rc = gs_sort_run(&gs_algo_radix, &ctx, &r, NULL, NULL, &err);
-    tap_ok(rc < 0 && k[0] == 3, "a device algorithm without a device fails cleanly (%s)",
+    int rc = gs_sort_run(&gs_algo_radix, &ctx, &r, NULL, NULL, &err);
+    tap_ok(rc < 0 && k[0] == 1, "a device algorithm without a device fails cleanly (%s)",
            err.msg);
+}
+
+/* The standard matrix on 1..4 chunks and every digit width: the chunk
+ * minimum is lowered to 64 keys, so even the matrix's small sizes are cut;
+ * the sizes add chunk edges (n a multiple of the chunk count, one either
+ * side) and the insertion sort's edge. One full matrix with threads=2,
+ * the others without the largest size to keep the test short. */
+static int test_chunked(void)
+{
+    static const size_t sizes[] = {
+        0, 1, 2, 3, 31, 32, 33, 47, 48, 49, 50, 63, 64, 65, 127, 128, 129, 191, 192, 193,
+        255, 256, 257, 1000, 4097, 65537, 100003,
+    };
+    static const struct { long threads, bits; int full; } sets[] = {
+        { 2, 0, 0 }, { 1, 0, 0 }, { 3, 0, 0 }, { 4, 0, 0 },
+        { 3, 8, 0 }, { 4, 11, 0 }, { 2, 16, 0 }, { 3, 16, 0 },
+    };
+    size_t old = gs_host_force_min_chunk(64);
+    int failed = 0;
+    gs_sort_ctx ctx = { 0 };
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
+        gs_params ps;
+        char label[64];
+        gs_params_clear(&ps);
+        gs_params_set(&ps, "threads", sets[i].threads);
+        gs_params_set(&ps, "radix_bits", sets[i].bits);
+        snprintf(label, sizeof label, "host chunked");
+        failed += sets[i].full ? sc_run_matrix(&gs_algo_host, &ctx, &ps, NULL, 0, label)
+                               : sc_run_matrix(&gs_algo_host, &ctx, &ps, SC_SIZES(sizes), label);
+    }
+    gs_host_force_min_chunk(old);
+    return failed;
 }
 
 int main(void)
 {
-    test_enomem();
+    test_enomem("");
+    test_enomem("threads=4,radix_bits=16");
     test_req_check();
     test_params();
     test_registry();
@@ -465,11 +614,13 @@ int main(void)
     test_verifier();
     test_large();
     test_unstable_matrix();
+    test_concurrent();
 
     gs_sort_ctx ctx = { 0 };
     gs_params none;
     gs_params_clear(&none);
     int failed = sc_run_matrix(&gs_algo_host, &ctx, &none, NULL, 0, "host");
+    failed += test_chunked();
     tap_diag("host matrix: %d failed cases", failed);
     return tap_done();
 }

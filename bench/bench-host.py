@@ -1,0 +1,86 @@
+#!/usr/bin/python3
+"""The host sort against numpy on the same machine, in the same run: for
+each dtype and size, the median time of numpy's np.sort on random keys
+(one thread, in this process) and of the host sort through gsort-bench
+(its own process, the same kind of keys, every result checked there), with
+the ratio and millions of keys per second per core. /usr/bin/python3 on
+purpose: that one has numpy here.
+
+    bench/bench-host.py [--bench build/bench/gsort-bench] [--dtypes u32,f64]
+        [--min-log2 20] [--max-log2 24] [--reps 5] [--params threads=2]
+"""
+import argparse
+import csv
+import io
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+NP = {"u32": np.uint32, "i32": np.int32, "f32": np.float32,
+      "u64": np.uint64, "i64": np.int64, "f64": np.float64}
+
+
+def numpy_ms(dtype, n, reps, rng):
+    """Median ms of np.sort on a fresh copy of random keys."""
+    if dtype.startswith("f"):
+        a = rng.standard_normal(n).astype(NP[dtype])
+    else:
+        a = rng.integers(0, 2**63, size=n, dtype=np.uint64).astype(NP[dtype])
+    ts = []
+    for _ in range(reps):
+        b = a.copy()
+        t = time.perf_counter()
+        b.sort()
+        ts.append((time.perf_counter() - t) * 1e3)
+    return statistics.median(ts)
+
+
+def host_ms(bench, dtype, lo, hi, reps, params):
+    """{n: (median wall ms, params)} from gsort-bench --algo host."""
+    cmd = [bench, "--algo", "host", "--dtype", dtype, "--min-log2", str(lo),
+           "--max-log2", str(hi), "--reps", str(reps), "--csv"]
+    if params:
+        cmd += ["--params", params]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    res = {}
+    for row in csv.DictReader(io.StringIO(out)):
+        if row["note"] != "ok":
+            sys.exit("gsort-bench: %s n=%s: %s" % (dtype, row["n"], row["note"]))
+        res[int(row["n"])] = (float(row["wall_ms"]), row["params"])
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bench", default=os.path.join("build", "bench", "gsort-bench"))
+    ap.add_argument("--dtypes", default="u32,f64")
+    ap.add_argument("--min-log2", type=int, default=20)
+    ap.add_argument("--max-log2", type=int, default=24)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--params", default="", help="host sort parameters (default: its defaults)")
+    o = ap.parse_args()
+    cores = os.cpu_count() or 1
+    rng = np.random.default_rng(1)
+    print("numpy %s, %d cores; host: gsort-bench --algo host%s" %
+          (np.__version__, cores, " --params " + o.params if o.params else ""))
+    print("%-5s %5s %11s %11s %7s %16s %16s  %s" % (
+        "dtype", "n", "numpy ms", "host ms", "ratio", "numpy Mkeys/s/c", "host Mkeys/s/c",
+        "host params"))
+    for dt in o.dtypes.split(","):
+        host = host_ms(o.bench, dt, o.min_log2, o.max_log2, o.reps, o.params)
+        for lg in range(o.min_log2, o.max_log2 + 1):
+            n = 1 << lg
+            npms = numpy_ms(dt, n, o.reps, rng)
+            hms, hp = host[n]
+            threads = int(dict(kv.split("=") for kv in hp.split(",")).get("threads", 1))
+            used = min(threads, cores)
+            print("%-5s  2^%-2d %11.2f %11.2f %6.3fx %16.1f %16.1f  %s" % (
+                dt, lg, npms, hms, hms / npms, n / npms / 1e3, n / hms / 1e3 / used, hp))
+
+
+if __name__ == "__main__":
+    main()
