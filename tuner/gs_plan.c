@@ -28,6 +28,21 @@ int gs_tune_plan_pick(const gs_tune_cand *c, size_t n, int stable)
     return best;
 }
 
+double gs_tune_winner_ms(const gs_tune_devreport *R, const gs_tune_winner *w)
+{
+    if (!w->uses_device || !(w->median_ms > 0) || !(w->e2e_ms >= w->median_ms))
+        return w->e2e_ms;
+    double xfer = w->e2e_ms - w->median_ms;
+    for (size_t i = 0; i < R->nwinners; i++) {
+        const gs_tune_winner *x = &R->winners[i];
+        if (x->uses_device && x->key_bits == w->key_bits && x->payload == w->payload &&
+            x->bucket == w->bucket && x->median_ms > 0 && x->e2e_ms >= x->median_ms &&
+            x->e2e_ms - x->median_ms < xfer)
+            xfer = x->e2e_ms - x->median_ms;
+    }
+    return w->median_ms + xfer;
+}
+
 int gs_tune_winner_add(gs_tune_devreport *R, const gs_tune_winner *w)
 {
     /* a group searched again (time left over) replaces its earlier winner */
@@ -115,7 +130,7 @@ static double predict(const gs_tune_devreport *R, const gs_tune_winner *w, int t
     for (size_t i = 0; i < R->nwinners; i++) {
         const gs_tune_winner *x = &R->winners[i];
         if (strcmp(x->algorithm, w->algorithm) || x->key_bits != w->key_bits ||
-            x->payload != w->payload || x->bucket > top || !(x->e2e_ms > 0))
+            x->payload != w->payload || x->bucket > top || !(gs_tune_winner_ms(R, x) > 0))
             continue;
         if (!p2 || x->bucket > p2->bucket) {
             p1 = p2;
@@ -128,13 +143,14 @@ static double predict(const gs_tune_devreport *R, const gs_tune_winner *w, int t
         return -1;
     *params = p2->params;
     double n2 = ldexp(1.0, p2->bucket), n = ldexp(1.0, b);
-    double per = p2->e2e_ms / n2, fixed = 0;
+    double t2 = gs_tune_winner_ms(R, p2);
+    double per = t2 / n2, fixed = 0;
     if (p1) {
         double n1 = ldexp(1.0, p1->bucket);
-        double c = (p2->e2e_ms - p1->e2e_ms) / (n2 - n1);
+        double c = (t2 - gs_tune_winner_ms(R, p1)) / (n2 - n1);
         if (c > 0) {
             per = c;
-            fixed = p2->e2e_ms - c * n2 > 0 ? p2->e2e_ms - c * n2 : 0;
+            fixed = t2 - c * n2 > 0 ? t2 - c * n2 : 0;
         }
     }
     return fixed + per * n;
@@ -250,7 +266,7 @@ int gs_tune_plan_write(gs_db *db, int64_t dev_id, gs_tune_devreport *R, gs_err *
         for (size_t k = i; k < R->nwinners; k++) {
             const gs_tune_winner *x = &R->winners[k];
             if (x->key_bits == w->key_bits && x->payload == w->payload && x->bucket == w->bucket) {
-                c[nc] = (gs_tune_cand){ x->algorithm, x->stable, x->e2e_ms };
+                c[nc] = (gs_tune_cand){ x->algorithm, x->stable, gs_tune_winner_ms(R, x) };
                 wi[nc++] = k;
             }
         }
@@ -260,11 +276,11 @@ int gs_tune_plan_write(gs_db *db, int64_t dev_id, gs_tune_devreport *R, gs_err *
                 continue;
             const gs_tune_winner *x = &R->winners[wi[b]];
             gs_tune_planrow row = { .key_bits = x->key_bits, .payload = x->payload,
-                                    .stable = stable, .bucket = x->bucket, .ms = x->e2e_ms };
+                                    .stable = stable, .bucket = x->bucket, .ms = c[b].ms };
             snprintf(row.algorithm, sizeof row.algorithm, "%s", x->algorithm);
             snprintf(row.params, sizeof row.params, "%s", x->params);
             rc = gs_db_plan_set(db, dev_id, x->key_bits, gs_payload_name(x->payload), stable,
-                                x->bucket, x->algorithm, x->params, x->e2e_ms, err);
+                                x->bucket, x->algorithm, x->params, c[b].ms, err);
             if (!rc && add_planrow(R, &row))
                 rc = gs_err_set(err, GS_ENOMEM, "out of memory");
         }

@@ -476,7 +476,7 @@ static int tune_algo_group(tctx *T, astate *A, int kc, gs_payload pl, int bucket
     gs_tune_search_free(&sr);
 
     gs_tune_winner w = { .key_bits = kc, .payload = pl, .bucket = bucket, .median_ms = bms,
-                         .e2e_ms = -1, .stable = a->stable };
+                         .e2e_ms = -1, .stable = a->stable, .uses_device = a->uses_device };
     snprintf(w.algorithm, sizeof w.algorithm, "%s", a->name);
     gs_tune_space_params(&A->sp, bc, &p);
     if ((rc = gs_params_to_json(&p, w.params, sizeof w.params, err)) != 0 ||
@@ -634,7 +634,7 @@ static int tune_large_group(tctx *T, astate *A, size_t na, int kc, gs_payload pl
     double best = -1;
     for (size_t i = 0; i < R->nwinners; i++) {
         const gs_tune_winner *w = &R->winners[i];
-        double ms = w->e2e_ms > 0 ? w->e2e_ms : w->median_ms;
+        double ms = gs_tune_winner_ms(R, w);
         if (w->key_bits == kc && w->payload == pl && w->bucket == prev && ms > 0 &&
             (best < 0 || ms < best))
             best = ms;
@@ -649,7 +649,7 @@ static int tune_large_group(tctx *T, astate *A, size_t na, int kc, gs_payload pl
             const gs_tune_winner *w = &R->winners[i];
             if (w->key_bits == kc && w->payload == pl && w->bucket == prev &&
                 !strcmp(w->algorithm, A[ai].a->name))
-                mine = w->e2e_ms > 0 ? w->e2e_ms : w->median_ms;
+                mine = gs_tune_winner_ms(R, w);
         }
         if (best > 0 && !(mine > 0 && mine <= PRUNE_RATIO * best)) {
             R->pruned++;

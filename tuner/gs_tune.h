@@ -184,6 +184,7 @@ typedef struct gs_tune_winner {
     double median_ms;         /* kernel time (host: wall) */
     double e2e_ms;            /* wall time with transfers, < 0: unknown */
     int stable;
+    int uses_device;          /* median_ms is kernel time; e2e adds the transfers */
 } gs_tune_winner;
 
 typedef struct gs_tune_planrow {

@@ -107,6 +107,12 @@ int gs_tune_cmp_double(const void *a, const void *b);
 
 /* ---- winners and the plan in the database (gs_plan.c) ---- */
 
+/* A winner's end-to-end time as the plan compares it: the host's wall
+ * time; a device algorithm's kernel time plus the least transfer time any
+ * device algorithm of its group measured (the same bytes cross the same
+ * bus for each, and the tuner's pageable copies swing by more than the
+ * kernels differ); its measured e2e when it has no kernel time. */
+double gs_tune_winner_ms(const struct gs_tune_devreport *R, const struct gs_tune_winner *w);
 /* Add w to the report's winners, replacing the same (algorithm, group)'s;
  * GS_ENOMEM. */
 int gs_tune_winner_add(struct gs_tune_devreport *R, const struct gs_tune_winner *w);
