@@ -8,6 +8,7 @@ purpose: that one has numpy here.
 
     bench/bench-host.py [--bench build/bench/gsort-bench] [--dtypes u32,f64]
         [--min-log2 20] [--max-log2 24] [--reps 5] [--params threads=2]
+        [--algos host,vqsort]
 """
 import argparse
 import csv
@@ -39,9 +40,9 @@ def numpy_ms(dtype, n, reps, rng):
     return statistics.median(ts)
 
 
-def host_ms(bench, dtype, lo, hi, reps, params):
-    """{n: (median wall ms, params)} from gsort-bench --algo host."""
-    cmd = [bench, "--algo", "host", "--dtype", dtype, "--min-log2", str(lo),
+def host_ms(bench, algo, dtype, lo, hi, reps, params):
+    """{n: (median wall ms, params)} from gsort-bench --algo ALGO."""
+    cmd = [bench, "--algo", algo, "--dtype", dtype, "--min-log2", str(lo),
            "--max-log2", str(hi), "--reps", str(reps), "--csv"]
     if params:
         cmd += ["--params", params]
@@ -62,24 +63,29 @@ def main():
     ap.add_argument("--max-log2", type=int, default=24)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--params", default="", help="host sort parameters (default: its defaults)")
+    ap.add_argument("--algos", default="host",
+                    help="host candidates to time, e.g. host,vqsort (default host)")
     o = ap.parse_args()
     cores = os.cpu_count() or 1
     rng = np.random.default_rng(1)
-    print("numpy %s, %d cores; host: gsort-bench --algo host%s" %
-          (np.__version__, cores, " --params " + o.params if o.params else ""))
-    print("%-5s %5s %11s %11s %7s %16s %16s  %s" % (
-        "dtype", "n", "numpy ms", "host ms", "ratio", "numpy Mkeys/s/c", "host Mkeys/s/c",
-        "host params"))
+    print("numpy %s, %d cores; gsort-bench --algo %s%s" %
+          (np.__version__, cores, o.algos, " --params " + o.params if o.params else ""))
+    print("%-5s %5s %11s %-7s %11s %7s %16s %16s  %s" % (
+        "dtype", "n", "numpy ms", "algo", "ms", "ratio", "numpy Mkeys/s/c", "ours Mkeys/s/c",
+        "params"))
     for dt in o.dtypes.split(","):
-        host = host_ms(o.bench, dt, o.min_log2, o.max_log2, o.reps, o.params)
+        ours = {a: host_ms(o.bench, a, dt, o.min_log2, o.max_log2, o.reps, o.params)
+                for a in o.algos.split(",")}
         for lg in range(o.min_log2, o.max_log2 + 1):
             n = 1 << lg
             npms = numpy_ms(dt, n, o.reps, rng)
-            hms, hp = host[n]
-            threads = int(dict(kv.split("=") for kv in hp.split(",")).get("threads", 1))
-            used = min(threads, cores)
-            print("%-5s  2^%-2d %11.2f %11.2f %6.3fx %16.1f %16.1f  %s" % (
-                dt, lg, npms, hms, hms / npms, n / npms / 1e3, n / hms / 1e3 / used, hp))
+            for a, res in ours.items():
+                hms, hp = res[n]
+                threads = int(dict(kv.split("=") for kv in hp.split(",")).get("threads", 1))
+                used = min(threads, cores)
+                print("%-5s  2^%-2d %11.2f %-7s %11.2f %6.3fx %16.1f %16.1f  %s" % (
+                    dt, lg, npms, a, hms, hms / npms, n / npms / 1e3, n / hms / 1e3 / used,
+                    hp))
 
 
 if __name__ == "__main__":

@@ -94,18 +94,6 @@ size_t gs_host_force_min_chunk(size_t keys)
 
 enum { P_THREADS = 0, P_BITS, P_COUNT };
 
-/* 1, 2, 4, ... below the CPU count, then the CPU count. */
-static size_t values_threads(const gs_dev_info *info, long *out, size_t cap)
-{
-    (void)info;
-    long cpus = (long)gs_hostpool_cpus(), list[32];
-    size_t n = 0;
-    for (long t = 1; t < cpus && n < 31; t *= 2)
-        list[n++] = t;
-    list[n++] = cpus;
-    return gs_values_list(list, n, out, cap);
-}
-
 static size_t values_bits(const gs_dev_info *info, long *out, size_t cap)
 {
     static const long bits[] = { 0, 8, 11, 16 };
@@ -115,7 +103,7 @@ static size_t values_bits(const gs_dev_info *info, long *out, size_t cap)
 
 static const gs_param_def host_params[P_COUNT] = {
     { "threads", "chunks sorted in parallel, at most (each of 262144 keys or more; "
-      "threads beyond the free helpers of the shared pool take turns)", values_threads },
+      "threads beyond the free helpers of the shared pool take turns)", gs_values_threads },
     { "radix_bits", "bits per digit, 1..16 (0: 8 below 65536 keys, 11 from there)",
       values_bits },
 };

@@ -6,6 +6,9 @@
 #include "gs_sort.h"
 
 extern const gs_algo gs_algo_host;   /* algo_host.c: host LSD radix sort */
+#ifdef HAVE_VQSORT
+extern const gs_algo gs_algo_vqsort; /* algo_vqsort.c: Highway's vqsort, keys alone */
+#endif
 extern const gs_algo gs_algo_radix;  /* algo_radix.c: OpenCL LSD radix sort */
 extern const gs_algo gs_algo_mergepath; /* algo_mergepath.c: MergePath multisort */
 extern const gs_algo gs_algo_shellsort; /* algo_shellsort.c: Sedgewick Shellsort */

@@ -15,6 +15,9 @@ static const gs_algo *const registry[] = {
     &gs_algo_radix,
     &gs_algo_mergepath,
     &gs_algo_shellsort,
+#ifdef HAVE_VQSORT
+    &gs_algo_vqsort,
+#endif
 };
 
 size_t gs_algo_count(void)

@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "gs_err.h"
+#include "gs_hostpool.h"
 #include "gs_keys.h"
 #include "gs_log.h"
 #include "gs_time.h"
@@ -122,6 +123,17 @@ size_t gs_values_list(const long *list, size_t nlist, long *out, size_t cap)
     for (; n < nlist && n < cap; n++)
         out[n] = list[n];
     return n;
+}
+
+size_t gs_values_threads(const gs_dev_info *info, long *out, size_t cap)
+{
+    (void)info;
+    long cpus = (long)gs_hostpool_cpus(), list[32];
+    size_t n = 0;
+    for (long t = 1; t < cpus && n < 31; t *= 2)
+        list[n++] = t;
+    list[n++] = cpus;
+    return gs_values_list(list, n, out, cap);
 }
 
 long gs_max_wg(const gs_dev_info *info, long cap)

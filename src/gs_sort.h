@@ -101,6 +101,9 @@ int gs_check_device_wg(const char *algo, const gs_dev *dev, long wg, gs_err *err
  * the entries of a fixed ladder. Both stop at cap and return the count. */
 size_t gs_values_pow2(long lo, long hi, long *out, size_t cap);
 size_t gs_values_list(const long *list, size_t nlist, long *out, size_t cap);
+/* For a host algorithm's `threads` parameter: 1, 2, 4, ... below the
+ * machine's CPU count (gs_hostpool_cpus), then the CPU count itself. */
+size_t gs_values_threads(const gs_dev_info *info, long *out, size_t cap);
 /* The largest work-group an algorithm may use: `cap`, lowered to the
  * device's limit (info NULL: cap). */
 long gs_max_wg(const gs_dev_info *info, long cap);
