@@ -75,6 +75,14 @@ uint64_t gs_conf_pinned_cap(const gs_conf *c)
     return pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz / 4 : 4ull << 30;
 }
 
+unsigned gs_conf_inline_max(const gs_conf *c)
+{
+    if (c->inline_sort_max != GS_CONF_INLINE_AUTO)
+        return c->inline_sort_max;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return cpus > 0 && cpus <= 2 ? 2048 : 0;
+}
+
 void gs_conf_defaults(gs_conf *c)
 {
     memset(c, 0, sizeof *c);
@@ -85,7 +93,7 @@ void gs_conf_defaults(gs_conf *c)
     c->max_pinned_bytes = GS_CONF_AUTO;
     c->buffer_pool_percent = 25;
     c->max_clients = 256;
-    c->inline_sort_max = 2048;
+    c->inline_sort_max = GS_CONF_INLINE_AUTO;
     c->max_header_bytes = 65536;
     c->idle_timeout_s = 300;
     c->io_timeout_s = 30;
@@ -560,9 +568,15 @@ int gs_conf_set(gs_conf *c, const char *key, const char *v, gs_err *err)
     }
     if (strcmp(key, "max_clients") == 0)
         return set_uint(&c->max_clients, key, v, 1, 65536, "a whole number from 1 to 65536", err);
-    if (strcmp(key, "inline_sort_max") == 0)
+    if (strcmp(key, "inline_sort_max") == 0) {
+        if (strcasecmp(v, "auto") == 0) {
+            c->inline_sort_max = GS_CONF_INLINE_AUTO;
+            return 0;
+        }
         return set_uint(&c->inline_sort_max, key, v, 0, 65536,
-                        "a whole number of keys from 0 (never) to 65536", err);
+                        "auto (2048 with at most 2 CPUs, else 0), or a whole number of keys "
+                        "from 0 (never) to 65536", err);
+    }
     if (strcmp(key, "max_header_bytes") == 0) {
         uint64_t x;
         if (gs_conf_parse_size(v, &x) != 0 || x < 256 || x > (16u << 20))
@@ -719,7 +733,10 @@ void gs_conf_print_noted(const gs_conf *c, const gs_conf_notes *n, FILE *out)
     else
         print_size(out, "max_pinned_bytes", c->max_pinned_bytes);
     fprintf(out, "max_clients = %u\n", c->max_clients);
-    fprintf(out, "inline_sort_max = %u\n", c->inline_sort_max);
+    if (c->inline_sort_max == GS_CONF_INLINE_AUTO)
+        fprintf(out, "inline_sort_max = auto\n");
+    else
+        fprintf(out, "inline_sort_max = %u\n", c->inline_sort_max);
     print_size(out, "max_header_bytes", c->max_header_bytes);
     print_duration(out, "idle_timeout", c->idle_timeout_s);
     print_duration(out, "io_timeout", c->io_timeout_s);

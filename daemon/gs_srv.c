@@ -182,7 +182,7 @@ static int reload_conf(srv *s)
     gs_log_set_level(s->conf.log_level);
     atomic_store(&s->pin.cap, gs_conf_pinned_cap(&s->conf));   /* new registrations */
     gs_bufpool_set_share(s->conf.buffer_pool_percent);
-    gs_sched_set_inline_max(s->sched, s->conf.inline_sort_max);
+    gs_sched_set_inline_max(s->sched, gs_conf_inline_max(&s->conf));
     /* The allow lists apply to connections accepted from now on. */
     if (acl_rc < 0) {
         GS_ERROR("reload: %s; keeping allow_uids = \"%s\", allow_gids = \"%s\"",
@@ -271,7 +271,7 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
         free(s);
         return rc;
     }
-    gs_sched_set_inline_max(s->sched, s->conf.inline_sort_max);
+    gs_sched_set_inline_max(s->sched, gs_conf_inline_max(&s->conf));
     srv_db_open(s);
 
     uv_poll_init(&s->loop, &s->lis_poll, s->lis.fd);

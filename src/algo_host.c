@@ -48,10 +48,6 @@
 #define HOST_LINE 64
 /* Encode and count in blocks that stay in L1 between the two. */
 #define HOST_BLOCK 2048
-/* Scratch from this size is asked for in huge pages: first touching fresh
- * 4 KiB pages costs more than a whole radix pass over them. */
-#define HOST_HUGE_BYTES ((size_t)4 << 20)
-#define HOST_HUGE_PAGE ((size_t)2 << 20)
 
 #if defined(__x86_64__) && defined(__SSE2__)
 #include <emmintrin.h>
@@ -452,21 +448,6 @@ static void sort_radix(hjob *j, gs_hostpool_team *team, gs_sort_stats *st)
     }
 }
 
-/* Scratch of `bytes`, line aligned; from HOST_HUGE_BYTES up in huge pages
- * where the kernel has them. */
-static void *scratch_alloc(size_t bytes)
-{
-    if (bytes < HOST_HUGE_BYTES)
-        return aligned_alloc(HOST_LINE, (bytes + HOST_LINE - 1) / HOST_LINE * HOST_LINE);
-    size_t sz = (bytes + HOST_HUGE_PAGE - 1) / HOST_HUGE_PAGE * HOST_HUGE_PAGE;
-    void *p = aligned_alloc(HOST_HUGE_PAGE, sz);
-#ifdef MADV_HUGEPAGE
-    if (p)
-        madvise(p, sz, MADV_HUGEPAGE);
-#endif
-    return p;
-}
-
 static void job_free(hjob *j, unsigned workers)
 {
     free(j->ks);
@@ -491,8 +472,8 @@ static void job_free(hjob *j, unsigned workers)
 static int job_alloc(hjob *j, unsigned workers)
 {
     const size_t n = j->n, nb = j->nb;
-    j->ks = scratch_alloc(n * j->kw);
-    j->vs = j->vw ? scratch_alloc(n * j->vw) : NULL;
+    j->ks = gs_hostpool_scratch(n * j->kw);
+    j->vs = j->vw ? gs_hostpool_scratch(n * j->vw) : NULL;
     j->hist = malloc(j->nchunks * j->passes * nb * sizeof *j->hist);
     j->off = malloc(j->nchunks * nb * sizeof *j->off);
     int bad = !j->ks || (j->vw && !j->vs) || !j->hist || !j->off;

@@ -122,8 +122,14 @@ static void task_sort(void *arg, size_t c, unsigned worker)
         size_t i = corank_##SUF(a, na, b, nb, from), k = from - i;               \
         size_t ie = corank_##SUF(a, na, b, nb, to), ke = to - ie;                \
         K *o = out + from;                                                       \
-        while (i < ie && k < ke)                                                 \
-            *o++ = b[k] < a[i] ? b[k++] : a[i++];                                \
+        while (i < ie && k < ke) {   /* branch-free: random keys defeat   \
+                                        the predictor */                 \
+            K x = a[i], y = b[k];                                                \
+            int tb = y < x;                                                      \
+            *o++ = tb ? y : x;                                                   \
+            k += (size_t)tb;                                                     \
+            i += (size_t)!tb;                                                    \
+        }                                                                        \
         while (i < ie)                                                           \
             *o++ = a[i++];                                                       \
         while (k < ke)                                                           \
@@ -178,7 +184,7 @@ static int vq_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p,
     size_t most = req->n / VQ_MIN_CHUNK;
     j.nchunks = most < 1 ? 1 : most < (size_t)threads ? most : (size_t)threads;
     char *scratch = NULL;
-    if (j.nchunks > 1 && !(scratch = malloc(req->n * j.ks)))
+    if (j.nchunks > 1 && !(scratch = gs_hostpool_scratch(req->n * j.ks)))
         return gs_err_set(err, GS_ENOMEM, "vqsort: out of memory for %zu bytes of scratch",
                           req->n * j.ks);
     gs_hostpool_team team;

@@ -496,7 +496,19 @@ static void test_keys(void)
     set_good("tune_missing", "auto");
     set_good("inline_sort_max", "0");
     set_good("inline_sort_max", "65536");
+    set_good("inline_sort_max", "AUTO");
+    {
+        gs_conf dc;
+        gs_conf_defaults(&dc);
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        unsigned want = cpus > 0 && cpus <= 2 ? 2048 : 0;
+        tap_ok(dc.inline_sort_max == GS_CONF_INLINE_AUTO && gs_conf_inline_max(&dc) == want,
+               "inline_sort_max defaults to auto: %u keys on this %ld-CPU machine", want, cpus);
+        gs_conf_set(&dc, "inline_sort_max", "100", &e);
+        tap_ok(gs_conf_inline_max(&dc) == 100, "a number set is what it means");
+    }
     set_bad("inline_sort_max", "65537", "0 (never) to 65536");
+    set_bad("inline_sort_max", "sometimes", "auto (2048 with at most 2 CPUs");
     set_bad("inline_sort_max", "-1", "0 (never) to 65536");
     set_bad("inline_sort_max", "2k", "0 (never) to 65536");
     set_bad("tune_missing", "maybe", "auto, or yes/no");
