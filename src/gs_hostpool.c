@@ -36,13 +36,23 @@ static struct {
     pthread_mutex_t mu;
     helper h[GS_HOSTPOOL_MAX];
     unsigned started;           /* h[0..started) are running threads */
+    unsigned callers;           /* teams formed and not yet left: a core each */
     int quit;
 } pool = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static _Atomic unsigned forced_cpus;
+
+unsigned gs_hostpool_force_cpus(unsigned n)
+{
+    return atomic_exchange(&forced_cpus, n);
+}
 
 unsigned gs_hostpool_cpus(void)
 {
+    unsigned f = atomic_load(&forced_cpus);
+    if (f)
+        return f > GS_HOSTPOOL_MAX + 1 ? GS_HOSTPOOL_MAX + 1 : f;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     cpu_set_t set;
     /* a process limited to fewer CPUs (taskset, a container) gets those */
@@ -120,6 +130,7 @@ static void fork_child(void)
         pool.h[i].team = NULL;
     }
     pool.started = 0;
+    pool.callers = 0;
     pthread_mutex_unlock(&pool.mu);
 }
 static void fork_hook(void) { pthread_atfork(fork_prepare, fork_parent, fork_child); }
@@ -175,6 +186,15 @@ unsigned gs_hostpool_join(gs_hostpool_team *t, unsigned want)
     t->sync = 1;
     pthread_once(&fork_once, fork_hook);
     pthread_mutex_lock(&pool.mu);
+    /* Cores are shared: every caller with a team and every helper serving
+     * one holds one, so sorts that run at once (the daemon's host workers)
+     * never start more threads than there are CPUs between them. */
+    unsigned held = ++pool.callers;
+    for (unsigned i = 0; i < pool.started; i++)
+        held += pool.h[i].team != NULL;
+    unsigned room = cap + 1 > held ? cap + 1 - held : 0;
+    if (want > room)
+        want = room;
     for (unsigned i = 0; !pool.quit && i < pool.started && t->nhelpers < want; i++) {
         helper *h = &pool.h[i];
         if (h->team)
@@ -235,6 +255,9 @@ void gs_hostpool_leave(gs_hostpool_team *t)
     pthread_cond_destroy(&t->done);
     pthread_cond_destroy(&t->go);
     pthread_mutex_destroy(&t->mu);
+    pthread_mutex_lock(&pool.mu);
+    pool.callers--;
+    pthread_mutex_unlock(&pool.mu);
     t->sync = 0;
     t->nhelpers = 0;
 }

@@ -43,9 +43,14 @@ typedef struct gs_hostpool_team {
 
 /* The online CPUs (at least 1): what a caller should ask a team for. */
 unsigned gs_hostpool_cpus(void);
-/* Form a team of the caller and up to `want` helpers idle now; returns how
- * many workers it has, 1 + helpers (1: the caller alone, when every helper
- * is busy, none can be started or want is 0). */
+/* Test hook: pretend the machine has n CPUs (0: what it has); returns the
+ * previous setting. */
+unsigned gs_hostpool_force_cpus(unsigned n);
+/* Form a team of the caller and up to `want` helpers idle now, within the
+ * CPUs the teams formed elsewhere leave free (each caller and each helper
+ * serving a team holds one); returns how many workers it has, 1 + helpers
+ * (1: the caller alone, when no CPU or helper is free, none can be started
+ * or want is 0). */
 unsigned gs_hostpool_join(gs_hostpool_team *t, unsigned want);
 /* Run fn(arg, i, worker) for every i < ntasks across the team; returns when
  * all have run. Memory the tasks wrote is visible to the caller after it. */

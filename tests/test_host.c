@@ -316,6 +316,50 @@ static void *conc_main(void *arg)
     return NULL;
 }
 
+/* Teams formed at once share the CPUs, each caller and each helper
+ * holding one: on 4 CPUs (a test hook) three callers that each ask for a
+ * helper get one, one, and none (the third would make 6 threads on 4);
+ * before, each took a helper while the pool had one. */
+static pthread_barrier_t share_bar;
+static unsigned share_workers[3];
+
+static void *share_member(void *arg)
+{
+    unsigned i = (unsigned)(uintptr_t)arg;
+    gs_hostpool_team t;
+    for (unsigned turn = 0; turn < 3; turn++) {   /* A (turn 0) has joined, then B, then C */
+        if (turn == i)
+            share_workers[i] = gs_hostpool_join(&t, 1);
+        pthread_barrier_wait(&share_bar);
+    }
+    gs_hostpool_leave(&t);                        /* all three held their teams */
+    return NULL;
+}
+
+static void test_pool_share(void)
+{
+    unsigned old = gs_hostpool_force_cpus(4);
+    pthread_t th[2];
+    if (pthread_barrier_init(&share_bar, NULL, 3) != 0)
+        tap_bail("pthread_barrier_init");
+    for (unsigned i = 1; i <= 2; i++)
+        if (pthread_create(&th[i - 1], NULL, share_member, (void *)(uintptr_t)i) != 0)
+            tap_bail("pthread_create");
+    gs_hostpool_team a;
+    share_workers[0] = gs_hostpool_join(&a, 1);
+    for (unsigned turn = 0; turn < 3; turn++)
+        pthread_barrier_wait(&share_bar);
+    gs_hostpool_leave(&a);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&share_bar);
+    gs_hostpool_force_cpus(old);
+    tap_ok(share_workers[0] == 2 && share_workers[1] == 2 && share_workers[2] == 1,
+           "three teams at once on 4 CPUs: %u, %u and %u workers (expected 2, 2, 1: never more "
+           "threads than CPUs from the pool)", share_workers[0], share_workers[1],
+           share_workers[2]);
+}
+
 static void test_concurrent(void)
 {
     size_t old = gs_host_force_min_chunk(1000);
@@ -615,6 +659,7 @@ int main(void)
     test_large();
     test_unstable_matrix();
     test_concurrent();
+    test_pool_share();
 
     gs_sort_ctx ctx = { 0 };
     gs_params none;
