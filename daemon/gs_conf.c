@@ -83,13 +83,22 @@ unsigned gs_conf_inline_max(const gs_conf *c)
     return cpus > 0 && cpus <= 2 ? 2048 : 0;
 }
 
+uint64_t gs_conf_request_cap(const gs_conf *c)
+{
+    if (c->max_request_bytes != GS_CONF_AUTO)
+        return c->max_request_bytes;
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    uint64_t half = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz / 2 : 4ull << 30;
+    return half < 4096 ? 4096 : half;
+}
+
 void gs_conf_defaults(gs_conf *c)
 {
     memset(c, 0, sizeof *c);
     c->socket_mode = 0660;
     c->log_level = GS_LOG_INFO;
     c->log_syslog = 0;
-    c->max_request_bytes = 4ull << 30;
+    c->max_request_bytes = GS_CONF_AUTO;
     c->max_pinned_bytes = GS_CONF_AUTO;
     c->buffer_pool_percent = 25;
     c->max_clients = 256;
@@ -548,8 +557,11 @@ int gs_conf_set(gs_conf *c, const char *key, const char *v, gs_err *err)
     }
     if (strcmp(key, "max_request_bytes") == 0) {
         uint64_t x;
-        if (gs_conf_parse_size(v, &x) != 0 || x < 4096)
-            return bad(err, key, v, "a size of at least 4096, e.g. 4096, 512M, 4G");
+        if (strcasecmp(v, "auto") == 0)
+            x = GS_CONF_AUTO;
+        else if (gs_conf_parse_size(v, &x) != 0 || x < 4096 || x == GS_CONF_AUTO)
+            return bad(err, key, v, "auto (half the memory), or a size of at least 4096, e.g. "
+                       "4096, 512M, 4G");
         c->max_request_bytes = x;
         return 0;
     }
@@ -726,7 +738,10 @@ void gs_conf_print_noted(const gs_conf *c, const gs_conf_notes *n, FILE *out)
     print_string(out, "kernel_dir", c->kernel_dir);
     fprintf(out, "log_level = %s\n", gs_log_level_name(c->log_level));
     fprintf(out, "log_target = %s\n", c->log_syslog ? "syslog" : "stderr");
-    print_size(out, "max_request_bytes", c->max_request_bytes);
+    if (c->max_request_bytes == GS_CONF_AUTO)
+        fprintf(out, "max_request_bytes = auto\n");
+    else
+        print_size(out, "max_request_bytes", c->max_request_bytes);
     fprintf(out, "buffer_pool_percent = %u\n", c->buffer_pool_percent);
     if (c->max_pinned_bytes == GS_CONF_AUTO)
         fprintf(out, "max_pinned_bytes = auto\n");

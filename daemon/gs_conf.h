@@ -64,6 +64,10 @@ typedef struct gs_conf {
 #define GS_CONF_AUTO UINT64_MAX
 /* The pinned-bytes cap max_pinned_bytes means on this machine. */
 uint64_t gs_conf_pinned_cap(const gs_conf *c);
+/* The request size cap max_request_bytes means on this machine: auto
+ * (GS_CONF_AUTO, the default) is half the RAM, since the daemon holds up to
+ * a request's size again in scratch or an inline copy (issue 20). */
+uint64_t gs_conf_request_cap(const gs_conf *c);
 /* inline_sort_max = auto */
 #define GS_CONF_INLINE_AUTO UINT_MAX
 /* What inline_sort_max means on this machine: auto is 2048 keys with at

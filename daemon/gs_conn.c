@@ -200,11 +200,12 @@ static void on_header(conn *c)
         srv_reply_error(c, rc, e.msg, 1);
         return;
     }
-    if (c->rq.payload_bytes > s->conf.max_request_bytes) {
+    const uint64_t cap = gs_conf_request_cap(&s->conf);
+    if (c->rq.payload_bytes > cap) {
         char msg[256];
         snprintf(msg, sizeof msg, "the request declares %llu payload bytes and "
-                 "max_request_bytes is %llu", (unsigned long long)c->rq.payload_bytes,
-                 (unsigned long long)s->conf.max_request_bytes);
+                 "max_request_bytes is %llu%s", (unsigned long long)c->rq.payload_bytes,
+                 (unsigned long long)cap, srv_cap_note(s));
         close_fds(c);
         srv_reply_error(c, GS_ETOOBIG, msg, 1);
         return;
@@ -212,18 +213,18 @@ static void on_header(conn *c)
     if (rc < 0)
         pend_error(c, rc, "%.1000s", e.msg);
     else if (c->rq.op == GS_OP_SORT && !c->rq.memfd &&
-             c->rq.out_bytes > s->conf.max_request_bytes) {
+             c->rq.out_bytes > cap) {
         char msg[256];
         snprintf(msg, sizeof msg, "the reply would carry %llu bytes and max_request_bytes is "
-                 "%llu", (unsigned long long)c->rq.out_bytes,
-                 (unsigned long long)s->conf.max_request_bytes);
+                 "%llu%s", (unsigned long long)c->rq.out_bytes, (unsigned long long)cap,
+                 srv_cap_note(s));
         pend_error(c, GS_ETOOBIG, "%s", msg);
     } else if (c->rq.op == GS_OP_SORT && c->rq.memfd) {
-        if (c->rq.fd_bytes > s->conf.max_request_bytes) {
+        if (c->rq.fd_bytes > cap) {
             char msg[256];
             snprintf(msg, sizeof msg, "the memfd request spans %llu bytes and "
-                     "max_request_bytes is %llu", (unsigned long long)c->rq.fd_bytes,
-                     (unsigned long long)s->conf.max_request_bytes);
+                     "max_request_bytes is %llu%s", (unsigned long long)c->rq.fd_bytes,
+                     (unsigned long long)cap, srv_cap_note(s));
             pend_error(c, GS_ETOOBIG, "%s", msg);
         } else if (c->nfds != 1) {
             pend_error(c, GS_EINVAL, "%s", c->nfds ? "a memfd request takes exactly one "
@@ -446,6 +447,13 @@ static void refuse_client(int fd, int code, const char *msg)
     free(head);
     cJSON_Delete(r);
     close(fd);
+}
+
+const char *srv_cap_note(const srv *s)
+{
+    return s->conf.max_request_bytes == GS_CONF_AUTO
+               ? " (auto: half of this machine's memory; set max_request_bytes to change it)"
+               : "";
 }
 
 void srv_on_listen(uv_poll_t *h, int status, int events)

@@ -206,7 +206,7 @@ static void on_signal(uv_signal_t *h, int signum)
     srv_db_open(s);
     GS_INFO("SIGHUP: configuration and tuning database reloaded (max_header_bytes %u, "
             "max_request_bytes %llu, max_clients %u)", s->conf.max_header_bytes,
-            (unsigned long long)s->conf.max_request_bytes, s->conf.max_clients);
+            (unsigned long long)gs_conf_request_cap(&s->conf), s->conf.max_clients);
     /* READY=1 ends the reload either way: a bad file leaves the daemon
      * serving with what it had, which STATUS says. */
     notify_serving(s, failed ? "; reload failed, kept the previous configuration (see the log)"

@@ -177,6 +177,10 @@ void srv_check_drained(srv *s);
 
 /* ---- gs_conn.c: connections ---- */
 
+/* How max_request_bytes came about, for a refusal: " (auto: half of this
+ * machine's memory; the config key max_request_bytes sets it)", or "". */
+const char *srv_cap_note(const srv *s);
+
 /* The listener is readable: accept every waiting client. */
 void srv_on_listen(uv_poll_t *h, int status, int events);
 /* Close a client (why NULL: it went away, logged at debug level). The

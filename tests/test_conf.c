@@ -261,9 +261,12 @@ static void test_keys(void)
                c.db[0] == '\0' && c.cache_dir[0] == '\0' && c.kernel_dir[0] == '\0',
            "defaults: socket, mode 0660, group and paths empty");
     tap_ok(c.log_level == GS_LOG_INFO && c.log_syslog == 0, "defaults: log info to stderr");
-    tap_ok(c.max_request_bytes == (4ull << 30) && c.max_clients == 256 &&
-               c.max_header_bytes == 65536,
-           "defaults: limits 4G / 256 / 64K");
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    uint64_t half = (uint64_t)pages * (uint64_t)psz / 2;
+    tap_ok(c.max_request_bytes == GS_CONF_AUTO && gs_conf_request_cap(&c) == half &&
+               c.max_clients == 256 && c.max_header_bytes == 65536,
+           "defaults: limits auto (half of this machine's memory: %llu) / 256 / 64K",
+           (unsigned long long)gs_conf_request_cap(&c));
     tap_ok(c.idle_timeout_s == 300 && c.io_timeout_s == 30, "defaults: timeouts 300 s / 30 s");
     tap_ok(c.host_threads == 0 && strcmp(c.devices, "all") == 0 &&
                c.tune_missing == GS_CONF_TUNE_AUTO && c.tune_budget_s == 270,
@@ -408,7 +411,8 @@ static void test_keys(void)
     set_good("max_request_bytes", "4096");
     set_good("max_request_bytes", "4K");
     set_good("max_request_bytes", "1T");
-    set_bad("max_request_bytes", "4095", "at least 4096");
+    set_good("max_request_bytes", "Auto");
+    set_bad("max_request_bytes", "4095", "auto (half the memory), or a size of at least 4096");
     set_bad("max_request_bytes", "0", "at least 4096");
     set_bad("max_request_bytes", "-4G", "at least 4096");
     set_bad("max_request_bytes", "17179869184T", "at least 4096");
@@ -867,7 +871,7 @@ static void test_print(void)
     tap_ok(rc == 0 && !diff, "defaults: print then load gives the defaults back (%s)",
            rc ? e.msg : diff ? diff : "equal");
     tap_ok(strstr(text, "socket = \"\"\n") && strstr(text, "socket_mode = 0660\n") &&
-               strstr(text, "max_request_bytes = 4G\n") &&
+               strstr(text, "max_request_bytes = auto\n") &&
                strstr(text, "max_header_bytes = 64K\n") && strstr(text, "devices = all\n") &&
                strstr(text, "tune_missing = auto\n") && strstr(text, "log_level = info\n") &&
                strstr(text, "log_target = stderr\n"),
