@@ -208,7 +208,9 @@ def main():
         return (i["socket"] == a_sock and
                 {"host", "radix", "mergepath", "shellsort"} <= set(i["algorithms"]) and
                 all(d["enabled"] is False for d in i["devices"]) and
-                i["limits"]["max_request_bytes"] == 4 << 30, i)
+                # auto: half of this machine's memory
+                i["limits"]["max_request_bytes"] ==
+                os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2, i)
     check("info: socket, algorithms, devices disabled (devices=none), default limits", t_info)
 
     # ---- every dtype, both transports ----
