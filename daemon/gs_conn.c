@@ -200,7 +200,7 @@ static void on_header(conn *c)
         srv_reply_error(c, rc, e.msg, 1);
         return;
     }
-    const uint64_t cap = gs_conf_request_cap(&s->conf);
+    const uint64_t cap = s->req_cap;
     if (c->rq.payload_bytes > cap) {
         char msg[256];
         snprintf(msg, sizeof msg, "the request declares %llu payload bytes and "

@@ -54,7 +54,7 @@ static cJSON *op_info(srv *s, conn *c)
             .db = s->o->db_path, .db_ok = s->db_ok, .devices = devs, .ndevices = nd,
             .host_threads = gs_sched_host_threads(s->sched), .algorithms = algos,
             .nalgorithms = na,
-            .limits = { gs_conf_request_cap(cf), cf->max_clients, cf->max_header_bytes,
+            .limits = { s->req_cap, cf->max_clients, cf->max_header_bytes,
                         cf->idle_timeout_s, cf->io_timeout_s },
             /* who the daemon takes this client to be (SO_PEERCRED at connect) */
             .peer = { (long)c->cred.pid, c->cred.uid, c->cred.gid } };

@@ -181,6 +181,7 @@ static int reload_conf(srv *s)
         GS_WARN("reload: '%s' changed; it takes effect at the next restart", restart[i]);
     gs_log_set_level(s->conf.log_level);
     atomic_store(&s->pin.cap, gs_conf_pinned_cap(&s->conf));   /* new registrations */
+    s->req_cap = gs_conf_request_cap(&s->conf);
     gs_bufpool_set_share(s->conf.buffer_pool_percent);
     gs_sched_set_inline_max(s->sched, gs_conf_inline_max(&s->conf));
     /* The allow lists apply to connections accepted from now on. */
@@ -206,7 +207,7 @@ static void on_signal(uv_signal_t *h, int signum)
     srv_db_open(s);
     GS_INFO("SIGHUP: configuration and tuning database reloaded (max_header_bytes %u, "
             "max_request_bytes %llu, max_clients %u)", s->conf.max_header_bytes,
-            (unsigned long long)gs_conf_request_cap(&s->conf), s->conf.max_clients);
+            (unsigned long long)s->req_cap, s->conf.max_clients);
     /* READY=1 ends the reload either way: a bad file leaves the daemon
      * serving with what it had, which STATUS says. */
     notify_serving(s, failed ? "; reload failed, kept the previous configuration (see the log)"
@@ -224,6 +225,7 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
     s->conf = *o->conf;
     s->t_start = gs_now_ms();
     atomic_store(&s->pin.cap, gs_conf_pinned_cap(&s->conf));
+    s->req_cap = gs_conf_request_cap(&s->conf);
     gs_bufpool_set_share(s->conf.buffer_pool_percent);
     /* Test hook: register blocks with CPU devices too, so that the pinned
      * path runs on PoCL in the test suite. */

@@ -143,6 +143,8 @@ struct srv {
     uint64_t bytes_in, bytes_out;
     unsigned long blocks_mapped, blocks_reused;   /* memfd requests: new mapping or kept */
     gs_pin_budget pin;          /* max_pinned_bytes and what is pinned now */
+    uint64_t req_cap;           /* max_request_bytes resolved (auto: half the RAM), at
+                                   start and on SIGHUP: not per request */
     route_stat routes[MAX_ROUTES];
     size_t nroutes;
     /* background tuning (--tune-missing) */
