@@ -680,6 +680,15 @@ static void print_size(FILE *out, const char *key, uint64_t v)
     fprintf(out, "%s = %llu\n", key, (unsigned long long)v);
 }
 
+/* A size key whose default is worked out on the machine (GS_CONF_AUTO). */
+static void print_size_or_auto(FILE *out, const char *key, uint64_t v)
+{
+    if (v == GS_CONF_AUTO)
+        fprintf(out, "%s = auto\n", key);
+    else
+        print_size(out, key, v);
+}
+
 /* The largest unit that states the value exactly. The count of nanoseconds
  * is searched near s*1e9 for the one that reads back to exactly s (any value
  * the parser produced has one). */
@@ -738,15 +747,9 @@ void gs_conf_print_noted(const gs_conf *c, const gs_conf_notes *n, FILE *out)
     print_string(out, "kernel_dir", c->kernel_dir);
     fprintf(out, "log_level = %s\n", gs_log_level_name(c->log_level));
     fprintf(out, "log_target = %s\n", c->log_syslog ? "syslog" : "stderr");
-    if (c->max_request_bytes == GS_CONF_AUTO)
-        fprintf(out, "max_request_bytes = auto\n");
-    else
-        print_size(out, "max_request_bytes", c->max_request_bytes);
+    print_size_or_auto(out, "max_request_bytes", c->max_request_bytes);
     fprintf(out, "buffer_pool_percent = %u\n", c->buffer_pool_percent);
-    if (c->max_pinned_bytes == GS_CONF_AUTO)
-        fprintf(out, "max_pinned_bytes = auto\n");
-    else
-        print_size(out, "max_pinned_bytes", c->max_pinned_bytes);
+    print_size_or_auto(out, "max_pinned_bytes", c->max_pinned_bytes);
     fprintf(out, "max_clients = %u\n", c->max_clients);
     if (c->inline_sort_max == GS_CONF_INLINE_AUTO)
         fprintf(out, "inline_sort_max = auto\n");

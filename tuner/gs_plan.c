@@ -162,10 +162,9 @@ static double predict(const gs_tune_devreport *R, const gs_tune_winner *w, int t
  * fastest from its own measured scaling (predict), among those measured at
  * the next measured size above it (or, past the largest, at one of the two
  * largest), so a size never goes to a candidate measured only far from
- * it; written
- * marked interpolated or extrapolated. The device's limits stay the
- * algorithms' own: a size a device cannot hold is refused by check() at
- * request time and served elsewhere. */
+ * it; written marked interpolated or extrapolated. The device's limits
+ * stay the algorithms' own: a size a device cannot hold is refused by
+ * check() at request time and served elsewhere. */
 static int fill_unmeasured(gs_db *db, int64_t dev_id, gs_tune_devreport *R, gs_err *err)
 {
     int rc = 0;

@@ -52,15 +52,14 @@ static void print_predicted(FILE *out, const gs_tune_devreport *R)
                 continue;
             if (run && (!q || q->bucket != last + 1 || strcmp(q->algorithm, run->algorithm) ||
                         q->extrapolated != run->extrapolated)) {
-                int w = run->bucket == last
-                            ? snprintf(line + len, sizeof line - len, "%s%s%s 2^%d",
-                                       len ? ", " : "",
-                                       run->extrapolated == GS_DB_PLAN_INTERPOLATED ? "~" : ">",
-                                       run->algorithm, last)
-                            : snprintf(line + len, sizeof line - len, "%s%s%s 2^%d..2^%d",
-                                       len ? ", " : "",
-                                       run->extrapolated == GS_DB_PLAN_INTERPOLATED ? "~" : ">",
-                                       run->algorithm, run->bucket, last);
+                char span[32];
+                if (run->bucket == last)
+                    snprintf(span, sizeof span, "2^%d", last);
+                else
+                    snprintf(span, sizeof span, "2^%d..2^%d", run->bucket, last);
+                int w = snprintf(line + len, sizeof line - len, "%s%s%s %s", len ? ", " : "",
+                                 run->extrapolated == GS_DB_PLAN_INTERPOLATED ? "~" : ">",
+                                 run->algorithm, span);
                 len += w > 0 ? (size_t)w : 0;
                 if (len >= sizeof line)
                     len = sizeof line - 1;

@@ -101,7 +101,7 @@ typedef struct astate {
 typedef struct spread_ent {
     int b, kc;
     gs_payload pl;
-    size_t ai;
+    astate *A;
     double spread;          /* slowest / fastest valid configuration */
 } spread_ent;
 
@@ -119,7 +119,6 @@ typedef struct tctx {
     gs_tune_devreport *rep;
     unsigned groups_done, groups_total;
     gs_tune_input in[GS_TUNE_DIST_COUNT];  /* this group's inputs, made on first use */
-    astate *algos;          /* for spread_ent.ai */
     spread_ent *spread;
     size_t nspread, spreadcap;
     int refining;           /* spending left-over time: note no spreads */
@@ -360,7 +359,7 @@ static int eval_cb(void *ud, uint64_t code, double *ms, int *valid, gs_err *err)
 }
 
 /* Remember how far apart the configurations this search timed were. */
-static void note_spread(tctx *T, const astate *A, int kc, gs_payload pl, int bucket,
+static void note_spread(tctx *T, astate *A, int kc, gs_payload pl, int bucket,
                         const gs_tune_search *sr)
 {
     double lo = 0, hi = 0;
@@ -374,8 +373,8 @@ static void note_spread(tctx *T, const astate *A, int kc, gs_payload pl, int buc
     if (!(lo > 0) ||
         gs_grow(&T->spread, &T->spreadcap, T->nspread, sizeof *T->spread, 32))
         return;             /* only where left-over time goes suffers */
-    T->spread[T->nspread++] = (spread_ent){ .b = bucket, .kc = kc, .pl = pl,
-                                            .ai = (size_t)(A - T->algos), .spread = hi / lo };
+    T->spread[T->nspread++] = (spread_ent){ .b = bucket, .kc = kc, .pl = pl, .A = A,
+                                            .spread = hi / lo };
 }
 
 static void pool_update(astate *A, const gs_tune_search *sr)
@@ -676,7 +675,7 @@ static int cmp_spread(const void *x, const void *y)
 /* Time left after every group: the dense searches whose configurations
  * were furthest apart are searched again with more samples, most spread
  * first, while the budget lasts. */
-static int spend_leftover(tctx *T, astate *A, gs_err *err)
+static int spend_leftover(tctx *T, gs_err *err)
 {
     size_t n = T->nspread;
     if (!n || gs_now_s() + 0.02 * T->budget >= T->deadline)
@@ -689,8 +688,8 @@ static int spend_leftover(tctx *T, astate *A, gs_err *err)
         if (now >= T->deadline)
             break;
         spread_ent e = T->spread[i];
-        A[e.ai].quota += REFINE_SAMPLES;
-        rc = tune_algo_group(T, &A[e.ai], e.kc, e.pl, e.b, 0,
+        e.A->quota += REFINE_SAMPLES;
+        rc = tune_algo_group(T, e.A, e.kc, e.pl, e.b, 0,
                              now + (T->deadline - now) / (double)(n - i), err);
         free_inputs(T);
         T->rep->refined++;
@@ -772,7 +771,6 @@ static int tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts
         large[nlarge++] = b;
     if (top > hi && (!nlarge || large[nlarge - 1] != top))
         large[nlarge++] = top;
-    T.algos = A;
     size_t nkc = o->nkey_bits, npl = o->npayloads;
     T.groups_total = (unsigned)((size_t)(hi - lo + 1 + nlarge) * nkc * npl);
     R->max_log2 = lo - 1;
@@ -848,7 +846,7 @@ static int tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts
         rc = tune_large_group(&T, A, na, o->key_bits[gs[g].ki], o->payloads[gs[g].pi], gs[g].b,
                               err);
     if (!rc)
-        rc = spend_leftover(&T, A, err);
+        rc = spend_leftover(&T, err);
     free(gs);
     free(T.spread);
     gs_tune_winners_sort(R);
