@@ -82,7 +82,7 @@ int srv_block_get(conn *c, int fd, uint64_t need, srv_block **out, int *kept, gs
             continue;
         if (b->len >= need) {
             b->last_used = gs_now_ms();
-            c->s->blocks_reused++;
+            SRV_ADD(c->io->ctr.blocks_reused, 1);
             *out = b;
             *kept = 1;
             return 0;
@@ -110,7 +110,7 @@ int srv_block_get(conn *c, int fd, uint64_t need, srv_block **out, int *kept, gs
     b->map = m;
     b->len = len;
     b->last_used = gs_now_ms();
-    c->s->blocks_mapped++;
+    SRV_ADD(c->io->ctr.blocks_mapped, 1);
     if (!again) {
         seen_add(c, &sb);
         c->once = b;

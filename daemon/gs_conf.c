@@ -58,6 +58,7 @@ static const conf_key keys[] = {
     KEY("idle_timeout", 1, idle_timeout_s, 0),
     KEY("io_timeout", 1, io_timeout_s, 0),
     KEY("host_threads", 0, host_threads, 0),
+    KEY("io_threads", 0, io_threads, 0),
     KEY("devices", 0, devices, 1),
     KEY("tune_missing", 0, tune_missing, 0),
     KEY("tune_budget", 1, tune_budget_s, 0),
@@ -81,6 +82,14 @@ unsigned gs_conf_inline_max(const gs_conf *c)
         return c->inline_sort_max;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     return cpus > 0 && cpus <= 2 ? 2048 : 0;
+}
+
+unsigned gs_conf_io_threads(const gs_conf *c)
+{
+    if (c->io_threads)
+        return c->io_threads;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return cpus < 8 ? 1 : cpus >= 32 ? 8 : (unsigned)(cpus / 4);
 }
 
 uint64_t gs_conf_request_cap(const gs_conf *c)
@@ -603,6 +612,15 @@ int gs_conf_set(gs_conf *c, const char *key, const char *v, gs_err *err)
     if (strcmp(key, "host_threads") == 0)
         return set_uint(&c->host_threads, key, v, 0, 1024,
                         "a whole number from 0 to 1024 (0: one per online CPU, at most 8)", err);
+    if (strcmp(key, "io_threads") == 0) {
+        if (strcasecmp(v, "auto") == 0) {
+            c->io_threads = 0;
+            return 0;
+        }
+        return set_uint(&c->io_threads, key, v, 1, 64,
+                        "auto (one per 4 online CPUs, 1 below 8 CPUs, at most 8), or a whole "
+                        "number of event loops from 1 to 64", err);
+    }
     if (strcmp(key, "devices") == 0)
         return set_devices(c->devices, sizeof c->devices, v, err);
     if (strcmp(key, "tune_missing") == 0) {
@@ -759,6 +777,10 @@ void gs_conf_print_noted(const gs_conf *c, const gs_conf_notes *n, FILE *out)
     print_duration(out, "idle_timeout", c->idle_timeout_s);
     print_duration(out, "io_timeout", c->io_timeout_s);
     fprintf(out, "host_threads = %u\n", c->host_threads);
+    if (c->io_threads)
+        fprintf(out, "io_threads = %u\n", c->io_threads);
+    else
+        fprintf(out, "io_threads = auto\n");
     print_string(out, "devices", c->devices);
     fprintf(out, "tune_missing = %s\n", c->tune_missing == GS_CONF_TUNE_AUTO ? "auto"
                                          : c->tune_missing ? "yes" : "no");

@@ -1,6 +1,7 @@
-/* Client connections, on the loop thread: accepting them from the
- * listening socket (gs_listen.h) once access control (gs_acl.c) and
- * max_clients let them in; reading each message through a per-connection
+/* Client connections: accepting them from the listening socket
+ * (gs_listen.h) on the main loop once access control (gs_acl.c) and
+ * max_clients let them in, and handing each to an I/O loop (gs_io.c); on
+ * that loop's thread from then on, reading each message through a per-connection
  * gs_proto_rd (resumable across partial reads, reading straight into the
  * payload buffer) with the descriptors that came with it (SCM_RIGHTS);
  * checking the header against the limits before the payload is read;
@@ -72,7 +73,6 @@ static void conn_fail(conn *c, int e)
 
 static void conn_flush(conn *c)
 {
-    srv *s = c->s;
     while (c->wr_sent < c->wr_total) {
         struct iovec iov[3];
         int niov = 0;
@@ -100,7 +100,7 @@ static void conn_flush(conn *c)
             return;
         }
         c->wr_sent += (size_t)r;
-        s->bytes_out += (uint64_t)r;
+        SRV_ADD(c->io->ctr.bytes_out, (uint64_t)r);
         c->last_progress = gs_now_ms();
     }
     free(c->wr_head);
@@ -108,7 +108,7 @@ static void conn_flush(conn *c)
     c->wr_active = 0;
     srv_conn_release(c);
     c->last_activity = gs_now_ms();
-    if (c->close_after || s->draining) {
+    if (c->close_after || c->io->draining) {
         srv_conn_close(c, c->close_after ? "after a fatal protocol error" : "shutting down");
         return;
     }
@@ -151,8 +151,7 @@ void srv_conn_send(conn *c, cJSON *hdr, const void *b0, size_t l0, const void *b
 
 void srv_reply_error(conn *c, int code, const char *msg, int closing)
 {
-    srv *s = c->s;
-    s->req_err++;
+    SRV_ADD(c->io->ctr.req_err, 1);
     GS_DEBUG("client %s: %s: %s%s", c->who, gs_strerror(code), msg,
              closing ? " (closing)" : "");
     cJSON *r = gs_reply_error_build(c->have_rq ? c->rq.id : NULL,
@@ -182,7 +181,7 @@ static void pend_error(conn *c, int code, const char *fmt, const char *msg)
 /* The header is complete: check it and decide what to do with the payload. */
 static void on_header(conn *c)
 {
-    srv *s = c->s;
+    const gs_conf *cf = &c->io->conf;
     size_t hl;
     const char *h = gs_proto_rd_header(&c->rd, &hl);
     gs_proto_req_free(&c->rq);
@@ -200,12 +199,12 @@ static void on_header(conn *c)
         srv_reply_error(c, rc, e.msg, 1);
         return;
     }
-    const uint64_t cap = s->req_cap;
+    const uint64_t cap = c->io->req_cap;
     if (c->rq.payload_bytes > cap) {
         char msg[256];
         snprintf(msg, sizeof msg, "the request declares %llu payload bytes and "
                  "max_request_bytes is %llu%s", (unsigned long long)c->rq.payload_bytes,
-                 (unsigned long long)cap, srv_cap_note(s));
+                 (unsigned long long)cap, srv_cap_note(cf));
         close_fds(c);
         srv_reply_error(c, GS_ETOOBIG, msg, 1);
         return;
@@ -217,14 +216,14 @@ static void on_header(conn *c)
         char msg[256];
         snprintf(msg, sizeof msg, "the reply would carry %llu bytes and max_request_bytes is "
                  "%llu%s", (unsigned long long)c->rq.out_bytes, (unsigned long long)cap,
-                 srv_cap_note(s));
+                 srv_cap_note(cf));
         pend_error(c, GS_ETOOBIG, "%s", msg);
     } else if (c->rq.op == GS_OP_SORT && c->rq.memfd) {
         if (c->rq.fd_bytes > cap) {
             char msg[256];
             snprintf(msg, sizeof msg, "the memfd request spans %llu bytes and "
                      "max_request_bytes is %llu%s", (unsigned long long)c->rq.fd_bytes,
-                     (unsigned long long)cap, srv_cap_note(s));
+                     (unsigned long long)cap, srv_cap_note(cf));
             pend_error(c, GS_ETOOBIG, "%s", msg);
         } else if (c->nfds != 1) {
             pend_error(c, GS_EINVAL, "%s", c->nfds ? "a memfd request takes exactly one "
@@ -247,14 +246,14 @@ static void on_header(conn *c)
 /* A whole message is in. */
 static void on_message(conn *c)
 {
-    srv *s = c->s;
+    srv_counters *ctr = &c->io->ctr;
     uint64_t plen;
     c->inbuf = gs_proto_rd_take(&c->rd, &plen);
     c->t_recv = gs_now_ms();
     c->last_activity = c->t_recv;
-    s->req_total++;
+    SRV_ADD(ctr->req_total, 1);
     if (c->rq.op >= 0 && c->rq.op < GS_OP_COUNT)
-        s->by_op[c->rq.op]++;
+        SRV_ADD(ctr->by_op[c->rq.op], 1);
     if (c->req_err) {
         srv_reply_error(c, c->req_err, c->req_msg, 0);
         return;
@@ -286,10 +285,10 @@ static int take_fds(conn *c, struct msghdr *mh)
 
 static void conn_read(conn *c)
 {
-    srv *s = c->s;
+    srv_io *io = c->io;
     while (!c->dead && !c->busy && !c->wr_active) {
         if (c->rd.state == GS_RD_LEN && c->rd.len_have == 0)
-            c->rd.max_header = s->conf.max_header_bytes;   /* a reload applies from here */
+            c->rd.max_header = io->conf.max_header_bytes;   /* a reload applies from here */
         void *buf;
         size_t len;
         gs_err e;
@@ -329,7 +328,7 @@ static void conn_read(conn *c)
         if (c->rd.state == GS_RD_LEN && c->rd.len_have == 0)
             c->t_first = t;
         c->last_progress = t;
-        s->bytes_in += (uint64_t)r;
+        SRV_ADD(io->ctr.bytes_in, (uint64_t)r);
         if (gs_proto_rd_commit(&c->rd, (size_t)r, &e) < 0) {
             close_fds(c);
             srv_reply_error(c, e.code ? e.code : GS_EINVAL, e.msg, 1);
@@ -393,7 +392,7 @@ void srv_conn_update_poll(conn *c)
 static void on_poll_closed(uv_handle_t *h)
 {
     conn *c = h->data;
-    srv *s = c->s;
+    srv_io *io = c->io;
     if (c->fd >= 0) {
         close(c->fd);
         c->fd = -1;
@@ -402,14 +401,14 @@ static void on_poll_closed(uv_handle_t *h)
         srv_conn_release(c);
         srv_conn_free(c);
     }
-    srv_check_drained(s);
+    srv_io_poke(io);
 }
 
 void srv_conn_close(conn *c, const char *why)
 {
     if (c->dead)
         return;
-    srv *s = c->s;
+    srv_io *io = c->io;
     c->dead = 1;
     if (why)
         GS_INFO("closing client %s: %s", c->who, why);
@@ -424,10 +423,11 @@ void srv_conn_close(conn *c, const char *why)
     if (c->prev)
         c->prev->next = c->next;
     else
-        s->conns = c->next;
+        io->conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
-    s->nconns--;
+    atomic_fetch_sub(&io->nconns, 1);
+    atomic_fetch_sub(&c->s->nconns, 1);
     /* uv_close stops the watcher and takes the descriptor out of epoll at
      * once; on_poll_closed closes it. */
     uv_close((uv_handle_t *)&c->poll, on_poll_closed);
@@ -449,9 +449,9 @@ static void refuse_client(int fd, int code, const char *msg)
     close(fd);
 }
 
-const char *srv_cap_note(const srv *s)
+const char *srv_cap_note(const gs_conf *cf)
 {
-    return s->conf.max_request_bytes == GS_CONF_AUTO
+    return cf->max_request_bytes == GS_CONF_AUTO
                ? " (auto: half of this machine's memory; set max_request_bytes to change it)"
                : "";
 }
@@ -478,47 +478,57 @@ void srv_on_listen(uv_poll_t *h, int status, int events)
         struct ucred cr;
         char who[96], msg[256];
         if (!srv_acl_admit(s, fd, &cr, who, sizeof who, msg, sizeof msg)) {
-            s->clients_denied++;
+            atomic_fetch_add(&s->clients_denied, 1);
             GS_WARN("refusing client %s: not in allow_uids/allow_gids", who);
             refuse_client(fd, GS_EPERM, msg);
             continue;
         }
-        if (s->nconns >= s->conf.max_clients) {
-            s->clients_rejected++;
+        if (atomic_load(&s->nconns) >= s->conf.max_clients) {
+            atomic_fetch_add(&s->clients_rejected, 1);
             snprintf(msg, sizeof msg, "too many clients (max_clients = %u); try again later",
                      s->conf.max_clients);
             GS_WARN("refusing client %s: %s", who, msg);
             refuse_client(fd, GS_ETOOBIG, msg);
             continue;
         }
-        conn *c = calloc(1, sizeof *c);
-        if (!c) {
-            refuse_client(fd, GS_ENOMEM, "out of memory");
-            continue;
-        }
-        c->s = s;
-        c->fd = fd;
-        c->cred = cr;
-        snprintf(c->who, sizeof c->who, "%s", who);
-        GS_INFO("client connected: %s", who);
-        c->memfd = -1;
-        c->refs = 1;
-        gs_proto_rd_init(&c->rd, s->conf.max_header_bytes);
-        if (uv_poll_init(&s->loop, &c->poll, fd) < 0) {
-            gs_proto_rd_free(&c->rd);
-            free(c);
-            close(fd);
-            continue;
-        }
-        c->poll.data = c;
-        c->next = s->conns;
-        if (s->conns)
-            s->conns->prev = c;
-        s->conns = c;
-        s->nconns++;
-        s->clients_total++;
-        c->last_activity = c->last_progress = gs_now_ms();
-        srv_conn_update_poll(c);
+        atomic_fetch_add(&s->clients_total, 1);
+        srv_io_hand(s, fd, &cr, who);
     }
 }
 
+void srv_conn_open(srv_io *io, srv_pend *p)
+{
+    srv *s = io->s;
+    conn *c = calloc(1, sizeof *c);
+    if (!c || uv_poll_init(io->loop, &c->poll, p->fd) < 0) {
+        free(c);
+        refuse_client(p->fd, GS_ENOMEM, "out of memory");
+        atomic_fetch_sub(&io->nconns, 1);
+        atomic_fetch_sub(&s->nconns, 1);
+        srv_io_poke(io);
+        return;
+    }
+    c->s = s;
+    c->io = io;
+    c->fd = p->fd;
+    c->cred = p->cred;
+    snprintf(c->who, sizeof c->who, "%s", p->who);
+    if (s->nio > 1)
+        GS_INFO("client connected: %s (I/O loop %u)", c->who, io->idx);
+    else
+        GS_INFO("client connected: %s", c->who);
+    c->memfd = -1;
+    c->refs = 1;
+    gs_proto_rd_init(&c->rd, io->conf.max_header_bytes);
+    c->poll.data = c;
+    c->next = io->conns;
+    if (io->conns)
+        io->conns->prev = c;
+    io->conns = c;
+    c->last_activity = c->last_progress = gs_now_ms();
+    if (io->draining) {
+        srv_conn_close(c, "shutting down");
+        return;
+    }
+    srv_conn_update_poll(c);
+}

@@ -1,10 +1,11 @@
-/* The operations, on the loop thread: ping, info and stats are answered at
+/* The operations, on the client's I/O loop (gs_io.c): ping, info and stats are answered at
  * once; a sort gets its arrays in place (the inline payload, or the
  * client's sealed memfd mapped after its seals are checked), is routed and
  * queued with the scheduler (gs_sched.h), and when a worker has finished it
  * the sort reply (device, algorithm, parameters, plan, times, and the
  * arrays unless they travelled in the memfd) goes back through gs_conn.c.
- * The per-route statistics the stats op reports are counted here. */
+ * The per-route statistics the stats op reports are counted here, per
+ * loop, and summed over the loops when asked. */
 #include "config.h"
 #include "gs_srv_int.h"
 
@@ -28,8 +29,9 @@
  * too); here they are only filled from the daemon's state. A builder that
  * runs out of memory returns NULL, which srv_conn_send answers by closing
  * the connection. */
-static cJSON *op_info(srv *s, conn *c)
+static cJSON *op_info(conn *c)
 {
+    srv *s = c->s;
     size_t nd = gs_sched_ndev(s->sched), na = gs_algo_count();
     gs_reply_info_dev *devs = calloc(nd ? nd : 1, sizeof *devs);
     char (*types)[64] = calloc(nd ? nd : 1, sizeof *types);
@@ -48,13 +50,13 @@ static cJSON *op_info(srv *s, conn *c)
         }
         for (size_t i = 0; i < na; i++)
             algos[i] = gs_algo_at(i)->name;
-        const gs_conf *cf = &s->conf;
+        const gs_conf *cf = &c->io->conf;
         gs_reply_info in = {
             .version = PACKAGE_VERSION, .pid = (long)getpid(), .socket = s->lis.path,
-            .db = s->o->db_path, .db_ok = s->db_ok, .devices = devs, .ndevices = nd,
-            .host_threads = gs_sched_host_threads(s->sched), .algorithms = algos,
-            .nalgorithms = na,
-            .limits = { s->req_cap, cf->max_clients, cf->max_header_bytes,
+            .db = s->o->db_path, .db_ok = atomic_load(&s->db_ok), .devices = devs,
+            .ndevices = nd, .host_threads = gs_sched_host_threads(s->sched),
+            .algorithms = algos, .nalgorithms = na,
+            .limits = { c->io->req_cap, cf->max_clients, cf->max_header_bytes,
                         cf->idle_timeout_s, cf->io_timeout_s },
             /* who the daemon takes this client to be (SO_PEERCRED at connect) */
             .peer = { (long)c->cred.pid, c->cred.uid, c->cred.gid } };
@@ -66,38 +68,75 @@ static cJSON *op_info(srv *s, conn *c)
     return r;
 }
 
-static cJSON *op_stats(srv *s, conn *c)
+/* Every loop's route statistics merged into rts (at most MAX_ROUTES). */
+static size_t merge_routes(srv *s, gs_reply_route *rts)
 {
-    gs_reply_route rts[MAX_ROUTES];
-    for (size_t i = 0; i < s->nroutes; i++) {
-        const route_stat *x = &s->routes[i];
-        rts[i] = (gs_reply_route){ .device = x->dev, .algorithm = x->algo, .count = x->count,
-                                   .errors = x->errors, .max_ms = x->max_ms,
-                                   .total_ms = x->total_ms, .queue_ms = x->queue_ms,
-                                   .sort_ms = x->sort_ms };
+    size_t n = 0;
+    for (unsigned i = 0; i < s->nio; i++) {
+        srv_io *io = &s->io[i];
+        pthread_mutex_lock(&io->mu);
+        for (size_t r = 0; r < io->nroutes; r++) {
+            const route_stat *x = &io->routes[r];
+            size_t k = 0;
+            while (k < n && !(rts[k].device == x->dev && !strcmp(rts[k].algorithm, x->algo)))
+                k++;
+            if (k == n) {
+                if (n == MAX_ROUTES)
+                    continue;
+                rts[n++] = (gs_reply_route){ .device = x->dev, .algorithm = x->algo };
+            }
+            gs_reply_route *y = &rts[k];
+            y->count += x->count;
+            y->errors += x->errors;
+            y->total_ms += x->total_ms;
+            y->queue_ms += x->queue_ms;
+            y->sort_ms += x->sort_ms;
+            if (x->max_ms > y->max_ms)
+                y->max_ms = x->max_ms;
+        }
+        pthread_mutex_unlock(&io->mu);
     }
+    return n;
+}
+
+static cJSON *op_stats(conn *c)
+{
+    srv *s = c->s;
+    gs_reply_route rts[MAX_ROUTES];
+    size_t nr = merge_routes(s, rts);
+    srv_counters t;
+    srv_io_counters(s, &t);
+    pthread_mutex_lock(&s->conf_mu);    /* the database may be swapped (SIGHUP) */
+    long long queries = gs_db_queries(s->db);
+    int have_db = s->db != NULL;
+    pthread_mutex_unlock(&s->conf_mu);
     gs_reply_stats st = {
         .uptime_s = (gs_now_ms() - s->t_start) / 1000.0,
-        .clients = { s->nconns, s->clients_total, s->clients_rejected, s->clients_denied },
-        .requests = { s->req_total, s->req_ok, s->req_err, s->fallbacks, { 0 } },
-        .bytes = { s->bytes_in, s->bytes_out },
-        .blocks = { s->blocks_mapped, s->blocks_reused, atomic_load(&s->pin.used),
-                    atomic_load(&s->pin.cap), atomic_load(&s->pin.pinned),
-                    atomic_load(&s->pin.refused) },
-        .database = { gs_db_queries(s->db), s->db != NULL },
-        .routes = rts, .nroutes = s->nroutes };
-    memcpy(st.requests.by_op, s->by_op, sizeof st.requests.by_op);
+        .clients = { atomic_load(&s->nconns), atomic_load(&s->clients_total),
+                     atomic_load(&s->clients_rejected), atomic_load(&s->clients_denied) },
+        .requests = { SRV_GET(t.req_total), SRV_GET(t.req_ok), SRV_GET(t.req_err),
+                      SRV_GET(t.fallbacks), { 0 } },
+        .bytes = { SRV_GET(t.bytes_in), SRV_GET(t.bytes_out) },
+        .blocks = { SRV_GET(t.blocks_mapped), SRV_GET(t.blocks_reused),
+                    atomic_load(&s->pin.used), atomic_load(&s->pin.cap),
+                    atomic_load(&s->pin.pinned), atomic_load(&s->pin.refused) },
+        .database = { queries, have_db },
+        .routes = rts, .nroutes = nr };
+    for (int k = 0; k < GS_OP_COUNT; k++)
+        st.requests.by_op[k] = SRV_GET(t.by_op[k]);
     return gs_reply_stats_build(&st, c->rq.id, NULL);
 }
 
-static route_stat *route_of(srv *s, int dev, const char *algo)
+/* The loop's own record of a route (under io->mu: the stats op of another
+ * loop reads it). */
+static route_stat *route_of(srv_io *io, int dev, const char *algo)
 {
-    for (size_t i = 0; i < s->nroutes; i++)
-        if (s->routes[i].dev == dev && !strcmp(s->routes[i].algo, algo))
-            return &s->routes[i];
-    if (s->nroutes == MAX_ROUTES)
+    for (size_t i = 0; i < io->nroutes; i++)
+        if (io->routes[i].dev == dev && !strcmp(io->routes[i].algo, algo))
+            return &io->routes[i];
+    if (io->nroutes == MAX_ROUTES)
         return NULL;
-    route_stat *r = &s->routes[s->nroutes++];
+    route_stat *r = &io->routes[io->nroutes++];
     memset(r, 0, sizeof *r);
     r->dev = dev;
     r->algo = algo;
@@ -109,35 +148,40 @@ static route_stat *route_of(srv *s, int dev, const char *algo)
 void srv_on_job_done(gs_job *j, void *ud)
 {
     conn *c = j->ud;
-    srv *s = ud;
+    srv_io *io = ud;
+    srv *s = io->s;
     c->busy = 0;
     c->refs--;
     double qms = j->t_start - j->t_submit, total = gs_now_ms() - c->t_first;
     double sort_ms = j->dev >= 0 ? j->st.kernel_ms : j->st.wall_ms;
-    route_stat *rt = j->algo ? route_of(s, j->dev, j->algo->name) : NULL;
-    if (rt) {
-        rt->count++;
-        rt->errors += j->rc < 0;
-        rt->total_ms += total;
-        rt->queue_ms += qms;
-        rt->sort_ms += sort_ms;
-        if (total > rt->max_ms)
-            rt->max_ms = total;
+    if (j->algo) {
+        pthread_mutex_lock(&io->mu);
+        route_stat *rt = route_of(io, j->dev, j->algo->name);
+        if (rt) {
+            rt->count++;
+            rt->errors += j->rc < 0;
+            rt->total_ms += total;
+            rt->queue_ms += qms;
+            rt->sort_ms += sort_ms;
+            if (total > rt->max_ms)
+                rt->max_ms = total;
+        }
+        pthread_mutex_unlock(&io->mu);
     }
     if (j->fallback[0])
-        s->fallbacks++;
+        SRV_ADD(io->ctr.fallbacks, 1);
     if (c->dead) {
         srv_conn_release(c);
         if (c->refs == 0)
             srv_conn_free(c);
-        srv_check_drained(s);
+        srv_io_poke(io);
         return;
     }
     if (j->rc < 0) {
         srv_reply_error(c, j->rc, j->err.msg, 0);
         return;
     }
-    s->req_ok++;
+    SRV_ADD(io->ctr.req_ok, 1);
     const gs_proto_req *rq = &c->rq;
     gs_reply_sort rs = {
         .n = rq->n, .dtype = rq->dtype, .values = rq->payload, .device = j->dev,
@@ -241,6 +285,7 @@ static void start_sort(conn *c)
     j->has_params = rq->has_params;
     j->device = rq->device;
     j->ud = c;
+    j->sink = &c->io->sink;
     if ((rc = gs_sched_route(s->sched, j, &e)) < 0) {
         srv_reply_error(c, rc, e.msg, 0);
         return;
@@ -255,23 +300,23 @@ static void start_sort(conn *c)
 
 void srv_op_run(conn *c)
 {
-    srv *s = c->s;
+    srv_counters *ctr = &c->io->ctr;
     switch (c->rq.op) {
     case GS_OP_PING: {
         cJSON *r = gs_proto_reply_ok(GS_OP_PING, c->rq.id);
         cJSON_AddStringToObject(r, "version", PACKAGE_VERSION);
         cJSON_AddNumberToObject(r, "protocol", GS_PROTO_VERSION);
-        s->req_ok++;
+        SRV_ADD(ctr->req_ok, 1);
         srv_conn_send(c, r, NULL, 0, NULL, 0, 0);
         return;
     }
     case GS_OP_INFO:
-        s->req_ok++;
-        srv_conn_send(c, op_info(s, c), NULL, 0, NULL, 0, 0);
+        SRV_ADD(ctr->req_ok, 1);
+        srv_conn_send(c, op_info(c), NULL, 0, NULL, 0, 0);
         return;
     case GS_OP_STATS:
-        s->req_ok++;
-        srv_conn_send(c, op_stats(s, c), NULL, 0, NULL, 0, 0);
+        SRV_ADD(ctr->req_ok, 1);
+        srv_conn_send(c, op_stats(c), NULL, 0, NULL, 0, 0);
         return;
     case GS_OP_SORT:
         start_sort(c);

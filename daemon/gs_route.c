@@ -1,5 +1,6 @@
-/* Routing: where and how each sort runs, decided on the loop thread
- * (gs_sched_route, declared in gs_sched.h). The device's tuned plan for
+/* Routing: where and how each sort runs, decided on the client's event
+ * loop under the scheduler's lock (gs_sched_route, declared in
+ * gs_sched.h). The device's tuned plan for
  * its key class, payload kind, stability and size, held in memory
  * (gs_plans.h: the request path never queries the database); for a shape
  * the plan lacks, the nearest tuned shape's entry; without a plan, the
@@ -18,6 +19,7 @@
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gs_log.h"
@@ -40,36 +42,54 @@ const char *gs_sched_plan_name(gs_plan p)
 
 void gs_sched_set_db(gs_sched *s, gs_db *db)
 {
-    s->db = db;
+    /* Read every plan first, without the lock: routing on the other loops
+     * goes on meanwhile with the old plans. */
+    long long *ids = calloc(s->ndev ? s->ndev : 1, sizeof *ids);
+    gs_plans **pts = calloc(s->ndev ? s->ndev : 1, sizeof *pts);
+    if (!ids || !pts) {
+        GS_ERROR("out of memory reading the plans; keeping the ones in use");
+        free(ids);
+        free(pts);
+        return;
+    }
     for (size_t i = 0; i < s->ndev; i++) {
         sdev *sd = &s->devs[i];
-        sd->db_id = -1;
-        sd->plan_entries = 0;
-        gs_plans_free(sd->plans);
-        sd->plans = NULL;
-        sd->warned_noplan = 0;
-        memset(sd->warned_shape, 0, sizeof sd->warned_shape);
-        atomic_store(&sd->fails, 0);
-        atomic_store(&sd->rest_until, 0.0);
-        for (int a = 0; a < MAX_ALGOS; a++)
-            atomic_store(&sd->broken[a], 0);
+        ids[i] = -1;
         if (!db || !sd->enabled)
             continue;
         gs_err e;
         gs_err_clear(&e);
         int64_t id;
         if (gs_db_device_id(db, &sd->dev->info, 0, &id, &e) == 0) {
-            sd->db_id = id;
+            ids[i] = id;
             /* the whole plan, read here once: routing never queries */
-            gs_plans *pt;
-            if (gs_plans_load(db, id, &pt, &e) < 0) {
+            if (gs_plans_load(db, id, &pts[i], &e) < 0) {
                 GS_WARN("device %zu: cannot read its plan: %s", i, e.msg);
-            } else {
-                sd->plans = pt;
-                sd->plan_entries = (long)pt->nplan;
+                pts[i] = NULL;
             }
         }
     }
+    pthread_mutex_lock(&s->mu);
+    s->db = db;
+    for (size_t i = 0; i < s->ndev; i++) {
+        sdev *sd = &s->devs[i];
+        gs_plans *old = sd->plans;
+        sd->db_id = ids[i];
+        sd->plans = pts[i];
+        sd->plan_entries = pts[i] ? (long)pts[i]->nplan : 0;
+        pts[i] = old;               /* freed below, out of the lock */
+        sd->warned_noplan = 0;
+        memset(sd->warned_shape, 0, sizeof sd->warned_shape);
+        atomic_store(&sd->fails, 0);
+        atomic_store(&sd->rest_until, 0.0);
+        for (int a = 0; a < MAX_ALGOS; a++)
+            atomic_store(&sd->broken[a], 0);
+    }
+    pthread_mutex_unlock(&s->mu);
+    for (size_t i = 0; i < s->ndev; i++)
+        gs_plans_free(pts[i]);
+    free(ids);
+    free(pts);
 }
 
 /* ---- candidates and the choice ---- */
@@ -302,7 +322,7 @@ static int route_override(gs_sched *s, gs_job *j, gs_err *err)
     return 0;
 }
 
-int gs_sched_route(gs_sched *s, gs_job *j, gs_err *err)
+static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
 {
     j->fallback[0] = '\0';
     j->t_submit = gs_now_ms();
@@ -354,4 +374,12 @@ int gs_sched_route(gs_sched *s, gs_job *j, gs_err *err)
         }
     apply(j, &chosen);
     return 0;
+}
+
+int gs_sched_route(gs_sched *s, gs_job *j, gs_err *err)
+{
+    pthread_mutex_lock(&s->mu);
+    int rc = route_locked(s, j, err);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
 }

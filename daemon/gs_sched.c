@@ -4,11 +4,12 @@
  * run that fails falls back to the host sort in the worker, so the request
  * still gets a correct answer; a build failure disables that algorithm on
  * the device and repeated failures rest the device for a while. Finished
- * jobs go back to the loop thread through a uv_async_t, where the learned
- * rates the router predicts with are updated. Which queue a job goes to is
- * gs_route.c's decision. The loop thread owns everything here except the
- * queues (mutex) and the device health flags (atomics, written by
- * workers); the state both halves share is in gs_sched_int.h. */
+ * jobs go back to the event loop that submitted them through its sink (a
+ * uv_async_t), where the learned rates the router predicts with are
+ * updated. Which queue a job goes to is gs_route.c's decision. The routing
+ * state is under the scheduler's lock (several loops route), the queues
+ * under theirs, and the device health flags are atomics written by
+ * workers; the state both halves share is in gs_sched_int.h. */
 #include "config.h"
 #include "gs_sched.h"
 
@@ -117,15 +118,16 @@ static void queue_stop(queue *q)
     pthread_mutex_unlock(&q->mu);
 }
 
-/* ---- handing finished jobs back to the loop ---- */
+/* ---- handing finished jobs back to their loops ---- */
 
-static void hand_back(gs_sched *s, gs_job *j)
+static void hand_back(gs_job *j)
 {
+    gs_sched_sink *k = j->sink;
     j->t_done = gs_now_ms();
-    pthread_mutex_lock(&s->done_mu);
-    job_append(&s->done_head, &s->done_tail, j);
-    pthread_mutex_unlock(&s->done_mu);
-    uv_async_send(&s->async);
+    pthread_mutex_lock(&k->mu);
+    job_append(&k->head, &k->tail, j);
+    pthread_mutex_unlock(&k->mu);
+    uv_async_send(&k->async);
 }
 
 static void learn(double *rate, const gs_job *j)
@@ -136,29 +138,64 @@ static void learn(double *rate, const gs_job *j)
     *rate = *rate > 0 ? 0.8 * *rate + 0.2 * r : r;
 }
 
-/* A job is done, on the loop thread: learn from it, then its callback. */
+/* A job is done, on its sink's loop thread: learn from it, then its
+ * callback. */
 static void finish(gs_sched *s, gs_job *j)
 {
-    s->inflight--;
-    if (j->dev < 0)
-        learn(&s->host_rate[gs_dtype_size(j->req.dtype) == 8], j);
-    else if (j->plan == GS_PLAN_DEFAULT)
-        learn(&s->devs[j->dev].rate_ms_per_key, j);
-    s->done(j, s->ud);
+    if (j->req.n >= 4096 && (j->dev < 0 || j->plan == GS_PLAN_DEFAULT)) {
+        pthread_mutex_lock(&s->mu);
+        if (j->dev < 0)
+            learn(&s->host_rate[gs_dtype_size(j->req.dtype) == 8], j);
+        else
+            learn(&s->devs[j->dev].rate_ms_per_key, j);
+        pthread_mutex_unlock(&s->mu);
+    }
+    atomic_fetch_sub(&s->inflight, 1);
+    j->sink->done(j, j->sink->ud);
 }
 
 static void on_async(uv_async_t *h)
 {
-    gs_sched *s = h->data;
-    pthread_mutex_lock(&s->done_mu);
-    gs_job *j = s->done_head;
-    s->done_head = s->done_tail = NULL;
-    pthread_mutex_unlock(&s->done_mu);
+    gs_sched_sink *k = h->data;
+    pthread_mutex_lock(&k->mu);
+    gs_job *j = k->head;
+    k->head = k->tail = NULL;
+    pthread_mutex_unlock(&k->mu);
     while (j) {
         gs_job *next = j->next;
-        finish(s, j);
+        finish(k->s, j);
         j = next;
     }
+}
+
+int gs_sched_sink_init(gs_sched_sink *k, gs_sched *s, uv_loop_t *loop, gs_sched_done_fn done,
+                       void *ud, gs_err *err)
+{
+    memset(k, 0, sizeof *k);
+    k->s = s;
+    k->done = done;
+    k->ud = ud;
+    if (pthread_mutex_init(&k->mu, NULL) != 0)
+        return gs_err_set(err, GS_ENOMEM, "cannot create a lock");
+    int rc = uv_async_init(loop, &k->async, on_async);
+    if (rc < 0) {
+        pthread_mutex_destroy(&k->mu);
+        return gs_err_set(err, GS_EIO, "libuv: %s", uv_strerror(rc));
+    }
+    k->async.data = k;
+    return 0;
+}
+
+static void on_sink_closed(uv_handle_t *h)
+{
+    gs_sched_sink *k = h->data;
+    pthread_mutex_destroy(&k->mu);
+}
+
+void gs_sched_sink_close(gs_sched_sink *k)
+{
+    on_async(&k->async);
+    uv_close((uv_handle_t *)&k->async, on_sink_closed);
 }
 
 /* ---- workers ---- */
@@ -220,7 +257,7 @@ static void *worker_main(void *arg)
         if (j->dev < 0) {
             run_host(s, j);
             queue_finish(q, j);
-            hand_back(s, j);
+            hand_back(j);
             continue;
         }
         gs_sort_ctx ctx = { .dev = s->devs[d].dev, .pc = s->pc };
@@ -242,7 +279,7 @@ static void *worker_main(void *arg)
             queue_push(&s->hostq, j);
             continue;
         }
-        hand_back(s, j);
+        hand_back(j);
     }
     return NULL;
 }
@@ -285,8 +322,8 @@ static int device_chosen(const char *spec, size_t i)
     return 0;
 }
 
-int gs_sched_start(gs_sched **out, uv_loop_t *loop, gs_dev *devs, size_t ndev,
-                   const gs_sched_opts *o, gs_sched_done_fn done, void *ud, gs_err *err)
+int gs_sched_start(gs_sched **out, gs_dev *devs, size_t ndev, const gs_sched_opts *o,
+                   gs_err *err)
 {
     *out = NULL;
     gs_sched *s = calloc(1, sizeof *s);
@@ -297,23 +334,18 @@ int gs_sched_start(gs_sched **out, uv_loop_t *loop, gs_dev *devs, size_t ndev,
         free(s);
         return gs_err_set(err, GS_ENOMEM, "out of memory starting the scheduler");
     }
-    s->loop = loop;
     s->ndev = ndev;
     s->nhost = o->host_threads ? o->host_threads : 1;
     s->pc = o->pc;
-    s->done = done;
-    s->ud = ud;
     s->host_rate[0] = 1e-5;   /* 10 ns per 32-bit key until measured */
     s->host_rate[1] = 2e-5;
     int rc = 0;
-    if (queue_init(&s->hostq) || pthread_mutex_init(&s->done_mu, NULL)) {
+    if (queue_init(&s->hostq) || pthread_mutex_init(&s->mu, NULL)) {
         free(s->host_th);
         free(s->devs);
         free(s);
         return gs_err_set(err, GS_ENOMEM, "cannot create the scheduler's locks");
     }
-    uv_async_init(loop, &s->async, on_async);
-    s->async.data = s;
     *out = s;
 
     for (size_t i = 0; i < ndev; i++) {
@@ -346,11 +378,6 @@ int gs_sched_start(gs_sched **out, uv_loop_t *loop, gs_dev *devs, size_t ndev,
     return 0;
 }
 
-static void on_closed(uv_handle_t *h)
-{
-    free(h->data);
-}
-
 void gs_sched_stop(gs_sched *s)
 {
     if (!s)
@@ -365,21 +392,18 @@ void gs_sched_stop(gs_sched *s)
     queue_stop(&s->hostq);
     for (unsigned t = 0; t < s->host_started; t++)
         pthread_join(s->host_th[t], NULL);
-    on_async(&s->async);
     for (size_t i = 0; i < s->ndev; i++) {
         pthread_mutex_destroy(&s->devs[i].q.mu);
         pthread_cond_destroy(&s->devs[i].q.cv);
     }
     pthread_mutex_destroy(&s->hostq.mu);
     pthread_cond_destroy(&s->hostq.cv);
-    pthread_mutex_destroy(&s->done_mu);
+    pthread_mutex_destroy(&s->mu);
     free(s->host_th);
     for (size_t i = 0; i < s->ndev; i++)
         gs_plans_free(s->devs[i].plans);
     free(s->devs);
-    /* The handle lives inside the scheduler: free it once libuv is done. */
-    s->async.data = s;
-    uv_close((uv_handle_t *)&s->async, on_closed);
+    free(s);
 }
 
 /* ---- submitting, and what the info op shows ---- */
@@ -392,14 +416,14 @@ int sched_dev_healthy(sdev *sd)
 
 void gs_sched_set_inline_max(gs_sched *s, size_t n)
 {
-    s->inline_max = n;
+    atomic_store_explicit(&s->inline_max, n, memory_order_relaxed);
 }
 
 void gs_sched_submit(gs_sched *s, gs_job *j)
 {
-    s->inflight++;
+    atomic_fetch_add(&s->inflight, 1);
     j->st.output_touched = 0;
-    if (j->dev < 0 && j->req.n <= s->inline_max) {
+    if (j->dev < 0 && j->req.n <= atomic_load_explicit(&s->inline_max, memory_order_relaxed)) {
         /* small enough to sort here: done runs now, on this thread */
         j->t_start = gs_now_ms();
         run_host(s, j);
@@ -412,7 +436,7 @@ void gs_sched_submit(gs_sched *s, gs_job *j)
 
 size_t gs_sched_inflight(const gs_sched *s)
 {
-    return s->inflight;
+    return atomic_load(&s->inflight);
 }
 
 size_t gs_sched_ndev(const gs_sched *s)
@@ -434,9 +458,11 @@ void gs_sched_devstat_get(gs_sched *s, size_t i, gs_sched_devstat *out)
     out->dev = sd->dev;
     out->enabled = sd->enabled;
     out->healthy = sd->enabled && sched_dev_healthy(sd);
+    pthread_mutex_lock(&s->mu);
     out->plan_entries = sd->plan_entries;
-    out->tuned = sd->plan_entries > 0;
     out->db_id = sd->db_id;
+    pthread_mutex_unlock(&s->mu);
+    out->tuned = out->plan_entries > 0;
     sched_queue_load(&sd->q, &out->queued, &b);
 }
 
@@ -448,9 +474,13 @@ unsigned gs_sched_host_threads(const gs_sched *s)
 size_t gs_sched_untuned(gs_sched *s, int *idx, size_t cap, int no_cpu)
 {
     size_t n = 0;
-    for (size_t i = 0; s && i < s->ndev && n < cap; i++)
+    if (!s)
+        return 0;
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < s->ndev && n < cap; i++)
         if (s->devs[i].enabled && s->devs[i].plan_entries == 0 &&
             !(no_cpu && (s->devs[i].dev->info.type & CL_DEVICE_TYPE_CPU)))
             idx[n++] = (int)i;
+    pthread_mutex_unlock(&s->mu);
     return n;
 }

@@ -9,11 +9,14 @@
  * the worker, so the request still gets a correct answer, and the failure
  * is logged; a build failure disables that algorithm on the device and
  * repeated failures rest the device for a while. Finished jobs are handed
- * back to the loop thread through a uv_async_t. Routing is gs_route.c, the
- * queues and workers gs_sched.c. */
+ * back to the event loop that submitted them through that loop's sink (a
+ * uv_async_t): the daemon runs several loops, and routing may run on all of
+ * them at once (the routing state has its own lock). Routing is gs_route.c,
+ * the queues and workers gs_sched.c. */
 #ifndef GS_SCHED_H
 #define GS_SCHED_H
 
+#include <pthread.h>
 #include <stddef.h>
 
 #include <uv.h>
@@ -38,6 +41,8 @@ typedef enum gs_plan {
 } gs_plan;
 const char *gs_sched_plan_name(gs_plan p);
 
+struct gs_sched_sink;
+
 typedef struct gs_job {
     /* the request, set by the caller */
     gs_sort_req req;
@@ -60,10 +65,31 @@ typedef struct gs_job {
     char fallback[512];      /* why the first route failed; "" if it did not */
     double t_submit, t_start, t_done;   /* gs_now_ms() clock */
     void *ud;                /* the caller's */
+    struct gs_sched_sink *sink;   /* where it goes back when done (set by the caller) */
     struct gs_job *next;     /* queue link (owned by the scheduler while queued) */
 } gs_job;
 
 typedef void (*gs_sched_done_fn)(gs_job *job, void *ud);
+
+/* Where finished jobs go back to: one per event loop that submits jobs.
+ * Workers queue a finished job on its sink and wake the sink's loop, which
+ * calls done for it there. */
+typedef struct gs_sched_sink {
+    gs_sched *s;
+    uv_async_t async;
+    pthread_mutex_t mu;
+    gs_job *head, *tail;
+    gs_sched_done_fn done;
+    void *ud;
+} gs_sched_sink;
+
+/* On the loop's thread. The sink must stay put (the handle lives in it)
+ * until gs_sched_sink_close's handle is closed. */
+int gs_sched_sink_init(gs_sched_sink *k, gs_sched *s, uv_loop_t *loop, gs_sched_done_fn done,
+                       void *ud, gs_err *err);
+/* On the loop's thread, once no job of this sink is in flight: deliver what
+ * is left and close the handle (the loop must run once more). */
+void gs_sched_sink_close(gs_sched_sink *k);
 
 typedef struct gs_sched_opts {
     unsigned host_threads;   /* >= 1 */
@@ -73,21 +99,24 @@ typedef struct gs_sched_opts {
 
 /* Open the chosen devices (a device that fails to open is logged and left
  * out) and start the workers. `devs` stays the caller's and must outlive
- * the scheduler. `done` runs on the loop thread for every submitted job. */
-int gs_sched_start(gs_sched **out, uv_loop_t *loop, gs_dev *devs, size_t ndev,
-                   const gs_sched_opts *o, gs_sched_done_fn done, void *ud, gs_err *err);
-/* Wait for every queue to drain, stop and join the workers, close the
- * async handle (the loop must run once more to finish closing it). */
+ * the scheduler. */
+int gs_sched_start(gs_sched **out, gs_dev *devs, size_t ndev, const gs_sched_opts *o,
+                   gs_err *err);
+/* Wait for every queue to drain, stop and join the workers and free the
+ * scheduler. The sinks are their loops' to close. */
 void gs_sched_stop(gs_sched *s);
 
-/* Loop thread: use `db` (NULL: none, built-in defaults) for plans from now
- * on; re-reads which devices have plans and forgets earlier failures (SIGHUP). */
+/* Use `db` (NULL: none, built-in defaults) for plans from now on; re-reads
+ * which devices have plans and forgets earlier failures (SIGHUP). The plans
+ * are read before the routing lock is taken and swapped in under it, so
+ * routing on other loops waits for a pointer swap, never for SQLite. */
 void gs_sched_set_db(gs_sched *s, gs_db *db);
-/* Loop thread: choose device, algorithm and parameters for j. A client's
- * algorithm, parameters or device that cannot serve the request is an error
- * for the client (GS_ENOTFOUND, GS_EUNSUPPORTED, GS_ETOOBIG, GS_ENODEV). */
+/* Any loop thread: choose device, algorithm and parameters for j. A
+ * client's algorithm, parameters or device that cannot serve the request is
+ * an error for the client (GS_ENOTFOUND, GS_EUNSUPPORTED, GS_ETOOBIG,
+ * GS_ENODEV). */
 int gs_sched_route(gs_sched *s, gs_job *j, gs_err *err);
-/* Loop thread: queue a routed job. */
+/* The sink's loop thread: queue a routed job (j->sink set). */
 void gs_sched_submit(gs_sched *s, gs_job *j);
 /* Jobs submitted and not yet handed back. */
 size_t gs_sched_inflight(const gs_sched *s);
@@ -102,7 +131,7 @@ typedef struct gs_sched_devstat {
     long long db_id;         /* -1: not in the database */
 } gs_sched_devstat;
 size_t gs_sched_ndev(const gs_sched *s);
-/* Loop thread: release the pooled device buffers (gs_bufpool.h) no
+/* Release the pooled device buffers (gs_bufpool.h) no
  * request has taken for idle_ms. */
 void gs_sched_trim(gs_sched *s, double idle_ms);
 void gs_sched_devstat_get(gs_sched *s, size_t i, gs_sched_devstat *out);

@@ -42,7 +42,7 @@ typedef struct sdev {
     atomic_int broken[MAX_ALGOS];    /* build failure: algorithm disabled here */
     atomic_int fails;                /* consecutive failed runs */
     _Atomic double rest_until;       /* gs_now_ms(); 0: healthy */
-    /* loop thread only */
+    /* routing state, under gs_sched.mu */
     long long db_id;
     long plan_entries;
     gs_plans *plans;                 /* the tuned plan in memory, NULL: none */
@@ -63,15 +63,14 @@ struct gs_sched {
     pthread_t *host_th;
     unsigned nhost, host_started;
     gs_pcache *pc;
+    /* The routing state (db, each sdev's "loop thread only" part, the
+     * learned rates): several event loops route at once, so it is theirs
+     * under this lock, held for a route, a learned rate or a plan swap. */
+    pthread_mutex_t mu;
     gs_db *db;
-    uv_async_t async;
-    pthread_mutex_t done_mu;
-    struct gs_job *done_head, *done_tail;
-    void (*done)(struct gs_job *job, void *ud);   /* gs_sched_done_fn */
-    void *ud;
-    size_t inflight;                 /* loop thread */
+    atomic_size_t inflight;          /* submitted, not yet handed back */
     double host_rate[2];             /* ms per key, 32/64-bit keys, learned */
-    size_t inline_max;               /* gs_sched_set_inline_max */
+    _Atomic size_t inline_max;       /* gs_sched_set_inline_max */
 };
 
 /* The algorithm's slot in sdev.broken. */

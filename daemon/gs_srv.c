@@ -1,12 +1,13 @@
-/* The server's event loop and its lifecycle (gs_srv_run): the listening
- * socket, the scheduler and the tuning database are set up, then the loop
- * serves until SIGTERM or SIGINT, when it stops accepting, lets the
- * requests in flight finish and exits. A tick closes connections that
- * outstay idle_timeout or io_timeout; SIGHUP reloads the configuration's
- * live keys (gs_conf_apply_live) and re-opens the database. What one
- * request goes through is elsewhere: gs_conn.c (the connection), gs_ops.c
- * (the operation), gs_acl.c (who may connect) and gs_retune.c (the
- * background tuning); gs_srv_int.h is what they share. */
+/* The server's main loop and its lifecycle (gs_srv_run): the listening
+ * socket, the scheduler, the tuning database and the I/O loops (gs_io.c)
+ * are set up, then the daemon serves until SIGTERM or SIGINT, when it stops
+ * accepting, lets the requests in flight finish and exits. SIGHUP reloads
+ * the configuration's live keys (gs_conf_apply_live), which every loop then
+ * copies, and re-opens the database. The main loop accepts clients and
+ * hands them to the I/O loops (loop 0 is this one); what one request goes
+ * through is elsewhere: gs_conn.c (the connection), gs_ops.c (the
+ * operation), gs_acl.c (who may connect) and gs_retune.c (the background
+ * tuning); gs_srv_int.h is what they share. */
 #include "config.h"
 #include "gs_srv.h"
 
@@ -34,11 +35,14 @@
 
 void srv_db_open(srv *s)
 {
+    /* The stats op of any loop reads the database's query count under
+     * conf_mu; the plans are swapped under the scheduler's own lock. */
+    pthread_mutex_lock(&s->conf_mu);
     if (s->db) {
         gs_db_close(s->db);
         s->db = NULL;
     }
-    s->db_ok = 0;
+    atomic_store(&s->db_ok, 0);
     const char *path = s->o->db_path;
     int idx[64];
     int tunes = s->conf.tune_missing == GS_CONF_TUNE_YES ||
@@ -55,10 +59,11 @@ void srv_db_open(srv *s)
                     path, e.msg);
             s->db = NULL;
         } else {
-            s->db_ok = 1;
+            atomic_store(&s->db_ok, 1);
         }
     }
     gs_sched_set_db(s->sched, s->db);
+    pthread_mutex_unlock(&s->conf_mu);
 }
 
 /* ---- timeouts, shutdown, reload ---- */
@@ -78,15 +83,24 @@ static void stop_everything(srv *s)
     signal(SIGTERM, SIG_IGN);
     signal(SIGINT, SIG_IGN);
     uv_close((uv_handle_t *)&s->tune_async, NULL);
+    /* The loops first: their sinks go before the scheduler they point to,
+     * and none of them pokes once they are joined. */
+    srv_io_stop(s);
+    uv_close((uv_handle_t *)&s->poke, NULL);
     gs_sched_stop(s->sched);
     s->sched = NULL;
 }
 
 void srv_check_drained(srv *s)
 {
-    if (s->draining && !s->stopped && s->nconns == 0 && gs_sched_inflight(s->sched) == 0 &&
-        !s->tune_running)
+    if (s->draining && !s->stopped && atomic_load(&s->nconns) == 0 &&
+        gs_sched_inflight(s->sched) == 0 && !s->tune_running)
         stop_everything(s);
+}
+
+static void on_poke(uv_async_t *h)
+{
+    srv_check_drained(h->data);
 }
 
 static void on_tick(uv_timer_t *t)
@@ -96,20 +110,6 @@ static void on_tick(uv_timer_t *t)
     if (s->lis_paused && s->lis_active) {
         s->lis_paused = 0;
         uv_poll_start(&s->lis_poll, UV_READABLE, srv_on_listen);
-    }
-    for (conn *c = s->conns, *next; c; c = next) {
-        next = c->next;
-        if (c->busy)
-            continue;
-        int mid = c->wr_active || c->rd.state != GS_RD_LEN || c->rd.len_have;
-        if (mid && now - c->last_progress > s->conf.io_timeout_s * 1000) {
-            char why[128];
-            snprintf(why, sizeof why, "no progress for %.1f s (io_timeout) in the middle of a %s",
-                     s->conf.io_timeout_s, c->wr_active ? "reply" : "request");
-            srv_conn_close(c, why);
-        } else if (!mid && now - c->last_activity > s->conf.idle_timeout_s * 1000) {
-            srv_conn_close(c, "idle (idle_timeout)");
-        }
     }
     /* Device buffers nobody took for a while go back to the driver. */
     if (now - s->last_trim >= POOL_TRIM_MS) {
@@ -137,11 +137,7 @@ static void begin_shutdown(srv *s, int signum)
     }
     gs_listen_close(&s->lis);
     atomic_store(&s->tune_cancel, 1);
-    for (conn *c = s->conns, *next; c; c = next) {
-        next = c->next;
-        if (!c->busy && !c->wr_active)
-            srv_conn_close(c, NULL);
-    }
+    srv_io_wake_all(s);          /* each loop closes its idle clients */
     srv_check_drained(s);
 }
 
@@ -151,7 +147,7 @@ static void notify_serving(srv *s, const char *note)
     gs_systemd_ready("serving on %s%s: %zu devices, %u host threads, database %s%s",
                      s->lis.path, s->lis.adopted ? " (socket-activated)" : "",
                      gs_sched_ndev(s->sched), gs_sched_host_threads(s->sched),
-                     s->db_ok ? s->o->db_path : "none", note);
+                     atomic_load(&s->db_ok) ? s->o->db_path : "none", note);
 }
 
 /* SIGHUP's configuration half: the file and the command line read again,
@@ -176,12 +172,16 @@ static int reload_conf(srv *s)
         memcpy(nc.allow_gids, s->conf.allow_gids, sizeof nc.allow_gids);
     }
     const char *restart[GS_CONF_MAX_KEYS];
+    pthread_mutex_lock(&s->conf_mu);
     size_t nrestart = gs_conf_apply_live(&s->conf, &nc, restart, GS_CONF_MAX_KEYS);
+    s->req_cap = gs_conf_request_cap(&s->conf);
+    atomic_fetch_add(&s->conf_gen, 1);
+    pthread_mutex_unlock(&s->conf_mu);
+    srv_io_wake_all(s);          /* each loop takes the new copy */
     for (size_t i = 0; i < nrestart && i < GS_CONF_MAX_KEYS; i++)
         GS_WARN("reload: '%s' changed; it takes effect at the next restart", restart[i]);
     gs_log_set_level(s->conf.log_level);
     atomic_store(&s->pin.cap, gs_conf_pinned_cap(&s->conf));   /* new registrations */
-    s->req_cap = gs_conf_request_cap(&s->conf);
     gs_bufpool_set_share(s->conf.buffer_pool_percent);
     gs_sched_set_inline_max(s->sched, gs_conf_inline_max(&s->conf));
     /* The allow lists apply to connections accepted from now on. */
@@ -223,6 +223,7 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
         return gs_err_set(err, GS_ENOMEM, "out of memory");
     s->o = o;
     s->conf = *o->conf;
+    pthread_mutex_init(&s->conf_mu, NULL);
     s->t_start = gs_now_ms();
     atomic_store(&s->pin.cap, gs_conf_pinned_cap(&s->conf));
     s->req_cap = gs_conf_request_cap(&s->conf);
@@ -241,11 +242,13 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
     }
     int rc = srv_acl_load(s, &s->conf, err);
     if (rc < 0) {
+        pthread_mutex_destroy(&s->conf_mu);
         free(s);
         return rc;
     }
     rc = uv_loop_init(&s->loop);
     if (rc < 0) {
+        pthread_mutex_destroy(&s->conf_mu);
         free(s);
         return gs_err_set(err, GS_EIO, "libuv: %s", uv_strerror(rc));
     }
@@ -254,6 +257,7 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
                           err);
     if (rc < 0) {
         uv_loop_close(&s->loop);
+        pthread_mutex_destroy(&s->conf_mu);
         free(s);
         return rc;
     }
@@ -263,16 +267,19 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
         ht = ncpu < 1 ? 1 : ncpu > 8 ? 8 : (unsigned)ncpu;
     }
     gs_sched_opts so = { .host_threads = ht, .devices = s->conf.devices, .pc = o->pc };
-    if ((rc = gs_sched_start(&s->sched, &s->loop, o->devs, o->ndev, &so, srv_on_job_done, s,
-                             err)) < 0) {
+    if ((rc = gs_sched_start(&s->sched, o->devs, o->ndev, &so, err)) < 0 ||
+        (rc = srv_io_start(s, err)) < 0) {
         gs_listen_close(&s->lis);
         if (s->sched)
             gs_sched_stop(s->sched);
         uv_run(&s->loop, UV_RUN_DEFAULT);
         uv_loop_close(&s->loop);
+        pthread_mutex_destroy(&s->conf_mu);
         free(s);
         return rc;
     }
+    uv_async_init(&s->loop, &s->poke, on_poke);
+    s->poke.data = s;
     gs_sched_set_inline_max(s->sched, gs_conf_inline_max(&s->conf));
     srv_db_open(s);
 
@@ -292,9 +299,9 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
     }
     srv_retune_start(s);
 
-    GS_INFO("serving on %s (%s%zu devices, %u host threads, database %s)", s->lis.path,
-            s->lis.adopted ? "socket-activated, " : "", gs_sched_ndev(s->sched), ht,
-            s->db_ok ? o->db_path : "none");
+    GS_INFO("serving on %s (%s%zu devices, %u host threads, %u I/O loop%s, database %s)",
+            s->lis.path, s->lis.adopted ? "socket-activated, " : "", gs_sched_ndev(s->sched), ht,
+            s->nio, s->nio == 1 ? "" : "s", atomic_load(&s->db_ok) ? o->db_path : "none");
     if (srv_acl_active(s))
         GS_INFO("only these clients are served: allow_uids = \"%s\", allow_gids = \"%s\"",
                 s->conf.allow_uids, s->conf.allow_gids);
@@ -305,13 +312,17 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
         begin_shutdown(s, 0);
         uv_run(&s->loop, UV_RUN_DEFAULT);
     }
+    srv_counters t;
+    srv_io_counters(s, &t);
+    srv_io_free(s);
     gs_listen_close(&s->lis);
     if (s->db)
         gs_db_close(s->db);
     int lrc = uv_loop_close(&s->loop);
     if (lrc < 0)
         GS_DEBUG("uv_loop_close: %s", uv_strerror(lrc));
-    GS_INFO("stopped: %lu requests served, %lu errors", s->req_ok, s->req_err);
+    GS_INFO("stopped: %lu requests served, %lu errors", SRV_GET(t.req_ok), SRV_GET(t.req_err));
+    pthread_mutex_destroy(&s->conf_mu);
     free(s);
     return 0;
 }

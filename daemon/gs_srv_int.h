@@ -1,12 +1,17 @@
 /* What the server's files share, private to them as libuv's internal.h is:
- * the server (struct srv), a client connection (struct conn), the route
- * statistics, and the functions one file calls in another, all named
- * srv_*. The files follow a request: gs_conn.c accepts and reads it,
- * gs_ops.c answers it or hands the sort to the scheduler and writes the
- * result back through gs_conn.c; gs_acl.c decides who may connect;
- * gs_retune.c tunes devices without a plan in the background; gs_srv.c
- * runs the loop, its timeouts and signals, and the reload. Only the loop
- * thread touches any of this, but for the re-tune thread's cancel flag.
+ * the server (struct srv), its event loops (struct srv_io), a client
+ * connection (struct conn), the counters and route statistics, and the
+ * functions one file calls in another, all named srv_*. The files follow a
+ * request: gs_conn.c accepts it on the main loop and hands the client to
+ * one of the I/O loops (gs_io.c), which reads it; gs_ops.c answers it or
+ * hands the sort to the scheduler and writes the result back through
+ * gs_conn.c; gs_acl.c decides who may connect; gs_retune.c tunes devices
+ * without a plan in the background; gs_srv.c runs the main loop, signals
+ * and the reload. Who touches what: a connection and its loop's srv_io
+ * belong to that loop's thread, but for the fields marked otherwise
+ * (atomics, or under srv_io.mu); the srv belongs to the main loop's thread,
+ * but for the configuration (under conf_mu, copied by each loop when
+ * conf_gen moves) and the atomics. Loop 0 runs on the main loop's thread.
  * gs_srv_opts is named by its struct tag so that this header need not
  * include gs_srv.h (which would make an include cycle with gs_srv.c). */
 #ifndef GS_SRV_INT_H
@@ -63,8 +68,11 @@ typedef struct srv_block {
     struct srv_block *next;
 } srv_block;
 
+struct srv_io;
+
 typedef struct conn {
     srv *s;
+    struct srv_io *io;          /* the loop that serves it */
     int fd;
     struct ucred cred;          /* the peer at connect time (SO_PEERCRED) */
     char who[96];               /* "fd 7, pid 123, uid 1000, gid 1000" for the log */
@@ -111,6 +119,55 @@ typedef struct route_stat {
     double total_ms, max_ms, queue_ms, sort_ms;
 } route_stat;
 
+/* Counters one loop writes and any loop reads (the stats op): relaxed
+ * atomics, so that a reader never sees a torn value and the writer pays no
+ * locked instruction (SRV_ADD is a load and a store; one writer). */
+typedef struct srv_counters {
+    _Atomic unsigned long req_total, req_ok, req_err, fallbacks, by_op[GS_OP_COUNT];
+    _Atomic uint64_t bytes_in, bytes_out;
+    _Atomic unsigned long blocks_mapped, blocks_reused;   /* memfd requests: new mapping or kept */
+} srv_counters;
+#define SRV_GET(ctr) atomic_load_explicit(&(ctr), memory_order_relaxed)
+#define SRV_ADD(ctr, v) \
+    atomic_store_explicit(&(ctr), SRV_GET(ctr) + (v), memory_order_relaxed)
+
+/* A client accepted on the main loop, on its way to an I/O loop. */
+typedef struct srv_pend {
+    int fd;
+    struct ucred cred;
+    char who[96];
+    struct srv_pend *next;
+} srv_pend;
+
+/* One event loop serving clients (gs_io.c): it reads their requests,
+ * routes and submits their sorts (their results come back through its
+ * sink) and writes the replies. Loop 0 is the main loop; the others run on
+ * threads of their own. */
+typedef struct srv_io {
+    srv *s;
+    unsigned idx;
+    uv_loop_t *loop;            /* loop 0: &s->loop; the others: &own */
+    uv_loop_t own;
+    pthread_t th;
+    int th_started;
+    uv_async_t wake;            /* clients handed over, a reload, draining, stopping */
+    uv_timer_t tick;            /* its clients' timeouts */
+    gs_sched_sink sink;         /* its sorts come back here */
+    int open;                   /* handles initialised: wake, tick, sink */
+    pthread_mutex_t mu;         /* pend and routes */
+    srv_pend *pend;
+    route_stat routes[MAX_ROUTES];
+    size_t nroutes;
+    _Atomic unsigned nconns;    /* read by the main loop to pick the least loaded */
+    conn *conns;
+    /* its copy of the configuration, taken when s->conf_gen moves */
+    gs_conf conf;
+    uint64_t req_cap;
+    unsigned conf_gen;
+    int draining, stopping;
+    srv_counters ctr;
+} srv_io;
+
 /* allow_uids / allow_gids resolved (both empty: everyone who can open the
  * socket), and the supplementary-group verdicts of recent uids. */
 typedef struct srv_acl {
@@ -123,30 +180,34 @@ typedef struct srv_acl {
 struct srv {
     uv_loop_t loop;
     const struct gs_srv_opts *o;
+    /* The configuration and the database: the main loop changes them under
+     * conf_mu (SIGHUP) and moves conf_gen; the I/O loops copy the
+     * configuration when it moves, and the stats op reads the database's
+     * query count under the lock. */
+    pthread_mutex_t conf_mu;
+    _Atomic unsigned conf_gen;
     gs_conf conf;
+    uint64_t req_cap;           /* max_request_bytes resolved (auto: half the RAM), at
+                                   start and on SIGHUP: not per request */
+    gs_db *db;
+    _Atomic int db_ok;
     gs_listen lis;
     uv_poll_t lis_poll;
     int lis_active, lis_paused;
     uv_timer_t tick;
     uv_signal_t sig_term, sig_int, sig_hup;
+    uv_async_t poke;            /* an I/O loop saw a client or a sort end while draining */
     gs_sched *sched;
-    gs_db *db;
-    int db_ok;
-    conn *conns;
-    unsigned nconns;
-    int draining, stopped;
+    srv_io *io;
+    unsigned nio, next_io;
+    _Atomic unsigned nconns;    /* clients handed to the loops and not yet closed */
+    _Atomic int draining, stopping;
+    int stopped;
     double t_start, last_trim;
-    /* statistics */
-    unsigned long clients_total, clients_rejected, clients_denied;
+    /* statistics (the loops' own are in srv_io.ctr) */
+    _Atomic unsigned long clients_total, clients_rejected, clients_denied;
     srv_acl acl;
-    unsigned long req_total, req_ok, req_err, fallbacks, by_op[GS_OP_COUNT];
-    uint64_t bytes_in, bytes_out;
-    unsigned long blocks_mapped, blocks_reused;   /* memfd requests: new mapping or kept */
     gs_pin_budget pin;          /* max_pinned_bytes and what is pinned now */
-    uint64_t req_cap;           /* max_request_bytes resolved (auto: half the RAM), at
-                                   start and on SIGHUP: not per request */
-    route_stat routes[MAX_ROUTES];
-    size_t nroutes;
     /* background tuning (--tune-missing) */
     pthread_t tune_th;
     int tune_running;
@@ -170,21 +231,47 @@ void srv_block_done(conn *c);
  * runs: a block is never released under a running sort). */
 void srv_blocks_free(conn *c);
 
-/* ---- gs_srv.c: the loop ---- */
+/* ---- gs_srv.c: the main loop ---- */
 
 /* (Re)open the tuning database and give it to the scheduler. */
 void srv_db_open(srv *s);
-/* Draining and nothing left (clients, jobs, the re-tune thread): stop. */
+/* Main loop: draining and nothing left (clients, jobs, the re-tune
+ * thread): stop. */
 void srv_check_drained(srv *s);
+
+/* ---- gs_io.c: the I/O loops ---- */
+
+/* Main loop: set up s->nio loops (loop 0 on the main loop) and start the
+ * threads of the others. On failure the ones set up are stopped again. */
+int srv_io_start(srv *s, gs_err *err);
+/* Main loop: give an accepted client to the loop with the fewest. Takes fd. */
+void srv_io_hand(srv *s, int fd, const struct ucred *cred, const char *who);
+/* Main loop: the configuration changed or draining began: tell every
+ * loop. */
+void srv_io_wake_all(srv *s);
+/* Main loop, once nothing is in flight: stop every loop, join the threads
+ * (loop 0's handles close when the main loop runs again). After this no
+ * loop sends s->poke. */
+void srv_io_stop(srv *s);
+/* After the main loop ran dry: close the loops and free them. */
+void srv_io_free(srv *s);
+/* A loop's client closed or a sort of it ended: while draining, the main
+ * loop looks whether everything is done. */
+void srv_io_poke(srv_io *io);
+/* Sum of every loop's counters. */
+void srv_io_counters(srv *s, srv_counters *sum);
 
 /* ---- gs_conn.c: connections ---- */
 
 /* How max_request_bytes came about, for a refusal: " (auto: half of this
  * machine's memory; the config key max_request_bytes sets it)", or "". */
-const char *srv_cap_note(const srv *s);
+const char *srv_cap_note(const gs_conf *cf);
 
-/* The listener is readable: accept every waiting client. */
+/* Main loop: the listener is readable: accept every waiting client, let
+ * access control and max_clients decide, and hand it to an I/O loop. */
 void srv_on_listen(uv_poll_t *h, int status, int events);
+/* An I/O loop takes a client handed to it. */
+void srv_conn_open(srv_io *io, srv_pend *p);
 /* Close a client (why NULL: it went away, logged at debug level). The
  * descriptor is closed once the loop lets go of it, the record once no job
  * uses it. */

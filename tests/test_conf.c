@@ -56,7 +56,7 @@ static const char *conf_diff(const gs_conf *a, const gs_conf *b)
     S(socket); V(socket_mode); S(socket_group); S(allow_uids); S(allow_gids); S(db); S(cache_dir); S(kernel_dir);
     V(log_level); V(log_syslog); V(max_request_bytes); V(max_pinned_bytes);
     V(buffer_pool_percent); V(max_clients); V(inline_sort_max);
-    V(max_header_bytes); V(idle_timeout_s); V(io_timeout_s); V(host_threads);
+    V(max_header_bytes); V(idle_timeout_s); V(io_timeout_s); V(host_threads); V(io_threads);
     S(devices); V(tune_missing); V(tune_budget_s);
     return NULL;
 }
@@ -69,11 +69,11 @@ static int conf_ndiff(const gs_conf *a, const gs_conf *b)
     SC(socket); VC(socket_mode); SC(socket_group); SC(allow_uids); SC(allow_gids); SC(db); SC(cache_dir); SC(kernel_dir);
     VC(log_level); VC(log_syslog); VC(max_request_bytes); VC(max_pinned_bytes);
     VC(buffer_pool_percent); VC(max_clients); VC(inline_sort_max);
-    VC(max_header_bytes); VC(idle_timeout_s); VC(io_timeout_s); VC(host_threads);
+    VC(max_header_bytes); VC(idle_timeout_s); VC(io_timeout_s); VC(host_threads); VC(io_threads);
     SC(devices); VC(tune_missing); VC(tune_budget_s);
     return n;
 }
-#define NFIELDS 22
+#define NFIELDS 23
 
 /* ---- parsers ---- */
 
@@ -473,6 +473,22 @@ static void test_keys(void)
     set_bad("host_threads", "1025", "0 to 1024");
     set_bad("host_threads", "-1", "0 to 1024");
     set_bad("host_threads", "auto", "0 to 1024");
+    {
+        static const char *const good[] = { "1", "64", "AUTO" }, *const bad[] = { "0", "65", "x" };
+        for (size_t i = 0; i < 3; i++) {
+            set_good("io_threads", good[i]);
+            set_bad("io_threads", bad[i], "1 to 64");
+        }
+        gs_conf io;
+        gs_conf_defaults(&io);
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        unsigned want = cpus < 8 ? 1 : cpus >= 32 ? 8 : (unsigned)(cpus / 4);
+        tap_ok(io.io_threads == 0 && gs_conf_io_threads(&io) == want,
+               "io_threads defaults to auto: %u loop(s) with %ld CPUs", gs_conf_io_threads(&io),
+               cpus);
+        gs_conf_set(&io, "io_threads", "5", NULL);
+        tap_ok(gs_conf_io_threads(&io) == 5, "io_threads = 5 means 5 loops");
+    }
     set_good("devices", "all");
     set_good("devices", "ALL");
     set_good("devices", "none");
@@ -849,7 +865,7 @@ static void all_changed(gs_conf *c)
         { "max_pinned_bytes", "0" },               { "buffer_pool_percent", "90" },
         { "max_header_bytes", "3M" },              { "idle_timeout", "0.123456789s" },
         { "io_timeout", "1.5s" },                  { "host_threads", "1024" },
-        { "devices", "3,1,2" },                    { "tune_missing", "yes" },
+        { "io_threads", "64" },                    { "devices", "3,1,2" },                    { "tune_missing", "yes" },
         { "tune_budget", "1000h" },
     };
     for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
@@ -940,8 +956,8 @@ static void test_print(void)
 static void test_apply_live(void)
 {
     static const char *const want[] = { "socket", "socket_mode", "socket_group", "db",
-                                        "cache_dir", "kernel_dir", "host_threads", "devices",
-                                        "tune_missing" };
+                                        "cache_dir", "kernel_dir", "host_threads", "io_threads",
+                                        "devices", "tune_missing" };
     const size_t nwant = sizeof want / sizeof want[0];
     gs_conf run, next, def;
     const char *restart[GS_CONF_MAX_KEYS];

@@ -663,6 +663,17 @@ static void test_concurrent(dmn *d)
     tap_ok(bad == 0 && conn_bad == 0, "%d concurrent clients x %d mixed requests: %d wrong, "
            "%d could not connect (%.1f s)", NTHREADS, PER_THREAD, bad, conn_bad,
            gs_now_s() - t0);
+    /* The main daemon runs io_threads = 3: the clients were spread over
+     * every loop, each serving its share to the end. */
+    int per[3];
+    for (int k = 0; k < 3; k++) {
+        char needle[32];
+        snprintf(needle, sizeof needle, "(I/O loop %d)", k);
+        per[k] = dmn_log_count(d, needle);
+    }
+    tap_ok(per[0] >= NTHREADS / 4 && per[1] >= NTHREADS / 4 && per[2] >= NTHREADS / 4,
+           "the clients were spread over the 3 I/O loops (%d, %d, %d so far)", per[0], per[1],
+           per[2]);
 }
 
 /* ---- bad input ---- */
@@ -1570,7 +1581,8 @@ static void *swap_client(void *arg)
 static void test_plan_swap(const char *db)
 {
     static dmn d;
-    const char *const extra[] = { "--db", db, "--log-level", "info", NULL };
+    const char *const extra[] = { "--db", db, "--log-level", "info", "-o", "io_threads=2",
+                                  NULL };
     if (dmn_start(&d, "swap", NULL, extra)) {
         tap_ok(0, "daemon for the plan swap starts");
         return;
@@ -2034,7 +2046,11 @@ int main(void)
     int trc = dmn_run(&tune, "tune", tune_args, 120);
     if (!tap_ok(trc == 0, "gsortd --tune-all (host, up to 2^14) builds a database: exit %d", trc))
         dmn_dump_log(&tune, 20);
-    const char *const extra[] = { "-o", "max_request_bytes=64M", NULL };
+    /* Three event loops: every operation, the bad inputs, the abandoned
+     * replies and the shutdown below run across loops (the other tests'
+     * daemons have the one this 2-CPU machine defaults to). */
+    const char *const extra[] = { "-o", "max_request_bytes=64M", "-o", "io_threads=3",
+                                  "--log-level", "info", NULL };
     if (dmn_start(&d, "main", NULL, extra))
         tap_bail("the daemon did not start (see its stderr above)");
     test_ops(&d, 64u << 20);
