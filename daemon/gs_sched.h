@@ -15,6 +15,7 @@
 #define GS_SCHED_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <uv.h>
 
@@ -34,6 +35,7 @@ typedef enum gs_plan {
     GS_PLAN_OVERRIDE,        /* the client named the algorithm */
     GS_PLAN_BUSY,            /* the planned queue was busy: a route predicted sooner */
     GS_PLAN_FALLBACK,        /* the device failed or cannot serve it: the host sort */
+    GS_PLAN_SPLIT,           /* cut across several devices, merged on the host (gs_split.c) */
     GS_PLAN_COUNT
 } gs_plan;
 const char *gs_sched_plan_name(gs_plan p);
@@ -53,6 +55,10 @@ typedef struct gs_job {
     gs_params run_params;
     gs_plan plan;
     double predicted_ms;
+    size_t chunk_n;          /* > 0: out of core, sorted in pieces of this many (gs_chunk.h) */
+    char split[512];         /* plan split: its parts; else why a split was declined */
+    struct gs_split *parts;  /* plan split: the parts' state (gs_split.c) */
+    struct gs_job *parent;   /* a part of a split: the request it belongs to */
     /* the outcome */
     int rc;                  /* 0 or GS_E* */
     gs_err err;
@@ -112,6 +118,10 @@ unsigned gs_sched_host_threads(const gs_sched *s);
  * the hand-off to a worker and back (two wake-ups) costs more than the
  * sort. 0: every sort goes to a worker. */
 void gs_sched_set_inline_max(gs_sched *s, size_t n);
+/* Loop thread: the device memory one request may use on each device
+ * (device_mem_cap), besides the device's own limits; 0: those alone. A
+ * request above it is sorted out of core, in pieces that fit (gs_chunk.h). */
+void gs_sched_set_mem_cap(gs_sched *s, uint64_t bytes);
 
 /* Indices of enabled devices without a plan (for tune_missing), leaving
  * out CPU devices when no_cpu (tune_missing = auto). */
