@@ -34,7 +34,7 @@ const char *gs_sched_plan_name(gs_plan p)
     static const char *const names[GS_PLAN_COUNT] = {
         [GS_PLAN_TUNED] = "tuned", [GS_PLAN_DEFAULT] = "default",
         [GS_PLAN_OVERRIDE] = "override", [GS_PLAN_BUSY] = "busy",
-        [GS_PLAN_FALLBACK] = "fallback", [GS_PLAN_SPLIT] = "split",
+        [GS_PLAN_FALLBACK] = "fallback",
     };
     return (int)p >= 0 && p < GS_PLAN_COUNT ? names[p] : "unknown";
 }

@@ -35,7 +35,6 @@ typedef enum gs_plan {
     GS_PLAN_OVERRIDE,        /* the client named the algorithm */
     GS_PLAN_BUSY,            /* the planned queue was busy: a route predicted sooner */
     GS_PLAN_FALLBACK,        /* the device failed or cannot serve it: the host sort */
-    GS_PLAN_SPLIT,           /* cut across several devices, merged on the host (gs_split.c) */
     GS_PLAN_COUNT
 } gs_plan;
 const char *gs_sched_plan_name(gs_plan p);
@@ -56,9 +55,6 @@ typedef struct gs_job {
     gs_plan plan;
     double predicted_ms;
     size_t chunk_n;          /* > 0: out of core, sorted in pieces of this many (gs_chunk.h) */
-    char split[512];         /* plan split: its parts; else why a split was declined */
-    struct gs_split *parts;  /* plan split: the parts' state (gs_split.c) */
-    struct gs_job *parent;   /* a part of a split: the request it belongs to */
     /* the outcome */
     int rc;                  /* 0 or GS_E* */
     gs_err err;

@@ -73,7 +73,6 @@ typedef struct gs_client_result {
     char plan[32];              /* "tuned", "default", "override", "busy", "fallback" */
     char fallback[512];         /* why the first choice failed, "" if it did not */
     unsigned chunks;            /* out of core: pieces sorted in turn; 0: none */
-    char split[512];            /* plan "split": the parts; else why a split was declined */
     double queue_ms, receive_ms, upload_ms, sort_ms, download_ms, merge_ms, total_ms;
 } gs_client_result;
 

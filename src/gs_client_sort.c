@@ -116,7 +116,6 @@ static int parse_result(gs_client *c, const cJSON *h, gs_client_result *r, gs_er
     snprintf(r->plan, sizeof r->plan, "%s", rs.plan);
     snprintf(r->fallback, sizeof r->fallback, "%s", rs.fallback);
     r->chunks = rs.chunks;
-    snprintf(r->split, sizeof r->split, "%s", rs.split);
     r->merge_ms = rs.times_ms.merge;
     r->queue_ms = rs.times_ms.queue;
     r->receive_ms = rs.times_ms.receive;

@@ -240,15 +240,13 @@ cJSON *gs_reply_sort_build(const gs_reply_sort *r, const cJSON *id, gs_err *err)
         ok = ok && add_str(h, "fallback", r->fallback);
     if (r->chunks)
         ok = ok && add_u64(h, "chunks", r->chunks);
-    if (r->split && r->split[0])
-        ok = ok && add_str(h, "split", r->split);
     cJSON *t = ok ? cJSON_AddObjectToObject(h, "times_ms") : NULL;
     ok = t && gs_jnum_add_ms(t, "queue", r->times_ms.queue);
     ok = ok && gs_jnum_add_ms(t, "receive", r->times_ms.receive);
     ok = ok && gs_jnum_add_ms(t, "upload", r->times_ms.upload);
     ok = ok && gs_jnum_add_ms(t, "sort", r->times_ms.sort);
     ok = ok && gs_jnum_add_ms(t, "download", r->times_ms.download);
-    if (r->chunks || (r->plan && !strcmp(r->plan, "split")))
+    if (r->chunks)
         ok = ok && gs_jnum_add_ms(t, "merge", r->times_ms.merge);
     ok = ok && gs_jnum_add_ms(t, "total", r->times_ms.total);
     return finish(h, ok, "sort", err);
@@ -260,7 +258,6 @@ int gs_reply_sort_parse(const cJSON *h, const gs_jnum_doc *doc, gs_reply_sort *o
     memset(out, 0, sizeof *out);
     out->device = -1;
     out->device_name = out->device_platform = out->algorithm = out->plan = out->fallback = "";
-    out->split = "";
     pctx p;
     if (start(&p, h, doc, GS_OP_SORT, err))
         return p.rc;
@@ -290,8 +287,6 @@ int gs_reply_sort_parse(const cJSON *h, const gs_jnum_doc *doc, gs_reply_sort *o
         out->fallback = get_str(&p, h, NULL, "fallback");
     if (get(h, "chunks"))
         out->chunks = (unsigned)get_uint(&p, h, NULL, "chunks", UINT32_MAX);
-    if (get(h, "split"))
-        out->split = get_str(&p, h, NULL, "split");
     const cJSON *t = get_obj(&p, h, NULL, "times_ms");
     out->times_ms.queue = get_num(&p, t, "times_ms", "queue");
     out->times_ms.receive = get_num(&p, t, "times_ms", "receive");

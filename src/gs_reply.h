@@ -59,8 +59,8 @@ typedef struct gs_reply_times {
     double sort;        /* kernels on a device, or the host sort's wall time */
     double download;    /* device -> host */
     double total;       /* first byte received to the reply queued */
-    double merge;       /* out of core or split: the host merge of the pieces
-                           (written only when chunks or split say there was one) */
+    double merge;       /* out of core: the host merge of the pieces (written
+                           only when chunks says there were some) */
 } gs_reply_times;       /* milliseconds: "times_ms" */
 
 typedef struct gs_reply_sort {
@@ -75,8 +75,6 @@ typedef struct gs_reply_sort {
     const char *plan;           /* "tuned", "default", "override", "busy", "fallback" */
     const char *fallback;       /* why the first choice failed; NULL or "": none */
     unsigned chunks;            /* out of core: pieces the device sorted in turn; 0: none */
-    const char *split;          /* plan "split": its parts; otherwise why a split was
-                                   declined; NULL or "": not considered */
     gs_reply_times times_ms;
 } gs_reply_sort;
 
