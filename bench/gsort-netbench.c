@@ -343,6 +343,12 @@ static int sweep_point(gs_client *c, const opts *o, int mode, size_t n, const pc
     snprintf(row.algo, sizeof row.algo, "%s", res.algorithm[0] ? res.algorithm : "?");
     snprintf(row.plan, sizeof row.plan, "%s", res.plan[0] ? res.plan : "-");
     snprintf(row.device, sizeof row.device, "%s", res.device >= 0 ? res.device_name : "host");
+    char ooc[96];
+    if (res.chunks) {
+        snprintf(ooc, sizeof ooc, "out of core: %u pieces, merge %.1f ms", res.chunks,
+                 res.merge_ms);
+        row.note = ooc;
+    }
     if (res.fallback[0])
         row.note = res.fallback;
     sweep_print(&row, o->csv);

@@ -51,6 +51,7 @@ static const conf_key keys[] = {
     KEY("log_target", 1, log_syslog, 0),
     KEY("max_request_bytes", 1, max_request_bytes, 0),
     KEY("max_pinned_bytes", 1, max_pinned_bytes, 0),
+    KEY("device_mem_cap", 1, device_mem_cap, 0),
     KEY("buffer_pool_percent", 1, buffer_pool_percent, 0),
     KEY("max_clients", 1, max_clients, 0),
     KEY("inline_sort_max", 1, inline_sort_max, 0),
@@ -574,6 +575,16 @@ int gs_conf_set(gs_conf *c, const char *key, const char *v, gs_err *err)
         c->max_request_bytes = x;
         return 0;
     }
+    if (strcmp(key, "device_mem_cap") == 0) {
+        uint64_t x;
+        if (strcmp(v, "auto") == 0)
+            x = 0;
+        else if (gs_conf_parse_size(v, &x) != 0 || (x && x < 65536) || x == GS_CONF_AUTO)
+            return bad(err, key, v, "auto or 0 (the device's own limits), or a size of at "
+                       "least 64K, e.g. 64M, 4G");
+        c->device_mem_cap = x;
+        return 0;
+    }
     if (strcmp(key, "buffer_pool_percent") == 0)
         return set_uint(&c->buffer_pool_percent, key, v, 0, 90, "a whole number from 0 to 90",
                         err);
@@ -768,6 +779,10 @@ void gs_conf_print_noted(const gs_conf *c, const gs_conf_notes *n, FILE *out)
     print_size_or_auto(out, "max_request_bytes", c->max_request_bytes);
     fprintf(out, "buffer_pool_percent = %u\n", c->buffer_pool_percent);
     print_size_or_auto(out, "max_pinned_bytes", c->max_pinned_bytes);
+    if (c->device_mem_cap)
+        print_size(out, "device_mem_cap", c->device_mem_cap);
+    else
+        fprintf(out, "device_mem_cap = auto\n");
     fprintf(out, "max_clients = %u\n", c->max_clients);
     if (c->inline_sort_max == GS_CONF_INLINE_AUTO)
         fprintf(out, "inline_sort_max = auto\n");

@@ -42,6 +42,9 @@ typedef struct gs_conf {
     uint64_t max_request_bytes;        /* inline payload or memfd span; 4G */
     unsigned buffer_pool_percent;      /* device buffers kept for reuse, per device:
                                           this share of its memory; 25 */
+    uint64_t device_mem_cap;           /* device memory one request may use per device;
+                                          0 (auto, default): the device's own limits.
+                                          A request above it is sorted out of core */
     uint64_t max_pinned_bytes;         /* client blocks pinned for device copies at
                                           once; 0: none; GS_CONF_AUTO (default): a
                                           quarter of the RAM, gs_conf_pinned_cap */

@@ -188,7 +188,8 @@ void srv_on_job_done(gs_job *j, void *ud)
         .algorithm = j->algo->name, .params = j->run_params,
         .plan = gs_sched_plan_name(j->plan), .fallback = j->fallback,
         .times_ms = { qms, c->t_recv - c->t_first, j->st.upload_ms, sort_ms,
-                      j->st.download_ms, total } };
+                      j->st.download_ms, total, j->st.merge_ms },
+        .chunks = j->st.chunks };
     if (j->dev >= 0) {
         gs_sched_devstat ds;
         gs_sched_devstat_get(s->sched, (size_t)j->dev, &ds);

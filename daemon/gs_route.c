@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gs_chunk.h"
 #include "gs_log.h"
 #include "gs_sched_int.h"
 #include "gs_tune.h"
@@ -92,6 +93,69 @@ void gs_sched_set_db(gs_sched *s, gs_db *db)
     free(pts);
 }
 
+/* ---- out of core: the device memory cap and the pieces that fit ---- */
+
+void gs_sched_set_mem_cap(gs_sched *s, uint64_t bytes)
+{
+    atomic_store(&s->mem_cap, bytes);
+}
+
+const gs_dev *sched_capped_dev(const gs_sched *s, int d, gs_dev *tmp)
+{
+    const gs_dev *dev = s->devs[d].dev;
+    uint64_t cap = atomic_load(&s->mem_cap);
+    if (!cap || (dev->info.max_alloc <= cap && dev->info.global_mem <= cap))
+        return dev;
+    /* check() reads only the device's info: a copy with the limits lowered */
+    memcpy(tmp, dev, sizeof *tmp);
+    if (tmp->info.max_alloc > cap)
+        tmp->info.max_alloc = cap;
+    if (tmp->info.global_mem > cap)
+        tmp->info.global_mem = cap;
+    return tmp;
+}
+
+/* The most pieces an out-of-core sort is cut into: beyond it the pieces
+ * are too small for a device to be worth it. */
+#define FIT_MAX_PIECES 4096
+
+int sched_fit(const gs_sched *s, int d, const gs_algo *a, const gs_sort_req *req,
+              const gs_params *p, size_t *chunk_n, gs_err *err)
+{
+    gs_dev tmp;
+    const gs_dev *dev = sched_capped_dev(s, d, &tmp);
+    *chunk_n = 0;
+    if (!a->check)
+        return 0;
+    int rc = a->check(dev, req, p, err);
+    if (rc != GS_ETOOBIG)
+        return rc;
+    gs_sort_req piece = *req;
+    for (size_t k = 2; k <= FIT_MAX_PIECES; k = k < 8 ? k + 1 : 2 * k) {
+        piece.n = gs_chunk_size(req->n, k);
+        gs_err pe;
+        gs_err_clear(&pe);
+        int prc = a->check(dev, &piece, p, &pe);
+        if (prc == 0) {
+            *chunk_n = piece.n;
+            return 0;
+        }
+        if (prc != GS_ETOOBIG)
+            break;
+    }
+    return rc;   /* the whole request's reason */
+}
+
+/* The host merge of `pieces` sorted pieces of r: a pass over the keys and
+ * values per pairwise round, at about a third of a host sort's time each
+ * (a radix sort makes three or more such passes). */
+double sched_merge_ms(const gs_sched *s, const gs_sort_req *r, size_t pieces)
+{
+    double rounds = pieces > 1 ? ceil(log2((double)pieces)) : 0;
+    double ms = s->host_rate[gs_dtype_size(r->dtype) == 8] * (double)r->n / 3 * rounds;
+    return r->payload != GS_PL_NONE ? 1.5 * ms : ms;
+}
+
 /* ---- candidates and the choice ---- */
 
 static int usable(sdev *sd, const gs_algo *a)
@@ -105,6 +169,7 @@ typedef struct cand {
     gs_params params;
     gs_plan plan;
     double ms;
+    size_t chunk_n;          /* out of core: piece size; 0: whole */
 } cand;
 
 static double host_predict(const gs_sched *s, const gs_sort_req *r)
@@ -119,6 +184,7 @@ static void host_cand(const gs_sched *s, const gs_sort_req *r, gs_plan plan, can
     c->algo = gs_algo_find("host");
     gs_params_clear(&c->params);
     c->plan = plan;
+    c->chunk_n = 0;
     c->ms = host_predict(s, r);
 }
 
@@ -174,6 +240,7 @@ static int device_cand(gs_sched *s, int d, const gs_job *j, cand *c)
     gs_err e;
     gs_err_clear(&e);
     c->dev = d;
+    c->chunk_n = 0;
     const gs_plans_entry *pe = NULL;
     if (sd->plans && sd->plan_entries > 0) {
         pe = gs_plans_lookup(sd->plans, kb, r->payload, r->stable, r->n);
@@ -211,8 +278,10 @@ static int device_cand(gs_sched *s, int d, const gs_job *j, cand *c)
     }
     if (!usable(sd, c->algo))
         return GS_EUNSUPPORTED;
-    if (c->algo->check && c->algo->check(sd->dev, r, &c->params, &e) < 0)
+    if (sched_fit(s, d, c->algo, r, &c->params, &c->chunk_n, &e) < 0)
         return GS_EUNSUPPORTED;
+    if (c->chunk_n)
+        c->ms += sched_merge_ms(s, r, (r->n + c->chunk_n - 1) / c->chunk_n);
     return 0;
 }
 
@@ -235,6 +304,7 @@ static void apply(gs_job *j, const cand *c)
     j->run_params = c->params;
     j->plan = c->plan;
     j->predicted_ms = c->ms;
+    j->chunk_n = c->chunk_n;
 }
 
 /* The client named the algorithm. */
@@ -290,11 +360,14 @@ static int route_override(gs_sched *s, gs_job *j, gs_err *err)
         }
         gs_err ce;
         gs_err_clear(&ce);
-        if (a->check && (rc = a->check(sd->dev, &j->req, &c.params, &ce)) < 0) {
+        c.chunk_n = 0;
+        if ((rc = sched_fit(s, (int)d, a, &j->req, &c.params, &c.chunk_n, &ce)) < 0) {
             if (err)
                 *err = ce;
             continue;
         }
+        if (c.chunk_n)
+            c.ms += sched_merge_ms(s, &j->req, (j->req.n + c.chunk_n - 1) / c.chunk_n);
         double cost = route_backlog(s, (int)d) + c.ms;
         if (cost < best_cost) {
             best_cost = cost;

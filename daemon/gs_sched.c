@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gs_chunk.h"
 #include "gs_clrun.h"
 #include "gs_log.h"
 #include "gs_sched_int.h"
@@ -264,7 +265,8 @@ static void *worker_main(void *arg)
         gs_err_clear(&j->err);
         if (j->pin && gs_dev_open(s->devs[d].dev, &j->err) == 0)
             ctx.host_pinned = gs_pin_ensure(j->pin, s->devs[d].dev) == GS_PIN_PINNED;
-        j->rc = gs_sort_run(j->algo, &ctx, &j->req, &j->run_params, &j->st, &j->err);
+        j->rc = gs_chunk_sort(j->algo, &ctx, &j->req, &j->run_params, j->chunk_n, &j->st,
+                              &j->err);
         queue_finish(q, j);
         if (j->rc == 0) {
             atomic_store(&s->devs[d].fails, 0);
@@ -275,6 +277,7 @@ static void *worker_main(void *arg)
             j->algo = gs_algo_find("host");
             gs_params_clear(&j->run_params);
             j->plan = GS_PLAN_FALLBACK;
+            j->chunk_n = 0;
             memset(&j->st, 0, sizeof j->st);
             queue_push(&s->hostq, j);
             continue;

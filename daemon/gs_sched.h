@@ -18,6 +18,7 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <uv.h>
 
@@ -58,6 +59,7 @@ typedef struct gs_job {
     gs_params run_params;
     gs_plan plan;
     double predicted_ms;
+    size_t chunk_n;          /* > 0: out of core, sorted in pieces of this many (gs_chunk.h) */
     /* the outcome */
     int rc;                  /* 0 or GS_E* */
     gs_err err;
@@ -141,6 +143,10 @@ unsigned gs_sched_host_threads(const gs_sched *s);
  * the hand-off to a worker and back (two wake-ups) costs more than the
  * sort. 0: every sort goes to a worker. */
 void gs_sched_set_inline_max(gs_sched *s, size_t n);
+/* Loop thread: the device memory one request may use on each device
+ * (device_mem_cap), besides the device's own limits; 0: those alone. A
+ * request above it is sorted out of core, in pieces that fit (gs_chunk.h). */
+void gs_sched_set_mem_cap(gs_sched *s, uint64_t bytes);
 
 /* Indices of enabled devices without a plan (for tune_missing), leaving
  * out CPU devices when no_cpu (tune_missing = auto). */

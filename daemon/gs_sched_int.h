@@ -71,6 +71,7 @@ struct gs_sched {
     atomic_size_t inflight;          /* submitted, not yet handed back */
     double host_rate[2];             /* ms per key, 32/64-bit keys, learned */
     _Atomic size_t inline_max;       /* gs_sched_set_inline_max */
+    _Atomic uint64_t mem_cap;        /* gs_sched_set_mem_cap; 0: none */
 };
 
 /* The algorithm's slot in sdev.broken. */
@@ -83,5 +84,17 @@ int sched_dev_healthy(sdev *sd);
  * crossover measured by its worker before it serves. */
 void sched_defaults_init(sdev *sd);
 void sched_defaults_measure(gs_sched *s, int d);
+/* What a request's check() sees of device d: the device itself, or with
+ * mem_cap set a copy in *tmp whose max allocation and global memory are
+ * lowered to the cap. */
+const gs_dev *sched_capped_dev(const gs_sched *s, int d, gs_dev *tmp);
+/* check() of algorithm a with params on device d (capped) for req; when
+ * the request is too big for it, the piece size (*chunk_n) of the fewest
+ * even pieces that pass, from 2 up to 4096 pieces. 0, or the check's
+ * error when no cut fits. */
+int sched_fit(const gs_sched *s, int d, const gs_algo *a, const gs_sort_req *req,
+              const gs_params *p, size_t *chunk_n, gs_err *err);
+/* Predicted time of the host merge of `pieces` sorted pieces of r. */
+double sched_merge_ms(const gs_sched *s, const gs_sort_req *r, size_t pieces);
 
 #endif

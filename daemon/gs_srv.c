@@ -184,6 +184,7 @@ static int reload_conf(srv *s)
     atomic_store(&s->pin.cap, gs_conf_pinned_cap(&s->conf));   /* new registrations */
     gs_bufpool_set_share(s->conf.buffer_pool_percent);
     gs_sched_set_inline_max(s->sched, gs_conf_inline_max(&s->conf));
+    gs_sched_set_mem_cap(s->sched, s->conf.device_mem_cap);
     /* The allow lists apply to connections accepted from now on. */
     if (acl_rc < 0) {
         GS_ERROR("reload: %s; keeping allow_uids = \"%s\", allow_gids = \"%s\"",
@@ -281,6 +282,7 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
     uv_async_init(&s->loop, &s->poke, on_poke);
     s->poke.data = s;
     gs_sched_set_inline_max(s->sched, gs_conf_inline_max(&s->conf));
+    gs_sched_set_mem_cap(s->sched, s->conf.device_mem_cap);
     srv_db_open(s);
 
     uv_poll_init(&s->loop, &s->lis_poll, s->lis.fd);

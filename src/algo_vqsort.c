@@ -4,7 +4,7 @@
  * unsigned total order (gs_keys.h, as the host sort does), the array is cut
  * into one chunk per thread, each chunk encoded and sorted by vqsort on a
  * team of the shared pool (gs_hostpool.h), then the sorted runs are merged
- * pairwise, each merge split among the team by merge path (co-ranks), so
+ * pairwise, each merge split among the team by merge path (gs_merge.h), so
  * every thread writes its own output range. Not stable (vqsort is a
  * quicksort), which keys alone cannot show. Built when configure finds
  * libhwy-contrib (HAVE_VQSORT); the tuner weighs it against the host
@@ -18,6 +18,7 @@
 #include "gs_err.h"
 #include "gs_hostpool.h"
 #include "gs_keys.h"
+#include "gs_merge.h"
 #include "gs_vqsort.h"
 
 /* Below this many keys per chunk, another thread does not pay. */
@@ -74,13 +75,10 @@ static void vq_defaults(const gs_dev_info *info, gs_params *out)
 typedef struct vjob {
     const gs_sort_req *req;
     size_t ks, nchunks;
-    char *src, *dst;        /* this merge round's runs, and where they go */
-    size_t run;             /* keys per sorted run in src */
-    size_t parts;           /* output ranges per round */
+    char *src;              /* where the merged keys ended */
 } vjob;
 
-/* Chunks of one size (the last one shorter), so that the sorted runs of
- * every merge round start at multiples of it. */
+/* Chunks of one size (the last one shorter). */
 static size_t chunk_lo(const vjob *j, size_t c)
 {
     size_t n = j->req->n, csz = (n + j->nchunks - 1) / j->nchunks;
@@ -98,67 +96,6 @@ static void task_sort(void *arg, size_t c, unsigned worker)
         gs_vqsort_u32((uint32_t *)k, len);
     else
         gs_vqsort_u64((uint64_t *)k, len);
-}
-
-/* Merge path: the number of keys taken from a (the rest from b) among the
- * first `diag` outputs of merging a[0..na) and b[0..nb), ties to a. */
-#define DEFINE_MERGE(SUF, K)                                                       \
-    static size_t corank_##SUF(const K *a, size_t na, const K *b, size_t nb,      \
-                               size_t diag)                                      \
-    {                                                                            \
-        size_t lo = diag > nb ? diag - nb : 0, hi = diag < na ? diag : na;       \
-        while (lo < hi) {                                                        \
-            size_t i = lo + (hi - lo) / 2;   /* take i from a, diag - i from b */ \
-            if (a[i] <= b[diag - i - 1])                                         \
-                lo = i + 1;                                                      \
-            else                                                                 \
-                hi = i;                                                          \
-        }                                                                        \
-        return lo;                                                               \
-    }                                                                            \
-    static void merge_##SUF(const K *a, size_t na, const K *b, size_t nb,        \
-                            size_t from, size_t to, K *out)                      \
-    {                                                                            \
-        size_t i = corank_##SUF(a, na, b, nb, from), k = from - i;               \
-        size_t ie = corank_##SUF(a, na, b, nb, to), ke = to - ie;                \
-        K *o = out + from;                                                       \
-        while (i < ie && k < ke) {   /* branch-free: random keys defeat   \
-                                        the predictor */                 \
-            K x = a[i], y = b[k];                                                \
-            int tb = y < x;                                                      \
-            *o++ = tb ? y : x;                                                   \
-            k += (size_t)tb;                                                     \
-            i += (size_t)!tb;                                                    \
-        }                                                                        \
-        while (i < ie)                                                           \
-            *o++ = a[i++];                                                       \
-        while (k < ke)                                                           \
-            *o++ = b[k++];                                                       \
-    }
-
-DEFINE_MERGE(u32, uint32_t)
-DEFINE_MERGE(u64, uint64_t)
-
-/* One output range of one pair's merge in this round. */
-static void task_merge(void *arg, size_t t, unsigned worker)
-{
-    vjob *j = arg;
-    (void)worker;
-    const size_t n = j->req->n, pair = t / j->parts, part = t % j->parts;
-    size_t alo = pair * 2 * j->run;
-    if (alo >= n)
-        return;
-    size_t na = n - alo < j->run ? n - alo : j->run;
-    size_t blo = alo + na, nb = n - blo < j->run ? n - blo : j->run;
-    size_t len = na + nb, from = len / j->parts * part, to = len / j->parts * (part + 1);
-    if (part == j->parts - 1)
-        to = len;
-    if (j->ks == 4)
-        merge_u32((uint32_t *)j->src + alo, na, (uint32_t *)j->src + blo, nb, from, to,
-                  (uint32_t *)j->dst + alo);
-    else
-        merge_u64((uint64_t *)j->src + alo, na, (uint64_t *)j->src + blo, nb, from, to,
-                  (uint64_t *)j->dst + alo);
 }
 
 static void task_decode(void *arg, size_t c, unsigned worker)
@@ -190,18 +127,12 @@ static int vq_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p,
     gs_hostpool_team team;
     unsigned workers = gs_hostpool_join(&team, (unsigned)(j.nchunks - 1));
     gs_hostpool_for(&team, j.nchunks, task_sort, &j);
-    j.src = req->keys;
-    j.dst = scratch;
-    j.parts = workers;
-    for (j.run = chunk_lo(&j, 1); j.nchunks > 1 && j.run < req->n; j.run *= 2) {
-        /* runs of j.run keys, the last one shorter or absent */
-        size_t pairs = (req->n + 2 * j.run - 1) / (2 * j.run);
-        gs_hostpool_for(&team, pairs * j.parts, task_merge, &j);
-        char *t = j.src;
-        j.src = j.dst;
-        j.dst = t;
-        st->passes++;
-    }
+    size_t bounds[VQ_MAX_THREADS + 1];
+    for (size_t c = 0; c <= j.nchunks; c++)
+        bounds[c] = chunk_lo(&j, c);
+    gs_merge m = { .ks = j.ks, .keys = req->keys, .kscr = scratch, .bounds = bounds,
+                   .nruns = j.nchunks };
+    j.src = gs_merge_runs(&team, workers, &m, &st->passes) ? scratch : req->keys;
     gs_hostpool_for(&team, j.nchunks, task_decode, &j);
     gs_hostpool_leave(&team);
     free(scratch);

@@ -72,7 +72,8 @@ typedef struct gs_client_result {
     char params[512];           /* "name=value,..." */
     char plan[32];              /* "tuned", "default", "override", "busy", "fallback" */
     char fallback[512];         /* why the first choice failed, "" if it did not */
-    double queue_ms, receive_ms, upload_ms, sort_ms, download_ms, total_ms;
+    unsigned chunks;            /* out of core: pieces sorted in turn; 0: none */
+    double queue_ms, receive_ms, upload_ms, sort_ms, download_ms, merge_ms, total_ms;
 } gs_client_result;
 
 /* The request of a sort as the protocol has it (op, shape, device,

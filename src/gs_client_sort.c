@@ -115,6 +115,8 @@ static int parse_result(gs_client *c, const cJSON *h, gs_client_result *r, gs_er
     gs_params_format(&rs.params, r->params, sizeof r->params);   /* whole items only */
     snprintf(r->plan, sizeof r->plan, "%s", rs.plan);
     snprintf(r->fallback, sizeof r->fallback, "%s", rs.fallback);
+    r->chunks = rs.chunks;
+    r->merge_ms = rs.times_ms.merge;
     r->queue_ms = rs.times_ms.queue;
     r->receive_ms = rs.times_ms.receive;
     r->upload_ms = rs.times_ms.upload;

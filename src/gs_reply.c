@@ -238,12 +238,16 @@ cJSON *gs_reply_sort_build(const gs_reply_sort *r, const cJSON *id, gs_err *err)
     ok = ok && add_str(h, "plan", r->plan);
     if (r->fallback && r->fallback[0])
         ok = ok && add_str(h, "fallback", r->fallback);
+    if (r->chunks)
+        ok = ok && add_u64(h, "chunks", r->chunks);
     cJSON *t = ok ? cJSON_AddObjectToObject(h, "times_ms") : NULL;
     ok = t && gs_jnum_add_ms(t, "queue", r->times_ms.queue);
     ok = ok && gs_jnum_add_ms(t, "receive", r->times_ms.receive);
     ok = ok && gs_jnum_add_ms(t, "upload", r->times_ms.upload);
     ok = ok && gs_jnum_add_ms(t, "sort", r->times_ms.sort);
     ok = ok && gs_jnum_add_ms(t, "download", r->times_ms.download);
+    if (r->chunks)
+        ok = ok && gs_jnum_add_ms(t, "merge", r->times_ms.merge);
     ok = ok && gs_jnum_add_ms(t, "total", r->times_ms.total);
     return finish(h, ok, "sort", err);
 }
@@ -281,12 +285,16 @@ int gs_reply_sort_parse(const cJSON *h, const gs_jnum_doc *doc, gs_reply_sort *o
     const cJSON *fb = get(h, "fallback");
     if (fb)
         out->fallback = get_str(&p, h, NULL, "fallback");
+    if (get(h, "chunks"))
+        out->chunks = (unsigned)get_uint(&p, h, NULL, "chunks", UINT32_MAX);
     const cJSON *t = get_obj(&p, h, NULL, "times_ms");
     out->times_ms.queue = get_num(&p, t, "times_ms", "queue");
     out->times_ms.receive = get_num(&p, t, "times_ms", "receive");
     out->times_ms.upload = get_num(&p, t, "times_ms", "upload");
     out->times_ms.sort = get_num(&p, t, "times_ms", "sort");
     out->times_ms.download = get_num(&p, t, "times_ms", "download");
+    if (get(t, "merge"))
+        out->times_ms.merge = get_num(&p, t, "times_ms", "merge");
     out->times_ms.total = get_num(&p, t, "times_ms", "total");
     return p.rc;
 }

@@ -59,6 +59,8 @@ typedef struct gs_reply_times {
     double sort;        /* kernels on a device, or the host sort's wall time */
     double download;    /* device -> host */
     double total;       /* first byte received to the reply queued */
+    double merge;       /* out of core: the host merge of the pieces (written
+                           only when chunks says there were some) */
 } gs_reply_times;       /* milliseconds: "times_ms" */
 
 typedef struct gs_reply_sort {
@@ -72,6 +74,7 @@ typedef struct gs_reply_sort {
     gs_params params;           /* the set that ran (integers written exactly) */
     const char *plan;           /* "tuned", "default", "override", "busy", "fallback" */
     const char *fallback;       /* why the first choice failed; NULL or "": none */
+    unsigned chunks;            /* out of core: pieces the device sorted in turn; 0: none */
     gs_reply_times times_ms;
 } gs_reply_sort;
 

@@ -54,7 +54,7 @@ static const char *conf_diff(const gs_conf *a, const gs_conf *b)
 #define S(f) if (strcmp(a->f, b->f) != 0) return #f
 #define V(f) if (a->f != b->f) return #f
     S(socket); V(socket_mode); S(socket_group); S(allow_uids); S(allow_gids); S(db); S(cache_dir); S(kernel_dir);
-    V(log_level); V(log_syslog); V(max_request_bytes); V(max_pinned_bytes);
+    V(log_level); V(log_syslog); V(max_request_bytes); V(max_pinned_bytes); V(device_mem_cap);
     V(buffer_pool_percent); V(max_clients); V(inline_sort_max);
     V(max_header_bytes); V(idle_timeout_s); V(io_timeout_s); V(host_threads); V(io_threads);
     S(devices); V(tune_missing); V(tune_budget_s);
@@ -67,13 +67,13 @@ static int conf_ndiff(const gs_conf *a, const gs_conf *b)
 #define SC(f) n += strcmp(a->f, b->f) != 0
 #define VC(f) n += a->f != b->f
     SC(socket); VC(socket_mode); SC(socket_group); SC(allow_uids); SC(allow_gids); SC(db); SC(cache_dir); SC(kernel_dir);
-    VC(log_level); VC(log_syslog); VC(max_request_bytes); VC(max_pinned_bytes);
+    VC(log_level); VC(log_syslog); VC(max_request_bytes); VC(max_pinned_bytes); VC(device_mem_cap);
     VC(buffer_pool_percent); VC(max_clients); VC(inline_sort_max);
     VC(max_header_bytes); VC(idle_timeout_s); VC(io_timeout_s); VC(host_threads); VC(io_threads);
     SC(devices); VC(tune_missing); VC(tune_budget_s);
     return n;
 }
-#define NFIELDS 23
+#define NFIELDS 24
 
 /* ---- parsers ---- */
 
@@ -424,6 +424,11 @@ static void test_keys(void)
     set_good("max_pinned_bytes", "0");
     set_good("max_pinned_bytes", "auto");
     set_good("max_pinned_bytes", "16G");
+    set_good("device_mem_cap", "auto");
+    set_good("device_mem_cap", "0");
+    set_good("device_mem_cap", "4G");
+    set_bad("device_mem_cap", "4095", "at least 64K");
+    set_bad("device_mem_cap", "lots", "the device's own limits");
     set_bad("max_pinned_bytes", "Auto", "auto (a quarter of the memory)");
     set_bad("max_pinned_bytes", "-1", "auto (a quarter of the memory)");
     set_bad("max_pinned_bytes", "18446744073709551615", "auto (a quarter of the memory)");
@@ -861,12 +866,12 @@ static void all_changed(gs_conf *c)
         { "cache_dir", "#cache" },                 { "kernel_dir", "\"k\"" },
         { "log_level", "error" },                  { "log_target", "syslog" },
         { "max_request_bytes", "5000" },           { "max_clients", "65536" },
-        { "inline_sort_max", "0" },
+        { "inline_sort_max", "0" },                { "device_mem_cap", "96M" },
         { "max_pinned_bytes", "0" },               { "buffer_pool_percent", "90" },
         { "max_header_bytes", "3M" },              { "idle_timeout", "0.123456789s" },
         { "io_timeout", "1.5s" },                  { "host_threads", "1024" },
-        { "io_threads", "64" },                    { "devices", "3,1,2" },                    { "tune_missing", "yes" },
-        { "tune_budget", "1000h" },
+        { "io_threads", "64" },                    { "devices", "3,1,2" },
+        { "tune_missing", "yes" },                 { "tune_budget", "1000h" },
     };
     for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
         if (gs_conf_set(c, kv[i][0], kv[i][1], &e) != 0)

@@ -1045,7 +1045,7 @@ static void test_reply_sort(void)
     gs_params_set(&in.params, "big", LONG_MIN);
     in.plan = "fallback";
     in.fallback = "device 0 failed: out of resources";
-    in.times_ms = (gs_reply_times){ 0.25, 0.5, 1.5, 2.75, 3.125, 8.0 };
+    in.times_ms = (gs_reply_times){ 0.25, 0.5, 1.5, 2.75, 3.125, 8.0, 0 };
     cJSON *id = cJSON_CreateString("req-7");
     char *text = NULL;
     gs_err_clear(&err);

@@ -1,0 +1,185 @@
+/* Out-of-core sorts and the merge of sorted pieces (gs_chunk.h). The
+ * merge encodes every piece's keys in place to unsigned total order
+ * (gs_keys.h) so gs_merge.h compares plain integers, and decodes them on
+ * the way back. Encoding sends every NaN to one key, losing its bits: as
+ * gs_sort_run does around a whole sort, the NaNs' bits and values are
+ * saved before (gs_keys_nan_save reads the pieces in order, and each
+ * piece's NaN block is already in its input order) and written back into
+ * the merged NaN block after. The per-element passes (index offsets,
+ * encode, decode with the copy back from scratch) run as tasks of
+ * TASK_N elements on a team of the shared pool. */
+#include "config.h"
+#include "gs_chunk.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gs_err.h"
+#include "gs_hostpool.h"
+#include "gs_keys.h"
+#include "gs_log.h"
+#include "gs_merge.h"
+#include "gs_time.h"
+
+#define TASK_N ((size_t)1 << 20)
+
+size_t gs_chunk_size(size_t n, size_t pieces)
+{
+    return pieces ? (n + pieces - 1) / pieces : n;
+}
+
+typedef struct mjob {
+    const gs_sort_req *req;
+    size_t ks, vs;
+    const size_t *bounds;   /* the pieces, for the index offsets */
+    size_t npieces;
+    const char *ksrc, *vsrc;    /* decode: where the merge left the result */
+} mjob;
+
+/* Task t's elements [lo, hi). */
+static void task_range(const mjob *m, size_t t, size_t *lo, size_t *hi)
+{
+    *lo = t * TASK_N;
+    *hi = *lo + TASK_N < m->req->n ? *lo + TASK_N : m->req->n;
+}
+
+/* Argsort: a piece's indices count from its own start. */
+static void task_offsets(void *arg, size_t t, unsigned worker)
+{
+    const mjob *m = arg;
+    (void)worker;
+    size_t lo, hi, pc = 0;
+    task_range(m, t, &lo, &hi);
+    while (lo < hi) {
+        while (m->bounds[pc + 1] <= lo)
+            pc++;
+        size_t end = m->bounds[pc + 1] < hi ? m->bounds[pc + 1] : hi, off = m->bounds[pc];
+        if (m->req->payload == GS_PL_IDX32)
+            for (uint32_t *v = (uint32_t *)m->req->values; lo < end; lo++)
+                v[lo] += (uint32_t)off;
+        else
+            for (uint64_t *v = (uint64_t *)m->req->values; lo < end; lo++)
+                v[lo] += off;
+    }
+}
+
+static void task_encode(void *arg, size_t t, unsigned worker)
+{
+    const mjob *m = arg;
+    (void)worker;
+    size_t lo, hi;
+    task_range(m, t, &lo, &hi);
+    gs_keys_encode(m->req->dtype, m->req->descending, (char *)m->req->keys + lo * m->ks,
+                   hi - lo);
+}
+
+static void task_decode(void *arg, size_t t, unsigned worker)
+{
+    const mjob *m = arg;
+    (void)worker;
+    size_t lo, hi;
+    task_range(m, t, &lo, &hi);
+    char *k = (char *)m->req->keys + lo * m->ks;
+    if (m->ksrc != (const char *)m->req->keys) {
+        memcpy(k, m->ksrc + lo * m->ks, (hi - lo) * m->ks);
+        if (m->vs)
+            memcpy((char *)m->req->values + lo * m->vs, m->vsrc + lo * m->vs,
+                   (hi - lo) * m->vs);
+    }
+    gs_keys_decode(m->req->dtype, m->req->descending, k, hi - lo);
+}
+
+int gs_chunk_merge(const gs_sort_req *req, size_t *bounds, size_t npieces, gs_sort_stats *st,
+                   gs_err *err)
+{
+    double t0 = gs_now_ms();
+    mjob m = { .req = req, .ks = gs_dtype_size(req->dtype), .vs = gs_payload_size(req->payload),
+               .bounds = bounds, .npieces = npieces, .ksrc = req->keys, .vsrc = req->values };
+    if (npieces < 2 || req->n == 0) {
+        st->merge_ms += gs_now_ms() - t0;
+        return 0;
+    }
+    char *kscr = gs_hostpool_scratch(req->n * m.ks);
+    char *vscr = m.vs ? gs_hostpool_scratch(req->n * m.vs) : NULL;
+    if (!kscr || (m.vs && !vscr)) {
+        free(kscr);
+        free(vscr);
+        return gs_err_set(err, GS_ENOMEM, "merging %zu sorted pieces: out of memory for "
+                          "%zu bytes of scratch", npieces, req->n * (m.ks + m.vs));
+    }
+    gs_hostpool_team team;
+    unsigned workers = gs_hostpool_join(&team, gs_hostpool_cpus() - 1);
+    size_t tasks = (req->n + TASK_N - 1) / TASK_N;
+    if (req->payload == GS_PL_IDX32 || req->payload == GS_PL_IDX64)
+        gs_hostpool_for(&team, tasks, task_offsets, &m);
+    /* The save reads the pieces' indices as plain values: for an argsort it
+     * would otherwise record positions, the input indices of an unsorted array. */
+    gs_sort_req asval = *req;
+    if (req->payload == GS_PL_IDX32 || req->payload == GS_PL_IDX64)
+        asval.payload = req->payload == GS_PL_IDX32 ? GS_PL_U32 : GS_PL_U64;
+    gs_nan_save ns = { 0, NULL, NULL };
+    int rc = gs_keys_nan_save(&asval, &ns, err);
+    if (rc == 0) {
+        gs_hostpool_for(&team, tasks, task_encode, &m);
+        gs_merge mg = { .ks = m.ks, .vs = m.vs, .keys = req->keys, .vals = req->values,
+                        .kscr = kscr, .vscr = vscr, .bounds = bounds, .nruns = npieces };
+        if (gs_merge_runs(&team, workers, &mg, NULL)) {
+            m.ksrc = kscr;
+            m.vsrc = vscr;
+        }
+        gs_hostpool_for(&team, tasks, task_decode, &m);
+        gs_keys_nan_restore(&asval, &ns);
+        gs_keys_nan_free(&ns);
+    }
+    gs_hostpool_leave(&team);
+    free(kscr);
+    free(vscr);
+    st->merge_ms += gs_now_ms() - t0;
+    return rc;
+}
+
+int gs_chunk_sort(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
+                  const gs_params *p, size_t chunk_n, gs_sort_stats *st, gs_err *err)
+{
+    double t0 = gs_now_ms();
+    memset(st, 0, sizeof *st);
+    if (chunk_n == 0 || chunk_n >= req->n)
+        return gs_sort_run(a, ctx, req, p, st, err);
+    size_t npieces = (req->n + chunk_n - 1) / chunk_n;
+    size_t *bounds = malloc((npieces + 1) * sizeof *bounds);
+    if (!bounds)
+        return gs_err_set(err, GS_ENOMEM, "out-of-core sort: out of memory");
+    size_t ks = gs_dtype_size(req->dtype), vs = gs_payload_size(req->payload);
+    int rc = 0;
+    for (size_t c = 0; c < npieces && rc == 0; c++) {
+        size_t lo = c * chunk_n, len = req->n - lo < chunk_n ? req->n - lo : chunk_n;
+        bounds[c] = lo;
+        gs_sort_req piece = *req;
+        piece.n = len;
+        piece.keys = (char *)req->keys + lo * ks;
+        piece.values = vs ? (char *)req->values + lo * vs : NULL;
+        gs_sort_stats cs;
+        rc = gs_sort_run(a, ctx, &piece, p, &cs, err);
+        st->upload_ms += cs.upload_ms;
+        st->kernel_ms += cs.kernel_ms;
+        st->download_ms += cs.download_ms;
+        st->passes += cs.passes;
+        st->passes_skipped += cs.passes_skipped;
+        st->nans_on_device += cs.nans_on_device;
+        st->output_touched = cs.output_touched;
+        if (rc < 0)
+            gs_err_prefix(err, "out-of-core piece %zu of %zu (%zu keys): ", c + 1, npieces, len);
+    }
+    bounds[npieces] = req->n;
+    st->chunks = (unsigned)npieces;
+    if (rc == 0)
+        rc = gs_chunk_merge(req, bounds, npieces, st, err);
+    free(bounds);
+    st->wall_ms = gs_now_ms() - t0;
+    if (rc == 0)
+        GS_DEBUG("%s: sorted %zu %s out of core, %zu pieces of %zu, merged in %.3f ms (%.3f ms "
+                 "in all)", a->name, req->n, gs_dtype_name(req->dtype), npieces, chunk_n,
+                 st->merge_ms, st->wall_ms);
+    return rc;
+}

@@ -1,0 +1,36 @@
+/* Sorting an array larger than a device can hold (out of core), and
+ * merging arrays sorted in pieces elsewhere (the daemon's split over
+ * several devices): the pieces are contiguous ranges of the request, each
+ * sorted on its own by an ordinary run (gs_sort_run), then merged on the
+ * host by gs_merge.h's merge-path rounds on every free core. The merge is
+ * stable (ties to the earlier piece), keeps float total order and every
+ * NaN's bits with its value, and turns each piece's argsort indices into
+ * the request's. Host memory beyond the caller's arrays: one scratch copy
+ * of the keys and values (n * (key + value) bytes), plus the NaNs' bits
+ * and values when some NaN is not the canonical one. */
+#ifndef GS_CHUNK_H
+#define GS_CHUNK_H
+
+#include <stddef.h>
+
+#include "gs_sort.h"
+
+/* Sort req in pieces of at most chunk_n elements, one after another, each
+ * with gs_sort_run(a, ctx, piece, p), then merge them. st gets the pieces'
+ * upload, kernel and download times added up, chunks and merge_ms; a piece
+ * that fails leaves the error, and st->output_touched says whether that
+ * piece's arrays still hold its input (the pieces sorted before it are
+ * permuted, not changed, so a fallback may sort the whole request again). */
+int gs_chunk_sort(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
+                  const gs_params *p, size_t chunk_n, gs_sort_stats *st, gs_err *err);
+
+/* Merge req's sorted pieces [bounds[i], bounds[i+1]) (i < npieces,
+ * bounds[npieces] = n; argsort indices relative to their piece) into one
+ * sorted request. bounds is overwritten. st->merge_ms gets the time. */
+int gs_chunk_merge(const gs_sort_req *req, size_t *bounds, size_t npieces, gs_sort_stats *st,
+                   gs_err *err);
+
+/* The piece size for a sort of n keys cut into `pieces` even pieces. */
+size_t gs_chunk_size(size_t n, size_t pieces);
+
+#endif
