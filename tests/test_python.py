@@ -1,4 +1,4 @@
-"""TAP checks of the Python client (python/gsort.py) against numpy, with
+"""TAP checks of the Python client (python/gsort/) against numpy, with
 real gsortd daemons on temporary sockets: A serves on the host only
 (every dtype, both transports, errors), B with its OpenCL devices (one
 algorithm, one program: a few sorts on PoCL), C with small limits (a
@@ -20,37 +20,7 @@ import traceback
 import numpy as np
 
 import gsort
-
-GSORTD = os.environ.get("GSORTD", "daemon/gsortd")
-PCACHE = os.environ.get("GSORT_PCACHE", "tests/pcache")
-
-# ---- TAP ----
-
-_n = 0
-_failed = 0
-
-
-def ok(cond, desc, diag=None):
-    global _n, _failed
-    _n += 1
-    print("%s %d - %s" % ("ok" if cond else "not ok", _n, desc), flush=True)
-    if not cond:
-        _failed += 1
-        if diag:
-            for line in str(diag).splitlines():
-                print("# " + line)
-    return cond
-
-
-def check(desc, fn):
-    """ok() on fn()'s truth; an exception is a failure with its traceback."""
-    try:
-        r = fn()
-    except Exception:
-        return ok(False, desc, traceback.format_exc())
-    if isinstance(r, tuple):
-        return ok(r[0], desc, r[1])
-    return ok(bool(r), desc)
+from pytap import Daemons, check, finish, ok
 
 
 def raises(exc, fn, *args, **kw):
@@ -65,38 +35,9 @@ def raises(exc, fn, *args, **kw):
 # ---- daemons ----
 
 tmp = tempfile.mkdtemp(prefix="gsort-py.")
-empty_conf = os.path.join(tmp, "empty.conf")
-open(empty_conf, "w").close()
-daemons = []
-
-
-def start_daemon(name, *opts):
-    sock = os.path.join(tmp, name + ".sock")
-    log = os.path.join(tmp, name + ".log")
-    argv = [GSORTD, "--config", empty_conf, "--socket", sock,
-            "--db", os.path.join(tmp, name + ".db"), "-o", "cache_dir=" + PCACHE] + list(opts)
-    with open(log, "w") as lf:
-        p = subprocess.Popen(argv, stdout=lf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    daemons.append(p)
-    for _ in range(600):
-        if os.path.exists(sock) and "serving on" in open(log).read():
-            return sock, log, p
-        if p.poll() is not None:
-            break
-        time.sleep(0.1)
-    return None, log, p
-
-
-def stop_daemons():
-    for p in daemons:
-        if p.poll() is None:
-            p.terminate()
-    for p in daemons:
-        try:
-            p.wait(20)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+_daemons = Daemons(tmp)
+daemons = _daemons.procs
+start_daemon = _daemons.start
 
 
 def wait_log(log, text, seconds):
@@ -825,10 +766,9 @@ if __name__ == "__main__":
     except BaseException:
         ok(False, "the test program ran to the end", traceback.format_exc())
     finally:
-        stop_daemons()
+        _daemons.stop()
         for p in daemons:
             ok(p.returncode == 0, "daemon pid %d stopped cleanly (rc %s)" % (p.pid, p.returncode))
         import shutil
         shutil.rmtree(tmp, ignore_errors=True)
-    print("1..%d" % _n)
-    sys.exit(1 if _failed else 0)
+    finish()

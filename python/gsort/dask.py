@@ -1,0 +1,304 @@
+"""gsort.dask: gsortd as the per-node sort engine of a Dask cluster.
+
+Every task sorts through the gsortd of the node it runs on, found as the
+gsort client finds it (default_socket(): $GSORTD_SOCKET in the worker's
+environment, else the user's or the system daemon's socket). Where no
+daemon answers (or it refuses a request) the task warns once per worker
+process and sorts in process with numpy, giving the same answer: a job
+never fails for want of a daemon.
+
+    >>> import dask.dataframe as dd, gsort.dask
+    >>> ddf.sort_values("k", sort_function=gsort.dask.sort_values)
+    >>> ddf.sort_values("k", ascending=False, na_position="first",
+    ...                 sort_function=gsort.dask.sort_values)
+
+sort_values is the partition sort Dask calls after its shuffle (Dask
+2022.12 passes by, ascending and na_position, plus sort_function_kwargs):
+it sorts a pandas DataFrame (or Series) by one numeric column with a stable
+gsortd argsort and one take, exactly as pandas' sort_values(...,
+kind="stable") would; anything else (several columns, a key function, an
+extension or object dtype) goes to pandas' own sort_values.
+
+    >>> import dask.array as da
+    >>> gsort.dask.sort(x)      # x: a 1-D dask array; np.sort's values
+    >>> gsort.dask.argsort(x)   # np.argsort(x.compute(), kind="stable")
+
+sort and argsort are a sample sort: each chunk is sorted on its worker and
+kept there (persisted), a weighted sample of every chunk gives the
+splitters, each output partition gathers its slice of every sorted chunk
+and sorts it. Both return a dask array with known chunk sizes; the input is
+computed once, when sort/argsort is called (as Dask's own sort_values
+computes its divisions), the output partitions when the result is.
+"""
+
+import threading
+import warnings
+
+import numpy as np
+
+import dask
+import dask.array as da
+
+import gsort
+
+__all__ = ["sort_values", "sort", "argsort"]
+
+# Keys gsortd takes as they are; narrower ones widen losslessly to these.
+_WIDEN = {"b": np.uint32, "u": np.uint32, "i": np.int32, "f": np.float32}
+
+# Samples per output partition drawn from each chunk (regular sampling of
+# the sorted chunk): more even partitions for a little more gathering.
+_OVERSAMPLE = 32
+
+_warned = set()
+_warned_lock = threading.Lock()
+
+
+def _warn_once(e):
+    """One warning per worker process and error code: the fallback is meant
+    to be seen, not to flood the log with a line per partition."""
+    code = getattr(e, "code", type(e).__name__)
+    with _warned_lock:
+        if code in _warned:
+            return
+        _warned.add(code)
+    warnings.warn("gsort.dask: sorting in process with numpy: %s" % e, RuntimeWarning,
+                  stacklevel=3)
+
+
+# ---- one node's sorts: gsortd, else numpy ----
+
+def _wire(a):
+    """a as keys gsortd takes (uint32/int32/float32/uint64/int64/float64 in
+    native order, contiguous), widened where narrower; TypeError for
+    anything not numeric."""
+    a = np.asarray(a)
+    k = a.dtype.kind
+    if k not in "biuf":
+        raise TypeError("gsort.dask: cannot sort dtype %s (numeric keys only)" % a.dtype)
+    if a.dtype.itemsize < 4 or k == "b":
+        a = a.astype(_WIDEN[k])
+    elif not a.dtype.isnative:
+        a = a.astype(a.dtype.newbyteorder("="))
+    if a.dtype.itemsize > 8:
+        raise TypeError("gsort.dask: cannot sort dtype %s (at most 8-byte keys)" % a.dtype)
+    return np.ascontiguousarray(a)
+
+
+def _plus_zero(k):
+    """Floats with -0.0 made +0.0 (a new array): numpy and pandas treat
+    the two zeros as equal keys, gsortd puts -0.0 first; argsorts must tie
+    them to agree. Other keys as they are."""
+    return k + k.dtype.type(0) if k.dtype.kind == "f" else k
+
+
+def _np_argsort(k, descending):
+    """gsortd's stable argsort in numpy: equal keys in input order either
+    way, NaNs last ascending and first descending."""
+    if not descending:
+        return np.argsort(k, kind="stable")
+    r = np.argsort(k[::-1], kind="stable")
+    return (k.shape[0] - 1 - r)[::-1]
+
+
+def _argsort(k, descending=False):
+    """Stable int64 argsort of wire keys k on this node."""
+    if k.shape[0] == 0:
+        return np.empty(0, np.int64)
+    try:
+        return gsort.default_client().argsort(k, descending=descending, stable=True)
+    except gsort.Error as e:
+        _warn_once(e)
+    return _np_argsort(k, descending)
+
+
+def _sort(k):
+    if k.shape[0] == 0:
+        return k.copy()
+    try:
+        return gsort.default_client().sort(k)
+    except gsort.Error as e:
+        _warn_once(e)
+    return np.sort(k)
+
+
+def _sort_by_key(k, v):
+    """(sorted k, v permuted alike), stable."""
+    if k.shape[0] == 0:
+        return k.copy(), v.copy()
+    try:
+        return gsort.default_client().sort_by_key(k, v, stable=True)
+    except gsort.Error as e:
+        _warn_once(e)
+    p = np.argsort(k, kind="stable")
+    return k[p], v[p]
+
+
+# ---- the partition sort of DataFrame.sort_values ----
+
+def _one(x):
+    """x itself, or the single item of a one-item list; None otherwise."""
+    if isinstance(x, (list, tuple)):
+        return x[0] if len(x) == 1 else None
+    return x
+
+
+def sort_values(df, by=None, ascending=True, na_position="last", ignore_index=False,
+                kind=None, **kwargs):
+    """df.sort_values(by, ascending=..., na_position=..., kind="stable")
+    through gsortd, for a pandas DataFrame sorted by one numeric column (or
+    a Series, by its values): a stable argsort of the column, then one
+    take. Dask's hook: ddf.sort_values(by, sort_function=sort_values).
+    kind is accepted and ignored (the sort is always stable); other
+    cases and keywords go to pandas' own sort_values."""
+    import pandas as pd
+
+    col = _one(by)
+    asc = _one(ascending)
+    series = isinstance(df, pd.Series)
+    s = df if series else (df[col] if isinstance(col, str) and col in df.columns else None)
+    if (s is None or isinstance(s, pd.DataFrame) or kwargs or
+            not isinstance(asc, (bool, np.bool_)) or na_position not in ("first", "last") or
+            not isinstance(s.dtype, np.dtype) or s.dtype.kind not in "biuf" or
+            s.dtype.itemsize > 8):
+        kw = dict(kwargs, ascending=ascending, na_position=na_position,
+                  ignore_index=ignore_index, kind=kind or "stable")
+        return df.sort_values(**kw) if series else df.sort_values(by, **kw)
+    k = _plus_zero(_wire(s.to_numpy()))
+    idx = _argsort(k, descending=not asc)
+    if k.dtype.kind == "f":
+        # gsortd puts NaNs (in input order, as pandas) last ascending and
+        # first descending; pandas puts them where na_position says.
+        nn = int(np.count_nonzero(np.isnan(k)))
+        n = k.shape[0]
+        if nn and asc and na_position == "first":
+            idx = np.concatenate([idx[n - nn:], idx[:n - nn]])
+        elif nn and not asc and na_position == "last":
+            idx = np.concatenate([idx[nn:], idx[:nn]])
+    out = df.take(idx)
+    if ignore_index:
+        out = out.reset_index(drop=True)
+    return out
+
+
+# ---- sample sort of a 1-D dask array ----
+
+class _Sorted:
+    """A sorted chunk held by its worker: keys, and for argsort each key's
+    index. (Not a tuple: Dask would read a tuple in its graph as a task.)"""
+
+    __slots__ = ("keys", "index")
+
+    def __init__(self, keys, index=None):
+        self.keys = keys
+        self.index = index
+
+    def __sizeof__(self):
+        # What Dask's memory accounting reads.
+        return self.keys.nbytes + (0 if self.index is None else self.index.nbytes)
+
+
+def _local(block, with_index):
+    """A chunk sorted on its worker (with its chunk-relative indices for
+    argsort)."""
+    k = _wire(block)
+    if not with_index:
+        return _Sorted(_sort(k))
+    k = _plus_zero(k)
+    return _Sorted(*_sort_by_key(k, np.arange(k.shape[0], dtype=np.int64)))
+
+
+def _sample(local, m):
+    """(chunk length, m evenly spaced keys of the sorted chunk)."""
+    k = local.keys
+    n = k.shape[0]
+    if n == 0:
+        return 0, k[:0]
+    return n, k[np.linspace(0, n - 1, min(n, m)).astype(np.int64)]
+
+
+def _splitters(samples, q):
+    """q - 1 keys cutting the weighted sample into q equal shares (a
+    chunk's sample items each stand for length / sample size keys)."""
+    ks = [s for _, s in samples if s.shape[0]]
+    if q < 2 or not ks:
+        return ks[0][:0] if ks else np.empty(0)
+    vals = np.concatenate(ks)
+    w = np.concatenate([np.full(s.shape[0], n / s.shape[0]) for n, s in samples
+                        if s.shape[0]])
+    o = np.argsort(vals, kind="stable")
+    cw = np.cumsum(w[o])
+    pos = np.searchsorted(cw, cw[-1] * np.arange(1, q) / q)
+    return vals[o][np.minimum(pos, vals.shape[0] - 1)]
+
+
+def _cuts(local, splitters):
+    k = local.keys
+    return np.concatenate([[0], np.searchsorted(k, splitters, side="left"), [k.shape[0]]])
+
+
+def _piece(local, a, b, offset):
+    """Slice [a, b) of a sorted chunk, its indices made global."""
+    if local.index is None:
+        return _Sorted(local.keys[a:b])
+    return _Sorted(local.keys[a:b], local.index[a:b] + offset)
+
+
+def _merge(pieces, dtype, with_index):
+    """One output partition: its pieces of every chunk, sorted. Pieces come
+    in chunk order, so a stable sort keeps equal keys in index order."""
+    if not pieces:
+        return np.empty(0, dtype)
+    k = np.concatenate([p.keys for p in pieces])
+    if not with_index:
+        return _sort(k).astype(dtype, copy=False)
+    v = np.concatenate([p.index for p in pieces])
+    return _sort_by_key(k, v)[1]
+
+
+def _sample_sort(x, npartitions, with_index):
+    x = da.asarray(x)
+    if x.ndim != 1:
+        raise ValueError("gsort.dask: x must be a 1-D dask array, not %d-D (sort "
+                         "x.ravel() for the flattened order)" % x.ndim)
+    if x.dtype.kind not in "biuf" or x.dtype.itemsize > 8:
+        raise TypeError("gsort.dask: cannot sort dtype %s (numeric keys only)" % x.dtype)
+    q = x.numblocks[0] if npartitions is None else int(npartitions)
+    if q < 1:
+        raise ValueError("gsort.dask: npartitions must be at least 1")
+    out_dtype = np.dtype(np.int64) if with_index else x.dtype
+    blocks = list(x.to_delayed().ravel())
+    local = dask.persist(*[dask.delayed(_local, pure=True)(b, with_index) for b in blocks])
+    samples = dask.compute(*[dask.delayed(_sample, pure=True)(l, _OVERSAMPLE * q)
+                             for l in local])
+    splitters = _splitters(samples, q)
+    q = splitters.shape[0] + 1
+    cuts = dask.compute(*[dask.delayed(_cuts, pure=True)(l, splitters) for l in local])
+    offsets = np.concatenate([[0], np.cumsum([n for n, _ in samples])])
+    parts = []
+    for j in range(q):
+        pieces = [dask.delayed(_piece, pure=True)(l, int(c[j]), int(c[j + 1]), int(offsets[i]))
+                  for i, (l, c) in enumerate(zip(local, cuts)) if c[j + 1] > c[j]]
+        n = int(sum(c[j + 1] - c[j] for c in cuts))
+        m = dask.delayed(_merge, pure=True)(pieces, out_dtype, with_index)
+        parts.append(da.from_delayed(m, shape=(n,), dtype=out_dtype))
+    if not parts:
+        return da.from_array(np.empty(0, out_dtype), chunks=(0,))
+    return da.concatenate(parts)
+
+
+def sort(x, npartitions=None):
+    """The sorted values of the 1-D dask array x, as np.sort gives them
+    (NaNs last), in a dask array of npartitions chunks (default: x's
+    count; fewer where duplicates leave splitters equal) of known sizes.
+    Numeric dtypes; the narrower ones are sorted widened and returned as
+    they came."""
+    return _sample_sort(x, npartitions, False)
+
+
+def argsort(x, npartitions=None):
+    """The int64 indices that sort the 1-D dask array x stably, as
+    np.argsort(x, kind="stable") gives them (equal keys, -0.0 and +0.0
+    among them, in index order; NaNs last), in a dask array of known
+    chunk sizes."""
+    return _sample_sort(x, npartitions, True)
