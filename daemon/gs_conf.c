@@ -82,7 +82,7 @@ unsigned gs_conf_inline_max(const gs_conf *c)
     if (c->inline_sort_max != GS_CONF_INLINE_AUTO)
         return c->inline_sort_max;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    return cpus > 0 && cpus <= 2 ? 2048 : 0;
+    return (cpus > 0 && cpus <= 2) || gs_conf_io_threads(c) >= 4 ? 2048 : 0;
 }
 
 unsigned gs_conf_io_threads(const gs_conf *c)
@@ -90,7 +90,7 @@ unsigned gs_conf_io_threads(const gs_conf *c)
     if (c->io_threads)
         return c->io_threads;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    return cpus < 8 ? 1 : cpus >= 32 ? 8 : (unsigned)(cpus / 4);
+    return cpus <= 2 ? 1 : cpus >= 16 ? 8 : (unsigned)(cpus / 2);
 }
 
 uint64_t gs_conf_request_cap(const gs_conf *c)
@@ -606,8 +606,8 @@ int gs_conf_set(gs_conf *c, const char *key, const char *v, gs_err *err)
             return 0;
         }
         return set_uint(&c->inline_sort_max, key, v, 0, 65536,
-                        "auto (2048 with at most 2 CPUs, else 0), or a whole number of keys "
-                        "from 0 (never) to 65536", err);
+                        "auto (2048 with at most 2 CPUs or at least 4 I/O loops, else 0), or a "
+                        "whole number of keys from 0 (never) to 65536", err);
     }
     if (strcmp(key, "max_header_bytes") == 0) {
         uint64_t x;
@@ -629,7 +629,7 @@ int gs_conf_set(gs_conf *c, const char *key, const char *v, gs_err *err)
             return 0;
         }
         return set_uint(&c->io_threads, key, v, 1, 64,
-                        "auto (one per 4 online CPUs, 1 below 8 CPUs, at most 8), or a whole "
+                        "auto (one per 2 online CPUs, 1 with at most 2, at most 8), or a whole "
                         "number of event loops from 1 to 64", err);
     }
     if (strcmp(key, "devices") == 0)

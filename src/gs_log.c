@@ -3,12 +3,15 @@
 #include "config.h"
 #include "gs_log.h"
 
+#include <stdatomic.h>
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
-static int g_level = GS_LOG_INFO;
+/* Set on SIGHUP by the main loop while workers and other loops log. */
+static _Atomic int g_level = GS_LOG_INFO;
 static gs_log_sink g_sink;
 static void *g_sink_ud;
 
@@ -31,8 +34,8 @@ int gs_log_parse_level(const char *s)
     return -1;
 }
 
-void gs_log_set_level(int level) { g_level = level; }
-int gs_log_get_level(void) { return g_level; }
+void gs_log_set_level(int level) { atomic_store_explicit(&g_level, level, memory_order_relaxed); }
+int gs_log_get_level(void) { return atomic_load_explicit(&g_level, memory_order_relaxed); }
 
 void gs_log_set_sink(gs_log_sink sink, void *ud)
 {
@@ -42,7 +45,7 @@ void gs_log_set_sink(gs_log_sink sink, void *ud)
 
 void gs_log(int level, const char *fmt, ...)
 {
-    if (level > g_level)
+    if (level > gs_log_get_level())
         return;
     char buf[8192];
     va_list ap;

@@ -12,6 +12,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -300,6 +301,10 @@ typedef struct ref_entry {
     struct ref_entry *next;
 } ref_entry;
 
+/* The cache is shared by the threads of a test (several clients building
+ * their cases at once): rc_mu is held from rc_get until the permutation's
+ * last use, so that no other thread evicts it meanwhile. */
+static pthread_mutex_t rc_mu = PTHREAD_MUTEX_INITIALIZER;
 static ref_entry *rc_head;
 static size_t rc_bytes;
 static uint64_t rc_clock;
@@ -623,9 +628,12 @@ static int case_setup(sc_case *c, gs_dtype t, gs_payload p, int desc, size_t n,
     if (vw)
         sc_fill_values(p, c->in_vals, n, sm_mix(seed ^ 0x76616c756573));
     int owned;
+    pthread_mutex_lock(&rc_mu);
     const uint32_t *perm = rc_get(t, dist, n, seed, c->in_keys, &owned);
-    if (!perm)
+    if (!perm) {
+        pthread_mutex_unlock(&rc_mu);
         return -1;
+    }
     const uint32_t *use = perm;
     if (desc) {
         reverse_groups(t, c->in_keys, perm, scratch, n);
@@ -641,6 +649,7 @@ static int case_setup(sc_case *c, gs_dtype t, gs_payload p, int desc, size_t n,
     }
     if (owned)
         free((void *)perm);
+    pthread_mutex_unlock(&rc_mu);
     sc_case_reset(c);
     return 0;
 }

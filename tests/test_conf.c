@@ -487,12 +487,19 @@ static void test_keys(void)
         gs_conf io;
         gs_conf_defaults(&io);
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        unsigned want = cpus < 8 ? 1 : cpus >= 32 ? 8 : (unsigned)(cpus / 4);
+        unsigned want = cpus <= 2 ? 1 : cpus >= 16 ? 8 : (unsigned)(cpus / 2);
         tap_ok(io.io_threads == 0 && gs_conf_io_threads(&io) == want,
                "io_threads defaults to auto: %u loop(s) with %ld CPUs", gs_conf_io_threads(&io),
                cpus);
         gs_conf_set(&io, "io_threads", "5", NULL);
         tap_ok(gs_conf_io_threads(&io) == 5, "io_threads = 5 means 5 loops");
+        /* with at least 4 loops small sorts stay on them (auto), with 2 they
+         * go to the workers, unless the machine has at most 2 CPUs */
+        unsigned with4 = gs_conf_inline_max(&io);
+        gs_conf_set(&io, "io_threads", "2", NULL);
+        unsigned with2 = gs_conf_inline_max(&io);
+        tap_ok(with4 == 2048 && with2 == (cpus <= 2 ? 2048u : 0u),
+               "inline_sort_max auto: %u keys with 5 I/O loops, %u with 2", with4, with2);
     }
     set_good("devices", "all");
     set_good("devices", "ALL");
@@ -526,7 +533,7 @@ static void test_keys(void)
         gs_conf dc;
         gs_conf_defaults(&dc);
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        unsigned want = cpus > 0 && cpus <= 2 ? 2048 : 0;
+        unsigned want = (cpus > 0 && cpus <= 2) || gs_conf_io_threads(&dc) >= 4 ? 2048 : 0;
         tap_ok(dc.inline_sort_max == GS_CONF_INLINE_AUTO && gs_conf_inline_max(&dc) == want,
                "inline_sort_max defaults to auto: %u keys on this %ld-CPU machine", want, cpus);
         gs_conf_set(&dc, "inline_sort_max", "100", &e);
