@@ -10,8 +10,12 @@
  * same whatever the number of chunks or of threads running them (those
  * come from the shared pool, gs_hostpool.h). Keys and values ping-pong
  * between the caller's buffers and one scratch buffer each. Tiny inputs
- * use insertion sort. Tunables: threads (chunks, at most; small inputs
- * stay on one) and radix_bits (0: by n). */
+ * use insertion sort. Past the cache (msd=1, the default) only the top
+ * digit's pass runs over the whole array; its buckets, each small enough to
+ * stay in a core's cache, are then sorted one per task, with 8-bit digits,
+ * straight back into the caller's arrays: two trips through memory instead
+ * of one per digit. Tunables: threads (chunks, at most; small inputs stay
+ * on one), radix_bits (0: by n) and msd. */
 #include "config.h"
 #include "gs_algos.h"
 
@@ -46,6 +50,15 @@
 #define HOST_WC_BYTES ((size_t)6 << 20)
 #define HOST_WC_MAX_BITS 16
 #define HOST_LINE 64
+/* msd=1: a bucket of the top digit is sorted by one worker while it stays
+ * in its cache (L2, or its share of the L3), so at most this big;
+ * otherwise the plain LSD passes run. */
+#define HOST_MSD_BUCKET_BYTES ((size_t)4 << 20)
+/* Digit bits inside a bucket: 2 passes for the 22 bits below a 32-bit
+ * key's top digit, 5 for a 64-bit key's 55; the 2048 counters and targets
+ * stay in L1/L2 with the bucket. */
+#define HOST_BB 11
+#define HOST_BB_MAXP ((64 + HOST_BB - 1) / HOST_BB)
 /* Encode and count in blocks that stay in L1 between the two. */
 #define HOST_BLOCK 2048
 
@@ -88,7 +101,7 @@ size_t gs_host_force_min_chunk(size_t keys)
 
 /* ---- parameters ---- */
 
-enum { P_THREADS = 0, P_BITS, P_COUNT };
+enum { P_THREADS = 0, P_BITS, P_MSD, P_COUNT };
 
 static size_t values_bits(const gs_dev_info *info, long *out, size_t cap)
 {
@@ -97,11 +110,21 @@ static size_t values_bits(const gs_dev_info *info, long *out, size_t cap)
     return gs_values_list(bits, sizeof bits / sizeof bits[0], out, cap);
 }
 
+static size_t values_msd(const gs_dev_info *info, long *out, size_t cap)
+{
+    static const long v[] = { 0, 1 };
+    (void)info;
+    return gs_values_list(v, 2, out, cap);
+}
+
 static const gs_param_def host_params[P_COUNT] = {
     { "threads", "chunks sorted in parallel, at most (each of 262144 keys or more; "
       "threads beyond the free helpers of the shared pool take turns)", gs_values_threads },
     { "radix_bits", "bits per digit, 1..16 (0: 8 below 65536 keys, 11 from there)",
       values_bits },
+    { "msd", "1: past the cache, the top digit first, then each of its buckets sorted "
+      "whole in cache by one thread (keys skewed into one big bucket: plain LSD); 0: LSD "
+      "passes only", values_msd },
 };
 
 static long default_threads(void)
@@ -115,13 +138,14 @@ static int get_params(const gs_params *p, long v[P_COUNT], gs_err *err)
 {
     v[P_THREADS] = default_threads();
     v[P_BITS] = 0;
+    v[P_MSD] = 1;
     for (int i = 0; p && i < p->count; i++) {
         size_t k = 0;
         while (k < P_COUNT && strcmp(p->p[i].name, host_params[k].name) != 0)
             k++;
         if (k == P_COUNT)
             return gs_err_set(err, GS_EUNSUPPORTED, "host: unknown parameter '%s' (known: "
-                              "threads, radix_bits)", p->p[i].name);
+                              "threads, radix_bits, msd)", p->p[i].name);
         v[k] = p->p[i].value;
     }
     if (v[P_THREADS] < 1 || v[P_THREADS] > HOST_MAX_THREADS)
@@ -130,6 +154,8 @@ static int get_params(const gs_params *p, long v[P_COUNT], gs_err *err)
     if (v[P_BITS] < 0 || v[P_BITS] > HOST_MAX_BITS)
         return gs_err_set(err, GS_EUNSUPPORTED, "host: radix_bits=%ld out of range 1..%d "
                           "(or 0: by n)", v[P_BITS], HOST_MAX_BITS);
+    if (v[P_MSD] != 0 && v[P_MSD] != 1)
+        return gs_err_set(err, GS_EUNSUPPORTED, "host: msd=%ld is not 0 or 1", v[P_MSD]);
     return 0;
 }
 
@@ -148,6 +174,7 @@ static void host_defaults(const gs_dev_info *info, gs_params *out)
     gs_params_clear(out);
     gs_params_set(out, "threads", default_threads());
     gs_params_set(out, "radix_bits", 0);
+    gs_params_set(out, "msd", 1);
 }
 
 /* ---- the sort ---- */
@@ -159,6 +186,7 @@ typedef struct hops {
     void (*count)(hjob *j, size_t c);
     void (*recount)(hjob *j, size_t c);
     void (*scatter)(hjob *j, size_t c, unsigned worker);
+    void (*bucket)(hjob *j, size_t lo, size_t hi, uint32_t *h);
 } hops;
 
 struct hjob {
@@ -180,6 +208,11 @@ struct hjob {
     void *dk, *dv;
     unsigned sh;
     int moved;                  /* the result is in the scratch */
+    /* most significant digit first (host_msd_fits): the top pass scatters
+     * into buckets, each then sorted whole by one worker in cache */
+    int msd;                    /* allowed */
+    size_t *bstart;             /* nb + 1 bucket bounds after the top pass */
+    uint32_t **bh;              /* per worker: a bucket's digit counts */
 };
 
 static size_t chunk_lo(const hjob *j, size_t c) { return c * j->chunk; }
@@ -347,7 +380,65 @@ static size_t chunk_hi(const hjob *j, size_t c)
         nt_fence();     /* the next pass reads what was streamed out */        \
     }                                                                           \
                                                                                 \
-    static const hops ops_##SUF = { count_##SUF, recount_##SUF, scatter_##SUF };
+    /* One bucket [lo, hi) of the top pass, in the scratch: an LSD sort of  \
+     * the bits below the top digit with HOST_BB-bit digits, while it sits   \
+     * in the cache, ping-ponging with the caller's arrays and ending in      \
+     * them. Bits above them in a digit are the bucket's own, the same for    \
+     * all its keys. */                                                       \
+    static void bucket_##SUF(hjob *j, size_t lo, size_t hi, uint32_t *h)      \
+    {                                                                           \
+        enum { NB = 1 << HOST_BB };                                             \
+        K *ak = (K *)j->ks + lo, *bk = (K *)j->k + lo;                          \
+        V_ *av = HASV ? (V_ *)j->vs + lo : NULL;                                \
+        V_ *bv = HASV ? (V_ *)j->v + lo : NULL;                                 \
+        const size_t m = hi - lo;                                               \
+        if (m == 0)                                                             \
+            return;                                                             \
+        const unsigned np = (j->sh + HOST_BB - 1) / HOST_BB;                    \
+        const K mask = (K)(NB - 1);                                             \
+        int in_a = 1;                                                           \
+        if (m <= HOST_SMALL_N) {                                                \
+            isort_##SUF(ak, av, m);                                             \
+        } else {                                                                \
+            memset(h, 0, (size_t)np * NB * sizeof *h);                          \
+            for (size_t i = 0; i < m; i++) {                                    \
+                K x = ak[i];                                                    \
+                for (unsigned p = 0; p < np; p++)                               \
+                    h[p * NB + (size_t)((x >> (HOST_BB * p)) & mask)]++;        \
+            }                                                                   \
+            for (unsigned p = 0; p < np; p++) {                                 \
+                const unsigned sh = HOST_BB * p;                                \
+                uint32_t *hp = h + (size_t)p * NB;                              \
+                if (hp[(size_t)((ak[0] >> sh) & mask)] == m)                    \
+                    continue;   /* one digit: nothing moves */                  \
+                uint32_t sum = 0;                                               \
+                for (size_t d = 0; d < NB; d++) {                               \
+                    uint32_t c = hp[d];                                         \
+                    hp[d] = sum;                                                \
+                    sum += c;                                                   \
+                }                                                               \
+                const K *sk = in_a ? ak : bk;                                   \
+                K *dk = in_a ? bk : ak;                                         \
+                const V_ *sv = in_a ? av : bv;                                  \
+                V_ *dv = in_a ? bv : av;                                        \
+                for (size_t i = 0; i < m; i++) {                                \
+                    K x = sk[i];                                                \
+                    uint32_t pos = hp[(size_t)((x >> sh) & mask)]++;            \
+                    dk[pos] = x;                                                \
+                    if (HASV)                                                   \
+                        dv[pos] = sv[i];                                        \
+                }                                                               \
+                in_a = !in_a;                                                   \
+            }                                                                   \
+        }                                                                       \
+        if (in_a) {                                                             \
+            memcpy(bk, ak, m * sizeof *ak);                                     \
+            if (HASV)                                                           \
+                memcpy(bv, av, m * sizeof *av);                                 \
+        }                                                                       \
+    }                                                                           \
+                                                                                \
+    static const hops ops_##SUF = { count_##SUF, recount_##SUF, scatter_##SUF, bucket_##SUF };
 
 DEFINE_HOST_SORT(k32, uint32_t, char, 0)
 DEFINE_HOST_SORT(k32v32, uint32_t, uint32_t, 1)
@@ -396,6 +487,12 @@ static void task_finish(void *arg, size_t c, unsigned worker)
     }
 }
 
+static void task_bucket(void *arg, size_t d, unsigned worker)
+{
+    hjob *j = arg;
+    j->ops->bucket(j, j->bstart[d], j->bstart[d + 1], j->bh[worker]);
+}
+
 /* Does pass p move anything, or has every key the same digit? */
 static int pass_needed(const hjob *j, unsigned p, size_t first_digit)
 {
@@ -419,9 +516,41 @@ static void prefix(hjob *j, unsigned p)
         }
 }
 
+/* The top digit's buckets, from the counts of the first read, when they
+ * are worth sorting one by one: more than one, the largest small enough to
+ * stay in the cache while a worker sorts it (skewed keys take the plain
+ * LSD passes). */
+static int host_msd_fits(hjob *j)
+{
+    const size_t nb = j->nb, np = j->passes, p = np - 1;
+    size_t used = 0, most = 0, sum = 0;
+    for (size_t d = 0; d < nb; d++) {
+        size_t cnt = 0;
+        for (size_t c = 0; c < j->nchunks; c++)
+            cnt += j->hist[(c * np + p) * nb + d];
+        j->bstart[d] = sum;
+        sum += cnt;
+        used += cnt > 0;
+        if (cnt > most)
+            most = cnt;
+    }
+    j->bstart[nb] = sum;
+    return used > 1 && most * (j->kw + j->vw) <= HOST_MSD_BUCKET_BYTES;
+}
+
 static void sort_radix(hjob *j, gs_hostpool_team *team, gs_sort_stats *st)
 {
     gs_hostpool_for(team, j->nchunks, task_count, j);
+    if (j->msd && host_msd_fits(j)) {
+        /* the top pass into the scratch, then every bucket to the end */
+        const unsigned p = j->passes - 1;
+        j->sk = j->k, j->sv = j->v, j->dk = j->ks, j->dv = j->vs, j->sh = p * j->bits;
+        prefix(j, p);
+        gs_hostpool_for(team, j->nchunks, task_scatter, j);
+        gs_hostpool_for(team, j->nb, task_bucket, j);
+        st->passes += 1 + (j->sh + HOST_BB - 1) / HOST_BB;
+        return;
+    }
     const size_t kmask = j->nb - 1;
     void *sk = j->k, *sv = j->v, *dk = j->ks, *dv = j->vs;
     int ran = 0;
@@ -454,6 +583,10 @@ static void job_free(hjob *j, unsigned workers)
     free(j->vs);
     free(j->hist);
     free(j->off);
+    free(j->bstart);
+    for (unsigned w = 0; j->bh && w < workers; w++)
+        free(j->bh[w]);
+    free(j->bh);
     for (unsigned w = 0; w < workers; w++) {
         if (j->wck)
             free(j->wck[w]);
@@ -476,7 +609,12 @@ static int job_alloc(hjob *j, unsigned workers)
     j->vs = j->vw ? gs_hostpool_scratch(n * j->vw) : NULL;
     j->hist = malloc(j->nchunks * j->passes * nb * sizeof *j->hist);
     j->off = malloc(j->nchunks * nb * sizeof *j->off);
-    int bad = !j->ks || (j->vw && !j->vs) || !j->hist || !j->off;
+    j->bstart = j->msd ? malloc((nb + 1) * sizeof *j->bstart) : NULL;
+    j->bh = j->msd ? calloc(workers, sizeof *j->bh) : NULL;
+    int bad = !j->ks || (j->vw && !j->vs) || !j->hist || !j->off ||
+              (j->msd && (!j->bstart || !j->bh));
+    for (unsigned w = 0; !bad && j->msd && w < workers; w++)
+        bad = !(j->bh[w] = malloc((size_t)HOST_BB_MAXP << HOST_BB << 2));
     if (!bad && j->wc) {
         j->wck = calloc(workers, sizeof *j->wck);
         j->wcv = calloc(workers, sizeof *j->wcv);
@@ -550,6 +688,7 @@ static int host_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p
     j.nchunks = (n + j.chunk - 1) / j.chunk;
     j.wc = HOST_HAVE_NT && n * kw >= HOST_WC_BYTES && j.bits <= HOST_WC_MAX_BITS &&
            (uintptr_t)req->keys % kw == 0;     /* its lines are found by key index */
+    j.msd = pv[P_MSD] && j.passes >= 2 && n * (kw + vw) >= HOST_WC_BYTES;
 
     gs_hostpool_team team;
     unsigned workers = gs_hostpool_join(&team, (unsigned)(j.nchunks - 1));

@@ -261,6 +261,13 @@ static void test_large(void)
         { GS_DT_F64, GS_PL_IDX64, 1, SC_FSPECIAL, "threads=4,radix_bits=8" },
         { GS_DT_U32, GS_PL_NONE, 1, SC_RANDOM, "threads=4,radix_bits=16" },
         { GS_DT_I64, GS_PL_U32, 0, SC_SAWTOOTH, "threads=2,radix_bits=16" },
+        /* the top digit first, its buckets sorted whole (the default above),
+         * against LSD passes only; few16: 16 full buckets whose keys are
+         * all equal below the top digit; equal: one bucket, plain LSD */
+        { GS_DT_U32, GS_PL_NONE, 0, SC_RANDOM, "msd=0" },
+        { GS_DT_U64, GS_PL_U64, 1, SC_RANDOM, "threads=3" },
+        { GS_DT_F32, GS_PL_IDX64, 0, SC_FEW16, "threads=2,msd=1" },
+        { GS_DT_I32, GS_PL_NONE, 0, SC_EQUAL, "msd=1" },
     };
     size_t n = ((size_t)1 << 21) + 3;
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
@@ -275,6 +282,19 @@ static void test_large(void)
             tap_bail("sc_case_init failed for n=%zu", n);
         int rc = gs_sort_run(&gs_algo_host, NULL, &c.req, &ps, &st, &err);
         int ok = rc == 0 && sc_case_verify(&c, 1, why, sizeof why);
+        if (ok && i == 0 && st.passes != 3) {
+            ok = 0;   /* one top pass of 10 bits, then 2 of 11 in the buckets */
+            snprintf(why, sizeof why, "%u passes: the top digit first was expected (3)",
+                     st.passes);
+        } else if (ok && i == 7 && st.passes != 3) {
+            ok = 0;
+            snprintf(why, sizeof why, "%u passes with msd=0 (3 of 11 bits expected)",
+                     st.passes);
+        } else if (ok && i == 8 && st.passes != 6) {
+            ok = 0;   /* a top pass of 9 bits, then 5 of 11 */
+            snprintf(why, sizeof why, "%u passes: the top digit first was expected (6)",
+                     st.passes);
+        }
         tap_ok(ok, "large: %s %s %s %s n=%zu %s (%.1f ms)%s%s", gs_dtype_name(cs[i].t),
                cs[i].desc ? "desc" : "asc", gs_payload_name(cs[i].p), sc_dist_name(cs[i].dist),
                n, cs[i].params[0] ? cs[i].params : "(defaults)", st.wall_ms, ok ? "" : ": ",
@@ -543,10 +563,11 @@ static void test_registry(void)
         ok &= gs_algo_at(i) && gs_algo_find(gs_algo_at(i)->name) == gs_algo_at(i);
     tap_ok(ok, "registry: %zu algorithms, each found by its name", gs_algo_count());
     tap_ok(gs_algo_find("radix") == &gs_algo_radix, "registry lists radix");
-    tap_ok(gs_algo_host.stable && !gs_algo_host.uses_device && gs_algo_host.nparams == 2 &&
+    tap_ok(gs_algo_host.stable && !gs_algo_host.uses_device && gs_algo_host.nparams == 3 &&
            !strcmp(gs_algo_host.params[0].name, "threads") &&
-           !strcmp(gs_algo_host.params[1].name, "radix_bits"),
-           "host: stable, no device, parameters threads and radix_bits");
+           !strcmp(gs_algo_host.params[1].name, "radix_bits") &&
+           !strcmp(gs_algo_host.params[2].name, "msd"),
+           "host: stable, no device, parameters threads, radix_bits and msd");
 }
 
 /* check() refuses the set with `code`, naming `needle`; gs_sort_run too,
@@ -578,10 +599,11 @@ static void test_host_check(void)
     gs_algo_host.defaults(NULL, &ps);
     long cpus = (long)gs_hostpool_cpus();
     long dt = gs_params_get(&ps, "threads", -1);
-    tap_ok(ps.count == 2 && dt == (cpus < 64 ? cpus : 64) &&
-           gs_params_get(&ps, "radix_bits", -1) == 0 &&
+    tap_ok(ps.count == 3 && dt == (cpus < 64 ? cpus : 64) &&
+           gs_params_get(&ps, "radix_bits", -1) == 0 && gs_params_get(&ps, "msd", -1) == 1 &&
            gs_algo_host.check(NULL, &r, &ps, &err) == 0,
-           "host: defaults threads=%ld (%ld CPUs), radix_bits=0, accepted by check", dt, cpus);
+           "host: defaults threads=%ld (%ld CPUs), radix_bits=0, msd=1, accepted by check", dt,
+           cpus);
     gs_params_clear(&ps);
     tap_ok(gs_algo_host.check(NULL, &r, &ps, &err) == 0 &&
            gs_sort_run(&gs_algo_host, NULL, &r, &ps, NULL, &err) == 0 && k[0] == 1 &&
@@ -608,6 +630,7 @@ static void test_host_check(void)
     expect_refused("threads=-3,radix_bits=8", "threads=-3");
     expect_refused("radix_bits=17", "radix_bits=17 out of range 1..16");
     expect_refused("radix_bits=-1", "radix_bits=-1");
+    expect_refused("msd=2", "msd=2 is not 0 or 1");
     gs_sort_ctx ctx = { 0 };
     int rc = gs_sort_run(&gs_algo_radix, &ctx, &r, NULL, NULL, &err);
     tap_ok(rc < 0 && k[0] == 1, "a device algorithm without a device fails cleanly (%s)",
