@@ -127,11 +127,16 @@ int sched_split_route(gs_sched *s, gs_job *j, const sched_cand *alt, size_t nalt
     }
     host_only = host_only ? host_only - 1 : 0;   /* the host's own route is among alt */
     if (k < 2) {
+        char rest[64] = "";
+        if (host_only)
+            snprintf(rest, sizeof rest, "; %zu leave%s it to the host sort", host_only,
+                     host_only == 1 ? "s" : "");
         snprintf(why, sizeof why, "%zu device%s would sort it on the device%s%s", k,
-                 k == 1 ? "" : "s", host_only ? "; the others leave it to the host sort (a "
-                 "CPU device's built-in defaults, or below its crossover)" : "",
-                 shared >= 0 ? "; CPU devices share the host's cores, so only the fastest "
-                 "of them counts" : "");
+                 k == 1 ? "" : "s", rest, host_only ? " (a CPU device's built-in defaults, "
+                 "or below its crossover)" : "");
+        if (shared >= 0)
+            snprintf(why + strlen(why), sizeof why - strlen(why), "; CPU devices share the "
+                     "host's cores, so only the fastest of them counts");
         return declined(j, why);
     }
     size_t kept = water_fill(v, k, r->n, forced ? 1 : SPLIT_MIN_PART);
