@@ -11,7 +11,8 @@
  * repeated failures rest the device for a while. Finished jobs are handed
  * back to the event loop that submitted them through that loop's sink (a
  * uv_async_t): the daemon runs several loops, and routing may run on all of
- * them at once (the routing state has its own lock). Routing is gs_route.c,
+ * them at once (the routing state has its own lock). A large request may
+ * be split over several devices at once (gs_split.c). Routing is gs_route.c,
  * the queues and workers gs_sched.c. */
 #ifndef GS_SCHED_H
 #define GS_SCHED_H
