@@ -15,7 +15,7 @@
  * besides the sorts (socket, info) is bench/benchclient.c's.
  *
  * usage: gsort-netbench [--socket PATH] [--dtype u32] [--values none|u32|u64|idx32|idx64]
- *          [--algorithm NAME] [--device N] [--min-log2 10] [--max-log2 24] [--reps 5]
+ *          [--algorithm NAME] [--device N] [--split|--no-split] [--min-log2 10] [--max-log2 24] [--reps 5]
  *          [--mode inline|memfd|fresh|both|all] [--rps-clients 16] [--rps-n 1000] [--rps-seconds 5]
  *          [--pcie-device INDEX|-1] [--seed S] [--csv] [--no-sweep] [--no-rps]
  * bench/netbench-run BUILD_DIR [args] starts a throwaway daemon and runs it. */
@@ -60,6 +60,7 @@ typedef struct opts {
     gs_payload payload;
     const char *algorithm;    /* NULL: the daemon's plan */
     int device;               /* daemon device to force, -1: any */
+    int split;                /* --split 1 (ask: the note says why not), --no-split -1 */
     int min_log2, max_log2, reps, modes;
     int rps_clients, rps_seconds;
     size_t rps_n;
@@ -80,6 +81,9 @@ static void usage(FILE *f)
             "  --values P          none u32 u64 idx32 idx64 (default none)\n"
             "  --algorithm NAME    force an algorithm (default: the daemon's plan)\n"
             "  --device N          force the daemon's device N (default: any)\n"
+            "  --split             ask for a split over devices at any size (the note\n"
+            "                      column lists the parts, or says why the daemon declined)\n"
+            "  --no-split          never split (default: the daemon decides)\n"
             "  --min-log2 A        smallest n = 2^A (default 10)\n"
             "  --max-log2 B        largest n = 2^B (default 24, at most %d)\n"
             "  --reps R            timed requests per point after one warm-up (default 5)\n"
@@ -270,6 +274,7 @@ static int sweep_point(gs_client *c, const opts *o, int mode, size_t n, const pc
 
     gs_client_sort s = { .dtype = o->dtype, .payload = o->payload, .n = n, .keys = keys,
                          .values = vals, .algorithm = o->algorithm, .device = o->device,
+                         .split = o->split,
                          .shm = mode != MODE_INLINE ? &shm : NULL };
     gs_client_result res;
     const char *mname = mode_name(mode);
@@ -348,6 +353,20 @@ static int sweep_point(gs_client *c, const opts *o, int mode, size_t n, const pc
         snprintf(ooc, sizeof ooc, "out of core: %u pieces, merge %.1f ms", res.chunks,
                  res.merge_ms);
         row.note = ooc;
+    }
+    char sp[256];
+    if (res.nparts) {
+        int w = snprintf(sp, sizeof sp, "split:");
+        for (unsigned i = 0; i < res.nparts && w > 0 && (size_t)w < sizeof sp; i++)
+            w += snprintf(sp + w, sizeof sp - (size_t)w, " dev %d %llu keys %.1f ms (pred %.1f);",
+                          res.parts[i].device, (unsigned long long)res.parts[i].n,
+                          res.parts[i].ms, res.parts[i].predicted_ms);
+        if (w > 0 && (size_t)w < sizeof sp)
+            snprintf(sp + w, sizeof sp - (size_t)w, " merge %.1f ms", res.merge_ms);
+        row.note = sp;
+    } else if (res.split_declined[0]) {
+        snprintf(sp, sizeof sp, "split declined: %.200s", res.split_declined);
+        row.note = sp;
     }
     if (res.fallback[0])
         row.note = res.fallback;
@@ -684,6 +703,8 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--csv")) o.csv = 1;
         else if (!strcmp(a, "--no-sweep")) o.sweep = 0;
         else if (!strcmp(a, "--no-rps")) o.rps = 0;
+        else if (!strcmp(a, "--split")) o.split = 1;
+        else if (!strcmp(a, "--no-split")) o.split = -1;
         else if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
         else {
             fprintf(stderr, "gsort-netbench: unknown option '%s'\n", a);

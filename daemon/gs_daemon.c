@@ -182,7 +182,12 @@ int gs_daemon_main(const gs_daemon_args *a)
     if (conf.kernel_dir[0])
         gs_kern_set_dir(conf.kernel_dir);
     if (a->fault_at > 0) {
-        GS_WARN("fault injection: every kernel launch from the %ld-th on fails", a->fault_at);
+        char on[48] = "";
+        if (a->fault_dev > 0)
+            snprintf(on, sizeof on, " on device %ld", a->fault_dev - 1);
+        GS_WARN("fault injection: every kernel launch%s from the %ld-th on fails", on,
+                a->fault_at);
+        gs_clrun_inject_fault_device((int)a->fault_dev - 1);
         gs_clrun_inject_fault(a->fault_at, CL_OUT_OF_RESOURCES);
     }
     signal(SIGPIPE, SIG_IGN);

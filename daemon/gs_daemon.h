@@ -13,6 +13,7 @@ typedef struct gs_daemon_args {
     const char *const *values;
     size_t nover;
     long fault_at;              /* --inject-fault launch:K (tests); 0: none */
+    long fault_dev;             /* launch:K,device:D: D + 1; 0: every device */
     int print_config;           /* --print-config: print and exit */
 } gs_daemon_args;
 

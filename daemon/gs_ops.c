@@ -189,7 +189,12 @@ void srv_on_job_done(gs_job *j, void *ud)
         .plan = gs_sched_plan_name(j->plan), .fallback = j->fallback,
         .times_ms = { qms, c->t_recv - c->t_first, j->st.upload_ms, sort_ms,
                       j->st.download_ms, total, j->st.merge_ms },
-        .chunks = j->st.chunks };
+        .chunks = j->st.chunks, .nparts = j->nparts, .split_declined = j->split_why };
+    for (unsigned i = 0; i < j->nparts && i < GS_REPLY_PARTS_MAX; i++) {
+        const gs_job_part *p = &j->parts[i];
+        rs.parts[i] = (gs_reply_part){ p->dev, p->algo->name, p->n, p->chunks, p->ms,
+                                       p->predicted_ms };
+    }
     if (j->dev >= 0) {
         gs_sched_devstat ds;
         gs_sched_devstat_get(s->sched, (size_t)j->dev, &ds);
@@ -285,6 +290,7 @@ static void start_sort(conn *c)
     j->params = rq->params;
     j->has_params = rq->has_params;
     j->device = rq->device;
+    j->split_ask = rq->split;
     j->ud = c;
     j->sink = &c->io->sink;
     if ((rc = gs_sched_route(s->sched, j, &e)) < 0) {

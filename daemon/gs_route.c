@@ -36,7 +36,7 @@ const char *gs_sched_plan_name(gs_plan p)
     static const char *const names[GS_PLAN_COUNT] = {
         [GS_PLAN_TUNED] = "tuned", [GS_PLAN_DEFAULT] = "default",
         [GS_PLAN_OVERRIDE] = "override", [GS_PLAN_BUSY] = "busy",
-        [GS_PLAN_FALLBACK] = "fallback",
+        [GS_PLAN_FALLBACK] = "fallback", [GS_PLAN_SPLIT] = "split",
     };
     return (int)p >= 0 && p < GS_PLAN_COUNT ? names[p] : "unknown";
 }
@@ -163,14 +163,7 @@ static int usable(sdev *sd, const gs_algo *a)
     return sd->enabled && sched_dev_healthy(sd) && !atomic_load(&sd->broken[sched_algo_index(a)]);
 }
 
-typedef struct cand {
-    int dev;                 /* -1 host */
-    const gs_algo *algo;
-    gs_params params;
-    gs_plan plan;
-    double ms;
-    size_t chunk_n;          /* out of core: piece size; 0: whole */
-} cand;
+typedef sched_cand cand;
 
 static double host_predict(const gs_sched *s, const gs_sort_req *r)
 {
@@ -285,7 +278,7 @@ static int device_cand(gs_sched *s, int d, const gs_job *j, cand *c)
     return 0;
 }
 
-static double route_backlog(gs_sched *s, int dev)
+double sched_route_backlog(gs_sched *s, int dev)
 {
     unsigned len;
     double b;
@@ -368,7 +361,7 @@ static int route_override(gs_sched *s, gs_job *j, gs_err *err)
         }
         if (c.chunk_n)
             c.ms += sched_merge_ms(s, &j->req, (j->req.n + c.chunk_n - 1) / c.chunk_n);
-        double cost = route_backlog(s, (int)d) + c.ms;
+        double cost = sched_route_backlog(s, (int)d) + c.ms;
         if (cost < best_cost) {
             best_cost = cost;
             best = c;
@@ -398,12 +391,17 @@ static int route_override(gs_sched *s, gs_job *j, gs_err *err)
 static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
 {
     j->fallback[0] = '\0';
+    j->split_why[0] = '\0';
+    j->nparts = 0;
     j->t_submit = gs_now_ms();
     if (j->device >= 0 && ((size_t)j->device >= s->ndev || !s->devs[j->device].enabled))
         return gs_err_set(err, GS_ENODEV, "device %d is not served (%zu devices; see the "
                           "info op)", j->device, s->ndev);
-    if (j->algorithm[0] && strcmp(j->algorithm, "auto"))
+    if (j->algorithm[0] && strcmp(j->algorithm, "auto")) {
+        if (j->split_ask > 0)   /* a split runs each device's own choice */
+            snprintf(j->split_why, sizeof j->split_why, "the request names its algorithm");
         return route_override(s, j, err);
+    }
     if (j->has_params)
         return gs_err_set(err, GS_EINVAL, "params need an algorithm");
 
@@ -434,11 +432,11 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
     host_cand(s, &j->req, planned.plan, &alt[nalt++]);
 
     /* Busy: another route predicted to finish sooner. */
-    double pcost = route_backlog(s, planned.dev) + planned.ms;
+    double pcost = sched_route_backlog(s, planned.dev) + planned.ms;
     cand chosen = planned;
     if (pcost > planned.ms)
         for (size_t i = 0; i < nalt; i++) {
-            double cost = route_backlog(s, alt[i].dev) + alt[i].ms;
+            double cost = sched_route_backlog(s, alt[i].dev) + alt[i].ms;
             if (cost < pcost && alt[i].dev != planned.dev) {
                 pcost = cost;
                 chosen = alt[i];
@@ -446,6 +444,8 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
             }
         }
     apply(j, &chosen);
+    /* Large: several devices at once, when predicted sooner (gs_split.c). */
+    sched_split_route(s, j, alt, nalt, pcost);
     return 0;
 }
 

@@ -67,7 +67,7 @@ static void job_append(gs_job **head, gs_job **tail, gs_job *j)
     *tail = j;
 }
 
-static void queue_push(queue *q, gs_job *j)
+void sched_queue_push(queue *q, gs_job *j)
 {
     pthread_mutex_lock(&q->mu);
     job_append(&q->head, &q->tail, j);
@@ -121,7 +121,7 @@ static void queue_stop(queue *q)
 
 /* ---- handing finished jobs back to their loops ---- */
 
-static void hand_back(gs_job *j)
+void sched_hand_back(gs_job *j)
 {
     gs_sched_sink *k = j->sink;
     j->t_done = gs_now_ms();
@@ -131,7 +131,7 @@ static void hand_back(gs_job *j)
     uv_async_send(&k->async);
 }
 
-static void learn(double *rate, const gs_job *j)
+void sched_learn(double *rate, const gs_job *j)
 {
     if (j->rc < 0 || j->req.n < 4096 || j->st.wall_ms <= 0)
         return;
@@ -139,16 +139,27 @@ static void learn(double *rate, const gs_job *j)
     *rate = *rate > 0 ? 0.8 * *rate + 0.2 * r : r;
 }
 
-/* A job is done, on its sink's loop thread: learn from it, then its
- * callback. */
+/* A worker is done with j: back to its loop, or, for a part of a split,
+ * to the split (the last part merges and hands the request back). */
+static void job_done(gs_sched *s, gs_job *j)
+{
+    if (j->parent)
+        sched_split_part_done(s, j);
+    else
+        sched_hand_back(j);
+}
+
+/* A job is done, on its sink's loop thread: learn from it (a split's
+ * parts taught their devices already), then its callback. */
 static void finish(gs_sched *s, gs_job *j)
 {
-    if (j->req.n >= 4096 && (j->dev < 0 || j->plan == GS_PLAN_DEFAULT)) {
+    if (j->req.n >= 4096 && j->plan != GS_PLAN_SPLIT &&
+        (j->dev < 0 || j->plan == GS_PLAN_DEFAULT)) {
         pthread_mutex_lock(&s->mu);
         if (j->dev < 0)
-            learn(&s->host_rate[gs_dtype_size(j->req.dtype) == 8], j);
+            sched_learn(&s->host_rate[gs_dtype_size(j->req.dtype) == 8], j);
         else
-            learn(&s->devs[j->dev].rate_ms_per_key, j);
+            sched_learn(&s->devs[j->dev].rate_ms_per_key, j);
         pthread_mutex_unlock(&s->mu);
     }
     atomic_fetch_sub(&s->inflight, 1);
@@ -258,7 +269,7 @@ static void *worker_main(void *arg)
         if (j->dev < 0) {
             run_host(s, j);
             queue_finish(q, j);
-            hand_back(j);
+            job_done(s, j);
             continue;
         }
         gs_sort_ctx ctx = { .dev = s->devs[d].dev, .pc = s->pc };
@@ -279,10 +290,10 @@ static void *worker_main(void *arg)
             j->plan = GS_PLAN_FALLBACK;
             j->chunk_n = 0;
             memset(&j->st, 0, sizeof j->st);
-            queue_push(&s->hostq, j);
+            sched_queue_push(&s->hostq, j);
             continue;
         }
-        hand_back(j);
+        job_done(s, j);
     }
     return NULL;
 }
@@ -342,6 +353,10 @@ int gs_sched_start(gs_sched **out, gs_dev *devs, size_t ndev, const gs_sched_opt
     s->pc = o->pc;
     s->host_rate[0] = 1e-5;   /* 10 ns per 32-bit key until measured */
     s->host_rate[1] = 2e-5;
+    /* Test hook: split whenever two devices can serve, predicted faster or
+     * not, so the suite runs the split on two PoCL devices. */
+    const char *ts = getenv("GSORTD_TEST_SPLIT");
+    s->test_split = ts && ts[0] == '1';
     int rc = 0;
     if (queue_init(&s->hostq) || pthread_mutex_init(&s->mu, NULL)) {
         free(s->host_th);
@@ -426,6 +441,8 @@ void gs_sched_submit(gs_sched *s, gs_job *j)
 {
     atomic_fetch_add(&s->inflight, 1);
     j->st.output_touched = 0;
+    if (j->plan == GS_PLAN_SPLIT && sched_split_submit(s, j) == 0)
+        return;     /* the parts are queued; the last one done hands j back */
     if (j->dev < 0 && j->req.n <= atomic_load_explicit(&s->inline_max, memory_order_relaxed)) {
         /* small enough to sort here: done runs now, on this thread */
         j->t_start = gs_now_ms();
@@ -434,7 +451,7 @@ void gs_sched_submit(gs_sched *s, gs_job *j)
         finish(s, j);
         return;
     }
-    queue_push(j->dev >= 0 ? &s->devs[j->dev].q : &s->hostq, j);
+    sched_queue_push(j->dev >= 0 ? &s->devs[j->dev].q : &s->hostq, j);
 }
 
 size_t gs_sched_inflight(const gs_sched *s)

@@ -11,7 +11,8 @@
  * repeated failures rest the device for a while. Finished jobs are handed
  * back to the event loop that submitted them through that loop's sink (a
  * uv_async_t): the daemon runs several loops, and routing may run on all of
- * them at once (the routing state has its own lock). Routing is gs_route.c,
+ * them at once (the routing state has its own lock). A large request may
+ * be split over several devices at once (gs_split.c). Routing is gs_route.c,
  * the queues and workers gs_sched.c. */
 #ifndef GS_SCHED_H
 #define GS_SCHED_H
@@ -38,11 +39,31 @@ typedef enum gs_plan {
     GS_PLAN_OVERRIDE,        /* the client named the algorithm */
     GS_PLAN_BUSY,            /* the planned queue was busy: a route predicted sooner */
     GS_PLAN_FALLBACK,        /* the device failed or cannot serve it: the host sort */
+    GS_PLAN_SPLIT,           /* cut over several devices at once, merged on the host */
     GS_PLAN_COUNT
 } gs_plan;
 const char *gs_sched_plan_name(gs_plan p);
 
 struct gs_sched_sink;
+struct gs_split;
+
+/* The most devices one request is split over. */
+#define GS_SPLIT_MAX 8
+
+/* One part of a split request, as the reply tells it. */
+typedef struct gs_job_part {
+    int dev;                 /* where it was sorted; -1: the host (its device failed) */
+    int planned_dev;         /* the device it was routed to */
+    size_t off, n;           /* its range of the request */
+    unsigned chunks;         /* out of core on its device: pieces; 0: whole */
+    double predicted_ms, ms; /* predicted finish (with the queue's backlog), and its run */
+    /* its route (gs_split.c) */
+    const gs_algo *algo;
+    gs_params params;
+    size_t chunk_n;
+    int plan;                /* gs_plan of its device's own choice */
+    double run_ms;           /* predicted run alone (the queue's backlog grows by it) */
+} gs_job_part;
 
 typedef struct gs_job {
     /* the request, set by the caller */
@@ -53,6 +74,9 @@ typedef struct gs_job {
     int device;              /* device index to use, -1: any */
     gs_pin *pin;             /* the arrays' block, to register with the device that
                                 sorts it for fast copies (gs_pin.h); NULL: none */
+    int split_ask;           /* 1: consider a split over devices at any size and say
+                                why not (split_why); -1: never split; 0: from 2^20
+                                keys on, when predicted faster (gs_split.c) */
     /* the route, set by gs_sched_route (and by a fallback) */
     int dev;                 /* device index, -1: host */
     const gs_algo *algo;
@@ -60,6 +84,11 @@ typedef struct gs_job {
     gs_plan plan;
     double predicted_ms;
     size_t chunk_n;          /* > 0: out of core, sorted in pieces of this many (gs_chunk.h) */
+    struct gs_split *split;  /* GS_PLAN_SPLIT: the parts in flight (the scheduler's) */
+    struct gs_job *parent;   /* a part of a split: the request it is a piece of */
+    unsigned nparts;         /* GS_PLAN_SPLIT: the parts, once done (and as routed) */
+    gs_job_part parts[GS_SPLIT_MAX];
+    char split_why[256];     /* split_ask and not split: why ("" otherwise) */
     /* the outcome */
     int rc;                  /* 0 or GS_E* */
     gs_err err;

@@ -72,7 +72,44 @@ struct gs_sched {
     double host_rate[2];             /* ms per key, 32/64-bit keys, learned */
     _Atomic size_t inline_max;       /* gs_sched_set_inline_max */
     _Atomic uint64_t mem_cap;        /* gs_sched_set_mem_cap; 0: none */
+    int test_split;                  /* GSORTD_TEST_SPLIT=1: split whenever two devices can */
 };
+
+/* A route the router weighs (gs_route.c, gs_split.c). */
+typedef struct sched_cand {
+    int dev;                 /* -1 host */
+    const gs_algo *algo;
+    gs_params params;
+    int plan;                /* gs_plan */
+    double ms;
+    size_t chunk_n;          /* out of core: piece size; 0: whole */
+} sched_cand;
+
+/* Queue a job on q (its predicted_ms joins the backlog). */
+void sched_queue_push(queue *q, struct gs_job *j);
+/* A queue's predicted backlog for a new job: device d's, or the host
+ * pool's (d < 0) shared by its threads. Takes the queue's lock. */
+double sched_route_backlog(gs_sched *s, int d);
+/* Learn a route's ms per key from a finished run (under s->mu). */
+void sched_learn(double *rate, const struct gs_job *j);
+/* Hand a finished job back to its sink's loop. */
+void sched_hand_back(struct gs_job *j);
+
+/* ---- the split over devices (gs_split.c) ---- */
+
+/* Under s->mu, after the single route is chosen (cost: its predicted
+ * finish): split j over the devices among alt[0..nalt) (each device's own
+ * choice for the whole request) when that is predicted sooner, filling
+ * j's parts and plan; 1 when split, 0 when not (the reason logged at debug
+ * level and, with j->split_ask, in j->split_why). */
+int sched_split_route(gs_sched *s, struct gs_job *j, const sched_cand *alt, size_t nalt,
+                      double cost);
+/* The loop thread: allocate the parts of a routed split job and queue
+ * them; 0, or GS_ENOMEM (the job is then to be served whole). */
+int sched_split_submit(gs_sched *s, struct gs_job *j);
+/* A part is done (a worker thread): the last one merges the parts and
+ * hands the request back. */
+void sched_split_part_done(gs_sched *s, struct gs_job *part);
 
 /* The algorithm's slot in sdev.broken. */
 int sched_algo_index(const gs_algo *a);

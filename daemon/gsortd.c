@@ -116,15 +116,26 @@ static int parse_long(const char *opt, const char *s, long lo, long hi, long *ou
     return 0;
 }
 
-/* "launch:K" (K >= 1) from --inject-fault or GSORTD_INJECT_FAULT. */
-static int parse_fault(const char *what, const char *s, long *at)
+/* "launch:K" (K >= 1), or "launch:K,device:D" (only device D's launches),
+ * from --inject-fault or GSORTD_INJECT_FAULT; *dev gets D + 1, or 0. */
+static int parse_fault(const char *what, const char *s, long *at, long *dev)
 {
-    char name[64];
+    char name[64], k[32] = "";
+    const char *comma = strchr(s, ',');
+    size_t klen = comma ? (size_t)(comma - s) : strlen(s);
+    *dev = 0;
+    if (klen < sizeof k)
+        memcpy(k, s, klen);
     snprintf(name, sizeof name, "%s launch:", what);
-    if (strncmp(s, "launch:", 7) || parse_long(name, s + 7, 1, 1000000000L, at)) {
-        fprintf(stderr, "gsortd: %s takes launch:K, not '%s'\n", what, s);
+    if (strncmp(k, "launch:", 7) || parse_long(name, k + 7, 1, 1000000000L, at) ||
+        (comma && (strncmp(comma + 1, "device:", 7) ||
+                   parse_long(name, comma + 8, 0, 4095, dev)))) {
+        fprintf(stderr, "gsortd: %s takes launch:K or launch:K,device:D, not '%s'\n", what,
+                s);
         return 2;
     }
+    if (comma)
+        (*dev)++;
     return 0;
 }
 
@@ -163,7 +174,8 @@ static int run(int argc, char **argv, const char **okeys, const char **ovals)
         { "print-config", no_argument, 0, OPT_PRINT_CONFIG },
         /* hidden, for tests: launch:K makes every kernel launch from the
          * K-th on fail (CL_OUT_OF_RESOURCES), so that requests take the
-         * fallback. When serving without this option, the environment
+         * fallback; launch:K,device:D only device D's launches. When serving
+         * without this option, the environment
          * variable GSORTD_INJECT_FAULT=launch:K does the same (for a
          * daemon started by a script or a service manager). */
         { "inject-fault", required_argument, 0, OPT_FAULT },
@@ -213,7 +225,7 @@ static int run(int argc, char **argv, const char **okeys, const char **ovals)
             break;
         }
         case OPT_FAULT:
-            if (parse_fault("--inject-fault", optarg, &da.fault_at))
+            if (parse_fault("--inject-fault", optarg, &da.fault_at, &da.fault_dev))
                 return 2;
             serve_opts = 1;
             break;
@@ -318,7 +330,7 @@ static int run(int argc, char **argv, const char **okeys, const char **ovals)
     }
     const char *envf = getenv("GSORTD_INJECT_FAULT");
     if (!mode && !da.fault_at && envf && envf[0]) {
-        if (parse_fault("GSORTD_INJECT_FAULT", envf, &da.fault_at))
+        if (parse_fault("GSORTD_INJECT_FAULT", envf, &da.fault_at, &da.fault_dev))
             return 2;
     }
     int rc;

@@ -61,6 +61,9 @@ typedef struct gs_client_sort {
     const char *algorithm;      /* NULL: the daemon's plan */
     const char *params;         /* "name=value,..." with an algorithm, or NULL */
     int device;                 /* -1: any */
+    int split;                  /* 0: the daemon decides; 1: consider a split over
+                                   devices at any size (split_declined says why not);
+                                   -1: never split */
     const gs_client_shm *shm;   /* non-NULL: keys/values lie inside it; sent as memfd */
 } gs_client_sort;
 
@@ -73,6 +76,15 @@ typedef struct gs_client_result {
     char plan[32];              /* "tuned", "default", "override", "busy", "fallback" */
     char fallback[512];         /* why the first choice failed, "" if it did not */
     unsigned chunks;            /* out of core: pieces sorted in turn; 0: none */
+    unsigned nparts;            /* plan "split": the parts, on several devices at once */
+    struct {
+        int device;             /* -1: the host (its device failed) */
+        char algorithm[32];
+        uint64_t n;
+        unsigned chunks;
+        double ms, predicted_ms;
+    } parts[8];
+    char split_declined[256];   /* asked for a split (split = 1) and not split: why */
     double queue_ms, receive_ms, upload_ms, sort_ms, download_ms, merge_ms, total_ms;
 } gs_client_result;
 

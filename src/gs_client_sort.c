@@ -116,6 +116,17 @@ static int parse_result(gs_client *c, const cJSON *h, gs_client_result *r, gs_er
     snprintf(r->plan, sizeof r->plan, "%s", rs.plan);
     snprintf(r->fallback, sizeof r->fallback, "%s", rs.fallback);
     r->chunks = rs.chunks;
+    r->nparts = rs.nparts < 8 ? rs.nparts : 8;
+    for (unsigned i = 0; i < r->nparts; i++) {
+        r->parts[i].device = rs.parts[i].device;
+        snprintf(r->parts[i].algorithm, sizeof r->parts[i].algorithm, "%s",
+                 rs.parts[i].algorithm);
+        r->parts[i].n = rs.parts[i].n;
+        r->parts[i].chunks = rs.parts[i].chunks;
+        r->parts[i].ms = rs.parts[i].ms;
+        r->parts[i].predicted_ms = rs.parts[i].predicted_ms;
+    }
+    snprintf(r->split_declined, sizeof r->split_declined, "%s", rs.split_declined);
     r->merge_ms = rs.times_ms.merge;
     r->queue_ms = rs.times_ms.queue;
     r->receive_ms = rs.times_ms.receive;
@@ -136,6 +147,7 @@ int gs_client_sort_req(const gs_client_sort *s, gs_proto_req *rq, gs_err *err)
     rq->stable = s->stable != 0;
     rq->n = s->n;
     rq->device = s->device;
+    rq->split = s->split;
     if (s->algorithm) {
         if (strlen(s->algorithm) >= sizeof rq->algorithm)
             return gs_err_set(err, GS_EINVAL, "sort: algorithm name '%s' too long",

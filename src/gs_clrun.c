@@ -94,9 +94,15 @@ int gs_clrun_args(cl_kernel k, const char *name, const gs_karg *a, unsigned n, g
 }
 
 /* Fault injection (tests of the daemon's fallback): launches from the
- * fault_at-th on, counted process-wide, fail with fault_code. */
+ * fault_at-th on, counted process-wide, fail with fault_code; with
+ * fault_dev (device index + 1) only that device's launches count and fail. */
 static atomic_long fault_at, launches;
-static atomic_int fault_code;
+static atomic_int fault_code, fault_dev;
+
+void gs_clrun_inject_fault_device(int index)
+{
+    atomic_store(&fault_dev, index >= 0 ? index + 1 : 0);
+}
 
 void gs_clrun_inject_fault(long at, cl_int code)
 {
@@ -109,7 +115,8 @@ int gs_clrun_launch(gs_clrun *r, cl_kernel k, const char *name, size_t groups, s
                     gs_err *err)
 {
     long at = atomic_load(&fault_at);
-    if (at > 0 && atomic_fetch_add(&launches, 1) + 1 >= at)
+    int fd = atomic_load(&fault_dev);
+    if (at > 0 && (!fd || fd == r->dev->index + 1) && atomic_fetch_add(&launches, 1) + 1 >= at)
         return gs_cl_fail(err, "clEnqueueNDRangeKernel", atomic_load(&fault_code),
                           "%s (injected fault)", name);
     if (gs_grow(&r->kev, &r->kevcap, r->nkev, sizeof *r->kev, 32))

@@ -58,6 +58,8 @@ int gs_clrun_launch(gs_clrun *r, cl_kernel k, const char *name, size_t groups, s
 /* Test hook: every kernel launch from the `at`-th (counted from this call,
  * process-wide) fails with `code`; at <= 0 turns it off. */
 void gs_clrun_inject_fault(long at, cl_int code);
+/* Test hook: only device `index`'s launches count and fail (-1: any). */
+void gs_clrun_inject_fault_device(int index);
 
 /* Device buffer (at least 4 bytes, so n = 0 paths need no special case),
  * from the device's pool when one fits; gs_clrun_release puts it back, the

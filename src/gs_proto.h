@@ -116,6 +116,9 @@ typedef struct gs_proto_req {
     gs_params params;           /* "params": {"name": int, ...} with an algorithm */
     int has_params;
     int device;                 /* "device": index to force, -1: any */
+    int split;                  /* "split": true 1 (consider a split over devices at any
+                                   size; the reply says why not), false -1 (never),
+                                   absent 0 (the scheduler decides) */
     int memfd;                  /* "memfd": true: keys/values in the passed fd */
     uint64_t keys_offset;       /* "keys_offset", default 0 */
     uint64_t values_offset;     /* "values_offset", default keys_offset + n * key size */

@@ -162,6 +162,13 @@ static int parse_sort(const gs_jnum_doc *doc, int has_pb, gs_proto_req *rq, int 
         rq->device = (int)d;
     }
 
+    if ((v = field(h, "split"))) {
+        if (!cJSON_IsBool(v))
+            return gs_err_set(err, GS_EINVAL, "sort: \"split\" %s is not a boolean",
+                              gs_jnum_clip_json(v, cb));
+        rq->split = cJSON_IsTrue(v) ? 1 : -1;
+    }
+
     if ((v = field(h, "memfd"))) {
         if (!cJSON_IsBool(v))
             return gs_err_set(err, GS_EINVAL, "sort: \"memfd\" %s is not a boolean",

@@ -70,6 +70,8 @@ cJSON *gs_proto_sort_header(gs_proto_req *rq, gs_err *err)
         ok = add_item(h, "params", gs_params_to_cjson(&rq->params));
     if (rq->device >= 0)
         ok = ok && cJSON_AddNumberToObject(h, "device", rq->device);
+    if (rq->split)
+        ok = ok && cJSON_AddBoolToObject(h, "split", rq->split > 0);
     if (rq->memfd) {
         ok = ok && cJSON_AddTrueToObject(h, "memfd");
         if (rq->keys_offset)

@@ -240,13 +240,32 @@ cJSON *gs_reply_sort_build(const gs_reply_sort *r, const cJSON *id, gs_err *err)
         ok = ok && add_str(h, "fallback", r->fallback);
     if (r->chunks)
         ok = ok && add_u64(h, "chunks", r->chunks);
+    if (r->nparts) {
+        cJSON *a = ok ? cJSON_AddArrayToObject(h, "split") : NULL;
+        ok = a != NULL;
+        for (unsigned i = 0; ok && i < r->nparts && i < GS_REPLY_PARTS_MAX; i++) {
+            const gs_reply_part *p = &r->parts[i];
+            cJSON *o = cJSON_CreateObject();
+            ok = o && cJSON_AddItemToArray(a, o);
+            ok = ok && (p->device >= 0 ? add_num(o, "device", p->device)
+                                       : cJSON_AddNullToObject(o, "device") != NULL);
+            ok = ok && add_str(o, "algorithm", p->algorithm);
+            ok = ok && add_u64(o, "n", p->n);
+            if (p->chunks)
+                ok = ok && add_u64(o, "chunks", p->chunks);
+            ok = ok && gs_jnum_add_ms(o, "ms", p->ms);
+            ok = ok && gs_jnum_add_ms(o, "predicted_ms", p->predicted_ms);
+        }
+    }
+    if (r->split_declined && r->split_declined[0])
+        ok = ok && add_str(h, "split_declined", r->split_declined);
     cJSON *t = ok ? cJSON_AddObjectToObject(h, "times_ms") : NULL;
     ok = t && gs_jnum_add_ms(t, "queue", r->times_ms.queue);
     ok = ok && gs_jnum_add_ms(t, "receive", r->times_ms.receive);
     ok = ok && gs_jnum_add_ms(t, "upload", r->times_ms.upload);
     ok = ok && gs_jnum_add_ms(t, "sort", r->times_ms.sort);
     ok = ok && gs_jnum_add_ms(t, "download", r->times_ms.download);
-    if (r->chunks)
+    if (r->chunks || r->nparts)
         ok = ok && gs_jnum_add_ms(t, "merge", r->times_ms.merge);
     ok = ok && gs_jnum_add_ms(t, "total", r->times_ms.total);
     return finish(h, ok, "sort", err);
@@ -258,6 +277,7 @@ int gs_reply_sort_parse(const cJSON *h, const gs_jnum_doc *doc, gs_reply_sort *o
     memset(out, 0, sizeof *out);
     out->device = -1;
     out->device_name = out->device_platform = out->algorithm = out->plan = out->fallback = "";
+    out->split_declined = "";
     pctx p;
     if (start(&p, h, doc, GS_OP_SORT, err))
         return p.rc;
@@ -287,6 +307,23 @@ int gs_reply_sort_parse(const cJSON *h, const gs_jnum_doc *doc, gs_reply_sort *o
         out->fallback = get_str(&p, h, NULL, "fallback");
     if (get(h, "chunks"))
         out->chunks = (unsigned)get_uint(&p, h, NULL, "chunks", UINT32_MAX);
+    const cJSON *sp = get(h, "split");
+    if (sp && !cJSON_IsArray(sp))
+        bad(&p, NULL, "split", "an array");
+    for (const cJSON *o = sp ? sp->child : NULL; o && out->nparts < GS_REPLY_PARTS_MAX;
+         o = o->next) {
+        gs_reply_part *q = &out->parts[out->nparts++];
+        const cJSON *pd = get(o, "device");
+        q->device = cJSON_IsNull(pd) ? -1 : (int)get_uint(&p, o, "split", "device", INT_MAX);
+        q->algorithm = get_str(&p, o, "split", "algorithm");
+        q->n = get_uint(&p, o, "split", "n", GS_PROTO_MAX_N);
+        if (get(o, "chunks"))
+            q->chunks = (unsigned)get_uint(&p, o, "split", "chunks", UINT32_MAX);
+        q->ms = get_num(&p, o, "split", "ms");
+        q->predicted_ms = get_num(&p, o, "split", "predicted_ms");
+    }
+    if (get(h, "split_declined"))
+        out->split_declined = get_str(&p, h, NULL, "split_declined");
     const cJSON *t = get_obj(&p, h, NULL, "times_ms");
     out->times_ms.queue = get_num(&p, t, "times_ms", "queue");
     out->times_ms.receive = get_num(&p, t, "times_ms", "receive");

@@ -59,9 +59,20 @@ typedef struct gs_reply_times {
     double sort;        /* kernels on a device, or the host sort's wall time */
     double download;    /* device -> host */
     double total;       /* first byte received to the reply queued */
-    double merge;       /* out of core: the host merge of the pieces (written
-                           only when chunks says there were some) */
+    double merge;       /* out of core or split: the host merge of the pieces
+                           (written only when chunks or the parts say there
+                           were some) */
 } gs_reply_times;       /* milliseconds: "times_ms" */
+
+/* One part of a split request ("split": [...]). */
+typedef struct gs_reply_part {
+    int device;                 /* -1: the host sort (its device failed; null) */
+    const char *algorithm;
+    uint64_t n;
+    unsigned chunks;            /* out of core on its device; 0: whole */
+    double ms, predicted_ms;    /* its run, and the router's predicted finish */
+} gs_reply_part;
+#define GS_REPLY_PARTS_MAX 8
 
 typedef struct gs_reply_sort {
     uint64_t n;
@@ -75,6 +86,9 @@ typedef struct gs_reply_sort {
     const char *plan;           /* "tuned", "default", "override", "busy", "fallback" */
     const char *fallback;       /* why the first choice failed; NULL or "": none */
     unsigned chunks;            /* out of core: pieces the device sorted in turn; 0: none */
+    gs_reply_part parts[GS_REPLY_PARTS_MAX];   /* plan "split": the parts */
+    unsigned nparts;
+    const char *split_declined; /* the client asked for a split and got none: why */
     gs_reply_times times_ms;
 } gs_reply_sort;
 

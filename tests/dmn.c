@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gs_client.h"
 #include "sortcheck.h"
 #include "tap.h"
 #include "gs_time.h"
@@ -384,4 +385,19 @@ int dmn_run(dmn *d, const char *name, const char *const *args, double timeout)
     if (launch(d, args, NULL, NULL, NULL) < 0)
         return -1;
     return dmn_stop(d, 0, timeout);
+}
+
+int dmn_sort_check(gs_client *c, gs_client_sort *s, sc_case *k, gs_client_result *res,
+                   char *why, size_t len)
+{
+    gs_err err;
+    gs_err_clear(&err);
+    s->keys = k->req.keys;
+    s->values = k->req.values;
+    memset(res, 0, sizeof *res);
+    if (gs_client_sort_run(c, s, res, &err) != 0) {
+        snprintf(why, len, "%.500s", err.msg);
+        return 0;
+    }
+    return sc_case_verify(k, s->stable, why, len);
 }

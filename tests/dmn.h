@@ -67,6 +67,17 @@ int dmn_log_contains(const dmn *d, const char *needle);
 /* How many lines of its log contain `needle`. */
 int dmn_log_count(const dmn *d, const char *needle);
 
+struct gs_client;
+struct gs_client_sort;
+struct gs_client_result;
+struct sc_case;
+/* Sort case k through the daemon c is connected to, as s says (its keys
+ * and values are k's), and check the answer exactly (stable when s is):
+ * 1 when right; else 0 with the daemon's error or the first wrong place
+ * in why. res (cleared first) gets the daemon's account. */
+int dmn_sort_check(struct gs_client *c, struct gs_client_sort *s, struct sc_case *k,
+                   struct gs_client_result *res, char *why, size_t len);
+
 /* Whether something accepts connections at the Unix socket `path`. */
 int dmn_connectable(const char *path);
 /* A Unix socket of `type` (SOCK_STREAM, SOCK_DGRAM) bound at `path`

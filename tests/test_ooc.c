@@ -36,17 +36,9 @@ static int one(gs_client *c, gs_dtype t, gs_payload p, int desc, size_t n, int d
         return 0;
     }
     gs_client_sort s = { .dtype = t, .payload = p, .descending = desc, .stable = 1, .n = n,
-                         .algorithm = algo, .device = -1, .keys = k.req.keys,
-                         .values = k.req.values };
-    gs_err err;
-    gs_err_clear(&err);
-    memset(res, 0, sizeof *res);
-    int ok = gs_client_sort_run(c, &s, res, &err) == 0;
-    if (!ok)
-        snprintf(why, len, "%.500s", err.msg);
-    else if (!(ok = sc_case_verify(&k, 1, why, len)))
-        ;
-    else
+                         .algorithm = algo, .device = -1 };
+    int ok = dmn_sort_check(c, &s, &k, res, why, len);
+    if (ok)
         snprintf(why, len, "ok: %s on device %d, plan %s, %u pieces, merge %.2f ms of %.2f",
                  res->algorithm, res->device, res->plan, res->chunks, res->merge_ms,
                  res->total_ms);

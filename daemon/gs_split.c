@@ -1,0 +1,319 @@
+/* One large request split over several devices at once (issue 20): the
+ * router weighs, beside the best single route, cutting the request into
+ * contiguous parts in proportion to each device's predicted rate (its
+ * plan, or its built-in defaults' learned rate) so that every part,
+ * behind its queue's backlog, finishes at about the same time, plus the
+ * host merge of the parts; it splits only when that is predicted sooner
+ * than the single route, and says why not at debug level (and in the
+ * reply when the client asked). CPU devices share the host's cores, so
+ * only the fastest of them counts. The parts are child jobs of the
+ * request, each with its own range of the caller's arrays, queued on
+ * their devices and run as any device job (so a part may itself be out of
+ * core); a part whose device fails is sorted again by the host sort while
+ * its range still holds its input. The last part to finish, on its worker
+ * thread, merges the parts on the host (gs_chunk_merge: stable, NaN bits
+ * kept, argsort indices shifted by each part's offset) and hands the
+ * request back, so its loop sees one completion. */
+#include "config.h"
+#include "gs_sched.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gs_chunk.h"
+#include "gs_log.h"
+#include "gs_sched_int.h"
+#include "gs_time.h"
+
+/* Below this many keys a request is not split unless the client asks:
+ * the merge and the hand-offs would cost more than a device's share. */
+#define SPLIT_MIN_N ((size_t)1 << 20)
+/* The smallest part worth a device (a forced split takes any). */
+#define SPLIT_MIN_PART 4096
+
+typedef struct gs_split {
+    atomic_uint left;        /* parts not done yet */
+    gs_job part[GS_SPLIT_MAX];
+} gs_split;
+
+/* ---- routing ---- */
+
+typedef struct sdv {
+    const sched_cand *c;
+    double rate, backlog;    /* ms per key, ms */
+    size_t n;
+} sdv;
+
+/* Parts finishing together: the common finish time T of the k devices in
+ * v (sum over devices of (T - backlog) / rate = n), dropping devices whose
+ * backlog alone passes it or whose part falls below min_part; each
+ * device's n set. The devices kept, in v[0..k). */
+static size_t water_fill(sdv *v, size_t k, size_t n, size_t min_part)
+{
+    while (k >= 2) {
+        double inv = 0, acc = 0;
+        for (size_t i = 0; i < k; i++) {
+            inv += 1 / v[i].rate;
+            acc += v[i].backlog / v[i].rate;
+        }
+        double t = ((double)n + acc) / inv;
+        size_t worst = 0, given = 0;
+        double least = 0;
+        for (size_t i = 0; i < k; i++) {
+            double share = (t - v[i].backlog) / v[i].rate;
+            v[i].n = share > 0 ? (size_t)share : 0;
+            if (i == 0 || share < least) {
+                least = share;
+                worst = i;
+            }
+            given += v[i].n;
+        }
+        v[k - 1].n += n > given ? n - given : 0;   /* what rounding left */
+        if (given > n)                               /* never: shares sum to n */
+            v[k - 1].n -= given - n < v[k - 1].n ? given - n : 0;
+        if (least >= (double)min_part)
+            return k;
+        v[worst] = v[k - 1];
+        k--;
+    }
+    return k;
+}
+
+/* Declined: the reason at debug level, and for a client that asked. */
+static int declined(gs_job *j, const char *why)
+{
+    GS_DEBUG("split of %zu %s keys declined: %s", j->req.n, gs_dtype_name(j->req.dtype), why);
+    if (j->split_ask > 0)
+        snprintf(j->split_why, sizeof j->split_why, "%s", why);
+    return 0;
+}
+
+int sched_split_route(gs_sched *s, gs_job *j, const sched_cand *alt, size_t nalt, double cost)
+{
+    const gs_sort_req *r = &j->req;
+    int forced = s->test_split;
+    char why[256];
+    if (j->split_ask < 0 || (!forced && !j->split_ask && r->n < SPLIT_MIN_N))
+        return 0;
+    if (j->device >= 0)
+        return declined(j, "the request names a device");
+    if (r->n < 2)
+        return declined(j, "fewer than two keys");
+
+    /* Each device that would sort it on the device, with its rate; CPU
+     * devices run on the same cores, so only the fastest counts. */
+    sdv v[GS_SPLIT_MAX];
+    size_t k = 0, host_only = 0;
+    int cpu = -1, shared = -1;
+    for (size_t i = 0; i < nalt && k < GS_SPLIT_MAX; i++) {
+        const sched_cand *c = &alt[i];
+        if (c->dev < 0 || !(c->ms > 0)) {
+            host_only += c->dev < 0;
+            continue;
+        }
+        sdv x = { c, c->ms / (double)r->n, sched_route_backlog(s, c->dev), 0 };
+        if (!forced && (s->devs[c->dev].dev->info.type & CL_DEVICE_TYPE_CPU)) {
+            if (cpu >= 0) {
+                shared = c->dev;
+                if (x.rate < v[cpu].rate)
+                    v[cpu] = x;
+                continue;
+            }
+            cpu = (int)k;
+        }
+        v[k++] = x;
+    }
+    host_only = host_only ? host_only - 1 : 0;   /* the host's own route is among alt */
+    if (k < 2) {
+        char rest[64] = "";
+        if (host_only)
+            snprintf(rest, sizeof rest, "; %zu leave%s it to the host sort", host_only,
+                     host_only == 1 ? "s" : "");
+        snprintf(why, sizeof why, "%zu device%s would sort it on the device%s%s", k,
+                 k == 1 ? "" : "s", rest, host_only ? " (a CPU device's built-in defaults, "
+                 "or below its crossover)" : "");
+        if (shared >= 0)
+            snprintf(why + strlen(why), sizeof why - strlen(why), "; CPU devices share the "
+                     "host's cores, so only the fastest of them counts");
+        return declined(j, why);
+    }
+    size_t kept = water_fill(v, k, r->n, forced ? 1 : SPLIT_MIN_PART);
+    if (kept < 2) {
+        snprintf(why, sizeof why, "the other devices' shares fall below %d keys (their "
+                 "queues or rates)", SPLIT_MIN_PART);
+        return declined(j, why);
+    }
+    double finish = 0;
+    for (size_t i = 0; i < kept; i++) {
+        double f = v[i].backlog + v[i].rate * (double)v[i].n;
+        if (f > finish)
+            finish = f;
+    }
+    double merge = sched_merge_ms(s, r, kept), total = finish + merge;
+    if (!forced && !(total < cost)) {
+        char list[128] = "";
+        for (size_t i = 0; i < kept; i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%d", i ? "," : "",
+                     v[i].c->dev);
+        char where[32] = "the host";
+        if (j->dev >= 0)
+            snprintf(where, sizeof where, "device %d", j->dev);
+        snprintf(why, sizeof why, "predicted %.1f ms over devices %s (%.1f ms of parts, %.1f "
+                 "ms of merge) is not below %.1f ms on %s", total, list, finish, merge, cost,
+                 where);
+        return declined(j, why);
+    }
+
+    /* Split: parts in request order, each cut to fit its device. */
+    size_t off = 0;
+    for (size_t i = 0; i < kept; i++) {
+        gs_job_part *p = &j->parts[i];
+        const sched_cand *c = v[i].c;
+        memset(p, 0, sizeof *p);
+        p->dev = p->planned_dev = c->dev;
+        p->off = off;
+        p->n = v[i].n;
+        p->algo = c->algo;
+        p->params = c->params;
+        p->plan = c->plan;
+        p->run_ms = v[i].rate * (double)p->n;
+        p->predicted_ms = v[i].backlog + p->run_ms;
+        gs_sort_req piece = *r;
+        piece.n = p->n;
+        gs_err e;
+        gs_err_clear(&e);
+        if (sched_fit(s, c->dev, c->algo, &piece, &p->params, &p->chunk_n, &e) < 0) {
+            snprintf(why, sizeof why, "part %zu does not fit device %d: %.160s", i + 1, c->dev,
+                     e.msg);
+            return declined(j, why);
+        }
+        off += p->n;
+    }
+    j->nparts = (unsigned)kept;
+    j->dev = -1;
+    j->algo = j->parts[0].algo;
+    j->run_params = j->parts[0].params;
+    j->plan = GS_PLAN_SPLIT;
+    j->predicted_ms = total;
+    j->chunk_n = 0;
+    GS_DEBUG("split of %zu %s keys over %zu devices: predicted %.1f ms (parts %.1f, merge "
+             "%.1f) against %.1f ms whole%s", r->n, gs_dtype_name(r->dtype), kept, total,
+             finish, merge, cost, forced ? " (GSORTD_TEST_SPLIT)" : "");
+    return 1;
+}
+
+/* ---- the parts ---- */
+
+int sched_split_submit(gs_sched *s, gs_job *j)
+{
+    gs_split *sp = calloc(1, sizeof *sp);
+    unsigned np = j->nparts;
+    if (!sp) {
+        GS_WARN("out of memory splitting %zu keys over %u devices; the host sort serves "
+                "them", j->req.n, np);
+        j->dev = -1;
+        j->algo = gs_algo_find("host");
+        gs_params_clear(&j->run_params);
+        j->plan = GS_PLAN_FALLBACK;
+        j->nparts = 0;
+        snprintf(j->fallback, sizeof j->fallback, "out of memory for the split over %u "
+                 "devices; served by the host sort", np);
+        return GS_ENOMEM;
+    }
+    size_t ks = gs_dtype_size(j->req.dtype), vs = gs_payload_size(j->req.payload);
+    atomic_init(&sp->left, np);
+    j->split = sp;
+    for (unsigned i = 0; i < np; i++) {
+        const gs_job_part *jp = &j->parts[i];
+        gs_job *p = &sp->part[i];
+        p->req = j->req;
+        p->req.n = jp->n;
+        p->req.keys = (char *)j->req.keys + jp->off * ks;
+        p->req.values = vs ? (char *)j->req.values + jp->off * vs : NULL;
+        p->device = p->dev = jp->dev;
+        p->algo = jp->algo;
+        p->run_params = jp->params;
+        p->plan = jp->plan;
+        p->predicted_ms = jp->run_ms;
+        p->chunk_n = jp->chunk_n;
+        p->parent = j;
+        p->t_submit = j->t_submit;
+    }
+    /* The last push may be the last part done, which frees sp: nothing
+     * of it is read after. */
+    for (unsigned i = 0; i < np; i++)
+        sched_queue_push(&s->devs[j->parts[i].dev].q, &sp->part[i]);
+    return 0;
+}
+
+void sched_split_part_done(gs_sched *s, gs_job *part)
+{
+    gs_job *j = part->parent;
+    gs_split *sp = j->split;
+    part->t_done = gs_now_ms();
+    if (atomic_fetch_sub(&sp->left, 1) != 1)
+        return;
+    /* The last part: every other part's writes happen before the count. */
+    unsigned np = j->nparts;
+    size_t bounds[GS_SPLIT_MAX + 1];
+    memset(&j->st, 0, sizeof j->st);
+    gs_err_clear(&j->err);
+    j->rc = 0;
+    j->t_start = sp->part[0].t_start;
+    for (unsigned i = 0; i < np; i++) {
+        gs_job *p = &sp->part[i];
+        gs_job_part *jp = &j->parts[i];
+        jp->dev = p->dev;
+        jp->algo = p->algo;
+        jp->chunks = p->st.chunks;
+        jp->ms = p->t_done - p->t_start;
+        bounds[i] = jp->off;
+        if (p->t_start < j->t_start)
+            j->t_start = p->t_start;
+        /* the parts ran at once: the longest of each phase */
+        if (p->st.upload_ms > j->st.upload_ms)
+            j->st.upload_ms = p->st.upload_ms;
+        if (p->st.kernel_ms > j->st.kernel_ms)
+            j->st.kernel_ms = p->st.kernel_ms;
+        if (p->st.download_ms > j->st.download_ms)
+            j->st.download_ms = p->st.download_ms;
+        j->st.passes += p->st.passes;
+        j->st.passes_skipped += p->st.passes_skipped;
+        j->st.nans_on_device += p->st.nans_on_device;
+        j->st.output_touched |= p->st.output_touched;
+        if (p->fallback[0]) {
+            GS_WARN("split of %zu keys: part %u of %u (%zu keys from %zu) failed on device "
+                    "%d and was sorted by the host sort instead", j->req.n, i + 1, np, jp->n,
+                    jp->off, jp->planned_dev);
+            size_t used = strlen(j->fallback);
+            snprintf(j->fallback + used, sizeof j->fallback - used, "%spart %u of %u (%zu "
+                     "keys) served by the host sort: %s", used ? "; " : "", i + 1, np, jp->n,
+                     p->fallback);
+        }
+        if (p->rc < 0 && j->rc == 0) {
+            j->rc = p->rc;
+            j->err = p->err;
+            char pre[96];
+            snprintf(pre, sizeof pre, "split part %u of %u (%zu keys, device %d): ", i + 1, np,
+                     jp->n, jp->planned_dev);
+            gs_err_prefix(&j->err, "%s", pre);
+        } else if (p->rc == 0 && p->dev >= 0 && p->plan == GS_PLAN_DEFAULT &&
+                   p->req.n >= 4096) {
+            pthread_mutex_lock(&s->mu);
+            sched_learn(&s->devs[p->dev].rate_ms_per_key, p);
+            pthread_mutex_unlock(&s->mu);
+        }
+    }
+    bounds[np] = j->req.n;
+    if (j->rc == 0)
+        j->rc = gs_chunk_merge(&j->req, bounds, np, &j->st, &j->err);
+    j->st.wall_ms = gs_now_ms() - j->t_start;
+    if (j->rc == 0)
+        GS_DEBUG("split of %zu %s keys over %u devices: done in %.3f ms (merge %.3f ms)",
+                 j->req.n, gs_dtype_name(j->req.dtype), np, j->st.wall_ms, j->st.merge_ms);
+    j->split = NULL;
+    free(sp);
+    sched_hand_back(j);
+}
