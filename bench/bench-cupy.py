@@ -2,8 +2,10 @@
 """Reference timings for gsort-bench: cupy.sort (CUB radix sort) over the same
 sizes, timed with CUDA events after a warm-up, median of --reps runs. Keys
 only by default; --argsort times cupy.argsort instead (CUB sorting the keys
-with an index payload), the nearest cupy call to a key-value sort. Prints one
-row per size: ms and Gkeys/s (n / time), or CSV with --csv."""
+with an index payload), the nearest cupy call to a key-value sort; --torch
+times torch.sort instead (CUB too: sorted values plus int64 indices; u32
+keys as int32, which torch sorts alike), the key-value reference of issue 22.
+Prints one row per size: ms and Gkeys/s (n / time), or CSV with --csv."""
 
 import argparse
 import statistics
@@ -19,10 +21,14 @@ def main():
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--argsort", action="store_true",
                     help="time cupy.argsort (keys + int64 indices)")
+    ap.add_argument("--torch", action="store_true",
+                    help="time torch.sort (values + int64 indices) instead of cupy")
     ap.add_argument("--csv", action="store_true")
     ap.add_argument("--seed", type=int, default=12345)
     a = ap.parse_args()
 
+    if a.torch:
+        return bench_torch(a)
     try:
         import cupy as cp
     except ImportError as e:
@@ -78,6 +84,57 @@ def main():
         sys.stdout.flush()
         del x
         cp.get_default_memory_pool().free_all_blocks()
+    return 0
+
+
+def bench_torch(a):
+    """torch.sort over the same sizes, timed with CUDA events after a warm-up."""
+    try:
+        import torch
+    except ImportError as e:
+        print("bench-cupy: torch is not available: %s" % e, file=sys.stderr)
+        return 1
+    types = {"u32": torch.int32, "i32": torch.int32, "f32": torch.float32,
+             "u64": torch.int64, "i64": torch.int64, "f64": torch.float64}
+    if a.dtype not in types:
+        print("bench-cupy: unknown dtype %s" % a.dtype, file=sys.stderr)
+        return 2
+    dt = types[a.dtype]
+    dev = torch.cuda.get_device_name(0)
+    if a.csv:
+        print("device,algo,dtype,n,ms,gkeys_per_s")
+    else:
+        print("%-24s %-13s %-4s %11s %10s %8s" % ("device", "algo", "type", "n", "ms", "Gkeys/s"))
+    g = torch.Generator(device="cuda").manual_seed(a.seed)
+    for lg in range(a.min_log2, a.max_log2 + 1):
+        n = 1 << lg
+        size = torch.tensor([], dtype=dt).element_size()
+        x = torch.randint(0, 256, (n * size,), dtype=torch.uint8, device="cuda",
+                          generator=g).view(dt)
+        y = torch.sort(x)                     # warm-up
+        torch.cuda.synchronize()
+        if n > 1 and not dt.is_floating_point and bool((y.values[1:] < y.values[:-1]).any()):
+            print("bench-cupy: torch result not sorted at n=%d" % n, file=sys.stderr)
+            return 1
+        del y
+        t = []
+        for _ in range(a.reps):
+            e0 = torch.cuda.Event(enable_timing=True)
+            e1 = torch.cuda.Event(enable_timing=True)
+            e0.record()
+            y = torch.sort(x)
+            e1.record()
+            e1.synchronize()
+            t.append(e0.elapsed_time(e1))
+            del y
+        ms = statistics.median(t)
+        gk = n / (ms * 1e6) if ms > 0 else 0.0
+        if a.csv:
+            print("\"%s\",torch.sort,%s,%d,%.4f,%.4f" % (dev, a.dtype, n, ms, gk))
+        else:
+            print("%-24.24s %-13s %-4s %11d %10.4f %8.3f" % (dev, "torch.sort", a.dtype, n, ms, gk))
+        sys.stdout.flush()
+        del x
     return 0
 
 

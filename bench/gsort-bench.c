@@ -35,7 +35,9 @@ static void usage(FILE *f)
             "  --list            list devices and exit\n"
             "  --algo NAME       algorithm (default radix; 'host' runs the host sort)\n"
             "  --params S        parameter set, e.g. radix_bits=8,wg_size=256,elems_per_thread=8\n"
-            "                    (repeatable; default: the algorithm's defaults for the device)\n"
+            "                    (repeatable; default: the algorithm's defaults for the device;\n"
+            "                    names left out take their defaults: --params lookback=0\n"
+            "                    --params lookback=1 times radix's two pass structures)\n"
             "  --dtype T         u32 i32 f32 u64 i64 f64 (default u32)\n"
             "  --payload P       none u32 u64 idx32 idx64 (default none)\n"
             "  --desc            sort descending\n"
@@ -138,7 +140,7 @@ static void print_row(const row *r, int csv)
         printf("\"%s\",%s,\"%s\",%s,%s,%zu,%.4f,%.4f,%.4f,%s\n", r->dev, r->algo, r->params,
                r->dtype, r->payload, r->n, r->kernel_ms, r->wall_ms, r->gkeys, r->note);
     else
-        printf("%-24.24s %-6s %-46.46s %-4s %-6s %11zu %10.4f %10.4f %8.3f %s\n", r->dev,
+        printf("%-24.24s %-6s %-56.56s %-4s %-6s %11zu %10.4f %10.4f %8.3f %s\n", r->dev,
                r->algo, r->params, r->dtype, r->payload, r->n, r->kernel_ms, r->wall_ms, r->gkeys,
                r->note);
     fflush(stdout);
@@ -261,12 +263,20 @@ int main(int argc, char **argv)
             gs_params_clear(&sets[0]);
         nsets = 1;
     } else {
-        for (int i = 0; i < nsets; i++)
-            if (gs_params_parse(pstr[i], &sets[i], &err) < 0) {
+        for (int i = 0; i < nsets; i++) {
+            gs_params given;
+            if (gs_params_parse(pstr[i], &given, &err) < 0) {
                 fprintf(stderr, "--params '%s': %s\n", pstr[i], err.msg);
                 gs_dev_free_list(devs, ndev);
                 return 2;
             }
+            /* the defaults, with the given values in their places */
+            gs_params_clear(&sets[i]);
+            if (algo->defaults)
+                algo->defaults(dev ? &dev->info : NULL, &sets[i]);
+            for (int j = 0; j < given.count; j++)
+                gs_params_set(&sets[i], given.p[j].name, given.p[j].value);
+        }
     }
     for (int i = 0; i < nsets; i++) {
         setstr[i][0] = '\0';
@@ -284,7 +294,7 @@ int main(int argc, char **argv)
         printf("device,algo,params,dtype,payload,n,kernel_ms,wall_ms,gkeys_per_s,note\n");
     else {
         printf("# input: %s keys\n", dist_names[dist]);
-        printf("%-24s %-6s %-46s %-4s %-6s %11s %10s %10s %8s\n", "device", "algo", "params",
+        printf("%-24s %-6s %-56s %-4s %-6s %11s %10s %10s %8s\n", "device", "algo", "params",
                "type", "values", "n", "kernel_ms", "wall_ms", "Gkeys/s");
     }
 

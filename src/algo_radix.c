@@ -1,9 +1,12 @@
 /* The OpenCL LSD radix sort ("radix"): host side of kernels/radix.cl. It
- * describes the three tunables (radix_bits, wg_size, elems_per_thread) and
- * their legal values on a device, rejects parameter sets a device cannot run
- * before anything is launched, and drives one sort: upload, one global
- * digit histogram (the only read-back before the result, used to skip passes
- * whose digit is constant), then per remaining pass upsweep / scan / scatter
+ * describes the four tunables (radix_bits, wg_size, elems_per_thread,
+ * lookback) and their legal values on a device, rejects parameter sets a
+ * device cannot run before anything is launched, and drives one sort:
+ * upload, one global digit histogram (read back above 2^20 keys, the only
+ * read-back before the result, to skip passes whose digit is constant;
+ * small arrays run every pass instead of waiting for it), then per pass
+ * either upsweep / scan / scatter (lookback=0) or one onesweep kernel
+ * (lookback=1: decoupled look-back between tiles, keys read once per pass),
  * with keys and values ping-ponging between two device buffers, and finally
  * the download. Encoding, decoding and argsort indices happen inside the
  * first and last passes, so keys cross device memory as few times as the
@@ -28,7 +31,16 @@
 #define RADIX_MIN_WG 16L
 #define RADIX_MAX_WG 1024L
 
-enum { P_BITS = 0, P_WG, P_EPT, P_COUNT };
+enum { P_BITS = 0, P_WG, P_EPT, P_LB, P_COUNT };
+
+/* The onesweep look-back packs a 30-bit count with its status */
+#define RADIX_LB_MAX_N (UINT64_C(1) << 30)
+/* Spins on a predecessor's unpublished look-back word before counting its
+ * keys instead (the fallback); a tile's predecessors have all started, so
+ * on a GPU the wait is short and the fallback rare. */
+#define RADIX_LB_SPIN 4096u
+/* Default largest n sorted without the histogram read-back */
+#define RADIX_SMALL_MAX ((size_t)1 << 20)
 
 /* ---- legal values ---- */
 
@@ -58,11 +70,23 @@ static size_t values_ept(const gs_dev_info *info, long *out, size_t cap)
     return gs_values_list(ladder, sizeof ladder / sizeof ladder[0], out, cap);
 }
 
+/* The onesweep path is offered to the tuner on GPUs; on CPU devices (PoCL:
+ * work-groups are threads, spinning costs a core) it stays off unless a set
+ * asks for it. */
+static size_t values_lookback(const gs_dev_info *info, long *out, size_t cap)
+{
+    static const long lb[] = { 0, 1 };
+    size_t n = info && (info->type & CL_DEVICE_TYPE_GPU) ? 2 : 1;
+    return gs_values_list(lb, n, out, cap);
+}
+
 static const gs_param_def radix_params[P_COUNT] = {
     { "radix_bits", "bits per digit: passes = key bits / radix_bits (rounded up)", values_bits },
     { "wg_size", "work-items per work-group (power of two)", values_wg },
     { "elems_per_thread", "keys per work-item per tile (tile = wg_size x elems_per_thread)",
       values_ept },
+    { "lookback", "1: one onesweep kernel per pass (decoupled look-back), 0: upsweep, scan and "
+      "scatter per pass (a set without it means 0)", values_lookback },
 };
 
 /* ---- local memory: mirrors the size macros of kernels/radix.cl ----
@@ -73,7 +97,7 @@ static const gs_param_def radix_params[P_COUNT] = {
 static uint64_t pad4(uint64_t i) { return i + (i >> 5); }
 static uint64_t pad8(uint64_t i) { return i + (i >> 4); }
 
-static uint64_t local_bytes(int bits, long wg, long ept, size_t ks, size_t vs)
+static uint64_t local_bytes(int bits, long wg, long ept, size_t ks, size_t vs, int lb)
 {
     uint64_t tile = (uint64_t)wg * (uint64_t)ept, radix = UINT64_C(1) << bits;
     uint64_t rake = wg < 32 ? (uint64_t)wg : 32, seg = (uint64_t)wg / rake;
@@ -86,6 +110,8 @@ static uint64_t local_bytes(int bits, long wg, long ept, size_t ks, size_t vs)
     uint64_t x = a > xv ? a : xv;
     uint64_t scan = 4 * (scn + rake + 1);
     uint64_t scatter = (x + 7) / 8 * 8 + 4 * pad4(ncw * (uint64_t)wg) + scan + 4 * radix;
+    if (lb)
+        scatter += 4 * radix + 4;   /* onesweep: the tile's counts and its ticket */
     uint64_t npos = ((uint64_t)ks * 8 + (uint64_t)bits - 1) / (uint64_t)bits;
     uint64_t ghist = npos * radix * 4, upsweep = radix * 4 * 4;
     uint64_t m = scatter;
@@ -101,6 +127,12 @@ static uint64_t local_bytes(int bits, long wg, long ept, size_t ks, size_t vs)
  * values out of range (device limits aside). */
 static int get_params(const gs_params *p, long v[P_COUNT], gs_err *err)
 {
+    gs_params q;
+    if (p && !gs_params_has(p, "lookback")) {   /* sets from before it existed */
+        q = *p;
+        gs_params_set(&q, "lookback", 0);
+        p = &q;
+    }
     int rc = gs_params_take("radix", radix_params, P_COUNT, p, v, err);
     if (rc)
         return rc;
@@ -118,6 +150,8 @@ static int get_params(const gs_params *p, long v[P_COUNT], gs_err *err)
         return gs_err_set(err, GS_EUNSUPPORTED,
                           "radix: tile wg_size x elems_per_thread = %ld keys exceeds %ld "
                           "(16-bit local counters)", v[P_WG] * v[P_EPT], RADIX_MAX_TILE);
+    if (v[P_LB] != 0 && v[P_LB] != 1)
+        return gs_err_set(err, GS_EUNSUPPORTED, "radix: lookback=%ld is not 0 or 1", v[P_LB]);
     return 0;
 }
 
@@ -133,7 +167,7 @@ static int radix_check(const gs_dev *dev, const gs_sort_req *req, const gs_param
     /* Without a request, check the widest shape (64-bit keys and values). */
     size_t ks = req ? gs_dtype_size(req->dtype) : 8;
     size_t vs = req ? gs_payload_size(req->payload) : 8;
-    uint64_t lb = local_bytes((int)v[P_BITS], v[P_WG], v[P_EPT], ks, vs);
+    uint64_t lb = local_bytes((int)v[P_BITS], v[P_WG], v[P_EPT], ks, vs, (int)v[P_LB]);
     if (lb > in->local_mem)
         return gs_err_set(err, GS_EUNSUPPORTED,
                           "radix: radix_bits=%ld wg_size=%ld elems_per_thread=%ld needs %llu bytes "
@@ -160,8 +194,9 @@ static int radix_check(const gs_dev *dev, const gs_sort_req *req, const gs_param
                           "%llu bytes; a larger tile needs less", (unsigned long long)n,
                           (unsigned long long)tile, (unsigned long long)cb,
                           (unsigned long long)in->max_alloc);
-    /* two key and two value buffers, the counts and a few small ones */
-    uint64_t total = 2 * (kb + vb) + cb + (UINT64_C(1) << 20);
+    /* two key and two value buffers, the counts (onesweep: two look-back
+     * arrays of that size) and a few small ones */
+    uint64_t total = 2 * (kb + vb) + cb * (v[P_LB] ? 2 : 1) + (UINT64_C(1) << 20);
     return gs_check_global_mem("radix", in, n, total, "double buffered", err);
 }
 
@@ -176,17 +211,20 @@ static void radix_defaults(const gs_dev_info *info, gs_params *out)
     while (wg > RADIX_MIN_WG && wg > max_wg(info))
         wg /= 2;
     if (info) {
-        while (ept > 1 && local_bytes((int)bits, wg, ept, 8, 8) > info->local_mem)
+        while (ept > 1 && local_bytes((int)bits, wg, ept, 8, 8, 0) > info->local_mem)
             ept -= ept > 8 ? 2 : 1;
-        while (wg > RADIX_MIN_WG && local_bytes((int)bits, wg, ept, 8, 8) > info->local_mem)
+        while (wg > RADIX_MIN_WG && local_bytes((int)bits, wg, ept, 8, 8, 0) > info->local_mem)
             wg /= 2;
-        while (bits > 4 && local_bytes((int)bits, wg, ept, 8, 8) > info->local_mem)
+        while (bits > 4 && local_bytes((int)bits, wg, ept, 8, 8, 0) > info->local_mem)
             bits--;
     }
     gs_params_clear(out);
     gs_params_set(out, "radix_bits", bits);
     gs_params_set(out, "wg_size", wg);
     gs_params_set(out, "elems_per_thread", ept);
+    /* off until measured faster on a device (bench/bench-gpu PARTS=onesweep);
+       the tuner tries both on GPUs */
+    gs_params_set(out, "lookback", 0);
 }
 
 /* ---- which local ranking the scatter uses (RANK_WARP in kernels/radix.cl) ---- */
@@ -201,6 +239,20 @@ static _Atomic int ptx_failed;
 int gs_radix_force_rank(int mode)
 {
     return atomic_exchange(&rank_forced, mode);
+}
+
+/* Test hooks of the onesweep path (gs_algos.h) */
+static _Atomic int fallback_forced;
+static _Atomic size_t small_max = RADIX_SMALL_MAX;
+
+int gs_radix_force_fallback(int on)
+{
+    return atomic_exchange(&fallback_forced, on);
+}
+
+size_t gs_radix_small_max(size_t n)
+{
+    return atomic_exchange(&small_max, n == (size_t)-1 ? RADIX_SMALL_MAX : n);
 }
 
 /* The warp ranking needs whole 32-lane warps; in PTX it needs an NVIDIA
@@ -226,8 +278,10 @@ static int get_program(gs_sort_ctx *ctx, int bits, size_t wg, size_t ept, char *
     int mode = rank_mode(dev, wg);
     for (;;) {
         int w = snprintf(opts, optsz, "-DRADIX_BITS=%d -DWG=%zu -DEPT=%zu", bits, wg, ept);
+        /* with PTX, the look-back loads are volatile too (ld.volatile) */
         if (mode != RANK_LOCAL)
-            snprintf(opts + w, optsz - (size_t)w, " -DRANK_WARP=%d", mode);
+            snprintf(opts + w, optsz - (size_t)w, " -DRANK_WARP=%d%s", mode,
+                     mode == RANK_WARP_PTX ? " -DLB_PTX=1" : "");
         int rc = gs_prog_get(dev, ctx->pc, (const char *[]){ "keys", "radix", NULL }, opts, prog,
                              NULL, err);
         if (rc == 0 || mode != RANK_WARP_PTX || atomic_load(&rank_forced) >= 0)
@@ -243,21 +297,24 @@ static int get_program(gs_sort_ctx *ctx, int bits, size_t wg, size_t ept, char *
 /* ---- one sort ---- */
 
 /* Launch order, for the per-stage times logged at debug level: maybe the
- * NaN save (gs_clnan.h), the global histogram, then (upsweep, scan,
- * scatter) per pass, then maybe iota. */
-enum { K_NAN = 0, K_GHIST, K_UP, K_SCAN, K_SCATTER, K_IOTA, K_COUNT };
+ * NaN save (gs_clnan.h), the global histogram, then per pass (upsweep,
+ * scan, scatter), or radix_gstart once and one onesweep per pass, then
+ * maybe iota. */
+enum { K_NAN = 0, K_GHIST, K_UP, K_SCAN, K_SCATTER, K_GSTART, K_ONESWEEP, K_IOTA, K_COUNT };
 static const char *const kstage[K_COUNT] = { "nan", "ghist", "upsweep", "scan", "scatter",
-                                             "iota" };
+                                             "gstart", "onesweep", "iota" };
 /* launches per pass: upsweep, scan reduce / scan / scan down, scatter */
 #define LAUNCHES_PER_PASS 5
 static const int pass_stage[LAUNCHES_PER_PASS] = { K_UP, K_SCAN, K_SCAN, K_SCAN, K_SCATTER };
 /* tiles per block of the scan kernels (SBT in kernels/radix.cl) */
 #define SCAN_TILES 32
+/* ticket words after the histogram and gstart rows (one per pass) */
+#define NTICKETS 64
 
 typedef struct radix_run {
     gs_clrun cr;
-    cl_kernel k_ghist, k_up, k_sred, k_scan, k_sdown, k_scatter, k_iota;
-    cl_mem keys[2], vals[2], counts, bsum, ghist;
+    cl_kernel k_ghist, k_up, k_sred, k_scan, k_sdown, k_scatter, k_gstart, k_os, k_iota;
+    cl_mem keys[2], vals[2], look[2], bsum, ghist;   /* look[0]: also the counts */
     cl_event fill_ev;
     uint32_t *hghist;
     gs_clnan nan;
@@ -267,7 +324,7 @@ static void run_release(radix_run *r)
 {
     gs_clrun_release(&r->cr);   /* waits for the queue first */
     cl_kernel ks[] = { r->k_ghist, r->k_up, r->k_sred, r->k_scan, r->k_sdown, r->k_scatter,
-                       r->k_iota };
+                       r->k_gstart, r->k_os, r->k_iota };
     for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
         if (ks[i])
             clReleaseKernel(ks[i]);
@@ -276,6 +333,63 @@ static void run_release(radix_run *r)
         clReleaseEvent(r->fill_ev);
     free(r->hghist);
     gs_clnan_free(&r->nan);
+}
+
+/* What one pass launches: reduce-then-scan (upsweep, three scan kernels,
+ * scatter) or one onesweep kernel; the names are those of the kernels. */
+typedef struct pass_ctx {
+    radix_run *r;
+    const char *kn_up, *kn_scatter, *kn_os;
+    size_t ntiles, nblk, wg, vs, radix;
+    cl_uint un, kind, desc, npos, spin;
+} pass_ctx;
+
+static int run_pass(const pass_ctx *c, int lb, unsigned i, cl_uint pos, cl_uint shift,
+                    cl_uint flags, int cur, gs_err *err)
+{
+    radix_run *r = c->r;
+    /* keys in/out, [values in/out], then the kernel's own */
+    gs_karg ax[16] = { GS_KARG(r->keys[cur]), GS_KARG(r->keys[1 - cur]) };
+    unsigned na = 2;
+    if (c->vs) {
+        ax[na++] = (gs_karg)GS_KARG(r->vals[cur]);
+        ax[na++] = (gs_karg)GS_KARG(r->vals[1 - cur]);
+    }
+    int rc;
+    if (lb) {
+        const cl_uint gsoff = (c->npos + pos) * (cl_uint)c->radix;
+        const cl_uint tkoff = 2 * c->npos * (cl_uint)c->radix + i;
+        gs_karg tail[] = { GS_KARG(r->ghist), GS_KARG(r->look[i % 2]),
+                           GS_KARG(r->look[(i + 1) % 2]), GS_KARG(c->un), GS_KARG(shift),
+                           GS_KARG(flags), GS_KARG(c->kind), GS_KARG(c->desc), GS_KARG(gsoff),
+                           GS_KARG(tkoff), GS_KARG(c->spin) };
+        for (size_t j = 0; j < sizeof tail / sizeof tail[0]; j++)
+            ax[na++] = tail[j];
+        if ((rc = gs_clrun_args(r->k_os, c->kn_os, ax, na, err)))
+            return rc;
+        return gs_clrun_launch(&r->cr, r->k_os, c->kn_os, c->ntiles, c->wg, err);
+    }
+    const cl_uint untiles = (cl_uint)c->ntiles, unblk = (cl_uint)c->nblk;
+    gs_karg au[] = { GS_KARG(r->keys[cur]), GS_KARG(c->un), GS_KARG(shift), GS_KARG(flags),
+                     GS_KARG(c->kind), GS_KARG(c->desc), GS_KARG(r->look[0]) };
+    gs_karg asr[] = { GS_KARG(r->look[0]), GS_KARG(untiles), GS_KARG(unblk), GS_KARG(r->bsum) };
+    gs_karg as[] = { GS_KARG(r->bsum), GS_KARG(r->ghist), GS_KARG(pos), GS_KARG(unblk) };
+    gs_karg asd[] = { GS_KARG(r->look[0]), GS_KARG(r->bsum), GS_KARG(untiles), GS_KARG(unblk) };
+    gs_karg tail[] = { GS_KARG(r->look[0]), GS_KARG(c->un), GS_KARG(shift), GS_KARG(flags),
+                       GS_KARG(c->kind), GS_KARG(c->desc) };
+    for (size_t j = 0; j < sizeof tail / sizeof tail[0]; j++)
+        ax[na++] = tail[j];
+    if ((rc = gs_clrun_args(r->k_up, c->kn_up, au, 7, err)) ||
+        (rc = gs_clrun_launch(&r->cr, r->k_up, c->kn_up, c->ntiles, c->wg, err)) ||
+        (rc = gs_clrun_args(r->k_sred, "radix_scan_reduce", asr, 4, err)) ||
+        (rc = gs_clrun_launch(&r->cr, r->k_sred, "radix_scan_reduce", c->nblk, c->wg, err)) ||
+        (rc = gs_clrun_args(r->k_scan, "radix_scan", as, 4, err)) ||
+        (rc = gs_clrun_launch(&r->cr, r->k_scan, "radix_scan", c->radix, c->wg, err)) ||
+        (rc = gs_clrun_args(r->k_sdown, "radix_scan_down", asd, 4, err)) ||
+        (rc = gs_clrun_launch(&r->cr, r->k_sdown, "radix_scan_down", c->nblk, c->wg, err)) ||
+        (rc = gs_clrun_args(r->k_scatter, c->kn_scatter, ax, na, err)))
+        return rc;
+    return gs_clrun_launch(&r->cr, r->k_scatter, c->kn_scatter, c->ntiles, c->wg, err);
 }
 
 static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p,
@@ -294,6 +408,10 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     const size_t ks = gs_dtype_size(req->dtype), vs = gs_payload_size(req->payload);
     const int idx = req->payload == GS_PL_IDX32 || req->payload == GS_PL_IDX64;
     const unsigned npos = (unsigned)((ks * 8 + (size_t)bits - 1) / (size_t)bits);
+    /* onesweep's 30-bit look-back counts: reduce-then-scan above */
+    const int lb = v[P_LB] && n < RADIX_LB_MAX_N;
+    /* small arrays: no histogram read-back (every pass runs) */
+    const int readback = n > atomic_load(&small_max);
 
     rc = gs_dev_open(dev, err);
     if (rc)
@@ -309,17 +427,20 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     gs_clrun_init(&r.cr, dev, "radix");
     r.cr.host_pinned = ctx->host_pinned;
     const int kw = ks == 4 ? 32 : 64, vw = (int)vs * 8;
-    char kn_ghist[32], kn_up[32], kn_scatter[40], kn_iota[32];
+    char kn_ghist[32], kn_up[32], kn_scatter[40], kn_os[40], kn_iota[32];
     snprintf(kn_ghist, sizeof kn_ghist, "radix_ghist_k%d", kw);
     snprintf(kn_up, sizeof kn_up, "radix_upsweep_k%d", kw);
     snprintf(kn_scatter, sizeof kn_scatter, "radix_scatter_k%d_v%d", kw, vw);
+    snprintf(kn_os, sizeof kn_os, "radix_onesweep_k%d_v%d", kw, vw);
     snprintf(kn_iota, sizeof kn_iota, "radix_iota_v%d", vw ? vw : 32);
     if ((rc = gs_clrun_kernel(&r.cr, prog, kn_ghist, wg, &r.k_ghist, err)) ||
-        (rc = gs_clrun_kernel(&r.cr, prog, kn_up, wg, &r.k_up, err)) ||
-        (rc = gs_clrun_kernel(&r.cr, prog, "radix_scan_reduce", wg, &r.k_sred, err)) ||
-        (rc = gs_clrun_kernel(&r.cr, prog, "radix_scan", wg, &r.k_scan, err)) ||
-        (rc = gs_clrun_kernel(&r.cr, prog, "radix_scan_down", wg, &r.k_sdown, err)) ||
-        (rc = gs_clrun_kernel(&r.cr, prog, kn_scatter, wg, &r.k_scatter, err)) ||
+        (!lb && ((rc = gs_clrun_kernel(&r.cr, prog, kn_up, wg, &r.k_up, err)) ||
+                 (rc = gs_clrun_kernel(&r.cr, prog, "radix_scan_reduce", wg, &r.k_sred, err)) ||
+                 (rc = gs_clrun_kernel(&r.cr, prog, "radix_scan", wg, &r.k_scan, err)) ||
+                 (rc = gs_clrun_kernel(&r.cr, prog, "radix_scan_down", wg, &r.k_sdown, err)) ||
+                 (rc = gs_clrun_kernel(&r.cr, prog, kn_scatter, wg, &r.k_scatter, err)))) ||
+        (lb && ((rc = gs_clrun_kernel(&r.cr, prog, "radix_gstart", wg, &r.k_gstart, err)) ||
+                (rc = gs_clrun_kernel(&r.cr, prog, kn_os, wg, &r.k_os, err)))) ||
         (idx && (rc = gs_clrun_kernel(&r.cr, prog, kn_iota, wg, &r.k_iota, err))))
         goto out;
 
@@ -329,6 +450,8 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     const size_t ntiles = (n + tile - 1) / tile;
     const size_t ghgroups = ntiles < cu * 4 ? ntiles : cu * 4;
     const size_t nblk = (ntiles + SCAN_TILES - 1) / SCAN_TILES;
+    /* the histogram rows, onesweep's gstart rows, its tickets */
+    const size_t ghwords = 2 * (size_t)npos * radix + NTICKETS;
 
     r.cr.touched = &st->output_touched;
     if ((rc = gs_clrun_input(&r.cr, req->keys, n * ks, 1, "keys", &r.keys[0], err)) ||
@@ -336,11 +459,14 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
         (vs && (rc = gs_clrun_input(&r.cr, req->values, n * vs, !idx, "values", &r.vals[0],
                                     err))) ||
         (vs && (rc = gs_clrun_buffer(&r.cr, n * vs, "values (second)", &r.vals[1], err))) ||
-        (rc = gs_clrun_buffer(&r.cr, radix * ntiles * 4, "digit counts", &r.counts, err)) ||
-        (rc = gs_clrun_buffer(&r.cr, radix * nblk * 4, "block sums", &r.bsum, err)) ||
-        (rc = gs_clrun_buffer(&r.cr, (size_t)npos * radix * 4, "histogram", &r.ghist, err)))
+        (rc = gs_clrun_buffer(&r.cr, radix * ntiles * 4, lb ? "look-back words" : "digit counts",
+                              &r.look[0], err)) ||
+        (lb && (rc = gs_clrun_buffer(&r.cr, radix * ntiles * 4, "look-back words (second)",
+                                     &r.look[1], err))) ||
+        (!lb && (rc = gs_clrun_buffer(&r.cr, radix * nblk * 4, "block sums", &r.bsum, err))) ||
+        (rc = gs_clrun_buffer(&r.cr, ghwords * 4, "histogram", &r.ghist, err)))
         goto out;
-    r.hghist = calloc((size_t)npos * radix, 4);   /* zeros: the histogram's initial value */
+    r.hghist = calloc(ghwords, 4);   /* zeros: the histogram's initial value */
     if (!r.hghist) {
         rc = gs_err_set(err, GS_ENOMEM, "radix: out of memory");
         goto out;
@@ -349,41 +475,47 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     if ((rc = gs_clnan_save(&r.cr, prog, wg, r.keys[0], req, &r.nan, err)))
         goto out;
     const size_t kev_ghist = r.cr.nkev;
-    /* the global histogram of every digit position: the only read-back */
     cl_command_queue q = dev->queue;
     const cl_uint un = (cl_uint)n;
     const cl_uint kind = gs_keys_kind(req->dtype);
     const cl_uint desc = req->descending ? 1 : 0;
-    /* Zeroed by a write of the (at most 8 KiB) zeroed host copy, not by
+    /* Zeroed by a write of the (at most 17 KiB) zeroed host copy, not by
      * clEnqueueFillBuffer: Oclgrind 21.10 leaves filled memory marked
      * uninitialized, so every atomic_add into it was reported (see
      * docs/RELIABILITY.md). In-order queue: the write is done
      * before the read-back below reuses hghist. */
-    cl_int crc = clEnqueueWriteBuffer(q, r.ghist, CL_FALSE, 0, (size_t)npos * radix * 4, r.hghist,
-                                      0, NULL, &r.fill_ev);
+    cl_int crc = clEnqueueWriteBuffer(q, r.ghist, CL_FALSE, 0, ghwords * 4, r.hghist, 0, NULL,
+                                      &r.fill_ev);
     if (crc != CL_SUCCESS) {
         r.fill_ev = NULL;
         rc = gs_cl_fail(err, "clEnqueueWriteBuffer", crc, "radix: histogram");
         goto out;
     }
     {
+        /* the global histogram of every digit position; onesweep's first
+         * look-back words are cleared on the way */
+        const cl_uint nzero = lb ? (cl_uint)(radix * ntiles) : 0;
         gs_karg a[] = { GS_KARG(r.keys[0]), GS_KARG(un), GS_KARG(kind), GS_KARG(desc),
-                        GS_KARG(r.ghist) };
-        if ((rc = gs_clrun_args(r.k_ghist, kn_ghist, a, 5, err)) ||
+                        GS_KARG(r.ghist), GS_KARG(r.look[0]), GS_KARG(nzero) };
+        if ((rc = gs_clrun_args(r.k_ghist, kn_ghist, a, 7, err)) ||
             (rc = gs_clrun_launch(&r.cr, r.k_ghist, kn_ghist, ghgroups, wg, err)))
             goto out;
     }
-    crc = clEnqueueReadBuffer(q, r.ghist, CL_TRUE, 0, (size_t)npos * radix * 4, r.hghist, 0, NULL, NULL);
-    if (crc != CL_SUCCESS) {
-        rc = gs_cl_fail(err, "clEnqueueReadBuffer", crc, "radix: histogram");
-        goto out;
+    if (readback) {
+        crc = clEnqueueReadBuffer(q, r.ghist, CL_TRUE, 0, (size_t)npos * radix * 4, r.hghist, 0,
+                                  NULL, NULL);
+        if (crc != CL_SUCCESS) {
+            rc = gs_cl_fail(err, "clEnqueueReadBuffer", crc, "radix: histogram");
+            goto out;
+        }
     }
 
-    /* passes whose digit is shared by all keys change nothing */
+    /* passes whose digit is shared by all keys change nothing (known only
+     * after the read-back) */
     unsigned run_pos[64], nrun = 0;
     for (unsigned pos = 0; pos < npos; pos++) {
         int constant = 0;
-        for (size_t d = 0; d < radix; d++)
+        for (size_t d = 0; readback && d < radix; d++)
             if (r.hghist[(size_t)pos * radix + d] == (uint32_t)n)
                 constant = 1;
         if (!constant)
@@ -392,42 +524,29 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     st->passes = nrun;
     st->passes_skipped = npos - nrun;
 
+    if (lb && nrun > 0) {
+        const cl_uint unpos = npos;
+        gs_karg a[] = { GS_KARG(r.ghist), GS_KARG(unpos) };
+        if ((rc = gs_clrun_args(r.k_gstart, "radix_gstart", a, 2, err)) ||
+            (rc = gs_clrun_launch(&r.cr, r.k_gstart, "radix_gstart", npos, wg, err)))
+            goto out;
+    }
+    const int testfb = atomic_load(&fallback_forced);
+    const pass_ctx pc = { .r = &r, .kn_up = kn_up, .kn_scatter = kn_scatter, .kn_os = kn_os,
+                          .ntiles = ntiles, .nblk = nblk, .wg = wg, .vs = vs, .radix = radix,
+                          .un = un, .kind = kind, .desc = desc, .npos = npos,
+                          .spin = testfb ? 0 : RADIX_LB_SPIN };
     int cur = 0;
-    const cl_uint untiles = (cl_uint)ntiles, unblk = (cl_uint)nblk;
     for (unsigned i = 0; i < nrun; i++) {
         const cl_uint pos = run_pos[i];
-        const cl_uint shift = pos * (cl_uint)bits;
         cl_uint flags = 0;
         if (i == 0)
             flags |= 1u | (idx ? 4u : 0u);   /* encode on load; generate indices */
         if (i + 1 == nrun)
             flags |= 2u;                     /* decode on store */
-        gs_karg au[] = { GS_KARG(r.keys[cur]), GS_KARG(un), GS_KARG(shift), GS_KARG(flags),
-                         GS_KARG(kind), GS_KARG(desc), GS_KARG(r.counts) };
-        gs_karg asr[] = { GS_KARG(r.counts), GS_KARG(untiles), GS_KARG(unblk), GS_KARG(r.bsum) };
-        gs_karg as[] = { GS_KARG(r.bsum), GS_KARG(r.ghist), GS_KARG(pos), GS_KARG(unblk) };
-        gs_karg asd[] = { GS_KARG(r.counts), GS_KARG(r.bsum), GS_KARG(untiles), GS_KARG(unblk) };
-        /* scatter: keys in/out, [values in/out], then the rest */
-        gs_karg ax[12] = { GS_KARG(r.keys[cur]), GS_KARG(r.keys[1 - cur]) };
-        unsigned na = 2;
-        if (vs) {
-            ax[na++] = (gs_karg)GS_KARG(r.vals[cur]);
-            ax[na++] = (gs_karg)GS_KARG(r.vals[1 - cur]);
-        }
-        gs_karg tail[] = { GS_KARG(r.counts), GS_KARG(un), GS_KARG(shift), GS_KARG(flags),
-                           GS_KARG(kind), GS_KARG(desc) };
-        for (size_t j = 0; j < sizeof tail / sizeof tail[0]; j++)
-            ax[na++] = tail[j];
-        if ((rc = gs_clrun_args(r.k_up, kn_up, au, 7, err)) ||
-            (rc = gs_clrun_launch(&r.cr, r.k_up, kn_up, ntiles, wg, err)) ||
-            (rc = gs_clrun_args(r.k_sred, "radix_scan_reduce", asr, 4, err)) ||
-            (rc = gs_clrun_launch(&r.cr, r.k_sred, "radix_scan_reduce", nblk, wg, err)) ||
-            (rc = gs_clrun_args(r.k_scan, "radix_scan", as, 4, err)) ||
-            (rc = gs_clrun_launch(&r.cr, r.k_scan, "radix_scan", radix, wg, err)) ||
-            (rc = gs_clrun_args(r.k_sdown, "radix_scan_down", asd, 4, err)) ||
-            (rc = gs_clrun_launch(&r.cr, r.k_sdown, "radix_scan_down", nblk, wg, err)) ||
-            (rc = gs_clrun_args(r.k_scatter, kn_scatter, ax, na, err)) ||
-            (rc = gs_clrun_launch(&r.cr, r.k_scatter, kn_scatter, ntiles, wg, err)))
+        if (testfb)
+            flags |= 8u;                     /* every look-back falls back */
+        if ((rc = run_pass(&pc, lb, i, pos, pos * (cl_uint)bits, flags, cur, err)))
             goto out;
         cur = 1 - cur;
     }
@@ -463,19 +582,21 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     for (size_t i = 0; i < r.cr.nkev; i++) {
         double ms = gs_clrun_event_ms(r.cr.kev[i]);
         int k = i < kev_ghist ? K_NAN : i == kev_ghist ? K_GHIST : nrun == 0 ? K_IOTA
+                : lb ? (i == kev_ghist + 1 ? K_GSTART : K_ONESWEEP)
                 : pass_stage[(i - kev_ghist - 1) % LAUNCHES_PER_PASS];
         st->kernel_ms += ms;
         by[k] += ms;
     }
     double fill = gs_clrun_event_ms(r.fill_ev);
     st->kernel_ms += fill;
-    GS_DEBUG("radix: n=%zu %s/%s %s: %u passes (%u skipped), %zu tiles; "
-             "ms: %s %.3f, %s %.3f, %s %.3f, %s %.3f, %s %.3f, %s %.3f, fill %.3f", n,
-             gs_dtype_name(req->dtype), gs_payload_name(req->payload), opts, st->passes,
-             st->passes_skipped, ntiles, kstage[K_NAN], by[K_NAN], kstage[K_GHIST], by[K_GHIST],
-             kstage[K_UP],
-             by[K_UP], kstage[K_SCAN], by[K_SCAN], kstage[K_SCATTER], by[K_SCATTER],
-             kstage[K_IOTA], by[K_IOTA], fill);
+    char stages[256];
+    size_t sl = 0;
+    for (int k = 0; k < K_COUNT; k++)
+        sl += (size_t)snprintf(stages + sl, sizeof stages - sl, "%s %.3f, ", kstage[k], by[k]);
+    GS_DEBUG("radix: n=%zu %s/%s %s lookback=%d%s: %u passes (%u skipped), %zu tiles; ms: "
+             "%sfill %.3f", n, gs_dtype_name(req->dtype), gs_payload_name(req->payload), opts, lb,
+             readback ? "" : " (no read-back)", st->passes, st->passes_skipped, ntiles, stages,
+             fill);
     rc = 0;
 out:
     run_release(&r);
@@ -484,7 +605,8 @@ out:
 
 const gs_algo gs_algo_radix = {
     .name = "radix",
-    .summary = "OpenCL LSD radix sort: per-tile digit counts, scan, stable local-memory scatter",
+    .summary = "OpenCL LSD radix sort: per-tile digit counts, scan (or onesweep look-back), "
+               "stable local-memory scatter",
     .stable = 1,
     .uses_device = 1,
     .keeps_nan = 1,

@@ -25,6 +25,16 @@ int gs_shellsort_run_phases(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_p
  * Work-groups narrower than a warp always use 0. Returns the previous value. */
 int gs_radix_force_rank(int mode);
 
+/* Test hooks (algo_radix.c) of the onesweep path (lookback=1): with `on`,
+ * every look-back takes its fallback (counting a predecessor tile's keys
+ * itself), as on a device where groups run one at a time; returns the
+ * previous value. And the largest n sorted without reading the global
+ * histogram back (every pass runs; above it, passes whose digit is
+ * constant are skipped); (size_t)-1 restores the default, 2^20. Returns
+ * the previous value. */
+int gs_radix_force_fallback(int on);
+size_t gs_radix_small_max(size_t n);
+
 /* Test hook (algo_host.c): the fewest keys per chunk of the host sort
  * (default 32768; 0 restores it), so small inputs run on several chunks.
  * Returns the previous value. */

@@ -57,35 +57,46 @@ typedef struct pset {
     unsigned cases;
     int radix_rank;   /* radix: 1 forces the warp-multisplit ranking (emulated) */
     int nan_device;   /* f64/f32 keys with distinct NaNs, kept on the device (gs_clnan.c) */
+    int radix_hook;   /* radix: 1 every onesweep look-back takes its fallback; 2 the
+                         histogram is read back at every size (pass skipping, iota) */
 } pset;
 
 static const pset psets[] = {
     /* radix: one 4-bit sub-digit with wg 64 (block scans with SEG = 2 and
-     * padding); 8-bit digits in two 4-bit sub-digits with a tile of 16 (n =
+     * padding), the histogram read back (skipped passes; all of them with
+     * equal keys, then radix_iota; other sets' arrays are small enough to
+     * run every pass without the read-back); 8-bit digits in two 4-bit sub-digits with a tile of 16 (n =
      * 100: 7 tiles); 3-bit digits (11 positions > 8: the plain-atomics
      * histogram path) */
-    { "radix", "radix_bits=4,wg_size=64,elems_per_thread=4", 6, 0, 0 },
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 4, 0, 0 },
-    { "radix", "radix_bits=3,wg_size=16,elems_per_thread=3", 2, 0, 0 },
+    { "radix", "radix_bits=4,wg_size=64,elems_per_thread=4", 6, 0, 0, 2 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 4, 0, 0, 0 },
+    { "radix", "radix_bits=3,wg_size=16,elems_per_thread=3", 2, 0, 0, 0 },
     /* NaN payloads kept on the device: the count and save kernels of
      * keys.cl, with several tiles (n = 1000 > 16 x 16) */
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 2, 0, 1 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 2, 0, 1, 0 },
     /* the warp-multisplit ranking (the one NVIDIA GPUs run in PTX), its warp
      * operations emulated: 2 warps, 4 digits per work-item in the digit scan;
      * then fewer digits than work-items */
-    { "radix", "radix_bits=8,wg_size=64,elems_per_thread=2", 4, 1, 0 },
-    { "radix", "radix_bits=4,wg_size=32,elems_per_thread=3", 2, 1, 0 },
+    { "radix", "radix_bits=8,wg_size=64,elems_per_thread=2", 4, 1, 0, 0 },
+    { "radix", "radix_bits=4,wg_size=32,elems_per_thread=3", 2, 1, 0, 0 },
+    /* onesweep (lookback=1): ticket, tile counts, look-back, gstart and the
+     * look-back words cleared for the next pass (n = 1000: 63 tiles of 16);
+     * then every look-back falling back to counting keys; then with the
+     * warp ranking */
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1,lookback=1", 4, 0, 0, 0 },
+    { "radix", "radix_bits=4,wg_size=16,elems_per_thread=2,lookback=1", 2, 0, 0, 1 },
+    { "radix", "radix_bits=8,wg_size=32,elems_per_thread=2,lookback=1", 2, 1, 0, 0 },
     /* mergepath: a mid-size tile; odd size_i and tile; size_i 1 with a
      * 16-element tile (many global merge levels) */
-    { "mergepath", "size_i=4,wg_size=32,elems_per_thread=4", 6, 0, 0 },
-    { "mergepath", "size_i=3,wg_size=16,elems_per_thread=5", 4, 0, 0 },
-    { "mergepath", "size_i=1,wg_size=16,elems_per_thread=1", 4, 0, 0 },
-    { "mergepath", "size_i=3,wg_size=16,elems_per_thread=5", 2, 0, 1 },
+    { "mergepath", "size_i=4,wg_size=32,elems_per_thread=4", 6, 0, 0, 0 },
+    { "mergepath", "size_i=3,wg_size=16,elems_per_thread=5", 4, 0, 0, 0 },
+    { "mergepath", "size_i=1,wg_size=16,elems_per_thread=1", 4, 0, 0, 0 },
+    { "mergepath", "size_i=3,wg_size=16,elems_per_thread=5", 2, 0, 1, 0 },
     /* shellsort: slices and merge rounds; one insertion sort per subset (no
      * merge rounds); many short slices (merge rounds in every phase) */
-    { "shellsort", "threads_per_subset=64,min_elems_per_thread=8,wg_size=32", 6, 0, 0 },
-    { "shellsort", "threads_per_subset=1,min_elems_per_thread=1,wg_size=16", 4, 0, 0 },
-    { "shellsort", "threads_per_subset=16,min_elems_per_thread=2,wg_size=16", 4, 0, 0 },
+    { "shellsort", "threads_per_subset=64,min_elems_per_thread=8,wg_size=32", 6, 0, 0, 0 },
+    { "shellsort", "threads_per_subset=1,min_elems_per_thread=1,wg_size=16", 4, 0, 0, 0 },
+    { "shellsort", "threads_per_subset=16,min_elems_per_thread=2,wg_size=16", 4, 0, 0, 0 },
 };
 #define NPSETS (sizeof psets / sizeof psets[0])
 
@@ -125,6 +136,14 @@ static void run_pset(gs_sort_ctx *ctx, const pset *ps, unsigned first, unsigned 
     if (ps->radix_rank) {
         gs_radix_force_rank(ps->radix_rank);
         snprintf(pdesc + strlen(pdesc), sizeof pdesc - strlen(pdesc), " (warp ranking)");
+    }
+    if (ps->radix_hook == 1) {
+        gs_radix_force_fallback(1);
+        snprintf(pdesc + strlen(pdesc), sizeof pdesc - strlen(pdesc), " (look-back fallback)");
+    }
+    if (ps->radix_hook == 2) {
+        gs_radix_small_max(0);
+        snprintf(pdesc + strlen(pdesc), sizeof pdesc - strlen(pdesc), " (read-back)");
     }
     if (ps->nan_device) {
         gs_keys_nan_device_min(1);
@@ -168,6 +187,8 @@ static void run_pset(gs_sort_ctx *ctx, const pset *ps, unsigned first, unsigned 
     }
     if (ps->radix_rank)
         gs_radix_force_rank(-1);
+    gs_radix_force_fallback(0);
+    gs_radix_small_max((size_t)-1);
     gs_keys_nan_device_min(0);
     if (last - first == 1)
         tap_ok(nfail == 0, "%s sort %u (%s): %s on Oclgrind matches the host reference",

@@ -917,8 +917,8 @@ void sc_expect_reject(const gs_algo *a, const gs_dev *dev, const gs_sort_req *re
 
 void sc_set3(const gs_algo *a, gs_params *p, long v0, long v1, long v2)
 {
-    if (a->nparams != 3)
-        tap_bail("sc_set3: %s has %zu parameters, not 3", a->name, a->nparams);
+    if (a->nparams < 3)
+        tap_bail("sc_set3: %s has %zu parameters, fewer than 3", a->name, a->nparams);
     gs_params_clear(p);
     gs_params_set(p, a->params[0].name, v0);
     gs_params_set(p, a->params[1].name, v1);
@@ -994,6 +994,8 @@ int sc_run_sets(const gs_algo *a, gs_sort_ctx *ctx, const sc_set *sets, size_t n
     for (size_t i = 0; i < nsets; i++) {
         gs_params q;
         sc_set3(a, &q, sets[i].v[0], sets[i].v[1], sets[i].v[2]);
+        if (a->nparams > 3)
+            gs_params_set(&q, a->params[3].name, sets[i].v[3]);
         if (cap_wg > 0 && gs_params_get(&q, "wg_size", 0) > cap_wg)
             gs_params_set(&q, "wg_size", cap_wg);
         if (fit) {

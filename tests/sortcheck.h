@@ -66,7 +66,8 @@ int sc_run_matrix(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p,
 
 /* A parameter set for sc_run_sets with the sizes to run it over. */
 typedef struct sc_set {
-    long v[3];              /* the algorithm's three parameters, in a->params order */
+    long v[4];              /* the algorithm's parameters, in a->params order (v[3] only
+                               where it has a fourth: radix's lookback) */
     const size_t *sizes;
     size_t nsizes;
 } sc_set;
@@ -92,8 +93,9 @@ gs_dev *sc_test_device(gs_dev **devs, size_t *ndev, const char *who);
 void sc_expect_reject(const gs_algo *a, const gs_dev *dev, const gs_sort_req *req,
                       const gs_params *p, int code, const char *needle, const char *what);
 
-/* Set p to exactly a's three parameters, v0..v2 in a->params order (every
- * device algorithm has three). */
+/* Set p to exactly a's first three parameters, v0..v2 in a->params order
+ * (every device algorithm has three; radix's fourth, lookback, may be left
+ * out and then means 0). */
 void sc_set3(const gs_algo *a, gs_params *p, long v0, long v1, long v2);
 
 /* A made-up GPU-like device from dev: 1024 work-items per group, 48 KiB

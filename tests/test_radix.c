@@ -6,7 +6,9 @@
  * ranges and local-memory arithmetic (also against made-up device limits;
  * what every device algorithm refuses is tests/test_registry.c's), the
  * legal-value lists, pass skipping, argsort when no pass runs, and the
- * timing statistics. A missing device is a failure, never a skip. */
+ * timing statistics; all of it with the onesweep path (lookback=1) too, its
+ * fallback forced, and with and without the histogram read-back of larger
+ * arrays. A missing device is a failure, never a skip. */
 #include "config.h"
 
 #include <inttypes.h>
@@ -89,9 +91,69 @@ static void test_check(gs_dev *dev)
     tap_ok(nv == 8 && vals[0] == 1 && vals[7] == 8, "radix_bits values 1..8");
     nv = gs_algo_radix.params[2].values(&li, vals, 64);
     tap_ok(nv > 4 && vals[0] == 1 && vals[nv - 1] == 32, "elems_per_thread values 1..32");
+
+    /* lookback: 0 or 1, optional (older saved sets have no such name), and
+     * offered to the tuner on GPUs only */
+    li.type = CL_DEVICE_TYPE_GPU;
+    nv = gs_algo_radix.params[3].values(&li, vals, 64);
+    tap_ok(nv == 2 && vals[0] == 0 && vals[1] == 1, "lookback values on a GPU: 0, 1 (%zu)", nv);
+    li.type = CL_DEVICE_TYPE_CPU;
+    nv = gs_algo_radix.params[3].values(&li, vals, 64);
+    tap_ok(nv == 1 && vals[0] == 0, "lookback values on a CPU: 0 (%zu)", nv);
+    sc_set3(A, &p, 8, 64, 4);
+    gs_params_set(&p, "lookback", 2);
+    sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "lookback=2", "lookback=2");
+    sc_set3(A, &p, 8, 64, 4);
+    gs_err_clear(&err);
+    tap_ok(gs_algo_radix.check(dev, &req, &p, &err) == 0, "a set without lookback is accepted (%s)",
+           err.msg);
+    /* onesweep's tile counts and ticket: 4 x 256 + 4 bytes more local memory */
+    fake.info.local_mem = 48 * 1024;
+    long emax = 1;
+    for (long e = 1; e <= 32; e++) {   /* the largest tile of 256 fitting f64/u64 */
+        sc_set3(A, &p, 8, 256, e);
+        if (gs_algo_radix.check(&fake, &r64, &p, &err) == 0)
+            emax = e;
+    }
+    sc_set3(A, &p, 8, 256, emax);
+    gs_params_set(&p, "lookback", 1);
+    gs_err_clear(&err);
+    rc = gs_algo_radix.check(&fake, &r64, &p, &err);
+    fake.info.local_mem += 4 * 256 + 4;
+    gs_err_clear(&err);
+    int rc2 = gs_algo_radix.check(&fake, &r64, &p, &err);
+    tap_ok(rc == GS_EUNSUPPORTED && rc2 == 0, "lookback=1 needs 1028 bytes more local memory "
+           "(256 x %ld, f64/u64: %d, %d)", emax, rc, rc2);
 }
 
 /* ---- pass skipping and argsort without passes ---- */
+
+/* Small arrays are sorted without reading the histogram back: every pass
+ * runs, none is skipped, the result is the same. */
+static void test_no_readback(gs_dev *dev, const gs_params *p)
+{
+    gs_sort_ctx ctx = { .dev = dev };
+    gs_err err;
+    gs_sort_stats st;
+    size_t n = 100000;
+    uint32_t *k = malloc(n * 4);
+    if (!k)
+        tap_bail("out of memory");
+    for (size_t i = 0; i < n; i++)
+        k[i] = 0xabcd1200u | (((uint32_t)i * 2654435761u) >> 24);
+    gs_sort_req req = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = n, .keys = k };
+    gs_err_clear(&err);
+    int rc = gs_sort_run(&gs_algo_radix, &ctx, &req, p, &st, &err);
+    int ok = rc == 0;
+    for (size_t i = 1; ok && i < n; i++)
+        ok = k[i - 1] <= k[i] && (k[i] & 0xffffff00u) == 0xabcd1200u;
+    long bits = gs_params_get(p, "radix_bits", 8);
+    tap_ok(ok && st.passes_skipped == 0 && st.passes == (unsigned)((32 + bits - 1) / bits),
+           "lookback=%ld, no read-back at n=%zu: %u passes run, %u skipped, sorted (%s)",
+           gs_params_get(p, "lookback", 0), n, st.passes, st.passes_skipped,
+           rc ? err.msg : "ok");
+    free(k);
+}
 
 static void test_skipping(gs_dev *dev, const gs_params *p)
 {
@@ -177,9 +239,17 @@ int main(void)
     test_check(dev);
 
     gs_sort_ctx ctx = { .dev = dev };
-    gs_params p;
+    gs_params p, plb;
     gs_algo_radix.defaults(&dev->info, &p);
+    plb = p;
+    gs_params_set(&plb, "lookback", 1);
+    /* skipping needs the read-back, which small arrays go without */
+    size_t small_max = gs_radix_small_max(0);
     test_skipping(dev, &p);
+    test_skipping(dev, &plb);
+    gs_radix_small_max(small_max);
+    test_no_readback(dev, &p);
+    test_no_readback(dev, &plb);
 
     /* The matrix: the defaults over every size; the extreme sets over a
      * reduced list that keeps the edge sizes, non-powers of two, and more
@@ -212,7 +282,42 @@ int main(void)
     fails += sc_run_sets(A, &ctx, wsets, sizeof wsets / sizeof wsets[0], maxwg, 0,
                          "radix warp-ranked", "warp set");
     gs_radix_force_rank(-1);
+
+    /* Onesweep (lookback=1): the defaults; with the read-back (and pass
+     * skipping) of larger arrays; odd shapes; every look-back falling back
+     * to counting its predecessor's keys (tiles 1, 5, ... never publish:
+     * what a device running one group at a time would give); and the warp
+     * ranking. */
+    fails += sc_run_matrix(A, &ctx, &plb, reduced, sizeof reduced / sizeof reduced[0],
+                           "radix onesweep");
+    gs_radix_small_max(0);
+    fails += sc_run_matrix(A, &ctx, &plb, small, sizeof small / sizeof small[0],
+                           "radix onesweep read-back");
+    gs_radix_small_max((size_t)-1);
+    static const sc_set lsets[] = {
+        { { 4, 16, 32, 1 }, SC_SIZES(small) },   /* 16-digit look-back words */
+        { { 7, 128, 3, 1 }, SC_SIZES(small) },   /* radix 128 = wg */
+        { { 3, 32, 5, 1 }, SC_SIZES(small) },    /* 11 passes, 11 tickets */
+    };
+    fails += sc_run_sets(A, &ctx, lsets, sizeof lsets / sizeof lsets[0], maxwg, 1,
+                         "radix onesweep", "onesweep set");
+    static const sc_set fsets[] = {
+        { { 8, 32, 8, 1 }, SC_SIZES(small) },    /* 4097: 17 tiles */
+        { { 5, 16, 2, 1 }, SC_SIZES(small) },    /* 4097: 129 tiles */
+    };
+    gs_radix_force_fallback(1);
+    fails += sc_run_sets(A, &ctx, fsets, sizeof fsets / sizeof fsets[0], maxwg, 0,
+                         "radix onesweep fallback", "fallback set");
+    gs_radix_force_fallback(0);
+    static const sc_set wlsets[] = {
+        { { 8, 64, 5, 1 }, SC_SIZES(small) },
+    };
+    gs_radix_force_rank(1);
+    fails += sc_run_sets(A, &ctx, wlsets, 1, maxwg, 0, "radix onesweep warp-ranked",
+                         "onesweep warp set");
+    gs_radix_force_rank(-1);
     fails += sc_check_nan_device(A, &ctx, &p);
+    fails += sc_check_nan_device(A, &ctx, &plb);
     tap_diag("matrix total: %.1f s, %d failing cases", gs_now_s() - t0, fails);
 
     gs_dev_free_list(devs, ndev);

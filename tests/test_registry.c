@@ -304,13 +304,19 @@ static void test_param_sets(const gs_algo *a, const gs_dev *dev)
     uint32_t k[4] = { 3, 1, 2, 0 };
     gs_sort_req req = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = 4, .keys = k };
     char needle[128], what[160];
+    gs_err err;
     for (size_t i = 0; i < a->nparams; i++) {
         copy_without(&d, a->params[i].name, &p);
-        snprintf(needle, sizeof needle, "missing parameter '%s'", a->params[i].name);
         snprintf(what, sizeof what, "%s: a set without %s", a->name, a->params[i].name);
+        if (!strcmp(a->name, "radix") && !strcmp(a->params[i].name, "lookback")) {
+            /* added later: saved sets without it still run, as lookback=0 */
+            gs_err_clear(&err);
+            tap_ok(a->check(dev, &req, &p, &err) == 0, "%s is accepted (%s)", what, err.msg);
+            continue;
+        }
+        snprintf(needle, sizeof needle, "missing parameter '%s'", a->params[i].name);
         sc_expect_reject(a, dev, &req, &p, GS_EUNSUPPORTED, needle, what);
     }
-    gs_err err;
     gs_err_clear(&err);
     tap_ok(a->check(dev, &req, NULL, &err) == GS_EUNSUPPORTED && err.msg[0],
            "%s: check rejects a NULL parameter set (%s)", a->name, err.msg);
