@@ -243,6 +243,21 @@ int main(void)
     gs_algo_radix.defaults(&dev->info, &p);
     plb = p;
     gs_params_set(&plb, "lookback", 1);
+    /* The look-back's counts take local memory the defaults (sized for
+     * lookback=0) may not leave with 8-byte keys and values (the H200's
+     * 48 KiB at elems_per_thread=14): fewer keys per work-item until the
+     * widest shape fits. */
+    {
+        gs_sort_req wide = { .dtype = GS_DT_U64, .payload = GS_PL_U64, .n = 1 };
+        gs_err e;
+        long ept = gs_params_get(&plb, "elems_per_thread", 16);
+        gs_err_clear(&e);
+        while (ept > 1 && gs_algo_radix.check(dev, &wide, &plb, &e) == GS_EUNSUPPORTED) {
+            gs_params_set(&plb, "elems_per_thread", --ept);
+            gs_err_clear(&e);
+        }
+        tap_diag("onesweep set: elems_per_thread %ld", ept);
+    }
     /* skipping needs the read-back, which small arrays go without */
     size_t small_max = gs_radix_small_max(0);
     test_skipping(dev, &p);
