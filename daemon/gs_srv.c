@@ -28,6 +28,7 @@
 #include "gs_systemd.h"
 #include "gs_bufpool.h"
 #include "gs_clrun.h"
+#include "gs_scratch.h"
 #include "gs_stage.h"
 #include "gs_time.h"
 
@@ -111,10 +112,11 @@ static void on_tick(uv_timer_t *t)
         s->lis_paused = 0;
         uv_poll_start(&s->lis_poll, UV_READABLE, srv_on_listen);
     }
-    /* Device buffers nobody took for a while go back to the driver. */
+    /* Device buffers and host scratch nobody took for a while go back. */
     if (now - s->last_trim >= POOL_TRIM_MS) {
         s->last_trim = now;
         gs_sched_trim(s->sched, POOL_IDLE_MS);
+        gs_scratch_trim(POOL_IDLE_MS);      /* host sort scratch kept for reuse */
     }
     srv_check_drained(s);
 }

@@ -25,6 +25,7 @@
 
 #include "gs_err.h"
 #include "gs_hostpool.h"
+#include "gs_scratch.h"
 #include "gs_keys.h"
 
 /* Below this, insertion sort beats building histograms. */
@@ -579,8 +580,8 @@ static void sort_radix(hjob *j, gs_hostpool_team *team, gs_sort_stats *st)
 
 static void job_free(hjob *j, unsigned workers)
 {
-    free(j->ks);
-    free(j->vs);
+    gs_scratch_put(j->ks, j->n * j->kw);
+    gs_scratch_put(j->vs, j->n * j->vw);
     free(j->hist);
     free(j->off);
     free(j->bstart);
@@ -605,8 +606,8 @@ static void job_free(hjob *j, unsigned workers)
 static int job_alloc(hjob *j, unsigned workers)
 {
     const size_t n = j->n, nb = j->nb;
-    j->ks = gs_hostpool_scratch(n * j->kw);
-    j->vs = j->vw ? gs_hostpool_scratch(n * j->vw) : NULL;
+    j->ks = gs_scratch_get(n * j->kw);
+    j->vs = j->vw ? gs_scratch_get(n * j->vw) : NULL;
     j->hist = malloc(j->nchunks * j->passes * nb * sizeof *j->hist);
     j->off = malloc(j->nchunks * nb * sizeof *j->off);
     j->bstart = j->msd ? malloc((nb + 1) * sizeof *j->bstart) : NULL;

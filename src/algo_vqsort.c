@@ -17,6 +17,7 @@
 
 #include "gs_err.h"
 #include "gs_hostpool.h"
+#include "gs_scratch.h"
 #include "gs_keys.h"
 #include "gs_merge.h"
 #include "gs_vqsort.h"
@@ -121,7 +122,7 @@ static int vq_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p,
     size_t most = req->n / VQ_MIN_CHUNK;
     j.nchunks = most < 1 ? 1 : most < (size_t)threads ? most : (size_t)threads;
     char *scratch = NULL;
-    if (j.nchunks > 1 && !(scratch = gs_hostpool_scratch(req->n * j.ks)))
+    if (j.nchunks > 1 && !(scratch = gs_scratch_get(req->n * j.ks)))
         return gs_err_set(err, GS_ENOMEM, "vqsort: out of memory for %zu bytes of scratch",
                           req->n * j.ks);
     gs_hostpool_team team;
@@ -135,7 +136,7 @@ static int vq_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p,
     j.src = gs_merge_runs(&team, workers, &m, &st->passes) ? scratch : req->keys;
     gs_hostpool_for(&team, j.nchunks, task_decode, &j);
     gs_hostpool_leave(&team);
-    free(scratch);
+    gs_scratch_put(scratch, req->n * j.ks);
     return 0;
 }
 

@@ -17,6 +17,7 @@
 
 #include "gs_err.h"
 #include "gs_hostpool.h"
+#include "gs_scratch.h"
 #include "gs_keys.h"
 #include "gs_log.h"
 #include "gs_merge.h"
@@ -100,11 +101,11 @@ int gs_chunk_merge(const gs_sort_req *req, size_t *bounds, size_t npieces, gs_so
         st->merge_ms += gs_now_ms() - t0;
         return 0;
     }
-    char *kscr = gs_hostpool_scratch(req->n * m.ks);
-    char *vscr = m.vs ? gs_hostpool_scratch(req->n * m.vs) : NULL;
+    char *kscr = gs_scratch_get(req->n * m.ks);
+    char *vscr = m.vs ? gs_scratch_get(req->n * m.vs) : NULL;
     if (!kscr || (m.vs && !vscr)) {
-        free(kscr);
-        free(vscr);
+        gs_scratch_put(kscr, req->n * m.ks);
+        gs_scratch_put(vscr, req->n * m.vs);
         return gs_err_set(err, GS_ENOMEM, "merging %zu sorted pieces: out of memory for "
                           "%zu bytes of scratch", npieces, req->n * (m.ks + m.vs));
     }
@@ -133,8 +134,8 @@ int gs_chunk_merge(const gs_sort_req *req, size_t *bounds, size_t npieces, gs_so
         gs_keys_nan_free(&ns);
     }
     gs_hostpool_leave(&team);
-    free(kscr);
-    free(vscr);
+    gs_scratch_put(kscr, req->n * m.ks);
+    gs_scratch_put(vscr, req->n * m.vs);
     st->merge_ms += gs_now_ms() - t0;
     return rc;
 }

@@ -12,7 +12,6 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -280,21 +279,4 @@ __attribute__((destructor)) static void pool_stop(void)
         pthread_cond_destroy(&pool.h[i].cv);
     pool.started = 0;
     pthread_mutex_unlock(&pool.mu);
-}
-
-#define SCRATCH_HUGE_BYTES ((size_t)4 << 20)
-#define SCRATCH_HUGE_PAGE ((size_t)2 << 20)
-#define SCRATCH_LINE 64
-
-void *gs_hostpool_scratch(size_t bytes)
-{
-    if (bytes < SCRATCH_HUGE_BYTES)
-        return aligned_alloc(SCRATCH_LINE, (bytes + SCRATCH_LINE - 1) / SCRATCH_LINE * SCRATCH_LINE);
-    size_t sz = (bytes + SCRATCH_HUGE_PAGE - 1) / SCRATCH_HUGE_PAGE * SCRATCH_HUGE_PAGE;
-    void *p = aligned_alloc(SCRATCH_HUGE_PAGE, sz);
-#ifdef MADV_HUGEPAGE
-    if (p)
-        madvise(p, sz, MADV_HUGEPAGE);
-#endif
-    return p;
 }

@@ -57,10 +57,5 @@ unsigned gs_hostpool_join(gs_hostpool_team *t, unsigned want);
 void gs_hostpool_for(gs_hostpool_team *t, size_t ntasks, gs_hostpool_fn fn, void *arg);
 /* Give the helpers back to the pool; t may go out of scope after it. */
 void gs_hostpool_leave(gs_hostpool_team *t);
-/* Scratch memory for host sorts: `bytes`, cache-line aligned, from 4 MiB
- * up in huge pages where the kernel has them (first touching fresh 4 KiB
- * pages costs more than a whole radix pass over them: about 20 ms of a
- * 2^24-key sort). NULL when out of memory; free() it. */
-void *gs_hostpool_scratch(size_t bytes);
 
 #endif

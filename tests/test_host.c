@@ -20,6 +20,7 @@
 #include "gs_err.h"
 #include "gs_hostpool.h"
 #include "gs_keys.h"
+#include "gs_scratch.h"
 #include "gs_sort.h"
 #include "sortcheck.h"
 #include "tap.h"
@@ -669,6 +670,58 @@ static int test_chunked(void)
     return failed;
 }
 
+/* The scratch cache: a buffer given back is handed out again to a request
+ * it fits, with its true size remembered when that was smaller; trimmed on
+ * demand; and a large host sort leaves its scratch there for the next. */
+static void test_scratch(void)
+{
+    const size_t mb = (size_t)1 << 20;
+    gs_scratch_trim(0);
+    char *a = gs_scratch_get(8 * mb);
+    if (!a)
+        tap_bail("gs_scratch_get(8 MiB) failed");
+    memset(a, 1, 8 * mb);
+    gs_scratch_put(a, 8 * mb);
+    size_t c1 = gs_scratch_cached();
+    char *b = gs_scratch_get(8 * mb - 4096);    /* rounds to the same 8 MiB */
+    tap_ok(c1 == 8 * mb && b == a && gs_scratch_cached() == 0,
+           "scratch: 8 MiB given back is cached (%zu bytes) and handed out again (%s)", c1,
+           b == a ? "same buffer" : "another");
+    char *c = gs_scratch_get(5 * mb);           /* 6 MiB in huge pages: a new one */
+    gs_scratch_put(b, 8 * mb - 4096);
+    gs_scratch_put(c, 5 * mb);
+    tap_ok(c != a && gs_scratch_cached() == 14 * mb, "scratch: two buffers kept (%zu MiB)",
+           gs_scratch_cached() / mb);
+    char *d = gs_scratch_get(4 * mb);           /* best fit: the 6 MiB one */
+    gs_scratch_put(d, 4 * mb);
+    tap_ok(d == c && gs_scratch_cached() == 14 * mb,
+           "scratch: a 4 MiB request takes the 6 MiB buffer, which comes back at its size "
+           "(%zu MiB cached)", gs_scratch_cached() / mb);
+    size_t freed = gs_scratch_trim(0);
+    tap_ok(freed == 14 * mb && gs_scratch_cached() == 0, "scratch: trim frees them (%zu MiB)",
+           freed / mb);
+
+    size_t n = (size_t)1 << 21;
+    uint32_t *k = malloc(n * sizeof *k);
+    if (!k)
+        tap_bail("out of memory");
+    int ok = 1;
+    for (int round = 0; round < 2; round++) {
+        for (size_t i = 0; i < n; i++)
+            k[i] = (uint32_t)((i + (size_t)round) * 2654435761u);
+        gs_sort_req r = { .dtype = GS_DT_U32, .n = n, .keys = k };
+        gs_err err;
+        ok &= gs_sort_run(&gs_algo_host, NULL, &r, NULL, NULL, &err) == 0;
+        for (size_t i = 1; ok && i < n; i++)
+            ok = k[i - 1] <= k[i];
+    }
+    tap_ok(ok && gs_scratch_cached() >= n * sizeof *k,
+           "scratch: two 2^21-key host sorts are right and leave their scratch cached (%zu MiB)",
+           gs_scratch_cached() / mb);
+    gs_scratch_trim(0);
+    free(k);
+}
+
 int main(void)
 {
     test_enomem("");
@@ -683,6 +736,7 @@ int main(void)
     test_unstable_matrix();
     test_concurrent();
     test_pool_share();
+    test_scratch();
 
     gs_sort_ctx ctx = { 0 };
     gs_params none;
