@@ -182,12 +182,14 @@ static void host_defaults(const gs_dev_info *info, gs_params *out)
 
 typedef struct hjob hjob;
 
+enum { COUNT_ALL, COUNT_TOP, COUNT_AGAIN };
+
 /* One shape's (key width, value width) tasks. */
 typedef struct hops {
     void (*count)(hjob *j, size_t c);
     void (*recount)(hjob *j, size_t c);
     void (*scatter)(hjob *j, size_t c, unsigned worker);
-    void (*bucket)(hjob *j, size_t lo, size_t hi, uint32_t *h);
+    void (*bucket)(hjob *j, size_t lo, size_t hi, uint32_t *h, void *tk, void *tv);
 } hops;
 
 struct hjob {
@@ -212,8 +214,10 @@ struct hjob {
     /* most significant digit first (host_msd_fits): the top pass scatters
      * into buckets, each then sorted whole by one worker in cache */
     int msd;                    /* allowed */
+    int count_mode;             /* COUNT_ALL, COUNT_TOP, COUNT_AGAIN: what task_count does */
     size_t *bstart;             /* nb + 1 bucket bounds after the top pass */
     uint32_t **bh;              /* per worker: a bucket's digit counts */
+    void **btk, **btv;          /* per worker: a bucket's keys and values between passes */
 };
 
 static size_t chunk_lo(const hjob *j, size_t c) { return c * j->chunk; }
@@ -257,7 +261,9 @@ static size_t chunk_hi(const hjob *j, size_t c)
         }                                                                       \
     }                                                                           \
                                                                                 \
-    /* Encode chunk c (and fill its indices), counting every pass's digits. */  \
+    /* Encode chunk c (and fill its indices), counting every pass's digits  \
+     * (COUNT_TOP: the top pass's only; COUNT_AGAIN: every pass's, of keys  \
+     * already encoded). */                                                  \
     static void count_##SUF(hjob *j, size_t c)                                  \
     {                                                                           \
         K *k = j->k;                                                            \
@@ -269,10 +275,19 @@ static size_t chunk_hi(const hjob *j, size_t c)
         for (size_t b = chunk_lo(j, c), hi = chunk_hi(j, c); b < hi;            \
              b += HOST_BLOCK) {                                                 \
             size_t e = hi - b < HOST_BLOCK ? hi : b + HOST_BLOCK;               \
-            gs_keys_encode(j->dtype, j->descending, k + b, e - b);              \
-            if (HASV && j->argsort)                                             \
+            if (j->count_mode != COUNT_AGAIN) {                                 \
+                gs_keys_encode(j->dtype, j->descending, k + b, e - b);          \
+                if (HASV && j->argsort)                                         \
+                    for (size_t i = b; i < e; i++)                              \
+                        v[i] = (V_)i;                                           \
+            }                                                                   \
+            if (j->count_mode == COUNT_TOP) {                                   \
+                const unsigned sh = (np - 1) * bits;                            \
+                uint32_t *ht = h + (np - 1) * nb;                               \
                 for (size_t i = b; i < e; i++)                                  \
-                    v[i] = (V_)i;                                               \
+                    ht[(size_t)(k[i] >> sh) & (nb - 1)]++;                      \
+                continue;                                                       \
+            }                                                                   \
             switch (np) {                                                       \
             case 2: count_block_##SUF(k, b, e, h, bits, nb, 2); break;          \
             case 3: count_block_##SUF(k, b, e, h, bits, nb, 3); break;          \
@@ -382,60 +397,71 @@ static size_t chunk_hi(const hjob *j, size_t c)
     }                                                                           \
                                                                                 \
     /* One bucket [lo, hi) of the top pass, in the scratch: an LSD sort of  \
-     * the bits below the top digit with HOST_BB-bit digits, while it sits   \
-     * in the cache, ping-ponging with the caller's arrays and ending in      \
-     * them. Bits above them in a digit are the bucket's own, the same for    \
-     * all its keys. */                                                       \
-    static void bucket_##SUF(hjob *j, size_t lo, size_t hi, uint32_t *h)      \
+     * the bits below the top digit with HOST_BB-bit digits while it sits    \
+     * in the cache, through the worker's own buffer tk/tv so that the last  \
+     * pass that moves anything writes the caller's arrays (no copy back).   \
+     * Bits above them in a digit are the bucket's own, the same for all    \
+     * its keys. */                                                          \
+    static void bucket_##SUF(hjob *j, size_t lo, size_t hi, uint32_t *h,      \
+                             void *tk_, void *tv_)                              \
     {                                                                           \
         enum { NB = 1 << HOST_BB };                                             \
-        K *ak = (K *)j->ks + lo, *bk = (K *)j->k + lo;                          \
-        V_ *av = HASV ? (V_ *)j->vs + lo : NULL;                                \
-        V_ *bv = HASV ? (V_ *)j->v + lo : NULL;                                 \
+        K *sk = (K *)j->ks + lo, *ck = (K *)j->k + lo, *tk = tk_;               \
+        V_ *sv = HASV ? (V_ *)j->vs + lo : NULL;                                \
+        V_ *cv = HASV ? (V_ *)j->v + lo : NULL, *tv = tv_;                      \
         const size_t m = hi - lo;                                               \
         if (m == 0)                                                             \
             return;                                                             \
+        if (m <= HOST_SMALL_N) {                                                \
+            isort_##SUF(sk, sv, m);                                             \
+            memcpy(ck, sk, m * sizeof *ck);                                     \
+            if (HASV)                                                           \
+                memcpy(cv, sv, m * sizeof *cv);                                 \
+            return;                                                             \
+        }                                                                       \
         const unsigned np = (j->sh + HOST_BB - 1) / HOST_BB;                    \
         const K mask = (K)(NB - 1);                                             \
-        int in_a = 1;                                                           \
-        if (m <= HOST_SMALL_N) {                                                \
-            isort_##SUF(ak, av, m);                                             \
-        } else {                                                                \
-            memset(h, 0, (size_t)np * NB * sizeof *h);                          \
-            for (size_t i = 0; i < m; i++) {                                    \
-                K x = ak[i];                                                    \
-                for (unsigned p = 0; p < np; p++)                               \
-                    h[p * NB + (size_t)((x >> (HOST_BB * p)) & mask)]++;        \
-            }                                                                   \
-            for (unsigned p = 0; p < np; p++) {                                 \
-                const unsigned sh = HOST_BB * p;                                \
-                uint32_t *hp = h + (size_t)p * NB;                              \
-                if (hp[(size_t)((ak[0] >> sh) & mask)] == m)                    \
-                    continue;   /* one digit: nothing moves */                  \
-                uint32_t sum = 0;                                               \
-                for (size_t d = 0; d < NB; d++) {                               \
-                    uint32_t c = hp[d];                                         \
-                    hp[d] = sum;                                                \
-                    sum += c;                                                   \
-                }                                                               \
-                const K *sk = in_a ? ak : bk;                                   \
-                K *dk = in_a ? bk : ak;                                         \
-                const V_ *sv = in_a ? av : bv;                                  \
-                V_ *dv = in_a ? bv : av;                                        \
-                for (size_t i = 0; i < m; i++) {                                \
-                    K x = sk[i];                                                \
-                    uint32_t pos = hp[(size_t)((x >> sh) & mask)]++;            \
-                    dk[pos] = x;                                                \
-                    if (HASV)                                                   \
-                        dv[pos] = sv[i];                                        \
-                }                                                               \
-                in_a = !in_a;                                                   \
-            }                                                                   \
+        memset(h, 0, (size_t)np * NB * sizeof *h);                              \
+        for (size_t i = 0; i < m; i++) {                                        \
+            K x = sk[i];                                                        \
+            for (unsigned p = 0; p < np; p++)                                   \
+                h[p * NB + (size_t)((x >> (HOST_BB * p)) & mask)]++;            \
         }                                                                       \
-        if (in_a) {                                                             \
-            memcpy(bk, ak, m * sizeof *ak);                                     \
+        /* the passes that move anything (one digit: nothing moves) */         \
+        unsigned run[HOST_BB_MAXP], nrun = 0;                                   \
+        for (unsigned p = 0; p < np; p++)                                       \
+            if (h[p * NB + (size_t)((sk[0] >> (HOST_BB * p)) & mask)] != m)     \
+                run[nrun++] = p;                                                \
+        const K *fk = sk;                                                       \
+        const V_ *fv = sv;                                                      \
+        for (unsigned r = 0; r < nrun; r++) {                                   \
+            const unsigned sh = HOST_BB * run[r];                               \
+            uint32_t *hp = h + (size_t)run[r] * NB;                             \
+            uint32_t sum = 0;                                                   \
+            for (size_t d = 0; d < NB; d++) {                                   \
+                uint32_t c = hp[d];                                             \
+                hp[d] = sum;                                                    \
+                sum += c;                                                       \
+            }                                                                   \
+            /* counted from the last pass back: the caller's, the worker's,  */ \
+            /* the caller's, ... */                                             \
+            const int to_caller = (nrun - 1 - r) % 2 == 0;                      \
+            K *dk = to_caller ? ck : tk;                                        \
+            V_ *dv = to_caller ? cv : tv;                                       \
+            for (size_t i = 0; i < m; i++) {                                    \
+                K x = fk[i];                                                    \
+                uint32_t pos = hp[(size_t)((x >> sh) & mask)]++;                \
+                dk[pos] = x;                                                    \
+                if (HASV)                                                       \
+                    dv[pos] = fv[i];                                            \
+            }                                                                   \
+            fk = dk;                                                            \
+            fv = dv;                                                            \
+        }                                                                       \
+        if (nrun == 0) {                                                        \
+            memcpy(ck, sk, m * sizeof *ck);                                     \
             if (HASV)                                                           \
-                memcpy(bv, av, m * sizeof *av);                                 \
+                memcpy(cv, sv, m * sizeof *cv);                                 \
         }                                                                       \
     }                                                                           \
                                                                                 \
@@ -491,7 +517,8 @@ static void task_finish(void *arg, size_t c, unsigned worker)
 static void task_bucket(void *arg, size_t d, unsigned worker)
 {
     hjob *j = arg;
-    j->ops->bucket(j, j->bstart[d], j->bstart[d + 1], j->bh[worker]);
+    j->ops->bucket(j, j->bstart[d], j->bstart[d + 1], j->bh[worker], j->btk[worker],
+                   j->btv ? j->btv[worker] : NULL);
 }
 
 /* Does pass p move anything, or has every key the same digit? */
@@ -541,8 +568,16 @@ static int host_msd_fits(hjob *j)
 
 static void sort_radix(hjob *j, gs_hostpool_team *team, gs_sort_stats *st)
 {
+    /* top digit first: only its counts are needed, unless the buckets turn
+     * out too big, when the keys (encoded by then) are counted again */
+    j->count_mode = j->msd ? COUNT_TOP : COUNT_ALL;
     gs_hostpool_for(team, j->nchunks, task_count, j);
-    if (j->msd && host_msd_fits(j)) {
+    int top = j->msd && host_msd_fits(j);
+    if (j->msd && !top) {
+        j->count_mode = COUNT_AGAIN;
+        gs_hostpool_for(team, j->nchunks, task_count, j);
+    }
+    if (top) {
         /* the top pass into the scratch, then every bucket to the end */
         const unsigned p = j->passes - 1;
         j->sk = j->k, j->sv = j->v, j->dk = j->ks, j->dv = j->vs, j->sh = p * j->bits;
@@ -585,9 +620,15 @@ static void job_free(hjob *j, unsigned workers)
     free(j->hist);
     free(j->off);
     free(j->bstart);
-    for (unsigned w = 0; j->bh && w < workers; w++)
+    for (unsigned w = 0; j->bh && w < workers; w++) {
         free(j->bh[w]);
+        free(j->btk[w]);
+        if (j->btv)
+            free(j->btv[w]);
+    }
     free(j->bh);
+    free(j->btk);
+    free(j->btv);
     for (unsigned w = 0; w < workers; w++) {
         if (j->wck)
             free(j->wck[w]);
@@ -612,10 +653,16 @@ static int job_alloc(hjob *j, unsigned workers)
     j->off = malloc(j->nchunks * nb * sizeof *j->off);
     j->bstart = j->msd ? malloc((nb + 1) * sizeof *j->bstart) : NULL;
     j->bh = j->msd ? calloc(workers, sizeof *j->bh) : NULL;
+    j->btk = j->msd ? calloc(workers, sizeof *j->btk) : NULL;
+    j->btv = j->msd && j->vw ? calloc(workers, sizeof *j->btv) : NULL;
     int bad = !j->ks || (j->vw && !j->vs) || !j->hist || !j->off ||
-              (j->msd && (!j->bstart || !j->bh));
+              (j->msd && (!j->bstart || !j->bh || !j->btk || (j->vw && !j->btv)));
+    /* a bucket is at most HOST_MSD_BUCKET_BYTES of keys and values */
+    const size_t bmax = HOST_MSD_BUCKET_BYTES / (j->kw + j->vw) + 1;
     for (unsigned w = 0; !bad && j->msd && w < workers; w++)
-        bad = !(j->bh[w] = malloc((size_t)HOST_BB_MAXP << HOST_BB << 2));
+        bad = !(j->bh[w] = malloc((size_t)HOST_BB_MAXP << HOST_BB << 2)) ||
+              !(j->btk[w] = malloc(bmax * j->kw)) ||
+              (j->vw && !(j->btv[w] = malloc(bmax * j->vw)));
     if (!bad && j->wc) {
         j->wck = calloc(workers, sizeof *j->wck);
         j->wcv = calloc(workers, sizeof *j->wcv);
