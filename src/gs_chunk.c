@@ -1,13 +1,15 @@
 /* Out-of-core sorts and the merge of sorted pieces (gs_chunk.h). The
- * merge encodes every piece's keys in place to unsigned total order
- * (gs_keys.h) so gs_merge.h compares plain integers, and decodes them on
- * the way back. Encoding sends every NaN to one key, losing its bits: as
- * gs_sort_run does around a whole sort, the NaNs' bits and values are
- * saved before (gs_keys_nan_save reads the pieces in order, and each
- * piece's NaN block is already in its input order) and written back into
- * the merged NaN block after. The per-element passes (index offsets,
- * encode, decode with the copy back from scratch) run as tasks of
- * TASK_N elements on a team of the shared pool. */
+ * merge reads the caller's arrays into the scratch once, encoding the keys
+ * to unsigned total order (gs_keys.h) on the way so gs_merge.h compares
+ * plain integers, then merges the scratch back into the caller's arrays in
+ * one k-way round, decoding each output block while it is in cache: two
+ * passes over memory whatever the number of pieces. Encoding sends every
+ * NaN to one key, losing its bits: as gs_sort_run does around a whole
+ * sort, the NaNs' bits and values are saved before (gs_keys_nan_save reads
+ * the pieces in order, and each piece's NaN block is already in its input
+ * order) and written back into the merged NaN block after. The
+ * per-element passes (index offsets, the copy) run as tasks of TASK_N
+ * elements on a team of the shared pool. */
 #include "config.h"
 #include "gs_chunk.h"
 
@@ -35,7 +37,7 @@ typedef struct mjob {
     size_t ks, vs;
     const size_t *bounds;   /* the pieces, for the index offsets */
     size_t npieces;
-    const char *ksrc, *vsrc;    /* decode: where the merge left the result */
+    char *kscr, *vscr;      /* the scratch the merge reads */
 } mjob;
 
 /* Task t's elements [lo, hi). */
@@ -65,30 +67,40 @@ static void task_offsets(void *arg, size_t t, unsigned worker)
     }
 }
 
+/* The copy into the scratch, encoded. */
 static void task_encode(void *arg, size_t t, unsigned worker)
 {
     const mjob *m = arg;
     (void)worker;
     size_t lo, hi;
     task_range(m, t, &lo, &hi);
-    gs_keys_encode(m->req->dtype, m->req->descending, (char *)m->req->keys + lo * m->ks,
-                   hi - lo);
+    char *k = m->kscr + lo * m->ks;
+    memcpy(k, (const char *)m->req->keys + lo * m->ks, (hi - lo) * m->ks);
+    if (m->vs)
+        memcpy(m->vscr + lo * m->vs, (const char *)m->req->values + lo * m->vs,
+               (hi - lo) * m->vs);
+    gs_keys_encode(m->req->dtype, m->req->descending, k, hi - lo);
 }
 
-static void task_decode(void *arg, size_t t, unsigned worker)
+/* The merge's post pass on each output block. */
+static void post_decode(void *arg, void *keys, void *vals, size_t n)
+{
+    const gs_sort_req *req = arg;
+    (void)vals;
+    gs_keys_decode(req->dtype, req->descending, keys, n);
+}
+
+/* A merge of more than GS_MERGE_FANIN pieces that ended in the scratch
+ * (already decoded): the copy back. */
+static void task_copyback(void *arg, size_t t, unsigned worker)
 {
     const mjob *m = arg;
     (void)worker;
     size_t lo, hi;
     task_range(m, t, &lo, &hi);
-    char *k = (char *)m->req->keys + lo * m->ks;
-    if (m->ksrc != (const char *)m->req->keys) {
-        memcpy(k, m->ksrc + lo * m->ks, (hi - lo) * m->ks);
-        if (m->vs)
-            memcpy((char *)m->req->values + lo * m->vs, m->vsrc + lo * m->vs,
-                   (hi - lo) * m->vs);
-    }
-    gs_keys_decode(m->req->dtype, m->req->descending, k, hi - lo);
+    memcpy((char *)m->req->keys + lo * m->ks, m->kscr + lo * m->ks, (hi - lo) * m->ks);
+    if (m->vs)
+        memcpy((char *)m->req->values + lo * m->vs, m->vscr + lo * m->vs, (hi - lo) * m->vs);
 }
 
 int gs_chunk_merge(const gs_sort_req *req, size_t *bounds, size_t npieces, gs_sort_stats *st,
@@ -96,7 +108,7 @@ int gs_chunk_merge(const gs_sort_req *req, size_t *bounds, size_t npieces, gs_so
 {
     double t0 = gs_now_ms();
     mjob m = { .req = req, .ks = gs_dtype_size(req->dtype), .vs = gs_payload_size(req->payload),
-               .bounds = bounds, .npieces = npieces, .ksrc = req->keys, .vsrc = req->values };
+               .bounds = bounds, .npieces = npieces };
     if (npieces < 2 || req->n == 0) {
         st->merge_ms += gs_now_ms() - t0;
         return 0;
@@ -109,6 +121,8 @@ int gs_chunk_merge(const gs_sort_req *req, size_t *bounds, size_t npieces, gs_so
         return gs_err_set(err, GS_ENOMEM, "merging %zu sorted pieces: out of memory for "
                           "%zu bytes of scratch", npieces, req->n * (m.ks + m.vs));
     }
+    m.kscr = kscr;
+    m.vscr = vscr;
     gs_hostpool_team team;
     unsigned workers = gs_hostpool_join(&team, gs_hostpool_cpus() - 1);
     size_t tasks = (req->n + TASK_N - 1) / TASK_N;
@@ -123,13 +137,12 @@ int gs_chunk_merge(const gs_sort_req *req, size_t *bounds, size_t npieces, gs_so
     int rc = gs_keys_nan_save(&asval, &ns, err);
     if (rc == 0) {
         gs_hostpool_for(&team, tasks, task_encode, &m);
-        gs_merge mg = { .ks = m.ks, .vs = m.vs, .keys = req->keys, .vals = req->values,
-                        .kscr = kscr, .vscr = vscr, .bounds = bounds, .nruns = npieces };
-        if (gs_merge_runs(&team, workers, &mg, NULL)) {
-            m.ksrc = kscr;
-            m.vsrc = vscr;
-        }
-        gs_hostpool_for(&team, tasks, task_decode, &m);
+        gs_merge mg = { .ks = m.ks, .vs = m.vs, .keys = kscr, .vals = vscr,
+                        .kscr = req->keys, .vscr = req->values, .bounds = bounds,
+                        .nruns = npieces, .post = post_decode, .post_arg = (void *)req };
+        /* more tasks than workers: a worker the pool lends late still finds some */
+        if (!gs_merge_runs(&team, workers * 4, &mg, NULL))
+            gs_hostpool_for(&team, tasks, task_copyback, &m);
         gs_keys_nan_restore(&asval, &ns);
         gs_keys_nan_free(&ns);
     }

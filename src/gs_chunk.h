@@ -2,7 +2,7 @@
  * merging arrays sorted in pieces elsewhere (the daemon's split over
  * several devices): the pieces are contiguous ranges of the request, each
  * sorted on its own by an ordinary run (gs_sort_run), then merged on the
- * host by gs_merge.h's merge-path rounds on every free core. The merge is
+ * host by gs_merge.h's k-way round on every free core. The merge is
  * stable (ties to the earlier piece), keeps float total order and every
  * NaN's bits with its value, and turns each piece's argsort indices into
  * the request's. Host memory beyond the caller's arrays: one scratch copy
