@@ -4,8 +4,8 @@
  * unsigned total order (gs_keys.h, as the host sort does), the array is cut
  * into one chunk per thread, each chunk encoded and sorted by vqsort on a
  * team of the shared pool (gs_hostpool.h), then the sorted runs are merged
- * pairwise, each merge split among the team by merge path (gs_merge.h), so
- * every thread writes its own output range. Not stable (vqsort is a
+ * in one k-way round split among the team (gs_merge.h), so every thread
+ * writes its own output range. Not stable (vqsort is a
  * quicksort), which keys alone cannot show. Built when configure finds
  * libhwy-contrib (HAVE_VQSORT); the tuner weighs it against the host
  * radix per size. */
