@@ -386,18 +386,16 @@ uint warp_match(uint d, local uint *tmp, uint lid)
 /* Local ranking (RANK_WARP 0): sub-digit rounds of per-work-item counters;
  * leaves the tile sorted by digit in xk (source positions in xi) and each
  * present digit's output offset minus its tile start in loff. */
-#define RANK_TILE_LOCAL(KT, VB, PADK, ENC, OFFS)                                     \
-        /* coalesced load; in a partial tile only the first `valid` blocked   \
+#define RANK_TILE_LOCAL(KT, VB, PADK, OFFS)                                          \
+        /* key[k] holds tile position k * WG + lid (LOAD_TILE); to blocked   \
+           order through xk. In a partial tile only the first `valid` blocked \
            positions take part in the ranking: the real keys stay there after  \
            every sub-digit (they come first in input order), the rest is never \
            read for output */                                                   \
         _Pragma("unroll")                                                        \
-        for (uint k = 0; k < EPT; k++) {                                         \
-            const uint j = k * WG + lid;                                         \
-            xk[PADK(j)] = TILE_KEY(KT, ENC, j);                                  \
-        }                                                                        \
+        for (uint k = 0; k < EPT; k++)                                           \
+            xk[PADK(k * WG + lid)] = key[k];                                     \
         barrier(CLK_LOCAL_MEM_FENCE);                                            \
-        KT key[EPT];                                                             \
         ushort ix[EPT];                                                          \
         _Pragma("unroll")                                                        \
         for (uint i = 0; i < EPT; i++) {                                         \
@@ -479,16 +477,12 @@ uint warp_match(uint d, local uint *tmp, uint lid)
  * (warp, item, lane) is tile order, so ranks are stable. Then per digit
  * the warps' counts become prefixes (warp-major) plus the digit's tile
  * start from one block scan of the digit totals. */
-#define RANK_TILE_WARP(KT, VB, PADK, ENC, OFFS)                                      \
+#define RANK_TILE_WARP(KT, VB, PADK, OFFS)                                           \
         const uint lane = lid & 31u, wp = lid >> 5;                              \
         local uint *wh = cnt + wp * RADIX;                                       \
         for (uint i = lane; i < RADIX; i += 32)                                  \
             wh[i] = 0;                                                           \
-        KT key[EPT];                                                             \
-        uint rk[EPT];                                                            \
-        _Pragma("unroll")                                                        \
-        for (uint k = 0; k < EPT; k++)                                           \
-            key[k] = TILE_KEY(KT, ENC, wp * (32 * EPT) + k * 32 + lane);         \
+        uint rk[EPT];   /* key[k]: tile position TILE_POS(k) (LOAD_TILE) */     \
         WARP_SYNC();                                                             \
         _Pragma("unroll")                                                        \
         for (uint k = 0; k < EPT; k++) {                                         \
@@ -545,6 +539,24 @@ uint warp_match(uint d, local uint *tmp, uint lid)
 #define RANK_TILE RANK_TILE_LOCAL
 #endif
 
+/* Tile position of a work-item's k-th key in the ranking's layout:
+ * warp-striped for the warp ranking, else striped over the group (both
+ * coalesce) */
+#if RANK_WARP
+#define TILE_POS(k) ((lid >> 5) * (32 * EPT) + (k) * 32 + (lid & 31u))
+#else
+#define TILE_POS(k) ((k) * WG + lid)
+#endif
+
+/* The tile's keys into registers, once: key[k] is tile position
+ * TILE_POS(k), as RANK_TILE takes them (the onesweep counts its digits
+ * from them first) */
+#define LOAD_TILE(KT, ENC)                                                       \
+        KT key[EPT];                                                             \
+        _Pragma("unroll")                                                        \
+        for (uint k = 0; k < EPT; k++)                                           \
+            key[k] = TILE_KEY(KT, ENC, TILE_POS(k));                             \
+
 /* Local memory of a scatter (both kinds): the key (+ 16-bit source index)
  * exchange and the value exchange share lmem (never live together). */
 #define SCATTER_LOCALS(KT, KB, VT, VB)                                           \
@@ -591,7 +603,8 @@ void NAME(global const KT *kin, global KT *kout, VPARAMS                        
     {                                                                            \
         const uint tb = t * TILE;                                                \
         const uint valid = min((uint)TILE, n - tb);                              \
-        RANK_TILE(KT, VB, PADK, ENC, OFFS_SCANNED)                               \
+        LOAD_TILE(KT, ENC)                                                       \
+        RANK_TILE(KT, VB, PADK, OFFS_SCANNED)                                    \
         SCATTER_OUT(KT, PADK, DEC, VT, VB, PADV)                                 \
     }                                                                            \
 }
@@ -599,77 +612,113 @@ void NAME(global const KT *kin, global KT *kout, VPARAMS                        
 /* ---- onesweep: one kernel per pass, decoupled look-back between tiles ----
  * (Adinets & Merrill 2022.) A group takes its tile from an atomic ticket
  * (tiles start in ticket order, so a tile's predecessors have all started),
- * counts its tile's digits, publishes them (look[tile * RADIX + digit]:
- * status in the top 2 bits, count below), ranks the tile, then looks back
- * over the preceding tiles' words per digit until one holds an inclusive
- * prefix, publishes its own inclusive prefix and scatters. The keys are read
- * from global memory once per pass (the ranking's second read of the tile
- * hits the cache); radix_gstart gave each digit's global start up front.
+ * loads its keys into registers (the only read of the tile), counts their
+ * digits and publishes the counts (look[tile * RADIX + digit]: status and
+ * count in one word), ranks the tile from the same registers, then looks
+ * back over the preceding tiles' words, every digit at once (a work-item
+ * per digit, LBD digits each when WG < RADIX, their loads issued together),
+ * until each digit meets an inclusive prefix, publishes its own inclusive
+ * prefix and scatters. radix_gstart gave each digit's global start up front.
  * A word holds all it says, so no fence has to order it against other data;
  * it is written with atomic_xchg and read with atomic_or(p, 0) (coherent
  * at device scope, and Oclgrind sees no race), or on NVIDIA (-DLB_PTX=1)
- * with a volatile load (ld.volatile: past L1, cheaper than an atomic).
+ * with volatile stores and loads (st/ld.volatile: past L1, no atomic unit).
  * OpenCL promises no forward progress between groups, so a look-back spins
  * at most `spin` times on a word still invalid, then counts that tile's
- * digit itself from its keys and goes on to the tile before it (the
- * "decoupled fallback" of Smith, Levien & Owens, SPAA 2025; here one
- * work-item per digit, serially, as the loop must stay barrier-free): the
- * pass completes even if groups run one at a time. Counts are 30-bit: the
- * host takes this path only for n < 2^30. The look-back words of the next
- * pass (lnext) are cleared tile by tile here; radix_ghist clears the first
- * pass's. F_TESTFB (tests only; the host sets spin 0 with it): tiles 1, 5,
- * 9, ... publish nothing and tiles 2, 6, 10, ... only their aggregate, so
- * look-backs meet all three states and take the fallback at once. */
+ * digits itself from its keys (one read of the tile for all the work-item's
+ * digits) and goes on to the tile before it (the "decoupled fallback" of
+ * Smith, Levien & Owens, SPAA 2025): the pass completes even if groups run
+ * one at a time.
+ * Words carry the pass's tag (F_LBTAG, flipped every second pass; the two
+ * look-back arrays alternate), so a word left by the pass before last reads
+ * as not yet published and no pass clears the arrays: radix_ghist clears the
+ * first one, the first pass (F_LBCLEAR) the second. Inclusive counts are
+ * 30-bit (the host takes this path only for n < 2^30), a tile's own 29-bit:
+ *   0      1 g  count:29   aggregate (the tile's own count), tag g
+ *   1      g    count:30   inclusive prefix (every tile before it too), tag g
+ *   anything else          not published in this pass.
+ * F_TESTFB (tests only; the host sets spin 0 with it): tiles 1, 5, 9, ...
+ * publish nothing (and clear their words for the next pass, which no tag
+ * can stand in for) and tiles 2, 6, 10, ... only their aggregate, so
+ * look-backs meet all three states, and stale words, and take the fallback
+ * at once. */
 
 #define LB_AGG 0x40000000u   /* count is the tile's own */
 #define LB_INC 0x80000000u   /* count includes every tile before it */
-#define LB_VAL 0x3fffffffu
+#define LB_AGG_TAG 0x20000000u
+#define LB_INC_TAG 0x40000000u
+#define LB_AGG_VAL 0x1fffffffu
+#define LB_INC_VAL 0x3fffffffu
 #define F_TESTFB 8u
+#define F_LBTAG 16u     /* this pass's tag is 1 */
+#define F_LBCLEAR 32u   /* clear the next pass's look-back words */
+#define LBD ((RADIX + WG - 1) / WG)   /* digits per work-item in the look-back */
 
 #if LB_PTX
 #define LB_LOAD(p) (*(volatile global uint *)(p))
+#define LB_STORE(p, v) (*(volatile global uint *)(p) = (v))
 #else
 #define LB_LOAD(p) atomic_or((p), 0u)
-#endif
 #define LB_STORE(p, v) atomic_xchg((p), (v))
-
-/* Tile position of a work-item's k-th key in the ranking's layout (for the
- * tile histogram, so that the ranking's loads hit the same cache lines) */
-#if RANK_WARP
-#define HIST_POS(k) ((lid >> 5) * (32 * EPT) + (k) * 32 + (lid & 31u))
-#else
-#define HIST_POS(k) ((k) * WG + lid)
 #endif
 
-/* Keys before tile t with digit d (t > 0): the look-back of one digit.
- * Tiles before t are full. */
+/* A word's state in the pass of tag g: 0 not published, 1 aggregate,
+ * 2 inclusive prefix (the top three bits: 01g, or 1g plus a count bit) */
+uint lb_state(uint w, uint g)
+{
+    const uint hi = w >> 29;
+    return hi == 2u + g ? 1u : (hi >> 1) == 2u + g ? 2u : 0u;
+}
+
+/* Keys before tile t with digit lid + q * WG, into excl[q], for each of
+ * the work-item's LBD digits at once. Tiles before t are full. */
 #define DEF_LOOKBACK(KW, KT, ENC)                                                \
-uint lookback_k##KW(global uint *look, uint t, uint d, uint spin,                \
+void lookback_k##KW(global uint *look, uint t, uint lid, uint g, uint spin,      \
                     global const KT *kin, uint shift, uint flags, uint kind,     \
-                    uint desc)                                                   \
+                    uint desc, uint *excl)                                       \
 {                                                                                \
-    uint excl = 0;                                                               \
-    for (uint j = t; j-- > 0;) {                                                 \
-        global uint *at = look + (size_t)j * RADIX + d;                          \
-        uint w = LB_LOAD(at);                                                    \
-        for (uint s = 0; !(w & (LB_AGG | LB_INC)) && s < spin; s++)              \
-            w = LB_LOAD(at);                                                     \
-        if (w & (LB_AGG | LB_INC)) {                                             \
-            excl += w & LB_VAL;                                                  \
-            if (w & LB_INC)                                                      \
-                break;                                                           \
-            continue;                                                            \
+    uint open = 0;   /* bit q: digit lid + q * WG still looking back */         \
+    _Pragma("unroll")                                                            \
+    for (uint q = 0; q < LBD; q++) {                                             \
+        excl[q] = 0;                                                             \
+        open |= (lid + q * WG < RADIX ? 1u : 0u) << q;                           \
+    }                                                                            \
+    for (uint j = t; open && j-- > 0;) {                                         \
+        global uint *row = look + (size_t)j * RADIX + lid;                       \
+        uint w[LBD], miss = 0;                                                   \
+        _Pragma("unroll")                                                        \
+        for (uint q = 0; q < LBD; q++)                                           \
+            w[q] = (open >> q) & 1u ? LB_LOAD(row + q * WG) : 0u;                \
+        _Pragma("unroll")                                                        \
+        for (uint q = 0; q < LBD; q++) {                                         \
+            if (!((open >> q) & 1u))                                             \
+                continue;                                                        \
+            for (uint s = 0; !lb_state(w[q], g) && s < spin; s++)                \
+                w[q] = LB_LOAD(row + q * WG);                                    \
+            const uint st = lb_state(w[q], g);                                   \
+            if (st == 2u) {                                                      \
+                excl[q] += w[q] & LB_INC_VAL;                                    \
+                open &= ~(1u << q);                                              \
+            } else if (st == 1u) {                                               \
+                excl[q] += w[q] & LB_AGG_VAL;                                    \
+            } else {                                                             \
+                miss |= 1u << q;                                                 \
+            }                                                                    \
         }                                                                        \
+        if (!miss)                                                               \
+            continue;                                                            \
         /* fallback: tile j has not published yet; count its keys */          \
         const size_t tb = (size_t)j * TILE;                                      \
         for (uint i = 0; i < TILE; i++) {                                        \
             KT x = kin[tb + i];                                                  \
             if (flags & F_ENCODE)                                                \
                 x = ENC(x, kind, desc);                                          \
-            excl += ((uint)(x >> shift) & RMASK) == d ? 1u : 0u;                 \
+            const uint d = (uint)(x >> shift) & RMASK;                           \
+            _Pragma("unroll")                                                    \
+            for (uint q = 0; q < LBD; q++)                                       \
+                excl[q] += ((miss >> q) & 1u) && d == lid + q * WG ? 1u : 0u;    \
         }                                                                        \
     }                                                                            \
-    return excl;                                                                 \
 }
 
 DEF_LOOKBACK(32, uint, gs_enc32)
@@ -698,14 +747,16 @@ void NAME(global const KT *kin, global KT *kout, VPARAMS                        
         const uint tb = t * TILE;                                                \
         const uint valid = min((uint)TILE, n - tb);                              \
         const uint tq = (flags & F_TESTFB) ? (t & 3u) : 0u;   /* see F_TESTFB */  \
-        /* the tile's digit counts (runs of one digit cost one atomic),     \
-           published before the ranking so later tiles need not wait on it */ \
+        const uint g = (flags & F_LBTAG) ? 1u : 0u;                              \
+        LOAD_TILE(KT, ENC)                                                       \
+        /* the tile's digit counts from the registers (runs of one digit     \
+           cost one atomic), published before the ranking so later tiles need \
+           not wait on it */                                                    \
         uint prev = 0, run = 0;                                                  \
         _Pragma("unroll")                                                        \
         for (uint k = 0; k < EPT; k++) {                                         \
-            const uint j = HIST_POS(k);                                          \
-            if (j < valid) {                                                     \
-                const uint d = (uint)(TILE_KEY(KT, ENC, j) >> shift) & RMASK;    \
+            if (TILE_POS(k) < valid) {                                           \
+                const uint d = (uint)(key[k] >> shift) & RMASK;                  \
                 if (run && d == prev) {                                          \
                     run++;                                                       \
                 } else {                                                         \
@@ -719,23 +770,34 @@ void NAME(global const KT *kin, global KT *kout, VPARAMS                        
         if (run)                                                                 \
             atomic_add(&lh[prev], run);                                          \
         barrier(CLK_LOCAL_MEM_FENCE);                                            \
-        for (uint d = lid; d < RADIX; d += WG)                                   \
-            if (tq != 1u)                                                        \
-                LB_STORE(&look[(size_t)t * RADIX + d], (t ? LB_AGG : LB_INC) | lh[d]); \
-        RANK_TILE(KT, VB, PADK, ENC, OFFS_LATER)                                 \
-        for (uint d = lid; d < RADIX; d += WG) {                                 \
-            const uint c = lh[d];                                                \
-            const uint excl = t ? lookback_k##KW(look, t, d, spin, kin, shift,   \
-                                                 flags, kind, desc) : 0u;        \
-            if (t && tq != 1u && tq != 2u)                                       \
-                LB_STORE(&look[(size_t)t * RADIX + d], LB_INC | (excl + c));     \
-            if (c)                                                               \
-                loff[d] += gh[gsoff + d] + excl;                                 \
+        uint c[LBD], gs[LBD];                                                    \
+        _Pragma("unroll")                                                        \
+        for (uint q = 0; q < LBD; q++) {                                         \
+            const uint d = lid + q * WG;                                         \
+            c[q] = d < RADIX ? lh[d] : 0u;                                       \
+            gs[q] = d < RADIX ? gh[gsoff + d] : 0u;   /* read early: latency */ \
+            if (d < RADIX && tq != 1u)                                           \
+                LB_STORE(&look[(size_t)t * RADIX + d],                           \
+                         t ? LB_AGG | (g ? LB_AGG_TAG : 0u) | c[q]               \
+                           : LB_INC | (g ? LB_INC_TAG : 0u) | c[q]);             \
+        }                                                                        \
+        RANK_TILE(KT, VB, PADK, OFFS_LATER)                                      \
+        uint excl[LBD];                                                          \
+        lookback_k##KW(look, t, lid, g, spin, kin, shift, flags, kind, desc, excl); \
+        _Pragma("unroll")                                                        \
+        for (uint q = 0; q < LBD; q++) {                                         \
+            const uint d = lid + q * WG;                                         \
+            if (d < RADIX && t && tq != 1u && tq != 2u)                          \
+                LB_STORE(&look[(size_t)t * RADIX + d],                           \
+                         LB_INC | (g ? LB_INC_TAG : 0u) | (excl[q] + c[q]));     \
+            if (d < RADIX && c[q])                                               \
+                loff[d] += gs[q] + excl[q];                                      \
         }                                                                        \
         barrier(CLK_LOCAL_MEM_FENCE);                                            \
         SCATTER_OUT(KT, PADK, DEC, VT, VB, PADV)                                 \
-        for (uint d = lid; d < RADIX; d += WG)                                   \
-            lnext[(size_t)t * RADIX + d] = 0;                                    \
+        if ((flags & F_LBCLEAR) || tq == 1u)                                     \
+            for (uint d = lid; d < RADIX; d += WG)                               \
+                lnext[(size_t)t * RADIX + d] = 0;                                \
     }                                                                            \
 }
 

@@ -546,6 +546,8 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
             flags |= 2u;                     /* decode on store */
         if (testfb)
             flags |= 8u;                     /* every look-back falls back */
+        if (lb)                              /* look-back tag; the first pass clears */
+            flags |= ((i >> 1) & 1u ? 16u : 0u) | (i == 0 ? 32u : 0u);   /* look[1] */
         if ((rc = run_pass(&pc, lb, i, pos, pos * (cl_uint)bits, flags, cur, err)))
             goto out;
         cur = 1 - cur;
