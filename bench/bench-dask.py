@@ -25,12 +25,27 @@ import time
 import numpy as np
 
 
-def timed(fn, reps):
+def released(client, keys0):
+    """Waits until the cluster holds no more keys than keys0 (the inputs):
+    a sort's keys are the same from run to run (deterministic tokens), so
+    a run must not start while the last one's results are still there to
+    be reused."""
+    for _ in range(200):
+        if len(client.who_has()) <= keys0:
+            return
+        time.sleep(0.05)
+
+
+def timed(fn, reps, client=None):
     """Median and all seconds of reps runs of fn (which returns what it
-    made, kept until the next run so memory stays as in use)."""
+    made, kept until the next run so memory stays as in use; with client,
+    released before the next run starts)."""
     ts, out = [], None
+    keys0 = len(client.who_has()) if client is not None else 0
     for _ in range(reps):
         out = None
+        if client is not None:
+            released(client, keys0)
         t0 = time.perf_counter()
         out = fn()
         ts.append(time.perf_counter() - t0)
@@ -72,24 +87,26 @@ def bench_frame(a, client, dd, dask, gd):
     dask.distributed.wait(ddf)
     ksum = int(ddf["k"].map_partitions(lambda s: pd.Series([int(s.sum())])).compute().sum())
     res = {}
-    for name, fn in (("dask default", None), ("gsort.dask", gd.sort_values)):
-        kw = {} if fn is None else {"sort_function": fn}
-
+    ways = (("dask default", lambda: ddf.sort_values("k")),
+            ("sort_function", lambda: ddf.sort_values("k", sort_function=gd.sort_values)),
+            ("sort_values_ddf", lambda: gd.sort_values_ddf(ddf, "k")))
+    for name, sort in ways:
         def run():
-            r = ddf.sort_values("k", **kw).persist()
+            r = sort().persist()
             dask.distributed.wait(r)
             return r
-        med, ts, r = timed(run, a.reps)
+        med, ts, r = timed(run, a.reps, client)
         ok = check_sorted(r.map_partitions(frame_summary).compute(), rows, ksum)
         del r
         res[name] = med
-        print("frame  %-13s rows %d  partitions %d  median %.2f s  (runs %s)  %s" %
+        print("frame  %-15s rows %d  partitions %d  median %.2f s  (runs %s)  %s" %
               (name, rows, parts, med, " ".join("%.2f" % t for t in ts),
                "right" if ok else "WRONG"), flush=True)
         if not ok:
             sys.exit(1)
-    print("frame  dask default / gsort.dask = %.2fx" % (res["dask default"] /
-                                                      res["gsort.dask"]), flush=True)
+    for name, _ in ways[1:]:
+        print("frame  dask default / %s = %.2fx" % (name, res["dask default"] / res[name]),
+              flush=True)
     del ddf
 
 
@@ -111,7 +128,7 @@ def bench_array(a, client, da, dd, dask, gd):
         r = gd.sort(x).persist()
         dask.distributed.wait(r)
         return r
-    t_gs, ts_gs, r = timed(gsort_run, a.reps)
+    t_gs, ts_gs, r = timed(gsort_run, a.reps, client)
     ok = np.array_equal(r.compute(), ref) and not any(np.isnan(c) for c in r.chunks[0])
     del r
     print("array  gsort.dask.sort        2^%d u32  median %.2f s  (runs %s)  %s" %
@@ -128,7 +145,7 @@ def bench_array(a, client, da, dd, dask, gd):
         r = s.sort_values("k").persist()
         dask.distributed.wait(r)
         return r
-    t_dd, ts_dd, r = timed(dask_run, a.reps)
+    t_dd, ts_dd, r = timed(dask_run, a.reps, client)
     ok = np.array_equal(r["k"].compute().to_numpy(), ref)
     del r
     print("array  dask dataframe sort    2^%d u32  median %.2f s  (runs %s)  %s" %

@@ -1,9 +1,9 @@
 """TAP checks of gsort.dask (python/gsort/dask.py) on a
 distributed.LocalCluster of 2 worker processes sorting through a real
 gsortd with its OpenCL devices (PoCL in CI): DataFrame.sort_values with
-gsort.dask.sort_values equals pandas' stable sort_values for every numeric
-dtype, both directions, both NaN positions, duplicates, empty and skewed
-partitions; gsort.dask.sort / argsort equal np.sort / np.argsort(kind=
+gsort.dask.sort_values, and gsort.dask.sort_values_ddf, equal pandas'
+stable sort_values for every numeric dtype, both directions, both NaN
+positions, duplicates, empty and skewed partitions; gsort.dask.sort / argsort equal np.sort / np.argsort(kind=
 "stable") with known chunk sizes; a worker killed in the middle of a sort
 is replaced and the answer is still right; without a daemon the same
 answers come from numpy, with one warning. Run by tests/dask.test."""
@@ -72,6 +72,13 @@ def frame_checks(pd, dd, gd, rng):
                 check("DataFrame %s ascending=%s na_position=%s: equals pandas' stable "
                       "sort_values (values, index, dtypes)" % (dt, asc, na), t)
 
+                def t_ddf():
+                    r = gd.sort_values_ddf(ddf, "k", ascending=asc, na_position=na).compute()
+                    e = pdf.sort_values("k", ascending=asc, na_position=na, kind="stable")
+                    return r.equals(e) and r.dtypes.equals(e.dtypes), (r.head(), e.head())
+                check("sort_values_ddf %s ascending=%s na_position=%s: equals pandas' "
+                      "stable sort_values (values, index, dtypes)" % (dt, asc, na), t_ddf)
+
 
 def frame_edges(pd, dd, gd, rng, dask):
     """Empty and skewed partitions, a Series, the pandas fallback."""
@@ -88,6 +95,26 @@ def frame_edges(pd, dd, gd, rng, dask):
             return r.equals(e), (r.head(), e.head())
         check("DataFrame with empty partitions and 9 in 10 keys equal, ascending=%s: "
               "equals pandas" % asc, t)
+
+    pinf = pd.DataFrame({"k": keys("float64", n, rng, skew=True), "v": np.arange(n)})
+    dinf = dd.from_delayed([dask.delayed(pinf.iloc[a:b]) for a, b in
+                            ((0, 2000), (0, 0), (2000, 2100), (2100, 2100), (2100, n))],
+                           meta=pinf.iloc[:0])
+    for asc, na, q in ((True, "last", None), (False, "first", 3), (True, "first", 9)):
+        def t_ddf():
+            r = gd.sort_values_ddf(dinf, "k", ascending=asc, na_position=na, npartitions=q)
+            e = pinf.sort_values("k", ascending=asc, na_position=na, kind="stable")
+            return (r.compute().equals(e) and r.npartitions <= (q or dinf.npartitions),
+                    r.npartitions)
+        check("sort_values_ddf with empty partitions, 9 in 10 keys equal, infinities, "
+              "ascending=%s na_position=%s npartitions=%s: equals pandas" % (asc, na, q),
+              t_ddf)
+
+    def t_ddf_fallback():
+        d = pd.DataFrame({"a": rng.integers(0, 5, 200), "s": rng.choice(["x", "y"], 200)})
+        dd2 = dd.from_pandas(d, npartitions=3, sort=False)
+        return gd.sort_values_ddf(dd2, "s").compute().equals(d.sort_values("s", kind="stable"))
+    check("sort_values_ddf by a string column goes to Dask's sort_values", t_ddf_fallback)
 
     def t_part():
         p = pd.DataFrame({"k": keys("float32", 3000, rng), "v": np.arange(3000)})

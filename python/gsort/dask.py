@@ -19,6 +19,12 @@ gsortd argsort and one take, exactly as pandas' sort_values(...,
 kind="stable") would; anything else (several columns, a key function, an
 extension or object dtype) goes to pandas' own sort_values.
 
+sort_values_ddf(ddf, by, ...) is the same sort without Dask's quantiles
+and shuffle: a sample sort of its own (strided sample, one task shuffle
+cut by a counting split, then sort_values on each output partition).
+
+    >>> gsort.dask.sort_values_ddf(ddf, "k", ascending=False)
+
     >>> import dask.array as da
     >>> gsort.dask.sort(x)      # x: a 1-D dask array; np.sort's values
     >>> gsort.dask.argsort(x)   # np.argsort(x.compute(), kind="stable")
@@ -41,7 +47,7 @@ import dask.array as da
 
 import gsort
 
-__all__ = ["sort_values", "sort", "argsort"]
+__all__ = ["sort_values", "sort_values_ddf", "sort", "argsort"]
 
 # Keys gsortd takes as they are; narrower ones widen losslessly to these.
 _WIDEN = {"b": np.uint32, "u": np.uint32, "i": np.int32, "f": np.float32}
@@ -179,6 +185,88 @@ def sort_values(df, by=None, ascending=True, na_position="last", ignore_index=Fa
     if ignore_index:
         out = out.reset_index(drop=True)
     return out
+
+
+# ---- a DataFrame sample sort of its own ----
+
+def _frame_sample(df, col, m):
+    """(non-NaN keys of column col, about m of them taken at a stride)."""
+    k = df[col].to_numpy()
+    if k.dtype.kind == "f":
+        k = k[~np.isnan(k)]
+    n = k.shape[0]
+    return n, k[::max(1, n // max(m, 1))].copy()
+
+
+def _frame_split(df, col, splitters, asc, na_first):
+    """df's rows cut into len(splitters) + 1 pieces by key (piece j goes to
+    output partition j), each piece's rows in df's order: bucket ids from
+    the splitters, then a stable counting split (numpy's stable argsort of
+    small integers is a radix sort) and one take."""
+    k = df[col].to_numpy()
+    last = splitters.shape[0]
+    b = np.searchsorted(splitters, k, side="right")
+    if not asc:
+        b = last - b
+    if k.dtype.kind == "f":
+        nan = np.isnan(k)
+        if nan.any():
+            b[nan] = 0 if na_first else last
+    b = b.astype(np.uint8 if last < 256 else np.uint16 if last < 65536 else np.int64)
+    ends = np.cumsum(np.bincount(b, minlength=last + 1))
+    if np.any(b[1:] < b[:-1]):
+        df = df.take(np.argsort(b, kind="stable"))
+    return [df.iloc[e - c:e] for c, e in zip(np.diff(ends, prepend=0), ends)]
+
+
+def _frame_merge(pieces, col, asc, na_position):
+    """One output partition: its piece of every input partition, in input
+    order, sorted (stably, so equal keys keep that order)."""
+    import pandas as pd
+    df = pieces[0] if len(pieces) == 1 else pd.concat(pieces)
+    return sort_values(df, col, asc, na_position)
+
+
+def sort_values_ddf(ddf, by, ascending=True, na_position="last", npartitions=None):
+    """ddf.sort_values(by, ascending=..., na_position=...) as a sample sort
+    of its own, for a dask DataFrame sorted by one numeric column: splitters
+    from a strided sample of every partition (one small computation), one
+    task shuffle (each input partition cut by the splitters with a counting
+    split, each output partition gathering its pieces) and the gsortd
+    partition sort (sort_values above) of each output partition. Each row
+    is sorted once, by gsortd; Dask's quantiles, its added partition column
+    and its shuffle groups are not used. The result equals pandas' stable
+    sort_values of the whole frame (rows of equal keys in their order in
+    ddf), in npartitions partitions (default: ddf's count; some may be
+    empty where keys repeat) with unknown divisions, as Dask's. Anything
+    else (several columns, a non-numeric column, a list of directions) goes
+    to Dask's sort_values with sort_function=sort_values. Like Dask's, it
+    computes the sample when called."""
+    col = _one(by)
+    asc = _one(ascending)
+    meta = ddf._meta
+    # (A repeated column name gives a DataFrame, which has no dtype.)
+    kdt = getattr(meta[col], "dtype", None) if isinstance(col, str) and col in meta else None
+    if (not isinstance(kdt, np.dtype) or kdt.kind not in "biuf" or kdt.itemsize > 8 or
+            not isinstance(asc, (bool, np.bool_)) or na_position not in ("first", "last")):
+        return ddf.sort_values(by, ascending=ascending, na_position=na_position,
+                               sort_function=sort_values)
+    import dask.dataframe as dd
+    q = ddf.npartitions if npartitions is None else int(npartitions)
+    if q < 1:
+        raise ValueError("gsort.dask: npartitions must be at least 1")
+    parts = ddf.to_delayed()
+    samples = dask.compute(*[dask.delayed(_frame_sample, pure=True)(p, col, _OVERSAMPLE * q)
+                             for p in parts])
+    splitters = _splitters(samples, q).astype(kdt, copy=False)
+    q = splitters.shape[0] + 1
+    splits = [dask.delayed(_frame_split, pure=True, nout=q)(p, col, splitters, bool(asc),
+                                                            na_position == "first")
+              for p in parts]
+    outs = [dask.delayed(_frame_merge, pure=True)([s[j] for s in splits], col, bool(asc),
+                                                  na_position)
+            for j in range(q)]
+    return dd.from_delayed(outs, meta=meta, verify_meta=False)
 
 
 # ---- sample sort of a 1-D dask array ----
