@@ -61,8 +61,10 @@ unsigned gs_hostpool_cpus(void)
     return n < 1 ? 1 : n > GS_HOSTPOOL_MAX + 1 ? GS_HOSTPOOL_MAX + 1 : (unsigned)n;
 }
 
-/* Serve team t as worker w until the team's caller leaves. */
-static void serve(gs_hostpool_team *t, unsigned w)
+/* Serve team t as helper h (its worker w) until the team's caller leaves.
+ * The helper is idle again (h->team NULL) before the caller learns it
+ * left, so that a team formed right after finds it free. */
+static void serve(helper *h, gs_hostpool_team *t, unsigned w)
 {
     unsigned seen = 0;
     for (;;) {
@@ -94,6 +96,10 @@ static void serve(gs_hostpool_team *t, unsigned w)
             pthread_cond_signal(&t->done);
         pthread_mutex_unlock(&t->mu);
     }
+    pthread_mutex_lock(&pool.mu);        /* t->mu, then pool.mu: nothing nests them the
+                                            other way round */
+    h->team = NULL;
+    pthread_mutex_unlock(&pool.mu);
     if (++t->left == t->nhelpers)
         pthread_cond_signal(&t->done);
     pthread_mutex_unlock(&t->mu);
@@ -111,9 +117,9 @@ static void *helper_main(void *arg)
             break;
         unsigned w = h->worker;
         pthread_mutex_unlock(&pool.mu);
-        serve(t, w);
+        serve(h, t, w);                 /* it sets h->team NULL (and a new team may have
+                                           taken it since) */
         pthread_mutex_lock(&pool.mu);
-        h->team = NULL;
     }
     pthread_mutex_unlock(&pool.mu);
     return NULL;
