@@ -131,12 +131,18 @@ void sched_hand_back(gs_job *j)
     uv_async_send(&k->async);
 }
 
-void sched_learn(double *rate, const gs_job *j)
+/* Below this many keys a run says too little about a route's rate. */
+#define LEARN_MIN_N 4096
+
+void sched_learn(gs_sched *s, double *rate, const gs_job *j)
 {
-    if (j->rc < 0 || j->req.n < 4096 || j->st.wall_ms <= 0)
+    /* checked before the lock: the many small requests never take it */
+    if (j->rc < 0 || j->req.n < LEARN_MIN_N || j->st.wall_ms <= 0)
         return;
     double r = j->st.wall_ms / (double)j->req.n;
+    pthread_mutex_lock(&s->mu);
     *rate = *rate > 0 ? 0.8 * *rate + 0.2 * r : r;
+    pthread_mutex_unlock(&s->mu);
 }
 
 /* A worker is done with j: back to its loop, or, for a part of a split,
@@ -153,15 +159,10 @@ static void job_done(gs_sched *s, gs_job *j)
  * parts taught their devices already), then its callback. */
 static void finish(gs_sched *s, gs_job *j)
 {
-    if (j->req.n >= 4096 && j->plan != GS_PLAN_SPLIT &&
-        (j->dev < 0 || j->plan == GS_PLAN_DEFAULT)) {
-        pthread_mutex_lock(&s->mu);
-        if (j->dev < 0)
-            sched_learn(&s->host_rate[gs_dtype_size(j->req.dtype) == 8], j);
-        else
-            sched_learn(&s->devs[j->dev].rate_ms_per_key, j);
-        pthread_mutex_unlock(&s->mu);
-    }
+    if (j->plan != GS_PLAN_SPLIT && j->dev < 0)
+        sched_learn(s, &s->host_rate[gs_dtype_size(j->req.dtype) == 8], j);
+    else if (j->plan == GS_PLAN_DEFAULT)
+        sched_learn(s, &s->devs[j->dev].rate_ms_per_key, j);
     atomic_fetch_sub(&s->inflight, 1);
     j->sink->done(j, j->sink->ud);
 }

@@ -90,8 +90,9 @@ void sched_queue_push(queue *q, struct gs_job *j);
 /* A queue's predicted backlog for a new job: device d's, or the host
  * pool's (d < 0) shared by its threads. Takes the queue's lock. */
 double sched_route_backlog(gs_sched *s, int d);
-/* Learn a route's ms per key from a finished run (under s->mu). */
-void sched_learn(double *rate, const struct gs_job *j);
+/* Learn a route's ms per key (*rate, one of s's) from a finished run
+ * large enough to tell; takes s->mu when it does. */
+void sched_learn(gs_sched *s, double *rate, const struct gs_job *j);
 /* Hand a finished job back to its sink's loop. */
 void sched_hand_back(struct gs_job *j);
 

@@ -299,11 +299,8 @@ void sched_split_part_done(gs_sched *s, gs_job *part)
             snprintf(pre, sizeof pre, "split part %u of %u (%zu keys, device %d): ", i + 1, np,
                      jp->n, jp->planned_dev);
             gs_err_prefix(&j->err, "%s", pre);
-        } else if (p->rc == 0 && p->dev >= 0 && p->plan == GS_PLAN_DEFAULT &&
-                   p->req.n >= 4096) {
-            pthread_mutex_lock(&s->mu);
-            sched_learn(&s->devs[p->dev].rate_ms_per_key, p);
-            pthread_mutex_unlock(&s->mu);
+        } else if (p->dev >= 0 && p->plan == GS_PLAN_DEFAULT) {
+            sched_learn(s, &s->devs[p->dev].rate_ms_per_key, p);
         }
     }
     bounds[np] = j->req.n;
