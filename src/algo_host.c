@@ -620,16 +620,15 @@ static void job_free(hjob *j, unsigned workers)
     free(j->hist);
     free(j->off);
     free(j->bstart);
-    for (unsigned w = 0; j->bh && w < workers; w++) {
-        free(j->bh[w]);
-        free(j->btk[w]);
+    /* per worker; any of the tables may be missing after a failed
+     * job_alloc */
+    for (unsigned w = 0; w < workers; w++) {
+        if (j->bh)
+            free(j->bh[w]);
+        if (j->btk)
+            free(j->btk[w]);
         if (j->btv)
             free(j->btv[w]);
-    }
-    free(j->bh);
-    free(j->btk);
-    free(j->btv);
-    for (unsigned w = 0; w < workers; w++) {
         if (j->wck)
             free(j->wck[w]);
         if (j->wcv)
@@ -637,6 +636,9 @@ static void job_free(hjob *j, unsigned workers)
         if (j->beg)
             free(j->beg[w]);
     }
+    free(j->bh);
+    free(j->btk);
+    free(j->btv);
     free(j->wck);
     free(j->wcv);
     free(j->beg);
