@@ -486,6 +486,16 @@ static void test_parse_valid(void)
            rq.id == NULL, "sort defaults: values none, asc, unstable, auto, any device, "
            "inline, no id");
     gs_proto_req_free(&rq);
+    rc = parse("{\"v\":1,\"op\":\"sort\",\"dtype\":\"u32\",\"n\":3,\"split\":true,"
+               "\"payload_bytes\":12}", &rq, &fatal, &err);
+    int split_yes = rc == 0 ? rq.split : 0;
+    gs_proto_req_free(&rq);
+    rc = parse("{\"v\":1,\"op\":\"sort\",\"dtype\":\"u32\",\"n\":3,\"split\":false,"
+               "\"payload_bytes\":12}", &rq, &fatal, &err);
+    int split_no = rc == 0 ? rq.split : 0;
+    gs_proto_req_free(&rq);
+    tap_ok(split_yes == 1 && split_no == -1, "\"split\": true asks for a split (%d), false "
+           "forbids it (%d)", split_yes, split_no);
 
     rc = parse("{\"v\":1,\"op\":\"sort\",\"id\":{\"k\":[1,2]},\"dtype\":\"f64\",\"n\":2,"
                "\"values\":\"idx64\",\"order\":\"desc\",\"stable\":true,\"algorithm\":"
@@ -626,6 +636,8 @@ static const struct bad_case bad_cases[] = {
     { S "\"dtype\":\"u32\",\"n\":3,\"order\":\"up\",\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
     { S "\"dtype\":\"u32\",\"n\":3,\"stable\":\"yes\",\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
     { S "\"dtype\":\"u32\",\"n\":3,\"stable\":1,\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"split\":1,\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":3,\"split\":\"yes\",\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
     { S "\"dtype\":\"u32\",\"n\":3,\"device\":-1,\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
     { S "\"dtype\":\"u32\",\"n\":3,\"device\":0.5,\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
     { S "\"dtype\":\"u32\",\"n\":3,\"device\":\"0\",\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
