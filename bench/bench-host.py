@@ -3,12 +3,16 @@
 each dtype and size, the median time of numpy's np.sort on random keys
 (one thread, in this process) and of the host sort through gsort-bench
 (its own process, the same kind of keys, every result checked there), with
-the ratio and millions of keys per second per core. /usr/bin/python3 on
-purpose: that one has numpy here.
+the ratio and millions of keys per second per core. With --membw, the
+machine's memory bandwidth on all its cores first (bench/gsort-membw), and
+beside each row the bytes the sort moved per second counted as the host
+radix moves them: five trips of each key (and value) through memory (the
+top digit counted, then scattered: a read and a write; each bucket read
+and written). /usr/bin/python3 on purpose: that one has numpy here.
 
     bench/bench-host.py [--bench build/bench/gsort-bench] [--dtypes u32,f64]
         [--min-log2 20] [--max-log2 24] [--reps 5] [--params threads=2]
-        [--algos host,vqsort]
+        [--algos host,vqsort] [--membw build/bench/gsort-membw]
 """
 import argparse
 import csv
@@ -65,14 +69,21 @@ def main():
     ap.add_argument("--params", default="", help="host sort parameters (default: its defaults)")
     ap.add_argument("--algos", default="host",
                     help="host candidates to time, e.g. host,vqsort (default host)")
+    ap.add_argument("--membw", default="",
+                    help="gsort-membw to measure the memory bandwidth with (default: none)")
     o = ap.parse_args()
     cores = os.cpu_count() or 1
     rng = np.random.default_rng(1)
     print("numpy %s, %d cores; gsort-bench --algo %s%s" %
           (np.__version__, cores, o.algos, " --params " + o.params if o.params else ""))
-    print("%-5s %5s %11s %-7s %11s %7s %16s %16s  %s" % (
+    if o.membw:
+        out = subprocess.run([o.membw, "--threads", "1,%d" % cores, "--reps", "3"],
+                             check=True, capture_output=True, text=True).stdout
+        print("memory bandwidth (gsort-membw):")
+        print("".join("  " + line + "\n" for line in out.splitlines()), end="")
+    print("%-5s %5s %11s %-7s %11s %7s %16s %16s %12s  %s" % (
         "dtype", "n", "numpy ms", "algo", "ms", "ratio", "numpy Mkeys/s/c", "ours Mkeys/s/c",
-        "params"))
+        "GB/s 5 trips", "params"))
     for dt in o.dtypes.split(","):
         ours = {a: host_ms(o.bench, a, dt, o.min_log2, o.max_log2, o.reps, o.params)
                 for a in o.algos.split(",")}
@@ -83,9 +94,10 @@ def main():
                 hms, hp = res[n]
                 threads = int(dict(kv.split("=") for kv in hp.split(",")).get("threads", 1))
                 used = min(threads, cores)
-                print("%-5s  2^%-2d %11.2f %-7s %11.2f %6.3fx %16.1f %16.1f  %s" % (
+                width = np.dtype(NP[dt]).itemsize
+                print("%-5s  2^%-2d %11.2f %-7s %11.2f %6.3fx %16.1f %16.1f %12.1f  %s" % (
                     dt, lg, npms, a, hms, hms / npms, n / npms / 1e3, n / hms / 1e3 / used,
-                    hp))
+                    5 * n * width / hms / 1e6, hp))
 
 
 if __name__ == "__main__":

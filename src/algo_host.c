@@ -12,9 +12,9 @@
  * between the caller's buffers and one scratch buffer each. Tiny inputs
  * use insertion sort. Past the cache (msd=1, the default) only the top
  * digit's pass runs over the whole array; its buckets, each small enough to
- * stay in a core's cache, are then sorted one per task, with 8-bit digits,
- * straight back into the caller's arrays: two trips through memory instead
- * of one per digit. Tunables: threads (chunks, at most; small inputs stay
+ * stay in a core's cache, are then sorted one per task, with 11-bit digits,
+ * straight back into the caller's arrays (whose lines are fetched while the
+ * bucket is counted): two trips through memory instead of one per digit. Tunables: threads (chunks, at most; small inputs stay
  * on one), radix_bits (0: by n) and msd. */
 #include "config.h"
 #include "gs_algos.h"
@@ -402,6 +402,27 @@ static size_t chunk_hi(const hjob *j, size_t c)
      * pass that moves anything writes the caller's arrays (no copy back).   \
      * Bits above them in a digit are the bucket's own, the same for all    \
      * its keys. */                                                          \
+    /* A bucket's digit counts for np passes (a constant where inlined),      \
+     * asking meanwhile for the lines of its place in the caller's arrays:    \
+     * the last pass scatters there, and without them at hand each of its    \
+     * stores waits for a line from memory. */                                \
+    static inline __attribute__((always_inline)) void                          \
+    bcount_##SUF(const K *sk, K *ck, V_ *cv, size_t m, uint32_t *h, unsigned np) \
+    {                                                                           \
+        enum { NB = 1 << HOST_BB, LK = HOST_LINE / sizeof(K),                   \
+               LV = HOST_LINE / sizeof(V_) };                                   \
+        const K mask = (K)(NB - 1);                                             \
+        for (size_t i = 0; i < m; i++) {                                        \
+            K x = sk[i];                                                        \
+            if (i % LK == 0)                                                    \
+                __builtin_prefetch(ck + i, 1, 3);                               \
+            if (HASV && i % LV == 0)                                            \
+                __builtin_prefetch(cv + i, 1, 3);                               \
+            for (unsigned p = 0; p < np; p++)                                   \
+                h[p * NB + (size_t)((x >> (HOST_BB * p)) & mask)]++;            \
+        }                                                                       \
+    }                                                                           \
+                                                                                \
     static void bucket_##SUF(hjob *j, size_t lo, size_t hi, uint32_t *h,      \
                              void *tk_, void *tv_)                              \
     {                                                                           \
@@ -422,10 +443,12 @@ static size_t chunk_hi(const hjob *j, size_t c)
         const unsigned np = (j->sh + HOST_BB - 1) / HOST_BB;                    \
         const K mask = (K)(NB - 1);                                             \
         memset(h, 0, (size_t)np * NB * sizeof *h);                              \
-        for (size_t i = 0; i < m; i++) {                                        \
-            K x = sk[i];                                                        \
-            for (unsigned p = 0; p < np; p++)                                   \
-                h[p * NB + (size_t)((x >> (HOST_BB * p)) & mask)]++;            \
+        switch (np) {                                                           \
+        case 2: bcount_##SUF(sk, ck, cv, m, h, 2); break;                       \
+        case 3: bcount_##SUF(sk, ck, cv, m, h, 3); break;                       \
+        case 5: bcount_##SUF(sk, ck, cv, m, h, 5); break;                       \
+        case 6: bcount_##SUF(sk, ck, cv, m, h, 6); break;                       \
+        default: bcount_##SUF(sk, ck, cv, m, h, np); break;                     \
         }                                                                       \
         /* the passes that move anything (one digit: nothing moves) */         \
         unsigned run[HOST_BB_MAXP], nrun = 0;                                   \
