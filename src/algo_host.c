@@ -81,12 +81,27 @@ static inline void nt_head(void *dst, const void *src)
     _mm_stream_si128(d + 1, _mm_load_si128(s + 1));
     _mm_stream_si128(d + 2, _mm_load_si128(s + 2));
 }
+/* Copy a sorted bucket out of a worker's buffer with streaming stores:
+ * its place in the caller's arrays is then never read (msd=2). */
+static void nt_copy(void *dst, const void *src, size_t bytes)
+{
+    char *d = dst;
+    const char *s = src;
+    size_t i = 0;
+    while (i < bytes && ((uintptr_t)(d + i) & 15))
+        d[i] = s[i], i++;
+    for (; i + 16 <= bytes; i += 16)
+        _mm_stream_si128((__m128i *)(d + i), _mm_loadu_si128((const __m128i *)(s + i)));
+    memcpy(d + i, s + i, bytes - i);
+    _mm_sfence();
+}
 #else
 #define HOST_HAVE_NT 0
 static inline void nt_u32(uint32_t *p, uint32_t v) { *p = v; }
 static inline void nt_u64(uint64_t *p, uint64_t v) { *p = v; }
 static inline void nt_fence(void) { }
 static inline void nt_head(void *dst, const void *src) { memcpy(dst, src, HOST_LINE - 16); }
+static void nt_copy(void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }
 #endif
 static inline void nt_none(char *p, char v) { *p = v; }
 #define NT_STORE(p, v) _Generic((p), uint32_t *: nt_u32, uint64_t *: nt_u64, char *: nt_none)(p, v)
@@ -113,9 +128,9 @@ static size_t values_bits(const gs_dev_info *info, long *out, size_t cap)
 
 static size_t values_msd(const gs_dev_info *info, long *out, size_t cap)
 {
-    static const long v[] = { 0, 1 };
+    static const long v[] = { 0, 1, 2 };
     (void)info;
-    return gs_values_list(v, 2, out, cap);
+    return gs_values_list(v, 3, out, cap);
 }
 
 static const gs_param_def host_params[P_COUNT] = {
@@ -124,8 +139,10 @@ static const gs_param_def host_params[P_COUNT] = {
     { "radix_bits", "bits per digit, 1..16 (0: 8 below 65536 keys, 11 from there)",
       values_bits },
     { "msd", "1: past the cache, the top digit first, then each of its buckets sorted "
-      "whole in cache by one thread (keys skewed into one big bucket: plain LSD); 0: LSD "
-      "passes only", values_msd },
+      "whole in cache by one thread (keys skewed into one big bucket: plain LSD); 2: the "
+      "same, each bucket sorted between two buffers of the thread's and streamed out (never "
+      "reads its place in the output: less memory traffic, more work); 0: LSD passes only",
+      values_msd },
 };
 
 static long default_threads(void)
@@ -155,8 +172,8 @@ static int get_params(const gs_params *p, long v[P_COUNT], gs_err *err)
     if (v[P_BITS] < 0 || v[P_BITS] > HOST_MAX_BITS)
         return gs_err_set(err, GS_EUNSUPPORTED, "host: radix_bits=%ld out of range 1..%d "
                           "(or 0: by n)", v[P_BITS], HOST_MAX_BITS);
-    if (v[P_MSD] != 0 && v[P_MSD] != 1)
-        return gs_err_set(err, GS_EUNSUPPORTED, "host: msd=%ld is not 0 or 1", v[P_MSD]);
+    if (v[P_MSD] < 0 || v[P_MSD] > 2)
+        return gs_err_set(err, GS_EUNSUPPORTED, "host: msd=%ld is not 0, 1 or 2", v[P_MSD]);
     return 0;
 }
 
@@ -214,6 +231,7 @@ struct hjob {
     /* most significant digit first (host_msd_fits): the top pass scatters
      * into buckets, each then sorted whole by one worker in cache */
     int msd;                    /* allowed */
+    int msd_stream;             /* msd=2: buckets sorted between two worker buffers */
     int count_mode;             /* COUNT_ALL, COUNT_TOP, COUNT_AGAIN: what task_count does */
     size_t *bstart;             /* nb + 1 bucket bounds after the top pass */
     uint32_t **bh;              /* per worker: a bucket's digit counts */
@@ -403,9 +421,9 @@ static size_t chunk_hi(const hjob *j, size_t c)
      * Bits above them in a digit are the bucket's own, the same for all    \
      * its keys. */                                                          \
     /* A bucket's digit counts for np passes (a constant where inlined),      \
-     * asking meanwhile for the lines of its place in the caller's arrays:    \
-     * the last pass scatters there, and without them at hand each of its    \
-     * stores waits for a line from memory. */                                \
+     * asking meanwhile for the lines of its place in the caller's arrays     \
+     * (ck, unless NULL): the last pass scatters there, and without them at   \
+     * hand each of its stores waits for a line from memory. */               \
     static inline __attribute__((always_inline)) void                          \
     bcount_##SUF(const K *sk, K *ck, V_ *cv, size_t m, uint32_t *h, unsigned np) \
     {                                                                           \
@@ -414,9 +432,9 @@ static size_t chunk_hi(const hjob *j, size_t c)
         const K mask = (K)(NB - 1);                                             \
         for (size_t i = 0; i < m; i++) {                                        \
             K x = sk[i];                                                        \
-            if (i % LK == 0)                                                    \
+            if (ck && i % LK == 0)                                              \
                 __builtin_prefetch(ck + i, 1, 3);                               \
-            if (HASV && i % LV == 0)                                            \
+            if (HASV && ck && i % LV == 0)                                      \
                 __builtin_prefetch(cv + i, 1, 3);                               \
             for (unsigned p = 0; p < np; p++)                                   \
                 h[p * NB + (size_t)((x >> (HOST_BB * p)) & mask)]++;            \
@@ -442,13 +460,21 @@ static size_t chunk_hi(const hjob *j, size_t c)
         }                                                                       \
         const unsigned np = (j->sh + HOST_BB - 1) / HOST_BB;                    \
         const K mask = (K)(NB - 1);                                             \
+        /* msd=2: the passes ping-pong between the worker's two buffers and   \
+         * the result streams out; otherwise the last pass writes the         \
+         * caller's arrays, their lines fetched while the bucket is counted */ \
+        const int stream = j->msd_stream;                                       \
+        const size_t half = HOST_MSD_BUCKET_BYTES / (j->kw + j->vw) + 1;        \
+        K *tk2 = stream ? tk + half : NULL;                                     \
+        V_ *tv2 = HASV && stream ? tv + half : NULL;                            \
+        K *pk = stream ? NULL : ck;                                             \
         memset(h, 0, (size_t)np * NB * sizeof *h);                              \
         switch (np) {                                                           \
-        case 2: bcount_##SUF(sk, ck, cv, m, h, 2); break;                       \
-        case 3: bcount_##SUF(sk, ck, cv, m, h, 3); break;                       \
-        case 5: bcount_##SUF(sk, ck, cv, m, h, 5); break;                       \
-        case 6: bcount_##SUF(sk, ck, cv, m, h, 6); break;                       \
-        default: bcount_##SUF(sk, ck, cv, m, h, np); break;                     \
+        case 2: bcount_##SUF(sk, pk, cv, m, h, 2); break;                       \
+        case 3: bcount_##SUF(sk, pk, cv, m, h, 3); break;                       \
+        case 5: bcount_##SUF(sk, pk, cv, m, h, 5); break;                       \
+        case 6: bcount_##SUF(sk, pk, cv, m, h, 6); break;                       \
+        default: bcount_##SUF(sk, pk, cv, m, h, np); break;                     \
         }                                                                       \
         /* the passes that move anything (one digit: nothing moves) */         \
         unsigned run[HOST_BB_MAXP], nrun = 0;                                   \
@@ -469,8 +495,8 @@ static size_t chunk_hi(const hjob *j, size_t c)
             /* counted from the last pass back: the caller's, the worker's,  */ \
             /* the caller's, ... */                                             \
             const int to_caller = (nrun - 1 - r) % 2 == 0;                      \
-            K *dk = to_caller ? ck : tk;                                        \
-            V_ *dv = to_caller ? cv : tv;                                       \
+            K *dk = stream ? (r % 2 ? tk2 : tk) : to_caller ? ck : tk;          \
+            V_ *dv = stream ? (r % 2 ? tv2 : tv) : to_caller ? cv : tv;         \
             for (size_t i = 0; i < m; i++) {                                    \
                 K x = fk[i];                                                    \
                 uint32_t pos = hp[(size_t)((x >> sh) & mask)]++;                \
@@ -481,7 +507,11 @@ static size_t chunk_hi(const hjob *j, size_t c)
             fk = dk;                                                            \
             fv = dv;                                                            \
         }                                                                       \
-        if (nrun == 0) {                                                        \
+        if (stream && nrun) {                                                   \
+            nt_copy(ck, fk, m * sizeof *ck);                                    \
+            if (HASV)                                                           \
+                nt_copy(cv, fv, m * sizeof *cv);                                \
+        } else if (nrun == 0) {                                                 \
             memcpy(ck, sk, m * sizeof *ck);                                     \
             if (HASV)                                                           \
                 memcpy(cv, sv, m * sizeof *cv);                                 \
@@ -682,8 +712,9 @@ static int job_alloc(hjob *j, unsigned workers)
     j->btv = j->msd && j->vw ? calloc(workers, sizeof *j->btv) : NULL;
     int bad = !j->ks || (j->vw && !j->vs) || !j->hist || !j->off ||
               (j->msd && (!j->bstart || !j->bh || !j->btk || (j->vw && !j->btv)));
-    /* a bucket is at most HOST_MSD_BUCKET_BYTES of keys and values */
-    const size_t bmax = HOST_MSD_BUCKET_BYTES / (j->kw + j->vw) + 1;
+    /* a bucket is at most HOST_MSD_BUCKET_BYTES of keys and values (twice
+     * that with msd=2) */
+    const size_t bmax = (HOST_MSD_BUCKET_BYTES / (j->kw + j->vw) + 1) * (j->msd_stream ? 2 : 1);
     for (unsigned w = 0; !bad && j->msd && w < workers; w++)
         bad = !(j->bh[w] = malloc((size_t)HOST_BB_MAXP << HOST_BB << 2)) ||
               !(j->btk[w] = malloc(bmax * j->kw)) ||
@@ -762,6 +793,7 @@ static int host_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p
     j.wc = HOST_HAVE_NT && n * kw >= HOST_WC_BYTES && j.bits <= HOST_WC_MAX_BITS &&
            (uintptr_t)req->keys % kw == 0;     /* its lines are found by key index */
     j.msd = pv[P_MSD] && j.passes >= 2 && n * (kw + vw) >= HOST_WC_BYTES;
+    j.msd_stream = j.msd && pv[P_MSD] == 2;
 
     gs_hostpool_team team;
     unsigned workers = gs_hostpool_join(&team, (unsigned)(j.nchunks - 1));

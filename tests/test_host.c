@@ -269,6 +269,14 @@ static void test_large(void)
         { GS_DT_U64, GS_PL_U64, 1, SC_RANDOM, "threads=3" },
         { GS_DT_F32, GS_PL_IDX64, 0, SC_FEW16, "threads=2,msd=1" },
         { GS_DT_I32, GS_PL_NONE, 0, SC_EQUAL, "msd=1" },
+        /* msd=2: each bucket between the worker's two buffers, streamed
+         * out; an even (2) and an odd (3, radix_bits=8) number of bucket
+         * passes, and few16's buckets, where nothing moves */
+        { GS_DT_U32, GS_PL_NONE, 0, SC_RANDOM, "msd=2" },
+        { GS_DT_I32, GS_PL_U32, 1, SC_RANDOM, "threads=3,radix_bits=8,msd=2" },
+        { GS_DT_U64, GS_PL_U64, 0, SC_RANDOM, "threads=2,msd=2" },
+        { GS_DT_F64, GS_PL_IDX32, 1, SC_FSPECIAL, "msd=2" },
+        { GS_DT_F32, GS_PL_IDX64, 0, SC_FEW16, "threads=2,msd=2" },
     };
     size_t n = ((size_t)1 << 21) + 3;
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
@@ -291,6 +299,10 @@ static void test_large(void)
             ok = 0;
             snprintf(why, sizeof why, "%u passes with msd=0 (3 of 11 bits expected)",
                      st.passes);
+        } else if (ok && i == 11 && st.passes != 3) {
+            ok = 0;
+            snprintf(why, sizeof why, "%u passes with msd=2: the top digit first was "
+                     "expected (3)", st.passes);
         } else if (ok && i == 8 && st.passes != 6) {
             ok = 0;   /* a top pass of 9 bits, then 5 of 11 */
             snprintf(why, sizeof why, "%u passes: the top digit first was expected (6)",
@@ -631,7 +643,7 @@ static void test_host_check(void)
     expect_refused("threads=-3,radix_bits=8", "threads=-3");
     expect_refused("radix_bits=17", "radix_bits=17 out of range 1..16");
     expect_refused("radix_bits=-1", "radix_bits=-1");
-    expect_refused("msd=2", "msd=2 is not 0 or 1");
+    expect_refused("msd=3", "msd=3 is not 0, 1 or 2");
     gs_sort_ctx ctx = { 0 };
     int rc = gs_sort_run(&gs_algo_radix, &ctx, &r, NULL, NULL, &err);
     tap_ok(rc < 0 && k[0] == 1, "a device algorithm without a device fails cleanly (%s)",
