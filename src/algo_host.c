@@ -57,6 +57,8 @@
  * in its cache (L2, or its share of the L3), so at most this big;
  * otherwise the plain LSD passes run. */
 #define HOST_MSD_BUCKET_BYTES ((size_t)4 << 20)
+/* ... and by default about this big (top_bits_for) */
+#define HOST_MSD_BUCKET_AIM ((size_t)64 << 10)
 /* Digit bits inside a bucket: 2 passes for the 22 bits below a 32-bit
  * key's top digit, 5 for a 64-bit key's 55; the 2048 counters and targets
  * stay in L1/L2 with the bucket. */
@@ -120,7 +122,7 @@ size_t gs_host_force_min_chunk(size_t keys)
 
 /* ---- parameters ---- */
 
-enum { P_THREADS = 0, P_BITS, P_MSD, P_COUNT };
+enum { P_THREADS = 0, P_BITS, P_MSD, P_TOP, P_COUNT };
 
 static size_t values_bits(const gs_dev_info *info, long *out, size_t cap)
 {
@@ -136,6 +138,13 @@ static size_t values_msd(const gs_dev_info *info, long *out, size_t cap)
     return gs_values_list(v, 3, out, cap);
 }
 
+static size_t values_top(const gs_dev_info *info, long *out, size_t cap)
+{
+    static const long v[] = { 0, 8, 10, 12, 14 };
+    (void)info;
+    return gs_values_list(v, sizeof v / sizeof v[0], out, cap);
+}
+
 static const gs_param_def host_params[P_COUNT] = {
     { "threads", "chunks sorted in parallel, at most (each of 262144 keys or more; "
       "threads beyond the free helpers of the shared pool take turns)", gs_values_threads },
@@ -146,6 +155,8 @@ static const gs_param_def host_params[P_COUNT] = {
       "same, each bucket sorted between two buffers of the thread's and streamed out (never "
       "reads its place in the output: less memory traffic, more work); 0: LSD passes only",
       values_msd },
+    { "top_bits", "msd: bits of the top digit, 4..16 (0: by size, for buckets of about "
+      "64 KiB)", values_top },
 };
 
 static long default_threads(void)
@@ -160,13 +171,14 @@ static int get_params(const gs_params *p, long v[P_COUNT], gs_err *err)
     v[P_THREADS] = default_threads();
     v[P_BITS] = 0;
     v[P_MSD] = 1;
+    v[P_TOP] = 0;
     for (int i = 0; p && i < p->count; i++) {
         size_t k = 0;
         while (k < P_COUNT && strcmp(p->p[i].name, host_params[k].name) != 0)
             k++;
         if (k == P_COUNT)
             return gs_err_set(err, GS_EUNSUPPORTED, "host: unknown parameter '%s' (known: "
-                              "threads, radix_bits, msd)", p->p[i].name);
+                              "threads, radix_bits, msd, top_bits)", p->p[i].name);
         v[k] = p->p[i].value;
     }
     if (v[P_THREADS] < 1 || v[P_THREADS] > HOST_MAX_THREADS)
@@ -175,6 +187,9 @@ static int get_params(const gs_params *p, long v[P_COUNT], gs_err *err)
     if (v[P_BITS] < 0 || v[P_BITS] > HOST_MAX_BITS)
         return gs_err_set(err, GS_EUNSUPPORTED, "host: radix_bits=%ld out of range 1..%d "
                           "(or 0: by n)", v[P_BITS], HOST_MAX_BITS);
+    if (v[P_TOP] != 0 && (v[P_TOP] < 4 || v[P_TOP] > HOST_WC_MAX_BITS))
+        return gs_err_set(err, GS_EUNSUPPORTED, "host: top_bits=%ld out of range 4..%d (or "
+                          "0: by size)", v[P_TOP], HOST_WC_MAX_BITS);
     if (v[P_MSD] < 0 || v[P_MSD] > 2)
         return gs_err_set(err, GS_EUNSUPPORTED, "host: msd=%ld is not 0, 1 or 2", v[P_MSD]);
     return 0;
@@ -196,6 +211,7 @@ static void host_defaults(const gs_dev_info *info, gs_params *out)
     gs_params_set(out, "threads", default_threads());
     gs_params_set(out, "radix_bits", 0);
     gs_params_set(out, "msd", 1);
+    gs_params_set(out, "top_bits", 0);
 }
 
 /* ---- the sort ---- */
@@ -237,7 +253,10 @@ struct hjob {
     int msd_stream;             /* msd=2: buckets sorted between two worker buffers */
     unsigned bb, bnp;           /* a bucket's digit bits and passes */
     int count_mode;             /* COUNT_ALL, COUNT_TOP, COUNT_AGAIN: what task_count does */
-    size_t *bstart;             /* nb + 1 bucket bounds after the top pass */
+    unsigned tsh;               /* the top digit: keys >> tsh, tnb values */
+    size_t tnb;
+    uint32_t *thist;            /* nchunks x tnb top digit counts */
+    size_t *bstart;             /* tnb + 1 bucket bounds after the top pass */
     uint32_t **bh;              /* per worker: a bucket's digit counts */
     void **btk, **btv;          /* per worker: a bucket's keys and values between passes */
 };
@@ -291,9 +310,10 @@ static size_t chunk_hi(const hjob *j, size_t c)
         K *k = j->k;                                                            \
         V_ *v = j->v;                                                           \
         const unsigned bits = j->bits, np = j->passes;                          \
-        const size_t nb = j->nb;                                                \
-        uint32_t *h = j->hist + c * np * nb;                                    \
-        memset(h, 0, np * nb * sizeof *h);                                      \
+        const size_t nb = j->nb, tnb = j->tnb;                                  \
+        const int top = j->count_mode == COUNT_TOP;                             \
+        uint32_t *h = top ? j->thist + c * tnb : j->hist + c * np * nb;         \
+        memset(h, 0, (top ? tnb : np * nb) * sizeof *h);                        \
         for (size_t b = chunk_lo(j, c), hi = chunk_hi(j, c); b < hi;            \
              b += HOST_BLOCK) {                                                 \
             size_t e = hi - b < HOST_BLOCK ? hi : b + HOST_BLOCK;               \
@@ -303,11 +323,10 @@ static size_t chunk_hi(const hjob *j, size_t c)
                     for (size_t i = b; i < e; i++)                              \
                         v[i] = (V_)i;                                           \
             }                                                                   \
-            if (j->count_mode == COUNT_TOP) {                                   \
-                const unsigned sh = (np - 1) * bits;                            \
-                uint32_t *ht = h + (np - 1) * nb;                               \
+            if (top) {                                                          \
+                const unsigned sh = j->tsh;                                     \
                 for (size_t i = b; i < e; i++)                                  \
-                    ht[(size_t)(k[i] >> sh) & (nb - 1)]++;                      \
+                    h[(size_t)(k[i] >> sh) & (tnb - 1)]++;                      \
                 continue;                                                       \
             }                                                                   \
             switch (np) {                                                       \
@@ -608,12 +627,12 @@ static void prefix(hjob *j, unsigned p)
  * LSD passes). */
 static int host_msd_fits(hjob *j)
 {
-    const size_t nb = j->nb, np = j->passes, p = np - 1;
+    const size_t nb = j->tnb;
     size_t used = 0, most = 0, sum = 0;
     for (size_t d = 0; d < nb; d++) {
         size_t cnt = 0;
         for (size_t c = 0; c < j->nchunks; c++)
-            cnt += j->hist[(c * np + p) * nb + d];
+            cnt += j->thist[c * nb + d];
         j->bstart[d] = sum;
         sum += cnt;
         used += cnt > 0;
@@ -654,14 +673,20 @@ static void sort_radix(hjob *j, gs_hostpool_team *team, gs_sort_stats *st, phase
     double t1 = gs_now_ms();
     ph->count = t1 - t0;
     if (top) {
-        /* the top pass into the scratch, then every bucket to the end */
-        const unsigned p = j->passes - 1;
-        j->sk = j->k, j->sv = j->v, j->dk = j->ks, j->dv = j->vs, j->sh = p * j->bits;
+        /* the top pass into the scratch (its digit as the scatter's), then
+         * every bucket to the end */
+        j->sk = j->k, j->sv = j->v, j->dk = j->ks, j->dv = j->vs, j->sh = j->tsh;
+        j->nb = j->tnb;
         bucket_digits(j);
-        prefix(j, p);
+        size_t sum = 0;
+        for (size_t d = 0; d < j->tnb; d++)
+            for (size_t c = 0; c < j->nchunks; c++) {
+                j->off[c * j->tnb + d] = sum;
+                sum += j->thist[c * j->tnb + d];
+            }
         gs_hostpool_for(team, j->nchunks, task_scatter, j);
         double t2 = gs_now_ms();
-        gs_hostpool_for(team, j->nb, task_bucket, j);
+        gs_hostpool_for(team, j->tnb, task_bucket, j);
         ph->top = t2 - t1;
         ph->buckets = gs_now_ms() - t2;
         st->passes += 1 + j->bnp;
@@ -701,6 +726,7 @@ static void job_free(hjob *j, unsigned workers)
     free(j->hist);
     free(j->off);
     free(j->bstart);
+    free(j->thist);
     /* per worker; any of the tables may be missing after a failed
      * job_alloc */
     for (unsigned w = 0; w < workers; w++) {
@@ -729,17 +755,20 @@ static void job_free(hjob *j, unsigned workers)
  * failure leaves it as it was. */
 static int job_alloc(hjob *j, unsigned workers)
 {
-    const size_t n = j->n, nb = j->nb;
+    /* the top pass's scatter uses the LSD passes' tables with tnb buckets */
+    const size_t n = j->n, nb = j->msd && j->tnb > j->nb ? j->tnb : j->nb;
     j->ks = gs_scratch_get(n * j->kw);
     j->vs = j->vw ? gs_scratch_get(n * j->vw) : NULL;
-    j->hist = malloc(j->nchunks * j->passes * nb * sizeof *j->hist);
+    j->hist = malloc(j->nchunks * j->passes * j->nb * sizeof *j->hist);
     j->off = malloc(j->nchunks * nb * sizeof *j->off);
-    j->bstart = j->msd ? malloc((nb + 1) * sizeof *j->bstart) : NULL;
+    j->bstart = j->msd ? malloc((j->tnb + 1) * sizeof *j->bstart) : NULL;
+    j->thist = j->msd ? malloc(j->nchunks * j->tnb * sizeof *j->thist) : NULL;
     j->bh = j->msd ? calloc(workers, sizeof *j->bh) : NULL;
     j->btk = j->msd ? calloc(workers, sizeof *j->btk) : NULL;
     j->btv = j->msd && j->vw ? calloc(workers, sizeof *j->btv) : NULL;
     int bad = !j->ks || (j->vw && !j->vs) || !j->hist || !j->off ||
-              (j->msd && (!j->bstart || !j->bh || !j->btk || (j->vw && !j->btv)));
+              (j->msd && (!j->bstart || !j->thist || !j->bh || !j->btk ||
+                          (j->vw && !j->btv)));
     /* a bucket is at most HOST_MSD_BUCKET_BYTES of keys and values (twice
      * that with msd=2) */
     const size_t bmax = (HOST_MSD_BUCKET_BYTES / (j->kw + j->vw) + 1) * (j->msd_stream ? 2 : 1);
@@ -761,6 +790,20 @@ static int job_alloc(hjob *j, unsigned workers)
         }
     }
     return bad ? -1 : 0;
+}
+
+/* top_bits=0: the top digit's width for `bytes` of keys and values with
+ * kbits-bit keys: as few bits as leave the buckets their fewest passes
+ * (10 for 32-bit keys: 22 bits in 2 passes; 9 for 64-bit: 55 in 5), more
+ * while a bucket would hold over HOST_MSD_BUCKET_AIM bytes, up to 14 (the
+ * top pass's line buffers then still fit the L2). */
+static unsigned top_bits_for(size_t bytes, unsigned kbits)
+{
+    const unsigned most = 14;
+    unsigned tb = kbits - HOST_BB * ((kbits - most + HOST_BB - 1) / HOST_BB);
+    while (tb < most && bytes >> tb > HOST_MSD_BUCKET_AIM)
+        tb++;
+    return tb;
 }
 
 static int host_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p,
@@ -822,6 +865,13 @@ static int host_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p
            (uintptr_t)req->keys % kw == 0;     /* its lines are found by key index */
     j.msd = pv[P_MSD] && j.passes >= 2 && n * (kw + vw) >= HOST_WC_BYTES;
     j.msd_stream = j.msd && pv[P_MSD] == 2;
+    if (j.msd) {
+        unsigned tb = pv[P_TOP] ? (unsigned)pv[P_TOP] : top_bits_for(n * (kw + vw), (unsigned)(kw * 8));
+        if (tb > kw * 8 - 1)
+            tb = (unsigned)(kw * 8 - 1);
+        j.tsh = (unsigned)(kw * 8) - tb;
+        j.tnb = (size_t)1 << tb;
+    }
 
     gs_hostpool_team team;
     unsigned workers = gs_hostpool_join(&team, (unsigned)(j.nchunks - 1));

@@ -277,6 +277,13 @@ static void test_large(void)
         { GS_DT_U64, GS_PL_U64, 0, SC_RANDOM, "threads=2,msd=2" },
         { GS_DT_F64, GS_PL_IDX32, 1, SC_FSPECIAL, "msd=2" },
         { GS_DT_F32, GS_PL_IDX64, 0, SC_FEW16, "threads=2,msd=2" },
+        /* the top digit's width: narrow (8 bits, 3 bucket passes of 8),
+         * wide (14 bits, line buffers for 16384 buckets), and a 64-bit key
+         * whose 50 bits below the top digit take 5 passes of 10 */
+        { GS_DT_U32, GS_PL_U32, 0, SC_RANDOM, "top_bits=8" },
+        { GS_DT_I32, GS_PL_NONE, 1, SC_RANDOM, "threads=3,top_bits=14" },
+        { GS_DT_F64, GS_PL_IDX64, 0, SC_FSPECIAL, "threads=2,top_bits=14,msd=2" },
+        { GS_DT_U32, GS_PL_NONE, 0, SC_FEW16, "top_bits=12" },
     };
     size_t n = ((size_t)1 << 21) + 3;
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
@@ -303,6 +310,9 @@ static void test_large(void)
             ok = 0;
             snprintf(why, sizeof why, "%u passes with msd=2: the top digit first was "
                      "expected (3)", st.passes);
+        } else if (ok && i == 16 && st.passes != 4) {
+            ok = 0;   /* a top pass of 8 bits, then 3 of 8 */
+            snprintf(why, sizeof why, "%u passes with top_bits=8 (4 expected)", st.passes);
         } else if (ok && i == 8 && st.passes != 6) {
             ok = 0;   /* a top pass of 9 bits, then 5 of 11 */
             snprintf(why, sizeof why, "%u passes: the top digit first was expected (6)",
@@ -576,11 +586,12 @@ static void test_registry(void)
         ok &= gs_algo_at(i) && gs_algo_find(gs_algo_at(i)->name) == gs_algo_at(i);
     tap_ok(ok, "registry: %zu algorithms, each found by its name", gs_algo_count());
     tap_ok(gs_algo_find("radix") == &gs_algo_radix, "registry lists radix");
-    tap_ok(gs_algo_host.stable && !gs_algo_host.uses_device && gs_algo_host.nparams == 3 &&
+    tap_ok(gs_algo_host.stable && !gs_algo_host.uses_device && gs_algo_host.nparams == 4 &&
            !strcmp(gs_algo_host.params[0].name, "threads") &&
            !strcmp(gs_algo_host.params[1].name, "radix_bits") &&
-           !strcmp(gs_algo_host.params[2].name, "msd"),
-           "host: stable, no device, parameters threads, radix_bits and msd");
+           !strcmp(gs_algo_host.params[2].name, "msd") &&
+           !strcmp(gs_algo_host.params[3].name, "top_bits"),
+           "host: stable, no device, parameters threads, radix_bits, msd and top_bits");
 }
 
 /* check() refuses the set with `code`, naming `needle`; gs_sort_run too,
@@ -612,11 +623,12 @@ static void test_host_check(void)
     gs_algo_host.defaults(NULL, &ps);
     long cpus = (long)gs_hostpool_cpus();
     long dt = gs_params_get(&ps, "threads", -1);
-    tap_ok(ps.count == 3 && dt == (cpus < 64 ? cpus : 64) &&
+    tap_ok(ps.count == 4 && dt == (cpus < 64 ? cpus : 64) &&
            gs_params_get(&ps, "radix_bits", -1) == 0 && gs_params_get(&ps, "msd", -1) == 1 &&
+           gs_params_get(&ps, "top_bits", -1) == 0 &&
            gs_algo_host.check(NULL, &r, &ps, &err) == 0,
-           "host: defaults threads=%ld (%ld CPUs), radix_bits=0, msd=1, accepted by check", dt,
-           cpus);
+           "host: defaults threads=%ld (%ld CPUs), radix_bits=0, msd=1, top_bits=0, accepted "
+           "by check", dt, cpus);
     gs_params_clear(&ps);
     tap_ok(gs_algo_host.check(NULL, &r, &ps, &err) == 0 &&
            gs_sort_run(&gs_algo_host, NULL, &r, &ps, NULL, &err) == 0 && k[0] == 1 &&
@@ -644,6 +656,8 @@ static void test_host_check(void)
     expect_refused("radix_bits=17", "radix_bits=17 out of range 1..16");
     expect_refused("radix_bits=-1", "radix_bits=-1");
     expect_refused("msd=3", "msd=3 is not 0, 1 or 2");
+    expect_refused("top_bits=3", "top_bits=3 out of range 4..16");
+    expect_refused("msd=1,top_bits=17", "top_bits=17 out of range");
     gs_sort_ctx ctx = { 0 };
     int rc = gs_sort_run(&gs_algo_radix, &ctx, &r, NULL, NULL, &err);
     tap_ok(rc < 0 && k[0] == 1, "a device algorithm without a device fails cleanly (%s)",
