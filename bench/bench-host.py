@@ -12,7 +12,7 @@ and written). /usr/bin/python3 on purpose: that one has numpy here.
 
     bench/bench-host.py [--bench build/bench/gsort-bench] [--dtypes u32,f64]
         [--min-log2 20] [--max-log2 24] [--reps 5] [--params threads=2]
-        [--algos host,vqsort] [--membw build/bench/gsort-membw]
+        [--algos host,vqsort] [--membw build/bench/gsort-membw] [--rounds 1]
 """
 import argparse
 import csv
@@ -69,6 +69,8 @@ def main():
     ap.add_argument("--params", default="", help="host sort parameters (default: its defaults)")
     ap.add_argument("--algos", default="host",
                     help="host candidates to time, e.g. host,vqsort (default host)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="repeat the whole comparison, then give the median ratios")
     ap.add_argument("--membw", default="",
                     help="gsort-membw to measure the memory bandwidth with (default: none)")
     o = ap.parse_args()
@@ -84,20 +86,29 @@ def main():
     print("%-5s %5s %11s %-7s %11s %7s %16s %16s %12s  %s" % (
         "dtype", "n", "numpy ms", "algo", "ms", "ratio", "numpy Mkeys/s/c", "ours Mkeys/s/c",
         "GB/s 5 trips", "params"))
-    for dt in o.dtypes.split(","):
-        ours = {a: host_ms(o.bench, a, dt, o.min_log2, o.max_log2, o.reps, o.params)
-                for a in o.algos.split(",")}
-        for lg in range(o.min_log2, o.max_log2 + 1):
-            n = 1 << lg
-            npms = numpy_ms(dt, n, o.reps, rng)
-            for a, res in ours.items():
-                hms, hp = res[n]
-                threads = int(dict(kv.split("=") for kv in hp.split(",")).get("threads", 1))
-                used = min(threads, cores)
-                width = np.dtype(NP[dt]).itemsize
-                print("%-5s  2^%-2d %11.2f %-7s %11.2f %6.3fx %16.1f %16.1f %12.1f  %s" % (
-                    dt, lg, npms, a, hms, hms / npms, n / npms / 1e3, n / hms / 1e3 / used,
-                    5 * n * width / hms / 1e6, hp))
+    ratios = {}
+    for _ in range(o.rounds):
+        for dt in o.dtypes.split(","):
+            ours = {a: host_ms(o.bench, a, dt, o.min_log2, o.max_log2, o.reps, o.params)
+                    for a in o.algos.split(",")}
+            for lg in range(o.min_log2, o.max_log2 + 1):
+                n = 1 << lg
+                npms = numpy_ms(dt, n, o.reps, rng)
+                for a, res in ours.items():
+                    hms, hp = res[n]
+                    threads = int(dict(kv.split("=") for kv in hp.split(",")).get("threads", 1))
+                    used = min(threads, cores)
+                    width = np.dtype(NP[dt]).itemsize
+                    print("%-5s  2^%-2d %11.2f %-7s %11.2f %6.3fx %16.1f %16.1f %12.1f  %s" % (
+                        dt, lg, npms, a, hms, hms / npms, n / npms / 1e3,
+                        n / hms / 1e3 / used, 5 * n * width / hms / 1e6, hp), flush=True)
+                    ratios.setdefault((dt, lg, a), []).append(npms / hms)
+    if o.rounds > 1:
+        print("median over %d rounds of numpy ms / ours ms (each round: numpy and each "
+              "candidate in turn):" % o.rounds)
+        for (dt, lg, a), r in ratios.items():
+            print("  %-5s 2^%-2d %-7s %.2fx faster than numpy (rounds: %s)" % (
+                dt, lg, a, statistics.median(r), " ".join("%.2f" % x for x in r)))
 
 
 if __name__ == "__main__":

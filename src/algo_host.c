@@ -59,6 +59,7 @@
 #define HOST_MSD_BUCKET_BYTES ((size_t)4 << 20)
 /* ... and by default about this big (top_bits_for) */
 #define HOST_MSD_BUCKET_AIM ((size_t)64 << 10)
+#define HOST_TOP_LINES_BYTES ((size_t)512 << 10)
 /* Digit bits inside a bucket: 2 passes for the 22 bits below a 32-bit
  * key's top digit, 5 for a 64-bit key's 55; the 2048 counters and targets
  * stay in L1/L2 with the bucket. */
@@ -795,13 +796,17 @@ static int job_alloc(hjob *j, unsigned workers)
 /* top_bits=0: the top digit's width for `bytes` of keys and values with
  * kbits-bit keys: as few bits as leave the buckets their fewest passes
  * (10 for 32-bit keys: 22 bits in 2 passes; 9 for 64-bit: 55 in 5), more
- * while a bucket would hold over HOST_MSD_BUCKET_AIM bytes, up to 14 (the
- * top pass's line buffers then still fit the L2). */
-static unsigned top_bits_for(size_t bytes, unsigned kbits)
+ * while a bucket would hold over HOST_MSD_BUCKET_AIM bytes, as long as
+ * the top pass's line buffers (`lines` per bucket) stay within
+ * HOST_TOP_LINES_BYTES. On the GPU machine's 16 cores (u32, f64 and u32 +
+ * idx32 at 2^27, every width from 10 to 14) the best was 13, 12-13 and 12
+ * bits: smaller buckets sort faster there, until the top pass's buffers
+ * outgrow the L2. */
+static unsigned top_bits_for(size_t bytes, unsigned kbits, unsigned lines)
 {
-    const unsigned most = 14;
-    unsigned tb = kbits - HOST_BB * ((kbits - most + HOST_BB - 1) / HOST_BB);
-    while (tb < most && bytes >> tb > HOST_MSD_BUCKET_AIM)
+    unsigned tb = kbits - HOST_BB * ((kbits - HOST_WC_MAX_BITS + HOST_BB - 1) / HOST_BB);
+    while (tb < HOST_WC_MAX_BITS && bytes >> tb > HOST_MSD_BUCKET_AIM &&
+           ((size_t)lines * HOST_LINE << (tb + 1)) <= HOST_TOP_LINES_BYTES)
         tb++;
     return tb;
 }
@@ -866,7 +871,7 @@ static int host_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p
     j.msd = pv[P_MSD] && j.passes >= 2 && n * (kw + vw) >= HOST_WC_BYTES;
     j.msd_stream = j.msd && pv[P_MSD] == 2;
     if (j.msd) {
-        unsigned tb = pv[P_TOP] ? (unsigned)pv[P_TOP] : top_bits_for(n * (kw + vw), (unsigned)(kw * 8));
+        unsigned tb = pv[P_TOP] ? (unsigned)pv[P_TOP] : top_bits_for(n * (kw + vw), (unsigned)(kw * 8), vw ? 2 : 1);
         if (tb > kw * 8 - 1)
             tb = (unsigned)(kw * 8 - 1);
         j.tsh = (unsigned)(kw * 8) - tb;
