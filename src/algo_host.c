@@ -256,7 +256,8 @@ struct hjob {
     int count_mode;             /* COUNT_ALL, COUNT_TOP, COUNT_AGAIN: what task_count does */
     unsigned tsh;               /* the top digit: keys >> tsh, tnb values */
     size_t tnb;
-    uint32_t *thist;            /* nchunks x tnb top digit counts */
+    uint32_t *thist;            /* nchunks x 4 x tnb top digit counts (the first of
+                                   each chunk's four tables: the sum) */
     size_t *bstart;             /* tnb + 1 bucket bounds after the top pass */
     uint32_t **bh;              /* per worker: a bucket's digit counts */
     void **btk, **btv;          /* per worker: a bucket's keys and values between passes */
@@ -313,8 +314,8 @@ static size_t chunk_hi(const hjob *j, size_t c)
         const unsigned bits = j->bits, np = j->passes;                          \
         const size_t nb = j->nb, tnb = j->tnb;                                  \
         const int top = j->count_mode == COUNT_TOP;                             \
-        uint32_t *h = top ? j->thist + c * tnb : j->hist + c * np * nb;         \
-        memset(h, 0, (top ? tnb : np * nb) * sizeof *h);                        \
+        uint32_t *h = top ? j->thist + c * 4 * tnb : j->hist + c * np * nb;     \
+        memset(h, 0, (top ? 4 * tnb : np * nb) * sizeof *h);                    \
         for (size_t b = chunk_lo(j, c), hi = chunk_hi(j, c); b < hi;            \
              b += HOST_BLOCK) {                                                 \
             size_t e = hi - b < HOST_BLOCK ? hi : b + HOST_BLOCK;               \
@@ -325,8 +326,17 @@ static size_t chunk_hi(const hjob *j, size_t c)
                         v[i] = (V_)i;                                           \
             }                                                                   \
             if (top) {                                                          \
+                /* four tables in turn: runs of one digit do not wait on     \
+                 * their own increments */                                    \
                 const unsigned sh = j->tsh;                                     \
-                for (size_t i = b; i < e; i++)                                  \
+                size_t i = b;                                                   \
+                for (; i + 4 <= e; i += 4) {                                    \
+                    h[(size_t)(k[i] >> sh) & (tnb - 1)]++;                      \
+                    h[tnb + ((size_t)(k[i + 1] >> sh) & (tnb - 1))]++;          \
+                    h[2 * tnb + ((size_t)(k[i + 2] >> sh) & (tnb - 1))]++;      \
+                    h[3 * tnb + ((size_t)(k[i + 3] >> sh) & (tnb - 1))]++;      \
+                }                                                               \
+                for (; i < e; i++)                                              \
                     h[(size_t)(k[i] >> sh) & (tnb - 1)]++;                      \
                 continue;                                                       \
             }                                                                   \
@@ -339,6 +349,8 @@ static size_t chunk_hi(const hjob *j, size_t c)
             default: count_block_##SUF(k, b, e, h, bits, nb, np); break;        \
             }                                                                   \
         }                                                                       \
+        for (size_t d = 0; top && d < tnb; d++)                                 \
+            h[d] += h[tnb + d] + h[2 * tnb + d] + h[3 * tnb + d];               \
     }                                                                           \
                                                                                 \
     /* Count this pass's digits in chunk c of its source: the pass before       \
@@ -633,7 +645,7 @@ static int host_msd_fits(hjob *j)
     for (size_t d = 0; d < nb; d++) {
         size_t cnt = 0;
         for (size_t c = 0; c < j->nchunks; c++)
-            cnt += j->thist[c * nb + d];
+            cnt += j->thist[c * 4 * nb + d];
         j->bstart[d] = sum;
         sum += cnt;
         used += cnt > 0;
@@ -683,7 +695,7 @@ static void sort_radix(hjob *j, gs_hostpool_team *team, gs_sort_stats *st, phase
         for (size_t d = 0; d < j->tnb; d++)
             for (size_t c = 0; c < j->nchunks; c++) {
                 j->off[c * j->tnb + d] = sum;
-                sum += j->thist[c * j->tnb + d];
+                sum += j->thist[c * 4 * j->tnb + d];
             }
         gs_hostpool_for(team, j->nchunks, task_scatter, j);
         double t2 = gs_now_ms();
@@ -763,7 +775,7 @@ static int job_alloc(hjob *j, unsigned workers)
     j->hist = malloc(j->nchunks * j->passes * j->nb * sizeof *j->hist);
     j->off = malloc(j->nchunks * nb * sizeof *j->off);
     j->bstart = j->msd ? malloc((j->tnb + 1) * sizeof *j->bstart) : NULL;
-    j->thist = j->msd ? malloc(j->nchunks * j->tnb * sizeof *j->thist) : NULL;
+    j->thist = j->msd ? malloc(j->nchunks * 4 * j->tnb * sizeof *j->thist) : NULL;
     j->bh = j->msd ? calloc(workers, sizeof *j->bh) : NULL;
     j->btk = j->msd ? calloc(workers, sizeof *j->btk) : NULL;
     j->btv = j->msd && j->vw ? calloc(workers, sizeof *j->btv) : NULL;
