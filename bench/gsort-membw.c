@@ -1,12 +1,16 @@
 /* gsort-membw: the machine's memory bandwidth, the physical limit of a
  * host radix sort (issue 19 asks its Mkeys/s per core beside it). For each
- * thread count, the median over --reps of three kernels over one buffer
- * per thread, past the caches: read (a sum), write (plain stores, which
- * read each line before writing it) and copy (memcpy into a second
- * buffer). It prints the bytes the program asked to move per second (a
- * copy counts its reads and its writes), as a sort's traffic is counted.
+ * thread count, the median over --reps of kernels over one buffer per
+ * thread, past the caches: read (a sum), write (plain stores, which read
+ * each line before writing it), copy (memcpy into a second buffer),
+ * ntwrite (streaming stores, in order) and scatter (streaming stores of
+ * --burst bytes to --streams places in turn, as a radix sort's top pass
+ * writes its buckets). It prints the bytes the program asked to move per
+ * second (a copy counts its reads and its writes), as a sort's traffic is
+ * counted.
  *
  *     bench/gsort-membw [--mib 1024] [--threads 1,2,4,...] [--reps 5]
+ *                       [--streams 1024] [--burst 64]
  */
 #include "config.h"
 
@@ -20,8 +24,27 @@
 
 #include "benchutil.h"
 
-enum { K_READ, K_WRITE, K_COPY, K_COUNT };
-static const char *const kname[K_COUNT] = { "read", "write", "copy" };
+enum { K_READ, K_WRITE, K_COPY, K_NT, K_SCATTER, K_COUNT };
+static const char *const kname[K_COUNT] = { "read", "write", "copy", "ntwrite", "scatter" };
+static size_t streams = 1024, burst = 64;
+
+#if defined(__x86_64__) && defined(__SSE2__)
+#include <emmintrin.h>
+static inline void nt_line(uint64_t *d, uint64_t v, size_t bytes)
+{
+    __m128i x = _mm_set1_epi64x((long long)v);
+    for (size_t i = 0; i < bytes / 8; i += 2)
+        _mm_stream_si128((__m128i *)(d + i), x);
+}
+static inline void nt_done(void) { _mm_sfence(); }
+#else
+static inline void nt_line(uint64_t *d, uint64_t v, size_t bytes)
+{
+    for (size_t i = 0; i < bytes / 8; i++)
+        d[i] = v;
+}
+static inline void nt_done(void) { }
+#endif
 
 typedef struct worker {
     pthread_t th;
@@ -52,9 +75,24 @@ static void *run(void *arg)
         for (size_t i = 0; i < w->words; i++)
             w->dst[i] = i;
         break;
-    default:
+    case K_COPY:
         memcpy(w->dst, w->src, w->words * sizeof *w->dst);
         break;
+    case K_NT:
+        for (size_t i = 0; i + burst / 8 <= w->words; i += burst / 8)
+            nt_line(w->dst + i, i, burst);
+        nt_done();
+        break;
+    default: {
+        /* the buffer cut in `streams` ranges, each written in order, one
+         * burst of each range in turn */
+        const size_t per = w->words / streams / (burst / 8) * (burst / 8);
+        for (size_t i = 0; i + burst / 8 <= per; i += burst / 8)
+            for (size_t r = 0; r < streams; r++)
+                nt_line(w->dst + r * per + i, i, burst);
+        nt_done();
+        break;
+    }
     }
     pthread_barrier_wait(w->bar);
     return NULL;
@@ -82,7 +120,9 @@ static double once(worker *ws, unsigned t, int kernel)
     pthread_barrier_destroy(&bar);
     double bytes = 0;
     for (unsigned i = 0; i < t; i++)
-        bytes += (double)ws[i].words * 8 * (kernel == K_COPY ? 2 : 1);
+        bytes += kernel == K_SCATTER
+                     ? (double)(ws[i].words / streams / (burst / 8) * (burst / 8) * streams * 8)
+                     : (double)ws[i].words * 8 * (kernel == K_COPY ? 2 : 1);
     return bytes / ms / 1e6;
 }
 
@@ -95,6 +135,10 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--mib") && i + 1 < argc)
             mib = strtoul(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--streams") && i + 1 < argc)
+            streams = strtoul(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--burst") && i + 1 < argc)
+            burst = strtoul(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
             reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
@@ -104,7 +148,8 @@ int main(int argc, char **argv)
                     s++;
             }
         } else {
-            fprintf(stderr, "usage: gsort-membw [--mib N] [--threads 1,2,...] [--reps R]\n");
+            fprintf(stderr, "usage: gsort-membw [--mib N] [--threads 1,2,...] [--reps R] "
+                    "[--streams K] [--burst BYTES]\n");
             return 2;
         }
     }
@@ -114,6 +159,11 @@ int main(int argc, char **argv)
             if (t >= (unsigned)cpus)
                 break;
         }
+    if (streams < 1 || burst < 16 || burst % 16 || burst > 4096) {
+        fprintf(stderr, "gsort-membw: --streams must be positive, --burst 16..4096 in steps "
+                "of 16\n");
+        return 2;
+    }
     if (mib < 1 || reps < 1 || reps > 99) {
         fprintf(stderr, "gsort-membw: --mib and --reps (1..99) must be positive\n");
         return 2;
@@ -140,8 +190,12 @@ int main(int argc, char **argv)
     memset(a, 1, bytes);
     memset(b, 2, bytes);
     printf("# %zu MiB per buffer, %ld CPUs online, median of %d; GB/s of bytes read + "
-           "written\n", mib, cpus, reps);
-    printf("%7s %10s %10s %10s\n", "threads", kname[0], kname[1], kname[2]);
+           "written; scatter: %zu streams per thread, %zu-byte bursts\n", mib, cpus, reps,
+           streams, burst);
+    printf("%7s", "threads");
+    for (int k = 0; k < K_COUNT; k++)
+        printf(" %10s", kname[k]);
+    printf("\n");
     for (unsigned l = 0; l < nl; l++) {
         unsigned t = list[l];
         size_t words = bytes / 8 / t;

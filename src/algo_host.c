@@ -87,6 +87,12 @@ static inline void nt_head(void *dst, const void *src)
     _mm_stream_si128(d + 1, _mm_load_si128(s + 1));
     _mm_stream_si128(d + 2, _mm_load_si128(s + 2));
 }
+/* A whole line out of a line buffer written long enough ago. */
+static inline void nt_whole(void *dst, const void *src)
+{
+    nt_head(dst, src);
+    _mm_stream_si128((__m128i *)dst + 3, _mm_load_si128((const __m128i *)src + 3));
+}
 /* Copy a sorted bucket out of a worker's buffer with streaming stores:
  * its place in the caller's arrays is then never read (msd=2). */
 static void nt_copy(void *dst, const void *src, size_t bytes)
@@ -107,6 +113,7 @@ static inline void nt_u32(uint32_t *p, uint32_t v) { *p = v; }
 static inline void nt_u64(uint64_t *p, uint64_t v) { *p = v; }
 static inline void nt_fence(void) { }
 static inline void nt_head(void *dst, const void *src) { memcpy(dst, src, HOST_LINE - 16); }
+static inline void nt_whole(void *dst, const void *src) { memcpy(dst, src, HOST_LINE); }
 static void nt_copy(void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }
 #endif
 static inline void nt_none(char *p, char v) { *p = v; }
@@ -123,7 +130,7 @@ size_t gs_host_force_min_chunk(size_t keys)
 
 /* ---- parameters ---- */
 
-enum { P_THREADS = 0, P_BITS, P_MSD, P_TOP, P_COUNT };
+enum { P_THREADS = 0, P_BITS, P_MSD, P_TOP, P_LINES, P_COUNT };
 
 static size_t values_bits(const gs_dev_info *info, long *out, size_t cap)
 {
@@ -146,6 +153,13 @@ static size_t values_top(const gs_dev_info *info, long *out, size_t cap)
     return gs_values_list(v, sizeof v / sizeof v[0], out, cap);
 }
 
+static size_t values_lines(const gs_dev_info *info, long *out, size_t cap)
+{
+    static const long v[] = { 1, 2, 4 };
+    (void)info;
+    return gs_values_list(v, sizeof v / sizeof v[0], out, cap);
+}
+
 static const gs_param_def host_params[P_COUNT] = {
     { "threads", "chunks sorted in parallel, at most (each of 262144 keys or more; "
       "threads beyond the free helpers of the shared pool take turns)", gs_values_threads },
@@ -158,6 +172,9 @@ static const gs_param_def host_params[P_COUNT] = {
       values_msd },
     { "top_bits", "msd: bits of the top digit, 4..16 (0: by size, for buckets of about "
       "64 KiB)", values_top },
+    { "top_lines", "msd: cache lines buffered per bucket in the top pass, 1, 2 or 4 (more: "
+      "longer runs of streaming stores to one place in memory, fewer top digit bits by "
+      "default)", values_lines },
 };
 
 static long default_threads(void)
@@ -173,13 +190,14 @@ static int get_params(const gs_params *p, long v[P_COUNT], gs_err *err)
     v[P_BITS] = 0;
     v[P_MSD] = 1;
     v[P_TOP] = 0;
+    v[P_LINES] = 1;
     for (int i = 0; p && i < p->count; i++) {
         size_t k = 0;
         while (k < P_COUNT && strcmp(p->p[i].name, host_params[k].name) != 0)
             k++;
         if (k == P_COUNT)
             return gs_err_set(err, GS_EUNSUPPORTED, "host: unknown parameter '%s' (known: "
-                              "threads, radix_bits, msd, top_bits)", p->p[i].name);
+                              "threads, radix_bits, msd, top_bits, top_lines)", p->p[i].name);
         v[k] = p->p[i].value;
     }
     if (v[P_THREADS] < 1 || v[P_THREADS] > HOST_MAX_THREADS)
@@ -191,6 +209,9 @@ static int get_params(const gs_params *p, long v[P_COUNT], gs_err *err)
     if (v[P_TOP] != 0 && (v[P_TOP] < 4 || v[P_TOP] > HOST_WC_MAX_BITS))
         return gs_err_set(err, GS_EUNSUPPORTED, "host: top_bits=%ld out of range 4..%d (or "
                           "0: by size)", v[P_TOP], HOST_WC_MAX_BITS);
+    if (v[P_LINES] != 1 && v[P_LINES] != 2 && v[P_LINES] != 4)
+        return gs_err_set(err, GS_EUNSUPPORTED, "host: top_lines=%ld is not 1, 2 or 4",
+                          v[P_LINES]);
     if (v[P_MSD] < 0 || v[P_MSD] > 2)
         return gs_err_set(err, GS_EUNSUPPORTED, "host: msd=%ld is not 0, 1 or 2", v[P_MSD]);
     return 0;
@@ -213,6 +234,7 @@ static void host_defaults(const gs_dev_info *info, gs_params *out)
     gs_params_set(out, "radix_bits", 0);
     gs_params_set(out, "msd", 1);
     gs_params_set(out, "top_bits", 0);
+    gs_params_set(out, "top_lines", 1);
 }
 
 /* ---- the sort ---- */
@@ -240,7 +262,9 @@ struct hjob {
     uint32_t *hist;             /* nchunks x passes x nb digit counts */
     size_t *off;                /* nchunks x nb: this pass's next position */
     int wc;                     /* scatter through the line buffers below */
-    void **wck, **wcv;          /* per worker, per bucket: a line of keys, as many values */
+    void **wck, **wcv;          /* per worker, per bucket: wcl lines of keys, as many values */
+    unsigned wcl;               /* this pass's lines per bucket buffer */
+    unsigned top_lines;         /* the top pass's (top_lines) */
     size_t **beg;               /* per worker, per bucket: where its range starts */
     void *k, *v, *ks, *vs;      /* the caller's arrays and the scratch */
     /* this pass */
@@ -367,23 +391,27 @@ static size_t chunk_hi(const hjob *j, size_t c)
             h[(size_t)((sk[i] >> sh) & mask)]++;                                \
     }                                                                           \
                                                                                 \
-    /* The line [pos - B, pos) of bucket d is full in its buffer: write the     \
-     * part of it that is this chunk's (all of it but at the bucket's start). */\
+    /* The G elements (whole lines) [pos - G, pos) of bucket d are full in    \
+     * its buffer: write the part that is this chunk's (all of it but at the   \
+     * bucket's start). Only the last line was just written element by        \
+     * element; the others leave as whole lines. */                            \
     static inline void flush_##SUF(K *dk, V_ *dv, const K *bk, const V_ *bv,    \
-                                   size_t pos, size_t first)                    \
+                                   size_t pos, size_t first, size_t G)          \
     {                                                                           \
         enum { B = HOST_LINE / sizeof(K) };                                     \
-        size_t base = pos - B;                                                  \
+        size_t base = pos - G;                                                  \
         if (first == 0) {                                                       \
-            nt_head(dk + base, bk);                                             \
+            for (size_t l = 0; l + B < G; l += B)                               \
+                nt_whole(dk + base + l, bk + l);                                \
+            nt_head(dk + base + G - B, bk + G - B);                             \
             for (unsigned q = (HOST_LINE - 16) / sizeof(K); q < B; q++)         \
-                NT_STORE(dk + base + q, bk[q]);                                 \
+                NT_STORE(dk + base + G - B + q, bk[G - B + q]);                 \
             if (HASV)                                                           \
-                for (unsigned q = 0; q < B; q++)                                \
+                for (size_t q = 0; q < G; q++)                                  \
                     NT_STORE(dv + base + q, bv[q]);                             \
             return;                                                             \
         }                                                                       \
-        for (size_t q = first; q < B; q++) {                                    \
+        for (size_t q = first; q < G; q++) {                                    \
             dk[base + q] = bk[q];                                               \
             if (HASV)                                                           \
                 dv[base + q] = bv[q];                                           \
@@ -420,31 +448,33 @@ static size_t chunk_hi(const hjob *j, size_t c)
         K *bk = j->wck[worker];                                                 \
         V_ *bv = j->wcv[worker];                                                \
         size_t *beg = j->beg[worker];                                           \
-        /* the destination's first element sits `a` elements into its line */  \
-        const size_t a = ((uintptr_t)dk / sizeof(K)) & (B - 1);                 \
+        /* G elements (wcl lines) a bucket; the destination's first element  \
+         * sits `a` elements into its group of wcl lines */                    \
+        const size_t G = (size_t)j->wcl * B;                                    \
+        const size_t a = ((uintptr_t)dk / sizeof(K)) & (G - 1);                 \
         memcpy(beg, off, nb * sizeof *beg);                                     \
         for (size_t i = lo; i < hi; i++) {                                      \
             K x = sk[i];                                                        \
             size_t d = (size_t)((x >> sh) & mask);                              \
             size_t pos = off[d];                                                \
-            size_t s = (pos + a) & (B - 1);                                     \
-            bk[d * B + s] = x;                                                  \
+            size_t s = (pos + a) & (G - 1);                                     \
+            bk[d * G + s] = x;                                                  \
             if (HASV)                                                           \
-                bv[d * B + s] = sv[i];                                          \
+                bv[d * G + s] = sv[i];                                          \
             off[d] = ++pos;                                                     \
-            if (s == B - 1) {                                                   \
+            if (s == G - 1) {                                                   \
                 size_t have = pos - beg[d];                                     \
-                flush_##SUF(dk, dv, bk + d * B, HASV ? bv + d * B : NULL, pos,  \
-                            have >= B ? 0 : B - have);                          \
+                flush_##SUF(dk, dv, bk + d * G, HASV ? bv + d * G : NULL, pos,  \
+                            have >= G ? 0 : G - have, G);                       \
             }                                                                   \
         }                                                                       \
         for (size_t d = 0; d < nb; d++) {                                       \
-            size_t pos = off[d], s = (pos + a) & (B - 1), have = pos - beg[d];  \
+            size_t pos = off[d], s = (pos + a) & (G - 1), have = pos - beg[d];  \
             size_t q0 = have >= s ? 0 : s - have;                               \
             for (size_t q = q0; q < s; q++) {                                   \
-                dk[pos - s + q] = bk[d * B + q];                                \
+                dk[pos - s + q] = bk[d * G + q];                                \
                 if (HASV)                                                       \
-                    dv[pos - s + q] = bv[d * B + q];                            \
+                    dv[pos - s + q] = bv[d * G + q];                            \
             }                                                                   \
         }                                                                       \
         nt_fence();     /* the next pass reads what was streamed out */        \
@@ -690,6 +720,7 @@ static void sort_radix(hjob *j, gs_hostpool_team *team, gs_sort_stats *st, phase
          * every bucket to the end */
         j->sk = j->k, j->sv = j->v, j->dk = j->ks, j->dv = j->vs, j->sh = j->tsh;
         j->nb = j->tnb;
+        j->wcl = j->top_lines;
         bucket_digits(j);
         size_t sum = 0;
         for (size_t d = 0; d < j->tnb; d++)
@@ -795,9 +826,13 @@ static int job_alloc(hjob *j, unsigned workers)
         j->beg = calloc(workers, sizeof *j->beg);
         bad = !j->wck || !j->wcv || !j->beg;
         const size_t line_elems = HOST_LINE / j->kw;
+        /* lines: one a bucket in the LSD passes, top_lines in the top pass */
+        size_t lines = j->nb;
+        if (j->msd && j->tnb * j->top_lines > lines)
+            lines = j->tnb * j->top_lines;
         for (unsigned w = 0; !bad && w < workers; w++) {
-            j->wck[w] = aligned_alloc(HOST_LINE, nb * HOST_LINE);
-            j->wcv[w] = j->vw ? aligned_alloc(HOST_LINE, nb * line_elems * j->vw) : NULL;
+            j->wck[w] = aligned_alloc(HOST_LINE, lines * HOST_LINE);
+            j->wcv[w] = j->vw ? aligned_alloc(HOST_LINE, lines * line_elems * j->vw) : NULL;
             j->beg[w] = malloc(nb * sizeof **j->beg);
             bad = !j->wck[w] || (j->vw && !j->wcv[w]) || !j->beg[w];
         }
@@ -882,8 +917,12 @@ static int host_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p
            (uintptr_t)req->keys % kw == 0;     /* its lines are found by key index */
     j.msd = pv[P_MSD] && j.passes >= 2 && n * (kw + vw) >= HOST_WC_BYTES;
     j.msd_stream = j.msd && pv[P_MSD] == 2;
+    j.wcl = 1;
     if (j.msd) {
-        unsigned tb = pv[P_TOP] ? (unsigned)pv[P_TOP] : top_bits_for(n * (kw + vw), (unsigned)(kw * 8), vw ? 2 : 1);
+        j.top_lines = (unsigned)pv[P_LINES];
+        unsigned tb = pv[P_TOP] ? (unsigned)pv[P_TOP]
+                                : top_bits_for(n * (kw + vw), (unsigned)(kw * 8),
+                                               j.top_lines * (vw ? 2 : 1));
         if (tb > kw * 8 - 1)
             tb = (unsigned)(kw * 8 - 1);
         j.tsh = (unsigned)(kw * 8) - tb;
