@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "gs_err.h"
 #include "gs_hostpool.h"
@@ -59,7 +60,9 @@
 #define HOST_MSD_BUCKET_BYTES ((size_t)4 << 20)
 /* ... and by default about this big (top_bits_for) */
 #define HOST_MSD_BUCKET_AIM ((size_t)64 << 10)
-#define HOST_TOP_LINES_BYTES ((size_t)512 << 10)
+/* The top pass's line buffers take at most half a core's L2 (by default;
+ * 512 KiB where the L2's size is not known). */
+#define HOST_TOP_LINES_DEFAULT ((size_t)512 << 10)
 /* Digit bits inside a bucket: 2 passes for the 22 bits below a 32-bit
  * key's top digit, 5 for a 64-bit key's 55; the 2048 counters and targets
  * stay in L1/L2 with the bucket. */
@@ -173,8 +176,8 @@ static const gs_param_def host_params[P_COUNT] = {
     { "top_bits", "msd: bits of the top digit, 4..16 (0: by size, for buckets of about "
       "64 KiB)", values_top },
     { "top_lines", "msd: cache lines buffered per bucket in the top pass, 1, 2 or 4 (more: "
-      "longer runs of streaming stores to one place in memory, fewer top digit bits by "
-      "default)", values_lines },
+      "longer runs of streaming stores to one place in memory, fewer flushes; fewer top "
+      "digit bits by default)", values_lines },
 };
 
 static long default_threads(void)
@@ -190,7 +193,7 @@ static int get_params(const gs_params *p, long v[P_COUNT], gs_err *err)
     v[P_BITS] = 0;
     v[P_MSD] = 1;
     v[P_TOP] = 0;
-    v[P_LINES] = 1;
+    v[P_LINES] = 4;
     for (int i = 0; p && i < p->count; i++) {
         size_t k = 0;
         while (k < P_COUNT && strcmp(p->p[i].name, host_params[k].name) != 0)
@@ -234,7 +237,7 @@ static void host_defaults(const gs_dev_info *info, gs_params *out)
     gs_params_set(out, "radix_bits", 0);
     gs_params_set(out, "msd", 1);
     gs_params_set(out, "top_bits", 0);
-    gs_params_set(out, "top_lines", 1);
+    gs_params_set(out, "top_lines", 4);
 }
 
 /* ---- the sort ---- */
@@ -844,16 +847,25 @@ static int job_alloc(hjob *j, unsigned workers)
  * kbits-bit keys: as few bits as leave the buckets their fewest passes
  * (10 for 32-bit keys: 22 bits in 2 passes; 9 for 64-bit: 55 in 5), more
  * while a bucket would hold over HOST_MSD_BUCKET_AIM bytes, as long as
- * the top pass's line buffers (`lines` per bucket) stay within
- * HOST_TOP_LINES_BYTES. On the GPU machine's 16 cores (u32, f64 and u32 +
- * idx32 at 2^27, every width from 10 to 14) the best was 13, 12-13 and 12
- * bits: smaller buckets sort faster there, until the top pass's buffers
- * outgrow the L2. */
+ * the top pass's line buffers (`lines` per bucket) stay within half the
+ * L2 (top_lines_bytes). On the GPU machine's 16 cores, u32 at 2^27: with
+ * one line a bucket 13 bits were best (134 ms, against 163 at 10), with
+ * four lines 12 bits (110 ms; 120 at 11 and 127 at 13): smaller buckets
+ * sort faster there, until the top pass's buffers outgrow the L2 (2 MiB
+ * a core there; on the 2-core machine's 1 MiB, u32 + idx32 at 2^24 took
+ * 53 ms with 512 KiB of buffers, 60 with 1 MiB). */
+/* (glibc answers from cpuid on x86: cheap enough for once a sort) */
+static size_t top_lines_bytes(void)
+{
+    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return l2 >= (64 << 10) ? (size_t)l2 / 2 : HOST_TOP_LINES_DEFAULT;
+}
+
 static unsigned top_bits_for(size_t bytes, unsigned kbits, unsigned lines)
 {
     unsigned tb = kbits - HOST_BB * ((kbits - HOST_WC_MAX_BITS + HOST_BB - 1) / HOST_BB);
     while (tb < HOST_WC_MAX_BITS && bytes >> tb > HOST_MSD_BUCKET_AIM &&
-           ((size_t)lines * HOST_LINE << (tb + 1)) <= HOST_TOP_LINES_BYTES)
+           ((size_t)lines * HOST_LINE << (tb + 1)) <= top_lines_bytes())
         tb++;
     return tb;
 }

@@ -286,7 +286,7 @@ static void test_large(void)
         { GS_DT_U32, GS_PL_NONE, 0, SC_FEW16, "top_bits=12" },
         /* the top pass buffering 2 or 4 lines a bucket: runs of whole lines,
          * a bucket's first group partly another's */
-        { GS_DT_U32, GS_PL_NONE, 0, SC_RANDOM, "top_lines=4" },
+        { GS_DT_U32, GS_PL_NONE, 0, SC_RANDOM, "top_lines=1" },
         { GS_DT_I64, GS_PL_U32, 1, SC_RANDOM, "threads=3,top_lines=2,top_bits=12" },
         { GS_DT_F32, GS_PL_IDX64, 0, SC_FSPECIAL, "threads=2,top_lines=4,msd=2" },
         { GS_DT_U32, GS_PL_U64, 1, SC_SAWTOOTH, "threads=4,top_lines=4,top_bits=14" },
@@ -633,10 +633,10 @@ static void test_host_check(void)
     long dt = gs_params_get(&ps, "threads", -1);
     tap_ok(ps.count == 5 && dt == (cpus < 64 ? cpus : 64) &&
            gs_params_get(&ps, "radix_bits", -1) == 0 && gs_params_get(&ps, "msd", -1) == 1 &&
-           gs_params_get(&ps, "top_bits", -1) == 0 &&
+           gs_params_get(&ps, "top_bits", -1) == 0 && gs_params_get(&ps, "top_lines", -1) == 4 &&
            gs_algo_host.check(NULL, &r, &ps, &err) == 0,
-           "host: defaults threads=%ld (%ld CPUs), radix_bits=0, msd=1, top_bits=0, accepted "
-           "by check", dt, cpus);
+           "host: defaults threads=%ld (%ld CPUs), radix_bits=0, msd=1, top_bits=0, "
+           "top_lines=4, accepted by check", dt, cpus);
     gs_params_clear(&ps);
     tap_ok(gs_algo_host.check(NULL, &r, &ps, &err) == 0 &&
            gs_sort_run(&gs_algo_host, NULL, &r, &ps, NULL, &err) == 0 && k[0] == 1 &&
