@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """The host sort against numpy on the same machine, in the same run: for
 each dtype and size, the median time of numpy's np.sort on random keys
-(one thread, in this process) and of the host sort through gsort-bench
-(its own process, the same kind of keys, every result checked there), with
+(one thread, in this process) and of the host candidates through gsort-bench
+(its own process, the same kind of keys, every result checked there; ips4o
+through bench/gsort-ips4o, keys without NaNs), with
 the ratio and millions of keys per second per core. With --membw, the
 machine's memory bandwidth on all its cores first (bench/gsort-membw), and
 beside each row the bytes the sort moved per second counted as the host
@@ -12,7 +13,8 @@ and written). /usr/bin/python3 on purpose: that one has numpy here.
 
     bench/bench-host.py [--bench build/bench/gsort-bench] [--dtypes u32,f64]
         [--min-log2 20] [--max-log2 24] [--reps 5] [--params threads=2]
-        [--algos host,vqsort] [--membw build/bench/gsort-membw] [--rounds 1]
+        [--algos host,vqsort,ips4o] [--membw build/bench/gsort-membw] [--rounds 1]
+        [--ips4o build/bench/gsort-ips4o]
 """
 import argparse
 import csv
@@ -45,10 +47,12 @@ def numpy_ms(dtype, n, reps, rng):
 
 
 def host_ms(bench, algo, dtype, lo, hi, reps, params):
-    """{n: (median wall ms, params)} from gsort-bench --algo ALGO."""
-    cmd = [bench, "--algo", algo, "--dtype", dtype, "--min-log2", str(lo),
-           "--max-log2", str(hi), "--reps", str(reps), "--csv"]
-    if params:
+    """{n: (median wall ms, params)} from gsort-bench --algo ALGO, or from
+    bench/gsort-ips4o when ALGO is "ips4o" (bench is then that program)."""
+    cmd = [bench] + (["--algo", algo] if algo != "ips4o" else []) + [
+        "--dtype", dtype, "--min-log2", str(lo), "--max-log2", str(hi), "--reps", str(reps),
+        "--csv"]
+    if params and algo != "ips4o":
         cmd += ["--params", params]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     res = {}
@@ -69,6 +73,8 @@ def main():
     ap.add_argument("--params", default="", help="host sort parameters (default: its defaults)")
     ap.add_argument("--algos", default="host",
                     help="host candidates to time, e.g. host,vqsort (default host)")
+    ap.add_argument("--ips4o", default=os.path.join("build", "bench", "gsort-ips4o"),
+                    help="bench/gsort-ips4o, for --algos ...,ips4o")
     ap.add_argument("--rounds", type=int, default=1,
                     help="repeat the whole comparison, then give the median ratios")
     ap.add_argument("--membw", default="",
@@ -89,7 +95,8 @@ def main():
     ratios = {}
     for _ in range(o.rounds):
         for dt in o.dtypes.split(","):
-            ours = {a: host_ms(o.bench, a, dt, o.min_log2, o.max_log2, o.reps, o.params)
+            ours = {a: host_ms(o.ips4o if a == "ips4o" else o.bench, a, dt, o.min_log2,
+                               o.max_log2, o.reps, o.params)
                     for a in o.algos.split(",")}
             for lg in range(o.min_log2, o.max_log2 + 1):
                 n = 1 << lg
