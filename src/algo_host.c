@@ -67,7 +67,7 @@
  * key's top digit, 5 for a 64-bit key's 55; the 2048 counters and targets
  * stay in L1/L2 with the bucket. */
 #define HOST_BB 11
-#define HOST_BB_MAXP 16         /* passes, at most: 4-bit digits of 63 bits */
+#define HOST_BB_MAXP ((64 + HOST_BB - 1) / HOST_BB)
 #define HOST_BB_STRIDE (1 << HOST_BB)   /* counters per pass */
 /* Encode and count in blocks that stay in L1 between the two. */
 #define HOST_BLOCK 2048
@@ -133,7 +133,7 @@ size_t gs_host_force_min_chunk(size_t keys)
 
 /* ---- parameters ---- */
 
-enum { P_THREADS = 0, P_BITS, P_MSD, P_TOP, P_LINES, P_BBITS, P_COUNT };
+enum { P_THREADS = 0, P_BITS, P_MSD, P_TOP, P_LINES, P_COUNT };
 
 static size_t values_bits(const gs_dev_info *info, long *out, size_t cap)
 {
@@ -163,13 +163,6 @@ static size_t values_lines(const gs_dev_info *info, long *out, size_t cap)
     return gs_values_list(v, sizeof v / sizeof v[0], out, cap);
 }
 
-static size_t values_bbits(const gs_dev_info *info, long *out, size_t cap)
-{
-    static const long v[] = { 7, 8, 9, 10, 11 };
-    (void)info;
-    return gs_values_list(v, sizeof v / sizeof v[0], out, cap);
-}
-
 static const gs_param_def host_params[P_COUNT] = {
     { "threads", "chunks sorted in parallel, at most (each of 262144 keys or more; "
       "threads beyond the free helpers of the shared pool take turns)", gs_values_threads },
@@ -185,8 +178,6 @@ static const gs_param_def host_params[P_COUNT] = {
     { "top_lines", "msd: cache lines buffered per bucket in the top pass, 1, 2 or 4 (more: "
       "longer runs of streaming stores to one place in memory, fewer flushes; fewer top "
       "digit bits by default)", values_lines },
-    { "bucket_bits", "msd: bits per digit inside a bucket, at most, 4..11 (fewer: more "
-      "passes, each scattering to fewer places)", values_bbits },
 };
 
 static long default_threads(void)
@@ -203,14 +194,13 @@ static int get_params(const gs_params *p, long v[P_COUNT], gs_err *err)
     v[P_MSD] = 1;
     v[P_TOP] = 0;
     v[P_LINES] = 4;
-    v[P_BBITS] = HOST_BB;
     for (int i = 0; p && i < p->count; i++) {
         size_t k = 0;
         while (k < P_COUNT && strcmp(p->p[i].name, host_params[k].name) != 0)
             k++;
         if (k == P_COUNT)
             return gs_err_set(err, GS_EUNSUPPORTED, "host: unknown parameter '%s' (known: "
-                              "threads, radix_bits, msd, top_bits, top_lines, bucket_bits)", p->p[i].name);
+                              "threads, radix_bits, msd, top_bits, top_lines)", p->p[i].name);
         v[k] = p->p[i].value;
     }
     if (v[P_THREADS] < 1 || v[P_THREADS] > HOST_MAX_THREADS)
@@ -222,9 +212,6 @@ static int get_params(const gs_params *p, long v[P_COUNT], gs_err *err)
     if (v[P_TOP] != 0 && (v[P_TOP] < 4 || v[P_TOP] > HOST_WC_MAX_BITS))
         return gs_err_set(err, GS_EUNSUPPORTED, "host: top_bits=%ld out of range 4..%d (or "
                           "0: by size)", v[P_TOP], HOST_WC_MAX_BITS);
-    if (v[P_BBITS] < 4 || v[P_BBITS] > HOST_BB)
-        return gs_err_set(err, GS_EUNSUPPORTED, "host: bucket_bits=%ld out of range 4..%d",
-                          v[P_BBITS], HOST_BB);
     if (v[P_LINES] != 1 && v[P_LINES] != 2 && v[P_LINES] != 4)
         return gs_err_set(err, GS_EUNSUPPORTED, "host: top_lines=%ld is not 1, 2 or 4",
                           v[P_LINES]);
@@ -251,7 +238,6 @@ static void host_defaults(const gs_dev_info *info, gs_params *out)
     gs_params_set(out, "msd", 1);
     gs_params_set(out, "top_bits", 0);
     gs_params_set(out, "top_lines", 4);
-    gs_params_set(out, "bucket_bits", HOST_BB);
 }
 
 /* ---- the sort ---- */
@@ -294,7 +280,6 @@ struct hjob {
     int msd;                    /* allowed */
     int msd_stream;             /* msd=2: buckets sorted between two worker buffers */
     unsigned bb, bnp;           /* a bucket's digit bits and passes */
-    unsigned bbmax;             /* bucket_bits */
     int count_mode;             /* COUNT_ALL, COUNT_TOP, COUNT_AGAIN: what task_count does */
     unsigned tsh;               /* the top digit: keys >> tsh, tnb values */
     size_t tnb;
@@ -710,13 +695,12 @@ typedef struct phase_ms {
 } phase_ms;
 
 /* The digits inside a bucket: the bits below the top digit in the fewest
- * passes of at most bucket_bits bits, shared evenly (24 bits: 3 passes of
- * 8, not 11, 11 and 2). Measured on the 2-core machine, u32 2^24, one
- * thread: a pass costs about the same at 8, 11 or 12 bits, so fewer is
- * better there. */
+ * passes of at most HOST_BB bits, shared evenly (24 bits: 3 passes of 8,
+ * not 11, 11 and 2). Measured on the 2-core machine, u32 2^24, one thread:
+ * a pass costs about the same at 8, 11 or 12 bits, so fewer is better. */
 static void bucket_digits(hjob *j)
 {
-    j->bnp = (j->sh + j->bbmax - 1) / j->bbmax;
+    j->bnp = (j->sh + HOST_BB - 1) / HOST_BB;
     j->bb = (j->sh + j->bnp - 1) / j->bnp;
 }
 
@@ -946,7 +930,6 @@ static int host_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p
     j.msd = pv[P_MSD] && j.passes >= 2 && n * (kw + vw) >= HOST_WC_BYTES;
     j.msd_stream = j.msd && pv[P_MSD] == 2;
     j.wcl = 1;
-    j.bbmax = (unsigned)pv[P_BBITS];
     if (j.msd) {
         j.top_lines = (unsigned)pv[P_LINES];
         unsigned tb = pv[P_TOP] ? (unsigned)pv[P_TOP]

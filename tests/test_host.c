@@ -290,12 +290,6 @@ static void test_large(void)
         { GS_DT_I64, GS_PL_U32, 1, SC_RANDOM, "threads=3,top_lines=2,top_bits=12" },
         { GS_DT_F32, GS_PL_IDX64, 0, SC_FSPECIAL, "threads=2,top_lines=4,msd=2" },
         { GS_DT_U32, GS_PL_U64, 1, SC_SAWTOOTH, "threads=4,top_lines=4,top_bits=14" },
-        /* narrower digits inside the buckets: 14 passes of 4 bits for a
-         * 64-bit key, 4 of 6 (an even count, ending in the caller's
-         * arrays), 3 of 7 with msd=2 */
-        { GS_DT_U64, GS_PL_IDX32, 0, SC_RANDOM, "threads=2,bucket_bits=4" },
-        { GS_DT_F32, GS_PL_NONE, 1, SC_FSPECIAL, "bucket_bits=7" },
-        { GS_DT_I32, GS_PL_U32, 0, SC_FEW16, "threads=3,bucket_bits=8,top_bits=11,msd=2" },
     };
     size_t n = ((size_t)1 << 21) + 3;
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
@@ -598,15 +592,14 @@ static void test_registry(void)
         ok &= gs_algo_at(i) && gs_algo_find(gs_algo_at(i)->name) == gs_algo_at(i);
     tap_ok(ok, "registry: %zu algorithms, each found by its name", gs_algo_count());
     tap_ok(gs_algo_find("radix") == &gs_algo_radix, "registry lists radix");
-    tap_ok(gs_algo_host.stable && !gs_algo_host.uses_device && gs_algo_host.nparams == 6 &&
+    tap_ok(gs_algo_host.stable && !gs_algo_host.uses_device && gs_algo_host.nparams == 5 &&
            !strcmp(gs_algo_host.params[0].name, "threads") &&
            !strcmp(gs_algo_host.params[1].name, "radix_bits") &&
            !strcmp(gs_algo_host.params[2].name, "msd") &&
            !strcmp(gs_algo_host.params[3].name, "top_bits") &&
-           !strcmp(gs_algo_host.params[4].name, "top_lines") &&
-           !strcmp(gs_algo_host.params[5].name, "bucket_bits"),
-           "host: stable, no device, parameters threads, radix_bits, msd, top_bits, "
-           "top_lines and bucket_bits");
+           !strcmp(gs_algo_host.params[4].name, "top_lines"),
+           "host: stable, no device, parameters threads, radix_bits, msd, top_bits and "
+           "top_lines");
 }
 
 /* check() refuses the set with `code`, naming `needle`; gs_sort_run too,
@@ -638,10 +631,9 @@ static void test_host_check(void)
     gs_algo_host.defaults(NULL, &ps);
     long cpus = (long)gs_hostpool_cpus();
     long dt = gs_params_get(&ps, "threads", -1);
-    tap_ok(ps.count == 6 && dt == (cpus < 64 ? cpus : 64) &&
+    tap_ok(ps.count == 5 && dt == (cpus < 64 ? cpus : 64) &&
            gs_params_get(&ps, "radix_bits", -1) == 0 && gs_params_get(&ps, "msd", -1) == 1 &&
            gs_params_get(&ps, "top_bits", -1) == 0 && gs_params_get(&ps, "top_lines", -1) == 4 &&
-           gs_params_get(&ps, "bucket_bits", -1) == 11 &&
            gs_algo_host.check(NULL, &r, &ps, &err) == 0,
            "host: defaults threads=%ld (%ld CPUs), radix_bits=0, msd=1, top_bits=0, "
            "top_lines=4, accepted by check", dt, cpus);
@@ -675,8 +667,6 @@ static void test_host_check(void)
     expect_refused("top_bits=3", "top_bits=3 out of range 4..16");
     expect_refused("msd=1,top_bits=17", "top_bits=17 out of range");
     expect_refused("top_lines=3", "top_lines=3 is not 1, 2 or 4");
-    expect_refused("bucket_bits=12", "bucket_bits=12 out of range 4..11");
-    expect_refused("bucket_bits=3", "bucket_bits=3 out of range");
     gs_sort_ctx ctx = { 0 };
     int rc = gs_sort_run(&gs_algo_radix, &ctx, &r, NULL, NULL, &err);
     tap_ok(rc < 0 && k[0] == 1, "a device algorithm without a device fails cleanly (%s)",
