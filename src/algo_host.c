@@ -11,11 +11,14 @@
  * come from the shared pool, gs_hostpool.h). Keys and values ping-pong
  * between the caller's buffers and one scratch buffer each. Tiny inputs
  * use insertion sort. Past the cache (msd=1, the default) only the top
- * digit's pass runs over the whole array; its buckets, each small enough to
- * stay in a core's cache, are then sorted one per task, with 11-bit digits,
- * straight back into the caller's arrays (whose lines are fetched while the
- * bucket is counted): two trips through memory instead of one per digit. Tunables: threads (chunks, at most; small inputs stay
- * on one), radix_bits (0: by n) and msd. */
+ * digit's pass runs over the whole array, through line buffers of
+ * top_lines cache lines a bucket; its buckets, each small enough to stay
+ * in a core's cache, are then sorted one per task with digits of up to 11
+ * bits, straight back into the caller's arrays (whose lines are fetched
+ * while the bucket is counted; msd=2: streamed out of the worker's
+ * buffers): two trips through memory instead of one per digit. Tunables:
+ * threads (chunks, at most; small inputs stay on one), radix_bits (0: by
+ * n), msd, top_bits (0: by size and the L2) and top_lines. */
 #include "config.h"
 #include "gs_algos.h"
 
