@@ -289,6 +289,8 @@ struct hjob {
     uint32_t *thist;            /* nchunks x 4 x tnb top digit counts (the first of
                                    each chunk's four tables: the sum) */
     size_t *bstart;             /* tnb + 1 bucket bounds after the top pass */
+    void *wblock;               /* the workers' tables below, in one scratch block */
+    size_t wblock_bytes;
     uint32_t **bh;              /* per worker: a bucket's digit counts */
     void **btk, **btv;          /* per worker: a bucket's keys and values between passes */
 };
@@ -771,28 +773,14 @@ static void sort_radix(hjob *j, gs_hostpool_team *team, gs_sort_stats *st, phase
 
 static void job_free(hjob *j, unsigned workers)
 {
+    (void)workers;
     gs_scratch_put(j->ks, j->n * j->kw);
     gs_scratch_put(j->vs, j->n * j->vw);
+    gs_scratch_put(j->wblock, j->wblock_bytes);
     free(j->hist);
     free(j->off);
     free(j->bstart);
     free(j->thist);
-    /* per worker; any of the tables may be missing after a failed
-     * job_alloc */
-    for (unsigned w = 0; w < workers; w++) {
-        if (j->bh)
-            free(j->bh[w]);
-        if (j->btk)
-            free(j->btk[w]);
-        if (j->btv)
-            free(j->btv[w]);
-        if (j->wck)
-            free(j->wck[w]);
-        if (j->wcv)
-            free(j->wcv[w]);
-        if (j->beg)
-            free(j->beg[w]);
-    }
     free(j->bh);
     free(j->btk);
     free(j->btv);
@@ -801,8 +789,16 @@ static void job_free(hjob *j, unsigned workers)
     free(j->beg);
 }
 
+static size_t line_up(size_t bytes)
+{
+    return (bytes + HOST_LINE - 1) / HOST_LINE * HOST_LINE;
+}
+
 /* Everything the radix sort needs, before the input is touched, so that a
- * failure leaves it as it was. */
+ * failure leaves it as it was. The workers' tables (a bucket's counts and
+ * buffers, the line buffers) are cut from one block of the scratch cache:
+ * allocated and freed per sort, their pages faulted in and unmapped again
+ * each time, they cost the GPU machine's 16 threads about 10 ms a sort. */
 static int job_alloc(hjob *j, unsigned workers)
 {
     /* the top pass's scatter uses the LSD passes' tables with tnb buckets */
@@ -816,34 +812,57 @@ static int job_alloc(hjob *j, unsigned workers)
     j->bh = j->msd ? calloc(workers, sizeof *j->bh) : NULL;
     j->btk = j->msd ? calloc(workers, sizeof *j->btk) : NULL;
     j->btv = j->msd && j->vw ? calloc(workers, sizeof *j->btv) : NULL;
+    j->wck = j->wc ? calloc(workers, sizeof *j->wck) : NULL;
+    j->wcv = j->wc ? calloc(workers, sizeof *j->wcv) : NULL;
+    j->beg = j->wc ? calloc(workers, sizeof *j->beg) : NULL;
     int bad = !j->ks || (j->vw && !j->vs) || !j->hist || !j->off ||
               (j->msd && (!j->bstart || !j->thist || !j->bh || !j->btk ||
-                          (j->vw && !j->btv)));
+                          (j->vw && !j->btv))) ||
+              (j->wc && (!j->wck || !j->wcv || !j->beg));
     /* a bucket is at most HOST_MSD_BUCKET_BYTES of keys and values (twice
-     * that with msd=2) */
+     * that with msd=2); line buffers: one line a bucket in the LSD passes,
+     * top_lines in the top pass */
     const size_t bmax = (HOST_MSD_BUCKET_BYTES / (j->kw + j->vw) + 1) * (j->msd_stream ? 2 : 1);
-    for (unsigned w = 0; !bad && j->msd && w < workers; w++)
-        bad = !(j->bh[w] = malloc((size_t)HOST_BB_MAXP * HOST_BB_STRIDE * 4)) ||
-              !(j->btk[w] = malloc(bmax * j->kw)) ||
-              (j->vw && !(j->btv[w] = malloc(bmax * j->vw)));
-    if (!bad && j->wc) {
-        j->wck = calloc(workers, sizeof *j->wck);
-        j->wcv = calloc(workers, sizeof *j->wcv);
-        j->beg = calloc(workers, sizeof *j->beg);
-        bad = !j->wck || !j->wcv || !j->beg;
-        const size_t line_elems = HOST_LINE / j->kw;
-        /* lines: one a bucket in the LSD passes, top_lines in the top pass */
-        size_t lines = j->nb;
-        if (j->msd && j->tnb * j->top_lines > lines)
-            lines = j->tnb * j->top_lines;
-        for (unsigned w = 0; !bad && w < workers; w++) {
-            j->wck[w] = aligned_alloc(HOST_LINE, lines * HOST_LINE);
-            j->wcv[w] = j->vw ? aligned_alloc(HOST_LINE, lines * line_elems * j->vw) : NULL;
-            j->beg[w] = malloc(nb * sizeof **j->beg);
-            bad = !j->wck[w] || (j->vw && !j->wcv[w]) || !j->beg[w];
+    size_t lines = j->nb;
+    if (j->msd && j->tnb * j->top_lines > lines)
+        lines = j->tnb * j->top_lines;
+    const size_t line_elems = HOST_LINE / j->kw;
+    const size_t s_bh = j->msd ? line_up((size_t)HOST_BB_MAXP * HOST_BB_STRIDE * 4) : 0;
+    const size_t s_btk = j->msd ? line_up(bmax * j->kw) : 0;
+    const size_t s_btv = j->msd && j->vw ? line_up(bmax * j->vw) : 0;
+    const size_t s_wck = j->wc ? lines * HOST_LINE : 0;
+    const size_t s_wcv = j->wc && j->vw ? line_up(lines * line_elems * j->vw) : 0;
+    const size_t s_beg = j->wc ? line_up(nb * sizeof **j->beg) : 0;
+    const size_t per = s_bh + s_btk + s_btv + s_wck + s_wcv + s_beg;
+    if (!bad && per) {
+        j->wblock_bytes = per * workers;
+        j->wblock = gs_scratch_get(j->wblock_bytes);
+        bad = !j->wblock;
+    }
+    for (unsigned w = 0; !bad && per && w < workers; w++) {
+        char *p = (char *)j->wblock + (size_t)w * per;
+        if (j->msd) {
+            j->bh[w] = (uint32_t *)p;
+            j->btk[w] = p + s_bh;
+            if (j->vw)
+                j->btv[w] = p + s_bh + s_btk;
+        }
+        p += s_bh + s_btk + s_btv;
+        if (j->wc) {
+            j->wck[w] = p;
+            j->wcv[w] = j->vw ? p + s_wck : NULL;
+            j->beg[w] = (size_t *)(p + s_wck + s_wcv);
         }
     }
     return bad ? -1 : 0;
+}
+
+/* Half a core's L2, the most the top pass's line buffers take (glibc
+ * answers from cpuid on x86: cheap enough for once a sort). */
+static size_t top_lines_bytes(void)
+{
+    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return l2 >= (64 << 10) ? (size_t)l2 / 2 : HOST_TOP_LINES_DEFAULT;
 }
 
 /* top_bits=0: the top digit's width for `bytes` of keys and values with
@@ -857,13 +876,6 @@ static int job_alloc(hjob *j, unsigned workers)
  * sort faster there, until the top pass's buffers outgrow the L2 (2 MiB
  * a core there; on the 2-core machine's 1 MiB, u32 + idx32 at 2^24 took
  * 53 ms with 512 KiB of buffers, 60 with 1 MiB). */
-/* (glibc answers from cpuid on x86: cheap enough for once a sort) */
-static size_t top_lines_bytes(void)
-{
-    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    return l2 >= (64 << 10) ? (size_t)l2 / 2 : HOST_TOP_LINES_DEFAULT;
-}
-
 static unsigned top_bits_for(size_t bytes, unsigned kbits, unsigned lines)
 {
     unsigned tb = kbits - HOST_BB * ((kbits - HOST_WC_MAX_BITS + HOST_BB - 1) / HOST_BB);
