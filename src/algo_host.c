@@ -126,6 +126,14 @@ static inline void nt_none(char *p, char v) { *p = v; }
 #define NT_STORE(p, v) _Generic((p), uint32_t *: nt_u32, uint64_t *: nt_u64, char *: nt_none)(p, v)
 
 static size_t min_chunk = HOST_MT_MIN_CHUNK;
+static size_t past_cache = HOST_WC_BYTES;
+
+size_t gs_host_force_past_cache(size_t bytes)
+{
+    size_t old = past_cache;
+    past_cache = bytes ? bytes : HOST_WC_BYTES;
+    return old;
+}
 
 size_t gs_host_force_min_chunk(size_t keys)
 {
@@ -940,9 +948,9 @@ static int host_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p
         nc++;
     j.chunk = (n + nc - 1) / nc;
     j.nchunks = (n + j.chunk - 1) / j.chunk;
-    j.wc = HOST_HAVE_NT && n * kw >= HOST_WC_BYTES && j.bits <= HOST_WC_MAX_BITS &&
+    j.wc = HOST_HAVE_NT && n * kw >= past_cache && j.bits <= HOST_WC_MAX_BITS &&
            (uintptr_t)req->keys % kw == 0;     /* its lines are found by key index */
-    j.msd = pv[P_MSD] && j.passes >= 2 && n * (kw + vw) >= HOST_WC_BYTES;
+    j.msd = pv[P_MSD] && j.passes >= 2 && n * (kw + vw) >= past_cache;
     j.msd_stream = j.msd && pv[P_MSD] == 2;
     j.wcl = 1;
     if (j.msd) {

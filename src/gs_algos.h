@@ -39,5 +39,10 @@ size_t gs_radix_small_max(size_t n);
  * (default 32768; 0 restores it), so small inputs run on several chunks.
  * Returns the previous value. */
 size_t gs_host_force_min_chunk(size_t keys);
+/* Test hook (algo_host.c): the input size in bytes from which the host
+ * sort takes its past-the-cache paths (line buffers with streaming stores;
+ * msd: the top digit first; default 6 MiB; 0 restores it), so the test
+ * matrix's sizes run them. Returns the previous value. */
+size_t gs_host_force_past_cache(size_t bytes);
 
 #endif

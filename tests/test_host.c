@@ -705,6 +705,33 @@ static int test_chunked(void)
     return failed;
 }
 
+/* The past-the-cache paths (the top digit first, line buffers of 1, 2 or
+ * 4 lines a bucket, msd=2's streamed buckets, narrow and wide top digits)
+ * through the whole matrix: the threshold is lowered to 4 KiB and the
+ * chunk minimum to 64 keys, so from 1024 keys every shape takes them on
+ * several chunks, whose ranges share line groups at every bucket's edge. */
+static int test_msd_matrix(void)
+{
+    static const size_t sizes[] = { 63, 1000, 1024, 4097, 65537, 100003 };
+    static const char *const sets[] = {
+        "threads=2", "threads=3,msd=2", "threads=4,top_lines=1", "threads=2,top_lines=2,top_bits=6",
+        "threads=3,top_bits=12", "threads=1,msd=2,top_lines=1", "threads=4,radix_bits=8",
+    };
+    size_t old = gs_host_force_min_chunk(64), oldp = gs_host_force_past_cache(4096);
+    int failed = 0;
+    gs_sort_ctx ctx = { 0 };
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
+        gs_params ps;
+        gs_err err;
+        if (gs_params_parse(sets[i], &ps, &err) < 0)
+            tap_bail("bad parameter text %s", sets[i]);
+        failed += sc_run_matrix(&gs_algo_host, &ctx, &ps, SC_SIZES(sizes), "host past the cache");
+    }
+    gs_host_force_past_cache(oldp);
+    gs_host_force_min_chunk(old);
+    return failed;
+}
+
 /* The scratch cache: a buffer given back is handed out again to a request
  * it fits, with its true size remembered when that was smaller; trimmed on
  * demand; and a large host sort leaves its scratch there for the next. */
@@ -778,6 +805,7 @@ int main(void)
     gs_params_clear(&none);
     int failed = sc_run_matrix(&gs_algo_host, &ctx, &none, NULL, 0, "host");
     failed += test_chunked();
+    failed += test_msd_matrix();
     tap_diag("host matrix: %d failed cases", failed);
     return tap_done();
 }
