@@ -330,17 +330,43 @@ static size_t chunk_hi(const hjob *j, size_t c)
         }                                                                       \
     }                                                                           \
                                                                                 \
-    /* Count the digits of np passes of keys [b, e) into h (np a constant     \
-     * where inlined: the loop over passes unrolls). */                        \
+    /* Count the bits-wide digits of np passes of keys [b, e) into h, pass   \
+     * p's counters at h + p * stride (np a constant where inlined: the loop \
+     * over passes unrolls); with pk, asking meanwhile for the lines of       \
+     * pk[b, e) and pv[b, e) (a bucket's place in the caller's arrays: its    \
+     * last pass scatters there, and without them at hand each of its        \
+     * stores waits for a line from memory). */                               \
     static inline __attribute__((always_inline)) void                          \
     count_block_##SUF(const K *k, size_t b, size_t e, uint32_t *h,              \
-                      unsigned bits, size_t nb, unsigned np)                    \
+                      unsigned bits, size_t stride, K *pk, V_ *pv, unsigned np) \
     {                                                                           \
-        const K mask = (K)(nb - 1);                                             \
+        enum { LK = HOST_LINE / sizeof(K), LV = HOST_LINE / sizeof(V_) };       \
+        const K mask = (K)(((K)1 << bits) - 1);                                 \
         for (size_t i = b; i < e; i++) {                                        \
             K x = k[i];                                                         \
+            if (pk && i % LK == 0)                                              \
+                __builtin_prefetch(pk + i, 1, 3);                               \
+            if (HASV && pk && i % LV == 0)                                      \
+                __builtin_prefetch(pv + i, 1, 3);                               \
             for (unsigned p = 0; p < np; p++)                                   \
-                h[p * nb + (size_t)((x >> (p * bits)) & mask)]++;               \
+                h[p * stride + (size_t)((x >> (p * bits)) & mask)]++;           \
+        }                                                                       \
+    }                                                                           \
+                                                                                \
+    /* count_block with np made a constant for the pass counts that occur    \
+     * (2 to 8: 32- and 64-bit keys, LSD or inside a bucket) */               \
+    static inline __attribute__((always_inline)) void                          \
+    count_digits_##SUF(const K *k, size_t b, size_t e, uint32_t *h,             \
+                       unsigned bits, size_t stride, K *pk, V_ *pv, unsigned np) \
+    {                                                                           \
+        switch (np) {                                                           \
+        case 2: count_block_##SUF(k, b, e, h, bits, stride, pk, pv, 2); break;  \
+        case 3: count_block_##SUF(k, b, e, h, bits, stride, pk, pv, 3); break;  \
+        case 4: count_block_##SUF(k, b, e, h, bits, stride, pk, pv, 4); break;  \
+        case 5: count_block_##SUF(k, b, e, h, bits, stride, pk, pv, 5); break;  \
+        case 6: count_block_##SUF(k, b, e, h, bits, stride, pk, pv, 6); break;  \
+        case 8: count_block_##SUF(k, b, e, h, bits, stride, pk, pv, 8); break;  \
+        default: count_block_##SUF(k, b, e, h, bits, stride, pk, pv, np); break; \
         }                                                                       \
     }                                                                           \
                                                                                 \
@@ -380,14 +406,7 @@ static size_t chunk_hi(const hjob *j, size_t c)
                     h[(size_t)(k[i] >> sh) & (tnb - 1)]++;                      \
                 continue;                                                       \
             }                                                                   \
-            switch (np) {                                                       \
-            case 2: count_block_##SUF(k, b, e, h, bits, nb, 2); break;          \
-            case 3: count_block_##SUF(k, b, e, h, bits, nb, 3); break;          \
-            case 4: count_block_##SUF(k, b, e, h, bits, nb, 4); break;          \
-            case 6: count_block_##SUF(k, b, e, h, bits, nb, 6); break;          \
-            case 8: count_block_##SUF(k, b, e, h, bits, nb, 8); break;          \
-            default: count_block_##SUF(k, b, e, h, bits, nb, np); break;        \
-            }                                                                   \
+            count_digits_##SUF(k, b, e, h, bits, nb, NULL, NULL, np);           \
         }                                                                       \
         for (size_t d = 0; top && d < tnb; d++)                                 \
             h[d] += h[tnb + d] + h[2 * tnb + d] + h[3 * tnb + d];               \
@@ -502,27 +521,6 @@ static size_t chunk_hi(const hjob *j, size_t c)
      * pass that moves anything writes the caller's arrays (no copy back).   \
      * Bits above them in a digit are the bucket's own, the same for all    \
      * its keys. */                                                          \
-    /* A bucket's digit counts for np passes (a constant where inlined),      \
-     * asking meanwhile for the lines of its place in the caller's arrays     \
-     * (ck, unless NULL): the last pass scatters there, and without them at   \
-     * hand each of its stores waits for a line from memory. */               \
-    static inline __attribute__((always_inline)) void                          \
-    bcount_##SUF(const K *sk, K *ck, V_ *cv, size_t m, uint32_t *h, unsigned bb, \
-                 unsigned np)                                                   \
-    {                                                                           \
-        enum { LK = HOST_LINE / sizeof(K), LV = HOST_LINE / sizeof(V_) };       \
-        const K mask = (K)(((K)1 << bb) - 1);                                   \
-        for (size_t i = 0; i < m; i++) {                                        \
-            K x = sk[i];                                                        \
-            if (ck && i % LK == 0)                                              \
-                __builtin_prefetch(ck + i, 1, 3);                               \
-            if (HASV && ck && i % LV == 0)                                      \
-                __builtin_prefetch(cv + i, 1, 3);                               \
-            for (unsigned p = 0; p < np; p++)                                   \
-                h[p * HOST_BB_STRIDE + (size_t)((x >> (bb * p)) & mask)]++;     \
-        }                                                                       \
-    }                                                                           \
-                                                                                \
     static void bucket_##SUF(hjob *j, size_t lo, size_t hi, uint32_t *h,      \
                              void *tk_, void *tv_)                              \
     {                                                                           \
@@ -552,13 +550,7 @@ static size_t chunk_hi(const hjob *j, size_t c)
         K *pk = stream ? NULL : ck;                                             \
         for (unsigned p = 0; p < np; p++)                                       \
             memset(h + (size_t)p * HOST_BB_STRIDE, 0, NB * sizeof *h);          \
-        switch (np) {                                                           \
-        case 2: bcount_##SUF(sk, pk, cv, m, h, bb, 2); break;                   \
-        case 3: bcount_##SUF(sk, pk, cv, m, h, bb, 3); break;                   \
-        case 5: bcount_##SUF(sk, pk, cv, m, h, bb, 5); break;                   \
-        case 6: bcount_##SUF(sk, pk, cv, m, h, bb, 6); break;                   \
-        default: bcount_##SUF(sk, pk, cv, m, h, bb, np); break;                 \
-        }                                                                       \
+        count_digits_##SUF(sk, 0, m, h, bb, HOST_BB_STRIDE, pk, cv, np);        \
         /* the passes that move anything (one digit: nothing moves) */         \
         unsigned run[HOST_BB_MAXP], nrun = 0;                                   \
         for (unsigned p = 0; p < np; p++)                                       \
@@ -667,17 +659,24 @@ static int pass_needed(const hjob *j, unsigned p, size_t first_digit)
     return same != j->n;
 }
 
-/* Offsets of pass p for every chunk: chunk c's keys with digit d go after
+/* Offsets of one pass for every chunk from its counts (chunk c's at
+ * h + c * chunk_stride, nb of them): chunk c's keys with digit d go after
  * every smaller digit's and after chunk c-1's with digit d. */
-static void prefix(hjob *j, unsigned p)
+static void prefix_counts(hjob *j, const uint32_t *h, size_t chunk_stride)
 {
-    const size_t nb = j->nb, np = j->passes, nc = j->nchunks;
+    const size_t nb = j->nb, nc = j->nchunks;
     size_t sum = 0;
     for (size_t d = 0; d < nb; d++)
         for (size_t c = 0; c < nc; c++) {
             j->off[c * nb + d] = sum;
-            sum += j->hist[(c * np + p) * nb + d];
+            sum += h[c * chunk_stride + d];
         }
+}
+
+/* ... of LSD pass p */
+static void prefix(hjob *j, unsigned p)
+{
+    prefix_counts(j, j->hist + (size_t)p * j->nb, j->passes * j->nb);
 }
 
 /* The top digit's buckets, from the counts of the first read, when they
@@ -738,12 +737,7 @@ static void sort_radix(hjob *j, gs_hostpool_team *team, gs_sort_stats *st, phase
         j->nb = j->tnb;
         j->wcl = j->top_lines;
         bucket_digits(j);
-        size_t sum = 0;
-        for (size_t d = 0; d < j->tnb; d++)
-            for (size_t c = 0; c < j->nchunks; c++) {
-                j->off[c * j->tnb + d] = sum;
-                sum += j->thist[c * 4 * j->tnb + d];
-            }
+        prefix_counts(j, j->thist, 4 * j->tnb);
         gs_hostpool_for(team, j->nchunks, task_scatter, j);
         double t2 = gs_now_ms();
         gs_hostpool_for(team, j->tnb, task_bucket, j);
@@ -779,9 +773,8 @@ static void sort_radix(hjob *j, gs_hostpool_team *team, gs_sort_stats *st, phase
     ph->passes = gs_now_ms() - t1;
 }
 
-static void job_free(hjob *j, unsigned workers)
+static void job_free(hjob *j)
 {
-    (void)workers;
     gs_scratch_put(j->ks, j->n * j->kw);
     gs_scratch_put(j->vs, j->n * j->vw);
     gs_scratch_put(j->wblock, j->wblock_bytes);
@@ -968,7 +961,7 @@ static int host_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p
     unsigned workers = gs_hostpool_join(&team, (unsigned)(j.nchunks - 1));
     if (job_alloc(&j, workers) < 0) {
         gs_hostpool_leave(&team);
-        job_free(&j, workers);
+        job_free(&j);
         return gs_err_set(err, GS_ENOMEM, "host: out of memory for %zu bytes of scratch",
                           n * (kw + vw));
     }
@@ -982,7 +975,7 @@ static int host_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p
              gs_payload_name(req->payload), workers, j.nchunks, ph.count, ph.top,
              ph.buckets, ph.passes, gs_now_ms() - tf);
     gs_hostpool_leave(&team);
-    job_free(&j, workers);
+    job_free(&j);
     return 0;
 }
 
