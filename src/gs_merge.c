@@ -33,22 +33,13 @@ typedef struct slices {
  * that shrinks with the value range; then v's equal keys are handed out in
  * run order. */
 #define DEFINE_CORANK(SUF, K)                                                    \
-    static size_t ub_##SUF(const K *a, size_t lo, size_t hi, K v)               \
+    /* the first of a[lo, hi) above v (upper) or not below it */             \
+    static inline size_t bound_##SUF(const K *a, size_t lo, size_t hi, K v,     \
+                                     int upper)                                \
     {                                                                          \
         while (lo < hi) {                                                      \
             size_t mid = lo + (hi - lo) / 2;                                   \
-            if (a[mid] <= v)                                                   \
-                lo = mid + 1;                                                  \
-            else                                                               \
-                hi = mid;                                                      \
-        }                                                                      \
-        return lo;                                                             \
-    }                                                                          \
-    static size_t lb_##SUF(const K *a, size_t lo, size_t hi, K v)               \
-    {                                                                          \
-        while (lo < hi) {                                                      \
-            size_t mid = lo + (hi - lo) / 2;                                   \
-            if (a[mid] < v)                                                    \
+            if (upper ? a[mid] <= v : a[mid] < v)                              \
                 lo = mid + 1;                                                  \
             else                                                               \
                 hi = mid;                                                      \
@@ -78,7 +69,7 @@ typedef struct slices {
             K mid = vlo + (vhi - vlo) / 2;                                     \
             size_t c = 0;                                                      \
             for (unsigned r = 0; r < s->n; r++) {                              \
-                ub[r] = ub_##SUF((const K *)s->k[r], wlo[r], whi[r], mid);     \
+                ub[r] = bound_##SUF((const K *)s->k[r], wlo[r], whi[r], mid, 1); \
                 c += ub[r];                                                    \
             }                                                                  \
             if (c > pos) {                                                     \
@@ -91,8 +82,8 @@ typedef struct slices {
         }                                                                      \
         size_t below = 0;                                                      \
         for (unsigned r = 0; r < s->n; r++) {                                  \
-            off[r] = lb_##SUF((const K *)s->k[r], wlo[r], whi[r], vlo);        \
-            ub[r] = ub_##SUF((const K *)s->k[r], off[r], whi[r], vlo);         \
+            off[r] = bound_##SUF((const K *)s->k[r], wlo[r], whi[r], vlo, 0);    \
+            ub[r] = bound_##SUF((const K *)s->k[r], off[r], whi[r], vlo, 1);     \
             below += off[r];                                                   \
         }                                                                      \
         size_t rem = pos - below;                                              \
