@@ -4,8 +4,9 @@
 // vqsort and numpy (issue 19 asks for the three side by side). It is a
 // benchmark, not a candidate: measured, it never won (docs/PERFORMANCE.md),
 // so the daemon does not carry it. Keys only (ips4o sorts with a
-// comparator: no payload, no float total order for NaNs, so random keys
-// without NaNs), random as gsort-bench's, every result checked.
+// comparator: no payload, no float total order for NaNs), every result
+// checked. Integer keys are random bits, as gsort-bench's; float keys are
+// uniform in (-1e6, 1e6), where gsort-bench's random bits include NaNs.
 //
 //     bench/gsort-ips4o [--dtype u32|i32|f32|u64|i64|f64] [--min-log2 20]
 //                       [--max-log2 24] [--reps 5] [--params threads=N] [--csv]
