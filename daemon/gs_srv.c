@@ -29,6 +29,7 @@
 #include "gs_bufpool.h"
 #include "gs_clrun.h"
 #include "gs_scratch.h"
+#include "gs_chunk.h"
 #include "gs_stage.h"
 #include "gs_time.h"
 
@@ -243,6 +244,13 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
         gs_stage_force(smin, schunk);
         gs_clrun_no_adopt(1);       /* copy as a GPU does, not in place */
     }
+    /* Test hook: "host", or "device" with ":LANES", picks where out-of-core
+     * pieces are merged (gs_chunk_force), so PoCL runs the GPU's route. */
+    const char *oc = getenv("GSORTD_TEST_OOC");
+    if (oc && !strncmp(oc, "host", 4))
+        gs_chunk_force(GS_CHUNK_HOST, 0);
+    else if (oc && !strncmp(oc, "device", 6))
+        gs_chunk_force(GS_CHUNK_DEVICE, oc[6] == ':' ? (unsigned)atoi(oc + 7) : 0);
     int rc = srv_acl_load(s, &s->conf, err);
     if (rc < 0) {
         pthread_mutex_destroy(&s->conf_mu);

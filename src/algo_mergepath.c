@@ -246,7 +246,7 @@ static int mp_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params
     mp_run r;
     memset(&r, 0, sizeof r);
     gs_clrun_init(&r.cr, dev, "mergepath");
-    r.cr.host_pinned = ctx->host_pinned;
+    gs_clrun_use(&r.cr, ctx->queue, ctx->host_pinned);
     const size_t ngroups = (n + tile - 1) / tile;
     const unsigned gl = levels(tile, n);    /* global merge levels */
     const int kw = ks == 4 ? 32 : 64, vw = (int)vs * 8;

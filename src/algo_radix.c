@@ -425,7 +425,7 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     radix_run r;
     memset(&r, 0, sizeof r);
     gs_clrun_init(&r.cr, dev, "radix");
-    r.cr.host_pinned = ctx->host_pinned;
+    gs_clrun_use(&r.cr, ctx->queue, ctx->host_pinned);
     const int kw = ks == 4 ? 32 : 64, vw = (int)vs * 8;
     char kn_ghist[32], kn_up[32], kn_scatter[40], kn_os[40], kn_iota[32];
     snprintf(kn_ghist, sizeof kn_ghist, "radix_ghist_k%d", kw);
@@ -475,7 +475,7 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     if ((rc = gs_clnan_save(&r.cr, prog, wg, r.keys[0], req, &r.nan, err)))
         goto out;
     const size_t kev_ghist = r.cr.nkev;
-    cl_command_queue q = dev->queue;
+    cl_command_queue q = r.cr.q;
     const cl_uint un = (cl_uint)n;
     const cl_uint kind = gs_keys_kind(req->dtype);
     const cl_uint desc = req->descending ? 1 : 0;

@@ -254,7 +254,7 @@ int gs_shellsort_run_phases(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_p
     shell_run r;
     memset(&r, 0, sizeof r);
     gs_clrun_init(&r.cr, dev, "shellsort");
-    r.cr.host_pinned = ctx->host_pinned;
+    gs_clrun_use(&r.cr, ctx->queue, ctx->host_pinned);
     const int kw = ks == 4 ? 32 : 64, vw = (int)vs * 8;
     char kn_enc[32], kn_dec[32], kn_slices[40], kn_merge[40];
     snprintf(kn_enc, sizeof kn_enc, "shell_encode_k%d", kw);
@@ -337,7 +337,7 @@ int gs_shellsort_run_phases(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_p
             if (round >= T)
                 break;   /* T rounds always sort */
             syncs++;
-            cl_int crc = clEnqueueReadBuffer(dev->queue, r.flags, CL_TRUE, 0,
+            cl_int crc = clEnqueueReadBuffer(r.cr.q, r.flags, CL_TRUE, 0,
                                              round * sizeof(cl_uint), r.hflags, 0, NULL, NULL);
             if (crc != CL_SUCCESS) {
                 rc = gs_cl_fail(err, "clEnqueueReadBuffer", crc, "shellsort: round flags");
@@ -360,7 +360,7 @@ int gs_shellsort_run_phases(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_p
             (rc = gs_clrun_launch(&r.cr, r.k_dec, kn_dec, groups_for(n, wg), wg, err)))
             goto out;
     }
-    cl_int crc = clFinish(dev->queue);
+    cl_int crc = clFinish(r.cr.q);
     if (crc != CL_SUCCESS) {
         rc = gs_cl_fail(err, "clFinish", crc, "shellsort phases");
         goto out;

@@ -11,7 +11,7 @@
  * per-element passes (index offsets, the copy) run as tasks of TASK_N
  * elements on a team of the shared pool. */
 #include "config.h"
-#include "gs_chunk.h"
+#include "gs_chunk_int.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -160,6 +160,9 @@ int gs_chunk_sort(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
     memset(st, 0, sizeof *st);
     if (chunk_n == 0 || chunk_n >= req->n)
         return gs_sort_run(a, ctx, req, p, st, err);
+    unsigned lanes;
+    if (gs_chunk_device_route(a, ctx, &lanes))
+        return gs_chunk_twopass(a, ctx, req, p, chunk_n, lanes, st, err);
     size_t npieces = (req->n + chunk_n - 1) / chunk_n;
     size_t *bounds = malloc((npieces + 1) * sizeof *bounds);
     if (!bounds)
@@ -175,12 +178,7 @@ int gs_chunk_sort(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
         piece.values = vs ? (char *)req->values + lo * vs : NULL;
         gs_sort_stats cs;
         rc = gs_sort_run(a, ctx, &piece, p, &cs, err);
-        st->upload_ms += cs.upload_ms;
-        st->kernel_ms += cs.kernel_ms;
-        st->download_ms += cs.download_ms;
-        st->passes += cs.passes;
-        st->passes_skipped += cs.passes_skipped;
-        st->nans_on_device += cs.nans_on_device;
+        gs_sort_stats_add(st, &cs);
         st->output_touched = cs.output_touched;
         if (rc < 0)
             gs_err_prefix(err, "out-of-core piece %zu of %zu (%zu keys): ", c + 1, npieces, len);

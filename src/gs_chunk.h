@@ -1,8 +1,10 @@
 /* Sorting an array larger than a device can hold (out of core), and
  * merging arrays sorted in pieces elsewhere (the daemon's split over
  * several devices): the pieces are contiguous ranges of the request, each
- * sorted on its own by an ordinary run (gs_sort_run), then merged on the
- * host by gs_merge.h's k-way round on every free core. The merge is
+ * sorted on its own by an ordinary run (gs_sort_run), then merged: on a
+ * GPU by a second pass through the device (gs_chunk_dev.c: segments cut
+ * by a co-rank search, each sorted there), else on the host by
+ * gs_merge.h's k-way round on every free core. The merge is
  * stable (ties to the earlier piece), keeps float total order and every
  * NaN's bits with its value, and turns each piece's argsort indices into
  * the request's. Host memory beyond the caller's arrays: one scratch copy
@@ -15,8 +17,9 @@
 
 #include "gs_sort.h"
 
-/* Sort req in pieces of at most chunk_n elements, one after another, each
- * with gs_sort_run(a, ctx, piece, p), then merge them. st gets the pieces'
+/* Sort req in pieces of at most chunk_n elements, each with
+ * gs_sort_run(a, ctx, piece, p), then merge them (on a GPU: two at a time
+ * where the request's memory is pinned, each then of chunk_n / 2). st gets the pieces'
  * upload, kernel and download times added up, chunks and merge_ms; a piece
  * that fails leaves the error, and st->output_touched says whether that
  * piece's arrays still hold its input (the pieces sorted before it are
@@ -29,6 +32,13 @@ int gs_chunk_sort(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
  * sorted request. bounds is overwritten. st->merge_ms gets the time. */
 int gs_chunk_merge(const gs_sort_req *req, size_t *bounds, size_t npieces, gs_sort_stats *st,
                    gs_err *err);
+
+/* Test hook: where out-of-core pieces are merged (GS_CHUNK_AUTO: on the
+ * device when it is not a CPU) and how many the device route keeps on the
+ * device at once (0: two when the request's memory is pinned, else one;
+ * at most 2). */
+enum { GS_CHUNK_AUTO = 0, GS_CHUNK_HOST, GS_CHUNK_DEVICE };
+void gs_chunk_force(int route, unsigned lanes);
 
 /* The piece size for a sort of n keys cut into `pieces` even pieces. */
 size_t gs_chunk_size(size_t n, size_t pieces);

@@ -53,7 +53,7 @@ int gs_clnan_save(gs_clrun *r, cl_program prog, size_t wg, cl_mem keys, const gs
         rc = gs_err_set(err, GS_ENOMEM, "%s: out of memory (NaN counts)", r->algo);
         goto out;
     }
-    cl_command_queue q = r->dev->queue;
+    cl_command_queue q = r->q;
     const cl_uint un = (cl_uint)n, unt = (cl_uint)ntiles;
     /* the odd-NaN counter, tcount[ntiles], starts at zero: the whole
      * buffer is written from the zeroed host copy (a write of that word
@@ -111,7 +111,7 @@ int gs_clnan_restore(gs_clrun *r, const gs_clnan *s, cl_mem sorted, const gs_sor
         return 0;
     const size_t ks = gs_dtype_size(req->dtype);
     const size_t first = req->descending ? 0 : req->n - s->count;
-    cl_int crc = clEnqueueCopyBuffer(r->dev->queue, s->saved, sorted, 0, first * ks,
+    cl_int crc = clEnqueueCopyBuffer(r->q, s->saved, sorted, 0, first * ks,
                                      s->count * ks, 0, NULL, NULL);
     if (crc != CL_SUCCESS)
         return gs_cl_fail(err, "clEnqueueCopyBuffer", crc, "%s: NaN patterns", r->algo);

@@ -17,13 +17,21 @@ void gs_clrun_init(gs_clrun *r, gs_dev *dev, const char *algo)
 {
     memset(r, 0, sizeof *r);
     r->dev = dev;
+    r->q = dev ? dev->queue : NULL;
     r->algo = algo;
+}
+
+void gs_clrun_use(gs_clrun *r, cl_command_queue q, int host_pinned)
+{
+    if (q)
+        r->q = q;
+    r->host_pinned = host_pinned;
 }
 
 void gs_clrun_release(gs_clrun *r)
 {
-    if (r->dev && r->dev->queue)
-        clFinish(r->dev->queue);   /* nothing of ours may still be in flight */
+    if (r->q)
+        clFinish(r->q);   /* nothing of ours may still be in flight */
     for (size_t i = 0; i < r->nkev; i++)
         clReleaseEvent(r->kev[i]);
     free(r->kev);
@@ -111,6 +119,11 @@ void gs_clrun_inject_fault(long at, cl_int code)
     atomic_store(&fault_at, at);
 }
 
+long gs_clrun_launch_count(void)
+{
+    return atomic_load(&launches);
+}
+
 int gs_clrun_launch(gs_clrun *r, cl_kernel k, const char *name, size_t groups, size_t wg,
                     gs_err *err)
 {
@@ -122,7 +135,7 @@ int gs_clrun_launch(gs_clrun *r, cl_kernel k, const char *name, size_t groups, s
     if (gs_grow(&r->kev, &r->kevcap, r->nkev, sizeof *r->kev, 32))
         return gs_err_set(err, GS_ENOMEM, "%s: out of memory", r->algo);
     size_t gsz = groups * wg;
-    cl_int rc = clEnqueueNDRangeKernel(r->dev->queue, k, 1, NULL, &gsz, &wg, 0, NULL,
+    cl_int rc = clEnqueueNDRangeKernel(r->q, k, 1, NULL, &gsz, &wg, 0, NULL,
                                        &r->kev[r->nkev]);
     if (rc != CL_SUCCESS)
         return gs_cl_fail(err, "clEnqueueNDRangeKernel", rc, "%s (%zu x %zu)", name, groups, wg);
@@ -160,8 +173,8 @@ static int xfer(gs_clrun *r, int up, cl_mem m, void *host, size_t bytes, gs_err 
         return 0;
     cl_event ev = NULL;
     double t0 = gs_now_ms();
-    cl_int rc = up ? clEnqueueWriteBuffer(r->dev->queue, m, CL_TRUE, 0, bytes, host, 0, NULL, &ev)
-                   : clEnqueueReadBuffer(r->dev->queue, m, CL_TRUE, 0, bytes, host, 0, NULL, &ev);
+    cl_int rc = up ? clEnqueueWriteBuffer(r->q, m, CL_TRUE, 0, bytes, host, 0, NULL, &ev)
+                   : clEnqueueReadBuffer(r->q, m, CL_TRUE, 0, bytes, host, 0, NULL, &ev);
     if (rc != CL_SUCCESS)
         return gs_cl_fail(err, up ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer", rc,
                           "%s: %zu bytes", r->algo, bytes);
@@ -178,9 +191,9 @@ static int xfer(gs_clrun *r, int up, cl_mem m, void *host, size_t bytes, gs_err 
  * copies the plain way), or an error. */
 static int staged(gs_clrun *r, int up, cl_mem m, void *host, size_t bytes, gs_err *err)
 {
-    if (r->host_pinned || !gs_stage_wanted(r->dev, bytes))
+    if (r->host_pinned || r->q != r->dev->queue || !gs_stage_wanted(r->dev, bytes))
         return 1;
-    clFinish(r->dev->queue);        /* what came before is not ours to time */
+    clFinish(r->q);        /* what came before is not ours to time */
     double t0 = gs_now_ms();
     gs_err e;
     gs_err_clear(&e);
@@ -244,7 +257,7 @@ int gs_clrun_output(gs_clrun *r, void *host, cl_mem src, size_t bytes, gs_err *e
         if (r->adopt_host[i] != host)
             continue;
         cl_mem a = r->adopt[i];
-        cl_command_queue q = r->dev->queue;
+        cl_command_queue q = r->q;
         cl_int rc = CL_SUCCESS;
         double t0 = gs_now_ms();
         if (src != a && bytes)

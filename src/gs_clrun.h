@@ -14,6 +14,8 @@
 
 typedef struct gs_clrun {
     gs_dev *dev;
+    cl_command_queue q;   /* where everything is enqueued: the device's queue, or
+                             another of its queues (gs_dev_lane) */
     const char *algo;     /* prefix for messages: "mergepath" */
     cl_event *kev;        /* kernel events, summed by gs_clrun_kernel_ms */
     size_t nkev, kevcap;
@@ -30,6 +32,11 @@ typedef struct gs_clrun {
 } gs_clrun;
 
 void gs_clrun_init(gs_clrun *r, gs_dev *dev, const char *algo);
+/* After gs_clrun_init on an open device: enqueue on `q` (NULL: the
+ * device's own queue) and copy straight from the host when host_pinned.
+ * A queue other than the device's never goes through the device's one set
+ * of staging buffers (gs_stage.h), which another queue may be using. */
+void gs_clrun_use(gs_clrun *r, cl_command_queue q, int host_pinned);
 /* clFinish the queue, release the events, and give the buffers made by
  * gs_clrun_buffer back to the device's pool (gs_bufpool.h). Kernels are the
  * caller's (release them after this). */
@@ -58,6 +65,8 @@ int gs_clrun_launch(gs_clrun *r, cl_kernel k, const char *name, size_t groups, s
 /* Test hook: every kernel launch from the `at`-th (counted from this call,
  * process-wide) fails with `code`; at <= 0 turns it off. */
 void gs_clrun_inject_fault(long at, cl_int code);
+/* Test hook: the launches counted since the last gs_clrun_inject_fault. */
+long gs_clrun_launch_count(void);
 /* Test hook: only device `index`'s launches count and fail (-1: any). */
 void gs_clrun_inject_fault_device(int index);
 

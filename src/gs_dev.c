@@ -191,6 +191,27 @@ int gs_dev_open(gs_dev *d, gs_err *err)
     return 0;
 }
 
+int gs_dev_lane(gs_dev *d, cl_command_queue *out, gs_err *err)
+{
+    int rc = gs_dev_open(d, err);
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&d->lock);
+    if (!d->lane) {
+        cl_int crc;
+        cl_command_queue_properties qp = d->info.profiling ? CL_QUEUE_PROFILING_ENABLE : 0;
+        d->lane = clCreateCommandQueue(d->ctx, d->id, qp, &crc);
+        if (crc != CL_SUCCESS) {
+            d->lane = NULL;
+            rc = gs_cl_fail(err, "clCreateCommandQueue", crc, "device %s: second queue",
+                            d->info.name);
+        }
+    }
+    *out = d->lane;
+    pthread_mutex_unlock(&d->lock);
+    return rc;
+}
+
 void gs_dev_close(gs_dev *d)
 {
     if (d->progs_release)
@@ -199,11 +220,14 @@ void gs_dev_close(gs_dev *d)
         d->bufpool_release(d);
     if (d->stage_release)
         d->stage_release(d);
+    if (d->lane)
+        clReleaseCommandQueue(d->lane);
     if (d->queue)
         clReleaseCommandQueue(d->queue);
     if (d->ctx)
         clReleaseContext(d->ctx);
     d->queue = NULL;
+    d->lane = NULL;
     d->ctx = NULL;
 }
 

@@ -44,6 +44,7 @@ typedef struct gs_dev {
     cl_device_id id;
     cl_context ctx;             /* NULL until gs_dev_open */
     cl_command_queue queue;     /* in-order, profiling enabled when available */
+    cl_command_queue lane;      /* a second such queue, made on first need (gs_dev_lane) */
     pthread_mutex_t lock;       /* guards progs */
     pthread_cond_t progs_cv;    /* a program build ended (gs_prog.c builds unlocked) */
     struct gs_prog_entry *progs;/* built programs, see gs_prog.h */
@@ -62,6 +63,10 @@ void gs_dev_free_list(gs_dev *devs, size_t count);
 
 /* Create the context and command queue (idempotent). */
 int gs_dev_open(gs_dev *d, gs_err *err);
+/* The device's second queue (made once, under the lock, on an open
+ * device): sorts enqueued on it and on the device's own queue overlap, one's
+ * transfers with the other's kernels and transfers. */
+int gs_dev_lane(gs_dev *d, cl_command_queue *out, gs_err *err);
 /* Release programs (through progs_release), pooled buffers (through
  * bufpool_release), queue and context. */
 void gs_dev_close(gs_dev *d);

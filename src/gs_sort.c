@@ -173,6 +173,16 @@ int gs_check_global_mem(const char *algo, const gs_dev_info *in, uint64_t n, uin
 
 /* ---- running ---- */
 
+void gs_sort_stats_add(gs_sort_stats *sum, const gs_sort_stats *s)
+{
+    sum->upload_ms += s->upload_ms;
+    sum->kernel_ms += s->kernel_ms;
+    sum->download_ms += s->download_ms;
+    sum->passes += s->passes;
+    sum->passes_skipped += s->passes_skipped;
+    sum->nans_on_device += s->nans_on_device;
+}
+
 int gs_sort_run(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
                 const gs_params *p, gs_sort_stats *st, gs_err *err)
 {

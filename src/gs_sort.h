@@ -34,6 +34,8 @@ typedef struct gs_sort_stats {
     double merge_ms;     /* the host merge of those pieces, wall clock */
 } gs_sort_stats;
 
+/* Add s's transfer, kernel and pass figures into sum (pieces of one sort). */
+void gs_sort_stats_add(gs_sort_stats *sum, const gs_sort_stats *s);
 
 typedef struct gs_param_def {
     const char *name;
@@ -50,6 +52,8 @@ typedef struct gs_sort_ctx {
     gs_pcache *pc;
     int host_pinned;    /* the request's arrays lie in memory pinned for dev (gs_pin.h):
                            copies go straight from them, not through staging */
+    cl_command_queue queue; /* NULL: the device's own queue; else another of its
+                               queues (gs_dev_lane), for sorts that overlap */
 } gs_sort_ctx;
 
 typedef struct gs_algo {

@@ -6,11 +6,14 @@
  * cut into 2 to 9 pieces, checked exactly against the reference (radix is
  * stable, and so must the merge be); a few through mergepath; the reply
  * must say how many pieces and time the merge; a request that fits is not
- * cut. */
+ * cut. All of it three times: pieces merged on the host (PoCL's own
+ * route), and the GPU's route (a second pass through the device) with one
+ * and with two pieces on the device at once. */
 #include "config.h"
 
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dmn.h"
@@ -46,9 +49,16 @@ static int one(gs_client *c, gs_dtype t, gs_payload p, int desc, size_t n, int d
     return ok;
 }
 
-int main(void)
+/* The whole matrix, and the cases around it, through a daemon whose
+ * out-of-core sorts take `route` (GSORTD_TEST_OOC; NULL: its own choice,
+ * on PoCL pieces merged on the host). */
+static void matrix(const char *route)
 {
-    dmn_init();
+    const char *label = route ? route : "auto";
+    if (route)
+        setenv("GSORTD_TEST_OOC", route, 1);
+    else
+        unsetenv("GSORTD_TEST_OOC");
     static dmn d;
     const char *const extra[] = { "-o", CAP, NULL };
     if (dmn_start(&d, "ooc", NULL, extra))
@@ -77,7 +87,7 @@ int main(void)
                 if (res.chunks > most)
                     most = res.chunks;
             }
-            tap_ok(ok, "%s/%s asc and desc, out of core (up to %u pieces): %s",
+            tap_ok(ok, "%s: %s/%s asc and desc, out of core (up to %u pieces): %s", label,
                    gs_dtype_name((gs_dtype)t), gs_payload_name((gs_payload)p), most, why);
         }
 
@@ -89,7 +99,7 @@ int main(void)
         gs_client_result res;
         int ok = one(c, mp[i].t, mp[i].p, mp[i].desc, N, SC_FSPECIAL, "mergepath", &res, why,
                      sizeof why);
-        tap_ok(ok && res.chunks >= 2, "mergepath %s/%s out of core: %s",
+        tap_ok(ok && res.chunks >= 2, "%s: mergepath %s/%s out of core: %s", label,
                gs_dtype_name(mp[i].t), gs_payload_name(mp[i].p), why);
     }
 
@@ -97,9 +107,18 @@ int main(void)
     gs_client_result res;
     int ok = one(c, GS_DT_I32, GS_PL_U32, 0, 5000, SC_RANDOM, "radix", &res, why, sizeof why);
     tap_ok(ok && res.chunks == 0 && res.device >= 0,
-           "a request that fits the cap is sorted whole (%u pieces): %s", res.chunks, why);
+           "%s: a request that fits the cap is sorted whole (%u pieces): %s", label, res.chunks,
+           why);
 
     gs_client_close(c);
-    tap_ok(dmn_stop(&d, SIGTERM, 30) == 0, "the daemon exits 0 on SIGTERM");
+    tap_ok(dmn_stop(&d, SIGTERM, 30) == 0, "%s: the daemon exits 0 on SIGTERM", label);
+}
+
+int main(void)
+{
+    dmn_init();
+    matrix(NULL);
+    matrix("device:1");
+    matrix("device:2");
     return tap_done();
 }

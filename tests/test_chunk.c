@@ -1,0 +1,129 @@
+/* Tests of the out-of-core device route (src/gs_chunk_dev.c: pieces sorted
+ * on the device, cut by a co-rank search into segments sorted there
+ * again), called through gs_chunk_sort on a PoCL device with the route
+ * forced as on a GPU and copies made as a GPU makes them (no zero-copy).
+ * Every dtype and payload kind with both orders, ties across the pieces
+ * (equal keys, few distinct ones: the co-rank must hand them out in piece
+ * order for the result to stay stable), float specials and distinct NaN
+ * patterns, one and two pieces on the device at once (two halve the
+ * pieces), each checked exactly against the stable reference. Then a fault
+ * injected at launches across the whole sort: a failure in the first pass
+ * returns the error with the request still a permutation of its input; one
+ * in the second pass is rescued by the host merge and the answer is right;
+ * the sweep must see both. */
+#include "config.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gs_chunk.h"
+#include "gs_clrun.h"
+#include "gs_dev.h"
+#include "gs_log.h"
+#include "gs_algos.h"
+#include "gs_sort.h"
+#include "sortcheck.h"
+#include "tap.h"
+
+#define N 20011
+#define CHUNK 3000
+
+int main(void)
+{
+    gs_dev *devs = NULL;
+    size_t ndev = 0;
+    gs_dev *dev = sc_test_device(&devs, &ndev, "chunk");
+    gs_log_set_level(GS_LOG_ERROR);   /* the rescue's warning is expected */
+    gs_clrun_no_adopt(1);
+    gs_sort_ctx ctx = { .dev = dev };
+    gs_params p;
+    gs_algo_radix.defaults(&dev->info, &p);
+
+    static const int idist[] = { SC_RANDOM, SC_EQUAL, SC_FEW16, SC_REVERSED };
+    static const int fdist[] = { SC_FSPECIAL, SC_NANMIX, SC_EQUAL, SC_SORTED };
+    for (unsigned lanes = 1; lanes <= 2; lanes++) {
+        gs_chunk_force(GS_CHUNK_DEVICE, lanes);
+        size_t chunk = (CHUNK + lanes - 1) / lanes, want = (N + chunk - 1) / chunk;
+        for (int t = 0; t < GS_DT_COUNT; t++)
+            for (int pl = 0; pl < GS_PL_COUNT; pl++) {
+                int fl = t == GS_DT_F32 || t == GS_DT_F64, ok = 1, cases = 0;
+                char why[600] = "";
+                for (int desc = 0; desc < 2 && ok; desc++)
+                    for (int d = 0; d < 4 && ok; d++) {
+                        sc_case c;
+                        int dist = fl ? fdist[d] : idist[d];
+                        if (sc_case_init(&c, (gs_dtype)t, (gs_payload)pl, desc, N, dist,
+                                         (uint64_t)(t * 97 + pl * 13 + desc * 5 + d)))
+                            tap_bail("out of memory");
+                        gs_sort_stats st;
+                        gs_err e;
+                        gs_err_clear(&e);
+                        int rc = gs_chunk_sort(&gs_algo_radix, &ctx, &c.req, &p, CHUNK, &st, &e);
+                        if (rc)
+                            snprintf(why, sizeof why, "%s: %.500s", sc_dist_name(dist), e.msg);
+                        else if (st.chunks != want)
+                            snprintf(why, sizeof why, "%s: %u pieces, want %zu",
+                                     sc_dist_name(dist), st.chunks, want);
+                        else if (!sc_case_verify(&c, 1, why, sizeof why))
+                            rc = -1;
+                        ok = rc == 0 && st.chunks == want;
+                        cases++;
+                        sc_case_free(&c);
+                    }
+                tap_ok(ok, "%u lane(s): %s/%s, %d cases of %d keys in %zu pieces%s%s", lanes,
+                       gs_dtype_name((gs_dtype)t), gs_payload_name((gs_payload)pl), cases, N,
+                       want, ok ? "" : ": ", why);
+            }
+    }
+
+    /* The fault sweep: count the launches of a whole sort, then fail every
+     * launch from the at-th on, for at across that count. */
+    gs_chunk_force(GS_CHUNK_DEVICE, 2);
+    sc_case c;
+    if (sc_case_init(&c, GS_DT_U32, GS_PL_U32, 0, N, SC_FEW16, 7))
+        tap_bail("out of memory");
+    gs_sort_stats st;
+    gs_err e;
+    gs_err_clear(&e);
+    gs_clrun_inject_fault(LONG_MAX, CL_OUT_OF_RESOURCES);
+    int rc = gs_chunk_sort(&gs_algo_radix, &ctx, &c.req, &p, CHUNK, &st, &e);
+    long total = gs_clrun_launch_count();
+    tap_ok(rc == 0 && total > 8, "a whole sort launches %ld kernels", total);
+    int failed = 0, rescued = 0, bad = 0;
+    char why[600] = "";
+    for (long at = 1; at <= total && !bad; at += total / 12 > 0 ? total / 12 : 1) {
+        sc_case_reset(&c);
+        gs_err_clear(&e);
+        gs_clrun_inject_fault(at, CL_OUT_OF_RESOURCES);
+        rc = gs_chunk_sort(&gs_algo_radix, &ctx, &c.req, &p, CHUNK, &st, &e);
+        int fired = gs_clrun_launch_count() >= at;
+        gs_clrun_inject_fault(0, 0);
+        if (rc == 0) {
+            if (!sc_case_verify(&c, 1, why, sizeof why))
+                bad = 1;
+            rescued += fired;
+            continue;
+        }
+        failed++;
+        if (st.output_touched || !strstr(e.msg, "piece")) {
+            snprintf(why, sizeof why, "at %ld: touched %d: %.500s", at, st.output_touched, e.msg);
+            bad = 1;
+            continue;
+        }
+        /* a permutation of the input: the host sort of it matches the
+         * reference but for the order of ties */
+        gs_sort_stats hs;
+        gs_err_clear(&e);
+        if (gs_sort_run(&gs_algo_host, NULL, &c.req, NULL, &hs, &e) ||
+            !sc_case_verify(&c, 0, why, sizeof why))
+            bad = 1;
+    }
+    tap_ok(!bad && failed > 0 && rescued > 0,
+           "faults across the sort: %d failed in the first pass (input kept), %d rescued in "
+           "the second by the host merge%s%s", failed, rescued, bad ? ": " : "", why);
+    sc_case_free(&c);
+    gs_chunk_force(GS_CHUNK_AUTO, 0);
+    gs_dev_free_list(devs, ndev);
+    return tap_done();
+}
