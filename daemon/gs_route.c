@@ -24,6 +24,7 @@
 
 #include "gs_chunk.h"
 #include "gs_log.h"
+#include "gs_merge.h"
 #include "gs_sched_int.h"
 #include "gs_tune.h"
 #include "gs_time.h"
@@ -146,14 +147,25 @@ int sched_fit(const gs_sched *s, int d, const gs_algo *a, const gs_sort_req *req
     return rc;   /* the whole request's reason */
 }
 
-/* The host merge of `pieces` sorted pieces of r: a pass over the keys and
- * values per pairwise round, at about a third of a host sort's time each
- * (a radix sort makes three or more such passes). */
+/* The host merge of `pieces` sorted pieces of r: a k-way round per
+ * GS_MERGE_FANIN (two passes over the keys and values, gs_chunk.c) at about a third of a host
+ * sort's time (a radix sort makes three or more such passes). */
 double sched_merge_ms(const gs_sched *s, const gs_sort_req *r, size_t pieces)
 {
-    double rounds = pieces > 1 ? ceil(log2((double)pieces)) : 0;
+    double rounds = pieces > 1 ? ceil(log((double)pieces) / log(GS_MERGE_FANIN)) : 0;
     double ms = s->host_rate[gs_dtype_size(r->dtype) == 8] * (double)r->n / 3 * rounds;
     return r->payload != GS_PL_NONE ? 1.5 * ms : ms;
+}
+
+double sched_ooc_ms(const gs_sched *s, int d, const gs_algo *a, const gs_sort_req *r,
+                    double whole_ms, size_t chunk_n)
+{
+    gs_sort_ctx ctx = { .dev = s->devs[d].dev };
+    unsigned lanes;
+    /* the device route sorts every key twice, at the device's rate */
+    if (gs_chunk_device_route(a, &ctx, &lanes))
+        return 2 * whole_ms;
+    return whole_ms + sched_merge_ms(s, r, (r->n + chunk_n - 1) / chunk_n);
 }
 
 /* ---- candidates and the choice ---- */
@@ -274,7 +286,7 @@ static int device_cand(gs_sched *s, int d, const gs_job *j, cand *c)
     if (sched_fit(s, d, c->algo, r, &c->params, &c->chunk_n, &e) < 0)
         return GS_EUNSUPPORTED;
     if (c->chunk_n)
-        c->ms += sched_merge_ms(s, r, (r->n + c->chunk_n - 1) / c->chunk_n);
+        c->ms = sched_ooc_ms(s, d, c->algo, r, c->ms, c->chunk_n);
     return 0;
 }
 
@@ -360,7 +372,7 @@ static int route_override(gs_sched *s, gs_job *j, gs_err *err)
             continue;
         }
         if (c.chunk_n)
-            c.ms += sched_merge_ms(s, &j->req, (j->req.n + c.chunk_n - 1) / c.chunk_n);
+            c.ms = sched_ooc_ms(s, (int)d, a, &j->req, c.ms, c.chunk_n);
         double cost = sched_route_backlog(s, (int)d) + c.ms;
         if (cost < best_cost) {
             best_cost = cost;

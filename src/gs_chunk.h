@@ -33,6 +33,11 @@ int gs_chunk_sort(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
 int gs_chunk_merge(const gs_sort_req *req, size_t *bounds, size_t npieces, gs_sort_stats *st,
                    gs_err *err);
 
+/* 1 when an out-of-core sort with algorithm a on ctx's device takes the
+ * device route, 0 for pieces merged on the host; *lanes gets how many
+ * items the device route keeps on the device at once. */
+int gs_chunk_device_route(const gs_algo *a, const gs_sort_ctx *ctx, unsigned *lanes);
+
 /* Test hook: where out-of-core pieces are merged (GS_CHUNK_AUTO: on the
  * device when it is not a CPU) and how many the device route keeps on the
  * device at once (0: two when the request's memory is pinned, else one;

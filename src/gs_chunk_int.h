@@ -1,15 +1,9 @@
-/* What gs_chunk.c and gs_chunk_dev.c share: the choice of the out-of-core
- * route and the device route itself (two passes through the device,
- * gs_chunk_dev.c). */
+/* What gs_chunk.c and gs_chunk_dev.c share: the device route itself (two
+ * passes through the device, gs_chunk_dev.c). */
 #ifndef GS_CHUNK_INT_H
 #define GS_CHUNK_INT_H
 
 #include "gs_chunk.h"
-
-/* 1 when an out-of-core sort with algorithm a on ctx's device takes the
- * device route, 0 for pieces merged on the host; *lanes gets how many
- * items the device route keeps on the device at once. */
-int gs_chunk_device_route(const gs_algo *a, const gs_sort_ctx *ctx, unsigned *lanes);
 
 /* The device route: req cut into pieces sorted on the device, `lanes` at
  * a time (each then at most chunk_n / lanes keys), then cut by a co-rank
