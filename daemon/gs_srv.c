@@ -251,6 +251,8 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
         gs_chunk_force(GS_CHUNK_HOST, 0);
     else if (oc && !strncmp(oc, "device", 6))
         gs_chunk_force(GS_CHUNK_DEVICE, oc[6] == ':' ? (unsigned)atoi(oc + 7) : 0);
+    const char *ocp = getenv("GSORTD_TEST_OOC_COPY");
+    gs_chunk_copy_plain(ocp && !strcmp(ocp, "plain"));
     int rc = srv_acl_load(s, &s->conf, err);
     if (rc < 0) {
         pthread_mutex_destroy(&s->conf_mu);

@@ -44,6 +44,9 @@ int gs_chunk_device_route(const gs_algo *a, const gs_sort_ctx *ctx, unsigned *la
  * at most 2). */
 enum { GS_CHUNK_AUTO = 0, GS_CHUNK_HOST, GS_CHUNK_DEVICE };
 void gs_chunk_force(int route, unsigned lanes);
+/* Test hook: the device route's host copies as plain memcpy (1), or with
+ * streaming stores (0, the default). */
+void gs_chunk_copy_plain(int on);
 
 /* The piece size for a sort of n keys cut into `pieces` even pieces. */
 size_t gs_chunk_size(size_t n, size_t pieces);

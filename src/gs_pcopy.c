@@ -6,8 +6,44 @@
 #include "gs_pcopy.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <string.h>
 #include <unistd.h>
+
+#if defined(__x86_64__) && defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+void gs_copy_stream(void *dst, const void *src, size_t n)
+{
+#if defined(__x86_64__) && defined(__SSE2__)
+    char *d = dst;
+    const char *s = src;
+    size_t head = (16 - ((uintptr_t)d & 15)) & 15;
+    if (n < head + 64) {
+        memcpy(d, s, n);
+        return;
+    }
+    memcpy(d, s, head);
+    d += head;
+    s += head;
+    n -= head;
+    for (; n >= 64; d += 64, s += 64, n -= 64) {
+        __m128i a = _mm_loadu_si128((const __m128i *)s);
+        __m128i b = _mm_loadu_si128((const __m128i *)(s + 16));
+        __m128i c = _mm_loadu_si128((const __m128i *)(s + 32));
+        __m128i e = _mm_loadu_si128((const __m128i *)(s + 48));
+        _mm_stream_si128((__m128i *)d, a);
+        _mm_stream_si128((__m128i *)(d + 16), b);
+        _mm_stream_si128((__m128i *)(d + 32), c);
+        _mm_stream_si128((__m128i *)(d + 48), e);
+    }
+    _mm_sfence();   /* the streamed lines are visible before anyone reads them */
+    memcpy(d, s, n);
+#else
+    memcpy(dst, src, n);
+#endif
+}
 
 typedef struct part {
     char *dst;
