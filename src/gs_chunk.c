@@ -11,6 +11,7 @@
  * per-element passes (index offsets, the copy) run as tasks of TASK_N
  * elements on a team of the shared pool. */
 #include "config.h"
+#include "gs_chunk.h"
 #include "gs_chunk_int.h"
 
 #include <stdint.h>

@@ -16,6 +16,7 @@
  * the scratch still holds every sorted piece, which go back into the
  * request and are merged on the host, and the log says so. */
 #include "config.h"
+#include "gs_chunk.h"
 #include "gs_chunk_int.h"
 
 #include <pthread.h>

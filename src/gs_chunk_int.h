@@ -3,7 +3,7 @@
 #ifndef GS_CHUNK_INT_H
 #define GS_CHUNK_INT_H
 
-#include "gs_chunk.h"
+#include "gs_sort.h"
 
 /* The device route: req cut into pieces sorted on the device, `lanes` at
  * a time (each then at most chunk_n / lanes keys), then cut by a co-rank
