@@ -82,6 +82,8 @@ enum {
     GSORT_DESCENDING = 1u << 0,   /* largest first */
     GSORT_STABLE = 1u << 1,       /* equal keys keep their input order */
     GSORT_INLINE = 1u << 2,       /* send the bytes on the socket, never shared memory */
+    GSORT_SPLIT = 1u << 3,        /* weigh splitting over several devices at any size
+                                     (res->plan is then "split" where it was split) */
 };
 
 /* Order: integers by value; floats -inf < ... < -0.0 < +0.0 < ... < +inf <
@@ -180,7 +182,7 @@ typedef struct gsort_request {
     void *keys;              /* sorted in place */
     gsort_values values_kind;
     void *values;            /* n values (in and out) or indices (out); NULL for NONE */
-    unsigned flags;          /* GSORT_DESCENDING | GSORT_STABLE | GSORT_INLINE */
+    unsigned flags;          /* GSORT_DESCENDING | GSORT_STABLE | GSORT_INLINE | GSORT_SPLIT */
     const char *algorithm;   /* NULL or "auto": the daemon's plan; else force one */
     const char *params;      /* with an algorithm: "name=value,..." or NULL */
     int device;              /* device index to force, -1: any */

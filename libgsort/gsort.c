@@ -50,7 +50,7 @@ _Static_assert((int)GSORT_VALUES_NONE == GS_PL_NONE && (int)GSORT_VALUES_U32 == 
                (int)GSORT_VALUES_U64 == GS_PL_U64 && (int)GSORT_VALUES_IDX32 == GS_PL_IDX32 &&
                (int)GSORT_VALUES_IDX64 == GS_PL_IDX64, "gsort_values and gs_payload differ");
 
-#define ALL_FLAGS (GSORT_DESCENDING | GSORT_STABLE | GSORT_INLINE)
+#define ALL_FLAGS (GSORT_DESCENDING | GSORT_STABLE | GSORT_INLINE | GSORT_SPLIT)
 #define STAGE_GRAIN ((size_t)64 << 10)
 
 struct gsort_conn {
@@ -306,6 +306,7 @@ static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys,
         .stable = (rq->flags & GSORT_STABLE) != 0,
         .n = n, .keys = n ? rq->keys : NULL, .values = n && vs ? rq->values : NULL,
         .algorithm = rq->algorithm, .params = rq->params, .device = rq->device,
+        .split = (rq->flags & GSORT_SPLIT) != 0,
     };
     int rc = conn_ready(c, err);
     if (rc)

@@ -354,6 +354,20 @@ static void test_routes(const dmn *d)
            "gsort_run with 64-bit indices, keys and indices in one block: both in place");
     free(orig);
 
+    /* GSORT_SPLIT goes out (this host-only daemon declines: not plan
+     * "split"); a flag libgsort does not know is refused, nothing sent. */
+    fill_u32(blk, 700, 11);
+    rc = gsort_sort(c, GSORT_U32, blk, 700, GSORT_SPLIT | GSORT_STABLE, &res, &err);
+    int split_ok = rc == 0 && u32_sorted(blk, 700) && strcmp(res.plan, "split") != 0;
+    char plan[32];
+    snprintf(plan, sizeof plan, "%s", res.plan);
+    fill_u32(blk, 700, 12);
+    memcpy(ref, blk, 700 * sizeof *blk);
+    rc = gsort_sort(c, GSORT_U32, blk, 700, 1u << 7, &res, &err);
+    tap_ok(split_ok && rc == GSORT_EINVAL && strstr(err.message, "flags") &&
+           !memcmp(ref, blk, 700 * sizeof *blk),
+           "GSORT_SPLIT is accepted (plan %s); flag 0x80 is refused: %s", plan, err.message);
+
     /* Overlapping keys and values are refused, whatever the route. */
     fill_u32(blk, 1000, 7);
     memcpy(ref, blk, sizeof ref);

@@ -563,6 +563,31 @@ def main():
     check("device=True/False/np.bool_/1.0/'0': TypeError naming device, nothing sent; "
           "a numpy integer device goes to the daemon", t_device_type)
 
+    def t_split():
+        a = random_keys(np.uint32, 5000)
+        v = np.arange(a.size, dtype=np.uint64)
+        s1 = cm.sort(a, split=True)
+        asked = dict(cm.last)
+        k2, v2 = ci.sort_by_key(a, v, split=False)
+        never = dict(ci.last)
+        i3 = cm.argsort(a, stable=True, split=np.bool_(True))
+        asked3 = dict(cm.last)
+        s4 = cm.sort(a)
+        plain = dict(cm.last)
+        errs = [raises(TypeError, cm.sort, a, split=bad) for bad in ("yes", 1, 0.0)]
+        ref = np.argsort(a, kind="stable")
+        # asked: split, or declined with a reason; otherwise nothing said
+        said = [bool(h.get("split_declined")) or h.get("plan") == "split"
+                for h in (asked, never, asked3, plain)]
+        return (same(s1, np.sort(a)) and same(k2, a[ref]) and same(v2, v[ref]) and
+                np.array_equal(i3, ref) and same(s4, np.sort(a)) and
+                said == [True, False, True, False] and
+                all(e is not None and "split" in str(e) for e in errs),
+                (said, asked.get("split_declined"), [str(e) for e in errs]))
+    check("split=True: the daemon splits or says why not (c.last), split=False and None: "
+          "nothing said; right answers either way; a non-bool split is a TypeError",
+          t_split)
+
     def t_nodaemon():
         missing = os.path.join(tmp, "nobody.sock")
         e1 = raises(gsort.NoDaemonError, gsort.Client, missing)

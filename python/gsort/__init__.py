@@ -203,6 +203,15 @@ def _device(device):
                     "\"devices\"]), not %s %r" % (type(device).__name__, device))
 
 
+def _split(split):
+    """The header's "split" (see Client.sort). Only a bool: the protocol
+    refuses anything else, and a truthy string is a mistake worth saying."""
+    if not isinstance(split, (bool, np.bool_)):
+        raise TypeError("gsort: split must be True, False or None, not %s %r"
+                        % (type(split).__name__, split))
+    return bool(split)
+
+
 def _round_up(x, m):
     return (x + m - 1) // m * m
 
@@ -661,7 +670,7 @@ class Client:
     # -- sorting --
 
     def _run(self, keys, values_kind, values, dst_keys, dst_vals, descending, stable,
-             algorithm, params, device):
+             algorithm, params, device, split=None):
         """One sort request. keys (and values, for "u32"/"u64") are 1-D
         arrays of any layout; the sorted keys land in dst_keys (None:
         dropped) and the values or indices in dst_vals (None: dropped)."""
@@ -689,6 +698,8 @@ class Client:
             header["params"] = _params(params)
         if device is not None:
             header["device"] = _device(device)
+        if split is not None:
+            header["split"] = _split(split)
 
         t0 = time.perf_counter()
         with self._lock:
@@ -818,7 +829,7 @@ class Client:
         return h
 
     def sort(self, a, descending=False, stable=False, inplace=False, algorithm=None,
-             params=None, device=None):
+             params=None, device=None, split=None):
         """Return a sorted copy of the 1-D array a (inplace=True: sort a
         itself, which must be a writable C-contiguous numpy array, and
         return it).
@@ -828,18 +839,23 @@ class Client:
         algorithm: force one of info()["algorithms"] ("radix",
         "mergepath", "shellsort", "host"), params: its tuning parameters
         as {name: int}; device: force a device index, an integer (see
-        info(); a bool or a float is a TypeError).
+        info(); a bool or a float is a TypeError); split: True asks the
+        daemon to weigh splitting the request over several devices at any
+        size (self.last then lists the parts, or says in
+        "split_declined" why not), False forbids a split, None (the
+        default) leaves it to the daemon from 2^20 keys on.
         """
         if inplace:
             _writable_contiguous(a, "the array")
         a = _as_1d(a, "the array")
         _wire_dtype(a.dtype)
         out = a if inplace else np.empty(a.shape[0], dtype=a.dtype)
-        self._run(a, "none", None, out, None, descending, stable, algorithm, params, device)
+        self._run(a, "none", None, out, None, descending, stable, algorithm, params, device,
+                  split)
         return out
 
     def argsort(self, a, descending=False, stable=False, index_dtype=np.int64,
-                algorithm=None, params=None, device=None):
+                algorithm=None, params=None, device=None, split=None):
         """Return the indices that sort the 1-D array a, like np.argsort
         (a is left as it is). index_dtype: int64 (default), uint64, int32
         or uint32. With stable=True equal keys are listed in input order.
@@ -856,11 +872,12 @@ class Client:
         # 4-byte indices halve the index traffic whenever n allows them.
         kind = "idx32" if n <= 0xFFFFFFFF else "idx64"
         out = np.empty(n, dtype=idt)
-        self._run(a, kind, None, None, out, descending, stable, algorithm, params, device)
+        self._run(a, kind, None, None, out, descending, stable, algorithm, params, device,
+                  split)
         return out
 
     def sort_by_key(self, keys, values, descending=False, stable=False, inplace=False,
-                    algorithm=None, params=None, device=None):
+                    algorithm=None, params=None, device=None, split=None):
         """Sort keys and permute values (a 1-D array of the same length
         whose items are 4 or 8 bytes: any dtype, moved as raw bytes) with
         them. Returns (sorted keys, permuted values): copies, or with
@@ -891,7 +908,7 @@ class Client:
         # inline, out and back.
         raw = np.uint32 if vdt.itemsize == 4 else np.uint64
         self._run(keys, kind, values.view(raw), ko, vo.view(raw), descending, stable,
-                  algorithm, params, device)
+                  algorithm, params, device, split)
         return ko, vo
 
 
