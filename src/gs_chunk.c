@@ -15,9 +15,11 @@
 #include "gs_chunk_int.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gs_algos.h"
 #include "gs_err.h"
 #include "gs_hostpool.h"
 #include "gs_scratch.h"
@@ -154,6 +156,32 @@ int gs_chunk_merge(const gs_sort_req *req, size_t *bounds, size_t npieces, gs_so
     return rc;
 }
 
+int gs_chunk_rescue(const gs_sort_req *req, size_t *bounds, size_t npieces,
+                    const unsigned char *sorted, const char *why, gs_sort_stats *st,
+                    gs_err *err)
+{
+    size_t ks = gs_dtype_size(req->dtype), vs = gs_payload_size(req->payload), left = 0;
+    for (size_t c = 0; c < npieces; c++)
+        left += !sorted[c];
+    GS_WARN("out-of-core sort of %zu keys: %s; sorting %zu of its %zu pieces on the host and "
+            "merging them there", req->n, why, left, npieces);
+    for (size_t c = 0; c < npieces; c++) {
+        if (sorted[c])
+            continue;
+        gs_sort_req piece = *req;
+        piece.n = bounds[c + 1] - bounds[c];
+        piece.keys = (char *)req->keys + bounds[c] * ks;
+        piece.values = vs ? (char *)req->values + bounds[c] * vs : NULL;
+        gs_sort_stats hs;
+        gs_err_clear(err);
+        int rc = gs_sort_run(&gs_algo_host, NULL, &piece, NULL, &hs, err);
+        if (rc < 0)
+            return gs_err_prefix(err, "out-of-core piece %zu of %zu on the host: ", c + 1,
+                                 npieces), rc;
+    }
+    return gs_chunk_merge(req, bounds, npieces, st, err);
+}
+
 int gs_chunk_sort(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
                   const gs_params *p, size_t chunk_n, gs_sort_stats *st, gs_err *err)
 {
@@ -170,9 +198,15 @@ int gs_chunk_sort(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
         return gs_err_set(err, GS_ENOMEM, "out-of-core sort: out of memory");
     size_t ks = gs_dtype_size(req->dtype), vs = gs_payload_size(req->payload);
     int rc = 0;
+    unsigned char *sorted = calloc(npieces, 1);
+    if (!sorted) {
+        free(bounds);
+        return gs_err_set(err, GS_ENOMEM, "out-of-core sort: out of memory");
+    }
+    for (size_t c = 0; c < npieces; c++)
+        bounds[c] = c * chunk_n;
     for (size_t c = 0; c < npieces && rc == 0; c++) {
         size_t lo = c * chunk_n, len = req->n - lo < chunk_n ? req->n - lo : chunk_n;
-        bounds[c] = lo;
         gs_sort_req piece = *req;
         piece.n = len;
         piece.keys = (char *)req->keys + lo * ks;
@@ -183,11 +217,20 @@ int gs_chunk_sort(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
         st->output_touched = cs.output_touched;
         if (rc < 0)
             gs_err_prefix(err, "out-of-core piece %zu of %zu (%zu keys): ", c + 1, npieces, len);
+        else
+            sorted[c] = 1;
     }
     bounds[npieces] = req->n;
     st->chunks = (unsigned)npieces;
-    if (rc == 0)
+    if (rc == 0) {
         rc = gs_chunk_merge(req, bounds, npieces, st, err);
+    } else if (!st->output_touched) {
+        char why[GS_ERR_MSG_MAX];
+        snprintf(why, sizeof why, "%s", err->msg);
+        rc = gs_chunk_rescue(req, bounds, npieces, sorted, why, st, err);
+        st->output_touched = rc < 0;   /* permuted, indices lost: not to be sorted again */
+    }
+    free(sorted);
     free(bounds);
     st->wall_ms = gs_now_ms() - t0;
     if (rc == 0)

@@ -19,11 +19,12 @@
 
 /* Sort req in pieces of at most chunk_n elements, each with
  * gs_sort_run(a, ctx, piece, p), then merge them (on a GPU: two at a time
- * where the request's memory is pinned, each then of chunk_n / 2). st gets the pieces'
- * upload, kernel and download times added up, chunks and merge_ms; a piece
- * that fails leaves the error, and st->output_touched says whether that
- * piece's arrays still hold its input (the pieces sorted before it are
- * permuted, not changed, so a fallback may sort the whole request again). */
+ * where the request's memory is pinned, each then of chunk_n / 2). st gets
+ * the pieces' upload, kernel and download times added up, chunks and
+ * merge_ms. A piece the device fails on without writing its arrays is
+ * sorted by the host sort instead, as are those not reached, and all are
+ * merged on the host (logged): the answer is right. Otherwise the error is
+ * returned with st->output_touched set (the request's data is lost). */
 int gs_chunk_sort(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
                   const gs_params *p, size_t chunk_n, gs_sort_stats *st, gs_err *err);
 

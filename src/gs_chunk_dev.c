@@ -379,12 +379,19 @@ int gs_chunk_twopass(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
 
     int rc = run_pass(&t, 1, lanes, nlanes, &team);
     double t1 = gs_now_ms(), t2 = t1;
-    if (rc) {
-        /* as gs_chunk_sort: the pieces sorted are permuted, a piece that
-         * failed may be written */
-        st->output_touched = t.touched;
+    if (rc && t.touched) {
+        /* a piece's arrays were written and are lost: the request with them */
+        st->output_touched = 1;
         gs_err_set(err, rc, "%s", t.err.msg);
         gs_hostpool_leave(&team);
+    } else if (rc) {
+        gs_hostpool_leave(&team);
+        unsigned char *done = t.state;
+        for (size_t i = 0; i < t.npieces; i++)
+            done[i] = t.state[i] == ITEM_SORTED;
+        rc = gs_chunk_rescue(req, t.bounds, t.npieces, done, t.err.msg, &t.sum, err);
+        st->output_touched = rc < 0;   /* permuted, indices lost: not to be sorted again */
+        t2 = gs_now_ms();
     } else {
         for (size_t j = 1; j < t.npieces; j++)
             corank(&t, j * t.chunk, t.cut + j * t.npieces);

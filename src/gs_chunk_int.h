@@ -13,4 +13,13 @@ int gs_chunk_twopass(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
                      const gs_params *p, size_t chunk_n, unsigned lanes, gs_sort_stats *st,
                      gs_err *err);
 
+/* After a device failed on some pieces, none of whose arrays it wrote
+ * (sorted[i] says which pieces it finished): sort the others with the
+ * host sort, then merge all of them on the host, so the answer is still
+ * right (argsort indices too, which sorting the permuted request again
+ * would lose). Logs a warning naming `why`. Fills st->merge_ms. */
+int gs_chunk_rescue(const gs_sort_req *req, size_t *bounds, size_t npieces,
+                    const unsigned char *sorted, const char *why, gs_sort_stats *st,
+                    gs_err *err);
+
 #endif
