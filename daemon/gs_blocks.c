@@ -111,6 +111,7 @@ int srv_block_get(conn *c, int fd, uint64_t need, srv_block **out, int *kept, gs
     b->len = len;
     b->last_used = gs_now_ms();
     SRV_ADD(c->io->ctr.blocks_mapped, 1);
+    gs_pin_init(&b->pin, m, len, &c->s->pin);
     if (!again) {
         seen_add(c, &sb);
         c->once = b;
@@ -125,7 +126,6 @@ int srv_block_get(conn *c, int fd, uint64_t need, srv_block **out, int *kept, gs
                 lru = pp;
         block_drop(c, lru);
     }
-    gs_pin_init(&b->pin, m, len, &c->s->pin);
     b->next = c->blocks;
     c->blocks = b;
     c->nblocks++;

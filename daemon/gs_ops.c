@@ -214,7 +214,8 @@ void srv_on_job_done(gs_job *j, void *ud)
 
 /* Map the client's memfd after checking it cannot be shrunk under us (or
  * take the mapping kept from earlier requests, gs_blocks.c); a device
- * worker registers a kept block for fast copies (job.pin). */
+ * worker registers a kept block for fast copies (job.pin), and a block
+ * sent once only when it sorts it out of core (job.pin_once). */
 static int map_memfd(conn *c, gs_err *e)
 {
     const gs_proto_req *rq = &c->rq;
@@ -236,7 +237,11 @@ static int map_memfd(conn *c, gs_err *e)
     if (rc)
         return rc;
     c->map = b->map;
-    c->job.pin = kept ? &b->pin : NULL;     /* memory sent once is not pinned */
+    /* Memory sent once is pinned only for an out-of-core sort (test hook
+     * GSORTD_TEST_PIN_ONCE=0: never). */
+    const char *po = getenv("GSORTD_TEST_PIN_ONCE");
+    c->job.pin = kept || !po || strcmp(po, "0") ? &b->pin : NULL;
+    c->job.pin_once = !kept;
     return 0;
 }
 

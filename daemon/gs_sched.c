@@ -275,7 +275,7 @@ static void *worker_main(void *arg)
         }
         gs_sort_ctx ctx = { .dev = s->devs[d].dev, .pc = s->pc };
         gs_err_clear(&j->err);
-        if (j->pin && gs_dev_open(s->devs[d].dev, &j->err) == 0)
+        if (j->pin && (!j->pin_once || j->chunk_n) && gs_dev_open(s->devs[d].dev, &j->err) == 0)
             ctx.host_pinned = gs_pin_ensure(j->pin, s->devs[d].dev) == GS_PIN_PINNED;
         j->rc = gs_chunk_sort(j->algo, &ctx, &j->req, &j->run_params, j->chunk_n, &j->st,
                               &j->err);

@@ -74,6 +74,9 @@ typedef struct gs_job {
     int device;              /* device index to use, -1: any */
     gs_pin *pin;             /* the arrays' block, to register with the device that
                                 sorts it for fast copies (gs_pin.h); NULL: none */
+    int pin_once;            /* pin is a block sent once: registered only to sort it
+                                out of core, where every byte crosses the bus four
+                                times (released with the block) */
     int split_ask;           /* 1: consider a split over devices at any size and say
                                 why not (split_why); -1: never split; 0: from 2^20
                                 keys on, when predicted faster (gs_split.c) */

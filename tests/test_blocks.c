@@ -413,6 +413,42 @@ static void test_cpu_untouched(void)
     dmn_stop(&d, SIGTERM, 30);
 }
 
+/* A block sent once is pinned when, and only when, its sort goes out of
+ * core (every byte then crosses the bus four times on a GPU), and given
+ * back with the block. */
+static void test_pinned_ooc(void)
+{
+    static dmn d;
+    const char *extra[] = { "-o", g_devices, "-o", "device_mem_cap=1280K", NULL };
+    if (dmn_spawn(&d, "pinooc", NULL, extra, child_env, (void *)g_pin_env) ||
+        dmn_wait_ready(&d))
+        tap_bail("daemon with device_mem_cap and GSORTD_TEST_PIN_ANY did not start");
+    gs_client *c = connect_to(&d);
+    gs_err err;
+    gs_client_shm one, small;
+    sc_case big, sm;
+    if (gs_client_shm_alloc(&one, (size_t)60000 * 4, &err) != 0 ||
+        gs_client_shm_alloc(&small, (size_t)5000 * 4, &err) != 0)
+        tap_bail("memfd: %s", err.msg);
+    if (sc_case_init(&big, GS_DT_U32, GS_PL_NONE, 0, 60000, 0, 31) ||
+        sc_case_init(&sm, GS_DT_U32, GS_PL_NONE, 0, 5000, 0, 32))
+        tap_bail("out of memory");
+    gs_client_result r1, r2;
+    int ok1 = sort_in_block(c, &small, &sm, "radix", &r2);
+    double p1 = stat_of(c, "pinned");
+    int ok2 = sort_in_block(c, &one, &big, "radix", &r1);
+    double p2 = stat_of(c, "pinned"), left = wait_stat(&d, "pinned_bytes", 0);
+    tap_ok(ok1 && ok2 && r2.chunks == 0 && p1 == 0 && r1.chunks >= 2 && p2 == 1 && left == 0,
+           "one-shot blocks: in core not pinned (%.0f), out of core (%u pieces) pinned once "
+           "(%.0f) and given back with the block (%.0f bytes left)", p1, r1.chunks, p2, left);
+    sc_case_free(&big);
+    sc_case_free(&sm);
+    gs_client_shm_free(&one);
+    gs_client_shm_free(&small);
+    gs_client_close(c);
+    tap_ok(dmn_stop(&d, SIGTERM, 30) == 0, "that daemon exits 0 on SIGTERM");
+}
+
 int main(void)
 {
     const char *e = getenv("GSORT_TEST_DEVICE");
@@ -420,6 +456,7 @@ int main(void)
     snprintf(g_devices, sizeof g_devices, "devices=%d", g_dev);
     dmn_init();
     test_pinned();
+    test_pinned_ooc();
     test_refused();
     test_cpu_untouched();
     return tap_done();
