@@ -237,10 +237,8 @@ static int map_memfd(conn *c, gs_err *e)
     if (rc)
         return rc;
     c->map = b->map;
-    /* Memory sent once is pinned only for an out-of-core sort (test hook
-     * GSORTD_TEST_PIN_ONCE=0: never). */
-    const char *po = getenv("GSORTD_TEST_PIN_ONCE");
-    c->job.pin = kept || !po || strcmp(po, "0") ? &b->pin : NULL;
+    /* memory sent once is pinned only for an out-of-core sort */
+    c->job.pin = kept || c->s->pin_once ? &b->pin : NULL;
     c->job.pin_once = !kept;
     return 0;
 }

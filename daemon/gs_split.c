@@ -222,16 +222,12 @@ int sched_split_submit(gs_sched *s, gs_job *j)
                  "devices; served by the host sort", np);
         return GS_ENOMEM;
     }
-    size_t ks = gs_dtype_size(j->req.dtype), vs = gs_payload_size(j->req.payload);
     atomic_init(&sp->left, np);
     j->split = sp;
     for (unsigned i = 0; i < np; i++) {
         const gs_job_part *jp = &j->parts[i];
         gs_job *p = &sp->part[i];
-        p->req = j->req;
-        p->req.n = jp->n;
-        p->req.keys = (char *)j->req.keys + jp->off * ks;
-        p->req.values = vs ? (char *)j->req.values + jp->off * vs : NULL;
+        p->req = gs_chunk_piece(&j->req, jp->off, jp->n);
         p->device = p->dev = jp->dev;
         p->algo = jp->algo;
         p->run_params = jp->params;

@@ -236,6 +236,8 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
      * path runs on PoCL in the test suite. */
     const char *pa = getenv("GSORTD_TEST_PIN_ANY");
     s->pin.any_device = pa && pa[0] == '1';
+    const char *po = getenv("GSORTD_TEST_PIN_ONCE");
+    s->pin_once = !po || strcmp(po, "0") != 0;
     /* Test hook: "MIN,CHUNK" stages copies of MIN bytes and more through
      * pinned buffers of CHUNK bytes on every device (gs_stage.h). */
     const char *st = getenv("GSORTD_TEST_STAGE");

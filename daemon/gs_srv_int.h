@@ -208,6 +208,8 @@ struct srv {
     _Atomic unsigned long clients_total, clients_rejected, clients_denied;
     srv_acl acl;
     gs_pin_budget pin;          /* max_pinned_bytes and what is pinned now */
+    int pin_once;               /* pin a block sent once for an out-of-core sort (test
+                                   hook GSORTD_TEST_PIN_ONCE=0: never) */
     /* background tuning (--tune-missing) */
     pthread_t tune_th;
     int tune_running;

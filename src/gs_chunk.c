@@ -30,6 +30,16 @@
 
 #define TASK_N ((size_t)1 << 20)
 
+gs_sort_req gs_chunk_piece(const gs_sort_req *req, size_t lo, size_t n)
+{
+    size_t vs = gs_payload_size(req->payload);
+    gs_sort_req r = *req;
+    r.n = n;
+    r.keys = (char *)req->keys + lo * gs_dtype_size(req->dtype);
+    r.values = vs ? (char *)req->values + lo * vs : NULL;
+    return r;
+}
+
 size_t gs_chunk_size(size_t n, size_t pieces)
 {
     return pieces ? (n + pieces - 1) / pieces : n;
@@ -160,7 +170,7 @@ int gs_chunk_rescue(const gs_sort_req *req, size_t *bounds, size_t npieces,
                     const unsigned char *sorted, const char *why, gs_sort_stats *st,
                     gs_err *err)
 {
-    size_t ks = gs_dtype_size(req->dtype), vs = gs_payload_size(req->payload), left = 0;
+    size_t left = 0;
     for (size_t c = 0; c < npieces; c++)
         left += !sorted[c];
     GS_WARN("out-of-core sort of %zu keys: %s; sorting %zu of its %zu pieces on the host and "
@@ -168,10 +178,7 @@ int gs_chunk_rescue(const gs_sort_req *req, size_t *bounds, size_t npieces,
     for (size_t c = 0; c < npieces; c++) {
         if (sorted[c])
             continue;
-        gs_sort_req piece = *req;
-        piece.n = bounds[c + 1] - bounds[c];
-        piece.keys = (char *)req->keys + bounds[c] * ks;
-        piece.values = vs ? (char *)req->values + bounds[c] * vs : NULL;
+        gs_sort_req piece = gs_chunk_piece(req, bounds[c], bounds[c + 1] - bounds[c]);
         gs_sort_stats hs;
         gs_err_clear(err);
         int rc = gs_sort_run(&gs_algo_host, NULL, &piece, NULL, &hs, err);
@@ -196,7 +203,6 @@ int gs_chunk_sort(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
     size_t *bounds = malloc((npieces + 1) * sizeof *bounds);
     if (!bounds)
         return gs_err_set(err, GS_ENOMEM, "out-of-core sort: out of memory");
-    size_t ks = gs_dtype_size(req->dtype), vs = gs_payload_size(req->payload);
     int rc = 0;
     unsigned char *sorted = calloc(npieces, 1);
     if (!sorted) {
@@ -207,10 +213,7 @@ int gs_chunk_sort(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
         bounds[c] = c * chunk_n;
     for (size_t c = 0; c < npieces && rc == 0; c++) {
         size_t lo = c * chunk_n, len = req->n - lo < chunk_n ? req->n - lo : chunk_n;
-        gs_sort_req piece = *req;
-        piece.n = len;
-        piece.keys = (char *)req->keys + lo * ks;
-        piece.values = vs ? (char *)req->values + lo * vs : NULL;
+        gs_sort_req piece = gs_chunk_piece(req, lo, len);
         gs_sort_stats cs;
         rc = gs_sort_run(a, ctx, &piece, p, &cs, err);
         gs_sort_stats_add(st, &cs);

@@ -28,6 +28,10 @@
 int gs_chunk_sort(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
                   const gs_params *p, size_t chunk_n, gs_sort_stats *st, gs_err *err);
 
+/* req's elements [lo, lo + n) as a request of their own (argsort indices
+ * then count from lo). */
+gs_sort_req gs_chunk_piece(const gs_sort_req *req, size_t lo, size_t n);
+
 /* Merge req's sorted pieces [bounds[i], bounds[i+1]) (i < npieces,
  * bounds[npieces] = n; argsort indices relative to their piece) into one
  * sorted request. bounds is overwritten. st->merge_ms gets the time. */

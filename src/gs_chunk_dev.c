@@ -48,6 +48,7 @@ typedef struct tp {
     char *kscr, *vscr;           /* the sorted pieces, copied */
     int pass;                    /* 1: pieces, 2: segments */
     size_t item;                 /* the item a copy task works on */
+    int back;                    /* task_save copies the whole scratch back */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     unsigned char *state;        /* per item of the pass */
@@ -107,12 +108,10 @@ int gs_chunk_device_route(const gs_algo *a, const gs_sort_ctx *ctx, unsigned *la
  * indices (made global by the gather) now travel as plain values. */
 static gs_sort_req item_req(const tp *t, size_t i)
 {
-    gs_sort_req r = *t->req;
+    size_t n = t->req->n;
     size_t lo = t->pass == 1 ? t->bounds[i] : i * t->chunk;
-    size_t hi = t->pass == 1 ? t->bounds[i + 1] : lo + t->chunk < r.n ? lo + t->chunk : r.n;
-    r.n = hi - lo;
-    r.keys = (char *)t->req->keys + lo * t->ks;
-    r.values = t->vs ? (char *)t->req->values + lo * t->vs : NULL;
+    size_t hi = t->pass == 1 ? t->bounds[i + 1] : lo + t->chunk < n ? lo + t->chunk : n;
+    gs_sort_req r = gs_chunk_piece(t->req, lo, hi - lo);
     if (t->pass == 2 && r.payload == GS_PL_IDX32)
         r.payload = GS_PL_U32;
     else if (t->pass == 2 && r.payload == GS_PL_IDX64)
@@ -163,29 +162,21 @@ static void *lane_main(void *arg)
     return NULL;
 }
 
-/* Task k of the copy of piece t->item into the scratch. */
+/* Task k of the copy of piece t->item into the scratch, or (t->back, the
+ * rescue) of elements [k * TASK_N, ...) from the scratch back. */
 static void task_save(void *arg, size_t k, unsigned worker)
 {
     const tp *t = arg;
     (void)worker;
-    size_t lo = t->bounds[t->item] + k * TASK_N, hi = t->bounds[t->item + 1];
+    size_t lo = t->back ? k * TASK_N : t->bounds[t->item] + k * TASK_N;
+    size_t hi = t->back ? t->req->n : t->bounds[t->item + 1];
     hi = lo + TASK_N < hi ? lo + TASK_N : hi;
-    copy(t->kscr + lo * t->ks, (const char *)t->req->keys + lo * t->ks, (hi - lo) * t->ks);
-    if (t->vs)
-        copy(t->vscr + lo * t->vs, (const char *)t->req->values + lo * t->vs,
-               (hi - lo) * t->vs);
-}
-
-/* Task k of the copy of piece t->item back from the scratch (the rescue). */
-static void task_restore(void *arg, size_t k, unsigned worker)
-{
-    const tp *t = arg;
-    (void)worker;
-    size_t lo = t->bounds[t->item] + k * TASK_N, hi = t->bounds[t->item + 1];
-    hi = lo + TASK_N < hi ? lo + TASK_N : hi;
-    memcpy((char *)t->req->keys + lo * t->ks, t->kscr + lo * t->ks, (hi - lo) * t->ks);
-    if (t->vs)
-        memcpy((char *)t->req->values + lo * t->vs, t->vscr + lo * t->vs, (hi - lo) * t->vs);
+    char *rk = (char *)t->req->keys + lo * t->ks, *sk = t->kscr + lo * t->ks;
+    copy(t->back ? rk : sk, t->back ? sk : rk, (hi - lo) * t->ks);
+    if (t->vs) {
+        char *rv = (char *)t->req->values + lo * t->vs, *sv = t->vscr + lo * t->vs;
+        copy(t->back ? rv : sv, t->back ? sv : rv, (hi - lo) * t->vs);
+    }
 }
 
 /* Task k of the gather of segment t->item: its output [lo, hi), taken
@@ -195,7 +186,7 @@ static void task_gather(void *arg, size_t k, unsigned worker)
     const tp *t = arg;
     (void)worker;
     size_t j = t->item, seg = j * t->chunk;
-    size_t lo = seg + k * TASK_N, end = seg + t->chunk < t->req->n ? seg + t->chunk : t->req->n;
+    size_t lo = seg + k * TASK_N, end = seg + item_req(t, j).n;
     size_t hi = lo + TASK_N < end ? lo + TASK_N : end, at = seg;
     const size_t *c0 = t->cut + j * t->npieces, *c1 = c0 + t->npieces;
     int idx = t->req->payload == GS_PL_IDX32 || t->req->payload == GS_PL_IDX64;
@@ -310,8 +301,7 @@ static int run_pass(tp *t, int pass, lane *lanes, unsigned nl, gs_hostpool_team 
         if (!go)
             break;
         t->item = i;
-        size_t len = pass == 1 ? t->bounds[i + 1] - t->bounds[i]
-                   : (i + 1) * t->chunk < t->req->n ? t->chunk : t->req->n - i * t->chunk;
+        size_t len = item_req(t, i).n;
         double c0 = gs_now_ms();
         gs_hostpool_for(team, (len + TASK_N - 1) / TASK_N, pass == 1 ? task_save : task_gather,
                         t);
@@ -403,11 +393,8 @@ int gs_chunk_twopass(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
              * them on the host. */
             GS_WARN("%s: the out-of-core second pass failed (%s); merging the %zu sorted "
                     "pieces on the host instead", a->name, t.err.msg, t.npieces);
-            for (size_t r = 0; r < t.npieces; r++) {
-                t.item = r;
-                gs_hostpool_for(&team, (t.bounds[r + 1] - t.bounds[r] + TASK_N - 1) / TASK_N,
-                                task_restore, &t);
-            }
+            t.back = 1;
+            gs_hostpool_for(&team, (req->n + TASK_N - 1) / TASK_N, task_save, &t);
             gs_hostpool_leave(&team);
             rc = gs_chunk_merge(req, t.bounds, t.npieces, &t.sum, err);
         } else {
