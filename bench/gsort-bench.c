@@ -20,6 +20,7 @@
 #include "gs_algos.h"
 #include "gs_dev.h"
 #include "gs_err.h"
+#include "gs_kern.h"
 #include "gs_keys.h"
 #include "gs_log.h"
 #include "gs_prog.h"
@@ -48,7 +49,11 @@ static void usage(FILE *f)
             "  --csv             comma-separated output\n"
             "  --seed S          random seed\n"
             "  --dist D          random (default), sorted, reversed, few16\n"
-            "  --verbose         debug log (per-stage kernel times of the radix sort)\n");
+            "  --verbose         debug log (per-stage kernel times of the radix sort)\n"
+            "  --kernel-dir D    kernel sources from D instead of the built-in copies\n"
+            "                    (to time an edited kernel without rebuilding)\n"
+            "  --cl-opts S       extra OpenCL compiler options for every build\n"
+            "                    (e.g. -cl-nv-maxrregcount=64 -cl-nv-verbose)\n");
 }
 
 static uint64_t ld(size_t w, const void *a, size_t i)
@@ -196,6 +201,8 @@ int main(int argc, char **argv)
             }
         }
         else if (!strcmp(a, "--verbose")) gs_log_set_level(GS_LOG_DEBUG);
+        else if (!strcmp(a, "--kernel-dir")) { NEEDV(); gs_kern_set_dir(v); }
+        else if (!strcmp(a, "--cl-opts")) { NEEDV(); gs_kern_set_opts(v); }
         else if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
         else { usage(stderr); return 2; }
 #undef NEEDV

@@ -20,6 +20,16 @@ void gs_kern_set_dir(const char *dir)
 
 const char *gs_kern_get_dir(void) { return g_dir; }
 
+static char *g_opts;
+
+void gs_kern_set_opts(const char *opts)
+{
+    free(g_opts);
+    g_opts = opts && *opts ? strdup(opts) : NULL;
+}
+
+const char *gs_kern_get_opts(void) { return g_opts; }
+
 static int load_file(const char *path, char **text, size_t *len, gs_err *err)
 {
     FILE *f = fopen(path, "rb");

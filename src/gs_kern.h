@@ -19,6 +19,11 @@ extern const size_t gs_kern_embedded_count;
 void gs_kern_set_dir(const char *dir);
 const char *gs_kern_get_dir(void);
 
+/* Extra compiler options appended to every program build (development:
+ * gsort-bench --cl-opts, e.g. NVIDIA's -cl-nv-maxrregcount=64); NULL: none. */
+void gs_kern_set_opts(const char *opts);
+const char *gs_kern_get_opts(void);
+
 /* Source of kernel NAME: *text is malloc'ed (caller frees), NUL-terminated. */
 int gs_kern_load(const char *name, char **text, size_t *len, gs_err *err);
 

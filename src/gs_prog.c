@@ -72,8 +72,8 @@ static int build_source(gs_dev *dev, const char *label, const char *src, size_t 
     return 0;
 }
 
-int gs_prog_get_text(gs_dev *dev, gs_pcache *pc, const char *label, const char *text,
-                     const char *options, cl_program *out, gs_prog_stats *st, gs_err *err)
+static int get_text(gs_dev *dev, gs_pcache *pc, const char *label, const char *text,
+                    const char *options, cl_program *out, gs_prog_stats *st, gs_err *err)
 {
     gs_prog_stats local;
     if (!st)
@@ -159,6 +159,25 @@ int gs_prog_get_text(gs_dev *dev, gs_pcache *pc, const char *label, const char *
     if (st->origin == GS_PROG_DISK_HIT)
         st->ms = gs_now_ms() - t0;
     return 0;
+}
+
+int gs_prog_get_text(gs_dev *dev, gs_pcache *pc, const char *label, const char *text,
+                     const char *options, cl_program *out, gs_prog_stats *st, gs_err *err)
+{
+    /* development options (gs_kern_set_opts) go after the caller's */
+    const char *extra = gs_kern_get_opts();
+    if (!extra)
+        return get_text(dev, pc, label, text, options, out, st, err);
+    size_t a = options ? strlen(options) : 0, b = strlen(extra);
+    char *all = malloc(a + b + 2);
+    if (!all)
+        return gs_err_set(err, GS_ENOMEM, "out of memory");
+    memcpy(all, options ? options : "", a);
+    all[a] = ' ';
+    memcpy(all + a + 1, extra, b + 1);
+    int rc = get_text(dev, pc, label, text, all, out, st, err);
+    free(all);
+    return rc;
 }
 
 int gs_prog_get(gs_dev *dev, gs_pcache *pc, const char *const *sources,
