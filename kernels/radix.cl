@@ -5,10 +5,14 @@
  * one program build whatever the dtype or payload.
  *
  * Flow (driven by src/algo_radix.c), keys already on the device:
- *   radix_ghist_k*   once: global histogram of every digit position (keys read
- *                    once); above a size the host reads it back and skips
- *                    passes whose digit is the same in all keys (small
- *                    arrays run every pass without that round trip);
+ *   radix_orand_k*   reduce-then-scan, above a size: once, the OR and the AND
+ *                    of every encoded key (keys read once, no atomics per
+ *                    key); the host reads them back and skips passes whose
+ *                    digit is the same in all keys (small arrays run every
+ *                    pass without that round trip);
+ *   radix_ghist_k*   onesweep: once, global histogram of every digit
+ *                    position (each digit's global start, before any pass),
+ *                    read back above that size for the same skipping;
  *   then per pass either reduce-then-scan (five launches):
  *   radix_upsweep_k* per-tile digit counts, stored tile-major:
  *                    counts[tile * RADIX + digit] (coalesced writes, and
@@ -133,7 +137,11 @@ uint bscan_u32(local uint *sc, uint lid, uint v, uint *tot)
  * of SBT consecutive tiles; a work-item owns digits lid, lid + WG, ...
  * (consecutive work-items read consecutive digits: coalesced):
  *   radix_scan_reduce  one group per block: each digit's count over the
- *                      block's tiles, into bsum[digit * nblk + block];
+ *                      block's tiles, into bsum[digit * nblk + block]
+ *                      (the block's counts loaded all at once, unrolled:
+ *                      a loop of dependent loads took twice as long), and
+ *                      added into the pass's histogram row (zeroed by the
+ *                      host), which gives radix_scan each digit's total;
  *   radix_scan         one group per digit: exclusive scan of its row of
  *                      block sums plus the digit's global start (the number of
  *                      keys with a smaller digit, from the ghist row);
@@ -143,15 +151,19 @@ uint bscan_u32(local uint *sc, uint lid, uint v, uint *tot)
 #define SBT 32            /* tiles per scan block (src/algo_radix.c: SCAN_TILES) */
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void radix_scan_reduce(global const uint *counts, uint ntiles, uint nblk, global uint *bsum)
+void radix_scan_reduce(global const uint *counts, uint ntiles, uint nblk, global uint *bsum,
+                       global uint *ghist, uint pos)
 {
     const uint lid = get_local_id(0), blk = get_group_id(0);
     const uint t0 = blk * SBT, t1 = min(ntiles, t0 + SBT);
     for (uint d = lid; d < RADIX; d += WG) {
         uint s = 0;
-        for (uint t = t0; t < t1; t++)
-            s += counts[(size_t)t * RADIX + d];
+        _Pragma("unroll")
+        for (uint i = 0; i < SBT; i++)
+            s += t0 + i < t1 ? counts[(size_t)(t0 + i) * RADIX + d] : 0u;
         bsum[(size_t)d * nblk + blk] = s;
+        if (s)   /* the digit's total over all tiles, for radix_scan */
+            atomic_add(&ghist[pos * RADIX + d], s);
     }
 }
 
@@ -191,16 +203,39 @@ void radix_scan_down(global uint *counts, global const uint *bsum, uint ntiles, 
     const uint t0 = blk * SBT, t1 = min(ntiles, t0 + SBT);
     for (uint d = lid; d < RADIX; d += WG) {
         uint pre = bsum[(size_t)d * nblk + blk];
-        for (uint t = t0; t < t1; t++) {
-            const size_t at = (size_t)t * RADIX + d;
-            const uint x = counts[at];
-            counts[at] = pre;
-            pre += x;
+        uint x[SBT];   /* all loads in flight at once, then the stores */
+        _Pragma("unroll")
+        for (uint i = 0; i < SBT; i++)
+            x[i] = t0 + i < t1 ? counts[(size_t)(t0 + i) * RADIX + d] : 0u;
+        _Pragma("unroll")
+        for (uint i = 0; i < SBT; i++) {
+            if (t0 + i < t1)
+                counts[(size_t)(t0 + i) * RADIX + d] = pre;
+            pre += x[i];
         }
     }
 }
 
 /* ---- per key width: global histogram and per-pass upsweep ---- */
+
+/* A tile of the grid-stride loops (ghist, orand): x[k] = keys[tb + k * WG +
+ * lid], all EPT loads in flight together; past n the tile's first key
+ * (the callers skip those positions, or take them twice harmlessly). */
+#define DEF_LOADT(KW, KT)                                                        \
+void load_tile_k##KW(global const KT *keys, uint n, ulong tb, uint lid, KT *x)   \
+{                                                                                \
+    _Pragma("unroll")                                                            \
+    for (uint k = 0; k < EPT; k++) {                                             \
+        const ulong j = tb + k * WG + lid;                                       \
+        x[k] = j < n ? keys[j] : keys[tb];                                       \
+    }                                                                            \
+}
+DEF_LOADT(32, uint)
+DEF_LOADT(64, ulong)
+/* a group's grid-stride loop over the tiles of n keys */
+#define FOR_TILES(tb)                                                            \
+    for (ulong tb = (ulong)get_group_id(0) * TILE; tb < n;                       \
+         tb += (ulong)get_num_groups(0) * TILE)
 
 /* digit positions tracked for run merging in ghist: all of them up to 8,
  * else none (the size-1 arrays then stay unused) */
@@ -227,14 +262,9 @@ void radix_ghist_k##KW(global const KT *keys, uint n, uint kind, uint desc,     
         prev[p] = 0;                                                             \
         cnt[p] = 0;                                                              \
     }                                                                            \
-    const ulong stride = (ulong)get_num_groups(0) * TILE;                        \
-    for (ulong tb = (ulong)get_group_id(0) * TILE; tb < n; tb += stride) {       \
+    FOR_TILES(tb) {                                                              \
         KT x[EPT];                                                               \
-        _Pragma("unroll")                                                        \
-        for (uint k = 0; k < EPT; k++) {                                         \
-            const ulong j = tb + k * WG + lid;                                   \
-            x[k] = j < n ? keys[j] : (KT)0;                                      \
-        }                                                                        \
+        load_tile_k##KW(keys, n, tb, lid, x);                                    \
         _Pragma("unroll")                                                        \
         for (uint k = 0; k < EPT; k++) {                                         \
             if (tb + k * WG + lid >= n)                                          \
@@ -318,21 +348,93 @@ void radix_upsweep_k##KW(global const KT *keys, uint n, uint shift, uint flags, 
 DEF_KEYW(32, uint, NPOS32, gs_enc32)
 DEF_KEYW(64, ulong, NPOS64, gs_enc64)
 
+/* The OR and the AND of every encoded key: a digit position is the same in
+ * all keys exactly where the two agree. Groups loop over the keys; a
+ * rake over local memory reduces a group's values (two barriers, outside
+ * any loop), and one work-item folds them into gh + off with atomics:
+ * [0..1] OR (low, high word), [2..3] AND (the host sets them to ones
+ * first; 32-bit keys leave the high words alone). Cheaper than the histogram (no atomic per key and digit), which
+ * reduce-then-scan does not need: radix_scan_reduce sums each pass's. */
+#define DEF_ORAND(KW, KT, ENC)                                                   \
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))                         \
+void radix_orand_k##KW(global const KT *keys, uint n, uint kind, uint desc,      \
+                       global uint *gh, uint off)                                \
+{                                                                                \
+    global uint *out = gh + off;                                                 \
+    local KT ro[WG], ra[WG];                                                     \
+    const uint lid = get_local_id(0);                                            \
+    KT o = 0, a = (KT)0 - (KT)1;                                                 \
+    /* a tile per step (one load per step ran at a third of the memory's  \
+       rate) */                                                                 \
+    FOR_TILES(tb) {                                                              \
+        KT x[EPT];                                                               \
+        load_tile_k##KW(keys, n, tb, lid, x);                                    \
+        _Pragma("unroll")                                                        \
+        for (uint k = 0; k < EPT; k++) {                                         \
+            const KT e = ENC(x[k], kind, desc);                                  \
+            o |= e;                                                              \
+            a &= e;                                                              \
+        }                                                                        \
+    }                                                                            \
+    ro[lid] = o;                                                                 \
+    ra[lid] = a;                                                                 \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                \
+    /* (a rake work-item's own value is in the set: OR and AND take it \
+       twice without harm) */                                                   \
+    if (lid < RAKE)                                                              \
+        for (uint i = 0; i < SEG; i++) {                                         \
+            o |= ro[lid * SEG + i];                                              \
+            a &= ra[lid * SEG + i];                                              \
+        }                                                                        \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                \
+    if (lid < RAKE) {                                                            \
+        ro[lid] = o;                                                             \
+        ra[lid] = a;                                                             \
+    }                                                                            \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                \
+    if (lid == 0) {                                                              \
+        for (uint i = 1; i < RAKE; i++) {                                        \
+            o |= ro[i];                                                          \
+            a &= ra[i];                                                          \
+        }                                                                        \
+        atomic_or(&out[0], (uint)o);                                             \
+        atomic_and(&out[2], (uint)a);                                            \
+        if (sizeof(KT) == 8) {                                                   \
+            atomic_or(&out[1], (uint)((ulong)o >> 32));                          \
+            atomic_and(&out[3], (uint)((ulong)a >> 32));                         \
+        }                                                                        \
+    }                                                                            \
+}
+
+DEF_ORAND(32, uint, gs_enc32)
+DEF_ORAND(64, ulong, gs_enc64)
+
 /* ---- warp operations for the warp multisplit ranking (RANK_WARP) ----
  * warp_match(d, ...) returns the mask of the lanes of the caller's warp
  * holding the same d (the caller's bit included); WARP_SYNC orders local
  * memory between the lanes of a warp. Every work-item of the group calls
  * both at the same points (the emulation relies on it). */
 #if RANK_WARP == 2
-/* NVIDIA (sm_70 and later): match.any and a warp barrier in inline PTX;
- * warps are 32 consecutive work-items of a 1-D group. */
+/* NVIDIA (sm_70 and later): RADIX_BITS ballots and a warp barrier in inline
+ * PTX; warps are 32 consecutive work-items of a 1-D group. A lane's peers
+ * are the lanes agreeing with it on every digit bit. Not match.any.sync:
+ * that one instruction made the H200's whole sort 1.5x slower (6.23 against
+ * 4.13 ms for u32 2^27, docs/PERFORMANCE.md), as CUB found (its MatchAny
+ * is ballots too). */
 #define WARP_SYNC() asm volatile("bar.warp.sync 0xffffffff;" ::: "memory")
 uint warp_match(uint d, local uint *tmp, uint lid)
 {
     (void)tmp;
     (void)lid;
-    uint m;
-    asm volatile("match.any.sync.b32 %0, %1, 0xffffffff;" : "=r"(m) : "r"(d));
+    uint m = 0xffffffffu;
+    _Pragma("unroll")
+    for (int b = 0; b < RADIX_BITS; b++) {
+        const uint bit = (d >> b) & 1u;
+        uint v;
+        asm volatile("{ .reg .pred p; setp.ne.u32 p, %1, 0; vote.sync.ballot.b32 %0, p, 0xffffffff; }"
+                     : "=r"(v) : "r"(bit));
+        m &= bit ? v : ~v;
+    }
     return m;
 }
 #elif RANK_WARP == 1

@@ -2,11 +2,13 @@
  * describes the four tunables (radix_bits, wg_size, elems_per_thread,
  * lookback) and their legal values on a device, rejects parameter sets a
  * device cannot run before anything is launched, and drives one sort:
- * upload, one global digit histogram (read back above 2^20 keys, the only
- * read-back before the result, to skip passes whose digit is constant;
- * small arrays run every pass instead of waiting for it), then per pass
- * either upsweep / scan / scatter (lookback=0) or one onesweep kernel
- * (lookback=1: decoupled look-back between tiles, keys read once per pass),
+ * upload; above 2^20 keys one reduction read back (the only read-back
+ * before the result) to skip passes whose digit is constant: the OR and
+ * AND of all keys for reduce-then-scan, the global digit histogram for
+ * onesweep, which needs it anyway (small arrays run every pass instead of
+ * waiting); then per pass either upsweep / scan / scatter (lookback=0) or
+ * one onesweep kernel (lookback=1: decoupled look-back between tiles, keys
+ * read once per pass),
  * with keys and values ping-ponging between two device buffers, and finally
  * the download. Encoding, decoding and argsort indices happen inside the
  * first and last passes, so keys cross device memory as few times as the
@@ -114,8 +116,10 @@ static uint64_t local_bytes(int bits, long wg, long ept, size_t ks, size_t vs, i
         scatter += 4 * radix + 4;   /* onesweep: the tile's counts and its ticket */
     uint64_t npos = ((uint64_t)ks * 8 + (uint64_t)bits - 1) / (uint64_t)bits;
     uint64_t ghist = npos * radix * 4, upsweep = radix * 4 * 4;
+    uint64_t orand = 2 * (uint64_t)wg * ks;
     uint64_t m = scatter;
     if (ghist > m) m = ghist;
+    if (orand > m) m = orand;
     if (upsweep > m) m = upsweep;
     if (scan > m) m = scan;
     return m;
@@ -301,19 +305,23 @@ static int get_program(gs_sort_ctx *ctx, int bits, size_t wg, size_t ept, char *
  * scan, scatter), or radix_gstart once and one onesweep per pass, then
  * maybe iota. */
 enum { K_NAN = 0, K_GHIST, K_UP, K_SCAN, K_SCATTER, K_GSTART, K_ONESWEEP, K_IOTA, K_COUNT };
-static const char *const kstage[K_COUNT] = { "nan", "ghist", "upsweep", "scan", "scatter",
+/* K_GHIST is the first reduction: the histogram (onesweep), or the OR and
+ * AND (reduce-then-scan) */
+static const char *const kstage[K_COUNT] = { "nan", "ghist|orand", "upsweep", "scan", "scatter",
                                              "gstart", "onesweep", "iota" };
 /* launches per pass: upsweep, scan reduce / scan / scan down, scatter */
 #define LAUNCHES_PER_PASS 5
 static const int pass_stage[LAUNCHES_PER_PASS] = { K_UP, K_SCAN, K_SCAN, K_SCAN, K_SCATTER };
 /* tiles per block of the scan kernels (SBT in kernels/radix.cl) */
 #define SCAN_TILES 32
-/* ticket words after the histogram and gstart rows (one per pass) */
+/* ticket words after the histogram and gstart rows (one per pass), then
+ * the OR (2 words) and the AND (2 words) of the keys */
 #define NTICKETS 64
+#define NORAND 4
 
 typedef struct radix_run {
     gs_clrun cr;
-    cl_kernel k_ghist, k_up, k_sred, k_scan, k_sdown, k_scatter, k_gstart, k_os, k_iota;
+    cl_kernel k_ghist, k_orand, k_up, k_sred, k_scan, k_sdown, k_scatter, k_gstart, k_os, k_iota;
     cl_mem keys[2], vals[2], look[2], bsum, ghist;   /* look[0]: also the counts */
     cl_event fill_ev;
     uint32_t *hghist;
@@ -323,8 +331,8 @@ typedef struct radix_run {
 static void run_release(radix_run *r)
 {
     gs_clrun_release(&r->cr);   /* waits for the queue first */
-    cl_kernel ks[] = { r->k_ghist, r->k_up, r->k_sred, r->k_scan, r->k_sdown, r->k_scatter,
-                       r->k_gstart, r->k_os, r->k_iota };
+    cl_kernel ks[] = { r->k_ghist, r->k_orand, r->k_up, r->k_sred, r->k_scan, r->k_sdown,
+                       r->k_scatter, r->k_gstart, r->k_os, r->k_iota };
     for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
         if (ks[i])
             clReleaseKernel(ks[i]);
@@ -372,7 +380,8 @@ static int run_pass(const pass_ctx *c, int lb, unsigned i, cl_uint pos, cl_uint 
     const cl_uint untiles = (cl_uint)c->ntiles, unblk = (cl_uint)c->nblk;
     gs_karg au[] = { GS_KARG(r->keys[cur]), GS_KARG(c->un), GS_KARG(shift), GS_KARG(flags),
                      GS_KARG(c->kind), GS_KARG(c->desc), GS_KARG(r->look[0]) };
-    gs_karg asr[] = { GS_KARG(r->look[0]), GS_KARG(untiles), GS_KARG(unblk), GS_KARG(r->bsum) };
+    gs_karg asr[] = { GS_KARG(r->look[0]), GS_KARG(untiles), GS_KARG(unblk), GS_KARG(r->bsum),
+                      GS_KARG(r->ghist), GS_KARG(pos) };
     gs_karg as[] = { GS_KARG(r->bsum), GS_KARG(r->ghist), GS_KARG(pos), GS_KARG(unblk) };
     gs_karg asd[] = { GS_KARG(r->look[0]), GS_KARG(r->bsum), GS_KARG(untiles), GS_KARG(unblk) };
     gs_karg tail[] = { GS_KARG(r->look[0]), GS_KARG(c->un), GS_KARG(shift), GS_KARG(flags),
@@ -381,7 +390,7 @@ static int run_pass(const pass_ctx *c, int lb, unsigned i, cl_uint pos, cl_uint 
         ax[na++] = tail[j];
     if ((rc = gs_clrun_args(r->k_up, c->kn_up, au, 7, err)) ||
         (rc = gs_clrun_launch(&r->cr, r->k_up, c->kn_up, c->ntiles, c->wg, err)) ||
-        (rc = gs_clrun_args(r->k_sred, "radix_scan_reduce", asr, 4, err)) ||
+        (rc = gs_clrun_args(r->k_sred, "radix_scan_reduce", asr, 6, err)) ||
         (rc = gs_clrun_launch(&r->cr, r->k_sred, "radix_scan_reduce", c->nblk, c->wg, err)) ||
         (rc = gs_clrun_args(r->k_scan, "radix_scan", as, 4, err)) ||
         (rc = gs_clrun_launch(&r->cr, r->k_scan, "radix_scan", c->radix, c->wg, err)) ||
@@ -427,13 +436,15 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     gs_clrun_init(&r.cr, dev, "radix");
     gs_clrun_use(&r.cr, ctx->queue, ctx->host_pinned);
     const int kw = ks == 4 ? 32 : 64, vw = (int)vs * 8;
-    char kn_ghist[32], kn_up[32], kn_scatter[40], kn_os[40], kn_iota[32];
+    char kn_ghist[32], kn_orand[32], kn_up[32], kn_scatter[40], kn_os[40], kn_iota[32];
     snprintf(kn_ghist, sizeof kn_ghist, "radix_ghist_k%d", kw);
+    snprintf(kn_orand, sizeof kn_orand, "radix_orand_k%d", kw);
     snprintf(kn_up, sizeof kn_up, "radix_upsweep_k%d", kw);
     snprintf(kn_scatter, sizeof kn_scatter, "radix_scatter_k%d_v%d", kw, vw);
     snprintf(kn_os, sizeof kn_os, "radix_onesweep_k%d_v%d", kw, vw);
     snprintf(kn_iota, sizeof kn_iota, "radix_iota_v%d", vw ? vw : 32);
-    if ((rc = gs_clrun_kernel(&r.cr, prog, kn_ghist, wg, &r.k_ghist, err)) ||
+    if ((lb && (rc = gs_clrun_kernel(&r.cr, prog, kn_ghist, wg, &r.k_ghist, err))) ||
+        (!lb && readback && (rc = gs_clrun_kernel(&r.cr, prog, kn_orand, wg, &r.k_orand, err))) ||
         (!lb && ((rc = gs_clrun_kernel(&r.cr, prog, kn_up, wg, &r.k_up, err)) ||
                  (rc = gs_clrun_kernel(&r.cr, prog, "radix_scan_reduce", wg, &r.k_sred, err)) ||
                  (rc = gs_clrun_kernel(&r.cr, prog, "radix_scan", wg, &r.k_scan, err)) ||
@@ -450,8 +461,9 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     const size_t ntiles = (n + tile - 1) / tile;
     const size_t ghgroups = ntiles < cu * 4 ? ntiles : cu * 4;
     const size_t nblk = (ntiles + SCAN_TILES - 1) / SCAN_TILES;
-    /* the histogram rows, onesweep's gstart rows, its tickets */
-    const size_t ghwords = 2 * (size_t)npos * radix + NTICKETS;
+    /* the histogram rows, onesweep's gstart rows, its tickets, OR and AND */
+    const size_t orand_at = 2 * (size_t)npos * radix + NTICKETS;
+    const size_t ghwords = orand_at + NORAND;
 
     r.cr.touched = &st->output_touched;
     if ((rc = gs_clrun_input(&r.cr, req->keys, n * ks, 1, "keys", &r.keys[0], err)) ||
@@ -471,6 +483,7 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
         rc = gs_err_set(err, GS_ENOMEM, "radix: out of memory");
         goto out;
     }
+    r.hghist[orand_at + 2] = r.hghist[orand_at + 3] = UINT32_MAX;   /* the AND's */
     /* NaN patterns of float keys, saved on the device before encoding */
     if ((rc = gs_clnan_save(&r.cr, prog, wg, r.keys[0], req, &r.nan, err)))
         goto out;
@@ -491,18 +504,29 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
         rc = gs_cl_fail(err, "clEnqueueWriteBuffer", crc, "radix: histogram");
         goto out;
     }
-    {
+    if (lb) {
         /* the global histogram of every digit position; onesweep's first
          * look-back words are cleared on the way */
-        const cl_uint nzero = lb ? (cl_uint)(radix * ntiles) : 0;
+        const cl_uint nzero = (cl_uint)(radix * ntiles);
         gs_karg a[] = { GS_KARG(r.keys[0]), GS_KARG(un), GS_KARG(kind), GS_KARG(desc),
                         GS_KARG(r.ghist), GS_KARG(r.look[0]), GS_KARG(nzero) };
         if ((rc = gs_clrun_args(r.k_ghist, kn_ghist, a, 7, err)) ||
             (rc = gs_clrun_launch(&r.cr, r.k_ghist, kn_ghist, ghgroups, wg, err)))
             goto out;
+    } else if (readback) {
+        /* reduce-then-scan sums each pass's histogram row from its digit
+         * counts (radix_scan_reduce); skipping needs only the OR and AND */
+        const cl_uint off = (cl_uint)orand_at;
+        gs_karg a[] = { GS_KARG(r.keys[0]), GS_KARG(un), GS_KARG(kind), GS_KARG(desc),
+                        GS_KARG(r.ghist), GS_KARG(off) };
+        if ((rc = gs_clrun_args(r.k_orand, kn_orand, a, 6, err)) ||
+            (rc = gs_clrun_launch(&r.cr, r.k_orand, kn_orand, ghgroups, wg, err)))
+            goto out;
     }
     if (readback) {
-        crc = clEnqueueReadBuffer(q, r.ghist, CL_TRUE, 0, (size_t)npos * radix * 4, r.hghist, 0,
+        /* onesweep: the histogram rows; reduce-then-scan: the OR and AND */
+        const size_t at = lb ? 0 : orand_at, words = lb ? (size_t)npos * radix : NORAND;
+        crc = clEnqueueReadBuffer(q, r.ghist, CL_TRUE, at * 4, words * 4, r.hghist + at, 0,
                                   NULL, NULL);
         if (crc != CL_SUCCESS) {
             rc = gs_cl_fail(err, "clEnqueueReadBuffer", crc, "radix: histogram");
@@ -511,11 +535,17 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     }
 
     /* passes whose digit is shared by all keys change nothing (known only
-     * after the read-back) */
+     * after the read-back): one digit holds every key, or the OR and the
+     * AND of the keys agree on its bits */
+    const uint64_t kor = r.hghist[orand_at] | (uint64_t)r.hghist[orand_at + 1] << 32;
+    const uint64_t kand = (r.hghist[orand_at + 2] | (uint64_t)r.hghist[orand_at + 3] << 32) &
+                          (ks == 4 ? UINT32_MAX : UINT64_MAX);   /* 32-bit keys: no high word */
     unsigned run_pos[64], nrun = 0;
     for (unsigned pos = 0; pos < npos; pos++) {
         int constant = 0;
-        for (size_t d = 0; readback && d < radix; d++)
+        if (readback && !lb)
+            constant = (((kor ^ kand) >> (pos * (unsigned)bits)) & (radix - 1)) == 0;
+        for (size_t d = 0; readback && lb && d < radix; d++)
             if (r.hghist[(size_t)pos * radix + d] == (uint32_t)n)
                 constant = 1;
         if (!constant)
@@ -583,9 +613,12 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     double by[K_COUNT] = { 0 };
     for (size_t i = 0; i < r.cr.nkev; i++) {
         double ms = gs_clrun_event_ms(r.cr.kev[i]);
-        int k = i < kev_ghist ? K_NAN : i == kev_ghist ? K_GHIST : nrun == 0 ? K_IOTA
+        /* after the NaN save: the reduction (onesweep always; reduce-then-
+         * scan with the read-back), then gstart and the passes */
+        const size_t red = lb || readback ? 1 : 0;
+        int k = i < kev_ghist ? K_NAN : i - kev_ghist < red ? K_GHIST : nrun == 0 ? K_IOTA
                 : lb ? (i == kev_ghist + 1 ? K_GSTART : K_ONESWEEP)
-                : pass_stage[(i - kev_ghist - 1) % LAUNCHES_PER_PASS];
+                : pass_stage[(i - kev_ghist - red) % LAUNCHES_PER_PASS];
         st->kernel_ms += ms;
         by[k] += ms;
     }
