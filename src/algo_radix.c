@@ -41,6 +41,8 @@ enum { P_BITS = 0, P_WG, P_EPT, P_LB, P_COUNT };
  * keys instead (the fallback); a tile's predecessors have all started, so
  * on a GPU the wait is short and the fallback rare. */
 #define RADIX_LB_SPIN 4096u
+/* lookback=2 takes the onesweep path up to this many keys */
+#define RADIX_AUTO_LB_MAX (UINT64_C(1) << 20)
 /* Default largest n sorted without the histogram read-back */
 #define RADIX_SMALL_MAX ((size_t)1 << 20)
 
@@ -88,7 +90,8 @@ static const gs_param_def radix_params[P_COUNT] = {
     { "elems_per_thread", "keys per work-item per tile (tile = wg_size x elems_per_thread)",
       values_ept },
     { "lookback", "1: one onesweep kernel per pass (decoupled look-back), 0: upsweep, scan and "
-      "scatter per pass (a set without it means 0)", values_lookback },
+      "scatter per pass (a set without it means 0), 2: 1 up to 2^20 keys, else 0 (the GPU "
+      "default)", values_lookback },
 };
 
 /* ---- local memory: mirrors the size macros of kernels/radix.cl ----
@@ -154,9 +157,34 @@ static int get_params(const gs_params *p, long v[P_COUNT], gs_err *err)
         return gs_err_set(err, GS_EUNSUPPORTED,
                           "radix: tile wg_size x elems_per_thread = %ld keys exceeds %ld "
                           "(16-bit local counters)", v[P_WG] * v[P_EPT], RADIX_MAX_TILE);
-    if (v[P_LB] != 0 && v[P_LB] != 1)
-        return gs_err_set(err, GS_EUNSUPPORTED, "radix: lookback=%ld is not 0 or 1", v[P_LB]);
+    if (v[P_LB] < 0 || v[P_LB] > 2)
+        return gs_err_set(err, GS_EUNSUPPORTED, "radix: lookback=%ld is not 0, 1 or 2", v[P_LB]);
     return 0;
+}
+
+/* Whether a sort of n keys takes the onesweep path: lookback=1 does (below
+ * its 30-bit counts' limit); lookback=2 does for small arrays, where one
+ * launch per pass and no read-back halve the time (H200: 0.063 against
+ * 0.132 ms at 2^16), and where onesweep's extra local memory fits the
+ * shape (else reduce-then-scan, which the set was checked for). */
+static int use_lookback(const long v[P_COUNT], uint64_t n, size_t ks, size_t vs,
+                        const gs_dev_info *in)
+{
+    if (v[P_LB] == 1)
+        return n < RADIX_LB_MAX_N;
+    return v[P_LB] == 2 && n <= RADIX_AUTO_LB_MAX &&
+           local_bytes((int)v[P_BITS], v[P_WG], v[P_EPT], ks, vs, 1) <= in->local_mem;
+}
+
+int gs_radix_takes_lookback(const gs_dev_info *info, const gs_sort_req *req, const gs_params *p,
+                            gs_err *err)
+{
+    long v[P_COUNT];
+    int rc = get_params(p, v, err);
+    if (rc)
+        return rc;
+    return use_lookback(v, req->n, gs_dtype_size(req->dtype), gs_payload_size(req->payload),
+                        info);
 }
 
 static int radix_check(const gs_dev *dev, const gs_sort_req *req, const gs_params *p, gs_err *err)
@@ -171,7 +199,8 @@ static int radix_check(const gs_dev *dev, const gs_sort_req *req, const gs_param
     /* Without a request, check the widest shape (64-bit keys and values). */
     size_t ks = req ? gs_dtype_size(req->dtype) : 8;
     size_t vs = req ? gs_payload_size(req->payload) : 8;
-    uint64_t lb = local_bytes((int)v[P_BITS], v[P_WG], v[P_EPT], ks, vs, (int)v[P_LB]);
+    /* lookback=2 falls back to reduce-then-scan where onesweep does not fit */
+    uint64_t lb = local_bytes((int)v[P_BITS], v[P_WG], v[P_EPT], ks, vs, v[P_LB] == 1);
     if (lb > in->local_mem)
         return gs_err_set(err, GS_EUNSUPPORTED,
                           "radix: radix_bits=%ld wg_size=%ld elems_per_thread=%ld needs %llu bytes "
@@ -200,7 +229,8 @@ static int radix_check(const gs_dev *dev, const gs_sort_req *req, const gs_param
                           (unsigned long long)in->max_alloc);
     /* two key and two value buffers, the counts (onesweep: two look-back
      * arrays of that size) and a few small ones */
-    uint64_t total = 2 * (kb + vb) + cb * (v[P_LB] ? 2 : 1) + (UINT64_C(1) << 20);
+    uint64_t total = 2 * (kb + vb) + cb * (use_lookback(v, n, ks, vs, in) ? 2 : 1) +
+                     (UINT64_C(1) << 20);
     return gs_check_global_mem("radix", in, n, total, "double buffered", err);
 }
 
@@ -226,9 +256,10 @@ static void radix_defaults(const gs_dev_info *info, gs_params *out)
     gs_params_set(out, "radix_bits", bits);
     gs_params_set(out, "wg_size", wg);
     gs_params_set(out, "elems_per_thread", ept);
-    /* off until measured faster on a device (bench/bench-gpu PARTS=onesweep);
-       the tuner tries both on GPUs */
-    gs_params_set(out, "lookback", 0);
+    /* GPUs: onesweep for small arrays only (H200, docs/PERFORMANCE.md: it
+       halves 2^16 and loses a third at 2^27); CPUs: never (a spinning
+       group holds a core). The tuner tries 0 and 1 per size. */
+    gs_params_set(out, "lookback", gpu ? 2 : 0);
 }
 
 /* ---- which local ranking the scatter uses (RANK_WARP in kernels/radix.cl) ---- */
@@ -417,8 +448,7 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     const size_t ks = gs_dtype_size(req->dtype), vs = gs_payload_size(req->payload);
     const int idx = req->payload == GS_PL_IDX32 || req->payload == GS_PL_IDX64;
     const unsigned npos = (unsigned)((ks * 8 + (size_t)bits - 1) / (size_t)bits);
-    /* onesweep's 30-bit look-back counts: reduce-then-scan above */
-    const int lb = v[P_LB] && n < RADIX_LB_MAX_N;
+    const int lb = use_lookback(v, n, ks, vs, &dev->info);
     /* small arrays: no histogram read-back (every pass runs) */
     const int readback = n > atomic_load(&small_max);
 

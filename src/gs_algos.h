@@ -35,6 +35,12 @@ int gs_radix_force_rank(int mode);
 int gs_radix_force_fallback(int on);
 size_t gs_radix_small_max(size_t n);
 
+/* Whether the radix sort of req with parameters p takes the onesweep path
+ * on a device like info (lookback=2 decides by n and local memory): 1 or 0,
+ * or a negative error code for parameters it rejects. */
+int gs_radix_takes_lookback(const gs_dev_info *info, const gs_sort_req *req, const gs_params *p,
+                            gs_err *err);
+
 /* Test hook (algo_host.c): the fewest keys per chunk of the host sort
  * (default 32768; 0 restores it), so small inputs run on several chunks.
  * Returns the previous value. */

@@ -101,8 +101,50 @@ static void test_check(gs_dev *dev)
     nv = gs_algo_radix.params[3].values(&li, vals, 64);
     tap_ok(nv == 1 && vals[0] == 0, "lookback values on a CPU: 0 (%zu)", nv);
     sc_set3(A, &p, 8, 64, 4);
-    gs_params_set(&p, "lookback", 2);
-    sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "lookback=2", "lookback=2");
+    gs_params_set(&p, "lookback", 3);
+    sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "lookback=3", "lookback=3");
+
+    /* lookback=2, the GPU default: onesweep up to 2^20 keys where its
+     * local memory fits the shape, else reduce-then-scan */
+    gs_params d;
+    li.type = CL_DEVICE_TYPE_GPU;
+    gs_algo_radix.defaults(&li, &d);
+    tap_ok(gs_params_get(&d, "lookback", -1) == 2, "GPU defaults: lookback=2 (%ld)",
+           gs_params_get(&d, "lookback", -1));
+    li.type = CL_DEVICE_TYPE_CPU;
+    gs_algo_radix.defaults(&li, &d);
+    tap_ok(gs_params_get(&d, "lookback", -1) == 0, "CPU defaults: lookback=0 (%ld)",
+           gs_params_get(&d, "lookback", -1));
+    {
+        gs_dev_info gi = fake.info;   /* 48 KiB */
+        gs_sort_req a32 = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = (size_t)1 << 20 };
+        gs_sort_req a64 = { .dtype = GS_DT_U64, .payload = GS_PL_U64, .n = 1000 };
+        sc_set3(A, &p, 8, 256, 14);
+        gs_params_set(&p, "lookback", 2);
+        int at = gs_radix_takes_lookback(&gi, &a32, &p, &err);
+        a32.n++;
+        int above = gs_radix_takes_lookback(&gi, &a32, &p, &err);
+        int wide = gs_radix_takes_lookback(&gi, &a64, &p, &err);
+        gs_err_clear(&err);
+        int wide_ok = gs_algo_radix.check(&fake, &a64, &p, &err);
+        gi.local_mem = 1 << 20;
+        int wide_big = gs_radix_takes_lookback(&gi, &a64, &p, &err);
+        tap_ok(at == 1 && above == 0 && wide == 0 && wide_ok == 0 && wide_big == 1,
+               "lookback=2: onesweep at 2^20 keys (%d), not above (%d); u64+u64 in 48 KiB "
+               "at 256 x 14 falls back (%d) and is accepted (%d); in 1 MiB it fits (%d)", at,
+               above, wide, wide_ok, wide_big);
+        gs_params_set(&p, "lookback", 1);
+        a32.n = (size_t)1 << 30;
+        int lb1_big = gs_radix_takes_lookback(&gi, &a32, &p, &err);
+        a32.n--;
+        int lb1_below = gs_radix_takes_lookback(&gi, &a32, &p, &err);
+        gs_params_set(&p, "lookback", 0);
+        a32.n = 1000;
+        int lb0 = gs_radix_takes_lookback(&gi, &a32, &p, &err);
+        tap_ok(lb1_big == 0 && lb1_below == 1 && lb0 == 0,
+               "lookback=1: onesweep below 2^30 keys only (%d, %d); lookback=0 never (%d)",
+               lb1_big, lb1_below, lb0);
+    }
     sc_set3(A, &p, 8, 64, 4);
     gs_err_clear(&err);
     tap_ok(gs_algo_radix.check(dev, &req, &p, &err) == 0, "a set without lookback is accepted (%s)",
@@ -153,6 +195,46 @@ static void test_no_readback(gs_dev *dev, const gs_params *p)
            gs_params_get(p, "lookback", 0), n, st.passes, st.passes_skipped,
            rc ? err.msg : "ok");
     free(k);
+}
+
+/* lookback=2 sorts correctly on both sides of its threshold (onesweep up to
+ * 2^20 keys, reduce-then-scan above), as the decision says. */
+static void test_auto(gs_dev *dev, const gs_params *defaults)
+{
+    gs_sort_ctx ctx = { .dev = dev };
+    gs_params p = *defaults;
+    gs_params_set(&p, "lookback", 2);
+    const size_t sizes[] = { 5000, ((size_t)1 << 20) + 3 };
+    for (size_t s = 0; s < 2; s++) {
+        size_t n = sizes[s];
+        uint32_t *k = malloc(n * 4), *v = malloc(n * 4), *in = malloc(n * 4);
+        if (!k || !v || !in)
+            tap_bail("out of memory");
+        uint32_t x = 12345;
+        for (size_t i = 0; i < n; i++) {
+            x = x * 1664525u + 1013904223u;
+            in[i] = k[i] = (x ^ (x >> 13)) & 0xfffff;   /* ties, for stability */
+        }
+        gs_sort_req req = { .dtype = GS_DT_U32, .payload = GS_PL_IDX32, .n = n, .keys = k,
+                            .values = v };
+        gs_err err;
+        gs_err_clear(&err);
+        int takes = gs_radix_takes_lookback(&dev->info, &req, &p, &err);
+        gs_sort_stats st;
+        int rc = gs_sort_run(&gs_algo_radix, &ctx, &req, &p, &st, &err);
+        int ok = rc == 0;
+        /* sorted, each index names its key's place in the input, and equal
+         * keys keep their input order */
+        for (size_t i = 0; ok && i < n; i++)
+            ok = v[i] < n && in[v[i]] == k[i] &&
+                 (i == 0 || k[i - 1] < k[i] || (k[i - 1] == k[i] && v[i - 1] < v[i]));
+        tap_ok(ok && takes == (n <= ((size_t)1 << 20)),
+               "lookback=2, n=%zu: sorted with stable indices, onesweep %d (%s)", n, takes,
+               rc ? err.msg : "ok");
+        free(k);
+        free(v);
+        free(in);
+    }
 }
 
 static void test_skipping(gs_dev *dev, const gs_params *p)
@@ -265,6 +347,7 @@ int main(void)
     gs_radix_small_max(small_max);
     test_no_readback(dev, &p);
     test_no_readback(dev, &plb);
+    test_auto(dev, &plb);
 
     /* The matrix: the defaults over every size; the extreme sets over a
      * reduced list that keeps the edge sizes, non-powers of two, and more
