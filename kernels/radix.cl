@@ -350,11 +350,12 @@ DEF_KEYW(64, ulong, NPOS64, gs_enc64)
 
 /* The OR and the AND of every encoded key: a digit position is the same in
  * all keys exactly where the two agree. Groups loop over the keys; a
- * rake over local memory reduces a group's values (two barriers, outside
+ * rake over local memory reduces a group's values (three barriers, outside
  * any loop), and one work-item folds them into gh + off with atomics:
  * [0..1] OR (low, high word), [2..3] AND (the host sets them to ones
- * first; 32-bit keys leave the high words alone). Cheaper than the histogram (no atomic per key and digit), which
- * reduce-then-scan does not need: radix_scan_reduce sums each pass's. */
+ * first; 32-bit keys leave the high words alone). Cheaper than the
+ * histogram (no atomic per key and digit), which reduce-then-scan does not
+ * need: radix_scan_reduce sums each pass's row from its digit counts. */
 #define DEF_ORAND(KW, KT, ENC)                                                   \
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))                         \
 void radix_orand_k##KW(global const KT *keys, uint n, uint kind, uint desc,      \
@@ -431,8 +432,8 @@ uint warp_match(uint d, local uint *tmp, uint lid)
     for (int b = 0; b < RADIX_BITS; b++) {
         const uint bit = (d >> b) & 1u;
         uint v;
-        asm volatile("{ .reg .pred p; setp.ne.u32 p, %1, 0; vote.sync.ballot.b32 %0, p, 0xffffffff; }"
-                     : "=r"(v) : "r"(bit));
+        asm volatile("{ .reg .pred p; setp.ne.u32 p, %1, 0; "
+                     "vote.sync.ballot.b32 %0, p, 0xffffffff; }" : "=r"(v) : "r"(bit));
         m &= bit ? v : ~v;
     }
     return m;

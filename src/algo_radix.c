@@ -575,9 +575,9 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
         int constant = 0;
         if (readback && !lb)
             constant = (((kor ^ kand) >> (pos * (unsigned)bits)) & (radix - 1)) == 0;
-        for (size_t d = 0; readback && lb && d < radix; d++)
-            if (r.hghist[(size_t)pos * radix + d] == (uint32_t)n)
-                constant = 1;
+        else if (readback)
+            for (size_t d = 0; d < radix && !constant; d++)
+                constant = r.hghist[(size_t)pos * radix + d] == (uint32_t)n;
         if (!constant)
             run_pos[nrun++] = pos;
     }
