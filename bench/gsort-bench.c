@@ -53,7 +53,9 @@ static void usage(FILE *f)
             "  --kernel-dir D    kernel sources from D instead of the built-in copies\n"
             "                    (to time an edited kernel without rebuilding)\n"
             "  --cl-opts S       extra OpenCL compiler options for every build\n"
-            "                    (e.g. -cl-nv-maxrregcount=64 -cl-nv-verbose)\n");
+            "                    (e.g. -cl-nv-maxrregcount=64 -cl-nv-verbose)\n"
+            "  --pairs M         radix, 32-bit keys with 32-bit values: 1 ranks each pair\n"
+            "                    as one 64-bit word, 0 never, -1 the device's default\n");
 }
 
 static uint64_t ld(size_t w, const void *a, size_t i)
@@ -203,6 +205,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--verbose")) gs_log_set_level(GS_LOG_DEBUG);
         else if (!strcmp(a, "--kernel-dir")) { NEEDV(); gs_kern_set_dir(v); }
         else if (!strcmp(a, "--cl-opts")) { NEEDV(); gs_kern_set_opts(v); }
+        else if (!strcmp(a, "--pairs")) { NEEDV(); gs_radix_force_pairs(atoi(v)); }
         else if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
         else { usage(stderr); return 2; }
 #undef NEEDV

@@ -965,6 +965,47 @@ DEF_SCATTER(radix_scatter_k64_v0, ulong, 8, PAD8, gs_enc64, gs_dec64, uint, 0, P
 DEF_SCATTER(radix_scatter_k64_v32, ulong, 8, PAD8, gs_enc64, gs_dec64, uint, 4, PAD4, VALS(uint))
 DEF_SCATTER(radix_scatter_k64_v64, ulong, 8, PAD8, gs_enc64, gs_dec64, ulong, 8, PAD8, VALS(ulong))
 
+/* 32-bit keys with 32-bit values (or argsort indices) ranked as one 64-bit
+ * word, key in the high half: the value rides through the ranking and the
+ * one exchange, so it needs no source index, no second exchange and no
+ * gather, at the price of 8-byte exchange slots (the host takes it where
+ * they fit, src/algo_radix.c: use_pairs). Memory traffic is as in
+ * radix_scatter_k32_v32: both arrays are read and written unpacked. The
+ * digit is at shift + 32 of the word, so the top digit of a width that
+ * does not divide 32 still sees zeros above the key. */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void radix_scatter_k32_p32(global const uint *kin, global uint *kout, global const uint *vin,
+                           global uint *vout, global const uint *offs, uint n, uint kshift,
+                           uint flags, uint kind, uint desc)
+{
+    SCATTER_LOCALS(ulong, 8, uint, 0)
+    const uint lid = get_local_id(0), t = get_group_id(0);
+    const uint shift = kshift + 32;
+    {
+        const uint tb = t * TILE;
+        const uint valid = min((uint)TILE, n - tb);
+        ulong key[EPT];
+        _Pragma("unroll")
+        for (uint k = 0; k < EPT; k++) {
+            const uint j = TILE_POS(k);
+            const uint v = (flags & F_IOTA) ? tb + j : j < valid ? vin[tb + j] : 0u;
+            key[k] = (ulong)TILE_KEY(uint, gs_enc32, j) << 32 | v;
+        }
+        RANK_TILE(ulong, 0, PAD8, OFFS_SCANNED)
+        _Pragma("unroll")
+        for (uint k = 0; k < EPT; k++) {
+            const uint j = k * WG + lid;
+            if (j < valid) {
+                const ulong x = xk[PAD8(j)];
+                const uint dst = loff[(uint)(x >> shift) & RMASK] + j;
+                const uint kk = (uint)(x >> 32);
+                kout[dst] = (flags & F_DECODE) ? gs_dec32(kk, kind, desc) : kk;
+                vout[dst] = (uint)x;
+            }
+        }
+    }
+}
+
 DEF_ONESWEEP(radix_onesweep_k32_v0, 32, uint, 4, PAD4, gs_enc32, gs_dec32, uint, 0, PAD4, NOVALS)
 DEF_ONESWEEP(radix_onesweep_k32_v32, 32, uint, 4, PAD4, gs_enc32, gs_dec32, uint, 4, PAD4, VALS(uint))
 DEF_ONESWEEP(radix_onesweep_k32_v64, 32, uint, 4, PAD4, gs_enc32, gs_dec32, ulong, 8, PAD8, VALS(ulong))

@@ -41,8 +41,15 @@ enum { P_BITS = 0, P_WG, P_EPT, P_LB, P_COUNT };
  * keys instead (the fallback); a tile's predecessors have all started, so
  * on a GPU the wait is short and the fallback rare. */
 #define RADIX_LB_SPIN 4096u
-/* lookback=2 takes the onesweep path up to this many keys */
-#define RADIX_AUTO_LB_MAX (UINT64_C(1) << 20)
+/* lookback=2 takes the onesweep path up to this many keys (H200, u32:
+ * onesweep 0.160 ms against 0.206 at 2^21, even at 2^22, behind above) */
+#define RADIX_AUTO_LB_MAX (UINT64_C(1) << 21)
+/* Whether 32-bit key-value pairs rank as one 64-bit word by default
+ * (use_pairs): on PoCL it saves 8-10% (u32+u32 2^22: 172 against 192 ms);
+ * on the H200 it costs 8% (6.67 against 6.20 ms at 2^27: the 8-byte
+ * ranking and exchange cost more than the value exchange they replace) */
+#define PAIRS_DEFAULT_GPU 0
+#define PAIRS_DEFAULT_CPU 1
 /* Default largest n sorted without the histogram read-back */
 #define RADIX_SMALL_MAX ((size_t)1 << 20)
 
@@ -90,7 +97,7 @@ static const gs_param_def radix_params[P_COUNT] = {
     { "elems_per_thread", "keys per work-item per tile (tile = wg_size x elems_per_thread)",
       values_ept },
     { "lookback", "1: one onesweep kernel per pass (decoupled look-back), 0: upsweep, scan and "
-      "scatter per pass (a set without it means 0), 2: 1 up to 2^20 keys, else 0 (the GPU "
+      "scatter per pass (a set without it means 0), 2: 1 up to 2^21 keys, else 0 (the GPU "
       "default)", values_lookback },
 };
 
@@ -279,6 +286,7 @@ int gs_radix_force_rank(int mode)
 /* Test hooks of the onesweep path (gs_algos.h) */
 static _Atomic int fallback_forced;
 static _Atomic size_t small_max = RADIX_SMALL_MAX;
+static _Atomic int pairs_forced = -1;
 
 int gs_radix_force_fallback(int on)
 {
@@ -288,6 +296,34 @@ int gs_radix_force_fallback(int on)
 size_t gs_radix_small_max(size_t n)
 {
     return atomic_exchange(&small_max, n == (size_t)-1 ? RADIX_SMALL_MAX : n);
+}
+
+int gs_radix_force_pairs(int mode)
+{
+    return atomic_exchange(&pairs_forced, mode);
+}
+
+/* Whether the reduce-then-scan scatter ranks 32-bit key-value pairs as one
+ * 64-bit word (radix_scatter_k32_p32): where its 8-byte exchange slots fit
+ * the device's local memory, and by default on GPUs (PAIRS_DEFAULT_*). */
+static int use_pairs(const long v[P_COUNT], uint64_t n, size_t ks, size_t vs,
+                     const gs_dev_info *in)
+{
+    int forced = atomic_load(&pairs_forced);
+    int want = forced >= 0 ? forced
+                           : (in->type & CL_DEVICE_TYPE_GPU) ? PAIRS_DEFAULT_GPU : PAIRS_DEFAULT_CPU;
+    return want && ks == 4 && vs == 4 && !use_lookback(v, n, ks, vs, in) &&
+           local_bytes((int)v[P_BITS], v[P_WG], v[P_EPT], 8, 0, 0) <= in->local_mem;
+}
+
+int gs_radix_takes_pairs(const gs_dev_info *info, const gs_sort_req *req, const gs_params *p,
+                         gs_err *err)
+{
+    long v[P_COUNT];
+    int rc = get_params(p, v, err);
+    if (rc)
+        return rc;
+    return use_pairs(v, req->n, gs_dtype_size(req->dtype), gs_payload_size(req->payload), info);
 }
 
 /* The warp ranking needs whole 32-lane warps; in PTX it needs an NVIDIA
@@ -449,6 +485,7 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     const int idx = req->payload == GS_PL_IDX32 || req->payload == GS_PL_IDX64;
     const unsigned npos = (unsigned)((ks * 8 + (size_t)bits - 1) / (size_t)bits);
     const int lb = use_lookback(v, n, ks, vs, &dev->info);
+    const int pairs = use_pairs(v, n, ks, vs, &dev->info);
     /* small arrays: no histogram read-back (every pass runs) */
     const int readback = n > atomic_load(&small_max);
 
@@ -470,7 +507,7 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     snprintf(kn_ghist, sizeof kn_ghist, "radix_ghist_k%d", kw);
     snprintf(kn_orand, sizeof kn_orand, "radix_orand_k%d", kw);
     snprintf(kn_up, sizeof kn_up, "radix_upsweep_k%d", kw);
-    snprintf(kn_scatter, sizeof kn_scatter, "radix_scatter_k%d_v%d", kw, vw);
+    snprintf(kn_scatter, sizeof kn_scatter, "radix_scatter_k%d_%c%d", kw, pairs ? 'p' : 'v', vw);
     snprintf(kn_os, sizeof kn_os, "radix_onesweep_k%d_v%d", kw, vw);
     snprintf(kn_iota, sizeof kn_iota, "radix_iota_v%d", vw ? vw : 32);
     if ((lb && (rc = gs_clrun_kernel(&r.cr, prog, kn_ghist, wg, &r.k_ghist, err))) ||
@@ -658,9 +695,9 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     size_t sl = 0;
     for (int k = 0; k < K_COUNT; k++)
         sl += (size_t)snprintf(stages + sl, sizeof stages - sl, "%s %.3f, ", kstage[k], by[k]);
-    GS_DEBUG("radix: n=%zu %s/%s %s lookback=%d%s: %u passes (%u skipped), %zu tiles; ms: "
+    GS_DEBUG("radix: n=%zu %s/%s %s lookback=%d%s%s: %u passes (%u skipped), %zu tiles; ms: "
              "%sfill %.3f", n, gs_dtype_name(req->dtype), gs_payload_name(req->payload), opts, lb,
-             readback ? "" : " (no read-back)", st->passes, st->passes_skipped, ntiles, stages,
+             pairs ? " pairs" : "", readback ? "" : " (no read-back)", st->passes, st->passes_skipped, ntiles, stages,
              fill);
     rc = 0;
 out:

@@ -41,6 +41,16 @@ size_t gs_radix_small_max(size_t n);
 int gs_radix_takes_lookback(const gs_dev_info *info, const gs_sort_req *req, const gs_params *p,
                             gs_err *err);
 
+/* Test hook (algo_radix.c): whether the reduce-then-scan scatter of 32-bit
+ * keys with 32-bit values (or indices) ranks each pair as one 64-bit word
+ * (radix_scatter_k32_p32): 1 where its local memory fits, 0 never, -1 the
+ * per-device choice. Returns the previous value. And whether a request
+ * takes that scatter on a device like info: 1 or 0, or a negative error
+ * code for parameters radix rejects. */
+int gs_radix_force_pairs(int mode);
+int gs_radix_takes_pairs(const gs_dev_info *info, const gs_sort_req *req, const gs_params *p,
+                         gs_err *err);
+
 /* Test hook (algo_host.c): the fewest keys per chunk of the host sort
  * (default 32768; 0 restores it), so small inputs run on several chunks.
  * Returns the previous value. */

@@ -58,7 +58,8 @@ typedef struct pset {
     int radix_rank;   /* radix: 1 forces the warp-multisplit ranking (emulated) */
     int nan_device;   /* f64/f32 keys with distinct NaNs, kept on the device (gs_clnan.c) */
     int radix_hook;   /* radix: 1 every onesweep look-back takes its fallback; 2 the
-                         histogram is read back at every size (pass skipping, iota) */
+                         histogram is read back at every size (pass skipping, iota);
+                         3 32-bit pairs ranked apart, not as one word */
 } pset;
 
 static const pset psets[] = {
@@ -79,6 +80,10 @@ static const pset psets[] = {
      * then fewer digits than work-items */
     { "radix", "radix_bits=8,wg_size=64,elems_per_thread=2", 4, 1, 0, 0 },
     { "radix", "radix_bits=4,wg_size=32,elems_per_thread=3", 2, 1, 0, 0 },
+    /* 32-bit keys with 32-bit values ranked as one 64-bit word are the
+     * default (cases 1, 4 and 5 above); the separate key and value
+     * exchange (radix_scatter_k32_v32) in cases 1, 4 and 5 here */
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 6, 0, 0, 3 },
     /* onesweep (lookback=1): ticket, tile counts, look-back, gstart and the
      * look-back words cleared for the next pass (n = 1000: 63 tiles of 16);
      * then every look-back falling back to counting keys; then with the
@@ -145,6 +150,10 @@ static void run_pset(gs_sort_ctx *ctx, const pset *ps, unsigned first, unsigned 
         gs_radix_small_max(0);
         snprintf(pdesc + strlen(pdesc), sizeof pdesc - strlen(pdesc), " (read-back)");
     }
+    if (ps->radix_hook == 3) {
+        gs_radix_force_pairs(0);
+        snprintf(pdesc + strlen(pdesc), sizeof pdesc - strlen(pdesc), " (pairs apart)");
+    }
     if (ps->nan_device) {
         gs_keys_nan_device_min(1);
         snprintf(pdesc + strlen(pdesc), sizeof pdesc - strlen(pdesc), " (NaNs on the device)");
@@ -189,6 +198,7 @@ static void run_pset(gs_sort_ctx *ctx, const pset *ps, unsigned first, unsigned 
         gs_radix_force_rank(-1);
     gs_radix_force_fallback(0);
     gs_radix_small_max((size_t)-1);
+    gs_radix_force_pairs(-1);
     gs_keys_nan_device_min(0);
     if (last - first == 1)
         tap_ok(nfail == 0, "%s sort %u (%s): %s on Oclgrind matches the host reference",

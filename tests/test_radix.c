@@ -8,7 +8,7 @@
  * legal-value lists, pass skipping, argsort when no pass runs, and the
  * timing statistics; all of it with the onesweep path (lookback=1) too, its
  * fallback forced, and with and without the histogram read-back of larger
- * arrays. A missing device is a failure, never a skip. */
+ * arrays; 32-bit key-value pairs ranked as one word and apart. A missing device is a failure, never a skip. */
 #include "config.h"
 
 #include <inttypes.h>
@@ -104,7 +104,7 @@ static void test_check(gs_dev *dev)
     gs_params_set(&p, "lookback", 3);
     sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "lookback=3", "lookback=3");
 
-    /* lookback=2, the GPU default: onesweep up to 2^20 keys where its
+    /* lookback=2, the GPU default: onesweep up to 2^21 keys where its
      * local memory fits the shape, else reduce-then-scan */
     gs_params d;
     li.type = CL_DEVICE_TYPE_GPU;
@@ -117,7 +117,7 @@ static void test_check(gs_dev *dev)
            gs_params_get(&d, "lookback", -1));
     {
         gs_dev_info gi = fake.info;   /* 48 KiB */
-        gs_sort_req a32 = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = (size_t)1 << 20 };
+        gs_sort_req a32 = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = (size_t)1 << 21 };
         gs_sort_req a64 = { .dtype = GS_DT_U64, .payload = GS_PL_U64, .n = 1000 };
         sc_set3(A, &p, 8, 256, 14);
         gs_params_set(&p, "lookback", 2);
@@ -130,7 +130,7 @@ static void test_check(gs_dev *dev)
         gi.local_mem = 1 << 20;
         int wide_big = gs_radix_takes_lookback(&gi, &a64, &p, &err);
         tap_ok(at == 1 && above == 0 && wide == 0 && wide_ok == 0 && wide_big == 1,
-               "lookback=2: onesweep at 2^20 keys (%d), not above (%d); u64+u64 in 48 KiB "
+               "lookback=2: onesweep at 2^21 keys (%d), not above (%d); u64+u64 in 48 KiB "
                "at 256 x 14 falls back (%d) and is accepted (%d); in 1 MiB it fits (%d)", at,
                above, wide, wide_ok, wide_big);
         gs_params_set(&p, "lookback", 1);
@@ -144,6 +144,49 @@ static void test_check(gs_dev *dev)
         tap_ok(lb1_big == 0 && lb1_below == 1 && lb0 == 0,
                "lookback=1: onesweep below 2^30 keys only (%d, %d); lookback=0 never (%d)",
                lb1_big, lb1_below, lb0);
+    }
+    /* 32-bit pairs ranked as one 64-bit word: 32-bit keys with 32-bit
+     * values or indices on reduce-then-scan, where 8-byte slots fit */
+    {
+        gs_dev_info gi = fake.info;
+        gi.local_mem = 48 * 1024;
+        gs_sort_req kv = { .dtype = GS_DT_F32, .payload = GS_PL_U32, .n = (size_t)1 << 22 };
+        gs_sort_req ix = { .dtype = GS_DT_I32, .payload = GS_PL_IDX32, .n = (size_t)1 << 22 };
+        gs_sort_req k64 = { .dtype = GS_DT_U64, .payload = GS_PL_U32, .n = (size_t)1 << 22 };
+        gs_sort_req v64 = { .dtype = GS_DT_U32, .payload = GS_PL_U64, .n = (size_t)1 << 22 };
+        sc_set3(A, &p, 8, 256, 14);
+        gs_params_set(&p, "lookback", 0);
+        int was = gs_radix_force_pairs(1);
+        int on = gs_radix_takes_pairs(&gi, &kv, &p, &err) == 1 &&
+                 gs_radix_takes_pairs(&gi, &ix, &p, &err) == 1;
+        int wide = gs_radix_takes_pairs(&gi, &k64, &p, &err) + gs_radix_takes_pairs(&gi, &v64, &p, &err);
+        gs_params_set(&p, "lookback", 1);
+        int lb = gs_radix_takes_pairs(&gi, &kv, &p, &err);
+        gs_params_set(&p, "lookback", 2);
+        int lb2 = gs_radix_takes_pairs(&gi, &kv, &p, &err);
+        kv.n = 1000;
+        int lb2_small = gs_radix_takes_pairs(&gi, &kv, &p, &err);
+        gs_params_set(&p, "lookback", 0);
+        gs_dev fk = fake;   /* 256 x 14: pairs need 41,216 bytes, apart 32,928 */
+        fk.info.local_mem = gi.local_mem = 36 * 1024;
+        gs_err_clear(&err);
+        int fits_kv = gs_algo_radix.check(&fk, &kv, &p, &err) == 0;
+        int small_lm = gs_radix_takes_pairs(&gi, &kv, &p, &err);
+        gi.local_mem = 48 * 1024;
+        gs_radix_force_pairs(0);
+        int off = gs_radix_takes_pairs(&gi, &kv, &p, &err);
+        gs_radix_force_pairs(-1);
+        gi.type = CL_DEVICE_TYPE_GPU;
+        int gpu = gs_radix_takes_pairs(&gi, &kv, &p, &err);
+        gi.type = CL_DEVICE_TYPE_CPU;
+        int cpu = gs_radix_takes_pairs(&gi, &kv, &p, &err);
+        gs_radix_force_pairs(was);
+        tap_ok(on && wide == 0 && lb == 0 && lb2 == 1 && lb2_small == 0 && fits_kv &&
+                   small_lm == 0 && off == 0 && gpu == 0 && cpu == 1,
+               "pairs: f32+u32 and i32+idx32 (%d), not 64-bit keys or values (%d), not onesweep "
+               "(%d; lookback=2: %d above 2^21, %d below), not where 8-byte slots miss local "
+               "memory the set fits (%d, %d), not when forced off (%d); by default off on GPUs (%d), "
+               "on for CPUs (%d)", on, wide, lb, lb2, lb2_small, fits_kv, small_lm, off, gpu, cpu);
     }
     sc_set3(A, &p, 8, 64, 4);
     gs_err_clear(&err);
@@ -198,13 +241,13 @@ static void test_no_readback(gs_dev *dev, const gs_params *p)
 }
 
 /* lookback=2 sorts correctly on both sides of its threshold (onesweep up to
- * 2^20 keys, reduce-then-scan above), as the decision says. */
+ * 2^21 keys, reduce-then-scan above), as the decision says. */
 static void test_auto(gs_dev *dev, const gs_params *defaults)
 {
     gs_sort_ctx ctx = { .dev = dev };
     gs_params p = *defaults;
     gs_params_set(&p, "lookback", 2);
-    const size_t sizes[] = { 5000, ((size_t)1 << 20) + 3 };
+    const size_t sizes[] = { 5000, ((size_t)1 << 21) + 3 };
     for (size_t s = 0; s < 2; s++) {
         size_t n = sizes[s];
         uint32_t *k = malloc(n * 4), *v = malloc(n * 4), *in = malloc(n * 4);
@@ -228,7 +271,7 @@ static void test_auto(gs_dev *dev, const gs_params *defaults)
         for (size_t i = 0; ok && i < n; i++)
             ok = v[i] < n && in[v[i]] == k[i] &&
                  (i == 0 || k[i - 1] < k[i] || (k[i - 1] == k[i] && v[i - 1] < v[i]));
-        tap_ok(ok && takes == (n <= ((size_t)1 << 20)),
+        tap_ok(ok && takes == (n <= ((size_t)1 << 21)),
                "lookback=2, n=%zu: sorted with stable indices, onesweep %d (%s)", n, takes,
                rc ? err.msg : "ok");
         free(k);
@@ -344,6 +387,15 @@ int main(void)
     size_t small_max = gs_radix_small_max(0);
     test_skipping(dev, &p);
     test_skipping(dev, &plb);
+    /* this device's choice for 32-bit pairs on reduce-then-scan */
+    gs_sort_req probe = { .dtype = GS_DT_U32, .payload = GS_PL_U32, .n = (size_t)1 << 22 };
+    gs_err perr;
+    gs_err_clear(&perr);
+    const int pairs = gs_radix_takes_pairs(&dev->info, &probe, &p, &perr) == 1;
+    tap_diag("32-bit pairs on this device: %s", pairs ? "as one word" : "apart");
+    gs_radix_force_pairs(!pairs);
+    test_skipping(dev, &p);
+    gs_radix_force_pairs(-1);
     gs_radix_small_max(small_max);
     test_no_readback(dev, &p);
     test_no_readback(dev, &plb);
@@ -380,6 +432,16 @@ int main(void)
     fails += sc_run_sets(A, &ctx, wsets, sizeof wsets / sizeof wsets[0], maxwg, 0,
                          "radix warp-ranked", "warp set");
     gs_radix_force_rank(-1);
+    /* 32-bit pairs ranked as 64-bit words (the default on CPUs) and apart
+     * (on GPUs): the other choice than this device's, on both rankings */
+    gs_radix_force_pairs(!pairs);
+    const char *other = pairs ? "radix pairs apart" : "radix pairs as words";
+    fails += sc_run_matrix(A, &ctx, &p, reduced, sizeof reduced / sizeof reduced[0], other);
+    fails += sc_run_sets(A, &ctx, sets + 3, 2, maxwg, 0, other, "set");
+    gs_radix_force_rank(1);
+    fails += sc_run_sets(A, &ctx, wsets, 1, maxwg, 0, other, "warp set");
+    gs_radix_force_rank(-1);
+    gs_radix_force_pairs(-1);
 
     /* Onesweep (lookback=1): the defaults; with the read-back (and pass
      * skipping) of larger arrays; odd shapes; every look-back falling back
