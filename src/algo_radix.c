@@ -9,8 +9,9 @@
  * waiting); then per pass either upsweep / scan / scatter (lookback=0) or
  * one onesweep kernel (lookback=1: decoupled look-back between tiles, keys
  * read once per pass),
- * with keys and values ping-ponging between two device buffers, and finally
- * the download. Encoding, decoding and argsort indices happen inside the
+ * with keys and values ping-ponging between two device buffers (32-bit
+ * keys with 32-bit values ranked as one 64-bit word on CPU devices), and
+ * finally the download. Encoding, decoding and argsort indices happen inside the
  * first and last passes, so keys cross device memory as few times as the
  * pass structure allows. */
 #include "config.h"
@@ -305,7 +306,8 @@ int gs_radix_force_pairs(int mode)
 
 /* Whether the reduce-then-scan scatter ranks 32-bit key-value pairs as one
  * 64-bit word (radix_scatter_k32_p32): where its 8-byte exchange slots fit
- * the device's local memory, and by default on GPUs (PAIRS_DEFAULT_*). */
+ * the device's local memory, by default on CPU devices only
+ * (PAIRS_DEFAULT_*). */
 static int use_pairs(const long v[P_COUNT], uint64_t n, size_t ks, size_t vs,
                      const gs_dev_info *in)
 {
@@ -697,8 +699,8 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
         sl += (size_t)snprintf(stages + sl, sizeof stages - sl, "%s %.3f, ", kstage[k], by[k]);
     GS_DEBUG("radix: n=%zu %s/%s %s lookback=%d%s%s: %u passes (%u skipped), %zu tiles; ms: "
              "%sfill %.3f", n, gs_dtype_name(req->dtype), gs_payload_name(req->payload), opts, lb,
-             pairs ? " pairs" : "", readback ? "" : " (no read-back)", st->passes, st->passes_skipped, ntiles, stages,
-             fill);
+             pairs ? " pairs" : "", readback ? "" : " (no read-back)", st->passes,
+             st->passes_skipped, ntiles, stages, fill);
     rc = 0;
 out:
     run_release(&r);
