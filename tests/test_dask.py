@@ -173,6 +173,33 @@ def array_checks(da, gd, rng):
         return gd.sort(x).compute().shape == (0,) and gd.argsort(x).compute().shape == (0,)
     check("an empty dask array sorts to an empty one", t_empty)
 
+    def t_spread():
+        # Chunks spread over both workers (scatter deals them out): each
+        # worker slices its own chunks for every output partition in one
+        # task, and a merge puts the slices back in chunk order (argsort
+        # stays stable across workers).
+        import dask
+        from distributed import get_client
+        client = get_client()
+        a = keys("uint32", 40000, rng)
+        a[rng.random(a.size) < 0.5] = 7
+        futs = client.scatter([a[j:j + 2500] for j in range(0, a.size, 2500)])
+        x = da.concatenate([da.from_delayed(f, shape=(2500,), dtype=a.dtype) for f in futs])
+        held = set(w for ws in client.who_has(futs).values() for w in ws)
+        s, i = gd.sort(x, npartitions=7), gd.argsort(x)
+        with dask.config.set(scheduler="threads"):
+            # No distributed worker: one group, each batch computed in turn.
+            xl = da.from_array(a, chunks=2500)
+            ls, li = gd.sort(xl, npartitions=3), gd.argsort(xl)
+            local = (np.array_equal(ls.compute(), np.sort(a)) and
+                     np.array_equal(li.compute(), np.argsort(a, kind="stable")))
+        return (len(held) == 2 and local and 2 <= len(s.chunks[0]) <= 7 and
+                np.array_equal(s.compute(), np.sort(a)) and
+                np.array_equal(i.compute(), np.argsort(a, kind="stable")),
+                (held, s.chunks, local))
+    check("dask array of 16 chunks dealt to both workers, half the keys equal: sort and "
+          "argsort right, and right under the threaded scheduler too", t_spread)
+
 
 def no_daemon(pd, gd, rng, tmp):
     """In this process, with GSORTD_SOCKET naming nothing: numpy answers,
@@ -188,9 +215,13 @@ def no_daemon(pd, gd, rng, tmp):
             r2 = gd.sort_values(pdf, "k", True, "first")
             a = keys("int64", 1000, rng)
             s = gd._sort(a)
+            o = [np.argsort(a[:300], kind="stable"), 300 + np.argsort(a[300:], kind="stable")]
+            ps = gd._sort_pieces([a[i] for i in o])
+            pi = gd._sort_pieces([a[i] for i in o], o)
             out["ok"] = (r1.equals(pdf.sort_values("k", ascending=False, kind="stable")) and
                          r2.equals(pdf.sort_values("k", na_position="first", kind="stable"))
-                         and np.array_equal(s, np.sort(a)))
+                         and np.array_equal(s, np.sort(a)) and np.array_equal(ps, np.sort(a))
+                         and np.array_equal(pi, np.argsort(a, kind="stable")))
             out["warnings"] = [str(x.message) for x in w
                                if issubclass(x.category, RuntimeWarning)]
     old = os.environ.get("GSORTD_SOCKET")

@@ -349,6 +349,44 @@ def main():
               "(4 and 8 bytes): moved as raw bytes, both orders, in place, strided" % how,
               t_by_key_raw)
 
+        def t_parts():
+            # gsort.dask's merges: pieces sorted as their concatenation,
+            # never concatenated; empty and strided pieces among them.
+            good = []
+            for kdt in (np.uint32, np.float64, np.int64):
+                k = random_keys(kdt, 9000)
+                cut = [0, 0, 1, 2500, 2500, 6001, 9000]
+                pieces = [k[a:b] for a, b in zip(cut, cut[1:])] + [k[::-7][:300]]
+                whole = np.concatenate(pieces)
+                idx = [np.arange(p.shape[0], dtype=np.int64) + 10000 * i
+                       for i, p in enumerate(pieces)]
+                before = [p.copy() for p in pieces]
+                sk, none = c._sort_parts(pieces)
+                r = ref_argsort(whole)
+                good.append((np.dtype(kdt).name, "keys", none is None and sk.dtype == kdt and
+                             bits_equal(sk, whole[r])))
+                nk, sv = c._sort_parts(pieces, idx, keys_out=False, stable=True)
+                good.append((np.dtype(kdt).name, "index", nk is None and sv.dtype == np.int64 and
+                             np.array_equal(sv, np.concatenate(idx)[r])))
+                sk, sv = c._sort_parts(pieces, [i.view(np.float64) for i in idx], stable=True)
+                good.append((np.dtype(kdt).name, "both", bits_equal(sk, whole[r]) and
+                             sv.dtype == np.float64 and
+                             np.array_equal(sv.view(np.int64), np.concatenate(idx)[r])))
+                good.append((np.dtype(kdt).name, "inputs kept",
+                             all(bits_equal(p, q) for p, q in zip(pieces, before))))
+            one = c._sort_parts([np.array([3, 1, 2], np.uint32)])[0]
+            good.append(("u32", "one piece", np.array_equal(one, [1, 2, 3])))
+            good.append(("-", "no pieces", raises(ValueError, c._sort_parts, [])))
+            good.append(("-", "4-byte values", raises(
+                TypeError, c._sort_parts, [k[:5]], [np.zeros(5, np.int32)])))
+            good.append(("-", "mixed dtypes", raises(
+                TypeError, c._sort_parts, [k[:5], k[:5].astype(np.float32)])))
+            good.append(("-", "lengths differ", raises(
+                ValueError, c._sort_parts, [k[:5]], [np.zeros(4, np.int64)])))
+            return all(g[2] for g in good), [g for g in good if not g[2]]
+        check("%s: _sort_parts sorts pieces as their concatenation (keys, indices, both; "
+              "empty, strided and single pieces), pieces unchanged" % how, t_parts)
+
     def t_index_dtypes():
         a = random_keys(np.int32, 3000)
         r = np.argsort(a, kind="stable")

@@ -277,9 +277,40 @@ _pool = None
 _pool_lock = threading.Lock()
 
 
+class _Concat:
+    """1-D arrays of one dtype taken end to end, standing for their
+    concatenation without making it: the memfd path copies each straight
+    to its place in the staging memory, the inline path sends them one
+    after another. (gsort.dask's merges sort such pieces: a concatenated
+    array would be one more array of fresh pages, which on a worker that
+    keeps its results cost more than the sort's own copies.)"""
+
+    __slots__ = ("parts", "dtype", "shape", "nbytes")
+
+    def __init__(self, parts, dtype):
+        self.dtype = np.dtype(dtype)
+        self.parts = [np.ascontiguousarray(p) for p in parts]
+        for p in self.parts:
+            if p.ndim != 1:
+                raise ValueError("gsort: the parts must be 1-D arrays")
+            if p.dtype != self.dtype:
+                raise TypeError("gsort: parts of dtypes %s and %s" % (self.dtype, p.dtype))
+        self.shape = (sum(p.shape[0] for p in self.parts),)
+        self.nbytes = self.shape[0] * self.dtype.itemsize
+
+    def view(self, dtype):
+        return _Concat([p.view(dtype) for p in self.parts], dtype)
+
+
 def _copy(dst, src):
-    """dst[...] = src for 1-D arrays of the same length, over several
-    threads when it is large."""
+    """dst[...] = src for 1-D arrays of the same length (src may be a
+    _Concat), over several threads when it is large."""
+    if isinstance(src, _Concat):
+        at = 0
+        for p in src.parts:
+            _copy(dst[at:at + p.shape[0]], p)
+            at += p.shape[0]
+        return
     n = dst.shape[0]
     threads = min(8, os.cpu_count() or 1)
     if dst.nbytes < _PARALLEL_COPY_BYTES or threads < 2 or n < threads:
@@ -706,8 +737,8 @@ class Client:
             self._usable()
             rid = self._take_id()
             header["id"] = rid
-            shared = self.use_memfd and n > 0 and _in_place(keys, dst_keys, values, dst_vals,
-                                                            values_kind)
+            shared = (self.use_memfd and n > 0 and not isinstance(keys, _Concat) and
+                      _in_place(keys, dst_keys, values, dst_vals, values_kind))
             use_memfd = self.use_memfd and n > 0 and not shared
             stage = self._stage
             if use_memfd:
@@ -793,10 +824,12 @@ class Client:
     def _run_inline(self, header, rid, keys, values_kind, values, dst_keys, dst_vals,
                     wire_vdt, t0):
         n = keys.shape[0]
-        parts = [np.ascontiguousarray(keys)]
+        parts = keys.parts if isinstance(keys, _Concat) else [np.ascontiguousarray(keys)]
         if values_kind in ("u32", "u64"):
-            parts.append(np.ascontiguousarray(values).view(wire_vdt))
-        parts = [memoryview(p).cast("B") for p in parts]
+            values = values.view(wire_vdt)
+            parts = parts + (values.parts if isinstance(values, _Concat) else
+                             [np.ascontiguousarray(values)])
+        parts = [memoryview(p).cast("B") for p in parts if p.shape[0]]
         header["payload_bytes"] = sum(p.nbytes for p in parts)
         self._send(header, parts)
         h, pb = self._recv_header()
@@ -909,6 +942,34 @@ class Client:
         raw = np.uint32 if vdt.itemsize == 4 else np.uint64
         self._run(keys, kind, values.view(raw), ko, vo.view(raw), descending, stable,
                   algorithm, params, device, split)
+        return ko, vo
+
+    def _sort_parts(self, keys, values=None, keys_out=True, stable=False):
+        """Sort the concatenation of the 1-D arrays in the list keys (one
+        key dtype) and, when values is a list of arrays of 8-byte items
+        with the same lengths, permute their concatenation alike, without
+        making either concatenation (see _Concat). Returns (sorted keys,
+        or None with keys_out False; permuted values as values[0]'s dtype,
+        or None). For gsort.dask's merges."""
+        if not keys:
+            raise ValueError("gsort: no parts to sort")
+        kdt = np.asarray(keys[0]).dtype
+        _wire_dtype(kdt)
+        kc = _Concat(keys, kdt)
+        n = kc.shape[0]
+        ko = np.empty(n, dtype=kdt) if keys_out else None
+        if values is None:
+            self._run(kc, "none", None, ko, None, False, stable, None, None, None)
+            return ko, None
+        vdt = np.asarray(values[0]).dtype
+        if vdt.hasobject or vdt.itemsize != 8:
+            raise TypeError("gsort: values must have 8-byte items, not %s" % vdt)
+        vc = _Concat(values, vdt)
+        if vc.shape[0] != n:
+            raise ValueError("gsort: %d keys but %d values" % (n, vc.shape[0]))
+        vo = np.empty(n, dtype=vdt)
+        self._run(kc, "u64", vc.view(np.uint64), ko, vo.view(np.uint64), False, stable,
+                  None, None, None)
         return ko, vo
 
 

@@ -31,10 +31,14 @@ cut by a counting split, then sort_values on each output partition).
 
 sort and argsort are a sample sort: each chunk is sorted on its worker and
 kept there (persisted), a weighted sample of every chunk gives the
-splitters, each output partition gathers its slice of every sorted chunk
-and sorts it. Both return a dask array with known chunk sizes; the input is
-computed once, when sort/argsort is called (as Dask's own sort_values
-computes its divisions), the output partitions when the result is.
+splitters, each worker cuts its chunks into one group of slices per output
+partition, and each output partition sorts its slices of every chunk
+(gsortd reads them straight into its staging memory, no concatenation).
+Both return a dask array with known chunk sizes. The whole sort is started
+when sort/argsort is called (persisted, as the first stage always was; on
+a distributed cluster the call returns once the sample is in and the
+chunk sizes are known, while the output partitions are being sorted); the
+result holds them.
 """
 
 import threading
@@ -44,6 +48,7 @@ import numpy as np
 
 import dask
 import dask.array as da
+from dask.highlevelgraph import HighLevelGraph
 
 import gsort
 
@@ -128,16 +133,22 @@ def _sort(k):
     return np.sort(k)
 
 
-def _sort_by_key(k, v):
-    """(sorted k, v permuted alike), stable."""
-    if k.shape[0] == 0:
-        return k.copy(), v.copy()
+def _sort_with_index(k):
+    """(k sorted stably, the int64 indices that sort it). The daemon makes
+    the indices itself (4-byte ones where they fit, widened as they are
+    copied out): no index array to fill and send."""
+    n = k.shape[0]
+    if n == 0:
+        return k.copy(), np.empty(0, np.int64)
     try:
-        return gsort.default_client().sort_by_key(k, v, stable=True)
+        ko, vo = np.empty(n, k.dtype), np.empty(n, np.int64)
+        gsort.default_client()._run(k, "idx32" if n <= 0xFFFFFFFF else "idx64", None, ko, vo,
+                                    False, True, None, None, None)
+        return ko, vo
     except gsort.Error as e:
         _warn_once(e)
     p = np.argsort(k, kind="stable")
-    return k[p], v[p]
+    return k[p], p
 
 
 # ---- the partition sort of DataFrame.sort_values ----
@@ -292,17 +303,17 @@ def _local(block, with_index):
     k = _wire(block)
     if not with_index:
         return _Sorted(_sort(k))
-    k = _plus_zero(k)
-    return _Sorted(*_sort_by_key(k, np.arange(k.shape[0], dtype=np.int64)))
+    return _Sorted(*_sort_with_index(_plus_zero(k)))
 
 
 def _sample(local, m):
-    """(chunk length, m evenly spaced keys of the sorted chunk)."""
+    """(chunk length, m evenly spaced keys of the sorted chunk, the worker
+    holding it: the task runs where its data is)."""
     k = local.keys
     n = k.shape[0]
     if n == 0:
-        return 0, k[:0]
-    return n, k[np.linspace(0, n - 1, min(n, m)).astype(np.int64)]
+        return 0, k[:0], _where()
+    return n, k[np.linspace(0, n - 1, min(n, m)).astype(np.int64)], _where()
 
 
 def _splitters(samples, q):
@@ -320,28 +331,79 @@ def _splitters(samples, q):
     return vals[o][np.minimum(pos, vals.shape[0] - 1)]
 
 
-def _cuts(local, splitters):
-    k = local.keys
+def _where():
+    """The address of the distributed worker running this task, or None
+    (another scheduler)."""
+    try:
+        from distributed import get_worker
+        return get_worker().address
+    except (ImportError, ValueError, AttributeError):
+        return None
+
+
+def _cuts(k, splitters):
+    """Where each output partition's slice of the sorted keys k starts
+    (and the last one ends)."""
     return np.concatenate([[0], np.searchsorted(k, splitters, side="left"), [k.shape[0]]])
 
 
-def _piece(local, a, b, offset):
-    """Slice [a, b) of a sorted chunk, its indices made global."""
-    if local.index is None:
-        return _Sorted(local.keys[a:b])
-    return _Sorted(local.keys[a:b], local.index[a:b] + offset)
+def _counts(chunks, splitters):
+    """The length of every output partition's slice of each sorted chunk."""
+    return [np.diff(_cuts(c.keys, splitters)) for c in chunks]
 
 
-def _merge(pieces, dtype, with_index):
-    """One output partition: its pieces of every chunk, sorted. Pieces come
-    in chunk order, so a stable sort keeps equal keys in index order."""
+def _gather(chunks, numbers, offsets, splitters, j):
+    """The slices of some sorted chunks held by one worker that go to
+    output partition j: [(chunk number, _Sorted)], views of the chunks
+    (indices made global by the chunks' offsets)."""
+    out = []
+    for c, i, offset in zip(chunks, numbers, offsets):
+        k = c.keys
+        a = 0 if j == 0 else int(np.searchsorted(k, splitters[j - 1], side="left"))
+        b = (k.shape[0] if j == splitters.shape[0] else
+             int(np.searchsorted(k, splitters[j], side="left")))
+        if b <= a:
+            continue
+        if c.index is None:
+            out.append((i, _Sorted(k[a:b])))
+        else:
+            out.append((i, _Sorted(k[a:b], c.index[a:b] + offset)))
+    return out
+
+
+def _sort_pieces(keys, index=None):
+    """The concatenation of the sorted key arrays in keys sorted (with
+    index: the concatenation of the index arrays permuted alike, stably,
+    and returned alone). gsortd reads the pieces straight into its staging
+    memory: a concatenated copy would be one more array of fresh pages on
+    a worker that keeps its results, which costs more than the copy."""
+    n = sum(k.shape[0] for k in keys)
+    if n == 0:
+        return np.empty(0, keys[0].dtype if index is None else np.int64)
+    try:
+        # Stable only where indices ride along: a keys-only sort may take
+        # any algorithm (on a GPU the fastest need not be stable).
+        ko, vo = gsort.default_client()._sort_parts(keys, index, keys_out=index is None,
+                                                    stable=index is not None)
+        return ko if index is None else vo
+    except gsort.Error as e:
+        _warn_once(e)
+    k = np.concatenate(keys)
+    if index is None:
+        return np.sort(k)
+    return np.concatenate(index)[np.argsort(k, kind="stable")]
+
+
+def _merge(groups, dtype, with_index):
+    """One output partition: its pieces of every chunk (lists of _gather),
+    sorted. The pieces are put in chunk order, so a stable sort keeps equal
+    keys in index order."""
+    pieces = [p for _, p in sorted((ip for g in groups for ip in g), key=lambda ip: ip[0])]
     if not pieces:
         return np.empty(0, dtype)
-    k = np.concatenate([p.keys for p in pieces])
     if not with_index:
-        return _sort(k).astype(dtype, copy=False)
-    v = np.concatenate([p.index for p in pieces])
-    return _sort_by_key(k, v)[1]
+        return _sort_pieces([p.keys for p in pieces]).astype(dtype, copy=False)
+    return _sort_pieces([p.keys for p in pieces], [p.index for p in pieces])
 
 
 def _sample_sort(x, npartitions, with_index):
@@ -359,20 +421,44 @@ def _sample_sort(x, npartitions, with_index):
     local = dask.persist(*[dask.delayed(_local, pure=True)(b, with_index) for b in blocks])
     samples = dask.compute(*[dask.delayed(_sample, pure=True)(l, _OVERSAMPLE * q)
                              for l in local])
-    splitters = _splitters(samples, q)
+    splitters = _splitters([(n, s) for n, s, _ in samples], q)
     q = splitters.shape[0] + 1
-    cuts = dask.compute(*[dask.delayed(_cuts, pure=True)(l, splitters) for l in local])
-    offsets = np.concatenate([[0], np.cumsum([n for n, _ in samples])])
-    parts = []
-    for j in range(q):
-        pieces = [dask.delayed(_piece, pure=True)(l, int(c[j]), int(c[j + 1]), int(offsets[i]))
-                  for i, (l, c) in enumerate(zip(local, cuts)) if c[j + 1] > c[j]]
-        n = int(sum(c[j + 1] - c[j] for c in cuts))
-        m = dask.delayed(_merge, pure=True)(pieces, out_dtype, with_index)
-        parts.append(da.from_delayed(m, shape=(n,), dtype=out_dtype))
-    if not parts:
-        return da.from_array(np.empty(0, out_dtype), chunks=(0,))
-    return da.concatenate(parts)
+    offsets = np.concatenate([[0], np.cumsum([n for n, _, _ in samples])])
+    # Chunks by the worker holding them: one task per worker and output
+    # partition slices them all there (not one per chunk and partition,
+    # whose scheduling costs more than the slicing), and only the slices
+    # travel.
+    holders = {}
+    for i, (_, _, w) in enumerate(samples):
+        holders.setdefault(w, []).append(i)
+    held = list(holders.values())
+    # On a distributed cluster persist returns at once: the slice lengths
+    # (the result's chunk sizes, which the client waits for) come back
+    # while the slicing and the merges already run. The lengths and the
+    # slicing go first (a priority: graphs sent within the scheduler's
+    # FIFO timeout share one generation, and a merge could otherwise be
+    # ordered before a slice its partner worker waits for, which then
+    # queues behind that worker's merges and starts its transfers late).
+    # Another scheduler computes each batch in turn.
+    with dask.annotate(priority=1):
+        counts = dask.persist(*[dask.delayed(_counts, pure=True)([local[i] for i in h],
+                                                                 splitters) for h in held])
+        slices = dask.persist(*[dask.delayed(_gather, pure=True)(
+            [local[i] for i in h], h, [int(offsets[i]) for i in h], splitters, j)
+            for j in range(q) for h in held])
+    merged = dask.persist(*[dask.delayed(_merge, pure=True)(
+        list(slices[j * len(held):(j + 1) * len(held)]), out_dtype, with_index)
+        for j in range(q)])
+    sizes = np.sum([c for cs in dask.compute(*counts) for c in cs], axis=0)
+    # The result's chunks are the merges themselves (one key each naming
+    # its merge; empty ones left out), not from_delayed arrays joined by
+    # concatenate, which would add two tasks per chunk.
+    keep = [j for j in range(q) if sizes[j]] or [0]
+    name = "gsort-%s-%s" % ("argsort" if with_index else "sort",
+                            dask.base.tokenize(*[merged[j].key for j in keep]))
+    layer = {(name, i): merged[j].key for i, j in enumerate(keep)}
+    graph = HighLevelGraph.from_collections(name, layer, dependencies=[merged[j] for j in keep])
+    return da.Array(graph, name, chunks=(tuple(int(sizes[j]) for j in keep),), dtype=out_dtype)
 
 
 def sort(x, npartitions=None):
