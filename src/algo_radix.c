@@ -184,15 +184,25 @@ static int use_lookback(const long v[P_COUNT], uint64_t n, size_t ks, size_t vs,
            local_bytes((int)v[P_BITS], v[P_WG], v[P_EPT], ks, vs, 1) <= in->local_mem;
 }
 
-int gs_radix_takes_lookback(const gs_dev_info *info, const gs_sort_req *req, const gs_params *p,
-                            gs_err *err)
+/* A per-request decision (use_lookback, use_pairs) for req with p on a
+ * device like info, as the gs_radix_takes_* queries give it. */
+typedef int (*radix_use_fn)(const long v[P_COUNT], uint64_t n, size_t ks, size_t vs,
+                            const gs_dev_info *in);
+
+static int takes(radix_use_fn use, const gs_dev_info *info, const gs_sort_req *req,
+                 const gs_params *p, gs_err *err)
 {
     long v[P_COUNT];
     int rc = get_params(p, v, err);
     if (rc)
         return rc;
-    return use_lookback(v, req->n, gs_dtype_size(req->dtype), gs_payload_size(req->payload),
-                        info);
+    return use(v, req->n, gs_dtype_size(req->dtype), gs_payload_size(req->payload), info);
+}
+
+int gs_radix_takes_lookback(const gs_dev_info *info, const gs_sort_req *req, const gs_params *p,
+                            gs_err *err)
+{
+    return takes(use_lookback, info, req, p, err);
 }
 
 static int radix_check(const gs_dev *dev, const gs_sort_req *req, const gs_params *p, gs_err *err)
@@ -321,11 +331,7 @@ static int use_pairs(const long v[P_COUNT], uint64_t n, size_t ks, size_t vs,
 int gs_radix_takes_pairs(const gs_dev_info *info, const gs_sort_req *req, const gs_params *p,
                          gs_err *err)
 {
-    long v[P_COUNT];
-    int rc = get_params(p, v, err);
-    if (rc)
-        return rc;
-    return use_pairs(v, req->n, gs_dtype_size(req->dtype), gs_payload_size(req->payload), info);
+    return takes(use_pairs, info, req, p, err);
 }
 
 /* The warp ranking needs whole 32-lane warps; in PTX it needs an NVIDIA

@@ -902,12 +902,19 @@ class Client:
         n = a.shape[0]
         if n - 1 > np.iinfo(idt).max:
             raise ValueError("gsort: %d indices do not fit in %s" % (n, idt))
-        # 4-byte indices halve the index traffic whenever n allows them.
-        kind = "idx32" if n <= 0xFFFFFFFF else "idx64"
         out = np.empty(n, dtype=idt)
-        self._run(a, kind, None, None, out, descending, stable, algorithm, params, device,
-                  split)
+        self._argsort_into(a, None, out, descending, stable, algorithm, params, device, split)
         return out
+
+    def _argsort_into(self, a, dst_keys, dst_index, descending, stable, algorithm=None,
+                      params=None, device=None, split=None):
+        """The indices that sort a into dst_index (and, unless dst_keys is
+        None, the sorted keys into dst_keys): argsort's request, which
+        gsort.dask also makes for both at once."""
+        # 4-byte indices halve the index traffic whenever n allows them.
+        kind = "idx32" if a.shape[0] <= 0xFFFFFFFF else "idx64"
+        self._run(a, kind, None, dst_keys, dst_index, descending, stable, algorithm, params,
+                  device, split)
 
     def sort_by_key(self, keys, values, descending=False, stable=False, inplace=False,
                     algorithm=None, params=None, device=None, split=None):

@@ -142,8 +142,7 @@ def _sort_with_index(k):
         return k.copy(), np.empty(0, np.int64)
     try:
         ko, vo = np.empty(n, k.dtype), np.empty(n, np.int64)
-        gsort.default_client()._run(k, "idx32" if n <= 0xFFFFFFFF else "idx64", None, ko, vo,
-                                    False, True, None, None, None)
+        gsort.default_client()._argsort_into(k, ko, vo, False, True)
         return ko, vo
     except gsort.Error as e:
         _warn_once(e)
@@ -359,9 +358,7 @@ def _gather(chunks, numbers, offsets, splitters, j):
     out = []
     for c, i, offset in zip(chunks, numbers, offsets):
         k = c.keys
-        a = 0 if j == 0 else int(np.searchsorted(k, splitters[j - 1], side="left"))
-        b = (k.shape[0] if j == splitters.shape[0] else
-             int(np.searchsorted(k, splitters[j], side="left")))
+        a, b = (int(x) for x in _cuts(k, splitters)[j:j + 2])
         if b <= a:
             continue
         if c.index is None:
