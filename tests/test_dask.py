@@ -240,9 +240,32 @@ def no_daemon(pd, gd, rng, tmp):
                    "no gsortd listens" in out["warnings"][0], out))
 
 
-def kill_worker(client, pd, dd, gd, rng, tmp):
+def live_workers(client):
+    return set(client.scheduler_info()["workers"])
+
+
+def keep_two_workers(client, cluster, short_since):
+    """Dask 2022.12's nanny does not always bring a killed worker back:
+    when the scheduler's removal of the dead worker races the restart, it
+    closes the nanny instead ("Reason: nanny-close" in its log). A cluster
+    manager would then start another; so does this, after 5 s short of
+    two workers. Returns the new short_since (None: not short)."""
+    if len(live_workers(client)) >= 2:
+        return None
+    now = time.time()
+    if short_since is None:
+        return now
+    if now - short_since > 5:
+        cluster.scale(len(cluster.worker_spec) + 1)
+        return None
+    return short_since
+
+
+def kill_worker(client, cluster, pd, dd, gd, rng, tmp):
     """A worker SIGKILLed while it sorts a partition: Dask reruns the lost
-    tasks (the nanny starts a new worker) and the answer is still right."""
+    tasks on the workers left (and on the nanny's replacement, or one the
+    test starts when Dask's nanny gives up, see keep_two_workers), the
+    answer is still right and the dead worker is gone from the cluster."""
     marks = os.path.join(tmp, "marks")
     os.mkdir(marks)
 
@@ -273,13 +296,27 @@ def kill_worker(client, pd, dd, gd, rng, tmp):
         os.kill(victim, signal.SIGKILL)
 
     def t():
-        r = fut.result(timeout=180)
+        deadline = time.time() + int(os.environ.get("GS_KILL_TIMEOUT", "180"))
+        short = None
+        while not fut.done() and time.time() < deadline:
+            short = keep_two_workers(client, cluster, short)
+            time.sleep(0.2)
+        if not fut.done():
+            def states(dask_scheduler=None):
+                return {str(k): (ts.state, str(ts.processing_on))
+                        for k, ts in dask_scheduler.tasks.items()
+                        if ts.state not in ("memory", "released")}
+            return False, ("the sort did not finish", live_workers(client),
+                           client.run_on_scheduler(states))
+        r = fut.result()
         e = pdf.sort_values("k", kind="stable")
-        client.wait_for_workers(2, timeout=60)
+        while len(live_workers(client)) < 2 and time.time() < deadline:
+            short = keep_two_workers(client, cluster, short)
+            time.sleep(0.2)
         pids1 = set(client.run(os.getpid).values())
-        return r.equals(e) and victim not in pids1 and len(pids1) == 2, (pids0, pids1)
-    check("after the SIGKILL the sort completes, equal to pandas; a new worker replaced "
-          "the dead one", t)
+        return r.equals(e) and victim not in pids1 and len(pids1) >= 2, (pids0, pids1)
+    check("after the SIGKILL the sort completes, equal to pandas; the dead worker is gone and "
+          "two serve again", t)
 
 
 def main(daemons, tmp):
@@ -320,7 +357,7 @@ def main(daemons, tmp):
             return n >= 100 and not any(fell_back.values()), (n, fell_back, st["routes"])
         check("the workers sorted through gsortd (its stats count the sorts), none fell "
               "back to numpy", t_used)
-        kill_worker(client, pd, dd, gd, rng, tmp)
+        kill_worker(client, cluster, pd, dd, gd, rng, tmp)
     ok(admin.ping() > 0, "gsortd still serves after the worker it served was killed")
     admin.close()
     print("# %.1f s" % (time.time() - t0))
