@@ -4,9 +4,10 @@
  * device cannot run before anything is launched, and drives one sort:
  * upload; above 2^20 keys one reduction read back (the only read-back
  * before the result) to skip passes whose digit is constant: the OR and
- * AND of all keys for reduce-then-scan, the global digit histogram for
- * onesweep, which needs it anyway (small arrays run every pass instead of
- * waiting); then per pass either upsweep / scan / scatter (lookback=0) or
+ * AND of all keys for reduce-then-scan, which the first pass's upsweep
+ * gives on the way, the global digit histogram for onesweep, which needs
+ * it anyway (small arrays run every pass instead of waiting); then per
+ * pass either upsweep / scan / scatter (lookback=0) or
  * one onesweep kernel (lookback=1: decoupled look-back between tiles, keys
  * read once per pass),
  * with keys and values ping-ponging between two device buffers (32-bit
@@ -126,11 +127,10 @@ static uint64_t local_bytes(int bits, long wg, long ept, size_t ks, size_t vs, i
     if (lb)
         scatter += 4 * radix + 4;   /* onesweep: the tile's counts and its ticket */
     uint64_t npos = ((uint64_t)ks * 8 + (uint64_t)bits - 1) / (uint64_t)bits;
-    uint64_t ghist = npos * radix * 4, upsweep = radix * 4 * 4;
-    uint64_t orand = 2 * (uint64_t)wg * ks;
+    /* the first pass's upsweep also reduces the OR and AND of the keys */
+    uint64_t ghist = npos * radix * 4, upsweep = radix * 4 * 4 + 2 * (uint64_t)wg * ks;
     uint64_t m = scatter;
     if (ghist > m) m = ghist;
-    if (orand > m) m = orand;
     if (upsweep > m) m = upsweep;
     if (scan > m) m = scan;
     return m;
@@ -376,13 +376,12 @@ static int get_program(gs_sort_ctx *ctx, int bits, size_t wg, size_t ept, char *
 /* ---- one sort ---- */
 
 /* Launch order, for the per-stage times logged at debug level: maybe the
- * NaN save (gs_clnan.h), the global histogram, then per pass (upsweep,
- * scan, scatter), or radix_gstart once and one onesweep per pass, then
- * maybe iota. */
+ * NaN save (gs_clnan.h); for reduce-then-scan per pass (upsweep, scan,
+ * scatter), the first upsweep alone when its digit turned out constant;
+ * for onesweep the global histogram, radix_gstart once and one onesweep
+ * per pass; then maybe iota. */
 enum { K_NAN = 0, K_GHIST, K_UP, K_SCAN, K_SCATTER, K_GSTART, K_ONESWEEP, K_IOTA, K_COUNT };
-/* K_GHIST is the first reduction: the histogram (onesweep), or the OR and
- * AND (reduce-then-scan) */
-static const char *const kstage[K_COUNT] = { "nan", "ghist|orand", "upsweep", "scan", "scatter",
+static const char *const kstage[K_COUNT] = { "nan", "ghist", "upsweep", "scan", "scatter",
                                              "gstart", "onesweep", "iota" };
 /* launches per pass: upsweep, scan reduce / scan / scan down, scatter */
 #define LAUNCHES_PER_PASS 5
@@ -390,13 +389,15 @@ static const int pass_stage[LAUNCHES_PER_PASS] = { K_UP, K_SCAN, K_SCAN, K_SCAN,
 /* tiles per block of the scan kernels (SBT in kernels/radix.cl) */
 #define SCAN_TILES 32
 /* ticket words after the histogram and gstart rows (one per pass), then
- * the OR (2 words) and the AND (2 words) of the keys */
+ * ORAND_COPIES copies of the OR (2 words) and the AND (2 words) of the
+ * keys (ORAND_COPIES in kernels/radix.cl) */
 #define NTICKETS 64
-#define NORAND 4
+#define ORAND_COPIES 16
+#define NORAND (4 * ORAND_COPIES)
 
 typedef struct radix_run {
     gs_clrun cr;
-    cl_kernel k_ghist, k_orand, k_up, k_sred, k_scan, k_sdown, k_scatter, k_gstart, k_os, k_iota;
+    cl_kernel k_ghist, k_uporand, k_up, k_sred, k_scan, k_sdown, k_scatter, k_gstart, k_os, k_iota;
     cl_mem keys[2], vals[2], look[2], bsum, ghist;   /* look[0]: also the counts */
     cl_event fill_ev;
     uint32_t *hghist;
@@ -406,7 +407,7 @@ typedef struct radix_run {
 static void run_release(radix_run *r)
 {
     gs_clrun_release(&r->cr);   /* waits for the queue first */
-    cl_kernel ks[] = { r->k_ghist, r->k_orand, r->k_up, r->k_sred, r->k_scan, r->k_sdown,
+    cl_kernel ks[] = { r->k_ghist, r->k_uporand, r->k_up, r->k_sred, r->k_scan, r->k_sdown,
                        r->k_scatter, r->k_gstart, r->k_os, r->k_iota };
     for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
         if (ks[i])
@@ -427,8 +428,10 @@ typedef struct pass_ctx {
     cl_uint un, kind, desc, npos, spin;
 } pass_ctx;
 
+/* skip_up: the pass's upsweep already ran (the first one, with the OR and
+ * AND) */
 static int run_pass(const pass_ctx *c, int lb, unsigned i, cl_uint pos, cl_uint shift,
-                    cl_uint flags, int cur, gs_err *err)
+                    cl_uint flags, int cur, int skip_up, gs_err *err)
 {
     radix_run *r = c->r;
     /* keys in/out, [values in/out], then the kernel's own */
@@ -463,8 +466,8 @@ static int run_pass(const pass_ctx *c, int lb, unsigned i, cl_uint pos, cl_uint 
                        GS_KARG(c->kind), GS_KARG(c->desc) };
     for (size_t j = 0; j < sizeof tail / sizeof tail[0]; j++)
         ax[na++] = tail[j];
-    if ((rc = gs_clrun_args(r->k_up, c->kn_up, au, 7, err)) ||
-        (rc = gs_clrun_launch(&r->cr, r->k_up, c->kn_up, c->ntiles, c->wg, err)) ||
+    if ((!skip_up && ((rc = gs_clrun_args(r->k_up, c->kn_up, au, 7, err)) ||
+                      (rc = gs_clrun_launch(&r->cr, r->k_up, c->kn_up, c->ntiles, c->wg, err)))) ||
         (rc = gs_clrun_args(r->k_sred, "radix_scan_reduce", asr, 6, err)) ||
         (rc = gs_clrun_launch(&r->cr, r->k_sred, "radix_scan_reduce", c->nblk, c->wg, err)) ||
         (rc = gs_clrun_args(r->k_scan, "radix_scan", as, 4, err)) ||
@@ -511,15 +514,16 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     gs_clrun_init(&r.cr, dev, "radix");
     gs_clrun_use(&r.cr, ctx->queue, ctx->host_pinned);
     const int kw = ks == 4 ? 32 : 64, vw = (int)vs * 8;
-    char kn_ghist[32], kn_orand[32], kn_up[32], kn_scatter[40], kn_os[40], kn_iota[32];
+    char kn_ghist[32], kn_uporand[40], kn_up[32], kn_scatter[40], kn_os[40], kn_iota[32];
     snprintf(kn_ghist, sizeof kn_ghist, "radix_ghist_k%d", kw);
-    snprintf(kn_orand, sizeof kn_orand, "radix_orand_k%d", kw);
+    snprintf(kn_uporand, sizeof kn_uporand, "radix_upsweep_orand_k%d", kw);
     snprintf(kn_up, sizeof kn_up, "radix_upsweep_k%d", kw);
     snprintf(kn_scatter, sizeof kn_scatter, "radix_scatter_k%d_%c%d", kw, pairs ? 'p' : 'v', vw);
     snprintf(kn_os, sizeof kn_os, "radix_onesweep_k%d_v%d", kw, vw);
     snprintf(kn_iota, sizeof kn_iota, "radix_iota_v%d", vw ? vw : 32);
     if ((lb && (rc = gs_clrun_kernel(&r.cr, prog, kn_ghist, wg, &r.k_ghist, err))) ||
-        (!lb && readback && (rc = gs_clrun_kernel(&r.cr, prog, kn_orand, wg, &r.k_orand, err))) ||
+        (!lb && readback &&
+         (rc = gs_clrun_kernel(&r.cr, prog, kn_uporand, wg, &r.k_uporand, err))) ||
         (!lb && ((rc = gs_clrun_kernel(&r.cr, prog, kn_up, wg, &r.k_up, err)) ||
                  (rc = gs_clrun_kernel(&r.cr, prog, "radix_scan_reduce", wg, &r.k_sred, err)) ||
                  (rc = gs_clrun_kernel(&r.cr, prog, "radix_scan", wg, &r.k_scan, err)) ||
@@ -558,7 +562,8 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
         rc = gs_err_set(err, GS_ENOMEM, "radix: out of memory");
         goto out;
     }
-    r.hghist[orand_at + 2] = r.hghist[orand_at + 3] = UINT32_MAX;   /* the AND's */
+    for (size_t c = 0; c < ORAND_COPIES; c++)   /* the ANDs' */
+        r.hghist[orand_at + 4 * c + 2] = r.hghist[orand_at + 4 * c + 3] = UINT32_MAX;
     /* NaN patterns of float keys, saved on the device before encoding */
     if ((rc = gs_clnan_save(&r.cr, prog, wg, r.keys[0], req, &r.nan, err)))
         goto out;
@@ -590,12 +595,15 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
             goto out;
     } else if (readback) {
         /* reduce-then-scan sums each pass's histogram row from its digit
-         * counts (radix_scan_reduce); skipping needs only the OR and AND */
-        const cl_uint off = (cl_uint)orand_at;
-        gs_karg a[] = { GS_KARG(r.keys[0]), GS_KARG(un), GS_KARG(kind), GS_KARG(desc),
-                        GS_KARG(r.ghist), GS_KARG(off) };
-        if ((rc = gs_clrun_args(r.k_orand, kn_orand, a, 6, err)) ||
-            (rc = gs_clrun_launch(&r.cr, r.k_orand, kn_orand, ghgroups, wg, err)))
+         * counts (radix_scan_reduce); skipping needs only the OR and AND,
+         * which the upsweep of the lowest digit (and the first pass's
+         * encoding) gives on the way */
+        const cl_uint zero = 0, enc = 1, off = (cl_uint)orand_at;
+        gs_karg a[] = { GS_KARG(r.keys[0]), GS_KARG(un), GS_KARG(zero), GS_KARG(enc),
+                        GS_KARG(kind), GS_KARG(desc), GS_KARG(r.look[0]), GS_KARG(r.ghist),
+                        GS_KARG(off) };
+        if ((rc = gs_clrun_args(r.k_uporand, kn_uporand, a, 9, err)) ||
+            (rc = gs_clrun_launch(&r.cr, r.k_uporand, kn_uporand, ntiles, wg, err)))
             goto out;
     }
     if (readback) {
@@ -612,9 +620,13 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     /* passes whose digit is shared by all keys change nothing (known only
      * after the read-back): one digit holds every key, or the OR and the
      * AND of the keys agree on its bits */
-    const uint64_t kor = r.hghist[orand_at] | (uint64_t)r.hghist[orand_at + 1] << 32;
-    const uint64_t kand = (r.hghist[orand_at + 2] | (uint64_t)r.hghist[orand_at + 3] << 32) &
-                          (ks == 4 ? UINT32_MAX : UINT64_MAX);   /* 32-bit keys: no high word */
+    uint64_t kor = 0, kand = UINT64_MAX;
+    for (size_t c = 0; c < ORAND_COPIES; c++) {
+        const uint32_t *w = r.hghist + orand_at + 4 * c;
+        kor |= w[0] | (uint64_t)w[1] << 32;
+        kand &= w[2] | (uint64_t)w[3] << 32;
+    }
+    kand &= ks == 4 ? UINT32_MAX : UINT64_MAX;   /* 32-bit keys: no high word */
     unsigned run_pos[64], nrun = 0;
     for (unsigned pos = 0; pos < npos; pos++) {
         int constant = 0;
@@ -653,7 +665,9 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
             flags |= 8u;                     /* every look-back falls back */
         if (lb)                              /* look-back tag; the first pass clears */
             flags |= ((i >> 1) & 1u ? 16u : 0u) | (i == 0 ? 32u : 0u);   /* look[1] */
-        if ((rc = run_pass(&pc, lb, i, pos, pos * (cl_uint)bits, flags, cur, err)))
+        /* the lowest digit's counts came with the OR and AND */
+        const int skip_up = !lb && readback && i == 0 && pos == 0;
+        if ((rc = run_pass(&pc, lb, i, pos, pos * (cl_uint)bits, flags, cur, skip_up, err)))
             goto out;
         cur = 1 - cur;
     }
@@ -686,14 +700,17 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     st->upload_ms = r.cr.upload_ms;
     st->download_ms = r.cr.download_ms;
     double by[K_COUNT] = { 0 };
+    /* reduce-then-scan with the read-back whose lowest digit was constant:
+     * that upsweep stands alone before the passes */
+    const size_t lone_up = !lb && readback && (nrun == 0 || run_pos[0] != 0) ? 1 : 0;
     for (size_t i = 0; i < r.cr.nkev; i++) {
         double ms = gs_clrun_event_ms(r.cr.kev[i]);
-        /* after the NaN save: the reduction (onesweep always; reduce-then-
-         * scan with the read-back), then gstart and the passes */
-        const size_t red = lb || readback ? 1 : 0;
-        int k = i < kev_ghist ? K_NAN : i - kev_ghist < red ? K_GHIST : nrun == 0 ? K_IOTA
-                : lb ? (i == kev_ghist + 1 ? K_GSTART : K_ONESWEEP)
-                : pass_stage[(i - kev_ghist - red) % LAUNCHES_PER_PASS];
+        /* after the NaN save: onesweep's histogram (always) and gstart, or
+         * the lone upsweep; then the passes */
+        const size_t j = i - kev_ghist, lead = lb ? 1 : lone_up;
+        int k = i < kev_ghist ? K_NAN : j < lead ? (lb ? K_GHIST : K_UP) : nrun == 0 ? K_IOTA
+                : lb ? (j == lead ? K_GSTART : K_ONESWEEP)
+                : pass_stage[(j - lead) % LAUNCHES_PER_PASS];
         st->kernel_ms += ms;
         by[k] += ms;
     }
