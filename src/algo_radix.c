@@ -640,6 +640,11 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     }
     st->passes = nrun;
     st->passes_skipped = npos - nrun;
+    /* reduce-then-scan with the read-back: the first pass takes the lowest
+     * digit's counts from the upsweep that gave the OR and AND, unless that
+     * digit was constant (then the upsweep stands alone before the passes) */
+    const int first_counted = !lb && readback && nrun > 0 && run_pos[0] == 0;
+    const size_t lone_up = !lb && readback && !first_counted ? 1 : 0;
 
     if (lb && nrun > 0) {
         const cl_uint unpos = npos;
@@ -665,8 +670,7 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
             flags |= 8u;                     /* every look-back falls back */
         if (lb)                              /* look-back tag; the first pass clears */
             flags |= ((i >> 1) & 1u ? 16u : 0u) | (i == 0 ? 32u : 0u);   /* look[1] */
-        /* the lowest digit's counts came with the OR and AND */
-        const int skip_up = !lb && readback && i == 0 && pos == 0;
+        const int skip_up = first_counted && i == 0;
         if ((rc = run_pass(&pc, lb, i, pos, pos * (cl_uint)bits, flags, cur, skip_up, err)))
             goto out;
         cur = 1 - cur;
@@ -700,9 +704,6 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     st->upload_ms = r.cr.upload_ms;
     st->download_ms = r.cr.download_ms;
     double by[K_COUNT] = { 0 };
-    /* reduce-then-scan with the read-back whose lowest digit was constant:
-     * that upsweep stands alone before the passes */
-    const size_t lone_up = !lb && readback && (nrun == 0 || run_pos[0] != 0) ? 1 : 0;
     for (size_t i = 0; i < r.cr.nkev; i++) {
         double ms = gs_clrun_event_ms(r.cr.kev[i]);
         /* after the NaN save: onesweep's histogram (always) and gstart, or
