@@ -244,27 +244,30 @@ def live_workers(client):
     return set(client.scheduler_info()["workers"])
 
 
-def keep_two_workers(client, cluster, short_since):
-    """Dask 2022.12's nanny does not always bring a killed worker back:
-    when the scheduler's removal of the dead worker races the restart, it
-    closes the nanny instead ("Reason: nanny-close" in its log). A cluster
-    manager would then start another; so does this, after 5 s short of
-    two workers. Returns the new short_since (None: not short)."""
-    if len(live_workers(client)) >= 2:
-        return None
-    now = time.time()
-    if short_since is None:
-        return now
-    if now - short_since > 5:
-        cluster.scale(len(cluster.worker_spec) + 1)
-        return None
-    return short_since
+def wait_keeping_two_workers(client, cluster, done, deadline):
+    """Waits until done() or the deadline, and returns done(). Meanwhile
+    keeps two workers: Dask 2022.12's nanny does not always bring a killed
+    worker back (when the scheduler's removal of the dead worker races the
+    restart, it closes the nanny instead, "Reason: nanny-close" in its
+    log). A cluster manager would then start another; so does this, after
+    5 s short of two workers."""
+    short_since = None
+    while not done() and time.time() < deadline:
+        if len(live_workers(client)) >= 2:
+            short_since = None
+        elif short_since is None:
+            short_since = time.time()
+        elif time.time() - short_since > 5:
+            cluster.scale(len(cluster.worker_spec) + 1)
+            short_since = None
+        time.sleep(0.2)
+    return done()
 
 
 def kill_worker(client, cluster, pd, dd, gd, rng, tmp):
     """A worker SIGKILLed while it sorts a partition: Dask reruns the lost
     tasks on the workers left (and on the nanny's replacement, or one the
-    test starts when Dask's nanny gives up, see keep_two_workers), the
+    test starts when Dask's nanny gives up, see wait_keeping_two_workers), the
     answer is still right and the dead worker is gone from the cluster."""
     marks = os.path.join(tmp, "marks")
     os.mkdir(marks)
@@ -296,12 +299,8 @@ def kill_worker(client, cluster, pd, dd, gd, rng, tmp):
         os.kill(victim, signal.SIGKILL)
 
     def t():
-        deadline = time.time() + int(os.environ.get("GS_KILL_TIMEOUT", "180"))
-        short = None
-        while not fut.done() and time.time() < deadline:
-            short = keep_two_workers(client, cluster, short)
-            time.sleep(0.2)
-        if not fut.done():
+        deadline = time.time() + 180
+        if not wait_keeping_two_workers(client, cluster, fut.done, deadline):
             def states(dask_scheduler=None):
                 return {str(k): (ts.state, str(ts.processing_on))
                         for k, ts in dask_scheduler.tasks.items()
@@ -310,9 +309,8 @@ def kill_worker(client, cluster, pd, dd, gd, rng, tmp):
                            client.run_on_scheduler(states))
         r = fut.result()
         e = pdf.sort_values("k", kind="stable")
-        while len(live_workers(client)) < 2 and time.time() < deadline:
-            short = keep_two_workers(client, cluster, short)
-            time.sleep(0.2)
+        wait_keeping_two_workers(client, cluster, lambda: len(live_workers(client)) >= 2,
+                                 deadline)
         pids1 = set(client.run(os.getpid).values())
         return r.equals(e) and victim not in pids1 and len(pids1) >= 2, (pids0, pids1)
     check("after the SIGKILL the sort completes, equal to pandas; the dead worker is gone and "
