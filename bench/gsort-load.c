@@ -49,6 +49,7 @@
 #include "config.h"
 #include "benchclient.h"
 #include "loadopts.h"
+#include "loadrace.h"
 #include "benchutil.h"
 #include "loadxport.h"
 #include "malformed.h"
@@ -503,6 +504,8 @@ int main(int argc, char **argv)
         printf(", %d%% of sorts vanish", o.vanish_pct);
     if (o.block_max_log2 < o.max_log2)
         printf(", blocks up to 2^%d keys", o.block_max_log2);
+    if (o.racers)
+        printf(", %d racing clients in the main phase", o.racers);
     printf("\n");
     fflush(stdout);
     long rss0 = own_rss(&o, pid);
@@ -520,7 +523,8 @@ int main(int argc, char **argv)
         gs_client_close(mon);
         return 1;
     }
-    int rc = 1, started = 0;
+    int rc = 1, started = 0, nracers = 0;
+    lr_client *racer = NULL;
     pthread_barrier_init(&g_bar, NULL, (unsigned)o.clients + 1);
     for (int i = 0; i < o.clients; i++) {
         client *c = &cl[i];
@@ -555,6 +559,13 @@ int main(int argc, char **argv)
                (w1 - w0) / 1e3, rss1 / 1024.0, pin1 / 1048576.0);
         fflush(stdout);
     }
+    racer = o.racers ? calloc((size_t)o.racers, sizeof *racer) : NULL;
+    if (o.racers && !racer) {
+        fprintf(stderr, "gsort-load: out of memory\n");
+        abort();   /* the clients wait at the barrier */
+    }
+    while (nracers < o.racers && lr_start(&racer[nracers], &o, nracers) == 0)
+        nracers++;
     g_t0 = gs_now_ms();
     g_deadline = g_t0 + o.duration_s * 1e3;
     pthread_barrier_wait(&g_bar);   /* main phase starts */
@@ -594,6 +605,8 @@ int main(int argc, char **argv)
     }
     pthread_barrier_wait(&g_bar);   /* main phase done */
     g_t1 = gs_now_ms();
+    for (int i = 0; i < nracers; i++)
+        lr_stop(&racer[i]);
     for (int i = 0; i < started; i++)
         pthread_join(cl[i].tid, NULL);
     quiesce(&o, &mon, (uint64_t)o.clients + 1);
@@ -785,12 +798,15 @@ int main(int argc, char **argv)
                bend.mapped, bend.reused, bend.pinned, bend.refused,
                bend.max_pinned_bytes / mib);
     }
+    uint64_t lost = o.racers ? lr_report(racer, nracers) : 0;
+    int racers_ok = nracers == o.racers && !lost;
     printf("daemon answers ping at the end: %s\n", alive ? "yes" : "NO");
-    int pass = !wrong && !unexp && alive && rss_ok && pin_ok;
+    int pass = !wrong && !unexp && alive && rss_ok && pin_ok && racers_ok;
     printf("RESULT: %s\n", pass ? "PASS" : "FAIL");
     rc = pass ? 0 : 1;
     free(all);
 out:
+    free(racer);
     for (int i = 0; i < o.clients; i++) {
         if (cl[i].c)
             gs_client_close(cl[i].c);

@@ -38,6 +38,13 @@ static void usage(FILE *f)
             "  -d, --device N        daemon device that --device-pct of the sorts name, with\n"
             "                        a device algorithm (radix, mergepath, shellsort)\n"
             "      --device-pct P    percent of sorts sent to --device (default 25)\n"
+            "      --racers R        R more clients during the main phase, each sorting\n"
+            "                        through a memfd (one-shot or its block) while a thread\n"
+            "                        of its own rewrites the keys and values (every\n"
+            "                        algorithm and the plan in turn, n in 2^A..2^B): their\n"
+            "                        answers are not checked, but each must come back as a\n"
+            "                        reply (a lost connection fails the run) while the\n"
+            "                        other clients' answers stay exact (default 0)\n"
             "      --corrupt-every K spoil every Kth reply before checking it (tests the\n"
             "                        checker: each must count as a wrong answer)\n"
             "      --rss-slack-pct P RSS bound: end <= warm-up x (1 + P/100) + MiB (default 10)\n"
@@ -115,6 +122,7 @@ int lo_parse(int argc, char **argv, lo_opts *o)
         else if (!strcmp(a, "-d") || !strcmp(a, "--device")) NUM(0, 1023, o->device);
         else if (!strcmp(a, "--device-pct")) NUM(0, 100, o->device_pct);
         else if (!strcmp(a, "--corrupt-every")) NUM(0, 1e9, o->corrupt_every);
+        else if (!strcmp(a, "--racers")) NUM(0, 256, o->racers);
         else if (!strcmp(a, "--no-rss")) o->check_rss = 0;
         else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) o->quiet = 1;
         else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {

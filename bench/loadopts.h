@@ -20,6 +20,7 @@ typedef struct lo_opts {
     double pin_mib;           /* slack of the pinned-bytes bounds */
     int device, device_pct;   /* this share of sorts names daemon device `device` */
     int corrupt_every;        /* checks the checker: spoil every Kth reply (0: never) */
+    int racers;               /* racing clients in the main phase (loadrace.h) */
     double timeout_s, rss_pct, rss_mib;
     uint64_t seed;
     int check_rss, quiet;
