@@ -344,12 +344,7 @@ static int run_check(gs_db *db, const char *pragma, double limit_s, gs_err *err)
 
 int db_writable(gs_db *db, gs_err *err)
 {
-    if (db->checked)
-        return 0;
-    int rc = run_check(db, "integrity_check", -1, err);
-    if (rc == 0)
-        db->checked = 1;
-    return rc;
+    return db->checked ? 0 : gs_db_check(db, err);
 }
 
 /* The check at open, before anything is written. Read-only opens run
