@@ -5,7 +5,9 @@
  * keeps serving them with the built-in defaults. When it is done it wakes
  * the loop (uv_async_t), which re-opens the database so the new plans take
  * effect. Shutdown cancels it between and within devices (tune_cancel) and
- * waits for it before the loop stops. */
+ * waits for it before the loop stops. A database that failed its check
+ * (gs_srv.c's srv_db_open) is never tuned into; one the thread finds
+ * damaged stops it, and the re-open after it checks the whole file. */
 #include "config.h"
 #include "gs_srv_int.h"
 
@@ -25,6 +27,8 @@ static void *tune_main(void *arg)
     gs_err_clear(&e);
     if (gs_db_open(&db, s->o->db_path, 0, &e) < 0) {
         GS_ERROR("--tune-missing: cannot open %s: %s", s->o->db_path, e.msg);
+        if (e.code == GS_ECORRUPT)
+            atomic_store(&s->db_suspect, 1);
         uv_async_send(&s->tune_async);
         return NULL;
     }
@@ -37,9 +41,18 @@ static void *tune_main(void *arg)
         GS_INFO("--tune-missing: tuning device %d (%s) in the background, budget %.0f s",
                 s->tune_dev[i], d->info.name, o.budget_s);
         gs_err_clear(&e);
-        if (gs_tune_device(db, d, s->o->pc, &o, gs_now_s() + o.budget_s, &rep, &e) < 0)
+        int rc = gs_tune_device(db, d, s->o->pc, &o, gs_now_s() + o.budget_s, &rep, &e);
+        if (rc < 0)
             GS_ERROR("--tune-missing: device %d (%s): %s", s->tune_dev[i], d->info.name, e.msg);
-        else
+        if (rc == GS_ECORRUPT) {
+            /* found by the check before the first write (a file too large
+             * to check whole at open), or by SQLite: stop writing, and let
+             * the daemon's re-open check the whole file */
+            atomic_store(&s->db_suspect, 1);
+            gs_tune_report_free(&rep);
+            break;
+        }
+        if (rc >= 0)
             GS_INFO("--tune-missing: device %d (%s) tuned: %zu plan entries", s->tune_dev[i],
                     d->info.name, rep.ndevs ? rep.devs[0].nplan : (size_t)0);
         gs_tune_report_free(&rep);
@@ -69,6 +82,12 @@ static void start_tuning(srv *s)
         return;
     if (!s->o->db_path || !s->o->db_path[0]) {
         GS_WARN("tune_missing: no tuning database to write the plans to; not tuning");
+        s->tune_ndev = 0;
+        return;
+    }
+    if (s->db_damaged) {
+        GS_WARN("tune_missing: the tuning database %s failed its check; not tuning (nothing "
+                "is written into a damaged file)", s->o->db_path);
         s->tune_ndev = 0;
         return;
     }

@@ -56,12 +56,29 @@ void srv_db_open(srv *s)
     } else if (path && path[0]) {
         gs_err e;
         gs_err_clear(&e);
-        if (gs_db_open(&s->db, path, 0, &e) < 0) {
-            GS_WARN("tuning database %s is unusable: %s; serving with built-in defaults",
-                    path, e.msg);
+        s->db_damaged = 0;
+        if (gs_db_open(&s->db, path, atomic_load(&s->db_suspect) ? GS_DB_FULL_CHECK : 0,
+                       &e) < 0) {
+            /* A file that failed its check is never written into: not by
+             * this connection, nor by the background tune (gs_retune.c). */
+            if (e.code == GS_ECORRUPT) {
+                s->db_damaged = 1;
+                GS_ERROR("tuning %s; serving with built-in defaults and writing nothing into "
+                         "it, background tuning included, until it is replaced (then "
+                         "reload: SIGHUP)", e.msg);
+            } else {
+                GS_WARN("tuning database %s is unusable: %s; serving with built-in defaults",
+                        path, e.msg);
+            }
             s->db = NULL;
         } else {
             atomic_store(&s->db_ok, 1);
+            if (gs_db_checked(s->db))
+                atomic_store(&s->db_suspect, 0);
+            else
+                GS_WARN("tuning database %s is too large to check whole at every start: "
+                        "serving it with its structure checked at most; its first write "
+                        "checks it whole, and so does gsortd --db-check", path);
         }
     }
     gs_sched_set_db(s->sched, s->db);

@@ -191,6 +191,9 @@ struct srv {
                                    start and on SIGHUP: not per request */
     gs_db *db;
     _Atomic int db_ok;
+    int db_damaged;             /* the last open found the file damaged: not written into */
+    _Atomic int db_suspect;     /* the background tune found it damaged: the next open
+                                   checks the whole file */
     gs_listen lis;
     uv_poll_t lis_poll;
     int lis_active, lis_paused;

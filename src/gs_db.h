@@ -20,7 +20,10 @@ typedef struct gs_db gs_db;
  * (gsort-query) need no OpenCL header. */
 struct gs_dev_info;
 
-enum { GS_DB_READONLY = 1 };
+enum {
+    GS_DB_READONLY = 1,
+    GS_DB_FULL_CHECK = 2,   /* run the whole integrity_check at open, however long */
+};
 
 /* Schema version this build writes (the number of embedded migrations). */
 int gs_db_latest_version(void);
@@ -32,12 +35,23 @@ int gs_db_default_path(char *buf, size_t len, gs_err *err);
  * default, gs_paths_data_dir()/tuning.db (/var/lib/gsortd as root). With
  * GS_DB_READONLY nothing is created or migrated: an older schema is an
  * error; a file whose -wal and -shm cannot be created (a directory this
- * user cannot write) is still read, as an immutable file. Every open runs
- * a time-bounded PRAGMA quick_check before anything is written. Errors:
- * GS_EIO (cannot open or read; the message names the cause, e.g. the
- * directory that is not writable), GS_ECORRUPT (not a database, damaged
- * pages: left byte-for-byte untouched, the message says what to do;
- * failed migration), GS_EUNSUPPORTED (newer schema: untouched). */
+ * user cannot write) is still read, as an immutable file.
+ * The checks, before anything is written: a read-only open runs PRAGMA
+ * quick_check (every b-tree page's structure) for at most 0.5 s; a
+ * read-write open runs the whole integrity_check (the structure, and that
+ * every index holds exactly its table's rows) for at most 0.5 s, or
+ * quick_check when the file is too large for that. A read-write open
+ * checks the whole file however long it takes with GS_DB_FULL_CHECK,
+ * before a migration, and when SQLite's -wal or -shm was beside the file
+ * (left by a process that did not close it: an unclean shutdown; or
+ * another process has it open). Whatever the open did not check, the
+ * first write on the connection checks first (gs_db_checked): nothing is
+ * ever written into a file that fails the check.
+ * Errors: GS_EIO (cannot open or read; the message names the cause, e.g.
+ * the directory that is not writable), GS_ECORRUPT (not a database, or
+ * damaged: left byte-for-byte as it was, with its -wal if it had one; the
+ * message says what to do; failed migration), GS_EUNSUPPORTED (newer
+ * schema: untouched). */
 int gs_db_open(gs_db **out, const char *path, int flags, gs_err *err);
 void gs_db_close(gs_db *db);
 const char *gs_db_path(const gs_db *db);
@@ -46,8 +60,14 @@ int gs_db_immutable(const gs_db *db);
 /* The SQLite connection, for read-only queries beyond this API (gs_dbq.h). */
 struct sqlite3 *gs_db_handle(gs_db *db);
 int gs_db_version(gs_db *db);              /* PRAGMA user_version, <0 on error */
-/* PRAGMA integrity_check == "ok": 0, else GS_ECORRUPT with the first problem. */
+/* PRAGMA integrity_check, however long it takes: 0 when "ok", else
+ * GS_ECORRUPT naming the first problems and what to do (the connection
+ * then refuses every write). */
 int gs_db_check(gs_db *db, gs_err *err);
+/* 1 when the whole integrity_check has passed on this connection (at the
+ * open or since); 0 when only quick_check ran, or no check (a file too
+ * large to check within the open's bound). Writes check first when 0. */
+int gs_db_checked(const gs_db *db);
 
 /* Id of the device with this identity (platform, name, driver); with
  * `create` insert it (or refresh its properties and last_seen). Without

@@ -17,6 +17,9 @@ struct gs_db {
     sqlite3 *h;
     char *path;
     int immutable;    /* read through an immutable=1 URI (see open_immutable) */
+    int checked;      /* the whole integrity_check passed on this connection */
+    int damaged;      /* a check failed: nothing may be written */
+    int wal_found;    /* -wal or -shm was there before the open (left_behind) */
     unsigned long queries;   /* statements prepared: gs_db_queries */
 };
 
@@ -30,6 +33,14 @@ const char *db_os_reason(gs_db *db, char *buf, size_t len);
 int db_fail(gs_db *db, int rc, gs_err *err, const char *what);
 int db_exec(gs_db *db, const char *sql, gs_err *err);
 int db_prepare(gs_db *db, const char *sql, sqlite3_stmt **st, gs_err *err);
+/* Before a write: 0 when the whole integrity_check has passed on this
+ * connection (it runs now, without a time bound, if it has not);
+ * GS_ECORRUPT saying what to do when the file is damaged. db_prepare calls
+ * it for every statement that writes, gs_db_begin for a transaction. */
+int db_writable(gs_db *db, gs_err *err);
+/* How long each check at open may take, in seconds (0.5 by default): for
+ * the tests, which set 0 to stand for a file too large to check at open. */
+void db_set_open_check_s(double s);
 /* Step a write statement to completion and finalize it. */
 int db_step_done(gs_db *db, sqlite3_stmt *st, gs_err *err, const char *what);
 

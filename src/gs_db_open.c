@@ -1,8 +1,9 @@
 /* Opening the tuning database (gs_db.h): the version check before anything
  * is written, the read-only fallbacks for a file in a directory this user
- * cannot write, the bounded quick_check that refuses a damaged file, the
- * forward-only migration loop, integrity checks and transactions, and the
- * SQLite error helpers the row accessors (gs_db.c) share. */
+ * cannot write, the checks that refuse a damaged file (bounded at every
+ * open, whole before any write), the forward-only migration loop,
+ * transactions, and the SQLite error helpers the row accessors (gs_db.c)
+ * share. */
 #include "config.h"
 #include "gs_db.h"
 #include "gs_db_int.h"
@@ -72,7 +73,14 @@ int db_prepare(gs_db *db, const char *sql, sqlite3_stmt **st, gs_err *err)
 {
     db->queries++;
     int rc = sqlite3_prepare_v2(db->h, sql, -1, st, NULL);
-    return rc == SQLITE_OK ? 0 : db_fail(db, rc, err, "prepare");
+    if (rc != SQLITE_OK)
+        return db_fail(db, rc, err, "prepare");
+    /* a write: only into a file that passed the whole check */
+    if (!sqlite3_stmt_readonly(*st) && (rc = db_writable(db, err)) != 0) {
+        sqlite3_finalize(*st);
+        *st = NULL;
+    }
+    return rc;
 }
 
 /* Step a write statement to completion and finalize it. */
@@ -260,53 +268,124 @@ static int past_deadline(void *ud)
     return gs_now_s() > *(const double *)ud;
 }
 
-/* How long the check at open may take. A tuning database is well under
- * 10 MiB (quick_check reads it in a few ms); 50 MiB takes about 0.15 s on
- * the 2-core test machine. A larger file is served unchecked rather than
- * delaying every start. */
-#define OPEN_CHECK_S 0.5
+/* How long each check at open may take. A tuning database is well under
+ * 10 MiB: integrity_check reads it in about 30 ms, quick_check (the b-tree
+ * structure only) in a third of that; 57 MiB take 0.16 s and 0.06 s on the
+ * 2-core test machine. A larger file is served with less checked rather
+ * than delaying every start; its first write still waits for the whole
+ * check (db_writable). */
+static double g_open_check_s = 0.5;
 
-/* PRAGMA quick_check(1) at open: every b-tree page's structure (not the
- * index contents, which integrity_check adds at about eight times the
- * cost), so that a page damaged in the middle of the file is found before
- * anything reads wrong rows or writes into it. GS_ECORRUPT saying what to
- * do. */
-static int quick_check(gs_db *db, gs_err *err)
+void db_set_open_check_s(double s)
 {
-    double deadline = gs_now_s() + OPEN_CHECK_S;
-    char first[512] = "";
-    sqlite3_progress_handler(db->h, 1000, past_deadline, &deadline);
+    g_open_check_s = s;
+}
+
+/* What a check found: up to three of SQLite's problem lines, one line. */
+static void add_problem(char *buf, size_t len, int nth, const char *r)
+{
+    static const char head[] = "*** in database main ***\n";
+    size_t o = strlen(buf);
+    if (nth > 3) {
+        if (nth == 4 && o + 16 < len)
+            snprintf(buf + o, len - o, "; ...");
+        return;
+    }
+    if (!strncmp(r, head, sizeof head - 1))
+        r += sizeof head - 1;
+    say(buf + o, len - o, "%s%s", o ? "; " : "", r);
+    for (char *c = buf + o; *c; c++)
+        if (*c == '\n')
+            *c = ' ';
+}
+
+/* PRAGMA `pragma` (quick_check: every b-tree page's structure;
+ * integrity_check: that and whether every index holds exactly its table's
+ * rows, about three times the work), given at most `limit_s` seconds (< 0:
+ * no limit). 0: ok; CHECK_TIMEOUT: out of time, nothing known;
+ * GS_ECORRUPT saying what to do; another code when SQLite failed to read. */
+enum { CHECK_TIMEOUT = 1 };
+static int run_check(gs_db *db, const char *pragma, double limit_s, gs_err *err)
+{
+    double deadline = gs_now_s() + limit_s;
+    char sql[64], probs[900] = "";
+    int nprob = 0;
+    snprintf(sql, sizeof sql, "PRAGMA %s(20)", pragma);   /* at most 20 problems */
+    if (limit_s >= 0)
+        sqlite3_progress_handler(db->h, 1000, past_deadline, &deadline);
     sqlite3_stmt *st;
-    int rc = sqlite3_prepare_v2(db->h, "PRAGMA quick_check(1)", -1, &st, NULL);
+    int rc = sqlite3_prepare_v2(db->h, sql, -1, &st, NULL);
     if (rc == SQLITE_OK) {
-        rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW) {
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
             const char *r = (const char *)sqlite3_column_text(st, 0);
-            if (!r || strcmp(r, "ok") != 0) {
-                /* one line: without the "*** in database main ***" heading */
-                static const char head[] = "*** in database main ***\n";
-                if (r && !strncmp(r, head, sizeof head - 1))
-                    r += sizeof head - 1;
-                snprintf(first, sizeof first, "%s", r ? r : "no answer");
-                for (char *c = first; *c; c++)
-                    if (*c == '\n')
-                        *c = ' ';
-            }
-            rc = SQLITE_OK;
+            if (!r || strcmp(r, "ok") != 0)
+                add_problem(probs, sizeof probs, ++nprob, r ? r : "no answer");
         }
+        if (rc == SQLITE_DONE)
+            rc = SQLITE_OK;
         sqlite3_finalize(st);
     }
     sqlite3_progress_handler(db->h, 0, NULL, NULL);
     if ((rc & 0xff) == SQLITE_INTERRUPT)
-        return 0;   /* past OPEN_CHECK_S: too large to check at every open */
-    if (rc == SQLITE_OK && !first[0])
+        return CHECK_TIMEOUT;
+    if (rc == SQLITE_OK && !nprob)
         return 0;
     if (rc != SQLITE_OK && (rc & 0xff) != SQLITE_CORRUPT && (rc & 0xff) != SQLITE_NOTADB)
         return db_fail(db, rc, err, "checking the file");
+    db->damaged = 1;
+    db->checked = 0;
     return gs_err_set(err, GS_ECORRUPT,
-                      "database %s is damaged (SQLite's check: %s); it was left as it is: move "
-                      "it aside (mv %s %s.damaged) and tune again (gsortd --tune-all)",
-                      db->path, first[0] ? first : sqlite3_errmsg(db->h), db->path, db->path);
+                      "database %s is damaged (SQLite's %s: %s); nothing was written into it: "
+                      "move it aside (mv %s %s.damaged) and tune again (gsortd --tune-all); "
+                      "gsortd --db-check tells whether a database is whole",
+                      db->path, pragma, nprob ? probs : sqlite3_errmsg(db->h), db->path,
+                      db->path);
+}
+
+int db_writable(gs_db *db, gs_err *err)
+{
+    return db->checked ? 0 : gs_db_check(db, err);
+}
+
+/* The check at open, before anything is written. Read-only opens run
+ * quick_check within the time bound. Read-write ones run the whole
+ * integrity_check within it (falling back to quick_check when the file is
+ * too large for that), and without a bound when `full` says so: an
+ * explicit check (GS_DB_FULL_CHECK), a migration to come, or files left by
+ * a process that did not close the database. */
+static int check_at_open(gs_db *db, int ro, int full, gs_err *err)
+{
+    if (full)
+        return db_writable(db, err);
+    int rc = ro ? CHECK_TIMEOUT : run_check(db, "integrity_check", g_open_check_s, err);
+    if (rc == 0) {
+        db->checked = 1;
+        return 0;
+    }
+    if (rc != CHECK_TIMEOUT)
+        return rc;
+    rc = run_check(db, "quick_check", g_open_check_s, err);
+    return rc == CHECK_TIMEOUT ? 0 : rc;   /* too large to check at every open */
+}
+
+/* Whether SQLite's -wal or -shm file is beside the database before it is
+ * opened. Every connection to a WAL-mode database keeps both, and the
+ * last one to close cleanly checkpoints and deletes them; so they are
+ * there after a process using the database was killed (kill -9, a crash,
+ * a power cut), and while another process has it open. Either way the
+ * open checks the whole file: the first case is the unclean shutdown, the
+ * second costs only the check. */
+static int left_behind(const char *path)
+{
+    static const char *const sfx[] = { "-wal", "-shm" };
+    char f[4200];
+    struct stat sb;
+    for (int i = 0; i < 2; i++) {
+        snprintf(f, sizeof f, "%s%s", path, sfx[i]);
+        if (lstat(f, &sb) == 0)
+            return 1;
+    }
+    return 0;
 }
 
 int gs_db_open(gs_db **out, const char *path, int flags, gs_err *err)
@@ -333,6 +412,8 @@ int gs_db_open(gs_db **out, const char *path, int flags, gs_err *err)
         return gs_err_set(err, GS_ENOMEM, "out of memory");
     }
     int ro = flags & GS_DB_READONLY;
+    /* looked at before the open, which creates them */
+    db->wal_found = !ro && left_behind(path);
     int rc = sqlite3_open_v2(path, &db->h,
                              ro ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
                              NULL);
@@ -391,7 +472,8 @@ int gs_db_open(gs_db **out, const char *path, int flags, gs_err *err)
         rc = gs_err_set(err, GS_EUNSUPPORTED,
                         "database %s has schema version %d, older than %d; open it once read-write "
                         "(gsortd) to migrate it", path, v, latest);
-    } else if ((rc = quick_check(db, err)) != 0) {
+    } else if ((rc = check_at_open(db, ro, !ro && ((flags & GS_DB_FULL_CHECK) || v < latest ||
+                                                  db->wal_found), err)) != 0) {
         /* damaged: nothing is written into it, not even the journal mode */
     } else if (!ro) {
         if ((rc = db_exec(db, "PRAGMA journal_mode=WAL", err)) == 0 &&
@@ -413,6 +495,12 @@ void gs_db_close(gs_db *db)
 {
     if (!db)
         return;
+    /* The last connection to close checkpoints the -wal into the file. A
+     * damaged file stays as it was found: a -wal that was there before the
+     * open stays too (one SQLite made at the open is empty: deleting it
+     * writes nothing). */
+    if (db->h && db->damaged && db->wal_found)
+        sqlite3_db_config(db->h, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
     if (db->h)
         sqlite3_close_v2(db->h);
     free(db->path);
@@ -421,25 +509,21 @@ void gs_db_close(gs_db *db)
 
 int gs_db_check(gs_db *db, gs_err *err)
 {
-    sqlite3_stmt *st;
-    int rc = db_prepare(db, "PRAGMA integrity_check", &st, err);
-    if (rc)
-        return rc;
-    int step = sqlite3_step(st);
-    if (step != SQLITE_ROW) {
-        rc = db_fail(db, step, err, "integrity_check");
-    } else {
-        const char *r = (const char *)sqlite3_column_text(st, 0);
-        if (!r || strcmp(r, "ok") != 0)
-            rc = gs_err_set(err, GS_ECORRUPT, "database %s: integrity check: %s", db->path, r ? r : "?");
-    }
-    sqlite3_finalize(st);
+    int rc = run_check(db, "integrity_check", -1, err);
+    if (rc == 0)
+        db->checked = 1;
     return rc;
+}
+
+int gs_db_checked(const gs_db *db)
+{
+    return db->checked;
 }
 
 int gs_db_begin(gs_db *db, gs_err *err)
 {
-    return db_exec(db, "BEGIN IMMEDIATE", err);
+    int rc = db_writable(db, err);
+    return rc ? rc : db_exec(db, "BEGIN IMMEDIATE", err);
 }
 
 int gs_db_commit(gs_db *db, gs_err *err)

@@ -5,10 +5,19 @@
  * running while a writer commits, SIGKILL during writes leaving a file
  * that passes integrity_check with every acknowledged write present, a
  * file in a directory this user cannot write (read-only opens still read
- * it; read-write ones name the cause), and a page damaged in the middle
- * of the file (refused at open, the file untouched). */
+ * it; read-write ones name the cause), a page damaged in the middle
+ * of the file (refused at open, the file untouched), and damage inside an
+ * index that only the whole integrity_check sees: refused by read-write
+ * opens, by the first write of a file too large to check at open, and
+ * after an unclean shutdown (the -wal and -shm a killed process left);
+ * gsortd --tune-all and --db-check refuse it (exit 1, what to do) and the
+ * daemon serves with built-in defaults, saying so, its background tune
+ * off; the file byte-for-byte as it was after all of it. */
 #include "config.h"
+#include "dmn.h"
+#include "gs_client.h"
 #include "gs_db.h"
+#include "gs_db_int.h"
 #include "gs_dev.h"
 #include "gs_embed.h"
 #include "gs_sha256.h"
@@ -304,6 +313,352 @@ static void test_damaged(void)
            "read-only open refuses it too");
 }
 
+/* ---- damage inside an index ---- */
+
+/* SQLite's own view of the file at `p`, read as immutable (no -wal or -shm
+ * made, nothing written). */
+static sqlite3 *open_immutable(const char *p)
+{
+    char uri[700];
+    snprintf(uri, sizeof uri, "file:%s?immutable=1", p);
+    sqlite3 *h = NULL;
+    if (sqlite3_open_v2(uri, &h, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) != SQLITE_OK) {
+        sqlite3_close(h);
+        return NULL;
+    }
+    return h;
+}
+
+static long sql_long(sqlite3 *h, const char *sql, const char *arg)
+{
+    sqlite3_stmt *st;
+    long v = -1;
+    if (h && sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK) {
+        if (arg)
+            sqlite3_bind_text(st, 1, arg, -1, SQLITE_STATIC);
+        if (sqlite3_step(st) == SQLITE_ROW)
+            v = (long)sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+    }
+    return v;
+}
+
+/* The first line SQLite answers `pragma` with. */
+static void sqlite_says(const char *p, const char *pragma, char *out, size_t len)
+{
+    sqlite3 *h = open_immutable(p);
+    sqlite3_stmt *st;
+    snprintf(out, len, "cannot ask");
+    if (h && sqlite3_prepare_v2(h, pragma, -1, &st, NULL) == SQLITE_OK) {
+        int rc = sqlite3_step(st);
+        snprintf(out, len, "%s", rc == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0)
+                                                  : sqlite3_errmsg(h));
+        sqlite3_finalize(st);
+    }
+    sqlite3_close(h);
+}
+
+/* Flip the last two bytes of the root page of `index` in the file at `p`
+ * (found from sqlite_master.rootpage and the page size): the end of the
+ * page holds the first cell written, whose last bytes are the row id that
+ * entry points to. The b-tree stays well formed, so quick_check passes it;
+ * integrity_check finds a row missing from the index. 0 when SQLite sees
+ * exactly that (else the test's premise does not hold: -1, diagnosed). */
+static int flip_index(const char *p, const char *index)
+{
+    sqlite3 *h = open_immutable(p);
+    long ps = sql_long(h, "PRAGMA page_size", NULL);
+    long root = sql_long(h, "SELECT rootpage FROM sqlite_master WHERE type='index' AND name=?1",
+                         index);
+    sqlite3_close(h);
+    FILE *f = ps > 0 && root > 0 ? fopen(p, "r+b") : NULL;
+    unsigned char b[2] = { 0, 0 };
+    int ok = f && fseek(f, root * ps - 2, SEEK_SET) == 0 && fread(b, 1, 2, f) == 2;
+    b[0] ^= 0xff;
+    b[1] ^= 0xff;
+    ok = ok && fseek(f, root * ps - 2, SEEK_SET) == 0 && fwrite(b, 1, 2, f) == 2;
+    if (f)
+        ok = fclose(f) == 0 && ok;
+    char q[512], ic[512];
+    sqlite_says(p, "PRAGMA quick_check", q, sizeof q);
+    sqlite_says(p, "PRAGMA integrity_check", ic, sizeof ic);
+    if (ok && !strcmp(q, "ok") && strstr(ic, index))
+        return 0;
+    tap_diag("%s: page size %ld, root page %ld; quick_check: %s; integrity_check: %s", index, ps,
+             root, q, ic);
+    return -1;
+}
+
+/* A database with rows in every table, so that every index has entries. */
+static int make_full(const char *p)
+{
+    gs_db *db;
+    gs_err err;
+    int64_t id = 0, tid = 0;
+    gs_dev_info d = fake_dev("1.0");
+    int rc = gs_db_open(&db, p, 0, &err);
+    if (rc)
+        return rc;
+    rc = gs_db_device_id(db, &d, 1, &id, &err);
+    for (int i = 0; !rc && i < 400; i++) {
+        gs_db_trial t = trial(id, 1000 + (uint64_t)i, "{\"radix_bits\":4}", 1.0 + i);
+        rc = gs_db_trial_add(db, &t, &tid, &err);
+    }
+    for (int b = 10; !rc && b < 15; b++) {
+        rc = gs_db_winner_set(db, id, "radix", 32, "none", b, "{\"radix_bits\":4}", 1.0, tid,
+                              &err);
+        rc = rc ? rc : gs_db_plan_set(db, id, 32, "none", 0, b, "radix", "{\"radix_bits\":4}",
+                                      1.0, &err);
+    }
+    gs_db_close(db);
+    if (rc)
+        tap_diag("building %s: %s", p, err.msg);
+    return rc;
+}
+
+static int copy_file(const char *from, const char *to)
+{
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", from, to);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* -wal and -shm as a process that is killed leaves them: a child opens
+ * `p` with SQLite, reads it (which makes both files) and is SIGKILLed.
+ * 1 when both are there after. */
+static int leave_wal(const char *p)
+{
+    int fds[2];
+    if (pipe(fds))
+        tap_bail("pipe");
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        sqlite3 *h;
+        char c = 1;
+        if (sqlite3_open_v2(p, &h, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK ||
+            sqlite3_exec(h, "SELECT count(*) FROM devices", NULL, NULL, NULL) != SQLITE_OK)
+            c = 0;
+        if (write(fds[1], &c, 1) != 1)
+            _exit(1);
+        for (;;)
+            pause();
+    }
+    close(fds[1]);
+    char c = 0;
+    ssize_t r = read(fds[0], &c, 1);
+    close(fds[0]);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    char w[700], m[700];
+    snprintf(w, sizeof w, "%s-wal", p);
+    snprintf(m, sizeof m, "%s-shm", p);
+    return r == 1 && c == 1 && file_exists(w) && file_exists(m);
+}
+
+static int says_recovery(const char *msg, const char *index)
+{
+    return strstr(msg, "is damaged") && strstr(msg, index) && strstr(msg, "move it aside") &&
+           strstr(msg, "gsortd --tune-all") && strstr(msg, "gsortd --db-check");
+}
+
+/* Every index damaged in turn: read-write opens refuse it, saying what to
+ * do, the file left as it was. Then, with one of them: a file too large
+ * to check at open (a zero time bound stands for it) opens, and its first
+ * write checks the whole file and is refused; GS_DB_FULL_CHECK and the
+ * files left by a killed process make the open check the whole file
+ * whatever its size. */
+static void test_index_damage(void)
+{
+    static const char *const idx[] = { "trials_by_config", "sqlite_autoindex_plan_1",
+                                       "sqlite_autoindex_winners_1", "sqlite_autoindex_devices_1" };
+    char base[600], p[600], wal[700], shm[700], q[600];
+    path_of(base, sizeof base, "full.db");
+    path_of(p, sizeof p, "idx.db");
+    path_of(q, sizeof q, "whole.db");
+    snprintf(wal, sizeof wal, "%s-wal", p);
+    snprintf(shm, sizeof shm, "%s-shm", p);
+    if (!tap_ok(make_full(base) == 0, "a database with rows in every table"))
+        return;
+    uint8_t before[GS_SHA256_LEN], after[GS_SHA256_LEN];
+    gs_db *db;
+    gs_err err;
+    for (size_t i = 0; i < sizeof idx / sizeof idx[0]; i++) {
+        int flipped = copy_file(base, p) == 0 && flip_index(p, idx[i]) == 0;
+        tap_ok(flipped, "%s damaged: SQLite's quick_check passes it, its integrity_check does "
+               "not", idx[i]);
+        sc_file_sha256(p, before);
+        gs_err_clear(&err);
+        int rc = gs_db_open(&db, p, 0, &err);
+        sc_file_sha256(p, after);
+        tap_ok(rc == GS_ECORRUPT && db == NULL && says_recovery(err.msg, idx[i]),
+               "... read-write open refuses it, naming the index and what to do: %s", err.msg);
+        tap_ok(memcmp(before, after, sizeof before) == 0 && !file_exists(wal) &&
+               !file_exists(shm), "... and leaves it byte-for-byte as it was, no -wal or -shm");
+        if (rc == 0)
+            gs_db_close(db);
+    }
+
+    /* p has the last index damaged; too large to check at open: */
+    db_set_open_check_s(0);
+    sc_file_sha256(p, before);
+    int rc = gs_db_open(&db, p, 0, &err);
+    int checked = rc == 0 ? gs_db_checked(db) : -1;
+    tap_ok(rc == 0 && checked == 0, "a file too large to check at open opens unchecked (%s, "
+           "checked %d)", rc ? err.msg : "opened", checked);
+    if (rc == 0) {
+        gs_db_trial t = trial(1, 77, "{}", 1.0);
+        gs_err_clear(&err);
+        rc = gs_db_trial_add(db, &t, NULL, &err);
+        tap_ok(rc == GS_ECORRUPT && says_recovery(err.msg, idx[3]),
+               "... its first write checks the whole file first, and is refused: %s", err.msg);
+        gs_err_clear(&err);
+        rc = gs_db_plan_set(db, 1, 32, "none", 0, 9, "host", "{}", 1.0, &err);
+        int rc2 = gs_db_begin(db, &err);
+        tap_ok(rc == GS_ECORRUPT && rc2 == GS_ECORRUPT, "... and so is every write after it, "
+               "and a transaction");
+        gs_db_close(db);
+    }
+    sc_file_sha256(p, after);
+    tap_ok(memcmp(before, after, sizeof before) == 0 && !file_exists(wal),
+           "... the file byte-for-byte as it was");
+    rc = gs_db_open(&db, p, GS_DB_FULL_CHECK, &err);
+    tap_ok(rc == GS_ECORRUPT && db == NULL && says_recovery(err.msg, idx[3]),
+           "GS_DB_FULL_CHECK checks the whole file whatever its size: refused");
+    if (rc == 0)
+        gs_db_close(db);
+
+    /* An unclean shutdown: the whole check at open, whatever the size. */
+    int whole = copy_file(base, q) == 0;
+    rc = gs_db_open(&db, q, 0, &err);
+    checked = rc == 0 ? gs_db_checked(db) : -1;
+    gs_db_close(db);
+    int left = whole && leave_wal(q);
+    rc = gs_db_open(&db, q, 0, &err);
+    int checked2 = rc == 0 ? gs_db_checked(db) : -1;
+    gs_db_close(db);
+    tap_ok(left && checked == 0 && checked2 == 1, "a whole file too large to check at open: "
+           "unchecked after a clean close (%d), checked whole when a killed process left its "
+           "-wal and -shm (%d)", checked, checked2);
+    int left2 = leave_wal(p);
+    sc_file_sha256(p, before);
+    rc = gs_db_open(&db, p, 0, &err);
+    sc_file_sha256(p, after);
+    tap_ok(left2 && rc == GS_ECORRUPT && db == NULL && says_recovery(err.msg, idx[3]),
+           "the damaged one, after a killed process left its -wal and -shm: refused at open: %s",
+           err.msg);
+    tap_ok(memcmp(before, after, sizeof before) == 0 && file_exists(wal) && file_exists(shm),
+           "... the file as it was, and its -wal and -shm left as they were found");
+    if (rc == 0)
+        gs_db_close(db);
+    db_set_open_check_s(0.5);
+}
+
+/* The programs, with a real tuning database (gsortd --tune-all, the host
+ * sort on the first device) damaged inside the plan's index: --tune-all
+ * and --db-check refuse it, exit 1, saying what to do; a daemon serving
+ * from it (tune_missing=yes, so that its background tune would write)
+ * says so loudly, serves with the built-in defaults where the whole copy
+ * serves its tuned plan, and tunes nothing; the file is byte-for-byte as
+ * it was after all of it. */
+
+/* One u32 sort through daemon d, checked: 1 when right, with the plan
+ * that served it ("tuned", "default"...) in plan, else why not. */
+static int sort_plan(const dmn *d, char *plan, size_t len)
+{
+    gs_client *c = NULL;
+    gs_err err;
+    gs_err_clear(&err);
+    snprintf(plan, len, "no answer");
+    if (gs_client_connect(&c, d->sock, &err)) {
+        snprintf(plan, len, "connect: %.200s", err.msg);
+        return 0;
+    }
+    gs_client_set_timeout(c, 180 * dmn_slowdown());
+    sc_case k;
+    if (sc_case_init(&k, GS_DT_U32, GS_PL_NONE, 0, 50000, SC_RANDOM, 5))
+        tap_bail("out of memory");
+    gs_client_sort s = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = 50000, .device = -1 };
+    gs_client_result res;
+    char why[600];
+    int ok = dmn_sort_check(c, &s, &k, &res, why, sizeof why);
+    snprintf(plan, len, "%s", ok ? res.plan : why);
+    sc_case_free(&k);
+    gs_client_close(c);
+    return ok;
+}
+
+static void test_programs(void)
+{
+    static dmn tune, rtune, check, good, bad;
+    char gp[600], bp[600], bwal[700];
+    snprintf(gp, sizeof gp, "%s/good.db", dmn_tmpdir());
+    snprintf(bp, sizeof bp, "%s/bad.db", dmn_tmpdir());
+    snprintf(bwal, sizeof bwal, "%s-wal", bp);
+    const char *const targs[] = { "--tune-all", "--quick", "--algorithms", "host", "--payloads",
+                                  "none", "--max-log2", "16", "--db", gp, "--cache-dir",
+                                  dmn_cachedir(), NULL };
+    int rc = dmn_run(&tune, "tune", targs, 300);
+    if (!tap_ok(rc == 0, "gsortd --tune-all (host sort, up to 2^16) builds a database: exit %d",
+                rc)) {
+        dmn_dump_log(&tune, 20);
+        return;
+    }
+    int flipped = copy_file(gp, bp) == 0 && flip_index(bp, "sqlite_autoindex_plan_1") == 0;
+    tap_ok(flipped, "a copy with the plan's index damaged (quick_check passes it)");
+    uint8_t before[GS_SHA256_LEN], after[GS_SHA256_LEN];
+    sc_file_sha256(bp, before);
+
+    const char *const rargs[] = { "--tune-all", "--quick", "--algorithms", "host", "--payloads",
+                                  "none", "--max-log2", "16", "--db", bp, "--cache-dir",
+                                  dmn_cachedir(), NULL };
+    rc = dmn_run(&rtune, "retune", rargs, 300);
+    int said = dmn_log_contains(&rtune, "is damaged") &&
+               dmn_log_contains(&rtune, "sqlite_autoindex_plan_1") &&
+               dmn_log_contains(&rtune, "move it aside") &&
+               dmn_log_contains(&rtune, "gsortd --db-check") &&
+               !dmn_log_contains(&rtune, "results in");
+    if (!tap_ok(rc == 1 && said, "gsortd --tune-all on it: exit %d, refused, saying what to do",
+                rc))
+        dmn_dump_log(&rtune, 10);
+    const char *const cargs[] = { "--db-check", "--db", bp, NULL };
+    rc = dmn_run(&check, "check", cargs, 120);
+    if (!tap_ok(rc == 1 && dmn_log_contains(&check, "sqlite_autoindex_plan_1") &&
+                dmn_log_contains(&check, "move it aside"), "gsortd --db-check on it: exit %d, "
+                "naming the index and what to do", rc))
+        dmn_dump_log(&check, 10);
+
+    char plan[640];
+    const char *const extra[] = { "-o", "tune_missing=yes", "--log-level", "info", NULL };
+    if (dmn_start(&good, "good", NULL, extra) == 0) {
+        int ok = sort_plan(&good, plan, sizeof plan);
+        tap_ok(ok && !strcmp(plan, "tuned"), "a daemon serving from the whole database: a "
+               "sort from its tuned plan (%s)", plan);
+        dmn_stop(&good, SIGTERM, 60);
+    } else {
+        tap_ok(0, "a daemon serving from the whole database started");
+    }
+    if (dmn_start(&bad, "bad", NULL, extra) == 0) {
+        int ok = sort_plan(&bad, plan, sizeof plan);
+        tap_ok(ok && !strcmp(plan, "default"), "a daemon serving from the damaged one: the sort "
+               "is right, with the built-in defaults (%s)", plan);
+        int st = dmn_stop(&bad, SIGTERM, 60);
+        int loud = dmn_log_contains(&bad, "error: tuning database") &&
+                   dmn_log_contains(&bad, "sqlite_autoindex_plan_1") &&
+                   dmn_log_contains(&bad, "serving with built-in defaults") &&
+                   dmn_log_contains(&bad, "tune_missing: the tuning database") &&
+                   !dmn_log_contains(&bad, "in the background");
+        if (!tap_ok(st == 0 && loud, "... its log says so as an error, and that it tunes "
+                    "nothing into it; exit %d on SIGTERM", st))
+            dmn_dump_log(&bad, 20);
+    } else {
+        tap_ok(0, "a daemon serving from the damaged database started");
+    }
+    sc_file_sha256(bp, after);
+    tap_ok(memcmp(before, after, sizeof before) == 0 && !file_exists(bwal),
+           "after all of it the file is byte-for-byte as it was");
+}
+
 /* ---- SIGKILL during writes: the child acknowledges each commit on a pipe ---- */
 static void child_writer(const char *path, int fd, int64_t dev)
 {
@@ -324,6 +679,8 @@ static void child_writer(const char *path, int fd, int64_t dev)
 int main(void)
 {
     gs_err err;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    dmn_init();
     if (!mkdtemp(dir))
         tap_bail("mkdtemp failed");
     char p[512], wal[600];
@@ -620,6 +977,8 @@ int main(void)
 
     test_readonly_dir();
     test_damaged();
+    test_index_damage();
+    test_programs();
 
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

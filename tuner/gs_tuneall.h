@@ -28,7 +28,9 @@ typedef struct gs_tuneall_opts {
 
 /* --tune-all, or --tune-compare when o->compare is set. */
 int gs_tuneall_run(const gs_tuneall_opts *o);
-/* --db-check: the database's integrity check; prints "ok". */
+/* --db-check: the database's whole integrity check (creating or
+ * migrating it once the check passed); prints "ok", or says what is wrong
+ * and what to do (exit status 1). */
 int gs_tuneall_db_check(const char *db_path);
 
 #endif

@@ -3,7 +3,8 @@
  * read-only (the daemon's plan lookups, gsort-query) and read-write (the
  * tuner: migrations, new trials, winners and plan entries), with
  * gs_db_check in both. Any error is fine; a crash or a sanitizer report is
- * a finding. The seeds in tests/fuzz/corpus/db/ are real databases written
+ * a finding, and so is a write into a file that failed its check, or a
+ * file refused by the check at open that is not byte-for-byte the input. The seeds in tests/fuzz/corpus/db/ are real databases written
  * through this API (tests/fuzz/gen_db_seeds.c) plus a few broken files. Also
  * built with the normal compiler into the corpus replay test
  * (tests/fuzz/replay.c). */
@@ -64,6 +65,23 @@ static int write_file(const uint8_t *data, size_t size)
         return -1;
     int ok = fwrite(data, 1, size, f) == size;
     return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+/* Whether the file holds exactly `data`. */
+static int file_is(const uint8_t *data, size_t size)
+{
+    FILE *f = fopen(file, "rb");
+    if (!f)
+        return 0;
+    int same = 1;
+    size_t off = 0, n;
+    uint8_t buf[4096];
+    while (same && (n = fread(buf, 1, sizeof buf, f)) > 0) {
+        same = off + n <= size && memcmp(buf, data + off, n) == 0;
+        off += n;
+    }
+    fclose(f);
+    return same && off == size;
 }
 
 static const gs_dev_info *device(void)
@@ -157,11 +175,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             /* opened read-write: migrated to this build's schema */
             CHECK(gs_db_version(db) == gs_db_latest_version());
             writes(db);
+        } else {
+            /* a file that failed the check is never written into */
+            int64_t id;
+            CHECK(gs_db_device_id(db, device(), 1, &id, &err) != 0);
         }
         lookups(db);
         gs_db_close(db);
     } else {
         CHECK(db == NULL && rc < 0 && err.msg[0]);
+        /* refused by the check: left byte-for-byte as it was */
+        if (strstr(err.msg, "nothing was written into it"))
+            CHECK(file_is(data, size));
     }
     cleanup();
     return 0;
