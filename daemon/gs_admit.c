@@ -86,7 +86,7 @@ static const char *cap_note(const conn *c)
 {
     return c->io->conf.max_memory == GS_CONF_AUTO
                ? " (auto: the memory limit of the daemon's cgroup, else the machine's memory, "
-                 "less a quarter; set max_memory to change it)"
+                 "less a headroom; set max_memory to change it)"
                : "";
 }
 
@@ -96,6 +96,10 @@ int srv_mem_admit(conn *c, char *msg, size_t mlen)
     claim k;
     claim_of(&c->rq, &k);
     uint64_t need = k.data + k.values + k.scratch, cap = atomic_load(&s->mem.cap);
+    if (c->mem_claim) {         /* never two charges at once: a request is released first */
+        gs_mem_give(&s->mem, c->mem_claim);
+        c->mem_claim = 0;
+    }
     if (need == 0 || take(s, need)) {
         unwait(c);
         c->mem_claim = need;
@@ -188,8 +192,9 @@ void srv_mem_configure(srv *s)
     char where[512] = "";
     uint64_t limit = s->conf.max_memory == GS_CONF_AUTO ? gs_mem_limit(where, sizeof where) : 0;
     if (limit)
-        GS_INFO("memory: max_memory %.0f MiB (auto: %.0f MiB of %s, less a quarter), "
-                "max_request_bytes %.0f MiB", cap / MIB, limit / MIB, where, s->req_cap / MIB);
+        GS_INFO("memory: max_memory %.0f MiB (auto: %.0f MiB of %s, less a headroom of %.0f "
+                "MiB), max_request_bytes %.0f MiB", cap / MIB, limit / MIB, where,
+                (limit - cap) / MIB, s->req_cap / MIB);
     else
         GS_INFO("memory: max_memory %.0f MiB, max_request_bytes %.0f MiB", cap / MIB,
                 s->req_cap / MIB);

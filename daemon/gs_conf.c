@@ -135,7 +135,7 @@ void gs_conf_defaults(gs_conf *c)
     c->log_syslog = 0;
     c->max_request_bytes = GS_CONF_AUTO;
     c->max_memory = GS_CONF_AUTO;
-    c->memory_wait_s = 10;
+    c->memory_wait_s = 30;
     c->max_pinned_bytes = GS_CONF_AUTO;
     c->max_mapped_bytes = GS_CONF_AUTO;
     c->max_mapped_bytes_per_client = GS_CONF_AUTO;
@@ -610,7 +610,7 @@ int gs_conf_set(gs_conf *c, const char *key, const char *v, gs_err *err)
             x = GS_CONF_AUTO;
         else if (gs_conf_parse_size(v, &x) != 0 || x < (1u << 20) || x == GS_CONF_AUTO)
             return bad(err, key, v, "auto (the cgroup's memory limit, else the physical "
-                       "memory, less a quarter), or a size of at least 1M, e.g. 512M, 16G");
+                       "memory, less a headroom), or a size of at least 1M, e.g. 512M, 16G");
         c->max_memory = x;
         return 0;
     }

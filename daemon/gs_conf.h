@@ -46,7 +46,7 @@ typedef struct gs_conf {
                                           gs_conf_memory_cap */
     double memory_wait_s;              /* a request that does not fit max_memory waits
                                           this long for memory, then is refused; 0:
-                                          refused at once; 10 */
+                                          refused at once; 30 */
     unsigned buffer_pool_percent;      /* device buffers kept for reuse, per device:
                                           this share of its memory; 25 */
     uint64_t device_mem_cap;           /* device memory one request may use per device;

@@ -262,16 +262,6 @@ static void on_header(conn *c)
     expect_payload(c);
 }
 
-void srv_conn_admitted(conn *c, int rc, const char *msg)
-{
-    if (rc < 0)
-        pend_error(c, rc, "%s", msg);
-    c->last_progress = gs_now_ms();     /* io_timeout counts from here */
-    expect_payload(c);
-    srv_conn_update_poll(c);
-    conn_read(c);
-}
-
 /* A whole message is in. */
 static void on_message(conn *c)
 {
@@ -288,6 +278,20 @@ static void on_message(conn *c)
         return;
     }
     srv_op_run(c);
+}
+
+void srv_conn_admitted(conn *c, int rc, const char *msg)
+{
+    if (rc < 0)
+        pend_error(c, rc, "%s", msg);
+    c->last_progress = gs_now_ms();     /* io_timeout counts from here */
+    expect_payload(c);
+    if (c->rd.state == GS_RD_DONE) {    /* no payload to read: a memfd request */
+        on_message(c);
+        return;
+    }
+    srv_conn_update_poll(c);
+    conn_read(c);
 }
 
 /* Take descriptors from a received message; 0, or -1 if there were too many. */

@@ -230,7 +230,7 @@ uint64_t gs_mem_phys(void)
 
 uint64_t gs_mem_auto(uint64_t limit)
 {
-    uint64_t floor = 128 * MIB < limit / 2 ? 128 * MIB : limit / 2;
+    uint64_t floor = 192 * MIB < limit / 2 ? 192 * MIB : limit / 2;
     uint64_t head = limit / 4 > floor ? limit / 4 : floor;
     return limit - head;
 }

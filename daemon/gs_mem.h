@@ -31,7 +31,9 @@ uint64_t gs_mem_cgroup_limit(const char *root, char *where, size_t wlen);
 /* The machine's physical memory (_SC_PHYS_PAGES); 4 GiB when unknown. */
 uint64_t gs_mem_phys(void);
 /* max_memory = auto for a memory limit of `limit` bytes: the limit less a
- * headroom of a quarter of it, at least min(128 MiB, half of it). */
+ * headroom of a quarter of it, at least min(192 MiB, half of it) (measured
+ * in a 512 MiB cgroup: the daemon with PoCL's compiler loaded holds about
+ * 120 MiB besides what it charges). */
 uint64_t gs_mem_auto(uint64_t limit);
 /* The limit max_memory = auto is drawn from on this machine: the cgroup's
  * when set and below the physical memory, else the physical memory;

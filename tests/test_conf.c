@@ -273,8 +273,8 @@ static void test_keys(void)
         /* max_memory = auto: the cgroup's limit or the RAM, less a quarter */
         uint64_t lim = gs_mem_limit(NULL, 0), cap = gs_conf_memory_cap(&c);
         tap_ok(c.max_memory == GS_CONF_AUTO && lim <= gs_mem_phys() && cap == gs_mem_auto(lim) &&
-                   cap >= lim / 2 && cap < lim && c.memory_wait_s == 10,
-               "defaults: max_memory auto (%llu of a %llu-byte limit), memory_wait 10 s",
+                   cap >= lim / 2 && cap < lim && c.memory_wait_s == 30,
+               "defaults: max_memory auto (%llu of a %llu-byte limit), memory_wait 30 s",
                (unsigned long long)cap, (unsigned long long)lim);
         uint64_t ram = gs_mem_phys(), all = gs_conf_mapped_cap(&c);
         tap_ok(c.max_mapped_bytes == GS_CONF_AUTO && c.max_mapped_bytes_per_client == GS_CONF_AUTO &&
