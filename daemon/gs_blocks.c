@@ -10,16 +10,17 @@
  * up) nor held after its reply (the client frees it; unmapping the last
  * reference to freed pages on a later request would cost that request).
  * A connection keeps at most BLOCKS_PER_CONN blocks, dropping the least
- * recently used; all go when it closes. A kept block is mapped whole, so its
- * file's whole size counts against max_mapped_bytes_per_client (dropping
- * the connection's least recently used blocks to make room) and
+ * recently used; all go when it closes. A kept block is mapped whole, so
+ * its file's whole size counts against max_mapped_bytes_per_client
+ * (dropping the connection's least recently used blocks to make room) and
  * max_mapped_bytes (all connections): a file larger than they allow is not
  * kept, and each of its requests maps only the part it uses, as for a file
  * sent once; so no client, however large or sparse the files it sends,
  * fills the daemon's address space (issue 32: 32 TiB sparse memfds carrying
- * 16-byte requests left other clients' sorts failing with GS_ENOMEM). A kept block is released only
- * while no sort of the connection runs (a connection has one request in
- * flight, and eviction happens when the next one arrives). A kept mapping
+ * 16-byte requests left other clients' sorts failing with GS_ENOMEM). A
+ * kept block is released only while no sort of the connection runs (a
+ * connection has one request in flight, and eviction happens when the next
+ * one arrives). A kept mapping
  * holds its file, so its inode cannot be reused by another memfd while the
  * block is kept. */
 #include "config.h"

@@ -11,8 +11,10 @@
  * sort runs nothing more is read from it, which is the backpressure.
  * Nothing a client sends can make the daemon allocate more than
  * max_header_bytes before the header is checked, or more than it actually
- * received afterwards. A descriptor is closed only after the loop has let
- * go of its handle (uv_close first, close(fd) in the close callback). */
+ * received afterwards; and a sort is charged to the memory budget
+ * (gs_admit.c) before its payload buffer exists, or waits unread. A
+ * descriptor is closed only after the loop has let go of its handle
+ * (uv_close first, close(fd) in the close callback). */
 #include "config.h"
 #include "gs_srv_int.h"
 
