@@ -10,9 +10,17 @@
  * up) nor held after its reply (the client frees it; unmapping the last
  * reference to freed pages on a later request would cost that request).
  * A connection keeps at most BLOCKS_PER_CONN blocks, dropping the least
- * recently used; all go when it closes. A kept block is released only
- * while no sort of the connection runs (a connection has one request in
- * flight, and eviction happens when the next one arrives). A kept mapping
+ * recently used; all go when it closes. A kept block is mapped whole, so
+ * its file's whole size counts against max_mapped_bytes_per_client
+ * (dropping the connection's least recently used blocks to make room) and
+ * max_mapped_bytes (all connections): a file larger than they allow is not
+ * kept, and each of its requests maps only the part it uses, as for a file
+ * sent once; so no client, however large or sparse the files it sends,
+ * fills the daemon's address space (issue 32: 32 TiB sparse memfds carrying
+ * 16-byte requests left other clients' sorts failing with GS_ENOMEM). A
+ * kept block is released only while no sort of the connection runs (a
+ * connection has one request in flight, and eviction happens when the next
+ * one arrives). A kept mapping
  * holds its file, so its inode cannot be reused by another memfd while the
  * block is kept. */
 #include "config.h"
@@ -41,7 +49,67 @@ static void block_drop(conn *c, srv_block **pp)
     srv_block *b = *pp;
     *pp = b->next;
     c->nblocks--;
+    c->kept_bytes -= b->len;
+    atomic_fetch_sub(&c->s->kept_bytes, b->len);
     block_free(b);
+}
+
+static srv_block **block_lru(conn *c)
+{
+    srv_block **lru = &c->blocks;
+    for (srv_block **pp = &c->blocks; *pp; pp = &(*pp)->next)
+        if ((*pp)->last_used < (*lru)->last_used)
+            lru = pp;
+    return lru;
+}
+
+/* Count a kept block of `len` bytes against max_mapped_bytes_per_client and
+ * max_mapped_bytes, dropping the connection's least recently used blocks to
+ * make room (and one when it keeps BLOCKS_PER_CONN): 1, or 0 when it cannot
+ * be kept (nothing dropped then). */
+static int kept_room(conn *c, uint64_t len)
+{
+    srv *s = c->s;
+    uint64_t per = atomic_load(&s->kept_client_cap), all = atomic_load(&s->kept_cap);
+    uint64_t others = atomic_load(&s->kept_bytes) - c->kept_bytes;
+    if (len > per || others > all || len > all - others)
+        return 0;
+    for (;;) {
+        if (c->nblocks < BLOCKS_PER_CONN && c->kept_bytes + len <= per) {
+            uint64_t cur = atomic_load(&s->kept_bytes);
+            while (cur <= all - len)
+                if (atomic_compare_exchange_weak(&s->kept_bytes, &cur, cur + len)) {
+                    c->kept_bytes += len;
+                    return 1;
+                }
+        }
+        if (!c->blocks)
+            return 0;       /* other connections took the room meanwhile */
+        block_drop(c, block_lru(c));
+    }
+}
+
+static void kept_unroom(conn *c, uint64_t len)
+{
+    c->kept_bytes -= len;
+    atomic_fetch_sub(&c->s->kept_bytes, len);
+}
+
+/* A file the bounds did not let the connection keep: counted, and said
+ * once per connection. */
+static void not_kept(conn *c, uint64_t size)
+{
+    srv *s = c->s;
+    atomic_fetch_add(&s->not_kept, 1);
+    if (c->kept_noted)
+        return;
+    c->kept_noted = 1;
+    GS_INFO("client %s: a memfd of %llu bytes is not kept mapped (max_mapped_bytes_per_client "
+            "%llu, max_mapped_bytes %llu, %llu bytes kept now); its requests map only the "
+            "part they use", c->who, (unsigned long long)size,
+            (unsigned long long)atomic_load(&s->kept_client_cap),
+            (unsigned long long)atomic_load(&s->kept_cap),
+            (unsigned long long)atomic_load(&s->kept_bytes));
 }
 
 /* Whether the file was sent before (and not kept); forgets it when so. */
@@ -97,13 +165,21 @@ int srv_block_get(conn *c, int fd, uint64_t need, srv_block **out, int *kept, gs
         return gs_err_set(err, GS_ENOMEM, "out of memory (retry later)");
     /* Kept: the whole file, since a later request may use another part of
      * it (sealed against shrinking, checked before, so the mapping stays
-     * backed). Once: only what this request uses. */
+     * backed), when the mapped-bytes bounds leave room for it. Once: only
+     * what this request uses. */
+    int keep = again && kept_room(c, (uint64_t)sb.st_size);
+    if (again && !keep)
+        not_kept(c, (uint64_t)sb.st_size);
+    again = keep;
     size_t len = again ? (size_t)sb.st_size : (size_t)need;
     void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (m == MAP_FAILED) {
+        int e = errno;
+        if (keep)
+            kept_unroom(c, len);
         free(b);
-        return gs_err_set(err, errno == ENOMEM ? GS_ENOMEM : GS_EIO, "mapping the memfd: %s",
-                          strerror(errno));
+        return gs_err_set(err, e == ENOMEM ? GS_ENOMEM : GS_EIO, "mapping the memfd: %s",
+                          strerror(e));
     }
     b->st_dev = sb.st_dev;
     b->st_ino = sb.st_ino;
@@ -118,13 +194,6 @@ int srv_block_get(conn *c, int fd, uint64_t need, srv_block **out, int *kept, gs
         *out = b;
         *kept = 0;
         return 0;
-    }
-    if (c->nblocks >= BLOCKS_PER_CONN) {
-        srv_block **lru = &c->blocks;
-        for (srv_block **pp = &c->blocks; *pp; pp = &(*pp)->next)
-            if ((*pp)->last_used < (*lru)->last_used)
-                lru = pp;
-        block_drop(c, lru);
     }
     b->next = c->blocks;
     c->blocks = b;

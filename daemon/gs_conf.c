@@ -9,6 +9,7 @@
 #include "config.h"
 #include "gs_conf.h"
 #include "gs_log.h"
+#include "gs_mem.h"
 
 #include <ctype.h>
 #include <grp.h>
@@ -50,7 +51,11 @@ static const conf_key keys[] = {
     KEY("log_level", 1, log_level, 0),
     KEY("log_target", 1, log_syslog, 0),
     KEY("max_request_bytes", 1, max_request_bytes, 0),
+    KEY("max_memory", 1, max_memory, 0),
+    KEY("memory_wait", 1, memory_wait_s, 0),
     KEY("max_pinned_bytes", 1, max_pinned_bytes, 0),
+    KEY("max_mapped_bytes", 1, max_mapped_bytes, 0),
+    KEY("max_mapped_bytes_per_client", 1, max_mapped_bytes_per_client, 0),
     KEY("device_mem_cap", 1, device_mem_cap, 0),
     KEY("buffer_pool_percent", 1, buffer_pool_percent, 0),
     KEY("max_clients", 1, max_clients, 0),
@@ -97,9 +102,29 @@ uint64_t gs_conf_request_cap(const gs_conf *c)
 {
     if (c->max_request_bytes != GS_CONF_AUTO)
         return c->max_request_bytes;
-    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-    uint64_t half = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz / 2 : 4ull << 30;
+    uint64_t half = gs_conf_memory_cap(c) / 2;
     return half < 4096 ? 4096 : half;
+}
+
+uint64_t gs_conf_memory_cap(const gs_conf *c)
+{
+    return c->max_memory != GS_CONF_AUTO ? c->max_memory : gs_mem_auto(gs_mem_limit(NULL, 0));
+}
+
+uint64_t gs_conf_mapped_cap(const gs_conf *c)
+{
+    if (c->max_mapped_bytes != GS_CONF_AUTO)
+        return c->max_mapped_bytes;
+    uint64_t twice = 2 * gs_mem_phys(), most = UINT64_C(32) << 40;
+    return twice < most ? twice : most;
+}
+
+uint64_t gs_conf_mapped_client_cap(const gs_conf *c)
+{
+    uint64_t all = gs_conf_mapped_cap(c);
+    uint64_t v = c->max_mapped_bytes_per_client != GS_CONF_AUTO ? c->max_mapped_bytes_per_client
+                                                                : gs_mem_phys();
+    return v < all ? v : all;
 }
 
 void gs_conf_defaults(gs_conf *c)
@@ -109,7 +134,11 @@ void gs_conf_defaults(gs_conf *c)
     c->log_level = GS_LOG_INFO;
     c->log_syslog = 0;
     c->max_request_bytes = GS_CONF_AUTO;
+    c->max_memory = GS_CONF_AUTO;
+    c->memory_wait_s = 30;
     c->max_pinned_bytes = GS_CONF_AUTO;
+    c->max_mapped_bytes = GS_CONF_AUTO;
+    c->max_mapped_bytes_per_client = GS_CONF_AUTO;
     c->buffer_pool_percent = 25;
     c->max_clients = 256;
     c->inline_sort_max = GS_CONF_INLINE_AUTO;
@@ -570,9 +599,39 @@ int gs_conf_set(gs_conf *c, const char *key, const char *v, gs_err *err)
         if (strcasecmp(v, "auto") == 0)
             x = GS_CONF_AUTO;
         else if (gs_conf_parse_size(v, &x) != 0 || x < 4096 || x == GS_CONF_AUTO)
-            return bad(err, key, v, "auto (half the memory), or a size of at least 4096, e.g. "
-                       "4096, 512M, 4G");
+            return bad(err, key, v, "auto (half of max_memory), or a size of at least 4096, "
+                       "e.g. 4096, 512M, 4G");
         c->max_request_bytes = x;
+        return 0;
+    }
+    if (strcmp(key, "max_memory") == 0) {
+        uint64_t x;
+        if (strcasecmp(v, "auto") == 0)
+            x = GS_CONF_AUTO;
+        else if (gs_conf_parse_size(v, &x) != 0 || x < (1u << 20) || x == GS_CONF_AUTO)
+            return bad(err, key, v, "auto (the cgroup's memory limit, else the physical "
+                       "memory, less a headroom), or a size of at least 1M, e.g. 512M, 16G");
+        c->max_memory = x;
+        return 0;
+    }
+    if (strcmp(key, "memory_wait") == 0) {
+        double s;
+        if (gs_conf_parse_duration(v, &s) != 0 || !(s >= 0) || s > DAY_S)
+            return bad(err, key, v, "a duration from 0 (refuse at once) to 1 day, e.g. 10s, "
+                       "500ms, 1m");
+        c->memory_wait_s = s;
+        return 0;
+    }
+    if (strcmp(key, "max_mapped_bytes") == 0 || strcmp(key, "max_mapped_bytes_per_client") == 0) {
+        int per = strcmp(key, "max_mapped_bytes") != 0;
+        uint64_t x;
+        if (strcasecmp(v, "auto") == 0)
+            x = GS_CONF_AUTO;
+        else if (gs_conf_parse_size(v, &x) != 0 || x == GS_CONF_AUTO)
+            return bad(err, key, v, per ? "auto (the physical memory), or a size, e.g. 0 "
+                       "(keep no memfd mapped), 16G" : "auto (twice the physical memory, at "
+                       "most 32T), or a size, e.g. 0 (keep no memfd mapped), 64G");
+        *(per ? &c->max_mapped_bytes_per_client : &c->max_mapped_bytes) = x;
         return 0;
     }
     if (strcmp(key, "device_mem_cap") == 0) {
@@ -777,8 +836,12 @@ void gs_conf_print_noted(const gs_conf *c, const gs_conf_notes *n, FILE *out)
     fprintf(out, "log_level = %s\n", gs_log_level_name(c->log_level));
     fprintf(out, "log_target = %s\n", c->log_syslog ? "syslog" : "stderr");
     print_size_or_auto(out, "max_request_bytes", c->max_request_bytes);
+    print_size_or_auto(out, "max_memory", c->max_memory);
+    print_duration(out, "memory_wait", c->memory_wait_s);
     fprintf(out, "buffer_pool_percent = %u\n", c->buffer_pool_percent);
     print_size_or_auto(out, "max_pinned_bytes", c->max_pinned_bytes);
+    print_size_or_auto(out, "max_mapped_bytes", c->max_mapped_bytes);
+    print_size_or_auto(out, "max_mapped_bytes_per_client", c->max_mapped_bytes_per_client);
     if (c->device_mem_cap)
         print_size(out, "device_mem_cap", c->device_mem_cap);
     else

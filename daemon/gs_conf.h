@@ -39,7 +39,14 @@ typedef struct gs_conf {
     char kernel_dir[GS_CONF_PATH_MAX]; /* "": embedded kernels */
     int log_level;                     /* GS_LOG_*; default GS_LOG_INFO */
     int log_syslog;                    /* log_target = stderr (0) | syslog (1) */
-    uint64_t max_request_bytes;        /* inline payload or memfd span; 4G */
+    uint64_t max_request_bytes;        /* inline payload or memfd span; GS_CONF_AUTO
+                                          (default): gs_conf_request_cap */
+    uint64_t max_memory;               /* what requests in flight may hold at once
+                                          (gs_mem.h); GS_CONF_AUTO (default):
+                                          gs_conf_memory_cap */
+    double memory_wait_s;              /* a request that does not fit max_memory waits
+                                          this long for memory, then is refused; 0:
+                                          refused at once; 30 */
     unsigned buffer_pool_percent;      /* device buffers kept for reuse, per device:
                                           this share of its memory; 25 */
     uint64_t device_mem_cap;           /* device memory one request may use per device;
@@ -48,6 +55,11 @@ typedef struct gs_conf {
     uint64_t max_pinned_bytes;         /* client blocks pinned for device copies at
                                           once; 0: none; GS_CONF_AUTO (default): a
                                           quarter of the RAM, gs_conf_pinned_cap */
+    uint64_t max_mapped_bytes;         /* address space of the client memfds kept mapped,
+                                          all connections; GS_CONF_AUTO (default):
+                                          gs_conf_mapped_cap */
+    uint64_t max_mapped_bytes_per_client;  /* the same, one connection; GS_CONF_AUTO
+                                              (default): gs_conf_mapped_client_cap */
     unsigned max_clients;              /* 256 */
     unsigned inline_sort_max;          /* host sorts of at most this many keys run on the
                                           loop thread; GS_CONF_INLINE_AUTO (default):
@@ -70,9 +82,23 @@ typedef struct gs_conf {
 /* The pinned-bytes cap max_pinned_bytes means on this machine. */
 uint64_t gs_conf_pinned_cap(const gs_conf *c);
 /* The request size cap max_request_bytes means on this machine: auto
- * (GS_CONF_AUTO, the default) is half the RAM, since the daemon holds up to
- * a request's size again in scratch or an inline copy (issue 20). */
+ * (GS_CONF_AUTO, the default) is half of max_memory, since the daemon holds
+ * up to a request's size again in scratch (issue 20), and a request's whole
+ * claim must fit the budget (issue 32). */
 uint64_t gs_conf_request_cap(const gs_conf *c);
+/* The memory budget max_memory means on this machine: auto is the
+ * cgroup's memory limit, else the physical memory, less a headroom
+ * (gs_mem_limit, gs_mem_auto). */
+uint64_t gs_conf_memory_cap(const gs_conf *c);
+/* max_mapped_bytes on this machine: auto is twice the physical memory (a
+ * kept memfd is the client's memory, not the daemon's: what bounds it is
+ * the address space), at most 32 TiB, a quarter of x86-64's user address
+ * space. */
+uint64_t gs_conf_mapped_cap(const gs_conf *c);
+/* max_mapped_bytes_per_client on this machine: auto is the physical memory
+ * (a client's array larger than that cannot be resident anyway); never above
+ * gs_conf_mapped_cap. */
+uint64_t gs_conf_mapped_client_cap(const gs_conf *c);
 /* inline_sort_max = auto */
 #define GS_CONF_INLINE_AUTO UINT_MAX
 /* What inline_sort_max means on this machine: auto is 2048 keys with at

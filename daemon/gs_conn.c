@@ -11,8 +11,10 @@
  * sort runs nothing more is read from it, which is the backpressure.
  * Nothing a client sends can make the daemon allocate more than
  * max_header_bytes before the header is checked, or more than it actually
- * received afterwards. A descriptor is closed only after the loop has let
- * go of its handle (uv_close first, close(fd) in the close callback). */
+ * received afterwards; and a sort is charged to the memory budget
+ * (gs_admit.c) before its payload buffer exists, or waits unread. A
+ * descriptor is closed only after the loop has let go of its handle
+ * (uv_close first, close(fd) in the close callback). */
 #include "config.h"
 #include "gs_srv_int.h"
 
@@ -45,6 +47,7 @@ void srv_conn_release(conn *c)
         close(c->memfd);
         c->memfd = -1;
     }
+    srv_mem_release(c);         /* what it held of max_memory */
 }
 
 void srv_conn_free(conn *c)
@@ -178,6 +181,14 @@ static void pend_error(conn *c, int code, const char *fmt, const char *msg)
     snprintf(c->req_msg, sizeof c->req_msg, fmt, msg);
 }
 
+/* The header is checked (and its memory charged): read the payload into a
+ * buffer, or skip it when the request is refused or carries none. */
+static void expect_payload(conn *c)
+{
+    int keep = !c->req_err && c->rq.op == GS_OP_SORT && !c->rq.memfd;
+    gs_proto_rd_expect(&c->rd, c->rq.payload_bytes, keep);
+}
+
 /* The header is complete: check it and decide what to do with the payload. */
 static void on_header(conn *c)
 {
@@ -239,8 +250,18 @@ static void on_header(conn *c)
         pend_error(c, GS_EINVAL, "%s", "a descriptor came with a request that does not use "
                    "one; it was closed");
     }
-    int keep = !c->req_err && c->rq.op == GS_OP_SORT && !c->rq.memfd;
-    gs_proto_rd_expect(&c->rd, c->rq.payload_bytes, keep);
+    if (!c->req_err && c->rq.op == GS_OP_SORT) {
+        /* charged to max_memory before its payload buffer exists */
+        char msg[512];
+        int mrc = srv_mem_admit(c, msg, sizeof msg);
+        if (mrc == 1) {             /* waits: srv_mem_retry resumes it */
+            srv_conn_update_poll(c);
+            return;
+        }
+        if (mrc < 0)
+            pend_error(c, mrc, "%s", msg);
+    }
+    expect_payload(c);
 }
 
 /* A whole message is in. */
@@ -259,6 +280,20 @@ static void on_message(conn *c)
         return;
     }
     srv_op_run(c);
+}
+
+void srv_conn_admitted(conn *c, int rc, const char *msg)
+{
+    if (rc < 0)
+        pend_error(c, rc, "%s", msg);
+    c->last_progress = gs_now_ms();     /* io_timeout counts from here */
+    expect_payload(c);
+    if (c->rd.state == GS_RD_DONE) {    /* no payload to read: a memfd request */
+        on_message(c);
+        return;
+    }
+    srv_conn_update_poll(c);
+    conn_read(c);
 }
 
 /* Take descriptors from a received message; 0, or -1 if there were too many. */
@@ -286,7 +321,7 @@ static int take_fds(conn *c, struct msghdr *mh)
 static void conn_read(conn *c)
 {
     srv_io *io = c->io;
-    while (!c->dead && !c->busy && !c->wr_active) {
+    while (!c->dead && !c->busy && !c->wr_active && !c->mem_wait) {
         if (c->rd.state == GS_RD_LEN && c->rd.len_have == 0)
             c->rd.max_header = io->conf.max_header_bytes;   /* a reload applies from here */
         void *buf;
@@ -336,7 +371,7 @@ static void conn_read(conn *c)
         }
         if (c->rd.state == GS_RD_HEADER_DONE)
             on_header(c);
-        if (c->dead || c->wr_active)
+        if (c->dead || c->wr_active || c->mem_wait)
             return;
         if (c->rd.state == GS_RD_DONE)
             on_message(c);
@@ -374,7 +409,7 @@ void srv_conn_update_poll(conn *c)
     int ev = 0;
     if (c->wr_active)
         ev = UV_WRITABLE;
-    else if (!c->busy)
+    else if (!c->busy && !c->mem_wait)
         ev = UV_READABLE;
     if (ev == c->events)
         return;
@@ -452,7 +487,7 @@ static void refuse_client(int fd, int code, const char *msg)
 const char *srv_cap_note(const gs_conf *cf)
 {
     return cf->max_request_bytes == GS_CONF_AUTO
-               ? " (auto: half of this machine's memory; set max_request_bytes to change it)"
+               ? " (auto: half of max_memory; set max_request_bytes to change it)"
                : "";
 }
 

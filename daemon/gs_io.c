@@ -37,10 +37,11 @@ static void on_io_tick(uv_timer_t *t)
 {
     srv_io *io = t->data;
     io_sync_conf(io);
+    srv_mem_retry(io);
     double now = gs_now_ms();
     for (conn *c = io->conns, *next; c; c = next) {
         next = c->next;
-        if (c->busy)
+        if (c->busy || c->mem_wait)     /* a wait for memory has its own bound */
             continue;
         int mid = c->wr_active || c->rd.state != GS_RD_LEN || c->rd.len_have;
         if (mid && now - c->last_progress > io->conf.io_timeout_s * 1000) {
@@ -98,6 +99,7 @@ static void on_wake(uv_async_t *h)
         srv_conn_open(io, p);
         free(p);
     }
+    srv_mem_retry(io);          /* memory was given back, maybe */
     if (atomic_load(&s->draining) && !io->draining)
         io_drain(io);
     if (atomic_load(&s->stopping) && !io->stopping)

@@ -20,6 +20,7 @@
 
 #include "gs_log.h"
 #include "gs_reply.h"
+#include "gs_scratch.h"
 #include "gs_srv.h"
 #include "gs_time.h"
 
@@ -119,7 +120,14 @@ static cJSON *op_stats(conn *c)
         .bytes = { SRV_GET(t.bytes_in), SRV_GET(t.bytes_out) },
         .blocks = { SRV_GET(t.blocks_mapped), SRV_GET(t.blocks_reused),
                     atomic_load(&s->pin.used), atomic_load(&s->pin.cap),
-                    atomic_load(&s->pin.pinned), atomic_load(&s->pin.refused) },
+                    atomic_load(&s->pin.pinned), atomic_load(&s->pin.refused),
+                    atomic_load(&s->kept_bytes), atomic_load(&s->kept_cap),
+                    atomic_load(&s->kept_client_cap), atomic_load(&s->not_kept) },
+        .memory = { atomic_load(&s->mem.cap), atomic_load(&s->mem.used),
+                    atomic_load(&s->mem.peak),
+                    gs_scratch_cached() + gs_sched_host_pooled(s->sched),
+                    atomic_load(&s->mem.waiting), atomic_load(&s->mem.waited),
+                    atomic_load(&s->mem.refused) },
         .database = { queries, have_db },
         .routes = rts, .nroutes = nr };
     for (int k = 0; k < GS_OP_COUNT; k++)

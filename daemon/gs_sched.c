@@ -472,6 +472,25 @@ void gs_sched_trim(gs_sched *s, double idle_ms)
             gs_bufpool_trim(s->devs[i].dev, idle_ms);
 }
 
+uint64_t gs_sched_host_pooled(gs_sched *s)
+{
+    uint64_t b = 0;
+    for (size_t i = 0; i < s->ndev; i++)
+        if (s->devs[i].enabled && (s->devs[i].dev->info.type & CL_DEVICE_TYPE_CPU)) {
+            gs_bufpool_stats st;
+            gs_bufpool_stats_get(s->devs[i].dev, &st);
+            b += st.bytes;
+        }
+    return b;
+}
+
+void gs_sched_trim_host(gs_sched *s)
+{
+    for (size_t i = 0; i < s->ndev; i++)
+        if (s->devs[i].enabled && (s->devs[i].dev->info.type & CL_DEVICE_TYPE_CPU))
+            gs_bufpool_trim(s->devs[i].dev, 0);
+}
+
 void gs_sched_devstat_get(gs_sched *s, size_t i, gs_sched_devstat *out)
 {
     sdev *sd = &s->devs[i];

@@ -168,6 +168,11 @@ size_t gs_sched_ndev(const gs_sched *s);
 /* Release the pooled device buffers (gs_bufpool.h) no
  * request has taken for idle_ms. */
 void gs_sched_trim(gs_sched *s, double idle_ms);
+/* Any thread: the bytes the pools of CPU devices hold (their buffers are
+ * host memory, which the daemon's memory budget counts), and releasing
+ * them all when the budget needs the room. */
+uint64_t gs_sched_host_pooled(gs_sched *s);
+void gs_sched_trim_host(gs_sched *s);
 void gs_sched_devstat_get(gs_sched *s, size_t i, gs_sched_devstat *out);
 unsigned gs_sched_host_threads(const gs_sched *s);
 /* Host sorts of at most n keys run on the loop thread, in

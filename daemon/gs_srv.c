@@ -197,6 +197,7 @@ static int reload_conf(srv *s)
     s->req_cap = gs_conf_request_cap(&s->conf);
     atomic_fetch_add(&s->conf_gen, 1);
     pthread_mutex_unlock(&s->conf_mu);
+    srv_mem_configure(s);        /* max_memory and the mapped-bytes bounds */
     srv_io_wake_all(s);          /* each loop takes the new copy */
     for (size_t i = 0; i < nrestart && i < GS_CONF_MAX_KEYS; i++)
         GS_WARN("reload: '%s' changed; it takes effect at the next restart", restart[i]);
@@ -314,6 +315,7 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
     s->poke.data = s;
     gs_sched_set_inline_max(s->sched, gs_conf_inline_max(&s->conf));
     gs_sched_set_mem_cap(s->sched, s->conf.device_mem_cap);
+    srv_mem_configure(s);
     srv_db_open(s);
 
     uv_poll_init(&s->loop, &s->lis_poll, s->lis.fd);

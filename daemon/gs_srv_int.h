@@ -30,6 +30,7 @@
 #include "gs_conf.h"
 #include "gs_db.h"
 #include "gs_listen.h"
+#include "gs_mem.h"
 #include "gs_pin.h"
 #include "gs_proto.h"
 #include "gs_sched.h"
@@ -102,6 +103,12 @@ typedef struct conn {
     srv_block *once;            /* the request's block when it is not kept */
     struct { dev_t dev; ino_t ino; } seen[BLOCKS_SEEN];   /* sent once, not kept */
     unsigned nseen;
+    uint64_t kept_bytes;        /* the address space of its kept blocks */
+    int kept_noted;             /* a block it was not let keep was logged */
+    /* the request's share of the memory budget (gs_admit.c) */
+    uint64_t mem_claim;         /* charged to s->mem until the request is released */
+    int mem_wait;               /* waiting for memory: its payload is not read meanwhile */
+    double mem_since;
     uint64_t tiny[2];           /* n = 0 arrays */
     /* the reply being written */
     int wr_active;
@@ -159,6 +166,8 @@ typedef struct srv_io {
     route_stat routes[MAX_ROUTES];
     size_t nroutes;
     _Atomic unsigned nconns;    /* read by the main loop to pick the least loaded */
+    _Atomic unsigned mem_waiting;   /* its connections waiting for memory (any loop that
+                                       gives memory back wakes it) */
     conn *conns;
     /* its copy of the configuration, taken when s->conf_gen moves */
     gs_conf conf;
@@ -187,8 +196,13 @@ struct srv {
     pthread_mutex_t conf_mu;
     _Atomic unsigned conf_gen;
     gs_conf conf;
-    uint64_t req_cap;           /* max_request_bytes resolved (auto: half the RAM), at
-                                   start and on SIGHUP: not per request */
+    uint64_t req_cap;           /* max_request_bytes resolved (auto: half of max_memory),
+                                   at start and on SIGHUP: not per request */
+    gs_mem mem;                 /* max_memory and what the requests in flight hold */
+    /* client memfds kept mapped (gs_blocks.c): their bytes, all connections,
+     * and the bounds resolved (max_mapped_bytes, ..._per_client) */
+    _Atomic uint64_t kept_bytes, kept_cap, kept_client_cap;
+    _Atomic unsigned long not_kept;     /* a file a bound did not let a connection keep */
     gs_db *db;
     _Atomic int db_ok;
     int db_damaged;             /* the last open found the file damaged: not written into */
@@ -236,6 +250,26 @@ void srv_block_done(conn *c);
  * runs: a block is never released under a running sort). */
 void srv_blocks_free(conn *c);
 
+/* ---- gs_admit.c: the memory budget, per request ---- */
+
+/* At start and on SIGHUP: resolve max_memory and the mapped-bytes bounds
+ * into s (the caches too, when the budget shrank below what they hold). */
+void srv_mem_configure(srv *s);
+/* A sort's header is checked: charge what it will hold (its payload, the
+ * values the daemon allocates, the sort's scratch) to the budget. 0:
+ * charged (or nothing to charge); 1: it does not fit now and waits
+ * (c->mem_wait; srv_mem_retry resumes it through srv_conn_admitted); or
+ * GS_ETOOBIG with `msg`: larger than the whole budget, or it waited
+ * memory_wait in vain. */
+int srv_mem_admit(conn *c, char *msg, size_t mlen);
+/* The request is over (or the connection closed): give its charge back and
+ * wake the loops whose connections wait for memory. */
+void srv_mem_release(conn *c);
+/* The loop's thread (its tick, and a wake-up after memory was given back):
+ * admit the connections that wait and now fit, oldest first; refuse those
+ * that waited memory_wait. */
+void srv_mem_retry(srv_io *io);
+
 /* ---- gs_srv.c: the main loop ---- */
 
 /* (Re)open the tuning database and give it to the scheduler. */
@@ -268,8 +302,8 @@ void srv_io_counters(srv *s, srv_counters *sum);
 
 /* ---- gs_conn.c: connections ---- */
 
-/* How max_request_bytes came about, for a refusal: " (auto: half of this
- * machine's memory; the config key max_request_bytes sets it)", or "". */
+/* How max_request_bytes came about, for a refusal: " (auto: half of
+ * max_memory; set max_request_bytes to change it)", or "". */
 const char *srv_cap_note(const gs_conf *cf);
 
 /* Main loop: the listener is readable: accept every waiting client, let
@@ -295,6 +329,9 @@ void srv_conn_release(conn *c);
 /* Free a closed connection's record, once neither its handle nor a job
  * refers to it (refs 0). */
 void srv_conn_free(conn *c);
+/* A request that waited for memory was admitted (rc 0) or refused (rc < 0,
+ * `msg`): read its payload (or skip it, and answer the refusal). */
+void srv_conn_admitted(conn *c, int rc, const char *msg);
 
 /* ---- gs_ops.c: operations ---- */
 

@@ -531,6 +531,18 @@ cJSON *gs_reply_stats_build(const gs_reply_stats *r, const cJSON *id, gs_err *er
     ok = ok && add_u64(bl, "max_pinned_bytes", r->blocks.max_pinned_bytes);
     ok = ok && add_u64(bl, "pinned", r->blocks.pinned);
     ok = ok && add_u64(bl, "refused", r->blocks.refused);
+    ok = ok && add_u64(bl, "kept_bytes", r->blocks.kept_bytes);
+    ok = ok && add_u64(bl, "max_mapped_bytes", r->blocks.max_mapped_bytes);
+    ok = ok && add_u64(bl, "max_mapped_bytes_per_client", r->blocks.max_mapped_bytes_per_client);
+    ok = ok && add_u64(bl, "not_kept", r->blocks.not_kept);
+    cJSON *me = ok ? cJSON_AddObjectToObject(h, "memory") : NULL;
+    ok = add_u64(me, "max_memory", r->memory.max_memory);
+    ok = ok && add_u64(me, "used", r->memory.used);
+    ok = ok && add_u64(me, "peak", r->memory.peak);
+    ok = ok && add_u64(me, "cached", r->memory.cached);
+    ok = ok && add_u64(me, "waiting", r->memory.waiting);
+    ok = ok && add_u64(me, "waited", r->memory.waited);
+    ok = ok && add_u64(me, "refused", r->memory.refused);
     cJSON *dbo = ok ? cJSON_AddObjectToObject(h, "database") : NULL;
     ok = dbo && cJSON_AddBoolToObject(dbo, "open", r->database.open) != NULL;
     ok = ok && add_u64(dbo, "queries", r->database.queries);
@@ -590,6 +602,20 @@ int gs_reply_stats_parse(const cJSON *h, const gs_jnum_doc *doc, gs_reply_stats 
     out->blocks.max_pinned_bytes = get_uint(&p, bl, "blocks", "max_pinned_bytes", UINT64_MAX);
     out->blocks.pinned = (unsigned long)get_uint(&p, bl, "blocks", "pinned", ULONG_MAX);
     out->blocks.refused = (unsigned long)get_uint(&p, bl, "blocks", "refused", ULONG_MAX);
+    out->blocks.kept_bytes = get_uint(&p, bl, "blocks", "kept_bytes", UINT64_MAX);
+    out->blocks.max_mapped_bytes = get_uint(&p, bl, "blocks", "max_mapped_bytes", UINT64_MAX);
+    out->blocks.max_mapped_bytes_per_client = get_uint(&p, bl, "blocks",
+                                                       "max_mapped_bytes_per_client",
+                                                       UINT64_MAX);
+    out->blocks.not_kept = (unsigned long)get_uint(&p, bl, "blocks", "not_kept", ULONG_MAX);
+    const cJSON *me = get_obj(&p, h, NULL, "memory");
+    out->memory.max_memory = get_uint(&p, me, "memory", "max_memory", UINT64_MAX);
+    out->memory.used = get_uint(&p, me, "memory", "used", UINT64_MAX);
+    out->memory.peak = get_uint(&p, me, "memory", "peak", UINT64_MAX);
+    out->memory.cached = get_uint(&p, me, "memory", "cached", UINT64_MAX);
+    out->memory.waiting = (unsigned)get_uint(&p, me, "memory", "waiting", UINT_MAX);
+    out->memory.waited = (unsigned long)get_uint(&p, me, "memory", "waited", ULONG_MAX);
+    out->memory.refused = (unsigned long)get_uint(&p, me, "memory", "refused", ULONG_MAX);
     const cJSON *dbo = get_obj(&p, h, NULL, "database");
     out->database.open = get_bool(&p, dbo, "database", "open");
     out->database.queries = (unsigned long)get_uint(&p, dbo, "database", "queries", ULONG_MAX);

@@ -160,7 +160,18 @@ typedef struct gs_reply_stats {
         unsigned long mapped, reused;       /* memfd requests: a new mapping, or a kept one */
         uint64_t pinned_bytes, max_pinned_bytes;
         unsigned long pinned, refused;      /* registrations made, and refused (cap, driver) */
+        uint64_t kept_bytes;                /* the address space kept blocks take now */
+        uint64_t max_mapped_bytes, max_mapped_bytes_per_client;
+        unsigned long not_kept;             /* files the bounds did not let be kept */
     } blocks;
+    /* the memory budget (max_memory): what requests hold now and at most,
+     * the host caches counted with them, requests waiting for memory now,
+     * those that waited, those refused: "memory" */
+    struct {
+        uint64_t max_memory, used, peak, cached;
+        unsigned waiting;
+        unsigned long waited, refused;
+    } memory;
     /* the tuning database: statements run since it was opened (loading the
      * plans; serving runs none), and whether one is open: "database" */
     struct { unsigned long queries; int open; } database;

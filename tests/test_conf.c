@@ -6,6 +6,7 @@
  * etc/gsortd.conf documents the real defaults. */
 #include "config.h"
 #include "gs_conf.h"
+#include "gs_mem.h"
 #include "gs_log.h"
 #include "tap.h"
 
@@ -55,6 +56,7 @@ static const char *conf_diff(const gs_conf *a, const gs_conf *b)
 #define V(f) if (a->f != b->f) return #f
     S(socket); V(socket_mode); S(socket_group); S(allow_uids); S(allow_gids); S(db); S(cache_dir); S(kernel_dir);
     V(log_level); V(log_syslog); V(max_request_bytes); V(max_pinned_bytes); V(device_mem_cap);
+    V(max_memory); V(memory_wait_s); V(max_mapped_bytes); V(max_mapped_bytes_per_client);
     V(buffer_pool_percent); V(max_clients); V(inline_sort_max);
     V(max_header_bytes); V(idle_timeout_s); V(io_timeout_s); V(host_threads); V(io_threads);
     S(devices); V(tune_missing); V(tune_budget_s);
@@ -68,12 +70,13 @@ static int conf_ndiff(const gs_conf *a, const gs_conf *b)
 #define VC(f) n += a->f != b->f
     SC(socket); VC(socket_mode); SC(socket_group); SC(allow_uids); SC(allow_gids); SC(db); SC(cache_dir); SC(kernel_dir);
     VC(log_level); VC(log_syslog); VC(max_request_bytes); VC(max_pinned_bytes); VC(device_mem_cap);
+    VC(max_memory); VC(memory_wait_s); VC(max_mapped_bytes); VC(max_mapped_bytes_per_client);
     VC(buffer_pool_percent); VC(max_clients); VC(inline_sort_max);
     VC(max_header_bytes); VC(idle_timeout_s); VC(io_timeout_s); VC(host_threads); VC(io_threads);
     SC(devices); VC(tune_missing); VC(tune_budget_s);
     return n;
 }
-#define NFIELDS 24
+#define NFIELDS 28
 
 /* ---- parsers ---- */
 
@@ -261,12 +264,35 @@ static void test_keys(void)
                c.db[0] == '\0' && c.cache_dir[0] == '\0' && c.kernel_dir[0] == '\0',
            "defaults: socket, mode 0660, group and paths empty");
     tap_ok(c.log_level == GS_LOG_INFO && c.log_syslog == 0, "defaults: log info to stderr");
-    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-    uint64_t half = (uint64_t)pages * (uint64_t)psz / 2;
+    uint64_t half = gs_conf_memory_cap(&c) / 2;
     tap_ok(c.max_request_bytes == GS_CONF_AUTO && gs_conf_request_cap(&c) == half &&
                c.max_clients == 256 && c.max_header_bytes == 65536,
-           "defaults: limits auto (half of this machine's memory: %llu) / 256 / 64K",
+           "defaults: limits auto (half of max_memory: %llu) / 256 / 64K",
            (unsigned long long)gs_conf_request_cap(&c));
+    {
+        /* max_memory = auto: the cgroup's limit or the RAM, less a quarter */
+        uint64_t lim = gs_mem_limit(NULL, 0), cap = gs_conf_memory_cap(&c);
+        tap_ok(c.max_memory == GS_CONF_AUTO && lim <= gs_mem_phys() && cap == gs_mem_auto(lim) &&
+                   cap >= lim / 2 && cap < lim && c.memory_wait_s == 30,
+               "defaults: max_memory auto (%llu of a %llu-byte limit), memory_wait 30 s",
+               (unsigned long long)cap, (unsigned long long)lim);
+        uint64_t ram = gs_mem_phys(), all = gs_conf_mapped_cap(&c);
+        tap_ok(c.max_mapped_bytes == GS_CONF_AUTO && c.max_mapped_bytes_per_client == GS_CONF_AUTO &&
+                   all == (2 * ram < (UINT64_C(32) << 40) ? 2 * ram : UINT64_C(32) << 40) &&
+                   gs_conf_mapped_client_cap(&c) == (ram < all ? ram : all),
+               "defaults: max_mapped_bytes auto (%llu: twice the RAM, at most 32T), per client "
+               "auto (%llu: the RAM)", (unsigned long long)all,
+               (unsigned long long)gs_conf_mapped_client_cap(&c));
+        gs_conf m = c;
+        gs_err me;
+        tap_ok(gs_conf_set(&m, "max_memory", "100M", &me) == 0 &&
+                   gs_conf_memory_cap(&m) == 100u << 20 && gs_conf_request_cap(&m) == 50u << 20,
+               "max_memory = 100M: the budget is 100 MiB and max_request_bytes = auto half of it");
+        tap_ok(gs_conf_set(&m, "max_mapped_bytes", "1G", &me) == 0 &&
+                   gs_conf_set(&m, "max_mapped_bytes_per_client", "2G", &me) == 0 &&
+                   gs_conf_mapped_cap(&m) == 1u << 30 && gs_conf_mapped_client_cap(&m) == 1u << 30,
+               "max_mapped_bytes_per_client is never above max_mapped_bytes");
+    }
     tap_ok(c.idle_timeout_s == 300 && c.io_timeout_s == 30, "defaults: timeouts 300 s / 30 s");
     tap_ok(c.host_threads == 0 && strcmp(c.devices, "all") == 0 &&
                c.tune_missing == GS_CONF_TUNE_AUTO && c.tune_budget_s == 270,
@@ -412,11 +438,28 @@ static void test_keys(void)
     set_good("max_request_bytes", "4K");
     set_good("max_request_bytes", "1T");
     set_good("max_request_bytes", "Auto");
-    set_bad("max_request_bytes", "4095", "auto (half the memory), or a size of at least 4096");
+    set_bad("max_request_bytes", "4095", "auto (half of max_memory), or a size of at least 4096");
     set_bad("max_request_bytes", "0", "at least 4096");
     set_bad("max_request_bytes", "-4G", "at least 4096");
     set_bad("max_request_bytes", "17179869184T", "at least 4096");
     set_bad("max_request_bytes", "lots", "at least 4096");
+    set_good("max_memory", "auto");
+    set_good("max_memory", "1M");
+    set_good("max_memory", "64G");
+    set_bad("max_memory", "1048575", "or a size of at least 1M");
+    set_bad("max_memory", "0", "auto (the cgroup's memory limit");
+    set_bad("max_memory", "half", "auto (the cgroup's memory limit");
+    set_good("memory_wait", "0");
+    set_good("memory_wait", "250ms");
+    set_good("memory_wait", "24h");
+    set_bad("memory_wait", "-1", "a duration from 0 (refuse at once) to 1 day");
+    set_bad("memory_wait", "25h", "a duration from 0 (refuse at once) to 1 day");
+    set_good("max_mapped_bytes", "0");
+    set_good("max_mapped_bytes", "auto");
+    set_good("max_mapped_bytes", "32T");
+    set_bad("max_mapped_bytes", "lots", "auto (twice the physical memory, at most 32T)");
+    set_good("max_mapped_bytes_per_client", "16G");
+    set_bad("max_mapped_bytes_per_client", "-1", "auto (the physical memory)");
     set_good("buffer_pool_percent", "0");
     set_good("buffer_pool_percent", "90");
     set_bad("buffer_pool_percent", "91", "from 0 to 90");
@@ -873,6 +916,8 @@ static void all_changed(gs_conf *c)
         { "cache_dir", "#cache" },                 { "kernel_dir", "\"k\"" },
         { "log_level", "error" },                  { "log_target", "syslog" },
         { "max_request_bytes", "5000" },           { "max_clients", "65536" },
+        { "max_memory", "3G" },                    { "memory_wait", "90s" },
+        { "max_mapped_bytes", "0" },               { "max_mapped_bytes_per_client", "1T" },
         { "inline_sort_max", "0" },                { "device_mem_cap", "96M" },
         { "max_pinned_bytes", "0" },               { "buffer_pool_percent", "90" },
         { "max_header_bytes", "3M" },              { "idle_timeout", "0.123456789s" },

@@ -1183,7 +1183,9 @@ static void test_reply_info_stats(void)
         .uptime_s = 12.5, .clients = { 2, 10, 1, 3 },
         .requests = { 40, 35, 5, 2, { 1, 2, 3, 34 } },
         .bytes = { UINT64_C(1) << 40, 12345 },
-        .blocks = { 7, 93, UINT64_C(3) << 30, UINT64_C(1) << 35, 5, 1 },
+        .blocks = { 7, 93, UINT64_C(3) << 30, UINT64_C(1) << 35, 5, 1, UINT64_C(1) << 33,
+                    UINT64_C(1) << 36, UINT64_C(1) << 34, 2 },
+        .memory = { UINT64_C(3) << 31, 1000, UINT64_C(1) << 32, 4096, 3, 8, 2 },
         .database = { 17, 1 },
         .routes = routes, .nroutes = 2,
     };
@@ -1194,7 +1196,12 @@ static void test_reply_info_stats(void)
                            "\"by_op\":{\"ping\":1,\"info\":2,\"stats\":3,\"sort\":34}},"
                            "\"bytes\":{\"in\":1099511627776,\"out\":12345},"
                            "\"blocks\":{\"mapped\":7,\"reused\":93,\"pinned_bytes\":3221225472,"
-                           "\"max_pinned_bytes\":34359738368,\"pinned\":5,\"refused\":1},"
+                           "\"max_pinned_bytes\":34359738368,\"pinned\":5,\"refused\":1,"
+                           "\"kept_bytes\":8589934592,\"max_mapped_bytes\":68719476736,"
+                           "\"max_mapped_bytes_per_client\":17179869184,\"not_kept\":2},"
+                           "\"memory\":{\"max_memory\":6442450944,\"used\":1000,"
+                           "\"peak\":4294967296,\"cached\":4096,\"waiting\":3,\"waited\":8,"
+                           "\"refused\":2},"
                            "\"database\":{\"open\":true,\"queries\":17},"
                            "\"routes\":[{"
                            "\"device\":0,\"algorithm\":\"radix\",\"count\":4,\"errors\":1,"
@@ -1212,10 +1219,22 @@ static void test_reply_info_stats(void)
            so.requests.by_op[GS_OP_SORT] == 34 && so.requests.by_op[GS_OP_PING] == 1 &&
            so.bytes.in == (UINT64_C(1) << 40) && so.nroutes == 2 &&
            so.database.queries == 17 && so.database.open == 1 &&
+           so.blocks.kept_bytes == (UINT64_C(1) << 33) &&
+           so.blocks.max_mapped_bytes_per_client == (UINT64_C(1) << 34) &&
+           so.blocks.not_kept == 2 && so.memory.max_memory == (UINT64_C(3) << 31) &&
+           so.memory.used == 1000 && so.memory.peak == (UINT64_C(1) << 32) &&
+           so.memory.cached == 4096 && so.memory.waiting == 3 && so.memory.waited == 8 &&
+           so.memory.refused == 2 &&
            so.routes[0].mean_ms == 5 && so.routes[1].device == -1 &&
            !strcmp(so.routes[1].algorithm, "host") && so.routes[0].sort_ms == 12,
            "stats reply: parsed back as built (%s)", rc ? err.msg : "ok");
     gs_reply_stats_free(&so);
+    /* a daemon's reply without the memory budget's counters is not taken */
+    cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(h, "memory"),
+                                            "waited");
+    rc = gs_reply_stats_parse(h, NULL, &so, &err);
+    tap_ok(rc == GS_ECORRUPT && strstr(err.msg, "\"memory.waited\" is missing"),
+           "stats reply: a missing memory count names it: %s", err.msg);
     cJSON_Delete(h);
     free(text);
     cJSON_Delete(id);
