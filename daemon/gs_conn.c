@@ -646,9 +646,14 @@ void srv_conn_open(srv_io *io, srv_pend *p)
 {
     srv *s = io->s;
     conn *c = calloc(1, sizeof *c);
-    if (!c || uv_poll_init(io->loop, &c->poll, p->fd) < 0) {
+    int uerr = c ? uv_poll_init(io->loop, &c->poll, p->fd) : 0;
+    if (!c || uerr < 0) {
         free(c);
-        refuse_client(p->fd, GS_ENOMEM, "out of memory");
+        char msg[160];
+        snprintf(msg, sizeof msg, "the daemon cannot watch the connection (%s)",
+                 uerr < 0 ? uv_strerror(uerr) : "out of memory");
+        GS_ERROR("refusing client %s: %s", p->who, msg);
+        refuse_client(p->fd, uerr < 0 ? GS_EIO : GS_ENOMEM, msg);
         atomic_fetch_sub(&io->nconns, 1);
         atomic_fetch_sub(&s->nconns, 1);
         srv_acl_uid_drop(s, (unsigned)p->cred.uid);
