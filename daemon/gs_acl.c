@@ -1,11 +1,15 @@
 /* Access control: who is at the other end of a new connection (the pid,
- * uid and gid the kernel recorded at connect(), SO_PEERCRED), and whether
- * allow_uids / allow_gids let it be served. A uid, the primary gid, or one
- * of the uid's supplementary groups from the user database must be listed;
- * those lookups can be slow (NSS may be LDAP or SSSD, and they run on the
- * event loop), so each uid's verdict is kept for PEER_MEMO_MS. The lists
- * are resolved to ids once, at start and at each reload; a reload forgets
- * the kept verdicts. */
+ * uid and gid the kernel recorded at connect(), SO_PEERCRED), whether
+ * allow_uids / allow_gids let it be served, and how many connections each
+ * uid holds (max_clients_per_uid). A uid, the primary gid, or one of the
+ * uid's supplementary groups from the user database must be listed; those
+ * lookups can be slow (NSS may be LDAP or SSSD, and they run on the event
+ * loop), so each uid's verdict is kept for PEER_MEMO_MS. The lists are
+ * resolved to ids once, at start and at each reload; a reload forgets the
+ * kept verdicts. The per-uid cap spares root and the daemon's own user:
+ * either can stop the daemon anyway, so capping them protects no one, and
+ * a daemon a user runs for their own processes would otherwise serve fewer
+ * of them than max_clients. */
 #include "config.h"
 #include "gs_srv_int.h"
 
@@ -13,7 +17,9 @@
 #include <grp.h>
 #include <pwd.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gs_log.h"
 #include "gs_time.h"
@@ -114,4 +120,73 @@ int srv_acl_admit(srv *s, int fd, struct ucred *cr, char *who, size_t wlen, char
         snprintf(msg, mlen, "permission denied: the daemon cannot identify this client "
                  "(SO_PEERCRED) and allow_uids/allow_gids are set");
     return 0;
+}
+
+/* ---- connections per uid ---- */
+
+void srv_acl_uids_init(srv *s)
+{
+    memset(&s->uids, 0, sizeof s->uids);
+    pthread_mutex_init(&s->uids.mu, NULL);   /* default attributes: cannot fail on Linux */
+}
+
+void srv_acl_uids_free(srv *s)
+{
+    free(s->uids.v);
+    s->uids.v = NULL;
+    s->uids.n = s->uids.cap = 0;
+    pthread_mutex_destroy(&s->uids.mu);
+}
+
+/* The uid's entry, or NULL. Under mu. As many entries as uids connected:
+ * a linear search, as there are seldom more than a handful. */
+static struct srv_uid *uid_find(srv_uids *u, unsigned uid)
+{
+    for (size_t i = 0; i < u->n; i++)
+        if (u->v[i].uid == uid)
+            return &u->v[i];
+    return NULL;
+}
+
+int srv_acl_uid_take(srv *s, const struct ucred *cr, unsigned cap, char *msg, size_t mlen)
+{
+    srv_uids *u = &s->uids;
+    unsigned uid = (unsigned)cr->uid;
+    int exempt = !s->uid_cap_all && (uid == 0 || uid == (unsigned)geteuid());
+    int ok = 1;
+    pthread_mutex_lock(&u->mu);
+    struct srv_uid *e = uid_find(u, uid);
+    if (e && cap && !exempt && e->n >= cap) {
+        snprintf(msg, mlen, "too many connections from uid %u (max_clients_per_uid = %u); "
+                 "close one or try again later", uid, cap);
+        ok = 0;
+    } else if (e) {
+        e->n++;
+    } else {
+        if (u->n == u->cap) {
+            size_t nc = u->cap ? u->cap * 2 : 16;
+            struct srv_uid *v = realloc(u->v, nc * sizeof *v);
+            if (!v) {
+                snprintf(msg, mlen, "out of memory");
+                ok = -1;
+            } else {
+                u->v = v;
+                u->cap = nc;
+            }
+        }
+        if (ok > 0)
+            u->v[u->n++] = (struct srv_uid){ uid, 1 };
+    }
+    pthread_mutex_unlock(&u->mu);
+    return ok;
+}
+
+void srv_acl_uid_drop(srv *s, unsigned uid)
+{
+    srv_uids *u = &s->uids;
+    pthread_mutex_lock(&u->mu);
+    struct srv_uid *e = uid_find(u, uid);
+    if (e && --e->n == 0)
+        *e = u->v[--u->n];      /* a uid with no connection left takes no entry */
+    pthread_mutex_unlock(&u->mu);
 }

@@ -59,10 +59,12 @@ static const conf_key keys[] = {
     KEY("device_mem_cap", 1, device_mem_cap, 0),
     KEY("buffer_pool_percent", 1, buffer_pool_percent, 0),
     KEY("max_clients", 1, max_clients, 0),
+    KEY("max_clients_per_uid", 1, max_clients_per_uid, 0),
     KEY("inline_sort_max", 1, inline_sort_max, 0),
     KEY("max_header_bytes", 1, max_header_bytes, 0),
     KEY("idle_timeout", 1, idle_timeout_s, 0),
     KEY("io_timeout", 1, io_timeout_s, 0),
+    KEY("request_timeout", 1, request_timeout_s, 0),
     KEY("host_threads", 0, host_threads, 0),
     KEY("io_threads", 0, io_threads, 0),
     KEY("devices", 0, devices, 1),
@@ -127,6 +129,13 @@ uint64_t gs_conf_mapped_client_cap(const gs_conf *c)
     return v < all ? v : all;
 }
 
+double gs_conf_request_deadline(const gs_conf *c, uint64_t payload_bytes)
+{
+    if (c->request_timeout_s > 0)
+        return c->request_timeout_s;
+    return GS_CONF_REQUEST_TIMEOUT_BASE_S + (double)payload_bytes / GS_CONF_REQUEST_TIMEOUT_RATE;
+}
+
 void gs_conf_defaults(gs_conf *c)
 {
     memset(c, 0, sizeof *c);
@@ -141,6 +150,7 @@ void gs_conf_defaults(gs_conf *c)
     c->max_mapped_bytes_per_client = GS_CONF_AUTO;
     c->buffer_pool_percent = 25;
     c->max_clients = 256;
+    c->max_clients_per_uid = 64;
     c->inline_sort_max = GS_CONF_INLINE_AUTO;
     c->max_header_bytes = 65536;
     c->idle_timeout_s = 300;
@@ -659,6 +669,9 @@ int gs_conf_set(gs_conf *c, const char *key, const char *v, gs_err *err)
     }
     if (strcmp(key, "max_clients") == 0)
         return set_uint(&c->max_clients, key, v, 1, 65536, "a whole number from 1 to 65536", err);
+    if (strcmp(key, "max_clients_per_uid") == 0)
+        return set_uint(&c->max_clients_per_uid, key, v, 0, 65536,
+                        "a whole number from 0 (no per-user cap) to 65536", err);
     if (strcmp(key, "inline_sort_max") == 0) {
         if (strcasecmp(v, "auto") == 0) {
             c->inline_sort_max = GS_CONF_INLINE_AUTO;
@@ -679,6 +692,18 @@ int gs_conf_set(gs_conf *c, const char *key, const char *v, gs_err *err)
         return set_timeout(&c->idle_timeout_s, key, v, 1, err);
     if (strcmp(key, "io_timeout") == 0)
         return set_timeout(&c->io_timeout_s, key, v, 1, err);
+    if (strcmp(key, "request_timeout") == 0) {
+        if (strcasecmp(v, "auto") == 0) {
+            c->request_timeout_s = 0;
+            return 0;
+        }
+        double s;
+        if (gs_conf_parse_duration(v, &s) != 0 || !(s > 0) || s > DAY_S)
+            return bad(err, key, v, "auto (60 s plus 1 s per 32 MiB the request declares), or "
+                       "a duration above 0 and at most 1 day, e.g. 90s, 10m");
+        c->request_timeout_s = s;
+        return 0;
+    }
     if (strcmp(key, "host_threads") == 0)
         return set_uint(&c->host_threads, key, v, 0, 1024,
                         "a whole number from 0 to 1024 (0: one per online CPU, at most 8)", err);
@@ -847,6 +872,7 @@ void gs_conf_print_noted(const gs_conf *c, const gs_conf_notes *n, FILE *out)
     else
         fprintf(out, "device_mem_cap = auto\n");
     fprintf(out, "max_clients = %u\n", c->max_clients);
+    fprintf(out, "max_clients_per_uid = %u\n", c->max_clients_per_uid);
     if (c->inline_sort_max == GS_CONF_INLINE_AUTO)
         fprintf(out, "inline_sort_max = auto\n");
     else
@@ -854,6 +880,10 @@ void gs_conf_print_noted(const gs_conf *c, const gs_conf_notes *n, FILE *out)
     print_size(out, "max_header_bytes", c->max_header_bytes);
     print_duration(out, "idle_timeout", c->idle_timeout_s);
     print_duration(out, "io_timeout", c->io_timeout_s);
+    if (c->request_timeout_s > 0)
+        print_duration(out, "request_timeout", c->request_timeout_s);
+    else
+        fprintf(out, "request_timeout = auto\n");
     fprintf(out, "host_threads = %u\n", c->host_threads);
     if (c->io_threads)
         fprintf(out, "io_threads = %u\n", c->io_threads);

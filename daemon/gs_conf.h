@@ -61,6 +61,8 @@ typedef struct gs_conf {
     uint64_t max_mapped_bytes_per_client;  /* the same, one connection; GS_CONF_AUTO
                                               (default): gs_conf_mapped_client_cap */
     unsigned max_clients;              /* 256 */
+    unsigned max_clients_per_uid;      /* connections one uid may hold; 64; 0: no cap.
+                                          Root and the daemon's own uid are exempt */
     unsigned inline_sort_max;          /* host sorts of at most this many keys run on the
                                           loop thread; GS_CONF_INLINE_AUTO (default):
                                           gs_conf_inline_max */
@@ -68,6 +70,9 @@ typedef struct gs_conf {
     double idle_timeout_s;             /* no request in progress for this long: closed; 300 */
     double io_timeout_s;               /* a message half-read or a reply half-written
                                           without progress for this long: closed; 30 */
+    double request_timeout_s;          /* a request not wholly received this long after
+                                          its first byte: refused and closed; 0 (auto,
+                                          the default): gs_conf_request_deadline */
     unsigned host_threads;             /* host-sort workers; 0: min(online CPUs, 8) */
     unsigned io_threads;               /* event loops serving clients; 0 (auto, the
                                           default): gs_conf_io_threads */
@@ -115,6 +120,15 @@ unsigned gs_conf_inline_max(const gs_conf *c);
  * measured on 16 cores: 38k with 1 loop, 68k with 2, 86k with 4, 147k
  * with 8 (p99 0.23 ms). */
 unsigned gs_conf_io_threads(const gs_conf *c);
+
+/* request_timeout: the seconds a request declaring `payload_bytes` has,
+ * from its first byte, to arrive whole. auto (0, the default) is 60 s plus
+ * 1 s per 32 MiB declared: a local socket moves a request of any size
+ * allowed many times faster than that, and a client dripping a small one
+ * holds its slot a minute at most. */
+#define GS_CONF_REQUEST_TIMEOUT_BASE_S 60.0
+#define GS_CONF_REQUEST_TIMEOUT_RATE (32.0 * 1024 * 1024)   /* bytes/s */
+double gs_conf_request_deadline(const gs_conf *c, uint64_t payload_bytes);
 
 /* Every key at its default. */
 void gs_conf_defaults(gs_conf *c);

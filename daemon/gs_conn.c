@@ -14,15 +14,26 @@
  * received afterwards; and a sort is charged to the memory budget
  * (gs_admit.c) before its payload buffer exists, or waits unread. A
  * descriptor is closed only after the loop has let go of its handle
- * (uv_close first, close(fd) in the close callback). */
+ * (uv_close first, close(fd) in the close callback).
+ * Descriptors belong to the message whose length prefix or header bytes
+ * they came with; one that comes with payload bytes is closed and its
+ * request refused, and one the kernel could not hand over because the
+ * daemon is out of descriptors (MSG_CTRUNC with room to spare) is told
+ * apart from too many sent. The per-client limits live here too: max_clients
+ * and max_clients_per_uid at accept (refusals logged at a bounded rate),
+ * request_timeout on the loop's tick, and RLIMIT_NOFILE sized for
+ * max_clients at start. */
 #include "config.h"
 #include "gs_srv_int.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "gs_log.h"
@@ -32,6 +43,44 @@
 #define MAX_REPLY_HEADER (16u << 20)
 
 static void conn_read(conn *c);
+
+/* ---- log lines at a bounded rate ---- */
+
+int srv_ratelog_allow(srv_ratelog *r, double now_ms)
+{
+    if (now_ms - r->t0 >= RATELOG_WINDOW_MS) {
+        srv_ratelog_flush(r, now_ms);
+        r->t0 = now_ms;
+        r->logged = 0;
+    }
+    if (r->logged < RATELOG_BURST) {
+        r->logged++;
+        return 1;
+    }
+    r->suppressed++;
+    return 0;
+}
+
+void srv_ratelog_flush(srv_ratelog *r, double now_ms)
+{
+    if (!r->suppressed || now_ms - r->t0 < RATELOG_WINDOW_MS)
+        return;
+    GS_WARN("(%u more %s suppressed in the last %.0f s)", r->suppressed, r->what,
+            RATELOG_WINDOW_MS / 1000);
+    r->suppressed = 0;
+}
+
+/* Every request counts once in the statistics, when the daemon runs it or
+ * answers it with an error, a fatal one included. */
+static void count_request(conn *c)
+{
+    if (c->counted)
+        return;
+    c->counted = 1;
+    SRV_ADD(c->io->ctr.req_total, 1);
+    if (c->have_rq && c->rq.op >= 0 && c->rq.op < GS_OP_COUNT)
+        SRV_ADD(c->io->ctr.by_op[c->rq.op], 1);
+}
 
 /* ---- writing replies ---- */
 
@@ -154,6 +203,7 @@ void srv_conn_send(conn *c, cJSON *hdr, const void *b0, size_t l0, const void *b
 
 void srv_reply_error(conn *c, int code, const char *msg, int closing)
 {
+    count_request(c);
     SRV_ADD(c->io->ctr.req_err, 1);
     GS_DEBUG("client %s: %s: %s%s", c->who, gs_strerror(code), msg,
              closing ? " (closing)" : "");
@@ -220,6 +270,11 @@ static void on_header(conn *c)
         srv_reply_error(c, GS_ETOOBIG, msg, 1);
         return;
     }
+    if (c->fd_lost) {
+        /* before anything about the descriptors that did come */
+        pend_error(c, GS_EIO, "%s", c->fd_msg);
+        close_fds(c);
+    }
     if (rc < 0)
         pend_error(c, rc, "%.1000s", e.msg);
     else if (c->rq.op == GS_OP_SORT && !c->rq.memfd &&
@@ -267,14 +322,11 @@ static void on_header(conn *c)
 /* A whole message is in. */
 static void on_message(conn *c)
 {
-    srv_counters *ctr = &c->io->ctr;
     uint64_t plen;
     c->inbuf = gs_proto_rd_take(&c->rd, &plen);
     c->t_recv = gs_now_ms();
     c->last_activity = c->t_recv;
-    SRV_ADD(ctr->req_total, 1);
-    if (c->rq.op >= 0 && c->rq.op < GS_OP_COUNT)
-        SRV_ADD(ctr->by_op[c->rq.op], 1);
+    count_request(c);
     if (c->req_err) {
         srv_reply_error(c, c->req_err, c->req_msg, 0);
         return;
@@ -296,10 +348,28 @@ void srv_conn_admitted(conn *c, int rc, const char *msg)
     conn_read(c);
 }
 
-/* Take descriptors from a received message; 0, or -1 if there were too many. */
+/* The first bytes of a message arrived at `t`: what is known about a
+ * request starts afresh. */
+static void begin_message(conn *c, double t)
+{
+    c->t_first = t;
+    c->counted = 0;
+    c->have_rq = 0;
+    c->op_known = 0;
+    c->fd_lost = 0;
+}
+
+enum { FDS_OK = 0, FDS_TOO_MANY = -1, FDS_LOST = -2 };
+
+/* Take the descriptors that came with received bytes. FDS_TOO_MANY: more
+ * than GS_PROTO_MAX_FDS came (the kernel filled the room there was and
+ * dropped the rest, MSG_CTRUNC). FDS_LOST: the kernel truncated with room
+ * to spare, which it does when it cannot install a descriptor in the
+ * daemon (EMFILE, ENFILE: out of descriptors). */
 static int take_fds(conn *c, struct msghdr *mh)
 {
-    int over = (mh->msg_flags & MSG_CTRUNC) != 0;
+    int over = 0;
+    size_t got = 0;
     for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
         if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
             continue;
@@ -307,6 +377,7 @@ static int take_fds(conn *c, struct msghdr *mh)
         for (size_t i = 0; i < nfd; i++) {
             int fd;
             memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
+            got++;
             if (c->nfds < GS_PROTO_MAX_FDS)
                 c->fds[c->nfds++] = fd;
             else {
@@ -315,7 +386,58 @@ static int take_fds(conn *c, struct msghdr *mh)
             }
         }
     }
-    return over ? -1 : 0;
+    if (over)
+        return FDS_TOO_MANY;
+    if (!(mh->msg_flags & MSG_CTRUNC))
+        return FDS_OK;
+    return got < GS_PROTO_MAX_FDS ? FDS_LOST : FDS_TOO_MANY;
+}
+
+/* Descriptors this process has open, from /proc/self/fd; 0 when unknown. */
+static unsigned count_open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return 0;
+    unsigned n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n ? n - 1 : 0;   /* less the directory's own */
+}
+
+/* A descriptor sent with this message was lost (FDS_LOST): say why in
+ * c->fd_msg, and in the log at a bounded rate. Whether it was this
+ * process's limit or the system's is tried again (a dup may succeed now
+ * that another client closed). */
+static void note_fd_lost(conn *c)
+{
+    int probe = fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
+    int e = probe < 0 ? errno : 0;
+    if (probe >= 0)
+        close(probe);
+    struct rlimit rl = { 0, 0 };
+    getrlimit(RLIMIT_NOFILE, &rl);
+    unsigned open = count_open_fds();
+    char state[160];
+    if (open)
+        snprintf(state, sizeof state, "%u open, RLIMIT_NOFILE %llu", open,
+                 (unsigned long long)rl.rlim_cur);
+    else
+        snprintf(state, sizeof state, "RLIMIT_NOFILE %llu", (unsigned long long)rl.rlim_cur);
+    snprintf(c->fd_msg, sizeof c->fd_msg, "the daemon could not receive the descriptor sent "
+             "with this request: %s (%s); it was dropped. Retry later; if this persists, "
+             "the daemon's open-file limit (LimitNOFILE=) is too low for its clients",
+             e == ENFILE ? "the system is out of file descriptors (ENFILE)"
+             : e == EMFILE || !e ? "the daemon is out of file descriptors (EMFILE)"
+                                 : strerror(e),
+             state);
+    c->fd_lost = 1;
+    if (srv_ratelog_allow(&c->io->drop_log, gs_now_ms()))
+        GS_WARN("client %s: a descriptor it sent was lost: out of file descriptors (%s, %s); "
+                "raise LimitNOFILE or lower max_clients", c->who,
+                e == ENFILE ? "ENFILE" : "EMFILE", state);
 }
 
 static void conn_read(conn *c)
@@ -341,6 +463,8 @@ static void conn_read(conn *c)
         struct iovec iov = { buf, len };
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.buf,
                              .msg_controllen = sizeof cbuf.buf };
+        const int fresh = c->rd.state == GS_RD_LEN && c->rd.len_have == 0;
+        const int in_payload = c->rd.state == GS_RD_PAYLOAD;
         ssize_t r = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
         if (r < 0) {
             if (errno == EINTR)
@@ -349,19 +473,32 @@ static void conn_read(conn *c)
                 conn_fail(c, errno);
             return;
         }
-        if (take_fds(c, &mh) < 0) {
+        double t = gs_now_ms();
+        if (r > 0 && fresh)
+            begin_message(c, t);
+        int fds = take_fds(c, &mh);
+        if (fds == FDS_TOO_MANY) {
             close_fds(c);
             srv_reply_error(c, GS_EINVAL, "more descriptors than one message may carry", 1);
             return;
+        }
+        if (fds == FDS_LOST)
+            note_fd_lost(c);
+        if (in_payload && (c->nfds || c->fd_lost)) {
+            /* The header was dealt with: no descriptor belongs to this
+             * message any more, and none may wait for the next one. */
+            close_fds(c);
+            pend_error(c, c->fd_lost ? GS_EIO : GS_EINVAL, "%s", c->fd_lost ? c->fd_msg :
+                       "a descriptor came with payload bytes; a descriptor goes with the "
+                       "length prefix or header of the request that uses it (it was closed)");
+            c->fd_lost = 0;
+            gs_proto_rd_drop(&c->rd);
         }
         if (r == 0) {
             srv_conn_close(c, c->rd.state != GS_RD_LEN || c->rd.len_have
                                   ? "the client closed mid-message (truncated request)" : NULL);
             return;
         }
-        double t = gs_now_ms();
-        if (c->rd.state == GS_RD_LEN && c->rd.len_have == 0)
-            c->t_first = t;
         c->last_progress = t;
         SRV_ADD(io->ctr.bytes_in, (uint64_t)r);
         if (gs_proto_rd_commit(&c->rd, (size_t)r, &e) < 0) {
@@ -463,6 +600,7 @@ void srv_conn_close(conn *c, const char *why)
         c->next->prev = c->prev;
     atomic_fetch_sub(&io->nconns, 1);
     atomic_fetch_sub(&c->s->nconns, 1);
+    srv_acl_uid_drop(c->s, (unsigned)c->cred.uid);
     /* uv_close stops the watcher and takes the descriptor out of epoll at
      * once; on_poll_closed closes it. */
     uv_close((uv_handle_t *)&c->poll, on_poll_closed);
@@ -504,7 +642,9 @@ void srv_on_listen(uv_poll_t *h, int status, int events)
             if (errno == EMFILE || errno == ENFILE || errno == ENOMEM || errno == ENOBUFS) {
                 /* Out of descriptors: pause accepting for a tick instead of
                  * spinning on a listener that stays readable. */
-                GS_WARN("cannot accept clients: %s; pausing for %d ms", strerror(errno), TICK_MS);
+                if (srv_ratelog_allow(&s->accept_log, gs_now_ms()))
+                    GS_WARN("cannot accept clients: %s; pausing for %d ms", strerror(errno),
+                            TICK_MS);
                 uv_poll_stop(&s->lis_poll);
                 s->lis_paused = 1;
             }
@@ -514,16 +654,22 @@ void srv_on_listen(uv_poll_t *h, int status, int events)
         char who[96], msg[256];
         if (!srv_acl_admit(s, fd, &cr, who, sizeof who, msg, sizeof msg)) {
             atomic_fetch_add(&s->clients_denied, 1);
-            GS_WARN("refusing client %s: not in allow_uids/allow_gids", who);
+            if (srv_ratelog_allow(&s->refuse_log, gs_now_ms()))
+                GS_WARN("refusing client %s: not in allow_uids/allow_gids", who);
             refuse_client(fd, GS_EPERM, msg);
             continue;
         }
-        if (atomic_load(&s->nconns) >= s->conf.max_clients) {
-            atomic_fetch_add(&s->clients_rejected, 1);
+        int took = 0;
+        if (atomic_load(&s->nconns) >= s->conf.max_clients)
             snprintf(msg, sizeof msg, "too many clients (max_clients = %u); try again later",
                      s->conf.max_clients);
-            GS_WARN("refusing client %s: %s", who, msg);
-            refuse_client(fd, GS_ETOOBIG, msg);
+        else
+            took = srv_acl_uid_take(s, &cr, s->conf.max_clients_per_uid, msg, sizeof msg);
+        if (took <= 0) {
+            atomic_fetch_add(&s->clients_rejected, 1);
+            if (srv_ratelog_allow(&s->refuse_log, gs_now_ms()))
+                GS_WARN("refusing client %s: %s", who, msg);
+            refuse_client(fd, took < 0 ? GS_ENOMEM : GS_ETOOBIG, msg);
             continue;
         }
         atomic_fetch_add(&s->clients_total, 1);
@@ -535,11 +681,17 @@ void srv_conn_open(srv_io *io, srv_pend *p)
 {
     srv *s = io->s;
     conn *c = calloc(1, sizeof *c);
-    if (!c || uv_poll_init(io->loop, &c->poll, p->fd) < 0) {
+    int uerr = c ? uv_poll_init(io->loop, &c->poll, p->fd) : 0;
+    if (!c || uerr < 0) {
         free(c);
-        refuse_client(p->fd, GS_ENOMEM, "out of memory");
+        char msg[160];
+        snprintf(msg, sizeof msg, "the daemon cannot watch the connection (%s)",
+                 uerr < 0 ? uv_strerror(uerr) : "out of memory");
+        GS_ERROR("refusing client %s: %s", p->who, msg);
+        refuse_client(p->fd, uerr < 0 ? GS_EIO : GS_ENOMEM, msg);
         atomic_fetch_sub(&io->nconns, 1);
         atomic_fetch_sub(&s->nconns, 1);
+        srv_acl_uid_drop(s, (unsigned)p->cred.uid);
         srv_io_poke(io);
         return;
     }
@@ -566,4 +718,95 @@ void srv_conn_open(srv_io *io, srv_pend *p)
         return;
     }
     srv_conn_update_poll(c);
+}
+
+/* ---- limits: set-up, request_timeout, descriptors ---- */
+
+void srv_conn_setup(srv *s)
+{
+    s->refuse_log.what = "refusals";
+    s->accept_log.what = "accept failures";
+    srv_acl_uids_init(s);
+    /* Test hook: the per-uid cap for every uid, so that a test not run
+     * as root can see it on its own. */
+    const char *ca = getenv("GSORTD_TEST_UID_CAP_ALL");
+    s->uid_cap_all = ca && ca[0] == '1';
+}
+
+void srv_conn_teardown(srv *s)
+{
+    srv_acl_uids_free(s);
+}
+
+void srv_conn_tick(srv *s, double now_ms)
+{
+    srv_ratelog_flush(&s->refuse_log, now_ms);
+    srv_ratelog_flush(&s->accept_log, now_ms);
+}
+
+int srv_conn_overdue(conn *c, double now_ms)
+{
+    if (c->dead || c->busy || c->wr_active || (c->rd.state == GS_RD_LEN && !c->rd.len_have))
+        return 0;
+    const gs_conf *cf = &c->io->conf;
+    /* the payload is known once the header is in: auto grants it time */
+    uint64_t pb = c->rd.state == GS_RD_PAYLOAD ? c->rd.payload_len : 0;
+    double limit_s = gs_conf_request_deadline(cf, pb);
+    double took_s = (now_ms - c->t_first) / 1000;
+    if (took_s <= limit_s)
+        return 0;
+    char msg[400];
+    snprintf(msg, sizeof msg, "the request was not received whole within request_timeout "
+             "(%.1f s%s): %llu bytes of it came in %.1f s", limit_s,
+             cf->request_timeout_s > 0 ? "" : "; auto: 60 s plus 1 s per 32 MiB of payload",
+             (unsigned long long)c->rd.msg_bytes, took_s);
+    GS_INFO("client %s: %s; closing", c->who, msg);
+    srv_reply_error(c, GS_ETOOBIG, msg, 1);
+    return 1;
+}
+
+void srv_conn_fit_fds(srv *s, int start)
+{
+    if (start) {
+        unsigned n = count_open_fds();
+        s->fd_base = n ? n : 32;
+    }
+    const unsigned want = s->conf.max_clients;
+    const unsigned long long reserve = (unsigned long long)s->fd_base + FD_HEADROOM;
+    const unsigned long long need = reserve + (unsigned long long)want * FDS_PER_CLIENT;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0) {
+        GS_WARN("getrlimit(RLIMIT_NOFILE): %s; max_clients = %u is not checked against it",
+                strerror(errno), want);
+        return;
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+        rlim_t to = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need ? rl.rlim_max
+                                                                      : (rlim_t)need;
+        struct rlimit nl = { to, rl.rlim_max };
+        if (to > rl.rlim_cur && setrlimit(RLIMIT_NOFILE, &nl) == 0) {
+            GS_INFO("raised the open-file limit (RLIMIT_NOFILE) from %llu to %llu for "
+                    "max_clients = %u", (unsigned long long)rl.rlim_cur,
+                    (unsigned long long)to, want);
+            rl.rlim_cur = to;
+        } else if (to > rl.rlim_cur) {
+            GS_WARN("cannot raise RLIMIT_NOFILE from %llu to %llu: %s",
+                    (unsigned long long)rl.rlim_cur, (unsigned long long)to, strerror(errno));
+        }
+    }
+    if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need) {
+        GS_DEBUG("max_clients = %u: %llu open files needed (%d per client, %llu for the "
+                 "daemon), RLIMIT_NOFILE %llu", want, need, FDS_PER_CLIENT, reserve,
+                 (unsigned long long)rl.rlim_cur);
+        return;
+    }
+    unsigned long long fit = rl.rlim_cur > reserve ? (rl.rlim_cur - reserve) / FDS_PER_CLIENT : 0;
+    if (fit < 1)
+        fit = 1;
+    s->conf.max_clients = (unsigned)fit;
+    GS_WARN("max_clients lowered from %u to %llu: %u clients need %llu open files (%d each, "
+            "%llu for the daemon itself) and RLIMIT_NOFILE allows %llu (its hard limit %llu); "
+            "raise it (LimitNOFILE= in the unit, ulimit -n) to serve more", want, fit, want,
+            need, FDS_PER_CLIENT, reserve, (unsigned long long)rl.rlim_cur,
+            (unsigned long long)rl.rlim_max);
 }

@@ -39,9 +39,12 @@ static void on_io_tick(uv_timer_t *t)
     io_sync_conf(io);
     srv_mem_retry(io);
     double now = gs_now_ms();
+    srv_ratelog_flush(&io->drop_log, now);
     for (conn *c = io->conns, *next; c; c = next) {
         next = c->next;
-        if (c->busy || c->mem_wait)     /* a wait for memory has its own bound */
+        /* request_timeout first: a wait for memory counts towards it; io_timeout
+         * does not (a wait for memory has its own bound, memory_wait) */
+        if (c->busy || srv_conn_overdue(c, now) || c->mem_wait)
             continue;
         int mid = c->wr_active || c->rd.state != GS_RD_LEN || c->rd.len_have;
         if (mid && now - c->last_progress > io->conf.io_timeout_s * 1000) {
@@ -119,6 +122,7 @@ static int io_init(srv *s, srv_io *io, unsigned idx, gs_err *err)
 {
     io->s = s;
     io->idx = idx;
+    io->drop_log.what = "warnings about lost descriptors";
     io->conf = s->conf;
     io->req_cap = s->req_cap;
     io->conf_gen = atomic_load(&s->conf_gen);
@@ -190,6 +194,7 @@ void srv_io_hand(srv *s, int fd, const struct ucred *cred, const char *who)
     if (!p) {
         GS_WARN("refusing client %s: out of memory", who);
         close(fd);
+        srv_acl_uid_drop(s, (unsigned)cred->uid);
         return;
     }
     p->fd = fd;
@@ -250,6 +255,7 @@ void srv_io_free(srv *s)
         for (srv_pend *p = io->pend, *next; p; p = next) {
             next = p->next;
             close(p->fd);
+            srv_acl_uid_drop(s, (unsigned)p->cred.uid);
             free(p);
         }
         if (io->open)

@@ -126,6 +126,7 @@ static void on_tick(uv_timer_t *t)
 {
     srv *s = t->data;
     double now = gs_now_ms();
+    srv_conn_tick(s, now);
     if (s->lis_paused && s->lis_active) {
         s->lis_paused = 0;
         uv_poll_start(&s->lis_poll, UV_READABLE, srv_on_listen);
@@ -194,6 +195,7 @@ static int reload_conf(srv *s)
     const char *restart[GS_CONF_MAX_KEYS];
     pthread_mutex_lock(&s->conf_mu);
     size_t nrestart = gs_conf_apply_live(&s->conf, &nc, restart, GS_CONF_MAX_KEYS);
+    srv_conn_fit_fds(s, 0);      /* max_clients may have changed */
     s->req_cap = gs_conf_request_cap(&s->conf);
     atomic_fetch_add(&s->conf_gen, 1);
     pthread_mutex_unlock(&s->conf_mu);
@@ -246,6 +248,7 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
     s->o = o;
     s->conf = *o->conf;
     pthread_mutex_init(&s->conf_mu, NULL);
+    srv_conn_setup(s);
     s->t_start = gs_now_ms();
     atomic_store(&s->pin.cap, gs_conf_pinned_cap(&s->conf));
     s->req_cap = gs_conf_request_cap(&s->conf);
@@ -317,6 +320,11 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
     gs_sched_set_mem_cap(s->sched, s->conf.device_mem_cap);
     srv_mem_configure(s);
     srv_db_open(s);
+    /* the descriptors the daemon itself holds are open now */
+    pthread_mutex_lock(&s->conf_mu);
+    srv_conn_fit_fds(s, 1);
+    atomic_fetch_add(&s->conf_gen, 1);
+    pthread_mutex_unlock(&s->conf_mu);
 
     uv_poll_init(&s->loop, &s->lis_poll, s->lis.fd);
     s->lis_poll.data = s;
@@ -357,6 +365,7 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
     if (lrc < 0)
         GS_DEBUG("uv_loop_close: %s", uv_strerror(lrc));
     GS_INFO("stopped: %lu requests served, %lu errors", SRV_GET(t.req_ok), SRV_GET(t.req_err));
+    srv_conn_teardown(s);
     pthread_mutex_destroy(&s->conf_mu);
     free(s);
     return 0;

@@ -56,6 +56,35 @@
 #define BLOCKS_PER_CONN 4
 #define BLOCKS_SEEN 8
 
+/* Descriptors: a client holds its socket and up to GS_PROTO_MAX_FDS
+ * received ones (a claimed memfd replaces one of them); the daemon keeps
+ * FD_HEADROOM beside what it had open at start (devices, database, loops)
+ * for files it opens while serving. srv_conn_fit_fds sizes RLIMIT_NOFILE,
+ * or max_clients, from these. */
+#define FDS_PER_CLIENT (1 + GS_PROTO_MAX_FDS)
+#define FD_HEADROOM 64
+
+/* A log line that may repeat as fast as clients can connect (a refusal) is
+ * written at most RATELOG_BURST times per RATELOG_WINDOW_MS; the others are
+ * counted and the count logged once the window is over. One thread uses
+ * each. */
+#define RATELOG_BURST 5
+#define RATELOG_WINDOW_MS 10000.0
+typedef struct srv_ratelog {
+    const char *what;           /* "refusals": "N more refusals suppressed ..." */
+    double t0;                  /* the window's start */
+    unsigned logged, suppressed;
+} srv_ratelog;
+
+/* Connections held per uid (max_clients_per_uid): every connection is
+ * counted from accept to close, under mu (the main loop takes, any I/O
+ * loop drops). */
+typedef struct srv_uids {
+    pthread_mutex_t mu;
+    struct srv_uid { unsigned uid, n; } *v;
+    size_t n, cap;
+} srv_uids;
+
 typedef struct srv srv;
 struct gs_srv_opts;
 
@@ -89,8 +118,12 @@ typedef struct conn {
     gs_proto_req rq;
     int have_rq;
     int op_known;               /* the header parsed far enough to name its op */
+    int counted;                /* the request is in the counters (req_total) */
     int req_err;                /* an error to answer once the payload is skipped */
     char req_msg[1024];
+    int fd_lost;                /* a descriptor sent with this message could not be
+                                   received (the daemon is out of them): fd_msg says */
+    char fd_msg[512];
     int memfd;                  /* claimed descriptor, -1 */
     double t_first, t_recv;
     int busy;                   /* a sort is with the scheduler */
@@ -175,6 +208,7 @@ typedef struct srv_io {
     unsigned conf_gen;
     int draining, stopping;
     srv_counters ctr;
+    srv_ratelog drop_log;       /* clients cut off (request_timeout), descriptors lost */
 } srv_io;
 
 /* allow_uids / allow_gids resolved (both empty: everyone who can open the
@@ -224,6 +258,12 @@ struct srv {
     /* statistics (the loops' own are in srv_io.ctr) */
     _Atomic unsigned long clients_total, clients_rejected, clients_denied;
     srv_acl acl;
+    srv_uids uids;              /* connections per uid (max_clients_per_uid) */
+    int uid_cap_all;            /* cap root and the daemon's own uid too (test hook
+                                   GSORTD_TEST_UID_CAP_ALL=1) */
+    srv_ratelog refuse_log;     /* refused clients (main loop) */
+    srv_ratelog accept_log;     /* accept(2) out of descriptors (main loop) */
+    unsigned fd_base;           /* descriptors open at start, before any client */
     gs_pin_budget pin;          /* max_pinned_bytes and what is pinned now */
     int pin_once;               /* pin a block sent once for an out-of-core sort (test
                                    hook GSORTD_TEST_PIN_ONCE=0: never) */
@@ -302,6 +342,28 @@ void srv_io_counters(srv *s, srv_counters *sum);
 
 /* ---- gs_conn.c: connections ---- */
 
+/* Whether a line may be logged now (counting it in its window), else
+ * counts it as suppressed. */
+int srv_ratelog_allow(srv_ratelog *r, double now_ms);
+/* Once a window is over: log how many lines it suppressed, if any. On the
+ * tick of the thread that owns it. */
+void srv_ratelog_flush(srv_ratelog *r, double now_ms);
+/* Set up what the limits keep in s (the per-uid counts, the refusal log),
+ * and free it. */
+void srv_conn_setup(srv *s);
+void srv_conn_teardown(srv *s);
+/* The main loop's tick: the refusal log's count of suppressed lines. */
+void srv_conn_tick(srv *s, double now_ms);
+/* Main loop, at start (`start`: count the daemon's own descriptors first)
+ * and after a reload changed max_clients, under conf_mu: raise the soft
+ * RLIMIT_NOFILE to what max_clients needs (up to the hard limit), else
+ * lower s->conf.max_clients to what the limit allows, and log it. */
+void srv_conn_fit_fds(srv *s, int start);
+/* An I/O loop's tick: a request whose first byte came longer ago than
+ * request_timeout allows and is still not wholly received is answered
+ * with an error and its connection closed. 1 when it was. */
+int srv_conn_overdue(conn *c, double now_ms);
+
 /* How max_request_bytes came about, for a refusal: " (auto: half of
  * max_memory; set max_request_bytes to change it)", or "". */
 const char *srv_cap_note(const gs_conf *cf);
@@ -351,6 +413,15 @@ int srv_acl_active(const srv *s);
  * log) and decide: 1 to serve it, 0 to refuse it with `msg`. */
 int srv_acl_admit(srv *s, int fd, struct ucred *cr, char *who, size_t wlen, char *msg,
                   size_t mlen);
+/* Connections per uid: count one more for cr->uid and return 1; or return
+ * 0 with `msg` when max_clients_per_uid (`cap`, 0: none) is reached for a
+ * uid that is neither root nor the daemon's own, -1 when out of memory. */
+int srv_acl_uid_take(srv *s, const struct ucred *cr, unsigned cap, char *msg, size_t mlen);
+/* The connection counted by srv_acl_uid_take closed. */
+void srv_acl_uid_drop(srv *s, unsigned uid);
+/* Set up and free s->uids. */
+void srv_acl_uids_init(srv *s);
+void srv_acl_uids_free(srv *s);
 
 /* ---- gs_retune.c: background tuning ---- */
 

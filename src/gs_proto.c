@@ -253,6 +253,16 @@ void gs_proto_rd_expect(gs_proto_rd *rd, uint64_t bytes, int keep)
     rd->state = bytes ? GS_RD_PAYLOAD : GS_RD_DONE;
 }
 
+void gs_proto_rd_drop(gs_proto_rd *rd)
+{
+    if (rd->state != GS_RD_PAYLOAD || rd->discard)
+        return;
+    free(rd->payload);
+    rd->payload = NULL;
+    rd->payload_cap = 0;
+    rd->discard = 1;
+}
+
 uint8_t *gs_proto_rd_take(gs_proto_rd *rd, uint64_t *len)
 {
     if (rd->state != GS_RD_DONE) {

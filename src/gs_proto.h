@@ -91,6 +91,9 @@ const char *gs_proto_rd_header(const gs_proto_rd *rd, size_t *len);
 /* In HEADER_DONE: the payload that follows is `bytes` long; keep it
  * (keep != 0) or read and drop it. 0 bytes goes straight to DONE. */
 void gs_proto_rd_expect(gs_proto_rd *rd, uint64_t bytes, int keep);
+/* In PAYLOAD: drop the rest of the payload and what was kept of it (the
+ * request is refused after all); the reader still reads it to its end. */
+void gs_proto_rd_drop(gs_proto_rd *rd);
 /* In DONE: hand the kept payload to the caller (free() it; NULL when there
  * was none) and reset for the next message. */
 uint8_t *gs_proto_rd_take(gs_proto_rd *rd, uint64_t *len);

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -400,4 +401,37 @@ int dmn_sort_check(gs_client *c, gs_client_sort *s, sc_case *k, gs_client_result
         return 0;
     }
     return sc_case_verify(k, s->stable, why, len);
+}
+
+int dmn_send_raw(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len) {
+        ssize_t w = send(fd, p, len, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+double dmn_wait_eof(int fd, double timeout)
+{
+    double t0 = gs_now_s();
+    char buf[4096];
+    for (;;) {
+        double left = timeout - (gs_now_s() - t0);
+        if (left <= 0)
+            return -1;
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        int r = poll(&p, 1, (int)(left * 1000) + 1);
+        if (r <= 0)
+            continue;
+        ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+            return gs_now_s() - t0;
+    }
 }

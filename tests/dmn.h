@@ -91,5 +91,11 @@ int dmn_bind(const char *path, int type, int backlog);
 double dmn_slowdown(void);
 /* Sleep `s` seconds, signals notwithstanding. */
 void dmn_sleep(double s);
+/* Write all `len` bytes to socket `fd` (test framing, half messages): 0,
+ * or -1 when the peer is gone. */
+int dmn_send_raw(int fd, const void *buf, size_t len);
+/* Seconds until the peer of `fd` closes (reading and dropping anything it
+ * sends), or -1 if it stays open for `timeout` s. */
+double dmn_wait_eof(int fd, double timeout);
 
 #endif

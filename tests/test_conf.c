@@ -60,6 +60,7 @@ static const char *conf_diff(const gs_conf *a, const gs_conf *b)
     V(buffer_pool_percent); V(max_clients); V(inline_sort_max);
     V(max_header_bytes); V(idle_timeout_s); V(io_timeout_s); V(host_threads); V(io_threads);
     S(devices); V(tune_missing); V(tune_budget_s);
+    V(max_clients_per_uid); V(request_timeout_s);
     return NULL;
 }
 
@@ -74,9 +75,10 @@ static int conf_ndiff(const gs_conf *a, const gs_conf *b)
     VC(buffer_pool_percent); VC(max_clients); VC(inline_sort_max);
     VC(max_header_bytes); VC(idle_timeout_s); VC(io_timeout_s); VC(host_threads); VC(io_threads);
     SC(devices); VC(tune_missing); VC(tune_budget_s);
+    VC(max_clients_per_uid); VC(request_timeout_s);
     return n;
 }
-#define NFIELDS 28
+#define NFIELDS 30
 
 /* ---- parsers ---- */
 
@@ -514,6 +516,28 @@ static void test_keys(void)
     set_bad("io_timeout", "-5", "above 0");
     set_bad("io_timeout", "1441m", "at most 1 day");
     set_bad("io_timeout", "soon", "e.g. 30");
+    set_good("request_timeout", "auto");
+    set_good("request_timeout", "2s");
+    set_good("request_timeout", "24h");
+    set_bad("request_timeout", "0", "auto (60 s plus 1 s per 32 MiB");
+    set_bad("request_timeout", "25h", "at most 1 day");
+    set_bad("request_timeout", "never", "auto (60 s");
+    {
+        gs_conf tc;
+        gs_conf_defaults(&tc);
+        double a0 = gs_conf_request_deadline(&tc, 0);
+        double a1 = gs_conf_request_deadline(&tc, 1ull << 30);
+        gs_err re;
+        int r2 = gs_conf_set(&tc, "request_timeout", "2s", &re);
+        tap_ok(a0 == 60 && a1 == 60 + 32 && r2 == 0 &&
+                   gs_conf_request_deadline(&tc, 1ull << 30) == 2,
+               "request_timeout auto: %g s for a bare header, %g s for 1 GiB; set: 2 s for any",
+               a0, a1);
+    }
+    set_good("max_clients_per_uid", "0");
+    set_good("max_clients_per_uid", "65536");
+    set_bad("max_clients_per_uid", "65537", "0 (no per-user cap) to 65536");
+    set_bad("max_clients_per_uid", "auto", "0 (no per-user cap) to 65536");
 
     /* threads, devices, tuning */
     set_good("host_threads", "0");
@@ -924,6 +948,7 @@ static void all_changed(gs_conf *c)
         { "io_timeout", "1.5s" },                  { "host_threads", "1024" },
         { "io_threads", "64" },                    { "devices", "3,1,2" },
         { "tune_missing", "yes" },                 { "tune_budget", "1000h" },
+        { "max_clients_per_uid", "0" },            { "request_timeout", "90s" },
     };
     for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
         if (gs_conf_set(c, kv[i][0], kv[i][1], &e) != 0)

@@ -111,50 +111,12 @@ static const char *err_msg(const cJSON *h)
     return jstr(jget(h, "error"), "message");
 }
 
-/* Write raw bytes (test framing, half messages). */
-static int send_raw(int fd, const void *buf, size_t len)
-{
-    const char *p = buf;
-    while (len) {
-        ssize_t w = send(fd, p, len, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
-
 /* A frame around arbitrary header text. */
 static int send_text(int fd, const char *text)
 {
     uint8_t len[GS_PROTO_LEN_BYTES];
     gs_proto_put_len(len, (uint32_t)strlen(text));
-    return send_raw(fd, len, sizeof len) || send_raw(fd, text, strlen(text)) ? -1 : 0;
-}
-
-/* Seconds until the peer closes (reading and dropping anything it sends),
- * or -1 if it stays open for `timeout` s. */
-static double wait_eof(int fd, double timeout)
-{
-    double t0 = gs_now_s();
-    char buf[4096];
-    for (;;) {
-        double left = timeout - (gs_now_s() - t0);
-        if (left <= 0)
-            return -1;
-        struct pollfd p = { .fd = fd, .events = POLLIN };
-        int r = poll(&p, 1, (int)(left * 1000) + 1);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            continue;
-        ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
-        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
-            return gs_now_s() - t0;
-    }
+    return dmn_send_raw(fd, len, sizeof len) || dmn_send_raw(fd, text, strlen(text)) ? -1 : 0;
 }
 
 /* Read one reply (no payload expected) and check it is an error with one
@@ -180,7 +142,7 @@ static int expect_error(gs_client *c, const char *codes, const char *needle, int
     } else if (needle && !strstr(err_msg(h), needle)) {
         snprintf(why, sizeof why, "message '%s' does not mention '%s'", err_msg(h), needle);
     } else if (cJSON_IsTrue(jget(h, "close"))) {
-        double t = wait_eof(gs_client_fd(c), 5);
+        double t = dmn_wait_eof(gs_client_fd(c), 5);
         ok = t >= 0;
         snprintf(why, sizeof why, "%s (%s; closed %s)", err_code(h), err_msg(h),
                  ok ? "as announced" : "NOT closed within 5 s despite \"close\":true");
@@ -728,15 +690,15 @@ static void test_bad_input(dmn *d)
     /* Framing errors: the daemon cannot find the next message, so it answers and closes. */
     gs_client *c = conn(d);
     gs_proto_put_len(len4, 0);
-    send_raw(gs_client_fd(c), len4, 4);
+    dmn_send_raw(gs_client_fd(c), len4, 4);
     expect_error(c, "GS_EINVAL", NULL, 1, "header length 0");
     gs_client_close(c);
     unharmed(d, keep, "header length 0");
 
     c = conn(d);
     gs_proto_put_len(len4, 65536 + 1);
-    send_raw(gs_client_fd(c), len4, 4);
-    send_raw(gs_client_fd(c), "{\"v\":1", 6);
+    dmn_send_raw(gs_client_fd(c), len4, 4);
+    dmn_send_raw(gs_client_fd(c), "{\"v\":1", 6);
     expect_error(c, "GS_ETOOBIG", NULL, 0, "header length above max_header_bytes (65537)");
     gs_client_close(c);
     unharmed(d, keep, "an over-long header length");
@@ -1212,7 +1174,7 @@ static void test_limits(void)
         send_text(gs_client_fd(c), "{\"v\":1,\"op\":\"ping\"}");
         gs_client_set_timeout(c, 10);
         expect_error(c, "GS_ETOOBIG", NULL, 0, "a fifth client (max_clients=4)");
-        tap_ok(wait_eof(gs_client_fd(c), 5) >= 0, "the fifth client is disconnected");
+        tap_ok(dmn_wait_eof(gs_client_fd(c), 5) >= 0, "the fifth client is disconnected");
         gs_client_close(c);
     } else {
         tap_ok(0, "the fifth client could at least connect to be told");
@@ -1251,9 +1213,9 @@ static void test_limits(void)
     c = conn(&d);
     uint8_t l4[4];
     gs_proto_put_len(l4, 40);
-    send_raw(gs_client_fd(c), l4, 4);
-    send_raw(gs_client_fd(c), "{\"v\":1,\"op\":\"ping\",\"i", 20);
-    double ts = wait_eof(gs_client_fd(c), 8);
+    dmn_send_raw(gs_client_fd(c), l4, 4);
+    dmn_send_raw(gs_client_fd(c), "{\"v\":1,\"op\":\"ping\",\"i", 20);
+    double ts = dmn_wait_eof(gs_client_fd(c), 8);
     tap_ok(ts >= 0.5 && ts <= 4, "a client stalling mid-header is closed after io_timeout=1 "
            "(%.2f s)", ts);
     gs_client_close(c);
@@ -1266,7 +1228,7 @@ static void test_limits(void)
         struct pollfd p = { .fd = gs_client_fd(idle), .events = POLLIN };
         if (poll(&p, 1, 700) > 0) {
             t_close = gs_now_s() - t_idle0;
-            double rest = wait_eof(gs_client_fd(idle), 2);
+            double rest = dmn_wait_eof(gs_client_fd(idle), 2);
             if (rest >= 0) {
                 t_close += rest;
                 break;
@@ -1771,12 +1733,12 @@ static void *fake_main(void *arg)
         if (!r->json) {
             cJSON_Delete(req);
             if (r->hold)
-                wait_eof(cfd, 30);
+                dmn_wait_eof(cfd, 30);
             break;
         }
         if (r->force_len) {
             gs_proto_put_len(l4, r->force_len);
-            send_raw(cfd, l4, 4);
+            dmn_send_raw(cfd, l4, 4);
         } else {
             cJSON *h = cJSON_Parse(r->json);
             if (h && !jget(h, "id") && jget(req, "id"))
@@ -1784,17 +1746,17 @@ static void *fake_main(void *arg)
             uint8_t *frame = NULL;
             size_t flen = 0;
             if (h && gs_proto_frame(h, 1u << 20, &frame, &flen, NULL) == 0)
-                send_raw(cfd, frame, flen);
+                dmn_send_raw(cfd, frame, flen);
             free(frame);
             cJSON_Delete(h);
         }
         cJSON_Delete(req);
         static const char junk[4096];
         for (size_t g = r->garbage; g > 0; g -= g < sizeof junk ? g : sizeof junk)
-            if (send_raw(cfd, junk, g < sizeof junk ? g : sizeof junk))
+            if (dmn_send_raw(cfd, junk, g < sizeof junk ? g : sizeof junk))
                 break;
         if (r->hold) {
-            wait_eof(cfd, 30);
+            dmn_wait_eof(cfd, 30);
             break;
         }
     }
