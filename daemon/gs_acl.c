@@ -1,12 +1,13 @@
 /* Access control: who is at the other end of a new connection (the pid,
  * uid and gid the kernel recorded at connect(), SO_PEERCRED), whether
- * allow_uids / allow_gids let it be served, and how many connections each
- * uid holds (max_clients_per_uid). A uid, the primary gid, or one of the
+ * allow_uids / allow_gids let it be served, and how many connections and
+ * how much of the memory budget each uid holds (max_clients_per_uid,
+ * max_memory_per_uid; the budget itself is gs_admit.c's). A uid, the primary gid, or one of the
  * uid's supplementary groups from the user database must be listed; those
  * lookups can be slow (NSS may be LDAP or SSSD, and they run on the event
  * loop), so each uid's verdict is kept for PEER_MEMO_MS. The lists are
  * resolved to ids once, at start and at each reload; a reload forgets the
- * kept verdicts. The per-uid cap spares root and the daemon's own user:
+ * kept verdicts. The per-uid caps spare root and the daemon's own user:
  * either can stop the daemon anyway, so capping them protects no one, and
  * a daemon a user runs for their own processes would otherwise serve fewer
  * of them than max_clients. */
@@ -148,34 +149,53 @@ static struct srv_uid *uid_find(srv_uids *u, unsigned uid)
     return NULL;
 }
 
+/* The uid's entry, made when missing (NULL: out of memory). Under mu. */
+static struct srv_uid *uid_get(srv_uids *u, unsigned uid)
+{
+    struct srv_uid *e = uid_find(u, uid);
+    if (e)
+        return e;
+    if (u->n == u->cap) {
+        size_t nc = u->cap ? u->cap * 2 : 16;
+        struct srv_uid *v = realloc(u->v, nc * sizeof *v);
+        if (!v)
+            return NULL;
+        u->v = v;
+        u->cap = nc;
+    }
+    u->v[u->n] = (struct srv_uid){ uid, 0, 0 };
+    return &u->v[u->n++];
+}
+
+/* A uid with no connection and no memory left takes no entry. Under mu. */
+static void uid_tidy(srv_uids *u, struct srv_uid *e)
+{
+    if (e->n == 0 && e->mem == 0)
+        *e = u->v[--u->n];
+}
+
+int srv_acl_uid_exempt(const srv *s, unsigned uid)
+{
+    return !s->uid_cap_all && (uid == 0 || uid == (unsigned)geteuid());
+}
+
 int srv_acl_uid_take(srv *s, const struct ucred *cr, unsigned cap, char *msg, size_t mlen)
 {
     srv_uids *u = &s->uids;
     unsigned uid = (unsigned)cr->uid;
-    int exempt = !s->uid_cap_all && (uid == 0 || uid == (unsigned)geteuid());
     int ok = 1;
     pthread_mutex_lock(&u->mu);
-    struct srv_uid *e = uid_find(u, uid);
-    if (e && cap && !exempt && e->n >= cap) {
+    struct srv_uid *e = uid_get(u, uid);
+    if (!e) {
+        snprintf(msg, mlen, "out of memory");
+        ok = -1;
+    } else if (cap && !srv_acl_uid_exempt(s, uid) && e->n >= cap) {
         snprintf(msg, mlen, "too many connections from uid %u (max_clients_per_uid = %u); "
                  "close one or try again later", uid, cap);
         ok = 0;
-    } else if (e) {
-        e->n++;
+        uid_tidy(u, e);
     } else {
-        if (u->n == u->cap) {
-            size_t nc = u->cap ? u->cap * 2 : 16;
-            struct srv_uid *v = realloc(u->v, nc * sizeof *v);
-            if (!v) {
-                snprintf(msg, mlen, "out of memory");
-                ok = -1;
-            } else {
-                u->v = v;
-                u->cap = nc;
-            }
-        }
-        if (ok > 0)
-            u->v[u->n++] = (struct srv_uid){ uid, 1 };
+        e->n++;
     }
     pthread_mutex_unlock(&u->mu);
     return ok;
@@ -186,7 +206,49 @@ void srv_acl_uid_drop(srv *s, unsigned uid)
     srv_uids *u = &s->uids;
     pthread_mutex_lock(&u->mu);
     struct srv_uid *e = uid_find(u, uid);
-    if (e && --e->n == 0)
-        *e = u->v[--u->n];      /* a uid with no connection left takes no entry */
+    if (e && e->n) {
+        e->n--;
+        uid_tidy(u, e);
+    }
     pthread_mutex_unlock(&u->mu);
+}
+
+/* ---- memory per uid ---- */
+
+int srv_acl_uid_mem_take(srv *s, unsigned uid, uint64_t bytes, uint64_t cap)
+{
+    srv_uids *u = &s->uids;
+    int ok = 0;
+    pthread_mutex_lock(&u->mu);
+    struct srv_uid *e = uid_get(u, uid);
+    if (e && bytes <= cap && e->mem <= cap - bytes) {
+        e->mem += bytes;
+        ok = 1;
+    } else if (e) {
+        uid_tidy(u, e);
+    }
+    pthread_mutex_unlock(&u->mu);
+    return ok;
+}
+
+void srv_acl_uid_mem_give(srv *s, unsigned uid, uint64_t bytes)
+{
+    srv_uids *u = &s->uids;
+    pthread_mutex_lock(&u->mu);
+    struct srv_uid *e = uid_find(u, uid);
+    if (e) {
+        e->mem = e->mem > bytes ? e->mem - bytes : 0;
+        uid_tidy(u, e);
+    }
+    pthread_mutex_unlock(&u->mu);
+}
+
+uint64_t srv_acl_uid_mem(srv *s, unsigned uid)
+{
+    srv_uids *u = &s->uids;
+    pthread_mutex_lock(&u->mu);
+    struct srv_uid *e = uid_find(u, uid);
+    uint64_t m = e ? e->mem : 0;
+    pthread_mutex_unlock(&u->mu);
+    return m;
 }

@@ -14,7 +14,11 @@
  * first, each as soon as it fits, none kept waiting behind a larger one
  * (which would let one large request stall every other). The host caches
  * (sort scratch kept for reuse, the buffer pools of CPU devices) count as
- * used, and are emptied before a request has to wait. */
+ * used, and are emptied before a request has to wait. One uid's requests
+ * together hold at most max_memory_per_uid (half of the budget by default;
+ * root and the daemon's own uid are spared): without it, one user's stalled
+ * uploads could hold the whole budget and every other user's sort would
+ * wait for them. */
 #include "config.h"
 #include "gs_srv_int.h"
 
@@ -59,7 +63,7 @@ static uint64_t cached(srv *s)
 }
 
 /* Charge `need`, emptying the host caches first when that makes it fit. */
-static int take(srv *s, uint64_t need)
+static int take_global(srv *s, uint64_t need)
 {
     uint64_t c = cached(s), cap = atomic_load(&s->mem.cap);
     if (gs_mem_take(&s->mem, need, c))
@@ -70,6 +74,34 @@ static int take(srv *s, uint64_t need)
     if (s->sched)
         gs_sched_trim_host(s->sched);
     return gs_mem_take(&s->mem, need, cached(s));
+}
+
+/* Charge `need` to the budget and, unless exempt, to the uid's share. */
+static int take(conn *c, uint64_t need)
+{
+    srv *s = c->s;
+    unsigned uid = (unsigned)c->cred.uid;
+    int per = !srv_acl_uid_exempt(s, uid);
+    if (per && !srv_acl_uid_mem_take(s, uid, need, atomic_load(&s->mem_uid_cap)))
+        return 0;
+    if (!take_global(s, need)) {
+        if (per)
+            srv_acl_uid_mem_give(s, uid, need);
+        return 0;
+    }
+    c->mem_claim = need;
+    c->mem_uid = per;
+    return 1;
+}
+
+/* Give back what take charged. */
+static void give(conn *c)
+{
+    gs_mem_give(&c->s->mem, c->mem_claim);
+    if (c->mem_uid)
+        srv_acl_uid_mem_give(c->s, (unsigned)c->cred.uid, c->mem_claim);
+    c->mem_claim = 0;
+    c->mem_uid = 0;
 }
 
 static void unwait(conn *c)
@@ -96,14 +128,26 @@ int srv_mem_admit(conn *c, char *msg, size_t mlen)
     claim k;
     claim_of(&c->rq, &k);
     uint64_t need = k.data + k.values + k.scratch, cap = atomic_load(&s->mem.cap);
-    if (c->mem_claim) {         /* never two charges at once: a request is released first */
-        gs_mem_give(&s->mem, c->mem_claim);
-        c->mem_claim = 0;
-    }
-    if (need == 0 || take(s, need)) {
+    unsigned uid = (unsigned)c->cred.uid;
+    uint64_t ucap = srv_acl_uid_exempt(s, uid) ? cap : atomic_load(&s->mem_uid_cap);
+    if (c->mem_claim)           /* never two charges at once: a request is released first */
+        give(c);
+    if (need == 0 || take(c, need)) {
         unwait(c);
-        c->mem_claim = need;
         return 0;
+    }
+    if (need > ucap && ucap < cap) {
+        unwait(c);
+        atomic_fetch_add(&s->mem.refused, 1);
+        snprintf(msg, mlen, "the request would hold %llu bytes of the daemon's memory (%llu "
+                 "of %s, %llu of values, %llu of sort scratch) and max_memory_per_uid, what "
+                 "one user's requests may hold at once, is %llu%s",
+                 (unsigned long long)need, (unsigned long long)k.data,
+                 c->rq.memfd ? "memfd pages" : "payload", (unsigned long long)k.values,
+                 (unsigned long long)k.scratch, (unsigned long long)ucap,
+                 c->io->conf.max_memory_per_uid == GS_CONF_AUTO ? " (auto: half of max_memory)"
+                                                                : "");
+        return GS_ETOOBIG;
     }
     if (need > cap) {
         unwait(c);
@@ -131,10 +175,18 @@ int srv_mem_admit(conn *c, char *msg, size_t mlen)
         return 1;
     unwait(c);
     atomic_fetch_add(&s->mem.refused, 1);
-    snprintf(msg, mlen, "the daemon's memory is held by other requests: this one needs %llu "
-             "bytes, %llu of max_memory = %llu are held, and it waited %.1f s (memory_wait); "
-             "retry later", (unsigned long long)need,
-             (unsigned long long)atomic_load(&s->mem.used), (unsigned long long)cap, wait_s);
+    uint64_t held = srv_acl_uid_mem(s, uid);
+    if (ucap < cap && held > ucap - need)
+        snprintf(msg, mlen, "this user's other requests hold the memory it may use: this one "
+                 "needs %llu bytes, uid %u's requests hold %llu of max_memory_per_uid = %llu, "
+                 "and it waited %.1f s (memory_wait); retry later", (unsigned long long)need,
+                 uid, (unsigned long long)held, (unsigned long long)ucap, wait_s);
+    else
+        snprintf(msg, mlen, "the daemon's memory is held by other requests: this one needs "
+                 "%llu bytes, %llu of max_memory = %llu are held, and it waited %.1f s "
+                 "(memory_wait); retry later", (unsigned long long)need,
+                 (unsigned long long)atomic_load(&s->mem.used), (unsigned long long)cap,
+                 wait_s);
     return GS_ETOOBIG;
 }
 
@@ -144,8 +196,7 @@ void srv_mem_release(conn *c)
     if (!c->mem_claim)
         return;
     srv *s = c->s;
-    gs_mem_give(&s->mem, c->mem_claim);
-    c->mem_claim = 0;
+    give(c);
     if (!atomic_load(&s->mem.waiting))
         return;
     for (unsigned i = 0; i < s->nio; i++)
@@ -187,17 +238,19 @@ void srv_mem_configure(srv *s)
 {
     uint64_t cap = gs_conf_memory_cap(&s->conf);
     atomic_store(&s->mem.cap, cap);
+    atomic_store(&s->mem_uid_cap, gs_conf_memory_uid_cap(&s->conf));
     atomic_store(&s->kept_cap, gs_conf_mapped_cap(&s->conf));
     atomic_store(&s->kept_client_cap, gs_conf_mapped_client_cap(&s->conf));
     char where[512] = "";
     uint64_t limit = s->conf.max_memory == GS_CONF_AUTO ? gs_mem_limit(where, sizeof where) : 0;
     if (limit)
         GS_INFO("memory: max_memory %.0f MiB (auto: %.0f MiB of %s, less a headroom of %.0f "
-                "MiB), max_request_bytes %.0f MiB", cap / MIB, limit / MIB, where,
-                (limit - cap) / MIB, s->req_cap / MIB);
-    else
-        GS_INFO("memory: max_memory %.0f MiB, max_request_bytes %.0f MiB", cap / MIB,
+                "MiB), %.0f MiB per uid, max_request_bytes %.0f MiB", cap / MIB, limit / MIB,
+                where, (limit - cap) / MIB, atomic_load(&s->mem_uid_cap) / MIB,
                 s->req_cap / MIB);
+    else
+        GS_INFO("memory: max_memory %.0f MiB, %.0f MiB per uid, max_request_bytes %.0f MiB",
+                cap / MIB, atomic_load(&s->mem_uid_cap) / MIB, s->req_cap / MIB);
     /* A budget that shrank below what the caches hold: they go now. */
     if (cached(s) + atomic_load(&s->mem.used) > cap) {
         gs_scratch_trim(0);

@@ -52,6 +52,7 @@ static const conf_key keys[] = {
     KEY("log_target", 1, log_syslog, 0),
     KEY("max_request_bytes", 1, max_request_bytes, 0),
     KEY("max_memory", 1, max_memory, 0),
+    KEY("max_memory_per_uid", 1, max_memory_per_uid, 0),
     KEY("memory_wait", 1, memory_wait_s, 0),
     KEY("max_pinned_bytes", 1, max_pinned_bytes, 0),
     KEY("max_mapped_bytes", 1, max_mapped_bytes, 0),
@@ -104,13 +105,20 @@ uint64_t gs_conf_request_cap(const gs_conf *c)
 {
     if (c->max_request_bytes != GS_CONF_AUTO)
         return c->max_request_bytes;
-    uint64_t half = gs_conf_memory_cap(c) / 2;
-    return half < 4096 ? 4096 : half;
+    uint64_t quarter = gs_conf_memory_cap(c) / 4;
+    return quarter < 4096 ? 4096 : quarter;
 }
 
 uint64_t gs_conf_memory_cap(const gs_conf *c)
 {
     return c->max_memory != GS_CONF_AUTO ? c->max_memory : gs_mem_auto(gs_mem_limit(NULL, 0));
+}
+
+uint64_t gs_conf_memory_uid_cap(const gs_conf *c)
+{
+    uint64_t all = gs_conf_memory_cap(c);
+    uint64_t v = c->max_memory_per_uid != GS_CONF_AUTO ? c->max_memory_per_uid : all / 2;
+    return v < all ? v : all;
 }
 
 uint64_t gs_conf_mapped_cap(const gs_conf *c)
@@ -144,6 +152,7 @@ void gs_conf_defaults(gs_conf *c)
     c->log_syslog = 0;
     c->max_request_bytes = GS_CONF_AUTO;
     c->max_memory = GS_CONF_AUTO;
+    c->max_memory_per_uid = GS_CONF_AUTO;
     c->memory_wait_s = 30;
     c->max_pinned_bytes = GS_CONF_AUTO;
     c->max_mapped_bytes = GS_CONF_AUTO;
@@ -609,19 +618,23 @@ int gs_conf_set(gs_conf *c, const char *key, const char *v, gs_err *err)
         if (strcasecmp(v, "auto") == 0)
             x = GS_CONF_AUTO;
         else if (gs_conf_parse_size(v, &x) != 0 || x < 4096 || x == GS_CONF_AUTO)
-            return bad(err, key, v, "auto (half of max_memory), or a size of at least 4096, "
+            return bad(err, key, v, "auto (a quarter of max_memory), or a size of at least 4096, "
                        "e.g. 4096, 512M, 4G");
         c->max_request_bytes = x;
         return 0;
     }
-    if (strcmp(key, "max_memory") == 0) {
+    if (strcmp(key, "max_memory") == 0 || strcmp(key, "max_memory_per_uid") == 0) {
+        int per = strcmp(key, "max_memory") != 0;
         uint64_t x;
         if (strcasecmp(v, "auto") == 0)
             x = GS_CONF_AUTO;
         else if (gs_conf_parse_size(v, &x) != 0 || x < (1u << 20) || x == GS_CONF_AUTO)
-            return bad(err, key, v, "auto (the cgroup's memory limit, else the physical "
-                       "memory, less a headroom), or a size of at least 1M, e.g. 512M, 16G");
-        c->max_memory = x;
+            return bad(err, key, v, per ? "auto (half of max_memory), or a size of at least "
+                                          "1M, e.g. 256M, 8G"
+                                        : "auto (the cgroup's memory limit, else the physical "
+                                          "memory, less a headroom), or a size of at least 1M, "
+                                          "e.g. 512M, 16G");
+        *(per ? &c->max_memory_per_uid : &c->max_memory) = x;
         return 0;
     }
     if (strcmp(key, "memory_wait") == 0) {
@@ -862,6 +875,7 @@ void gs_conf_print_noted(const gs_conf *c, const gs_conf_notes *n, FILE *out)
     fprintf(out, "log_target = %s\n", c->log_syslog ? "syslog" : "stderr");
     print_size_or_auto(out, "max_request_bytes", c->max_request_bytes);
     print_size_or_auto(out, "max_memory", c->max_memory);
+    print_size_or_auto(out, "max_memory_per_uid", c->max_memory_per_uid);
     print_duration(out, "memory_wait", c->memory_wait_s);
     fprintf(out, "buffer_pool_percent = %u\n", c->buffer_pool_percent);
     print_size_or_auto(out, "max_pinned_bytes", c->max_pinned_bytes);

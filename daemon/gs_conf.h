@@ -44,6 +44,9 @@ typedef struct gs_conf {
     uint64_t max_memory;               /* what requests in flight may hold at once
                                           (gs_mem.h); GS_CONF_AUTO (default):
                                           gs_conf_memory_cap */
+    uint64_t max_memory_per_uid;       /* what one uid's requests may hold of it at once;
+                                          GS_CONF_AUTO (default): gs_conf_memory_uid_cap.
+                                          Root and the daemon's own uid are exempt */
     double memory_wait_s;              /* a request that does not fit max_memory waits
                                           this long for memory, then is refused; 0:
                                           refused at once; 30 */
@@ -87,14 +90,19 @@ typedef struct gs_conf {
 /* The pinned-bytes cap max_pinned_bytes means on this machine. */
 uint64_t gs_conf_pinned_cap(const gs_conf *c);
 /* The request size cap max_request_bytes means on this machine: auto
- * (GS_CONF_AUTO, the default) is half of max_memory, since the daemon holds
+ * (GS_CONF_AUTO, the default) is a quarter of max_memory: the daemon holds
  * up to a request's size again in scratch (issue 20), and a request's whole
- * claim must fit the budget (issue 32). */
+ * claim must fit one uid's share of the budget, half of it by default
+ * (issue 32). */
 uint64_t gs_conf_request_cap(const gs_conf *c);
 /* The memory budget max_memory means on this machine: auto is the
  * cgroup's memory limit, else the physical memory, less a headroom
  * (gs_mem_limit, gs_mem_auto). */
 uint64_t gs_conf_memory_cap(const gs_conf *c);
+/* max_memory_per_uid on this machine: auto is half of max_memory, so that
+ * no one user's requests (stalled uploads among them) can hold all of it;
+ * never above max_memory. */
+uint64_t gs_conf_memory_uid_cap(const gs_conf *c);
 /* max_mapped_bytes on this machine: auto is twice the physical memory (a
  * kept memfd is the client's memory, not the daemon's: what bounds it is
  * the address space), at most 32 TiB, a quarter of x86-64's user address

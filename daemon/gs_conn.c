@@ -625,7 +625,7 @@ static void refuse_client(int fd, int code, const char *msg)
 const char *srv_cap_note(const gs_conf *cf)
 {
     return cf->max_request_bytes == GS_CONF_AUTO
-               ? " (auto: half of max_memory; set max_request_bytes to change it)"
+               ? " (auto: a quarter of max_memory; set max_request_bytes to change it)"
                : "";
 }
 

@@ -78,10 +78,12 @@ typedef struct srv_ratelog {
 
 /* Connections held per uid (max_clients_per_uid): every connection is
  * counted from accept to close, under mu (the main loop takes, any I/O
- * loop drops). */
+ * loop drops); and the memory its requests hold (max_memory_per_uid),
+ * charged and given back by the I/O loops. An entry goes when both are
+ * zero. */
 typedef struct srv_uids {
     pthread_mutex_t mu;
-    struct srv_uid { unsigned uid, n; } *v;
+    struct srv_uid { unsigned uid, n; uint64_t mem; } *v;
     size_t n, cap;
 } srv_uids;
 
@@ -140,6 +142,7 @@ typedef struct conn {
     int kept_noted;             /* a block it was not let keep was logged */
     /* the request's share of the memory budget (gs_admit.c) */
     uint64_t mem_claim;         /* charged to s->mem until the request is released */
+    int mem_uid;                /* ... and to its uid's share (not an exempt uid) */
     int mem_wait;               /* waiting for memory: its payload is not read meanwhile */
     double mem_since;
     uint64_t tiny[2];           /* n = 0 arrays */
@@ -230,12 +233,13 @@ struct srv {
     pthread_mutex_t conf_mu;
     _Atomic unsigned conf_gen;
     gs_conf conf;
-    uint64_t req_cap;           /* max_request_bytes resolved (auto: half of max_memory),
+    uint64_t req_cap;           /* max_request_bytes resolved (auto: a quarter of max_memory),
                                    at start and on SIGHUP: not per request */
     gs_mem mem;                 /* max_memory and what the requests in flight hold */
     /* client memfds kept mapped (gs_blocks.c): their bytes, all connections,
      * and the bounds resolved (max_mapped_bytes, ..._per_client) */
     _Atomic uint64_t kept_bytes, kept_cap, kept_client_cap;
+    _Atomic uint64_t mem_uid_cap;   /* max_memory_per_uid resolved */
     _Atomic unsigned long not_kept;     /* a file a bound did not let a connection keep */
     gs_db *db;
     _Atomic int db_ok;
@@ -413,6 +417,17 @@ int srv_acl_active(const srv *s);
  * log) and decide: 1 to serve it, 0 to refuse it with `msg`. */
 int srv_acl_admit(srv *s, int fd, struct ucred *cr, char *who, size_t wlen, char *msg,
                   size_t mlen);
+/* Whether uid is spared the per-uid bounds (max_clients_per_uid,
+ * max_memory_per_uid): root and the daemon's own uid, but under the test
+ * hook GSORTD_TEST_UID_CAP_ALL=1. */
+int srv_acl_uid_exempt(const srv *s, unsigned uid);
+/* Charge `bytes` to uid's memory when what it holds stays within `cap`: 1;
+ * else 0, nothing charged. */
+int srv_acl_uid_mem_take(srv *s, unsigned uid, uint64_t bytes, uint64_t cap);
+/* Give back what srv_acl_uid_mem_take charged. */
+void srv_acl_uid_mem_give(srv *s, unsigned uid, uint64_t bytes);
+/* What uid's requests hold now. */
+uint64_t srv_acl_uid_mem(srv *s, unsigned uid);
 /* Connections per uid: count one more for cr->uid and return 1; or return
  * 0 with `msg` when max_clients_per_uid (`cap`, 0: none) is reached for a
  * uid that is neither root nor the daemon's own, -1 when out of memory. */

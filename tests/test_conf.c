@@ -56,7 +56,7 @@ static const char *conf_diff(const gs_conf *a, const gs_conf *b)
 #define V(f) if (a->f != b->f) return #f
     S(socket); V(socket_mode); S(socket_group); S(allow_uids); S(allow_gids); S(db); S(cache_dir); S(kernel_dir);
     V(log_level); V(log_syslog); V(max_request_bytes); V(max_pinned_bytes); V(device_mem_cap);
-    V(max_memory); V(memory_wait_s); V(max_mapped_bytes); V(max_mapped_bytes_per_client);
+    V(max_memory); V(max_memory_per_uid); V(memory_wait_s); V(max_mapped_bytes); V(max_mapped_bytes_per_client);
     V(buffer_pool_percent); V(max_clients); V(inline_sort_max);
     V(max_header_bytes); V(idle_timeout_s); V(io_timeout_s); V(host_threads); V(io_threads);
     S(devices); V(tune_missing); V(tune_budget_s);
@@ -71,14 +71,14 @@ static int conf_ndiff(const gs_conf *a, const gs_conf *b)
 #define VC(f) n += a->f != b->f
     SC(socket); VC(socket_mode); SC(socket_group); SC(allow_uids); SC(allow_gids); SC(db); SC(cache_dir); SC(kernel_dir);
     VC(log_level); VC(log_syslog); VC(max_request_bytes); VC(max_pinned_bytes); VC(device_mem_cap);
-    VC(max_memory); VC(memory_wait_s); VC(max_mapped_bytes); VC(max_mapped_bytes_per_client);
+    VC(max_memory); VC(max_memory_per_uid); VC(memory_wait_s); VC(max_mapped_bytes); VC(max_mapped_bytes_per_client);
     VC(buffer_pool_percent); VC(max_clients); VC(inline_sort_max);
     VC(max_header_bytes); VC(idle_timeout_s); VC(io_timeout_s); VC(host_threads); VC(io_threads);
     SC(devices); VC(tune_missing); VC(tune_budget_s);
     VC(max_clients_per_uid); VC(request_timeout_s);
     return n;
 }
-#define NFIELDS 30
+#define NFIELDS 31
 
 /* ---- parsers ---- */
 
@@ -266,11 +266,15 @@ static void test_keys(void)
                c.db[0] == '\0' && c.cache_dir[0] == '\0' && c.kernel_dir[0] == '\0',
            "defaults: socket, mode 0660, group and paths empty");
     tap_ok(c.log_level == GS_LOG_INFO && c.log_syslog == 0, "defaults: log info to stderr");
-    uint64_t half = gs_conf_memory_cap(&c) / 2;
-    tap_ok(c.max_request_bytes == GS_CONF_AUTO && gs_conf_request_cap(&c) == half &&
+    uint64_t quarter = gs_conf_memory_cap(&c) / 4;
+    tap_ok(c.max_request_bytes == GS_CONF_AUTO && gs_conf_request_cap(&c) == quarter &&
                c.max_clients == 256 && c.max_header_bytes == 65536,
-           "defaults: limits auto (half of max_memory: %llu) / 256 / 64K",
+           "defaults: limits auto (a quarter of max_memory: %llu) / 256 / 64K",
            (unsigned long long)gs_conf_request_cap(&c));
+    tap_ok(c.max_memory_per_uid == GS_CONF_AUTO &&
+               gs_conf_memory_uid_cap(&c) == gs_conf_memory_cap(&c) / 2,
+           "defaults: max_memory_per_uid auto (half of max_memory: %llu)",
+           (unsigned long long)gs_conf_memory_uid_cap(&c));
     {
         /* max_memory = auto: the cgroup's limit or the RAM, less a quarter */
         uint64_t lim = gs_mem_limit(NULL, 0), cap = gs_conf_memory_cap(&c);
@@ -288,8 +292,13 @@ static void test_keys(void)
         gs_conf m = c;
         gs_err me;
         tap_ok(gs_conf_set(&m, "max_memory", "100M", &me) == 0 &&
-                   gs_conf_memory_cap(&m) == 100u << 20 && gs_conf_request_cap(&m) == 50u << 20,
-               "max_memory = 100M: the budget is 100 MiB and max_request_bytes = auto half of it");
+                   gs_conf_memory_cap(&m) == 100u << 20 && gs_conf_request_cap(&m) == 25u << 20 &&
+                   gs_conf_memory_uid_cap(&m) == 50u << 20,
+               "max_memory = 100M: the budget is 100 MiB, max_request_bytes = auto a quarter of "
+               "it, max_memory_per_uid = auto half of it");
+        tap_ok(gs_conf_set(&m, "max_memory_per_uid", "200M", &me) == 0 &&
+                   gs_conf_memory_uid_cap(&m) == 100u << 20,
+               "max_memory_per_uid is never above max_memory");
         tap_ok(gs_conf_set(&m, "max_mapped_bytes", "1G", &me) == 0 &&
                    gs_conf_set(&m, "max_mapped_bytes_per_client", "2G", &me) == 0 &&
                    gs_conf_mapped_cap(&m) == 1u << 30 && gs_conf_mapped_client_cap(&m) == 1u << 30,
@@ -440,11 +449,14 @@ static void test_keys(void)
     set_good("max_request_bytes", "4K");
     set_good("max_request_bytes", "1T");
     set_good("max_request_bytes", "Auto");
-    set_bad("max_request_bytes", "4095", "auto (half of max_memory), or a size of at least 4096");
+    set_bad("max_request_bytes", "4095", "auto (a quarter of max_memory), or a size of at least 4096");
     set_bad("max_request_bytes", "0", "at least 4096");
     set_bad("max_request_bytes", "-4G", "at least 4096");
     set_bad("max_request_bytes", "17179869184T", "at least 4096");
     set_bad("max_request_bytes", "lots", "at least 4096");
+    set_good("max_memory_per_uid", "auto");
+    set_good("max_memory_per_uid", "64M");
+    set_bad("max_memory_per_uid", "1000", "auto (half of max_memory), or a size of at least 1M");
     set_good("max_memory", "auto");
     set_good("max_memory", "1M");
     set_good("max_memory", "64G");
@@ -941,6 +953,7 @@ static void all_changed(gs_conf *c)
         { "log_level", "error" },                  { "log_target", "syslog" },
         { "max_request_bytes", "5000" },           { "max_clients", "65536" },
         { "max_memory", "3G" },                    { "memory_wait", "90s" },
+        { "max_memory_per_uid", "2G" },
         { "max_mapped_bytes", "0" },               { "max_mapped_bytes_per_client", "1T" },
         { "inline_sort_max", "0" },                { "device_mem_cap", "96M" },
         { "max_pinned_bytes", "0" },               { "buffer_pool_percent", "90" },

@@ -1348,12 +1348,12 @@ static void test_defaults(void)
     tap_ok(ok, "untuned, a CPU device: 10^3, 2^16 and 2^20 keys all go to the host sort with "
            "plan 'default' (last: %s by %s, plan %s): %s",
            res.device < 0 ? "host" : res.device_name, res.algorithm, res.plan, why);
-    /* max_request_bytes = auto (the default): half of max_memory, and a
+    /* max_request_bytes = auto (the default): a quarter of max_memory, and a
      * refusal says so (2^52 bytes declared, refused from the header). */
     gs_client *big = conn(&d);
     send_obj(big, "{\"v\":1,\"op\":\"sort\",\"dtype\":\"u64\",\"n\":562949953421312,"
              "\"payload_bytes\":4503599627370496}", NULL, 0, -1);
-    expect_error(big, "GS_ETOOBIG", "auto: half of max_memory", 0,
+    expect_error(big, "GS_ETOOBIG", "auto: a quarter of max_memory", 0,
                  "2^52 bytes against max_request_bytes = auto");
     gs_client_close(big);
     gs_client_close(c);

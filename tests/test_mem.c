@@ -14,7 +14,10 @@
  * max_mapped_bytes_per_client and max_mapped_bytes, a file over the bound is
  * not kept and still sorted, and the bytes come back when a connection
  * closes; sparse 32 TiB memfds sent twice with 16-byte requests no longer
- * fill the address space, so another client's 64 MiB sort succeeds. */
+ * fill the address space, so another client's 64 MiB sort succeeds. One
+ * user's stalled uploads hold at most max_memory_per_uid, so another
+ * user's sorts are served beside them (before, one stalled upload of the
+ * largest size held the whole budget). */
 #include "config.h"
 
 #include <errno.h>
@@ -28,6 +31,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <grp.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -533,6 +538,116 @@ static void test_stalled(void)
     tap_ok(st == 0, "stall daemon: SIGTERM -> exit %d", st);
 }
 
+/* ---- one user's share ---- */
+
+/* As uid `uid` with group 65534 (a child; root only; the daemon's socket
+ * is in that group), an inline sort of n keys: the child's exit status is
+ * 0 when it was sorted, 3 when refused, 4 when it could not become uid. */
+static int sort_as(const dmn *d, unsigned uid, size_t n)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0)
+        tap_bail("fork: %s", strerror(errno));
+    if (pid == 0) {
+        if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(uid) < 0)
+            _exit(4);
+        gs_err err;
+        _exit(small_sort(d, n, &err) == 0 ? 0 : 3);
+    }
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+#define SHARE_CONNS 2
+#define SHARE_N ((size_t)4 << 20)           /* u32 keys: 16 MiB, claiming 32 MiB */
+
+static void test_uid_share(void)
+{
+    static dmn d;
+    const char *const extra[] = { "-o", "devices=none", "-o", "max_memory=160M", "-o",
+                                  "max_memory_per_uid=64M", "-o", "memory_wait=1s", "-o",
+                                  "socket_group=65534", NULL };
+    /* this test's own uid (root, or the daemon's) is held to the share too */
+    setenv("GSORTD_TEST_UID_CAP_ALL", "1", 1);
+    int started = dmn_start(&d, "share", NULL, extra) == 0;
+    unsetenv("GSORTD_TEST_UID_CAP_ALL");
+    if (!started) {
+        tap_ok(0, "daemon with max_memory = 160M, max_memory_per_uid = 64M starts");
+        return;
+    }
+    size_t bytes = SHARE_N * 4;
+    char hdr[256];
+    uint32_t *keys = inline_request(SHARE_N, hdr, sizeof hdr), *out = malloc(bytes);
+    if (!out)
+        tap_bail("out of memory");
+    int fds[SHARE_CONNS];
+    size_t sent[SHARE_CONNS] = { 0 };
+    for (int i = 0; i < SHARE_CONNS; i++) {
+        fds[i] = raw_connect(&d);
+        send_header(fds[i], hdr);
+    }
+    upload_all(fds, sent, SHARE_CONNS, keys, bytes - MIB);
+    int full = 0;
+    for (int i = 0; i < SHARE_CONNS; i++)
+        full += sent[i] == bytes - MIB;
+    double used = stat_of(&d, "memory", "used");
+    tap_ok(full == 2 && used == 64.0 * MIB,
+           "one uid's two stalled 16 MiB uploads (32 MiB each) are admitted: its 64 MiB share "
+           "of max_memory = 160M (admitted %d, used %.0f)", full, used);
+    if (getuid() == 0 && chmod(dmn_tmpdir(), 0711) == 0) {
+        int st = sort_as(&d, 12345, 1u << 20);
+        tap_ok(st == 0, "meanwhile uid 12345's 4 MiB sort is served at once (child status %d)",
+               st);
+    } else {
+        tap_diag("not root: the second uid is not checked");
+    }
+    /* one more from this uid waits memory_wait in vain, though 96 MiB of
+     * max_memory are free, and is refused naming the share */
+    int fd = raw_connect(&d);
+    double t1 = gs_now_ms();
+    send_header(fd, hdr);
+    send_some(fd, keys, bytes, 10);     /* skipped once refused: then the reply */
+    cJSON *r = read_reply(fd, out, bytes, 20);
+    double waited = (gs_now_ms() - t1) / 1000;
+    tap_ok(r && !strcmp(err_code(r), "GS_ETOOBIG") && strstr(err_msg(r), "max_memory_per_uid") &&
+               strstr(err_msg(r), "memory_wait") && waited >= 0.9,
+           "this uid's third 16 MiB sort waits memory_wait (%.2f s) though max_memory has room, "
+           "and is refused naming max_memory_per_uid: %s", waited, r ? err_msg(r) : "(no reply)");
+    cJSON_Delete(r);
+    close(fd);
+    /* larger than the share: refused at once */
+    fd = raw_connect(&d);
+    char hdr3[256];
+    snprintf(hdr3, sizeof hdr3, "{\"v\":1,\"op\":\"sort\",\"id\":3,\"dtype\":\"u32\","
+             "\"n\":%u,\"payload_bytes\":%u,\"algorithm\":\"host\"}", 10u << 20, 40u << 20);
+    double t0 = gs_now_ms();
+    send_header(fd, hdr3);
+    char *big = calloc(1, 40u << 20);
+    if (!big)
+        tap_bail("out of memory");
+    send_some(fd, big, 40u << 20, 10);
+    free(big);
+    r = read_reply(fd, out, bytes, 20);
+    double dt = (gs_now_ms() - t0) / 1000;
+    tap_ok(r && !strcmp(err_code(r), "GS_ETOOBIG") && strstr(err_msg(r), "max_memory_per_uid") &&
+               dt < 1.5,
+           "a sort claiming 80 MiB, above the uid's share, is refused at once (%.2f s): %s", dt,
+           r ? err_msg(r) : "(no reply)");
+    cJSON_Delete(r);
+    close(fd);
+    for (int i = 0; i < SHARE_CONNS; i++)
+        close(fds[i]);
+    double u = wait_stat(&d, "memory", "used", 0, 0, 10);
+    tap_ok(u == 0, "the clients gone, nothing is charged (used %.0f)", u);
+    free(keys);
+    free(out);
+    int st = dmn_stop(&d, SIGTERM, 20);
+    tap_ok(st == 0, "share daemon: SIGTERM -> exit %d", st);
+}
+
 /* ---- waiting in vain, too big at once ---- */
 
 /* A sealed memfd of `size` bytes (sparse) with n u32 keys n..1 at 0. */
@@ -847,6 +962,7 @@ int main(void)
     test_cgroup_rule();
     test_count();
     test_stalled();
+    test_uid_share();
     test_wait_refuse();
     test_kept_bounds();
     test_sparse_attack();

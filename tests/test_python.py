@@ -149,8 +149,8 @@ def main():
         return (i["socket"] == a_sock and
                 {"host", "radix", "mergepath", "shellsort"} <= set(i["algorithms"]) and
                 all(d["enabled"] is False for d in i["devices"]) and
-                # auto: half of max_memory (auto: at most this machine's memory)
-                i["limits"]["max_request_bytes"] == cm.stats()["memory"]["max_memory"] // 2 and
+                # auto: a quarter of max_memory (auto: at most this machine's memory)
+                i["limits"]["max_request_bytes"] == cm.stats()["memory"]["max_memory"] // 4 and
                 0 < i["limits"]["max_request_bytes"] <
                 os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2, i)
     check("info: socket, algorithms, devices disabled (devices=none), default limits", t_info)
