@@ -63,14 +63,19 @@
  * 2^16 buckets the buffers outgrow the L2 but still beat scattering
  * straight (2^24 keys: 112 against 138 ms). */
 #define HOST_WC_BYTES ((size_t)6 << 20)
-/* Without the line buffers, keys below this many bytes are copied as they
- * are encoded and counted, and every pass reads private memory with exact
- * counts (a client may rewrite its keys at any time, issue 32); only the
- * last pass writes the caller's arrays. Others (keys not aligned to their
- * size, past the cache) ping-pong through the caller's arrays, every
- * cursor clamped: that costs 2 instructions a key a pass, 12 to 20% of
- * u32 2^17..2^20 on the 2-core machine, where the copy costs 0 to 2%. */
-#define HOST_COPY_BYTES HOST_WC_BYTES
+/* Without the line buffers, up to this many bytes of keys and values are
+ * copied as the keys are encoded and counted, and every pass reads private
+ * memory with exact counts (a client may rewrite its keys at any time,
+ * issue 32); only the last pass writes the caller's arrays. Larger ones
+ * (and keys not aligned to their size past the cache) ping-pong through
+ * the caller's arrays with every cursor clamped. Measured on the 2-core
+ * machine, one thread, against the sort before issue 32: the clamp costs
+ * 2 instructions a key a pass, +17 to +19% for keys alone (u32 1.2M to
+ * 1.5M keys, u64 640K), +2 to +9% with values (u32 + u32 600K to 1M); the
+ * copy +2 to +12% for keys alone up to 5 MiB (u32 512K to 1.35M), +31% at
+ * 5.7 MiB, where a third array no longer stays in the cache, and with
+ * values +10 to +14% at 8 MiB (u32 + u32 1M). */
+#define HOST_COPY_BYTES ((size_t)5 << 20)
 #define HOST_WC_MAX_BITS 16
 #define HOST_LINE 64
 /* msd=1: a bucket of the top digit is sorted by one worker while it stays
@@ -562,13 +567,15 @@ static size_t chunk_hi(const hjob *j, size_t c)
             if (HASV)                                                           \
                 bv[d * G + s] = sv[i];                                          \
             off[d] = ++pos;                                                     \
-            /* keys that are not the ones counted (the client rewrote them)  \
-             * may run a cursor past the end: no line goes there (pass_exact \
-             * tells the mismatch) */                                        \
-            if (s == G - 1 && pos <= n) {                                       \
+            if (s == G - 1) {                                                   \
                 size_t have = pos - beg[d];                                     \
-                flush_##SUF(dk, dv, bk + d * G, HASV ? bv + d * G : NULL, pos,  \
-                            have >= G ? 0 : G - have, G);                       \
+                /* keys that are not the ones counted (the client rewrote    \
+                 * them) may run a cursor past the end: no line goes there   \
+                 * (pass_exact tells the mismatch); tested here, once a line, \
+                 * not beside s for every key */                              \
+                if (__builtin_expect(pos <= n, 1))                              \
+                    flush_##SUF(dk, dv, bk + d * G, HASV ? bv + d * G : NULL, pos, \
+                                have >= G ? 0 : G - have, G);                   \
             }                                                                   \
         }                                                                       \
         for (size_t d = 0; d < nb; d++) {                                       \
@@ -919,25 +926,32 @@ static size_t line_up(size_t bytes)
     return (bytes + HOST_LINE - 1) / HOST_LINE * HOST_LINE;
 }
 
-/* With the private copy, the keys' scratch, their copy, the values'
- * scratch and theirs lie in one block, so that one allocation stays warm
- * (malloc gave two or four of a few MiB back to the system each time and
- * faulted them in again on every sort: u32 + u32 2^18 took 1,000 page
- * faults a sort), each this far past the one before, so that none is a
- * power of two from another (u32 2^14: 87 against 82 us, the scatter's
- * stores aliasing the loads of the next pass). */
-#define HOST_COPY_SKEW (4096 + 9 * HOST_LINE)
+/* With the private copy, the keys' scratch and copy and the values'
+ * scratch and copy lie in one block, so that one allocation stays warm
+ * (malloc gave two or four of a few MiB back to the system after each sort
+ * and faulted them in again on the next: u32 + u32 2^18 took 500 page
+ * faults a sort before issue 32, 1,000 with the copy in blocks of its own),
+ * each this far past the one before, so that none is a power of two from
+ * another (u32 2^14: 87 against 82 us, the scatter's stores aliasing the
+ * loads of the next pass). Larger inputs keep a block each for keys and
+ * values: in one, u32 + u32 2^20 on two threads took 3.9 ms, not 3.0. */
+#define HOST_BLOCK_SKEW (4096 + 9 * HOST_LINE)
 
-static size_t copy_block_bytes(const hjob *j)
+/* The offset of the next array in that block after one of `bytes`. */
+static size_t block_step(size_t bytes)
 {
-    return 2 * (line_up(j->n * j->kw) + HOST_COPY_SKEW) +
-           2 * (line_up(j->n * j->vw) + HOST_COPY_SKEW);
+    return line_up(bytes) + HOST_BLOCK_SKEW;
+}
+
+static size_t block_bytes(const hjob *j)
+{
+    return 2 * block_step(j->n * j->kw) + 2 * block_step(j->n * j->vw);
 }
 
 static void job_free(hjob *j)
 {
     if (j->copied) {
-        gs_scratch_put(j->ks, copy_block_bytes(j));
+        gs_scratch_put(j->ks, block_bytes(j));
     } else {
         gs_scratch_put(j->ks, j->n * j->kw);
         gs_scratch_put(j->vs, j->n * j->vw);
@@ -964,12 +978,10 @@ static int job_alloc(hjob *j, unsigned workers)
 {
     /* the top pass's scatter uses the LSD passes' tables with tnb buckets */
     const size_t n = j->n, nb = j->msd && j->tnb > j->nb ? j->tnb : j->nb;
-    if (j->copied && (j->ks = gs_scratch_get(copy_block_bytes(j)))) {
-        const size_t kstep = line_up(n * j->kw) + HOST_COPY_SKEW;
-        const size_t vstep = line_up(n * j->vw) + HOST_COPY_SKEW;
-        j->snap = (char *)j->ks + kstep;
-        j->vs = j->vw ? (char *)j->snap + kstep : NULL;
-        j->vsnap = j->vw ? (char *)j->vs + vstep : NULL;
+    if (j->copied && (j->ks = gs_scratch_get(block_bytes(j)))) {
+        j->snap = (char *)j->ks + block_step(n * j->kw);
+        j->vs = j->vw ? (char *)j->snap + block_step(n * j->kw) : NULL;
+        j->vsnap = j->vw ? (char *)j->vs + block_step(n * j->vw) : NULL;
     } else if (!j->copied) {
         j->ks = gs_scratch_get(n * j->kw);
         j->vs = j->vw ? gs_scratch_get(n * j->vw) : NULL;
@@ -1112,7 +1124,7 @@ static int host_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p
     j.nchunks = (n + j.chunk - 1) / j.chunk;
     j.wc = HOST_HAVE_NT && n * kw >= past_cache && j.bits <= HOST_WC_MAX_BITS &&
            (uintptr_t)req->keys % kw == 0;     /* its lines are found by key index */
-    j.copied = !j.wc && n * kw < copy_max;
+    j.copied = !j.wc && n * (kw + vw) <= copy_max;
     j.msd = pv[P_MSD] && j.passes >= 2 && n * (kw + vw) >= past_cache;
     j.msd_stream = j.msd && pv[P_MSD] == 2;
     j.wcl = 1;

@@ -60,11 +60,10 @@ size_t gs_host_force_min_chunk(size_t keys);
  * msd: the top digit first; default 6 MiB; 0 restores it), so the test
  * matrix's sizes run them. Returns the previous value. */
 size_t gs_host_force_past_cache(size_t bytes);
-/* Test hook (algo_host.c): the input size in bytes of keys below which the
- * host sort, where it takes no line buffers, copies the keys privately
- * before counting them (default 6 MiB; 0 restores it; 1: never, every
- * cursor clamped instead, as for keys not aligned to their size). Returns
- * the previous value. */
+/* Test hook (algo_host.c): the largest input in bytes of keys and values
+ * that the host sort, where it takes no line buffers, copies privately
+ * before counting it (default 5 MiB; 0 restores it; 1: none, every cursor
+ * clamped instead, as for larger inputs). Returns the previous value. */
 size_t gs_host_force_copy_max(size_t bytes);
 
 /* Test hooks (algo_host.c, algo_vqsort.c) for the hostile-memory tests
