@@ -1,14 +1,20 @@
 /* gs_algo_vqsort: a host candidate built on Highway's vqsort (Debian
  * libhwy-dev; gs_vqsort.cc is its C interface), for keys without a
- * payload, every dtype and both orders. Keys are encoded in place to
- * unsigned total order (gs_keys.h, as the host sort does), the array is cut
- * into one chunk per thread, each chunk encoded and sorted by vqsort on a
- * team of the shared pool (gs_hostpool.h), then the sorted runs are merged
- * in one k-way round split among the team (gs_merge.h), so every thread
- * writes its own output range. Not stable (vqsort is a
- * quicksort), which keys alone cannot show. Built when configure finds
- * libhwy-contrib (HAVE_VQSORT); the tuner weighs it against the host
- * radix per size. */
+ * payload, every dtype and both orders. The array is cut into one chunk per
+ * thread; on a team of the shared pool (gs_hostpool.h) each chunk is
+ * copied into a private scratch array, encoded there to unsigned total
+ * order (gs_keys.h, as the host sort does) and sorted by vqsort; then the
+ * sorted runs are merged in one k-way round split among the team
+ * (gs_merge.h) straight into the caller's array, decoded block by block
+ * as they are written, so every thread writes its own output range. Never
+ * sorted where the caller's keys lie: that memory may be a client's, which
+ * it can rewrite at any moment (issue 32), and vqsort reads its keys more
+ * than once and trusts what it saw (a search for the differing key it saw
+ * runs unbounded, and the partitions' bounds come from earlier reads); the
+ * copy costs no more than the in-place encoding and decoding it replaces.
+ * Not stable (vqsort is a quicksort), which keys alone cannot show. Built
+ * when configure finds libhwy-contrib (HAVE_VQSORT); the tuner weighs it
+ * against the host radix per size. */
 #include "config.h"
 #include "gs_algos.h"
 
@@ -26,7 +32,17 @@
 #define VQ_MIN_CHUNK ((size_t)1 << 17)
 #define VQ_MAX_THREADS 256
 #define VQ_DEFAULT_THREADS 64
+/* Keys copied and encoded at a time, while in L1. */
+#define VQ_BLOCK 4096
 
+static gs_race_hook race_hook;
+static void *race_arg;
+
+void gs_vqsort_force_race(gs_race_hook fn, void *arg)
+{
+    race_hook = fn;
+    race_arg = arg;
+}
 
 static const gs_param_def vq_params[] = {
     { "threads", "chunks sorted in parallel and merged, at most (each of 131072 keys or "
@@ -76,7 +92,8 @@ static void vq_defaults(const gs_dev_info *info, gs_params *out)
 typedef struct vjob {
     const gs_sort_req *req;
     size_t ks, nchunks;
-    char *src;              /* where the merged keys ended */
+    char *own;              /* the private copy the chunks are sorted in */
+    int decode;             /* task_back decodes (no merge's post pass did) */
 } vjob;
 
 /* Chunks of one size (the last one shorter). */
@@ -86,28 +103,48 @@ static size_t chunk_lo(const vjob *j, size_t c)
     return c * csz < n ? c * csz : n;
 }
 
+/* Chunk c copied into the private array, encoded there and sorted. */
 static void task_sort(void *arg, size_t c, unsigned worker)
 {
     vjob *j = arg;
     (void)worker;
-    size_t lo = chunk_lo(j, c), len = chunk_lo(j, c + 1) - lo;
-    char *k = (char *)j->req->keys + lo * j->ks;
-    gs_keys_encode(j->req->dtype, j->req->descending, k, len);
-    if (j->ks == 4)
-        gs_vqsort_u32((uint32_t *)k, len);
+    const size_t ks = j->ks, lo = chunk_lo(j, c), len = chunk_lo(j, c + 1) - lo;
+    const char *src = (const char *)j->req->keys + lo * ks;
+    char *k = j->own + lo * ks;
+    for (size_t b = 0; b < len; b += VQ_BLOCK) {
+        size_t m = len - b < VQ_BLOCK ? len - b : VQ_BLOCK;
+        memcpy(k + b * ks, src + b * ks, m * ks);
+        gs_keys_encode(j->req->dtype, j->req->descending, k + b * ks, m);
+    }
+    if (ks == 4)
+        gs_vqsort_u32((uint32_t *)(void *)k, len);
     else
-        gs_vqsort_u64((uint64_t *)k, len);
+        gs_vqsort_u64((uint64_t *)(void *)k, len);
 }
 
-static void task_decode(void *arg, size_t c, unsigned worker)
+/* The merge's post pass: each block of the result decoded as written. */
+static void post_decode(void *arg, void *keys, void *vals, size_t n)
+{
+    const gs_sort_req *req = arg;
+    (void)vals;
+    gs_keys_decode(req->dtype, req->descending, keys, n);
+}
+
+/* Chunk c of a result that ended in the private array back into the
+ * caller's (decoded on the way unless the merge's post pass did). */
+static void task_back(void *arg, size_t c, unsigned worker)
 {
     vjob *j = arg;
     (void)worker;
-    size_t lo = chunk_lo(j, c), len = chunk_lo(j, c + 1) - lo;
-    char *k = (char *)j->req->keys + lo * j->ks;
-    if (j->src != (char *)j->req->keys)    /* the last round ended in the scratch */
-        memcpy(k, j->src + lo * j->ks, len * j->ks);
-    gs_keys_decode(j->req->dtype, j->req->descending, k, len);
+    const size_t ks = j->ks, lo = chunk_lo(j, c), len = chunk_lo(j, c + 1) - lo;
+    char *k = (char *)j->req->keys + lo * ks;
+    const char *src = j->own + lo * ks;
+    for (size_t b = 0; b < len; b += VQ_BLOCK) {
+        size_t m = len - b < VQ_BLOCK ? len - b : VQ_BLOCK;
+        memcpy(k + b * ks, src + b * ks, m * ks);
+        if (j->decode)
+            gs_keys_decode(j->req->dtype, j->req->descending, k + b * ks, m);
+    }
 }
 
 static int vq_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p,
@@ -121,23 +158,29 @@ static int vq_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p,
     vjob j = { .req = req, .ks = gs_dtype_size(req->dtype) };
     size_t most = req->n / VQ_MIN_CHUNK;
     j.nchunks = most < 1 ? 1 : most < (size_t)threads ? most : (size_t)threads;
-    char *scratch = NULL;
-    if (j.nchunks > 1 && !(scratch = gs_scratch_get(req->n * j.ks)))
+    if (!(j.own = gs_scratch_get(req->n * j.ks)))
         return gs_err_set(err, GS_ENOMEM, "vqsort: out of memory for %zu bytes of scratch",
                           req->n * j.ks);
     gs_hostpool_team team;
     unsigned workers = gs_hostpool_join(&team, (unsigned)(j.nchunks - 1));
     gs_hostpool_for(&team, j.nchunks, task_sort, &j);
+    if (race_hook)
+        race_hook(race_arg, GS_RACE_MERGE, 0, req->n);
     size_t bounds[VQ_MAX_THREADS + 1];
     for (size_t c = 0; c <= j.nchunks; c++)
         bounds[c] = chunk_lo(&j, c);
-    gs_merge m = { .ks = j.ks, .keys = req->keys, .kscr = scratch, .bounds = bounds,
-                   .nruns = j.nchunks };
-    j.src = gs_merge_runs(&team, workers, &m, &st->passes) ? scratch : req->keys;
-    gs_hostpool_for(&team, j.nchunks, task_decode, &j);
+    /* one round (up to GS_MERGE_FANIN chunks) ends in the caller's array;
+     * a second reads it back, and the merge keeps to its runs whatever it
+     * finds there (gs_merge.h) */
+    gs_merge m = { .ks = j.ks, .keys = j.own, .kscr = req->keys, .bounds = bounds,
+                   .nruns = j.nchunks, .post = post_decode, .post_arg = (void *)req };
+    if (!gs_merge_runs(&team, workers, &m, &st->passes)) {
+        j.decode = j.nchunks == 1;
+        gs_hostpool_for(&team, j.nchunks, task_back, &j);
+    }
     gs_hostpool_leave(&team);
-    gs_scratch_put(scratch, req->n * j.ks);
-    return 0;
+    gs_scratch_put(j.own, req->n * j.ks);
+    return atomic_load(&m.unsorted) ? gs_sort_raced("vqsort", err) : 0;
 }
 
 const gs_algo gs_algo_vqsort = {

@@ -60,5 +60,25 @@ size_t gs_host_force_min_chunk(size_t keys);
  * msd: the top digit first; default 6 MiB; 0 restores it), so the test
  * matrix's sizes run them. Returns the previous value. */
 size_t gs_host_force_past_cache(size_t bytes);
+/* Test hook (algo_host.c): the largest input in bytes of keys and values
+ * that the host sort, where it takes no line buffers, copies privately
+ * before counting it (default 5 MiB; 0 restores it; 1: none, every cursor
+ * clamped instead, as for larger inputs). Returns the previous value. */
+size_t gs_host_force_copy_max(size_t bytes);
+
+/* Test hooks (algo_host.c, algo_vqsort.c) for the hostile-memory tests
+ * (issue 32): fn(arg, at, lo, hi) runs at fixed points of a host sort, where
+ * a client that rewrites its shared keys could: GS_RACE_SCATTER before each
+ * scatter pass of the host radix, after the counts it uses (lo: the pass,
+ * or SIZE_MAX for msd's top pass); GS_RACE_BUCKET between two passes of an
+ * msd bucket ([lo, hi): the bucket's place in the caller's arrays; run on a
+ * worker thread); GS_RACE_MERGE after vqsort sorted its chunks, before they
+ * are merged. NULL turns the hook off. Not for concurrent sorts. */
+enum { GS_RACE_SCATTER, GS_RACE_BUCKET, GS_RACE_MERGE };
+typedef void (*gs_race_hook)(void *arg, int at, size_t lo, size_t hi);
+void gs_host_force_race(gs_race_hook fn, void *arg);
+#ifdef HAVE_VQSORT
+void gs_vqsort_force_race(gs_race_hook fn, void *arg);
+#endif
 
 #endif

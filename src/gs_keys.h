@@ -55,13 +55,18 @@ typedef struct gs_nan_save {
 
 /* Before a sort of req (a no-op for non-float keys): if any NaN key is not
  * the canonical one, save every NaN's bits and payload element in input
- * order. */
+ * order. GS_EINVAL (gs_sort_raced) when the keys' NaNs changed between its
+ * count and its copy (a client rewriting its shared memory, issue 32). */
 int gs_keys_nan_save(const gs_sort_req *req, gs_nan_save *s, gs_err *err);
 /* After a sort of req by any algorithm, stable or not: overwrite the NaN
  * block (the last s->count elements ascending, the first descending), keys
  * and payload, with the saved pairs, which is the stable result. */
 void gs_keys_nan_restore(const gs_sort_req *req, const gs_nan_save *s);
 void gs_keys_nan_free(gs_nan_save *s);
+/* Test hook (issue 32): fn(arg, req) runs between gs_keys_nan_save's
+ * counting pass and its copying pass (only when something is saved), where
+ * a client that rewrites its shared keys could; NULL turns it off. */
+void gs_keys_nan_force_race(void (*fn)(void *arg, const gs_sort_req *req), void *arg);
 
 /* From this many float keys a stable device algorithm that keeps NaN
  * payloads itself (gs_algo.keeps_nan; gs_clnan.h) does so on the device and

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "gs_err.h"
+#include "gs_sort.h"
 
 #define F32_ABS UINT32_C(0x7fffffff)
 #define F32_INF UINT32_C(0x7f800000)
@@ -47,6 +48,7 @@ typedef struct nan_chunk {
     size_t lo, hi;              /* the chunk's keys [lo, hi) */
     size_t count, odd;          /* its NaNs, and those not canonical */
     size_t at;                  /* where its NaNs go in the saved arrays */
+    int raced;                  /* the copy found other NaNs than the count */
     unsigned char *bits;        /* the saved patterns (all chunks') */
     void *vals;                 /* the saved payload elements, or NULL */
 } nan_chunk;
@@ -139,7 +141,9 @@ static inline void save_one(const gs_sort_req *req, size_t m, size_t j, nan_chun
 
 /* The chunk's NaN bits and payload elements, in input order, from c->at on.
  * A block without a NaN is skipped whole, so a sparse NaN population costs
- * little more than the count. */
+ * little more than the count. The keys may have changed since they were
+ * counted (a client rewriting its shared memory, issue 32): it writes no
+ * more than the count's room, and says when it found another number. */
 static void copy_chunk(nan_chunk *c)
 {
     const gs_sort_req *req = c->req;
@@ -158,9 +162,24 @@ static void copy_chunk(nan_chunk *c)
             stop = i + NAN_BLOCK;
         }
         for (size_t m = i; m < stop; m++)
-            if (f64 ? nan64(k64[m]) : nan32(k32[m]))
+            if (f64 ? nan64(k64[m]) : nan32(k32[m])) {
+                if (j == end) {
+                    c->raced = 1;
+                    return;
+                }
                 save_one(req, m, j++, c, vw, idx);
+            }
     }
+    c->raced = j != end;
+}
+
+static void (*race_hook)(void *arg, const gs_sort_req *req);
+static void *race_arg;
+
+void gs_keys_nan_force_race(void (*fn)(void *arg, const gs_sort_req *req), void *arg)
+{
+    race_hook = fn;
+    race_arg = arg;
 }
 
 static void *count_main(void *a)
@@ -238,7 +257,14 @@ int gs_keys_nan_save(const gs_sort_req *req, gs_nan_save *s, gs_err *err)
         ch[c].bits = buf;
         ch[c].vals = vals;
     }
+    if (race_hook)
+        race_hook(race_arg, req);
     run_chunks(ch, nch, copy_main);
+    for (size_t c = 0; c < nch; c++)
+        if (ch[c].raced) {
+            free(buf);
+            return gs_sort_raced("sort", err);
+        }
     s->count = count;
     s->bits = buf;
     s->vals = vals;

@@ -86,7 +86,7 @@ typedef struct slices {
             ub[r] = bound_##SUF((const K *)s->k[r], off[r], whi[r], vlo, 1);     \
             below += off[r];                                                   \
         }                                                                      \
-        size_t rem = pos - below;                                              \
+        size_t rem = pos > below ? pos - below : 0;    /* unsorted runs: may not */ \
         for (unsigned r = 0; r < s->n; r++) {                                  \
             size_t take = ub[r] - off[r] < rem ? ub[r] - off[r] : rem;         \
             off[r] += take;                                                    \
@@ -95,6 +95,40 @@ typedef struct slices {
     }
 DEFINE_CORANK(u32, uint32_t)
 DEFINE_CORANK(u64, uint64_t)
+
+/* Make off[] a co-rank of rank pos whatever the runs held: lo[r] <= off[r]
+ * <= len[r] (lo NULL: 0) and the sum exactly pos, given sum(lo) <= pos <=
+ * sum(len). Sorted runs give that already; runs a client rewrote during
+ * the merge (issue 32) need not, and a stream whose slices held fewer keys
+ * than its outputs would run its loser tree dry (the sentinel's run index)
+ * and one with a negative slice would read out of its run. Returns 1 when
+ * anything had to move. */
+static int corank_fit(const slices *s, const size_t *lo, size_t pos, size_t *off)
+{
+    size_t sum = 0;
+    int moved = 0;
+    for (unsigned r = 0; r < s->n; r++) {
+        size_t l = lo ? lo[r] : 0;
+        if (off[r] < l || off[r] > s->len[r]) {
+            off[r] = off[r] < l ? l : s->len[r];
+            moved = 1;
+        }
+        sum += off[r];
+    }
+    for (unsigned r = s->n; sum > pos && r-- > 0;) {
+        size_t l = lo ? lo[r] : 0, give = off[r] - l < sum - pos ? off[r] - l : sum - pos;
+        off[r] -= give;
+        sum -= give;
+        moved = 1;
+    }
+    for (unsigned r = 0; sum < pos && r < s->n; r++) {
+        size_t take = s->len[r] - off[r] < pos - sum ? s->len[r] - off[r] : pos - sum;
+        off[r] += take;
+        sum += take;
+        moved = 1;
+    }
+    return moved;
+}
 
 /* Loser-tree entries: key and run index in one unsigned integer, ordered
  * as (key, run); SENT, above every real entry, stands for a run used up. */
@@ -218,7 +252,7 @@ static kway_fn kway_for(size_t ks, size_t vs)
 }
 
 typedef struct round {
-    const gs_merge *m;
+    gs_merge *m;
     kway_fn fn;
     const char *ksrc, *vsrc;
     char *kdst, *vdst;
@@ -231,7 +265,7 @@ typedef struct round {
 static void task_merge(void *arg, size_t t, unsigned worker)
 {
     const round *rd = arg;
-    const gs_merge *m = rd->m;
+    gs_merge *m = rd->m;
     (void)worker;
     size_t g = t / rd->parts, part = t % rd->parts;
     size_t r0 = g * GS_MERGE_FANIN;
@@ -260,26 +294,32 @@ static void task_merge(void *arg, size_t t, unsigned worker)
         s.v[r] = rd->vsrc ? rd->vsrc + lo * m->vs : NULL;
         s.len[r] = m->bounds[r0 + r + 1] - lo;
     }
-    /* stream j writes [from + j * q, from + (j + 1) * q), the last also the rest */
+    /* stream j writes [from + j * q, from + (j + 1) * q), the last also the
+     * rest; each co-rank fitted to the one before, so every stream's slices
+     * hold exactly its outputs whatever the runs hold */
     size_t q = (to - from) / NSTREAM, at[NSTREAM + 1];
     char *ko4[NSTREAM], *vo4[NSTREAM];
     for (unsigned j = 0; j <= NSTREAM; j++)
         at[j] = j < NSTREAM ? from + j * q : to;
-    for (unsigned j = 0; j < NSTREAM; j++) {
+    int unsorted = 0;
+    const size_t *prev = NULL;
+    for (unsigned j = 0; j <= NSTREAM; j++) {
         size_t *o = j ? s.end[j - 1] : s.pos[0];
         if (m->ks == 4)
             corank_u32(&s, at[j], o);
         else
             corank_u64(&s, at[j], o);
-        if (j)
+        unsorted |= corank_fit(&s, prev, at[j], o);
+        prev = o;
+        if (j && j < NSTREAM)
             memcpy(s.pos[j], o, s.n * sizeof *o);
-        ko4[j] = ko + j * q * m->ks;
-        vo4[j] = vo ? vo + j * q * m->vs : NULL;
+        if (j < NSTREAM) {
+            ko4[j] = ko + j * q * m->ks;
+            vo4[j] = vo ? vo + j * q * m->vs : NULL;
+        }
     }
-    if (m->ks == 4)
-        corank_u32(&s, to, s.end[NSTREAM - 1]);
-    else
-        corank_u64(&s, to, s.end[NSTREAM - 1]);
+    if (unsorted)
+        atomic_store_explicit(&m->unsorted, 1, memory_order_relaxed);
     rd->fn(&s, q, to - from - NSTREAM * q, ko4, vo4, post, m->post_arg);
 }
 

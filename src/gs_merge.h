@@ -8,10 +8,13 @@
  * each range starts in every run, so every worker writes its own range.
  * Keys are compared as unsigned integers (callers encode them first,
  * gs_keys.h); values of 0, 4 or 8 bytes move with their keys. Ties go to
- * the earlier run, so a merge of stable runs is stable. */
+ * the earlier run, so a merge of stable runs is stable. Runs that are not
+ * sorted (a client rewrote them during the merge, issue 32) give a wrong
+ * order, never an access outside the arrays, and set `unsorted`. */
 #ifndef GS_MERGE_H
 #define GS_MERGE_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "gs_hostpool.h"
@@ -33,6 +36,10 @@ typedef struct gs_merge {
     size_t nruns;
     gs_merge_post post;     /* NULL, or run on the last round's output */
     void *post_arg;
+    atomic_int unsorted;    /* out: set (never cleared) when a round found its runs out
+                               of order (their memory changed during the merge); the
+                               output then holds only the runs' keys and values, in
+                               bounds, but not sorted (some may repeat, others go) */
 } gs_merge;
 
 /* Merge every run into one, in rounds of up to GS_MERGE_FANIN runs, each
