@@ -10,6 +10,23 @@
  * (src/gs_clnan.c). Functions are
  * branch-light because they sit inside the radix kernels' load/store loops. */
 
+/* GS_HOSTILE=1 (src/gs_clrun.h: gs_clrun_hostile): the kernels may run on
+ * the client's own pages (zero copy on CPU devices), which it can rewrite
+ * while they run, so a position derived from keys an earlier pass read is
+ * bounded before it is used. GS_FITS(i, n) is 1 when i < n, else sets the
+ * race flag (the kernel's last argument, GS_RACED_ARG) and is 0; without
+ * GS_HOSTILE it is the constant 1 and the kernels are as they were. */
+#ifndef GS_HOSTILE
+#define GS_HOSTILE 0
+#endif
+#if GS_HOSTILE
+#define GS_RACED_ARG , global uint *raced
+#define GS_FITS(i, n) ((i) < (n) ? 1 : (atomic_or(raced, 1u), 0))
+#else
+#define GS_RACED_ARG
+#define GS_FITS(i, n) 1
+#endif
+
 #define GS_KIND_UNSIGNED 0u
 #define GS_KIND_SIGNED 1u
 #define GS_KIND_FLOAT 2u
@@ -131,8 +148,13 @@ kernel void gs_nan_count_k##KW(global const KT *keys, uint n, uint ntiles,      
     if (odd)                                                                     \
         atomic_add(&tcount[ntiles], odd);                                        \
 }                                                                                \
-/* out[toff[g] + rank] = the tile's NaN patterns in input order */               \
-kernel void gs_nan_save_k##KW(global const KT *keys, uint n,                      \
+/* out[toff[g] + rank] = the tile's NaN patterns in input order. Hostile         \
+   (GS_HOSTILE): keys the client rewrote since the count may hold more or        \
+   fewer NaNs, so the tile writes exactly its own range [toff[g],                \
+   toff[g + 1]) (toff[ntiles] is the total): no more NaNs than it has room       \
+   for, and canonical ones in what it found no NaN for (the range is then        \
+   restored over the sorted keys, and must hold nothing but this sort's). */     \
+kernel void gs_nan_save_k##KW(global const KT *keys, uint n,                     \
                               global const uint *toff, global KT *out)           \
 {                                                                                \
     local uint s[WG];                                                            \
@@ -143,8 +165,10 @@ kernel void gs_nan_save_k##KW(global const KT *keys, uint n,                    
         if (base + k < n)                                                        \
             c += (keys[base + k] & ABS) > INF;                                   \
     uint tot;                                                                    \
-    uint at = toff[get_group_id(0)] + gs_nan_group_scan(c, s, &tot);             \
-    for (uint k = 0; k < GS_NAN_EPT && c; k++) {                                 \
+    const uint t0 = toff[get_group_id(0)];                                       \
+    uint at = t0 + gs_nan_group_scan(c, s, &tot);                                \
+    const uint lim = GS_HOSTILE ? toff[get_group_id(0) + 1] : 0u;                \
+    for (uint k = 0; k < GS_NAN_EPT && c && (!GS_HOSTILE || at < lim); k++) {    \
         if (base + k < n) {                                                      \
             const KT b = keys[base + k];                                         \
             if ((b & ABS) > INF) {                                               \
@@ -153,6 +177,12 @@ kernel void gs_nan_save_k##KW(global const KT *keys, uint n,                    
             }                                                                    \
         }                                                                        \
     }                                                                            \
+    if (GS_HOSTILE)   /* found fewer than counted: the rest of its own range */  \
+        for (; c && at < lim; c--)                                               \
+            out[at++] = CANON;                                                   \
+    if (GS_HOSTILE && get_local_id(0) == WG - 1)                                 \
+        for (uint i = t0 + tot; i < lim; i++)                                    \
+            out[i] = CANON;                                                      \
 }
 
 GS_NAN_KERNELS(32, uint, 0x7fffffffu, 0x7f800000u, 0x7fc00000u)
