@@ -243,8 +243,7 @@ void mp_merge_k##KW##_v##VW(global const KT *kin, global KT *kout, VPARAMS      
     const uint a0 = part[g];                                                     \
     const uint b0 = (uint)(ae + (o0 - base) - (a0 - base));                      \
     const uint a1 = o1 == be ? (uint)ae : part[g + 1];                           \
-    const uint cnt = (uint)(o1 - o0);                                            \
-    const uint na = MP_WINDOW(a0, a1, cnt);                                      \
+    const uint na = MP_WINDOW(a0, a1, (uint)(o1 - o0)), cnt = (uint)(o1 - o0);   \
     _Pragma("unroll")                                                            \
     for (uint k = 0; k < EPT; k++) {                                             \
         const uint j = k * WG + lid;                                             \

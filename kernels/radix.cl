@@ -42,10 +42,12 @@
  * its ranks agree with its keys, but its offsets come from counts of an
  * earlier read (the upsweep's; onesweep's global starts, the histogram's);
  * keys the client rewrote in between can send a key past n, so built for
- * client pages every store checks its position (GS_FITS: dropped, the
- * race flag set). Counts always sum to n, so positions stay below 2n +
- * TILE: no 32-bit wrap. Dropped keys leave slots unwritten, which the host
- * clears beforehand (src/algo_radix.c).
+ * client pages every store's position is clamped to n - 1 (GS_CLAMP: no
+ * branch in the store loop; the race flag set once per work-item that
+ * clamped). Counts always sum to n, so positions stay below n + TILE
+ * (onesweep, n < 2^30: 2n + TILE): no 32-bit wrap. Keys that collide
+ * leave slots unwritten, which the host clears beforehand
+ * (src/algo_radix.c).
  *
  * No kernel has a barrier inside a run-time loop or a branch (only inside
  * the fully unrolled sub-digit loop): PoCL 3.1 (the CI device) miscompiles
@@ -692,21 +694,22 @@ uint warp_match(uint d, local uint *tmp, uint lid)
 #define SCATTER_OUT(KT, PADK, DEC, VT, VB, PADV)                                 \
         uint dst[EPT];                                                           \
         ushort src[EPT];                                                         \
+        GS_BAD_DECL                                                              \
         _Pragma("unroll")                                                        \
         for (uint k = 0; k < EPT; k++) {                                         \
             const uint j = k * WG + lid;                                         \
             if (j < valid) {                                                     \
                 KT x = xk[PADK(j)];                                              \
-                dst[k] = loff[(uint)(x >> shift) & RMASK] + j;                   \
+                dst[k] = GS_CLAMP(loff[(uint)(x >> shift) & RMASK] + j, n);      \
                 if (VB)                                                          \
                     src[k] = xi[PAD2(j)];                                        \
                 if (flags & F_DECODE)                                            \
                     x = DEC(x, kind, desc);                                      \
-                if (GS_FITS(dst[k], n))                                          \
-                    kout[dst[k]] = x;                                            \
+                kout[dst[k]] = x;                                                \
             }                                                                    \
         }                                                                        \
-        SCATTER_VALUES_##VB(VT, PADV)
+        SCATTER_VALUES_##VB(VT, PADV)                                            \
+        GS_BAD_REPORT
 
 /* the (tile, digit)'s first output index, for the rankings' loff */
 #define OFFS_SCANNED(d) offs[(size_t)t * RADIX + (d)]   /* from radix_scan_down */
@@ -968,7 +971,7 @@ void radix_gstart(global uint *gh, uint npos)
         barrier(CLK_LOCAL_MEM_FENCE);                                            \
         _Pragma("unroll")                                                        \
         for (uint k = 0; k < EPT; k++)                                           \
-            if (k * WG + lid < valid && GS_FITS(dst[k], n))                      \
+            if (k * WG + lid < valid)                                            \
                 vout[dst[k]] = (flags & F_IOTA) ? (VT)(tb + src[k])              \
                                                 : xv[PADV((uint)src[k])];        \
 
@@ -1009,19 +1012,19 @@ void radix_scatter_k32_p32(global const uint *kin, global uint *kout, global con
             key[k] = (ulong)TILE_KEY(uint, gs_enc32, j) << 32 | v;
         }
         RANK_TILE(ulong, 0, PAD8, OFFS_SCANNED)
+        GS_BAD_DECL
         _Pragma("unroll")
         for (uint k = 0; k < EPT; k++) {
             const uint j = k * WG + lid;
             if (j < valid) {
                 const ulong x = xk[PAD8(j)];
-                const uint dst = loff[(uint)(x >> shift) & RMASK] + j;
+                const uint dst = GS_CLAMP(loff[(uint)(x >> shift) & RMASK] + j, n);
                 const uint kk = (uint)(x >> 32);
-                if (GS_FITS(dst, n)) {
-                    kout[dst] = (flags & F_DECODE) ? gs_dec32(kk, kind, desc) : kk;
-                    vout[dst] = (uint)x;
-                }
+                kout[dst] = (flags & F_DECODE) ? gs_dec32(kk, kind, desc) : kk;
+                vout[dst] = (uint)x;
             }
         }
+        GS_BAD_REPORT
     }
 }
 

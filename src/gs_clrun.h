@@ -128,7 +128,7 @@ int gs_clrun_hostile(const gs_dev *dev);
 /* Test hook: 1 every device builds the hostile kernels (Oclgrind checks
  * them on copies), 0 none does (so none adopts), -1 per device. */
 void gs_clrun_force_hostile(int mode);
-/* The race flag a hostile kernel sets (GS_FITS in kernels/keys.cl) when
+/* The race flag a hostile kernel sets (GS_BAD_REPORT in kernels/keys.cl) when
  * it finds a position out of its bounds: one zeroed word, made on the
  * first call and kept for the run, passed as the kernel's last argument. */
 int gs_clrun_raced(gs_clrun *r, cl_mem *out, gs_err *err);

@@ -197,6 +197,95 @@ static int do_sort(void *arg, gs_sort_req *req, gs_err *err)
     return gs_sort_run(s->a, s->ctx, req, s->p, &st, err);
 }
 
+/* A raced sort must not hand the client what the device's pooled buffers
+ * held from another request: a radix pass that drops keys leaves slots of
+ * its output unwritten, which later passes move into the client's arrays
+ * (mergepath writes every slot of every level). Each round first sorts a
+ * private array of nothing but MARK (u32 keys and values, every pass run:
+ * the pool's second buffers then hold MARKs, as another client's data
+ * would), then an array of u32 keys below 256 with their indices as
+ * values (radix: with the histogram read back, so one pass, on the lowest
+ * digit, whose output is the result). A writer flips the keys between 0
+ * and 255 meanwhile (their upper bytes stay zero), so a pass counts one
+ * set of keys and scatters another. No result may hold a key with an
+ * upper byte set or a value past n. The pool is on (no guards). */
+#define MARK 0x5eed5eedu
+
+typedef struct flipper {
+    uint32_t *k;
+    size_t n;
+    _Atomic int stop;
+    unsigned long rounds;
+    pthread_t th;
+} flipper;
+
+static void *flip_main(void *arg)
+{
+    flipper *f = arg;
+    for (uint32_t v = 0; !atomic_load_explicit(&f->stop, memory_order_relaxed); v ^= 0xff) {
+        for (size_t i = 0; i < f->n; i++)
+            f->k[i] = v;
+        f->rounds++;
+    }
+    return NULL;
+}
+
+static void pool_leak(const gs_algo *a, gs_dev *dev, arena *ar, const char *dn)
+{
+    gs_clrun_guard(0);
+    gs_sort_ctx ctx = { .dev = dev };
+    gs_params p;
+    a->defaults(&dev->info, &p);
+    uint32_t *mk = aligned_alloc(4096, N * 8);
+    if (!mk)
+        tap_bail("out of memory");
+    unsigned leaked = 0, marked = 0, bad = 0, one = 0, rounds = 4 * ROUNDS;
+    unsigned long flips = 0;
+    char why[300] = "";
+    for (unsigned r = 0; r < rounds; r++) {
+        for (size_t i = 0; i < 2 * N; i++)
+            mk[i] = MARK;
+        gs_sort_req m = { .dtype = GS_DT_U32, .payload = GS_PL_U32, .n = N, .keys = mk,
+                          .values = mk + N };
+        gs_sort_stats st;
+        gs_err e;
+        gs_err_clear(&e);
+        gs_radix_small_max((size_t)-1);   /* every pass runs, through both buffers */
+        marked += gs_sort_run(a, &ctx, &m, &p, &st, &e) == 0 && st.passes >= 2;
+        gs_radix_small_max(0);
+        uint32_t *k = (uint32_t *)ar->base, *v = k + N;
+        for (size_t i = 0; i < N; i++) {
+            k[i] = (uint32_t)(i * 2654435761u) & 0xff;
+            v[i] = (uint32_t)i;
+        }
+        gs_sort_req req = { .dtype = GS_DT_U32, .payload = GS_PL_U32, .n = N, .keys = k,
+                            .values = v };
+        flipper f = { .k = k, .n = N };
+        if (pthread_create(&f.th, NULL, flip_main, &f))
+            tap_bail("cannot start the writer");
+        gs_err_clear(&e);
+        int rc = gs_sort_run(a, &ctx, &req, &p, &st, &e);
+        atomic_store(&f.stop, 1);
+        pthread_join(f.th, NULL);
+        flips += f.rounds;
+        one += rc == 0 || rc == GS_EINVAL ? st.passes == 1 : 0;
+        if (rc && rc != GS_EINVAL && !bad++)
+            snprintf(why, sizeof why, ": %.250s", e.msg);
+        for (size_t i = 0; i < N; i++)
+            leaked += (k[i] >> 8) != 0 || v[i] >= N;
+    }
+    free(mk);
+    gs_radix_small_max((size_t)-1);
+    gs_clrun_guard(GUARD);
+    char passes[48] = "";
+    if (a == &gs_algo_radix)
+        snprintf(passes, sizeof passes, ", %u of %u in one pass", one, rounds);
+    tap_ok(leaked == 0 && bad == 0 && marked == rounds, "%s: %u raced %s sorts (%lu flips of the "
+           "keys%s) on pooled buffers that held another sort's keys and values: none of those "
+           "in the results (%u found; %u of %u sorts of MARKs)%s", dn, rounds, a->name, flips,
+           passes, leaked, marked, rounds, why);
+}
+
 /* Every (dtype, payload) ROUNDS times under the racer. */
 static void matrix(tally *ty, arena *ar, const gs_dtype *dts, size_t ndt, size_t npl, size_t n,
                    race_fn fn, void *arg, const char *what)
@@ -289,6 +378,8 @@ static void one_device(gs_dev *devs, size_t di, arena *ar)
         }
         gs_chunk_force(GS_CHUNK_AUTO, 0);
     }
+    pool_leak(&gs_algo_radix, dev, ar, dn);
+    pool_leak(&gs_algo_mergepath, dev, ar, dn);
 
     atomic_store(&pv.stop, 1);
     pthread_join(pv.th, NULL);
