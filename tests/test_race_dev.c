@@ -7,13 +7,15 @@
  * take each kernel path (radix: reduce-then-scan with and without the
  * histogram read-back, onesweep; mergepath: the tile sort alone and the
  * global merge levels); then out of core (the device route, one and two
- * pieces on the device at once). Each must return 0 or
+ * pieces on the device at once, and the host merge) and a split's merge
+ * (gs_chunk_merge of parts sorted on the devices). Each must return 0 or
  * GS_EINVAL (gs_sort_raced) and never access out of bounds: every device
  * buffer carries a guard (gs_clrun_guard) and every raced array one of
  * the test's own, all checked after each sort (a CPU device's kernels are
  * not seen by the sanitizers). Meanwhile another thread sorts private
  * arrays on the same device, through another queue: each must come out
- * exactly right. */
+ * exactly right. Last, a raced sort on pooled buffers that held another
+ * sort's data must hand none of it to the client. */
 #include "config.h"
 
 #include <pthread.h>
@@ -197,6 +199,41 @@ static int do_sort(void *arg, gs_sort_req *req, gs_err *err)
     return gs_sort_run(s->a, s->ctx, req, s->p, &st, err);
 }
 
+/* A split's merge (daemon/gs_split.c): two parts, each sorted on a device
+ * (the first and the last one), then gs_chunk_merge over the request,
+ * which must withstand whatever the parts hold: it runs even after a part
+ * noticed the race (where the daemon would answer with that error). */
+typedef struct splitarg {
+    gs_dev *d0, *d1;
+    const gs_algo *a;
+} splitarg;
+
+static int do_split(void *arg, gs_sort_req *req, gs_err *err)
+{
+    const splitarg *s = arg;
+    size_t bounds[3] = { 0, req->n / 3, req->n };
+    int raced = 0;
+    for (int i = 0; i < 2; i++) {
+        gs_sort_req part = gs_chunk_piece(req, bounds[i], bounds[i + 1] - bounds[i]);
+        gs_sort_ctx ctx = { .dev = i ? s->d1 : s->d0 };
+        gs_params p;
+        s->a->defaults(&ctx.dev->info, &p);
+        gs_sort_stats st;
+        int rc = gs_sort_run(s->a, &ctx, &part, &p, &st, err);
+        if (rc && rc != GS_EINVAL)
+            return rc;
+        raced |= rc == GS_EINVAL;
+    }
+    gs_sort_stats st;
+    memset(&st, 0, sizeof st);
+    gs_err me;
+    gs_err_clear(&me);
+    int rc = gs_chunk_merge(req, bounds, 2, &st, &me);
+    if (rc || !raced)
+        *err = me;
+    return rc ? rc : raced ? GS_EINVAL : 0;
+}
+
 /* A raced sort must not hand the client what the device's pooled buffers
  * held from another request: a radix pass that drops keys leaves slots of
  * its output unwritten, which later passes move into the client's arrays
@@ -300,8 +337,9 @@ static void matrix(tally *ty, arena *ar, const gs_dtype *dts, size_t ndt, size_t
             }
 }
 
-/* One device: each device algorithm's paths, then out of core. */
-static void one_device(gs_dev *devs, size_t di, arena *ar)
+/* One device: each device algorithm's paths, out of core, a split's merge,
+ * pooled buffers. */
+static void one_device(gs_dev *devs, size_t ndev, size_t di, arena *ar)
 {
     gs_dev *dev = &devs[di];
     gs_err e;
@@ -365,18 +403,28 @@ static void one_device(gs_dev *devs, size_t di, arena *ar)
         if (!is_radix && !is_mp)
             continue;
         /* out of core through the device (as on a GPU), one and two
-         * pieces there at once */
-        for (int route = 0; route < 2; route++) {
-            gs_chunk_force(GS_CHUNK_DEVICE, route + 1u);
+         * pieces there at once; radix also through the host merge */
+        for (int route = 0; route < (is_radix ? 3 : 2); route++) {
+            gs_chunk_force(route < 2 ? GS_CHUNK_DEVICE : GS_CHUNK_HOST, route < 2 ? route + 1u : 0);
             sa.chunk = CHUNK;
             tally ty = { 0 };
             snprintf(what, sizeof what, "%s out of core (%zu pieces), %s", a->name, N / CHUNK,
-                     route == 0 ? "device route, one lane" : "device route, two lanes");
+                     route == 0 ? "device route, one lane" : route == 1 ?
+                     "device route, two lanes" : "host merge");
             matrix(&ty, ar, ints, 2, 3, N, do_sort, &sa, what);
             report(&ty, dn, what);
             sa.chunk = 0;
         }
         gs_chunk_force(GS_CHUNK_AUTO, 0);
+    }
+    {
+        splitarg sp = { .d0 = &devs[0], .d1 = &devs[ndev - 1], .a = &gs_algo_radix };
+        tally ty = { 0 };
+        char what[96];
+        snprintf(what, sizeof what, "a split's merge (radix parts on devices 0 and %zu)",
+                 ndev - 1);
+        matrix(&ty, ar, ints, 2, NPL, N, do_split, &sp, what);
+        report(&ty, dn, what);
     }
     pool_leak(&gs_algo_radix, dev, ar, dn);
     pool_leak(&gs_algo_mergepath, dev, ar, dn);
@@ -418,7 +466,7 @@ int main(void)
                st.upload_ms, st.download_ms);
     }
     for (size_t di = 0; di < ndev; di++)
-        one_device(devs, di, &ar);
+        one_device(devs, ndev, di, &ar);
     gs_clrun_guard(0);
     free(ar.base);
     gs_dev_free_list(devs, ndev);
