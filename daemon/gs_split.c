@@ -13,7 +13,11 @@
  * its range still holds its input. The last part to finish, on its worker
  * thread, merges the parts on the host (gs_chunk_merge: stable, NaN bits
  * kept, argsort indices shifted by each part's offset) and hands the
- * request back, so its loop sees one completion. */
+ * request back, so its loop sees one completion. The parts lie in the
+ * client's memory, which it may rewrite meanwhile (issue 32): their bounds
+ * come from the predicted shares alone, and the merge reads a private copy
+ * of them (gs_chunk.h); a part that noticed the race (GS_EINVAL) answers
+ * the request with its error, unmerged. */
 #include "config.h"
 #include "gs_sched.h"
 

@@ -10,6 +10,36 @@
  * (src/gs_clnan.c). Functions are
  * branch-light because they sit inside the radix kernels' load/store loops. */
 
+/* GS_HOSTILE=1 (src/gs_clrun.h: gs_clrun_hostile): the kernels may run on
+ * the client's own pages (zero copy on CPU devices), which it can rewrite
+ * while they run, so a position derived from keys an earlier pass read is
+ * bounded before it is used. The race flag is the kernel's last argument
+ * (GS_RACED_ARG). GS_CLAMP(i, n) is i bounded to n - 1 (n > 0), without a
+ * branch; a position past it marks the work-item's GS_BAD_DECL variable,
+ * which GS_BAD_REPORT folds into the race flag once. Without GS_HOSTILE
+ * they are nothing (GS_CLAMP is i) and the kernels are as they were. */
+#ifndef GS_HOSTILE
+#define GS_HOSTILE 0
+#endif
+#if GS_HOSTILE
+#define GS_RACED_ARG , global uint *raced
+#define GS_BAD_DECL uint gs_bad_ = 0;
+#define GS_CLAMP(i, n) gs_clamp((i), (n), &gs_bad_)
+#define GS_BAD_REPORT                                                            \
+    if (gs_bad_)                                                                 \
+        atomic_or(raced, 1u);
+uint gs_clamp(uint i, uint n, uint *bad)
+{
+    *bad |= i >= n;
+    return min(i, n - 1u);
+}
+#else
+#define GS_RACED_ARG
+#define GS_BAD_DECL
+#define GS_CLAMP(i, n) (i)
+#define GS_BAD_REPORT
+#endif
+
 #define GS_KIND_UNSIGNED 0u
 #define GS_KIND_SIGNED 1u
 #define GS_KIND_FLOAT 2u
@@ -105,6 +135,28 @@ uint gs_nan_group_scan(uint v, local uint *s, uint *total)
     return incl - v;
 }
 
+/* Built for client pages (GS_HOSTILE): keys the client rewrote since the
+ * count may hold more or fewer NaNs, so a tile of gs_nan_save writes
+ * exactly its own range [toff[g], toff[g + 1]) (the host puts the total at
+ * toff[ntiles]): no more NaNs than it has room for, and canonical ones
+ * where it found fewer (each work-item in its own part, the last one in
+ * what the group's count falls short of). The range is restored over the
+ * sorted keys, so it must hold nothing but this sort's. */
+#if GS_HOSTILE
+#define GS_NAN_LIM const uint lim = toff[get_group_id(0) + 1];
+#define GS_NAN_ROOM(at) && (at) < lim
+#define GS_NAN_PAD(CANON)                                                        \
+    for (; c && at < lim; c--)                                                   \
+        out[at++] = CANON;                                                       \
+    if (get_local_id(0) == WG - 1)                                               \
+        for (uint i = toff[get_group_id(0)] + tot; i < lim; i++)                 \
+            out[i] = CANON;
+#else
+#define GS_NAN_LIM
+#define GS_NAN_ROOM(at)
+#define GS_NAN_PAD(CANON)
+#endif
+
 /* tcount[g] = NaNs in tile g; tcount[ntiles] += NaNs that are not the
  * canonical one (the host zeroes it first; when it stays 0 nothing need be
  * saved: canonical NaNs are bit-equal). */
@@ -132,7 +184,7 @@ kernel void gs_nan_count_k##KW(global const KT *keys, uint n, uint ntiles,      
         atomic_add(&tcount[ntiles], odd);                                        \
 }                                                                                \
 /* out[toff[g] + rank] = the tile's NaN patterns in input order */               \
-kernel void gs_nan_save_k##KW(global const KT *keys, uint n,                      \
+kernel void gs_nan_save_k##KW(global const KT *keys, uint n,                     \
                               global const uint *toff, global KT *out)           \
 {                                                                                \
     local uint s[WG];                                                            \
@@ -144,7 +196,8 @@ kernel void gs_nan_save_k##KW(global const KT *keys, uint n,                    
             c += (keys[base + k] & ABS) > INF;                                   \
     uint tot;                                                                    \
     uint at = toff[get_group_id(0)] + gs_nan_group_scan(c, s, &tot);             \
-    for (uint k = 0; k < GS_NAN_EPT && c; k++) {                                 \
+    GS_NAN_LIM                                                                   \
+    for (uint k = 0; k < GS_NAN_EPT && c GS_NAN_ROOM(at); k++) {                 \
         if (base + k < n) {                                                      \
             const KT b = keys[base + k];                                         \
             if ((b & ABS) > INF) {                                               \
@@ -153,6 +206,7 @@ kernel void gs_nan_save_k##KW(global const KT *keys, uint n,                    
             }                                                                    \
         }                                                                        \
     }                                                                            \
+    GS_NAN_PAD(CANON)                                                            \
 }
 
 GS_NAN_KERNELS(32, uint, 0x7fffffffu, 0x7f800000u, 0x7fc00000u)

@@ -25,7 +25,11 @@
  *                    which are staged back through local memory so the
  *                    stores (and the value gather) coalesce.
  * Every merge takes the left run on ties, so the sort is stable. Keys are
- * decoded on the last store. Positions are 32-bit (the host limits n). */
+ * decoded on the last store. Positions are 32-bit (the host limits n).
+ * Only the merge derives positions from an earlier kernel's reads (the
+ * partitions): built for client pages (GS_HOSTILE) it bounds them
+ * (MP_WINDOW); every other search is confined to its runs by its bounds
+ * whatever the keys, and the tile sort reads its keys once. */
 
 #ifndef WG
 #error "WG must be defined"
@@ -226,7 +230,7 @@ void mp_local_k##KW##_v##VW(global const KT *kin, global KT *kout, VPARAMS      
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))                         \
 void mp_merge_k##KW##_v##VW(global const KT *kin, global KT *kout, VPARAMS       \
                             global const uint *part, uint n, uint w, uint kind,  \
-                            uint desc, uint flags)                               \
+                            uint desc, uint flags GS_RACED_ARG)                  \
 {                                                                                \
     local KT lk[TILE];                                                           \
     local ushort li[LI_N(VB)];                                                   \
@@ -239,7 +243,7 @@ void mp_merge_k##KW##_v##VW(global const KT *kin, global KT *kout, VPARAMS      
     const uint a0 = part[g];                                                     \
     const uint b0 = (uint)(ae + (o0 - base) - (a0 - base));                      \
     const uint a1 = o1 == be ? (uint)ae : part[g + 1];                           \
-    const uint na = a1 - a0, cnt = (uint)(o1 - o0);                              \
+    const uint na = MP_WINDOW(a0, a1, (uint)(o1 - o0)), cnt = (uint)(o1 - o0);   \
     _Pragma("unroll")                                                            \
     for (uint k = 0; k < EPT; k++) {                                             \
         const uint j = k * WG + lid;                                             \
@@ -287,6 +291,22 @@ void mp_merge_k##KW##_v##VW(global const KT *kin, global KT *kout, VPARAMS      
         }                                                                        \
     }                                                                            \
 }
+
+/* The tile's share of the left run: a1 - a0, a window of cnt outputs. On
+ * the client's own pages (GS_HOSTILE, keys.cl) the runs this level merges
+ * are what the client left of the last level's output, maybe unsorted, and
+ * the partitions (each in its runs, whatever the keys) need not rise from
+ * one tile to the next: a1 < a0 would read the windows from anywhere. So
+ * there it is clamped to [a0, a0 + cnt], which keeps both windows inside
+ * their runs (a1 <= ae and b0 + cnt - na <= be still hold), and the race
+ * flag set. */
+#if GS_HOSTILE
+#define MP_WINDOW(a0, a1, cnt)                                                   \
+    ((a1) >= (a0) && (a1) - (a0) <= (cnt) ? (a1) - (a0)                          \
+                                          : (atomic_or(raced, 1u), (a1) < (a0) ? 0u : (cnt)))
+#else
+#define MP_WINDOW(a0, a1, cnt) ((a1) - (a0))
+#endif
 
 /* value movement: the tile sort gathers by tile position (or makes argsort
  * indices from it), the merge gathers from the two input windows */

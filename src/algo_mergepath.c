@@ -187,6 +187,7 @@ typedef struct mp_run {
     gs_clrun cr;
     cl_kernel k_local, k_part, k_merge;
     cl_mem keys[2], vals[2], part;
+    cl_mem raced;         /* hostile kernels' race flag (gs_clrun_raced), else NULL */
     gs_clnan nan;
 } mp_run;
 
@@ -235,8 +236,11 @@ static int mp_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params
     rc = gs_dev_open(dev, err);
     if (rc)
         return rc;
-    char opts[128];
-    snprintf(opts, sizeof opts, "-DWG=%zu -DEPT=%zu -DSIZE_I=%zu", wg, ept, size_i);
+    /* built for client pages where the device adopts them (gs_clrun.h) */
+    const int hostile = gs_clrun_hostile(dev);
+    char opts[160];
+    snprintf(opts, sizeof opts, "-DWG=%zu -DEPT=%zu -DSIZE_I=%zu%s", wg, ept, size_i,
+             hostile ? GS_HOSTILE_OPT : "");
     cl_program prog;
     rc = gs_prog_get(dev, ctx->pc, (const char *[]){ "keys", "mergepath", NULL }, opts, &prog,
                      NULL, err);
@@ -247,6 +251,7 @@ static int mp_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params
     memset(&r, 0, sizeof r);
     gs_clrun_init(&r.cr, dev, "mergepath");
     gs_clrun_use(&r.cr, ctx->queue, ctx->host_pinned);
+    r.cr.hostile = hostile;
     const size_t ngroups = (n + tile - 1) / tile;
     const unsigned gl = levels(tile, n);    /* global merge levels */
     const int kw = ks == 4 ? 32 : 64, vw = (int)vs * 8;
@@ -264,7 +269,8 @@ static int mp_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params
         (vs && (rc = gs_clrun_input(&r.cr, req->values, n * vs, !idx, "values", &r.vals[0],
                                     err))) ||
         (vs && (rc = gs_clrun_buffer(&r.cr, n * vs, "values (second)", &r.vals[1], err))) ||
-        (gl && (rc = gs_clrun_buffer(&r.cr, (ngroups + 1) * 4, "partitions", &r.part, err))))
+        (gl && (rc = gs_clrun_buffer(&r.cr, (ngroups + 1) * 4, "partitions", &r.part, err))) ||
+        (gl && hostile && (rc = gs_clrun_raced(&r.cr, &r.raced, err))))
         goto out;
     /* NaN patterns of float keys, saved on the device before encoding */
     if ((rc = gs_clnan_save(&r.cr, prog, wg, r.keys[0], req, &r.nan, err)))
@@ -289,11 +295,12 @@ static int mp_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params
         gs_karg pa[] = { GS_KARG(kb[0]), GS_KARG(un), GS_KARG(uw), GS_KARG(ung),
                          GS_KARG(r.part) };
         gs_karg rest[] = { GS_KARG(r.part), GS_KARG(un), GS_KARG(uw), GS_KARG(kind),
-                           GS_KARG(desc), GS_KARG(flags) };
+                           GS_KARG(desc), GS_KARG(flags), GS_KARG(r.raced) };
         if ((rc = gs_clrun_args(r.k_part, kn_part, pa, 5, err)) ||
             (rc = gs_clrun_launch(&r.cr, r.k_part, kn_part, (ngroups + 1 + wg - 1) / wg, wg,
                                   err)) ||
-            (rc = set_io_args(r.k_merge, kn_merge, kb, vb, vs != 0, rest, 6, err)) ||
+            (rc = set_io_args(r.k_merge, kn_merge, kb, vb, vs != 0, rest, hostile ? 7 : 6,
+                              err)) ||
             (rc = gs_clrun_launch(&r.cr, r.k_merge, kn_merge, ngroups, wg, err)))
             goto out;
         cur = 1 - cur;
@@ -303,7 +310,8 @@ static int mp_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params
     /* blocking reads: they also wait for every kernel before them */
     st->output_touched = 1;
     if ((rc = gs_clrun_output(&r.cr, req->keys, r.keys[cur], n * ks, err)) ||
-        (vs && (rc = gs_clrun_output(&r.cr, req->values, r.vals[cur], n * vs, err))))
+        (vs && (rc = gs_clrun_output(&r.cr, req->values, r.vals[cur], n * vs, err))) ||
+        (rc = gs_clrun_raced_check(&r.cr, err)))    /* a merge's runs were rewritten */
         goto out;
     st->nans_on_device = r.nan.count;
     st->upload_ms = r.cr.upload_ms;

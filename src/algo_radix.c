@@ -347,16 +347,18 @@ static int rank_mode(const gs_dev *dev, size_t wg)
     return dev->info.nv_cc_major >= 7 && !atomic_load(&ptx_failed) ? RANK_WARP_PTX : RANK_LOCAL;
 }
 
-/* Build (or fetch) the program for one parameter set; a PTX build that
- * fails falls back to the portable ranking, says so once, and is not tried
- * again in this process. */
-static int get_program(gs_sort_ctx *ctx, int bits, size_t wg, size_t ept, char *opts,
-                       size_t optsz, cl_program *prog, gs_err *err)
+/* Build (or fetch) the program for one parameter set, for client pages
+ * (GS_HOSTILE_OPT) where the device adopts them (gs_clrun_hostile); a PTX
+ * build that fails falls back to the portable ranking, says so once, and
+ * is not tried again in this process. */
+static int get_program(gs_sort_ctx *ctx, int bits, size_t wg, size_t ept, int hostile,
+                       char *opts, size_t optsz, cl_program *prog, gs_err *err)
 {
     gs_dev *dev = ctx->dev;
     int mode = rank_mode(dev, wg);
     for (;;) {
-        int w = snprintf(opts, optsz, "-DRADIX_BITS=%d -DWG=%zu -DEPT=%zu", bits, wg, ept);
+        int w = snprintf(opts, optsz, "-DRADIX_BITS=%d -DWG=%zu -DEPT=%zu%s", bits, wg, ept,
+                         hostile ? GS_HOSTILE_OPT : "");
         /* with PTX, the look-back loads are volatile too (ld.volatile) */
         if (mode != RANK_LOCAL)
             snprintf(opts + w, optsz - (size_t)w, " -DRANK_WARP=%d%s", mode,
@@ -399,6 +401,7 @@ typedef struct radix_run {
     gs_clrun cr;
     cl_kernel k_ghist, k_uporand, k_up, k_sred, k_scan, k_sdown, k_scatter, k_gstart, k_os, k_iota;
     cl_mem keys[2], vals[2], look[2], bsum, ghist;   /* look[0]: also the counts */
+    cl_mem raced;         /* hostile kernels' race flag (gs_clrun_raced), else NULL */
     cl_event fill_ev;
     uint32_t *hghist;
     gs_clnan nan;
@@ -451,6 +454,8 @@ static int run_pass(const pass_ctx *c, int lb, unsigned i, cl_uint pos, cl_uint 
                            GS_KARG(tkoff), GS_KARG(c->spin) };
         for (size_t j = 0; j < sizeof tail / sizeof tail[0]; j++)
             ax[na++] = tail[j];
+        if (r->raced)
+            ax[na++] = (gs_karg)GS_KARG(r->raced);
         if ((rc = gs_clrun_args(r->k_os, c->kn_os, ax, na, err)))
             return rc;
         return gs_clrun_launch(&r->cr, r->k_os, c->kn_os, c->ntiles, c->wg, err);
@@ -466,6 +471,8 @@ static int run_pass(const pass_ctx *c, int lb, unsigned i, cl_uint pos, cl_uint 
                        GS_KARG(c->kind), GS_KARG(c->desc) };
     for (size_t j = 0; j < sizeof tail / sizeof tail[0]; j++)
         ax[na++] = tail[j];
+    if (r->raced)
+        ax[na++] = (gs_karg)GS_KARG(r->raced);
     if ((!skip_up && ((rc = gs_clrun_args(r->k_up, c->kn_up, au, 7, err)) ||
                       (rc = gs_clrun_launch(&r->cr, r->k_up, c->kn_up, c->ntiles, c->wg, err)))) ||
         (rc = gs_clrun_args(r->k_sred, "radix_scan_reduce", asr, 6, err)) ||
@@ -503,9 +510,10 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     rc = gs_dev_open(dev, err);
     if (rc)
         return rc;
-    char opts[128];
+    char opts[160];
     cl_program prog;
-    rc = get_program(ctx, bits, wg, ept, opts, sizeof opts, &prog, err);
+    const int hostile = gs_clrun_hostile(dev);
+    rc = get_program(ctx, bits, wg, ept, hostile, opts, sizeof opts, &prog, err);
     if (rc)
         return rc;
 
@@ -513,6 +521,7 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     memset(&r, 0, sizeof r);
     gs_clrun_init(&r.cr, dev, "radix");
     gs_clrun_use(&r.cr, ctx->queue, ctx->host_pinned);
+    r.cr.hostile = hostile;
     const int kw = ks == 4 ? 32 : 64, vw = (int)vs * 8;
     char kn_ghist[32], kn_uporand[40], kn_up[32], kn_scatter[40], kn_os[40], kn_iota[32];
     snprintf(kn_ghist, sizeof kn_ghist, "radix_ghist_k%d", kw);
@@ -555,7 +564,16 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
         (lb && (rc = gs_clrun_buffer(&r.cr, radix * ntiles * 4, "look-back words (second)",
                                      &r.look[1], err))) ||
         (!lb && (rc = gs_clrun_buffer(&r.cr, radix * nblk * 4, "block sums", &r.bsum, err))) ||
-        (rc = gs_clrun_buffer(&r.cr, ghwords * 4, "histogram", &r.ghist, err)))
+        (rc = gs_clrun_buffer(&r.cr, ghwords * 4, "histogram", &r.ghist, err)) ||
+        (r.cr.hostile && (rc = gs_clrun_raced(&r.cr, &r.raced, err))))
+        goto out;
+    /* On the client's own pages a pass may drop keys (kernels/radix.cl),
+     * leaving slots of the second buffers unwritten, which later passes
+     * move into the caller's arrays: cleared, they hold nothing of another
+     * request's. */
+    if (r.cr.nadopt && r.cr.adopt[0] == r.keys[0] &&
+        ((rc = gs_clrun_clear(&r.cr, r.keys[1], n * ks, err)) ||
+         (vs && (rc = gs_clrun_clear(&r.cr, r.vals[1], n * vs, err)))))
         goto out;
     r.hghist = calloc(ghwords, 4);   /* zeros: the histogram's initial value */
     if (!r.hghist) {
@@ -689,6 +707,11 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     crc = clFinish(q);
     if (crc != CL_SUCCESS) {
         rc = gs_cl_fail(err, "clFinish", crc, "radix: passes");
+        goto out;
+    }
+    /* a pass found a key past the end: the client rewrote its keys */
+    if ((rc = gs_clrun_raced_check(&r.cr, err))) {
+        st->output_touched = 1;
         goto out;
     }
 

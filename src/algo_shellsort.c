@@ -255,6 +255,12 @@ int gs_shellsort_run_phases(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_p
     memset(&r, 0, sizeof r);
     gs_clrun_init(&r.cr, dev, "shellsort");
     gs_clrun_use(&r.cr, ctx->queue, ctx->host_pinned);
+    /* Safe on the client's own pages as built (gs_clrun.h): every index a
+     * kernel forms comes from n, h and the slice shape, and each loop is
+     * bounded by counts (the merge-split's crossing count c is searched
+     * within [1, min(a, b)]), never by what the keys say; rewritten keys
+     * give a wrong order, no access out of bounds. */
+    r.cr.hostile = 1;
     const int kw = ks == 4 ? 32 : 64, vw = (int)vs * 8;
     char kn_enc[32], kn_dec[32], kn_slices[40], kn_merge[40];
     snprintf(kn_enc, sizeof kn_enc, "shell_encode_k%d", kw);

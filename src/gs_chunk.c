@@ -9,7 +9,13 @@
  * the pieces in order, and each piece's NaN block is already in its input
  * order) and written back into the merged NaN block after. The
  * per-element passes (index offsets, the copy) run as tasks of TASK_N
- * elements on a team of the shared pool. */
+ * elements on a team of the shared pool.
+ * The pieces lie in the caller's arrays, which a client may rewrite during
+ * the sort (issue 32): nothing here takes a size or an offset from their
+ * contents (the pieces are cut by n alone), the merge reads a private copy
+ * (the scratch), and gs_merge keeps its co-ranks inside runs that need not
+ * be sorted; a piece whose sort noticed the race (GS_EINVAL, arrays
+ * touched) ends the sort with that error, with no rescue. */
 #include "config.h"
 #include "gs_chunk.h"
 #include "gs_chunk_int.h"

@@ -14,7 +14,11 @@
  * algorithm is: a segment lists its slices in piece order, and the pieces
  * are the request's ranges in order. A failure in pass 2 loses nothing:
  * the scratch still holds every sorted piece, which go back into the
- * request and are merged on the host, and the log says so. */
+ * request and are merged on the host, and the log says so. The pieces are
+ * copied from the caller's arrays, which a client may rewrite during pass
+ * 1 (issue 32): the cuts are checked against the runs before any gather
+ * (cuts_valid) and a sort whose cuts fail, or whose item noticed the race,
+ * ends with gs_sort_raced's error. */
 #include "config.h"
 #include "gs_chunk.h"
 #include "gs_chunk_int.h"
@@ -269,6 +273,29 @@ static void corank(const tp *t, size_t pos, size_t *off)
     }
 }
 
+/* Whether the cuts make segments that the gather can take: in every run
+ * they rise from 0 to its length, and segment j takes exactly its own
+ * length from the runs together. The co-rank search guarantees that over
+ * sorted runs; the runs are copies of what the client's pages held after
+ * pass 1, which a client writing them during the sort may have left
+ * unsorted, and then cuts can fall anywhere (each within its run) and
+ * the gather would read past a run or leave part of a segment unwritten. */
+static int cuts_valid(const tp *t)
+{
+    for (size_t j = 1; j <= t->npieces; j++) {
+        const size_t *c0 = t->cut + (j - 1) * t->npieces, *c1 = c0 + t->npieces;
+        size_t sum = 0;
+        for (size_t r = 0; r < t->npieces; r++) {
+            if (c1[r] < c0[r] || c1[r] > t->bounds[r + 1] - t->bounds[r])
+                return 0;
+            sum += c1[r] - c0[r];
+        }
+        if (sum != item_req(t, j - 1).n)
+            return 0;
+    }
+    return 1;
+}
+
 /* One pass: lanes sort the items while this thread copies (pass 1: each
  * sorted piece into the scratch, in order) or gathers (pass 2: each
  * segment, ahead of its lane). 0, or the first lane's error. */
@@ -387,8 +414,18 @@ int gs_chunk_twopass(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
             corank(&t, j * t.chunk, t.cut + j * t.npieces);
         for (size_t r = 0; r < t.npieces; r++)
             t.cut[t.npieces * t.npieces + r] = t.bounds[r + 1] - t.bounds[r];
-        rc = run_pass(&t, 2, lanes, nlanes, &team);
-        if (rc) {
+        t.pass = 2;   /* item_req's segments */
+        if (!cuts_valid(&t)) {
+            /* the pieces changed under pass 1: the client's doing, its data */
+            gs_hostpool_leave(&team);
+            rc = gs_sort_raced(a->name, err);
+            st->output_touched = 1;
+        } else if ((rc = run_pass(&t, 2, lanes, nlanes, &team)) == GS_EINVAL) {
+            /* a segment's sort found its keys rewritten (gs_sort_raced) */
+            gs_hostpool_leave(&team);
+            gs_err_set(err, rc, "%s", t.err.msg);
+            st->output_touched = 1;
+        } else if (rc) {
             /* The scratch holds every sorted piece: put them back and merge
              * them on the host. */
             GS_WARN("%s: the out-of-core second pass failed (%s); merging the %zu sorted "

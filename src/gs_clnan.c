@@ -81,12 +81,15 @@ int gs_clnan_save(gs_clrun *r, cl_program prog, size_t wg, cl_mem keys, const gs
         s->hoff[t] = (cl_uint)total;
         total += c;
     }
+    s->hoff[ntiles] = (cl_uint)total;   /* the last tile's end (hostile kernels) */
     if ((rc = gs_clrun_kernel(r, prog, kn_save, wg, &kv, err)) ||
         (rc = gs_clrun_buffer(r, total * ks, "NaN patterns", &s->saved, err)))
         goto out;
     /* in-order queue: the offsets are written before the kernel reads them,
-     * and s->hoff lives until gs_clnan_free, after the queue has finished */
-    crc = clEnqueueWriteBuffer(q, tc, CL_FALSE, 0, ntiles * 4, s->hoff, 0, NULL, NULL);
+     * and s->hoff lives until gs_clnan_free, after the queue has finished;
+     * built for client pages (GS_HOSTILE) a tile writes exactly [toff[g],
+     * toff[g + 1]), whatever NaNs it finds there now (kernels/keys.cl) */
+    crc = clEnqueueWriteBuffer(q, tc, CL_FALSE, 0, (ntiles + 1) * 4, s->hoff, 0, NULL, NULL);
     if (crc != CL_SUCCESS) {
         rc = gs_cl_fail(err, "clEnqueueWriteBuffer", crc, "%s: NaN offsets", r->algo);
         goto out;

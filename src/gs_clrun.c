@@ -5,6 +5,7 @@
 #include "gs_bufpool.h"
 #include "gs_stage.h"
 #include "gs_grow.h"
+#include "gs_sort.h"
 #include "gs_time.h"
 
 #include <stdatomic.h>
@@ -28,6 +29,34 @@ void gs_clrun_use(gs_clrun *r, cl_command_queue q, int host_pinned)
     r->host_pinned = host_pinned;
 }
 
+/* ---- guarded buffers (test hook) ---- */
+
+#define GUARD_BYTE 0xa5
+static _Atomic size_t g_guard;
+static atomic_ulong g_breaches;
+
+void gs_clrun_guard(size_t bytes)
+{
+    atomic_store(&g_guard, (bytes + 3) / 4 * 4);
+}
+
+unsigned long gs_clrun_guard_breaches(void)
+{
+    return atomic_load(&g_breaches);
+}
+
+static void guard_check(gs_clrun *r, cl_mem m, size_t at, size_t len)
+{
+    unsigned char *h = malloc(len);
+    int bad = !h || clEnqueueReadBuffer(r->q, m, CL_TRUE, at, len, h, 0, NULL, NULL) !=
+                    CL_SUCCESS;
+    for (size_t i = 0; !bad && i < len; i++)
+        bad = h[i] != GUARD_BYTE;
+    free(h);
+    if (bad)
+        atomic_fetch_add(&g_breaches, 1);
+}
+
 void gs_clrun_release(gs_clrun *r)
 {
     if (r->q)
@@ -37,12 +66,19 @@ void gs_clrun_release(gs_clrun *r)
     free(r->kev);
     r->kev = NULL;
     r->nkev = r->kevcap = 0;
-    for (unsigned i = 0; i < r->nbuf; i++)
-        gs_bufpool_put(r->dev, r->buf[i], r->bufsz[i]);
+    for (unsigned i = 0; i < r->nbuf; i++) {
+        if (r->bufuse[i] < r->bufsz[i]) {
+            guard_check(r, r->buf[i], r->bufuse[i], r->bufsz[i] - r->bufuse[i]);
+            clReleaseMemObject(r->buf[i]);
+        } else {
+            gs_bufpool_put(r->dev, r->buf[i], r->bufsz[i]);
+        }
+    }
     r->nbuf = 0;
     for (unsigned i = 0; i < r->nadopt; i++)
         clReleaseMemObject(r->adopt[i]);
     r->nadopt = 0;
+    r->raced = NULL;    /* one of the buffers above */
 }
 
 double gs_clrun_event_ms(cl_event e)
@@ -151,16 +187,27 @@ int gs_clrun_buffer(gs_clrun *r, size_t bytes, const char *what, cl_mem *out, gs
     if (r->nbuf == GS_CLRUN_BUFS)
         return gs_err_set(err, GS_EINVAL, "%s: more than %d buffers in one sort", r->algo,
                           GS_CLRUN_BUFS);
-    size_t size = bytes ? bytes : 4;
-    cl_mem m = gs_bufpool_take(r->dev, size, &size);
+    size_t size = bytes ? bytes : 4, use, guard = atomic_load(&g_guard);
+    cl_mem m = guard ? NULL : gs_bufpool_take(r->dev, size, &size);
     if (!m) {
+        use = guard ? (size + 3) / 4 * 4 : size;
         cl_int rc;
-        m = clCreateBuffer(r->dev->ctx, CL_MEM_READ_WRITE, size, NULL, &rc);
+        m = clCreateBuffer(r->dev->ctx, CL_MEM_READ_WRITE, use + guard, NULL, &rc);
         if (rc != CL_SUCCESS)
             return gs_cl_fail(err, "clCreateBuffer", rc, "%s: %s, %zu bytes", r->algo, what,
                               bytes);
+        static const cl_uint pat = GUARD_BYTE * 0x01010101u;
+        if (guard && (rc = clEnqueueFillBuffer(r->q, m, &pat, sizeof pat, use, guard, 0, NULL,
+                                               NULL)) != CL_SUCCESS) {
+            clReleaseMemObject(m);
+            return gs_cl_fail(err, "clEnqueueFillBuffer", rc, "%s: %s's guard", r->algo, what);
+        }
+        size = use + guard;
+    } else {
+        use = size;
     }
     r->buf[r->nbuf] = m;
+    r->bufuse[r->nbuf] = use;
     r->bufsz[r->nbuf++] = size;
     *out = m;
     return 0;
@@ -231,8 +278,8 @@ void gs_clrun_no_adopt(int off)
 int gs_clrun_input(gs_clrun *r, void *host, size_t bytes, int upload, const char *what,
                    cl_mem *out, gs_err *err)
 {
-    if (bytes && host && (r->dev->info.type & CL_DEVICE_TYPE_CPU) && r->nadopt < 2 &&
-        !atomic_load(&g_no_adopt)) {
+    if (bytes && host && r->hostile && (r->dev->info.type & CL_DEVICE_TYPE_CPU) &&
+        r->nadopt < 2 && !atomic_load(&g_no_adopt)) {
         cl_int rc;
         cl_mem m = clCreateBuffer(r->dev->ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, bytes,
                                   host, &rc);
@@ -279,4 +326,67 @@ int gs_clrun_output(gs_clrun *r, void *host, cl_mem src, size_t bytes, gs_err *e
         return 0;
     }
     return gs_clrun_download(r, host, src, bytes, err);
+}
+
+/* ---- hostile client pages ---- */
+
+static _Atomic int g_hostile = -1;
+
+void gs_clrun_force_hostile(int mode)
+{
+    atomic_store(&g_hostile, mode < 0 ? -1 : mode != 0);
+}
+
+int gs_clrun_hostile(const gs_dev *dev)
+{
+    int forced = atomic_load(&g_hostile);
+    if (forced >= 0)
+        return forced;
+    return (dev->info.type & CL_DEVICE_TYPE_CPU) && !atomic_load(&g_no_adopt);
+}
+
+int gs_clrun_raced(gs_clrun *r, cl_mem *out, gs_err *err)
+{
+    static const cl_uint zero = 0;   /* static: the write below does not block */
+    if (!r->raced) {
+        cl_mem m;
+        int rc = gs_clrun_buffer(r, sizeof zero, "race flag", &m, err);
+        if (rc)
+            return rc;
+        cl_int crc = clEnqueueWriteBuffer(r->q, m, CL_FALSE, 0, sizeof zero, &zero, 0, NULL,
+                                          NULL);
+        if (crc != CL_SUCCESS)
+            return gs_cl_fail(err, "clEnqueueWriteBuffer", crc, "%s: race flag", r->algo);
+        r->raced = m;
+    }
+    *out = r->raced;
+    return 0;
+}
+
+int gs_clrun_raced_check(gs_clrun *r, gs_err *err)
+{
+    if (!r->raced)
+        return 0;
+    cl_uint v = 0;
+    cl_int crc = clEnqueueReadBuffer(r->q, r->raced, CL_TRUE, 0, sizeof v, &v, 0, NULL, NULL);
+    if (crc != CL_SUCCESS)
+        return gs_cl_fail(err, "clEnqueueReadBuffer", crc, "%s: race flag", r->algo);
+    return v ? gs_sort_raced(r->algo, err) : 0;
+}
+
+int gs_clrun_clear(gs_clrun *r, cl_mem m, size_t bytes, gs_err *err)
+{
+    /* the bulk with a wide pattern (fewer, larger stores where the runtime
+     * fills by pattern), the tail (a multiple of 4 bytes) with a word */
+    static const cl_uint zero[32];
+    const size_t bulk = bytes / sizeof zero * sizeof zero, tail = bytes - bulk;
+    cl_int crc = CL_SUCCESS;
+    if (bulk)
+        crc = clEnqueueFillBuffer(r->q, m, zero, sizeof zero, 0, bulk, 0, NULL, NULL);
+    if (crc == CL_SUCCESS && tail)
+        crc = clEnqueueFillBuffer(r->q, m, zero, sizeof zero[0], bulk, tail, 0, NULL, NULL);
+    if (crc != CL_SUCCESS)
+        return gs_cl_fail(err, "clEnqueueFillBuffer", crc, "%s: clearing %zu bytes", r->algo,
+                          bytes);
+    return 0;
 }

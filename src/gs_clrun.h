@@ -22,12 +22,16 @@ typedef struct gs_clrun {
     double upload_ms, download_ms;
     int host_pinned;      /* from gs_sort_ctx: no staging for the host side */
     int *touched;         /* the algorithm's st->output_touched (gs_clrun_input) */
+    int hostile;          /* the kernels were built to run on the caller's own pages
+                             (gs_clrun_hostile): only then does gs_clrun_input adopt them */
+    cl_mem raced;         /* the race flag (gs_clrun_raced), NULL until asked for */
     cl_mem adopt[2];      /* the caller's arrays as buffers (CPU devices: zero copy) */
     void *adopt_host[2];
     size_t adopt_bytes[2];
     unsigned nadopt;
     cl_mem buf[GS_CLRUN_BUFS];     /* from gs_clrun_buffer, back to the pool at release */
     size_t bufsz[GS_CLRUN_BUFS];
+    size_t bufuse[GS_CLRUN_BUFS];  /* guarded (gs_clrun_guard): where the guard starts */
     unsigned nbuf;
 } gs_clrun;
 
@@ -91,6 +95,50 @@ int gs_clrun_input(gs_clrun *r, void *host, size_t bytes, int upload, const char
 int gs_clrun_output(gs_clrun *r, void *host, cl_mem src, size_t bytes, gs_err *err);
 /* Test hook: no zero-copy input (every device copies, as a GPU does). */
 void gs_clrun_no_adopt(int off);
+/* Test hook: every gs_clrun_buffer made from now on has `bytes` of guard
+ * after its end, filled with a pattern that the release checks (then frees
+ * the buffer: guarded ones bypass the pool), so a kernel that writes past
+ * a device buffer shows, which no sanitizer sees on a CPU device; 0 turns
+ * it off. gs_clrun_guard_breaches counts the guards found changed. */
+void gs_clrun_guard(size_t bytes);
+unsigned long gs_clrun_guard_breaches(void);
+
+/* ---- client pages are hostile (issue 32) ----
+ * Where gs_clrun_input adopts the caller's arrays (CPU devices, PoCL), the
+ * kernels run on pages the client can rewrite while they run, so a pass
+ * that derives positions from keys an earlier pass read (radix's counts
+ * and scatter, mergepath's partitions and merge, the NaN save's counts)
+ * can meet other keys. Such kernels are built with GS_HOSTILE_OPT and then
+ * bound every position they derive (a wrong order at worst, and the race
+ * flag set where they notice), and only then are arrays adopted (set
+ * r->hostile; shellsort's kernels are safe as they are). Everywhere else
+ * the kernels run on device buffers the client cannot reach, so they are
+ * built without it and run as fast as before: on a GPU gs_clrun_input
+ * uploads the arrays into buffers of their own (straight, or through
+ * pinned staging, gs_stage.h, whose host copies take sizes from n alone),
+ * and a pinned block's registration (gs_pin.h) is never given to a kernel.
+ * What a client rewrites during the upload is a wrong answer, not a
+ * hazard. After the download the caller's pages are hostile again on
+ * every device: the host steps that read them (out of core, a split's
+ * merge: gs_chunk.c, gs_chunk_dev.c) bound what they derive from them. */
+#define GS_HOSTILE_OPT " -DGS_HOSTILE=1"
+/* 1 when sorts on dev adopt the caller's arrays (a CPU device, zero copy
+ * not turned off), or as gs_clrun_force_hostile says. */
+int gs_clrun_hostile(const gs_dev *dev);
+/* Test hook: 1 every device builds the hostile kernels (Oclgrind checks
+ * them on copies), 0 none does (so none adopts), -1 per device. */
+void gs_clrun_force_hostile(int mode);
+/* The race flag a hostile kernel sets (GS_BAD_REPORT in kernels/keys.cl) when
+ * it finds a position out of its bounds: one zeroed word, made on the
+ * first call and kept for the run, passed as the kernel's last argument. */
+int gs_clrun_raced(gs_clrun *r, cl_mem *out, gs_err *err);
+/* After the queue has finished: GS_EINVAL (gs_sort_raced) when a kernel
+ * set the race flag, else 0 (also when none was made). */
+int gs_clrun_raced_check(gs_clrun *r, gs_err *err);
+/* Zero `bytes` of a scratch buffer: a hostile pass may leave slots of its
+ * output unwritten, which later passes move into the caller's arrays;
+ * cleared, they hold nothing of another request's (pooled buffers do). */
+int gs_clrun_clear(gs_clrun *r, cl_mem m, size_t bytes, gs_err *err);
 
 /* Blocking transfers, timed into upload_ms / download_ms. */
 int gs_clrun_upload(gs_clrun *r, cl_mem dst, const void *src, size_t bytes, gs_err *err);

@@ -60,6 +60,8 @@ typedef struct pset {
     int radix_hook;   /* radix: 1 every onesweep look-back takes its fallback; 2 the
                          histogram is read back at every size (pass skipping, iota);
                          3 32-bit pairs ranked apart, not as one word */
+    int hostile;      /* 1: the kernels built for client pages (GS_HOSTILE: every
+                         position derived from an earlier read bounded, the race flag) */
 } pset;
 
 static const pset psets[] = {
@@ -69,39 +71,51 @@ static const pset psets[] = {
      * run every pass without the read-back); 8-bit digits in two 4-bit sub-digits with a tile of 16 (n =
      * 100: 7 tiles); 3-bit digits (11 positions > 8: the plain-atomics
      * histogram path) */
-    { "radix", "radix_bits=4,wg_size=64,elems_per_thread=4", 6, 0, 0, 2 },
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 4, 0, 0, 0 },
-    { "radix", "radix_bits=3,wg_size=16,elems_per_thread=3", 2, 0, 0, 0 },
+    { "radix", "radix_bits=4,wg_size=64,elems_per_thread=4", 6, 0, 0, 2, 0 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 4, 0, 0, 0, 0 },
+    { "radix", "radix_bits=3,wg_size=16,elems_per_thread=3", 2, 0, 0, 0, 0 },
     /* NaN payloads kept on the device: the count and save kernels of
      * keys.cl, with several tiles (n = 1000 > 16 x 16) */
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 2, 0, 1, 0 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 2, 0, 1, 0, 0 },
     /* the warp-multisplit ranking (the one NVIDIA GPUs run in PTX), its warp
      * operations emulated: 2 warps, 4 digits per work-item in the digit scan;
      * then fewer digits than work-items */
-    { "radix", "radix_bits=8,wg_size=64,elems_per_thread=2", 4, 1, 0, 0 },
-    { "radix", "radix_bits=4,wg_size=32,elems_per_thread=3", 2, 1, 0, 0 },
+    { "radix", "radix_bits=8,wg_size=64,elems_per_thread=2", 4, 1, 0, 0, 0 },
+    { "radix", "radix_bits=4,wg_size=32,elems_per_thread=3", 2, 1, 0, 0, 0 },
     /* 32-bit keys with 32-bit values ranked as one 64-bit word are the
      * default (cases 1, 4 and 5 above); the separate key and value
      * exchange (radix_scatter_k32_v32) in cases 1, 4 and 5 here */
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 6, 0, 0, 3 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 6, 0, 0, 3, 0 },
     /* onesweep (lookback=1): ticket, tile counts, look-back, gstart and the
      * look-back words cleared for the next pass (n = 1000: 63 tiles of 16);
      * then every look-back falling back to counting keys; then with the
      * warp ranking */
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1,lookback=1", 4, 0, 0, 0 },
-    { "radix", "radix_bits=4,wg_size=16,elems_per_thread=2,lookback=1", 2, 0, 0, 1 },
-    { "radix", "radix_bits=8,wg_size=32,elems_per_thread=2,lookback=1", 2, 1, 0, 0 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1,lookback=1", 4, 0, 0, 0, 0 },
+    { "radix", "radix_bits=4,wg_size=16,elems_per_thread=2,lookback=1", 2, 0, 0, 1, 0 },
+    { "radix", "radix_bits=8,wg_size=32,elems_per_thread=2,lookback=1", 2, 1, 0, 0, 0 },
+    /* built for client pages (GS_HOSTILE), as on CPU devices that sort in
+     * the caller's arrays (here on copies: see main): the bounded stores
+     * of both scatters (32-bit pairs as one word in cases 1, 4 and 5,
+     * apart in the same cases of the second set), of onesweep, and the
+     * NaN save's bounded tiles */
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 6, 0, 0, 0, 1 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 6, 0, 0, 3, 1 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1,lookback=1", 2, 0, 0, 0, 1 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 2, 0, 1, 0, 1 },
     /* mergepath: a mid-size tile; odd size_i and tile; size_i 1 with a
      * 16-element tile (many global merge levels) */
-    { "mergepath", "size_i=4,wg_size=32,elems_per_thread=4", 6, 0, 0, 0 },
-    { "mergepath", "size_i=3,wg_size=16,elems_per_thread=5", 4, 0, 0, 0 },
-    { "mergepath", "size_i=1,wg_size=16,elems_per_thread=1", 4, 0, 0, 0 },
-    { "mergepath", "size_i=3,wg_size=16,elems_per_thread=5", 2, 0, 1, 0 },
+    { "mergepath", "size_i=4,wg_size=32,elems_per_thread=4", 6, 0, 0, 0, 0 },
+    { "mergepath", "size_i=3,wg_size=16,elems_per_thread=5", 4, 0, 0, 0, 0 },
+    { "mergepath", "size_i=1,wg_size=16,elems_per_thread=1", 4, 0, 0, 0, 0 },
+    { "mergepath", "size_i=3,wg_size=16,elems_per_thread=5", 2, 0, 1, 0, 0 },
+    /* built for client pages (GS_HOSTILE), as on CPU devices that sort in
+     * the caller's arrays (here on copies: see main); many merge levels */
+    { "mergepath", "size_i=1,wg_size=16,elems_per_thread=1", 4, 0, 0, 0, 1 },
     /* shellsort: slices and merge rounds; one insertion sort per subset (no
      * merge rounds); many short slices (merge rounds in every phase) */
-    { "shellsort", "threads_per_subset=64,min_elems_per_thread=8,wg_size=32", 6, 0, 0, 0 },
-    { "shellsort", "threads_per_subset=1,min_elems_per_thread=1,wg_size=16", 4, 0, 0, 0 },
-    { "shellsort", "threads_per_subset=16,min_elems_per_thread=2,wg_size=16", 4, 0, 0, 0 },
+    { "shellsort", "threads_per_subset=64,min_elems_per_thread=8,wg_size=32", 6, 0, 0, 0, 0 },
+    { "shellsort", "threads_per_subset=1,min_elems_per_thread=1,wg_size=16", 4, 0, 0, 0, 0 },
+    { "shellsort", "threads_per_subset=16,min_elems_per_thread=2,wg_size=16", 4, 0, 0, 0, 0 },
 };
 #define NPSETS (sizeof psets / sizeof psets[0])
 
@@ -158,6 +172,10 @@ static void run_pset(gs_sort_ctx *ctx, const pset *ps, unsigned first, unsigned 
         gs_keys_nan_device_min(1);
         snprintf(pdesc + strlen(pdesc), sizeof pdesc - strlen(pdesc), " (NaNs on the device)");
     }
+    if (ps->hostile) {
+        gs_clrun_force_hostile(1);
+        snprintf(pdesc + strlen(pdesc), sizeof pdesc - strlen(pdesc), " (for client pages)");
+    }
     unsigned ncase = 0, nfail = 0;
     char why[4400], cdesc[200] = "";
     for (unsigned i = first; i < last; i++) {
@@ -200,6 +218,7 @@ static void run_pset(gs_sort_ctx *ctx, const pset *ps, unsigned first, unsigned 
     gs_radix_small_max((size_t)-1);
     gs_radix_force_pairs(-1);
     gs_keys_nan_device_min(0);
+    gs_clrun_force_hostile(-1);
     if (last - first == 1)
         tap_ok(nfail == 0, "%s sort %u (%s): %s on Oclgrind matches the host reference",
                a->name, sortno, pdesc, cdesc);
@@ -297,7 +316,9 @@ int main(int argc, char **argv)
      * counts as): Oclgrind 21.10 marks a CL_MEM_USE_HOST_PTR buffer's memory
      * uninitialized although it holds the host's bytes, so every read of
      * the input would be reported. The kernels run the same either way;
-     * zero copy itself is checked on PoCL (test_bufpool). */
+     * zero copy itself is checked on PoCL (test_bufpool). Without zero copy
+     * the device gets the kernels a GPU runs; the sets marked hostile force
+     * the ones built for client pages (gs_clrun_force_hostile). */
     gs_clrun_no_adopt(1);
     /* Under oclgrind the only platform is Oclgrind's (it replaces the ICD
      * loader): a run on any other device would check nothing. */
