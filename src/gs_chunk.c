@@ -164,6 +164,10 @@ int gs_chunk_merge(const gs_sort_req *req, size_t *bounds, size_t npieces, gs_so
             gs_hostpool_for(&team, tasks, task_copyback, &m);
         gs_keys_nan_restore(&asval, &ns);
         gs_keys_nan_free(&ns);
+        /* pieces the client rewrote after they were sorted: merged within
+         * bounds (gs_merge.h), but the result is no sort */
+        if (atomic_load_explicit(&mg.unsorted, memory_order_relaxed))
+            rc = gs_sort_raced("out of core", err);
     }
     gs_hostpool_leave(&team);
     gs_scratch_put(kscr, req->n * m.ks);
