@@ -621,7 +621,9 @@ static size_t chunk_hi(const hjob *j, size_t c)
         const K mask = (K)(NB - 1);                                             \
         /* msd=2: the passes ping-pong between the worker's two buffers and   \
          * the result streams out; otherwise the last pass writes the         \
-         * caller's arrays, their lines fetched while the bucket is counted */ \
+         * caller's arrays, their lines fetched while the bucket is counted   \
+         * and, after two passes or more, again just before the last (u64    \
+         * 2^24, 5 passes: 46 ms in the buckets, 50 with the first only) */  \
         const int stream = j->msd_stream;                                       \
         const size_t half = HOST_MSD_BUCKET_BYTES / (j->kw + j->vw) + 1;        \
         K *tk2 = stream ? tk + half : NULL;                                     \
@@ -648,6 +650,13 @@ static size_t chunk_hi(const hjob *j, size_t c)
             }                                                                   \
             /* the worker's buffer, the bucket's scratch, ..., the caller's */  \
             const int to_caller = r + 1 == nrun;                                \
+            if (to_caller && r >= 2 && !stream) {                               \
+                enum { LK = HOST_LINE / sizeof(K), LV = HOST_LINE / sizeof(V_) }; \
+                for (size_t i = 0; i < m; i += LK)                              \
+                    __builtin_prefetch(ck + i, 1, 3);                           \
+                for (size_t i = 0; HASV && i < m; i += LV)                      \
+                    __builtin_prefetch(cv + i, 1, 3);                           \
+            }                                                                   \
             K *dk = stream ? (r % 2 ? tk2 : tk) : to_caller ? ck : r % 2 ? sk : tk; \
             V_ *dv = stream ? (r % 2 ? tv2 : tv) : to_caller ? cv : r % 2 ? sv : tv; \
             HOST_SCATTER(K, HASV, fk, fv, dk, dv, 0, m, hp, sh, mask, AT_ANY, 0); \
