@@ -63,7 +63,7 @@ typedef struct opts {
     const char *algorithm;    /* NULL: the daemon's plan */
     int device;               /* daemon device to force, -1: any */
     int split;                /* --split 1 (ask: the note says why not), --no-split -1 */
-    int min_log2, max_log2, reps, modes;
+    int min_log2, max_log2, reps, warmup, modes;
     int rps_clients, rps_seconds;
     size_t rps_n;
     int pcie_device;          /* -2: first GPU, -1: off */
@@ -88,7 +88,9 @@ static void usage(FILE *f)
             "  --no-split          never split (default: the daemon decides)\n"
             "  --min-log2 A        smallest n = 2^A (default 10)\n"
             "  --max-log2 B        largest n = 2^B (default 24, at most %d)\n"
-            "  --reps R            timed requests per point after one warm-up (default 5)\n"
+            "  --reps R            timed requests per point after the warm-up (default 5)\n"
+            "  --warmup W          untimed requests per point before them (default 1; more\n"
+            "                      to time the daemon's steady state, its caches warm)\n"
             "  --mode M            inline, memfd (one block per size, kept by the daemon),\n"
             "                      fresh (a new memfd every request), both (inline and\n"
             "                      memfd; the default) or all\n"
@@ -173,13 +175,13 @@ static int print_header(gs_client *c, const opts *o)
     else
         printf("any\n");
     if (o->sweep)
-        printf("# sweep: n = 2^%d..2^%d, %s, %d reps after 1 warm-up; e2e = client wall, send to "
+        printf("# sweep: n = 2^%d..2^%d, %s, %d reps after %d warm-up; e2e = client wall, send to "
                "reply read; queue..total = daemon's reply (medians); kernel time = sort\n",
                o->min_log2, o->max_log2,
                o->modes == (MODE_INLINE | MODE_MEMFD) ? "inline and memfd"
                : o->modes == (MODE_INLINE | MODE_MEMFD | MODE_FRESH) ? "inline, memfd and fresh memfd"
                : mode_name(o->modes),
-               o->reps);
+               o->reps, o->warmup);
     if (o->rps)
         printf("# rps: %d clients, %zu keys each, inline, %d s\n", o->rps_clients, o->rps_n,
                o->rps_seconds);
@@ -280,7 +282,7 @@ static int sweep_point(gs_client *c, const opts *o, int mode, size_t n, const pc
                          .shm = mode != MODE_INLINE ? &shm : NULL };
     gs_client_result res;
     const char *mname = mode_name(mode);
-    for (int r = -1; r < o->reps; r++) {
+    for (int r = -o->warmup; r < o->reps; r++) {
         if (mode == MODE_FRESH && r >= 0) {
             /* a new file, the same size, not timed: memory the daemon has
              * not seen before */
@@ -627,7 +629,7 @@ static int parse_int(const char *opt, const char *v, long lo, long hi, int *out)
 int main(int argc, char **argv)
 {
     opts o = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .device = -1, .min_log2 = 10,
-               .max_log2 = 24, .reps = 5, .modes = MODE_INLINE | MODE_MEMFD, .rps_clients = 16,
+               .max_log2 = 24, .reps = 5, .warmup = 1, .modes = MODE_INLINE | MODE_MEMFD, .rps_clients = 16,
                .rps_seconds = 5, .rps_n = 1000, .pcie_device = -2, .seed = 12345, .sweep = 1,
                .rps = 1 };
     for (int i = 1; i < argc; i++) {
@@ -679,6 +681,7 @@ int main(int argc, char **argv)
             o.max_log2 = x;
         }
         else if (!strcmp(a, "--reps")) INTV(1, 100000, o.reps);
+        else if (!strcmp(a, "--warmup")) INTV(1, 100000, o.warmup);
         else if (!strcmp(a, "--mode")) {
             NEEDV();
             if (!strcmp(v, "inline")) o.modes = MODE_INLINE;

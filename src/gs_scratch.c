@@ -2,8 +2,14 @@
  * mutex. A request takes the smallest cached buffer that fits (the pages
  * stay faulted in, and in huge pages), or allocates; a buffer given back
  * replaces the least recently used one when the cache is full. Small
- * buffers (under SCRATCH_HUGE_BYTES) are not cached: malloc keeps those
- * warm by itself. */
+ * buffers (under SCRATCH_CACHE_BYTES) are not cached: malloc keeps those
+ * warm by itself. From 1 MiB it does not in the daemon, whose malloc maps
+ * every block of 1 MiB and more on its own and unmaps it when freed
+ * (M_MMAP_THRESHOLD, gs_daemon.c): such a scratch buffer was faulted in
+ * again on every request (issue 32: a 2^18-key u32 sort's 2 MiB block, the
+ * private copy beside the scratch, cost 1.65 ms against 1.21 through the
+ * daemon, 0.81 in a benchmark whose malloc kept it), so those are cached
+ * too, in ordinary pages below SCRATCH_HUGE_BYTES. */
 #include "config.h"
 #include "gs_scratch.h"
 
@@ -14,6 +20,7 @@
 
 #include "gs_time.h"
 
+#define SCRATCH_CACHE_BYTES ((size_t)1 << 20)
 #define SCRATCH_HUGE_BYTES ((size_t)4 << 20)
 #define SCRATCH_HUGE_PAGE ((size_t)2 << 20)
 #define SCRATCH_LINE 64
@@ -46,7 +53,7 @@ static size_t cache_cap(void)
 void *gs_scratch_get(size_t bytes)
 {
     size_t sz = rounded(bytes ? bytes : 1);
-    if (sz < SCRATCH_HUGE_BYTES)
+    if (sz < SCRATCH_CACHE_BYTES)
         return aligned_alloc(SCRATCH_LINE, sz);
     pthread_mutex_lock(&cache.mu);
     int best = -1, slot = -1;
@@ -68,8 +75,8 @@ void *gs_scratch_get(size_t bytes)
         cache.e[best].p = NULL;
     }
     pthread_mutex_unlock(&cache.mu);
-    if (p)
-        return p;
+    if (p || sz < SCRATCH_HUGE_BYTES)
+        return p ? p : aligned_alloc(SCRATCH_LINE, sz);
     p = aligned_alloc(SCRATCH_HUGE_PAGE, sz);
 #ifdef MADV_HUGEPAGE
     if (p)
@@ -83,7 +90,7 @@ void gs_scratch_put(void *p, size_t bytes)
     if (!p)
         return;
     size_t sz = rounded(bytes ? bytes : 1);
-    if (sz < SCRATCH_HUGE_BYTES) {
+    if (sz < SCRATCH_CACHE_BYTES) {
         free(p);
         return;
     }

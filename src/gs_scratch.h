@@ -10,11 +10,12 @@
 
 #include <stddef.h>
 
-#define GS_SCRATCH_KEEP 4
+#define GS_SCRATCH_KEEP 8
 
 /* `bytes` of cache-line aligned memory (from 4 MiB up in huge pages where
- * the kernel has them), a cached buffer when one fits; NULL when out of
- * memory. Give it back with gs_scratch_put(p, bytes), not free(). */
+ * the kernel has them), a cached buffer when one fits (from 1 MiB up);
+ * NULL when out of memory. Give it back with gs_scratch_put(p, bytes), not
+ * free(). */
 void *gs_scratch_get(size_t bytes);
 /* Give back what gs_scratch_get(bytes) returned (NULL: nothing): cached
  * when large, freed otherwise. */

@@ -762,6 +762,19 @@ static void test_scratch(void)
     size_t freed = gs_scratch_trim(0);
     tap_ok(freed == 14 * mb && gs_scratch_cached() == 0, "scratch: trim frees them (%zu MiB)",
            freed / mb);
+    /* from 1 MiB (the daemon's malloc would unmap it at every free) */
+    char *e = gs_scratch_get(2 * mb + 100);
+    gs_scratch_put(e, 2 * mb + 100);
+    size_t c2 = gs_scratch_cached();
+    char *f = gs_scratch_get(2 * mb);
+    char *g = gs_scratch_get(mb - 64);          /* below 1 MiB: malloc's */
+    tap_ok(e && c2 >= 2 * mb && f == e && gs_scratch_cached() == 0,
+           "scratch: a 2 MiB buffer is cached too (%zu bytes) and handed out again (%s)", c2,
+           f == e ? "same buffer" : "another");
+    gs_scratch_put(g, mb - 64);
+    tap_ok(gs_scratch_cached() == 0, "scratch: one under 1 MiB is not cached");
+    gs_scratch_put(f, 2 * mb);
+    gs_scratch_trim(0);
 
     size_t n = (size_t)1 << 21;
     uint32_t *k = malloc(n * sizeof *k);
