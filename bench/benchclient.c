@@ -123,6 +123,10 @@ int bc_stats_read(gs_client *c, bc_stats *st, gs_err *err)
             rc = gs_err_set(err, GS_ECORRUPT, "the stats reply has no %s.%s", f[i].obj,
                             f[i].name);
     }
+    const cJSON *cached = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(r, "memory"), "cached");
+    st->cached = cJSON_IsNumber(cached) && cached->valuedouble >= 0
+                     ? (uint64_t)cached->valuedouble : 0;
     cJSON_Delete(r);
     return rc;
 }

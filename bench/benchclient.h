@@ -58,6 +58,8 @@ long bc_rss_own_kib(long pid);
 typedef struct bc_stats {
     uint64_t conns;
     uint64_t mapped, reused, pinned_bytes, max_pinned_bytes, pinned, refused;
+    uint64_t cached;    /* memory.cached: host scratch and CPU-device buffers kept for
+                           reuse (0 from a daemon before issue 32, which has no such field) */
 } bc_stats;
 
 /* A stats request on c into *st: 0, or a negative code with err

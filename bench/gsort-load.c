@@ -27,7 +27,9 @@
  * is sent whole and then abandoned, the connection closed unread
  * (--vanish-pct), as a killed client would: the daemon must drop the reply
  * and the connection's blocks and go on. Kept blocks are client memory the
- * daemon maps, so the RSS bound leaves out its RssShmem; what it pins of them
+ * daemon maps, so the RSS bound leaves out its RssShmem (and the scratch and
+ * CPU-device buffers the daemon keeps for reuse, stats memory.cached, each
+ * under its own cap: --racers fill them after the warm-up); what it pins of them
  * (stats blocks.pinned_bytes) is followed instead: it rises and falls with
  * the clients' blocks and connections, so the end is bounded by the peak seen
  * before the last tenth (growth still going on at the end), and once every
@@ -406,11 +408,23 @@ static int ping_ok(const lo_opts *o)
     return rc == 0;
 }
 
-/* The daemon's own RSS (without the client memfds it maps: its kept blocks
- * grow with the clients' blocks, which is no leak of its own), or -1. */
-static long own_rss(const lo_opts *o, long pid)
+/* The daemon's own RSS, or -1: without the client memfds it maps (its kept
+ * blocks grow with the clients' blocks, which is no leak of its own) and
+ * without what it keeps for reuse (stats memory.cached: host-sort scratch
+ * and CPU-device buffers, each bounded by a cap of its own and given back
+ * when idle; --racers, which start after the warm-up with sorts of every
+ * size, fill them). */
+static long own_rss(const lo_opts *o, long pid, gs_client **mon)
 {
-    return o->check_rss ? bc_rss_own_kib(pid) : -1;
+    if (!o->check_rss)
+        return -1;
+    long rss = bc_rss_own_kib(pid);
+    bc_stats st;
+    if (rss >= 0 && bc_stats_poll(mon, o->socket, o->timeout_s, "gsort-load", &st) == 0) {
+        long c = (long)(st.cached / 1024);
+        rss = c < rss ? rss - c : 0;
+    }
+    return rss;
 }
 
 /* blocks.pinned_bytes now (the rest of the stats into *st), or -1. */
@@ -508,13 +522,13 @@ int main(int argc, char **argv)
         printf(", %d racing clients in the main phase", o.racers);
     printf("\n");
     fflush(stdout);
-    long rss0 = own_rss(&o, pid);
+    gs_client *mon = NULL;   /* the stats connection that follows pinned bytes and caches */
+    long rss0 = own_rss(&o, pid, &mon);
     if (o.check_rss && rss0 < 0) {
         fprintf(stderr, "gsort-load: cannot read VmRSS from /proc/%ld/status (daemon on another "
                 "host or pid namespace? use --no-rss)\n", pid);
         return 1;
     }
-    gs_client *mon = NULL;   /* the stats connection that follows pinned bytes */
     long long pin0 = pinned_now(&o, &mon, NULL);
 
     client *cl = calloc((size_t)o.clients, sizeof *cl);
@@ -550,7 +564,7 @@ int main(int argc, char **argv)
     pthread_barrier_wait(&g_bar);   /* warm-up done */
     double w1 = gs_now_ms();
     quiesce(&o, &mon, (uint64_t)o.clients + 1);   /* theirs and the stats one */
-    long rss1 = own_rss(&o, pid);
+    long rss1 = own_rss(&o, pid, &mon);
     long long pin1 = pinned_now(&o, &mon, NULL);
     /* progress as it happens, so a run stopped from outside still leaves
      * its figures */
@@ -583,7 +597,7 @@ int main(int argc, char **argv)
         nanosleep(&ts, NULL);
         int tenth = tenths_done(&o);
         for (; dec <= 10 && dec <= tenth; dec++) {
-            rss_at[dec] = own_rss(&o, pid);
+            rss_at[dec] = own_rss(&o, pid, &mon);
             pin_at[dec] = pinned_now(&o, &mon, NULL);
             pin_unread |= pin_at[dec] < 0;
             if (dec < 10 && pin_at[dec] > pin_peak)
@@ -610,7 +624,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < started; i++)
         pthread_join(cl[i].tid, NULL);
     quiesce(&o, &mon, (uint64_t)o.clients + 1);
-    long rss2 = own_rss(&o, pid);
+    long rss2 = own_rss(&o, pid, &mon);
     long rss2_vm = o.check_rss ? bc_rss_kib(pid) : -1;
     long shm2 = o.check_rss ? bc_status_kib(pid, "RssShmem") : -1;
     bc_stats bend;
@@ -769,7 +783,8 @@ int main(int argc, char **argv)
                 printf(" %.1f", rss_at[i] / 1024.0);
             printf("\n");
         }
-        printf("  (RSS less RssShmem; at the end VmRSS %.1f MiB, of it %.1f MiB client memfds)\n",
+        printf("  (RSS less RssShmem and the daemon's caches for reuse, stats memory.cached; "
+               "at the end VmRSS %.1f MiB, of it %.1f MiB client memfds)\n",
                rss2_vm / 1024.0, shm2 > 0 ? shm2 / 1024.0 : 0.0);
     } else {
         printf("daemon RSS: not checked (--no-rss)\n");
