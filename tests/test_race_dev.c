@@ -193,13 +193,29 @@ typedef struct sortarg {
     size_t chunk;          /* out of core: the piece size; 0 whole */
 } sortarg;
 
+/* The variant's parameters, or where the device's local memory is too
+ * small for them at this shape (onesweep's tiles of u64 keys with values
+ * need 49,636 bytes at elems_per_thread=14, an H200 has 49,152), the same
+ * path with fewer elements per thread, as a tuned plan would pick. */
+static const gs_params *fit(const sortarg *s, const gs_sort_req *req, gs_params *q)
+{
+    gs_err e;
+    *q = *s->p;
+    long ept = gs_params_get(q, "elems_per_thread", 0);
+    while (s->ctx->dev && s->a->check(s->ctx->dev, req, q, &e) == GS_EUNSUPPORTED && ept > 2)
+        gs_params_set(q, "elems_per_thread", --ept);
+    return q;
+}
+
 static int do_sort(void *arg, gs_sort_req *req, gs_err *err)
 {
     const sortarg *s = arg;
     gs_sort_stats st;
+    gs_params q;
+    const gs_params *p = fit(s, req, &q);
     if (s->chunk)
-        return gs_chunk_sort(s->a, s->ctx, req, s->p, s->chunk, &st, err);
-    return gs_sort_run(s->a, s->ctx, req, s->p, &st, err);
+        return gs_chunk_sort(s->a, s->ctx, req, p, s->chunk, &st, err);
+    return gs_sort_run(s->a, s->ctx, req, p, &st, err);
 }
 
 /* A split's merge (daemon/gs_split.c): two parts, each sorted on a device
