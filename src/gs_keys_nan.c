@@ -32,6 +32,7 @@
 
 #include "gs_err.h"
 #include "gs_sort.h"
+#include "gs_hostpool.h"
 
 #define F32_ABS UINT32_C(0x7fffffff)
 #define F32_INF UINT32_C(0x7f800000)
@@ -213,10 +214,10 @@ static void run_chunks(nan_chunk *ch, size_t nch, void *(*fn)(void *))
 
 static size_t chunk_count(size_t n)
 {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t cpus = gs_hostpool_cpus();   /* counted once: this runs per request */
     size_t nch = n / NAN_CHUNK_MIN;
-    if (cpus > 0 && nch > (size_t)cpus)
-        nch = (size_t)cpus;
+    if (nch > cpus)
+        nch = cpus;
     if (nch > NAN_THREADS_MAX)
         nch = NAN_THREADS_MAX;
     return nch ? nch : 1;

@@ -6,6 +6,7 @@
 #include "gs_pcopy.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
@@ -60,8 +61,14 @@ static void *copy_main(void *a)
 
 void gs_pcopy(void *dst, const void *src, size_t n)
 {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    size_t k = cpus > 0 ? (size_t)cpus : 1;
+    /* counted once: sysconf reads /sys, and this runs per request */
+    static _Atomic long cpus;
+    long c = atomic_load_explicit(&cpus, memory_order_relaxed);
+    if (!c) {
+        c = sysconf(_SC_NPROCESSORS_ONLN);
+        atomic_store_explicit(&cpus, c > 0 ? c : 1, memory_order_relaxed);
+    }
+    size_t k = c > 0 ? (size_t)c : 1;
     if (k > GS_PCOPY_THREADS)
         k = GS_PCOPY_THREADS;
     if (n < GS_PCOPY_MIN || k < 2) {
