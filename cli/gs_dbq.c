@@ -404,6 +404,7 @@ static int choice_row(sqlite3_stmt *st, void *ud)
         .params = col_text(st, 6), .median_ms = sqlite3_column_double(st, 7),
         .trial_id = sqlite3_column_int64(st, 8), .updated = col_text(st, 9),
         .extrapolated = sqlite3_column_int(st, 10),
+        .baseline_algorithm = col_text(st, 11), .baseline_ms = sqlite3_column_double(st, 12),
     };
     return c->fn.choice(c->ud, &ch);
 }
@@ -413,7 +414,7 @@ int gs_dbq_winners(gs_db *db, const gs_dbq_filter *f, gs_dbq_choice_fn fn, void 
 {
     qb q = { .len = 0 };
     qb_sql(&q, "SELECT device_id, algorithm, key_bits, payload, -1, bucket, params, median_ms,"
-               " coalesce(trial_id, 0), updated, 0 FROM winners WHERE 1");
+               " coalesce(trial_id, 0), updated, 0, '', 0 FROM winners WHERE 1");
     add_common(&q, f);
     qb_sql(&q, " ORDER BY device_id, key_bits, payload, bucket, algorithm");
     rowcb c = { .fn.choice = fn, .ud = ud };
@@ -424,7 +425,8 @@ int gs_dbq_plan(gs_db *db, const gs_dbq_filter *f, gs_dbq_choice_fn fn, void *ud
 {
     qb q = { .len = 0 };
     qb_sql(&q, "SELECT device_id, algorithm, key_bits, payload, stable, bucket, params, median_ms,"
-               " 0, updated, extrapolated FROM plan WHERE 1");
+               " 0, updated, extrapolated, baseline_algorithm, coalesce(baseline_ms, 0)"
+               " FROM plan WHERE 1");
     add_common(&q, f);
     if (f->stable >= 0)
         qb_int(&q, " AND stable = ?", f->stable);

@@ -98,6 +98,8 @@ typedef struct gs_dbq_choice {
     int64_t trial_id;         /* winners: the trial behind it, 0 none; plan: 0 */
     const char *updated;
     int extrapolated;         /* plan rows: GS_DB_PLAN_*; winners: 0 */
+    const char *baseline_algorithm;   /* plan rows: the untuned choice ("": unknown) */
+    double baseline_ms;       /* its time in the same tune; <= 0: unknown */
 } gs_dbq_choice;
 
 typedef int (*gs_dbq_choice_fn)(void *ud, const gs_dbq_choice *c);

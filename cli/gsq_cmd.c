@@ -180,8 +180,10 @@ static const gsq_col plan_cols[] = {
     { "algorithm", NULL, 0 },
     { "params", NULL, GSQ_SHRINK },
     { "median_ms", "ms", GSQ_RIGHT },
-    { "gkeys_s", "Gkeys/s", GSQ_RIGHT },
+    { "gkeys_s", "Gkeys/s", GSQ_NOTABLE },   /* the table has the baseline instead */
     { "source", NULL, 0 },
+    { "baseline", NULL, GSQ_NOTABLE },
+    { "x_baseline", "x untuned", GSQ_RIGHT },
     { "updated", NULL, GSQ_NOTABLE },
 };
 
@@ -226,7 +228,17 @@ static int choice_row(void *ud, const gs_dbq_choice *ch)
     } else {
         /* measured at this size, or predicted past the largest measured one */
         gsq_str(t, ch->extrapolated == GS_DB_PLAN_INTERPOLATED ? "interp."
+                  : ch->extrapolated == GS_DB_PLAN_AUDITED ? "audited"
                   : ch->extrapolated ? "extrap." : "measured");
+        /* what the untuned daemon would run there, and this row's time over
+           its time in the same tune (< 1: tuning pays) */
+        if (ch->baseline_algorithm && ch->baseline_algorithm[0] && ch->baseline_ms > 0) {
+            gsq_str(t, ch->baseline_algorithm);
+            gsq_num(t, ch->median_ms / ch->baseline_ms, 2);
+        } else {
+            gsq_null(t, "-");
+            gsq_null(t, "-");
+        }
     }
     gsq_str(t, ch->updated);
     return 0;

@@ -35,7 +35,7 @@ static void syslog_sink(int level, const char *msg, void *ud)
 }
 
 /* Defaults, then the file, then the overrides. */
-static int build_conf(const gs_daemon_args *a, gs_conf *c, gs_err *err)
+int gs_daemon_conf(const gs_daemon_args *a, gs_conf *c, gs_err *err)
 {
     gs_conf_defaults(c);
     const char *path = a->config_path ? a->config_path : gs_conf_default_path();
@@ -52,7 +52,7 @@ static int build_conf(const gs_daemon_args *a, gs_conf *c, gs_err *err)
 
 static int reload(gs_conf *out, gs_err *err, void *ud)
 {
-    int rc = build_conf(ud, out, err);
+    int rc = gs_daemon_conf(ud, out, err);
     if (rc == 0)
         gs_log_set_sink(out->log_syslog ? syslog_sink : NULL, NULL);
     return rc;
@@ -125,7 +125,7 @@ static void print_config(const gs_conf *conf)
  * host sort's 0.5 MiB of scratch: 0.55 ms through the daemon against 0.21
  * in a benchmark). Trimming from twice the mmap threshold, glibc's own
  * rule, keeps those warm and leaves at most 2 MiB idle per arena. */
-static void malloc_setup(void)
+void gs_daemon_malloc_setup(void)
 {
 #if defined(__GLIBC__) && defined(M_MMAP_THRESHOLD)
     mallopt(M_MMAP_THRESHOLD, 1 << 20);
@@ -137,11 +137,11 @@ static void malloc_setup(void)
 
 int gs_daemon_main(const gs_daemon_args *a)
 {
-    malloc_setup();
+    gs_daemon_malloc_setup();
     gs_conf conf;
     gs_err err;
     gs_err_clear(&err);
-    if (build_conf(a, &conf, &err) < 0) {
+    if (gs_daemon_conf(a, &conf, &err) < 0) {
         fprintf(stderr, "gsortd: %s\n", err.msg);
         return 2;
     }

@@ -2,9 +2,11 @@
  * after the other, the devices the scheduler serves without a plan (by
  * default, auto, those that are not CPU devices), each
  * within tune_budget, with its own database connection, while the loop
- * keeps serving them with the built-in defaults. When it is done it wakes
- * the loop (uv_async_t), which re-opens the database so the new plans take
- * effect. Shutdown cancels it between and within devices (tune_cancel) and
+ * keeps serving them with the built-in defaults. Each plan is then audited
+ * on the serving scheduler (gs_audit.h): rows that lose to the untuned
+ * defaults are replaced, and a plan that still loses is removed. When it
+ * is done it wakes the loop (uv_async_t), which re-opens the database so
+ * the new plans take effect. Shutdown cancels it between and within devices (tune_cancel) and
  * waits for it before the loop stops. A database that failed its check
  * (gs_srv.c's srv_db_open) is never tuned into; one the thread finds
  * damaged stops it, and the re-open after it checks the whole file. */
@@ -14,10 +16,42 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "gs_audit.h"
 #include "gs_log.h"
 #include "gs_srv.h"
 #include "gs_time.h"
 #include "gs_tune.h"
+
+/* The plan audit of a device just tuned, on the scheduler that serves
+ * (issue 33): the rows that lose to the untuned defaults are replaced; a
+ * plan that still loses somewhere, or could not be audited, is removed,
+ * so that the daemon goes on with its built-in defaults rather than swap
+ * in a plan that hurts. */
+static void audit(srv *s, gs_db *db, int d, int64_t db_id)
+{
+    const gs_dev *dev = &s->o->devs[d];
+    gs_audit_opts o = { .device = d, .fix = 1, .pins = &s->pin, .cancel = &s->tune_cancel };
+    gs_audit_stats st;
+    gs_err e;
+    gs_err_clear(&e);
+    int rc = gs_audit_device(s->sched, db, db_id, &o, &st, &e);
+    if (rc == 0 && atomic_load(&s->tune_cancel))
+        rc = gs_err_set(&e, GS_EINVAL, "was not audited to the end (shutdown): the next start "
+                        "tunes it again");
+    if (rc == 0 && !st.unfixable) {
+        GS_INFO("--tune-missing: device %d (%s) tuned and audited: %u point(s), plan / untuned "
+                "%.3f on average (geometric), worst %.3f; %u row(s) replaced", d, dev->info.name,
+                st.points, st.geo_untuned, st.worst_untuned, st.fixed);
+        return;
+    }
+    GS_WARN("--tune-missing: device %d (%s): the plan %s; it is removed and the device is served "
+            "with its built-in defaults (gsortd --tune-all, then --audit-plan, to look into it)",
+            d, dev->info.name, rc ? e.msg : "still loses to the untuned defaults after its audit");
+    /* removed whole, in one statement: the re-open after this thread sees no plan */
+    gs_err_clear(&e);
+    if (gs_db_plan_clear(db, db_id, &e) < 0)
+        GS_ERROR("--tune-missing: device %d: cannot remove its plan: %s", d, e.msg);
+}
 
 static void *tune_main(void *arg)
 {
@@ -52,9 +86,8 @@ static void *tune_main(void *arg)
             gs_tune_report_free(&rep);
             break;
         }
-        if (rc >= 0)
-            GS_INFO("--tune-missing: device %d (%s) tuned: %zu plan entries", s->tune_dev[i],
-                    d->info.name, rep.ndevs ? rep.devs[0].nplan : (size_t)0);
+        if (rc >= 0 && rep.ndevs)
+            audit(s, db, s->tune_dev[i], rep.devs[0].device_id);
         gs_tune_report_free(&rep);
     }
     gs_db_close(db);

@@ -247,7 +247,9 @@ static int device_cand(gs_sched *s, int d, const gs_job *j, cand *c)
     c->dev = d;
     c->chunk_n = 0;
     const gs_plans_entry *pe = NULL;
-    if (sd->plans && sd->plan_entries > 0) {
+    if (j->untuned) {
+        /* the audit's untuned route: the built-in defaults, said nowhere */
+    } else if (sd->plans && sd->plan_entries > 0) {
         pe = gs_plans_lookup(sd->plans, kb, r->payload, r->stable, r->n);
         if (!pe && (pe = gs_plans_nearest(sd->plans, kb, r->payload, r->stable, r->n)))
             warn_shape(sd, d, r, kb, pe);

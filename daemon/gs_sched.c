@@ -262,8 +262,10 @@ static void *worker_main(void *arg)
     int d = wa->dev;
     free(wa);
     queue *q = d >= 0 ? &s->devs[d].q : &s->hostq;
-    if (d >= 0)
+    if (d >= 0) {
         sched_defaults_measure(s, d);   /* requests queue up meanwhile */
+        atomic_store(&s->devs[d].dflt_known, 1);
+    }
     gs_job *j;
     while ((j = queue_pop(q))) {
         j->t_start = gs_now_ms();
@@ -489,6 +491,11 @@ void gs_sched_trim_host(gs_sched *s)
     for (size_t i = 0; i < s->ndev; i++)
         if (s->devs[i].enabled && (s->devs[i].dev->info.type & CL_DEVICE_TYPE_CPU))
             gs_bufpool_trim(s->devs[i].dev, 0);
+}
+
+int gs_sched_defaults_known(gs_sched *s, size_t i)
+{
+    return i < s->ndev && s->devs[i].enabled && atomic_load(&s->devs[i].dflt_known);
 }
 
 void gs_sched_devstat_get(gs_sched *s, size_t i, gs_sched_devstat *out)

@@ -77,6 +77,9 @@ typedef struct gs_job {
     int pin_once;            /* pin is a block sent once: registered only to sort it
                                 out of core, where every byte crosses the bus four
                                 times (released with the block) */
+    int untuned;             /* 1: route as if no device had a plan (built-in
+                                defaults): the untuned daemon's choice, which the
+                                plan audit times (gs_audit.h) */
     int split_ask;           /* 1: consider a split over devices at any size and say
                                 why not (split_why); -1: never split; 0: from 2^20
                                 keys on, when predicted faster (gs_split.c) */
@@ -165,6 +168,10 @@ typedef struct gs_sched_devstat {
     long long db_id;         /* -1: not in the database */
 } gs_sched_devstat;
 size_t gs_sched_ndev(const gs_sched *s);
+/* Whether device i's built-in defaults are final: its worker measured the
+ * crossover to the host sort (a GPU), or had none to measure. Until then
+ * an untuned route below the crossover is a guess. */
+int gs_sched_defaults_known(gs_sched *s, size_t i);
 /* Release the pooled device buffers (gs_bufpool.h) no
  * request has taken for idle_ms. */
 void gs_sched_trim(gs_sched *s, double idle_ms);

@@ -53,6 +53,7 @@ typedef struct sdev {
     const gs_algo *dflt_algo;        /* from dflt_min_log2 up; host below */
     _Atomic int dflt_min_log2;       /* written once by the worker when measured */
     int dflt_measure;                /* the worker measures it when it starts */
+    atomic_int dflt_known;           /* 1 once dflt_min_log2 is final (measured or not) */
 } sdev;
 
 struct gs_sched {

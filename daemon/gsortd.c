@@ -3,6 +3,7 @@
  * tuner's front end (tuner/gs_tuneall.c: progress line, report, database
  * check); with no mode option it serves (daemon/gs_daemon.c). */
 #include "config.h"
+#include "gs_audit.h"
 #include "gs_conf.h"
 #include "gs_daemon.h"
 #include "gs_dev.h"
@@ -69,10 +70,26 @@ static void usage(FILE *out)
         "      --tune-compare ALGO  measure ALGO's whole (restricted) parameter space at\n"
         "                         one size (--n N, default 65536), then replay the\n"
         "                         sampled search on it (--seeds K, default 100)\n"
+        "      --no-audit         with --tune-all: skip the plan audit that ends it\n"
+        "\n"
+        "Plan audit (a tuned plan never loses to the untuned defaults):\n"
+        "      --audit-plan       time, end to end through the daemon's request path,\n"
+        "                         the plan's choice, the untuned daemon's and each\n"
+        "                         algorithm at its tuned best, per shape and size;\n"
+        "                         report where the plan loses (exit status 3); also\n"
+        "                         takes --config, -o, --db and --device\n"
+        "      --fix              replace the rows that lose (writes the database;\n"
+        "                         --tune-all's audit always does)\n"
+        "      --min-log2 A, --max-log2 B, --step K  sizes 2^A, 2^(A+K), ... 2^B\n"
+        "                         (default 2^10, every other size, up to the largest\n"
+        "                         the tune measured)\n"
+        "      --reps R           timed runs per choice (default 5)\n"
+        "      --shapes LIST      of u32,u64,f32,u32+u32,argsort (default: all)\n"
         "  -h, --help             show this help and exit\n"
         "  -V, --version          show the version and exit\n"
         "\n"
-        "Exit status: 0 on success, 1 on a runtime failure, 2 on a usage error.\n",
+        "Exit status: 0 on success, 1 on a runtime failure, 2 on a usage error,\n"
+        "3 when the plan audit finds rows that lose and are not replaced.\n",
         gs_conf_default_path(), GS_TUNE_DEFAULT_BUDGET, GS_TUNE_QUICK_BUDGET);
 }
 
@@ -146,7 +163,8 @@ static int run(int argc, char **argv, const char **okeys, const char **ovals)
     enum { OPT_JSON = 256, OPT_KDIR, OPT_CACHE, OPT_LOGLEVEL, OPT_TUNE_ALL, OPT_BUDGET, OPT_QUICK,
            OPT_DEVICE, OPT_ALGOS, OPT_DB, OPT_MAXLOG2, OPT_RESTRICT, OPT_SEED, OPT_DBCHECK,
            OPT_COMPARE, OPT_N, OPT_SEEDS, OPT_CONFIG, OPT_SOCKET, OPT_TUNE_MISSING,
-           OPT_PRINT_CONFIG, OPT_FAULT, OPT_PAYLOADS };
+           OPT_PRINT_CONFIG, OPT_FAULT, OPT_PAYLOADS, OPT_AUDIT, OPT_FIX, OPT_MINLOG2, OPT_STEP,
+           OPT_REPS, OPT_SHAPES, OPT_NO_AUDIT };
     static const struct option opts[] = {
         { "list-devices", no_argument, 0, 'l' },
         { "json", no_argument, 0, OPT_JSON },
@@ -179,13 +197,21 @@ static int run(int argc, char **argv, const char **okeys, const char **ovals)
          * variable GSORTD_INJECT_FAULT=launch:K does the same (for a
          * daemon started by a script or a service manager). */
         { "inject-fault", required_argument, 0, OPT_FAULT },
+        { "audit-plan", no_argument, 0, OPT_AUDIT },
+        { "fix", no_argument, 0, OPT_FIX },
+        { "min-log2", required_argument, 0, OPT_MINLOG2 },
+        { "step", required_argument, 0, OPT_STEP },
+        { "reps", required_argument, 0, OPT_REPS },
+        { "shapes", required_argument, 0, OPT_SHAPES },
+        { "no-audit", no_argument, 0, OPT_NO_AUDIT },
         { "help", no_argument, 0, 'h' },
         { "version", no_argument, 0, 'V' },
         { 0, 0, 0, 0 },
     };
     int list = 0, json = 0, c, lvl, tune_opts = 0, compare_opts = 0;
     long v;
-    int tune_all = 0, db_check = 0;
+    int tune_all = 0, db_check = 0, audit = 0, audit_opts = 0, no_audit = 0;
+    gs_audit_args aa = { .device = -1 };
     gs_tuneall_opts ta = { .device = -1, .seed = 1, .compare_n = 65536, .seeds = 100 };
     /* Serving options become configuration overrides, applied after the
      * config file (and again on every SIGHUP). */
@@ -230,6 +256,38 @@ static int run(int argc, char **argv, const char **okeys, const char **ovals)
             serve_opts = 1;
             break;
         case OPT_TUNE_ALL: tune_all = 1; break;
+        case OPT_AUDIT: audit = 1; break;
+        case OPT_NO_AUDIT: no_audit = 1; break;
+        case OPT_FIX: aa.o.fix = 1; audit_opts = 1; break;
+        case OPT_MINLOG2:
+            if (parse_long("--min-log2", optarg, 1, GS_TUNE_MAX_LOG2, &v))
+                return 2;
+            aa.o.min_log2 = (int)v;
+            audit_opts = 1;
+            break;
+        case OPT_STEP:
+            if (parse_long("--step", optarg, 1, GS_TUNE_MAX_LOG2, &v))
+                return 2;
+            aa.o.step = (int)v;
+            audit_opts = 1;
+            break;
+        case OPT_REPS:
+            if (parse_long("--reps", optarg, 1, 16, &v))
+                return 2;
+            aa.o.reps = (int)v;
+            audit_opts = 1;
+            break;
+        case OPT_SHAPES: {
+            gs_err err;
+            gs_err_clear(&err);
+            if (gs_audit_shapes_check(optarg, &err) < 0) {
+                fprintf(stderr, "gsortd: --shapes: %s\n", err.msg);
+                return 2;
+            }
+            aa.o.shapes = optarg;
+            audit_opts = 1;
+            break;
+        }
         case OPT_BUDGET: {
             char *end;
             errno = 0;
@@ -247,6 +305,7 @@ static int run(int argc, char **argv, const char **okeys, const char **ovals)
         case OPT_DEVICE:
             if (parse_long("--device", optarg, 0, 1023, &ta.device))
                 return 2;
+            aa.device = ta.device;
             tune_opts = 1;
             break;
         case OPT_ALGOS: ta.algorithms = optarg; tune_opts = 1; break;
@@ -255,7 +314,7 @@ static int run(int argc, char **argv, const char **okeys, const char **ovals)
         case OPT_MAXLOG2:
             if (parse_long("--max-log2", optarg, GS_TUNE_MIN_LOG2, GS_TUNE_MAX_LOG2, &v))
                 return 2;
-            ta.max_log2 = (int)v;
+            ta.max_log2 = aa.o.max_log2 = (int)v;
             tune_opts = 1;
             break;
         case OPT_RESTRICT: {
@@ -308,9 +367,31 @@ static int run(int argc, char **argv, const char **okeys, const char **ovals)
         fprintf(stderr, "gsortd: --json goes with --list-devices\n");
         return 2;
     }
-    if (list + tune_all + db_check + (ta.compare != NULL) > 1) {
-        fprintf(stderr, "gsortd: --list-devices, --tune-all, --tune-compare and --db-check "
-                "exclude each other\n");
+    if (list + tune_all + db_check + audit + (ta.compare != NULL) > 1) {
+        fprintf(stderr, "gsortd: --list-devices, --tune-all, --tune-compare, --audit-plan and "
+                "--db-check exclude each other\n");
+        return 2;
+    }
+    if (audit) {
+        /* the daemon's own options (--config, -o) say whose choices are timed */
+        if (ta.budget > 0 || ta.quick || ta.algorithms || ta.payloads || ta.restrict_spec ||
+            ta.seed != 1 || ta.compare || compare_opts || no_audit || da.print_config ||
+            da.fault_at) {
+            fprintf(stderr, "gsortd: --audit-plan takes --db, --device, --config, -o, "
+                    "--min-log2, --max-log2, --step, --reps, --shapes and --fix\n");
+            return 2;
+        }
+        aa.daemon = &da;
+        aa.db_path = ta.db_path;
+        return gs_audit_main(&aa);
+    }
+    if (audit_opts) {
+        fprintf(stderr, "gsortd: --fix, --min-log2, --step, --reps and --shapes go with "
+                "--audit-plan\n");
+        return 2;
+    }
+    if (no_audit && !tune_all) {
+        fprintf(stderr, "gsortd: --no-audit goes with --tune-all\n");
         return 2;
     }
     if (tune_opts && !tune_all && !ta.compare) {
@@ -338,7 +419,17 @@ static int run(int argc, char **argv, const char **okeys, const char **ovals)
         rc = list_devices(json);
     else if (db_check)
         rc = gs_tuneall_db_check(ta.db_path);
-    else if (tune_all || ta.compare)
+    else if (tune_all && !no_audit) {
+        /* the audit that ends every tune: the rows that lose are replaced */
+        rc = gs_tuneall_run(&ta);
+        if (rc == 0) {
+            aa.daemon = &da;
+            aa.db_path = ta.db_path;
+            aa.o.fix = 1;
+            aa.o.max_log2 = 0;      /* what the tune measured */
+            rc = gs_audit_main(&aa);
+        }
+    } else if (tune_all || ta.compare)
         rc = gs_tuneall_run(&ta);
     else
         rc = gs_daemon_main(&da);

@@ -83,13 +83,14 @@ static size_t values_ept(const gs_dev_info *info, long *out, size_t cap)
     return gs_values_list(ladder, sizeof ladder / sizeof ladder[0], out, cap);
 }
 
-/* The onesweep path is offered to the tuner on GPUs; on CPU devices (PoCL:
- * work-groups are threads, spinning costs a core) it stays off unless a set
- * asks for it. */
+/* The onesweep path is offered to the tuner on GPUs, and 2 with it (the
+ * GPU default, so that a climb can start from the defaults); on CPU
+ * devices (PoCL: work-groups are threads, spinning costs a core) it stays
+ * off unless a set asks for it. */
 static size_t values_lookback(const gs_dev_info *info, long *out, size_t cap)
 {
-    static const long lb[] = { 0, 1 };
-    size_t n = info && (info->type & CL_DEVICE_TYPE_GPU) ? 2 : 1;
+    static const long lb[] = { 0, 1, 2 };
+    size_t n = info && (info->type & CL_DEVICE_TYPE_GPU) ? 3 : 1;
     return gs_values_list(lb, n, out, cap);
 }
 

@@ -117,9 +117,22 @@ int gs_db_trial_add(gs_db *db, const gs_db_trial *t, int64_t *id, gs_err *err)
 int gs_db_trial_lookup(gs_db *db, const gs_db_trial *key, double *median_ms, int *valid,
                        int64_t *id, gs_err *err)
 {
+    gs_db_trial t;
+    int rc = gs_db_trial_find(db, key, &t, id, err);
+    if (!rc && median_ms)
+        *median_ms = t.median_ms;
+    if (!rc && valid)
+        *valid = t.valid;
+    return rc;
+}
+
+int gs_db_trial_find(gs_db *db, const gs_db_trial *key, gs_db_trial *out, int64_t *id,
+                     gs_err *err)
+{
     sqlite3_stmt *st;
     int rc = db_prepare(db,
-        "SELECT id, median_ms, valid FROM trials WHERE device_id=?1 AND algorithm=?2"
+        "SELECT id, median_ms, valid, coalesce(min_ms, median_ms), coalesce(max_ms, median_ms),"
+        " reps FROM trials WHERE device_id=?1 AND algorithm=?2"
         " AND key_bits=?3 AND payload=?4 AND n=?5 AND distribution=?6 AND params=?7"
         " AND code_id=?8 ORDER BY id DESC LIMIT 1", &st, err);
     if (rc)
@@ -129,10 +142,13 @@ int gs_db_trial_lookup(gs_db *db, const gs_db_trial *key, double *median_ms, int
     if (step == SQLITE_ROW) {
         if (id)
             *id = sqlite3_column_int64(st, 0);
-        if (median_ms)
-            *median_ms = sqlite3_column_double(st, 1);
-        if (valid)
-            *valid = sqlite3_column_int(st, 2);
+        *out = *key;
+        out->reason = NULL;
+        out->median_ms = sqlite3_column_double(st, 1);
+        out->valid = sqlite3_column_int(st, 2);
+        out->min_ms = sqlite3_column_double(st, 3);
+        out->max_ms = sqlite3_column_double(st, 4);
+        out->reps = sqlite3_column_int(st, 5);
     } else if (step == SQLITE_DONE) {
         rc = GS_ENOTFOUND;
         gs_err_set(err, rc, "no such trial");
@@ -233,7 +249,7 @@ int gs_db_plan_set(gs_db *db, int64_t device_id, int key_bits, const char *paylo
         "INSERT INTO plan (device_id, key_bits, payload, stable, bucket, algorithm, params, median_ms)"
         " VALUES (?1,?2,?3,?4,?5,?6,?7,?8) ON CONFLICT (device_id, key_bits, payload, stable, bucket)"
         " DO UPDATE SET algorithm=excluded.algorithm, params=excluded.params,"
-        " median_ms=excluded.median_ms, extrapolated=0,"
+        " median_ms=excluded.median_ms, extrapolated=0, baseline_algorithm='', baseline_ms=NULL,"
         " updated=strftime('%Y-%m-%dT%H:%M:%SZ', 'now')", &st, err);
     if (rc)
         return rc;
@@ -244,11 +260,39 @@ int gs_db_plan_set(gs_db *db, int64_t device_id, int key_bits, const char *paylo
     return db_step_done(db, st, err, "recording the plan");
 }
 
-int gs_db_plan_mark_predicted(gs_db *db, int64_t device_id, int key_bits, const char *payload,
-                              int stable, int bucket, int how, gs_err *err)
+int gs_db_plan_set_baseline(gs_db *db, int64_t device_id, int key_bits, const char *payload,
+                            int stable, int bucket, const char *algorithm, double ms,
+                            gs_err *err)
 {
-    if (how != GS_DB_PLAN_EXTRAPOLATED && how != GS_DB_PLAN_INTERPOLATED)
-        return gs_err_set(err, GS_EINVAL, "plan row source %d is not a prediction", how);
+    sqlite3_stmt *st;
+    int rc = db_prepare(db, "UPDATE plan SET baseline_algorithm=?6, baseline_ms=?7 WHERE"
+                        " device_id=?1 AND key_bits=?2 AND payload=?3 AND stable=?4 AND bucket=?5",
+                        &st, err);
+    if (rc)
+        return rc;
+    bind_plan_key(st, device_id, key_bits, payload, stable, bucket);
+    sqlite3_bind_text(st, 6, algorithm, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(st, 7, ms);
+    return db_step_done(db, st, err, "recording the plan's baseline");
+}
+
+int gs_db_plan_clear(gs_db *db, int64_t device_id, gs_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = db_prepare(db, "DELETE FROM plan WHERE device_id=?1", &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, device_id);
+    return db_step_done(db, st, err, "removing the plan");
+}
+
+int gs_db_plan_mark_source(gs_db *db, int64_t device_id, int key_bits, const char *payload,
+                           int stable, int bucket, int how, gs_err *err)
+{
+    if (how != GS_DB_PLAN_EXTRAPOLATED && how != GS_DB_PLAN_INTERPOLATED &&
+        how != GS_DB_PLAN_AUDITED)
+        return gs_err_set(err, GS_EINVAL, "plan row source %d is not one a row is marked with",
+                          how);
     sqlite3_stmt *st;
     int rc = db_prepare(db, "UPDATE plan SET extrapolated=?6 WHERE device_id=?1 AND key_bits=?2"
                         " AND payload=?3 AND stable=?4 AND bucket=?5", &st, err);

@@ -104,6 +104,10 @@ int gs_db_trial_add(gs_db *db, const gs_db_trial *t, int64_t *id, gs_err *err);
  * valid and *id; GS_ENOTFOUND if none. Lets a rerun resume. */
 int gs_db_trial_lookup(gs_db *db, const gs_db_trial *key, double *median_ms, int *valid,
                        int64_t *id, gs_err *err);
+/* The same, the whole trial: *out is `key` with median, min, max (the
+ * median where a row has none), reps and valid filled in, reason NULL. */
+int gs_db_trial_find(gs_db *db, const gs_db_trial *key, gs_db_trial *out, int64_t *id,
+                     gs_err *err);
 
 typedef struct gs_db_choice {
     char algorithm[32];
@@ -120,18 +124,30 @@ int gs_db_winner_get(gs_db *db, int64_t device_id, const char *algorithm, int ke
 int gs_db_plan_set(gs_db *db, int64_t device_id, int key_bits, const char *payload, int stable,
                    int bucket, const char *algorithm, const char *params, double median_ms,
                    gs_err *err);
+/* The plan row just set (gs_db_plan_set, which clears it) gets its
+ * baseline: what the untuned daemon would have run there (`algorithm`
+ * with its built-in parameters) and its end-to-end time in the same
+ * tune, ms. */
+int gs_db_plan_set_baseline(gs_db *db, int64_t device_id, int key_bits, const char *payload,
+                            int stable, int bucket, const char *algorithm, double ms,
+                            gs_err *err);
+/* Remove every plan row of the device (it is then served untuned); its
+ * trials and winners stay. */
+int gs_db_plan_clear(gs_db *db, int64_t device_id, gs_err *err);
 /* plan.extrapolated: how a row's size was chosen. */
 enum {
     GS_DB_PLAN_MEASURED = 0,
     GS_DB_PLAN_EXTRAPOLATED = 1,  /* past the shape's largest measured size */
     GS_DB_PLAN_INTERPOLATED = 2,  /* between two measured sizes (sparse large n) */
+    GS_DB_PLAN_AUDITED = 3,       /* replaced by the plan audit, which measured it
+                                     faster end to end (issue 33) */
 };
 /* Mark the plan row just set (gs_db_plan_set, which writes rows as
- * measured) as predicted (`how`: extrapolated or interpolated): its size
- * was not measured, its choice and time come from the candidates'
- * measured scaling. */
-int gs_db_plan_mark_predicted(gs_db *db, int64_t device_id, int key_bits, const char *payload,
-                              int stable, int bucket, int how, gs_err *err);
+ * measured) with another source (`how`): extrapolated or interpolated (its
+ * size was not measured, its choice and time come from the candidates'
+ * measured scaling), or audited. */
+int gs_db_plan_mark_source(gs_db *db, int64_t device_id, int key_bits, const char *payload,
+                           int stable, int bucket, int how, gs_err *err);
 /* The plan entry for this request shape at the bucket nearest log2(n)
  * (ties: the larger bucket). GS_ENOTFOUND if the device has no plan. */
 int gs_db_plan_lookup(gs_db *db, int64_t device_id, int key_bits, const char *payload,

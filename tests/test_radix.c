@@ -93,10 +93,12 @@ static void test_check(gs_dev *dev)
     tap_ok(nv > 4 && vals[0] == 1 && vals[nv - 1] == 32, "elems_per_thread values 1..32");
 
     /* lookback: 0 or 1, optional (older saved sets have no such name), and
-     * offered to the tuner on GPUs only */
+     * offered to the tuner on GPUs only, with 2, the GPU default, so that
+     * the defaults lie in the space a climb starts from (issue 33) */
     li.type = CL_DEVICE_TYPE_GPU;
     nv = gs_algo_radix.params[3].values(&li, vals, 64);
-    tap_ok(nv == 2 && vals[0] == 0 && vals[1] == 1, "lookback values on a GPU: 0, 1 (%zu)", nv);
+    tap_ok(nv == 3 && vals[0] == 0 && vals[1] == 1 && vals[2] == 2,
+           "lookback values on a GPU: 0, 1, 2 (%zu)", nv);
     li.type = CL_DEVICE_TYPE_CPU;
     nv = gs_algo_radix.params[3].values(&li, vals, 64);
     tap_ok(nv == 1 && vals[0] == 0, "lookback values on a CPU: 0 (%zu)", nv);

@@ -28,11 +28,18 @@ int gs_tune_plan_pick(const gs_tune_cand *c, size_t n, int stable)
     return best;
 }
 
-double gs_tune_winner_ms(const gs_tune_devreport *R, const gs_tune_winner *w)
+int gs_tune_beats(double a_med, double b_med, double b_min)
 {
-    if (!w->uses_device || !(w->median_ms > 0) || !(w->e2e_ms >= w->median_ms))
-        return w->e2e_ms;
-    double xfer = w->e2e_ms - w->median_ms;
+    return a_med > 0 && b_med > 0 && a_med < b_min && a_med <= (1 - GS_TUNE_NOISE) * b_med;
+}
+
+/* A device time's end to end, as the plan compares it (gs_tune_winner_ms):
+ * the kernel time `ms` plus the least transfer time of the group. */
+static double e2e_of(const gs_tune_devreport *R, const gs_tune_winner *w, double ms, double e2e)
+{
+    if (!w->uses_device || !(ms > 0) || !(e2e >= ms))
+        return e2e;
+    double xfer = e2e - ms;
     for (size_t i = 0; i < R->nwinners; i++) {
         const gs_tune_winner *x = &R->winners[i];
         if (x->uses_device && x->key_bits == w->key_bits && x->payload == w->payload &&
@@ -40,7 +47,17 @@ double gs_tune_winner_ms(const gs_tune_devreport *R, const gs_tune_winner *w)
             x->e2e_ms - x->median_ms < xfer)
             xfer = x->e2e_ms - x->median_ms;
     }
-    return w->median_ms + xfer;
+    return ms + xfer;
+}
+
+double gs_tune_winner_ms(const gs_tune_devreport *R, const gs_tune_winner *w)
+{
+    return e2e_of(R, w, w->median_ms, w->e2e_ms);
+}
+
+double gs_tune_base_ms(const gs_tune_devreport *R, const gs_tune_winner *w)
+{
+    return w->base_ms > 0 ? e2e_of(R, w, w->base_ms, w->base_e2e_ms) : -1;
 }
 
 int gs_tune_winner_add(gs_tune_devreport *R, const gs_tune_winner *w)
@@ -84,10 +101,14 @@ int gs_tune_winner_save(gs_db *db, int64_t dev_id, const char *code_id, int uses
         return rc;
     if (!uses_device) {
         w->e2e_ms = w->median_ms;
+        w->base_e2e_ms = w->base_ms;
     } else {
         key.distribution = GS_DB_DIST_E2E;
         if (gs_db_trial_lookup(db, &key, &e2e, &v, NULL, &lerr) == 0 && v)
             w->e2e_ms = e2e;
+        key.params = w->base_params;
+        if (w->base_ms > 0 && gs_db_trial_lookup(db, &key, &e2e, &v, NULL, &lerr) == 0 && v)
+            w->base_e2e_ms = e2e;
     }
     if ((rc = gs_db_begin(db, err)) != 0)
         return rc;
@@ -225,19 +246,42 @@ static int fill_unmeasured(gs_db *db, int64_t dev_id, gs_tune_devreport *R, gs_e
             }
             int how = inter ? GS_DB_PLAN_INTERPOLATED : GS_DB_PLAN_EXTRAPOLATED;
             gs_tune_planrow row = { .key_bits = kb, .payload = pay, .stable = stable, .bucket = b,
-                                    .ms = best_ms, .extrapolated = how };
+                                    .ms = best_ms, .extrapolated = how, .base_ms = -1 };
             snprintf(row.algorithm, sizeof row.algorithm, "%s", best->algorithm);
             snprintf(row.params, sizeof row.params, "%s", best_params);
             const char *pl = gs_payload_name(pay);
             rc = gs_db_plan_set(db, dev_id, kb, pl, stable, b, row.algorithm, row.params, best_ms,
                                 err);
             if (!rc)
-                rc = gs_db_plan_mark_predicted(db, dev_id, kb, pl, stable, b, how, err);
+                rc = gs_db_plan_mark_source(db, dev_id, kb, pl, stable, b, how, err);
             if (!rc && add_planrow(R, &row))
                 rc = gs_err_set(err, GS_ENOMEM, "out of memory");
         }
     }
     return rc;
+}
+
+/* The untuned daemon's choice among a group's winners (indices wi): on a
+ * CPU device the host sort; on a GPU the host sort below the crossover
+ * and the device default above it, which the daemon measures when it
+ * starts, so here the faster of the two baselines (the stricter bar).
+ * The winner's index in R, or -1 when neither baseline was measured. */
+static long untuned(const gs_tune_devreport *R, const size_t *wi, size_t nc, int stable)
+{
+    long best = -1;
+    double bms = 0;
+    for (size_t k = 0; k < nc; k++) {
+        const gs_tune_winner *x = &R->winners[wi[k]];
+        double ms = gs_tune_base_ms(R, x);
+        if (!(ms > 0) || (stable && !x->stable) || !x->base_params[0] ||
+            (strcmp(x->algorithm, "host") && (R->cpu || strcmp(x->algorithm, R->default_algo))))
+            continue;
+        if (best < 0 || ms < bms) {
+            best = (long)wi[k];
+            bms = ms;
+        }
+    }
+    return best;
 }
 
 int gs_tune_plan_write(gs_db *db, int64_t dev_id, gs_tune_devreport *R, gs_err *err)
@@ -271,15 +315,41 @@ int gs_tune_plan_write(gs_db *db, int64_t dev_id, gs_tune_devreport *R, gs_err *
         }
         for (int stable = 0; stable <= 1 && !rc; stable++) {
             int b = gs_tune_plan_pick(c, nc, stable);
-            if (b < 0)
+            long u = untuned(R, wi, nc, stable);
+            if (b < 0 && u < 0)
                 continue;
-            const gs_tune_winner *x = &R->winners[wi[b]];
-            gs_tune_planrow row = { .key_bits = x->key_bits, .payload = x->payload,
-                                    .stable = stable, .bucket = x->bucket, .ms = c[b].ms };
-            snprintf(row.algorithm, sizeof row.algorithm, "%s", x->algorithm);
-            snprintf(row.params, sizeof row.params, "%s", x->params);
-            rc = gs_db_plan_set(db, dev_id, x->key_bits, gs_payload_name(x->payload), stable,
-                                x->bucket, x->algorithm, x->params, c[b].ms, err);
+            const gs_tune_winner *x = b >= 0 ? &R->winners[wi[b]] : NULL;
+            const gs_tune_winner *y = u >= 0 ? &R->winners[u] : NULL;
+            gs_tune_planrow row = { .stable = stable, .base_ms = -1 };
+            if (y) {
+                snprintf(row.base_algorithm, sizeof row.base_algorithm, "%s", y->algorithm);
+                row.base_ms = gs_tune_base_ms(R, y);
+            }
+            /* Another algorithm than the untuned daemon's takes the row
+             * only by more than the noise; the same one was held to its
+             * own defaults already (tune_algo_group). */
+            if (x && y && strcmp(x->algorithm, y->algorithm) &&
+                !(c[b].ms <= (1 - GS_TUNE_NOISE) * row.base_ms))
+                x = NULL;
+            if (x) {
+                snprintf(row.algorithm, sizeof row.algorithm, "%s", x->algorithm);
+                snprintf(row.params, sizeof row.params, "%s", x->params);
+                row.ms = c[b].ms;
+            } else {
+                x = y;
+                snprintf(row.algorithm, sizeof row.algorithm, "%s", y->algorithm);
+                snprintf(row.params, sizeof row.params, "%s", y->base_params);
+                row.ms = row.base_ms;
+            }
+            row.key_bits = x->key_bits;
+            row.payload = x->payload;
+            row.bucket = x->bucket;
+            const char *pl = gs_payload_name(x->payload);
+            rc = gs_db_plan_set(db, dev_id, x->key_bits, pl, stable, x->bucket, row.algorithm,
+                                row.params, row.ms, err);
+            if (!rc && row.base_ms > 0)
+                rc = gs_db_plan_set_baseline(db, dev_id, x->key_bits, pl, stable, x->bucket,
+                                             row.base_algorithm, row.base_ms, err);
             if (!rc && add_planrow(R, &row))
                 rc = gs_err_set(err, GS_ENOMEM, "out of memory");
         }

@@ -105,14 +105,17 @@ void gs_tune_report_print(FILE *out, const gs_tune_report *rep)
                 snprintf(e2e, sizeof e2e, "%12.4f", w->e2e_ms);
             else
                 snprintf(e2e, sizeof e2e, "%12s", "-");
-            fprintf(out, "    %-10s %-4s %-7s 2^%-3d %12.4f %s  %s\n", w->algorithm,
+            fprintf(out, "    %-10s %-4s %-7s 2^%-3d %12.4f %s  %s%s\n", w->algorithm,
                     gs_dtype_name(gs_tune_dtype_of(w->key_bits)), gs_payload_name(w->payload),
-                    w->bucket, w->median_ms, e2e, param_cell(w->params, pb, sizeof pb));
+                    w->bucket, w->median_ms, e2e, param_cell(w->params, pb, sizeof pb),
+                    w->tuned ? "" : " (the defaults)");
         }
         if (!R->nwinners)
             fprintf(out, "    (none)\n");
-        fprintf(out, "  Plan (fastest end to end, ms; \"stable\": for callers that need a stable sort)\n");
-        fprintf(out, "    %-4s %-7s %-5s %-34s %s\n", "keys", "payload", "n", "any", "stable");
+        fprintf(out, "  Plan (fastest end to end, ms; \"stable\": for callers that need a stable sort;\n"
+                     "  x untuned: its time over the untuned daemon's choice, measured in the same run)\n");
+        fprintf(out, "    %-4s %-7s %-5s %-34s %-10s %s\n", "keys", "payload", "n", "any",
+                "x untuned", "stable");
         for (size_t i = 0; i < R->nplan; i++) {
             const gs_tune_planrow *p = &R->plan[i], *q = NULL;
             if (p->stable || p->extrapolated)
@@ -137,9 +140,12 @@ void gs_tune_report_print(FILE *out, const gs_tune_report *rep)
                          strcmp(q->params, "{}") ? " (" : "",
                          strcmp(q->params, "{}") ? param_cell(q->params, pb, sizeof pb) : "",
                          strcmp(q->params, "{}") ? ")" : "");
-            fprintf(out, "    %-4s %-7s 2^%-3d %-34s %s\n",
+            char vs[32] = "-";
+            if (p->base_ms > 0 && p->ms > 0)
+                snprintf(vs, sizeof vs, "%.2f", p->ms / p->base_ms);
+            fprintf(out, "    %-4s %-7s 2^%-3d %-34s %-10s %s\n",
                     gs_dtype_name(gs_tune_dtype_of(p->key_bits)), gs_payload_name(p->payload),
-                    p->bucket, any, stb);
+                    p->bucket, any, vs, stb);
         }
         if (!R->nplan)
             fprintf(out, "    (none)\n");

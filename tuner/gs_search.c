@@ -184,8 +184,9 @@ int gs_tune_search_run(gs_tune_search *sr, const gs_tune_space *s, const uint64_
      * behind failing configurations): each parameter one step to either
      * side, moving to the best neighbour while that improves. */
     uint64_t starts[CLIMB_STARTS];
-    size_t nstarts = 0;
-    for (size_t k = 0; k < CLIMB_STARTS; k++) {
+    size_t nstarts = 0, want = sr->starts > 0 && sr->starts < CLIMB_STARTS ? (size_t)sr->starts
+                                                                           : CLIMB_STARTS;
+    for (size_t k = 0; k < want; k++) {
         long pick = -1;
         for (size_t i = 0; i < sr->nev; i++) {
             int used = 0;

@@ -48,12 +48,16 @@
 /* Largest space searched exhaustively (candidate list per group). */
 #define EXHAUSTIVE_MAX 100000
 /* Large n (past the dense buckets, every other bucket up to what memory
- * holds): the share of the budget kept for it, its repetitions, and how far
+ * holds): the share of the budget kept for it, its repetitions, how far
  * behind the best an algorithm may be at the shape's previous measured size
- * and still be timed at the next one (a 4x gap does not close in 4x n). */
+ * and still be timed at the next one (a 4x gap does not close in 4x n),
+ * and the moves of its local climb from the seeds. */
 #define LARGE_FRAC 0.35
 #define LARGE_REPS 3
 #define PRUNE_RATIO 4.0
+#define LARGE_CLIMB_ROUNDS 2
+/* The seen-list code of a baseline that lies outside the space. */
+#define BASE_CODE UINT64_MAX
 /* Time left over: new configurations sampled per widened search. */
 #define REFINE_SAMPLES 8
 
@@ -81,8 +85,9 @@ typedef struct astate {
     gs_tune_sampler smp;
     size_t quota;           /* new configurations still to sample */
     int exhaustive;         /* every group evaluates the whole space */
-    int has_defaults;
+    int has_defaults;       /* the defaults lie in the space, at defaults_code */
     uint64_t defaults_code;
+    gs_params dparams;      /* the defaults (the baseline), in the space or not */
     pool_ent *pool;
     size_t npool, poolcap;
     seen_ent *seen;         /* (configuration, variant) run in this process */
@@ -135,6 +140,9 @@ typedef struct gctx {
     int large;              /* a sparse large-n group: no exploration, fewer reps */
     double algo_deadline;
     unsigned trials, planned;
+    unsigned nseeds;        /* the first trials (baseline and candidates): a large
+                               group times them whenever the run has time; its climb
+                               only within its share */
     double build_s;         /* builds measured in this search: not the group's */
     double best_ms;
     char best_params[256];
@@ -217,6 +225,7 @@ static int admit(gctx *G, uint64_t code, int first)
     }
     if (first && !G->large)
         return 0;
+    int seed = G->trials < G->nseeds;
     int reps = trial_reps(G);
     double run_s = (reps + 1) * est_wall_ms(G) / 1000.0;
     if (G->large)   /* making, resetting and checking the input: ~20 ns a key */
@@ -226,8 +235,8 @@ static int admit(gctx *G, uint64_t code, int first)
         T->rep->budget_hit = 1;
         return GS_TUNE_STOP;
     }
-    if (G->large)   /* ordered by priority: the run's deadline is the limit */
-        return 0;
+    if (G->large)   /* seeds by priority, against the run's deadline; the climb in its share */
+        return seed || now + run_s + build_s <= G->algo_deadline ? 0 : GS_TUNE_STOP;
     int explore = build_s > 0 && A->build_spent + build_s <= T->explore_s;
     double charged = run_s + (explore ? 0 : build_s);
     return now - G->build_s + charged <= G->algo_deadline ? 0 : GS_TUNE_STOP;
@@ -262,23 +271,47 @@ static int record(tctx *T, const gs_db_trial *key, const gs_tune_result *r, int 
     return rc;
 }
 
-/* Measure (or reuse) one configuration on one distribution. */
-static int measure(gctx *G, int dist, uint64_t code, int first, double *ms, int *valid,
-                   gs_err *err)
+/* A trial's database key in this group (json: its params). */
+static gs_db_trial trial_key(const gctx *G, int dist, const char *json)
+{
+    return (gs_db_trial){ .device_id = G->T->dev_id, .algorithm = G->A->a->name,
+                          .key_bits = G->kc, .payload = gs_payload_name(G->pl), .n = G->n,
+                          .distribution = gs_tune_dist_names[dist], .params = json,
+                          .code_id = G->T->code_id };
+}
+
+/* The recorded random-key trial of p in this group: median and fastest
+ * run, 0; or an error (GS_ENOTFOUND: not measured). */
+static int trial_stats(const gctx *G, const gs_params *p, double *med, double *mn, gs_err *err)
+{
+    char json[512];
+    gs_params q = *p;
+    int rc = gs_params_to_json(&q, json, sizeof json, err);
+    if (rc)
+        return rc;
+    gs_db_trial key = trial_key(G, GS_TUNE_DIST_RANDOM, json), t;
+    if ((rc = gs_db_trial_find(G->T->db, &key, &t, NULL, err)) != 0)
+        return rc;
+    *med = t.median_ms;
+    *mn = t.min_ms;
+    return t.valid ? 0 : gs_err_set(err, GS_EINVAL, "invalid trial");
+}
+
+/* Measure (or reuse) one parameter set `p` on one distribution; `code`
+ * names it among the configurations this run has built (its space code,
+ * or BASE_CODE for a baseline outside the space). */
+static int measure_p(gctx *G, int dist, const gs_params *pp, uint64_t code, int first,
+                     double *ms, int *valid, gs_err *err)
 {
     tctx *T = G->T;
     astate *A = G->A;
     const gs_algo *a = A->a;
-    gs_params p;
+    gs_params p = *pp;
     char json[512];
-    gs_tune_space_params(&A->sp, code, &p);
     int rc = gs_params_to_json(&p, json, sizeof json, err);
     if (rc)
         return rc;
-    gs_db_trial key = { .device_id = T->dev_id, .algorithm = a->name, .key_bits = G->kc,
-                        .payload = gs_payload_name(G->pl), .n = G->n,
-                        .distribution = gs_tune_dist_names[dist], .params = json,
-                        .code_id = T->code_id };
+    gs_db_trial key = trial_key(G, dist, json);
     double med = 0;
     int val = 0;
     gs_err lerr;
@@ -339,6 +372,14 @@ static int measure(gctx *G, int dist, uint64_t code, int first, double *ms, int 
     *ms = r.med;
     *valid = r.valid;
     return 0;
+}
+
+static int measure(gctx *G, int dist, uint64_t code, int first, double *ms, int *valid,
+                   gs_err *err)
+{
+    gs_params p;
+    gs_tune_space_params(&G->A->sp, code, &p);
+    return measure_p(G, dist, &p, code, first, ms, valid, err);
 }
 
 static int eval_cb(void *ud, uint64_t code, double *ms, int *valid, gs_err *err)
@@ -403,8 +444,43 @@ static int cmp_pool(const void *x, const void *y)
     return a->score < b->score ? -1 : a->score > b->score;
 }
 
-/* Search one algorithm in one group, write its winner, time the winner on
- * the other distributions when there is time. */
+/* The baseline of a group: the algorithm's built-in defaults on this
+ * device, timed first in every group whatever the space holds (a
+ * --restrict, or GPU defaults no sampled value matches), so that nothing
+ * tuned enters the plan without having been compared with it in the same
+ * run. *code: its space code, or BASE_CODE outside the space. */
+static int measure_baseline(gctx *G, gs_params *bp, uint64_t *code, double *ms, int *valid,
+                            gs_err *err)
+{
+    astate *A = G->A;
+    if (A->has_defaults) {
+        /* the space's spelling of the same set: one trial, not two */
+        *code = A->defaults_code;
+        gs_tune_space_params(&A->sp, *code, bp);
+    } else {
+        *code = BASE_CODE;
+        *bp = A->dparams;
+    }
+    int rc = measure_p(G, GS_TUNE_DIST_RANDOM, bp, *code, 1, ms, valid, err);
+    if (rc == GS_TUNE_STOP) {   /* cancelled: nothing measured, nothing to compare */
+        *valid = 0;
+        return GS_TUNE_STOP;
+    }
+    if (rc)
+        return rc;
+    G->trials++;
+    if (*valid) {
+        G->best_ms = *ms;
+        gs_tune_params_text(bp, G->best_params, sizeof G->best_params);
+    }
+    report_progress(G, 0);
+    return 0;
+}
+
+/* Search one algorithm in one group: its baseline, then the search; the
+ * search's best replaces the baseline only where it beats it by more than
+ * the noise (gs_tune_beats). Write the winner, time it on the other
+ * distributions when there is time. */
 static int tune_algo_group(tctx *T, astate *A, int kc, gs_payload pl, int bucket, int large,
                            double algo_deadline, gs_err *err)
 {
@@ -412,13 +488,24 @@ static int tune_algo_group(tctx *T, astate *A, int kc, gs_payload pl, int bucket
     const gs_tune_opts *o = T->o;
     int ki = kc == 64;
     gctx G = { .T = T, .A = A, .kc = kc, .pl = pl, .bucket = bucket, .large = large,
-               .n = (size_t)1 << bucket, .algo_deadline = algo_deadline, .best_ms = -1 };
+               .n = (size_t)1 << bucket, .algo_deadline = algo_deadline, .best_ms = -1,
+               .nseeds = 1 /* the baseline is the first seed */ };
     snprintf(G.best_params, sizeof G.best_params, "-");
 
+    gs_params bp;
+    uint64_t bcode;
+    double base_ms = -1;
+    int base_valid = 0;
+    int rc = measure_baseline(&G, &bp, &bcode, &base_ms, &base_valid, err);
+    if (rc < 0)
+        return rc;
+    int stopped = rc == GS_TUNE_STOP;
+
     /* Candidates: the recorded winner (a rerun never does worse), the
-     * previous bucket's winner, the defaults, then (not at large n, where a
-     * trial costs seconds) every configuration this run has found valid,
-     * most promising first. */
+     * previous bucket's winner, then (not at large n, where a trial costs
+     * seconds) every configuration this run has found valid, most
+     * promising first; at large n a short climb from the best of them
+     * follows, within the group's share. */
     int explore = !large;
     size_t ncand = 0, cap = A->npool + 3 + (A->exhaustive ? (size_t)A->sp.total : 0);
     uint64_t *cand = malloc(cap * sizeof *cand);
@@ -434,8 +521,6 @@ static int tune_algo_group(tctx *T, astate *A, int kc, gs_payload pl, int bucket
         cand[ncand++] = c;
     if (A->has_prev[ki][pl])
         cand[ncand++] = A->prev[ki][pl];
-    if (A->has_defaults)
-        cand[ncand++] = A->defaults_code;
     if (A->npool > 1)   /* an algorithm without parameters has no pool (NULL) */
         qsort(A->pool, A->npool, sizeof *A->pool, cmp_pool);
     for (size_t i = 0; explore && i < A->npool; i++)
@@ -443,12 +528,26 @@ static int tune_algo_group(tctx *T, astate *A, int kc, gs_payload pl, int bucket
     for (uint64_t k = 0; explore && A->exhaustive && k < A->sp.total; k++)
         cand[ncand++] = k;      /* the rest of the space (duplicates cost nothing) */
     size_t no_quota = 0, *quota = explore ? &A->quota : &no_quota;
-    G.planned = (unsigned)(explore && A->exhaustive ? A->sp.total : ncand + *quota);
+    G.planned = 1 + (unsigned)(explore && A->exhaustive ? A->sp.total : ncand + *quota);
+    G.nseeds = 1 + (unsigned)ncand;
 
     gs_tune_search sr;
     memset(&sr, 0, sizeof sr);
-    int rc = gs_tune_search_run(&sr, &A->sp, cand, ncand, &A->smp, quota,
-                                explore ? o->refine_rounds : 0, o->max_trials, eval_cb, &G, err);
+    sr.best = -1;
+    sr.starts = large ? 1 : 0;  /* at large n one climb, from the best seed */
+    if (A->has_defaults && !stopped) {
+        /* the baseline is the search's first point: a climb may start there */
+        if (gs_grow(&sr.ev, &sr.cap, 0, sizeof *sr.ev, 32)) {
+            free(cand);
+            return gs_err_set(err, GS_ENOMEM, "out of memory");
+        }
+        sr.ev[sr.nev++] = (gs_tune_eval){ .code = bcode, .ms = base_ms, .valid = base_valid };
+        sr.best = base_valid ? 0 : -1;
+    }
+    /* (with no time left it still reuses what a killed run recorded) */
+    rc = gs_tune_search_run(&sr, &A->sp, cand, ncand, &A->smp, quota,
+                            explore ? o->refine_rounds : LARGE_CLIMB_ROUNDS, o->max_trials,
+                            eval_cb, &G, err);
     free(cand);
     if (!rc && explore && A->sp.total > 1 && !A->exhaustive && !T->refining)
         note_spread(T, A, kc, pl, bucket, &sr);
@@ -456,9 +555,9 @@ static int tune_algo_group(tctx *T, astate *A, int kc, gs_payload pl, int bucket
         gs_tune_search_free(&sr);
         return rc;
     }
-    if (sr.best < 0) {
+    if (sr.best < 0 && !base_valid) {
         /* Nothing valid (the reasons are in the trials): no winner. */
-        if (sr.nev > 0)
+        if (sr.nev > 0 || G.trials > 0)
             GS_DEBUG("%s: no valid configuration for %s keys, payload %s, n=2^%d", a->name,
                      gs_dtype_name(gs_tune_dtype_of(kc)), gs_payload_name(pl), bucket);
         pool_update(A, &sr);
@@ -467,28 +566,63 @@ static int tune_algo_group(tctx *T, astate *A, int kc, gs_payload pl, int bucket
         return 0;
     }
 
-    uint64_t bc = sr.ev[sr.best].code;
-    double bms = sr.ev[sr.best].ms;
-    A->prev[ki][pl] = bc;
-    A->has_prev[ki][pl] = 1;
+    if (!base_valid && sr.best >= 0 && sr.ev[sr.best].code == bcode) {
+        base_ms = sr.ev[sr.best].ms;    /* measured by the search after all (a seed) */
+        base_valid = 1;
+    }
+    /* The acceptance rule: the search's best against the baseline. */
+    int tuned = !base_valid;
+    uint64_t wc = bcode;
+    double wms = base_ms;
+    gs_params wp = bp;
+    if (sr.best >= 0 && sr.ev[sr.best].code != bcode) {
+        gs_params sp;
+        double smed = 0, smin = 0, bmed = 0, bmin = 0;
+        gs_tune_space_params(&A->sp, sr.ev[sr.best].code, &sp);
+        gs_err_clear(&lerr);
+        if (!base_valid ||
+            (trial_stats(&G, &sp, &smed, &smin, &lerr) == 0 &&
+             trial_stats(&G, &bp, &bmed, &bmin, &lerr) == 0 && gs_tune_beats(smed, bmed, bmin))) {
+            tuned = 1;
+            wc = sr.ev[sr.best].code;
+            wms = sr.ev[sr.best].ms;
+            wp = sp;
+        } else {
+            char pt[256];
+            gs_tune_params_text(&sp, pt, sizeof pt);
+            GS_DEBUG("%s %s keys, payload %s, n=2^%d: %s (%.4f ms) does not beat the defaults "
+                     "(%.4f ms, fastest run %.4f) by more than the noise: the defaults stand",
+                     a->name, gs_dtype_name(gs_tune_dtype_of(kc)), gs_payload_name(pl), bucket,
+                     pt, smed, bmed, bmin);
+        }
+    }
+    if (wc != BASE_CODE) {
+        A->prev[ki][pl] = wc;
+        A->has_prev[ki][pl] = 1;
+    } else if (sr.best >= 0) {  /* a seed for the next size still */
+        A->prev[ki][pl] = sr.ev[sr.best].code;
+        A->has_prev[ki][pl] = 1;
+    }
     pool_update(A, &sr);
     gs_tune_search_free(&sr);
 
-    gs_tune_winner w = { .key_bits = kc, .payload = pl, .bucket = bucket, .median_ms = bms,
-                         .e2e_ms = -1, .stable = a->stable, .uses_device = a->uses_device };
+    gs_tune_winner w = { .key_bits = kc, .payload = pl, .bucket = bucket, .median_ms = wms,
+                         .e2e_ms = -1, .stable = a->stable, .uses_device = a->uses_device,
+                         .base_ms = base_valid ? base_ms : -1, .base_e2e_ms = -1,
+                         .tuned = tuned };
     snprintf(w.algorithm, sizeof w.algorithm, "%s", a->name);
-    gs_tune_space_params(&A->sp, bc, &p);
-    if ((rc = gs_params_to_json(&p, w.params, sizeof w.params, err)) != 0 ||
+    if ((rc = gs_params_to_json(&wp, w.params, sizeof w.params, err)) != 0 ||
+        (rc = gs_params_to_json(&bp, w.base_params, sizeof w.base_params, err)) != 0 ||
         (rc = gs_tune_winner_save(T->db, T->dev_id, T->code_id, a->uses_device, &w, err)) != 0)
         return rc;
     if (gs_tune_winner_add(T->rep, &w))
         return gs_err_set(err, GS_ENOMEM, "out of memory");
 
     /* The winner on the other distributions: informational trials. */
-    for (int d = GS_TUNE_DIST_SORTED; o->extra_dists && d < GS_TUNE_DIST_COUNT; d++) {
+    for (int d = GS_TUNE_DIST_SORTED; o->extra_dists && !stopped && d < GS_TUNE_DIST_COUNT; d++) {
         double ms;
         int valid;
-        rc = measure(&G, d, bc, 0, &ms, &valid, err);
+        rc = measure_p(&G, d, &wp, wc, 0, &ms, &valid, err);
         if (rc == GS_TUNE_STOP)
             break;
         if (rc)
@@ -570,12 +704,12 @@ static int init_algos(tctx *T, astate **out, size_t *nout, gs_err *err)
             A[i].exhaustive = 0;
         }
         A[i].quota = A[i].exhaustive ? 0 : smp;
-        if (a->defaults) {
-            gs_params p;
-            a->defaults(info, &p);
-            A[i].has_defaults = gs_tune_space_code(&A[i].sp, &p, &A[i].defaults_code) == 0;
-        }
-        if (!A[i].has_defaults && A[i].sp.total == 1) {
+        gs_params_clear(&A[i].dparams);     /* no defaults(): every parameter's own */
+        if (a->defaults)
+            a->defaults(info, &A[i].dparams);
+        A[i].has_defaults =
+            gs_tune_space_code(&A[i].sp, &A[i].dparams, &A[i].defaults_code) == 0;
+        if (!A[i].has_defaults && a->nparams == 0) {
             A[i].defaults_code = 0;     /* no parameters: the one point */
             A[i].has_defaults = 1;
         }
@@ -621,7 +755,7 @@ static int tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts
  * winner and defaults while the run's deadline allows (a trial there costs
  * seconds, so its cost is estimated even for the first). */
 static int tune_large_group(tctx *T, astate *A, size_t na, int kc, gs_payload pl, int b,
-                            gs_err *err)
+                            double group_deadline, gs_err *err)
 {
     gs_tune_devreport *R = T->rep;
     int prev = -1;
@@ -657,7 +791,12 @@ static int tune_large_group(tctx *T, astate *A, size_t na, int kc, gs_payload pl
                      mine > 0 ? "more than 4x the best" : "no valid time", prev);
             continue;
         }
-        rc = tune_algo_group(T, &A[ai], kc, pl, b, 1, T->deadline, err);
+        size_t aleft = 0;
+        for (size_t j = ai; j < na; j++)
+            aleft += A[j].ok;
+        double now = gs_now_s();
+        rc = tune_algo_group(T, &A[ai], kc, pl, b, 1, now + (group_deadline - now) / (double)aleft,
+                             err);
     }
     free_inputs(T);
     T->groups_done++;
@@ -721,6 +860,8 @@ static int tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts
     snprintf(R->name, sizeof R->name, "%s", dev->info.name);
     snprintf(R->platform, sizeof R->platform, "%s", dev->info.platform);
     R->index = dev->index;
+    R->cpu = (dev->info.type & CL_DEVICE_TYPE_CPU) != 0;
+    snprintf(R->default_algo, sizeof R->default_algo, "%s", gs_algo_default_for(&dev->info)->name);
 
     tctx T;
     ctx_init(&T, db, dev, pc, o, R, deadline);
@@ -842,9 +983,11 @@ static int tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts
         if (!rc && b > R->max_log2)
             R->max_log2 = b;
     }
-    for (size_t g = ndense; g < ng && !rc; g++)
+    for (size_t g = ndense; g < ng && !rc; g++) {
+        double now = gs_now_s();
         rc = tune_large_group(&T, A, na, o->key_bits[gs[g].ki], o->payloads[gs[g].pi], gs[g].b,
-                              err);
+                              now + (T.deadline - now) / (double)(ng - g), err);
+    }
     if (!rc)
         rc = spend_leftover(&T, err);
     free(gs);

@@ -91,11 +91,13 @@ typedef struct gs_tune_search {
     size_t nev, cap;
     long best;            /* index into ev of the fastest valid point, -1: none */
     int stopped;          /* the callback said GS_TUNE_STOP */
+    int starts;           /* hill climbs, from the best points found; 0: 3 */
 } gs_tune_search;
 
 /* Evaluate `cands` in order, then take up to *quota new points from the
  * sampler (decrementing *quota; sampled points already evaluated are
- * skipped for free), then hill-climb from each of the 3 best points so far:
+ * skipped for free), then hill-climb from each of the 3 best points so far
+ * (sr->starts when set):
  * evaluate every neighbour (each parameter one legal value up or down,
  * stepping over one invalid neighbour to the next value) and move to the
  * best of them while that improves, at most `refine_rounds` moves per
@@ -105,6 +107,18 @@ int gs_tune_search_run(gs_tune_search *sr, const gs_tune_space *s, const uint64_
                        size_t ncands, gs_tune_sampler *smp, size_t *quota, int refine_rounds,
                        size_t max_trials, gs_tune_eval_fn eval, void *ud, gs_err *err);
 void gs_tune_search_free(gs_tune_search *sr);
+
+/* ---- the acceptance rule (issue 33) ---- */
+
+/* How much faster than its baseline a tuned choice must be, at least. */
+#define GS_TUNE_NOISE 0.03
+
+/* Whether a measurement with median a_med beats a baseline measured in
+ * the same run (median b_med, fastest run b_min) by more than the noise:
+ * its median lies below every run of the baseline and at least
+ * GS_TUNE_NOISE below the baseline's median. A tuned configuration enters
+ * the plan only where it does; otherwise the baseline stands. */
+int gs_tune_beats(double a_med, double b_med, double b_min);
 
 /* ---- the plan's choice ---- */
 
@@ -185,6 +199,13 @@ typedef struct gs_tune_winner {
     double e2e_ms;            /* wall time with transfers, < 0: unknown */
     int stable;
     int uses_device;          /* median_ms is kernel time; e2e adds the transfers */
+    /* The baseline: the algorithm's built-in defaults on this device,
+     * timed in the same group (issue 33). */
+    char base_params[512];    /* JSON; "" when not measured */
+    double base_ms;           /* as median_ms; < 0: not measured or invalid */
+    double base_e2e_ms;       /* as e2e_ms */
+    int tuned;                /* 1: a tuned configuration beat the baseline (or the
+                                 baseline failed); 0: the baseline stands */
 } gs_tune_winner;
 
 typedef struct gs_tune_planrow {
@@ -198,12 +219,16 @@ typedef struct gs_tune_planrow {
     int extrapolated;         /* 0 measured; GS_PLAN_EXTRAPOLATED past the shape's
                                  largest measured size; GS_PLAN_INTERPOLATED between
                                  two measured ones */
+    char base_algorithm[32];  /* the untuned daemon's choice here ("": unknown) */
+    double base_ms;           /* its end-to-end time in this tune; < 0: unknown */
 } gs_tune_planrow;
 
 typedef struct gs_tune_devreport {
     char name[256];
     char platform[256];
     int index;
+    int cpu;                  /* a CPU device: the untuned daemon sorts on the host */
+    char default_algo[32];    /* the untuned daemon's device algorithm (a GPU's) */
     int64_t device_id;
     unsigned long measured, reused, invalid;
     double elapsed_s, budget_s;

@@ -113,6 +113,9 @@ int gs_tune_cmp_double(const void *a, const void *b);
  * bus for each, and the tuner's pageable copies swing by more than the
  * kernels differ); its measured e2e when it has no kernel time. */
 double gs_tune_winner_ms(const struct gs_tune_devreport *R, const struct gs_tune_winner *w);
+/* The same for the winner's baseline (its algorithm's defaults in the
+ * group); -1 when that was not measured. */
+double gs_tune_base_ms(const struct gs_tune_devreport *R, const struct gs_tune_winner *w);
 /* Add w to the report's winners, replacing the same (algorithm, group)'s;
  * GS_ENOMEM. */
 int gs_tune_winner_add(struct gs_tune_devreport *R, const struct gs_tune_winner *w);

@@ -1,0 +1,615 @@
+/* The plan audit (see gs_audit.h). Per (shape, size) point: the choices
+ * (the plan's row, the untuned route, each algorithm with its tuned
+ * parameters), one warm-up run each (program builds, the block's
+ * registration), one timed run each, after which a forced algorithm more
+ * than PRUNE times behind the fastest is left with that one figure; then
+ * `reps` rounds in which every remaining choice runs once, so that drift
+ * in the machine's speed falls on all of them alike. Every run goes
+ * through gs_sched_route and gs_sched_submit as a request of the daemon
+ * does, from the same memfd block, with the input copied in before it and
+ * the keys checked for order after it; its time is the job's, from routing
+ * to done (the socket's own costs are the same for every choice). */
+#include "config.h"
+#include "gs_audit.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "gs_log.h"
+#include "gs_plans.h"
+#include "gs_time.h"
+#include "gs_tune.h"
+
+#define MAX_REPS 32
+#define MAX_CHOICES 16
+/* A forced algorithm this many times behind the fastest first run is timed
+ * no further at that point. */
+#define PRUNE 4.0
+#define DEFAULT_MIN_LOG2 10
+#define DEFAULT_STEP 2
+
+typedef struct shape {
+    const char *name;
+    gs_dtype dt;
+    gs_payload pl;
+    int own_rows;             /* the plan rows are this shape's (f32 uses u32's) */
+} shape;
+
+static const shape shapes[] = {
+    { "u32", GS_DT_U32, GS_PL_NONE, 1 },
+    { "u64", GS_DT_U64, GS_PL_NONE, 1 },
+    { "f32", GS_DT_F32, GS_PL_NONE, 0 },
+    { "u32+u32", GS_DT_U32, GS_PL_U32, 1 },
+    { "argsort", GS_DT_U32, GS_PL_IDX32, 1 },
+};
+#define NSHAPES (sizeof shapes / sizeof shapes[0])
+
+typedef struct choice {
+    char label[40];           /* "plan", "untuned", or the forced algorithm */
+    const gs_algo *algo;      /* forced; NULL: the untuned route */
+    gs_params params;
+    double t[MAX_REPS];
+    int nt;
+    double med, mn;
+    int failed, pruned;
+    char why[200];
+    char ran[32];             /* what ran, as routed */
+    gs_params ran_params;
+} choice;
+
+typedef struct actx {
+    gs_sched *s;
+    const gs_audit_opts *o;
+    const gs_dev_info *info;  /* the device audited */
+    uv_loop_t loop;
+    gs_sched_sink sink;
+    int done;
+    void *base;               /* the block: keys, then values at voff */
+    size_t len, voff;
+    gs_pin pin;
+    void *src_k, *src_v;      /* the input, copied in before every run */
+} actx;
+
+int gs_audit_shapes_check(const char *list, gs_err *err)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", list ? list : "");
+    int any = 0;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        size_t i = 0;
+        while (i < NSHAPES && strcmp(t, shapes[i].name))
+            i++;
+        if (i == NSHAPES)
+            return gs_err_set(err, GS_EINVAL, "unknown shape '%s' (known: u32, u64, f32, "
+                              "u32+u32, argsort)", t);
+        any = 1;
+    }
+    return any ? 0 : gs_err_set(err, GS_EINVAL, "an empty list of shapes");
+}
+
+static int shape_wanted(const char *list, const char *name)
+{
+    if (!list)
+        return 1;
+    size_t l = strlen(name);
+    for (const char *p = list; (p = strstr(p, name)) != NULL; p += l)
+        if ((p == list || p[-1] == ',') && (p[l] == ',' || p[l] == '\0'))
+            return 1;
+    return 0;
+}
+
+static void on_done(gs_job *j, void *ud)
+{
+    (void)j;
+    ((actx *)ud)->done = 1;
+}
+
+/* ---- the block and its input ---- */
+
+static void block_free(actx *A)
+{
+    if (!A->base)
+        return;
+    gs_pin_release(&A->pin);
+    munmap(A->base, A->len);
+    A->base = NULL;
+    free(A->src_k);
+    free(A->src_v);
+    A->src_k = A->src_v = NULL;
+}
+
+/* A memfd block for n keys of shape h (a client's gsort_alloc block), and
+ * the input: random keys, values their input index. */
+static int block_make(actx *A, const shape *h, size_t n, gs_err *err)
+{
+    size_t ks = gs_dtype_size(h->dt), vs = gs_payload_size(h->pl);
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    A->voff = (n * ks + pg - 1) / pg * pg;
+    A->len = A->voff + (vs ? (n * vs + pg - 1) / pg * pg : 0);
+    int fd = memfd_create("gsortd-audit", MFD_CLOEXEC);
+    void *m = MAP_FAILED;
+    if (fd >= 0 && ftruncate(fd, (off_t)A->len) == 0)
+        m = mmap(NULL, A->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int e = errno;
+    if (fd >= 0)
+        close(fd);
+    if (m == MAP_FAILED)
+        return gs_err_set(err, GS_ENOMEM, "a block of %zu bytes for n = %zu: %s", A->len, n,
+                          strerror(e));
+    A->base = m;
+    gs_pin_init(&A->pin, m, A->len, A->o->pins);
+    A->src_k = malloc(n * ks);
+    A->src_v = h->pl == GS_PL_U32 ? malloc(n * 4) : NULL;
+    if (!A->src_k || (h->pl == GS_PL_U32 && !A->src_v)) {
+        block_free(A);
+        return gs_err_set(err, GS_ENOMEM, "out of memory for the input of n = %zu", n);
+    }
+    uint64_t x = 0x9e3779b97f4a7c15u ^ ((uint64_t)n << 8) ^ (uint64_t)h->dt;
+    for (size_t i = 0; i < n; i++) {
+        x += 0x9e3779b97f4a7c15u;
+        uint64_t z = x;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+        z ^= z >> 31;
+        if (h->dt == GS_DT_U64)
+            ((uint64_t *)A->src_k)[i] = z;
+        else if (h->dt == GS_DT_F32)
+            ((float *)A->src_k)[i] = (float)((double)(z >> 11) * 0x1p-53 * 2e6 - 1e6);
+        else
+            ((uint32_t *)A->src_k)[i] = (uint32_t)z;
+        if (A->src_v)
+            ((uint32_t *)A->src_v)[i] = (uint32_t)i;
+    }
+    return 0;
+}
+
+static int sorted(const shape *h, const void *k, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        int bad = h->dt == GS_DT_U64 ? ((const uint64_t *)k)[i - 1] > ((const uint64_t *)k)[i]
+                  : h->dt == GS_DT_F32 ? ((const float *)k)[i - 1] > ((const float *)k)[i]
+                                       : ((const uint32_t *)k)[i - 1] > ((const uint32_t *)k)[i];
+        if (bad)
+            return 0;
+    }
+    return 1;
+}
+
+/* ---- one run ---- */
+
+static int run_once(actx *A, const shape *h, size_t n, choice *c, double *ms, gs_err *err)
+{
+    size_t ks = gs_dtype_size(h->dt);
+    memcpy(A->base, A->src_k, n * ks);
+    if (A->src_v)
+        memcpy((char *)A->base + A->voff, A->src_v, n * 4);
+    gs_job j;
+    memset(&j, 0, sizeof j);
+    j.req = (gs_sort_req){ .dtype = h->dt, .payload = h->pl, .n = n, .keys = A->base,
+                           .values = h->pl == GS_PL_NONE ? NULL : (char *)A->base + A->voff };
+    j.device = A->o->device;
+    if (c->algo) {
+        snprintf(j.algorithm, sizeof j.algorithm, "%s", c->algo->name);
+        j.params = c->params;
+        j.has_params = 1;
+    } else {
+        j.untuned = 1;
+    }
+    j.split_ask = -1;
+    j.pin = &A->pin;
+    j.sink = &A->sink;
+    j.ud = A;
+    A->done = 0;
+    int rc = gs_sched_route(A->s, &j, err);
+    if (rc < 0)
+        return rc;
+    gs_sched_submit(A->s, &j);
+    while (!A->done)
+        uv_run(&A->loop, UV_RUN_ONCE);
+    if (j.rc < 0) {
+        *err = j.err;
+        return j.rc;
+    }
+    if (j.fallback[0])
+        return gs_err_set(err, GS_EUNSUPPORTED, "fell back: %s", j.fallback);
+    if (!sorted(h, A->base, n))
+        return gs_err_set(err, GS_EINVAL, "%s: the keys came back out of order",
+                          j.algo ? j.algo->name : "?");
+    snprintf(c->ran, sizeof c->ran, "%s", j.algo ? j.algo->name : "?");
+    c->ran_params = j.run_params;
+    *ms = j.t_done - j.t_submit;
+    return 0;
+}
+
+static int cancelled(const actx *A)
+{
+    return A->o->cancel && atomic_load(A->o->cancel);
+}
+
+/* Run c once more, into its samples (warm-up: not kept). */
+static void sample(actx *A, const shape *h, size_t n, choice *c, int keep)
+{
+    if (c->failed || c->pruned || cancelled(A))
+        return;
+    double ms = 0;
+    gs_err e;
+    gs_err_clear(&e);
+    if (run_once(A, h, n, c, &ms, &e) < 0) {
+        c->failed = 1;
+        snprintf(c->why, sizeof c->why, "%.190s", e.msg);
+        return;
+    }
+    if (keep && c->nt < MAX_REPS)
+        c->t[c->nt++] = ms;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void summarize(choice *c)
+{
+    if (!c->nt) {
+        c->med = c->mn = -1;
+        return;
+    }
+    double t[MAX_REPS];
+    memcpy(t, c->t, (size_t)c->nt * sizeof *t);
+    qsort(t, (size_t)c->nt, sizeof *t, cmp_d);
+    c->mn = t[0];
+    c->med = c->nt % 2 ? t[c->nt / 2] : 0.5 * (t[c->nt / 2 - 1] + t[c->nt / 2]);
+}
+
+static int usable(const choice *c)
+{
+    return !c->failed && !c->pruned && c->nt > 0;
+}
+
+/* `reps` rounds over the choices in cs, every other one in reverse order,
+ * so that running first (or after a given other) favours none. */
+static void rounds(actx *A, const shape *h, size_t n, choice **cs, size_t nc, int reps)
+{
+    for (int r = 0; r < reps && !cancelled(A); r++)
+        for (size_t k = 0; k < nc; k++)
+            sample(A, h, n, cs[r % 2 ? nc - 1 - k : k], 1);
+    for (size_t i = 0; i < nc; i++)
+        summarize(cs[i]);
+}
+
+/* ---- the choices of one point ---- */
+
+/* The winner of a for this shape at the bucket nearest b (ties: the
+ * larger), or NULL. */
+static const gs_plans_entry *nearest_winner(const gs_plans *P, const gs_algo *a, int kb,
+                                            gs_payload pl, int b)
+{
+    const gs_plans_entry *best = NULL;
+    for (size_t i = 0; i < P->nwin; i++) {
+        const gs_plans_entry *w = &P->win[i];
+        if (w->algo != a || w->key_bits != kb || w->payload != pl)
+            continue;
+        int d = abs(w->bucket - b), bd = best ? abs(best->bucket - b) : 1 << 20;
+        if (d < bd || (d == bd && w->bucket > best->bucket))
+            best = w;
+    }
+    return best;
+}
+
+static int same(const choice *c, const gs_algo *a, const gs_params *p)
+{
+    if (c->algo != a || c->params.count != p->count)
+        return 0;
+    for (int i = 0; i < p->count; i++)
+        if (gs_params_get(&c->params, p->p[i].name, LONG_MIN) != p->p[i].value)
+            return 0;
+    return 1;
+}
+
+/* p with every parameter it leaves out at the algorithm's default on the
+ * device: what actually runs. */
+static void effective(const gs_algo *a, const gs_dev_info *info, const gs_params *p,
+                      gs_params *out)
+{
+    gs_params_clear(out);
+    if (a->defaults)
+        a->defaults(a->uses_device ? info : NULL, out);
+    for (int i = 0; i < p->count; i++)
+        gs_params_set(out, p->p[i].name, p->p[i].value);
+}
+
+/* Whether two routes run the same algorithm with the same parameters (the
+ * untuned route's defaults and a plan row that holds them, say): one is
+ * never faster than the other but by noise. */
+static int same_run(const actx *A, const choice *x, const choice *y)
+{
+    const gs_algo *a = gs_algo_find(x->ran);
+    if (!a || strcmp(x->ran, y->ran))
+        return 0;
+    gs_params ex, ey;
+    effective(a, A->info, &x->ran_params, &ex);
+    effective(a, A->info, &y->ran_params, &ey);
+    if (ex.count != ey.count)
+        return 0;
+    for (int i = 0; i < ex.count; i++)
+        if (gs_params_get(&ey, ex.p[i].name, LONG_MIN) != ex.p[i].value)
+            return 0;
+    return 1;
+}
+
+static void params_text(const gs_params *p, char *buf, size_t len)
+{
+    if (gs_params_format(p, buf, len) || !buf[0])
+        snprintf(buf, len, "-");
+}
+
+/* Write the faster choice into the plan row of (kb, pl, any caller, b). */
+static int fix_row(gs_db *db, int64_t db_id, int kb, gs_payload pl, int b, const choice *win,
+                   const choice *untuned, gs_err *err)
+{
+    char json[512];
+    gs_params p = win->ran_params;
+    int rc = gs_params_to_json(&p, json, sizeof json, err);
+    const char *pn = gs_payload_name(pl);
+    if (!rc)
+        rc = gs_db_begin(db, err);
+    if (!rc) {
+        rc = gs_db_plan_set(db, db_id, kb, pn, 0, b, win->ran, json, win->med, err);
+        if (!rc)
+            rc = gs_db_plan_mark_source(db, db_id, kb, pn, 0, b, GS_DB_PLAN_AUDITED, err);
+        if (!rc && usable(untuned))
+            rc = gs_db_plan_set_baseline(db, db_id, kb, pn, 0, b, untuned->ran, untuned->med,
+                                         err);
+        if (!rc)
+            rc = gs_db_commit(db, err);
+        else
+            gs_db_rollback(db);
+    }
+    return rc;
+}
+
+typedef struct point_res {
+    double plan_untuned, plan_best;   /* ratios; < 0: not known */
+    int losing, fixed;
+} point_res;
+
+/* gone[i]: algorithm i was pruned at a smaller size of this shape, and is
+ * not forced again (a 4x gap does not close in 4x n). */
+static void audit_point(actx *A, gs_db *db, int64_t db_id, gs_plans **Pp, const shape *h,
+                        int b, unsigned char *gone, point_res *pr)
+{
+    const gs_plans *P = *Pp;
+    const gs_audit_opts *o = A->o;
+    size_t n = (size_t)1 << b;
+    int kb = (int)gs_dtype_size(h->dt) * 8;
+    int reps = o->reps > 0 ? (o->reps > MAX_REPS / 2 ? MAX_REPS / 2 : o->reps) : 5;
+    pr->plan_untuned = pr->plan_best = -1;
+    pr->losing = pr->fixed = 0;
+    const gs_plans_entry *pe = gs_plans_lookup(P, kb, h->pl, 0, n);
+    if (!pe)
+        return;                         /* no plan for the shape: nothing to audit */
+    choice cs[MAX_CHOICES];
+    size_t nc = 0;
+    memset(cs, 0, sizeof cs);
+    snprintf(cs[nc].label, sizeof cs[nc].label, "plan");
+    cs[nc].algo = pe->algo;
+    cs[nc++].params = pe->params;
+    snprintf(cs[nc++].label, sizeof cs[0].label, "untuned");
+    for (size_t i = 0; i < gs_algo_count() && nc < MAX_CHOICES; i++) {
+        const gs_algo *a = gs_algo_at(i);
+        const gs_plans_entry *w = nearest_winner(P, a, kb, h->pl, b);
+        if (!w || gone[i] || same(&cs[0], a, &w->params))
+            continue;
+        snprintf(cs[nc].label, sizeof cs[nc].label, "%s", a->name);
+        cs[nc].algo = a;
+        cs[nc++].params = w->params;
+    }
+    gs_err be;
+    gs_err_clear(&be);
+    if (block_make(A, h, n, &be) < 0) {
+        GS_WARN("plan audit, device %d, %s n = 2^%d: not timed: %s", o->device, h->name, b,
+                be.msg);
+        return;
+    }
+    choice *all[MAX_CHOICES];
+    for (size_t i = 0; i < nc; i++) {
+        sample(A, h, n, &cs[i], 0);     /* warm-up: builds, registration */
+        all[i] = &cs[i];
+    }
+    for (size_t i = 0; i < nc; i++)
+        sample(A, h, n, &cs[i], 1);
+    double first = -1;
+    for (size_t i = 0; i < nc; i++)
+        if (cs[i].nt && (first < 0 || cs[i].t[0] < first))
+            first = cs[i].t[0];
+    for (size_t i = 2; i < nc; i++)     /* the plan and the untuned route always stay */
+        if (cs[i].nt && cs[i].t[0] > PRUNE * first) {
+            summarize(&cs[i]);
+            cs[i].pruned = 1;
+            snprintf(cs[i].why, sizeof cs[i].why, "more than %.0fx the fastest", PRUNE);
+            for (size_t k = 0; k < gs_algo_count(); k++)
+                if (gs_algo_at(k) == cs[i].algo)
+                    gone[k] = 1;
+        }
+    rounds(A, h, n, all, nc, reps);
+
+    choice *plan = &cs[0], *unt = &cs[1];
+    /* the fastest other choice, and the fastest forced one */
+    choice *alt = NULL, *bestf = NULL;
+    for (size_t i = 1; i < nc; i++) {
+        if (!usable(&cs[i]))
+            continue;
+        if (!alt || cs[i].med < alt->med)
+            alt = &cs[i];
+        if (i >= 2 && (!bestf || cs[i].med < bestf->med))
+            bestf = &cs[i];
+    }
+    int lose = usable(plan) && alt && !same_run(A, plan, alt) &&
+               gs_tune_beats(alt->med, plan->med, plan->mn);
+    if (lose && !cancelled(A)) {
+        /* measured again, the two alone: a lucky round must not rewrite the plan */
+        plan->nt = alt->nt = 0;
+        choice *two[2] = { plan, alt };
+        rounds(A, h, n, two, 2, reps);
+        lose = usable(plan) && usable(alt) && gs_tune_beats(alt->med, plan->med, plan->mn);
+    }
+    if (usable(plan) && usable(unt))
+        pr->plan_untuned = plan->med / unt->med;
+    if (usable(plan) && bestf)
+        pr->plan_best = plan->med / bestf->med;
+    if (plan->failed) {
+        GS_WARN("plan audit, device %d, %s n = 2^%d: the plan's %s failed: %s", o->device,
+                h->name, b, plan->label, plan->why);
+        lose = alt != NULL;             /* a plan row that cannot run loses to any that can */
+    }
+    pr->losing = lose;
+    if (lose && o->fix && h->own_rows && alt) {
+        gs_err fe;
+        gs_err_clear(&fe);
+        gs_plans *np = NULL;
+        if (fix_row(db, db_id, kb, h->pl, b, alt, unt, &fe) == 0) {
+            pr->fixed = 1;
+            /* the shapes after this one (f32 on the u32 rows) see the new row */
+            if (gs_plans_load(db, db_id, &np, &fe) == 0) {
+                gs_plans_free(*Pp);
+                *Pp = np;
+            }
+        } else {
+            GS_WARN("plan audit: cannot replace the plan row: %s", fe.msg);
+        }
+    }
+    if (lose) {
+        char pt[200];
+        params_text(&alt->ran_params, pt, sizeof pt);
+        GS_WARN("plan audit, device %d, %s n = 2^%d: the plan (%s, %.4f ms) loses to %s "
+                "(%s %s, %.4f ms)%s", o->device, h->name, b, plan->algo->name,
+                usable(plan) ? plan->med : -1.0, alt->label, alt->ran, pt, alt->med,
+                pr->fixed ? "; row replaced"
+                : !h->own_rows ? " (this shape follows the u32 rows: not replaced)"
+                : o->fix ? "" : " (gsortd --audit-plan --fix replaces it)");
+    }
+    if (o->out) {
+        char others[600] = "";
+        size_t ol = 0;
+        for (size_t i = 2; i < nc; i++) {
+            int w;
+            if (cs[i].failed)
+                w = snprintf(others + ol, sizeof others - ol, "%s%s failed", ol ? ", " : "",
+                             cs[i].label);
+            else
+                w = snprintf(others + ol, sizeof others - ol, "%s%s %.4f%s", ol ? ", " : "",
+                             cs[i].label, cs[i].med, cs[i].pruned ? " (1 run)" : "");
+            if (w > 0 && (size_t)w < sizeof others - ol)
+                ol += (size_t)w;
+        }
+        char pr1[16] = "-", pr2[16] = "-";
+        if (pr->plan_untuned > 0)
+            snprintf(pr1, sizeof pr1, "%.2f", pr->plan_untuned);
+        if (pr->plan_best > 0)
+            snprintf(pr2, sizeof pr2, "%.2f", pr->plan_best);
+        fprintf(o->out, "  %-8s 2^%-3d %-10s %10.4f  %-10s %10.4f  %12s %10s  %-7s  %s\n",
+                h->name, b, plan->failed ? "(failed)" : plan->algo->name, plan->med,
+                usable(unt) ? unt->ran : "(failed)", unt->med, pr1, pr2,
+                !lose ? "ok" : pr->fixed ? "FIXED" : "LOSES", others);
+        fflush(o->out);
+    }
+    block_free(A);
+}
+
+/* The sizes: every step-th from the first, and the largest whatever the step. */
+static int next_size(int b, int step, int hi)
+{
+    return b < hi && b + step > hi ? hi : b + step;
+}
+
+/* The largest bucket any winner of the shape was measured at (the tune's
+ * reach), or -1. */
+static int measured_top(const gs_plans *P, const shape *h)
+{
+    int kb = (int)gs_dtype_size(h->dt) * 8, top = -1;
+    for (size_t i = 0; i < P->nwin; i++)
+        if (P->win[i].key_bits == kb && P->win[i].payload == h->pl && P->win[i].bucket > top)
+            top = P->win[i].bucket;
+    return top;
+}
+
+int gs_audit_device(gs_sched *s, gs_db *db, int64_t db_id, const gs_audit_opts *o,
+                    gs_audit_stats *st, gs_err *err)
+{
+    memset(st, 0, sizeof *st);
+    if (o->device < 0 || (size_t)o->device >= gs_sched_ndev(s))
+        return gs_err_set(err, GS_EINVAL, "plan audit: no device %d", o->device);
+    if (o->shapes && gs_audit_shapes_check(o->shapes, err) < 0)
+        return GS_EINVAL;
+    gs_plans *P = NULL;
+    int rc = gs_plans_load(db, db_id, &P, err);
+    if (rc < 0)
+        return rc;
+    gs_sched_devstat ds;
+    gs_sched_devstat_get(s, (size_t)o->device, &ds);
+    actx A = { .s = s, .o = o, .info = &ds.dev->info };
+    if ((rc = uv_loop_init(&A.loop)) < 0) {
+        gs_plans_free(P);
+        return gs_err_set(err, GS_EIO, "libuv: %s", uv_strerror(rc));
+    }
+    if ((rc = gs_sched_sink_init(&A.sink, s, &A.loop, on_done, &A, err)) < 0) {
+        uv_loop_close(&A.loop);
+        gs_plans_free(P);
+        return rc;
+    }
+    int lo = o->min_log2 > 0 ? o->min_log2 : DEFAULT_MIN_LOG2;
+    int step = o->step > 0 ? o->step : DEFAULT_STEP;
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    uint64_t host = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : UINT64_C(1) << 32;
+    if (o->out)
+        fprintf(o->out, "  %-8s %-5s %-10s %10s  %-10s %10s  %12s %10s  %-7s  %s\n", "shape", "n",
+                "plan", "ms", "untuned", "ms", "plan/untuned", "plan/best", "verdict",
+                "each algorithm at its tuned best, ms");
+    double logsum = 0;
+    unsigned nratio = 0;
+    for (size_t si = 0; si < NSHAPES && !rc && !cancelled(&A); si++) {
+        const shape *h = &shapes[si];
+        if (!shape_wanted(o->shapes, h->name))
+            continue;
+        int hi = o->max_log2 > 0 ? o->max_log2 : measured_top(P, h);
+        size_t per = gs_dtype_size(h->dt) + gs_payload_size(h->pl);
+        while (hi >= lo && (UINT64_C(1) << hi) * per * 4 > host / 2)
+            hi--;                       /* the block, the input, the scratch */
+        unsigned char gone[64] = { 0 };
+        for (int b = lo; b <= hi && !rc && !cancelled(&A); b = next_size(b, step, hi)) {
+            point_res pr;
+            audit_point(&A, db, db_id, &P, h, b, gone, &pr);
+            if (pr.plan_untuned < 0)
+                continue;
+            st->points++;
+            st->losing += (unsigned)pr.losing;
+            st->fixed += (unsigned)pr.fixed;
+            if (pr.losing && !pr.fixed && h->own_rows)
+                st->unfixable++;
+            logsum += log(pr.plan_untuned);
+            nratio++;
+            if (pr.plan_untuned > st->worst_untuned)
+                st->worst_untuned = pr.plan_untuned;
+            if (pr.plan_best > st->worst_best)
+                st->worst_best = pr.plan_best;
+        }
+    }
+    if (nratio)
+        st->geo_untuned = exp(logsum / nratio);
+    block_free(&A);
+    gs_sched_sink_close(&A.sink);
+    uv_run(&A.loop, UV_RUN_DEFAULT);
+    uv_loop_close(&A.loop);
+    gs_plans_free(P);
+    if (!rc && o->out)
+        fprintf(o->out, "  %u point(s); plan / untuned: geometric mean %.3f, worst %.3f; plan / "
+                "best forced: worst %.3f; %u losing (%u replaced)\n", st->points,
+                st->geo_untuned, st->worst_untuned, st->worst_best, st->losing, st->fixed);
+    return rc;
+}

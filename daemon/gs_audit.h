@@ -1,0 +1,74 @@
+/* The plan audit (issue 33): a tuned plan never loses to the untuned
+ * defaults. For each request shape (u32, u64 and f32 keys alone, u32 keys
+ * with u32 values, argsort of u32 keys) at sampled sizes, it times end to
+ * end through the daemon's own scheduler and data path (a memfd block,
+ * registered for device copies as a client's gsort_alloc block is) the
+ * plan's choice, the untuned daemon's choice (gs_job.untuned) and each
+ * algorithm at its tuned best, interleaved in rounds in the same process.
+ * A point where another choice beats the plan by more than the noise
+ * (gs_tune_beats) is measured again; where it still does, the plan row is
+ * replaced by the faster choice when `fix` is set, else reported. The
+ * table and a summary (the geometric mean of plan / untuned) go to `out`.
+ * It runs after `gsortd --tune-all`, alone as `gsortd --audit-plan`
+ * (gs_audit_cmd.c), and before the daemon swaps in a plan it tuned in
+ * the background (gs_retune.c). */
+#ifndef GS_AUDIT_H
+#define GS_AUDIT_H
+
+#include <stdatomic.h>
+#include <stdio.h>
+
+#include "gs_db.h"
+#include "gs_pin.h"
+#include "gs_sched.h"
+
+typedef struct gs_audit_opts {
+    int device;               /* the scheduler's device index to audit */
+    int min_log2;             /* 0: 2^10 */
+    int max_log2;             /* 0: the largest size the tune measured for the shape */
+    int step;                 /* sizes 2^min, 2^(min+step), ... and the largest; 0: 2 */
+    int reps;                 /* timed runs per choice and round; 0: 5 */
+    int fix;                  /* write the faster choice into a losing plan row */
+    const char *shapes;       /* "u32,u64,f32,u32+u32,argsort" (NULL: all) */
+    gs_pin_budget *pins;      /* where the block's registrations count */
+    FILE *out;                /* the table (NULL: only the log) */
+    _Atomic int *cancel;      /* set: stop between runs (daemon shutdown) */
+} gs_audit_opts;
+
+typedef struct gs_audit_stats {
+    unsigned points;          /* (shape, size) points timed */
+    unsigned losing;          /* where the plan lost after measuring again */
+    unsigned fixed;           /* of those, plan rows replaced */
+    unsigned unfixable;       /* losing rows of their own shape not replaced (no fix
+                                 asked, or the write failed); f32, which shares the
+                                 u32 rows, is reported and not counted here */
+    double geo_untuned;       /* geometric mean of plan / untuned (0: none) */
+    double worst_untuned;     /* the largest plan / untuned */
+    double worst_best;        /* the largest plan / the best forced algorithm */
+} gs_audit_stats;
+
+/* Audit device o->device's plan in db (database device db_id) on the
+ * running scheduler s (this thread becomes the submitting loop while it
+ * runs). 0 with *st filled, GS_EINVAL for bad options, or another error
+ * (the database, memory). A plan that lost is not an error: see st. */
+int gs_audit_device(gs_sched *s, gs_db *db, int64_t db_id, const gs_audit_opts *o,
+                    gs_audit_stats *st, gs_err *err);
+
+/* Check a --shapes list; GS_EINVAL naming the bad one. */
+int gs_audit_shapes_check(const char *list, gs_err *err);
+
+/* ---- the command (gs_audit_cmd.c) ---- */
+
+struct gs_daemon_args;
+typedef struct gs_audit_args {
+    const struct gs_daemon_args *daemon;  /* --config, -o: the daemon whose choices are timed */
+    const char *db_path;      /* NULL: the configuration's, else the default database */
+    long device;              /* -1: every device with a plan */
+    gs_audit_opts o;          /* sizes, reps, fix, shapes (device, pins, out: set here) */
+} gs_audit_args;
+
+/* `gsortd --audit-plan`: the exit status (0 passed, 3 rows still lose, 1
+ * a runtime failure, 2 a bad configuration). */
+int gs_audit_main(const gs_audit_args *a);
+
+#endif
