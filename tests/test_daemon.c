@@ -996,12 +996,36 @@ static int strace_violations(const char *path, int *closes, int *ctls, char *fir
     memset(closed, 0, sizeof closed);
     char line[1024];
     int bad = 0;
+    /* a close another thread's call interrupted in the log: "PID close(FD
+     * <unfinished ...>", then "PID <... close resumed>) = 0" */
+    struct { int pid, fd; } pend[64];
+    size_t npend = 0;
     *closes = *ctls = 0;
     first[0] = '\0';
     while (fgets(line, sizeof line, f)) {
         const char *p;
-        int fd;
+        int fd, pid = atoi(line);
         char op[32];
+        if ((p = strstr(line, "close(")) && strstr(p, "<unfinished") &&
+            sscanf(p, "close(%d", &fd) == 1 && npend < sizeof pend / sizeof pend[0]) {
+            pend[npend].pid = pid;
+            pend[npend++].fd = fd;
+            continue;
+        }
+        if (strstr(line, "<... close resumed>")) {
+            size_t k = 0;
+            while (k < npend && pend[k].pid != pid)
+                k++;
+            if (k == npend)
+                continue;
+            fd = pend[k].fd;
+            pend[k] = pend[--npend];
+            if (strstr(line, "= 0") && fd >= 0 && fd < (int)sizeof closed) {
+                closed[fd] = 1;
+                (*closes)++;
+            }
+            continue;
+        }
         if ((p = strstr(line, "close(")) && sscanf(p, "close(%d) = 0", &fd) == 1 &&
             strstr(p, "= 0") && fd >= 0 && fd < (int)sizeof closed) {
             closed[fd] = 1;
