@@ -885,7 +885,9 @@ int main(void)
         ok = ok && sqlite3_exec(h,
             "INSERT INTO devices (platform, name, driver) VALUES ('P', 'D', '1');"
             "INSERT INTO trials (device_id, algorithm, key_bits, payload, n, distribution, params,"
-            " median_ms, valid) VALUES (1, 'radix', 32, 'none', 1024, 'random', '{}', 1.5, 1);",
+            " median_ms, valid) VALUES (1, 'radix', 32, 'none', 1024, 'random', '{}', 1.5, 1);"
+            "INSERT INTO plan (device_id, key_bits, payload, stable, bucket, algorithm, params,"
+            " median_ms) VALUES (1, 32, 'none', 0, 10, 'host', '{}', 0.25);",
             NULL, NULL, NULL) == SQLITE_OK;
         sqlite3_close(h);
         rc = ok ? gs_db_open(&db, vp, 0, &err) : -1;
@@ -902,6 +904,18 @@ int main(void)
         tap_ok(gs_db_trial_lookup(db, &old, &oms, NULL, NULL, &err) == GS_ENOTFOUND,
                "version %d trial is not reused for other code", v);
         tap_ok(gs_db_check(db, &err) == 0, "migrated version %d passes integrity_check", v);
+        /* a plan row from before the baseline (schema version 4) has none,
+         * and is still served */
+        sqlite3_stmt *st = NULL;
+        int nob = sqlite3_prepare_v2(gs_db_handle(db), "SELECT count(*) FROM plan WHERE "
+                                     "baseline_algorithm = '' AND baseline_ms IS NULL AND "
+                                     "algorithm = 'host'", -1, &st, NULL) == SQLITE_OK &&
+                  sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 1;
+        sqlite3_finalize(st);
+        gs_db_choice pc;
+        tap_ok(nob && gs_db_plan_lookup(db, 1, 32, "none", 0, 1024, &pc, &err) == 0 &&
+               !strcmp(pc.algorithm, "host") && pc.median_ms == 0.25,
+               "version %d plan row kept, without a baseline, and looked up", v);
         gs_db_close(db);
     }
 
