@@ -3,8 +3,9 @@
  * parameters), one warm-up run each (program builds, the block's
  * registration), one timed run each, after which a forced algorithm more
  * than PRUNE times behind the fastest is left with that one figure; then
- * `reps` rounds in which every remaining choice runs once, so that drift
- * in the machine's speed falls on all of them alike. Every run goes
+ * `reps` rounds (more where runs are short: TARGET_MS) in which every
+ * remaining choice runs once, so that drift in the machine's speed falls
+ * on all of them alike. Every run goes
  * through gs_sched_route and gs_sched_submit as a request of the daemon
  * does, from the same memfd block, with the input copied in before it and
  * the keys checked for order after it; its time is the job's, from routing
@@ -31,7 +32,13 @@
  * no further at that point. */
 #define PRUNE 4.0
 #define DEFAULT_MIN_LOG2 10
-#define DEFAULT_STEP 2
+#define DEFAULT_STEP 1
+/* A point's rounds: at least the asked reps, more (up to MAX_REPS / 2)
+ * where runs are short, until each choice has about this much time. */
+#define TARGET_MS 20.0
+/* The rank test's bar: one-sided Mann-Whitney, normal approximation,
+ * z above this (p < 0.01). */
+#define RANK_Z 2.326
 
 typedef struct shape {
     const char *name;
@@ -272,6 +279,23 @@ static int usable(const choice *c)
     return !c->failed && !c->pruned && c->nt > 0;
 }
 
+/* Whether a is faster than b by more than the noise: its median at least
+ * GS_TUNE_NOISE below b's, and its runs faster than b's by a one-sided
+ * Mann-Whitney rank test (ties count half). The tuner's rule
+ * (gs_tune_beats) has only medians and minima; here every run is known,
+ * and a minimum gets harder to beat the more runs there are. */
+static int faster(const choice *a, const choice *b)
+{
+    if (!usable(a) || !usable(b) || !(a->med <= (1 - GS_TUNE_NOISE) * b->med))
+        return 0;
+    double u = 0, n1 = a->nt, n2 = b->nt;
+    for (int i = 0; i < a->nt; i++)
+        for (int k = 0; k < b->nt; k++)
+            u += a->t[i] < b->t[k] ? 1.0 : a->t[i] == b->t[k] ? 0.5 : 0.0;
+    double mu = n1 * n2 / 2, sd = sqrt(n1 * n2 * (n1 + n2 + 1) / 12);
+    return sd > 0 && (u - mu) / sd > RANK_Z;
+}
+
 /* `reps` rounds over the choices in cs, every other one in reverse order,
  * so that running first (or after a given other) favours none. */
 static void rounds(actx *A, const shape *h, size_t n, choice **cs, size_t nc, int reps)
@@ -377,7 +401,32 @@ static int fix_row(gs_db *db, int64_t db_id, int kb, gs_payload pl, int b, const
 typedef struct point_res {
     double plan_untuned, plan_best;   /* ratios; < 0: not known */
     int losing, fixed;
+    int same;                 /* a predicted row that runs what the untuned route
+                                 runs: not timed */
 } point_res;
+
+/* What the untuned route would run for n keys of shape h, routed but not
+ * run (the request's arrays are not read by routing): c->ran and
+ * c->ran_params. 0, or the routing error. */
+static int untuned_route(actx *A, const shape *h, size_t n, choice *c)
+{
+    static char dummy[16];
+    gs_job j;
+    memset(&j, 0, sizeof j);
+    j.req = (gs_sort_req){ .dtype = h->dt, .payload = h->pl, .n = n, .keys = dummy,
+                           .values = h->pl == GS_PL_NONE ? NULL : dummy };
+    j.device = A->o->device;
+    j.untuned = 1;
+    j.split_ask = -1;
+    gs_err e;
+    gs_err_clear(&e);
+    int rc = gs_sched_route(A->s, &j, &e);
+    if (rc < 0 || !j.algo)
+        return rc < 0 ? rc : GS_EINVAL;
+    snprintf(c->ran, sizeof c->ran, "%s", j.algo->name);
+    c->ran_params = j.run_params;
+    return 0;
+}
 
 /* gone[i]: algorithm i was pruned at a smaller size of this shape, and is
  * not forced again (a 4x gap does not close in 4x n). */
@@ -390,7 +439,7 @@ static void audit_point(actx *A, gs_db *db, int64_t db_id, gs_plans **Pp, const 
     int kb = (int)gs_dtype_size(h->dt) * 8;
     int reps = o->reps > 0 ? (o->reps > MAX_REPS / 2 ? MAX_REPS / 2 : o->reps) : 5;
     pr->plan_untuned = pr->plan_best = -1;
-    pr->losing = pr->fixed = 0;
+    pr->losing = pr->fixed = pr->same = 0;
     const gs_plans_entry *pe = gs_plans_lookup(P, kb, h->pl, 0, n);
     if (!pe)
         return;                         /* no plan for the shape: nothing to audit */
@@ -401,6 +450,18 @@ static void audit_point(actx *A, gs_db *db, int64_t db_id, gs_plans **Pp, const 
     cs[nc].algo = pe->algo;
     cs[nc++].params = pe->params;
     snprintf(cs[nc++].label, sizeof cs[0].label, "untuned");
+    if (pe->bucket != b || pe->source == GS_DB_PLAN_EXTRAPOLATED ||
+        pe->source == GS_DB_PLAN_INTERPOLATED) {
+        /* a predicted row: timed unless it runs what the untuned route runs */
+        if (untuned_route(A, h, n, &cs[1]) == 0) {
+            snprintf(cs[0].ran, sizeof cs[0].ran, "%s", pe->algo->name);
+            cs[0].ran_params = pe->params;
+            if (same_run(A, &cs[0], &cs[1])) {
+                pr->same = 1;
+                return;
+            }
+        }
+    }
     for (size_t i = 0; i < gs_algo_count() && nc < MAX_CHOICES; i++) {
         const gs_algo *a = gs_algo_at(i);
         const gs_plans_entry *w = nearest_winner(P, a, kb, h->pl, b);
@@ -437,6 +498,9 @@ static void audit_point(actx *A, gs_db *db, int64_t db_id, gs_plans **Pp, const 
                 if (gs_algo_at(k) == cs[i].algo)
                     gone[k] = 1;
         }
+    if (first > 0 && first * reps < TARGET_MS)
+        reps = (int)ceil(TARGET_MS / first) < MAX_REPS / 2 ? (int)ceil(TARGET_MS / first)
+                                                          : MAX_REPS / 2;
     rounds(A, h, n, all, nc, reps);
 
     choice *plan = &cs[0], *unt = &cs[1];
@@ -450,14 +514,13 @@ static void audit_point(actx *A, gs_db *db, int64_t db_id, gs_plans **Pp, const 
         if (i >= 2 && (!bestf || cs[i].med < bestf->med))
             bestf = &cs[i];
     }
-    int lose = usable(plan) && alt && !same_run(A, plan, alt) &&
-               gs_tune_beats(alt->med, plan->med, plan->mn);
+    int lose = alt && !same_run(A, plan, alt) && faster(alt, plan);
     if (lose && !cancelled(A)) {
         /* measured again, the two alone: a lucky round must not rewrite the plan */
         plan->nt = alt->nt = 0;
         choice *two[2] = { plan, alt };
         rounds(A, h, n, two, 2, reps);
-        lose = usable(plan) && usable(alt) && gs_tune_beats(alt->med, plan->med, plan->mn);
+        lose = faster(alt, plan);
     }
     if (usable(plan) && usable(unt))
         pr->plan_untuned = plan->med / unt->med;
@@ -528,14 +591,14 @@ static int next_size(int b, int step, int hi)
     return b < hi && b + step > hi ? hi : b + step;
 }
 
-/* The largest bucket any winner of the shape was measured at (the tune's
- * reach), or -1. */
-static int measured_top(const gs_plans *P, const shape *h)
+/* The largest bucket the plan has a row for the shape at (measured or
+ * predicted), or -1. */
+static int planned_top(const gs_plans *P, const shape *h)
 {
     int kb = (int)gs_dtype_size(h->dt) * 8, top = -1;
-    for (size_t i = 0; i < P->nwin; i++)
-        if (P->win[i].key_bits == kb && P->win[i].payload == h->pl && P->win[i].bucket > top)
-            top = P->win[i].bucket;
+    for (size_t i = 0; i < P->nplan; i++)
+        if (P->plan[i].key_bits == kb && P->plan[i].payload == h->pl && P->plan[i].bucket > top)
+            top = P->plan[i].bucket;
     return top;
 }
 
@@ -577,7 +640,7 @@ int gs_audit_device(gs_sched *s, gs_db *db, int64_t db_id, const gs_audit_opts *
         const shape *h = &shapes[si];
         if (!shape_wanted(o->shapes, h->name))
             continue;
-        int hi = o->max_log2 > 0 ? o->max_log2 : measured_top(P, h);
+        int hi = o->max_log2 > 0 ? o->max_log2 : planned_top(P, h);
         size_t per = gs_dtype_size(h->dt) + gs_payload_size(h->pl);
         while (hi >= lo && (UINT64_C(1) << hi) * per * 4 > host / 2)
             hi--;                       /* the block, the input, the scratch */
@@ -585,6 +648,7 @@ int gs_audit_device(gs_sched *s, gs_db *db, int64_t db_id, const gs_audit_opts *
         for (int b = lo; b <= hi && !rc && !cancelled(&A); b = next_size(b, step, hi)) {
             point_res pr;
             audit_point(&A, db, db_id, &P, h, b, gone, &pr);
+            st->same += (unsigned)pr.same;
             if (pr.plan_untuned < 0)
                 continue;
             st->points++;
@@ -609,7 +673,8 @@ int gs_audit_device(gs_sched *s, gs_db *db, int64_t db_id, const gs_audit_opts *
     gs_plans_free(P);
     if (!rc && o->out)
         fprintf(o->out, "  %u point(s); plan / untuned: geometric mean %.3f, worst %.3f; plan / "
-                "best forced: worst %.3f; %u losing (%u replaced)\n", st->points,
-                st->geo_untuned, st->worst_untuned, st->worst_best, st->losing, st->fixed);
+                "best forced: worst %.3f; %u losing (%u replaced); %u predicted row(s) not timed: "
+                "they run what the untuned daemon runs\n", st->points, st->geo_untuned,
+                st->worst_untuned, st->worst_best, st->losing, st->fixed, st->same);
     return rc;
 }

@@ -1,13 +1,15 @@
 /* The plan audit (issue 33): a tuned plan never loses to the untuned
  * defaults. For each request shape (u32, u64 and f32 keys alone, u32 keys
- * with u32 values, argsort of u32 keys) at sampled sizes, it times end to
- * end through the daemon's own scheduler and data path (a memfd block,
- * registered for device copies as a client's gsort_alloc block is) the
- * plan's choice, the untuned daemon's choice (gs_job.untuned) and each
- * algorithm at its tuned best, interleaved in rounds in the same process.
- * A point where another choice beats the plan by more than the noise
- * (gs_tune_beats) is measured again; where it still does, the plan row is
- * replaced by the faster choice when `fix` is set, else reported. The
+ * with u32 values, argsort of u32 keys) at every size the plan has a row
+ * for, it times end to end through the daemon's own scheduler and data
+ * path (a memfd block, registered for device copies as a client's
+ * gsort_alloc block is) the plan's choice, the untuned daemon's choice
+ * (gs_job.untuned) and each algorithm at its tuned best, interleaved in
+ * rounds in the same process; a predicted row that runs what the untuned
+ * route runs is not timed. A point where another choice beats the plan by
+ * more than the noise (3% of the median and a rank test over the runs) is
+ * measured again; where it still does, the plan row is replaced by the
+ * faster choice when `fix` is set, else reported. The
  * table and a summary (the geometric mean of plan / untuned) go to `out`.
  * It runs after `gsortd --tune-all`, alone as `gsortd --audit-plan`
  * (gs_audit_cmd.c), and before the daemon swaps in a plan it tuned in
@@ -25,8 +27,8 @@
 typedef struct gs_audit_opts {
     int device;               /* the scheduler's device index to audit */
     int min_log2;             /* 0: 2^10 */
-    int max_log2;             /* 0: the largest size the tune measured for the shape */
-    int step;                 /* sizes 2^min, 2^(min+step), ... and the largest; 0: 2 */
+    int max_log2;             /* 0: the largest size the plan has a row for */
+    int step;                 /* sizes 2^min, 2^(min+step), ... and the largest; 0: 1 */
     int reps;                 /* timed runs per choice and round; 0: 5 */
     int fix;                  /* write the faster choice into a losing plan row */
     const char *shapes;       /* "u32,u64,f32,u32+u32,argsort" (NULL: all) */
@@ -45,6 +47,8 @@ typedef struct gs_audit_stats {
     double geo_untuned;       /* geometric mean of plan / untuned (0: none) */
     double worst_untuned;     /* the largest plan / untuned */
     double worst_best;        /* the largest plan / the best forced algorithm */
+    unsigned same;            /* predicted rows not timed: they run what the untuned
+                                 route runs */
 } gs_audit_stats;
 
 /* Audit device o->device's plan in db (database device db_id) on the

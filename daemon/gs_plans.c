@@ -50,6 +50,7 @@ static int entry_of(loader *l, const gs_db_row *r, gs_plans_entry *e)
     e->bucket = r->c.bucket;
     e->key_bits = r->key_bits;
     e->stable = r->stable;
+    e->source = r->source;
     return 1;
 }
 

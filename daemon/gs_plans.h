@@ -25,6 +25,8 @@ typedef struct gs_plans_entry {
     int key_bits;       /* the shape the entry was tuned for */
     gs_payload payload;
     int stable;         /* plan rows: 0/1; winners: -1 */
+    int source;         /* plan rows: GS_DB_PLAN_* (the size measured, predicted or
+                           audited); winners: 0 */
 } gs_plans_entry;
 
 typedef struct gs_plans {

@@ -364,6 +364,7 @@ static int each_row(gs_db *db, const char *sql, int64_t device_id, const char *w
         r.key_bits = sqlite3_column_int(st, 4);
         snprintf(r.payload, sizeof r.payload, "%s", pl);
         r.stable = sqlite3_column_type(st, 6) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 6);
+        r.source = sqlite3_column_int(st, 7);
         rc = fn(arg, &r);
     }
     if (rc == 0 && step != SQLITE_DONE)
@@ -375,14 +376,14 @@ static int each_row(gs_db *db, const char *sql, int64_t device_id, const char *w
 int gs_db_plan_each(gs_db *db, int64_t device_id, int (*fn)(void *arg, const gs_db_row *row),
                     void *arg, gs_err *err)
 {
-    return each_row(db, "SELECT algorithm, params, median_ms, bucket, key_bits, payload, stable"
-                    " FROM plan WHERE device_id=?1", device_id, "plan", fn, arg, err);
+    return each_row(db, "SELECT algorithm, params, median_ms, bucket, key_bits, payload, stable,"
+                    " extrapolated FROM plan WHERE device_id=?1", device_id, "plan", fn, arg, err);
 }
 
 int gs_db_winner_each(gs_db *db, int64_t device_id,
                       int (*fn)(void *arg, const gs_db_row *row), void *arg, gs_err *err)
 {
-    return each_row(db, "SELECT algorithm, params, median_ms, bucket, key_bits, payload, NULL"
+    return each_row(db, "SELECT algorithm, params, median_ms, bucket, key_bits, payload, NULL, 0"
                     " FROM winners WHERE device_id=?1", device_id, "winners", fn, arg, err);
 }
 

@@ -164,6 +164,7 @@ typedef struct gs_db_row {
     int key_bits;
     char payload[16];
     int stable;                /* plan rows: 0 or 1; winners: -1 */
+    int source;                /* plan rows: GS_DB_PLAN_* (measured, predicted, audited) */
 } gs_db_row;
 /* Every plan (winners) row of a device, handed to fn in no particular
  * order; a non-zero return from fn stops the walk and is returned. */

@@ -138,6 +138,13 @@ void gs_tune_winners_sort(gs_tune_devreport *R)
     }
 }
 
+/* Whether the untuned daemon serves with algorithm `name` on R's device:
+ * the host sort everywhere, and a GPU's default algorithm. */
+static int is_untuned_algo(const gs_tune_devreport *R, const char *name)
+{
+    return !strcmp(name, "host") || (!R->cpu && !strcmp(name, R->default_algo));
+}
+
 /* ---- past the largest measured size ---- */
 
 /* One candidate's time at 2^b, from its two largest measured sizes up to
@@ -221,9 +228,9 @@ static int fill_unmeasured(gs_db *db, int64_t dev_id, gs_tune_devreport *R, gs_e
             /* past the largest: measured at one of the two largest */
             int n1 = below2, n2 = below;
             int top = inter ? above : below;
-            const gs_tune_winner *best = NULL;
-            const char *best_params = NULL;
-            double best_ms = 0;
+            const gs_tune_winner *best = NULL, *unt = NULL;
+            const char *best_params = NULL, *unt_params = NULL;
+            double best_ms = 0, unt_ms = 0;
             for (size_t k = 0; k < R->nwinners; k++) {
                 const gs_tune_winner *w = &R->winners[k];
                 /* between: measured at the size above (one measured only
@@ -238,6 +245,19 @@ static int fill_unmeasured(gs_db *db, int64_t dev_id, gs_tune_devreport *R, gs_e
                     best_ms = ms;
                     best_params = params;
                 }
+                if (ms > 0 && is_untuned_algo(R, w->algorithm) && (!unt || ms < unt_ms)) {
+                    unt = w;
+                    unt_ms = ms;
+                    unt_params = params;
+                }
+            }
+            /* a prediction is no measurement: another algorithm than the
+             * untuned daemon's takes the size only predicted 3% faster */
+            if (best && unt && strcmp(best->algorithm, unt->algorithm) &&
+                !(best_ms <= (1 - GS_TUNE_NOISE) * unt_ms)) {
+                best = unt;
+                best_ms = unt_ms;
+                best_params = unt_params;
             }
             if (!best) {
                 if (inter)
@@ -274,7 +294,7 @@ static long untuned(const gs_tune_devreport *R, const size_t *wi, size_t nc, int
         const gs_tune_winner *x = &R->winners[wi[k]];
         double ms = gs_tune_base_ms(R, x);
         if (!(ms > 0) || (stable && !x->stable) || !x->base_params[0] ||
-            (strcmp(x->algorithm, "host") && (R->cpu || strcmp(x->algorithm, R->default_algo))))
+            !is_untuned_algo(R, x->algorithm))
             continue;
         if (best < 0 || ms < bms) {
             best = (long)wi[k];
