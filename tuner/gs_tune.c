@@ -462,7 +462,7 @@ static int measure_baseline(gctx *G, gs_params *bp, uint64_t *code, double *ms, 
         *bp = A->dparams;
     }
     int rc = measure_p(G, GS_TUNE_DIST_RANDOM, bp, *code, 1, ms, valid, err);
-    if (rc == GS_TUNE_STOP) {   /* cancelled: nothing measured, nothing to compare */
+    if (rc == GS_TUNE_STOP) {   /* no time left, or cancelled: nothing to compare yet */
         *valid = 0;
         return GS_TUNE_STOP;
     }
