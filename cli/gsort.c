@@ -57,9 +57,10 @@ static void usage(FILE *out)
         "      --local            sort in this process with the host sort; no daemon\n"
         "      --fallback-local   use the daemon, or sort here (with a note on\n"
         "                         stderr) when none can be reached\n"
-        "      --algorithm NAME   ask the daemon for radix, mergepath, shellsort or\n"
-        "                         host instead of its tuned plan\n"
-        "      --params LIST      with --algorithm: its parameters, name=value,...\n"
+        "      --algorithm NAME   ask the daemon for radix, mergepath, shellsort,\n"
+        "                         host or vqsort instead of its tuned plan\n"
+        "      --params LIST      with --algorithm: its parameters, name=value,...;\n"
+        "                         a name left out takes its default\n"
         "      --device N         ask the daemon for device N\n"
         "      --inline           send the data on the socket, not shared memory\n"
         "      --timeout SECONDS  give up when the daemon makes no progress this long\n"
@@ -142,11 +143,16 @@ static int check_algorithm(const opts *o)
             snprintf(msg, sizeof msg, "--params: %s takes no parameters", a->name);
             return usage_error("%s", msg);
         }
-        /* The names, all of them, as the algorithm's check() takes them;
-         * legal values depend on the device and stay the daemon's to judge. */
+        /* The names, as the algorithm's check() takes them; a name left out
+         * takes its default there, and legal values depend on the device,
+         * so they stay the daemon's to judge. */
         long v[GS_MAX_PARAMS];
+        gs_params d;
+        gs_params_clear(&d);
+        for (size_t i = 0; i < a->nparams; i++)
+            gs_params_set(&d, a->params[i].name, 0);    /* any value: names only */
         if (gs_params_parse(o->params, &ps, &e) < 0 ||
-            gs_params_take(a->name, a->params, a->nparams, &ps, v, &e) < 0) {
+            gs_params_take(a->name, a->params, a->nparams, &ps, &d, v, &e) < 0) {
             snprintf(msg, sizeof msg, "--params '%.200s': %.280s", o->params, e.msg);
             return usage_error("%s", msg);
         }

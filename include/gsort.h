@@ -141,7 +141,7 @@ void gsort_free(void *ptr);
 typedef struct gsort_result {
     int device;              /* device index, -1: the host sort */
     char device_name[256];
-    char algorithm[32];      /* "radix", "mergepath", "shellsort", "host" */
+    char algorithm[32];      /* "radix", "mergepath", "shellsort", "host", "vqsort" */
     char params[512];        /* "name=value,..." */
     char plan[32];           /* "tuned", "default", "override", "busy", "fallback" */
     char fallback[512];      /* why the first choice failed; "" if it did not */
@@ -184,7 +184,8 @@ typedef struct gsort_request {
     void *values;            /* n values (in and out) or indices (out); NULL for NONE */
     unsigned flags;          /* GSORT_DESCENDING | GSORT_STABLE | GSORT_INLINE | GSORT_SPLIT */
     const char *algorithm;   /* NULL or "auto": the daemon's plan; else force one */
-    const char *params;      /* with an algorithm: "name=value,..." or NULL */
+    const char *params;      /* with an algorithm: "name=value,..." (a name left
+                                out takes its default) or NULL */
     int device;              /* device index to force, -1: any */
 } gsort_request;
 

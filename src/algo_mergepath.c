@@ -80,11 +80,17 @@ static const gs_param_def mp_params[P_COUNT] = {
 
 /* ---- parameter validation ---- */
 
-/* Pull the three values out of p, rejecting unknown or missing names and
- * values out of range (device limits aside). */
-static int get_params(const gs_params *p, long v[P_COUNT], gs_err *err)
+/* Pull the values out of p, a name left out taking its default on this
+ * device (info NULL: a CPU's), rejecting unknown names and values out of
+ * range (device limits aside). */
+static void mp_defaults(const gs_dev_info *info, gs_params *out);
+
+static int get_params(const gs_dev_info *info, const gs_params *p, long v[P_COUNT],
+                      gs_err *err)
 {
-    int rc = gs_params_take("mergepath", mp_params, P_COUNT, p, v, err);
+    gs_params d;
+    mp_defaults(info, &d);
+    int rc = gs_params_take("mergepath", mp_params, P_COUNT, p, &d, v, err);
     if (rc)
         return rc;
     if (v[P_SIZE_I] < 1 || v[P_SIZE_I] > MP_MAX_SIZE_I)
@@ -112,7 +118,7 @@ static int get_params(const gs_params *p, long v[P_COUNT], gs_err *err)
 static int mp_check(const gs_dev *dev, const gs_sort_req *req, const gs_params *p, gs_err *err)
 {
     long v[P_COUNT];
-    int rc = get_params(p, v, err);
+    int rc = get_params(dev ? &dev->info : NULL, p, v, err);
     if (rc)
         return rc;
     if ((rc = gs_check_device_wg("mergepath", dev, v[P_WG], err)))
@@ -227,7 +233,7 @@ static int mp_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params
     gs_dev *dev = ctx->dev;
     int rc;
     long v[P_COUNT];
-    get_params(p, v, err);
+    get_params(dev ? &dev->info : NULL, p, v, err);
     const size_t size_i = (size_t)v[P_SIZE_I], wg = (size_t)v[P_WG], ept = (size_t)v[P_EPT];
     const size_t tile = wg * ept, n = req->n;
     const size_t ks = gs_dtype_size(req->dtype), vs = gs_payload_size(req->payload);

@@ -139,17 +139,18 @@ static uint64_t local_bytes(int bits, long wg, long ept, size_t ks, size_t vs, i
 
 /* ---- parameter validation ---- */
 
-/* Pull the three values out of p, rejecting unknown or missing names and
- * values out of range (device limits aside). */
-static int get_params(const gs_params *p, long v[P_COUNT], gs_err *err)
+/* Pull the four values out of p, a name left out taking its default on
+ * this device (info NULL: a CPU's), rejecting unknown names and values out
+ * of range (device limits aside). Stored sets from before lookback existed
+ * got lookback=0 from migration 005, so they still mean what they did. */
+static void radix_defaults(const gs_dev_info *info, gs_params *out);
+
+static int get_params(const gs_dev_info *info, const gs_params *p, long v[P_COUNT],
+                      gs_err *err)
 {
-    gs_params q;
-    if (p && !gs_params_has(p, "lookback")) {   /* sets from before it existed */
-        q = *p;
-        gs_params_set(&q, "lookback", 0);
-        p = &q;
-    }
-    int rc = gs_params_take("radix", radix_params, P_COUNT, p, v, err);
+    gs_params d;
+    radix_defaults(info, &d);
+    int rc = gs_params_take("radix", radix_params, P_COUNT, p, &d, v, err);
     if (rc)
         return rc;
     if (v[P_BITS] < 1 || v[P_BITS] > 8)
@@ -194,7 +195,7 @@ static int takes(radix_use_fn use, const gs_dev_info *info, const gs_sort_req *r
                  const gs_params *p, gs_err *err)
 {
     long v[P_COUNT];
-    int rc = get_params(p, v, err);
+    int rc = get_params(info, p, v, err);
     if (rc)
         return rc;
     return use(v, req->n, gs_dtype_size(req->dtype), gs_payload_size(req->payload), info);
@@ -209,7 +210,7 @@ int gs_radix_takes_lookback(const gs_dev_info *info, const gs_sort_req *req, con
 static int radix_check(const gs_dev *dev, const gs_sort_req *req, const gs_params *p, gs_err *err)
 {
     long v[P_COUNT];
-    int rc = get_params(p, v, err);
+    int rc = get_params(dev ? &dev->info : NULL, p, v, err);
     if (rc)
         return rc;
     if ((rc = gs_check_device_wg("radix", dev, v[P_WG], err)))
@@ -495,7 +496,7 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     gs_dev *dev = ctx->dev;
     int rc;
     long v[P_COUNT];
-    get_params(p, v, err);
+    get_params(dev ? &dev->info : NULL, p, v, err);
     const int bits = (int)v[P_BITS];
     const size_t wg = (size_t)v[P_WG], ept = (size_t)v[P_EPT];
     const size_t tile = wg * ept, radix = (size_t)1 << bits;

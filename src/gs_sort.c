@@ -68,7 +68,7 @@ int gs_sort_req_check(const gs_sort_req *r, gs_err *err)
 /* ---- helpers for algorithm implementations ---- */
 
 int gs_params_take(const char *algo, const gs_param_def *defs, size_t ndefs,
-                   const gs_params *p, long *v, gs_err *err)
+                   const gs_params *p, const gs_params *dflt, long *v, gs_err *err)
 {
     if (!p)
         return gs_err_set(err, GS_EUNSUPPORTED, "%s: no parameter set given", algo);
@@ -91,10 +91,15 @@ int gs_params_take(const char *algo, const gs_param_def *defs, size_t ndefs,
         v[k] = p->p[i].value;
         seen[k] = 1;
     }
-    for (size_t j = 0; j < ndefs; j++)
-        if (!seen[j])
+    for (size_t j = 0; j < ndefs; j++) {
+        if (seen[j])
+            continue;
+        /* one rule everywhere (issue 34): a name left out takes its default */
+        if (!dflt || !gs_params_has(dflt, defs[j].name))
             return gs_err_set(err, GS_EUNSUPPORTED, "%s: missing parameter '%s'", algo,
                               defs[j].name);
+        v[j] = gs_params_get(dflt, defs[j].name, 0);
+    }
     return 0;
 }
 

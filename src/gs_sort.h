@@ -83,11 +83,14 @@ typedef struct gs_algo {
 } gs_algo;
 
 /* For algorithm implementations: copy the values of exactly the parameters
- * in `defs` (in defs order) into v[], refusing (GS_EUNSUPPORTED, message
- * prefixed "ALGO: ") a missing set, an unknown name or a missing one. Range
- * checks stay with the algorithm. */
+ * in `defs` (in defs order) into v[], a name p leaves out taking its value
+ * in `dflt` (the algorithm's defaults for the device: one rule for the
+ * daemon, the clients and the tuner). Refuses (GS_EUNSUPPORTED, message
+ * prefixed "ALGO: ") a missing set, an unknown name, or a name missing from
+ * both p and dflt (dflt NULL: every name is required). Range checks stay
+ * with the algorithm. */
 int gs_params_take(const char *algo, const gs_param_def *defs, size_t ndefs,
-                   const gs_params *p, long *v, gs_err *err);
+                   const gs_params *p, const gs_params *dflt, long *v, gs_err *err);
 /* For algorithm implementations: GS_ETOOBIG naming CL_DEVICE_MAX_MEM_ALLOC_SIZE
  * when n keys of ks bytes, or n values of vs bytes, need a buffer larger
  * than the device allows. */

@@ -74,6 +74,25 @@ static gs_db_trial trial(int64_t dev, uint64_t n, const char *params, double ms)
     return t;
 }
 
+/* A radix set as saved before lookback existed, the same after migration
+ * 005, and one that names lookback (which the migration leaves alone). */
+#define RADIX3 "{\"radix_bits\":8,\"wg_size\":256,\"elems_per_thread\":14}"
+#define RADIX3_LB0 "{\"radix_bits\":8,\"wg_size\":256,\"elems_per_thread\":14,\"lookback\":0}"
+#define RADIX3_LB1 "{\"radix_bits\":8,\"wg_size\":256,\"elems_per_thread\":14,\"lookback\":1}"
+
+/* The single integer a query returns, -1 on any failure. */
+static long q_count(sqlite3 *h, const char *sql)
+{
+    sqlite3_stmt *st;
+    long n = -1;
+    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK) {
+        if (sqlite3_step(st) == SQLITE_ROW)
+            n = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+    }
+    return n;
+}
+
 static long count_trials(const char *path)
 {
     sqlite3 *h;
@@ -885,9 +904,14 @@ int main(void)
         ok = ok && sqlite3_exec(h,
             "INSERT INTO devices (platform, name, driver) VALUES ('P', 'D', '1');"
             "INSERT INTO trials (device_id, algorithm, key_bits, payload, n, distribution, params,"
-            " median_ms, valid) VALUES (1, 'radix', 32, 'none', 1024, 'random', '{}', 1.5, 1);"
+            " median_ms, valid) VALUES (1, 'mergepath', 32, 'none', 1024, 'random', '{}', 1.5, 1),"
+            " (1, 'radix', 32, 'none', 1024, 'random', '" RADIX3 "', 2.5, 1),"
+            " (1, 'radix', 32, 'none', 2048, 'random', '" RADIX3_LB1 "', 3.5, 1);"
+            "INSERT INTO winners (device_id, algorithm, key_bits, payload, bucket, params,"
+            " median_ms) VALUES (1, 'radix', 32, 'none', 10, '" RADIX3 "', 2.5);"
             "INSERT INTO plan (device_id, key_bits, payload, stable, bucket, algorithm, params,"
-            " median_ms) VALUES (1, 32, 'none', 0, 10, 'host', '{}', 0.25);",
+            " median_ms) VALUES (1, 32, 'none', 0, 10, 'host', '{}', 0.25),"
+            " (1, 32, 'none', 0, 11, 'radix', '" RADIX3 "', 0.5);",
             NULL, NULL, NULL) == SQLITE_OK;
         sqlite3_close(h);
         rc = ok ? gs_db_open(&db, vp, 0, &err) : -1;
@@ -896,10 +920,28 @@ int main(void)
         if (rc)
             continue;
         gs_db_trial old = trial(1, 1024, "{}", 0);
+        old.algorithm = "mergepath";
         old.code_id = NULL;   /* rows from before code_id match only the empty id */
         double oms = 0;
         tap_ok(gs_db_trial_lookup(db, &old, &oms, NULL, NULL, &err) == 0 && oms == 1.5,
                "version %d trial kept through the migration", v);
+        /* radix sets from before lookback meant lookback=0; now that a name
+         * left out takes its default (2 on a GPU), migration 005 writes the
+         * 0 into every table, and leaves a set that names it alone */
+        gs_db_trial r3 = trial(1, 1024, RADIX3_LB0, 0), r1 = trial(1, 2048, RADIX3_LB1, 0);
+        r3.code_id = r1.code_id = NULL;
+        double r3ms = 0, r1ms = 0;
+        int tr = gs_db_trial_lookup(db, &r3, &r3ms, NULL, NULL, &err) == 0 && r3ms == 2.5 &&
+                 gs_db_trial_lookup(db, &r1, &r1ms, NULL, NULL, &err) == 0 && r1ms == 3.5;
+        int wn = q_count(gs_db_handle(db), "SELECT count(*) FROM winners WHERE algorithm = 'radix' "
+                         "AND json_extract(params, '$.lookback') = 0 AND "
+                         "json_extract(params, '$.elems_per_thread') = 14") == 1;
+        int pl = q_count(gs_db_handle(db), "SELECT count(*) FROM plan WHERE algorithm = 'radix' "
+                         "AND json_extract(params, '$.lookback') = 0") == 1 &&
+                 q_count(gs_db_handle(db), "SELECT count(*) FROM plan WHERE algorithm = 'host' "
+                         "AND params = '{}'") == 1;
+        tap_ok(tr && wn && pl, "version %d radix sets without lookback get lookback=0 (trial %d, "
+               "winner %d, plan %d; one naming lookback=1 kept)", v, tr, wn, pl);
         old.code_id = "current-code";
         tap_ok(gs_db_trial_lookup(db, &old, &oms, NULL, NULL, &err) == GS_ENOTFOUND,
                "version %d trial is not reused for other code", v);

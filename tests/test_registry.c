@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gs_algos.h"
 #include "gs_dev.h"
 #include "gs_err.h"
 #include "gs_sort.h"
@@ -303,20 +304,27 @@ static void test_param_sets(const gs_algo *a, const gs_dev *dev)
     a->defaults(&dev->info, &d);
     uint32_t k[4] = { 3, 1, 2, 0 };
     gs_sort_req req = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = 4, .keys = k };
-    char needle[128], what[160];
+    char what[160];
     gs_err err;
+    /* One rule everywhere (issue 34): a name left out takes its default on
+     * the device, so a set without any one of them checks and sorts. */
     for (size_t i = 0; i < a->nparams; i++) {
         copy_without(&d, a->params[i].name, &p);
         snprintf(what, sizeof what, "%s: a set without %s", a->name, a->params[i].name);
-        if (!strcmp(a->name, "radix") && !strcmp(a->params[i].name, "lookback")) {
-            /* added later: saved sets without it still run, as lookback=0 */
-            gs_err_clear(&err);
-            tap_ok(a->check(dev, &req, &p, &err) == 0, "%s is accepted (%s)", what, err.msg);
-            continue;
-        }
-        snprintf(needle, sizeof needle, "missing parameter '%s'", a->params[i].name);
-        sc_expect_reject(a, dev, &req, &p, GS_EUNSUPPORTED, needle, what);
+        uint32_t s[4] = { 3, 1, 2, 0 };
+        gs_sort_req sr = req;
+        sr.keys = s;
+        gs_err_clear(&err);
+        int crc = a->check(dev, &req, &p, &err);
+        gs_sort_ctx ctx = { .dev = (gs_dev *)dev };
+        int rrc = crc ? crc : gs_sort_run(a, &ctx, &sr, &p, NULL, &err);
+        tap_ok(crc == 0 && rrc == 0 && s[0] == 0 && s[1] == 1 && s[2] == 2 && s[3] == 3,
+               "%s checks and sorts, taking the default (%s)", what, err.msg);
     }
+    gs_params_clear(&p);
+    gs_params_set(&p, "no_such_param", 1);
+    snprintf(what, sizeof what, "%s: a set naming no parameter of it", a->name);
+    sc_expect_reject(a, dev, &req, &p, GS_EUNSUPPORTED, "unknown parameter 'no_such_param'", what);
     gs_err_clear(&err);
     tap_ok(a->check(dev, &req, NULL, &err) == GS_EUNSUPPORTED && err.msg[0],
            "%s: check rejects a NULL parameter set (%s)", a->name, err.msg);
@@ -382,6 +390,34 @@ static void test_memory(const gs_algo *a, const gs_dev *dev)
            err.msg);
 }
 
+/* The default a left-out name takes is the device's: on a GPU radix's
+ * lookback defaults to 2 (onesweep for small arrays), on a CPU to 0, and a
+ * radix set saved without it (migration 005 gave those lookback=0) must
+ * not be confused with either. */
+static void test_radix_left_out(const gs_dev *dev)
+{
+    gs_dev_info gpu = dev->info;
+    gpu.type = CL_DEVICE_TYPE_GPU;
+    gpu.local_mem = 48 * 1024;
+    gs_params p, p0;
+    gs_params_clear(&p);
+    gs_params_set(&p, "radix_bits", 8);
+    gs_params_set(&p, "wg_size", 256);
+    p0 = p;
+    gs_params_set(&p0, "lookback", 0);
+    gs_sort_req req = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = 1u << 16 };
+    gs_err err;
+    gs_err_clear(&err);
+    int g = gs_radix_takes_lookback(&gpu, &req, &p, &err);
+    int g0 = gs_radix_takes_lookback(&gpu, &req, &p0, &err);
+    gs_dev_info cpu = gpu;
+    cpu.type = CL_DEVICE_TYPE_CPU;
+    int c = gs_radix_takes_lookback(&cpu, &req, &p, &err);
+    tap_ok(g == 1 && g0 == 0 && c == 0,
+           "radix without lookback: a GPU takes its default 2 (onesweep at 2^16: %d; with "
+           "lookback=0: %d), a CPU its default 0 (%d) %s", g, g0, c, err.msg);
+}
+
 int main(void)
 {
     gs_dev *devs = NULL;
@@ -401,6 +437,8 @@ int main(void)
         test_unknown(a, dev);
         test_stability(a, dev);
     }
+    if (gs_algo_find("radix"))
+        test_radix_left_out(dev);
     tap_ok(gs_algo_at(gs_algo_count()) == NULL && gs_algo_find("no-such-algorithm") == NULL &&
                ndevalgo > 0,
            "the registry lists %zu algorithms (%zu on a device) and nothing past them",
