@@ -560,6 +560,24 @@ def main():
           "a float index_dtype or parameter, params without algorithm: ValueError/TypeError",
           t_badargs)
 
+    def t_overlap():
+        # two views of one buffer sorted in place (issue 34): refused before
+        # anything is sent, both left as they were; apart, or copied out,
+        # the same data sorts
+        buf = np.array([5, 3, 9, 1, 7, 2, 8, 4], dtype=np.uint32)
+        keep = buf.copy()
+        e = raises(ValueError, cm.sort_by_key, buf[0:4], buf[2:6], inplace=True)
+        e2 = raises(ValueError, cm.sort_by_key, buf, buf, inplace=True)
+        rk, rv = cm.sort_by_key(buf[0:4], buf[2:6])        # copies: fine
+        ok = (e is not None and "overlap" in str(e) and e2 is not None and
+              np.array_equal(buf, keep) and list(rk) == [1, 3, 5, 9] and
+              list(rv) == [2, 1, 9, 7])
+        k, v = buf[0:4], buf[4:8]                          # adjacent, not overlapping
+        cm.sort_by_key(k, v, inplace=True)
+        return ok and list(buf) == [1, 3, 5, 9, 4, 2, 7, 8], (str(e), list(buf))
+    check("sort_by_key(inplace=True) with overlapping keys and values: ValueError, nothing "
+          "touched; copies and adjacent arrays still sort", t_overlap)
+
     # ---- daemon errors keep the connection ----
     def t_daemon_errors():
         total0 = cm.stats()["clients"]["total"]

@@ -870,8 +870,9 @@ class Client:
         descending: largest first (NaNs first, see the module's doc);
         stable: only stable algorithms (the sorted values are the same);
         algorithm: force one of info()["algorithms"] ("radix",
-        "mergepath", "shellsort", "host"), params: its tuning parameters
-        as {name: int}; device: force a device index, an integer (see
+        "mergepath", "shellsort", "host", "vqsort" where the daemon was
+        built with Highway), params: its tuning parameters as
+        {name: int}, a name left out taking its default; device: force a device index, an integer (see
         info(); a bool or a float is a TypeError); split: True asks the
         daemon to weigh splitting the request over several devices at any
         size (self.last then lists the parts, or says in
@@ -927,6 +928,12 @@ class Client:
         if inplace:
             _writable_contiguous(keys, "keys")
             _writable_contiguous(values, "values")
+            # Sorted where they lie, two views of one buffer would scramble
+            # each other; both are contiguous, so overlapping bounds are
+            # shared bytes (libgsort refuses the same).
+            if np.may_share_memory(keys, values):
+                raise ValueError("gsort: the keys and values arrays overlap; with "
+                                 "inplace=True they must be separate memory")
         keys = _as_1d(keys, "keys")
         values = _as_1d(values, "values")
         _wire_dtype(keys.dtype)
