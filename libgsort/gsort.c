@@ -299,6 +299,15 @@ static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys,
                            gs_payload_name(pl));
     if (n && vs && overlap(rq->keys, kb, rq->values, vb))
         return lgs_err_set(err, GSORT_EINVAL, "sort: the keys and values arrays overlap");
+    size_t boff, bsize;
+    if (n && lgs_block_overrun(rq->keys, kb, &boff, &bsize))
+        return lgs_err_set(err, GSORT_EINVAL, "sort: %zu %s keys (%zu bytes) at offset %zu "
+                           "run past the end of their gsort_alloc block of %zu bytes", n,
+                           gs_dtype_name(dt), kb, boff, bsize);
+    if (n && vs && lgs_block_overrun(rq->values, vb, &boff, &bsize))
+        return lgs_err_set(err, GSORT_EINVAL, "sort: %zu %s values (%zu bytes) at offset %zu "
+                           "run past the end of their gsort_alloc block of %zu bytes", n,
+                           gs_payload_name(pl), vb, boff, bsize);
 
     gs_client_sort s = {
         .dtype = dt, .payload = pl,

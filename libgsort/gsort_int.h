@@ -34,5 +34,9 @@ void lgs_err_clear(gsort_error *err);
  * descriptor number. Returns 1 when found, 0 when not. */
 int lgs_block_find(const void *keys, size_t kbytes, const void *values, size_t vbytes,
                    gs_client_shm *shm);
+/* Whether the bytes at p start inside a gsort_alloc block and run past
+ * its end (a caller's n too large for its block: copying them would read
+ * past the mapping); then the offset and the block's size. */
+int lgs_block_overrun(const void *p, size_t bytes, size_t *off, size_t *size);
 
 #endif

@@ -72,6 +72,22 @@ int lgs_block_find(const void *keys, size_t kbytes, const void *values, size_t v
     return found;
 }
 
+int lgs_block_overrun(const void *p, size_t bytes, size_t *off, size_t *size)
+{
+    uintptr_t a = (uintptr_t)p;
+    int over = 0;
+    pthread_mutex_lock(&g_lock);
+    size_t i = find_at_or_below(a);
+    if (i < g_n && a - g_blocks[i].base < g_blocks[i].size &&
+        bytes > g_blocks[i].size - (a - g_blocks[i].base)) {
+        *off = a - g_blocks[i].base;
+        *size = g_blocks[i].size;
+        over = 1;
+    }
+    pthread_mutex_unlock(&g_lock);
+    return over;
+}
+
 /* Record a block; GS_ENOMEM when the registry cannot grow. */
 static int registry_add(const block *b)
 {

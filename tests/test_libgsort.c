@@ -280,6 +280,33 @@ static void test_routes(const dmn *d)
            res.zero_copy == 1 && stage_maps(NULL, 0) == 0,
            "an aligned slice inside a block is sorted in place, its neighbours untouched");
 
+    /* n running past the block's end (issue 34: this copied past the
+     * mapping and crashed): refused with GSORT_EINVAL naming the block,
+     * before anything is read or sent; likewise for values. */
+    uint32_t *snap = malloc(4 * (n + 16));
+    if (!snap)
+        tap_bail("out of memory");
+    memcpy(snap, blk, 4 * (n + 16));
+    gsort_error oe;
+    rc = gsort_sort(c, GSORT_U32, blk + 1000, n, 0, &res, &oe);
+    int over_k = rc == GSORT_EINVAL && oe.code == GSORT_EINVAL &&
+                 strstr(oe.message, "run past the end of their gsort_alloc block");
+    gsort_request orq;
+    gsort_request_init(&orq);
+    orq.dtype = GSORT_U32;
+    orq.n = 2000;
+    orq.keys = blk;
+    orq.values_kind = GSORT_VALUES_U32;
+    orq.values = blk + n + 16 - 100;
+    gsort_error verr;
+    int rcv = gsort_run(c, &orq, &res, &verr);
+    int over_v = rcv == GSORT_EINVAL && strstr(verr.message, "values") &&
+                 strstr(verr.message, "run past the end");
+    tap_ok(over_k && over_v && memcmp(snap, blk, 4 * (n + 16)) == 0,
+           "keys or values running past their gsort_alloc block: GSORT_EINVAL, the block "
+           "untouched (%s; %s)", oe.message, verr.message);
+    free(snap);
+
     /* Misaligned inside the block: the protocol wants aligned offsets, so
      * the library stages it. */
     uint32_t ref[777];
