@@ -109,12 +109,16 @@ int sched_split_route(gs_sched *s, gs_job *j, const sched_cand *alt, size_t nalt
     /* Each device that would sort it on the device, with its rate; CPU
      * devices run on the same cores, so only the fastest counts. */
     sdv v[GS_SPLIT_MAX];
-    size_t k = 0, host_only = 0;
+    size_t k = 0, by_plan = 0, by_default = 0;
     int cpu = -1, shared = -1;
+    /* alt ends with the host's own route; the others are the devices'
+     * choices, which may be the host sort too (what decided it is said) */
+    size_t ndevalt = nalt && alt[nalt - 1].dev < 0 ? nalt - 1 : nalt;
     for (size_t i = 0; i < nalt && k < GS_SPLIT_MAX; i++) {
         const sched_cand *c = &alt[i];
         if (c->dev < 0 || !(c->ms > 0)) {
-            host_only += c->dev < 0;
+            if (c->dev < 0 && i < ndevalt)
+                *(c->plan == GS_PLAN_TUNED ? &by_plan : &by_default) += 1;
             continue;
         }
         sdv x = { c, c->ms / (double)r->n, sched_route_backlog(s, c->dev), 0 };
@@ -129,15 +133,20 @@ int sched_split_route(gs_sched *s, gs_job *j, const sched_cand *alt, size_t nalt
         }
         v[k++] = x;
     }
-    host_only = host_only ? host_only - 1 : 0;   /* the host's own route is among alt */
     if (k < 2) {
-        char rest[64] = "";
+        char rest[160] = "";
+        size_t host_only = by_plan + by_default;
         if (host_only)
-            snprintf(rest, sizeof rest, "; %zu leave%s it to the host sort", host_only,
-                     host_only == 1 ? "s" : "");
-        snprintf(why, sizeof why, "%zu device%s would sort it on the device%s%s", k,
-                 k == 1 ? "" : "s", rest, host_only ? " (a CPU device's built-in defaults, "
-                 "or below its crossover)" : "");
+            snprintf(rest, sizeof rest, "; %zu leave%s it to the host sort (%s%s%s)", host_only,
+                     host_only == 1 ? "s" : "",
+                     by_plan ? (by_plan == host_only ? "the tuned plan chose it" :
+                                "tuned plans chose it for some") : "",
+                     by_plan && by_default ? ", " : "",
+                     by_default ? (by_default == host_only ? "built-in defaults: a CPU device, or "
+                                   "below the device's crossover" : "built-in defaults for the "
+                                   "others") : "");
+        snprintf(why, sizeof why, "%zu device%s would sort it on the device%s", k,
+                 k == 1 ? "" : "s", rest);
         if (shared >= 0)
             snprintf(why + strlen(why), sizeof why - strlen(why), "; CPU devices share the "
                      "host's cores, so only the fastest of them counts");

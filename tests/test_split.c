@@ -174,7 +174,35 @@ static void declines(void)
     tap_ok(dmn_log_contains(&d, "split of 1048576 u32 keys declined: ") &&
            dmn_log_contains(&d, "share the host's cores"),
            "the log says at debug level why 2^20 keys were not split");
+    /* below both devices' crossover, their built-in defaults leave it to
+     * the host, and the reply says that is what decided */
+    ok = one(c, GS_DT_U32, GS_PL_NONE, 0, 500, SC_RANDOM, 1, &res, why, sizeof why);
+    tap_ok(ok && !strcmp(res.plan, "default") &&
+           strstr(res.split_declined, "2 leave it to the host sort (built-in defaults: a CPU "
+                  "device, or below the device's crossover)"),
+           "500 keys, asked: declined, the devices' built-in defaults named (plan %s: '%s'): %s",
+           res.plan, res.split_declined, why);
     down(&d, c);
+
+    /* a tuned plan that chose the host sort is named as such (issue 34:
+     * it used to be worded as built-in defaults) */
+    static dmn tune, t;
+    char db[600];
+    snprintf(db, sizeof db, "%s/split-host.db", dmn_tmpdir());
+    const char *const targs[] = { "--tune-all", "--quick", "--algorithms", "host", "--max-log2",
+                                  "12", "--no-audit", "--db", db, "--cache-dir", dmn_cachedir(),
+                                  NULL };
+    int trc = dmn_run(&tune, "split-tune", targs, 120);
+    if (!tap_ok(trc == 0, "a host-only tune for both devices: exit %d", trc))
+        dmn_dump_log(&tune, 20);
+    const char *const textra[] = { "--db", db, NULL };
+    c = up(&t, "split-tuned", textra);
+    ok = one(c, GS_DT_U32, GS_PL_NONE, 0, 3000, SC_RANDOM, 1, &res, why, sizeof why);
+    tap_ok(ok && !strcmp(res.plan, "tuned") &&
+           strstr(res.split_declined, "2 leave it to the host sort (the tuned plan chose it)"),
+           "tuned to the host sort, asked to split: declined, the plan named (plan %s: '%s'): %s",
+           res.plan, res.split_declined, why);
+    down(&t, c);
 }
 
 int main(void)
