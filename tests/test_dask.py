@@ -110,6 +110,21 @@ def frame_edges(pd, dd, gd, rng, dask):
               "ascending=%s na_position=%s npartitions=%s: equals pandas" % (asc, na, q),
               t_ddf)
 
+    # uint64 keys near 2^64 with duplicates: Dask 2022.12's own
+    # sort_values misorders them (README); sort_values_ddf must not
+    top = np.uint64(2**64 - 1)
+    near = (top - rng.integers(0, 40, n).astype(np.uint64)).astype(np.uint64)
+    near[rng.random(n) < 0.3] = top
+    pnear = pd.DataFrame({"k": near, "v": np.arange(n)})
+    dnear = dd.from_pandas(pnear, npartitions=5, sort=False)
+    for asc in (True, False):
+        def t_near():
+            r = gd.sort_values_ddf(dnear, "k", ascending=asc).compute()
+            e = pnear.sort_values("k", ascending=asc, kind="stable")
+            return r.equals(e) and r["k"].dtype == np.uint64, (r.head(), e.head())
+        check("sort_values_ddf of uint64 keys within 40 of 2^64, 3 in 10 the largest, "
+              "ascending=%s: equals pandas" % asc, t_near)
+
     def t_ddf_fallback():
         d = pd.DataFrame({"a": rng.integers(0, 5, 200), "s": rng.choice(["x", "y"], 200)})
         dd2 = dd.from_pandas(d, npartitions=3, sort=False)
