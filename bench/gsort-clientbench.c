@@ -5,10 +5,14 @@
  * way), and inline on the socket (GSORT_INLINE). After one untimed
  * warm-up call per size and transport it prints the median whole-call
  * time, the daemon's share and Mkeys/s, and checks every answer against a
- * host sort of the same keys.
+ * host sort of the same keys. With --qsort it also times the libc qsort a
+ * program would call instead, on the same keys in the same run, and prints
+ * how many times faster each transport was (the demo's C client line);
+ * --transport NAME times one transport only.
  *
  *   gsort-clientbench [-S SOCKET] [--dtype u32|u64] [--min-log2 A]
  *                     [--max-log2 B] [--reps R] [--algorithm NAME]
+ *                     [--transport zero-copy|staged|inline] [--qsort]
  */
 #include "config.h"
 
@@ -39,13 +43,14 @@ static int cmp_u64(const void *a, const void *b)
 static void usage(FILE *f)
 {
     fprintf(f, "usage: gsort-clientbench [-S SOCKET] [--dtype u32|u64] [--min-log2 A] "
-               "[--max-log2 B] [--reps R] [--algorithm NAME]\n");
+               "[--max-log2 B] [--reps R] [--algorithm NAME]\n"
+               "                         [--transport zero-copy|staged|inline] [--qsort]\n");
 }
 
 int main(int argc, char **argv)
 {
     const char *sock = NULL, *algo = NULL;
-    int min_log2 = 10, max_log2 = 24, reps = 5, wide = 0;
+    int min_log2 = 10, max_log2 = 24, reps = 5, wide = 0, only = -1, vs_qsort = 0;
     static const struct option opts[] = {
         { "socket", required_argument, NULL, 'S' },
         { "dtype", required_argument, NULL, 't' },
@@ -53,6 +58,8 @@ int main(int argc, char **argv)
         { "max-log2", required_argument, NULL, 'b' },
         { "reps", required_argument, NULL, 'r' },
         { "algorithm", required_argument, NULL, 'A' },
+        { "transport", required_argument, NULL, 'T' },
+        { "qsort", no_argument, NULL, 'Q' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -69,6 +76,16 @@ int main(int argc, char **argv)
         case 'b': max_log2 = atoi(optarg); break;
         case 'r': reps = atoi(optarg); break;
         case 'A': algo = optarg; break;
+        case 'T':
+            for (int w = 0; w < WAY_COUNT; w++)
+                if (!strcmp(optarg, way_names[w]))
+                    only = w;
+            if (only < 0) {
+                fprintf(stderr, "gsort-clientbench: --transport zero-copy, staged or inline\n");
+                return 2;
+            }
+            break;
+        case 'Q': vs_qsort = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -108,9 +125,24 @@ int main(int argc, char **argv)
             if (wide) ((uint64_t *)src)[i] = v;
             else ((uint32_t *)src)[i] = (uint32_t)v;
         }
-        memcpy(ref, src, bytes);
-        qsort(ref, n, ks, wide ? cmp_u64 : cmp_u32);
+        /* the reference answer, and with --qsort what a program would
+         * spend without the daemon: libc qsort, median of reps */
+        double qs_ms = -1;
+        double *qt = vs_qsort ? calloc((size_t)reps, sizeof *qt) : NULL;
+        for (int r = 0; r < (qt ? reps : 1); r++) {
+            memcpy(ref, src, bytes);
+            double t0 = gs_now_ms();
+            qsort(ref, n, ks, wide ? cmp_u64 : cmp_u32);
+            if (qt)
+                qt[r] = gs_now_ms() - t0;
+        }
+        if (qt) {
+            qs_ms = bu_median(qt, (size_t)reps);
+            free(qt);
+        }
         for (int w = 0; w < WAY_COUNT && !rc; w++) {
+            if (only >= 0 && w != only)
+                continue;
             double *t = calloc((size_t)reps, sizeof *t), *d = calloc((size_t)reps, sizeof *d);
             gsort_result res;
             memset(&res, 0, sizeof res);
@@ -156,14 +188,20 @@ int main(int argc, char **argv)
             }
             if (!rc) {
                 double mt = bu_median(t, (size_t)reps), md = bu_median(d, (size_t)reps);
-                printf("2^%-4d %-10s %10.3f %10.3f %9.1f  %s/%s/%s\n", lg, way_names[w], mt, md,
+                printf("2^%-4d %-10s %10.3f %10.3f %9.1f  %s/%s/%s", lg, way_names[w], mt, md,
                        (double)n / mt / 1e3, res.device < 0 ? "host" : res.device_name,
                        res.algorithm, res.plan);
+                if (qs_ms > 0)
+                    printf("  %.1fx faster than qsort", qs_ms / mt);
+                printf("\n");
                 fflush(stdout);
             }
             free(t);
             free(d);
         }
+        if (!rc && qs_ms > 0)
+            printf("2^%-4d %-10s %10.3f %10s %9.1f  libc qsort in this process, same keys\n", lg,
+                   "qsort", qs_ms, "-", (double)n / qs_ms / 1e3);
         free(src);
         free(ref);
         free(plain);

@@ -34,6 +34,8 @@ typedef struct gs_audit_opts {
     const char *shapes;       /* "u32,u64,f32,u32+u32,argsort" (NULL: all) */
     gs_pin_budget *pins;      /* where the block's registrations count */
     FILE *out;                /* the table (NULL: only the log) */
+    double budget_s;          /* > 0: start no point after this many seconds; the
+                                 points left are counted in gs_audit_stats.unaudited */
     _Atomic int *cancel;      /* set: stop between runs (daemon shutdown) */
 } gs_audit_opts;
 
@@ -49,7 +51,14 @@ typedef struct gs_audit_stats {
     double worst_best;        /* the largest plan / the best forced algorithm */
     unsigned same;            /* predicted rows not timed: they run what the untuned
                                  route runs */
+    unsigned unaudited;       /* points left when budget_s ran out */
+    unsigned borrowed_losing; /* losing points of a shape served by another's rows (f32
+                                 by u32's): not replaced, not in unfixable */
 } gs_audit_stats;
+
+/* The audit's time after `gsortd --tune-all --quick` (seconds): a quick
+ * tune is for a first look; `gsortd --audit-plan --fix` audits every row. */
+#define GS_AUDIT_QUICK_BUDGET 6.0
 
 /* Audit device o->device's plan in db (database device db_id) on the
  * running scheduler s (this thread becomes the submitting loop while it
@@ -69,6 +78,7 @@ typedef struct gs_audit_args {
     const char *db_path;      /* NULL: the configuration's, else the default database */
     long device;              /* -1: every device with a plan */
     gs_audit_opts o;          /* sizes, reps, fix, shapes (device, pins, out: set here) */
+    int brief;                /* one summary line per device instead of the table */
 } gs_audit_args;
 
 /* `gsortd --audit-plan`: the exit status (0 passed, 3 rows still lose, 1

@@ -75,10 +75,15 @@ int gs_audit_main(const gs_audit_args *a)
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
         ht = ncpu < 1 ? 1 : ncpu > 8 ? 8 : (unsigned)ncpu;
     }
+    /* After --tune-all the scheduler's start lines ("serving") are noise */
+    int level = gs_log_get_level();
+    if (a->brief && level == GS_LOG_INFO)
+        gs_log_set_level(GS_LOG_WARN);
     gs_sched_opts so = { .host_threads = ht, .devices = conf.devices, .pc = pc };
     gs_sched *s = NULL;
     int rc = gs_sched_start(&s, devs, ndev, &so, &err);
     if (rc < 0) {
+        gs_log_set_level(level);
         fprintf(stderr, "gsortd: --audit-plan: %s\n", err.msg);
         gs_pcache_close(pc);
         gs_dev_free_list(devs, ndev);
@@ -110,18 +115,34 @@ int gs_audit_main(const gs_audit_args *a)
             continue;
         }
         wait_defaults(s, d);
-        printf("Plan audit, device %zu (database id %lld): %s (%s)%s\n", d, (long long)id,
-               devs[d].info.name, devs[d].info.platform,
-               a->o.fix ? "; rows that lose are replaced" : "");
+        if (!a->brief)
+            printf("Plan audit, device %zu (database id %lld): %s (%s)%s\n", d, (long long)id,
+                   devs[d].info.name, devs[d].info.platform,
+                   a->o.fix ? "; rows that lose are replaced" : "");
+        fflush(stdout);
         gs_audit_opts o = a->o;
         o.device = (int)d;
         o.pins = &pins;
-        o.out = stdout;
+        o.out = a->brief ? NULL : stdout;
         gs_audit_stats st;
+        double t0 = gs_now_s();
         if (gs_audit_device(s, db, id, &o, &st, &e) < 0) {
             fprintf(stderr, "gsortd: plan audit of device %zu: %s\n", d, e.msg);
             status = 1;
             break;
+        }
+        if (a->brief) {
+            /* the line that ends --tune-all's report for this device */
+            printf("Plan audit, device %zu: %u point(s) in %.1f s, end to end through the "
+                   "daemon; plan / untuned %.2f (geometric mean), worst %.2f; %u row(s) "
+                   "replaced%s", d, st.points, gs_now_s() - t0, st.geo_untuned,
+                   st.worst_untuned, st.fixed, st.unfixable ? ", SOME STILL LOSE" : "");
+            if (st.borrowed_losing)
+                printf("; %u f32 point(s) lose on the u32 rows they share", st.borrowed_losing);
+            if (st.unaudited)
+                printf("; %u point(s) left for gsortd --audit-plan --fix (time)", st.unaudited);
+            printf("\n");
+            fflush(stdout);
         }
         audited++;
         if (st.unfixable)
@@ -131,6 +152,7 @@ int gs_audit_main(const gs_audit_args *a)
         printf("No device has a plan in %s: nothing to audit (gsortd --tune-all tunes).\n",
                gs_db_path(db));
     gs_sched_stop(s);
+    gs_log_set_level(level);
     for (size_t i = 0; i < ndev; i++)
         gs_dev_close(&devs[i]);
     gs_dev_free_list(devs, ndev);

@@ -50,8 +50,8 @@ static void usage(FILE *out)
         "      --log-level LEVEL  error, warn, info (default) or debug\n"
         "\n"
         "Tuning (results go to the tuning database):\n"
-        "      --tune-all         tune every device (or --device N), print the\n"
-        "                         winners and the plan, and exit\n"
+        "      --tune-all         tune every device (or --device N), audit the plan,\n"
+        "                         print it per request shape, and exit\n"
         "      --budget SECONDS   wall-clock budget of the whole run (default %.0f)\n"
         "      --quick            a tiny budget (%.0f s) for demos and tests\n"
         "      --device N         only device N (index from --list-devices)\n"
@@ -71,6 +71,8 @@ static void usage(FILE *out)
         "                         one size (--n N, default 65536), then replay the\n"
         "                         sampled search on it (--seeds K, default 100)\n"
         "      --no-audit         with --tune-all: skip the plan audit that ends it\n"
+        "  -v, --verbose          with --tune-all: a log line per search, and the\n"
+        "                         winners, the plan and the audit as full tables\n"
         "\n"
         "Plan audit (a tuned plan never loses to the untuned defaults):\n"
         "      --audit-plan       time, end to end through the daemon's request path,\n"
@@ -164,7 +166,7 @@ static int run(int argc, char **argv, const char **okeys, const char **ovals)
            OPT_DEVICE, OPT_ALGOS, OPT_DB, OPT_MAXLOG2, OPT_RESTRICT, OPT_SEED, OPT_DBCHECK,
            OPT_COMPARE, OPT_N, OPT_SEEDS, OPT_CONFIG, OPT_SOCKET, OPT_TUNE_MISSING,
            OPT_PRINT_CONFIG, OPT_FAULT, OPT_PAYLOADS, OPT_AUDIT, OPT_FIX, OPT_MINLOG2, OPT_STEP,
-           OPT_REPS, OPT_SHAPES, OPT_NO_AUDIT };
+           OPT_REPS, OPT_SHAPES, OPT_NO_AUDIT, OPT_VERBOSE };
     static const struct option opts[] = {
         { "list-devices", no_argument, 0, 'l' },
         { "json", no_argument, 0, OPT_JSON },
@@ -204,6 +206,7 @@ static int run(int argc, char **argv, const char **okeys, const char **ovals)
         { "reps", required_argument, 0, OPT_REPS },
         { "shapes", required_argument, 0, OPT_SHAPES },
         { "no-audit", no_argument, 0, OPT_NO_AUDIT },
+        { "verbose", no_argument, 0, 'v' },
         { "help", no_argument, 0, 'h' },
         { "version", no_argument, 0, 'V' },
         { 0, 0, 0, 0 },
@@ -218,7 +221,8 @@ static int run(int argc, char **argv, const char **okeys, const char **ovals)
     gs_daemon_args da = { .keys = okeys, .values = ovals };
     int serve_opts = 0;
 #define OVERRIDE(k, v) (okeys[da.nover] = (k), ovals[da.nover++] = (v))
-    while ((c = getopt_long(argc, argv, "lhVo:", opts, NULL)) != -1) {
+    int verbose = 0;
+    while ((c = getopt_long(argc, argv, "lhVvo:", opts, NULL)) != -1) {
         switch (c) {
         case 'l': list = 1; break;
         case OPT_JSON: json = 1; break;
@@ -256,6 +260,7 @@ static int run(int argc, char **argv, const char **okeys, const char **ovals)
             serve_opts = 1;
             break;
         case OPT_TUNE_ALL: tune_all = 1; break;
+        case 'v': verbose = 1; break;
         case OPT_AUDIT: audit = 1; break;
         case OPT_NO_AUDIT: no_audit = 1; break;
         case OPT_FIX: aa.o.fix = 1; audit_opts = 1; break;
@@ -390,6 +395,11 @@ static int run(int argc, char **argv, const char **okeys, const char **ovals)
                 "--audit-plan\n");
         return 2;
     }
+    if (verbose && !tune_all) {
+        fprintf(stderr, "gsortd: --verbose goes with --tune-all\n");
+        return 2;
+    }
+    ta.verbose = verbose;   /* a line per search, the full tables (--log-level debug: more) */
     if (no_audit && !tune_all) {
         fprintf(stderr, "gsortd: --no-audit goes with --tune-all\n");
         return 2;
@@ -427,6 +437,9 @@ static int run(int argc, char **argv, const char **okeys, const char **ovals)
             aa.db_path = ta.db_path;
             aa.o.fix = 1;
             aa.o.max_log2 = 0;      /* what the tune measured */
+            aa.brief = !verbose;    /* a line per device; the table with --verbose */
+            if (ta.quick && !(ta.budget > 0))
+                aa.o.budget_s = GS_AUDIT_QUICK_BUDGET;
             rc = gs_audit_main(&aa);
         }
     } else if (tune_all || ta.compare)

@@ -108,7 +108,7 @@ double gs_tune_prebuild(gs_dev *dev, gs_pcache *pc, const gs_tune_opts *o,
     free(jobs);
     double s = gs_now_s() - t0;
     if (nj)
-        GS_INFO("%s: %u program warm-up sort(s) in %.1f s before the budget starts, side by "
+        GS_DEBUG("%s: %u program warm-up sort(s) in %.1f s before the budget starts, side by "
                 "side (%s)%s", dev->info.name, built, s, each,
                 failed ? "; some failed: see above" : "");
     return s;

@@ -86,6 +86,9 @@ typedef struct astate {
     size_t quota;           /* new configurations still to sample */
     int exhaustive;         /* every group evaluates the whole space */
     int has_defaults;       /* the defaults lie in the space, at defaults_code */
+    unsigned char serves[2][GS_PL_COUNT];  /* per key class and payload: 0 when a host
+                               algorithm refuses the shape itself (vqsort with a payload):
+                               no search, no line */
     uint64_t defaults_code;
     gs_params dparams;      /* the defaults (the baseline), in the space or not */
     pool_ent *pool;
@@ -127,6 +130,10 @@ typedef struct tctx {
     spread_ent *spread;
     size_t nspread, spreadcap;
     int refining;           /* spending left-over time: note no spreads */
+    const char *phase;      /* for the progress line */
+    int probe_b;            /* the probe group's bucket */
+    double probe_ms;        /* fastest time measured at the probe shape, < 0: none */
+    char probe_algo[32];
 } tctx;
 
 /* One (algorithm, group) search: what the eval callback needs. */
@@ -164,6 +171,17 @@ static void seen_add(astate *A, uint64_t code, int dt, int pl)
 }
 
 
+/* The fastest time at the probe shape so far, for the progress line. */
+static void note_probe(gctx *G, double ms)
+{
+    tctx *T = G->T;
+    if (G->bucket != T->probe_b || G->kc != T->o->key_bits[0] || G->pl != GS_PL_NONE ||
+        !(ms > 0) || (T->probe_ms > 0 && ms >= T->probe_ms))
+        return;
+    T->probe_ms = ms;
+    snprintf(T->probe_algo, sizeof T->probe_algo, "%s", G->A->a->name);
+}
+
 static void report_progress(gctx *G, int group_end)
 {
     tctx *T = G->T;
@@ -184,6 +202,23 @@ static void report_progress(gctx *G, int group_end)
         .best_ms = G->best_ms, .best_params = G->best_params,
         .groups_done = T->groups_done, .groups_total = T->groups_total,
         .elapsed_s = el, .eta_s = eta, .group_end = group_end,
+        .measured = T->rep->measured, .reused = T->rep->reused, .invalid = T->rep->invalid,
+        .phase = T->phase ? T->phase : "", .probe_log2 = T->probe_b, .probe_ms = T->probe_ms,
+        .probe_algo = T->probe_algo,
+    };
+    T->o->progress(&p, T->o->progress_ud);
+}
+
+/* The progress line before the groups start (the probe, the builds). */
+static void report_phase(tctx *T, const char *phase, const char *what)
+{
+    if (!T->o->progress)
+        return;
+    T->phase = phase;
+    gs_tune_progress p = {
+        .device = T->dev->info.name, .device_index = T->dev->index, .algorithm = what,
+        .payload = "", .best_ms = -1, .best_params = "", .phase = phase,
+        .probe_log2 = T->probe_b, .probe_ms = T->probe_ms, .probe_algo = T->probe_algo,
         .measured = T->rep->measured, .reused = T->rep->reused, .invalid = T->rep->invalid,
     };
     T->o->progress(&p, T->o->progress_ud);
@@ -394,6 +429,7 @@ static int eval_cb(void *ud, uint64_t code, double *ms, int *valid, gs_err *err)
         G->best_ms = *ms;
         gs_tune_space_params(&G->A->sp, code, &p);
         gs_tune_params_text(&p, G->best_params, sizeof G->best_params);
+        note_probe(G, *ms);
     }
     report_progress(G, 0);
     return 0;
@@ -472,6 +508,7 @@ static int measure_baseline(gctx *G, gs_params *bp, uint64_t *code, double *ms, 
     if (*valid) {
         G->best_ms = *ms;
         gs_tune_params_text(bp, G->best_params, sizeof G->best_params);
+        note_probe(G, *ms);
     }
     report_progress(G, 0);
     return 0;
@@ -487,6 +524,8 @@ static int tune_algo_group(tctx *T, astate *A, int kc, gs_payload pl, int bucket
     const gs_algo *a = A->a;
     const gs_tune_opts *o = T->o;
     int ki = kc == 64;
+    if (!A->serves[ki][pl])
+        return 0;               /* a shape the algorithm refuses: not a search */
     gctx G = { .T = T, .A = A, .kc = kc, .pl = pl, .bucket = bucket, .large = large,
                .n = (size_t)1 << bucket, .algo_deadline = algo_deadline, .best_ms = -1,
                .nseeds = 1 /* the baseline is the first seed */ };
@@ -713,6 +752,25 @@ static int init_algos(tctx *T, astate **out, size_t *nout, gs_err *err)
             A[i].defaults_code = 0;     /* no parameters: the one point */
             A[i].has_defaults = 1;
         }
+        /* A host algorithm that refuses a shape with its defaults refuses it
+         * whatever its parameters (they are thread counts and pass shapes):
+         * known before the tune, so no trial and no line. A device
+         * algorithm's refusals depend on its parameters: searched. */
+        for (size_t ki = 0; ki < o->nkey_bits; ki++)
+            for (size_t pi = 0; pi < o->npayloads; pi++) {
+                gs_sort_req rq = { .dtype = gs_tune_dtype_of(o->key_bits[ki]),
+                                   .payload = o->payloads[pi], .n = 1024 };
+                gs_err ce;
+                gs_err_clear(&ce);
+                int serves = a->uses_device || !a->check || a->check(NULL, &rq, &A[i].dparams,
+                                                                     &ce) == 0;
+                A[i].serves[o->key_bits[ki] == 64][o->payloads[pi]] = (unsigned char)serves;
+                if (!serves) {
+                    T->rep->skipped++;
+                    GS_DEBUG("%s: not searched for %s keys, payload %s: %s", a->name,
+                             gs_dtype_name(rq.dtype), gs_payload_name(rq.payload), ce.msg);
+                }
+            }
         A[i].ok = 1;
         GS_DEBUG("%s on %s: %llu configurations, %s, %zu to sample", a->name, T->dev->info.name,
                  (unsigned long long)A[i].sp.total,
@@ -750,6 +808,149 @@ static void ctx_init(tctx *T, gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tu
 static int tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts *o,
                        double deadline, gs_tune_report *rep, gs_err *err);
 
+/* The CPU probe (gs_tune_opts.cpu_probe): on a CPU device, each device
+ * algorithm's defaults timed once at the probe group (u32 keys alone,
+ * 2^probe) beside the host sorts' defaults, before any program is warmed;
+ * one more than GS_TUNE_CPU_DROP times the fastest host sort is left out
+ * of this tune (A[i].ok = 0, said once in the report). The trials are
+ * recorded as any other, so the probe group reuses them and the next run
+ * decides without a build; in GS_TUNE_PROBE_RECORDED mode (--quick) an
+ * algorithm with no recorded probe is left out unbuilt. Returns 0 or an
+ * error (the database). */
+/* A probe gctx: algorithm S at the probe group. */
+static gctx probe_ctx(tctx *T, astate *S, int kc, gs_payload pl, int probe_b)
+{
+    gctx G = { .T = T, .A = S, .kc = kc, .pl = pl, .bucket = probe_b,
+               .n = (size_t)1 << probe_b, .algo_deadline = T->deadline, .best_ms = -1,
+               .nseeds = 1 };
+    snprintf(G.best_params, sizeof G.best_params, "-");
+    return G;
+}
+
+/* Whether S's defaults were timed at the probe group before (this code,
+ * this device): then deciding costs no build. */
+static int probe_recorded(tctx *T, astate *S, int kc, gs_payload pl, int probe_b)
+{
+    gctx G = probe_ctx(T, S, kc, pl, probe_b);
+    char json[512];
+    gs_params q = S->dparams;
+    double med = 0;
+    int val = 0;
+    gs_err le;
+    gs_err_clear(&le);
+    if (gs_params_to_json(&q, json, sizeof json, &le) != 0)
+        return 0;
+    gs_db_trial key = trial_key(&G, GS_TUNE_DIST_RANDOM, json);
+    return gs_db_trial_lookup(T->db, &key, &med, &val, NULL, &le) == 0;
+}
+
+static int probe_cpu(tctx *T, astate *A, size_t na, int probe_b, gs_err *err)
+{
+    const gs_tune_opts *o = T->o;
+    gs_tune_devreport *R = T->rep;
+    if (!R->cpu || o->cpu_probe == GS_TUNE_PROBE_OFF)
+        return 0;
+    int kc = o->key_bits[0];
+    gs_payload pl = o->payloads[0];
+    for (size_t pi = 0; pi < o->npayloads; pi++)
+        if (o->payloads[pi] == GS_PL_NONE)
+            pl = GS_PL_NONE;
+    int ki = kc == 64;
+    char unprobed[256] = "";
+    const gs_algo *build[64];
+    size_t nbuild = 0, ndevalgo = 0;
+    for (size_t i = 0; i < na; i++) {
+        astate *S = &A[i];
+        if (!S->ok || !S->a->uses_device || !S->serves[ki][pl])
+            continue;
+        ndevalgo++;
+        if (probe_recorded(T, S, kc, pl, probe_b))
+            continue;
+        if (o->cpu_probe == GS_TUNE_PROBE_RECORDED) {
+            S->ok = 0;
+            size_t l = strlen(unprobed);
+            snprintf(unprobed + l, sizeof unprobed - l, "%s%s", l ? ", " : "", S->a->name);
+        } else if (nbuild < 64) {
+            build[nbuild++] = S->a;
+        }
+    }
+    if (!ndevalgo)
+        return 0;
+    /* Outside the budget, as the builds are: no probe is refused for time,
+     * and gs_tune_device moves the clock on by what this took. The programs
+     * the probe needs are built side by side first (gs_prebuild.c), for
+     * the probe's shape alone, then each algorithm is timed alone. */
+    double saved_deadline = T->deadline;
+    T->deadline = INFINITY;
+    if (nbuild) {
+        gs_tune_opts po = *o;
+        po.key_bits[0] = kc;
+        po.nkey_bits = 1;
+        po.payloads[0] = pl;
+        po.npayloads = 1;
+        report_phase(T, "probe", "building programs");
+        gs_tune_prebuild(T->dev, T->pc, &po, build, nbuild);
+    }
+    double host = -1, ms[64];
+    int valid[64], rc = 0;
+    const char *host_name = "";
+    for (int pass = 0; pass < 2 && !rc; pass++) {       /* host sorts first */
+        for (size_t i = 0; i < na && i < 64 && !rc; i++) {
+            astate *S = &A[i];
+            ms[i] = -1;
+            valid[i] = 0;
+            if (!S->ok || !S->serves[ki][pl] || S->a->uses_device != pass)
+                continue;
+            gctx G = probe_ctx(T, S, kc, pl, probe_b);
+            gs_params bp;
+            uint64_t code;
+            report_phase(T, "probe", S->a->name);
+            rc = measure_baseline(&G, &bp, &code, &ms[i], &valid[i], err);
+            if (rc == GS_TUNE_STOP)     /* cancelled */
+                rc = 0;
+            if (!pass && valid[i] && (host < 0 || ms[i] < host)) {
+                host = ms[i];
+                host_name = S->a->name;
+            }
+        }
+        if (!pass && host < 0)
+            break;                      /* no host time to compare with: tune them all */
+    }
+    T->deadline = saved_deadline;
+    free_inputs(T);
+    if (rc < 0)
+        return rc;
+    for (size_t i = 0; i < na && i < 64 && host > 0; i++) {
+        astate *S = &A[i];
+        if (!S->ok || !S->a->uses_device || !S->serves[ki][pl])
+            continue;
+        if (valid[i] && ms[i] <= GS_TUNE_CPU_DROP * host)
+            continue;
+        S->ok = 0;
+        size_t l = strlen(R->dropped);
+        if (valid[i])
+            snprintf(R->dropped + l, sizeof R->dropped - l, "%s%s %.1fx", l ? ", " : "",
+                     S->a->name, ms[i] / host);
+        else
+            snprintf(R->dropped + l, sizeof R->dropped - l, "%s%s (its probe failed)",
+                     l ? ", " : "", S->a->name);
+    }
+    if (R->dropped[0]) {
+        size_t l = strlen(R->dropped);
+        snprintf(R->dropped + l, sizeof R->dropped - l, " the time of %s at %s keys, 2^%d",
+                 host_name, gs_dtype_name(gs_tune_dtype_of(kc)), probe_b);
+    }
+    if (unprobed[0]) {
+        size_t l = strlen(R->dropped);
+        snprintf(R->dropped + l, sizeof R->dropped - l, "%s%s (not probed: a quick tune builds "
+                 "no program on a CPU device; a full tune probes each once)", l ? "; " : "",
+                 unprobed);
+    }
+    if (R->dropped[0])
+        GS_DEBUG("%s: not tuned on this CPU device: %s", T->dev->info.name, R->dropped);
+    return 0;
+}
+
 /* One large-n group: each algorithm that was within PRUNE_RATIO of the
  * best at the shape's previous measured size, timed with its earlier
  * winner and defaults while the run's deadline allows (a trial there costs
@@ -775,7 +976,7 @@ static int tune_large_group(tctx *T, astate *A, size_t na, int kc, gs_payload pl
     size_t before = R->nwinners;
     int rc = 0;
     for (size_t ai = 0; ai < na && !rc; ai++) {
-        if (!A[ai].ok)
+        if (!A[ai].ok || !A[ai].serves[kc == 64][pl])
             continue;
         double mine = -1;
         for (size_t i = 0; i < R->nwinners; i++) {
@@ -821,6 +1022,7 @@ static int spend_leftover(tctx *T, gs_err *err)
         return 0;
     qsort(T->spread, n, sizeof *T->spread, cmp_spread);
     T->refining = 1;
+    T->phase = "refining";
     int rc = 0;
     for (size_t i = 0; i < n && !rc && T->spread[i].spread > 1.05; i++) {
         double now = gs_now_s();
@@ -879,6 +1081,23 @@ static int tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts
     size_t na = 0;
     if ((rc = init_algos(&T, &A, &na, err)) != 0)
         return rc;
+    int lo = o->min_log2 > 0 ? o->min_log2 : GS_TUNE_MIN_LOG2;
+    T.probe_ms = -1;
+    T.probe_b = PROBE_LOG2 < lo ? lo : PROBE_LOG2 > o->max_log2 ? o->max_log2 : PROBE_LOG2;
+    if (T.probe_b < lo)
+        T.probe_b = lo;
+    /* On a CPU device, the device algorithms far behind the host sort are
+     * dropped before their programs are warmed; outside the budget, as the
+     * builds are. */
+    double pt0 = gs_now_s();
+    if ((rc = probe_cpu(&T, A, na, T.probe_b, err)) != 0) {
+        free_algos(A, na);
+        return rc;
+    }
+    R->probe_s = gs_now_s() - pt0;
+    deadline += R->probe_s;
+    T.deadline += R->probe_s;
+    T.start += R->probe_s;
     /* Program builds first, outside the budget: the clock starts after.
      * An algorithm this code has measured on the device before (a rerun,
      * a resumed run) found its programs in the cache then: no warm-up. */
@@ -890,6 +1109,11 @@ static int tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts
         if (A[i].ok && gs_db_trials_any(db, T.dev_id, A[i].a->name, T.code_id, &e) == 0)
             al[nal++] = A[i].a;
     }
+    for (size_t i = 0; i < nal; i++)
+        if (al[i]->uses_device) {
+            report_phase(&T, "building programs", "");
+            break;
+        }
     double pb = gs_tune_prebuild(dev, pc, o, al, nal);
     R->prebuild_s = pb;
     deadline += pb;
@@ -899,7 +1123,6 @@ static int tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts
     for (size_t i = 0; i < na; i++)
         ntunable += A[i].ok && A[i].sp.total > 1;
     T.explore_s = EXPLORE_FRAC * T.budget / (double)(ntunable ? ntunable : 1);
-    int lo = o->min_log2 > 0 ? o->min_log2 : GS_TUNE_MIN_LOG2;
     int top = max_bucket(&T, A, na);    /* what memory holds, within the options */
     if (top < lo)
         top = lo;
@@ -915,11 +1138,11 @@ static int tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts
     size_t nkc = o->nkey_bits, npl = o->npayloads;
     T.groups_total = (unsigned)((size_t)(hi - lo + 1 + nlarge) * nkc * npl);
     R->max_log2 = lo - 1;
-    GS_INFO("tuning %s (%s): %zu algorithm(s), n = 2^%d..2^%d, %zu key class(es) x %zu "
-            "payload(s), budget %.0f s", dev->info.name, dev->info.platform, na, lo, hi, nkc,
-            npl, T.budget);
+    GS_DEBUG("tuning %s (%s): %zu algorithm(s), n = 2^%d..2^%d, %zu key class(es) x %zu "
+             "payload(s), budget %.0f s", dev->info.name, dev->info.platform, na, lo, hi, nkc,
+             npl, T.budget);
     if (nlarge)
-        GS_INFO("%s: then every other size up to 2^%d (what memory holds), defaults and "
+        GS_DEBUG("%s: then every other size up to 2^%d (what memory holds), defaults and "
                 "earlier winners only, with %.0f%% of the budget kept for them",
                 dev->info.name, top, 100 * LARGE_FRAC);
 
@@ -929,6 +1152,7 @@ static int tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts
      * launch overheads hide the differences; then every group by bucket. */
     size_t ng = 0;
     int probe = PROBE_LOG2 < lo ? lo : PROBE_LOG2 > hi ? hi : PROBE_LOG2;
+    T.probe_b = probe;
     struct grp { int b; size_t ki, pi; } *gs = malloc(T.groups_total * sizeof *gs);
     if (!gs) {
         free_algos(A, na);
@@ -952,12 +1176,13 @@ static int tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts
                     gs[ng++] = (struct grp){ large[l], ki, pi };
         }
     double dense_dl = nlarge ? T.start + (1 - LARGE_FRAC) * T.budget : deadline;
+    T.phase = "dense sizes";
     for (size_t g = 0; g < ndense && !rc; g++) {
         int b = gs[g].b;
         double now = gs_now_s();
         if (g > 0 && b > lo && gs[g - 1].b != b && T.bucket_cost[b - 1] > 0 &&
             now + BUCKET_GROWTH * T.bucket_cost[b - 1] > dense_dl) {
-            GS_INFO("%s: stopping the dense sizes at n = 2^%d: the next size would not fit "
+            GS_DEBUG("%s: stopping the dense sizes at n = 2^%d: the next size would not fit "
                     "the remaining budget", dev->info.name, b - 1);
             R->budget_hit = 1;
             break;
@@ -983,6 +1208,7 @@ static int tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts
         if (!rc && b > R->max_log2)
             R->max_log2 = b;
     }
+    T.phase = "large sizes";
     for (size_t g = ndense; g < ng && !rc; g++) {
         double now = gs_now_s();
         rc = tune_large_group(&T, A, na, o->key_bits[gs[g].ki], o->payloads[gs[g].pi], gs[g].b,
@@ -998,7 +1224,7 @@ static int tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts
         rc = gs_tune_plan_write(db, T.dev_id, R, err);
     free_algos(A, na);
     R->elapsed_s = gs_now_s() - T.start;
-    GS_INFO("%s: %lu trial(s) measured, %lu reused, %lu invalid, in %.1f s%s", dev->info.name,
+    GS_DEBUG("%s: %lu trial(s) measured, %lu reused, %lu invalid, in %.1f s%s", dev->info.name,
             R->measured, R->reused, R->invalid, R->elapsed_s,
             rc ? " (stopped by an error)" : R->budget_hit ? " (budget used up)" : "");
     return rc;
@@ -1016,7 +1242,8 @@ int gs_tune_all(gs_db *db, gs_dev *devs, size_t ndev, gs_pcache *pc, const gs_tu
         gs_err_clear(&e);
         int rc = gs_tune_device(db, &devs[i], pc, o, dl, rep, &e);
         if (rep->ndevs)
-            end += rep->devs[rep->ndevs - 1].prebuild_s;   /* builds are not the budget's */
+            end += rep->devs[rep->ndevs - 1].prebuild_s +   /* builds are not the budget's */
+                   rep->devs[rep->ndevs - 1].probe_s;
         if (rc) {
             GS_ERROR("tuning device %zu (%s) failed: %s", i, devs[i].info.name, e.msg);
             if (!first) {

@@ -149,6 +149,12 @@ typedef struct gs_tune_progress {
     double elapsed_s, eta_s;
     int group_end;            /* this report closes the (algorithm, group) */
     unsigned long measured, reused, invalid;
+    const char *phase;        /* "probe", "dense sizes", "large sizes", "refining" */
+    /* the fastest time measured so far at the probe shape (u32 keys alone,
+     * n = 2^probe_log2) and its algorithm; probe_ms < 0: none yet */
+    int probe_log2;
+    double probe_ms;
+    const char *probe_algo;
 } gs_tune_progress;
 
 typedef void (*gs_tune_progress_fn)(const gs_tune_progress *p, void *ud);
@@ -178,7 +184,23 @@ typedef struct gs_tune_opts {
     gs_tune_progress_fn progress;
     void *progress_ud;
     _Atomic int *cancel;      /* non-NULL and set: start no more trials (daemon shutdown) */
+    int cpu_probe;            /* enum gs_tune_cpu_probe: device algorithms on a CPU device */
 } gs_tune_opts;
+
+/* On a CPU device the device algorithms run on the very cores the host
+ * sort uses, through the OpenCL runtime (PoCL), and a first program build
+ * there takes up to a minute. Before any program is warmed each of them is
+ * timed once at the probe shape (u32 keys alone, 2^16, its defaults) beside
+ * the host sorts; one more than GS_TUNE_CPU_DROP times the fastest host
+ * sort is not tuned on that device (the report says so once). `gsortd
+ * --tune-all --algorithms LIST` tunes what it names (GS_TUNE_PROBE_OFF); a
+ * GPU is never probed this way. */
+enum gs_tune_cpu_probe {
+    GS_TUNE_PROBE_MEASURE = 0,  /* probe (a build when the trial is not recorded) */
+    GS_TUNE_PROBE_RECORDED,     /* a recorded probe only; none: left out unbuilt (--quick) */
+    GS_TUNE_PROBE_OFF,          /* tune every device algorithm */
+};
+#define GS_TUNE_CPU_DROP 2.0
 
 /* Defaults for a budget (<= 0: GS_TUNE_DEFAULT_BUDGET): the largest bucket,
  * the payload kinds, the sample quota and the extra distributions grow with
@@ -238,6 +260,11 @@ typedef struct gs_tune_devreport {
     unsigned pruned;          /* (algorithm, large group)s skipped: far behind below */
     unsigned refined;         /* (algorithm, group)s searched again with leftover time */
     double prebuild_s;        /* program builds before the budget started */
+    double probe_s;           /* the CPU probe's trials, before the budget started */
+    char dropped[512];        /* device algorithms left out by the CPU probe, and why;
+                                 "" when none */
+    unsigned skipped;         /* (algorithm, shape) pairs the algorithm cannot serve
+                                 (vqsort with a payload): not searched */
     gs_tune_winner *winners;
     size_t nwinners, wcap;
     gs_tune_planrow *plan;
@@ -266,7 +293,14 @@ int gs_tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts *o,
  * that fails is logged and skipped; returns its error after the others. */
 int gs_tune_all(gs_db *db, gs_dev *devs, size_t ndev, gs_pcache *pc, const gs_tune_opts *o,
                 gs_tune_report *rep, gs_err *err);
+/* The full report (`--tune-all --verbose`): per device its trial counts,
+ * every group's winner and the plan row by row. */
 void gs_tune_report_print(FILE *out, const gs_tune_report *rep);
+/* The short report `--tune-all` prints (gs_summary.c): per device its
+ * trials and time, what was not tuned and why, and the plan per shape as
+ * size ranges ("u32 keys alone   host 2^10..2^15, vqsort 2^16..2^28"),
+ * with its speedup over the untuned daemon where measured. */
+void gs_tune_report_summary(FILE *out, const gs_tune_report *rep);
 void gs_tune_report_free(gs_tune_report *rep);
 
 /* Sampled versus exhaustive on one (algorithm, n, u32 keys, no payload):

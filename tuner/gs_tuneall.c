@@ -27,11 +27,15 @@
 #include "gs_time.h"
 
 /* The live progress line: redrawn with \r on a terminal; log lines clear it
- * first and redraw it after, so the two never mix. */
+ * first and redraw it after, so the two never mix. Off a terminal the same
+ * words go out as a log line at most every PIPE_EVERY_S seconds. */
+#define PIPE_EVERY_S 5.0
+
 typedef struct progress_line {
     int tty;
+    int verbose;                    /* --verbose: a log line per (algorithm, group) */
     int shown;
-    double last_draw;
+    double last_draw, last_line;
     char line[512];
     unsigned searches, unreached;   /* (algorithm, group) searches ended; none of their trials ran */
 } progress_line;
@@ -57,9 +61,13 @@ static int term_width(void)
     return 100;
 }
 
+/* Every log line of the run: standard output first (the report goes
+ * there), so that the two streams never interleave mid-line in one pipe;
+ * on a terminal around the progress line. */
 static void progress_log_sink(int level, const char *msg, void *ud)
 {
     progress_line *pl = ud;
+    fflush(stdout);
     if (pl->shown)
         fputs("\r\033[K", stderr);
     fprintf(stderr, "gsortd: %s: %s\n", gs_log_level_name(level), msg);
@@ -71,11 +79,7 @@ static void progress_log_sink(int level, const char *msg, void *ud)
 static void on_progress(const gs_tune_progress *p, void *ud)
 {
     progress_line *pl = ud;
-    char best[160], eta[32];
-    if (p->best_ms >= 0)
-        snprintf(best, sizeof best, "best %.4f ms (%s)", p->best_ms, p->best_params);
-    else
-        snprintf(best, sizeof best, "no valid configuration yet");
+    char best[160] = "", eta[32];
     fmt_duration(p->eta_s, eta, sizeof eta);
     if (p->group_end) {
         pl->searches++;
@@ -85,26 +89,45 @@ static void on_progress(const gs_tune_progress *p, void *ud)
             pl->unreached++;
             return;
         }
+        /* one line per (algorithm, group) with --verbose */
+        int lvl = pl->verbose ? GS_LOG_INFO : GS_LOG_DEBUG;
+        if (p->best_ms >= 0)
+            gs_log(lvl, "device %d %s: %s keys, payload %s, n=2^%d: best %.4f ms (%s); %u "
+                     "trial(s); group %u/%u", p->device_index, p->algorithm,
+                     p->key_bits == 64 ? "u64" : "u32", p->payload, p->bucket, p->best_ms,
+                     p->best_params, p->trials_done, p->groups_done + 1, p->groups_total);
+        else
+            gs_log(lvl, "device %d %s: %s keys, payload %s, n=2^%d: no valid configuration; %u "
+                     "trial(s); group %u/%u", p->device_index, p->algorithm,
+                     p->key_bits == 64 ? "u64" : "u32", p->payload, p->bucket, p->trials_done,
+                     p->groups_done + 1, p->groups_total);
     }
+    if (p->probe_ms > 0)
+        snprintf(best, sizeof best, "  best at u32 2^%d: %s %.4f ms", p->probe_log2,
+                 p->probe_algo, p->probe_ms);
+    double now = gs_now_s();
+    char text[512];
+    unsigned long trials = p->measured + p->reused;
+    if (!p->groups_total)       /* before the groups: builds, the probe */
+        snprintf(text, sizeof text, "[dev %d] %s%s%s", p->device_index, p->phase,
+                 p->algorithm[0] ? ": " : "", p->algorithm);
+    else
+        snprintf(text, sizeof text, "[dev %d] %s  group %u/%u  %lu trials  ETA %s%s",
+                 p->device_index, p->phase, p->groups_done + (p->groups_done < p->groups_total),
+                 p->groups_total, trials, eta, best);
     if (!pl->tty) {
-        if (p->group_end)
-            GS_INFO("device %d %s: %s keys, payload %s, n=2^%d: %s; %u trial(s); group %u/%u; "
-                    "%lu measured, %lu reused, %lu invalid so far; ETA %s", p->device_index,
-                    p->algorithm, p->key_bits == 64 ? "u64" : "u32", p->payload, p->bucket, best,
-                    p->trials_done, p->groups_done + 1, p->groups_total, p->measured, p->reused,
-                    p->invalid, eta);
+        if (pl->last_line == 0)
+            pl->last_line = now;        /* the first line after PIPE_EVERY_S */
+        else if (now - pl->last_line >= PIPE_EVERY_S) {
+            pl->last_line = now;
+            GS_INFO("tuning %s", text);
+        }
         return;
     }
-    double now = gs_now_s();
-    if (!p->group_end && now - pl->last_draw < 0.1)
+    if (now - pl->last_draw < 0.1)
         return;   /* at most 10 redraws a second */
     pl->last_draw = now;
-    char text[512];
     /* most important first: a narrow terminal cuts the end */
-    snprintf(text, sizeof text, "[dev %d] %s %s/%s 2^%d  trial %u/%u  group %u/%u  ETA %s  %s",
-             p->device_index, p->algorithm, p->key_bits == 64 ? "u64" : "u32", p->payload,
-             p->bucket, p->trials_done, p->trials_planned, p->groups_done + 1, p->groups_total,
-             eta, best);
     int w = term_width() - 1;
     if ((int)strlen(text) > w)
         text[w] = '\0';
@@ -289,6 +312,12 @@ int gs_tuneall_run(const gs_tuneall_opts *ta)
         o.max_log2 = o.large_max_log2 = ta->max_log2;
     o.restrict_spec = ta->restrict_spec;
     o.seed = ta->seed;
+    /* A quick tune builds no program for a device algorithm on a CPU
+     * device that has not been probed there before (gs_tune.h). */
+    if (nalgos)                 /* what the user named is tuned */
+        o.cpu_probe = GS_TUNE_PROBE_OFF;
+    else if (ta->quick && !(ta->budget > 0))
+        o.cpu_probe = GS_TUNE_PROBE_RECORDED;
     gs_dev *sel = ta->device >= 0 ? &devs[ta->device] : devs;
     size_t nsel = ta->device >= 0 ? 1 : ndev;
     if (cmp) {
@@ -298,31 +327,35 @@ int gs_tuneall_run(const gs_tuneall_opts *ta)
         rc = rc ? 1 : 0;
     } else {
         g_prog.tty = isatty(STDERR_FILENO);
+        g_prog.verbose = ta->verbose;
         o.progress = on_progress;
         o.progress_ud = &g_prog;
-        if (g_prog.tty)
-            gs_log_set_sink(progress_log_sink, &g_prog);
+        gs_log_set_sink(progress_log_sink, &g_prog);
         gs_tune_report rep = { 0 };
         rc = gs_tune_all(db, sel, nsel, pc, &o, &rep, &err);
         if (g_prog.shown) {
             fputs("\r\033[K", stderr);
             g_prog.shown = 0;
         }
-        gs_log_set_sink(NULL, NULL);
+        if (ta->verbose)                /* the full tables, then the summary */
+            gs_tune_report_print(stdout, &rep);
+        gs_tune_report_summary(stdout, &rep);
         if (g_prog.unreached) {
             double budget = 0;
             for (size_t i = 0; i < rep.ndevs; i++)
                 budget += rep.devs[i].budget_s;
             unsigned reached = g_prog.searches - g_prog.unreached;
             double need = reached ? budget * g_prog.searches / reached : budget * 4;
-            GS_INFO("%u of %u searches (algorithm, key width, payload, size) were not reached "
-                    "within the budget of %.0f s: their shapes are served by the nearest tuned "
-                    "ones; about --budget %.0f would reach them", g_prog.unreached,
-                    g_prog.searches, budget, ceil(need / 10) * 10);
+            printf("%u of %u searches (algorithm, key width, payload, size) were not reached "
+                   "within the budget of %.0f s: their shapes take the nearest tuned plan; "
+                   "about --budget %.0f would reach them.\n", g_prog.unreached,
+                   g_prog.searches, budget, ceil(need / 10) * 10);
         }
-        gs_tune_report_print(stdout, &rep);
         if (!rc)
-            GS_INFO("tuning took %.1f s; results in %s", rep.elapsed_s, gs_db_path(db));
+            printf("Tuning took %.1f s; results in %s%s\n", rep.elapsed_s, gs_db_path(db),
+                   ta->verbose ? "" : " (every row: gsort-query plan, gsort-query winners)");
+        fflush(stdout);
+        gs_log_set_sink(NULL, NULL);
         gs_tune_report_free(&rep);
         int corrupt = rc == GS_ECORRUPT &&
                       (sqlite3_extended_errcode(gs_db_handle(db)) & 0xff) == SQLITE_CORRUPT;

@@ -24,6 +24,7 @@ typedef struct gs_tuneall_opts {
     const char *compare;      /* --tune-compare ALGO; NULL: --tune-all */
     size_t compare_n;
     unsigned seeds;
+    int verbose;              /* --verbose: the full tables and a line per search */
 } gs_tuneall_opts;
 
 /* --tune-all, or --tune-compare when o->compare is set. */
