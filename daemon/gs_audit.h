@@ -56,8 +56,9 @@ typedef struct gs_audit_stats {
                                  by u32's): not replaced, not in unfixable */
 } gs_audit_stats;
 
-/* The audit's time after `gsortd --tune-all --quick` (seconds): a quick
- * tune is for a first look; `gsortd --audit-plan --fix` audits every row. */
+/* The audit's time after `gsortd --tune-all --quick` on a CPU device
+ * (seconds; a GPU is audited whole): a quick tune is for a first look, and
+ * `gsortd --audit-plan --fix` audits every row. */
 #define GS_AUDIT_QUICK_BUDGET 6.0
 
 /* Audit device o->device's plan in db (database device db_id) on the
