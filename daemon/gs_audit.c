@@ -404,6 +404,8 @@ typedef struct point_res {
     int losing, fixed;
     int same;                 /* a predicted row that runs what the untuned route
                                  runs: not timed */
+    char what[200];           /* the point, both routes' times, and why a plan
+                                 slower than the untuned route stands */
 } point_res;
 
 /* What the untuned route would run for n keys of shape h, routed but not
@@ -441,6 +443,7 @@ static void audit_point(actx *A, gs_db *db, int64_t db_id, gs_plans **Pp, const 
     int reps = o->reps > 0 ? (o->reps > MAX_REPS / 2 ? MAX_REPS / 2 : o->reps) : 5;
     pr->plan_untuned = pr->plan_best = -1;
     pr->losing = pr->fixed = pr->same = 0;
+    pr->what[0] = '\0';
     const gs_plans_entry *pe = gs_plans_lookup(P, kb, h->pl, 0, n);
     if (!pe)
         return;                         /* no plan for the shape: nothing to audit */
@@ -523,8 +526,17 @@ static void audit_point(actx *A, gs_db *db, int64_t db_id, gs_plans **Pp, const 
         rounds(A, h, n, two, 2, reps);
         lose = faster(alt, plan);
     }
-    if (usable(plan) && usable(unt))
+    if (usable(plan) && usable(unt)) {
         pr->plan_untuned = plan->med / unt->med;
+        /* why a slower plan stands: the untuned route runs the same sort
+         * (their difference is noise), or the timings did not show it
+         * slower by the tuner's rule (GS_TUNE_NOISE and the rank test) */
+        const char *why = lose ? "" : same_run(A, plan, unt) ? ": the same sort"
+                                    : ": not slower by the rank test";
+        snprintf(pr->what, sizeof pr->what, "%s 2^%d: %s %.4f ms, untuned %s %.4f ms%s",
+                 h->name, b, plan->algo->name, plan->med, unt->ran, unt->med,
+                 pr->plan_untuned > 1 ? why : "");
+    }
     if (usable(plan) && bestf)
         pr->plan_best = plan->med / bestf->med;
     if (plan->failed) {
@@ -699,8 +711,10 @@ int gs_audit_device(gs_sched *s, gs_db *db, int64_t db_id, const gs_audit_opts *
             st->borrowed_losing++;
         logsum += log(pr.plan_untuned);
         nratio++;
-        if (pr.plan_untuned > st->worst_untuned)
+        if (pr.plan_untuned > st->worst_untuned) {
             st->worst_untuned = pr.plan_untuned;
+            snprintf(st->worst, sizeof st->worst, "%s", pr.what);
+        }
         if (pr.plan_best > st->worst_best)
             st->worst_best = pr.plan_best;
     }

@@ -54,6 +54,8 @@ typedef struct gs_audit_stats {
     unsigned unaudited;       /* points left when budget_s ran out */
     unsigned borrowed_losing; /* losing points of a shape served by another's rows (f32
                                  by u32's): not replaced, not in unfixable */
+    char worst[200];          /* the worst plan / untuned point: shape, size, both
+                                 routes' times, and why it stands when it does */
 } gs_audit_stats;
 
 /* The audit's time after `gsortd --tune-all --quick` on a CPU device

@@ -140,9 +140,10 @@ int gs_audit_main(const gs_audit_args *a)
         if (a->brief) {
             /* the line that ends --tune-all's report for this device */
             printf("Plan audit, device %zu: %u point(s) in %.1f s, end to end through the "
-                   "daemon; plan / untuned %.2f (geometric mean), worst %.2f; %u row(s) "
-                   "replaced%s", d, st.points, gs_now_s() - t0, st.geo_untuned,
-                   st.worst_untuned, st.fixed, st.unfixable ? ", SOME STILL LOSE" : "");
+                   "daemon; plan / untuned %.2f (geometric mean), worst %.2f%s%s%s; %u "
+                   "row(s) replaced%s", d, st.points, gs_now_s() - t0, st.geo_untuned,
+                   st.worst_untuned, st.worst[0] ? " (" : "", st.worst, st.worst[0] ? ")" : "",
+                   st.fixed, st.unfixable ? ", SOME STILL LOSE" : "");
             if (st.borrowed_losing)
                 printf("; %u f32 point(s) lose on the u32 rows they share", st.borrowed_losing);
             if (st.unaudited)

@@ -26,6 +26,15 @@
 
 const size_t sc_std_sizes[] = { 0, 1, 2, 3, 31, 32, 33, 255, 1000, 4097, 65537, 1000003 };
 const size_t sc_std_nsizes = sizeof sc_std_sizes / sizeof sc_std_sizes[0];
+/* Above this, sanitized runs thin the distributions (sc_run_matrix). */
+static size_t g_thin_n = 131072;
+
+size_t sc_thin_from(size_t n)
+{
+    size_t old = g_thin_n;
+    g_thin_n = n;
+    return old;
+}
 
 /* Guard bytes written after each work buffer: an algorithm writing past n
  * elements (e.g. a rounded-up device read-back) is caught. */
@@ -1007,7 +1016,9 @@ int sc_run_sets(const gs_algo *a, gs_sort_ctx *ctx, const sc_set *sets, size_t n
                 tap_bail("set %zu does not fit this device: %s", i, err.msg);
         }
         double t1 = gs_now_s();
+        size_t thin = sc_thin_from(0);
         fails += sc_run_matrix(a, ctx, &q, sets[i].sizes, sets[i].nsizes, label);
+        sc_thin_from(thin);
         tap_diag("%s %zu: %.1f s", diag, i, gs_now_s() - t1);
     }
     return fails;
@@ -1069,6 +1080,15 @@ int sc_run_matrix(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p,
     if (!pstr[0])
         snprintf(pstr, sizeof pstr, "(no params)");
 
+    /* Under the sanitizers (tools/run-sanitizers sets GSORT_TEST_SANITIZED)
+     * a size above g_thin_n runs one distribution per group, a different
+     * one in each group, so every distribution still meets every such size
+     * somewhere: these cases were most of a kernel test's time there (the
+     * large sizes, and the extreme parameter sets at every size), and the
+     * plain run keeps them all. */
+    const int thin = getenv("GSORT_TEST_SANITIZED") != NULL;
+    int group = 0;
+
     size_t maxn = 0;
     for (size_t i = 0; i < nsizes; i++)
         if (sizes[i] > maxn)
@@ -1107,6 +1127,10 @@ int sc_run_matrix(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p,
                     for (int dist = 0; dist < SC_DIST_COUNT; dist++) {
                         size_t n = sizes[si];
                         if (dist_float_only(dist) && !dt_isfloat((gs_dtype)t))
+                            continue;
+                        if (thin && n > g_thin_n && dist != group % SC_DIST_COUNT &&
+                            !(dist_float_only(group % SC_DIST_COUNT) &&
+                              !dt_isfloat((gs_dtype)t) && dist == SC_RANDOM))
                             continue;
                         uint64_t seed = case_seed(base, (gs_dtype)t, dist, n);
                         char why[512] = "";
@@ -1151,6 +1175,7 @@ int sc_run_matrix(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p,
                        failed ? " (some failed)" : "");
                 failed_total += failed;
                 cases_total += cases;
+                group++;
             }
         }
     }

@@ -64,6 +64,13 @@ int sc_check_nan_device(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p);
 int sc_run_matrix(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p,
                   const size_t *sizes, size_t nsizes, const char *label);
 
+/* Under the sanitizers (GSORT_TEST_SANITIZED set, tools/run-sanitizers)
+ * sc_run_matrix runs sizes above this one distribution per group, a
+ * different one in each group; elsewhere every case runs. Returns the old
+ * threshold (by default 2^17). sc_run_sets thins every size of its extreme
+ * sets (0 while they run); a test may do the same around its own. */
+size_t sc_thin_from(size_t n);
+
 /* A parameter set for sc_run_sets with the sizes to run it over. */
 typedef struct sc_set {
     long v[4];              /* the algorithm's parameters, in a->params order (v[3] only
@@ -73,7 +80,8 @@ typedef struct sc_set {
 } sc_set;
 #define SC_SIZES(list) (list), sizeof(list) / sizeof(list)[0]
 
-/* The matrix for each set in turn (sc_run_matrix with `label`): wg_size
+/* The matrix for each set in turn (sc_run_matrix with `label`; thinned at
+ * every size under the sanitizers, see sc_thin_from): wg_size
  * first lowered to cap_wg when cap_wg > 0; with `fit`, the set is then
  * fitted to the device (sc_fit_set) and the test bails out if check()
  * still refuses it. A diagnostic "<diag> I: S s" times each. Returns the
