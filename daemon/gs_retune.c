@@ -5,11 +5,13 @@
  * keeps serving them with the built-in defaults. Each plan is then audited
  * on the serving scheduler (gs_audit.h): rows that lose to the untuned
  * defaults are replaced, and a plan that still loses is removed. When it
- * is done it wakes the loop (uv_async_t), which re-opens the database so
- * the new plans take effect. Shutdown cancels it between and within devices (tune_cancel) and
- * waits for it before the loop stops. A database that failed its check
- * (gs_srv.c's srv_db_open) is never tuned into; one the thread finds
- * damaged stops it, and the re-open after it checks the whole file. */
+ * is done it wakes the loop (uv_async_t), which calls the done callback
+ * the server gave (gs_srv.c: re-open the database so the new plans take
+ * effect); this file calls nothing of the server's. Shutdown cancels it
+ * between and within devices (tune_cancel) and waits for it before the
+ * loop stops. A database that failed its open-time check is never tuned
+ * into; one the thread finds damaged stops it, and the re-open after it
+ * checks the whole file. */
 #include "config.h"
 #include "gs_srv_int.h"
 
@@ -18,7 +20,7 @@
 
 #include "gs_audit.h"
 #include "gs_log.h"
-#include "gs_srv.h"
+#include "gs_srv.h"   /* gs_srv_opts */
 #include "gs_time.h"
 #include "gs_tune.h"
 
@@ -102,9 +104,7 @@ static void on_tune_done(uv_async_t *h)
         return;
     pthread_join(s->tune_th, NULL);
     s->tune_running = 0;
-    if (!s->draining)
-        srv_db_open(s);   /* the new plans take effect */
-    srv_check_drained(s);
+    s->tune_done(s);
 }
 
 static void start_tuning(srv *s)
@@ -131,8 +131,9 @@ static void start_tuning(srv *s)
     s->tune_running = 1;
 }
 
-void srv_retune_start(srv *s)
+void srv_retune_start(srv *s, void (*done)(srv *s))
 {
+    s->tune_done = done;
     /* The handle exists either way: the loop's shutdown closes it. */
     uv_async_init(&s->loop, &s->tune_async, on_tune_done);
     s->tune_async.data = s;

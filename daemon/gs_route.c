@@ -26,7 +26,6 @@
 #include "gs_log.h"
 #include "gs_merge.h"
 #include "gs_sched_int.h"
-#include "gs_tune.h"
 #include "gs_time.h"
 
 
@@ -197,15 +196,9 @@ static void host_cand(const gs_sched *s, const gs_sort_req *r, gs_plan plan, can
  * the tuner would need to cover it. */
 static void shape_hint(gs_payload pl, char *buf, size_t len)
 {
-    double need = gs_tune_payload_budget(pl);
-    if (need < 0)
-        snprintf(buf, len, "gsortd --tune-all does not tune payload %s", gs_payload_name(pl));
-    else if (need > 0)
-        snprintf(buf, len, "gsortd --tune-all tunes payload %s with --budget %.0f or more",
-                 gs_payload_name(pl), need);
-    else
-        snprintf(buf, len, "gsortd --tune-all tunes it unless its --payloads leave %s out or "
-                 "its --budget runs out first", gs_payload_name(pl));
+    /* every payload kind is tuned at any budget (docs/TUNING.md) */
+    snprintf(buf, len, "gsortd --tune-all tunes it unless its --payloads leave %s out or its "
+             "--budget runs out first", gs_payload_name(pl));
 }
 
 /* Log once per device and request shape (key width, payload kind,

@@ -1,8 +1,10 @@
 /* Where and how each sort runs. Every enabled device has one worker thread
  * with its own queue; the host sort has a pool of threads sharing a queue;
  * OpenCL work never runs on the event-loop thread. The loop thread routes a
- * request (gs_sched_route): the device's tuned plan from the database for
- * its key class, payload kind, stability and size, or built-in defaults
+ * request (gs_sched_route): the device's tuned plan, loaded from the
+ * database into memory when the daemon starts or reloads (gs_plans.h;
+ * routing itself reads no database), for its key class, payload kind,
+ * stability and size, or built-in defaults
  * (with one warning per device) when it has none; a queue that is busy may
  * send the request to another device or to the host when that is predicted
  * to finish sooner. A device run that fails falls back to the host sort in

@@ -219,6 +219,15 @@ static int reload_conf(srv *s)
     return 0;
 }
 
+/* A background tune (gs_retune.c) has ended: its plans take effect unless
+ * the daemon is on its way out. */
+static void on_retune_done(srv *s)
+{
+    if (!s->draining)
+        srv_db_open(s);
+    srv_check_drained(s);
+}
+
 static void on_signal(uv_signal_t *h, int signum)
 {
     srv *s = h->data;
@@ -340,7 +349,7 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
         sigs[i]->data = s;
         uv_signal_start(sigs[i], on_signal, signums[i]);
     }
-    srv_retune_start(s);
+    srv_retune_start(s, on_retune_done);
 
     GS_INFO("serving on %s (%s%zu devices, %u host threads, %u I/O loop%s, database %s)",
             s->lis.path, s->lis.adopted ? "socket-activated, " : "", gs_sched_ndev(s->sched), ht,

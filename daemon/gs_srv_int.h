@@ -276,6 +276,7 @@ struct srv {
     int tune_running;
     _Atomic int tune_cancel;
     uv_async_t tune_async;
+    void (*tune_done)(struct srv *s);   /* on the main loop when a tune ends */
     int tune_dev[64];
     size_t tune_ndev;
 };
@@ -441,7 +442,9 @@ void srv_acl_uids_free(srv *s);
 /* ---- gs_retune.c: background tuning ---- */
 
 /* Set up the thread's wake-up handle and, with tune_missing, start tuning
- * the devices that have no plan. */
-void srv_retune_start(srv *s);
+ * the devices that have no plan; `done` runs on the main loop when the
+ * tune has ended (gs_srv.c: the new plans take effect), never after a
+ * tune that did not start. */
+void srv_retune_start(srv *s, void (*done)(srv *s));
 
 #endif

@@ -25,7 +25,7 @@
  * and counted, and every pass reads private memory with exact counts;
  * past it a pass that reads the caller's keys keeps its writes inside the
  * destination whatever they hold and checks its cursors against its
- * counts, stopping the sort with gs_sort_raced when they differ; a
+ * counts, stopping the sort with gs_err_raced when they differ; a
  * bucket's passes read only the scratch and the worker's buffers. */
 #include "config.h"
 #include "gs_algos.h"
@@ -1168,7 +1168,7 @@ static int host_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p
              ph.buckets, ph.passes, gs_now_ms() - tf);
     gs_hostpool_leave(&team);
     job_free(&j);
-    return raced ? gs_sort_raced("host", err) : 0;
+    return raced ? gs_err_raced("host", err) : 0;
 }
 
 const gs_algo gs_algo_host = {

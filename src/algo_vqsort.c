@@ -180,7 +180,7 @@ static int vq_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p,
     }
     gs_hostpool_leave(&team);
     gs_scratch_put(j.own, req->n * j.ks);
-    return atomic_load(&m.unsorted) ? gs_sort_raced("vqsort", err) : 0;
+    return atomic_load(&m.unsorted) ? gs_err_raced("vqsort", err) : 0;
 }
 
 const gs_algo gs_algo_vqsort = {

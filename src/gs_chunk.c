@@ -1,4 +1,5 @@
-/* Out-of-core sorts and the merge of sorted pieces (gs_chunk.h). The
+/* The merge of sorted pieces for out-of-core sorts (gs_chunk.h; the sort
+ * itself is gs_chunk_sort.c). The
  * merge reads the caller's arrays into the scratch once, encoding the keys
  * to unsigned total order (gs_keys.h) on the way so gs_merge.h compares
  * plain integers, then merges the scratch back into the caller's arrays in
@@ -167,7 +168,7 @@ int gs_chunk_merge(const gs_sort_req *req, size_t *bounds, size_t npieces, gs_so
         /* pieces the client rewrote after they were sorted: merged within
          * bounds (gs_merge.h), but the result is no sort */
         if (atomic_load_explicit(&mg.unsorted, memory_order_relaxed))
-            rc = gs_sort_raced("out of core", err);
+            rc = gs_err_raced("out of core", err);
     }
     gs_hostpool_leave(&team);
     gs_scratch_put(kscr, req->n * m.ks);
@@ -197,58 +198,4 @@ int gs_chunk_rescue(const gs_sort_req *req, size_t *bounds, size_t npieces,
                                  npieces), rc;
     }
     return gs_chunk_merge(req, bounds, npieces, st, err);
-}
-
-int gs_chunk_sort(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
-                  const gs_params *p, size_t chunk_n, gs_sort_stats *st, gs_err *err)
-{
-    double t0 = gs_now_ms();
-    memset(st, 0, sizeof *st);
-    if (chunk_n == 0 || chunk_n >= req->n)
-        return gs_sort_run(a, ctx, req, p, st, err);
-    unsigned lanes;
-    if (gs_chunk_device_route(a, ctx, &lanes))
-        return gs_chunk_twopass(a, ctx, req, p, chunk_n, lanes, st, err);
-    size_t npieces = (req->n + chunk_n - 1) / chunk_n;
-    size_t *bounds = malloc((npieces + 1) * sizeof *bounds);
-    if (!bounds)
-        return gs_err_set(err, GS_ENOMEM, "out-of-core sort: out of memory");
-    int rc = 0;
-    unsigned char *sorted = calloc(npieces, 1);
-    if (!sorted) {
-        free(bounds);
-        return gs_err_set(err, GS_ENOMEM, "out-of-core sort: out of memory");
-    }
-    for (size_t c = 0; c < npieces; c++)
-        bounds[c] = c * chunk_n;
-    for (size_t c = 0; c < npieces && rc == 0; c++) {
-        size_t lo = c * chunk_n, len = req->n - lo < chunk_n ? req->n - lo : chunk_n;
-        gs_sort_req piece = gs_chunk_piece(req, lo, len);
-        gs_sort_stats cs;
-        rc = gs_sort_run(a, ctx, &piece, p, &cs, err);
-        gs_sort_stats_add(st, &cs);
-        st->output_touched = cs.output_touched;
-        if (rc < 0)
-            gs_err_prefix(err, "out-of-core piece %zu of %zu (%zu keys): ", c + 1, npieces, len);
-        else
-            sorted[c] = 1;
-    }
-    bounds[npieces] = req->n;
-    st->chunks = (unsigned)npieces;
-    if (rc == 0) {
-        rc = gs_chunk_merge(req, bounds, npieces, st, err);
-    } else if (!st->output_touched) {
-        char why[GS_ERR_MSG_MAX];
-        snprintf(why, sizeof why, "%s", err->msg);
-        rc = gs_chunk_rescue(req, bounds, npieces, sorted, why, st, err);
-        st->output_touched = rc < 0;   /* permuted, indices lost: not to be sorted again */
-    }
-    free(sorted);
-    free(bounds);
-    st->wall_ms = gs_now_ms() - t0;
-    if (rc == 0)
-        GS_DEBUG("%s: sorted %zu %s out of core, %zu pieces of %zu, merged in %.3f ms (%.3f ms "
-                 "in all)", a->name, req->n, gs_dtype_name(req->dtype), npieces, chunk_n,
-                 st->merge_ms, st->wall_ms);
-    return rc;
 }

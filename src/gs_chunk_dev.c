@@ -18,7 +18,7 @@
  * copied from the caller's arrays, which a client may rewrite during pass
  * 1 (issue 32): the cuts are checked against the runs before any gather
  * (cuts_valid) and a sort whose cuts fail, or whose item noticed the race,
- * ends with gs_sort_raced's error. */
+ * ends with gs_err_raced's error. */
 #include "config.h"
 #include "gs_chunk.h"
 #include "gs_chunk_int.h"
@@ -418,10 +418,10 @@ int gs_chunk_twopass(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
         if (!cuts_valid(&t)) {
             /* the pieces changed under pass 1: the client's doing, its data */
             gs_hostpool_leave(&team);
-            rc = gs_sort_raced(a->name, err);
+            rc = gs_err_raced(a->name, err);
             st->output_touched = 1;
         } else if ((rc = run_pass(&t, 2, lanes, nlanes, &team)) == GS_EINVAL) {
-            /* a segment's sort found its keys rewritten (gs_sort_raced) */
+            /* a segment's sort found its keys rewritten (gs_err_raced) */
             gs_hostpool_leave(&team);
             gs_err_set(err, rc, "%s", t.err.msg);
             st->output_touched = 1;

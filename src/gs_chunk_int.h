@@ -1,5 +1,6 @@
-/* What gs_chunk.c and gs_chunk_dev.c share: the device route itself (two
- * passes through the device, gs_chunk_dev.c). */
+/* What the out-of-core files share: the device route (two passes through
+ * the device, gs_chunk_dev.c) and the host's rescue of a failed device's
+ * pieces (gs_chunk.c), both called from gs_chunk_sort.c. */
 #ifndef GS_CHUNK_INT_H
 #define GS_CHUNK_INT_H
 

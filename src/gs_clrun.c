@@ -371,7 +371,7 @@ int gs_clrun_raced_check(gs_clrun *r, gs_err *err)
     cl_int crc = clEnqueueReadBuffer(r->q, r->raced, CL_TRUE, 0, sizeof v, &v, 0, NULL, NULL);
     if (crc != CL_SUCCESS)
         return gs_cl_fail(err, "clEnqueueReadBuffer", crc, "%s: race flag", r->algo);
-    return v ? gs_sort_raced(r->algo, err) : 0;
+    return v ? gs_err_raced(r->algo, err) : 0;
 }
 
 int gs_clrun_clear(gs_clrun *r, cl_mem m, size_t bytes, gs_err *err)

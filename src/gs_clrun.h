@@ -132,7 +132,7 @@ void gs_clrun_force_hostile(int mode);
  * it finds a position out of its bounds: one zeroed word, made on the
  * first call and kept for the run, passed as the kernel's last argument. */
 int gs_clrun_raced(gs_clrun *r, cl_mem *out, gs_err *err);
-/* After the queue has finished: GS_EINVAL (gs_sort_raced) when a kernel
+/* After the queue has finished: GS_EINVAL (gs_err_raced) when a kernel
  * set the race flag, else 0 (also when none was made). */
 int gs_clrun_raced_check(gs_clrun *r, gs_err *err);
 /* Zero `bytes` of a scratch buffer: a hostile pass may leave slots of its

@@ -50,6 +50,13 @@ int gs_err_prefix(gs_err *e, const char *fmt, ...)
     return e->code;
 }
 
+int gs_err_raced(const char *algo, gs_err *err)
+{
+    return gs_err_set(err, GS_EINVAL, "%s: the keys changed while they were being sorted "
+                      "(the client wrote its shared memory during the sort); the result is "
+                      "not sorted", algo);
+}
+
 const char *gs_strerror(int code)
 {
     switch (code) {

@@ -46,6 +46,16 @@ int gs_err_set(gs_err *e, int code, const char *fmt, ...)
 int gs_err_prefix(gs_err *e, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* The error when a pass finds the keys
+ * were not the ones an earlier pass counted, i.e. the client rewrote its
+ * shared memory while it was being sorted (issue 32). Client memory is
+ * hostile input: every pass that derives positions from keys read earlier
+ * bounds them, and a pass that notices the mismatch says so with this
+ * (GS_EINVAL, "ALGO: the keys changed while they were being sorted ...").
+ * A race a pass does not notice may leave a wrong order; never an access
+ * out of bounds. */
+int gs_err_raced(const char *algo, gs_err *err);
+
 /* Short name of a code: "GS_ENOMEM". */
 const char *gs_strerror(int code);
 

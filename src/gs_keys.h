@@ -55,7 +55,7 @@ typedef struct gs_nan_save {
 
 /* Before a sort of req (a no-op for non-float keys): if any NaN key is not
  * the canonical one, save every NaN's bits and payload element in input
- * order. GS_EINVAL (gs_sort_raced) when the keys' NaNs changed between its
+ * order. GS_EINVAL (gs_err_raced) when the keys' NaNs changed between its
  * count and its copy (a client rewriting its shared memory, issue 32). */
 int gs_keys_nan_save(const gs_sort_req *req, gs_nan_save *s, gs_err *err);
 /* After a sort of req by any algorithm, stable or not: overwrite the NaN

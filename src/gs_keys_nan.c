@@ -264,7 +264,7 @@ int gs_keys_nan_save(const gs_sort_req *req, gs_nan_save *s, gs_err *err)
     for (size_t c = 0; c < nch; c++)
         if (ch[c].raced) {
             free(buf);
-            return gs_sort_raced("sort", err);
+            return gs_err_raced("sort", err);
         }
     s->count = count;
     s->bits = buf;

@@ -1,5 +1,5 @@
 /* Default locations of gsortd's files: the program-binary cache and the
- * data directory (future tuning database). An explicit GSORTD_* variable
+ * data directory (the tuning database). An explicit GSORTD_* variable
  * wins; root gets the system directories (/var/cache, /var/lib); other
  * users get the XDG base directories, falling back to $HOME. */
 #ifndef GS_PATHS_H

@@ -148,13 +148,6 @@ long gs_max_wg(const gs_dev_info *info, long cap)
     return cap;
 }
 
-int gs_sort_raced(const char *algo, gs_err *err)
-{
-    return gs_err_set(err, GS_EINVAL, "%s: the keys changed while they were being sorted "
-                      "(the client wrote its shared memory during the sort); the result is "
-                      "not sorted", algo);
-}
-
 int gs_check_buffers(const char *algo, const gs_dev_info *in, uint64_t n, size_t ks,
                      size_t vs, gs_err *err)
 {

@@ -97,15 +97,6 @@ int gs_params_take(const char *algo, const gs_param_def *defs, size_t ndefs,
 int gs_check_buffers(const char *algo, const gs_dev_info *in, uint64_t n, size_t ks,
                      size_t vs, gs_err *err);
 
-/* For algorithm implementations: the error when a pass finds the keys
- * were not the ones an earlier pass counted, i.e. the client rewrote its
- * shared memory while it was being sorted (issue 32). Client memory is
- * hostile input: every pass that derives positions from keys read earlier
- * bounds them, and a pass that notices the mismatch says so with this
- * (GS_EINVAL, "ALGO: the keys changed while they were being sorted ...").
- * A race a pass does not notice may leave a wrong order; never an access
- * out of bounds. */
-int gs_sort_raced(const char *algo, gs_err *err);
 /* For algorithm implementations: GS_ETOOBIG naming CL_DEVICE_GLOBAL_MEM_SIZE
  * when a sort of n keys needs about `total` bytes of device memory (`what`
  * says what they hold, e.g. "double buffered") and the device has less. */

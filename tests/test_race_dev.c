@@ -9,7 +9,7 @@
  * global merge levels); then out of core (the device route, one and two
  * pieces on the device at once, and the host merge) and a split's merge
  * (gs_chunk_merge of parts sorted on the devices). Each must return 0 or
- * GS_EINVAL (gs_sort_raced) and never access out of bounds: every device
+ * GS_EINVAL (gs_err_raced) and never access out of bounds: every device
  * buffer carries a guard (gs_clrun_guard) and every raced array one of
  * the test's own, all checked after each sort (a CPU device's kernels are
  * not seen by the sanitizers). Meanwhile another thread sorts private

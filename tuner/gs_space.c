@@ -156,13 +156,6 @@ void gs_tune_params_text(const gs_params *p, char *buf, size_t len)
 
 /* ---- options ---- */
 
-double gs_tune_payload_budget(gs_payload p)
-{
-    /* Every payload kind the protocol serves, at any budget (issue 18): a
-     * shape left untuned is served by a borrowed plan, never measured. */
-    return (int)p >= 0 && p < GS_PL_COUNT ? 0 : -1;
-}
-
 void gs_tune_opts_init(gs_tune_opts *o, double budget_s)
 {
     memset(o, 0, sizeof *o);
@@ -172,11 +165,9 @@ void gs_tune_opts_init(gs_tune_opts *o, double budget_s)
     o->key_bits[0] = 32;
     o->key_bits[1] = 64;
     o->nkey_bits = 2;
-    for (int p = 0; p < GS_PL_COUNT; p++) {
-        double need = gs_tune_payload_budget((gs_payload)p);
-        if (need >= 0 && budget_s >= need)
-            o->payloads[o->npayloads++] = (gs_payload)p;
-    }
+    /* every payload kind the protocol serves, at any budget (issue 18) */
+    for (int p = 0; p < GS_PL_COUNT; p++)
+        o->payloads[o->npayloads++] = (gs_payload)p;
     o->min_log2 = GS_TUNE_MIN_LOG2;
     /* 2^20 for the default budget, two more buckets per 4x the budget;
      * at least 2^16, so even a quick run sees the host/device crossover. */

@@ -206,10 +206,6 @@ enum gs_tune_cpu_probe {
  * the payload kinds, the sample quota and the extra distributions grow with
  * it (see docs/TUNING.md). */
 void gs_tune_opts_init(gs_tune_opts *o, double budget_s);
-/* The smallest --budget (seconds) whose defaults tune payload kind p, or a
- * negative value when no budget does (the daemon's log names it when a
- * request finds no plan for that kind). */
-double gs_tune_payload_budget(gs_payload p);
 
 typedef struct gs_tune_winner {
     char algorithm[32];

@@ -7,7 +7,7 @@
  * the input's bytes again, or nothing), whether it writes the keys or the
  * values, and how long it waits before starting. The arrays lie between
  * inaccessible pages, so an access past either end faults here too. A sort
- * must return 0 or the raced error (gs_sort_raced); without a writer it
+ * must return 0 or the raced error (gs_err_raced); without a writer it
  * must return 0 with the keys in order (and an argsort's indices pointing
  * at equal keys); anything else, a crash or a sanitizer report is a
  * finding. Also built with the normal compiler into the corpus replay test
