@@ -36,6 +36,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "gs_hooks.h"
 #include "gs_log.h"
 #include "gs_reply.h"
 #include "gs_time.h"
@@ -727,10 +728,7 @@ void srv_conn_setup(srv *s)
     s->refuse_log.what = "refusals";
     s->accept_log.what = "accept failures";
     srv_acl_uids_init(s);
-    /* Test hook: the per-uid cap for every uid, so that a test not run
-     * as root can see it on its own. */
-    const char *ca = getenv("GSORTD_TEST_UID_CAP_ALL");
-    s->uid_cap_all = ca && ca[0] == '1';
+    s->uid_cap_all = gs_hooks_get()->uid_cap_all;
 }
 
 void srv_conn_teardown(srv *s)

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gs_hooks.h"
 #include "gs_log.h"
 #include "gs_time.h"
 
@@ -24,24 +25,12 @@
 #define MEASURE_TEST_MAX_LOG2 14   /* under the test hook (PoCL: slow) */
 #define REPS 3
 
-/* Test hook GSORTD_TEST_DEFAULTS: "gpu" gives every device a GPU's
- * defaults and measures them (so the suite runs the measurement on PoCL);
- * "gpu:N" the same with the crossover fixed at 2^N, not measured. */
-static int test_hook(int *fixed_log2)
-{
-    const char *h = getenv("GSORTD_TEST_DEFAULTS");
-    *fixed_log2 = -1;
-    if (!h || strncmp(h, "gpu", 3))
-        return 0;
-    if (h[3] == ':')
-        *fixed_log2 = atoi(h + 4);
-    return 1;
-}
-
 void sched_defaults_init(sdev *sd)
 {
-    int fixed;
-    int hook = test_hook(&fixed);
+    /* test hook (gs_hooks.h): a GPU's defaults on PoCL, so the suite runs
+     * the measurement, or a fixed crossover */
+    const gs_hooks *hk = gs_hooks_get();
+    int hook = hk->defaults_gpu, fixed = hk->defaults_gpu ? hk->defaults_log2 : -1;
     gs_dev_info gpu_like = sd->dev->info;
     if (hook)
         gpu_like.type = CL_DEVICE_TYPE_GPU;
@@ -78,8 +67,7 @@ void sched_defaults_measure(gs_sched *s, int d)
     sdev *sd = &s->devs[d];
     if (!sd->dflt_measure)
         return;
-    int fixed;
-    int max = test_hook(&fixed) ? MEASURE_TEST_MAX_LOG2 : MEASURE_MAX_LOG2;
+    int max = gs_hooks_get()->defaults_gpu ? MEASURE_TEST_MAX_LOG2 : MEASURE_MAX_LOG2;
     size_t nmax = (size_t)1 << max;
     uint32_t *in = malloc(nmax * sizeof *in), *work = malloc(nmax * sizeof *work);
     if (!in || !work) {

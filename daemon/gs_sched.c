@@ -21,6 +21,7 @@
 
 #include "gs_chunk.h"
 #include "gs_clrun.h"
+#include "gs_hooks.h"
 #include "gs_log.h"
 #include "gs_sched_int.h"
 #include "gs_bufpool.h"
@@ -356,10 +357,7 @@ int gs_sched_start(gs_sched **out, gs_dev *devs, size_t ndev, const gs_sched_opt
     s->pc = o->pc;
     s->host_rate[0] = 1e-5;   /* 10 ns per 32-bit key until measured */
     s->host_rate[1] = 2e-5;
-    /* Test hook: split whenever two devices can serve, predicted faster or
-     * not, so the suite runs the split on two PoCL devices. */
-    const char *ts = getenv("GSORTD_TEST_SPLIT");
-    s->test_split = ts && ts[0] == '1';
+    s->test_split = gs_hooks_get()->split_always;
     int rc = 0;
     if (queue_init(&s->hostq) || pthread_mutex_init(&s->mu, NULL)) {
         free(s->host_th);

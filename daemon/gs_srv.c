@@ -22,6 +22,7 @@
 
 #include "gs_db.h"
 #include "gs_listen.h"
+#include "gs_hooks.h"
 #include "gs_log.h"
 #include "gs_sched.h"
 #include "gs_srv_int.h"
@@ -262,29 +263,17 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
     atomic_store(&s->pin.cap, gs_conf_pinned_cap(&s->conf));
     s->req_cap = gs_conf_request_cap(&s->conf);
     gs_bufpool_set_share(s->conf.buffer_pool_percent);
-    /* Test hook: register blocks with CPU devices too, so that the pinned
-     * path runs on PoCL in the test suite. */
-    const char *pa = getenv("GSORTD_TEST_PIN_ANY");
-    s->pin.any_device = pa && pa[0] == '1';
-    const char *po = getenv("GSORTD_TEST_PIN_ONCE");
-    s->pin_once = !po || strcmp(po, "0") != 0;
-    /* Test hook: "MIN,CHUNK" stages copies of MIN bytes and more through
-     * pinned buffers of CHUNK bytes on every device (gs_stage.h). */
-    const char *st = getenv("GSORTD_TEST_STAGE");
-    unsigned long smin, schunk;
-    if (st && sscanf(st, "%lu,%lu", &smin, &schunk) == 2 && smin && schunk) {
-        gs_stage_force(smin, schunk);
+    /* test hooks (gs_hooks.h): paths a GPU takes, forced on PoCL */
+    const gs_hooks *hk = gs_hooks_get();
+    s->pin.any_device = hk->pin_any_device;
+    s->pin_once = !hk->pin_once_off;
+    if (hk->stage_min) {
+        gs_stage_force(hk->stage_min, hk->stage_chunk);
         gs_clrun_no_adopt(1);       /* copy as a GPU does, not in place */
     }
-    /* Test hook: "host", or "device" with ":LANES", picks where out-of-core
-     * pieces are merged (gs_chunk_force), so PoCL runs the GPU's route. */
-    const char *oc = getenv("GSORTD_TEST_OOC");
-    if (oc && !strncmp(oc, "host", 4))
-        gs_chunk_force(GS_CHUNK_HOST, 0);
-    else if (oc && !strncmp(oc, "device", 6))
-        gs_chunk_force(GS_CHUNK_DEVICE, oc[6] == ':' ? (unsigned)atoi(oc + 7) : 0);
-    const char *ocp = getenv("GSORTD_TEST_OOC_COPY");
-    gs_chunk_copy_plain(ocp && !strcmp(ocp, "plain"));
+    if (hk->ooc_route >= 0)
+        gs_chunk_force(hk->ooc_route, hk->ooc_lanes);
+    gs_chunk_copy_plain(hk->ooc_copy_plain);
     int rc = srv_acl_load(s, &s->conf, err);
     if (rc < 0) {
         pthread_mutex_destroy(&s->conf_mu);
