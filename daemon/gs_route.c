@@ -10,9 +10,10 @@
  * another device or to the host when that is predicted to finish sooner.
  * Predictions come from the plan's measured time scaled linearly from its
  * bucket to n, or, without a plan, from a per-route rate (ms per key)
- * learned from the runs served so far (gs_sched.c learns them). The queues
- * and workers that then run the job are gs_sched.c's; both share
- * gs_sched_int.h. */
+ * learned from the runs served so far (gs_queue.c learns them); what an
+ * out-of-core sort and a queue's backlog cost is gs_predict.c's. The
+ * workers that then run the job are gs_sched.c's, the queues gs_queue.c's;
+ * they share gs_sched_int.h. */
 #include "config.h"
 #include "gs_sched.h"
 
@@ -91,80 +92,6 @@ void gs_sched_set_db(gs_sched *s, gs_db *db)
         gs_plans_free(pts[i]);
     free(ids);
     free(pts);
-}
-
-/* ---- out of core: the device memory cap and the pieces that fit ---- */
-
-void gs_sched_set_mem_cap(gs_sched *s, uint64_t bytes)
-{
-    atomic_store(&s->mem_cap, bytes);
-}
-
-const gs_dev *sched_capped_dev(const gs_sched *s, int d, gs_dev *tmp)
-{
-    const gs_dev *dev = s->devs[d].dev;
-    uint64_t cap = atomic_load(&s->mem_cap);
-    if (!cap || (dev->info.max_alloc <= cap && dev->info.global_mem <= cap))
-        return dev;
-    /* check() reads only the device's info: a copy with the limits lowered */
-    memcpy(tmp, dev, sizeof *tmp);
-    if (tmp->info.max_alloc > cap)
-        tmp->info.max_alloc = cap;
-    if (tmp->info.global_mem > cap)
-        tmp->info.global_mem = cap;
-    return tmp;
-}
-
-/* The most pieces an out-of-core sort is cut into: beyond it the pieces
- * are too small for a device to be worth it. */
-#define FIT_MAX_PIECES 4096
-
-int sched_fit(const gs_sched *s, int d, const gs_algo *a, const gs_sort_req *req,
-              const gs_params *p, size_t *chunk_n, gs_err *err)
-{
-    gs_dev tmp;
-    const gs_dev *dev = sched_capped_dev(s, d, &tmp);
-    *chunk_n = 0;
-    if (!a->check)
-        return 0;
-    int rc = a->check(dev, req, p, err);
-    if (rc != GS_ETOOBIG)
-        return rc;
-    gs_sort_req piece = *req;
-    for (size_t k = 2; k <= FIT_MAX_PIECES; k = k < 8 ? k + 1 : 2 * k) {
-        piece.n = gs_chunk_size(req->n, k);
-        gs_err pe;
-        gs_err_clear(&pe);
-        int prc = a->check(dev, &piece, p, &pe);
-        if (prc == 0) {
-            *chunk_n = piece.n;
-            return 0;
-        }
-        if (prc != GS_ETOOBIG)
-            break;
-    }
-    return rc;   /* the whole request's reason */
-}
-
-/* The host merge of `pieces` sorted pieces of r: a k-way round per
- * GS_MERGE_FANIN (two passes over the keys and values, gs_chunk.c) at about a third of a host
- * sort's time (a radix sort makes three or more such passes). */
-double sched_merge_ms(const gs_sched *s, const gs_sort_req *r, size_t pieces)
-{
-    double rounds = pieces > 1 ? ceil(log((double)pieces) / log(GS_MERGE_FANIN)) : 0;
-    double ms = s->host_rate[gs_dtype_size(r->dtype) == 8] * (double)r->n / 3 * rounds;
-    return r->payload != GS_PL_NONE ? 1.5 * ms : ms;
-}
-
-double sched_ooc_ms(const gs_sched *s, int d, const gs_algo *a, const gs_sort_req *r,
-                    double whole_ms, size_t chunk_n)
-{
-    gs_sort_ctx ctx = { .dev = s->devs[d].dev };
-    unsigned lanes;
-    /* the device route sorts every key twice, at the device's rate */
-    if (gs_chunk_device_route(a, &ctx, &lanes))
-        return 2 * whole_ms;
-    return whole_ms + sched_merge_ms(s, r, (r->n + chunk_n - 1) / chunk_n);
 }
 
 /* ---- candidates and the choice ---- */
@@ -283,18 +210,6 @@ static int device_cand(gs_sched *s, int d, const gs_job *j, cand *c)
     if (c->chunk_n)
         c->ms = sched_ooc_ms(s, d, c->algo, r, c->ms, c->chunk_n);
     return 0;
-}
-
-double sched_route_backlog(gs_sched *s, int dev)
-{
-    unsigned len;
-    double b;
-    if (dev < 0) {
-        sched_queue_load(&s->hostq, &len, &b);
-        return b / s->nhost;
-    }
-    sched_queue_load(&s->devs[dev].q, &len, &b);
-    return b;
 }
 
 static void apply(gs_job *j, const cand *c)

@@ -1,4 +1,4 @@
-/* The scheduler's queues and workers (gs_sched.h): every enabled device has
+/* The scheduler's workers (gs_sched.h): every enabled device has
  * one worker thread with its own queue, the host sort a pool of threads
  * sharing one; OpenCL work never runs on the event-loop thread. A device
  * run that fails falls back to the host sort in the worker, so the request
@@ -6,10 +6,14 @@
  * the device and repeated failures rest the device for a while. Finished
  * jobs go back to the event loop that submitted them through its sink (a
  * uv_async_t), where the learned rates the router predicts with are
- * updated. Which queue a job goes to is gs_route.c's decision. The routing
- * state is under the scheduler's lock (several loops route), the queues
- * under theirs, and the device health flags are atomics written by
- * workers; the state both halves share is in gs_sched_int.h. */
+ * updated. Which queue a job goes to is gs_route.c's decision; the
+ * queues, the hand-back and the learned rates are gs_queue.c's. The
+ * routing state is under the scheduler's lock (several loops route), the
+ * queues under theirs, and the device health flags are atomics written by
+ * workers; the state the files share is in gs_sched_int.h. The floors,
+ * each calling only those below it: gs_route.c and this file (neither
+ * calls the other), gs_split.c (the split decision and its parts),
+ * gs_predict.c, gs_queue.c. */
 #include "config.h"
 #include "gs_sched.h"
 
@@ -34,117 +38,6 @@ typedef struct worker_arg {
     gs_sched *s;
     int dev;
 } worker_arg;
-
-int sched_algo_index(const gs_algo *a)
-{
-    for (size_t i = 0; i < gs_algo_count() && i < MAX_ALGOS; i++)
-        if (gs_algo_at(i) == a)
-            return (int)i;
-    return 0;
-}
-
-/* ---- queues ---- */
-
-static int queue_init(queue *q)
-{
-    memset(q, 0, sizeof *q);
-    if (pthread_mutex_init(&q->mu, NULL) != 0)
-        return -1;
-    if (pthread_cond_init(&q->cv, NULL) != 0) {
-        pthread_mutex_destroy(&q->mu);
-        return -1;
-    }
-    return 0;
-}
-
-/* Link j at the end of the list head..tail (the caller holds its lock). */
-static void job_append(gs_job **head, gs_job **tail, gs_job *j)
-{
-    j->next = NULL;
-    if (*tail)
-        (*tail)->next = j;
-    else
-        *head = j;
-    *tail = j;
-}
-
-void sched_queue_push(queue *q, gs_job *j)
-{
-    pthread_mutex_lock(&q->mu);
-    job_append(&q->head, &q->tail, j);
-    q->len++;
-    q->backlog_ms += j->predicted_ms;
-    pthread_cond_signal(&q->cv);
-    pthread_mutex_unlock(&q->mu);
-}
-
-/* Next job, or NULL once stopped and empty. */
-static gs_job *queue_pop(queue *q)
-{
-    pthread_mutex_lock(&q->mu);
-    while (!q->head && !q->stop)
-        pthread_cond_wait(&q->cv, &q->mu);
-    gs_job *j = q->head;
-    if (j) {
-        q->head = j->next;
-        if (!q->head)
-            q->tail = NULL;
-    }
-    pthread_mutex_unlock(&q->mu);
-    return j;
-}
-
-static void queue_finish(queue *q, const gs_job *j)
-{
-    pthread_mutex_lock(&q->mu);
-    q->len--;
-    q->backlog_ms -= j->predicted_ms;
-    if (q->len == 0 || q->backlog_ms < 0)
-        q->backlog_ms = 0;
-    pthread_mutex_unlock(&q->mu);
-}
-
-void sched_queue_load(queue *q, unsigned *len, double *backlog)
-{
-    pthread_mutex_lock(&q->mu);
-    *len = q->len;
-    *backlog = q->backlog_ms;
-    pthread_mutex_unlock(&q->mu);
-}
-
-static void queue_stop(queue *q)
-{
-    pthread_mutex_lock(&q->mu);
-    q->stop = 1;
-    pthread_cond_broadcast(&q->cv);
-    pthread_mutex_unlock(&q->mu);
-}
-
-/* ---- handing finished jobs back to their loops ---- */
-
-void sched_hand_back(gs_job *j)
-{
-    gs_sched_sink *k = j->sink;
-    j->t_done = gs_now_ms();
-    pthread_mutex_lock(&k->mu);
-    job_append(&k->head, &k->tail, j);
-    pthread_mutex_unlock(&k->mu);
-    uv_async_send(&k->async);
-}
-
-/* Below this many keys a run says too little about a route's rate. */
-#define LEARN_MIN_N 4096
-
-void sched_learn(gs_sched *s, double *rate, const gs_job *j)
-{
-    /* checked before the lock: the many small requests never take it */
-    if (j->rc < 0 || j->req.n < LEARN_MIN_N || j->st.wall_ms <= 0)
-        return;
-    double r = j->st.wall_ms / (double)j->req.n;
-    pthread_mutex_lock(&s->mu);
-    *rate = *rate > 0 ? 0.8 * *rate + 0.2 * r : r;
-    pthread_mutex_unlock(&s->mu);
-}
 
 /* A worker is done with j: back to its loop, or, for a part of a split,
  * to the split (the last part merges and hands the request back). */
@@ -268,11 +161,11 @@ static void *worker_main(void *arg)
         atomic_store(&s->devs[d].dflt_known, 1);
     }
     gs_job *j;
-    while ((j = queue_pop(q))) {
+    while ((j = sched_queue_pop(q))) {
         j->t_start = gs_now_ms();
         if (j->dev < 0) {
             run_host(s, j);
-            queue_finish(q, j);
+            sched_queue_finish(q, j);
             job_done(s, j);
             continue;
         }
@@ -282,7 +175,7 @@ static void *worker_main(void *arg)
             ctx.host_pinned = gs_pin_ensure(j->pin, s->devs[d].dev) == GS_PIN_PINNED;
         j->rc = gs_chunk_sort(j->algo, &ctx, &j->req, &j->run_params, j->chunk_n, &j->st,
                               &j->err);
-        queue_finish(q, j);
+        sched_queue_finish(q, j);
         if (j->rc == 0) {
             atomic_store(&s->devs[d].fails, 0);
         } else if (j->rc != GS_EINVAL && device_failed(s, d, j)) {
@@ -359,7 +252,7 @@ int gs_sched_start(gs_sched **out, gs_dev *devs, size_t ndev, const gs_sched_opt
     s->host_rate[1] = 2e-5;
     s->test_split = gs_hooks_get()->split_always;
     int rc = 0;
-    if (queue_init(&s->hostq) || pthread_mutex_init(&s->mu, NULL)) {
+    if (sched_queue_init(&s->hostq) || pthread_mutex_init(&s->mu, NULL)) {
         free(s->host_th);
         free(s->devs);
         free(s);
@@ -373,7 +266,7 @@ int gs_sched_start(gs_sched **out, gs_dev *devs, size_t ndev, const gs_sched_opt
         sd->db_id = -1;
         sd->rate_ms_per_key = devs[i].info.type & CL_DEVICE_TYPE_GPU ? 2e-6 : 2e-5;
         sched_defaults_init(sd);
-        queue_init(&sd->q);
+        sched_queue_init(&sd->q);
         if (!device_chosen(o->devices, i)) {
             GS_INFO("device %zu (%s): not used (devices = %s)", i, devs[i].info.name, o->devices);
             continue;
@@ -403,12 +296,12 @@ void gs_sched_stop(gs_sched *s)
         return;
     for (size_t i = 0; i < s->ndev; i++) {
         sdev *sd = &s->devs[i];
-        queue_stop(&sd->q);
+        sched_queue_stop(&sd->q);
         if (sd->started)
             pthread_join(sd->th, NULL);
     }
     /* Device workers may have pushed fallbacks to the host queue: stop it last. */
-    queue_stop(&s->hostq);
+    sched_queue_stop(&s->hostq);
     for (unsigned t = 0; t < s->host_started; t++)
         pthread_join(s->host_th[t], NULL);
     for (size_t i = 0; i < s->ndev; i++) {
@@ -426,12 +319,6 @@ void gs_sched_stop(gs_sched *s)
 }
 
 /* ---- submitting, and what the info op shows ---- */
-
-int sched_dev_healthy(sdev *sd)
-{
-    double until = atomic_load(&sd->rest_until);
-    return until == 0.0 || gs_now_ms() >= until;
-}
 
 void gs_sched_set_inline_max(gs_sched *s, size_t n)
 {

@@ -14,8 +14,9 @@
  * back to the event loop that submitted them through that loop's sink (a
  * uv_async_t): the daemon runs several loops, and routing may run on all of
  * them at once (the routing state has its own lock). A large request may
- * be split over several devices at once (gs_split.c). Routing is gs_route.c,
- * the queues and workers gs_sched.c. */
+ * be split over several devices at once (gs_split.c). Routing is gs_route.c
+ * with its predictions in gs_predict.c, the workers gs_sched.c, the queues
+ * gs_queue.c. */
 #ifndef GS_SCHED_H
 #define GS_SCHED_H
 

@@ -86,8 +86,18 @@ typedef struct sched_cand {
     size_t chunk_n;          /* out of core: piece size; 0: whole */
 } sched_cand;
 
+/* ---- the queues, hand-back, rates and health (gs_queue.c) ---- */
+
+/* Set up a queue; 0 or -1. */
+int sched_queue_init(queue *q);
 /* Queue a job on q (its predicted_ms joins the backlog). */
 void sched_queue_push(queue *q, struct gs_job *j);
+/* The next job, waiting for one; NULL once the queue is stopped and empty. */
+struct gs_job *sched_queue_pop(queue *q);
+/* A popped job has run: its predicted time leaves the backlog. */
+void sched_queue_finish(queue *q, const struct gs_job *j);
+/* Wake the queue's workers to stop. */
+void sched_queue_stop(queue *q);
 /* A queue's predicted backlog for a new job: device d's, or the host
  * pool's (d < 0) shared by its threads. Takes the queue's lock. */
 double sched_route_backlog(gs_sched *s, int d);

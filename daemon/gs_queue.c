@@ -1,0 +1,132 @@
+/* The scheduler's lowest floor (gs_sched_int.h): the run queues (a job
+ * pushed with its predicted time joins the queue's backlog, which routing
+ * reads), the hand-back of a finished job to its loop's sink, the learned
+ * rates, and a device's health. The workers (gs_sched.c), the router
+ * (gs_route.c, gs_predict.c) and a split's parts (gs_split.c) all stand on
+ * it; it calls none of them. */
+#include "config.h"
+#include "gs_sched.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "gs_sched_int.h"
+#include "gs_time.h"
+
+int sched_algo_index(const gs_algo *a)
+{
+    for (size_t i = 0; i < gs_algo_count() && i < MAX_ALGOS; i++)
+        if (gs_algo_at(i) == a)
+            return (int)i;
+    return 0;
+}
+
+/* ---- queues ---- */
+
+int sched_queue_init(queue *q)
+{
+    memset(q, 0, sizeof *q);
+    if (pthread_mutex_init(&q->mu, NULL) != 0)
+        return -1;
+    if (pthread_cond_init(&q->cv, NULL) != 0) {
+        pthread_mutex_destroy(&q->mu);
+        return -1;
+    }
+    return 0;
+}
+
+/* Link j at the end of the list head..tail (the caller holds its lock). */
+static void job_append(gs_job **head, gs_job **tail, gs_job *j)
+{
+    j->next = NULL;
+    if (*tail)
+        (*tail)->next = j;
+    else
+        *head = j;
+    *tail = j;
+}
+
+void sched_queue_push(queue *q, gs_job *j)
+{
+    pthread_mutex_lock(&q->mu);
+    job_append(&q->head, &q->tail, j);
+    q->len++;
+    q->backlog_ms += j->predicted_ms;
+    pthread_cond_signal(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+}
+
+/* Next job, or NULL once stopped and empty. */
+gs_job *sched_queue_pop(queue *q)
+{
+    pthread_mutex_lock(&q->mu);
+    while (!q->head && !q->stop)
+        pthread_cond_wait(&q->cv, &q->mu);
+    gs_job *j = q->head;
+    if (j) {
+        q->head = j->next;
+        if (!q->head)
+            q->tail = NULL;
+    }
+    pthread_mutex_unlock(&q->mu);
+    return j;
+}
+
+void sched_queue_finish(queue *q, const gs_job *j)
+{
+    pthread_mutex_lock(&q->mu);
+    q->len--;
+    q->backlog_ms -= j->predicted_ms;
+    if (q->len == 0 || q->backlog_ms < 0)
+        q->backlog_ms = 0;
+    pthread_mutex_unlock(&q->mu);
+}
+
+void sched_queue_load(queue *q, unsigned *len, double *backlog)
+{
+    pthread_mutex_lock(&q->mu);
+    *len = q->len;
+    *backlog = q->backlog_ms;
+    pthread_mutex_unlock(&q->mu);
+}
+
+void sched_queue_stop(queue *q)
+{
+    pthread_mutex_lock(&q->mu);
+    q->stop = 1;
+    pthread_cond_broadcast(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+}
+
+/* ---- handing finished jobs back to their loops ---- */
+
+void sched_hand_back(gs_job *j)
+{
+    gs_sched_sink *k = j->sink;
+    j->t_done = gs_now_ms();
+    pthread_mutex_lock(&k->mu);
+    job_append(&k->head, &k->tail, j);
+    pthread_mutex_unlock(&k->mu);
+    uv_async_send(&k->async);
+}
+
+/* Below this many keys a run says too little about a route's rate. */
+#define LEARN_MIN_N 4096
+
+void sched_learn(gs_sched *s, double *rate, const gs_job *j)
+{
+    /* checked before the lock: the many small requests never take it */
+    if (j->rc < 0 || j->req.n < LEARN_MIN_N || j->st.wall_ms <= 0)
+        return;
+    double r = j->st.wall_ms / (double)j->req.n;
+    pthread_mutex_lock(&s->mu);
+    *rate = *rate > 0 ? 0.8 * *rate + 0.2 * r : r;
+    pthread_mutex_unlock(&s->mu);
+}
+
+int sched_dev_healthy(sdev *sd)
+{
+    double until = atomic_load(&sd->rest_until);
+    return until == 0.0 || gs_now_ms() >= until;
+}
