@@ -30,7 +30,7 @@ void sched_defaults_init(sdev *sd)
     /* test hook (gs_hooks.h): a GPU's defaults on PoCL, so the suite runs
      * the measurement, or a fixed crossover */
     const gs_hooks *hk = gs_hooks_get();
-    int hook = hk->defaults_gpu, fixed = hk->defaults_gpu ? hk->defaults_log2 : -1;
+    int hook = hk->defaults_gpu, fixed = hk->defaults_log2;   /* -1: measured */
     gs_dev_info gpu_like = sd->dev->info;
     if (hook)
         gpu_like.type = CL_DEVICE_TYPE_GPU;

@@ -138,6 +138,41 @@ void dmn_init(void)
     close(fd);
 }
 
+/* A field of the daemon's stats ("memory.used", "blocks.not_kept"); -1
+ * when it cannot be read. */
+double dmn_stat(const dmn *d, const char *obj, const char *field)
+{
+    gs_client *c = NULL;
+    gs_err err;
+    cJSON *r = NULL;
+    double v = -1;
+    if (gs_client_connect(&c, d->sock, &err) == 0 && gs_client_call(c, "stats", &r, &err) == 0) {
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(r, obj), field);
+        v = cJSON_IsNumber(x) ? x->valuedouble : -1;
+    } else {
+        tap_diag("stats: %s", err.msg);
+    }
+    cJSON_Delete(r);
+    gs_client_close(c);
+    return v;
+}
+
+/* Wait up to `s` seconds for stats obj.field to reach `want` (cmp 0: equal,
+ * 1: at least); the last value read. */
+double dmn_wait_stat(const dmn *d, const char *obj, const char *field, double want,
+                     int atleast, double s)
+{
+    double v = -1, t0 = gs_now_s();
+    do {
+        v = dmn_stat(d, obj, field);
+        if (atleast ? v >= want : v == want)
+            break;
+        dmn_sleep(0.05);
+    } while (gs_now_s() - t0 < s);
+    return v;
+}
+
 double dmn_slowdown(void)
 {
     return g_slow;

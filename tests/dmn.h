@@ -91,6 +91,13 @@ int dmn_bind(const char *path, int type, int backlog);
 double dmn_slowdown(void);
 /* Sleep `s` seconds, signals notwithstanding. */
 void dmn_sleep(double s);
+/* A field of d's stats reply, read on a connection of its own
+ * ("memory", "used"; "bytes", "in"); -1 when it cannot be read. */
+double dmn_stat(const dmn *d, const char *obj, const char *field);
+/* Wait up to `s` seconds for stats obj.field to equal `want` (atleast 0)
+ * or reach it (atleast 1); the last value read. */
+double dmn_wait_stat(const dmn *d, const char *obj, const char *field, double want, int atleast,
+                     double s);
 /* Write all `len` bytes to socket `fd` (test framing, half messages): 0,
  * or -1 when the peer is gone. */
 int dmn_send_raw(int fd, const void *buf, size_t len);

@@ -128,21 +128,6 @@ static int log_has(const dmn *d, const char *needle)
     return found;
 }
 
-/* Wait (up to 10 s) until `field` of the daemon's stats equals `want`. */
-static double wait_stat(const dmn *d, const char *field, double want)
-{
-    double v = -1;
-    for (int i = 0; i < 200; i++) {
-        gs_client *c = connect_to(d);
-        v = stat_of(c, field);
-        gs_client_close(c);
-        if (v == want)
-            break;
-        usleep(50000);
-    }
-    return v;
-}
-
 static void test_pinned(void)
 {
     static dmn d;
@@ -242,7 +227,7 @@ static void test_pinned(void)
            stat_of(c2, "pinned_bytes") == (double)(shm.size + shm2.size),
            "three one-shot blocks: each mapped for its sort, none kept or pinned, all correct");
     gs_client_close(c);
-    double left = wait_stat(&d, "pinned_bytes", (double)shm2.size);
+    double left = dmn_wait_stat(&d, "blocks", "pinned_bytes", (double)shm2.size, 0, 10);
     tap_ok(left == (double)shm2.size, "closing the first connection gives its pinned bytes "
            "back (%.0f left)", left);
 
@@ -437,7 +422,7 @@ static void test_pinned_ooc(void)
     int ok1 = sort_in_block(c, &small, &sm, "radix", &r2);
     double p1 = stat_of(c, "pinned");
     int ok2 = sort_in_block(c, &one, &big, "radix", &r1);
-    double p2 = stat_of(c, "pinned"), left = wait_stat(&d, "pinned_bytes", 0);
+    double p2 = stat_of(c, "pinned"), left = dmn_wait_stat(&d, "blocks", "pinned_bytes", 0, 0, 10);
     tap_ok(ok1 && ok2 && r2.chunks == 0 && p1 == 0 && r1.chunks >= 2 && p2 == 1 && left == 0,
            "one-shot blocks: in core not pinned (%.0f), out of core (%u pieces) pinned once "
            "(%.0f) and given back with the block (%.0f bytes left)", p1, r1.chunks, p2, left);

@@ -1433,25 +1433,12 @@ static void test_busy(void)
      * "bytes in"), then a moment for it to be routed and queued: a fixed
      * sleep was too short for the upload under the sanitizers on a loaded
      * 2-core machine, and the small request then found the device idle. */
-    gs_client *c = conn(&d);
-    uint64_t want = ((uint64_t)1 << 23) * 4, in = 0;
-    for (int i = 0; i < (int)(600 * dmn_slowdown()) && in < want; i++) {
-        cJSON *r = NULL;
-        gs_err e;
-        in = 0;
-        if (gs_client_call(c, "stats", &r, &e) == 0) {
-            const cJSON *v = cJSON_GetObjectItemCaseSensitive(
-                cJSON_GetObjectItemCaseSensitive(r, "bytes"), "in");
-            in = cJSON_IsNumber(v) ? (uint64_t)v->valuedouble : 0;
-        }
-        cJSON_Delete(r);
-        if (in < want)
-            dmn_sleep(0.05);
-    }
+    double want = (double)((size_t)1 << 23) * 4;
+    double in = dmn_wait_stat(&d, "bytes", "in", want, 1, 30 * dmn_slowdown());
     if (in < want)
-        tap_diag("busy: the daemon read %llu of the big request's %llu bytes in time",
-                 (unsigned long long)in, (unsigned long long)want);
+        tap_diag("busy: the daemon read %.0f of the big request's %.0f bytes in time", in, want);
     dmn_sleep(0.1);   /* routed and queued (or running) by now */
+    gs_client *c = conn(&d);
     gs_client_result res;
     memset(&res, 0, sizeof res);
     int ok = sort_ok(c, GS_DT_U32, GS_PL_NONE, 0, 65536, 42, NULL, 0, why, sizeof why, &res);

@@ -348,41 +348,6 @@ static long rss_kib(pid_t pid)
     return v;
 }
 
-/* A field of the daemon's stats ("memory.used", "blocks.not_kept"); -1
- * when it cannot be read. */
-static double stat_of(const dmn *d, const char *obj, const char *field)
-{
-    gs_client *c = NULL;
-    gs_err err;
-    cJSON *r = NULL;
-    double v = -1;
-    if (gs_client_connect(&c, d->sock, &err) == 0 && gs_client_call(c, "stats", &r, &err) == 0) {
-        const cJSON *x = cJSON_GetObjectItemCaseSensitive(
-            cJSON_GetObjectItemCaseSensitive(r, obj), field);
-        v = cJSON_IsNumber(x) ? x->valuedouble : -1;
-    } else {
-        tap_diag("stats: %s", err.msg);
-    }
-    cJSON_Delete(r);
-    gs_client_close(c);
-    return v;
-}
-
-/* Wait up to `s` seconds for stats obj.field to reach `want` (cmp 0: equal,
- * 1: at least); the last value read. */
-static double wait_stat(const dmn *d, const char *obj, const char *field, double want, int atleast,
-                        double s)
-{
-    double v = -1, t0 = gs_now_s();
-    do {
-        v = stat_of(d, obj, field);
-        if (atleast ? v >= want : v == want)
-            break;
-        dmn_sleep(0.05);
-    } while (gs_now_s() - t0 < s);
-    return v;
-}
-
 static int ping_ok(const dmn *d)
 {
     gs_client *c = NULL;
@@ -470,9 +435,9 @@ static void test_stalled(void)
     int full = 0;
     for (int i = 0; i < STALL_CONNS; i++)
         full += sent[i] == bytes - MIB;
-    double waiting = wait_stat(&d, "memory", "waiting", STALL_CONNS - 2, 0, 10);
+    double waiting = dmn_wait_stat(&d, "memory", "waiting", STALL_CONNS - 2, 0, 10);
     long rss1 = rss_kib(d.pid);
-    double used = stat_of(&d, "memory", "used");
+    double used = dmn_stat(&d, "memory", "used");
     tap_diag("daemon VmRSS %ld KiB before, %ld KiB with %d uploads of 32 MiB stalled (%d of "
              "them nearly whole); memory.used %.0f, waiting %.0f", rss0, rss1, STALL_CONNS,
              full, used, waiting);
@@ -501,7 +466,7 @@ static void test_stalled(void)
                 ascending(out, STALL_N);
         cJSON_Delete(r);
     }
-    double w2 = wait_stat(&d, "memory", "waiting", STALL_CONNS - 4, 0, 10);
+    double w2 = dmn_wait_stat(&d, "memory", "waiting", STALL_CONNS - 4, 0, 10);
     tap_ok(done == 2 && w2 == STALL_CONNS - 4, "the two finish sorted (%d) and two waiting "
            "uploads are admitted in their place (waiting %.0f)", done, w2);
     /* Those two are read to the end and answered; the others still wait. */
@@ -523,13 +488,13 @@ static void test_stalled(void)
     tap_ok(more == 2 && whole == 2 && rss2 - rss0 <= 160 * 1024,
            "the two uploads that waited are read and sorted (%d of %d); RSS still within "
            "max_memory (+%ld KiB)", more, whole, rss2 - rss0);
-    double waited = stat_of(&d, "memory", "waited"), peak = stat_of(&d, "memory", "peak");
+    double waited = dmn_stat(&d, "memory", "waited"), peak = dmn_stat(&d, "memory", "peak");
     tap_ok(waited >= STALL_CONNS - 2 && peak <= 160.0 * MIB, "stats: %.0f requests waited; "
            "the peak charge %.0f is within max_memory", waited, peak);
     for (int i = 0; i < STALL_CONNS; i++)
         close(fds[i]);
-    double u = wait_stat(&d, "memory", "used", 0, 0, 10);
-    double wt = stat_of(&d, "memory", "waiting");
+    double u = dmn_wait_stat(&d, "memory", "used", 0, 0, 10);
+    double wt = dmn_stat(&d, "memory", "waiting");
     tap_ok(u == 0 && wt == 0, "the clients gone, nothing is charged or waiting (used %.0f, "
            "waiting %.0f)", u, wt);
     free(keys);
@@ -593,7 +558,7 @@ static void test_uid_share(void)
     int full = 0;
     for (int i = 0; i < SHARE_CONNS; i++)
         full += sent[i] == bytes - MIB;
-    double used = stat_of(&d, "memory", "used");
+    double used = dmn_stat(&d, "memory", "used");
     tap_ok(full == 2 && used == 64.0 * MIB,
            "one uid's two stalled 16 MiB uploads (32 MiB each) are admitted: its 64 MiB share "
            "of max_memory = 160M (admitted %d, used %.0f)", full, used);
@@ -640,7 +605,7 @@ static void test_uid_share(void)
     close(fd);
     for (int i = 0; i < SHARE_CONNS; i++)
         close(fds[i]);
-    double u = wait_stat(&d, "memory", "used", 0, 0, 10);
+    double u = dmn_wait_stat(&d, "memory", "used", 0, 0, 10);
     tap_ok(u == 0, "the clients gone, nothing is charged (used %.0f)", u);
     free(keys);
     free(out);
@@ -732,9 +697,9 @@ static void test_wait_refuse(void)
     send_header(a, hdr);
     size_t sa = send_some(a, keys, bytes - 4096, 2);
     send_header(b, hdr);
-    double w = wait_stat(&d, "memory", "waiting", 1, 0, 5);
+    double w = dmn_wait_stat(&d, "memory", "waiting", 1, 0, 5);
     double t0 = gs_now_s();
-    double w1 = wait_stat(&d, "memory", "refused", 1, 0, 10);
+    double w1 = dmn_wait_stat(&d, "memory", "refused", 1, 0, 10);
     double dt = gs_now_s() - t0;
     tap_ok(sa == bytes - 4096 && w == 1 && w1 == 1 && dt >= 0.5,
            "a second 48 MiB claim beside one of 48 in 64M waits (waiting %.0f), then is "
@@ -754,7 +719,7 @@ static void test_wait_refuse(void)
 
     /* Waiting, then admitted when the first is done. */
     send_header(b, hdr);
-    double w2 = wait_stat(&d, "memory", "waiting", 1, 0, 5);
+    double w2 = dmn_wait_stat(&d, "memory", "waiting", 1, 0, 5);
     size_t rest = send_some(a, (char *)keys + sa, bytes - sa, 5);
     r = read_reply(a, out, bytes, 60);
     int a_ok = rest == bytes - sa && r && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "ok")) &&
@@ -779,7 +744,7 @@ static void test_wait_refuse(void)
     char mwhy[600];
     int mfd = memfd_keys(n * 4, n);
     int mrc0 = memfd_send(m, mfd, n, mwhy, sizeof mwhy);
-    w2 = wait_stat(&d, "memory", "waiting", 1, 0, 5);
+    w2 = dmn_wait_stat(&d, "memory", "waiting", 1, 0, 5);
     rest = send_some(b, (char *)keys + sa, bytes - sa, 5);
     r = read_reply(b, out, bytes, 60);
     cJSON_Delete(r);
@@ -800,7 +765,7 @@ static void test_wait_refuse(void)
     uint32_t *big = calloc(nb, 4);
     gs_client_sort s = { .dtype = GS_DT_U32, .n = nb, .keys = big, .device = -1,
                          .algorithm = "host" };
-    double rf0 = stat_of(&d, "memory", "refused"), wd0 = stat_of(&d, "memory", "waited");
+    double rf0 = dmn_stat(&d, "memory", "refused"), wd0 = dmn_stat(&d, "memory", "waited");
     t0 = gs_now_s();
     int rc = big ? gs_client_sort_run(c, &s, NULL, &err) : GS_ENOMEM;
     dt = gs_now_s() - t0;
@@ -812,7 +777,7 @@ static void test_wait_refuse(void)
     int fd = memfd_keys(40 * MIB, 0);
     int mrc = memfd_sort(c, fd, nb, why, sizeof why);
     close(fd);
-    double rf1 = stat_of(&d, "memory", "refused"), wd1 = stat_of(&d, "memory", "waited");
+    double rf1 = dmn_stat(&d, "memory", "refused"), wd1 = dmn_stat(&d, "memory", "waited");
     tap_ok(mrc == GS_ETOOBIG && strstr(why, "max_memory") && rf1 == rf0 + 2 && wd1 == wd0,
            "the same in a memfd: %s; both refused without waiting (refused +%.0f, waited +%.0f, "
            "%.2f s)", why, rf1 - rf0, wd1 - wd0, dt);
@@ -853,37 +818,37 @@ static void test_kept_bounds(void)
     /* each file twice: the second time it is kept, if the bounds let it */
     for (int k = 0; k < 2; k++)
         ok &= !memfd_sort(a, fa, 100, why, sizeof why) && !memfd_sort(b, fb, 100, why, sizeof why);
-    double kept = stat_of(&d, "blocks", "kept_bytes");
+    double kept = dmn_stat(&d, "blocks", "kept_bytes");
     tap_ok(ok && kept == 96.0 * MIB, "two clients keep a 48 MiB memfd each: kept_bytes %.0f "
            "(%s)", kept, ok ? "sorted" : why);
-    double nk0 = stat_of(&d, "blocks", "not_kept");
+    double nk0 = dmn_stat(&d, "blocks", "not_kept");
     ok = 1;
     for (int k = 0; k < 3; k++)
         ok &= !memfd_sort(c, fc, 100, why, sizeof why);
-    double nk1 = stat_of(&d, "blocks", "not_kept");
-    kept = stat_of(&d, "blocks", "kept_bytes");
+    double nk1 = dmn_stat(&d, "blocks", "not_kept");
+    kept = dmn_stat(&d, "blocks", "kept_bytes");
     tap_ok(ok && kept == 96.0 * MIB && nk1 == nk0 + 2,
            "a third client's 48 MiB memfd does not fit max_mapped_bytes = 96M: not kept "
            "(not_kept +%.0f), its requests still sorted (%s); kept_bytes %.0f", nk1 - nk0,
            ok ? "sorted" : why, kept);
     ok = !memfd_sort(a, fbig, 100, why, sizeof why) && !memfd_sort(a, fbig, 100, why, sizeof why);
-    double nk2 = stat_of(&d, "blocks", "not_kept");
-    tap_ok(ok && nk2 == nk1 + 1 && stat_of(&d, "blocks", "kept_bytes") == 96.0 * MIB,
+    double nk2 = dmn_stat(&d, "blocks", "not_kept");
+    tap_ok(ok && nk2 == nk1 + 1 && dmn_stat(&d, "blocks", "kept_bytes") == 96.0 * MIB,
            "a 65 MiB memfd is over max_mapped_bytes_per_client = 64M: not kept, sorted (%s)",
            ok ? "sorted" : why);
     ok = !memfd_sort(a, fa2, 100, why, sizeof why) && !memfd_sort(a, fa2, 100, why, sizeof why);
-    tap_ok(ok && stat_of(&d, "blocks", "kept_bytes") == 96.0 * MIB &&
-               stat_of(&d, "blocks", "not_kept") == nk2,
+    tap_ok(ok && dmn_stat(&d, "blocks", "kept_bytes") == 96.0 * MIB &&
+               dmn_stat(&d, "blocks", "not_kept") == nk2,
            "a client's second 48 MiB file takes the room of its first (least recently used)");
     gs_client_close(b);
-    double k2 = wait_stat(&d, "blocks", "kept_bytes", 48.0 * MIB, 0, 10);
+    double k2 = dmn_wait_stat(&d, "blocks", "kept_bytes", 48.0 * MIB, 0, 10);
     ok = !memfd_sort(c, fc, 100, why, sizeof why);
-    double k3 = stat_of(&d, "blocks", "kept_bytes");
+    double k3 = dmn_stat(&d, "blocks", "kept_bytes");
     tap_ok(k2 == 48.0 * MIB && ok && k3 == 96.0 * MIB,
            "a client gone gives its bytes back (%.0f), and the third client's file is kept now "
            "(%.0f)", k2, k3);
-    tap_ok(stat_of(&d, "blocks", "max_mapped_bytes") == 96.0 * MIB &&
-               stat_of(&d, "blocks", "max_mapped_bytes_per_client") == 64.0 * MIB,
+    tap_ok(dmn_stat(&d, "blocks", "max_mapped_bytes") == 96.0 * MIB &&
+               dmn_stat(&d, "blocks", "max_mapped_bytes_per_client") == 64.0 * MIB,
            "stats: the bounds");
     gs_client_close(a);
     gs_client_close(c);
@@ -936,7 +901,7 @@ static void test_sparse_attack(void)
             }
         }
     }
-    double kept = stat_of(&d, "blocks", "kept_bytes"), cap = stat_of(&d, "blocks",
+    double kept = dmn_stat(&d, "blocks", "kept_bytes"), cap = dmn_stat(&d, "blocks",
                                                                      "max_mapped_bytes");
     tap_ok(failed == 0 && sorted == 2 * nf && kept >= 0 && kept <= cap,
            "%d sparse 32 TiB memfds sent twice: every 16-byte request sorted (%d, %d failed%s%s),"
@@ -945,8 +910,8 @@ static void test_sparse_attack(void)
     gs_err err;
     int rc = small_sort(&d, (size_t)16 << 20, &err);
     tap_ok(rc == 0, "another client's 64 MiB sort meanwhile: %s", rc ? err.msg : "sorted");
-    tap_ok(stat_of(&d, "blocks", "not_kept") >= nf, "stats: not_kept %.0f",
-           stat_of(&d, "blocks", "not_kept"));
+    tap_ok(dmn_stat(&d, "blocks", "not_kept") >= nf, "stats: not_kept %.0f",
+           dmn_stat(&d, "blocks", "not_kept"));
     for (int i = 0; i < ATTACKERS; i++)
         gs_client_close(att[i]);
     for (int i = 0; i < nf; i++)
