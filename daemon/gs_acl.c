@@ -89,9 +89,9 @@ int srv_acl_load(srv *s, const gs_conf *cf, gs_err *err)
 {
     unsigned u[GS_CONF_MAX_IDS], g[GS_CONF_MAX_IDS];
     size_t nu, ng;
-    int rc = gs_conf_parse_ids("allow_uids", cf->allow_uids, 0, u, &nu, NULL, 0, err);
+    int rc = gs_conf_parse_ids(GS_CONF_KEY(allow_uids), cf->allow_uids, 0, u, &nu, NULL, 0, err);
     if (rc == 0)
-        rc = gs_conf_parse_ids("allow_gids", cf->allow_gids, 1, g, &ng, NULL, 0, err);
+        rc = gs_conf_parse_ids(GS_CONF_KEY(allow_gids), cf->allow_gids, 1, g, &ng, NULL, 0, err);
     if (rc < 0)
         return rc;
     srv_acl *a = &s->acl;

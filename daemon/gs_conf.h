@@ -1,9 +1,10 @@
 /* The daemon's configuration: defaults, the config file (man/gsortd.conf.5,
  * sample in etc/gsortd.conf) and command-line overrides, all through one
- * setter so a key means the same thing wherever it is written. The file is
- * "key = value" lines; '#' starts a comment; blank lines are ignored.
- * Sizes take K/M/G/T suffixes (powers of 1024), durations ms/s/m/h (a bare
- * number is seconds), booleans yes/no/true/false/on/off/1/0. */
+ * setter so a key means the same thing wherever it is written; every key is
+ * one row of the table in gs_conf_keys.c. The file is "key = value" lines;
+ * '#' starts a comment; blank lines are ignored. Sizes take K/M/G/T
+ * suffixes (powers of 1024), durations ms/s/m/h (a bare number is
+ * seconds), booleans yes/no/true/false/on/off/1/0. */
 #ifndef GS_CONF_H
 #define GS_CONF_H
 
@@ -148,6 +149,12 @@ const char *gs_conf_default_path(void);
  * for a bad value (the message names the key and says what is accepted);
  * `c` is unchanged on failure. */
 int gs_conf_set(gs_conf *c, const char *key, const char *value, gs_err *err);
+/* The name of the key that sets the gs_conf field at byte `off`, NULL for
+ * none. GS_CONF_KEY(db) is the name of the key that sets c->db: code that
+ * sets or names a key by its field spells no key name again, and a
+ * misspelt field does not compile. */
+const char *gs_conf_key_name(size_t off);
+#define GS_CONF_KEY(field) gs_conf_key_name(offsetof(gs_conf, field))
 /* Read a config file into `c`. GS_ENOTFOUND (errno ENOENT) when the file
  * does not exist, GS_EIO when it cannot be read, GS_EINVAL for any bad line
  * ("PATH:LINE: ..."). All or nothing: `c` is unchanged on failure. */
@@ -173,6 +180,9 @@ void gs_conf_print_noted(const gs_conf *c, const gs_conf_notes *n, FILE *out);
 int gs_conf_parse_size(const char *s, uint64_t *out);       /* "4G", "512K", "1000" */
 int gs_conf_parse_duration(const char *s, double *out_s);   /* "30", "250ms", "5m" */
 int gs_conf_parse_bool(const char *s, int *out);
+/* Plain decimal digits at the start of `s`, no sign or blanks: how many
+ * (their value in *out), 0 when there are none or they overflow. */
+size_t gs_conf_digits(const char *s, uint64_t *out);
 
 /* allow_uids / allow_gids: a comma-separated list of numbers or user
  * (groups != 0: group) names, blanks around commas allowed, "" for none.

@@ -226,10 +226,10 @@ static int run(int argc, char **argv, const char **okeys, const char **ovals)
         switch (c) {
         case 'l': list = 1; break;
         case OPT_JSON: json = 1; break;
-        case OPT_KDIR: gs_kern_set_dir(optarg); OVERRIDE("kernel_dir", optarg); break;
+        case OPT_KDIR: gs_kern_set_dir(optarg); OVERRIDE(GS_CONF_KEY(kernel_dir), optarg); break;
         case OPT_CACHE:
             setenv("GSORTD_CACHE_DIR", optarg, 1);
-            OVERRIDE("cache_dir", optarg);
+            OVERRIDE(GS_CONF_KEY(cache_dir), optarg);
             break;
         case OPT_LOGLEVEL:
             if ((lvl = gs_log_parse_level(optarg)) < 0) {
@@ -237,11 +237,11 @@ static int run(int argc, char **argv, const char **okeys, const char **ovals)
                 return 2;
             }
             gs_log_set_level(lvl);
-            OVERRIDE("log_level", optarg);
+            OVERRIDE(GS_CONF_KEY(log_level), optarg);
             break;
         case OPT_CONFIG: da.config_path = optarg; serve_opts = 1; break;
-        case OPT_SOCKET: OVERRIDE("socket", optarg); serve_opts = 1; break;
-        case OPT_TUNE_MISSING: OVERRIDE("tune_missing", "yes"); serve_opts = 1; break;
+        case OPT_SOCKET: OVERRIDE(GS_CONF_KEY(socket), optarg); serve_opts = 1; break;
+        case OPT_TUNE_MISSING: OVERRIDE(GS_CONF_KEY(tune_missing), "yes"); serve_opts = 1; break;
         case OPT_PRINT_CONFIG: da.print_config = 1; serve_opts = 1; break;
         case 'o': {
             char *eq = strchr(optarg, '=');
@@ -315,7 +315,7 @@ static int run(int argc, char **argv, const char **okeys, const char **ovals)
             break;
         case OPT_ALGOS: ta.algorithms = optarg; tune_opts = 1; break;
         case OPT_PAYLOADS: ta.payloads = optarg; tune_opts = 1; break;
-        case OPT_DB: ta.db_path = optarg; OVERRIDE("db", optarg); break;
+        case OPT_DB: ta.db_path = optarg; OVERRIDE(GS_CONF_KEY(db), optarg); break;
         case OPT_MAXLOG2:
             if (parse_long("--max-log2", optarg, GS_TUNE_MIN_LOG2, GS_TUNE_MAX_LOG2, &v))
                 return 2;

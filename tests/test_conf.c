@@ -2,8 +2,9 @@
  * boundaries, every key's validation (and that a refused value leaves the
  * configuration untouched), the file syntax and its "PATH:LINE:" errors,
  * all-or-nothing loading, the default socket path, the print/load round
- * trip, the reload's copy of the live keys, and that the shipped
- * etc/gsortd.conf documents the real defaults. */
+ * trip, the reload's copy of the live keys, the key named for a field
+ * (GS_CONF_KEY), and that the shipped etc/gsortd.conf documents the real
+ * defaults. */
 #include "config.h"
 #include "gs_conf.h"
 #include "gs_mem.h"
@@ -1093,6 +1094,20 @@ static void test_apply_live(void)
     tap_ok(n == 0, "the same configuration read again changes nothing (%zu named)", n);
 }
 
+/* GS_CONF_KEY: code that sets a key by its field (gsortd's options, the
+ * allow lists) gets the name from the key table. */
+static void test_key_names(void)
+{
+    const char *io = GS_CONF_KEY(io_timeout_s), *tgt = GS_CONF_KEY(log_syslog);
+    const char *kd = GS_CONF_KEY(kernel_dir);
+    tap_ok(io && !strcmp(io, "io_timeout") && tgt && !strcmp(tgt, "log_target") && kd &&
+               !strcmp(kd, "kernel_dir"),
+           "GS_CONF_KEY names the key of a field (%s, %s, %s)", io ? io : "NULL",
+           tgt ? tgt : "NULL", kd ? kd : "NULL");
+    tap_ok(gs_conf_key_name(offsetof(gs_conf, socket) + 1) == NULL,
+           "an offset inside a field names no key");
+}
+
 /* ---- the shipped sample ---- */
 
 static void test_sample(void)
@@ -1173,6 +1188,7 @@ int main(void)
     test_default_socket();
     test_print();
     test_apply_live();
+    test_key_names();
     test_sample();
     cleanup();
     return tap_done();
