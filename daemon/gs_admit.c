@@ -9,7 +9,9 @@
  * CPU device's buffers are host memory too). A sort that does not fit now
  * waits, its payload left unread, until memory is given back (or the
  * loop's tick), for at most memory_wait, and is then refused; one larger
- * than the whole budget is refused at once. A waiting request holds
+ * than the whole budget is refused at once; the connection (gs_conn.c,
+ * above this file) hears how a wait ended through the callback it gave
+ * srv_mem_admit, run by its loop's retry. A waiting request holds
  * nothing, so waiters never hold each other up; they are admitted oldest
  * first, each as soon as it fits, none kept waiting behind a larger one
  * (which would let one large request stall every other). The host caches
@@ -122,7 +124,8 @@ static const char *cap_note(const conn *c)
                : "";
 }
 
-int srv_mem_admit(conn *c, char *msg, size_t mlen)
+/* srv_mem_admit but for the callback: 0, 1 (waits) or GS_ETOOBIG. */
+static int admit(conn *c, char *msg, size_t mlen)
 {
     srv *s = c->s;
     claim k;
@@ -190,6 +193,13 @@ int srv_mem_admit(conn *c, char *msg, size_t mlen)
     return GS_ETOOBIG;
 }
 
+int srv_mem_admit(conn *c, srv_mem_cb *cb, char *msg, size_t mlen)
+{
+    int rc = admit(c, msg, mlen);
+    c->mem_cb = rc == 1 ? cb : NULL;
+    return rc;
+}
+
 void srv_mem_release(conn *c)
 {
     unwait(c);
@@ -224,12 +234,16 @@ void srv_mem_retry(srv_io *io)
             w[k++] = c;
     qsort(w, k, sizeof *w, older);
     /* Admitting one may answer it at once (an inline sort) or close it;
-     * its record outlives this loop iteration either way. */
+     * its record outlives this loop iteration either way. Its callback is
+     * spent before it runs: reading on may admit the next request. */
     for (unsigned i = 0; i < k; i++) {
         char msg[512];
-        int rc = w[i]->mem_wait && !w[i]->dead ? srv_mem_admit(w[i], msg, sizeof msg) : 1;
-        if (rc != 1)
-            srv_conn_admitted(w[i], rc, msg);
+        int rc = w[i]->mem_wait && !w[i]->dead ? admit(w[i], msg, sizeof msg) : 1;
+        if (rc != 1) {
+            srv_mem_cb *cb = w[i]->mem_cb;
+            w[i]->mem_cb = NULL;
+            cb(w[i], rc, msg);
+        }
     }
     free(w);
 }

@@ -1,28 +1,28 @@
-/* Client connections: accepting them from the listening socket
- * (gs_listen.h) on the main loop once access control (gs_acl.c) and
- * max_clients let them in, and handing each to an I/O loop (gs_io.c); on
- * that loop's thread from then on, reading each message through a per-connection
- * gs_proto_rd (resumable across partial reads, reading straight into the
- * payload buffer) with the descriptors that came with it (SCM_RIGHTS);
- * checking the header against the limits before the payload is read;
- * handing a whole request to gs_ops.c; writing replies without blocking
- * (sendmsg of up to three iovecs, resumed when the socket is writable);
- * and closing. A connection has at most one request in flight: while a
- * sort runs nothing more is read from it, which is the backpressure.
- * Nothing a client sends can make the daemon allocate more than
- * max_header_bytes before the header is checked, or more than it actually
- * received afterwards; and a sort is charged to the memory budget
- * (gs_admit.c) before its payload buffer exists, or waits unread. A
- * descriptor is closed only after the loop has let go of its handle
- * (uv_close first, close(fd) in the close callback).
+/* Client connections, on the I/O loop that took each over (gs_io.c;
+ * gs_accept.c accepted it on the main loop): reading each message through
+ * a per-connection gs_proto_rd (resumable across partial reads, reading
+ * straight into the payload buffer) with the descriptors that came with it
+ * (SCM_RIGHTS); checking the header against the limits before the payload
+ * is read; handing a whole request to the callback the loop gave
+ * srv_conn_open (gs_ops.c's srv_op_run: the operations sit above the
+ * connection and call it to reply, never the other way); writing replies
+ * without blocking (sendmsg of up to three iovecs, resumed when the socket
+ * is writable); and closing. A connection has at most one request in
+ * flight: while a sort runs nothing more is read from it, which is the
+ * backpressure. Nothing a client sends can make the daemon allocate more
+ * than max_header_bytes before the header is checked, or more than it
+ * actually received afterwards; and a sort is charged to the memory budget
+ * (gs_admit.c) before its payload buffer exists, or waits unread until the
+ * budget calls back. A descriptor is closed only after the loop has let go
+ * of its handle (uv_close first, close(fd) in the close callback).
  * Descriptors belong to the message whose length prefix or header bytes
  * they came with; one that comes with payload bytes is closed and its
  * request refused, and one the kernel could not hand over because the
  * daemon is out of descriptors (MSG_CTRUNC with room to spare) is told
- * apart from too many sent. The per-client limits live here too: max_clients
- * and max_clients_per_uid at accept (refusals logged at a bounded rate),
+ * apart from too many sent. The per-client limits live here too:
  * request_timeout on the loop's tick, and RLIMIT_NOFILE sized for
- * max_clients at start. */
+ * max_clients at start; and the log lines written at a bounded rate, which
+ * the accepting and the loops use too. */
 #include "config.h"
 #include "gs_srv_int.h"
 
@@ -36,7 +36,6 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "gs_hooks.h"
 #include "gs_log.h"
 #include "gs_reply.h"
 #include "gs_time.h"
@@ -44,6 +43,7 @@
 #define MAX_REPLY_HEADER (16u << 20)
 
 static void conn_read(conn *c);
+static void conn_admitted(conn *c, int rc, const char *msg);
 
 /* ---- log lines at a bounded rate ---- */
 
@@ -309,8 +309,8 @@ static void on_header(conn *c)
     if (!c->req_err && c->rq.op == GS_OP_SORT) {
         /* charged to max_memory before its payload buffer exists */
         char msg[512];
-        int mrc = srv_mem_admit(c, msg, sizeof msg);
-        if (mrc == 1) {             /* waits: srv_mem_retry resumes it */
+        int mrc = srv_mem_admit(c, conn_admitted, msg, sizeof msg);
+        if (mrc == 1) {             /* waits: conn_admitted resumes it */
             srv_conn_update_poll(c);
             return;
         }
@@ -332,10 +332,13 @@ static void on_message(conn *c)
         srv_reply_error(c, c->req_err, c->req_msg, 0);
         return;
     }
-    srv_op_run(c);
+    c->on_request(c);
 }
 
-void srv_conn_admitted(conn *c, int rc, const char *msg)
+/* srv_mem_admit's callback: a request that waited for memory was admitted
+ * (rc 0) or refused (rc < 0, `msg`): read its payload (or skip it, and
+ * answer the refusal). */
+static void conn_admitted(conn *c, int rc, const char *msg)
 {
     if (rc < 0)
         pend_error(c, rc, "%s", msg);
@@ -516,7 +519,7 @@ static void conn_read(conn *c)
     }
 }
 
-/* ---- connections: watching, closing, accepting ---- */
+/* ---- connections: watching, closing, taking one over ---- */
 
 static void on_conn_event(uv_poll_t *h, int status, int events)
 {
@@ -558,6 +561,12 @@ void srv_conn_update_poll(conn *c)
         uv_poll_stop(&c->poll);
 }
 
+void srv_conn_poke(srv_io *io)
+{
+    if (io->draining || atomic_load(&io->s->draining))
+        uv_async_send(&io->s->poke);
+}
+
 /* The loop is done with the handle: only now may the descriptor go. Closed
  * any earlier, its number could be handed to a new client (or to a file
  * another thread opens) while the loop still had it registered, and the
@@ -574,7 +583,7 @@ static void on_poll_closed(uv_handle_t *h)
         srv_conn_release(c);
         srv_conn_free(c);
     }
-    srv_io_poke(io);
+    srv_conn_poke(io);
 }
 
 void srv_conn_close(conn *c, const char *why)
@@ -607,8 +616,7 @@ void srv_conn_close(conn *c, const char *why)
     uv_close((uv_handle_t *)&c->poll, on_poll_closed);
 }
 
-/* Best effort: a short error frame to a client we will not serve. */
-static void refuse_client(int fd, int code, const char *msg)
+void srv_conn_refuse(int fd, int code, const char *msg)
 {
     cJSON *r = gs_proto_reply_error(NULL, code, msg, 1);
     uint8_t *head = NULL;
@@ -630,55 +638,7 @@ const char *srv_cap_note(const gs_conf *cf)
                : "";
 }
 
-void srv_on_listen(uv_poll_t *h, int status, int events)
-{
-    srv *s = h->data;
-    (void)status;
-    (void)events;
-    for (;;) {
-        int fd = accept4(s->lis.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EMFILE || errno == ENFILE || errno == ENOMEM || errno == ENOBUFS) {
-                /* Out of descriptors: pause accepting for a tick instead of
-                 * spinning on a listener that stays readable. */
-                if (srv_ratelog_allow(&s->accept_log, gs_now_ms()))
-                    GS_WARN("cannot accept clients: %s; pausing for %d ms", strerror(errno),
-                            TICK_MS);
-                uv_poll_stop(&s->lis_poll);
-                s->lis_paused = 1;
-            }
-            return;
-        }
-        struct ucred cr;
-        char who[96], msg[256];
-        if (!srv_acl_admit(s, fd, &cr, who, sizeof who, msg, sizeof msg)) {
-            atomic_fetch_add(&s->clients_denied, 1);
-            if (srv_ratelog_allow(&s->refuse_log, gs_now_ms()))
-                GS_WARN("refusing client %s: not in allow_uids/allow_gids", who);
-            refuse_client(fd, GS_EPERM, msg);
-            continue;
-        }
-        int took = 0;
-        if (atomic_load(&s->nconns) >= s->conf.max_clients)
-            snprintf(msg, sizeof msg, "too many clients (max_clients = %u); try again later",
-                     s->conf.max_clients);
-        else
-            took = srv_acl_uid_take(s, &cr, s->conf.max_clients_per_uid, msg, sizeof msg);
-        if (took <= 0) {
-            atomic_fetch_add(&s->clients_rejected, 1);
-            if (srv_ratelog_allow(&s->refuse_log, gs_now_ms()))
-                GS_WARN("refusing client %s: %s", who, msg);
-            refuse_client(fd, took < 0 ? GS_ENOMEM : GS_ETOOBIG, msg);
-            continue;
-        }
-        atomic_fetch_add(&s->clients_total, 1);
-        srv_io_hand(s, fd, &cr, who);
-    }
-}
-
-void srv_conn_open(srv_io *io, srv_pend *p)
+void srv_conn_open(srv_io *io, srv_pend *p, void (*on_request)(conn *c))
 {
     srv *s = io->s;
     conn *c = calloc(1, sizeof *c);
@@ -689,15 +649,16 @@ void srv_conn_open(srv_io *io, srv_pend *p)
         snprintf(msg, sizeof msg, "the daemon cannot watch the connection (%s)",
                  uerr < 0 ? uv_strerror(uerr) : "out of memory");
         GS_ERROR("refusing client %s: %s", p->who, msg);
-        refuse_client(p->fd, uerr < 0 ? GS_EIO : GS_ENOMEM, msg);
+        srv_conn_refuse(p->fd, uerr < 0 ? GS_EIO : GS_ENOMEM, msg);
         atomic_fetch_sub(&io->nconns, 1);
         atomic_fetch_sub(&s->nconns, 1);
         srv_acl_uid_drop(s, (unsigned)p->cred.uid);
-        srv_io_poke(io);
+        srv_conn_poke(io);
         return;
     }
     c->s = s;
     c->io = io;
+    c->on_request = on_request;
     c->fd = p->fd;
     c->cred = p->cred;
     snprintf(c->who, sizeof c->who, "%s", p->who);
@@ -721,26 +682,7 @@ void srv_conn_open(srv_io *io, srv_pend *p)
     srv_conn_update_poll(c);
 }
 
-/* ---- limits: set-up, request_timeout, descriptors ---- */
-
-void srv_conn_setup(srv *s)
-{
-    s->refuse_log.what = "refusals";
-    s->accept_log.what = "accept failures";
-    srv_acl_uids_init(s);
-    s->uid_cap_all = gs_hooks_get()->uid_cap_all;
-}
-
-void srv_conn_teardown(srv *s)
-{
-    srv_acl_uids_free(s);
-}
-
-void srv_conn_tick(srv *s, double now_ms)
-{
-    srv_ratelog_flush(&s->refuse_log, now_ms);
-    srv_ratelog_flush(&s->accept_log, now_ms);
-}
+/* ---- limits: request_timeout, descriptors ---- */
 
 int srv_conn_overdue(conn *c, double now_ms)
 {

@@ -1,18 +1,20 @@
 /* The I/O loops: io_threads event loops share the clients, so that reading,
  * parsing, routing and replying scale past what one thread does (one loop
  * tops out near 60k small requests/s however many cores there are). The
- * main loop accepts a client and hands it to the loop with the fewest
- * (srv_io_hand), which serves it to the end: its requests, its sorts'
- * completions (its own scheduler sink) and its timeouts. Loop 0 runs on the
- * main loop's thread, so one loop costs no extra thread or hand-off. A loop
- * learns of a reload, of draining and of the stop through its wake handle,
- * and takes a fresh copy of the configuration when conf_gen has moved. */
+ * main loop accepts a client (gs_accept.c) and hands it to the loop with
+ * the fewest (srv_io_hand), which serves it to the end: its connection
+ * (gs_conn.c), whose whole requests go to the operations (gs_ops.c's
+ * srv_op_run, given to each connection it opens), its sorts' completions
+ * (its own scheduler sink, gs_ops.c's srv_on_job_done), its waits for
+ * memory (gs_admit.c) and its timeouts. Loop 0 runs on the main loop's
+ * thread, so one loop costs no extra thread or hand-off. A loop learns of a
+ * reload, of draining and of the stop through its wake handle, and takes a
+ * fresh copy of the configuration when conf_gen has moved. */
 #include "config.h"
 #include "gs_srv_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "gs_log.h"
@@ -68,7 +70,7 @@ static void io_drain(srv_io *io)
         if (!c->busy && !c->wr_active)
             srv_conn_close(c, NULL);
     }
-    srv_io_poke(io);
+    srv_conn_poke(io);
 }
 
 static void io_close_handles(srv_io *io)
@@ -99,7 +101,7 @@ static void on_wake(uv_async_t *h)
     }
     for (p = rev; p; p = rev) {
         rev = p->next;
-        srv_conn_open(io, p);
+        srv_conn_open(io, p, srv_op_run);
         free(p);
     }
     srv_mem_retry(io);          /* memory was given back, maybe */
@@ -264,30 +266,4 @@ void srv_io_free(srv *s)
     free(s->io);
     s->io = NULL;
     s->nio = 0;
-}
-
-/* ---- any loop ---- */
-
-void srv_io_poke(srv_io *io)
-{
-    if (io->draining || atomic_load(&io->s->draining))
-        uv_async_send(&io->s->poke);
-}
-
-void srv_io_counters(srv *s, srv_counters *sum)
-{
-    memset(sum, 0, sizeof *sum);
-    for (unsigned i = 0; i < s->nio; i++) {
-        srv_counters *c = &s->io[i].ctr;
-        SRV_ADD(sum->req_total, SRV_GET(c->req_total));
-        SRV_ADD(sum->req_ok, SRV_GET(c->req_ok));
-        SRV_ADD(sum->req_err, SRV_GET(c->req_err));
-        SRV_ADD(sum->fallbacks, SRV_GET(c->fallbacks));
-        for (int k = 0; k < GS_OP_COUNT; k++)
-            SRV_ADD(sum->by_op[k], SRV_GET(c->by_op[k]));
-        SRV_ADD(sum->bytes_in, SRV_GET(c->bytes_in));
-        SRV_ADD(sum->bytes_out, SRV_GET(c->bytes_out));
-        SRV_ADD(sum->blocks_mapped, SRV_GET(c->blocks_mapped));
-        SRV_ADD(sum->blocks_reused, SRV_GET(c->blocks_reused));
-    }
 }

@@ -1,11 +1,15 @@
-/* The operations, on the client's I/O loop (gs_io.c): ping, info and stats are answered at
- * once; a sort gets its arrays in place (the inline payload, or the
- * client's sealed memfd mapped after its seals are checked), is routed and
- * queued with the scheduler (gs_sched.h), and when a worker has finished it
- * the sort reply (device, algorithm, parameters, plan, times, and the
- * arrays unless they travelled in the memfd) goes back through gs_conn.c.
- * The per-route statistics the stats op reports are counted here, per
- * loop, and summed over the loops when asked. */
+/* The operations, on the client's I/O loop (gs_io.c): ping, info and
+ * stats are answered at once; a sort gets its arrays in place (the inline
+ * payload, or the client's sealed memfd mapped after its seals are
+ * checked), is routed and queued with the scheduler (gs_sched.h), and when
+ * a worker has finished it the sort reply (device, algorithm, parameters,
+ * plan, times, and the arrays unless they travelled in the memfd) goes
+ * back through gs_conn.c. The loop calls in here (a whole request reaches
+ * srv_op_run, the callback it gave the connection; a finished sort,
+ * srv_on_job_done through its sink); of the serving files this one calls
+ * only those below it, gs_conn.c and gs_blocks.c. The per-route statistics
+ * the stats op reports are counted here, per loop, and summed over the
+ * loops when asked, with the loops' counters. */
 #include "config.h"
 #include "gs_srv_int.h"
 
@@ -100,13 +104,31 @@ static size_t merge_routes(srv *s, gs_reply_route *rts)
     return n;
 }
 
+void srv_counters_sum(srv *s, srv_counters *sum)
+{
+    memset(sum, 0, sizeof *sum);
+    for (unsigned i = 0; i < s->nio; i++) {
+        srv_counters *c = &s->io[i].ctr;
+        SRV_ADD(sum->req_total, SRV_GET(c->req_total));
+        SRV_ADD(sum->req_ok, SRV_GET(c->req_ok));
+        SRV_ADD(sum->req_err, SRV_GET(c->req_err));
+        SRV_ADD(sum->fallbacks, SRV_GET(c->fallbacks));
+        for (int k = 0; k < GS_OP_COUNT; k++)
+            SRV_ADD(sum->by_op[k], SRV_GET(c->by_op[k]));
+        SRV_ADD(sum->bytes_in, SRV_GET(c->bytes_in));
+        SRV_ADD(sum->bytes_out, SRV_GET(c->bytes_out));
+        SRV_ADD(sum->blocks_mapped, SRV_GET(c->blocks_mapped));
+        SRV_ADD(sum->blocks_reused, SRV_GET(c->blocks_reused));
+    }
+}
+
 static cJSON *op_stats(conn *c)
 {
     srv *s = c->s;
     gs_reply_route rts[MAX_ROUTES];
     size_t nr = merge_routes(s, rts);
     srv_counters t;
-    srv_io_counters(s, &t);
+    srv_counters_sum(s, &t);
     pthread_mutex_lock(&s->conf_mu);    /* the database may be swapped (SIGHUP) */
     long long queries = gs_db_queries(s->db);
     int have_db = s->db != NULL;
@@ -182,7 +204,7 @@ void srv_on_job_done(gs_job *j, void *ud)
         srv_conn_release(c);
         if (c->refs == 0)
             srv_conn_free(c);
-        srv_io_poke(io);
+        srv_conn_poke(io);
         return;
     }
     if (j->rc < 0) {

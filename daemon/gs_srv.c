@@ -3,11 +3,12 @@
  * are set up, then the daemon serves until SIGTERM or SIGINT, when it stops
  * accepting, lets the requests in flight finish and exits. SIGHUP reloads
  * the configuration's live keys (gs_conf_apply_live), which every loop then
- * copies, and re-opens the database. The main loop accepts clients and
- * hands them to the I/O loops (loop 0 is this one); what one request goes
- * through is elsewhere: gs_conn.c (the connection), gs_ops.c (the
- * operation), gs_acl.c (who may connect) and gs_retune.c (the background
- * tuning); gs_srv_int.h is what they share. */
+ * copies, and re-opens the database. The main loop accepts clients
+ * (gs_accept.c) and hands them to the I/O loops (gs_io.c; loop 0 is this
+ * one); what one request goes through is elsewhere: gs_conn.c (the
+ * connection), gs_ops.c (the operation), gs_admit.c (its memory),
+ * gs_acl.c (who may connect) and gs_retune.c (the background tuning);
+ * gs_srv_int.h is what they share, and maps who calls whom. */
 #include "config.h"
 #include "gs_srv.h"
 
@@ -127,7 +128,7 @@ static void on_tick(uv_timer_t *t)
 {
     srv *s = t->data;
     double now = gs_now_ms();
-    srv_conn_tick(s, now);
+    srv_accept_tick(s, now);
     if (s->lis_paused && s->lis_active) {
         s->lis_paused = 0;
         uv_poll_start(&s->lis_poll, UV_READABLE, srv_on_listen);
@@ -258,7 +259,7 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
     s->o = o;
     s->conf = *o->conf;
     pthread_mutex_init(&s->conf_mu, NULL);
-    srv_conn_setup(s);
+    srv_accept_setup(s);
     s->t_start = gs_now_ms();
     atomic_store(&s->pin.cap, gs_conf_pinned_cap(&s->conf));
     s->req_cap = gs_conf_request_cap(&s->conf);
@@ -354,7 +355,7 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
         uv_run(&s->loop, UV_RUN_DEFAULT);
     }
     srv_counters t;
-    srv_io_counters(s, &t);
+    srv_counters_sum(s, &t);
     srv_io_free(s);
     gs_listen_close(&s->lis);
     if (s->db)
@@ -363,7 +364,7 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
     if (lrc < 0)
         GS_DEBUG("uv_loop_close: %s", uv_strerror(lrc));
     GS_INFO("stopped: %lu requests served, %lu errors", SRV_GET(t.req_ok), SRV_GET(t.req_err));
-    srv_conn_teardown(s);
+    srv_accept_teardown(s);
     pthread_mutex_destroy(&s->conf_mu);
     free(s);
     return 0;

@@ -4,11 +4,11 @@
  * (SIGTERM/SIGINT: drain and exit; SIGHUP: reload the configuration and the
  * database) and the optional background tuning of devices without a plan.
  * Sorting itself happens in the scheduler's worker threads (gs_sched.h).
- * The main loop is gs_srv.c; the I/O loops that share the clients
- * gs_io.c, connections gs_conn.c, operations gs_ops.c, admission against
- * the memory budget gs_admit.c, kept client memory blocks gs_blocks.c,
- * access control gs_acl.c, background tuning gs_retune.c (sharing
- * gs_srv_int.h). */
+ * The main loop is gs_srv.c; accepting clients gs_accept.c; the I/O loops
+ * that share them gs_io.c, operations gs_ops.c, connections gs_conn.c,
+ * admission against the memory budget gs_admit.c, kept client memory
+ * blocks gs_blocks.c, access control gs_acl.c, background tuning
+ * gs_retune.c (sharing gs_srv_int.h, which maps who calls whom). */
 #ifndef GS_SRV_H
 #define GS_SRV_H
 

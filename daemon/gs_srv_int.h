@@ -1,17 +1,31 @@
 /* What the server's files share, private to them as libuv's internal.h is:
  * the server (struct srv), its event loops (struct srv_io), a client
  * connection (struct conn), the counters and route statistics, and the
- * functions one file calls in another, all named srv_*. The files follow a
- * request: gs_conn.c accepts it on the main loop and hands the client to
- * one of the I/O loops (gs_io.c), which reads it; gs_ops.c answers it or
- * hands the sort to the scheduler and writes the result back through
- * gs_conn.c; gs_acl.c decides who may connect; gs_retune.c tunes devices
- * without a plan in the background; gs_srv.c runs the main loop, signals
- * and the reload. Who touches what: a connection and its loop's srv_io
- * belong to that loop's thread, but for the fields marked otherwise
- * (atomics, or under srv_io.mu); the srv belongs to the main loop's thread,
- * but for the configuration (under conf_mu, copied by each loop when
- * conf_gen moves) and the atomics. Loop 0 runs on the main loop's thread.
+ * functions one file calls in another, all named srv_*. The files, in
+ * layers, top first; each calls only files below it (tests/layers.test):
+ *   gs_srv.c     the main loop, signals, the reload, the stop
+ *   gs_retune.c  devices without a plan, tuned in the background
+ *   gs_accept.c  a client accepted on the main loop, handed to
+ *   gs_io.c      an I/O loop, which opens its connection and ticks
+ *   gs_ops.c     the operations: a request answered, or its sort handed to
+ *                the scheduler, and the reply written through
+ *   gs_conn.c    the connection: reading, writing, closing
+ *   gs_admit.c   what a request holds of the memory budget
+ *   gs_blocks.c  client memory blocks kept across requests
+ *   gs_acl.c     who may connect, and the per-uid counts
+ * The operations reply through the connection, so they sit above it. A
+ * file reaches one above it only through a callback that one gave it,
+ * which never runs after the call that gave it failed: a whole request
+ * goes to the connection's on_request (srv_op_run, given to
+ * srv_conn_open), a wait for memory ends in the srv_mem_cb given to
+ * srv_mem_admit (gs_conn.c's), a finished sort comes back through the
+ * loop's sink (srv_on_job_done), and a tune's end through
+ * srv_retune_start's `done` (gs_srv.c's). Who touches what: a connection
+ * and its loop's srv_io belong to that loop's thread, but for the fields
+ * marked otherwise (atomics, or under srv_io.mu); the srv belongs to the
+ * main loop's thread, but for the configuration (under conf_mu, copied by
+ * each loop when conf_gen moves) and the atomics. Loop 0 runs on the main
+ * loop's thread.
  * gs_srv_opts is named by its struct tag so that this header need not
  * include gs_srv.h (which would make an include cycle with gs_srv.c). */
 #ifndef GS_SRV_INT_H
@@ -101,10 +115,16 @@ typedef struct srv_block {
 } srv_block;
 
 struct srv_io;
+struct conn;
+
+/* How a wait for memory ended (gs_admit.c calls back the connection): rc 0
+ * admitted, < 0 refused with `msg`. */
+typedef void srv_mem_cb(struct conn *c, int rc, const char *msg);
 
 typedef struct conn {
     srv *s;
     struct srv_io *io;          /* the loop that serves it */
+    void (*on_request)(struct conn *c);   /* a whole, valid request is in (srv_conn_open) */
     int fd;
     struct ucred cred;          /* the peer at connect time (SO_PEERCRED) */
     char who[96];               /* "fd 7, pid 123, uid 1000, gid 1000" for the log */
@@ -144,6 +164,7 @@ typedef struct conn {
     uint64_t mem_claim;         /* charged to s->mem until the request is released */
     int mem_uid;                /* ... and to its uid's share (not an exempt uid) */
     int mem_wait;               /* waiting for memory: its payload is not read meanwhile */
+    srv_mem_cb *mem_cb;         /* ... and told through this when the wait ends */
     double mem_since;
     uint64_t tiny[2];           /* n = 0 arrays */
     /* the reply being written */
@@ -281,40 +302,6 @@ struct srv {
     size_t tune_ndev;
 };
 
-/* ---- gs_blocks.c: client blocks kept across requests ---- */
-
-/* The mapping of the memfd `fd` covering at least `need` bytes: a block the
- * connection kept; else, for a file this connection sent before, a new
- * block it keeps (the least recently used goes when there are
- * BLOCKS_PER_CONN); else a mapping for this request only (c->once, gone
- * with srv_block_done). *kept says which. The caller still owns fd. */
-int srv_block_get(conn *c, int fd, uint64_t need, srv_block **out, int *kept, gs_err *err);
-/* The request is over: unmap its block if it was not kept. */
-void srv_block_done(conn *c);
-/* Unmap and unregister every block (the connection is gone, or no job
- * runs: a block is never released under a running sort). */
-void srv_blocks_free(conn *c);
-
-/* ---- gs_admit.c: the memory budget, per request ---- */
-
-/* At start and on SIGHUP: resolve max_memory and the mapped-bytes bounds
- * into s (the caches too, when the budget shrank below what they hold). */
-void srv_mem_configure(srv *s);
-/* A sort's header is checked: charge what it will hold (its payload, the
- * values the daemon allocates, the sort's scratch) to the budget. 0:
- * charged (or nothing to charge); 1: it does not fit now and waits
- * (c->mem_wait; srv_mem_retry resumes it through srv_conn_admitted); or
- * GS_ETOOBIG with `msg`: larger than the whole budget, or it waited
- * memory_wait in vain. */
-int srv_mem_admit(conn *c, char *msg, size_t mlen);
-/* The request is over (or the connection closed): give its charge back and
- * wake the loops whose connections wait for memory. */
-void srv_mem_release(conn *c);
-/* The loop's thread (its tick, and a wake-up after memory was given back):
- * admit the connections that wait and now fit, oldest first; refuse those
- * that waited memory_wait. */
-void srv_mem_retry(srv_io *io);
-
 /* ---- gs_srv.c: the main loop ---- */
 
 /* (Re)open the tuning database and give it to the scheduler. */
@@ -322,6 +309,26 @@ void srv_db_open(srv *s);
 /* Main loop: draining and nothing left (clients, jobs, the re-tune
  * thread): stop. */
 void srv_check_drained(srv *s);
+
+/* ---- gs_retune.c: background tuning ---- */
+
+/* Set up the thread's wake-up handle and, with tune_missing, start tuning
+ * the devices that have no plan; `done` runs on the main loop when the
+ * tune has ended (gs_srv.c: the new plans take effect), never after a
+ * tune that did not start. */
+void srv_retune_start(srv *s, void (*done)(srv *s));
+
+/* ---- gs_accept.c: accepting clients ---- */
+
+/* Main loop: the listener is readable: accept every waiting client, let
+ * access control and max_clients decide, and hand it to an I/O loop. */
+void srv_on_listen(uv_poll_t *h, int status, int events);
+/* Set up what the limits at accept keep in s (the per-uid counts, the
+ * refusal logs), and free it. */
+void srv_accept_setup(srv *s);
+void srv_accept_teardown(srv *s);
+/* The main loop's tick: the refusal logs' counts of suppressed lines. */
+void srv_accept_tick(srv *s, double now_ms);
 
 /* ---- gs_io.c: the I/O loops ---- */
 
@@ -339,11 +346,16 @@ void srv_io_wake_all(srv *s);
 void srv_io_stop(srv *s);
 /* After the main loop ran dry: close the loops and free them. */
 void srv_io_free(srv *s);
-/* A loop's client closed or a sort of it ended: while draining, the main
- * loop looks whether everything is done. */
-void srv_io_poke(srv_io *io);
+
+/* ---- gs_ops.c: operations ---- */
+
+/* A whole, valid request is in: answer it, or start its sort (the
+ * connection's on_request, which the loop gives srv_conn_open). */
+void srv_op_run(conn *c);
+/* The scheduler's done callback (loop thread): the sort reply. */
+void srv_on_job_done(gs_job *j, void *ud);
 /* Sum of every loop's counters. */
-void srv_io_counters(srv *s, srv_counters *sum);
+void srv_counters_sum(srv *s, srv_counters *sum);
 
 /* ---- gs_conn.c: connections ---- */
 
@@ -353,12 +365,6 @@ int srv_ratelog_allow(srv_ratelog *r, double now_ms);
 /* Once a window is over: log how many lines it suppressed, if any. On the
  * tick of the thread that owns it. */
 void srv_ratelog_flush(srv_ratelog *r, double now_ms);
-/* Set up what the limits keep in s (the per-uid counts, the refusal log),
- * and free it. */
-void srv_conn_setup(srv *s);
-void srv_conn_teardown(srv *s);
-/* The main loop's tick: the refusal log's count of suppressed lines. */
-void srv_conn_tick(srv *s, double now_ms);
 /* Main loop, at start (`start`: count the daemon's own descriptors first)
  * and after a reload changed max_clients, under conf_mu: raise the soft
  * RLIMIT_NOFILE to what max_clients needs (up to the hard limit), else
@@ -369,19 +375,24 @@ void srv_conn_fit_fds(srv *s, int start);
  * with an error and its connection closed. 1 when it was. */
 int srv_conn_overdue(conn *c, double now_ms);
 
-/* How max_request_bytes came about, for a refusal: " (auto: half of
+/* How max_request_bytes came about, for a refusal: " (auto: a quarter of
  * max_memory; set max_request_bytes to change it)", or "". */
 const char *srv_cap_note(const gs_conf *cf);
 
-/* Main loop: the listener is readable: accept every waiting client, let
- * access control and max_clients decide, and hand it to an I/O loop. */
-void srv_on_listen(uv_poll_t *h, int status, int events);
-/* An I/O loop takes a client handed to it. */
-void srv_conn_open(srv_io *io, srv_pend *p);
+/* Best effort: a short error frame to a client the daemon will not serve,
+ * and close fd. */
+void srv_conn_refuse(int fd, int code, const char *msg);
+/* An I/O loop takes a client handed to it; each whole, valid request it
+ * sends goes to on_request (never after a refusal here: then the client
+ * is turned away and p->fd closed). */
+void srv_conn_open(srv_io *io, srv_pend *p, void (*on_request)(conn *c));
 /* Close a client (why NULL: it went away, logged at debug level). The
  * descriptor is closed once the loop lets go of it, the record once no job
  * uses it. */
 void srv_conn_close(conn *c, const char *why);
+/* A client of io closed, or a sort of one ended, or io began draining:
+ * while draining, the main loop looks whether everything is done. */
+void srv_conn_poke(srv_io *io);
 /* Watch what the connection waits for now: writing a reply, reading the
  * next request, or nothing while a sort runs. */
 void srv_conn_update_poll(conn *c);
@@ -396,16 +407,41 @@ void srv_conn_release(conn *c);
 /* Free a closed connection's record, once neither its handle nor a job
  * refers to it (refs 0). */
 void srv_conn_free(conn *c);
-/* A request that waited for memory was admitted (rc 0) or refused (rc < 0,
- * `msg`): read its payload (or skip it, and answer the refusal). */
-void srv_conn_admitted(conn *c, int rc, const char *msg);
 
-/* ---- gs_ops.c: operations ---- */
+/* ---- gs_admit.c: the memory budget, per request ---- */
 
-/* A whole, valid request is in: answer it, or start its sort. */
-void srv_op_run(conn *c);
-/* The scheduler's done callback (loop thread): the sort reply. */
-void srv_on_job_done(gs_job *j, void *ud);
+/* At start and on SIGHUP: resolve max_memory and the mapped-bytes bounds
+ * into s (the caches too, when the budget shrank below what they hold). */
+void srv_mem_configure(srv *s);
+/* A sort's header is checked: charge what it will hold (its payload, the
+ * values the daemon allocates, the sort's scratch) to the budget. 0:
+ * charged (or nothing to charge); 1: it does not fit now and waits
+ * (c->mem_wait), and `cb` runs once the wait ends, from srv_mem_retry; or
+ * GS_ETOOBIG with `msg`: larger than the whole budget, or it waited
+ * memory_wait in vain. `cb` never runs but after a 1, nor once the
+ * request is released. */
+int srv_mem_admit(conn *c, srv_mem_cb *cb, char *msg, size_t mlen);
+/* The request is over (or the connection closed): give its charge back and
+ * wake the loops whose connections wait for memory. */
+void srv_mem_release(conn *c);
+/* The loop's thread (its tick, and a wake-up after memory was given back):
+ * admit the connections that wait and now fit, oldest first; refuse those
+ * that waited memory_wait; either way call their srv_mem_cb. */
+void srv_mem_retry(srv_io *io);
+
+/* ---- gs_blocks.c: client blocks kept across requests ---- */
+
+/* The mapping of the memfd `fd` covering at least `need` bytes: a block the
+ * connection kept; else, for a file this connection sent before, a new
+ * block it keeps (the least recently used goes when there are
+ * BLOCKS_PER_CONN); else a mapping for this request only (c->once, gone
+ * with srv_block_done). *kept says which. The caller still owns fd. */
+int srv_block_get(conn *c, int fd, uint64_t need, srv_block **out, int *kept, gs_err *err);
+/* The request is over: unmap its block if it was not kept. */
+void srv_block_done(conn *c);
+/* Unmap and unregister every block (the connection is gone, or no job
+ * runs: a block is never released under a running sort). */
+void srv_blocks_free(conn *c);
 
 /* ---- gs_acl.c: access control ---- */
 
@@ -438,13 +474,5 @@ void srv_acl_uid_drop(srv *s, unsigned uid);
 /* Set up and free s->uids. */
 void srv_acl_uids_init(srv *s);
 void srv_acl_uids_free(srv *s);
-
-/* ---- gs_retune.c: background tuning ---- */
-
-/* Set up the thread's wake-up handle and, with tune_missing, start tuning
- * the devices that have no plan; `done` runs on the main loop when the
- * tune has ended (gs_srv.c: the new plans take effect), never after a
- * tune that did not start. */
-void srv_retune_start(srv *s, void (*done)(srv *s));
 
 #endif
