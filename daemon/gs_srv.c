@@ -287,10 +287,19 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
         free(s);
         return gs_err_set(err, GS_EIO, "libuv: %s", uv_strerror(rc));
     }
+    /* A client may connect as soon as the socket exists, and send SIGHUP
+     * (its default action kills the process) before the handler below is
+     * in place: held pending until then, it becomes a reload. The threads
+     * started meanwhile inherit the mask, so it reaches this one. */
+    sigset_t hup, before;
+    sigemptyset(&hup);
+    sigaddset(&hup, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &hup, &before);
     rc = o->listen_fd > 0 ? gs_listen_adopt(&s->lis, o->listen_fd, err)
          : gs_listen_open(&s->lis, o->socket_path, s->conf.socket_mode, s->conf.socket_group,
                           err);
     if (rc < 0) {
+        pthread_sigmask(SIG_SETMASK, &before, NULL);
         uv_loop_close(&s->loop);
         pthread_mutex_destroy(&s->conf_mu);
         free(s);
@@ -305,6 +314,7 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
     if ((rc = gs_sched_start(&s->sched, o->devs, o->ndev, &so, err)) < 0 ||
         (rc = srv_io_start(s, err)) < 0) {
         gs_listen_close(&s->lis);
+        pthread_sigmask(SIG_SETMASK, &before, NULL);
         if (s->sched)
             gs_sched_stop(s->sched);
         uv_run(&s->loop, UV_RUN_DEFAULT);
@@ -339,6 +349,7 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
         sigs[i]->data = s;
         uv_signal_start(sigs[i], on_signal, signums[i]);
     }
+    pthread_sigmask(SIG_SETMASK, &before, NULL);
     srv_retune_start(s, on_retune_done);
 
     GS_INFO("serving on %s (%s%zu devices, %u host threads, %u I/O loop%s, database %s)",

@@ -470,3 +470,17 @@ double dmn_wait_eof(int fd, double timeout)
             return gs_now_s() - t0;
     }
 }
+
+/* Written whole or not at all (a reload never reads half a file). */
+int dmn_write_file(const char *path, const char *text)
+{
+    char tmp[600];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return -1;
+    fputs(text, f);
+    if (fclose(f) != 0)
+        return -1;
+    return rename(tmp, path);
+}

@@ -66,6 +66,8 @@ void dmn_dump_log(const dmn *d, int lines);
 int dmn_log_contains(const dmn *d, const char *needle);
 /* How many lines of its log contain `needle`. */
 int dmn_log_count(const dmn *d, const char *needle);
+/* path replaced by a file holding text (through a rename): 0 or -1. */
+int dmn_write_file(const char *path, const char *text);
 
 struct gs_client;
 struct gs_client_sort;

@@ -682,8 +682,12 @@ static int memfd_sort(gs_client *c, int fd, size_t n, char *why, size_t wlen)
 static void test_wait_refuse(void)
 {
     static dmn d;
-    const char *const extra[] = { "-o", "devices=none", "-o", "max_memory=64M", "-o",
-                                  "max_request_bytes=1G", "-o", "memory_wait=1s", NULL };
+    char conf[512];
+    snprintf(conf, sizeof conf, "%s/wait.conf", dmn_tmpdir());
+    if (dmn_write_file(conf, "memory_wait = 1s\nlog_level = info\n"))
+        tap_bail("cannot write %s", conf);
+    const char *const extra[] = { "--config", conf, "-o", "devices=none", "-o", "max_memory=64M",
+                                  "-o", "max_request_bytes=1G", NULL };
     if (dmn_start(&d, "wait", NULL, extra)) {
         tap_ok(0, "daemon with max_memory = 64M, memory_wait = 1s starts");
         return;
@@ -717,7 +721,15 @@ static void test_wait_refuse(void)
            "and its connection serves on (a ping)");
     cJSON_Delete(r);
 
-    /* Waiting, then admitted when the first is done. */
+    /* Waiting, then admitted when the first is done: with a wait that a
+     * loaded machine cannot run out before the first request is answered
+     * (memory_wait changes on a reload). */
+    if (dmn_write_file(conf, "memory_wait = 120s\nlog_level = info\n"))
+        tap_bail("cannot rewrite %s", conf);
+    kill(d.pid, SIGHUP);
+    for (int i = 0; i < 200 && dmn_log_count(&d, "configuration and tuning database reloaded") < 1;
+         i++)
+        dmn_sleep(0.05);
     send_header(b, hdr);
     double w2 = dmn_wait_stat(&d, "memory", "waiting", 1, 0, 5);
     size_t rest = send_some(a, (char *)keys + sa, bytes - sa, 5);
