@@ -183,124 +183,134 @@ static int terminal_width(void)
     return w > 20 ? w : 0;
 }
 
-int main(int argc, char **argv)
+enum { OPT_DB = 256, OPT_JSON, OPT_CSV, OPT_KEYBITS, OPT_PAYLOAD, OPT_VALID, OPT_FAILED,
+       OPT_DIST, OPT_LIMIT, OPT_E2E };
+
+static const struct option longopts[] = {
+    { "db", required_argument, NULL, OPT_DB },
+    { "json", no_argument, NULL, OPT_JSON },
+    { "csv", no_argument, NULL, OPT_CSV },
+    { "device", required_argument, NULL, 'd' },
+    { "algorithm", required_argument, NULL, 'a' },
+    { "algorithms", required_argument, NULL, 'a' },
+    { "key-bits", required_argument, NULL, OPT_KEYBITS },
+    { "payload", required_argument, NULL, OPT_PAYLOAD },
+    { "n", required_argument, NULL, 'n' },
+    { "valid", no_argument, NULL, OPT_VALID },
+    { "failed", no_argument, NULL, OPT_FAILED },
+    { "distribution", required_argument, NULL, OPT_DIST },
+    { "limit", required_argument, NULL, OPT_LIMIT },
+    { "output", required_argument, NULL, 'o' },
+    { "e2e", no_argument, NULL, OPT_E2E },
+    { "socket", required_argument, NULL, 'S' },
+    { "help", no_argument, NULL, 'h' },
+    { "version", no_argument, NULL, 'V' },
+    { NULL, 0, NULL, 0 },
+};
+
+/* --algorithm's list, its spaces dropped, into c->algorithms. Returns 0
+ * or the exit status, as read_option does. */
+static int set_algorithms(gsq_cmd_opts *c, const char *arg)
 {
-    enum { OPT_DB = 256, OPT_JSON, OPT_CSV, OPT_KEYBITS, OPT_PAYLOAD, OPT_VALID, OPT_FAILED,
-           OPT_DIST, OPT_LIMIT, OPT_E2E };
-    static const struct option longopts[] = {
-        { "db", required_argument, NULL, OPT_DB },
-        { "json", no_argument, NULL, OPT_JSON },
-        { "csv", no_argument, NULL, OPT_CSV },
-        { "device", required_argument, NULL, 'd' },
-        { "algorithm", required_argument, NULL, 'a' },
-        { "algorithms", required_argument, NULL, 'a' },
-        { "key-bits", required_argument, NULL, OPT_KEYBITS },
-        { "payload", required_argument, NULL, OPT_PAYLOAD },
-        { "n", required_argument, NULL, 'n' },
-        { "valid", no_argument, NULL, OPT_VALID },
-        { "failed", no_argument, NULL, OPT_FAILED },
-        { "distribution", required_argument, NULL, OPT_DIST },
-        { "limit", required_argument, NULL, OPT_LIMIT },
-        { "output", required_argument, NULL, 'o' },
-        { "e2e", no_argument, NULL, OPT_E2E },
-        { "socket", required_argument, NULL, 'S' },
-        { "help", no_argument, NULL, 'h' },
-        { "version", no_argument, NULL, 'V' },
-        { NULL, 0, NULL, 0 },
-    };
-    gsq_cmd_opts c = { .fmt = GSQ_TABLE, .valid = -1, .limit = 50 };
-    int opt;
-    gs_payload pl;
-    opterr = 0;
-    /* GNU getopt moves the command (and history's selector) to the end,
-     * so options may come before or after it. */
-    while ((opt = getopt_long(argc, argv, ":hVd:a:n:o:S:", longopts, NULL)) != -1) {
-        switch (opt) {
-        case OPT_DB: c.db_path = optarg; c.seen |= O_DB; break;
-        case OPT_JSON:
-        case OPT_CSV: {
-            gsq_fmt f = opt == OPT_JSON ? GSQ_JSON : GSQ_CSV;
-            if ((c.seen & O_FMT) && c.fmt != f)
-                return usage_error("--json and --csv exclude each other");
-            c.fmt = f;
-            c.seen |= O_FMT;
-            break;
-        }
-        case 'd': c.device = optarg; c.seen |= O_DEVICE; break;
-        case 'a': {
-            size_t k = 0;
-            free(c.algorithms);
-            if (!(c.algorithms = malloc(strlen(optarg) + 1))) {
-                fprintf(stderr, PROG ": out of memory\n");
-                return 1;
-            }
-            for (const char *s = optarg; *s; s++)
-                if (*s != ' ')
-                    c.algorithms[k++] = *s;
-            c.algorithms[k] = '\0';
-            if (!k || strstr(c.algorithms, ",,") || c.algorithms[0] == ',' ||
-                c.algorithms[k - 1] == ',')
-                return usage_error("--algorithm needs a name or a list A,B (got \"%s\")",
-                                   optarg);
-            c.seen |= O_ALGO;
-            break;
-        }
-        case OPT_KEYBITS:
-            if (strcmp(optarg, "32") && strcmp(optarg, "64"))
-                return usage_error("--key-bits must be 32 or 64, not \"%s\"", optarg);
-            c.key_bits = atoi(optarg);
-            c.seen |= O_KEYBITS;
-            break;
-        case OPT_PAYLOAD:
-            if (gs_payload_parse(optarg, &pl) != 0)
-                return usage_error("--payload must be none, u32, u64, idx32 or idx64, not "
-                                   "\"%s\"", optarg);
-            c.payload = gs_payload_name(pl);
-            c.seen |= O_PAYLOAD;
-            break;
-        case 'n':
-            if (parse_u64(optarg, &c.n) != 0 || c.n == 0)
-                return usage_error("--n must be a positive number or 2^K, not \"%s\"", optarg);
-            c.seen |= O_N;
-            break;
-        case OPT_VALID:
-        case OPT_FAILED: {
-            int v = opt == OPT_VALID;
-            if ((c.seen & O_VALID) && c.valid != v)
-                return usage_error("--valid and --failed exclude each other");
-            c.valid = v;
-            c.seen |= O_VALID;
-            break;
-        }
-        case OPT_DIST: c.distribution = optarg; c.seen |= O_DIST; break;
-        case OPT_LIMIT: {
-            uint64_t v;
-            if (parse_u64(optarg, &v) != 0 || v > 100000000)
-                return usage_error("--limit must be a number (0: no limit), not \"%s\"",
-                                   optarg);
-            c.limit = (long)v;
-            c.seen |= O_LIMIT;
-            break;
-        }
-        case 'o':
-            if (!gsq_plot_path_ok(optarg))
-                return usage_error("-o %s: a plot file name must end in .svg or .png (or be - "
-                                   "for SVG on standard output)", optarg);
-            c.output = optarg;
-            c.seen |= O_OUTPUT;
-            break;
-        case OPT_E2E: c.e2e = 1; c.seen |= O_E2E; break;
-        case 'S': c.socket = optarg; c.seen |= O_SOCKET; break;
-        case 'h': usage(stdout); return 0;
-        case 'V': printf("gsort-query (gsortd) %s\n", PACKAGE_VERSION); return 0;
-        case ':':
-            return usage_error("option %s needs a value", argv[optind - 1]);
-        default:
-            if (optopt && optopt < 128 && argv[optind - 1][1] != '-')
-                return usage_error("unknown option -%c", optopt);
-            return usage_error("unknown option %s", argv[optind - 1]);
-        }
+    size_t k = 0;
+    free(c->algorithms);
+    if (!(c->algorithms = malloc(strlen(arg) + 1))) {
+        fprintf(stderr, PROG ": out of memory\n");
+        return 1;
     }
+    for (const char *s = arg; *s; s++)
+        if (*s != ' ')
+            c->algorithms[k++] = *s;
+    c->algorithms[k] = '\0';
+    if (!k || strstr(c->algorithms, ",,") || c->algorithms[0] == ',' ||
+        c->algorithms[k - 1] == ',')
+        return usage_error("--algorithm needs a name or a list A,B (got \"%s\")", arg);
+    return 0;
+}
+
+/* Option opt of getopt_long (its value in optarg) into c, --help and
+ * --version aside. Returns 0, or the exit status to stop with: 2 after a
+ * usage error (said), 1 when out of memory. */
+static int read_option(gsq_cmd_opts *c, int opt, char **argv)
+{
+    int rc;
+    gs_payload pl;
+    uint64_t v;
+    switch (opt) {
+    case OPT_DB: c->db_path = optarg; c->seen |= O_DB; break;
+    case OPT_JSON:
+    case OPT_CSV: {
+        gsq_fmt f = opt == OPT_JSON ? GSQ_JSON : GSQ_CSV;
+        if ((c->seen & O_FMT) && c->fmt != f)
+            return usage_error("--json and --csv exclude each other");
+        c->fmt = f;
+        c->seen |= O_FMT;
+        break;
+    }
+    case 'd': c->device = optarg; c->seen |= O_DEVICE; break;
+    case 'a':
+        if ((rc = set_algorithms(c, optarg)) != 0)
+            return rc;
+        c->seen |= O_ALGO;
+        break;
+    case OPT_KEYBITS:
+        if (strcmp(optarg, "32") && strcmp(optarg, "64"))
+            return usage_error("--key-bits must be 32 or 64, not \"%s\"", optarg);
+        c->key_bits = atoi(optarg);
+        c->seen |= O_KEYBITS;
+        break;
+    case OPT_PAYLOAD:
+        if (gs_payload_parse(optarg, &pl) != 0)
+            return usage_error("--payload must be none, u32, u64, idx32 or idx64, not "
+                               "\"%s\"", optarg);
+        c->payload = gs_payload_name(pl);
+        c->seen |= O_PAYLOAD;
+        break;
+    case 'n':
+        if (parse_u64(optarg, &c->n) != 0 || c->n == 0)
+            return usage_error("--n must be a positive number or 2^K, not \"%s\"", optarg);
+        c->seen |= O_N;
+        break;
+    case OPT_VALID:
+    case OPT_FAILED: {
+        int valid = opt == OPT_VALID;
+        if ((c->seen & O_VALID) && c->valid != valid)
+            return usage_error("--valid and --failed exclude each other");
+        c->valid = valid;
+        c->seen |= O_VALID;
+        break;
+    }
+    case OPT_DIST: c->distribution = optarg; c->seen |= O_DIST; break;
+    case OPT_LIMIT:
+        if (parse_u64(optarg, &v) != 0 || v > 100000000)
+            return usage_error("--limit must be a number (0: no limit), not \"%s\"", optarg);
+        c->limit = (long)v;
+        c->seen |= O_LIMIT;
+        break;
+    case 'o':
+        if (!gsq_plot_path_ok(optarg))
+            return usage_error("-o %s: a plot file name must end in .svg or .png (or be - "
+                               "for SVG on standard output)", optarg);
+        c->output = optarg;
+        c->seen |= O_OUTPUT;
+        break;
+    case OPT_E2E: c->e2e = 1; c->seen |= O_E2E; break;
+    case 'S': c->socket = optarg; c->seen |= O_SOCKET; break;
+    case ':':
+        return usage_error("option %s needs a value", argv[optind - 1]);
+    default:
+        if (optopt && optopt < 128 && argv[optind - 1][1] != '-')
+            return usage_error("unknown option -%c", optopt);
+        return usage_error("unknown option %s", argv[optind - 1]);
+    }
+    return 0;
+}
+
+/* The command the arguments left after the options name (and history's
+ * selector), into *out, with every option given one it takes. Returns 0
+ * or the exit status (2: a usage error, said). */
+static int pick_command(gsq_cmd_opts *c, int argc, char **argv, const command **out)
+{
     if (optind >= argc)
         return usage_error("no command given (devices, winners, plan, trials, history, plot, "
                            "info or stats)");
@@ -313,41 +323,43 @@ int main(int argc, char **argv)
         return usage_error("unknown command \"%s\" (devices, winners, plan, trials, history, "
                            "plot, info, stats)", name);
     if (!strcmp(cmd->name, "history") && optind < argc) {
-        if (c.device)
+        if (c->device)
             return usage_error("history takes one device: --device %s or %s, not both",
-                               c.device, argv[optind]);
-        c.device = argv[optind++];
+                               c->device, argv[optind]);
+        c->device = argv[optind++];
     }
     if (optind < argc)
         return usage_error("%s: unexpected argument \"%s\"", cmd->name, argv[optind]);
     for (size_t i = 0; i < sizeof opt_names / sizeof opt_names[0]; i++)
-        if ((c.seen & (1 << i)) && !(cmd->allowed & (1 << i)))
+        if ((c->seen & (1 << i)) && !(cmd->allowed & (1 << i)))
             return usage_error("%s does not apply to %s", opt_names[i], cmd->name);
-    c.width = c.fmt == GSQ_TABLE ? terminal_width() : 0;
+    *out = cmd;
+    return 0;
+}
 
+/* Runs cmd, on the database when it reads one; the exit status. */
+static int run_command(gsq_cmd_opts *c, const command *cmd)
+{
     gs_err err;
     gs_err_clear(&err);
     gs_db *db = NULL;
     int rc = 0;
     if (cmd->allowed & O_DB) {
-        rc = gs_dbq_open(&db, c.db_path, &err);
+        rc = gs_dbq_open(&db, c->db_path, &err);
         if (rc == GS_ENOTFOUND && strstr(err.msg, "no tuning database")) {
             fprintf(stderr, PROG ": %s: run gsortd --tune-all to create it, or name another "
                             "with --db PATH\n", err.msg);
-            free(c.algorithms);
             return 1;
         }
-        if (!rc && (rc = check_algorithms(&c, db, &err)) == GS_EINVAL) {
+        if (!rc && (rc = check_algorithms(c, db, &err)) == GS_EINVAL) {
             gs_db_close(db);
-            free(c.algorithms);
             fprintf(stderr, PROG ": %s\n", err.msg);
             return 2;
         }
     }
     if (!rc)
-        rc = cmd->run(&c, db, &err);
+        rc = cmd->run(c, db, &err);
     gs_db_close(db);
-    free(c.algorithms);
     if (rc == 2)    /* a usage error the command reported itself */
         return 2;
     if (rc) {
@@ -355,4 +367,32 @@ int main(int argc, char **argv)
         return 1;
     }
     return 0;
+}
+
+int main(int argc, char **argv)
+{
+    gsq_cmd_opts c = { .fmt = GSQ_TABLE, .valid = -1, .limit = 50 };
+    int opt, rc;
+    opterr = 0;
+    /* GNU getopt moves the command (and history's selector) to the end,
+     * so options may come before or after it. */
+    while ((opt = getopt_long(argc, argv, ":hVd:a:n:o:S:", longopts, NULL)) != -1) {
+        if (opt == 'h') {
+            usage(stdout);
+            return 0;
+        }
+        if (opt == 'V') {
+            printf("gsort-query (gsortd) %s\n", PACKAGE_VERSION);
+            return 0;
+        }
+        if ((rc = read_option(&c, opt, argv)) != 0)
+            return rc;
+    }
+    const command *cmd = NULL;
+    if ((rc = pick_command(&c, argc, argv, &cmd)) != 0)
+        return rc;
+    c.width = c.fmt == GSQ_TABLE ? terminal_width() : 0;
+    rc = run_command(&c, cmd);
+    free(c.algorithms);
+    return rc;
 }

@@ -431,25 +431,19 @@ static int untuned_route(actx *A, const shape *h, size_t n, choice *c)
     return 0;
 }
 
-/* gone[i]: algorithm i was pruned at a smaller size of this shape, and is
- * not forced again (a 4x gap does not close in 4x n). */
-static void audit_point(actx *A, gs_db *db, int64_t db_id, gs_plans **Pp, const shape *h,
-                        int b, unsigned char *gone, point_res *pr)
+/* The choices timed at point (h, 2^b), into cs (MAX_CHOICES of them):
+ * the plan's row pe, the untuned route, then each algorithm's nearest
+ * winner that is neither the plan's nor gone. Returns how many; 0 with
+ * pr->same for a predicted row that runs what the untuned route runs (not
+ * timed). */
+static size_t point_choices(actx *A, const gs_plans *P, const shape *h, int b,
+                            const gs_plans_entry *pe, const unsigned char *gone, choice *cs,
+                            point_res *pr)
 {
-    const gs_plans *P = *Pp;
-    const gs_audit_opts *o = A->o;
     size_t n = (size_t)1 << b;
     int kb = (int)gs_dtype_size(h->dt) * 8;
-    int reps = o->reps > 0 ? (o->reps > MAX_REPS / 2 ? MAX_REPS / 2 : o->reps) : 5;
-    pr->plan_untuned = pr->plan_best = -1;
-    pr->losing = pr->fixed = pr->same = 0;
-    pr->what[0] = '\0';
-    const gs_plans_entry *pe = gs_plans_lookup(P, kb, h->pl, 0, n);
-    if (!pe)
-        return;                         /* no plan for the shape: nothing to audit */
-    choice cs[MAX_CHOICES];
     size_t nc = 0;
-    memset(cs, 0, sizeof cs);
+    memset(cs, 0, MAX_CHOICES * sizeof *cs);
     snprintf(cs[nc].label, sizeof cs[nc].label, "plan");
     cs[nc].algo = pe->algo;
     cs[nc++].params = pe->params;
@@ -462,7 +456,7 @@ static void audit_point(actx *A, gs_db *db, int64_t db_id, gs_plans **Pp, const 
             cs[0].ran_params = pe->params;
             if (same_run(A, &cs[0], &cs[1])) {
                 pr->same = 1;
-                return;
+                return 0;
             }
         }
     }
@@ -475,13 +469,16 @@ static void audit_point(actx *A, gs_db *db, int64_t db_id, gs_plans **Pp, const 
         cs[nc].algo = a;
         cs[nc++].params = w->params;
     }
-    gs_err be;
-    gs_err_clear(&be);
-    if (block_make(A, h, n, &be) < 0) {
-        GS_WARN("plan audit, device %d, %s n = 2^%d: not timed: %s", o->device, h->name, b,
-                be.msg);
-        return;
-    }
+    return nc;
+}
+
+/* Times the nc choices on n keys: a warm-up and a first run each; a
+ * forced choice more than PRUNE times the fastest is pruned (its
+ * algorithm gone for the larger sizes); then rounds of reps runs, more
+ * where one run is short of TARGET_MS. Returns the reps the rounds took. */
+static int time_choices(actx *A, const shape *h, size_t n, choice *cs, size_t nc,
+                        unsigned char *gone, int reps)
+{
     choice *all[MAX_CHOICES];
     for (size_t i = 0; i < nc; i++) {
         sample(A, h, n, &cs[i], 0);     /* warm-up: builds, registration */
@@ -506,7 +503,17 @@ static void audit_point(actx *A, gs_db *db, int64_t db_id, gs_plans **Pp, const 
         reps = (int)ceil(TARGET_MS / first) < MAX_REPS / 2 ? (int)ceil(TARGET_MS / first)
                                                           : MAX_REPS / 2;
     rounds(A, h, n, all, nc, reps);
+    return reps;
+}
 
+/* Does the plan (cs[0]) lose to the fastest other choice (*altp), timed
+ * again with it alone so that a lucky round does not rewrite the plan?
+ * Also the plan's ratios to the untuned route (cs[1]) and to the fastest
+ * forced choice, and what the point says, into pr. */
+static int point_loses(actx *A, const shape *h, int b, choice *cs, size_t nc, int reps,
+                       point_res *pr, choice **altp)
+{
+    size_t n = (size_t)1 << b;
     choice *plan = &cs[0], *unt = &cs[1];
     /* the fastest other choice, and the fastest forced one */
     choice *alt = NULL, *bestf = NULL;
@@ -520,7 +527,6 @@ static void audit_point(actx *A, gs_db *db, int64_t db_id, gs_plans **Pp, const 
     }
     int lose = alt && !same_run(A, plan, alt) && faster(alt, plan);
     if (lose && !cancelled(A)) {
-        /* measured again, the two alone: a lucky round must not rewrite the plan */
         plan->nt = alt->nt = 0;
         choice *two[2] = { plan, alt };
         rounds(A, h, n, two, 2, reps);
@@ -540,12 +546,22 @@ static void audit_point(actx *A, gs_db *db, int64_t db_id, gs_plans **Pp, const 
     if (usable(plan) && bestf)
         pr->plan_best = plan->med / bestf->med;
     if (plan->failed) {
-        GS_WARN("plan audit, device %d, %s n = 2^%d: the plan's %s failed: %s", o->device,
+        GS_WARN("plan audit, device %d, %s n = 2^%d: the plan's %s failed: %s", A->o->device,
                 h->name, b, plan->label, plan->why);
         lose = alt != NULL;             /* a plan row that cannot run loses to any that can */
     }
-    pr->losing = lose;
-    if (lose && o->fix && h->own_rows && alt) {
+    *altp = alt;
+    return lose;
+}
+
+/* A plan row (h, 2^b) that loses to alt: replaced by alt's with --fix
+ * when the shape has rows of its own (*Pp then reloaded), and said. */
+static void point_fix(actx *A, gs_db *db, int64_t db_id, gs_plans **Pp, const shape *h, int b,
+                      const choice *plan, const choice *alt, const choice *unt, point_res *pr)
+{
+    const gs_audit_opts *o = A->o;
+    int kb = (int)gs_dtype_size(h->dt) * 8;
+    if (o->fix && h->own_rows && alt) {
         gs_err fe;
         gs_err_clear(&fe);
         gs_plans *np = NULL;
@@ -560,44 +576,82 @@ static void audit_point(actx *A, gs_db *db, int64_t db_id, gs_plans **Pp, const 
             GS_WARN("plan audit: cannot replace the plan row: %s", fe.msg);
         }
     }
-    if (lose) {
-        char pt[200];
-        params_text(&alt->ran_params, pt, sizeof pt);
-        /* a row replaced, or one of a shape that borrows another's rows:
-         * counted in the summary; a row of its own left losing: a warning */
-        gs_log(pr->fixed || !h->own_rows ? GS_LOG_INFO : GS_LOG_WARN,
-               "plan audit, device %d, %s n = 2^%d: the plan (%s, %.4f ms) loses to %s "
-                "(%s %s, %.4f ms)%s", o->device, h->name, b, plan->algo->name,
-                usable(plan) ? plan->med : -1.0, alt->label, alt->ran, pt, alt->med,
-                pr->fixed ? "; row replaced"
-                : !h->own_rows ? " (this shape follows the u32 rows: not replaced)"
-                : o->fix ? "" : " (gsortd --audit-plan --fix replaces it)");
+    char pt[200];
+    params_text(&alt->ran_params, pt, sizeof pt);
+    /* a row replaced, or one of a shape that borrows another's rows:
+     * counted in the summary; a row of its own left losing: a warning */
+    gs_log(pr->fixed || !h->own_rows ? GS_LOG_INFO : GS_LOG_WARN,
+           "plan audit, device %d, %s n = 2^%d: the plan (%s, %.4f ms) loses to %s "
+            "(%s %s, %.4f ms)%s", o->device, h->name, b, plan->algo->name,
+            usable(plan) ? plan->med : -1.0, alt->label, alt->ran, pt, alt->med,
+            pr->fixed ? "; row replaced"
+            : !h->own_rows ? " (this shape follows the u32 rows: not replaced)"
+            : o->fix ? "" : " (gsortd --audit-plan --fix replaces it)");
+}
+
+/* The point's row of the audit table. */
+static void point_row(FILE *out, const shape *h, int b, const choice *cs, size_t nc,
+                      const point_res *pr)
+{
+    const choice *plan = &cs[0], *unt = &cs[1];
+    char others[600] = "";
+    size_t ol = 0;
+    for (size_t i = 2; i < nc; i++) {
+        int w;
+        if (cs[i].failed)
+            w = snprintf(others + ol, sizeof others - ol, "%s%s failed", ol ? ", " : "",
+                         cs[i].label);
+        else
+            w = snprintf(others + ol, sizeof others - ol, "%s%s %.4f%s", ol ? ", " : "",
+                         cs[i].label, cs[i].med, cs[i].pruned ? " (1 run)" : "");
+        if (w > 0 && (size_t)w < sizeof others - ol)
+            ol += (size_t)w;
     }
-    if (o->out) {
-        char others[600] = "";
-        size_t ol = 0;
-        for (size_t i = 2; i < nc; i++) {
-            int w;
-            if (cs[i].failed)
-                w = snprintf(others + ol, sizeof others - ol, "%s%s failed", ol ? ", " : "",
-                             cs[i].label);
-            else
-                w = snprintf(others + ol, sizeof others - ol, "%s%s %.4f%s", ol ? ", " : "",
-                             cs[i].label, cs[i].med, cs[i].pruned ? " (1 run)" : "");
-            if (w > 0 && (size_t)w < sizeof others - ol)
-                ol += (size_t)w;
-        }
-        char pr1[16] = "-", pr2[16] = "-";
-        if (pr->plan_untuned > 0)
-            snprintf(pr1, sizeof pr1, "%.2f", pr->plan_untuned);
-        if (pr->plan_best > 0)
-            snprintf(pr2, sizeof pr2, "%.2f", pr->plan_best);
-        fprintf(o->out, "  %-8s 2^%-3d %-10s %10.4f  %-10s %10.4f  %12s %10s  %-7s  %s\n",
-                h->name, b, plan->failed ? "(failed)" : plan->algo->name, plan->med,
-                usable(unt) ? unt->ran : "(failed)", unt->med, pr1, pr2,
-                !lose ? "ok" : pr->fixed ? "FIXED" : "LOSES", others);
-        fflush(o->out);
+    char pr1[16] = "-", pr2[16] = "-";
+    if (pr->plan_untuned > 0)
+        snprintf(pr1, sizeof pr1, "%.2f", pr->plan_untuned);
+    if (pr->plan_best > 0)
+        snprintf(pr2, sizeof pr2, "%.2f", pr->plan_best);
+    fprintf(out, "  %-8s 2^%-3d %-10s %10.4f  %-10s %10.4f  %12s %10s  %-7s  %s\n",
+            h->name, b, plan->failed ? "(failed)" : plan->algo->name, plan->med,
+            usable(unt) ? unt->ran : "(failed)", unt->med, pr1, pr2,
+            !pr->losing ? "ok" : pr->fixed ? "FIXED" : "LOSES", others);
+    fflush(out);
+}
+
+/* gone[i]: algorithm i was pruned at a smaller size of this shape, and is
+ * not forced again (a 4x gap does not close in 4x n). */
+static void audit_point(actx *A, gs_db *db, int64_t db_id, gs_plans **Pp, const shape *h,
+                        int b, unsigned char *gone, point_res *pr)
+{
+    const gs_audit_opts *o = A->o;
+    size_t n = (size_t)1 << b;
+    int kb = (int)gs_dtype_size(h->dt) * 8;
+    int reps = o->reps > 0 ? (o->reps > MAX_REPS / 2 ? MAX_REPS / 2 : o->reps) : 5;
+    pr->plan_untuned = pr->plan_best = -1;
+    pr->losing = pr->fixed = pr->same = 0;
+    pr->what[0] = '\0';
+    const gs_plans_entry *pe = gs_plans_lookup(*Pp, kb, h->pl, 0, n);
+    if (!pe)
+        return;                         /* no plan for the shape: nothing to audit */
+    choice cs[MAX_CHOICES];
+    size_t nc = point_choices(A, *Pp, h, b, pe, gone, cs, pr);
+    if (pr->same)
+        return;
+    gs_err be;
+    gs_err_clear(&be);
+    if (block_make(A, h, n, &be) < 0) {
+        GS_WARN("plan audit, device %d, %s n = 2^%d: not timed: %s", o->device, h->name, b,
+                be.msg);
+        return;
     }
+    reps = time_choices(A, h, n, cs, nc, gone, reps);
+    choice *alt = NULL;
+    pr->losing = point_loses(A, h, b, cs, nc, reps, pr, &alt);
+    if (pr->losing)
+        point_fix(A, db, db_id, Pp, h, b, &cs[0], alt, &cs[1], pr);
+    if (o->out)
+        point_row(o->out, h, b, cs, nc, pr);
     block_free(A);
 }
 

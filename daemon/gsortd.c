@@ -129,7 +129,7 @@ static int parse_long(const char *opt, const char *s, long lo, long hi, long *ou
     long v = strtol(s, &end, 10);
     if (errno || end == s || *end || v < lo || v > hi) {
         fprintf(stderr, "gsortd: %s '%s': expected an integer from %ld to %ld\n", opt, s, lo, hi);
-        return 2;
+        return GS_EINVAL;
     }
     *out = v;
     return 0;
@@ -151,302 +151,422 @@ static int parse_fault(const char *what, const char *s, long *at, long *dev)
                    parse_long(name, comma + 8, 0, 4095, dev)))) {
         fprintf(stderr, "gsortd: %s takes launch:K or launch:K,device:D, not '%s'\n", what,
                 s);
-        return 2;
+        return GS_EINVAL;
     }
     if (comma)
         (*dev)++;
     return 0;
 }
 
+enum { OPT_JSON = 256, OPT_KDIR, OPT_CACHE, OPT_LOGLEVEL, OPT_TUNE_ALL, OPT_BUDGET, OPT_QUICK,
+       OPT_DEVICE, OPT_ALGOS, OPT_DB, OPT_MAXLOG2, OPT_RESTRICT, OPT_SEED, OPT_DBCHECK,
+       OPT_COMPARE, OPT_N, OPT_SEEDS, OPT_CONFIG, OPT_SOCKET, OPT_TUNE_MISSING,
+       OPT_PRINT_CONFIG, OPT_FAULT, OPT_PAYLOADS, OPT_AUDIT, OPT_FIX, OPT_MINLOG2, OPT_STEP,
+       OPT_REPS, OPT_SHAPES, OPT_NO_AUDIT, OPT_VERBOSE };
+
+static const struct option opts[] = {
+    { "list-devices", no_argument, 0, 'l' },
+    { "json", no_argument, 0, OPT_JSON },
+    { "kernel-dir", required_argument, 0, OPT_KDIR },
+    { "cache-dir", required_argument, 0, OPT_CACHE },
+    { "log-level", required_argument, 0, OPT_LOGLEVEL },
+    { "tune-all", no_argument, 0, OPT_TUNE_ALL },
+    { "budget", required_argument, 0, OPT_BUDGET },
+    { "quick", no_argument, 0, OPT_QUICK },
+    { "device", required_argument, 0, OPT_DEVICE },
+    { "algorithms", required_argument, 0, OPT_ALGOS },
+    { "payloads", required_argument, 0, OPT_PAYLOADS },
+    { "db", required_argument, 0, OPT_DB },
+    { "max-log2", required_argument, 0, OPT_MAXLOG2 },
+    { "restrict", required_argument, 0, OPT_RESTRICT },
+    { "seed", required_argument, 0, OPT_SEED },
+    { "db-check", no_argument, 0, OPT_DBCHECK },   /* hidden: integrity check, prints ok */
+    { "tune-compare", required_argument, 0, OPT_COMPARE },
+    { "n", required_argument, 0, OPT_N },
+    { "seeds", required_argument, 0, OPT_SEEDS },
+    { "config", required_argument, 0, OPT_CONFIG },
+    { "socket", required_argument, 0, OPT_SOCKET },
+    { "tune-missing", no_argument, 0, OPT_TUNE_MISSING },
+    { "set", required_argument, 0, 'o' },
+    { "print-config", no_argument, 0, OPT_PRINT_CONFIG },
+    /* hidden, for tests: launch:K makes every kernel launch from the
+     * K-th on fail (CL_OUT_OF_RESOURCES), so that requests take the
+     * fallback; launch:K,device:D only device D's launches. When serving
+     * without this option, the environment
+     * variable GSORTD_INJECT_FAULT=launch:K does the same (for a
+     * daemon started by a script or a service manager). */
+    { "inject-fault", required_argument, 0, OPT_FAULT },
+    { "audit-plan", no_argument, 0, OPT_AUDIT },
+    { "fix", no_argument, 0, OPT_FIX },
+    { "min-log2", required_argument, 0, OPT_MINLOG2 },
+    { "step", required_argument, 0, OPT_STEP },
+    { "reps", required_argument, 0, OPT_REPS },
+    { "shapes", required_argument, 0, OPT_SHAPES },
+    { "no-audit", no_argument, 0, OPT_NO_AUDIT },
+    { "verbose", no_argument, 0, 'v' },
+    { "help", no_argument, 0, 'h' },
+    { "version", no_argument, 0, 'V' },
+    { 0, 0, 0, 0 },
+};
+
+/* The command line as read: the mode, which options of each kind were
+ * given, and what each mode is handed. */
+typedef struct cmdline {
+    int list, json, tune_all, db_check, audit, no_audit, verbose;
+    int serve_opts, audit_opts, tune_opts, compare_opts;
+    int done;                   /* --help or --version answered */
+    gs_audit_args aa;
+    gs_tuneall_opts ta;
+    /* Serving options become configuration overrides, applied after the
+     * config file (and again on every SIGHUP); the arrays (argc + 1
+     * entries each) are da's keys and values. */
+    gs_daemon_args da;
+    const char **okeys, **ovals;
+} cmdline;
+
+static void override(cmdline *cl, const char *key, const char *value)
+{
+    cl->okeys[cl->da.nover] = key;
+    cl->ovals[cl->da.nover++] = value;
+}
+
+/* Each *_option below reads one kind of option: it returns 0, GS_EINVAL
+ * for a usage error (said on stderr), or GS_ENOTFOUND for another kind. */
+
+/* Serving's (--db too: the tuning modes read it as well). */
+static int serve_option(cmdline *cl, int c, char *arg)
+{
+    switch (c) {
+    case OPT_KDIR: gs_kern_set_dir(arg); override(cl, GS_CONF_KEY(kernel_dir), arg); return 0;
+    case OPT_CACHE:
+        setenv("GSORTD_CACHE_DIR", arg, 1);
+        override(cl, GS_CONF_KEY(cache_dir), arg);
+        return 0;
+    case OPT_LOGLEVEL: {
+        int lvl = gs_log_parse_level(arg);
+        if (lvl < 0) {
+            fprintf(stderr, "gsortd: unknown log level '%s' (error, warn, info, debug)\n", arg);
+            return GS_EINVAL;
+        }
+        gs_log_set_level(lvl);
+        override(cl, GS_CONF_KEY(log_level), arg);
+        return 0;
+    }
+    case OPT_DB: cl->ta.db_path = arg; override(cl, GS_CONF_KEY(db), arg); return 0;
+    case OPT_CONFIG: cl->da.config_path = arg; break;
+    case OPT_SOCKET: override(cl, GS_CONF_KEY(socket), arg); break;
+    case OPT_TUNE_MISSING: override(cl, GS_CONF_KEY(tune_missing), "yes"); break;
+    case OPT_PRINT_CONFIG: cl->da.print_config = 1; break;
+    case 'o': {
+        char *eq = strchr(arg, '=');
+        if (!eq || eq == arg) {
+            fprintf(stderr, "gsortd: -o '%s': expected KEY=VALUE\n", arg);
+            return GS_EINVAL;
+        }
+        *eq = '\0';
+        override(cl, arg, eq + 1);
+        break;
+    }
+    case OPT_FAULT:
+        if (parse_fault("--inject-fault", arg, &cl->da.fault_at, &cl->da.fault_dev))
+            return GS_EINVAL;
+        break;
+    default: return GS_ENOTFOUND;
+    }
+    cl->serve_opts = 1;     /* those for serving only */
+    return 0;
+}
+
+/* --audit-plan's. */
+static int audit_option(cmdline *cl, int c, char *arg)
+{
+    long v;
+    gs_audit_opts *o = &cl->aa.o;
+    switch (c) {
+    case OPT_AUDIT: cl->audit = 1; return 0;
+    case OPT_NO_AUDIT: cl->no_audit = 1; return 0;
+    case OPT_FIX: o->fix = 1; break;
+    case OPT_MINLOG2:
+        if (parse_long("--min-log2", arg, 1, GS_TUNE_MAX_LOG2, &v))
+            return GS_EINVAL;
+        o->min_log2 = (int)v;
+        break;
+    case OPT_STEP:
+        if (parse_long("--step", arg, 1, GS_TUNE_MAX_LOG2, &v))
+            return GS_EINVAL;
+        o->step = (int)v;
+        break;
+    case OPT_REPS:
+        if (parse_long("--reps", arg, 1, 16, &v))
+            return GS_EINVAL;
+        o->reps = (int)v;
+        break;
+    case OPT_SHAPES: {
+        gs_err err;
+        gs_err_clear(&err);
+        if (gs_audit_shapes_check(arg, &err) < 0) {
+            fprintf(stderr, "gsortd: --shapes: %s\n", err.msg);
+            return GS_EINVAL;
+        }
+        o->shapes = arg;
+        break;
+    }
+    default: return GS_ENOTFOUND;
+    }
+    cl->audit_opts = 1;     /* those that go with --audit-plan only */
+    return 0;
+}
+
+/* --budget's: seconds, up to 30 days. */
+static int parse_budget(const char *arg, double *budget)
+{
+    char *end;
+    errno = 0;
+    double b = strtod(arg, &end);
+    if (errno || end == arg || *end || !isfinite(b) || b <= 0 || b > 30 * 86400.0) {
+        fprintf(stderr, "gsortd: --budget '%s': expected a positive number of seconds "
+                "(at most 30 days)\n", arg);
+        return GS_EINVAL;
+    }
+    *budget = b;
+    return 0;
+}
+
+/* --tune-compare's own. */
+static int compare_option(cmdline *cl, int c, char *arg)
+{
+    long v;
+    switch (c) {
+    case OPT_COMPARE: cl->ta.compare = arg; return 0;
+    case OPT_N:
+        if (parse_long("--n", arg, 2, 1L << GS_TUNE_MAX_LOG2, &v))
+            return GS_EINVAL;
+        cl->ta.compare_n = (size_t)v;
+        break;
+    case OPT_SEEDS:
+        if (parse_long("--seeds", arg, 1, 100000, &v))
+            return GS_EINVAL;
+        cl->ta.seeds = (unsigned)v;
+        break;
+    default: return GS_ENOTFOUND;
+    }
+    cl->compare_opts = 1;
+    return 0;
+}
+
+/* --tune-all's (and --tune-compare's). */
+static int tune_option(cmdline *cl, int c, char *arg)
+{
+    long v;
+    gs_tuneall_opts *ta = &cl->ta;
+    switch (c) {
+    case OPT_TUNE_ALL: cl->tune_all = 1; return 0;
+    case 'v': cl->verbose = 1; return 0;
+    case OPT_BUDGET:
+        if (parse_budget(arg, &ta->budget))
+            return GS_EINVAL;
+        break;
+    case OPT_QUICK: ta->quick = 1; break;
+    case OPT_DEVICE:
+        if (parse_long("--device", arg, 0, 1023, &ta->device))
+            return GS_EINVAL;
+        cl->aa.device = ta->device;
+        break;
+    case OPT_ALGOS: ta->algorithms = arg; break;
+    case OPT_PAYLOADS: ta->payloads = arg; break;
+    case OPT_MAXLOG2:
+        if (parse_long("--max-log2", arg, GS_TUNE_MIN_LOG2, GS_TUNE_MAX_LOG2, &v))
+            return GS_EINVAL;
+        ta->max_log2 = cl->aa.o.max_log2 = (int)v;
+        break;
+    case OPT_RESTRICT: {
+        gs_err err;
+        gs_err_clear(&err);
+        if (gs_tune_restrict_check(arg, &err)) {
+            fprintf(stderr, "gsortd: %s\n", err.msg);
+            return GS_EINVAL;
+        }
+        ta->restrict_spec = arg;
+        break;
+    }
+    case OPT_SEED:
+        if (parse_long("--seed", arg, 0, 2147483647L, &v))
+            return GS_EINVAL;
+        ta->seed = (uint64_t)v;
+        break;
+    default: return compare_option(cl, c, arg);
+    }
+    cl->tune_opts = 1;      /* those for tuning only */
+    return 0;
+}
+
+/* The other modes', --help's and --version's (cl->done), or an unknown
+ * option. */
+static int mode_option(cmdline *cl, int c)
+{
+    switch (c) {
+    case 'l': cl->list = 1; return 0;
+    case OPT_JSON: cl->json = 1; return 0;
+    case OPT_DBCHECK: cl->db_check = 1; return 0;
+    case 'h': usage(stdout); cl->done = 1; return 0;
+    case 'V':
+        printf("gsortd %s\nsystemd support: %s\n", PACKAGE_VERSION,
+               gs_systemd_supported() ? "yes (readiness notification, socket activation)"
+                                      : "no (built without libsystemd)");
+        cl->done = 1;
+        return 0;
+    default:
+        fprintf(stderr, "Try 'gsortd --help'.\n");
+        return GS_EINVAL;
+    }
+}
+
+/* Option c of getopt_long, its argument in arg: 0 or GS_EINVAL. */
+static int parse_option(cmdline *cl, int c, char *arg)
+{
+    int rc = serve_option(cl, c, arg);
+    if (rc == GS_ENOTFOUND)
+        rc = audit_option(cl, c, arg);
+    if (rc == GS_ENOTFOUND)
+        rc = tune_option(cl, c, arg);
+    if (rc == GS_ENOTFOUND)
+        rc = mode_option(cl, c);
+    return rc;
+}
+
+/* No argument but options, and one mode at most: 0 or GS_EINVAL. */
+static int check_mode(const cmdline *cl, int argc, char **argv)
+{
+    if (optind < argc) {
+        fprintf(stderr, "gsortd: unexpected argument '%s'\nTry 'gsortd --help'.\n", argv[optind]);
+        return GS_EINVAL;
+    }
+    if (cl->json && !cl->list) {
+        fprintf(stderr, "gsortd: --json goes with --list-devices\n");
+        return GS_EINVAL;
+    }
+    if (cl->list + cl->tune_all + cl->db_check + cl->audit + (cl->ta.compare != NULL) > 1) {
+        fprintf(stderr, "gsortd: --list-devices, --tune-all, --tune-compare, --audit-plan and "
+                "--db-check exclude each other\n");
+        return GS_EINVAL;
+    }
+    return 0;
+}
+
+/* --audit-plan with nothing it does not take; the daemon's own options
+ * (--config, -o) say whose choices are timed. */
+static int check_audit(const cmdline *cl)
+{
+    const gs_tuneall_opts *ta = &cl->ta;
+    if (ta->budget > 0 || ta->quick || ta->algorithms || ta->payloads || ta->restrict_spec ||
+        ta->seed != 1 || ta->compare || cl->compare_opts || cl->no_audit ||
+        cl->da.print_config || cl->da.fault_at) {
+        fprintf(stderr, "gsortd: --audit-plan takes --db, --device, --config, -o, "
+                "--min-log2, --max-log2, --step, --reps, --shapes and --fix\n");
+        return GS_EINVAL;
+    }
+    return 0;
+}
+
+/* Is a mode other than serving chosen (--audit-plan aside)? */
+static int other_mode(const cmdline *cl)
+{
+    return cl->list || cl->tune_all || cl->db_check || cl->ta.compare;
+}
+
+/* Every option with the mode it goes with: 0 or GS_EINVAL. */
+static int check_options(const cmdline *cl)
+{
+    if (cl->audit_opts) {
+        fprintf(stderr, "gsortd: --fix, --min-log2, --step, --reps and --shapes go with "
+                "--audit-plan\n");
+        return GS_EINVAL;
+    }
+    if (cl->verbose && !cl->tune_all) {
+        fprintf(stderr, "gsortd: --verbose goes with --tune-all\n");
+        return GS_EINVAL;
+    }
+    if (cl->no_audit && !cl->tune_all) {
+        fprintf(stderr, "gsortd: --no-audit goes with --tune-all\n");
+        return GS_EINVAL;
+    }
+    if (cl->tune_opts && !cl->tune_all && !cl->ta.compare) {
+        fprintf(stderr, "gsortd: --budget, --quick, --device, --algorithms, --payloads, "
+                "--max-log2, --restrict and --seed go with --tune-all (or --tune-compare)\n");
+        return GS_EINVAL;
+    }
+    if (cl->compare_opts && !cl->ta.compare) {
+        fprintf(stderr, "gsortd: --n and --seeds go with --tune-compare\n");
+        return GS_EINVAL;
+    }
+    if (other_mode(cl) && cl->serve_opts) {
+        fprintf(stderr, "gsortd: --config, --socket, --tune-missing, -o, --print-config and "
+                "--inject-fault are for serving (no mode option)\n");
+        return GS_EINVAL;
+    }
+    return 0;
+}
+
+/* --tune-all, then the audit that ends every tune: the rows that lose are
+ * replaced. The exit status. */
+static int tune_and_audit(cmdline *cl)
+{
+    int rc = gs_tuneall_run(&cl->ta);
+    if (rc)
+        return rc;
+    cl->aa.daemon = &cl->da;
+    cl->aa.db_path = cl->ta.db_path;
+    cl->aa.o.fix = 1;
+    cl->aa.o.max_log2 = 0;          /* what the tune measured */
+    cl->aa.brief = !cl->verbose;    /* a line per device; the table with --verbose */
+    if (cl->ta.quick && !(cl->ta.budget > 0))
+        cl->aa.o.budget_s = GS_AUDIT_QUICK_BUDGET;
+    return gs_audit_main(&cl->aa);
+}
+
 /* Everything main does, with the override arrays (argc + 1 entries each)
  * owned by main, so every return path here leaves nothing allocated. */
 static int run(int argc, char **argv, const char **okeys, const char **ovals)
 {
-    enum { OPT_JSON = 256, OPT_KDIR, OPT_CACHE, OPT_LOGLEVEL, OPT_TUNE_ALL, OPT_BUDGET, OPT_QUICK,
-           OPT_DEVICE, OPT_ALGOS, OPT_DB, OPT_MAXLOG2, OPT_RESTRICT, OPT_SEED, OPT_DBCHECK,
-           OPT_COMPARE, OPT_N, OPT_SEEDS, OPT_CONFIG, OPT_SOCKET, OPT_TUNE_MISSING,
-           OPT_PRINT_CONFIG, OPT_FAULT, OPT_PAYLOADS, OPT_AUDIT, OPT_FIX, OPT_MINLOG2, OPT_STEP,
-           OPT_REPS, OPT_SHAPES, OPT_NO_AUDIT, OPT_VERBOSE };
-    static const struct option opts[] = {
-        { "list-devices", no_argument, 0, 'l' },
-        { "json", no_argument, 0, OPT_JSON },
-        { "kernel-dir", required_argument, 0, OPT_KDIR },
-        { "cache-dir", required_argument, 0, OPT_CACHE },
-        { "log-level", required_argument, 0, OPT_LOGLEVEL },
-        { "tune-all", no_argument, 0, OPT_TUNE_ALL },
-        { "budget", required_argument, 0, OPT_BUDGET },
-        { "quick", no_argument, 0, OPT_QUICK },
-        { "device", required_argument, 0, OPT_DEVICE },
-        { "algorithms", required_argument, 0, OPT_ALGOS },
-        { "payloads", required_argument, 0, OPT_PAYLOADS },
-        { "db", required_argument, 0, OPT_DB },
-        { "max-log2", required_argument, 0, OPT_MAXLOG2 },
-        { "restrict", required_argument, 0, OPT_RESTRICT },
-        { "seed", required_argument, 0, OPT_SEED },
-        { "db-check", no_argument, 0, OPT_DBCHECK },   /* hidden: integrity check, prints ok */
-        { "tune-compare", required_argument, 0, OPT_COMPARE },
-        { "n", required_argument, 0, OPT_N },
-        { "seeds", required_argument, 0, OPT_SEEDS },
-        { "config", required_argument, 0, OPT_CONFIG },
-        { "socket", required_argument, 0, OPT_SOCKET },
-        { "tune-missing", no_argument, 0, OPT_TUNE_MISSING },
-        { "set", required_argument, 0, 'o' },
-        { "print-config", no_argument, 0, OPT_PRINT_CONFIG },
-        /* hidden, for tests: launch:K makes every kernel launch from the
-         * K-th on fail (CL_OUT_OF_RESOURCES), so that requests take the
-         * fallback; launch:K,device:D only device D's launches. When serving
-         * without this option, the environment
-         * variable GSORTD_INJECT_FAULT=launch:K does the same (for a
-         * daemon started by a script or a service manager). */
-        { "inject-fault", required_argument, 0, OPT_FAULT },
-        { "audit-plan", no_argument, 0, OPT_AUDIT },
-        { "fix", no_argument, 0, OPT_FIX },
-        { "min-log2", required_argument, 0, OPT_MINLOG2 },
-        { "step", required_argument, 0, OPT_STEP },
-        { "reps", required_argument, 0, OPT_REPS },
-        { "shapes", required_argument, 0, OPT_SHAPES },
-        { "no-audit", no_argument, 0, OPT_NO_AUDIT },
-        { "verbose", no_argument, 0, 'v' },
-        { "help", no_argument, 0, 'h' },
-        { "version", no_argument, 0, 'V' },
-        { 0, 0, 0, 0 },
+    cmdline cl = {
+        .aa = { .device = -1 },
+        .ta = { .device = -1, .seed = 1, .compare_n = 65536, .seeds = 100 },
+        .da = { .keys = okeys, .values = ovals },
+        .okeys = okeys, .ovals = ovals,
     };
-    int list = 0, json = 0, c, lvl, tune_opts = 0, compare_opts = 0;
-    long v;
-    int tune_all = 0, db_check = 0, audit = 0, audit_opts = 0, no_audit = 0;
-    gs_audit_args aa = { .device = -1 };
-    gs_tuneall_opts ta = { .device = -1, .seed = 1, .compare_n = 65536, .seeds = 100 };
-    /* Serving options become configuration overrides, applied after the
-     * config file (and again on every SIGHUP). */
-    gs_daemon_args da = { .keys = okeys, .values = ovals };
-    int serve_opts = 0;
-#define OVERRIDE(k, v) (okeys[da.nover] = (k), ovals[da.nover++] = (v))
-    int verbose = 0;
+    int c;
     while ((c = getopt_long(argc, argv, "lhVvo:", opts, NULL)) != -1) {
-        switch (c) {
-        case 'l': list = 1; break;
-        case OPT_JSON: json = 1; break;
-        case OPT_KDIR: gs_kern_set_dir(optarg); OVERRIDE(GS_CONF_KEY(kernel_dir), optarg); break;
-        case OPT_CACHE:
-            setenv("GSORTD_CACHE_DIR", optarg, 1);
-            OVERRIDE(GS_CONF_KEY(cache_dir), optarg);
-            break;
-        case OPT_LOGLEVEL:
-            if ((lvl = gs_log_parse_level(optarg)) < 0) {
-                fprintf(stderr, "gsortd: unknown log level '%s' (error, warn, info, debug)\n", optarg);
-                return 2;
-            }
-            gs_log_set_level(lvl);
-            OVERRIDE(GS_CONF_KEY(log_level), optarg);
-            break;
-        case OPT_CONFIG: da.config_path = optarg; serve_opts = 1; break;
-        case OPT_SOCKET: OVERRIDE(GS_CONF_KEY(socket), optarg); serve_opts = 1; break;
-        case OPT_TUNE_MISSING: OVERRIDE(GS_CONF_KEY(tune_missing), "yes"); serve_opts = 1; break;
-        case OPT_PRINT_CONFIG: da.print_config = 1; serve_opts = 1; break;
-        case 'o': {
-            char *eq = strchr(optarg, '=');
-            if (!eq || eq == optarg) {
-                fprintf(stderr, "gsortd: -o '%s': expected KEY=VALUE\n", optarg);
-                return 2;
-            }
-            *eq = '\0';
-            OVERRIDE(optarg, eq + 1);
-            serve_opts = 1;
-            break;
-        }
-        case OPT_FAULT:
-            if (parse_fault("--inject-fault", optarg, &da.fault_at, &da.fault_dev))
-                return 2;
-            serve_opts = 1;
-            break;
-        case OPT_TUNE_ALL: tune_all = 1; break;
-        case 'v': verbose = 1; break;
-        case OPT_AUDIT: audit = 1; break;
-        case OPT_NO_AUDIT: no_audit = 1; break;
-        case OPT_FIX: aa.o.fix = 1; audit_opts = 1; break;
-        case OPT_MINLOG2:
-            if (parse_long("--min-log2", optarg, 1, GS_TUNE_MAX_LOG2, &v))
-                return 2;
-            aa.o.min_log2 = (int)v;
-            audit_opts = 1;
-            break;
-        case OPT_STEP:
-            if (parse_long("--step", optarg, 1, GS_TUNE_MAX_LOG2, &v))
-                return 2;
-            aa.o.step = (int)v;
-            audit_opts = 1;
-            break;
-        case OPT_REPS:
-            if (parse_long("--reps", optarg, 1, 16, &v))
-                return 2;
-            aa.o.reps = (int)v;
-            audit_opts = 1;
-            break;
-        case OPT_SHAPES: {
-            gs_err err;
-            gs_err_clear(&err);
-            if (gs_audit_shapes_check(optarg, &err) < 0) {
-                fprintf(stderr, "gsortd: --shapes: %s\n", err.msg);
-                return 2;
-            }
-            aa.o.shapes = optarg;
-            audit_opts = 1;
-            break;
-        }
-        case OPT_BUDGET: {
-            char *end;
-            errno = 0;
-            double b = strtod(optarg, &end);
-            if (errno || end == optarg || *end || !isfinite(b) || b <= 0 || b > 30 * 86400.0) {
-                fprintf(stderr, "gsortd: --budget '%s': expected a positive number of seconds "
-                        "(at most 30 days)\n", optarg);
-                return 2;
-            }
-            ta.budget = b;
-            tune_opts = 1;
-            break;
-        }
-        case OPT_QUICK: ta.quick = 1; tune_opts = 1; break;
-        case OPT_DEVICE:
-            if (parse_long("--device", optarg, 0, 1023, &ta.device))
-                return 2;
-            aa.device = ta.device;
-            tune_opts = 1;
-            break;
-        case OPT_ALGOS: ta.algorithms = optarg; tune_opts = 1; break;
-        case OPT_PAYLOADS: ta.payloads = optarg; tune_opts = 1; break;
-        case OPT_DB: ta.db_path = optarg; OVERRIDE(GS_CONF_KEY(db), optarg); break;
-        case OPT_MAXLOG2:
-            if (parse_long("--max-log2", optarg, GS_TUNE_MIN_LOG2, GS_TUNE_MAX_LOG2, &v))
-                return 2;
-            ta.max_log2 = aa.o.max_log2 = (int)v;
-            tune_opts = 1;
-            break;
-        case OPT_RESTRICT: {
-            gs_err err;
-            gs_err_clear(&err);
-            if (gs_tune_restrict_check(optarg, &err)) {
-                fprintf(stderr, "gsortd: %s\n", err.msg);
-                return 2;
-            }
-            ta.restrict_spec = optarg;
-            tune_opts = 1;
-            break;
-        }
-        case OPT_SEED:
-            if (parse_long("--seed", optarg, 0, 2147483647L, &v))
-                return 2;
-            ta.seed = (uint64_t)v;
-            tune_opts = 1;
-            break;
-        case OPT_DBCHECK: db_check = 1; break;
-        case OPT_COMPARE: ta.compare = optarg; break;
-        case OPT_N:
-            if (parse_long("--n", optarg, 2, 1L << GS_TUNE_MAX_LOG2, &v))
-                return 2;
-            ta.compare_n = (size_t)v;
-            compare_opts = 1;
-            break;
-        case OPT_SEEDS:
-            if (parse_long("--seeds", optarg, 1, 100000, &v))
-                return 2;
-            ta.seeds = (unsigned)v;
-            compare_opts = 1;
-            break;
-        case 'h': usage(stdout); return 0;
-        case 'V':
-            printf("gsortd %s\nsystemd support: %s\n", PACKAGE_VERSION,
-                   gs_systemd_supported() ? "yes (readiness notification, socket activation)"
-                                          : "no (built without libsystemd)");
+        if (parse_option(&cl, c, optarg) < 0)
+            return 2;
+        if (cl.done)
             return 0;
-        default:
-            fprintf(stderr, "Try 'gsortd --help'.\n");
+    }
+    if (check_mode(&cl, argc, argv) < 0)
+        return 2;
+    if (cl.audit) {
+        if (check_audit(&cl) < 0)
             return 2;
-        }
+        cl.aa.daemon = &cl.da;
+        cl.aa.db_path = cl.ta.db_path;
+        return gs_audit_main(&cl.aa);
     }
-    if (optind < argc) {
-        fprintf(stderr, "gsortd: unexpected argument '%s'\nTry 'gsortd --help'.\n", argv[optind]);
+    if (check_options(&cl) < 0)
         return 2;
-    }
-    if (json && !list) {
-        fprintf(stderr, "gsortd: --json goes with --list-devices\n");
-        return 2;
-    }
-    if (list + tune_all + db_check + audit + (ta.compare != NULL) > 1) {
-        fprintf(stderr, "gsortd: --list-devices, --tune-all, --tune-compare, --audit-plan and "
-                "--db-check exclude each other\n");
-        return 2;
-    }
-    if (audit) {
-        /* the daemon's own options (--config, -o) say whose choices are timed */
-        if (ta.budget > 0 || ta.quick || ta.algorithms || ta.payloads || ta.restrict_spec ||
-            ta.seed != 1 || ta.compare || compare_opts || no_audit || da.print_config ||
-            da.fault_at) {
-            fprintf(stderr, "gsortd: --audit-plan takes --db, --device, --config, -o, "
-                    "--min-log2, --max-log2, --step, --reps, --shapes and --fix\n");
-            return 2;
-        }
-        aa.daemon = &da;
-        aa.db_path = ta.db_path;
-        return gs_audit_main(&aa);
-    }
-    if (audit_opts) {
-        fprintf(stderr, "gsortd: --fix, --min-log2, --step, --reps and --shapes go with "
-                "--audit-plan\n");
-        return 2;
-    }
-    if (verbose && !tune_all) {
-        fprintf(stderr, "gsortd: --verbose goes with --tune-all\n");
-        return 2;
-    }
-    ta.verbose = verbose;   /* a line per search, the full tables (--log-level debug: more) */
-    if (no_audit && !tune_all) {
-        fprintf(stderr, "gsortd: --no-audit goes with --tune-all\n");
-        return 2;
-    }
-    if (tune_opts && !tune_all && !ta.compare) {
-        fprintf(stderr, "gsortd: --budget, --quick, --device, --algorithms, --payloads, "
-                "--max-log2, --restrict and --seed go with --tune-all (or --tune-compare)\n");
-        return 2;
-    }
-    if (compare_opts && !ta.compare) {
-        fprintf(stderr, "gsortd: --n and --seeds go with --tune-compare\n");
-        return 2;
-    }
-    int mode = list || tune_all || db_check || ta.compare;
-    if (mode && serve_opts) {
-        fprintf(stderr, "gsortd: --config, --socket, --tune-missing, -o, --print-config and "
-                "--inject-fault are for serving (no mode option)\n");
-        return 2;
-    }
+    /* a line per search, the full tables (--log-level debug: more) */
+    cl.ta.verbose = cl.verbose;
     const char *envf = getenv("GSORTD_INJECT_FAULT");
-    if (!mode && !da.fault_at && envf && envf[0]) {
-        if (parse_fault("GSORTD_INJECT_FAULT", envf, &da.fault_at, &da.fault_dev))
-            return 2;
-    }
-    int rc;
-    if (list)
-        rc = list_devices(json);
-    else if (db_check)
-        rc = gs_tuneall_db_check(ta.db_path);
-    else if (tune_all && !no_audit) {
-        /* the audit that ends every tune: the rows that lose are replaced */
-        rc = gs_tuneall_run(&ta);
-        if (rc == 0) {
-            aa.daemon = &da;
-            aa.db_path = ta.db_path;
-            aa.o.fix = 1;
-            aa.o.max_log2 = 0;      /* what the tune measured */
-            aa.brief = !verbose;    /* a line per device; the table with --verbose */
-            if (ta.quick && !(ta.budget > 0))
-                aa.o.budget_s = GS_AUDIT_QUICK_BUDGET;
-            rc = gs_audit_main(&aa);
-        }
-    } else if (tune_all || ta.compare)
-        rc = gs_tuneall_run(&ta);
-    else
-        rc = gs_daemon_main(&da);
-    return rc;
+    if (!other_mode(&cl) && !cl.da.fault_at && envf && envf[0] &&
+        parse_fault("GSORTD_INJECT_FAULT", envf, &cl.da.fault_at, &cl.da.fault_dev))
+        return 2;
+    if (cl.list)
+        return list_devices(cl.json);
+    if (cl.db_check)
+        return gs_tuneall_db_check(cl.ta.db_path);
+    if (cl.tune_all && !cl.no_audit)
+        return tune_and_audit(&cl);
+    if (cl.tune_all || cl.ta.compare)
+        return gs_tuneall_run(&cl.ta);
+    return gs_daemon_main(&cl.da);
 }
 
 int main(int argc, char **argv)

@@ -3,7 +3,7 @@
  * search in each group (its candidates, then the search core of
  * gs_search.c), and measuring one configuration: a recorded trial reused,
  * else run (gs_trial.c) when its estimated cost fits, and recorded. It is
- * one file of about 900 lines because the loop's deadlines and a trial's
+ * one file of about 1,400 lines because the loop's deadlines and a trial's
  * admission are the two halves of one budget model (below) over one
  * per-device state; gs_tune_measure_all lends the measuring half to the
  * sampled-versus-exhaustive comparison (gs_compare.c).
@@ -514,9 +514,108 @@ static int measure_baseline(gctx *G, gs_params *bp, uint64_t *code, double *ms, 
     return 0;
 }
 
+/* The search's candidates in one group, into *out (malloc'd, *nout of
+ * them): the recorded winner (a rerun never does worse), the previous
+ * bucket's winner, then with explore (not at large n, where a trial costs
+ * seconds) every configuration this run has found valid, most promising
+ * first, and with an exhaustive space the rest of it. */
+static int group_candidates(tctx *T, astate *A, int kc, gs_payload pl, int bucket, int explore,
+                            uint64_t **out, size_t *nout, gs_err *err)
+{
+    int ki = kc == 64;
+    size_t ncand = 0, cap = A->npool + 3 + (A->exhaustive ? (size_t)A->sp.total : 0);
+    uint64_t *cand = malloc(cap * sizeof *cand);
+    if (!cand)
+        return gs_err_set(err, GS_ENOMEM, "out of memory");
+    gs_db_choice ch;
+    gs_err lerr;
+    gs_params p;
+    uint64_t c;
+    if (gs_db_winner_get(T->db, T->dev_id, A->a->name, kc, gs_payload_name(pl), bucket, &ch,
+                         &lerr) == 0 &&
+        gs_params_from_json(ch.params, &p, &lerr) == 0 && gs_tune_space_code(&A->sp, &p, &c) == 0)
+        cand[ncand++] = c;
+    if (A->has_prev[ki][pl])
+        cand[ncand++] = A->prev[ki][pl];
+    if (A->npool > 1)   /* an algorithm without parameters has no pool (NULL) */
+        qsort(A->pool, A->npool, sizeof *A->pool, cmp_pool);
+    for (size_t i = 0; explore && i < A->npool; i++)
+        cand[ncand++] = A->pool[i].code;
+    for (uint64_t k = 0; explore && A->exhaustive && k < A->sp.total; k++)
+        cand[ncand++] = k;      /* the rest of the space (duplicates cost nothing) */
+    *out = cand;
+    *nout = ncand;
+    return 0;
+}
+
+/* The acceptance rule: the search's best replaces the baseline (bp,
+ * bcode, base_ms when base_valid) only where it beats it by more than the
+ * noise (gs_tune_beats), or where the baseline is not valid. The winner
+ * into *wc, *wms and *wp; returns whether it is the search's (tuned). */
+static int accept_best(gctx *G, const gs_tune_search *sr, const gs_params *bp, uint64_t bcode,
+                       double base_ms, int base_valid, uint64_t *wc, double *wms, gs_params *wp)
+{
+    *wc = bcode;
+    *wms = base_ms;
+    *wp = *bp;
+    if (sr->best < 0 || sr->ev[sr->best].code == bcode)
+        return !base_valid;
+    gs_params sp;
+    gs_err lerr;
+    double smed = 0, smin = 0, bmed = 0, bmin = 0;
+    gs_tune_space_params(&G->A->sp, sr->ev[sr->best].code, &sp);
+    gs_err_clear(&lerr);
+    if (!base_valid ||
+        (trial_stats(G, &sp, &smed, &smin, &lerr) == 0 &&
+         trial_stats(G, bp, &bmed, &bmin, &lerr) == 0 && gs_tune_beats(smed, bmed, bmin))) {
+        *wc = sr->ev[sr->best].code;
+        *wms = sr->ev[sr->best].ms;
+        *wp = sp;
+        return 1;
+    }
+    char pt[256];
+    gs_tune_params_text(&sp, pt, sizeof pt);
+    GS_DEBUG("%s %s keys, payload %s, n=2^%d: %s (%.4f ms) does not beat the defaults "
+             "(%.4f ms, fastest run %.4f) by more than the noise: the defaults stand",
+             G->A->a->name, gs_dtype_name(gs_tune_dtype_of(G->kc)), gs_payload_name(G->pl),
+             G->bucket, pt, smed, bmed, bmin);
+    return 0;
+}
+
+/* Write the group's winner w (its parameters wp, code wc; the baseline's
+ * bp) to the database and the report, then time it on the other
+ * distributions while there is time (informational trials; stopped: none
+ * is left). */
+static int save_winner(gctx *G, gs_tune_winner *w, const gs_params *wp, uint64_t wc,
+                       const gs_params *bp, int stopped, gs_err *err)
+{
+    tctx *T = G->T;
+    const gs_algo *a = G->A->a;
+    int rc;
+    snprintf(w->algorithm, sizeof w->algorithm, "%s", a->name);
+    if ((rc = gs_params_to_json(wp, w->params, sizeof w->params, err)) != 0 ||
+        (rc = gs_params_to_json(bp, w->base_params, sizeof w->base_params, err)) != 0 ||
+        (rc = gs_tune_winner_save(T->db, T->dev_id, T->code_id, a->uses_device, w, err)) != 0)
+        return rc;
+    if (gs_tune_winner_add(T->rep, w))
+        return gs_err_set(err, GS_ENOMEM, "out of memory");
+    for (int d = GS_TUNE_DIST_SORTED; T->o->extra_dists && !stopped && d < GS_TUNE_DIST_COUNT;
+         d++) {
+        double ms;
+        int valid;
+        rc = measure_p(G, d, wp, wc, 0, &ms, &valid, err);
+        if (rc == GS_TUNE_STOP)
+            break;
+        if (rc)
+            return rc;
+    }
+    report_progress(G, 1);
+    return 0;
+}
+
 /* Search one algorithm in one group: its baseline, then the search; the
  * search's best replaces the baseline only where it beats it by more than
- * the noise (gs_tune_beats). Write the winner, time it on the other
+ * the noise (accept_best). Write the winner, time it on the other
  * distributions when there is time. */
 static int tune_algo_group(tctx *T, astate *A, int kc, gs_payload pl, int bucket, int large,
                            double algo_deadline, gs_err *err)
@@ -540,32 +639,13 @@ static int tune_algo_group(tctx *T, astate *A, int kc, gs_payload pl, int bucket
         return rc;
     int stopped = rc == GS_TUNE_STOP;
 
-    /* Candidates: the recorded winner (a rerun never does worse), the
-     * previous bucket's winner, then (not at large n, where a trial costs
-     * seconds) every configuration this run has found valid, most
-     * promising first; at large n a short climb from the best of them
-     * follows, within the group's share. */
+    /* Candidates (group_candidates); at large n a short climb from the
+     * best of them follows, within the group's share. */
     int explore = !large;
-    size_t ncand = 0, cap = A->npool + 3 + (A->exhaustive ? (size_t)A->sp.total : 0);
-    uint64_t *cand = malloc(cap * sizeof *cand);
-    if (!cand)
-        return gs_err_set(err, GS_ENOMEM, "out of memory");
-    gs_db_choice ch;
-    gs_err lerr;
-    gs_params p;
-    uint64_t c;
-    if (gs_db_winner_get(T->db, T->dev_id, a->name, kc, gs_payload_name(pl), bucket, &ch,
-                         &lerr) == 0 &&
-        gs_params_from_json(ch.params, &p, &lerr) == 0 && gs_tune_space_code(&A->sp, &p, &c) == 0)
-        cand[ncand++] = c;
-    if (A->has_prev[ki][pl])
-        cand[ncand++] = A->prev[ki][pl];
-    if (A->npool > 1)   /* an algorithm without parameters has no pool (NULL) */
-        qsort(A->pool, A->npool, sizeof *A->pool, cmp_pool);
-    for (size_t i = 0; explore && i < A->npool; i++)
-        cand[ncand++] = A->pool[i].code;
-    for (uint64_t k = 0; explore && A->exhaustive && k < A->sp.total; k++)
-        cand[ncand++] = k;      /* the rest of the space (duplicates cost nothing) */
+    uint64_t *cand = NULL;
+    size_t ncand = 0;
+    if ((rc = group_candidates(T, A, kc, pl, bucket, explore, &cand, &ncand, err)) != 0)
+        return rc;
     size_t no_quota = 0, *quota = explore ? &A->quota : &no_quota;
     G.planned = 1 + (unsigned)(explore && A->exhaustive ? A->sp.total : ncand + *quota);
     G.nseeds = 1 + (unsigned)ncand;
@@ -609,32 +689,10 @@ static int tune_algo_group(tctx *T, astate *A, int kc, gs_payload pl, int bucket
         base_ms = sr.ev[sr.best].ms;    /* measured by the search after all (a seed) */
         base_valid = 1;
     }
-    /* The acceptance rule: the search's best against the baseline. */
-    int tuned = !base_valid;
-    uint64_t wc = bcode;
-    double wms = base_ms;
-    gs_params wp = bp;
-    if (sr.best >= 0 && sr.ev[sr.best].code != bcode) {
-        gs_params sp;
-        double smed = 0, smin = 0, bmed = 0, bmin = 0;
-        gs_tune_space_params(&A->sp, sr.ev[sr.best].code, &sp);
-        gs_err_clear(&lerr);
-        if (!base_valid ||
-            (trial_stats(&G, &sp, &smed, &smin, &lerr) == 0 &&
-             trial_stats(&G, &bp, &bmed, &bmin, &lerr) == 0 && gs_tune_beats(smed, bmed, bmin))) {
-            tuned = 1;
-            wc = sr.ev[sr.best].code;
-            wms = sr.ev[sr.best].ms;
-            wp = sp;
-        } else {
-            char pt[256];
-            gs_tune_params_text(&sp, pt, sizeof pt);
-            GS_DEBUG("%s %s keys, payload %s, n=2^%d: %s (%.4f ms) does not beat the defaults "
-                     "(%.4f ms, fastest run %.4f) by more than the noise: the defaults stand",
-                     a->name, gs_dtype_name(gs_tune_dtype_of(kc)), gs_payload_name(pl), bucket,
-                     pt, smed, bmed, bmin);
-        }
-    }
+    uint64_t wc;
+    double wms;
+    gs_params wp;
+    int tuned = accept_best(&G, &sr, &bp, bcode, base_ms, base_valid, &wc, &wms, &wp);
     if (wc != BASE_CODE) {
         A->prev[ki][pl] = wc;
         A->has_prev[ki][pl] = 1;
@@ -649,26 +707,7 @@ static int tune_algo_group(tctx *T, astate *A, int kc, gs_payload pl, int bucket
                          .e2e_ms = -1, .stable = a->stable, .uses_device = a->uses_device,
                          .base_ms = base_valid ? base_ms : -1, .base_e2e_ms = -1,
                          .tuned = tuned };
-    snprintf(w.algorithm, sizeof w.algorithm, "%s", a->name);
-    if ((rc = gs_params_to_json(&wp, w.params, sizeof w.params, err)) != 0 ||
-        (rc = gs_params_to_json(&bp, w.base_params, sizeof w.base_params, err)) != 0 ||
-        (rc = gs_tune_winner_save(T->db, T->dev_id, T->code_id, a->uses_device, &w, err)) != 0)
-        return rc;
-    if (gs_tune_winner_add(T->rep, &w))
-        return gs_err_set(err, GS_ENOMEM, "out of memory");
-
-    /* The winner on the other distributions: informational trials. */
-    for (int d = GS_TUNE_DIST_SORTED; o->extra_dists && !stopped && d < GS_TUNE_DIST_COUNT; d++) {
-        double ms;
-        int valid;
-        rc = measure_p(&G, d, &wp, wc, 0, &ms, &valid, err);
-        if (rc == GS_TUNE_STOP)
-            break;
-        if (rc)
-            return rc;
-    }
-    report_progress(&G, 1);
-    return 0;
+    return save_winner(&G, &w, &wp, wc, &bp, stopped, err);
 }
 
 static int max_bucket(const tctx *T, const astate *A, size_t na)
@@ -1050,8 +1089,9 @@ int gs_tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts *o,
     return rc;
 }
 
-static int tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts *o,
-                       double deadline, gs_tune_report *rep, gs_err *err)
+/* A new entry of rep for dev, in *out. */
+static int report_add(gs_tune_report *rep, const gs_dev *dev, gs_tune_devreport **out,
+                      gs_err *err)
 {
     gs_tune_devreport *nd = realloc(rep->devs, (rep->ndevs + 1) * sizeof *nd);
     if (!nd)
@@ -1064,13 +1104,147 @@ static int tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts
     R->index = dev->index;
     R->cpu = (dev->info.type & CL_DEVICE_TYPE_CPU) != 0;
     snprintf(R->default_algo, sizeof R->default_algo, "%s", gs_algo_default_for(&dev->info)->name);
+    *out = R;
+    return 0;
+}
 
+/* What comes before the budget's clock starts: on a CPU device, the
+ * device algorithms far behind the host sort are dropped before their
+ * programs are warmed (the probe, at the probe group's bucket), then the
+ * programs are built; the budget's start and end move on by the time
+ * both took. */
+static int probe_and_build(tctx *T, astate *A, size_t na, gs_err *err)
+{
+    gs_tune_devreport *R = T->rep;
+    double pt0 = gs_now_s();
+    int rc = probe_cpu(T, A, na, T->probe_b, err);
+    if (rc)
+        return rc;
+    R->probe_s = gs_now_s() - pt0;
+    T->deadline += R->probe_s;
+    T->start += R->probe_s;
+    /* An algorithm this code has measured on the device before (a rerun,
+     * a resumed run) found its programs in the cache then: no warm-up. */
+    const gs_algo *al[64];
+    size_t nal = 0;
+    for (size_t i = 0; i < na && nal < 64; i++) {
+        gs_err e;
+        gs_err_clear(&e);
+        if (A[i].ok && gs_db_trials_any(T->db, T->dev_id, A[i].a->name, T->code_id, &e) == 0)
+            al[nal++] = A[i].a;
+    }
+    for (size_t i = 0; i < nal; i++)
+        if (al[i]->uses_device) {
+            report_phase(T, "building programs", "");
+            break;
+        }
+    double pb = gs_tune_prebuild(T->dev, T->pc, T->o, al, nal);
+    R->prebuild_s = pb;
+    T->deadline += pb;
+    T->start += pb;
+    return 0;
+}
+
+/* One group: a bucket, a key class and a payload kind (their indices in
+ * the options). */
+typedef struct grp {
+    int b;
+    size_t ki, pi;
+} grp;
+
+/* The groups in the order they are tuned, into *out (malloc'd, ng of
+ * them, the first ndense the dense ones). Dense: the probe group (first
+ * key class and payload at n = 2^16, or the nearest bucket) first, so
+ * exploration ranks the configurations where the device matters rather
+ * than at 2^10, where launch overheads hide the differences; then every
+ * group by bucket, lo to hi. Large: keys alone first at every large size
+ * (what most requests are), then each payload kind. */
+static int plan_groups(tctx *T, int lo, int hi, const int *large, int nlarge, grp **out,
+                       size_t *ng, size_t *ndense, gs_err *err)
+{
+    const gs_tune_opts *o = T->o;
+    size_t nkc = o->nkey_bits, npl = o->npayloads, n = 0;
+    int probe = PROBE_LOG2 < lo ? lo : PROBE_LOG2 > hi ? hi : PROBE_LOG2;
+    T->probe_b = probe;
+    grp *gs = malloc(T->groups_total * sizeof *gs);
+    if (!gs)
+        return gs_err_set(err, GS_ENOMEM, "out of memory");
+    gs[n++] = (grp){ probe, 0, 0 };
+    for (int b = lo; b <= hi; b++)
+        for (size_t ki = 0; ki < nkc; ki++)
+            for (size_t pi = 0; pi < npl; pi++)
+                if (b != probe || ki || pi)
+                    gs[n++] = (grp){ b, ki, pi };
+    *ndense = n;
+    for (size_t pass = 0; pass < 2; pass++)
+        for (size_t pi = 0; pi < npl; pi++) {
+            if ((o->payloads[pi] == GS_PL_NONE) != !pass)
+                continue;
+            for (int l = 0; l < nlarge; l++)
+                for (size_t ki = 0; ki < nkc; ki++)
+                    gs[n++] = (grp){ large[l], ki, pi };
+        }
+    *out = gs;
+    *ng = n;
+    return 0;
+}
+
+/* The dense groups gs[0, ndense) (buckets from lo), each an equal share of
+ * what is left until dense_dl, each algorithm in it an equal share of the
+ * group's remainder; stopped before a bucket whose cost, grown from the
+ * last one's, would not fit. */
+static int tune_dense(tctx *T, astate *A, size_t na, const grp *gs, size_t ndense, int lo,
+                      double dense_dl, gs_err *err)
+{
+    const gs_tune_opts *o = T->o;
+    gs_tune_devreport *R = T->rep;
+    int rc = 0;
+    for (size_t g = 0; g < ndense && !rc; g++) {
+        int b = gs[g].b;
+        double now = gs_now_s();
+        if (g > 0 && b > lo && gs[g - 1].b != b && T->bucket_cost[b - 1] > 0 &&
+            now + BUCKET_GROWTH * T->bucket_cost[b - 1] > dense_dl) {
+            GS_DEBUG("%s: stopping the dense sizes at n = 2^%d: the next size would not fit "
+                    "the remaining budget", T->dev->info.name, b - 1);
+            R->budget_hit = 1;
+            break;
+        }
+        unsigned left = (unsigned)(ndense - g);
+        double gdl = now + (dense_dl - now) / (left ? left : 1);
+        T->group_build_s = 0;
+        for (size_t ai = 0; ai < na && !rc; ai++) {
+            if (!A[ai].ok)
+                continue;
+            size_t aleft = 0;
+            for (size_t j = ai; j < na; j++)
+                aleft += A[j].ok;
+            now = gs_now_s();
+            /* builds paid from allowances move the group's end, not the
+             * later algorithms' share */
+            double adl = now + (gdl + T->group_build_s - now) / (double)aleft;
+            rc = tune_algo_group(T, &A[ai], o->key_bits[gs[g].ki], o->payloads[gs[g].pi], b, 0,
+                                 adl, err);
+        }
+        free_inputs(T);
+        T->groups_done++;
+        if (!rc && b > R->max_log2)
+            R->max_log2 = b;
+    }
+    return rc;
+}
+
+static int tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts *o,
+                       double deadline, gs_tune_report *rep, gs_err *err)
+{
+    gs_tune_devreport *R = NULL;
+    int rc = report_add(rep, dev, &R, err);
+    if (rc)
+        return rc;
     tctx T;
     ctx_init(&T, db, dev, pc, o, R, deadline);
     R->budget_s = T.budget;
 
-    int rc = gs_dev_open(dev, err);
-    if (rc)
+    if ((rc = gs_dev_open(dev, err)) != 0)
         return gs_err_prefix(err, "device %d (%s): ", dev->index, dev->info.name);
     if ((rc = gs_db_device_id(db, &dev->info, 1, &T.dev_id, err)) != 0 ||
         (rc = gs_kern_code_id(T.code_id, err)) != 0)
@@ -1086,39 +1260,11 @@ static int tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts
     T.probe_b = PROBE_LOG2 < lo ? lo : PROBE_LOG2 > o->max_log2 ? o->max_log2 : PROBE_LOG2;
     if (T.probe_b < lo)
         T.probe_b = lo;
-    /* On a CPU device, the device algorithms far behind the host sort are
-     * dropped before their programs are warmed; outside the budget, as the
-     * builds are. */
-    double pt0 = gs_now_s();
-    if ((rc = probe_cpu(&T, A, na, T.probe_b, err)) != 0) {
+    /* outside the budget: the clock starts after */
+    if ((rc = probe_and_build(&T, A, na, err)) != 0) {
         free_algos(A, na);
         return rc;
     }
-    R->probe_s = gs_now_s() - pt0;
-    deadline += R->probe_s;
-    T.deadline += R->probe_s;
-    T.start += R->probe_s;
-    /* Program builds first, outside the budget: the clock starts after.
-     * An algorithm this code has measured on the device before (a rerun,
-     * a resumed run) found its programs in the cache then: no warm-up. */
-    const gs_algo *al[64];
-    size_t nal = 0;
-    for (size_t i = 0; i < na && nal < 64; i++) {
-        gs_err e;
-        gs_err_clear(&e);
-        if (A[i].ok && gs_db_trials_any(db, T.dev_id, A[i].a->name, T.code_id, &e) == 0)
-            al[nal++] = A[i].a;
-    }
-    for (size_t i = 0; i < nal; i++)
-        if (al[i]->uses_device) {
-            report_phase(&T, "building programs", "");
-            break;
-        }
-    double pb = gs_tune_prebuild(dev, pc, o, al, nal);
-    R->prebuild_s = pb;
-    deadline += pb;
-    T.deadline += pb;
-    T.start += pb;
     size_t ntunable = 0;
     for (size_t i = 0; i < na; i++)
         ntunable += A[i].ok && A[i].sp.total > 1;
@@ -1146,68 +1292,15 @@ static int tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts
                 "earlier winners only, with %.0f%% of the budget kept for them",
                 dev->info.name, top, 100 * LARGE_FRAC);
 
-    /* Group order: the probe group (first key class and payload at
-     * n = 2^16, or the nearest bucket) first, so exploration ranks the
-     * configurations where the device matters rather than at 2^10, where
-     * launch overheads hide the differences; then every group by bucket. */
-    size_t ng = 0;
-    int probe = PROBE_LOG2 < lo ? lo : PROBE_LOG2 > hi ? hi : PROBE_LOG2;
-    T.probe_b = probe;
-    struct grp { int b; size_t ki, pi; } *gs = malloc(T.groups_total * sizeof *gs);
-    if (!gs) {
+    grp *gs = NULL;
+    size_t ng = 0, ndense = 0;
+    if ((rc = plan_groups(&T, lo, hi, large, nlarge, &gs, &ng, &ndense, err)) != 0) {
         free_algos(A, na);
-        return gs_err_set(err, GS_ENOMEM, "out of memory");
+        return rc;
     }
-    gs[ng++] = (struct grp){ probe, 0, 0 };
-    for (int b = lo; b <= hi; b++)
-        for (size_t ki = 0; ki < nkc; ki++)
-            for (size_t pi = 0; pi < npl; pi++)
-                if (b != probe || ki || pi)
-                    gs[ng++] = (struct grp){ b, ki, pi };
-    size_t ndense = ng;
-    /* Large groups: keys alone first at every large size (what most
-     * requests are), then each payload kind. */
-    for (size_t pass = 0; pass < 2; pass++)
-        for (size_t pi = 0; pi < npl; pi++) {
-            if ((o->payloads[pi] == GS_PL_NONE) != !pass)
-                continue;
-            for (int l = 0; l < nlarge; l++)
-                for (size_t ki = 0; ki < nkc; ki++)
-                    gs[ng++] = (struct grp){ large[l], ki, pi };
-        }
-    double dense_dl = nlarge ? T.start + (1 - LARGE_FRAC) * T.budget : deadline;
+    double dense_dl = nlarge ? T.start + (1 - LARGE_FRAC) * T.budget : T.deadline;
     T.phase = "dense sizes";
-    for (size_t g = 0; g < ndense && !rc; g++) {
-        int b = gs[g].b;
-        double now = gs_now_s();
-        if (g > 0 && b > lo && gs[g - 1].b != b && T.bucket_cost[b - 1] > 0 &&
-            now + BUCKET_GROWTH * T.bucket_cost[b - 1] > dense_dl) {
-            GS_DEBUG("%s: stopping the dense sizes at n = 2^%d: the next size would not fit "
-                    "the remaining budget", dev->info.name, b - 1);
-            R->budget_hit = 1;
-            break;
-        }
-        unsigned left = (unsigned)(ndense - g);
-        double gdl = now + (dense_dl - now) / (left ? left : 1);
-        T.group_build_s = 0;
-        for (size_t ai = 0; ai < na && !rc; ai++) {
-            if (!A[ai].ok)
-                continue;
-            size_t aleft = 0;
-            for (size_t j = ai; j < na; j++)
-                aleft += A[j].ok;
-            now = gs_now_s();
-            /* builds paid from allowances move the group's end, not the
-             * later algorithms' share */
-            double adl = now + (gdl + T.group_build_s - now) / (double)aleft;
-            rc = tune_algo_group(&T, &A[ai], o->key_bits[gs[g].ki], o->payloads[gs[g].pi], b, 0,
-                                 adl, err);
-        }
-        free_inputs(&T);
-        T.groups_done++;
-        if (!rc && b > R->max_log2)
-            R->max_log2 = b;
-    }
+    rc = tune_dense(&T, A, na, gs, ndense, lo, dense_dl, err);
     T.phase = "large sizes";
     for (size_t g = ndense; g < ng && !rc; g++) {
         double now = gs_now_s();
