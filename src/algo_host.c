@@ -104,7 +104,7 @@ static inline void nt_u64(uint64_t *p, uint64_t v) { _mm_stream_si64((long long 
 static inline void nt_fence(void) { _mm_sfence(); }
 /* The first 48 bytes of a line out of an aligned line buffer, to a
  * 16-byte aligned place. The last 16, just written one element at a time,
- * are read back at the elements' size (nt_elem): a wider load could not
+ * are read back at the elements' size (NT_STORE): a wider load could not
  * be forwarded from those stores. */
 static inline void nt_head(void *dst, const void *src)
 {
@@ -143,14 +143,8 @@ static inline void nt_head(void *dst, const void *src) { memcpy(dst, src, HOST_L
 static inline void nt_whole(void *dst, const void *src) { memcpy(dst, src, HOST_LINE); }
 static void nt_copy(void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }
 #endif
-/* Element i of an array of w-byte (4 or 8) unsigned integers, streamed. */
-static inline void nt_elem(void *a, size_t i, uint64_t x, size_t w)
-{
-    if (w == 4)
-        nt_u32((uint32_t *)a + i, (uint32_t)x);
-    else
-        nt_u64((uint64_t *)a + i, x);
-}
+static inline void nt_none(char *p, char v) { *p = v; }
+#define NT_STORE(p, v) _Generic((p), uint32_t *: nt_u32, uint64_t *: nt_u64, char *: nt_none)(p, v)
 
 static size_t min_chunk = HOST_MT_MIN_CHUNK;
 static size_t past_cache = HOST_WC_BYTES;
@@ -307,10 +301,8 @@ typedef struct hjob hjob;
 
 enum { COUNT_ALL, COUNT_TOP, COUNT_AGAIN };
 
-/* One shape's (key width, value width) tasks; isort sorts a tiny input
- * whole. */
+/* One shape's (key width, value width) tasks. */
 typedef struct hops {
-    void (*isort)(void *k, void *v, size_t n);
     void (*count)(hjob *j, size_t c);
     void (*recount)(hjob *j, size_t c);
     void (*scatter)(hjob *j, size_t c, unsigned worker);
@@ -368,390 +360,330 @@ static size_t chunk_hi(const hjob *j, size_t c)
     return hi < j->n ? hi : j->n;
 }
 
-/* ---- one shape's steps ----
- * Each step takes the key width kw (4 or 8 bytes) and the value width vw
- * (0: keys only, 4 or 8) as arguments and is always inlined into a shape's
- * entry points (HOST_SHAPE), where both are constants: every shape still
- * gets loops of its own widths, with no test of them per key. A key or
- * value is held in a uint64_t whatever its width: the same value, and the
- * same cost on a 64-bit machine. */
-#define HOST_STEP static inline __attribute__((always_inline))
-
-/* Element i of an array of w-byte unsigned integers (w 4 or 8). A macro,
- * not a function: an inlined call in the insertion sort's loop test made
- * GCC 12 guess other branch odds there, and lay the loop out with one
- * more instruction. */
-#define ELEM_GET(a, i, w)                                                       \
-    ((w) == 4 ? (uint64_t)((const uint32_t *)(a))[i] : ((const uint64_t *)(a))[i])
-
-HOST_STEP void elem_set(void *a, size_t i, uint64_t x, size_t w)
-{
-    if (w == 4)
-        ((uint32_t *)a)[i] = (uint32_t)x;
-    else
-        ((uint64_t *)a)[i] = x;
-}
-
-HOST_STEP void *elem_at(void *a, size_t i, size_t w)
-{
-    return (char *)a + i * w;
-}
-
-/* Cursor d of cur (cw 4: a bucket's uint32_t cursors; else a chunk's
- * size_t ones), moved on past the position it returns. */
-HOST_STEP size_t cursor_next(void *cur, size_t d, size_t cw)
-{
-    return cw == 4 ? ((uint32_t *)cur)[d]++ : ((size_t *)cur)[d]++;
-}
-
-HOST_STEP void isort(void *k, void *v, size_t n, size_t kw, size_t vw)
-{
-    for (size_t i = 1; i < n; i++) {
-        const uint64_t x = ELEM_GET(k, i, kw), y = vw ? ELEM_GET(v, i, vw) : 0;
-        size_t j = i;
-        for (; j > 0 && ELEM_GET(k, j - 1, kw) > x; j--) {
-            elem_set(k, j, ELEM_GET(k, j - 1, kw), kw);
-            if (vw)
-                elem_set(v, j, ELEM_GET(v, j - 1, vw), vw);
-        }
-        elem_set(k, j, x, kw);
-        if (vw)
-            elem_set(v, j, y, vw);
+/* The straight scatter of keys [lo, hi) of sk (K each; and their values
+ * from sv when HASV) to dk (dv) at their digit's cursor in cur, each
+ * position through POS: AT_ANY, or AT_CLAMPED for a cursor that may run
+ * past the end (counts that may not hold) */
+#define AT_ANY(p, last) (p)
+#define AT_CLAMPED(p, last) ((p) < (last) ? (p) : (last))
+#define HOST_SCATTER(K, HASV, sk, sv, dk, dv, lo, hi, cur, sh, mask, POS, last) \
+    for (size_t i_ = (lo); i_ < (hi); i_++) {                                   \
+        K x_ = (sk)[i_];                                                        \
+        size_t p_ = (cur)[(size_t)((x_ >> (sh)) & (mask))]++;                   \
+        p_ = POS(p_, last);                                                     \
+        (dk)[p_] = x_;                                                          \
+        if (HASV)                                                               \
+            (dv)[p_] = (sv)[i_];                                                \
     }
-}
 
-/* The straight scatter of keys [lo, hi) of sk (and their values from sv)
- * to dk (dv) at their digit's cursor in cur (cw as cursor_next); with
- * clamp, a cursor that runs past last (counts that may not hold) writes
- * at last. */
-HOST_STEP void scatter_straight(const void *sk, const void *sv, void *dk, void *dv, size_t lo,
-                                size_t hi, void *cur, size_t cw, unsigned sh, uint64_t mask,
-                                int clamp, size_t last, size_t kw, size_t vw)
-{
-    for (size_t i = lo; i < hi; i++) {
-        const uint64_t x = ELEM_GET(sk, i, kw);
-        size_t p = cursor_next(cur, (size_t)((x >> sh) & mask), cw);
-        if (clamp)
-            p = p < last ? p : last;
-        elem_set(dk, p, x, kw);
-        if (vw)
-            elem_set(dv, p, ELEM_GET(sv, i, vw), vw);
-    }
-}
+/* The insertion sort and the tasks of one (key width, value width); V_ is
+ * uint32_t/uint64_t, or char with HASV 0 for keys only. */
+#define DEFINE_HOST_SORT(SUF, K, V_, HASV)                                       \
+    static void isort_##SUF(K *k, V_ *v, size_t n)                              \
+    {                                                                           \
+        for (size_t i = 1; i < n; i++) {                                        \
+            K x = k[i];                                                         \
+            V_ y = HASV ? v[i] : 0;                                             \
+            size_t j = i;                                                       \
+            for (; j > 0 && k[j - 1] > x; j--) {                                \
+                k[j] = k[j - 1];                                                \
+                if (HASV)                                                       \
+                    v[j] = v[j - 1];                                            \
+            }                                                                   \
+            k[j] = x;                                                           \
+            if (HASV)                                                           \
+                v[j] = y;                                                       \
+        }                                                                       \
+    }                                                                           \
+                                                                                \
+    /* Count the bits-wide digits of np passes of keys [b, e) into h, pass   \
+     * p's counters at h + p * stride (np a constant where inlined: the loop \
+     * over passes unrolls); with pk, asking meanwhile for the lines of       \
+     * pk[b, e) and pv[b, e) (a bucket's place in the caller's arrays: its    \
+     * last pass scatters there, and without them at hand each of its        \
+     * stores waits for a line from memory). */                               \
+    static inline __attribute__((always_inline)) void                          \
+    count_block_##SUF(const K *k, size_t b, size_t e, uint32_t *h,              \
+                      unsigned bits, size_t stride, K *pk, V_ *pv, unsigned np) \
+    {                                                                           \
+        enum { LK = HOST_LINE / sizeof(K), LV = HOST_LINE / sizeof(V_) };       \
+        const K mask = (K)(((K)1 << bits) - 1);                                 \
+        for (size_t i = b; i < e; i++) {                                        \
+            K x = k[i];                                                         \
+            if (pk && i % LK == 0)                                              \
+                __builtin_prefetch(pk + i, 1, 3);                               \
+            if (HASV && pk && i % LV == 0)                                      \
+                __builtin_prefetch(pv + i, 1, 3);                               \
+            for (unsigned p = 0; p < np; p++)                                   \
+                h[p * stride + (size_t)((x >> (p * bits)) & mask)]++;           \
+        }                                                                       \
+    }                                                                           \
+                                                                                \
+    /* count_block with np made a constant for the pass counts that occur    \
+     * (2 to 8: 32- and 64-bit keys, LSD or inside a bucket) */               \
+    static inline __attribute__((always_inline)) void                          \
+    count_digits_##SUF(const K *k, size_t b, size_t e, uint32_t *h,             \
+                       unsigned bits, size_t stride, K *pk, V_ *pv, unsigned np) \
+    {                                                                           \
+        switch (np) {                                                           \
+        case 2: count_block_##SUF(k, b, e, h, bits, stride, pk, pv, 2); break;  \
+        case 3: count_block_##SUF(k, b, e, h, bits, stride, pk, pv, 3); break;  \
+        case 4: count_block_##SUF(k, b, e, h, bits, stride, pk, pv, 4); break;  \
+        case 5: count_block_##SUF(k, b, e, h, bits, stride, pk, pv, 5); break;  \
+        case 6: count_block_##SUF(k, b, e, h, bits, stride, pk, pv, 6); break;  \
+        case 8: count_block_##SUF(k, b, e, h, bits, stride, pk, pv, 8); break;  \
+        default: count_block_##SUF(k, b, e, h, bits, stride, pk, pv, np); break; \
+        }                                                                       \
+    }                                                                           \
+                                                                                \
+    /* Encode chunk c (and fill its indices), counting every pass's digits  \
+     * (COUNT_TOP: the top pass's only; COUNT_AGAIN: every pass's, of keys  \
+     * already encoded); with the private copy, into it. */                 \
+    static void count_##SUF(hjob *j, size_t c)                                  \
+    {                                                                           \
+        const K *in = j->k;                                                     \
+        K *k = j->snap ? (K *)j->snap : j->k;   /* the encoded keys */          \
+        V_ *v = j->snap ? (V_ *)j->vsnap : (V_ *)j->v;  /* argsort's indices */ \
+        const unsigned bits = j->bits, np = j->passes;                          \
+        const size_t nb = j->nb, tnb = j->tnb;                                  \
+        const int top = j->count_mode == COUNT_TOP;                             \
+        uint32_t *h = top ? j->thist + c * 4 * tnb : j->hist + c * np * nb;     \
+        memset(h, 0, (top ? 4 * tnb : np * nb) * sizeof *h);                    \
+        for (size_t b = chunk_lo(j, c), hi = chunk_hi(j, c); b < hi;            \
+             b += HOST_BLOCK) {                                                 \
+            size_t e = hi - b < HOST_BLOCK ? hi : b + HOST_BLOCK;               \
+            if (j->count_mode != COUNT_AGAIN) {                                 \
+                if (j->snap)    /* counted from the copy: what the passes read */ \
+                    memcpy(k + b, in + b, (e - b) * sizeof *k);                 \
+                gs_keys_encode(j->dtype, j->descending, k + b, e - b);          \
+                if (HASV && j->argsort)                                         \
+                    for (size_t i = b; i < e; i++)                              \
+                        v[i] = (V_)i;                                           \
+            }                                                                   \
+            if (top) {                                                          \
+                /* four tables in turn: runs of one digit do not wait on     \
+                 * their own increments */                                    \
+                const unsigned sh = j->tsh;                                     \
+                size_t i = b;                                                   \
+                for (; i + 4 <= e; i += 4) {                                    \
+                    h[(size_t)(k[i] >> sh) & (tnb - 1)]++;                      \
+                    h[tnb + ((size_t)(k[i + 1] >> sh) & (tnb - 1))]++;          \
+                    h[2 * tnb + ((size_t)(k[i + 2] >> sh) & (tnb - 1))]++;      \
+                    h[3 * tnb + ((size_t)(k[i + 3] >> sh) & (tnb - 1))]++;      \
+                }                                                               \
+                for (; i < e; i++)                                              \
+                    h[(size_t)(k[i] >> sh) & (tnb - 1)]++;                      \
+                continue;                                                       \
+            }                                                                   \
+            count_digits_##SUF(k, b, e, h, bits, nb, NULL, NULL, np);           \
+        }                                                                       \
+        for (size_t d = 0; top && d < tnb; d++)                                 \
+            h[d] += h[tnb + d] + h[2 * tnb + d] + h[3 * tnb + d];               \
+    }                                                                           \
+                                                                                \
+    /* Count this pass's digits in chunk c of its source: the pass before       \
+     * moved keys between chunks. */                                           \
+    static void recount_##SUF(hjob *j, size_t c)                                \
+    {                                                                           \
+        const K *sk = j->sk;                                                    \
+        const unsigned sh = j->sh;                                              \
+        const size_t nb = j->nb;                                                \
+        const K mask = (K)(nb - 1);                                             \
+        uint32_t *h = j->hist + (c * j->passes + sh / j->bits) * nb;            \
+        memset(h, 0, nb * sizeof *h);                                           \
+        for (size_t i = chunk_lo(j, c), hi = chunk_hi(j, c); i < hi; i++)       \
+            h[(size_t)((sk[i] >> sh) & mask)]++;                                \
+    }                                                                           \
+                                                                                \
+    /* The G elements (whole lines) [pos - G, pos) of bucket d are full in    \
+     * its buffer: write the part that is this chunk's (all of it but at the   \
+     * bucket's start). Only the last line was just written element by        \
+     * element; the others leave as whole lines. */                            \
+    static inline void flush_##SUF(K *dk, V_ *dv, const K *bk, const V_ *bv,    \
+                                   size_t pos, size_t first, size_t G)          \
+    {                                                                           \
+        enum { B = HOST_LINE / sizeof(K) };                                     \
+        size_t base = pos - G;                                                  \
+        if (first == 0) {                                                       \
+            for (size_t l = 0; l + B < G; l += B)                               \
+                nt_whole(dk + base + l, bk + l);                                \
+            nt_head(dk + base + G - B, bk + G - B);                             \
+            for (unsigned q = (HOST_LINE - 16) / sizeof(K); q < B; q++)         \
+                NT_STORE(dk + base + G - B + q, bk[G - B + q]);                 \
+            if (HASV)                                                           \
+                for (size_t q = 0; q < G; q++)                                  \
+                    NT_STORE(dv + base + q, bv[q]);                             \
+            return;                                                             \
+        }                                                                       \
+        for (size_t q = first; q < G; q++) {                                    \
+            dk[base + q] = bk[q];                                               \
+            if (HASV)                                                           \
+                dv[base + q] = bv[q];                                           \
+        }                                                                       \
+    }                                                                           \
+                                                                                \
+    /* Stable scatter of chunk c: straight to the destination, or through       \
+     * per-bucket line buffers aligned with the destination's cache lines,      \
+     * writing whole lines past the cache; lines shared with a neighbouring     \
+     * range (another bucket's, or this bucket's in another chunk) with         \
+     * plain stores of this chunk's part only. */                               \
+    static void scatter_##SUF(hjob *j, size_t c, unsigned worker)               \
+    {                                                                           \
+        enum { B = HOST_LINE / sizeof(K) };                                     \
+        const K *sk = j->sk;                                                    \
+        const V_ *sv = j->sv;                                                   \
+        K *dk = j->dk;                                                          \
+        V_ *dv = j->dv;                                                         \
+        const unsigned sh = j->sh;                                              \
+        const size_t nb = j->nb;                                                \
+        const K mask = (K)(nb - 1);                                             \
+        size_t *off = j->off + c * nb;                                          \
+        const size_t lo = chunk_lo(j, c), hi = chunk_hi(j, c), n = j->n;        \
+        if (!j->wc && j->snap) {   /* from the private copy: exact counts */    \
+            HOST_SCATTER(K, HASV, sk, sv, dk, dv, lo, hi, off, sh, mask, AT_ANY, 0); \
+            return;                                                             \
+        }                                                                       \
+        if (!j->wc) {                                                           \
+            /* counts that may not hold (a client rewriting its keys): a     \
+             * cursor past the end is clamped (pass_exact tells) */          \
+            HOST_SCATTER(K, HASV, sk, sv, dk, dv, lo, hi, off, sh, mask, AT_CLAMPED, \
+                         n - 1);                                                \
+            return;                                                             \
+        }                                                                       \
+        K *bk = j->wck[worker];                                                 \
+        V_ *bv = j->wcv[worker];                                                \
+        size_t *beg = j->beg[worker];                                           \
+        /* G elements (wcl lines) a bucket; the destination's first element  \
+         * sits `a` elements into its group of wcl lines */                    \
+        const size_t G = (size_t)j->wcl * B;                                    \
+        const size_t a = ((uintptr_t)dk / sizeof(K)) & (G - 1);                 \
+        memcpy(beg, off, nb * sizeof *beg);                                     \
+        for (size_t i = lo; i < hi; i++) {                                      \
+            K x = sk[i];                                                        \
+            size_t d = (size_t)((x >> sh) & mask);                              \
+            size_t pos = off[d];                                                \
+            size_t s = (pos + a) & (G - 1);                                     \
+            bk[d * G + s] = x;                                                  \
+            if (HASV)                                                           \
+                bv[d * G + s] = sv[i];                                          \
+            off[d] = ++pos;                                                     \
+            if (s == G - 1) {                                                   \
+                size_t have = pos - beg[d];                                     \
+                /* keys that are not the ones counted (the client rewrote    \
+                 * them) may run a cursor past the end: no line goes there   \
+                 * (pass_exact tells the mismatch); tested here, once a line, \
+                 * not beside s for every key */                              \
+                if (__builtin_expect(pos <= n, 1))                              \
+                    flush_##SUF(dk, dv, bk + d * G, HASV ? bv + d * G : NULL, pos, \
+                                have >= G ? 0 : G - have, G);                   \
+            }                                                                   \
+        }                                                                       \
+        for (size_t d = 0; d < nb; d++) {                                       \
+            size_t pos = off[d], s = (pos + a) & (G - 1), have = pos - beg[d];  \
+            size_t q0 = have >= s ? 0 : s - have;                               \
+            if (pos > n)                                                        \
+                continue;                                                       \
+            for (size_t q = q0; q < s; q++) {                                   \
+                dk[pos - s + q] = bk[d * G + q];                                \
+                if (HASV)                                                       \
+                    dv[pos - s + q] = bv[d * G + q];                            \
+            }                                                                   \
+        }                                                                       \
+        nt_fence();     /* the next pass reads what was streamed out */        \
+    }                                                                           \
+                                                                                \
+    /* One bucket [lo, hi) of the top pass, in the scratch: an LSD sort of  \
+     * the bits below the top digit (bucket_digits) while it sits           \
+     * in the cache, between the worker's own buffer tk/tv and the bucket's \
+     * place in the scratch, so that the last pass that moves anything      \
+     * writes the caller's arrays (no copy back) and no pass reads them: a   \
+     * client may rewrite them at any time (issue 32), and the counts taken  \
+     * from the scratch hold for every pass. Bits above them in a digit are  \
+     * the bucket's own, the same for all its keys. */                      \
+    static void bucket_##SUF(hjob *j, size_t lo, size_t hi, uint32_t *h,      \
+                             void *tk_, void *tv_)                              \
+    {                                                                           \
+        K *sk = (K *)j->ks + lo, *ck = (K *)j->k + lo, *tk = tk_;               \
+        V_ *sv = HASV ? (V_ *)j->vs + lo : NULL;                                \
+        V_ *cv = HASV ? (V_ *)j->v + lo : NULL, *tv = tv_;                      \
+        const size_t m = hi - lo;                                               \
+        if (m == 0)                                                             \
+            return;                                                             \
+        if (m <= HOST_SMALL_N) {                                                \
+            isort_##SUF(sk, sv, m);                                             \
+            memcpy(ck, sk, m * sizeof *ck);                                     \
+            if (HASV)                                                           \
+                memcpy(cv, sv, m * sizeof *cv);                                 \
+            return;                                                             \
+        }                                                                       \
+        const unsigned np = j->bnp, bb = j->bb;                                 \
+        const size_t NB = (size_t)1 << bb;                                      \
+        const K mask = (K)(NB - 1);                                             \
+        /* msd=2: the passes ping-pong between the worker's two buffers and   \
+         * the result streams out; otherwise the last pass writes the         \
+         * caller's arrays, their lines fetched while the bucket is counted   \
+         * and, after two passes or more, again just before the last (u64    \
+         * 2^24, 5 passes: 46 ms in the buckets, 50 with the first only) */  \
+        const int stream = j->msd_stream;                                       \
+        const size_t half = HOST_MSD_BUCKET_BYTES / (j->kw + j->vw) + 1;        \
+        K *tk2 = stream ? tk + half : NULL;                                     \
+        V_ *tv2 = HASV && stream ? tv + half : NULL;                            \
+        K *pk = stream ? NULL : ck;                                             \
+        for (unsigned p = 0; p < np; p++)                                       \
+            memset(h + (size_t)p * HOST_BB_STRIDE, 0, NB * sizeof *h);          \
+        count_digits_##SUF(sk, 0, m, h, bb, HOST_BB_STRIDE, pk, cv, np);        \
+        /* the passes that move anything (one digit: nothing moves) */         \
+        unsigned run[HOST_BB_MAXP], nrun = 0;                                   \
+        for (unsigned p = 0; p < np; p++)                                       \
+            if (h[p * HOST_BB_STRIDE + (size_t)((sk[0] >> (bb * p)) & mask)] != m) \
+                run[nrun++] = p;                                                \
+        const K *fk = sk;                                                       \
+        const V_ *fv = sv;                                                      \
+        for (unsigned r = 0; r < nrun; r++) {                                   \
+            const unsigned sh = bb * run[r];                                    \
+            uint32_t *hp = h + (size_t)run[r] * HOST_BB_STRIDE;                 \
+            uint32_t sum = 0;                                                   \
+            for (size_t d = 0; d < NB; d++) {                                   \
+                uint32_t c = hp[d];                                             \
+                hp[d] = sum;                                                    \
+                sum += c;                                                       \
+            }                                                                   \
+            /* the worker's buffer, the bucket's scratch, ..., the caller's */  \
+            const int to_caller = r + 1 == nrun;                                \
+            if (to_caller && r >= 2 && !stream) {                               \
+                enum { LK = HOST_LINE / sizeof(K), LV = HOST_LINE / sizeof(V_) }; \
+                for (size_t i = 0; i < m; i += LK)                              \
+                    __builtin_prefetch(ck + i, 1, 3);                           \
+                for (size_t i = 0; HASV && i < m; i += LV)                      \
+                    __builtin_prefetch(cv + i, 1, 3);                           \
+            }                                                                   \
+            K *dk = stream ? (r % 2 ? tk2 : tk) : to_caller ? ck : r % 2 ? sk : tk; \
+            V_ *dv = stream ? (r % 2 ? tv2 : tv) : to_caller ? cv : r % 2 ? sv : tv; \
+            HOST_SCATTER(K, HASV, fk, fv, dk, dv, 0, m, hp, sh, mask, AT_ANY, 0); \
+            fk = dk;                                                            \
+            fv = dv;                                                            \
+            if (r + 1 < nrun)                                                   \
+                race_point(GS_RACE_BUCKET, lo, hi);                             \
+        }                                                                       \
+        if (stream && nrun) {                                                   \
+            nt_copy(ck, fk, m * sizeof *ck);                                    \
+            if (HASV)                                                           \
+                nt_copy(cv, fv, m * sizeof *cv);                                \
+        } else if (nrun == 0) {                                                 \
+            memcpy(ck, sk, m * sizeof *ck);                                     \
+            if (HASV)                                                           \
+                memcpy(cv, sv, m * sizeof *cv);                                 \
+        }                                                                       \
+    }                                                                           \
+                                                                                \
+    static const hops ops_##SUF = { count_##SUF, recount_##SUF, scatter_##SUF, bucket_##SUF };
 
-/* Count the bits-wide digits of np passes of keys [b, e) into h, pass p's
- * counters at h + p * stride (np a constant where inlined: the loop over
- * passes unrolls); with pk, asking meanwhile for the lines of pk[b, e) and
- * pv[b, e) (a bucket's place in the caller's arrays: its last pass
- * scatters there, and without them at hand each of its stores waits for a
- * line from memory). */
-HOST_STEP void count_block(const void *k, size_t b, size_t e, uint32_t *h, unsigned bits,
-                           size_t stride, void *pk, void *pv, unsigned np, size_t kw, size_t vw)
-{
-    const size_t lk = HOST_LINE / kw, lv = HOST_LINE / (vw ? vw : 1);
-    const uint64_t mask = ((uint64_t)1 << bits) - 1;
-    for (size_t i = b; i < e; i++) {
-        const uint64_t x = ELEM_GET(k, i, kw);
-        if (pk && i % lk == 0)
-            __builtin_prefetch(elem_at(pk, i, kw), 1, 3);
-        if (vw && pk && i % lv == 0)
-            __builtin_prefetch(elem_at(pv, i, vw), 1, 3);
-        for (unsigned p = 0; p < np; p++)
-            h[p * stride + (size_t)((x >> (p * bits)) & mask)]++;
-    }
-}
-
-/* count_block with np made a constant for the pass counts that occur (2
- * to 8: 32- and 64-bit keys, LSD or inside a bucket) */
-HOST_STEP void count_digits(const void *k, size_t b, size_t e, uint32_t *h, unsigned bits,
-                            size_t stride, void *pk, void *pv, unsigned np, size_t kw, size_t vw)
-{
-    switch (np) {
-    case 2: count_block(k, b, e, h, bits, stride, pk, pv, 2, kw, vw); break;
-    case 3: count_block(k, b, e, h, bits, stride, pk, pv, 3, kw, vw); break;
-    case 4: count_block(k, b, e, h, bits, stride, pk, pv, 4, kw, vw); break;
-    case 5: count_block(k, b, e, h, bits, stride, pk, pv, 5, kw, vw); break;
-    case 6: count_block(k, b, e, h, bits, stride, pk, pv, 6, kw, vw); break;
-    case 8: count_block(k, b, e, h, bits, stride, pk, pv, 8, kw, vw); break;
-    default: count_block(k, b, e, h, bits, stride, pk, pv, np, kw, vw); break;
-    }
-}
-
-/* The top digit (keys >> sh, tnb values) of keys [b, e) counted into four
- * tables of h in turn: runs of one digit do not wait on their own
- * increments. */
-HOST_STEP void count_top(const void *k, size_t b, size_t e, uint32_t *h, unsigned sh,
-                         size_t tnb, size_t kw)
-{
-    size_t i = b;
-    for (; i + 4 <= e; i += 4) {
-        h[(size_t)(ELEM_GET(k, i, kw) >> sh) & (tnb - 1)]++;
-        h[tnb + ((size_t)(ELEM_GET(k, i + 1, kw) >> sh) & (tnb - 1))]++;
-        h[2 * tnb + ((size_t)(ELEM_GET(k, i + 2, kw) >> sh) & (tnb - 1))]++;
-        h[3 * tnb + ((size_t)(ELEM_GET(k, i + 3, kw) >> sh) & (tnb - 1))]++;
-    }
-    for (; i < e; i++)
-        h[(size_t)(ELEM_GET(k, i, kw) >> sh) & (tnb - 1)]++;
-}
-
-/* Encode chunk c (and fill its indices), counting every pass's digits
- * (COUNT_TOP: the top pass's only; COUNT_AGAIN: every pass's, of keys
- * already encoded); with the private copy, into it. */
-HOST_STEP void count_chunk(hjob *j, size_t c, size_t kw, size_t vw)
-{
-    const char *in = j->k;
-    void *k = j->snap ? j->snap : j->k;     /* the encoded keys */
-    void *v = j->snap ? j->vsnap : j->v;    /* argsort's indices */
-    const unsigned bits = j->bits, np = j->passes;
-    const size_t nb = j->nb, tnb = j->tnb;
-    const int top = j->count_mode == COUNT_TOP;
-    uint32_t *h = top ? j->thist + c * 4 * tnb : j->hist + c * np * nb;
-    memset(h, 0, (top ? 4 * tnb : np * nb) * sizeof *h);
-    for (size_t b = chunk_lo(j, c), hi = chunk_hi(j, c); b < hi; b += HOST_BLOCK) {
-        size_t e = hi - b < HOST_BLOCK ? hi : b + HOST_BLOCK;
-        if (j->count_mode != COUNT_AGAIN) {
-            if (j->snap)    /* counted from the copy: what the passes read */
-                memcpy(elem_at(k, b, kw), in + b * kw, (e - b) * kw);
-            gs_keys_encode(j->dtype, j->descending, elem_at(k, b, kw), e - b);
-            if (vw && j->argsort)
-                for (size_t i = b; i < e; i++)
-                    elem_set(v, i, i, vw);
-        }
-        if (top)
-            count_top(k, b, e, h, j->tsh, tnb, kw);
-        else
-            count_digits(k, b, e, h, bits, nb, NULL, NULL, np, kw, vw);
-    }
-    for (size_t d = 0; top && d < tnb; d++)
-        h[d] += h[tnb + d] + h[2 * tnb + d] + h[3 * tnb + d];
-}
-
-/* Count this pass's digits in chunk c of its source: the pass before
- * moved keys between chunks. */
-HOST_STEP void recount_chunk(hjob *j, size_t c, size_t kw)
-{
-    const void *sk = j->sk;
-    const unsigned sh = j->sh;
-    const size_t nb = j->nb;
-    const uint64_t mask = nb - 1;
-    uint32_t *h = j->hist + (c * j->passes + sh / j->bits) * nb;
-    memset(h, 0, nb * sizeof *h);
-    for (size_t i = chunk_lo(j, c), hi = chunk_hi(j, c); i < hi; i++)
-        h[(size_t)((ELEM_GET(sk, i, kw) >> sh) & mask)]++;
-}
-
-/* The G elements (whole lines) [pos - G, pos) of bucket d are full in its
- * buffer bk (bv): write the part that is this chunk's (all of it but at
- * the bucket's start). Only the last line was just written element by
- * element; the others leave as whole lines. */
-HOST_STEP void flush_lines(void *dk, void *dv, const void *bk, const void *bv, size_t pos,
-                           size_t first, size_t G, size_t kw, size_t vw)
-{
-    const size_t B = HOST_LINE / kw, base = pos - G;
-    const char *bkc = bk;
-    if (first == 0) {
-        for (size_t l = 0; l + B < G; l += B)
-            nt_whole(elem_at(dk, base + l, kw), bkc + l * kw);
-        nt_head(elem_at(dk, base + G - B, kw), bkc + (G - B) * kw);
-        for (size_t q = (HOST_LINE - 16) / kw; q < B; q++)
-            nt_elem(dk, base + G - B + q, ELEM_GET(bk, G - B + q, kw), kw);
-        if (vw)
-            for (size_t q = 0; q < G; q++)
-                nt_elem(dv, base + q, ELEM_GET(bv, q, vw), vw);
-        return;
-    }
-    for (size_t q = first; q < G; q++) {
-        elem_set(dk, base + q, ELEM_GET(bk, q, kw), kw);
-        if (vw)
-            elem_set(dv, base + q, ELEM_GET(bv, q, vw), vw);
-    }
-}
-
-/* The scatter of keys [lo, hi) at their cursors in off through the
- * worker's per-bucket line buffers, aligned with the destination's cache
- * lines, writing whole lines past the cache; lines shared with a
- * neighbouring range (another bucket's, or this bucket's in another
- * chunk) with plain stores of this chunk's part only. */
-HOST_STEP void scatter_lines(hjob *j, size_t *off, size_t lo, size_t hi, unsigned worker,
-                             size_t kw, size_t vw)
-{
-    const void *sk = j->sk, *sv = j->sv;
-    void *dk = j->dk, *dv = j->dv;
-    const unsigned sh = j->sh;
-    const size_t nb = j->nb, n = j->n;
-    const uint64_t mask = nb - 1;
-    void *bk = j->wck[worker], *bv = j->wcv[worker];
-    size_t *beg = j->beg[worker];
-    /* G elements (wcl lines) a bucket; the destination's first element
-     * sits `a` elements into its group of wcl lines */
-    const size_t G = (size_t)j->wcl * (HOST_LINE / kw);
-    const size_t a = ((uintptr_t)dk / kw) & (G - 1);
-    memcpy(beg, off, nb * sizeof *beg);
-    for (size_t i = lo; i < hi; i++) {
-        const uint64_t x = ELEM_GET(sk, i, kw);
-        const size_t d = (size_t)((x >> sh) & mask);
-        size_t pos = off[d];
-        const size_t s = (pos + a) & (G - 1);
-        elem_set(bk, d * G + s, x, kw);
-        if (vw)
-            elem_set(bv, d * G + s, ELEM_GET(sv, i, vw), vw);
-        off[d] = ++pos;
-        if (s == G - 1) {
-            size_t have = pos - beg[d];
-            /* keys that are not the ones counted (the client rewrote
-             * them) may run a cursor past the end: no line goes there
-             * (pass_exact tells the mismatch); tested here, once a line,
-             * not beside s for every key */
-            if (__builtin_expect(pos <= n, 1))
-                flush_lines(dk, dv, elem_at(bk, d * G, kw), vw ? elem_at(bv, d * G, vw) : NULL,
-                            pos, have >= G ? 0 : G - have, G, kw, vw);
-        }
-    }
-    /* each bucket's last line, full or not: this chunk's part of it */
-    for (size_t d = 0; d < nb; d++) {
-        size_t pos = off[d], s = (pos + a) & (G - 1), have = pos - beg[d];
-        size_t q0 = have >= s ? 0 : s - have;
-        if (pos > n)
-            continue;
-        for (size_t q = q0; q < s; q++) {
-            elem_set(dk, pos - s + q, ELEM_GET(bk, d * G + q, kw), kw);
-            if (vw)
-                elem_set(dv, pos - s + q, ELEM_GET(bv, d * G + q, vw), vw);
-        }
-    }
-    nt_fence();     /* the next pass reads what was streamed out */
-}
-
-/* Stable scatter of chunk c: straight to the destination, or through the
- * line buffers (scatter_lines). */
-HOST_STEP void scatter_chunk(hjob *j, size_t c, unsigned worker, size_t kw, size_t vw)
-{
-    size_t *off = j->off + c * j->nb;
-    const size_t lo = chunk_lo(j, c), hi = chunk_hi(j, c);
-    const uint64_t mask = j->nb - 1;
-    if (j->wc)
-        scatter_lines(j, off, lo, hi, worker, kw, vw);
-    else if (j->snap)   /* from the private copy: exact counts */
-        scatter_straight(j->sk, j->sv, j->dk, j->dv, lo, hi, off, sizeof *off, j->sh, mask, 0,
-                         0, kw, vw);
-    else    /* counts that may not hold (a client rewriting its keys): a
-             * cursor past the end is clamped (pass_exact tells) */
-        scatter_straight(j->sk, j->sv, j->dk, j->dv, lo, hi, off, sizeof *off, j->sh, mask, 1,
-                         j->n - 1, kw, vw);
-}
-
-/* A bucket pass's counts (nb of them) turned into its digits' first
- * positions. */
-static inline void bucket_offsets(uint32_t *h, size_t nb)
-{
-    uint32_t sum = 0;
-    for (size_t d = 0; d < nb; d++) {
-        uint32_t c = h[d];
-        h[d] = sum;
-        sum += c;
-    }
-}
-
-/* Asks for the lines of m keys at ck and their values at cv (vw bytes
- * each) before a pass writes them. */
-HOST_STEP void prefetch_lines(void *ck, void *cv, size_t m, size_t kw, size_t vw)
-{
-    for (size_t i = 0; i < m; i += HOST_LINE / kw)
-        __builtin_prefetch(elem_at(ck, i, kw), 1, 3);
-    for (size_t i = 0; vw && i < m; i += HOST_LINE / (vw ? vw : 1))
-        __builtin_prefetch(elem_at(cv, i, vw), 1, 3);
-}
-
-/* One bucket [lo, hi) of the top pass, in the scratch: an LSD sort of the
- * bits below the top digit (bucket_digits) while it sits in the cache,
- * between the worker's own buffer tk/tv and the bucket's place in the
- * scratch, so that the last pass that moves anything writes the caller's
- * arrays (no copy back) and no pass reads them: a client may rewrite them
- * at any time (issue 32), and the counts taken from the scratch hold for
- * every pass. Bits above them in a digit are the bucket's own, the same
- * for all its keys. */
-HOST_STEP void sort_bucket(hjob *j, size_t lo, size_t hi, uint32_t *h, void *tk, void *tv,
-                           size_t kw, size_t vw)
-{
-    void *sk = elem_at(j->ks, lo, kw), *ck = elem_at(j->k, lo, kw);
-    void *sv = vw ? elem_at(j->vs, lo, vw) : NULL, *cv = vw ? elem_at(j->v, lo, vw) : NULL;
-    const size_t m = hi - lo;
-    if (m == 0)
-        return;
-    if (m <= HOST_SMALL_N) {
-        isort(sk, sv, m, kw, vw);
-        memcpy(ck, sk, m * kw);
-        if (vw)
-            memcpy(cv, sv, m * vw);
-        return;
-    }
-    const unsigned np = j->bnp, bb = j->bb;
-    const size_t NB = (size_t)1 << bb;
-    const uint64_t mask = NB - 1;
-    /* msd=2: the passes ping-pong between the worker's two buffers and the
-     * result streams out; otherwise the last pass writes the caller's
-     * arrays, their lines fetched while the bucket is counted and, after
-     * two passes or more, again just before the last (u64 2^24, 5 passes:
-     * 46 ms in the buckets, 50 with the first only) */
-    const int stream = j->msd_stream;
-    const size_t half = HOST_MSD_BUCKET_BYTES / (kw + vw) + 1;
-    void *tk2 = stream ? elem_at(tk, half, kw) : NULL;
-    void *tv2 = vw && stream ? elem_at(tv, half, vw) : NULL;
-    for (unsigned p = 0; p < np; p++)
-        memset(h + (size_t)p * HOST_BB_STRIDE, 0, NB * sizeof *h);
-    count_digits(sk, 0, m, h, bb, HOST_BB_STRIDE, stream ? NULL : ck, cv, np, kw, vw);
-    /* the passes that move anything (one digit: nothing moves) */
-    unsigned run[HOST_BB_MAXP], nrun = 0;
-    for (unsigned p = 0; p < np; p++)
-        if (h[p * HOST_BB_STRIDE + (size_t)((ELEM_GET(sk, 0, kw) >> (bb * p)) & mask)] != m)
-            run[nrun++] = p;
-    const void *fk = sk, *fv = sv;
-    for (unsigned r = 0; r < nrun; r++) {
-        uint32_t *hp = h + (size_t)run[r] * HOST_BB_STRIDE;
-        bucket_offsets(hp, NB);
-        /* the worker's buffer, the bucket's scratch, ..., the caller's */
-        const int to_caller = r + 1 == nrun;
-        if (to_caller && r >= 2 && !stream)
-            prefetch_lines(ck, cv, m, kw, vw);
-        void *dk = stream ? (r % 2 ? tk2 : tk) : to_caller ? ck : r % 2 ? sk : tk;
-        void *dv = stream ? (r % 2 ? tv2 : tv) : to_caller ? cv : r % 2 ? sv : tv;
-        scatter_straight(fk, fv, dk, dv, 0, m, hp, sizeof *hp, bb * run[r], mask, 0, 0, kw, vw);
-        fk = dk;
-        fv = dv;
-        if (r + 1 < nrun)
-            race_point(GS_RACE_BUCKET, lo, hi);
-    }
-    if (stream && nrun) {
-        nt_copy(ck, fk, m * kw);
-        if (vw)
-            nt_copy(cv, fv, m * vw);
-    } else if (nrun == 0) {
-        memcpy(ck, sk, m * kw);
-        if (vw)
-            memcpy(cv, sv, m * vw);
-    }
-}
-
-/* One shape's entry points (hops): the steps with its widths as
- * constants. */
-#define HOST_SHAPE(SUF, KW, VW)                                                                 \
-    static void isort_##SUF(void *k, void *v, size_t n) { isort(k, v, n, KW, VW); }             \
-    static void count_##SUF(hjob *j, size_t c) { count_chunk(j, c, KW, VW); }                   \
-    static void recount_##SUF(hjob *j, size_t c) { recount_chunk(j, c, KW); }                   \
-    static void scatter_##SUF(hjob *j, size_t c, unsigned w) { scatter_chunk(j, c, w, KW, VW); } \
-    static void bucket_##SUF(hjob *j, size_t lo, size_t hi, uint32_t *h, void *tk, void *tv)    \
-    {                                                                                           \
-        sort_bucket(j, lo, hi, h, tk, tv, KW, VW);                                              \
-    }                                                                                           \
-    static const hops ops_##SUF = { isort_##SUF, count_##SUF, recount_##SUF, scatter_##SUF,     \
-                                    bucket_##SUF };
-
-HOST_SHAPE(k32, 4, 0)
-HOST_SHAPE(k32v32, 4, 4)
-HOST_SHAPE(k32v64, 4, 8)
-HOST_SHAPE(k64, 8, 0)
-HOST_SHAPE(k64v32, 8, 4)
-HOST_SHAPE(k64v64, 8, 8)
+DEFINE_HOST_SORT(k32, uint32_t, char, 0)
+DEFINE_HOST_SORT(k32v32, uint32_t, uint32_t, 1)
+DEFINE_HOST_SORT(k32v64, uint32_t, uint64_t, 1)
+DEFINE_HOST_SORT(k64, uint64_t, char, 0)
+DEFINE_HOST_SORT(k64v32, uint64_t, uint32_t, 1)
+DEFINE_HOST_SORT(k64v64, uint64_t, uint64_t, 1)
 
 static void task_count(void *arg, size_t c, unsigned worker)
 {
@@ -1159,10 +1091,6 @@ static int host_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p
     if (n == 0)
         return 0;
 
-    static const hops *const table[2][3] = {
-        { &ops_k32, &ops_k32v32, &ops_k32v64 }, { &ops_k64, &ops_k64v32, &ops_k64v64 },
-    };
-    const hops *ops = table[k64][vw == 0 ? 0 : vw == 4 ? 1 : 2];
     if (n <= HOST_SMALL_N) {
         void *k = req->keys, *v = req->values;
         gs_keys_encode(req->dtype, req->descending, k, n);
@@ -1172,13 +1100,21 @@ static int host_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p
             else
                 ((uint64_t *)v)[i] = i;
         }
-        ops->isort(k, v, n);
+        if (!k64)
+            vw == 0 ? isort_k32(k, NULL, n) : vw == 4 ? isort_k32v32(k, v, n)
+                                                       : isort_k32v64(k, v, n);
+        else
+            vw == 0 ? isort_k64(k, NULL, n) : vw == 4 ? isort_k64v32(k, v, n)
+                                                       : isort_k64v64(k, v, n);
         gs_keys_decode(req->dtype, req->descending, k, n);
         return 0;
     }
 
+    static const hops *const table[2][3] = {
+        { &ops_k32, &ops_k32v32, &ops_k32v64 }, { &ops_k64, &ops_k64v32, &ops_k64v64 },
+    };
     hjob j = {
-        .ops = ops,
+        .ops = table[k64][vw == 0 ? 0 : vw == 4 ? 1 : 2],
         .dtype = req->dtype, .descending = req->descending, .argsort = argsort,
         .n = n, .kw = kw, .vw = vw, .k = req->keys, .v = req->values,
     };
