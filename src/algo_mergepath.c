@@ -1,18 +1,18 @@
 /* The OpenCL MergePath multisort ("mergepath", seed paper 002): host side of
  * kernels/mergepath.cl. It describes the three tunables (size_i, wg_size,
  * elems_per_thread) and their legal values on a device, rejects parameter
- * sets a device cannot run before anything is launched, and drives one
- * sort: upload; one tile-sort launch (blocks of size_i sorted, then merged
- * in local memory up to a tile of wg_size x elems_per_thread); then per
- * global merge level a partition launch (merge-path splits per tile) and a
- * merge launch, keys and values ping-ponging between two device buffers
- * with no host round trip; then the download. Encoding happens in the first
+ * sets a device cannot run before anything is launched, and gives the
+ * kernels of one sort to the device frame (gs_devrun.h: upload, NaN
+ * patterns, download): one tile-sort launch (blocks of size_i sorted, then
+ * merged in local memory up to a tile of wg_size x elems_per_thread); then
+ * per global merge level a partition launch (merge-path splits per tile)
+ * and a merge launch, keys and values ping-ponging between two device
+ * buffers with no host round trip. Encoding happens in the first
  * kernel's loads, decoding in the last kernel's stores, and argsort indices
  * are made by the first kernel. */
 #include "config.h"
 #include "gs_algos.h"
-#include "gs_clnan.h"
-#include "gs_clrun.h"
+#include "gs_devrun.h"
 #include "gs_keys.h"
 
 #include <stdio.h>
@@ -189,24 +189,15 @@ static unsigned levels(size_t first, size_t upto)
 
 /* ---- one sort ---- */
 
+/* The kernel part of one sort, inside the device frame (gs_devrun.h). */
 typedef struct mp_run {
-    gs_clrun cr;
+    size_t size_i, wg, ept, tile, ngroups;
+    unsigned gl;          /* global merge levels */
+    char kn_local[32], kn_part[32], kn_merge[32];
     cl_kernel k_local, k_part, k_merge;
-    cl_mem keys[2], vals[2], part;
+    cl_mem part;
     cl_mem raced;         /* hostile kernels' race flag (gs_clrun_raced), else NULL */
-    gs_clnan nan;
 } mp_run;
-
-static void run_release(mp_run *r)
-{
-    gs_clrun_release(&r->cr);   /* waits for the queue before we free anything */
-    cl_kernel ks[] = { r->k_local, r->k_part, r->k_merge };
-    for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
-        if (ks[i])
-            clReleaseKernel(ks[i]);
-    /* the buffers went back to the device's pool with gs_clrun_release */
-    gs_clnan_free(&r->nan);
-}
 
 /* Arguments (kin, kout, [vin, vout,] rest...) of a tile-sort or merge kernel. */
 static int set_io_args(cl_kernel k, const char *name, const cl_mem *kb, const cl_mem *vb,
@@ -225,109 +216,110 @@ static int set_io_args(cl_kernel k, const char *name, const cl_mem *kb, const cl
     return gs_clrun_args(k, name, a, na, err);
 }
 
+/* The program, built for client pages where the device adopts them
+ * (gs_clrun.h), and its kernels. */
+static int mp_kernels(gs_devrun *d, void *self, gs_err *err)
+{
+    mp_run *r = self;
+    char opts[160];
+    snprintf(opts, sizeof opts, "-DWG=%zu -DEPT=%zu -DSIZE_I=%zu%s", r->wg, r->ept, r->size_i,
+             d->cr.hostile ? GS_HOSTILE_OPT : "");
+    int rc = gs_prog_get(d->cr.dev, d->ctx->pc, (const char *[]){ "keys", "mergepath", NULL },
+                         opts, &d->prog, NULL, err);
+    if (rc)
+        return rc;
+    d->wg = r->wg;
+    const int kw = d->ks == 4 ? 32 : 64, vw = (int)d->vs * 8;
+    snprintf(r->kn_local, sizeof r->kn_local, "mp_local_k%d_v%d", kw, vw);
+    snprintf(r->kn_part, sizeof r->kn_part, "mp_partition_k%d", kw);
+    snprintf(r->kn_merge, sizeof r->kn_merge, "mp_merge_k%d_v%d", kw, vw);
+    if ((rc = gs_devrun_kernel(d, r->kn_local, &r->k_local, err)) ||
+        (r->gl && (rc = gs_devrun_kernel(d, r->kn_part, &r->k_part, err))) ||
+        (r->gl && (rc = gs_devrun_kernel(d, r->kn_merge, &r->k_merge, err))))
+        return rc;
+    return 0;
+}
+
+/* The partitions, and the race flag that the merges of hostile kernels set */
+static int mp_buffers(gs_devrun *d, void *self, gs_err *err)
+{
+    mp_run *r = self;
+    int rc;
+    if ((r->gl && (rc = gs_clrun_buffer(&d->cr, (r->ngroups + 1) * 4, "partitions", &r->part,
+                                        err))) ||
+        (r->gl && d->cr.hostile && (rc = gs_clrun_raced(&d->cr, &r->raced, err))))
+        return rc;
+    return 0;
+}
+
+/* The tile sort, then the merge levels, ping-ponging between the frame's
+ * two buffers. */
+static int mp_enqueue(gs_devrun *d, void *self, gs_err *err)
+{
+    mp_run *r = self;
+    const size_t wg = r->wg, ngroups = r->ngroups;
+    const cl_uint un = (cl_uint)d->n, ung = (cl_uint)ngroups;
+    const cl_uint kind = gs_keys_kind(d->req->dtype);
+    const cl_uint desc = d->req->descending ? 1 : 0;
+    const int hv = d->vs != 0;
+    int rc;
+    /* tile sort: keys[0] -> keys[1]; decodes when it is the last kernel */
+    {
+        const cl_uint flags = (r->gl ? 0u : 1u) | (d->idx ? 2u : 0u);
+        gs_karg rest[] = { GS_KARG(un), GS_KARG(kind), GS_KARG(desc), GS_KARG(flags) };
+        if ((rc = set_io_args(r->k_local, r->kn_local, d->keys, d->vals, hv, rest, 4, err)) ||
+            (rc = gs_clrun_launch(&d->cr, r->k_local, r->kn_local, ngroups, wg, err)))
+            return rc;
+    }
+    int cur = 1;
+    size_t w = r->tile;
+    for (unsigned l = 0; l < r->gl; l++, w *= 2) {
+        const cl_uint uw = (cl_uint)w, flags = l + 1 == r->gl ? 1u : 0u;
+        const cl_mem kb[2] = { d->keys[cur], d->keys[1 - cur] };
+        const cl_mem vb[2] = { d->vals[cur], d->vals[1 - cur] };
+        gs_karg pa[] = { GS_KARG(kb[0]), GS_KARG(un), GS_KARG(uw), GS_KARG(ung),
+                         GS_KARG(r->part) };
+        gs_karg rest[] = { GS_KARG(r->part), GS_KARG(un), GS_KARG(uw), GS_KARG(kind),
+                           GS_KARG(desc), GS_KARG(flags), GS_KARG(r->raced) };
+        if ((rc = gs_clrun_args(r->k_part, r->kn_part, pa, 5, err)) ||
+            (rc = gs_clrun_launch(&d->cr, r->k_part, r->kn_part, (ngroups + 1 + wg - 1) / wg,
+                                  wg, err)) ||
+            (rc = set_io_args(r->k_merge, r->kn_merge, kb, vb, hv, rest,
+                              d->cr.hostile ? 7 : 6, err)) ||
+            (rc = gs_clrun_launch(&d->cr, r->k_merge, r->kn_merge, ngroups, wg, err)))
+            return rc;
+        cur = 1 - cur;
+    }
+    d->cur = cur;
+    d->st->passes = levels(r->size_i, d->n < r->tile ? d->n : r->tile) + r->gl;
+    return 0;
+}
+
+static const gs_devrun_ops mp_ops = {
+    .algo = &gs_algo_mergepath,
+    .finish_what = "mergepath: merges",
+    .kernels = mp_kernels,
+    .buffers = mp_buffers,
+    .sort = mp_enqueue,
+};
+
 static int mp_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p,
                        gs_sort_stats *st, gs_err *err)
 {
     /* gs_sort_run has checked the request and the parameters (mp_check),
      * handled n = 0 and owns st->wall_ms (see gs_algo.run). */
     gs_dev *dev = ctx->dev;
-    int rc;
     long v[P_COUNT];
     get_params(dev ? &dev->info : NULL, p, v, err);
-    const size_t size_i = (size_t)v[P_SIZE_I], wg = (size_t)v[P_WG], ept = (size_t)v[P_EPT];
-    const size_t tile = wg * ept, n = req->n;
-    const size_t ks = gs_dtype_size(req->dtype), vs = gs_payload_size(req->payload);
-    const int idx = req->payload == GS_PL_IDX32 || req->payload == GS_PL_IDX64;
-
-    rc = gs_dev_open(dev, err);
-    if (rc)
-        return rc;
-    /* built for client pages where the device adopts them (gs_clrun.h) */
-    const int hostile = gs_clrun_hostile(dev);
-    char opts[160];
-    snprintf(opts, sizeof opts, "-DWG=%zu -DEPT=%zu -DSIZE_I=%zu%s", wg, ept, size_i,
-             hostile ? GS_HOSTILE_OPT : "");
-    cl_program prog;
-    rc = gs_prog_get(dev, ctx->pc, (const char *[]){ "keys", "mergepath", NULL }, opts, &prog,
-                     NULL, err);
-    if (rc)
-        return rc;
-
     mp_run r;
     memset(&r, 0, sizeof r);
-    gs_clrun_init(&r.cr, dev, "mergepath");
-    gs_clrun_use(&r.cr, ctx->queue, ctx->host_pinned);
-    r.cr.hostile = hostile;
-    const size_t ngroups = (n + tile - 1) / tile;
-    const unsigned gl = levels(tile, n);    /* global merge levels */
-    const int kw = ks == 4 ? 32 : 64, vw = (int)vs * 8;
-    char kn_local[32], kn_part[32], kn_merge[32];
-    snprintf(kn_local, sizeof kn_local, "mp_local_k%d_v%d", kw, vw);
-    snprintf(kn_part, sizeof kn_part, "mp_partition_k%d", kw);
-    snprintf(kn_merge, sizeof kn_merge, "mp_merge_k%d_v%d", kw, vw);
-    if ((rc = gs_clrun_kernel(&r.cr, prog, kn_local, wg, &r.k_local, err)) ||
-        (gl && (rc = gs_clrun_kernel(&r.cr, prog, kn_part, wg, &r.k_part, err))) ||
-        (gl && (rc = gs_clrun_kernel(&r.cr, prog, kn_merge, wg, &r.k_merge, err))))
-        goto out;
-    r.cr.touched = &st->output_touched;
-    if ((rc = gs_clrun_input(&r.cr, req->keys, n * ks, 1, "keys", &r.keys[0], err)) ||
-        (rc = gs_clrun_buffer(&r.cr, n * ks, "keys (second)", &r.keys[1], err)) ||
-        (vs && (rc = gs_clrun_input(&r.cr, req->values, n * vs, !idx, "values", &r.vals[0],
-                                    err))) ||
-        (vs && (rc = gs_clrun_buffer(&r.cr, n * vs, "values (second)", &r.vals[1], err))) ||
-        (gl && (rc = gs_clrun_buffer(&r.cr, (ngroups + 1) * 4, "partitions", &r.part, err))) ||
-        (gl && hostile && (rc = gs_clrun_raced(&r.cr, &r.raced, err))))
-        goto out;
-    /* NaN patterns of float keys, saved on the device before encoding */
-    if ((rc = gs_clnan_save(&r.cr, prog, wg, r.keys[0], req, &r.nan, err)))
-        goto out;
-    const cl_uint un = (cl_uint)n, ung = (cl_uint)ngroups;
-    const cl_uint kind = gs_keys_kind(req->dtype);
-    const cl_uint desc = req->descending ? 1 : 0;
-    /* tile sort: keys[0] -> keys[1]; decodes when it is the last kernel */
-    {
-        const cl_uint flags = (gl ? 0u : 1u) | (idx ? 2u : 0u);
-        gs_karg rest[] = { GS_KARG(un), GS_KARG(kind), GS_KARG(desc), GS_KARG(flags) };
-        if ((rc = set_io_args(r.k_local, kn_local, r.keys, r.vals, vs != 0, rest, 4, err)) ||
-            (rc = gs_clrun_launch(&r.cr, r.k_local, kn_local, ngroups, wg, err)))
-            goto out;
-    }
-    int cur = 1;
-    size_t w = tile;
-    for (unsigned l = 0; l < gl; l++, w *= 2) {
-        const cl_uint uw = (cl_uint)w, flags = l + 1 == gl ? 1u : 0u;
-        const cl_mem kb[2] = { r.keys[cur], r.keys[1 - cur] };
-        const cl_mem vb[2] = { r.vals[cur], r.vals[1 - cur] };
-        gs_karg pa[] = { GS_KARG(kb[0]), GS_KARG(un), GS_KARG(uw), GS_KARG(ung),
-                         GS_KARG(r.part) };
-        gs_karg rest[] = { GS_KARG(r.part), GS_KARG(un), GS_KARG(uw), GS_KARG(kind),
-                           GS_KARG(desc), GS_KARG(flags), GS_KARG(r.raced) };
-        if ((rc = gs_clrun_args(r.k_part, kn_part, pa, 5, err)) ||
-            (rc = gs_clrun_launch(&r.cr, r.k_part, kn_part, (ngroups + 1 + wg - 1) / wg, wg,
-                                  err)) ||
-            (rc = set_io_args(r.k_merge, kn_merge, kb, vb, vs != 0, rest, hostile ? 7 : 6,
-                              err)) ||
-            (rc = gs_clrun_launch(&r.cr, r.k_merge, kn_merge, ngroups, wg, err)))
-            goto out;
-        cur = 1 - cur;
-    }
-    if ((rc = gs_clnan_restore(&r.cr, &r.nan, r.keys[cur], req, err)))
-        goto out;
-    /* blocking reads: they also wait for every kernel before them */
-    st->output_touched = 1;
-    if ((rc = gs_clrun_output(&r.cr, req->keys, r.keys[cur], n * ks, err)) ||
-        (vs && (rc = gs_clrun_output(&r.cr, req->values, r.vals[cur], n * vs, err))) ||
-        (rc = gs_clrun_raced_check(&r.cr, err)))    /* a merge's runs were rewritten */
-        goto out;
-    st->nans_on_device = r.nan.count;
-    st->upload_ms = r.cr.upload_ms;
-    st->download_ms = r.cr.download_ms;
-    st->kernel_ms = gs_clrun_kernel_ms(&r.cr);
-    st->passes = levels(size_i, n < tile ? n : tile) + gl;
-    rc = 0;
-out:
-    run_release(&r);
-    return rc;
+    r.size_i = (size_t)v[P_SIZE_I];
+    r.wg = (size_t)v[P_WG];
+    r.ept = (size_t)v[P_EPT];
+    r.tile = r.wg * r.ept;
+    r.ngroups = (req->n + r.tile - 1) / r.tile;
+    r.gl = levels(r.tile, req->n);
+    return gs_devrun_sort(&mp_ops, &r, ctx, req, st, err);
 }
 
 const gs_algo gs_algo_mergepath = {

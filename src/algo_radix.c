@@ -1,8 +1,9 @@
 /* The OpenCL LSD radix sort ("radix"): host side of kernels/radix.cl. It
  * describes the four tunables (radix_bits, wg_size, elems_per_thread,
  * lookback) and their legal values on a device, rejects parameter sets a
- * device cannot run before anything is launched, and drives one sort:
- * upload; above 2^20 keys one reduction read back (the only read-back
+ * device cannot run before anything is launched, and gives the kernels of
+ * one sort to the device frame (gs_devrun.h: upload, NaN patterns,
+ * download): above 2^20 keys one reduction read back (the only read-back
  * before the result) to skip passes whose digit is constant: the OR and
  * AND of all keys for reduce-then-scan, which the first pass's upsweep
  * gives on the way, the global digit histogram for onesweep, which needs
@@ -11,14 +12,13 @@
  * one onesweep kernel (lookback=1: decoupled look-back between tiles, keys
  * read once per pass),
  * with keys and values ping-ponging between two device buffers (32-bit
- * keys with 32-bit values ranked as one 64-bit word on CPU devices), and
- * finally the download. Encoding, decoding and argsort indices happen inside the
+ * keys with 32-bit values ranked as one 64-bit word on CPU devices).
+ * Encoding, decoding and argsort indices happen inside the
  * first and last passes, so keys cross device memory as few times as the
  * pass structure allows. */
 #include "config.h"
 #include "gs_algos.h"
-#include "gs_clnan.h"
-#include "gs_clrun.h"
+#include "gs_devrun.h"
 #include "gs_keys.h"
 #include "gs_log.h"
 
@@ -399,94 +399,337 @@ static const int pass_stage[LAUNCHES_PER_PASS] = { K_UP, K_SCAN, K_SCAN, K_SCAN,
 #define ORAND_COPIES 16
 #define NORAND (4 * ORAND_COPIES)
 
+/* The kernel part of one sort, inside the device frame (gs_devrun.h):
+ * its shape from the parameters, kernels, buffers, and what the
+ * histogram read-back decided. */
 typedef struct radix_run {
-    gs_clrun cr;
+    int bits, lb, pairs, readback;   /* readback: above small_max */
+    size_t wg, ept, radix, ntiles, nblk, ghgroups;
+    size_t orand_at, ghwords;   /* where the OR and AND lie in the histogram; its words */
+    unsigned npos;              /* digit positions of a key */
+    cl_uint un, kind, desc, spin;
+    char opts[160];
+    char kn_ghist[32], kn_uporand[40], kn_up[32], kn_scatter[40], kn_os[40], kn_iota[32];
     cl_kernel k_ghist, k_uporand, k_up, k_sred, k_scan, k_sdown, k_scatter, k_gstart, k_os, k_iota;
-    cl_mem keys[2], vals[2], look[2], bsum, ghist;   /* look[0]: also the counts */
+    cl_mem look[2], bsum, ghist;   /* look[0]: also the counts */
     cl_mem raced;         /* hostile kernels' race flag (gs_clrun_raced), else NULL */
     cl_event fill_ev;
     uint32_t *hghist;
-    gs_clnan nan;
+    size_t kev_ghist;     /* kernel events before the histogram's (the NaN save's) */
+    unsigned run_pos[64], nrun;   /* the digit positions of the passes run */
+    int first_counted;    /* the first pass's counts came with the OR and AND */
+    size_t lone_up;       /* 1: that upsweep ran alone (its digit was constant) */
 } radix_run;
 
-static void run_release(radix_run *r)
+static void radix_free(void *self)
 {
-    gs_clrun_release(&r->cr);   /* waits for the queue first */
-    cl_kernel ks[] = { r->k_ghist, r->k_uporand, r->k_up, r->k_sred, r->k_scan, r->k_sdown,
-                       r->k_scatter, r->k_gstart, r->k_os, r->k_iota };
-    for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
-        if (ks[i])
-            clReleaseKernel(ks[i]);
-    /* the buffers went back to the device's pool with gs_clrun_release */
+    radix_run *r = self;
     if (r->fill_ev)
         clReleaseEvent(r->fill_ev);
     free(r->hghist);
-    gs_clnan_free(&r->nan);
 }
 
-/* What one pass launches: reduce-then-scan (upsweep, three scan kernels,
- * scatter) or one onesweep kernel; the names are those of the kernels. */
-typedef struct pass_ctx {
-    radix_run *r;
-    const char *kn_up, *kn_scatter, *kn_os;
-    size_t ntiles, nblk, wg, vs, radix;
-    cl_uint un, kind, desc, npos, spin;
-} pass_ctx;
-
-/* skip_up: the pass's upsweep already ran (the first one, with the OR and
- * AND) */
-static int run_pass(const pass_ctx *c, int lb, unsigned i, cl_uint pos, cl_uint shift,
-                    cl_uint flags, int cur, int skip_up, gs_err *err)
+/* Pass i of the sort, on digit position pos, from keys[cur] (and
+ * vals[cur]): reduce-then-scan (upsweep, three scan kernels, scatter) or
+ * one onesweep kernel. skip_up: the pass's upsweep already ran (the first
+ * one, with the OR and AND). */
+static int run_pass(gs_devrun *d, const radix_run *r, unsigned i, cl_uint pos, cl_uint flags,
+                    int cur, int skip_up, gs_err *err)
 {
-    radix_run *r = c->r;
+    const cl_uint shift = pos * (cl_uint)r->bits;
     /* keys in/out, [values in/out], then the kernel's own */
-    gs_karg ax[16] = { GS_KARG(r->keys[cur]), GS_KARG(r->keys[1 - cur]) };
+    gs_karg ax[16] = { GS_KARG(d->keys[cur]), GS_KARG(d->keys[1 - cur]) };
     unsigned na = 2;
-    if (c->vs) {
-        ax[na++] = (gs_karg)GS_KARG(r->vals[cur]);
-        ax[na++] = (gs_karg)GS_KARG(r->vals[1 - cur]);
+    if (d->vs) {
+        ax[na++] = (gs_karg)GS_KARG(d->vals[cur]);
+        ax[na++] = (gs_karg)GS_KARG(d->vals[1 - cur]);
     }
     int rc;
-    if (lb) {
-        const cl_uint gsoff = (c->npos + pos) * (cl_uint)c->radix;
-        const cl_uint tkoff = 2 * c->npos * (cl_uint)c->radix + i;
+    if (r->lb) {
+        const cl_uint gsoff = (r->npos + pos) * (cl_uint)r->radix;
+        const cl_uint tkoff = 2 * r->npos * (cl_uint)r->radix + i;
         gs_karg tail[] = { GS_KARG(r->ghist), GS_KARG(r->look[i % 2]),
-                           GS_KARG(r->look[(i + 1) % 2]), GS_KARG(c->un), GS_KARG(shift),
-                           GS_KARG(flags), GS_KARG(c->kind), GS_KARG(c->desc), GS_KARG(gsoff),
-                           GS_KARG(tkoff), GS_KARG(c->spin) };
+                           GS_KARG(r->look[(i + 1) % 2]), GS_KARG(r->un), GS_KARG(shift),
+                           GS_KARG(flags), GS_KARG(r->kind), GS_KARG(r->desc), GS_KARG(gsoff),
+                           GS_KARG(tkoff), GS_KARG(r->spin) };
         for (size_t j = 0; j < sizeof tail / sizeof tail[0]; j++)
             ax[na++] = tail[j];
         if (r->raced)
             ax[na++] = (gs_karg)GS_KARG(r->raced);
-        if ((rc = gs_clrun_args(r->k_os, c->kn_os, ax, na, err)))
+        if ((rc = gs_clrun_args(r->k_os, r->kn_os, ax, na, err)))
             return rc;
-        return gs_clrun_launch(&r->cr, r->k_os, c->kn_os, c->ntiles, c->wg, err);
+        return gs_clrun_launch(&d->cr, r->k_os, r->kn_os, r->ntiles, r->wg, err);
     }
-    const cl_uint untiles = (cl_uint)c->ntiles, unblk = (cl_uint)c->nblk;
-    gs_karg au[] = { GS_KARG(r->keys[cur]), GS_KARG(c->un), GS_KARG(shift), GS_KARG(flags),
-                     GS_KARG(c->kind), GS_KARG(c->desc), GS_KARG(r->look[0]) };
+    const cl_uint untiles = (cl_uint)r->ntiles, unblk = (cl_uint)r->nblk;
+    gs_karg au[] = { GS_KARG(d->keys[cur]), GS_KARG(r->un), GS_KARG(shift), GS_KARG(flags),
+                     GS_KARG(r->kind), GS_KARG(r->desc), GS_KARG(r->look[0]) };
     gs_karg asr[] = { GS_KARG(r->look[0]), GS_KARG(untiles), GS_KARG(unblk), GS_KARG(r->bsum),
                       GS_KARG(r->ghist), GS_KARG(pos) };
     gs_karg as[] = { GS_KARG(r->bsum), GS_KARG(r->ghist), GS_KARG(pos), GS_KARG(unblk) };
     gs_karg asd[] = { GS_KARG(r->look[0]), GS_KARG(r->bsum), GS_KARG(untiles), GS_KARG(unblk) };
-    gs_karg tail[] = { GS_KARG(r->look[0]), GS_KARG(c->un), GS_KARG(shift), GS_KARG(flags),
-                       GS_KARG(c->kind), GS_KARG(c->desc) };
+    gs_karg tail[] = { GS_KARG(r->look[0]), GS_KARG(r->un), GS_KARG(shift), GS_KARG(flags),
+                       GS_KARG(r->kind), GS_KARG(r->desc) };
     for (size_t j = 0; j < sizeof tail / sizeof tail[0]; j++)
         ax[na++] = tail[j];
     if (r->raced)
         ax[na++] = (gs_karg)GS_KARG(r->raced);
-    if ((!skip_up && ((rc = gs_clrun_args(r->k_up, c->kn_up, au, 7, err)) ||
-                      (rc = gs_clrun_launch(&r->cr, r->k_up, c->kn_up, c->ntiles, c->wg, err)))) ||
+    gs_clrun *cr = &d->cr;
+    const size_t wg = r->wg;
+    if ((!skip_up && ((rc = gs_clrun_args(r->k_up, r->kn_up, au, 7, err)) ||
+                      (rc = gs_clrun_launch(cr, r->k_up, r->kn_up, r->ntiles, wg, err)))) ||
         (rc = gs_clrun_args(r->k_sred, "radix_scan_reduce", asr, 6, err)) ||
-        (rc = gs_clrun_launch(&r->cr, r->k_sred, "radix_scan_reduce", c->nblk, c->wg, err)) ||
+        (rc = gs_clrun_launch(cr, r->k_sred, "radix_scan_reduce", r->nblk, wg, err)) ||
         (rc = gs_clrun_args(r->k_scan, "radix_scan", as, 4, err)) ||
-        (rc = gs_clrun_launch(&r->cr, r->k_scan, "radix_scan", c->radix, c->wg, err)) ||
+        (rc = gs_clrun_launch(cr, r->k_scan, "radix_scan", r->radix, wg, err)) ||
         (rc = gs_clrun_args(r->k_sdown, "radix_scan_down", asd, 4, err)) ||
-        (rc = gs_clrun_launch(&r->cr, r->k_sdown, "radix_scan_down", c->nblk, c->wg, err)) ||
-        (rc = gs_clrun_args(r->k_scatter, c->kn_scatter, ax, na, err)))
+        (rc = gs_clrun_launch(cr, r->k_sdown, "radix_scan_down", r->nblk, wg, err)) ||
+        (rc = gs_clrun_args(r->k_scatter, r->kn_scatter, ax, na, err)))
         return rc;
-    return gs_clrun_launch(&r->cr, r->k_scatter, c->kn_scatter, c->ntiles, c->wg, err);
+    return gs_clrun_launch(cr, r->k_scatter, r->kn_scatter, r->ntiles, wg, err);
 }
+
+/* The program for the parameters (for client pages where the frame adopts
+ * them) and the kernels of the path this sort takes. */
+static int radix_kernels(gs_devrun *d, void *self, gs_err *err)
+{
+    radix_run *r = self;
+    int rc = get_program(d->ctx, r->bits, r->wg, r->ept, d->cr.hostile, r->opts,
+                         sizeof r->opts, &d->prog, err);
+    if (rc)
+        return rc;
+    d->wg = r->wg;
+    const int kw = d->ks == 4 ? 32 : 64, vw = (int)d->vs * 8, lb = r->lb;
+    snprintf(r->kn_ghist, sizeof r->kn_ghist, "radix_ghist_k%d", kw);
+    snprintf(r->kn_uporand, sizeof r->kn_uporand, "radix_upsweep_orand_k%d", kw);
+    snprintf(r->kn_up, sizeof r->kn_up, "radix_upsweep_k%d", kw);
+    snprintf(r->kn_scatter, sizeof r->kn_scatter, "radix_scatter_k%d_%c%d", kw,
+             r->pairs ? 'p' : 'v', vw);
+    snprintf(r->kn_os, sizeof r->kn_os, "radix_onesweep_k%d_v%d", kw, vw);
+    snprintf(r->kn_iota, sizeof r->kn_iota, "radix_iota_v%d", vw ? vw : 32);
+    if ((lb && (rc = gs_devrun_kernel(d, r->kn_ghist, &r->k_ghist, err))) ||
+        (!lb && r->readback && (rc = gs_devrun_kernel(d, r->kn_uporand, &r->k_uporand, err))) ||
+        (!lb && ((rc = gs_devrun_kernel(d, r->kn_up, &r->k_up, err)) ||
+                 (rc = gs_devrun_kernel(d, "radix_scan_reduce", &r->k_sred, err)) ||
+                 (rc = gs_devrun_kernel(d, "radix_scan", &r->k_scan, err)) ||
+                 (rc = gs_devrun_kernel(d, "radix_scan_down", &r->k_sdown, err)) ||
+                 (rc = gs_devrun_kernel(d, r->kn_scatter, &r->k_scatter, err)))) ||
+        (lb && ((rc = gs_devrun_kernel(d, "radix_gstart", &r->k_gstart, err)) ||
+                (rc = gs_devrun_kernel(d, r->kn_os, &r->k_os, err)))) ||
+        (d->idx && (rc = gs_devrun_kernel(d, r->kn_iota, &r->k_iota, err))))
+        return rc;
+    return 0;
+}
+
+/* The digit counts (or look-back words), block sums, the histogram with
+ * its host copy, and the race flag of hostile kernels. */
+static int radix_buffers(gs_devrun *d, void *self, gs_err *err)
+{
+    radix_run *r = self;
+    gs_clrun *cr = &d->cr;
+    const size_t counts = r->radix * r->ntiles * 4;
+    int rc;
+    if ((rc = gs_clrun_buffer(cr, counts, r->lb ? "look-back words" : "digit counts",
+                              &r->look[0], err)) ||
+        (r->lb && (rc = gs_clrun_buffer(cr, counts, "look-back words (second)", &r->look[1],
+                                        err))) ||
+        (!r->lb && (rc = gs_clrun_buffer(cr, r->radix * r->nblk * 4, "block sums", &r->bsum,
+                                         err))) ||
+        (rc = gs_clrun_buffer(cr, r->ghwords * 4, "histogram", &r->ghist, err)) ||
+        (cr->hostile && (rc = gs_clrun_raced(cr, &r->raced, err))))
+        return rc;
+    /* On the client's own pages a pass may drop keys (kernels/radix.cl),
+     * leaving slots of the second buffers unwritten, which later passes
+     * move into the caller's arrays: cleared, they hold nothing of another
+     * request's. */
+    if (cr->nadopt && cr->adopt[0] == d->keys[0] &&
+        ((rc = gs_clrun_clear(cr, d->keys[1], d->n * d->ks, err)) ||
+         (d->vs && (rc = gs_clrun_clear(cr, d->vals[1], d->n * d->vs, err)))))
+        return rc;
+    r->hghist = calloc(r->ghwords, 4);   /* zeros: the histogram's initial value */
+    if (!r->hghist)
+        return gs_err_set(err, GS_ENOMEM, "radix: out of memory");
+    for (size_t c = 0; c < ORAND_COPIES; c++)   /* the ANDs' */
+        r->hghist[r->orand_at + 4 * c + 2] = r->hghist[r->orand_at + 4 * c + 3] = UINT32_MAX;
+    return 0;
+}
+
+/* The histogram zeroed, then where the sort needs it (onesweep always,
+ * reduce-then-scan above small_max) its first kernel and the read-back. */
+static int histogram(gs_devrun *d, radix_run *r, gs_err *err)
+{
+    cl_command_queue q = d->cr.q;
+    const size_t wg = r->wg;
+    int rc;
+    /* Zeroed by a write of the (at most 17 KiB) zeroed host copy, not by
+     * clEnqueueFillBuffer: Oclgrind 21.10 leaves filled memory marked
+     * uninitialized, so every atomic_add into it was reported (see
+     * docs/RELIABILITY.md). In-order queue: the write is done
+     * before the read-back below reuses hghist. */
+    cl_int crc = clEnqueueWriteBuffer(q, r->ghist, CL_FALSE, 0, r->ghwords * 4, r->hghist, 0,
+                                      NULL, &r->fill_ev);
+    if (crc != CL_SUCCESS) {
+        r->fill_ev = NULL;
+        return gs_cl_fail(err, "clEnqueueWriteBuffer", crc, "radix: histogram");
+    }
+    if (r->lb) {
+        /* the global histogram of every digit position; onesweep's first
+         * look-back words are cleared on the way */
+        const cl_uint nzero = (cl_uint)(r->radix * r->ntiles);
+        gs_karg a[] = { GS_KARG(d->keys[0]), GS_KARG(r->un), GS_KARG(r->kind),
+                        GS_KARG(r->desc), GS_KARG(r->ghist), GS_KARG(r->look[0]),
+                        GS_KARG(nzero) };
+        if ((rc = gs_clrun_args(r->k_ghist, r->kn_ghist, a, 7, err)) ||
+            (rc = gs_clrun_launch(&d->cr, r->k_ghist, r->kn_ghist, r->ghgroups, wg, err)))
+            return rc;
+    } else if (r->readback) {
+        /* reduce-then-scan sums each pass's histogram row from its digit
+         * counts (radix_scan_reduce); skipping needs only the OR and AND,
+         * which the upsweep of the lowest digit (and the first pass's
+         * encoding) gives on the way */
+        const cl_uint zero = 0, enc = 1, off = (cl_uint)r->orand_at;
+        gs_karg a[] = { GS_KARG(d->keys[0]), GS_KARG(r->un), GS_KARG(zero), GS_KARG(enc),
+                        GS_KARG(r->kind), GS_KARG(r->desc), GS_KARG(r->look[0]),
+                        GS_KARG(r->ghist), GS_KARG(off) };
+        if ((rc = gs_clrun_args(r->k_uporand, r->kn_uporand, a, 9, err)) ||
+            (rc = gs_clrun_launch(&d->cr, r->k_uporand, r->kn_uporand, r->ntiles, wg, err)))
+            return rc;
+    }
+    if (!r->readback)
+        return 0;
+    /* onesweep: the histogram rows; reduce-then-scan: the OR and AND */
+    const size_t at = r->lb ? 0 : r->orand_at, words = r->lb ? (size_t)r->npos * r->radix
+                                                            : NORAND;
+    crc = clEnqueueReadBuffer(q, r->ghist, CL_TRUE, at * 4, words * 4, r->hghist + at, 0, NULL,
+                              NULL);
+    if (crc != CL_SUCCESS)
+        return gs_cl_fail(err, "clEnqueueReadBuffer", crc, "radix: histogram");
+    return 0;
+}
+
+/* The passes to run: passes whose digit is shared by all keys change
+ * nothing (known only after the read-back): one digit holds every key, or
+ * the OR and the AND of the keys agree on its bits. */
+static void choose_passes(radix_run *r, size_t n, size_t ks)
+{
+    uint64_t kor = 0, kand = UINT64_MAX;
+    for (size_t c = 0; c < ORAND_COPIES; c++) {
+        const uint32_t *w = r->hghist + r->orand_at + 4 * c;
+        kor |= w[0] | (uint64_t)w[1] << 32;
+        kand &= w[2] | (uint64_t)w[3] << 32;
+    }
+    kand &= ks == 4 ? UINT32_MAX : UINT64_MAX;   /* 32-bit keys: no high word */
+    r->nrun = 0;
+    for (unsigned pos = 0; pos < r->npos; pos++) {
+        int constant = 0;
+        if (r->readback && !r->lb)
+            constant = (((kor ^ kand) >> (pos * (unsigned)r->bits)) & (r->radix - 1)) == 0;
+        else if (r->readback)
+            for (size_t d = 0; d < r->radix && !constant; d++)
+                constant = r->hghist[(size_t)pos * r->radix + d] == (uint32_t)n;
+        if (!constant)
+            r->run_pos[r->nrun++] = pos;
+    }
+    /* reduce-then-scan with the read-back: the first pass takes the lowest
+     * digit's counts from the upsweep that gave the OR and AND, unless that
+     * digit was constant (then the upsweep stands alone before the passes) */
+    r->first_counted = !r->lb && r->readback && r->nrun > 0 && r->run_pos[0] == 0;
+    r->lone_up = !r->lb && r->readback && !r->first_counted ? 1 : 0;
+}
+
+/* The histogram and its read-back, the passes that change something, and
+ * argsort's identity where none does. */
+static int radix_enqueue(gs_devrun *d, void *self, gs_err *err)
+{
+    radix_run *r = self;
+    const size_t wg = r->wg;
+    int rc;
+    r->kev_ghist = d->cr.nkev;
+    if ((rc = histogram(d, r, err)))
+        return rc;
+    choose_passes(r, d->n, d->ks);
+    d->st->passes = r->nrun;
+    d->st->passes_skipped = r->npos - r->nrun;
+    if (r->lb && r->nrun > 0) {
+        const cl_uint unpos = r->npos;
+        gs_karg a[] = { GS_KARG(r->ghist), GS_KARG(unpos) };
+        if ((rc = gs_clrun_args(r->k_gstart, "radix_gstart", a, 2, err)) ||
+            (rc = gs_clrun_launch(&d->cr, r->k_gstart, "radix_gstart", r->npos, wg, err)))
+            return rc;
+    }
+    const int testfb = atomic_load(&fallback_forced);
+    r->spin = testfb ? 0 : RADIX_LB_SPIN;
+    int cur = 0;
+    for (unsigned i = 0; i < r->nrun; i++) {
+        cl_uint flags = 0;
+        if (i == 0)
+            flags |= 1u | (d->idx ? 4u : 0u);   /* encode on load; generate indices */
+        if (i + 1 == r->nrun)
+            flags |= 2u;                     /* decode on store */
+        if (testfb)
+            flags |= 8u;                     /* every look-back falls back */
+        if (r->lb)                           /* look-back tag; the first pass clears */
+            flags |= ((i >> 1) & 1u ? 16u : 0u) | (i == 0 ? 32u : 0u);   /* look[1] */
+        const int skip_up = r->first_counted && i == 0;
+        if ((rc = run_pass(d, r, i, r->run_pos[i], flags, cur, skip_up, err)))
+            return rc;
+        cur = 1 - cur;
+    }
+    d->cur = cur;
+    /* nothing moved: the keys (and stored values) are in order as they
+     * came, in the caller's arrays; no NaN block to restore */
+    d->unmoved = r->nrun == 0;
+    if (r->nrun == 0 && d->idx) {
+        /* argsort is the identity */
+        gs_karg a[] = { GS_KARG(d->vals[0]), GS_KARG(r->un) };
+        if ((rc = gs_clrun_args(r->k_iota, r->kn_iota, a, 2, err)) ||
+            (rc = gs_clrun_launch(&d->cr, r->k_iota, r->kn_iota, (d->n + wg - 1) / wg, wg,
+                                  err)))
+            return rc;
+    }
+    return 0;
+}
+
+/* Kernel time by stage (the launch order above kstage), logged at debug
+ * level with the shape of the sort; the histogram's fill counts too. */
+static double radix_kernel_ms(gs_devrun *d, void *self)
+{
+    radix_run *r = self;
+    const gs_sort_stats *st = d->st;
+    const int lb = r->lb;
+    const unsigned nrun = r->nrun;
+    double by[K_COUNT] = { 0 }, total = 0;
+    for (size_t i = 0; i < d->cr.nkev; i++) {
+        double ms = gs_clrun_event_ms(d->cr.kev[i]);
+        /* after the NaN save: onesweep's histogram (always) and gstart, or
+         * the lone upsweep; then the passes */
+        const size_t j = i - r->kev_ghist, lead = lb ? 1 : r->lone_up;
+        int k = i < r->kev_ghist ? K_NAN : j < lead ? (lb ? K_GHIST : K_UP) : nrun == 0 ? K_IOTA
+                : lb ? (j == lead ? K_GSTART : K_ONESWEEP)
+                : pass_stage[(j - lead) % LAUNCHES_PER_PASS];
+        total += ms;
+        by[k] += ms;
+    }
+    double fill = gs_clrun_event_ms(r->fill_ev);
+    char stages[256];
+    size_t sl = 0;
+    for (int k = 0; k < K_COUNT; k++)
+        sl += (size_t)snprintf(stages + sl, sizeof stages - sl, "%s %.3f, ", kstage[k], by[k]);
+    GS_DEBUG("radix: n=%zu %s/%s %s lookback=%d%s%s: %u passes (%u skipped), %zu tiles; ms: "
+             "%sfill %.3f", d->n, gs_dtype_name(d->req->dtype), gs_payload_name(d->req->payload),
+             r->opts, lb, r->pairs ? " pairs" : "", r->readback ? "" : " (no read-back)",
+             st->passes, st->passes_skipped, r->ntiles, stages, fill);
+    return total + fill;
+}
+
+static const gs_devrun_ops radix_ops = {
+    .algo = &gs_algo_radix,
+    .finish_what = "radix: passes",
+    .kernels = radix_kernels,
+    .buffers = radix_buffers,
+    .sort = radix_enqueue,
+    .kernel_ms = radix_kernel_ms,
+    .release = radix_free,
+};
 
 static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p,
                           gs_sort_stats *st, gs_err *err)
@@ -494,266 +737,35 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     /* gs_sort_run has checked the request and the parameters (radix_check),
      * handled n = 0 and owns st->wall_ms (see gs_algo.run). */
     gs_dev *dev = ctx->dev;
-    int rc;
     long v[P_COUNT];
     get_params(dev ? &dev->info : NULL, p, v, err);
-    const int bits = (int)v[P_BITS];
-    const size_t wg = (size_t)v[P_WG], ept = (size_t)v[P_EPT];
-    const size_t tile = wg * ept, radix = (size_t)1 << bits;
     const size_t n = req->n;
     const size_t ks = gs_dtype_size(req->dtype), vs = gs_payload_size(req->payload);
-    const int idx = req->payload == GS_PL_IDX32 || req->payload == GS_PL_IDX64;
-    const unsigned npos = (unsigned)((ks * 8 + (size_t)bits - 1) / (size_t)bits);
-    const int lb = use_lookback(v, n, ks, vs, &dev->info);
-    const int pairs = use_pairs(v, n, ks, vs, &dev->info);
-    /* small arrays: no histogram read-back (every pass runs) */
-    const int readback = n > atomic_load(&small_max);
-
-    rc = gs_dev_open(dev, err);
-    if (rc)
-        return rc;
-    char opts[160];
-    cl_program prog;
-    const int hostile = gs_clrun_hostile(dev);
-    rc = get_program(ctx, bits, wg, ept, hostile, opts, sizeof opts, &prog, err);
-    if (rc)
-        return rc;
-
     radix_run r;
     memset(&r, 0, sizeof r);
-    gs_clrun_init(&r.cr, dev, "radix");
-    gs_clrun_use(&r.cr, ctx->queue, ctx->host_pinned);
-    r.cr.hostile = hostile;
-    const int kw = ks == 4 ? 32 : 64, vw = (int)vs * 8;
-    char kn_ghist[32], kn_uporand[40], kn_up[32], kn_scatter[40], kn_os[40], kn_iota[32];
-    snprintf(kn_ghist, sizeof kn_ghist, "radix_ghist_k%d", kw);
-    snprintf(kn_uporand, sizeof kn_uporand, "radix_upsweep_orand_k%d", kw);
-    snprintf(kn_up, sizeof kn_up, "radix_upsweep_k%d", kw);
-    snprintf(kn_scatter, sizeof kn_scatter, "radix_scatter_k%d_%c%d", kw, pairs ? 'p' : 'v', vw);
-    snprintf(kn_os, sizeof kn_os, "radix_onesweep_k%d_v%d", kw, vw);
-    snprintf(kn_iota, sizeof kn_iota, "radix_iota_v%d", vw ? vw : 32);
-    if ((lb && (rc = gs_clrun_kernel(&r.cr, prog, kn_ghist, wg, &r.k_ghist, err))) ||
-        (!lb && readback &&
-         (rc = gs_clrun_kernel(&r.cr, prog, kn_uporand, wg, &r.k_uporand, err))) ||
-        (!lb && ((rc = gs_clrun_kernel(&r.cr, prog, kn_up, wg, &r.k_up, err)) ||
-                 (rc = gs_clrun_kernel(&r.cr, prog, "radix_scan_reduce", wg, &r.k_sred, err)) ||
-                 (rc = gs_clrun_kernel(&r.cr, prog, "radix_scan", wg, &r.k_scan, err)) ||
-                 (rc = gs_clrun_kernel(&r.cr, prog, "radix_scan_down", wg, &r.k_sdown, err)) ||
-                 (rc = gs_clrun_kernel(&r.cr, prog, kn_scatter, wg, &r.k_scatter, err)))) ||
-        (lb && ((rc = gs_clrun_kernel(&r.cr, prog, "radix_gstart", wg, &r.k_gstart, err)) ||
-                (rc = gs_clrun_kernel(&r.cr, prog, kn_os, wg, &r.k_os, err)))) ||
-        (idx && (rc = gs_clrun_kernel(&r.cr, prog, kn_iota, wg, &r.k_iota, err))))
-        goto out;
-
+    r.bits = (int)v[P_BITS];
+    r.wg = (size_t)v[P_WG];
+    r.ept = (size_t)v[P_EPT];
+    r.radix = (size_t)1 << r.bits;
+    r.npos = (unsigned)((ks * 8 + (size_t)r.bits - 1) / (size_t)r.bits);
+    r.lb = use_lookback(v, n, ks, vs, &dev->info);
+    r.pairs = use_pairs(v, n, ks, vs, &dev->info);
+    /* small arrays: no histogram read-back (every pass runs) */
+    r.readback = n > atomic_load(&small_max);
     /* One group per tile in the per-pass kernels; the histogram kernel runs
      * about 4 groups per compute unit, looping over tiles. */
     const size_t cu = dev->info.compute_units ? dev->info.compute_units : 1;
-    const size_t ntiles = (n + tile - 1) / tile;
-    const size_t ghgroups = ntiles < cu * 4 ? ntiles : cu * 4;
-    const size_t nblk = (ntiles + SCAN_TILES - 1) / SCAN_TILES;
+    const size_t tile = r.wg * r.ept;
+    r.ntiles = (n + tile - 1) / tile;
+    r.ghgroups = r.ntiles < cu * 4 ? r.ntiles : cu * 4;
+    r.nblk = (r.ntiles + SCAN_TILES - 1) / SCAN_TILES;
     /* the histogram rows, onesweep's gstart rows, its tickets, OR and AND */
-    const size_t orand_at = 2 * (size_t)npos * radix + NTICKETS;
-    const size_t ghwords = orand_at + NORAND;
-
-    r.cr.touched = &st->output_touched;
-    if ((rc = gs_clrun_input(&r.cr, req->keys, n * ks, 1, "keys", &r.keys[0], err)) ||
-        (rc = gs_clrun_buffer(&r.cr, n * ks, "keys (second)", &r.keys[1], err)) ||
-        (vs && (rc = gs_clrun_input(&r.cr, req->values, n * vs, !idx, "values", &r.vals[0],
-                                    err))) ||
-        (vs && (rc = gs_clrun_buffer(&r.cr, n * vs, "values (second)", &r.vals[1], err))) ||
-        (rc = gs_clrun_buffer(&r.cr, radix * ntiles * 4, lb ? "look-back words" : "digit counts",
-                              &r.look[0], err)) ||
-        (lb && (rc = gs_clrun_buffer(&r.cr, radix * ntiles * 4, "look-back words (second)",
-                                     &r.look[1], err))) ||
-        (!lb && (rc = gs_clrun_buffer(&r.cr, radix * nblk * 4, "block sums", &r.bsum, err))) ||
-        (rc = gs_clrun_buffer(&r.cr, ghwords * 4, "histogram", &r.ghist, err)) ||
-        (r.cr.hostile && (rc = gs_clrun_raced(&r.cr, &r.raced, err))))
-        goto out;
-    /* On the client's own pages a pass may drop keys (kernels/radix.cl),
-     * leaving slots of the second buffers unwritten, which later passes
-     * move into the caller's arrays: cleared, they hold nothing of another
-     * request's. */
-    if (r.cr.nadopt && r.cr.adopt[0] == r.keys[0] &&
-        ((rc = gs_clrun_clear(&r.cr, r.keys[1], n * ks, err)) ||
-         (vs && (rc = gs_clrun_clear(&r.cr, r.vals[1], n * vs, err)))))
-        goto out;
-    r.hghist = calloc(ghwords, 4);   /* zeros: the histogram's initial value */
-    if (!r.hghist) {
-        rc = gs_err_set(err, GS_ENOMEM, "radix: out of memory");
-        goto out;
-    }
-    for (size_t c = 0; c < ORAND_COPIES; c++)   /* the ANDs' */
-        r.hghist[orand_at + 4 * c + 2] = r.hghist[orand_at + 4 * c + 3] = UINT32_MAX;
-    /* NaN patterns of float keys, saved on the device before encoding */
-    if ((rc = gs_clnan_save(&r.cr, prog, wg, r.keys[0], req, &r.nan, err)))
-        goto out;
-    const size_t kev_ghist = r.cr.nkev;
-    cl_command_queue q = r.cr.q;
-    const cl_uint un = (cl_uint)n;
-    const cl_uint kind = gs_keys_kind(req->dtype);
-    const cl_uint desc = req->descending ? 1 : 0;
-    /* Zeroed by a write of the (at most 17 KiB) zeroed host copy, not by
-     * clEnqueueFillBuffer: Oclgrind 21.10 leaves filled memory marked
-     * uninitialized, so every atomic_add into it was reported (see
-     * docs/RELIABILITY.md). In-order queue: the write is done
-     * before the read-back below reuses hghist. */
-    cl_int crc = clEnqueueWriteBuffer(q, r.ghist, CL_FALSE, 0, ghwords * 4, r.hghist, 0, NULL,
-                                      &r.fill_ev);
-    if (crc != CL_SUCCESS) {
-        r.fill_ev = NULL;
-        rc = gs_cl_fail(err, "clEnqueueWriteBuffer", crc, "radix: histogram");
-        goto out;
-    }
-    if (lb) {
-        /* the global histogram of every digit position; onesweep's first
-         * look-back words are cleared on the way */
-        const cl_uint nzero = (cl_uint)(radix * ntiles);
-        gs_karg a[] = { GS_KARG(r.keys[0]), GS_KARG(un), GS_KARG(kind), GS_KARG(desc),
-                        GS_KARG(r.ghist), GS_KARG(r.look[0]), GS_KARG(nzero) };
-        if ((rc = gs_clrun_args(r.k_ghist, kn_ghist, a, 7, err)) ||
-            (rc = gs_clrun_launch(&r.cr, r.k_ghist, kn_ghist, ghgroups, wg, err)))
-            goto out;
-    } else if (readback) {
-        /* reduce-then-scan sums each pass's histogram row from its digit
-         * counts (radix_scan_reduce); skipping needs only the OR and AND,
-         * which the upsweep of the lowest digit (and the first pass's
-         * encoding) gives on the way */
-        const cl_uint zero = 0, enc = 1, off = (cl_uint)orand_at;
-        gs_karg a[] = { GS_KARG(r.keys[0]), GS_KARG(un), GS_KARG(zero), GS_KARG(enc),
-                        GS_KARG(kind), GS_KARG(desc), GS_KARG(r.look[0]), GS_KARG(r.ghist),
-                        GS_KARG(off) };
-        if ((rc = gs_clrun_args(r.k_uporand, kn_uporand, a, 9, err)) ||
-            (rc = gs_clrun_launch(&r.cr, r.k_uporand, kn_uporand, ntiles, wg, err)))
-            goto out;
-    }
-    if (readback) {
-        /* onesweep: the histogram rows; reduce-then-scan: the OR and AND */
-        const size_t at = lb ? 0 : orand_at, words = lb ? (size_t)npos * radix : NORAND;
-        crc = clEnqueueReadBuffer(q, r.ghist, CL_TRUE, at * 4, words * 4, r.hghist + at, 0,
-                                  NULL, NULL);
-        if (crc != CL_SUCCESS) {
-            rc = gs_cl_fail(err, "clEnqueueReadBuffer", crc, "radix: histogram");
-            goto out;
-        }
-    }
-
-    /* passes whose digit is shared by all keys change nothing (known only
-     * after the read-back): one digit holds every key, or the OR and the
-     * AND of the keys agree on its bits */
-    uint64_t kor = 0, kand = UINT64_MAX;
-    for (size_t c = 0; c < ORAND_COPIES; c++) {
-        const uint32_t *w = r.hghist + orand_at + 4 * c;
-        kor |= w[0] | (uint64_t)w[1] << 32;
-        kand &= w[2] | (uint64_t)w[3] << 32;
-    }
-    kand &= ks == 4 ? UINT32_MAX : UINT64_MAX;   /* 32-bit keys: no high word */
-    unsigned run_pos[64], nrun = 0;
-    for (unsigned pos = 0; pos < npos; pos++) {
-        int constant = 0;
-        if (readback && !lb)
-            constant = (((kor ^ kand) >> (pos * (unsigned)bits)) & (radix - 1)) == 0;
-        else if (readback)
-            for (size_t d = 0; d < radix && !constant; d++)
-                constant = r.hghist[(size_t)pos * radix + d] == (uint32_t)n;
-        if (!constant)
-            run_pos[nrun++] = pos;
-    }
-    st->passes = nrun;
-    st->passes_skipped = npos - nrun;
-    /* reduce-then-scan with the read-back: the first pass takes the lowest
-     * digit's counts from the upsweep that gave the OR and AND, unless that
-     * digit was constant (then the upsweep stands alone before the passes) */
-    const int first_counted = !lb && readback && nrun > 0 && run_pos[0] == 0;
-    const size_t lone_up = !lb && readback && !first_counted ? 1 : 0;
-
-    if (lb && nrun > 0) {
-        const cl_uint unpos = npos;
-        gs_karg a[] = { GS_KARG(r.ghist), GS_KARG(unpos) };
-        if ((rc = gs_clrun_args(r.k_gstart, "radix_gstart", a, 2, err)) ||
-            (rc = gs_clrun_launch(&r.cr, r.k_gstart, "radix_gstart", npos, wg, err)))
-            goto out;
-    }
-    const int testfb = atomic_load(&fallback_forced);
-    const pass_ctx pc = { .r = &r, .kn_up = kn_up, .kn_scatter = kn_scatter, .kn_os = kn_os,
-                          .ntiles = ntiles, .nblk = nblk, .wg = wg, .vs = vs, .radix = radix,
-                          .un = un, .kind = kind, .desc = desc, .npos = npos,
-                          .spin = testfb ? 0 : RADIX_LB_SPIN };
-    int cur = 0;
-    for (unsigned i = 0; i < nrun; i++) {
-        const cl_uint pos = run_pos[i];
-        cl_uint flags = 0;
-        if (i == 0)
-            flags |= 1u | (idx ? 4u : 0u);   /* encode on load; generate indices */
-        if (i + 1 == nrun)
-            flags |= 2u;                     /* decode on store */
-        if (testfb)
-            flags |= 8u;                     /* every look-back falls back */
-        if (lb)                              /* look-back tag; the first pass clears */
-            flags |= ((i >> 1) & 1u ? 16u : 0u) | (i == 0 ? 32u : 0u);   /* look[1] */
-        const int skip_up = first_counted && i == 0;
-        if ((rc = run_pass(&pc, lb, i, pos, pos * (cl_uint)bits, flags, cur, skip_up, err)))
-            goto out;
-        cur = 1 - cur;
-    }
-    /* the sorted NaN block gets its patterns back (nothing moved when no
-     * pass ran: the keys are as they came, in the caller's arrays) */
-    if (nrun > 0 && (rc = gs_clnan_restore(&r.cr, &r.nan, r.keys[cur], req, err)))
-        goto out;
-    if (nrun == 0 && idx) {
-        /* nothing moved: argsort is the identity */
-        gs_karg a[] = { GS_KARG(r.vals[0]), GS_KARG(un) };
-        if ((rc = gs_clrun_args(r.k_iota, kn_iota, a, 2, err)) ||
-            (rc = gs_clrun_launch(&r.cr, r.k_iota, kn_iota, (n + wg - 1) / wg, wg, err)))
-            goto out;
-    }
-    crc = clFinish(q);
-    if (crc != CL_SUCCESS) {
-        rc = gs_cl_fail(err, "clFinish", crc, "radix: passes");
-        goto out;
-    }
-    /* a pass found a key past the end: the client rewrote its keys */
-    if ((rc = gs_clrun_raced_check(&r.cr, err))) {
-        st->output_touched = 1;
-        goto out;
-    }
-
-    /* Every kernel finished: write the result back. When no pass ran the
-     * keys (and stored values) are already in order in the caller's arrays. */
-    st->output_touched = 1;
-    if ((nrun > 0 && (rc = gs_clrun_output(&r.cr, req->keys, r.keys[cur], n * ks, err))) ||
-        (vs && (nrun > 0 || idx) &&
-         (rc = gs_clrun_output(&r.cr, req->values, r.vals[cur], n * vs, err))))
-        goto out;
-
-    st->nans_on_device = r.nan.count;
-    st->upload_ms = r.cr.upload_ms;
-    st->download_ms = r.cr.download_ms;
-    double by[K_COUNT] = { 0 };
-    for (size_t i = 0; i < r.cr.nkev; i++) {
-        double ms = gs_clrun_event_ms(r.cr.kev[i]);
-        /* after the NaN save: onesweep's histogram (always) and gstart, or
-         * the lone upsweep; then the passes */
-        const size_t j = i - kev_ghist, lead = lb ? 1 : lone_up;
-        int k = i < kev_ghist ? K_NAN : j < lead ? (lb ? K_GHIST : K_UP) : nrun == 0 ? K_IOTA
-                : lb ? (j == lead ? K_GSTART : K_ONESWEEP)
-                : pass_stage[(j - lead) % LAUNCHES_PER_PASS];
-        st->kernel_ms += ms;
-        by[k] += ms;
-    }
-    double fill = gs_clrun_event_ms(r.fill_ev);
-    st->kernel_ms += fill;
-    char stages[256];
-    size_t sl = 0;
-    for (int k = 0; k < K_COUNT; k++)
-        sl += (size_t)snprintf(stages + sl, sizeof stages - sl, "%s %.3f, ", kstage[k], by[k]);
-    GS_DEBUG("radix: n=%zu %s/%s %s lookback=%d%s%s: %u passes (%u skipped), %zu tiles; ms: "
-             "%sfill %.3f", n, gs_dtype_name(req->dtype), gs_payload_name(req->payload), opts, lb,
-             pairs ? " pairs" : "", readback ? "" : " (no read-back)", st->passes,
-             st->passes_skipped, ntiles, stages, fill);
-    rc = 0;
-out:
-    run_release(&r);
-    return rc;
+    r.orand_at = 2 * (size_t)r.npos * r.radix + NTICKETS;
+    r.ghwords = r.orand_at + NORAND;
+    r.un = (cl_uint)n;
+    r.kind = gs_keys_kind(req->dtype);
+    r.desc = req->descending ? 1 : 0;
+    return gs_devrun_sort(&radix_ops, &r, ctx, req, st, err);
 }
 
 const gs_algo gs_algo_radix = {

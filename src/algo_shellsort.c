@@ -13,7 +13,7 @@
  * or launch sizes, so one program build serves every parameter set. */
 #include "config.h"
 #include "gs_algos.h"
-#include "gs_clrun.h"
+#include "gs_devrun.h"
 #include "gs_keys.h"
 #include "gs_log.h"
 #include "gs_time.h"
@@ -170,24 +170,6 @@ static size_t increments(uint64_t n, uint32_t *out, size_t cap)
 
 /* ---- one sort ---- */
 
-typedef struct shell_run {
-    gs_clrun cr;
-    cl_kernel k_enc, k_dec, k_slices, k_merge;
-    cl_mem keys, vals, kscr, vscr, flags;
-    cl_uint *hflags;   /* host copy of a phase's round flags */
-} shell_run;
-
-static void run_release(shell_run *r)
-{
-    gs_clrun_release(&r->cr);   /* waits for the queue first */
-    cl_kernel ks[] = { r->k_enc, r->k_dec, r->k_slices, r->k_merge };
-    for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
-        if (ks[i])
-            clReleaseKernel(ks[i]);
-    /* the buffers went back to the device's pool with gs_clrun_release */
-    free(r->hflags);
-}
-
 static size_t groups_for(size_t items, size_t wg)
 {
     return (items + wg - 1) / wg;
@@ -207,6 +189,191 @@ static void phase_shape(size_t n, size_t h, long tps, long mept, size_t *T, size
     *T = (L + *S - 1) / *S;
 }
 
+/* The kernel part of one sort, inside the device frame (gs_devrun.h): the
+ * keys sorted in place (keys[0]), keys[1] and vals[1] the merge scratch. */
+typedef struct shell_run {
+    long v[P_COUNT];
+    size_t wg, first_h, last_h;   /* the phases run: last_h <= h <= first_h */
+    uint32_t inc[64];
+    size_t ninc, maxT;            /* increments below n; most slices of a phase */
+    char kn_enc[32], kn_dec[32], kn_slices[40], kn_merge[40];
+    cl_kernel k_enc, k_dec, k_slices, k_merge;
+    cl_mem flags;
+    cl_mem vals, kscr, vscr;      /* the frame's, or flags where unused */
+    cl_uint *hflags;              /* host copy of a phase's round flags */
+    cl_uint un;
+    unsigned phases;
+    size_t rounds_total, syncs, first_batch;
+} shell_run;
+
+static int shell_kernels(gs_devrun *d, void *self, gs_err *err)
+{
+    shell_run *r = self;
+    int rc = gs_prog_get(d->cr.dev, d->ctx->pc, (const char *[]){ "keys", "shellsort", NULL },
+                         "", &d->prog, NULL, err);
+    if (rc)
+        return rc;
+    d->wg = r->wg;
+    d->second = r->maxT > 1;   /* merge rounds need scratch */
+    const int kw = d->ks == 4 ? 32 : 64, vw = (int)d->vs * 8;
+    snprintf(r->kn_enc, sizeof r->kn_enc, "shell_encode_k%d", kw);
+    snprintf(r->kn_dec, sizeof r->kn_dec, "shell_decode_k%d", kw);
+    snprintf(r->kn_slices, sizeof r->kn_slices, "shell_slices_k%d_v%d", kw, vw);
+    snprintf(r->kn_merge, sizeof r->kn_merge, "shell_merge_k%d_v%d", kw, vw);
+    if ((rc = gs_devrun_kernel(d, r->kn_enc, &r->k_enc, err)) ||
+        (rc = gs_devrun_kernel(d, r->kn_dec, &r->k_dec, err)) ||
+        (rc = gs_devrun_kernel(d, r->kn_slices, &r->k_slices, err)) ||
+        (rc = gs_devrun_kernel(d, r->kn_merge, &r->k_merge, err)))
+        return rc;
+    return 0;
+}
+
+static int shell_buffers(gs_devrun *d, void *self, gs_err *err)
+{
+    shell_run *r = self;
+    int rc = gs_clrun_buffer(&d->cr, (r->maxT + 2) * 4, "round flags", &r->flags, err);
+    if (rc)
+        return rc;
+    r->hflags = malloc((r->maxT + 2) * sizeof *r->hflags);
+    if (!r->hflags)
+        return gs_err_set(err, GS_ENOMEM, "shellsort: out of memory");
+    /* Unused buffer arguments get a placeholder the kernels never touch. */
+    r->vals = d->vs ? d->vals[0] : r->flags;
+    r->kscr = d->keys[1] ? d->keys[1] : r->flags;
+    r->vscr = d->vals[1] ? d->vals[1] : r->flags;
+    return 0;
+}
+
+/* Merge rounds of a phase: T of them sort the subset; stop sooner once two
+ * in a row exchanged nothing. The flags are read after a batch sized from
+ * what the previous phase needed (phases of one sort behave alike),
+ * doubling while the subsets are still unsorted. */
+static int merge_rounds(gs_devrun *d, shell_run *r, size_t h, size_t T, size_t S, gs_err *err)
+{
+    const cl_uint uh = (cl_uint)h, uT = (cl_uint)T, uS = (cl_uint)S;
+    size_t round = 0, batch = r->first_batch;
+    int rc;
+    while (round < T) {
+        size_t end = round + batch < T ? round + batch : T;
+        for (; round < end; round++) {
+            size_t pairs = (T - (round & 1)) / 2;
+            if (pairs == 0)
+                continue;   /* T = 2, odd round: no neighbours; flag stays 0 */
+            const cl_uint ur = (cl_uint)round;
+            gs_karg am[] = { GS_KARG(d->keys[0]), GS_KARG(r->vals), GS_KARG(r->kscr),
+                             GS_KARG(r->vscr), GS_KARG(r->un), GS_KARG(uh), GS_KARG(uT),
+                             GS_KARG(uS), GS_KARG(ur), GS_KARG(r->flags) };
+            if ((rc = gs_clrun_args(r->k_merge, r->kn_merge, am, 10, err)) ||
+                (rc = gs_clrun_launch(&d->cr, r->k_merge, r->kn_merge,
+                                      groups_for(h * pairs, r->wg), r->wg, err)))
+                return rc;
+            r->rounds_total++;
+        }
+        if (round >= T)
+            break;   /* T rounds always sort */
+        r->syncs++;
+        cl_int crc = clEnqueueReadBuffer(d->cr.q, r->flags, CL_TRUE, 0, round * sizeof(cl_uint),
+                                         r->hflags, 0, NULL, NULL);
+        if (crc != CL_SUCCESS)
+            return gs_cl_fail(err, "clEnqueueReadBuffer", crc, "shellsort: round flags");
+        size_t quiet = 0;   /* rounds up to the second of two quiet ones */
+        for (size_t j = 1; j < round && !quiet; j++)
+            if (r->hflags[j - 1] == 0 && r->hflags[j] == 0)
+                quiet = j + 1;
+        if (quiet) {
+            r->first_batch = quiet + 1 > SHELL_FIRST_BATCH ? quiet + 1 : SHELL_FIRST_BATCH;
+            break;
+        }
+        batch *= 2;
+    }
+    return 0;
+}
+
+/* One phase: the slices' insertion sorts, then the merge rounds. */
+static int run_phase(gs_devrun *d, shell_run *r, size_t h, gs_err *err)
+{
+    size_t T, S;
+    phase_shape(d->n, h, r->v[P_TPS], r->v[P_MEPT], &T, &S);
+    const cl_uint uh = (cl_uint)h, uT = (cl_uint)T, uS = (cl_uint)S;
+    gs_karg as[] = { GS_KARG(d->keys[0]), GS_KARG(r->vals), GS_KARG(r->un), GS_KARG(uh),
+                     GS_KARG(uT), GS_KARG(uS), GS_KARG(r->flags) };
+    int rc;
+    if ((rc = gs_clrun_args(r->k_slices, r->kn_slices, as, 7, err)) ||
+        (rc = gs_clrun_launch(&d->cr, r->k_slices, r->kn_slices, groups_for(h * T, r->wg),
+                              r->wg, err)))
+        return rc;
+    r->phases++;
+    return merge_rounds(d, r, h, T, S, err);
+}
+
+/* Encode (and make argsort's indices), the phases from the largest
+ * increment in [last_h, first_h], decode. */
+static int shell_enqueue(gs_devrun *d, void *self, gs_err *err)
+{
+    shell_run *r = self;
+    const size_t n = d->n, wg = r->wg;
+    const cl_uint kind = gs_keys_kind(d->req->dtype);
+    const cl_uint desc = d->req->descending ? 1 : 0;
+    const gs_payload pl = d->req->payload;
+    const cl_uint iota = !d->idx ? 0 : pl == GS_PL_IDX32 ? 1 : 2;
+    int rc;
+    r->un = (cl_uint)n;
+    r->first_batch = SHELL_FIRST_BATCH;
+    gs_karg ae[] = { GS_KARG(d->keys[0]), GS_KARG(r->vals), GS_KARG(r->vals), GS_KARG(r->un),
+                     GS_KARG(kind), GS_KARG(desc), GS_KARG(iota) };
+    if ((rc = gs_clrun_args(r->k_enc, r->kn_enc, ae, 7, err)) ||
+        (rc = gs_clrun_launch(&d->cr, r->k_enc, r->kn_enc, groups_for(n, wg), wg, err)))
+        return rc;
+    for (size_t pi = r->ninc; pi-- > 0;) {
+        const size_t h = r->inc[pi];
+        if (h > r->first_h)
+            continue;
+        if (h < r->last_h)
+            break;
+        if ((rc = run_phase(d, r, h, err)))
+            return rc;
+    }
+    gs_karg ad[] = { GS_KARG(d->keys[0]), GS_KARG(r->un), GS_KARG(kind), GS_KARG(desc) };
+    if ((rc = gs_clrun_args(r->k_dec, r->kn_dec, ad, 4, err)) ||
+        (rc = gs_clrun_launch(&d->cr, r->k_dec, r->kn_dec, groups_for(n, wg), wg, err)))
+        return rc;
+    d->cur = 0;
+    d->st->passes = r->phases;
+    return 0;
+}
+
+static double shell_kernel_ms(gs_devrun *d, void *self)
+{
+    shell_run *r = self;
+    double ms = gs_clrun_kernel_ms(&d->cr);
+    GS_DEBUG("shellsort: n=%zu, %u phases, %zu merge rounds, %zu flag reads, %.3f ms in kernels",
+             d->n, r->phases, r->rounds_total, r->syncs, ms);
+    return ms;
+}
+
+static void shell_release(void *self)
+{
+    shell_run *r = self;
+    free(r->hflags);
+}
+
+static const gs_devrun_ops shell_ops = {
+    .algo = &gs_algo_shellsort,
+    .second = { "key scratch", "value scratch" },
+    .finish_what = "shellsort phases",
+    /* Safe on the client's own pages as built (gs_clrun.h): every index a
+     * kernel forms comes from n, h and the slice shape, and each loop is
+     * bounded by counts (the merge-split's crossing count c is searched
+     * within [1, min(a, b)]), never by what the keys say; rewritten keys
+     * give a wrong order, no access out of bounds. */
+    .safe_as_built = 1,
+    .kernels = shell_kernels,
+    .buffers = shell_buffers,
+    .sort = shell_enqueue,
+    .kernel_ms = shell_kernel_ms,
+    .release = shell_release,
+};
+
 /* Test hook (tests/test_shellsort.c): a run of only the phases with
  * last_h <= h <= first_h, so a phase can be given any input and the result
  * must be last_h-sorted; (SIZE_MAX, 1) is the full sort. Does not go
@@ -225,172 +392,29 @@ int gs_shellsort_run_phases(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_p
     int rc = shell_check(dev, req, p, err);
     if (rc)
         return rc;
-    long v[P_COUNT];
-    get_params(dev ? &dev->info : NULL, p, v, err);
-    const size_t wg = (size_t)v[P_WG];
+    shell_run r;
+    memset(&r, 0, sizeof r);
+    get_params(&dev->info, p, r.v, err);
     const size_t n = req->n;
-    const size_t ks = gs_dtype_size(req->dtype), vs = gs_payload_size(req->payload);
-    const int idx = req->payload == GS_PL_IDX32 || req->payload == GS_PL_IDX64;
     if (n == 0) {
         st->wall_ms = gs_now_ms() - t_start;
         return 0;
     }
-    if (vs && !req->values)
+    if (gs_payload_size(req->payload) && !req->values)
         return gs_err_set(err, GS_EINVAL, "shellsort: payload %s needs a values array",
                           gs_payload_name(req->payload));
-
-    uint32_t inc[64];
-    size_t ninc = increments(n, inc, sizeof inc / sizeof inc[0]);
-    size_t maxT = 1;
-    for (size_t i = 0; i < ninc; i++) {
+    r.wg = (size_t)r.v[P_WG];
+    r.first_h = first_h;
+    r.last_h = last_h;
+    r.ninc = increments(n, r.inc, sizeof r.inc / sizeof r.inc[0]);
+    r.maxT = 1;
+    for (size_t i = 0; i < r.ninc; i++) {
         size_t T, S;
-        phase_shape(n, inc[i], v[P_TPS], v[P_MEPT], &T, &S);
-        if (T > maxT)
-            maxT = T;
+        phase_shape(n, r.inc[i], r.v[P_TPS], r.v[P_MEPT], &T, &S);
+        if (T > r.maxT)
+            r.maxT = T;
     }
-
-    if ((rc = gs_dev_open(dev, err)))
-        return rc;
-    cl_program prog;
-    rc = gs_prog_get(dev, ctx->pc, (const char *[]){ "keys", "shellsort", NULL }, "", &prog,
-                     NULL, err);
-    if (rc)
-        return rc;
-
-    shell_run r;
-    memset(&r, 0, sizeof r);
-    gs_clrun_init(&r.cr, dev, "shellsort");
-    gs_clrun_use(&r.cr, ctx->queue, ctx->host_pinned);
-    /* Safe on the client's own pages as built (gs_clrun.h): every index a
-     * kernel forms comes from n, h and the slice shape, and each loop is
-     * bounded by counts (the merge-split's crossing count c is searched
-     * within [1, min(a, b)]), never by what the keys say; rewritten keys
-     * give a wrong order, no access out of bounds. */
-    r.cr.hostile = 1;
-    const int kw = ks == 4 ? 32 : 64, vw = (int)vs * 8;
-    char kn_enc[32], kn_dec[32], kn_slices[40], kn_merge[40];
-    snprintf(kn_enc, sizeof kn_enc, "shell_encode_k%d", kw);
-    snprintf(kn_dec, sizeof kn_dec, "shell_decode_k%d", kw);
-    snprintf(kn_slices, sizeof kn_slices, "shell_slices_k%d_v%d", kw, vw);
-    snprintf(kn_merge, sizeof kn_merge, "shell_merge_k%d_v%d", kw, vw);
-    if ((rc = gs_clrun_kernel(&r.cr, prog, kn_enc, wg, &r.k_enc, err)) ||
-        (rc = gs_clrun_kernel(&r.cr, prog, kn_dec, wg, &r.k_dec, err)) ||
-        (rc = gs_clrun_kernel(&r.cr, prog, kn_slices, wg, &r.k_slices, err)) ||
-        (rc = gs_clrun_kernel(&r.cr, prog, kn_merge, wg, &r.k_merge, err)))
-        goto out;
-
-    r.cr.touched = &st->output_touched;
-    if ((rc = gs_clrun_input(&r.cr, req->keys, n * ks, 1, "keys", &r.keys, err)) ||
-        (rc = gs_clrun_buffer(&r.cr, (maxT + 2) * 4, "round flags", &r.flags, err)) ||
-        (maxT > 1 && (rc = gs_clrun_buffer(&r.cr, n * ks, "key scratch", &r.kscr, err))) ||
-        (vs && (rc = gs_clrun_input(&r.cr, req->values, n * vs, !idx, "values", &r.vals,
-                                    err))) ||
-        (vs && maxT > 1 && (rc = gs_clrun_buffer(&r.cr, n * vs, "value scratch", &r.vscr, err))))
-        goto out;
-    r.hflags = malloc((maxT + 2) * sizeof *r.hflags);
-    if (!r.hflags) {
-        rc = gs_err_set(err, GS_ENOMEM, "shellsort: out of memory");
-        goto out;
-    }
-
-    /* Unused buffer arguments get a placeholder the kernels never touch. */
-    cl_mem vals = vs ? r.vals : r.flags;
-    cl_mem kscr = r.kscr ? r.kscr : r.flags, vscr = r.vscr ? r.vscr : r.flags;
-    const cl_uint un = (cl_uint)n;
-    const cl_uint kind = gs_keys_kind(req->dtype);
-    const cl_uint desc = req->descending ? 1 : 0;
-    const cl_uint iota = !idx ? 0 : req->payload == GS_PL_IDX32 ? 1 : 2;
-    {
-        gs_karg a[] = { GS_KARG(r.keys), GS_KARG(vals), GS_KARG(vals), GS_KARG(un),
-                        GS_KARG(kind), GS_KARG(desc), GS_KARG(iota) };
-        if ((rc = gs_clrun_args(r.k_enc, kn_enc, a, 7, err)) ||
-            (rc = gs_clrun_launch(&r.cr, r.k_enc, kn_enc, groups_for(n, wg), wg, err)))
-            goto out;
-    }
-
-    unsigned phases = 0;
-    size_t rounds_total = 0, syncs = 0, first_batch = SHELL_FIRST_BATCH;
-    for (size_t pi = ninc; pi-- > 0;) {
-        const size_t h = inc[pi];
-        if (h > first_h)
-            continue;
-        if (h < last_h)
-            break;
-        size_t T, S;
-        phase_shape(n, h, v[P_TPS], v[P_MEPT], &T, &S);
-        const cl_uint uh = (cl_uint)h, uT = (cl_uint)T, uS = (cl_uint)S;
-        gs_karg as[] = { GS_KARG(r.keys), GS_KARG(vals), GS_KARG(un), GS_KARG(uh), GS_KARG(uT),
-                         GS_KARG(uS), GS_KARG(r.flags) };
-        if ((rc = gs_clrun_args(r.k_slices, kn_slices, as, 7, err)) ||
-            (rc = gs_clrun_launch(&r.cr, r.k_slices, kn_slices, groups_for(h * T, wg), wg, err)))
-            goto out;
-        phases++;
-        /* Merge rounds: T of them sort the subset; stop sooner once two in a
-         * row exchanged nothing. The flags are read after a batch sized from
-         * what the previous phase needed (phases of one sort behave alike),
-         * doubling while the subsets are still unsorted. */
-        size_t round = 0, batch = first_batch;
-        while (round < T) {
-            size_t end = round + batch < T ? round + batch : T;
-            for (; round < end; round++) {
-                size_t pairs = (T - (round & 1)) / 2;
-                if (pairs == 0)
-                    continue;   /* T = 2, odd round: no neighbours; flag stays 0 */
-                const cl_uint ur = (cl_uint)round;
-                gs_karg am[] = { GS_KARG(r.keys), GS_KARG(vals), GS_KARG(kscr), GS_KARG(vscr),
-                                 GS_KARG(un), GS_KARG(uh), GS_KARG(uT), GS_KARG(uS),
-                                 GS_KARG(ur), GS_KARG(r.flags) };
-                if ((rc = gs_clrun_args(r.k_merge, kn_merge, am, 10, err)) ||
-                    (rc = gs_clrun_launch(&r.cr, r.k_merge, kn_merge, groups_for(h * pairs, wg),
-                                          wg, err)))
-                    goto out;
-                rounds_total++;
-            }
-            if (round >= T)
-                break;   /* T rounds always sort */
-            syncs++;
-            cl_int crc = clEnqueueReadBuffer(r.cr.q, r.flags, CL_TRUE, 0,
-                                             round * sizeof(cl_uint), r.hflags, 0, NULL, NULL);
-            if (crc != CL_SUCCESS) {
-                rc = gs_cl_fail(err, "clEnqueueReadBuffer", crc, "shellsort: round flags");
-                goto out;
-            }
-            size_t quiet = 0;   /* rounds up to the second of two quiet ones */
-            for (size_t j = 1; j < round && !quiet; j++)
-                if (r.hflags[j - 1] == 0 && r.hflags[j] == 0)
-                    quiet = j + 1;
-            if (quiet) {
-                first_batch = quiet + 1 > SHELL_FIRST_BATCH ? quiet + 1 : SHELL_FIRST_BATCH;
-                break;
-            }
-            batch *= 2;
-        }
-    }
-    {
-        gs_karg a[] = { GS_KARG(r.keys), GS_KARG(un), GS_KARG(kind), GS_KARG(desc) };
-        if ((rc = gs_clrun_args(r.k_dec, kn_dec, a, 4, err)) ||
-            (rc = gs_clrun_launch(&r.cr, r.k_dec, kn_dec, groups_for(n, wg), wg, err)))
-            goto out;
-    }
-    cl_int crc = clFinish(r.cr.q);
-    if (crc != CL_SUCCESS) {
-        rc = gs_cl_fail(err, "clFinish", crc, "shellsort phases");
-        goto out;
-    }
-    /* Every kernel completed: write the result back. */
-    st->output_touched = 1;
-    if ((rc = gs_clrun_output(&r.cr, req->keys, r.keys, n * ks, err)) ||
-        (vs && (rc = gs_clrun_output(&r.cr, req->values, r.vals, n * vs, err))))
-        goto out;
-    st->passes = phases;
-    st->upload_ms = r.cr.upload_ms;
-    st->download_ms = r.cr.download_ms;
-    st->kernel_ms = gs_clrun_kernel_ms(&r.cr);
-    GS_DEBUG("shellsort: n=%zu, %u phases, %zu merge rounds, %zu flag reads, %.3f ms in kernels",
-             n, phases, rounds_total, syncs, st->kernel_ms);
-    rc = 0;
-out:
-    run_release(&r);
+    rc = gs_devrun_sort(&shell_ops, &r, ctx, req, st, err);
     st->wall_ms = gs_now_ms() - t_start;
     return rc;
 }

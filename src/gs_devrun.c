@@ -1,0 +1,117 @@
+/* The device frame (gs_devrun.h): the steps of one device sort around an
+ * algorithm's kernels, so that every device algorithm uploads, keeps NaN
+ * patterns, checks for races, writes back and times the same way. */
+#include "config.h"
+#include "gs_devrun.h"
+
+#include <string.h>
+
+#include "gs_cl.h"
+
+int gs_devrun_kernel(gs_devrun *d, const char *name, cl_kernel *out, gs_err *err)
+{
+    *out = NULL;
+    if (d->nkern == GS_DEVRUN_KERNELS)
+        return gs_err_set(err, GS_EINVAL, "%s: more than %d kernels in one sort", d->cr.algo,
+                          GS_DEVRUN_KERNELS);
+    int rc = gs_clrun_kernel(&d->cr, d->prog, name, d->wg, out, err);
+    if (*out)
+        d->kern[d->nkern++] = *out;   /* also when refused: it was made */
+    return rc;
+}
+
+/* The arrays to sort from, and the second buffers: the caller's arrays
+ * where the device adopts them, else uploads (argsort's indices are made
+ * by the kernels, so none). */
+static int inputs(gs_devrun *d, const gs_devrun_ops *ops, gs_err *err)
+{
+    gs_clrun *cr = &d->cr;
+    const size_t kb = d->n * d->ks, vb = d->n * d->vs;
+    const char *k2 = ops->second[0] ? ops->second[0] : "keys (second)";
+    const char *v2 = ops->second[1] ? ops->second[1] : "values (second)";
+    int rc;
+    if ((rc = gs_clrun_input(cr, d->req->keys, kb, 1, "keys", &d->keys[0], err)) ||
+        (d->second && (rc = gs_clrun_buffer(cr, kb, k2, &d->keys[1], err))) ||
+        (d->vs && (rc = gs_clrun_input(cr, d->req->values, vb, !d->idx, "values", &d->vals[0],
+                                       err))) ||
+        (d->vs && d->second && (rc = gs_clrun_buffer(cr, vb, v2, &d->vals[1], err))))
+        return rc;
+    return 0;
+}
+
+/* After the kernels: the NaN patterns over the sorted NaN block, the
+ * queue finished, the race flag read (a raced result is not written
+ * back), then the write-back and the timing fields. */
+static int finish(gs_devrun *d, const gs_devrun_ops *ops, void *self, gs_err *err)
+{
+    gs_sort_stats *st = d->st;
+    const int c = d->cur;
+    int rc;
+    /* unmoved: the keys are as they came, with no NaN block */
+    if (!d->unmoved && (rc = gs_clnan_restore(&d->cr, &d->nan, d->keys[c], d->req, err)))
+        return rc;
+    cl_int crc = clFinish(d->cr.q);
+    if (crc != CL_SUCCESS)
+        return gs_cl_fail(err, "clFinish", crc, "%s", ops->finish_what);
+    /* from here on a failure leaves the caller's arrays no longer intact;
+     * a raced sort (the client rewrote its keys) ends here */
+    st->output_touched = 1;
+    if ((rc = gs_clrun_raced_check(&d->cr, err)) ||
+        (!d->unmoved &&
+         (rc = gs_clrun_output(&d->cr, d->req->keys, d->keys[c], d->n * d->ks, err))) ||
+        (d->vs && (!d->unmoved || d->idx) &&
+         (rc = gs_clrun_output(&d->cr, d->req->values, d->vals[c], d->n * d->vs, err))))
+        return rc;
+    st->nans_on_device = d->nan.count;
+    st->upload_ms = d->cr.upload_ms;
+    st->download_ms = d->cr.download_ms;
+    st->kernel_ms = ops->kernel_ms ? ops->kernel_ms(d, self) : gs_clrun_kernel_ms(&d->cr);
+    return 0;
+}
+
+static int steps(gs_devrun *d, const gs_devrun_ops *ops, void *self, gs_err *err)
+{
+    int rc;
+    if ((rc = ops->kernels(d, self, err)) || (rc = inputs(d, ops, err)) ||
+        (ops->buffers && (rc = ops->buffers(d, self, err))))
+        return rc;
+    /* NaN patterns of float keys, saved on the device before encoding */
+    if (ops->algo->keeps_nan &&
+        (rc = gs_clnan_save(&d->cr, d->prog, d->wg, d->keys[0], d->req, &d->nan, err)))
+        return rc;
+    if ((rc = ops->sort(d, self, err)))
+        return rc;
+    return finish(d, ops, self, err);
+}
+
+int gs_devrun_sort(const gs_devrun_ops *ops, void *self, gs_sort_ctx *ctx,
+                   const gs_sort_req *req, gs_sort_stats *st, gs_err *err)
+{
+    gs_dev *dev = ctx->dev;
+    int rc = gs_dev_open(dev, err);
+    if (rc)
+        return rc;
+    gs_devrun d;
+    memset(&d, 0, sizeof d);
+    d.ctx = ctx;
+    d.req = req;
+    d.st = st;
+    d.n = req->n;
+    d.ks = gs_dtype_size(req->dtype);
+    d.vs = gs_payload_size(req->payload);
+    d.idx = req->payload == GS_PL_IDX32 || req->payload == GS_PL_IDX64;
+    d.second = 1;
+    gs_clrun_init(&d.cr, dev, ops->algo->name);
+    gs_clrun_use(&d.cr, ctx->queue, ctx->host_pinned);
+    /* the caller's pages are adopted only for kernels safe on them */
+    d.cr.hostile = ops->safe_as_built || gs_clrun_hostile(dev);
+    d.cr.touched = &st->output_touched;
+    rc = steps(&d, ops, self, err);
+    gs_clrun_release(&d.cr);   /* waits for the queue before anything is freed */
+    for (unsigned i = 0; i < d.nkern; i++)
+        clReleaseKernel(d.kern[i]);
+    if (ops->release)
+        ops->release(self);
+    gs_clnan_free(&d.nan);
+    return rc;
+}
