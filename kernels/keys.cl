@@ -1,16 +1,16 @@
 /* Order-preserving key encoding in OpenCL C, the device twin of
- * src/gs_keys.h (same formulas, kept in step by tests/test_radix.c comparing
+ * lib/sort/gs_keys.h (same formulas, kept in step by tests/test_radix.c comparing
  * device results with the host reference): an encoded key's plain unsigned
  * order is the requested order. `kind` is 0 for unsigned, 1 for signed
  * integers, 2 for IEEE floats; `desc` is 1 for descending (the complement
  * of the ascending code, so equal keys still keep input order). Every NaN
  * encodes to the single top value and decodes to the canonical quiet NaN;
  * non-canonical NaN payloads are restored afterwards, by the host
- * (src/gs_keys_nan.c) or by the save kernels at the end of this file
- * (src/gs_clnan.c). Functions are
+ * (lib/sort/gs_keys_nan.c) or by the save kernels at the end of this file
+ * (lib/sort/gs_clnan.c). Functions are
  * branch-light because they sit inside the radix kernels' load/store loops. */
 
-/* GS_HOSTILE=1 (src/gs_clrun.h: gs_clrun_hostile): the kernels may run on
+/* GS_HOSTILE=1 (lib/sort/gs_clrun.h: gs_clrun_hostile): the kernels may run on
  * the client's own pages (zero copy on CPU devices), which it can rewrite
  * while they run, so a position derived from keys an earlier pass read is
  * bounded before it is used. The race flag is the kernel's last argument
@@ -100,7 +100,7 @@ ulong gs_dec64(ulong e, uint kind, uint desc)
     return e;
 }
 
-/* ---- NaN payloads kept on the device (src/gs_clnan.c) ----
+/* ---- NaN payloads kept on the device (lib/sort/gs_clnan.c) ----
  * A stable device sort leaves every NaN, encoded to one value, in input
  * order in one block at the end (ascending) or start (descending); only the
  * bit patterns are lost. These two kernels save the NaNs' patterns in input

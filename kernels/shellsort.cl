@@ -1,4 +1,4 @@
-/* Shellsort kernels (the paper's variant D), driven by src/algo_shellsort.c.
+/* Shellsort kernels (the paper's variant D), driven by lib/algos/algo_shellsort.c.
  * One phase per increment h: the subset of residue r (elements r, r+h,
  * r+2h, ...) is cut into T slices of S consecutive subset positions, one
  * work-item per slice insertion-sorts it (shell_slices_*); then rounds of

@@ -1190,7 +1190,7 @@ int sc_run_matrix(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p,
     return failed_total;
 }
 
-/* ---- NaN payloads kept on the device (src/gs_clnan.c) ---- */
+/* ---- NaN payloads kept on the device (lib/sort/gs_clnan.c) ---- */
 
 /* Only canonical NaNs (every 7th key) among finite floats: bit-equal, so
  * the device need keep nothing. Checked without the reference: finite keys

@@ -1,4 +1,4 @@
-/* The client blocks a daemon keeps across requests (daemon/gs_blocks.c)
+/* The client blocks a daemon keeps across requests (daemon/serve/gs_blocks.c)
  * and their pinning for device copies (core/gs_pin.c), against real
  * daemons on the first OpenCL device (PoCL in CI, where the test hook
  * GSORTD_TEST_PIN_ANY=1 makes the daemon register blocks with a CPU device

@@ -1,4 +1,4 @@
-/* The per-device buffer pool (src/gs_bufpool.c) on the first OpenCL device
+/* The per-device buffer pool (lib/device/gs_bufpool.c) on the first OpenCL device
  * (PoCL in CI): a released buffer is taken again for the same size or one
  * it exceeds by at most an eighth, never for a larger or much smaller one, and by
  * one taker only; the share caps what the pool holds (the oldest go
@@ -6,7 +6,7 @@
  * device algorithm's buffers come back to the pool after each sort and a
  * second sort of the same size reuses them, with the right result although
  * they hold the first sort's data; closing the device frees the pool. And
- * the pinned staging of copies to and from unpinned memory (src/gs_stage.c),
+ * the pinned staging of copies to and from unpinned memory (lib/device/gs_stage.c),
  * forced on this device with small chunks: radix, mergepath and shellsort
  * give the right result through it at sizes that are and are not a whole
  * number of chunks, and straight (host_pinned) as before. */

@@ -1,4 +1,4 @@
-/* Tests of the out-of-core device route (src/gs_chunk_dev.c: pieces sorted
+/* Tests of the out-of-core device route (lib/ooc/gs_chunk_dev.c: pieces sorted
  * on the device, cut by a co-rank search into segments sorted there
  * again), called through gs_chunk_sort on a PoCL device with the route
  * forced as on a GPU and copies made as a GPU makes them (no zero-copy).

@@ -1,6 +1,6 @@
 /* End-to-end tests of the daemon: the real daemon/gsortd is started
  * (tests/dmn.h) in the foreground on a socket and database in a temporary
- * directory, and exercised through the blocking client (src/gs_client.c) and
+ * directory, and exercised through the blocking client (lib/wire/gs_client.c) and
  * raw bytes: every op, every dtype x values kind inline and through a memfd
  * in both orders (checked against tests/sortcheck's reference), the device
  * routes (radix, mergepath), 32 concurrent clients, 200 clients that close
@@ -1348,7 +1348,7 @@ static int child_putenv(void *arg)
     return putenv((char *)arg) != 0;
 }
 
-/* Built-in defaults without a database (issue 17, daemon/gs_defaults.c):
+/* Built-in defaults without a database (issue 17, daemon/sched/gs_defaults.c):
  * a CPU device leaves every size to the host sort; a GPU (here PoCL made
  * to look like one by a test hook) measures its crossover when it starts,
  * logs it, and serves from it. */

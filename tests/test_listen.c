@@ -1,4 +1,4 @@
-/* The daemon's listening socket (daemon/gs_listen.c), in a mkdtemp directory:
+/* The daemon's listening socket (daemon/base/gs_listen.c), in a mkdtemp directory:
  * the file gets exactly the requested mode whatever the umask, world-writable
  * modes and bad paths are refused before anything is created, the lock file
  * keeps a second opener out, a dead daemon's socket is replaced while a live

@@ -1,5 +1,5 @@
 /* The daemon's memory and address space are bounded (issue 32, items 2
- * and 3; daemon/gs_mem.c, daemon/gs_admit.c, daemon/gs_blocks.c). First
+ * and 3; daemon/base/gs_mem.c, daemon/serve/gs_admit.c, daemon/serve/gs_blocks.c). First
  * without a daemon: the cgroup rule behind max_memory = auto, read from
  * fake /proc and /sys trees (cgroup v1 as on this machine, v2 nested and in
  * a container, limits of parents, mount roots and escapes, no limit at

@@ -1,4 +1,4 @@
-/* Tests of the in-memory plan table (daemon/gs_plans.c) on a database of
+/* Tests of the in-memory plan table (daemon/sched/gs_plans.c) on a database of
  * known rows: every row is loaded, rows this gsortd cannot use are left
  * out, the nearest bucket wins (ties: the larger, as the database's own
  * lookup), a missing shape borrows the nearest tuned one (a stable plan for

@@ -218,7 +218,7 @@ static int do_sort(void *arg, gs_sort_req *req, gs_err *err)
     return gs_sort_run(s->a, s->ctx, req, p, &st, err);
 }
 
-/* A split's merge (daemon/gs_split.c): two parts, each sorted on a device
+/* A split's merge (daemon/sched/gs_split.c): two parts, each sorted on a device
  * (the first and the last one), then gs_chunk_merge over the request,
  * which must withstand whatever the parts hold: it runs even after a part
  * noticed the race (where the daemon would answer with that error). */

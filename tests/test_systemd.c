@@ -1,4 +1,4 @@
-/* Tests of gsortd's systemd support (daemon/gs_systemd.c) on the real daemon.
+/* Tests of gsortd's systemd support (daemon/base/gs_systemd.c) on the real daemon.
  * Readiness: the test listens on a datagram socket named by NOTIFY_SOCKET,
  * as systemd does, and checks that READY=1 comes only once the daemon's
  * socket accepts connections, that a SIGHUP is bracketed by RELOADING=1

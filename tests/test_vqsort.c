@@ -1,4 +1,4 @@
-/* Tests of the vqsort host candidate (src/algo_vqsort.c): every dtype, both
+/* Tests of the vqsort host candidate (lib/algos/algo_vqsort.c): every dtype, both
  * orders and every key distribution of sortcheck (NaN payloads and -0.0
  * included) against the independent reference, with one thread and with
  * 2, 3 and 4 chunks merged (an odd count leaves a run over for a round),

@@ -1,5 +1,5 @@
 /* libFuzzer target for the daemon's connection state machine (daemon/
- * gs_conn.c, gs_io.c with src/gs_proto*.c): the real server (gs_srv_run,
+ * gs_conn.c, gs_io.c with lib/wire/gs_proto*.c): the real server (gs_srv_run,
  * host sorts only, small limits) runs on a thread of the fuzzing process,
  * started once on a socket in a temporary directory, and every input is a
  * script played on a new connection to it: writes of chosen sizes, of raw

@@ -30,7 +30,7 @@
 
 /* ---- answered at once ---- */
 
-/* The reply bodies are src/gs_reply.c's (the clients parse them there
+/* The reply bodies are lib/wire/gs_reply.c's (the clients parse them there
  * too); here they are only filled from the daemon's state. A builder that
  * runs out of memory returns NULL, which srv_conn_send answers by closing
  * the connection. */

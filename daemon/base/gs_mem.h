@@ -8,7 +8,7 @@
  * stacks). A request is charged before the daemon allocates anything for
  * it, and gives the charge back when its reply is written, so memory the
  * requests hold never passes the budget: a request that does not fit waits
- * or is refused (daemon/gs_admit.c), and the kernel never has to kill the
+ * or is refused (daemon/serve/gs_admit.c), and the kernel never has to kill the
  * daemon for it. Thread-safe: every I/O loop charges the same budget. */
 #ifndef GS_MEM_H
 #define GS_MEM_H

@@ -1,5 +1,5 @@
-/* What the scheduler's two halves share (private to daemon/gs_sched.c,
- * the queues and workers, and daemon/gs_route.c, the routing): the queue,
+/* What the scheduler's two halves share (private to daemon/sched/gs_sched.c,
+ * the queues and workers, and daemon/sched/gs_route.c, the routing): the queue,
  * the per-device state, the scheduler itself, and the few helpers both
  * use, named sched_*. It names gs_job and the done callback through their
  * struct tags instead of including gs_sched.h, so that no include cycle
