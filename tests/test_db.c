@@ -145,7 +145,7 @@ static void *reader(void *arg)
     }
     while (!s->done) {
         gs_db_choice c;
-        int rc = gs_db_plan_lookup(db, s->dev, 32, "none", 1, 4096, &c, &err);
+        int rc = gs_db_plan_get(db, s->dev, 32, "none", 1, 12, &c, &err);
         if (rc && rc != GS_ENOTFOUND)
             s->reader_errors++;
         s->reads++;
@@ -188,7 +188,7 @@ static void ro_try(const char *p, int64_t id, ro_result *r)
     if (r->ro_rc == 0) {
         gs_db_choice c;
         r->immutable = gs_db_immutable(db);
-        r->plan_ok = gs_db_plan_lookup(db, id, 32, "none", 0, 1u << 16, &c, &err) == 0 &&
+        r->plan_ok = gs_db_plan_get(db, id, 32, "none", 0, 16, &c, &err) == 0 &&
                      strcmp(c.algorithm, "radix") == 0;
         gs_db_close(db);
     }
@@ -807,7 +807,7 @@ int main(void)
     tap_ok(gs_db_trial_lookup(db, &other, &ms, &valid, NULL, &err) == GS_ENOTFOUND,
            "trials are per device: the other driver has none");
 
-    /* Winners and plan, nearest bucket. */
+    /* Winners and plan rows, each at its bucket. */
     tap_ok(gs_db_bucket(0) == 0 && gs_db_bucket(1) == 0 && gs_db_bucket(1024) == 10 &&
            gs_db_bucket(1025) == 10 && gs_db_bucket(UINT64_C(1) << 40) == 40, "size buckets are floor(log2 n)");
     rc = gs_db_winner_set(db, id1, "radix", 32, "none", 12, json, 2.5, tid2, &err);
@@ -818,21 +818,26 @@ int main(void)
            "winner replaced in place");
     gs_db_plan_set(db, id1, 32, "none", 1, 10, "host", "{}", 0.1, &err);
     gs_db_plan_set(db, id1, 32, "none", 1, 20, "radix", json, 5.0, &err);
-    rc = gs_db_plan_lookup(db, id1, 32, "none", 1, 1u << 12, &c, &err);
-    tap_ok(rc == 0 && strcmp(c.algorithm, "host") == 0 && c.bucket == 10, "n=2^12 uses the 2^10 plan (nearest)");
-    rc = gs_db_plan_lookup(db, id1, 32, "none", 1, 1u << 18, &c, &err);
-    tap_ok(rc == 0 && strcmp(c.algorithm, "radix") == 0 && c.bucket == 20, "n=2^18 uses the 2^20 plan");
-    rc = gs_db_plan_lookup(db, id1, 32, "none", 1, 1u << 15, &c, &err);
-    tap_ok(rc == 0 && c.bucket == 20, "equidistant: the larger bucket wins");
-    rc = gs_db_plan_lookup(db, id2, 32, "none", 1, 1u << 12, &c, &err);
+    rc = gs_db_plan_get(db, id1, 32, "none", 1, 10, &c, &err);
+    tap_ok(rc == 0 && strcmp(c.algorithm, "host") == 0 && c.bucket == 10 && c.median_ms == 0.1,
+           "the plan row at 2^10 reads back");
+    rc = gs_db_plan_get(db, id1, 32, "none", 1, 20, &c, &err);
+    tap_ok(rc == 0 && strcmp(c.algorithm, "radix") == 0 && c.bucket == 20, "the plan row at 2^20 "
+           "reads back");
+    rc = gs_db_plan_get(db, id1, 32, "none", 1, 12, &c, &err);
+    tap_ok(rc == GS_ENOTFOUND, "no row at 2^12: GS_ENOTFOUND (the nearest one is the daemon's "
+           "lookup, tests/test_plans.c)");
+    rc = gs_db_plan_get(db, id1, 32, "none", 0, 10, &c, &err);
+    tap_ok(rc == GS_ENOTFOUND, "no row for the other stability");
+    rc = gs_db_plan_get(db, id2, 32, "none", 1, 10, &c, &err);
     tap_ok(rc == GS_ENOTFOUND, "a device with no plan: GS_ENOTFOUND (%s)", err.msg);
-    rc = gs_db_plan_lookup(db, id1, 64, "none", 1, 1u << 12, &c, &err);
+    rc = gs_db_plan_get(db, id1, 64, "none", 1, 10, &c, &err);
     tap_ok(rc == GS_ENOTFOUND, "no plan for another key class");
     gs_db_close(db);
 
     /* Read-only open sees the data. */
     rc = gs_db_open(&db, p, GS_DB_READONLY, &err);
-    rc = rc ? rc : gs_db_plan_lookup(db, id1, 32, "none", 1, 1u << 20, &c, &err);
+    rc = rc ? rc : gs_db_plan_get(db, id1, 32, "none", 1, 20, &c, &err);
     tap_ok(rc == 0 && strcmp(c.algorithm, "radix") == 0, "read-only open reads the plan");
     gs_db_close(db);
 
@@ -955,9 +960,9 @@ int main(void)
                   sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 1;
         sqlite3_finalize(st);
         gs_db_choice pc;
-        tap_ok(nob && gs_db_plan_lookup(db, 1, 32, "none", 0, 1024, &pc, &err) == 0 &&
+        tap_ok(nob && gs_db_plan_get(db, 1, 32, "none", 0, 10, &pc, &err) == 0 &&
                !strcmp(pc.algorithm, "host") && pc.median_ms == 0.25,
-               "version %d plan row kept, without a baseline, and looked up", v);
+               "version %d plan row kept, without a baseline, and read", v);
         gs_db_close(db);
     }
 

@@ -1,9 +1,9 @@
 /* Tests of the in-memory plan table (daemon/sched/gs_plans.c) on a database of
  * known rows: every row is loaded, rows this gsortd cannot use are left
- * out, the nearest bucket wins (ties: the larger, as the database's own
- * lookup), a missing shape borrows the nearest tuned one (a stable plan for
- * a request that need not be stable, then the same value width, then any
- * payload, then the other key width) and never an unstable algorithm for a
+ * out, the nearest bucket wins (ties: the larger), a missing shape
+ * borrows the nearest tuned one (a stable plan for a request that need not
+ * be stable, then the same value width, then any payload, then the other
+ * key width) and never an unstable algorithm for a
  * stable request, winners match exactly, and loading runs a known, small
  * number of statements while lookups run none. No OpenCL device needed. */
 #include "config.h"

@@ -1,6 +1,7 @@
 /* The tuning database's rows (gs_db.h): device identities, the trials the
  * tuner records (and looks up to resume), the winners per size bucket, and
- * the serving plan with its nearest-bucket lookup. Each call is one short
+ * the serving plan (its rows; the nearest-bucket lookup a request needs is
+ * the daemon's in-memory table, gs_plans.c). Each call is one short
  * statement; gs_db_begin/commit group them. Opening and migrating the file
  * are gs_db_open.c's. */
 #include "config.h"
@@ -387,19 +388,19 @@ int gs_db_winner_each(gs_db *db, int64_t device_id,
                     " FROM winners WHERE device_id=?1", device_id, "winners", fn, arg, err);
 }
 
-int gs_db_plan_lookup(gs_db *db, int64_t device_id, int key_bits, const char *payload,
-                      int stable, uint64_t n, gs_db_choice *out, gs_err *err)
+int gs_db_plan_get(gs_db *db, int64_t device_id, int key_bits, const char *payload, int stable,
+                   int bucket, gs_db_choice *out, gs_err *err)
 {
     sqlite3_stmt *st;
     int rc = db_prepare(db,
         "SELECT algorithm, params, median_ms, bucket FROM plan WHERE device_id=?1 AND key_bits=?2"
-        " AND payload=?3 AND stable=?4 ORDER BY abs(bucket - ?5) ASC, bucket DESC LIMIT 1", &st, err);
+        " AND payload=?3 AND stable=?4 AND bucket=?5", &st, err);
     if (rc)
         return rc;
     sqlite3_bind_int64(st, 1, device_id);
     sqlite3_bind_int(st, 2, key_bits);
     sqlite3_bind_text(st, 3, payload, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int(st, 4, stable ? 1 : 0);
-    sqlite3_bind_int(st, 5, gs_db_bucket(n));
-    return read_choice(db, st, out, err, "plan for this device and request shape");
+    sqlite3_bind_int(st, 5, bucket);
+    return read_choice(db, st, out, err, "plan for this device, request shape and size");
 }

@@ -148,10 +148,11 @@ enum {
  * measured scaling), or audited. */
 int gs_db_plan_mark_source(gs_db *db, int64_t device_id, int key_bits, const char *payload,
                            int stable, int bucket, int how, gs_err *err);
-/* The plan entry for this request shape at the bucket nearest log2(n)
- * (ties: the larger bucket). GS_ENOTFOUND if the device has no plan. */
-int gs_db_plan_lookup(gs_db *db, int64_t device_id, int key_bits, const char *payload,
-                      int stable, uint64_t n, gs_db_choice *out, gs_err *err);
+/* The plan row of this request shape at exactly this bucket; GS_ENOTFOUND
+ * when there is none. (Serving picks the nearest bucket from the rows held
+ * in memory, daemon/sched/gs_plans.c, and never queries.) */
+int gs_db_plan_get(gs_db *db, int64_t device_id, int key_bits, const char *payload, int stable,
+                   int bucket, gs_db_choice *out, gs_err *err);
 
 /* Whether the device has any trial of `algorithm` measured by this code
  * (code_id): 1, 0, or a negative code. */

@@ -110,8 +110,7 @@ static void lookups(gs_db *db)
         for (int p = 0; p < 5; p++) {
             gs_db_choice ch;
             gs_params params;
-            if (gs_db_plan_lookup(db, id, kb, pl[p], p & 1, UINT64_C(1) << (10 + p), &ch,
-                                  &err) == 0) {
+            if (gs_db_plan_get(db, id, kb, pl[p], p & 1, 10 + p, &ch, &err) == 0) {
                 CHECK(memchr(ch.algorithm, '\0', sizeof ch.algorithm));
                 CHECK(memchr(ch.params, '\0', sizeof ch.params));
                 gs_params_from_json(ch.params, &params, &err);
