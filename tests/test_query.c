@@ -1,4 +1,4 @@
-/* Tests of the read-only tuning-database queries (cli/query/gs_dbq.c) on a
+/* Tests of the read-only tuning-database queries (lib/store/gs_dbq.c) on a
  * database of known rows written through the gs_db API: opening (missing,
  * empty, newer), device selectors, winners/plan/trials filters and order,
  * and the plot's points (fastest valid "random" trial per n, end-to-end

@@ -4,7 +4,7 @@
  * the command line and the dispatch; the database commands are in
  * gsq_cmd.c and gsq_history.c, output formats in gsq_out.c, the plot in
  * gsq_plot.c, the daemon part in gsq_daemon.c and the queries in
- * cli/query/gs_dbq.c. See man/gsort-query.1. */
+ * lib/store/gs_dbq.c. See man/gsort-query.1. */
 #include "config.h"
 #include "gs_dbq.h"
 #include "gs_sort.h"
