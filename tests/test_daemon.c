@@ -1581,7 +1581,7 @@ static void test_plan_swap(const char *db)
     int hups = 0;
     for (; hups < 8; hups++) {
         dmn_sleep(0.05);
-        for (int i = 0; i < 100 && dmn_log_count(&d, "reload: allow_uids") < hups; i++)
+        for (int i = 0; i < 1000 && dmn_log_count(&d, "reload: allow_uids") < hups; i++)
             dmn_sleep(0.02);
         kill(d.pid, SIGHUP);
     }

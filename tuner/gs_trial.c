@@ -84,7 +84,7 @@ int gs_tune_input_make(gs_tune_input *t, gs_dtype dt, gs_payload pl, size_t n, i
     uint64_t few[16];
     for (int i = 0; i < 16; i++)
         few[i] = gs_tune_mix64(seed + 1000 + (uint64_t)i);
-    uint64_t kmax = t->ks == 4 ? UINT32_MAX : UINT64_MAX;
+    uint64_t kmax = gs_key_max(t->ks);
     uint64_t step = kmax / (n ? n : 1);
     for (size_t i = 0; i < n; i++) {
         uint64_t x;

@@ -86,7 +86,7 @@ typedef struct astate {
     size_t quota;           /* new configurations still to sample */
     int exhaustive;         /* every group evaluates the whole space */
     int has_defaults;       /* the defaults lie in the space, at defaults_code */
-    unsigned char serves[2][GS_PL_COUNT];  /* per key class and payload: 0 when a host
+    unsigned char serves[GS_KW_COUNT][GS_PL_COUNT];  /* per key class and payload: 0 when a host
                                algorithm refuses the shape itself (vqsort with a payload):
                                no search, no line */
     uint64_t defaults_code;
@@ -98,10 +98,10 @@ typedef struct astate {
     double build_est;       /* s: estimated build cost of an unseen configuration */
     double build_spent;     /* s of builds charged to its exploration allowance */
     double wall_ms[GS_TUNE_MAX_LOG2 + 2];  /* last median wall time per bucket */
-    double last_wall[2][GS_PL_COUNT];      /* per shape: last median wall time, */
-    int last_b[2][GS_PL_COUNT];            /* and its bucket */
-    int has_prev[2][GS_PL_COUNT];
-    uint64_t prev[2][GS_PL_COUNT];         /* previous bucket's winner */
+    double last_wall[GS_KW_COUNT][GS_PL_COUNT];      /* per shape: last median wall time, */
+    int last_b[GS_KW_COUNT][GS_PL_COUNT];            /* and its bucket */
+    int has_prev[GS_KW_COUNT][GS_PL_COUNT];
+    uint64_t prev[GS_KW_COUNT][GS_PL_COUNT];         /* previous bucket's winner */
 } astate;
 
 /* A dense (algorithm, group) search and the spread of what it measured:
@@ -236,7 +236,7 @@ static int trial_reps(const gctx *G)
 static double est_wall_ms(const gctx *G)
 {
     const astate *A = G->A;
-    int b = G->bucket, ki = G->kc == 64;
+    int b = G->bucket, ki = gs_kw_index(G->kc);
     if (A->wall_ms[b] > 0 && !G->large)
         return A->wall_ms[b];
     if (A->last_wall[ki][G->pl] > 0 && A->last_b[ki][G->pl] <= b)
@@ -387,8 +387,8 @@ static int measure_p(gctx *G, int dist, const gs_params *pp, uint64_t code, int 
         }
         A->wall_ms[G->bucket] = r.wmed;
         if (dist == GS_TUNE_DIST_RANDOM) {
-            A->last_wall[G->kc == 64][G->pl] = r.wmed;
-            A->last_b[G->kc == 64][G->pl] = G->bucket;
+            A->last_wall[gs_kw_index(G->kc)][G->pl] = r.wmed;
+            A->last_b[gs_kw_index(G->kc)][G->pl] = G->bucket;
         }
         if (G->trials == 0 && dist == GS_TUNE_DIST_RANDOM)
             T->bucket_cost[G->bucket] += (r.reps + 1) * r.wmed / 1000.0;
@@ -522,7 +522,7 @@ static int measure_baseline(gctx *G, gs_params *bp, uint64_t *code, double *ms, 
 static int group_candidates(tctx *T, astate *A, int kc, gs_payload pl, int bucket, int explore,
                             uint64_t **out, size_t *nout, gs_err *err)
 {
-    int ki = kc == 64;
+    int ki = gs_kw_index(kc);
     size_t ncand = 0, cap = A->npool + 3 + (A->exhaustive ? (size_t)A->sp.total : 0);
     uint64_t *cand = malloc(cap * sizeof *cand);
     if (!cand)
@@ -622,7 +622,7 @@ static int tune_algo_group(tctx *T, astate *A, int kc, gs_payload pl, int bucket
 {
     const gs_algo *a = A->a;
     const gs_tune_opts *o = T->o;
-    int ki = kc == 64;
+    int ki = gs_kw_index(kc);
     if (!A->serves[ki][pl])
         return 0;               /* a shape the algorithm refuses: not a search */
     gctx G = { .T = T, .A = A, .kc = kc, .pl = pl, .bucket = bucket, .large = large,
@@ -803,7 +803,7 @@ static int init_algos(tctx *T, astate **out, size_t *nout, gs_err *err)
                 gs_err_clear(&ce);
                 int serves = a->uses_device || !a->check || a->check(NULL, &rq, &A[i].dparams,
                                                                      &ce) == 0;
-                A[i].serves[o->key_bits[ki] == 64][o->payloads[pi]] = (unsigned char)serves;
+                A[i].serves[gs_kw_index(o->key_bits[ki])][o->payloads[pi]] = (unsigned char)serves;
                 if (!serves) {
                     T->rep->skipped++;
                     GS_DEBUG("%s: not searched for %s keys, payload %s: %s", a->name,
@@ -894,7 +894,7 @@ static int probe_cpu(tctx *T, astate *A, size_t na, int probe_b, gs_err *err)
     for (size_t pi = 0; pi < o->npayloads; pi++)
         if (o->payloads[pi] == GS_PL_NONE)
             pl = GS_PL_NONE;
-    int ki = kc == 64;
+    int ki = gs_kw_index(kc);
     char unprobed[256] = "";
     const gs_algo *build[64];
     size_t nbuild = 0, ndevalgo = 0;
@@ -1015,7 +1015,7 @@ static int tune_large_group(tctx *T, astate *A, size_t na, int kc, gs_payload pl
     size_t before = R->nwinners;
     int rc = 0;
     for (size_t ai = 0; ai < na && !rc; ai++) {
-        if (!A[ai].ok || !A[ai].serves[kc == 64][pl])
+        if (!A[ai].ok || !A[ai].serves[gs_kw_index(kc)][pl])
             continue;
         double mine = -1;
         for (size_t i = 0; i < R->nwinners; i++) {

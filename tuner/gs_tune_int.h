@@ -58,7 +58,7 @@ void gs_tune_params_text(const gs_params *p, char *buf, size_t len);
 
 static inline gs_dtype gs_tune_dtype_of(int key_bits)
 {
-    return key_bits == 64 ? GS_DT_U64 : GS_DT_U32;
+    return gs_dtype_unsigned(key_bits);
 }
 
 /* ---- one trial: inputs, checks, the run (gs_trial.c) ---- */

@@ -75,7 +75,7 @@ static void index_near(gs_plans *p)
     memset(p->near, 0xff, sizeof p->near);      /* -1 everywhere */
     for (size_t i = 0; i < p->nplan; i++) {
         const gs_plans_entry *e = &p->plan[i];
-        int *row = p->near[e->key_bits == 64][e->payload][e->stable ? 1 : 0];
+        int *row = p->near[gs_kw_index(e->key_bits)][e->payload][e->stable ? 1 : 0];
         for (int b = 0; b < GS_PLANS_BUCKETS; b++) {
             if (row[b] < 0) {
                 row[b] = (int)i;
@@ -136,7 +136,7 @@ const gs_plans_entry *gs_plans_lookup(const gs_plans *p, int key_bits, gs_payloa
 {
     if (!p || (int)pl < 0 || pl >= GS_PL_COUNT)
         return NULL;
-    return at(p, key_bits == 64, pl, stable ? 1 : 0, bucket_of(n));
+    return at(p, gs_kw_index(key_bits), pl, stable ? 1 : 0, bucket_of(n));
 }
 
 /* Payloads in the order they stand in for `pl`: itself, the other kind of
@@ -165,9 +165,9 @@ const gs_plans_entry *gs_plans_nearest(const gs_plans *p, int key_bits, gs_paylo
         return NULL;
     gs_payload order[GS_PL_COUNT];
     size_t np = payload_order(pl, order);
-    int b = bucket_of(n), kb64 = key_bits == 64;
-    for (int k = 0; k < 2; k++) {               /* the same key width first */
-        int w = k ? !kb64 : kb64;
+    int b = bucket_of(n), own = gs_kw_index(key_bits);
+    for (int k = 0; k < GS_KW_COUNT; k++) {     /* the same key width first */
+        int w = k == 0 ? own : k <= own ? k - 1 : k;
         for (size_t i = 0; i < np; i++)
             for (int s = stable ? 1 : 0; s <= 1; s++) {   /* a stable plan serves both */
                 const gs_plans_entry *e = at(p, w, order[i], s, b);

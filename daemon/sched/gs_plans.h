@@ -36,7 +36,7 @@ typedef struct gs_plans {
     size_t nwin;
     /* per shape [64-bit keys][payload][stable] and bucket: the index in
      * plan of the row at the nearest bucket (ties: the larger), -1 none */
-    int near[2][GS_PL_COUNT][2][GS_PLANS_BUCKETS];
+    int near[GS_KW_COUNT][GS_PL_COUNT][2][GS_PLANS_BUCKETS];
 } gs_plans;
 
 /* Load every plan and winners row of database device `device_id` into a

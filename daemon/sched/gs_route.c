@@ -134,7 +134,7 @@ static void shape_hint(gs_payload pl, char *buf, size_t len)
  * shape's entry; NULL: the built-in defaults) and what would tune it. */
 static void warn_shape(sdev *sd, int d, const gs_sort_req *r, int kb, const gs_plans_entry *near)
 {
-    unsigned char *w = &sd->warned_shape[kb == 64][r->payload][r->stable ? 1 : 0];
+    unsigned char *w = &sd->warned_shape[gs_kw_index(kb)][r->payload][r->stable ? 1 : 0];
     if (*w)
         return;
     *w = 1;

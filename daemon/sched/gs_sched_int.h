@@ -47,7 +47,7 @@ typedef struct sdev {
     long plan_entries;
     gs_plans *plans;                 /* the tuned plan in memory, NULL: none */
     int warned_noplan;               /* no plan at all: said once per device */
-    unsigned char warned_shape[2][GS_PL_COUNT][2];   /* [64-bit keys][payload][stable] */
+    unsigned char warned_shape[GS_KW_COUNT][GS_PL_COUNT][2];   /* [key width][payload][stable] */
     double rate_ms_per_key;          /* learned, untuned routes */
     /* built-in defaults without a plan (gs_defaults.c) */
     const gs_algo *dflt_algo;        /* from dflt_min_log2 up; host below */

@@ -229,7 +229,7 @@ static int mp_kernels(gs_devrun *d, void *self, gs_err *err)
     if (rc)
         return rc;
     d->wg = r->wg;
-    const int kw = d->ks == 4 ? 32 : 64, vw = (int)d->vs * 8;
+    const int kw = (int)d->ks * 8, vw = (int)d->vs * 8;
     snprintf(r->kn_local, sizeof r->kn_local, "mp_local_k%d_v%d", kw, vw);
     snprintf(r->kn_part, sizeof r->kn_part, "mp_partition_k%d", kw);
     snprintf(r->kn_merge, sizeof r->kn_merge, "mp_merge_k%d_v%d", kw, vw);

@@ -498,7 +498,7 @@ static int radix_kernels(gs_devrun *d, void *self, gs_err *err)
     if (rc)
         return rc;
     d->wg = r->wg;
-    const int kw = d->ks == 4 ? 32 : 64, vw = (int)d->vs * 8, lb = r->lb;
+    const int kw = (int)d->ks * 8, vw = (int)d->vs * 8, lb = r->lb;
     snprintf(r->kn_ghist, sizeof r->kn_ghist, "radix_ghist_k%d", kw);
     snprintf(r->kn_uporand, sizeof r->kn_uporand, "radix_upsweep_orand_k%d", kw);
     snprintf(r->kn_up, sizeof r->kn_up, "radix_upsweep_k%d", kw);
@@ -617,7 +617,7 @@ static void choose_passes(radix_run *r, size_t n, size_t ks)
         kor |= w[0] | (uint64_t)w[1] << 32;
         kand &= w[2] | (uint64_t)w[3] << 32;
     }
-    kand &= ks == 4 ? UINT32_MAX : UINT64_MAX;   /* 32-bit keys: no high word */
+    kand &= gs_key_max(ks);   /* 32-bit keys: no high word */
     r->nrun = 0;
     for (unsigned pos = 0; pos < r->npos; pos++) {
         int constant = 0;

@@ -215,7 +215,7 @@ static int shell_kernels(gs_devrun *d, void *self, gs_err *err)
         return rc;
     d->wg = r->wg;
     d->second = r->maxT > 1;   /* merge rounds need scratch */
-    const int kw = d->ks == 4 ? 32 : 64, vw = (int)d->vs * 8;
+    const int kw = (int)d->ks * 8, vw = (int)d->vs * 8;
     snprintf(r->kn_enc, sizeof r->kn_enc, "shell_encode_k%d", kw);
     snprintf(r->kn_dec, sizeof r->kn_dec, "shell_decode_k%d", kw);
     snprintf(r->kn_slices, sizeof r->kn_slices, "shell_slices_k%d_v%d", kw, vw);

@@ -25,6 +25,22 @@ typedef enum gs_payload {
 } gs_payload;
 
 size_t gs_dtype_size(gs_dtype t);          /* 4 or 8 */
+
+/* Key widths as numbers, so that a table or a mask needs no 4-or-8 branch
+ * of its own. Plans and their tables are kept per key width: index
+ * gs_kw_index(bits) of [GS_KW_COUNT] (a new width is a new index here). */
+enum { GS_KW_32, GS_KW_64, GS_KW_COUNT };
+static inline int gs_kw_index(int key_bits) { return key_bits == 64 ? GS_KW_64 : GS_KW_32; }
+/* The largest key of `bytes` bytes (an all-ones word of that width). */
+static inline uint64_t gs_key_max(size_t bytes)
+{
+    return bytes >= 8 ? UINT64_MAX : (UINT64_C(1) << (bytes * 8)) - 1;
+}
+/* The unsigned dtype of keys `bits` wide, the tuner's stand-in per width. */
+static inline gs_dtype gs_dtype_unsigned(int key_bits)
+{
+    return key_bits == 64 ? GS_DT_U64 : GS_DT_U32;
+}
 const char *gs_dtype_name(gs_dtype t);     /* "u32", "f64", ... */
 int gs_dtype_parse(const char *s, gs_dtype *out);     /* 0 or GS_EINVAL */
 size_t gs_payload_size(gs_payload p);      /* 0, 4 or 8 */

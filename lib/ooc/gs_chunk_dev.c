@@ -250,7 +250,7 @@ static size_t run_bound(const tp *t, size_t r, uint64_t v, int upper)
  * v, and v's equals handed out in run order. */
 static void corank(const tp *t, size_t pos, size_t *off)
 {
-    uint64_t lo = 0, hi = t->ks == 4 ? UINT32_MAX : UINT64_MAX;
+    uint64_t lo = 0, hi = gs_key_max(t->ks);
     while (lo < hi) {
         uint64_t mid = lo + (hi - lo) / 2;
         size_t c = 0;

@@ -38,7 +38,7 @@ int gs_clnan_save(gs_clrun *r, cl_program prog, size_t wg, cl_mem keys, const gs
         return 0;
     const size_t n = req->n, ks = gs_dtype_size(req->dtype);
     const size_t tile = wg * NAN_EPT, ntiles = (n + tile - 1) / tile;
-    const int kw = ks == 4 ? 32 : 64;
+    const int kw = (int)ks * 8;
     char kn_count[32], kn_save[32];
     snprintf(kn_count, sizeof kn_count, "gs_nan_count_k%d", kw);
     snprintf(kn_save, sizeof kn_save, "gs_nan_save_k%d", kw);
