@@ -173,6 +173,15 @@ double dmn_wait_stat(const dmn *d, const char *obj, const char *field, double wa
     return v;
 }
 
+int dmn_wait_log(const dmn *d, const char *needle, int want, double s)
+{
+    int v;
+    double t0 = gs_now_s();
+    while ((v = dmn_log_count(d, needle)) < want && gs_now_s() - t0 < s)
+        dmn_sleep(0.05);
+    return v;
+}
+
 double dmn_slowdown(void)
 {
     return g_slow;

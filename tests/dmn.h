@@ -100,6 +100,9 @@ double dmn_stat(const dmn *d, const char *obj, const char *field);
  * or reach it (atleast 1); the last value read. */
 double dmn_wait_stat(const dmn *d, const char *obj, const char *field, double want, int atleast,
                      double s);
+/* Wait up to `s` seconds for `needle` to stand on at least `want` lines
+ * of d's log; the last count read. */
+int dmn_wait_log(const dmn *d, const char *needle, int want, double s);
 /* Write all `len` bytes to socket `fd` (test framing, half messages): 0,
  * or -1 when the peer is gone. */
 int dmn_send_raw(int fd, const void *buf, size_t len);

@@ -1581,8 +1581,7 @@ static void test_plan_swap(const char *db)
     int hups = 0;
     for (; hups < 8; hups++) {
         dmn_sleep(0.05);
-        for (int i = 0; i < 1000 && dmn_log_count(&d, "reload: allow_uids") < hups; i++)
-            dmn_sleep(0.02);
+        dmn_wait_log(&d, "reload: allow_uids", hups, 20);
         kill(d.pid, SIGHUP);
     }
     int sorts = 0, wrong = 0, untuned = 0;
@@ -1595,9 +1594,7 @@ static void test_plan_swap(const char *db)
         if (a[i].wrong)
             why = a[i].why;
     }
-    for (int i = 0; i < 50 && dmn_log_count(&d, "reload: allow_uids") < hups; i++)
-        dmn_sleep(0.1);
-    int reloads = dmn_log_count(&d, "reload: allow_uids");
+    int reloads = dmn_wait_log(&d, "reload: allow_uids", hups, 5);
     tap_ok(sorts == NCL * 120 && wrong == 0 && untuned == 0 && reloads == hups,
            "plan swapped %d times (SIGHUP) under 4 clients: %d sorts, %d wrong or lost, %d not "
            "from the tuned plan %s", reloads, sorts, wrong, untuned, why);

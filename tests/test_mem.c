@@ -727,9 +727,7 @@ static void test_wait_refuse(void)
     if (dmn_write_file(conf, "memory_wait = 120s\nlog_level = info\n"))
         tap_bail("cannot rewrite %s", conf);
     kill(d.pid, SIGHUP);
-    for (int i = 0; i < 200 && dmn_log_count(&d, "configuration and tuning database reloaded") < 1;
-         i++)
-        dmn_sleep(0.05);
+    dmn_wait_log(&d, "configuration and tuning database reloaded", 1, 10);
     send_header(b, hdr);
     double w2 = dmn_wait_stat(&d, "memory", "waiting", 1, 0, 5);
     size_t rest = send_some(a, (char *)keys + sa, bytes - sa, 5);
