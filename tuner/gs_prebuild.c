@@ -56,7 +56,7 @@ static void *warm_main(void *arg)
             gs_tune_input in;
             gs_err e;
             gs_err_clear(&e);
-            gs_dtype dt = gs_tune_dtype_of(o->key_bits[ki]);
+            gs_dtype dt = gs_dtype_unsigned(o->key_bits[ki]);
             gs_payload pl = o->payloads[pi];
             if (gs_tune_input_make(&in, dt, pl, PREBUILD_N, GS_TUNE_DIST_RANDOM, &e) < 0)
                 goto out;

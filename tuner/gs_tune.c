@@ -265,7 +265,7 @@ static int admit(gctx *G, uint64_t code, int first)
     double run_s = (reps + 1) * est_wall_ms(G) / 1000.0;
     if (G->large)   /* making, resetting and checking the input: ~20 ns a key */
         run_s += (double)G->n * (reps + 2) * 5e-9;
-    double build_s = seen_has(A, code, gs_tune_dtype_of(G->kc), G->pl) ? 0 : A->build_est;
+    double build_s = seen_has(A, code, gs_dtype_unsigned(G->kc), G->pl) ? 0 : A->build_est;
     if (now + run_s + build_s > T->deadline) {
         T->rep->budget_hit = 1;
         return GS_TUNE_STOP;
@@ -366,9 +366,9 @@ static int measure_p(gctx *G, int dist, const gs_params *pp, uint64_t code, int 
         return rc;
     gs_tune_input *in = &T->in[dist];
     if (!in->in_k &&
-        (rc = gs_tune_input_make(in, gs_tune_dtype_of(G->kc), G->pl, G->n, dist, err)) != 0)
+        (rc = gs_tune_input_make(in, gs_dtype_unsigned(G->kc), G->pl, G->n, dist, err)) != 0)
         return rc;
-    int dt = gs_tune_dtype_of(G->kc), is_new = !seen_has(A, code, dt, G->pl);
+    int dt = gs_dtype_unsigned(G->kc), is_new = !seen_has(A, code, dt, G->pl);
     gs_tune_result r;
     gs_tune_trial_run(T->dev, T->pc, trial_reps(G), a, in, &p, &r);
     if (r.valid) {
@@ -577,7 +577,7 @@ static int accept_best(gctx *G, const gs_tune_search *sr, const gs_params *bp, u
     gs_tune_params_text(&sp, pt, sizeof pt);
     GS_DEBUG("%s %s keys, payload %s, n=2^%d: %s (%.4f ms) does not beat the defaults "
              "(%.4f ms, fastest run %.4f) by more than the noise: the defaults stand",
-             G->A->a->name, gs_dtype_name(gs_tune_dtype_of(G->kc)), gs_payload_name(G->pl),
+             G->A->a->name, gs_dtype_name(gs_dtype_unsigned(G->kc)), gs_payload_name(G->pl),
              G->bucket, pt, smed, bmed, bmin);
     return 0;
 }
@@ -678,7 +678,7 @@ static int tune_algo_group(tctx *T, astate *A, int kc, gs_payload pl, int bucket
         /* Nothing valid (the reasons are in the trials): no winner. */
         if (sr.nev > 0 || G.trials > 0)
             GS_DEBUG("%s: no valid configuration for %s keys, payload %s, n=2^%d", a->name,
-                     gs_dtype_name(gs_tune_dtype_of(kc)), gs_payload_name(pl), bucket);
+                     gs_dtype_name(gs_dtype_unsigned(kc)), gs_payload_name(pl), bucket);
         pool_update(A, &sr);
         report_progress(&G, 1);
         gs_tune_search_free(&sr);
@@ -797,7 +797,7 @@ static int init_algos(tctx *T, astate **out, size_t *nout, gs_err *err)
          * algorithm's refusals depend on its parameters: searched. */
         for (size_t ki = 0; ki < o->nkey_bits; ki++)
             for (size_t pi = 0; pi < o->npayloads; pi++) {
-                gs_sort_req rq = { .dtype = gs_tune_dtype_of(o->key_bits[ki]),
+                gs_sort_req rq = { .dtype = gs_dtype_unsigned(o->key_bits[ki]),
                                    .payload = o->payloads[pi], .n = 1024 };
                 gs_err ce;
                 gs_err_clear(&ce);
@@ -977,7 +977,7 @@ static int probe_cpu(tctx *T, astate *A, size_t na, int probe_b, gs_err *err)
     if (R->dropped[0]) {
         size_t l = strlen(R->dropped);
         snprintf(R->dropped + l, sizeof R->dropped - l, " the time of %s at %s keys, 2^%d",
-                 host_name, gs_dtype_name(gs_tune_dtype_of(kc)), probe_b);
+                 host_name, gs_dtype_name(gs_dtype_unsigned(kc)), probe_b);
     }
     if (unprobed[0]) {
         size_t l = strlen(R->dropped);
@@ -1027,7 +1027,7 @@ static int tune_large_group(tctx *T, astate *A, size_t na, int kc, gs_payload pl
         if (best > 0 && !(mine > 0 && mine <= PRUNE_RATIO * best)) {
             R->pruned++;
             GS_DEBUG("%s: not timed at n = 2^%d (%s keys, payload %s): %s at 2^%d", A[ai].a->name,
-                     b, gs_dtype_name(gs_tune_dtype_of(kc)), gs_payload_name(pl),
+                     b, gs_dtype_name(gs_dtype_unsigned(kc)), gs_payload_name(pl),
                      mine > 0 ? "more than 4x the best" : "no valid time", prev);
             continue;
         }

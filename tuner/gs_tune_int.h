@@ -56,11 +56,6 @@ uint64_t gs_tune_code_join(const struct gs_tune_space *s, const size_t *idx);
 /* "radix_bits=8,wg_size=64"; "-" for no parameters, "?" if unprintable. */
 void gs_tune_params_text(const gs_params *p, char *buf, size_t len);
 
-static inline gs_dtype gs_tune_dtype_of(int key_bits)
-{
-    return gs_dtype_unsigned(key_bits);
-}
-
 /* ---- one trial: inputs, checks, the run (gs_trial.c) ---- */
 
 enum { GS_TUNE_DIST_RANDOM = 0, GS_TUNE_DIST_SORTED, GS_TUNE_DIST_REVERSED, GS_TUNE_DIST_FEW16,
