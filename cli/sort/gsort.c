@@ -160,30 +160,28 @@ static int check_algorithm(const opts *o)
     return 0;
 }
 
+/* The key type's two names, from its row (gs_types.h): gsort_dtype and
+ * gs_dtype are the same numbers (libgsort/gsort.c asserts it). */
 static int parse_type(const char *s, gsort_dtype *out)
 {
-    static const struct { const char *a, *b; gsort_dtype t; } names[] = {
-        { "u32", "uint32", GSORT_U32 }, { "i32", "int32", GSORT_I32 },
-        { "f32", "float32", GSORT_F32 }, { "u64", "uint64", GSORT_U64 },
-        { "i64", "int64", GSORT_I64 }, { "f64", "float64", GSORT_F64 },
-    };
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (strcmp(s, names[i].a) == 0 || strcmp(s, names[i].b) == 0) {
-            *out = names[i].t;
+    for (int i = 0; i < GS_DT_COUNT; i++) {
+        const gs_dtype_info *d = gs_dtype_row((gs_dtype)i);
+        if (strcmp(s, d->name) == 0 || strcmp(s, d->np_name) == 0) {
+            *out = (gsort_dtype)i;
             return 0;
         }
+    }
     return -1;
 }
 
 static const char *type_name(gsort_dtype t)
 {
-    static const char *const names[] = { "u32", "i32", "f32", "u64", "i64", "f64" };
-    return (unsigned)t < 6 ? names[t] : "?";
+    return gs_dtype_name((gs_dtype)t);
 }
 
 static size_t type_size(gsort_dtype t)
 {
-    return t == GSORT_U64 || t == GSORT_I64 || t == GSORT_F64 ? 8 : 4;
+    return gs_dtype_size((gs_dtype)t);
 }
 
 enum {
@@ -346,13 +344,11 @@ static int connect_daemon(const opts *o, gsort_conn **c, gsort_error *ge)
 
 static int sort_local(const opts *o, void *keys, size_t n, uint64_t *idx, gs_err *err)
 {
-    static const gs_dtype map[] = { GS_DT_U32, GS_DT_I32, GS_DT_F32, GS_DT_U64, GS_DT_I64,
-                                    GS_DT_F64 };
     const gs_algo *a = gs_algo_find("host");
     if (!a)
         return gs_err_set(err, GS_ENOTFOUND, "the host sort is not registered");
     gs_sort_req req = {
-        .dtype = map[o->dtype],
+        .dtype = (gs_dtype)o->dtype,   /* the same numbers: libgsort/gsort.c asserts it */
         .payload = o->argsort ? GS_PL_IDX64 : GS_PL_NONE,
         .descending = o->reverse,
         .stable = o->stable,

@@ -12,15 +12,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The dtype's row (gs_types.h): gsort_dtype and gs_dtype are the same
+ * numbers (libgsort/gsort.c asserts it), so the text forms follow from the
+ * key's kind and width, not from a list of types. */
 static const char *tname(gsort_dtype t)
 {
-    static const char *const names[] = { "u32", "i32", "f32", "u64", "i64", "f64" };
-    return (unsigned)t < 6 ? names[t] : "?";
+    return gs_dtype_name((gs_dtype)t);
 }
 
 static size_t tsize(gsort_dtype t)
 {
-    return t == GSORT_U64 || t == GSORT_I64 || t == GSORT_F64 ? 8 : 4;
+    return gs_dtype_size((gs_dtype)t);
+}
+
+static int tfloat(gsort_dtype t)
+{
+    const gs_dtype_info *d = gs_dtype_row((gs_dtype)t);
+    return d && d->kind == GS_KIND_FLOAT;
 }
 
 /* ---- parsing ---- */
@@ -51,45 +59,35 @@ static int parse_int(const char *s, size_t len, gsort_dtype t, void *out, char *
         else
             mag = mag * 10 + d;
     }
-    uint64_t pos_max, neg_max;   /* largest magnitude either side */
-    const char *range;
-    switch (t) {
-    case GSORT_U32: pos_max = UINT32_MAX; neg_max = 0; range = "0 to 4294967295"; break;
-    case GSORT_I32:
-        pos_max = INT32_MAX; neg_max = (uint64_t)INT32_MAX + 1;
-        range = "-2147483648 to 2147483647";
-        break;
-    case GSORT_U64: pos_max = UINT64_MAX; neg_max = 0; range = "0 to 18446744073709551615"; break;
-    default:
-        pos_max = INT64_MAX; neg_max = (uint64_t)INT64_MAX + 1;
-        range = "-9223372036854775808 to 9223372036854775807";
-        break;
-    }
+    /* The largest magnitude either side, from the key's width and sign. */
+    size_t bytes = tsize(t);
+    int sgn = gs_dtype_row((gs_dtype)t)->kind == GS_KIND_SIGNED;
+    uint64_t pos_max = sgn ? gs_key_max(bytes) >> 1 : gs_key_max(bytes);
+    uint64_t neg_max = sgn ? pos_max + 1 : 0;
     if (over || mag > (neg ? neg_max : pos_max)) {
-        snprintf(why, whylen, "out of range for %s (%s)", tname(t), range);
+        snprintf(why, whylen, "out of range for %s (%s%" PRIu64 " to %" PRIu64 ")", tname(t),
+                 sgn ? "-" : "", neg_max, pos_max);
         return GS_EINVAL;
     }
-    switch (t) {
-    case GSORT_U32: *(uint32_t *)out = (uint32_t)mag; break;
-    case GSORT_I32: *(int32_t *)out = neg ? (int32_t)(0 - (int64_t)mag) : (int32_t)mag; break;
-    case GSORT_U64: *(uint64_t *)out = mag; break;
-    default:
-        /* -2^63 has no positive counterpart: negate in unsigned arithmetic. */
-        *(int64_t *)out = neg ? (int64_t)(0 - mag) : (int64_t)mag;
-        break;
-    }
+    /* Two's complement in unsigned arithmetic (-2^63 has no positive
+     * counterpart), cut to the key's width. */
+    uint64_t v = neg ? 0 - mag : mag;
+    if (bytes == 4)
+        *(uint32_t *)out = (uint32_t)v;
+    else
+        *(uint64_t *)out = v;
     return 0;
 }
 
 int gsc_text_parse(char *s, size_t len, gsort_dtype t, void *out, char *why, size_t whylen)
 {
-    if (t != GSORT_F32 && t != GSORT_F64)
+    if (!tfloat(t))
         return parse_int(s, len, t, out, why, whylen);
     char save = s[len], *end;
     s[len] = '\0';
     errno = 0;
     int inf;
-    if (t == GSORT_F32) {
+    if (tsize(t) == 4) {
         float v = strtof(s, &end);
         inf = isinf(v);
         *(float *)out = v;
@@ -109,7 +107,7 @@ int gsc_text_parse(char *s, size_t len, gsort_dtype t, void *out, char *why, siz
      * overflow to infinity from a finite literal is an error. */
     if (e == ERANGE && inf) {
         snprintf(why, whylen, "out of range for %s (largest finite %s)", tname(t),
-                 t == GSORT_F32 ? "3.40282347e+38" : "1.7976931348623157e+308");
+                 tsize(t) == 4 ? "3.40282347e+38" : "1.7976931348623157e+308");
         return GS_EINVAL;
     }
     return 0;
@@ -269,12 +267,13 @@ static size_t fmt_i64(int64_t v, char *buf)
 size_t gsc_text_format(gsort_dtype t, const void *v, char *buf)
 {
     int n;
-    switch (t) {
-    case GSORT_U32: return fmt_u64(*(const uint32_t *)v, buf);
-    case GSORT_I32: return fmt_i64(*(const int32_t *)v, buf);
-    case GSORT_U64: return fmt_u64(*(const uint64_t *)v, buf);
-    case GSORT_I64: return fmt_i64(*(const int64_t *)v, buf);
-    case GSORT_F32: {
+    const gs_dtype_info *row = gs_dtype_row((gs_dtype)t);
+    switch (row ? row->kind << 4 | row->bytes : 0) {
+    case GS_KIND_UNSIGNED << 4 | 4: return fmt_u64(*(const uint32_t *)v, buf);
+    case GS_KIND_SIGNED << 4 | 4: return fmt_i64(*(const int32_t *)v, buf);
+    case GS_KIND_UNSIGNED << 4 | 8: return fmt_u64(*(const uint64_t *)v, buf);
+    case GS_KIND_SIGNED << 4 | 8: return fmt_i64(*(const int64_t *)v, buf);
+    case GS_KIND_FLOAT << 4 | 4: {
         float f = *(const float *)v;
         /* Six digits read back exactly for most values people type; nine
          * always do (likewise 15 and 17 for doubles). */

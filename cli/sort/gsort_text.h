@@ -12,6 +12,7 @@
 #include "gs_err.h"
 #include "gsort.h"
 #include "gsort_io.h"
+#include "gs_types.h"
 
 /* Longest line accepted (a number with its blanks). */
 #define GSC_TEXT_LINE_MAX (1u << 20)

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "gs_grow.h"
+#include "gs_keys.h"
 #include "gs_log.h"
 #include "gs_plans.h"
 #include "gs_time.h"
@@ -157,6 +158,7 @@ static int block_make(actx *A, const shape *h, size_t n, gs_err *err)
         block_free(A);
         return gs_err_set(err, GS_ENOMEM, "out of memory for the input of n = %zu", n);
     }
+    int fl = gs_keys_kind(h->dt) == GS_KIND_FLOAT;
     uint64_t x = 0x9e3779b97f4a7c15u ^ ((uint64_t)n << 8) ^ (uint64_t)h->dt;
     for (size_t i = 0; i < n; i++) {
         x += 0x9e3779b97f4a7c15u;
@@ -164,10 +166,13 @@ static int block_make(actx *A, const shape *h, size_t n, gs_err *err)
         z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
         z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
         z ^= z >> 31;
-        if (h->dt == GS_DT_U64)
+        double f = (double)(z >> 11) * 0x1p-53 * 2e6 - 1e6;   /* floats: +-1e6 */
+        if (ks == 8 && fl)
+            ((double *)A->src_k)[i] = f;
+        else if (ks == 8)
             ((uint64_t *)A->src_k)[i] = z;
-        else if (h->dt == GS_DT_F32)
-            ((float *)A->src_k)[i] = (float)((double)(z >> 11) * 0x1p-53 * 2e6 - 1e6);
+        else if (fl)
+            ((float *)A->src_k)[i] = (float)f;
         else
             ((uint32_t *)A->src_k)[i] = (uint32_t)z;
         if (A->src_v)
@@ -176,12 +181,16 @@ static int block_make(actx *A, const shape *h, size_t n, gs_err *err)
     return 0;
 }
 
+/* In order by the keys' own encoding (gs_keys.h), so any dtype is checked
+ * the way the sort ordered it. */
 static int sorted(const shape *h, const void *k, size_t n)
 {
+    const uint32_t *k32 = k;
+    const uint64_t *k64 = k;
+    int wide = gs_dtype_size(h->dt) == 8;
     for (size_t i = 1; i < n; i++) {
-        int bad = h->dt == GS_DT_U64 ? ((const uint64_t *)k)[i - 1] > ((const uint64_t *)k)[i]
-                  : h->dt == GS_DT_F32 ? ((const float *)k)[i - 1] > ((const float *)k)[i]
-                                       : ((const uint32_t *)k)[i - 1] > ((const uint32_t *)k)[i];
+        int bad = wide ? gs_key64_encode(h->dt, 0, k64[i - 1]) > gs_key64_encode(h->dt, 0, k64[i])
+                       : gs_key32_encode(h->dt, 0, k32[i - 1]) > gs_key32_encode(h->dt, 0, k32[i]);
         if (bad)
             return 0;
     }

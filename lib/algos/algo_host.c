@@ -1160,7 +1160,7 @@ static int host_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p
     int raced = sort_radix(&j, &team, st, &ph) < 0;
     double tf = gs_now_ms();
     if (!raced && !j.plain &&
-        (j.moved || !(gs_keys_kind(req->dtype) == GS_KEYS_UNSIGNED && !req->descending)))
+        (j.moved || !(gs_keys_kind(req->dtype) == GS_KIND_UNSIGNED && !req->descending)))
         gs_hostpool_for(&team, j.nchunks, task_finish, &j);
     GS_DEBUG("host: n=%zu %s/%s on %u threads, %zu chunks: ms count %.2f, top pass %.2f, "
              "buckets %.2f, LSD passes %.2f, finish %.2f", n, gs_dtype_name(req->dtype),

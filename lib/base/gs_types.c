@@ -11,31 +11,39 @@
 
 /* ---- dtypes and payloads ---- */
 
-static const char *const dtype_names[GS_DT_COUNT] = {
-    "u32", "i32", "f32", "u64", "i64", "f64"
+static const gs_dtype_info dtypes[GS_DT_COUNT] = {
+    [GS_DT_U32] = { "u32", "uint32", 4, GS_KIND_UNSIGNED },
+    [GS_DT_I32] = { "i32", "int32", 4, GS_KIND_SIGNED },
+    [GS_DT_F32] = { "f32", "float32", 4, GS_KIND_FLOAT },
+    [GS_DT_U64] = { "u64", "uint64", 8, GS_KIND_UNSIGNED },
+    [GS_DT_I64] = { "i64", "int64", 8, GS_KIND_SIGNED },
+    [GS_DT_F64] = { "f64", "float64", 8, GS_KIND_FLOAT },
 };
 static const char *const payload_names[GS_PL_COUNT] = {
     "none", "u32", "u64", "idx32", "idx64"
 };
 
+const gs_dtype_info *gs_dtype_row(gs_dtype t)
+{
+    return (int)t >= 0 && t < GS_DT_COUNT ? &dtypes[t] : NULL;
+}
+
 size_t gs_dtype_size(gs_dtype t)
 {
-    switch (t) {
-    case GS_DT_U32: case GS_DT_I32: case GS_DT_F32: return 4;
-    case GS_DT_U64: case GS_DT_I64: case GS_DT_F64: return 8;
-    default: return 0;
-    }
+    const gs_dtype_info *d = gs_dtype_row(t);
+    return d ? d->bytes : 0;
 }
 
 const char *gs_dtype_name(gs_dtype t)
 {
-    return (int)t >= 0 && t < GS_DT_COUNT ? dtype_names[t] : "?";
+    const gs_dtype_info *d = gs_dtype_row(t);
+    return d ? d->name : "?";
 }
 
 int gs_dtype_parse(const char *s, gs_dtype *out)
 {
     for (int i = 0; s && i < GS_DT_COUNT; i++)
-        if (!strcmp(s, dtype_names[i])) {
+        if (!strcmp(s, dtypes[i].name)) {
             *out = (gs_dtype)i;
             return 0;
         }

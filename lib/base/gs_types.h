@@ -24,7 +24,20 @@ typedef enum gs_payload {
     GS_PL_COUNT
 } gs_payload;
 
-size_t gs_dtype_size(gs_dtype t);          /* 4 or 8 */
+/* What a key dtype is, in one row per dtype (gs_types.c): everything
+ * else (sizes, names, the encoding's kind, the plan's key width) is read
+ * from the row, so a new dtype of an existing kind and width is a row here
+ * and in the public enums (include/gsort.h, the Python client). */
+enum gs_dtype_kind { GS_KIND_UNSIGNED = 0, GS_KIND_SIGNED = 1, GS_KIND_FLOAT = 2 };
+typedef struct gs_dtype_info {
+    const char *name;          /* "u32", the protocol's and the command's word */
+    const char *np_name;       /* "uint32", numpy's (the command takes either) */
+    unsigned bytes;            /* 4 or 8: the key width the algorithms sort */
+    enum gs_dtype_kind kind;   /* the order-preserving encoding (gs_keys.h) */
+} gs_dtype_info;
+/* The row of t, or NULL for a value outside the enum. */
+const gs_dtype_info *gs_dtype_row(gs_dtype t);
+size_t gs_dtype_size(gs_dtype t);          /* 4 or 8; 0 for no dtype */
 
 /* Key widths as numbers, so that a table or a mask needs no 4-or-8 branch
  * of its own. Plans and their tables are kept per key width: index

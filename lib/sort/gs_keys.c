@@ -58,34 +58,44 @@ static inline uint64_t dec_f64(uint64_t e)
 
 unsigned gs_keys_kind(gs_dtype t)
 {
-    return t == GS_DT_F32 || t == GS_DT_F64 ? GS_KEYS_FLOAT
-           : t == GS_DT_I32 || t == GS_DT_I64 ? GS_KEYS_SIGNED : GS_KEYS_UNSIGNED;
+    const gs_dtype_info *d = gs_dtype_row(t);
+    return d ? d->kind : GS_KIND_UNSIGNED;
 }
 
 uint32_t gs_key32_encode(gs_dtype t, int descending, uint32_t bits)
 {
-    uint32_t e = t == GS_DT_I32 ? bits ^ F32_SIGN
-               : t == GS_DT_F32 ? enc_f32(bits) : bits;
+    unsigned k = gs_keys_kind(t);
+    uint32_t e = k == GS_KIND_SIGNED ? bits ^ F32_SIGN : k == GS_KIND_FLOAT ? enc_f32(bits) : bits;
     return descending ? ~e : e;
 }
 
 uint32_t gs_key32_decode(gs_dtype t, int descending, uint32_t enc)
 {
+    unsigned k = gs_keys_kind(t);
     uint32_t e = descending ? ~enc : enc;
-    return t == GS_DT_I32 ? e ^ F32_SIGN : t == GS_DT_F32 ? dec_f32(e) : e;
+    return k == GS_KIND_SIGNED ? e ^ F32_SIGN : k == GS_KIND_FLOAT ? dec_f32(e) : e;
 }
 
 uint64_t gs_key64_encode(gs_dtype t, int descending, uint64_t bits)
 {
-    uint64_t e = t == GS_DT_I64 ? bits ^ F64_SIGN
-               : t == GS_DT_F64 ? enc_f64(bits) : bits;
+    unsigned k = gs_keys_kind(t);
+    uint64_t e = k == GS_KIND_SIGNED ? bits ^ F64_SIGN : k == GS_KIND_FLOAT ? enc_f64(bits) : bits;
     return descending ? ~e : e;
 }
 
 uint64_t gs_key64_decode(gs_dtype t, int descending, uint64_t enc)
 {
+    unsigned k = gs_keys_kind(t);
     uint64_t e = descending ? ~enc : enc;
-    return t == GS_DT_I64 ? e ^ F64_SIGN : t == GS_DT_F64 ? dec_f64(e) : e;
+    return k == GS_KIND_SIGNED ? e ^ F64_SIGN : k == GS_KIND_FLOAT ? dec_f64(e) : e;
+}
+
+/* One switch value per (kind, width): the dtype's row says which. */
+#define KW(kind, bytes) ((unsigned)(kind) << 4 | (unsigned)(bytes))
+static unsigned kind_width(gs_dtype t)
+{
+    const gs_dtype_info *d = gs_dtype_row(t);
+    return d ? KW(d->kind, d->bytes) : 0;
 }
 
 /* One loop per transform, with the transform inlined: a block of 16 has a
@@ -109,25 +119,25 @@ void gs_keys_encode(gs_dtype t, int descending, void *keys, size_t n)
 {
     uint32_t m32 = descending ? UINT32_MAX : 0;
     uint64_t m64 = descending ? UINT64_MAX : 0;
-    switch (t) {
-    case GS_DT_U32:
+    switch (kind_width(t)) {
+    case KW(GS_KIND_UNSIGNED, 4):
         if (descending)
             GS_KEYS_LOOP(uint32_t, keys, n, ~x);
         break;
-    case GS_DT_I32:
+    case KW(GS_KIND_SIGNED, 4):
         GS_KEYS_LOOP(uint32_t, keys, n, x ^ F32_SIGN ^ m32);
         break;
-    case GS_DT_F32:
+    case KW(GS_KIND_FLOAT, 4):
         GS_KEYS_LOOP(uint32_t, keys, n, enc_f32(x) ^ m32);
         break;
-    case GS_DT_U64:
+    case KW(GS_KIND_UNSIGNED, 8):
         if (descending)
             GS_KEYS_LOOP(uint64_t, keys, n, ~x);
         break;
-    case GS_DT_I64:
+    case KW(GS_KIND_SIGNED, 8):
         GS_KEYS_LOOP(uint64_t, keys, n, x ^ F64_SIGN ^ m64);
         break;
-    case GS_DT_F64:
+    case KW(GS_KIND_FLOAT, 8):
         GS_KEYS_LOOP(uint64_t, keys, n, enc_f64(x) ^ m64);
         break;
     default:
@@ -141,11 +151,11 @@ void gs_keys_decode(gs_dtype t, int descending, void *keys, size_t n)
      * inverses; only the float ones need a decoder. */
     uint32_t m32 = descending ? UINT32_MAX : 0;
     uint64_t m64 = descending ? UINT64_MAX : 0;
-    switch (t) {
-    case GS_DT_F32:
+    switch (kind_width(t)) {
+    case KW(GS_KIND_FLOAT, 4):
         GS_KEYS_LOOP(uint32_t, keys, n, dec_f32(x ^ m32));
         break;
-    case GS_DT_F64:
+    case KW(GS_KIND_FLOAT, 8):
         GS_KEYS_LOOP(uint64_t, keys, n, dec_f64(x ^ m64));
         break;
     default:

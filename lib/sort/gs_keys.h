@@ -26,14 +26,9 @@
 #define GS_F32_CANON_NAN UINT32_C(0x7fc00000)
 #define GS_F64_CANON_NAN UINT64_C(0x7ff8000000000000)
 
-/* The encoding's key kind, as kernels/keys.cl takes it (its `kind`
- * argument, GS_KIND_* there): the device algorithms pass it to their
- * kernels. */
-enum gs_keys_kind {
-    GS_KEYS_UNSIGNED = 0,   /* u32, u64 */
-    GS_KEYS_SIGNED = 1,     /* i32, i64 */
-    GS_KEYS_FLOAT = 2,      /* f32, f64 */
-};
+/* The encoding's key kind (enum gs_dtype_kind, the dtype's row in
+ * gs_types.c), as kernels/keys.cl takes it (its `kind` argument, the same
+ * GS_KIND_* values there): the device algorithms pass it to their kernels. */
 unsigned gs_keys_kind(gs_dtype t);
 
 uint32_t gs_key32_encode(gs_dtype t, int descending, uint32_t bits);
