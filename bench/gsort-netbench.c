@@ -197,6 +197,10 @@ typedef struct srow {
     const char *mode;
     double e2e_med, e2e_min, mkeys;
     double queue, recv, upload, sort, download, total;
+    /* the spans of total, a device run's steps, and what they leave: the
+     * daemon's time no field accounts for, and the client's own (e2e less
+     * the daemon's total: the socket, the copies, the header) */
+    double admit, run, handback, setup, enqueue, wait, writeback, release, unacc, client;
     const pcie_res *pcie;
     char algo[32], device[256], plan[32];
     const char *note;
@@ -206,12 +210,15 @@ static void sweep_header(int csv)
 {
     if (csv)
         printf("kind,n,mode,e2e_ms,e2e_min_ms,e2e_mkeys_per_s,queue_ms,receive_ms,upload_ms,"
-               "sort_ms,download_ms,total_ms,pcie_ms,pcie_h2d_ms,pcie_d2h_ms,algorithm,device,"
-               "plan,note\n");
+               "sort_ms,download_ms,total_ms,admit_ms,run_ms,handback_ms,setup_ms,enqueue_ms,"
+               "wait_ms,writeback_ms,release_ms,unaccounted_ms,client_ms,pcie_ms,pcie_h2d_ms,"
+               "pcie_d2h_ms,algorithm,device,plan,note\n");
     else
-        printf("%11s %-6s %9s %9s %8s | %7s %7s %7s %8s %7s %8s | %8s | %-9s %-8s %s\n", "n",
+        printf("%11s %-6s %9s %9s %8s | %7s %7s %7s %8s %7s %8s | %7s %7s %7s %7s %7s %7s "
+               "%7s %7s | %7s %7s | %8s | %-9s %-8s %s\n", "n",
                "mode", "e2e_ms", "min_ms", "Mkeys/s", "queue", "recv", "upload", "sort", "dnload",
-               "total", "pcie_ms", "algorithm", "plan", "device");
+               "total", "admit", "run", "hback", "setup", "enq", "wait", "wrback", "release",
+               "unacc", "client", "pcie_ms", "algorithm", "plan", "device");
     fflush(stdout);
 }
 
@@ -226,16 +233,19 @@ static void sweep_print(const srow *r, int csv)
         pc[0] = '\0';
     }
     if (csv)
-        printf("sweep,%zu,%s,%.4f,%.4f,%.3f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%s,%s,%s,%s,\"%s\",%s,%s\n",
+        printf("sweep,%zu,%s,%.4f,%.4f,%.3f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,"
+               "%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%s,%s,%s,%s,\"%s\",%s,%s\n",
                r->n, r->mode, r->e2e_med, r->e2e_min, r->mkeys, r->queue, r->recv, r->upload,
-               r->sort, r->download, r->total, pc, ph, pd, r->algo, r->device, r->plan,
-               r->note ? r->note : "ok");
+               r->sort, r->download, r->total, r->admit, r->run, r->handback, r->setup,
+               r->enqueue, r->wait, r->writeback, r->release, r->unacc, r->client, pc, ph, pd,
+               r->algo, r->device, r->plan, r->note ? r->note : "ok");
     else
-        printf("%11zu %-6s %9.3f %9.3f %8.2f | %7.3f %7.3f %7.3f %8.3f %7.3f %8.3f | %8s | %-9s "
-               "%-8s %s%s%s\n",
+        printf("%11zu %-6s %9.3f %9.3f %8.2f | %7.3f %7.3f %7.3f %8.3f %7.3f %8.3f | %7.3f %7.3f "
+               "%7.3f %7.3f %7.3f %7.3f %7.3f %7.3f | %7.3f %7.3f | %8s | %-9s %-8s %s%s%s\n",
                r->n, r->mode, r->e2e_med, r->e2e_min, r->mkeys, r->queue, r->recv, r->upload,
-               r->sort, r->download, r->total, pc, r->algo, r->plan, r->device,
-               r->note ? "  " : "", r->note ? r->note : "");
+               r->sort, r->download, r->total, r->admit, r->run, r->handback, r->setup,
+               r->enqueue, r->wait, r->writeback, r->release, r->unacc, r->client, pc, r->algo,
+               r->plan, r->device, r->note ? "  " : "", r->note ? r->note : "");
     fflush(stdout);
 }
 
@@ -249,13 +259,14 @@ static int sweep_point(gs_client *c, const opts *o, int mode, size_t n, const pc
     gs_client_shm shm = { .fd = -1 };
     void *keys = NULL, *vals = NULL, *in_keys = NULL;
     size_t nr = (size_t)o->reps;
-    double *t[7];
+    enum { NT = 17 };   /* e2e, the reply's times, the unaccounted and the client's */
+    double *t[NT];
     int rc = -1;
     gs_err err;
     gs_err_clear(&err);
-    for (int i = 0; i < 7; i++)
+    for (int i = 0; i < NT; i++)
         t[i] = calloc(nr, sizeof(double));
-    for (int i = 0; i < 7; i++)
+    for (int i = 0; i < NT; i++)
         if (!t[i])
             goto oom;
     if (mode == MODE_MEMFD || mode == MODE_FRESH) {
@@ -337,6 +348,16 @@ static int sweep_point(gs_client *c, const opts *o, int mode, size_t n, const pc
             t[4][r] = res.sort_ms;
             t[5][r] = res.download_ms;
             t[6][r] = res.total_ms;
+            const gs_reply_times *x = &res.times;
+            double steps = x->setup + x->enqueue + x->wait + x->writeback + x->release;
+            double v[] = { x->admit, x->run, x->handback, x->setup, x->enqueue, x->wait,
+                           x->writeback, x->release };
+            for (int k = 0; k < 8; k++)
+                t[7 + k][r] = v[k];
+            /* a device run is its steps; a host run is its sort */
+            t[15][r] = x->total - (x->receive + x->admit + x->queue + x->handback +
+                                   (res.device >= 0 ? steps : x->sort + x->merge));
+            t[16][r] = (t1 - t0) - x->total;
         }
     }
     srow row = { .n = n, .mode = mname, .pcie = pr };
@@ -349,6 +370,10 @@ static int sweep_point(gs_client *c, const opts *o, int mode, size_t n, const pc
     row.sort = bu_median(t[4], (size_t)nr);
     row.download = bu_median(t[5], (size_t)nr);
     row.total = bu_median(t[6], (size_t)nr);
+    double *m[] = { &row.admit, &row.run, &row.handback, &row.setup, &row.enqueue, &row.wait,
+                    &row.writeback, &row.release, &row.unacc, &row.client };
+    for (int k = 0; k < 10; k++)
+        *m[k] = bu_median(t[7 + k], (size_t)nr);
     snprintf(row.algo, sizeof row.algo, "%s", res.algorithm[0] ? res.algorithm : "?");
     snprintf(row.plan, sizeof row.plan, "%s", res.plan[0] ? res.plan : "-");
     snprintf(row.device, sizeof row.device, "%s", res.device >= 0 ? res.device_name : "host");
@@ -380,7 +405,7 @@ static int sweep_point(gs_client *c, const opts *o, int mode, size_t n, const pc
 oom:
     fprintf(stderr, "gsort-netbench: n=%zu: host out of memory\n", n);
 out:
-    for (int i = 0; i < 7; i++)
+    for (int i = 0; i < NT; i++)
         free(t[i]);
     free(in_keys);
     if (mode != MODE_INLINE) {

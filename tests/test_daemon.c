@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -537,6 +538,26 @@ static void test_matrix(dmn *d)
 
 /* ---- device routes ---- */
 
+/* The reply accounts for its total (issue 36): five spans of one clock
+ * that follow each other, and on a device the run's steps within the run
+ * (each printed to the nanosecond, so the sums agree to a few of them). */
+static void spans_ok(const gs_client_result *res, const char *what)
+{
+    const gs_reply_times *t = &res->times;
+    double spans = t->receive + t->admit + t->queue + t->run + t->handback;
+    double steps = t->setup + t->enqueue + t->wait + t->writeback + t->release;
+    int each = t->receive >= 0 && t->admit >= 0 && t->queue >= 0 && t->run > 0 &&
+               t->handback >= 0 && t->setup >= 0 && t->enqueue >= 0 && t->wait >= 0 &&
+               t->writeback >= 0 && t->release >= 0;
+    int dev = res->device >= 0 ? steps > 0 && t->wait > 0 && steps <= t->run + 1e-5
+                               : steps == 0 && t->sort <= t->run + 1e-5;
+    tap_ok(each && fabs(spans - t->total) < 1e-5 && dev,
+           "%s: total %.6f ms = receive %.6f + admit %.6f + queue %.6f + run %.6f + handback "
+           "%.6f (sum %.6f); %s %.6f within the run", what, t->total, t->receive, t->admit,
+           t->queue, t->run, t->handback, spans, res->device >= 0 ? "device steps" : "sort",
+           res->device >= 0 ? steps : t->sort);
+}
+
 static void test_devices(dmn *d)
 {
     gs_client *c = conn(d);
@@ -555,7 +576,14 @@ static void test_devices(dmn *d)
                    "%s on a device, %s: device %d (%s), params '%s', plan '%s', fallback '%s', "
                    "%.1f s: %s", algos[a], m ? "memfd" : "inline", res.device, res.device_name,
                    res.params, res.plan, res.fallback, gs_now_s() - t0, why);
+            spans_ok(&res, algos[a]);
         }
+    gs_client_result res;
+    memset(&res, 0, sizeof res);
+    char why[600] = "";
+    tap_ok(sort_ok(c, GS_DT_F32, GS_PL_NONE, 0, 30000, 46, "host", 1, why, sizeof why, &res) &&
+           res.device < 0, "the host sort, memfd: %s", why);
+    spans_ok(&res, "host");
     gs_client_close(c);
 }
 

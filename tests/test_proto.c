@@ -1057,7 +1057,11 @@ static void test_reply_sort(void)
     gs_params_set(&in.params, "big", LONG_MIN);
     in.plan = "fallback";
     in.fallback = "device 0 failed: out of resources";
-    in.times_ms = (gs_reply_times){ 0.25, 0.5, 1.5, 2.75, 3.125, 8.0, 0 };
+    in.times_ms = (gs_reply_times){ .queue = 0.25, .receive = 0.5, .upload = 1.5, .sort = 2.75,
+                                    .download = 3.125, .total = 8.0, .admit = 0.125,
+                                    .run = 7.0, .handback = 0.0625, .setup = 1.25,
+                                    .enqueue = 0.375, .wait = 4.5, .writeback = 0.75,
+                                    .release = 0.0078125 };
     cJSON *id = cJSON_CreateString("req-7");
     char *text = NULL;
     gs_err_clear(&err);
@@ -1069,7 +1073,9 @@ static void test_reply_sort(void)
                            "{\"radix_bits\":4,\"big\":-9223372036854775808},\"plan\":"
                            "\"fallback\",\"fallback\":\"device 0 failed: out of resources\","
                            "\"times_ms\":{\"queue\":0.25,\"receive\":0.5,\"upload\":1.5,"
-                           "\"sort\":2.75,\"download\":3.125,\"total\":8}}"),
+                           "\"sort\":2.75,\"download\":3.125,\"admit\":0.125,\"run\":7,"
+                           "\"handback\":0.0625,\"setup\":1.25,\"enqueue\":0.375,\"wait\":4.5,"
+                           "\"writeback\":0.75,\"release\":0.007813,\"total\":8}}"),
            "sort reply: built in the daemon's field order, params exact: %s",
            text ? text : err.msg);
     gs_reply_sort out;
@@ -1083,8 +1089,13 @@ static void test_reply_sort(void)
            !strcmp(out.plan, "fallback") && !strcmp(out.fallback, in.fallback) &&
            out.times_ms.queue == 0.25 && out.times_ms.receive == 0.5 &&
            out.times_ms.upload == 1.5 && out.times_ms.sort == 2.75 &&
-           out.times_ms.download == 3.125 && out.times_ms.total == 8.0,
-           "sort reply: parsed back as built (%s)", rc ? err.msg : "ok");
+           out.times_ms.download == 3.125 && out.times_ms.total == 8.0 &&
+           out.times_ms.admit == 0.125 && out.times_ms.run == 7.0 &&
+           out.times_ms.handback == 0.0625 && out.times_ms.setup == 1.25 &&
+           out.times_ms.enqueue == 0.375 && out.times_ms.wait == 4.5 &&
+           out.times_ms.writeback == 0.75 && out.times_ms.release == 0.007813,
+           "sort reply: parsed back as built, the spans of total and the device steps too "
+           "(%s)", rc ? err.msg : "ok");
     gs_reply_head head;
     rc = gs_reply_head_parse(h, &doc, &head, &err);
     tap_ok(rc == 0 && head.ok && cJSON_IsString(head.id) && !strcmp(head.id->valuestring, "req-7")
@@ -1104,7 +1115,10 @@ static void test_reply_sort(void)
     h = wire(gs_reply_sort_build(&in, NULL, &err), &text);
     tap_ok(text && strstr(text, "\"op\":\"sort\",\"n\":3,") && strstr(text, "\"device\":null,") &&
            strstr(text, "\"params\":{},\"plan\":\"default\",\"times_ms\"") &&
-           !strstr(text, "fallback"), "sort reply from the host: %s", text ? text : "NULL");
+           !strstr(text, "fallback") && strstr(text, "\"handback\":0.0625,\"total\"") &&
+           !strstr(text, "\"wait\""),
+           "sort reply from the host: the spans of total, no device steps: %s",
+           text ? text : "NULL");
     doc = (gs_jnum_doc){ text, text ? strlen(text) : 0, h };
     rc = gs_reply_sort_parse(h, &doc, &out, &err);
     tap_ok(rc == 0 && out.n == 3 && out.device == -1 && !strcmp(out.device_name, "") &&
@@ -1288,6 +1302,8 @@ static const struct bad_reply bad_replies[] = {
     { "times_ms", NULL, "\"times_ms\" is missing or not an object" },
     { "times_ms", "{\"queue\":0,\"receive\":0,\"upload\":0,\"sort\":\"0\",\"download\":0,"
       "\"total\":0}", "\"times_ms.sort\" is missing or not a number" },
+    { "times_ms", "{\"queue\":0,\"receive\":0,\"upload\":0,\"sort\":0,\"download\":0,"
+      "\"wait\":null,\"total\":0}", "\"times_ms.wait\" is missing or not a number" },
 };
 
 static void test_reply_bad(void)

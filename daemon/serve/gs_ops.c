@@ -182,7 +182,8 @@ void srv_on_job_done(gs_job *j, void *ud)
     srv *s = io->s;
     c->busy = 0;
     c->refs--;
-    double qms = j->t_start - j->t_submit, total = gs_now_ms() - c->t_first;
+    double now = gs_now_ms();
+    double qms = j->t_start - j->t_submit, total = now - c->t_first;
     double sort_ms = j->dev >= 0 ? j->st.kernel_ms : j->st.wall_ms;
     if (j->algo) {
         pthread_mutex_lock(&io->mu);
@@ -217,8 +218,14 @@ void srv_on_job_done(gs_job *j, void *ud)
         .n = rq->n, .dtype = rq->dtype, .values = rq->payload, .device = j->dev,
         .algorithm = j->algo->name, .params = j->run_params,
         .plan = gs_sched_plan_name(j->plan), .fallback = j->fallback,
-        .times_ms = { qms, c->t_recv - c->t_first, j->st.upload_ms, sort_ms,
-                      j->st.download_ms, total, j->st.merge_ms },
+        .times_ms = { .queue = qms, .receive = c->t_recv - c->t_first,
+                      .upload = j->st.upload_ms, .sort = sort_ms,
+                      .download = j->st.download_ms, .total = total,
+                      .merge = j->st.merge_ms, .admit = j->t_submit - c->t_recv,
+                      .run = j->t_done - j->t_start, .handback = now - j->t_done,
+                      .setup = j->st.setup_ms, .enqueue = j->st.enqueue_ms,
+                      .wait = j->st.wait_ms, .writeback = j->st.writeback_ms,
+                      .release = j->st.release_ms },
         .chunks = j->st.chunks, .nparts = j->nparts, .split_declined = j->split_why };
     for (unsigned i = 0; i < j->nparts && i < GS_REPLY_PARTS_MAX; i++) {
         const gs_job_part *p = &j->parts[i];

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gs_cl.h"
+#include "gs_time.h"
 
 int gs_devrun_kernel(gs_devrun *d, const char *name, cl_kernel *out, gs_err *err)
 {
@@ -47,10 +48,15 @@ static int finish(gs_devrun *d, const gs_devrun_ops *ops, void *self, gs_err *er
     gs_sort_stats *st = d->st;
     const int c = d->cur;
     int rc;
+    double t0 = gs_now_ms();
     /* unmoved: the keys are as they came, with no NaN block */
     if (!d->unmoved && (rc = gs_clnan_restore(&d->cr, &d->nan, d->keys[c], d->req, err)))
         return rc;
+    double t1 = gs_now_ms();
+    st->enqueue_ms += t1 - t0;
     cl_int crc = clFinish(d->cr.q);
+    double t2 = gs_now_ms();
+    st->wait_ms = t2 - t1;
     if (crc != CL_SUCCESS)
         return gs_cl_fail(err, "clFinish", crc, "%s", ops->finish_what);
     /* from here on a failure leaves the caller's arrays no longer intact;
@@ -66,28 +72,34 @@ static int finish(gs_devrun *d, const gs_devrun_ops *ops, void *self, gs_err *er
     st->upload_ms = d->cr.upload_ms;
     st->download_ms = d->cr.download_ms;
     st->kernel_ms = ops->kernel_ms ? ops->kernel_ms(d, self) : gs_clrun_kernel_ms(&d->cr);
+    st->writeback_ms = gs_now_ms() - t2;
     return 0;
 }
 
-static int steps(gs_devrun *d, const gs_devrun_ops *ops, void *self, gs_err *err)
+/* t0: when the run began (the device's opening is setup too). */
+static int steps(gs_devrun *d, const gs_devrun_ops *ops, void *self, double t0, gs_err *err)
 {
+    gs_sort_stats *st = d->st;
     int rc;
     if ((rc = ops->kernels(d, self, err)) || (rc = inputs(d, ops, err)) ||
         (ops->buffers && (rc = ops->buffers(d, self, err))))
         return rc;
+    double t1 = gs_now_ms();
+    st->setup_ms = t1 - t0;
     /* NaN patterns of float keys, saved on the device before encoding */
     if (ops->algo->keeps_nan &&
         (rc = gs_clnan_save(&d->cr, d->prog, d->wg, d->keys[0], d->req, &d->nan, err)))
         return rc;
-    if ((rc = ops->sort(d, self, err)))
-        return rc;
-    return finish(d, ops, self, err);
+    rc = ops->sort(d, self, err);
+    st->enqueue_ms = gs_now_ms() - t1;
+    return rc ? rc : finish(d, ops, self, err);
 }
 
 int gs_devrun_sort(const gs_devrun_ops *ops, void *self, gs_sort_ctx *ctx,
                    const gs_sort_req *req, gs_sort_stats *st, gs_err *err)
 {
     gs_dev *dev = ctx->dev;
+    double t0 = gs_now_ms();
     int rc = gs_dev_open(dev, err);
     if (rc)
         return rc;
@@ -106,12 +118,14 @@ int gs_devrun_sort(const gs_devrun_ops *ops, void *self, gs_sort_ctx *ctx,
     /* the caller's pages are adopted only for kernels safe on them */
     d.cr.hostile = ops->safe_as_built || gs_clrun_hostile(dev);
     d.cr.touched = &st->output_touched;
-    rc = steps(&d, ops, self, err);
+    rc = steps(&d, ops, self, t0, err);
+    double t1 = gs_now_ms();
     gs_clrun_release(&d.cr);   /* waits for the queue before anything is freed */
     for (unsigned i = 0; i < d.nkern; i++)
         clReleaseKernel(d.kern[i]);
     if (ops->release)
         ops->release(self);
     gs_clnan_free(&d.nan);
+    st->release_ms = gs_now_ms() - t1;
     return rc;
 }

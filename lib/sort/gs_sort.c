@@ -186,6 +186,11 @@ void gs_sort_stats_add(gs_sort_stats *sum, const gs_sort_stats *s)
     sum->passes += s->passes;
     sum->passes_skipped += s->passes_skipped;
     sum->nans_on_device += s->nans_on_device;
+    sum->setup_ms += s->setup_ms;
+    sum->enqueue_ms += s->enqueue_ms;
+    sum->wait_ms += s->wait_ms;
+    sum->writeback_ms += s->writeback_ms;
+    sum->release_ms += s->release_ms;
 }
 
 int gs_sort_run(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,

@@ -32,6 +32,13 @@ typedef struct gs_sort_stats {
     unsigned chunks;     /* out of core (gs_chunk.h): pieces sorted one after
                             another, then merged; 0: sorted whole */
     double merge_ms;     /* the host merge of those pieces, wall clock */
+    /* A device run's wall clock by step (gs_devrun.c), so that a reply
+     * accounts for the worker's time and not only the device's: opening
+     * the device, finding the program and making kernels and buffers
+     * (uploads enqueued); enqueuing the NaN save and the algorithm's
+     * kernels; waiting for the queue; the race check and the write-back;
+     * releasing the run's objects. All 0 on the host. */
+    double setup_ms, enqueue_ms, wait_ms, writeback_ms, release_ms;
 } gs_sort_stats;
 
 /* Add s's transfer, kernel and pass figures into sum (pieces of one sort). */

@@ -13,6 +13,7 @@
 
 #include "gs_err.h"
 #include "gs_proto.h"
+#include "gs_reply.h"
 #include "gs_types.h"
 
 typedef struct gs_client gs_client;
@@ -86,6 +87,8 @@ typedef struct gs_client_result {
     } parts[8];
     char split_declined[256];   /* asked for a split (split = 1) and not split: why */
     double queue_ms, receive_ms, upload_ms, sort_ms, download_ms, merge_ms, total_ms;
+    gs_reply_times times;       /* all of the reply's times_ms, the spans of total
+                                   and a device run's steps included */
 } gs_client_result;
 
 /* The request of a sort as the protocol has it (op, shape, device,

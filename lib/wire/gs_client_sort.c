@@ -134,6 +134,7 @@ static int parse_result(gs_client *c, const cJSON *h, gs_client_result *r, gs_er
     r->sort_ms = rs.times_ms.sort;
     r->download_ms = rs.times_ms.download;
     r->total_ms = rs.times_ms.total;
+    r->times = rs.times_ms;
     return 0;
 }
 

@@ -267,6 +267,16 @@ cJSON *gs_reply_sort_build(const gs_reply_sort *r, const cJSON *id, gs_err *err)
     ok = ok && gs_jnum_add_ms(t, "download", r->times_ms.download);
     if (r->chunks || r->nparts)
         ok = ok && gs_jnum_add_ms(t, "merge", r->times_ms.merge);
+    ok = ok && gs_jnum_add_ms(t, "admit", r->times_ms.admit);
+    ok = ok && gs_jnum_add_ms(t, "run", r->times_ms.run);
+    ok = ok && gs_jnum_add_ms(t, "handback", r->times_ms.handback);
+    if (r->device >= 0) {
+        ok = ok && gs_jnum_add_ms(t, "setup", r->times_ms.setup);
+        ok = ok && gs_jnum_add_ms(t, "enqueue", r->times_ms.enqueue);
+        ok = ok && gs_jnum_add_ms(t, "wait", r->times_ms.wait);
+        ok = ok && gs_jnum_add_ms(t, "writeback", r->times_ms.writeback);
+        ok = ok && gs_jnum_add_ms(t, "release", r->times_ms.release);
+    }
     ok = ok && gs_jnum_add_ms(t, "total", r->times_ms.total);
     return finish(h, ok, "sort", err);
 }
@@ -330,8 +340,22 @@ int gs_reply_sort_parse(const cJSON *h, const gs_jnum_doc *doc, gs_reply_sort *o
     out->times_ms.upload = get_num(&p, t, "times_ms", "upload");
     out->times_ms.sort = get_num(&p, t, "times_ms", "sort");
     out->times_ms.download = get_num(&p, t, "times_ms", "download");
-    if (get(t, "merge"))
-        out->times_ms.merge = get_num(&p, t, "times_ms", "merge");
+    /* optional: spans a daemon before them did not write */
+    static const struct { const char *name; size_t off; } opt[] = {
+        { "merge", offsetof(gs_reply_times, merge) },
+        { "admit", offsetof(gs_reply_times, admit) },
+        { "run", offsetof(gs_reply_times, run) },
+        { "handback", offsetof(gs_reply_times, handback) },
+        { "setup", offsetof(gs_reply_times, setup) },
+        { "enqueue", offsetof(gs_reply_times, enqueue) },
+        { "wait", offsetof(gs_reply_times, wait) },
+        { "writeback", offsetof(gs_reply_times, writeback) },
+        { "release", offsetof(gs_reply_times, release) },
+    };
+    for (size_t i = 0; i < sizeof opt / sizeof opt[0]; i++)
+        if (get(t, opt[i].name))
+            *(double *)(void *)((char *)&out->times_ms + opt[i].off) =
+                get_num(&p, t, "times_ms", opt[i].name);
     out->times_ms.total = get_num(&p, t, "times_ms", "total");
     return p.rc;
 }

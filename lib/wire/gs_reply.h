@@ -52,6 +52,10 @@ cJSON *gs_reply_error_build(const cJSON *id, int op, int code, const char *msg, 
 
 /* ---- sort ---- */
 
+/* total = receive + admit + queue + run + handback, five spans of one
+ * clock that follow each other; a device run's wall time is further split
+ * into setup, enqueue, wait, writeback and release (the device's own
+ * upload, sort and download happen within them, mostly during wait). */
 typedef struct gs_reply_times {
     double queue;       /* waiting for a worker */
     double receive;     /* reading the request */
@@ -62,6 +66,13 @@ typedef struct gs_reply_times {
     double merge;       /* out of core or split: the host merge of the pieces
                            (written only when chunks or the parts say there
                            were some) */
+    /* spans of total (optional when parsed: 0 from a daemon without them) */
+    double admit;       /* request read to submitted: checks, mapping the
+                           memfd, routing (and a small host sort run inline) */
+    double run;         /* a worker's run, start to hand-back */
+    double handback;    /* hand-back to the reply: waking the client's loop */
+    /* a device run's wall time by step (written only for a device) */
+    double setup, enqueue, wait, writeback, release;
 } gs_reply_times;       /* milliseconds: "times_ms" */
 
 /* One part of a split request ("split": [...]). */

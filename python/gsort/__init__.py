@@ -449,8 +449,10 @@ class Client:
     dict, see gsort-protocol(7)); for a sort it says where the sort ran:
     "device" ({index, name, platform} or None for the host sort),
     "algorithm", "params", "plan", "times_ms" ({queue, receive, upload,
-    sort, download, total}), plus "zero_copy" (the memfd was used) and
-    "client_ms" (the whole call as seen from Python).
+    sort, download, total, and total's spans admit, run, handback, with a
+    device's steps setup, enqueue, wait, writeback, release}), plus
+    "zero_copy" (the memfd was used) and "client_ms" (the whole call as
+    seen from Python).
     """
 
     def __init__(self, socket=None, timeout=None, memfd=None,
