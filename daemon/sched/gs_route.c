@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gs_chunk.h"
+#include "gs_ooc.h"
 #include "gs_log.h"
 #include "gs_merge.h"
 #include "gs_sched_int.h"

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gs_chunk.h"
+#include "gs_ooc.h"
 #include "gs_clrun.h"
 #include "gs_hooks.h"
 #include "gs_log.h"
@@ -173,8 +173,8 @@ static void *worker_main(void *arg)
         gs_err_clear(&j->err);
         if (j->pin && (!j->pin_once || j->chunk_n) && gs_dev_open(s->devs[d].dev, &j->err) == 0)
             ctx.host_pinned = gs_pin_ensure(j->pin, s->devs[d].dev) == GS_PIN_PINNED;
-        j->rc = gs_chunk_sort(j->algo, &ctx, &j->req, &j->run_params, j->chunk_n, &j->st,
-                              &j->err);
+        j->rc = gs_ooc_sort(j->algo, &ctx, &j->req, &j->run_params, j->chunk_n, &j->st,
+                            &j->err);
         sched_queue_finish(q, j);
         if (j->rc == 0) {
             atomic_store(&s->devs[d].fails, 0);

@@ -92,7 +92,7 @@ typedef struct gs_job {
     gs_params run_params;
     gs_plan plan;
     double predicted_ms;
-    size_t chunk_n;          /* > 0: out of core, sorted in pieces of this many (gs_chunk.h) */
+    size_t chunk_n;          /* > 0: out of core, sorted in pieces of this many (gs_ooc.h) */
     struct gs_split *split;  /* GS_PLAN_SPLIT: the parts in flight (the scheduler's) */
     struct gs_job *parent;   /* a part of a split: the request it is a piece of */
     unsigned nparts;         /* GS_PLAN_SPLIT: the parts, once done (and as routed) */
@@ -192,7 +192,7 @@ unsigned gs_sched_host_threads(const gs_sched *s);
 void gs_sched_set_inline_max(gs_sched *s, size_t n);
 /* Loop thread: the device memory one request may use on each device
  * (device_mem_cap), besides the device's own limits; 0: those alone. A
- * request above it is sorted out of core, in pieces that fit (gs_chunk.h). */
+ * request above it is sorted out of core, in pieces that fit (gs_ooc.h). */
 void gs_sched_set_mem_cap(gs_sched *s, uint64_t bytes);
 
 /* Indices of enabled devices without a plan (for tune_missing), leaving

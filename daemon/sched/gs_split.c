@@ -11,12 +11,12 @@
  * their devices and run as any device job (so a part may itself be out of
  * core); a part whose device fails is sorted again by the host sort while
  * its range still holds its input. The last part to finish, on its worker
- * thread, merges the parts on the host (gs_chunk_merge: stable, NaN bits
+ * thread, merges the parts on the host (gs_ooc_merge: stable, NaN bits
  * kept, argsort indices shifted by each part's offset) and hands the
  * request back, so its loop sees one completion. The parts lie in the
  * client's memory, which it may rewrite meanwhile (issue 32): their bounds
  * come from the predicted shares alone, and the merge reads a private copy
- * of them (gs_chunk.h); a part that noticed the race (GS_EINVAL) answers
+ * of them (gs_ooc.h); a part that noticed the race (GS_EINVAL) answers
  * the request with its error, unmerged. */
 #include "config.h"
 #include "gs_sched.h"
@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gs_chunk.h"
+#include "gs_ooc.h"
 #include "gs_log.h"
 #include "gs_sched_int.h"
 #include "gs_time.h"
@@ -240,7 +240,7 @@ int sched_split_submit(gs_sched *s, gs_job *j)
     for (unsigned i = 0; i < np; i++) {
         const gs_job_part *jp = &j->parts[i];
         gs_job *p = &sp->part[i];
-        p->req = gs_chunk_piece(&j->req, jp->off, jp->n);
+        p->req = gs_ooc_piece(&j->req, jp->off, jp->n);
         p->device = p->dev = jp->dev;
         p->algo = jp->algo;
         p->run_params = jp->params;
@@ -314,7 +314,7 @@ void sched_split_part_done(gs_sched *s, gs_job *part)
     }
     bounds[np] = j->req.n;
     if (j->rc == 0)
-        j->rc = gs_chunk_merge(&j->req, bounds, np, &j->st, &j->err);
+        j->rc = gs_ooc_merge(&j->req, bounds, np, &j->st, &j->err);
     j->st.wall_ms = gs_now_ms() - j->t_start;
     if (j->rc == 0)
         GS_DEBUG("split of %zu %s keys over %u devices: done in %.3f ms (merge %.3f ms)",
