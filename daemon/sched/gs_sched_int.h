@@ -81,7 +81,7 @@ typedef struct sched_cand {
     int dev;                 /* -1 host */
     const gs_algo *algo;
     gs_params params;
-    int plan;                /* gs_plan */
+    int how;                 /* gs_route_how */
     double ms;
     size_t chunk_n;          /* out of core: piece size; 0: whole */
 } sched_cand;

@@ -118,7 +118,7 @@ int sched_split_route(gs_sched *s, gs_job *j, const sched_cand *alt, size_t nalt
         const sched_cand *c = &alt[i];
         if (c->dev < 0 || !(c->ms > 0)) {
             if (c->dev < 0 && i < ndevalt)
-                *(c->plan == GS_PLAN_TUNED ? &by_plan : &by_default) += 1;
+                *(c->how == GS_ROUTE_TUNED ? &by_plan : &by_default) += 1;
             continue;
         }
         sdv x = { c, c->ms / (double)r->n, sched_route_backlog(s, c->dev), 0 };
@@ -190,7 +190,7 @@ int sched_split_route(gs_sched *s, gs_job *j, const sched_cand *alt, size_t nalt
         p->n = v[i].n;
         p->algo = c->algo;
         p->params = c->params;
-        p->plan = c->plan;
+        p->how = c->how;
         p->run_ms = v[i].rate * (double)p->n;
         p->predicted_ms = v[i].backlog + p->run_ms;
         gs_sort_req piece = *r;
@@ -208,7 +208,7 @@ int sched_split_route(gs_sched *s, gs_job *j, const sched_cand *alt, size_t nalt
     j->dev = -1;
     j->algo = j->parts[0].algo;
     j->run_params = j->parts[0].params;
-    j->plan = GS_PLAN_SPLIT;
+    j->how = GS_ROUTE_SPLIT;
     j->predicted_ms = total;
     j->chunk_n = 0;
     GS_DEBUG("split of %zu %s keys over %zu devices: predicted %.1f ms (parts %.1f, merge "
@@ -229,7 +229,7 @@ int sched_split_submit(gs_sched *s, gs_job *j)
         j->dev = -1;
         j->algo = gs_algo_find("host");
         gs_params_clear(&j->run_params);
-        j->plan = GS_PLAN_FALLBACK;
+        j->how = GS_ROUTE_FALLBACK;
         j->nparts = 0;
         snprintf(j->fallback, sizeof j->fallback, "out of memory for the split over %u "
                  "devices; served by the host sort", np);
@@ -244,7 +244,7 @@ int sched_split_submit(gs_sched *s, gs_job *j)
         p->device = p->dev = jp->dev;
         p->algo = jp->algo;
         p->run_params = jp->params;
-        p->plan = jp->plan;
+        p->how = jp->how;
         p->predicted_ms = jp->run_ms;
         p->chunk_n = jp->chunk_n;
         p->parent = j;
@@ -308,7 +308,7 @@ void sched_split_part_done(gs_sched *s, gs_job *part)
             snprintf(pre, sizeof pre, "split part %u of %u (%zu keys, device %d): ", i + 1, np,
                      jp->n, jp->planned_dev);
             gs_err_prefix(&j->err, "%s", pre);
-        } else if (p->dev >= 0 && p->plan == GS_PLAN_DEFAULT) {
+        } else if (p->dev >= 0 && p->how == GS_ROUTE_DEFAULT) {
             sched_learn(s, &s->devs[p->dev].rate_ms_per_key, p);
         }
     }
