@@ -1,5 +1,5 @@
 /* The host merge of sorted pieces on its own (issue 20's out-of-core and
- * split merges, gs_chunk_merge): random u32 or u64 keys, optionally with
+ * split merges, gs_ooc_merge): random u32 or u64 keys, optionally with
  * u32 values, cut into k even pieces, each sorted beforehand; prints the
  * median merge time of --reps runs per k and the merge rate, and checks
  * every result (keys in order, values of equal keys in piece order: the
@@ -17,7 +17,7 @@
 #include <time.h>
 
 #include "benchutil.h"
-#include "gs_chunk.h"
+#include "gs_ooc.h"
 #include "gs_err.h"
 #include "gs_hostpool.h"
 
@@ -105,7 +105,7 @@ int main(int argc, char **argv)
         if (!b || !bounds)
             return 1;
         for (size_t c = 0; c <= k; c++)
-            b[c] = gs_chunk_size(n, k) * c < n ? gs_chunk_size(n, k) * c : n;
+            b[c] = gs_ooc_piece_size(n, k) * c < n ? gs_ooc_piece_size(n, k) * c : n;
         for (size_t c = 0; c < k; c++)    /* sorted pieces, kept in `in` */
             qsort(in + b[c] * ks, b[c + 1] - b[c], ks, k64 ? cmp64 : cmp32);
         double ms[99], cpu[99];
@@ -123,7 +123,7 @@ int main(int argc, char **argv)
             gs_err err;
             gs_err_clear(&err);
             double c0 = thread_cpu_ms();
-            if (gs_chunk_merge(&req, bounds, k, &st, &err)) {
+            if (gs_ooc_merge(&req, bounds, k, &st, &err)) {
                 fprintf(stderr, "gsort-mergebench: %s\n", err.msg);
                 return 1;
             }

@@ -143,7 +143,7 @@ typedef struct gsort_result {
     char device_name[256];
     char algorithm[32];      /* "radix", "mergepath", "shellsort", "host", "vqsort" */
     char params[512];        /* "name=value,..." */
-    char plan[32];           /* "tuned", "default", "override", "busy", "fallback" */
+    char plan[32];           /* "tuned", "default", "override", "busy", "fallback", "split" */
     char fallback[512];      /* why the first choice failed; "" if it did not */
     int zero_copy;           /* 1: shared memory (in place or staged), 0: inline bytes */
     double queue_ms, upload_ms, sort_ms, download_ms;   /* in the daemon */

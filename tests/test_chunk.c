@@ -1,6 +1,6 @@
-/* Tests of the out-of-core device route (lib/ooc/gs_chunk_dev.c: pieces sorted
+/* Tests of the out-of-core device route (lib/ooc/gs_ooc_dev.c: pieces sorted
  * on the device, cut by a co-rank search into segments sorted there
- * again), called through gs_chunk_sort on a PoCL device with the route
+ * again), called through gs_ooc_sort on a PoCL device with the route
  * forced as on a GPU and copies made as a GPU makes them (no zero-copy).
  * Every dtype and payload kind with both orders, ties across the pieces
  * (equal keys, few distinct ones: the co-rank must hand them out in piece
@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gs_chunk.h"
+#include "gs_ooc.h"
 #include "gs_clrun.h"
 #include "gs_dev.h"
 #include "gs_log.h"
@@ -70,7 +70,7 @@ int main(void)
     static const int idist[] = { SC_RANDOM, SC_EQUAL, SC_FEW16, SC_REVERSED };
     static const int fdist[] = { SC_FSPECIAL, SC_NANMIX, SC_EQUAL, SC_SORTED };
     for (unsigned lanes = 1; lanes <= 2; lanes++) {
-        gs_chunk_force(GS_CHUNK_DEVICE, lanes);
+        gs_ooc_force(GS_OOC_DEVICE, lanes);
         size_t chunk = (CHUNK + lanes - 1) / lanes, want = (N + chunk - 1) / chunk;
         for (int t = 0; t < GS_DT_COUNT; t++)
             for (int pl = 0; pl < GS_PL_COUNT; pl++) {
@@ -86,7 +86,7 @@ int main(void)
                         gs_sort_stats st;
                         gs_err e;
                         gs_err_clear(&e);
-                        int rc = gs_chunk_sort(&gs_algo_radix, &ctx, &c.req, &p, CHUNK, &st, &e);
+                        int rc = gs_ooc_sort(&gs_algo_radix, &ctx, &c.req, &p, CHUNK, &st, &e);
                         if (rc)
                             snprintf(why, sizeof why, "%s: %.500s", sc_dist_name(dist), e.msg);
                         else if (st.chunks != want)
@@ -114,15 +114,15 @@ int main(void)
     sc_case c;
     if (sc_case_init(&c, GS_DT_U32, GS_PL_IDX32, 0, N, SC_FEW16, 7))
         tap_bail("out of memory");
-    for (int route = GS_CHUNK_HOST; route <= GS_CHUNK_DEVICE; route++) {
-        const char *rn = route == GS_CHUNK_HOST ? "host merge" : "device";
-        gs_chunk_force(route, 2);
+    for (int route = GS_OOC_HOST; route <= GS_OOC_DEVICE; route++) {
+        const char *rn = route == GS_OOC_HOST ? "host merge" : "device";
+        gs_ooc_force(route, 2);
         gs_sort_stats st;
         gs_err e;
         gs_err_clear(&e);
         sc_case_reset(&c);
         gs_clrun_inject_fault(LONG_MAX, CL_OUT_OF_RESOURCES);
-        int rc = gs_chunk_sort(&gs_algo_radix, &ctx, &c.req, &p, CHUNK, &st, &e);
+        int rc = gs_ooc_sort(&gs_algo_radix, &ctx, &c.req, &p, CHUNK, &st, &e);
         long total = gs_clrun_launch_count();
         tap_ok(rc == 0 && total > 8, "%s route: a whole sort launches %ld kernels", rn, total);
         int fired = 0, bad = 0, runs = 0;
@@ -131,7 +131,7 @@ int main(void)
             sc_case_reset(&c);
             gs_err_clear(&e);
             gs_clrun_inject_fault(at, CL_OUT_OF_RESOURCES);
-            rc = gs_chunk_sort(&gs_algo_radix, &ctx, &c.req, &p, CHUNK, &st, &e);
+            rc = gs_ooc_sort(&gs_algo_radix, &ctx, &c.req, &p, CHUNK, &st, &e);
             fired += gs_clrun_launch_count() >= at;
             gs_clrun_inject_fault(0, 0);
             runs++;
@@ -147,7 +147,7 @@ int main(void)
                "rescued on the host with the exact answer%s%s", rn, runs, bad ? ": " : "", why);
     }
     sc_case_free(&c);
-    gs_chunk_force(GS_CHUNK_AUTO, 0);
+    gs_ooc_force(GS_OOC_AUTO, 0);
     gs_dev_free_list(devs, ndev);
     return tap_done();
 }

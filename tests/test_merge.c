@@ -1,4 +1,4 @@
-/* Tests of the host merge of sorted pieces (gs_chunk_merge over
+/* Tests of the host merge of sorted pieces (gs_ooc_merge over
  * gs_merge.h's k-way rounds) against tests/sortcheck's stable reference:
  * every dtype x payload x order, k = 2, 3, 5, 17 and 70 pieces (70: two
  * rounds), even pieces and skewed ones (one piece holding half the keys,
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gs_chunk.h"
+#include "gs_ooc.h"
 #include "gs_hostpool.h"
 #include "sortcheck.h"
 #include "tap.h"
@@ -97,7 +97,7 @@ int main(void)
                             memset(&st, 0, sizeof st);
                             gs_err err;
                             gs_err_clear(&err);
-                            int rc = gs_chunk_merge(&c.req, bounds, k, &st, &err);
+                            int rc = gs_ooc_merge(&c.req, bounds, k, &st, &err);
                             char w[300] = "";
                             ok = rc == 0 && sc_case_verify(&c, 1, w, sizeof w);
                             if (!ok)

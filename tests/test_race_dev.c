@@ -8,7 +8,7 @@
  * histogram read-back, onesweep; mergepath: the tile sort alone and the
  * global merge levels); then out of core (the device route, one and two
  * pieces on the device at once, and the host merge) and a split's merge
- * (gs_chunk_merge of parts sorted on the devices). Each must return 0 or
+ * (gs_ooc_merge of parts sorted on the devices). Each must return 0 or
  * GS_EINVAL (gs_err_raced) and never access out of bounds: every device
  * buffer carries a guard (gs_clrun_guard) and every raced array one of
  * the test's own, all checked after each sort (a CPU device's kernels are
@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "gs_algos.h"
-#include "gs_chunk.h"
+#include "gs_ooc.h"
 #include "gs_clrun.h"
 #include "gs_dev.h"
 #include "gs_keys.h"
@@ -214,12 +214,12 @@ static int do_sort(void *arg, gs_sort_req *req, gs_err *err)
     gs_params q;
     const gs_params *p = fit(s, req, &q);
     if (s->chunk)
-        return gs_chunk_sort(s->a, s->ctx, req, p, s->chunk, &st, err);
+        return gs_ooc_sort(s->a, s->ctx, req, p, s->chunk, &st, err);
     return gs_sort_run(s->a, s->ctx, req, p, &st, err);
 }
 
 /* A split's merge (daemon/sched/gs_split.c): two parts, each sorted on a device
- * (the first and the last one), then gs_chunk_merge over the request,
+ * (the first and the last one), then gs_ooc_merge over the request,
  * which must withstand whatever the parts hold: it runs even after a part
  * noticed the race (where the daemon would answer with that error). */
 typedef struct splitarg {
@@ -233,7 +233,7 @@ static int do_split(void *arg, gs_sort_req *req, gs_err *err)
     size_t bounds[3] = { 0, req->n / 3, req->n };
     int raced = 0;
     for (int i = 0; i < 2; i++) {
-        gs_sort_req part = gs_chunk_piece(req, bounds[i], bounds[i + 1] - bounds[i]);
+        gs_sort_req part = gs_ooc_piece(req, bounds[i], bounds[i + 1] - bounds[i]);
         gs_sort_ctx ctx = { .dev = i ? s->d1 : s->d0 };
         gs_params p;
         s->a->defaults(&ctx.dev->info, &p);
@@ -247,7 +247,7 @@ static int do_split(void *arg, gs_sort_req *req, gs_err *err)
     memset(&st, 0, sizeof st);
     gs_err me;
     gs_err_clear(&me);
-    int rc = gs_chunk_merge(req, bounds, 2, &st, &me);
+    int rc = gs_ooc_merge(req, bounds, 2, &st, &me);
     if (rc || !raced)
         *err = me;
     return rc ? rc : raced ? GS_EINVAL : 0;
@@ -425,9 +425,9 @@ static void one_device(gs_dev *devs, size_t ndev, size_t di, arena *ar)
          * pieces there at once; radix also through the host merge */
         for (int route = 0; route < (is_radix ? 3 : 2); route++) {
             if (route < 2)
-                gs_chunk_force(GS_CHUNK_DEVICE, route + 1u);
+                gs_ooc_force(GS_OOC_DEVICE, route + 1u);
             else
-                gs_chunk_force(GS_CHUNK_HOST, 0);
+                gs_ooc_force(GS_OOC_HOST, 0);
             sa.chunk = CHUNK;
             tally ty = { 0 };
             snprintf(what, sizeof what, "%s out of core (%zu pieces), %s", a->name, N / CHUNK,
@@ -437,7 +437,7 @@ static void one_device(gs_dev *devs, size_t ndev, size_t di, arena *ar)
             report(&ty, dn, what);
             sa.chunk = 0;
         }
-        gs_chunk_force(GS_CHUNK_AUTO, 0);
+        gs_ooc_force(GS_OOC_AUTO, 0);
     }
     {
         splitarg sp = { .d0 = &devs[0], .d1 = &devs[ndev - 1], .a = &gs_algo_radix };

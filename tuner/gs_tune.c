@@ -3,10 +3,12 @@
  * search in each group (its candidates, then the search core of
  * gs_search.c), and measuring one configuration: a recorded trial reused,
  * else run (gs_trial.c) when its estimated cost fits, and recorded. It is
- * one file of about 1,400 lines because the loop's deadlines and a trial's
+ * one file of about 1,300 lines because the loop's deadlines and a trial's
  * admission are the two halves of one budget model (below) over one
  * per-device state; gs_tune_measure_all lends the measuring half to the
- * sampled-versus-exhaustive comparison (gs_compare.c).
+ * sampled-versus-exhaustive comparison (gs_compare.c), and the callbacks
+ * of probe_cpu lend it to the CPU probe (gs_cpuprobe.c), which decides
+ * from those trials which device algorithms a CPU device leaves out.
  *
  * Budget model: each group gets an equal share of the device's remaining
  * time, each algorithm an equal share of the group's remainder. Program
@@ -847,30 +849,31 @@ static void ctx_init(tctx *T, gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tu
 static int tune_device(gs_db *db, gs_dev *dev, gs_pcache *pc, const gs_tune_opts *o,
                        double deadline, gs_tune_report *rep, gs_err *err);
 
-/* The CPU probe (gs_tune_opts.cpu_probe): on a CPU device, each device
- * algorithm's defaults timed once at the probe group (u32 keys alone,
- * 2^probe) beside the host sorts' defaults, before any program is warmed;
- * one more than GS_TUNE_CPU_DROP times the fastest host sort is left out
- * of this tune (A[i].ok = 0, said once in the report). The trials are
- * recorded as any other, so the probe group reuses them and the next run
- * decides without a build; in GS_TUNE_PROBE_RECORDED mode (--quick) an
- * algorithm with no recorded probe is left out unbuilt. Returns 0 or an
- * error (the database). */
+/* The CPU probe (gs_cpuprobe.c), given the trials of this loop: what the
+ * callbacks below share. */
+typedef struct probe_ud {
+    tctx *T;
+    astate *A;
+} probe_ud;
+
 /* A probe gctx: algorithm S at the probe group. */
-static gctx probe_ctx(tctx *T, astate *S, int kc, gs_payload pl, int probe_b)
+static gctx probe_ctx(tctx *T, astate *S, int kc, gs_payload pl)
 {
-    gctx G = { .T = T, .A = S, .kc = kc, .pl = pl, .bucket = probe_b,
-               .n = (size_t)1 << probe_b, .algo_deadline = T->deadline, .best_ms = -1,
+    gctx G = { .T = T, .A = S, .kc = kc, .pl = pl, .bucket = T->probe_b,
+               .n = (size_t)1 << T->probe_b, .algo_deadline = T->deadline, .best_ms = -1,
                .nseeds = 1 };
     snprintf(G.best_params, sizeof G.best_params, "-");
     return G;
 }
 
-/* Whether S's defaults were timed at the probe group before (this code,
- * this device): then deciding costs no build. */
-static int probe_recorded(tctx *T, astate *S, int kc, gs_payload pl, int probe_b)
+/* Whether algorithm i's defaults were timed at the probe group before (this
+ * code, this device): then deciding costs no build. */
+static int probe_recorded(void *ud, size_t i, int kc, gs_payload pl)
 {
-    gctx G = probe_ctx(T, S, kc, pl, probe_b);
+    probe_ud *u = ud;
+    tctx *T = u->T;
+    astate *S = &u->A[i];
+    gctx G = probe_ctx(T, S, kc, pl);
     char json[512];
     gs_params q = S->dparams;
     double med = 0;
@@ -883,111 +886,49 @@ static int probe_recorded(tctx *T, astate *S, int kc, gs_payload pl, int probe_b
     return gs_db_trial_lookup(T->db, &key, &med, &val, NULL, &le) == 0;
 }
 
-static int probe_cpu(tctx *T, astate *A, size_t na, int probe_b, gs_err *err)
+/* Algorithm i's defaults timed at the probe group, as its baseline there. */
+static int probe_measure(void *ud, size_t i, int kc, gs_payload pl, double *ms, int *valid,
+                         gs_err *err)
 {
-    const gs_tune_opts *o = T->o;
-    gs_tune_devreport *R = T->rep;
-    if (!R->cpu || o->cpu_probe == GS_TUNE_PROBE_OFF)
-        return 0;
-    int kc = o->key_bits[0];
-    gs_payload pl = o->payloads[0];
-    for (size_t pi = 0; pi < o->npayloads; pi++)
-        if (o->payloads[pi] == GS_PL_NONE)
-            pl = GS_PL_NONE;
-    int ki = gs_kw_index(kc);
-    char unprobed[256] = "";
-    const gs_algo *build[64];
-    size_t nbuild = 0, ndevalgo = 0;
-    for (size_t i = 0; i < na; i++) {
-        astate *S = &A[i];
-        if (!S->ok || !S->a->uses_device || !S->serves[ki][pl])
-            continue;
-        ndevalgo++;
-        if (probe_recorded(T, S, kc, pl, probe_b))
-            continue;
-        if (o->cpu_probe == GS_TUNE_PROBE_RECORDED) {
-            S->ok = 0;
-            size_t l = strlen(unprobed);
-            snprintf(unprobed + l, sizeof unprobed - l, "%s%s", l ? ", " : "", S->a->name);
-        } else if (nbuild < 64) {
-            build[nbuild++] = S->a;
-        }
-    }
-    if (!ndevalgo)
-        return 0;
+    probe_ud *u = ud;
+    gctx G = probe_ctx(u->T, &u->A[i], kc, pl);
+    gs_params bp;
+    uint64_t code;
+    return measure_baseline(&G, &bp, &code, ms, valid, err);
+}
+
+static void probe_phase(void *ud, const char *phase, const char *what)
+{
+    report_phase(((probe_ud *)ud)->T, phase, what);
+}
+
+/* The CPU probe over A: device algorithms far behind the host sort on a
+ * CPU device leave the tune (A[i].ok = 0, said once in the report). */
+static int probe_cpu(tctx *T, astate *A, size_t na, gs_err *err)
+{
+    gs_tune_probe_algo *pa = calloc(na ? na : 1, sizeof *pa);
+    if (!pa)
+        return gs_err_set(err, GS_ENOMEM, "out of memory");
+    int kc;
+    gs_payload pl;
+    gs_tune_probe_shape(T->o, &kc, &pl);
+    for (size_t i = 0; i < na; i++)
+        pa[i] = (gs_tune_probe_algo){ .a = A[i].a, .ok = A[i].ok,
+                                      .serves = A[i].serves[gs_kw_index(kc)][pl] };
+    probe_ud u = { .T = T, .A = A };
+    gs_tune_probe_fns f = { .ud = &u, .recorded = probe_recorded, .measure = probe_measure,
+                            .phase = probe_phase };
     /* Outside the budget, as the builds are: no probe is refused for time,
-     * and gs_tune_device moves the clock on by what this took. The programs
-     * the probe needs are built side by side first (gs_prebuild.c), for
-     * the probe's shape alone, then each algorithm is timed alone. */
+     * and gs_tune_device moves the clock on by what this took. */
     double saved_deadline = T->deadline;
     T->deadline = INFINITY;
-    if (nbuild) {
-        gs_tune_opts po = *o;
-        po.key_bits[0] = kc;
-        po.nkey_bits = 1;
-        po.payloads[0] = pl;
-        po.npayloads = 1;
-        report_phase(T, "probe", "building programs");
-        gs_tune_prebuild(T->dev, T->pc, &po, build, nbuild);
-    }
-    double host = -1, ms[64];
-    int valid[64], rc = 0;
-    const char *host_name = "";
-    for (int pass = 0; pass < 2 && !rc; pass++) {       /* host sorts first */
-        for (size_t i = 0; i < na && i < 64 && !rc; i++) {
-            astate *S = &A[i];
-            ms[i] = -1;
-            valid[i] = 0;
-            if (!S->ok || !S->serves[ki][pl] || S->a->uses_device != pass)
-                continue;
-            gctx G = probe_ctx(T, S, kc, pl, probe_b);
-            gs_params bp;
-            uint64_t code;
-            report_phase(T, "probe", S->a->name);
-            rc = measure_baseline(&G, &bp, &code, &ms[i], &valid[i], err);
-            if (rc == GS_TUNE_STOP)     /* cancelled */
-                rc = 0;
-            if (!pass && valid[i] && (host < 0 || ms[i] < host)) {
-                host = ms[i];
-                host_name = S->a->name;
-            }
-        }
-        if (!pass && host < 0)
-            break;                      /* no host time to compare with: tune them all */
-    }
+    int rc = gs_tune_probe_cpu(T->dev, T->pc, T->o, T->probe_b, pa, na, &f, T->rep, err);
     T->deadline = saved_deadline;
     free_inputs(T);
-    if (rc < 0)
-        return rc;
-    for (size_t i = 0; i < na && i < 64 && host > 0; i++) {
-        astate *S = &A[i];
-        if (!S->ok || !S->a->uses_device || !S->serves[ki][pl])
-            continue;
-        if (valid[i] && ms[i] <= GS_TUNE_CPU_DROP * host)
-            continue;
-        S->ok = 0;
-        size_t l = strlen(R->dropped);
-        if (valid[i])
-            snprintf(R->dropped + l, sizeof R->dropped - l, "%s%s %.1fx", l ? ", " : "",
-                     S->a->name, ms[i] / host);
-        else
-            snprintf(R->dropped + l, sizeof R->dropped - l, "%s%s (its probe failed)",
-                     l ? ", " : "", S->a->name);
-    }
-    if (R->dropped[0]) {
-        size_t l = strlen(R->dropped);
-        snprintf(R->dropped + l, sizeof R->dropped - l, " the time of %s at %s keys, 2^%d",
-                 host_name, gs_dtype_name(gs_dtype_unsigned(kc)), probe_b);
-    }
-    if (unprobed[0]) {
-        size_t l = strlen(R->dropped);
-        snprintf(R->dropped + l, sizeof R->dropped - l, "%s%s (not probed: a quick tune builds "
-                 "no program on a CPU device; a full tune probes each once)", l ? "; " : "",
-                 unprobed);
-    }
-    if (R->dropped[0])
-        GS_DEBUG("%s: not tuned on this CPU device: %s", T->dev->info.name, R->dropped);
-    return 0;
+    for (size_t i = 0; i < na; i++)
+        A[i].ok = pa[i].ok;
+    free(pa);
+    return rc;
 }
 
 /* One large-n group: each algorithm that was within PRUNE_RATIO of the
@@ -1117,7 +1058,7 @@ static int probe_and_build(tctx *T, astate *A, size_t na, gs_err *err)
 {
     gs_tune_devreport *R = T->rep;
     double pt0 = gs_now_s();
-    int rc = probe_cpu(T, A, na, T->probe_b, err);
+    int rc = probe_cpu(T, A, na, err);
     if (rc)
         return rc;
     R->probe_s = gs_now_s() - pt0;

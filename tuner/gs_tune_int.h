@@ -1,11 +1,11 @@
 /* What the tuner's files share and nothing else uses (the tuner's
  * "internal.h"): its deterministic randomness, the key distributions of the
  * trial inputs, a parameter space's code arithmetic, one trial's input,
- * checks and run, the winners' and the plan's database writes, and the
- * measuring half of the sampled-versus-exhaustive comparison. It includes
- * only core headers and names the tuner's public types by their struct
- * tags, so that gs_tune.c can include it without an include circle through
- * gs_tune.h. */
+ * checks and run, the winners' and the plan's database writes, the CPU
+ * probe, and the measuring half of the sampled-versus-exhaustive
+ * comparison. It includes only core headers and names the tuner's public
+ * types by their struct tags, so that gs_tune.c can include it without an
+ * include circle through gs_tune.h. */
 #ifndef GS_TUNE_INT_H
 #define GS_TUNE_INT_H
 
@@ -124,6 +124,45 @@ void gs_tune_winners_sort(struct gs_tune_devreport *R);
 /* The serving plan from R's winners, written in one transaction and kept
  * in R. */
 int gs_tune_plan_write(gs_db *db, int64_t dev_id, struct gs_tune_devreport *R, gs_err *err);
+
+/* ---- the CPU probe (gs_cpuprobe.c) ---- */
+
+/* An algorithm as the probe sees it (the tuning loop keeps the rest). */
+typedef struct gs_tune_probe_algo {
+    const gs_algo *a;
+    int ok;                 /* in this tune; the probe clears it to leave the algorithm out */
+    int serves;             /* it serves the probe shape */
+} gs_tune_probe_algo;
+
+/* What the probe asks of the tuning loop (gs_tune.c), which calls it: the
+ * probe reaches the loop's trials only through these. */
+typedef struct gs_tune_probe_fns {
+    void *ud;
+    /* 1 when algorithm i's defaults were timed at the probe shape (key
+     * width kc, payload pl) before: then deciding costs no build */
+    int (*recorded)(void *ud, size_t i, int kc, gs_payload pl);
+    /* Time algorithm i's defaults at the probe shape, a trial recorded as
+     * any other: 0 (*ms, *valid set), GS_TUNE_STOP (cancelled), or an error */
+    int (*measure)(void *ud, size_t i, int kc, gs_payload pl, double *ms, int *valid,
+                   gs_err *err);
+    /* the progress line's phase, and what it is at */
+    void (*phase)(void *ud, const char *phase, const char *what);
+} gs_tune_probe_fns;
+
+/* The probe shape: the run's first key width, keys alone when the run
+ * includes them (else its first payload). */
+void gs_tune_probe_shape(const struct gs_tune_opts *o, int *kc, gs_payload *pl);
+/* On a CPU device (R->cpu), unless o->cpu_probe is GS_TUNE_PROBE_OFF: time
+ * each device algorithm's defaults at the probe shape at n = 2^probe_b
+ * beside the host sorts' (the programs built first, on dev through pc),
+ * and clear A[i].ok of one more than GS_TUNE_CPU_DROP times the fastest
+ * host sort, saying which and why in R->dropped; in GS_TUNE_PROBE_RECORDED
+ * mode, also of one with no recorded probe, unbuilt. Takes no time limit
+ * of its own (the caller's trials must not be refused for time). 0 or an
+ * error (the database). */
+int gs_tune_probe_cpu(gs_dev *dev, gs_pcache *pc, const struct gs_tune_opts *o, int probe_b,
+                      gs_tune_probe_algo *A, size_t na, const gs_tune_probe_fns *f,
+                      struct gs_tune_devreport *R, gs_err *err);
 
 /* ---- the comparison's measurements (gs_tune.c) ---- */
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gs_chunk.h"
+#include "gs_ooc.h"
 
 static gs_hooks g_hooks;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -38,9 +38,9 @@ static void read_hooks(void)
     h->ooc_route = -1;
     v = getenv("GSORTD_TEST_OOC");
     if (v && !strncmp(v, "host", 4)) {
-        h->ooc_route = GS_CHUNK_HOST;
+        h->ooc_route = GS_OOC_HOST;
     } else if (v && !strncmp(v, "device", 6)) {
-        h->ooc_route = GS_CHUNK_DEVICE;
+        h->ooc_route = GS_OOC_DEVICE;
         h->ooc_lanes = v[6] == ':' ? (unsigned)atoi(v + 7) : 0;
     }
     v = getenv("GSORTD_TEST_OOC_COPY");

@@ -19,7 +19,7 @@ typedef struct gs_hooks {
                                 on every device, copying as a GPU does (0, 0: off) */
     int ooc_route;           /* GSORTD_TEST_OOC=host or device[:LANES]: where out-of-core
                                 pieces are merged (-1: the daemon decides; else a
-                                gs_chunk_force route) */
+                                gs_ooc_force route) */
     unsigned ooc_lanes;      /* LANES of device[:LANES] (0: the default) */
     int ooc_copy_plain;      /* GSORTD_TEST_OOC_COPY=plain: the device route's copies
                                 without non-temporal stores */

@@ -10,7 +10,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "gs_chunk.h"
+#include "gs_ooc.h"
 #include "gs_merge.h"
 #include "gs_sched_int.h"
 
@@ -53,7 +53,7 @@ int sched_fit(const gs_sched *s, int d, const gs_algo *a, const gs_sort_req *req
         return rc;
     gs_sort_req piece = *req;
     for (size_t k = 2; k <= FIT_MAX_PIECES; k = k < 8 ? k + 1 : 2 * k) {
-        piece.n = gs_chunk_size(req->n, k);
+        piece.n = gs_ooc_piece_size(req->n, k);
         gs_err pe;
         gs_err_clear(&pe);
         int prc = a->check(dev, &piece, p, &pe);
@@ -68,7 +68,7 @@ int sched_fit(const gs_sched *s, int d, const gs_algo *a, const gs_sort_req *req
 }
 
 /* The host merge of `pieces` sorted pieces of r: a k-way round per
- * GS_MERGE_FANIN (two passes over the keys and values, gs_chunk.c) at about a third of a host
+ * GS_MERGE_FANIN (two passes over the keys and values, gs_ooc.c) at about a third of a host
  * sort's time (a radix sort makes three or more such passes). */
 double sched_merge_ms(const gs_sched *s, const gs_sort_req *r, size_t pieces)
 {
@@ -83,7 +83,7 @@ double sched_ooc_ms(const gs_sched *s, int d, const gs_algo *a, const gs_sort_re
     gs_sort_ctx ctx = { .dev = s->devs[d].dev };
     unsigned lanes;
     /* the device route sorts every key twice, at the device's rate */
-    if (gs_chunk_device_route(a, &ctx, &lanes))
+    if (gs_ooc_device_route(a, &ctx, &lanes))
         return 2 * whole_ms;
     return whole_ms + sched_merge_ms(s, r, (r->n + chunk_n - 1) / chunk_n);
 }

@@ -23,23 +23,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gs_chunk.h"
+#include "gs_ooc.h"
 #include "gs_log.h"
 #include "gs_merge.h"
 #include "gs_sched_int.h"
 #include "gs_time.h"
 
 
-/* ---- plans ---- */
+/* ---- plans, and how a route was chosen ---- */
 
-const char *gs_sched_plan_name(gs_plan p)
+const char *gs_sched_route_name(gs_route_how how)
 {
-    static const char *const names[GS_PLAN_COUNT] = {
-        [GS_PLAN_TUNED] = "tuned", [GS_PLAN_DEFAULT] = "default",
-        [GS_PLAN_OVERRIDE] = "override", [GS_PLAN_BUSY] = "busy",
-        [GS_PLAN_FALLBACK] = "fallback", [GS_PLAN_SPLIT] = "split",
+    static const char *const names[GS_ROUTE_COUNT] = {
+        [GS_ROUTE_TUNED] = "tuned", [GS_ROUTE_DEFAULT] = "default",
+        [GS_ROUTE_OVERRIDE] = "override", [GS_ROUTE_BUSY] = "busy",
+        [GS_ROUTE_FALLBACK] = "fallback", [GS_ROUTE_SPLIT] = "split",
     };
-    return (int)p >= 0 && p < GS_PLAN_COUNT ? names[p] : "unknown";
+    return (int)how >= 0 && how < GS_ROUTE_COUNT ? names[how] : "unknown";
 }
 
 void gs_sched_set_db(gs_sched *s, gs_db *db)
@@ -109,12 +109,12 @@ static double host_predict(const gs_sched *s, const gs_sort_req *r)
     return r->payload != GS_PL_NONE ? 1.5 * ms : ms;
 }
 
-static void host_cand(const gs_sched *s, const gs_sort_req *r, gs_plan plan, cand *c)
+static void host_cand(const gs_sched *s, const gs_sort_req *r, gs_route_how how, cand *c)
 {
     c->dev = -1;
     c->algo = gs_algo_find("host");
     gs_params_clear(&c->params);
-    c->plan = plan;
+    c->how = how;
     c->chunk_n = 0;
     c->ms = host_predict(s, r);
 }
@@ -184,15 +184,15 @@ static int device_cand(gs_sched *s, int d, const gs_job *j, cand *c)
     if (pe) {
         c->algo = pe->algo;
         c->params = pe->params;
-        c->plan = GS_PLAN_TUNED;
+        c->how = GS_ROUTE_TUNED;
         c->ms = pe->median_ms * ((double)(r->n ? r->n : 1) / ldexp(1.0, pe->bucket));
     } else {
         /* built-in defaults (gs_defaults.c): the host sort below the
          * device's crossover, or everywhere on a CPU device */
-        c->plan = GS_PLAN_DEFAULT;
+        c->how = GS_ROUTE_DEFAULT;
         int from = atomic_load(&sd->dflt_min_log2);
         if (!sd->dflt_algo->uses_device || (from < 63 && r->n < ((uint64_t)1 << from))) {
-            host_cand(s, r, GS_PLAN_DEFAULT, c);
+            host_cand(s, r, GS_ROUTE_DEFAULT, c);
             return 0;
         }
         c->algo = sd->dflt_algo;
@@ -217,7 +217,7 @@ static void apply(gs_job *j, const cand *c)
     j->dev = c->dev;
     j->algo = c->algo;
     j->run_params = c->params;
-    j->plan = c->plan;
+    j->how = c->how;
     j->predicted_ms = c->ms;
     j->chunk_n = c->chunk_n;
 }
@@ -239,7 +239,7 @@ static int route_override(gs_sched *s, gs_job *j, gs_err *err)
                           "a stable sort", a->name);
     cand best = { 0 }, c;
     if (!a->uses_device) {
-        host_cand(s, &j->req, GS_PLAN_OVERRIDE, &best);
+        host_cand(s, &j->req, GS_ROUTE_OVERRIDE, &best);
         best.algo = a;
         if (j->has_params)
             best.params = j->params;
@@ -260,7 +260,7 @@ static int route_override(gs_sched *s, gs_job *j, gs_err *err)
             continue;
         c.dev = (int)d;
         c.algo = a;
-        c.plan = GS_PLAN_OVERRIDE;
+        c.how = GS_ROUTE_OVERRIDE;
         c.ms = sd->rate_ms_per_key * (double)j->req.n;
         int kb = (int)gs_dtype_size(j->req.dtype) * 8;
         const gs_plans_entry *w = NULL;
@@ -303,7 +303,7 @@ static int route_override(gs_sched *s, gs_job *j, gs_err *err)
         return gs_err_set(err, GS_ENODEV, "%s needs an OpenCL device and none is served",
                           a->name);
     /* Devices exist but are resting or lost this algorithm: answer anyway. */
-    host_cand(s, &j->req, GS_PLAN_FALLBACK, &best);
+    host_cand(s, &j->req, GS_ROUTE_FALLBACK, &best);
     apply(j, &best);
     snprintf(j->fallback, sizeof j->fallback, "%s is disabled on the device(s) after "
              "failures; served by the host sort", a->name);
@@ -346,12 +346,12 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
         int any = 0;
         for (size_t d = 0; d < s->ndev; d++)
             any |= s->devs[d].enabled;
-        host_cand(s, &j->req, any ? GS_PLAN_FALLBACK : GS_PLAN_DEFAULT, &planned);
+        host_cand(s, &j->req, any ? GS_ROUTE_FALLBACK : GS_ROUTE_DEFAULT, &planned);
         if (any)
             snprintf(j->fallback, sizeof j->fallback, "no device can serve this request now "
                      "(resting after failures, or beyond its limits); served by the host sort");
     }
-    host_cand(s, &j->req, planned.plan, &alt[nalt++]);
+    host_cand(s, &j->req, planned.how, &alt[nalt++]);
 
     /* Busy: another route predicted to finish sooner. */
     double pcost = sched_route_backlog(s, planned.dev) + planned.ms;
@@ -362,7 +362,7 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
             if (cost < pcost && alt[i].dev != planned.dev) {
                 pcost = cost;
                 chosen = alt[i];
-                chosen.plan = GS_PLAN_BUSY;
+                chosen.how = GS_ROUTE_BUSY;
             }
         }
     apply(j, &chosen);

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gs_chunk.h"
+#include "gs_ooc.h"
 #include "gs_clrun.h"
 #include "gs_hooks.h"
 #include "gs_log.h"
@@ -53,9 +53,9 @@ static void job_done(gs_sched *s, gs_job *j)
  * parts taught their devices already), then its callback. */
 static void finish(gs_sched *s, gs_job *j)
 {
-    if (j->plan != GS_PLAN_SPLIT && j->dev < 0)
+    if (j->how != GS_ROUTE_SPLIT && j->dev < 0)
         sched_learn(s, &s->host_rate[gs_dtype_size(j->req.dtype) == 8], j);
-    else if (j->plan == GS_PLAN_DEFAULT)
+    else if (j->how == GS_ROUTE_DEFAULT)
         sched_learn(s, &s->devs[j->dev].rate_ms_per_key, j);
     atomic_fetch_sub(&s->inflight, 1);
     j->sink->done(j, j->sink->ud);
@@ -173,8 +173,8 @@ static void *worker_main(void *arg)
         gs_err_clear(&j->err);
         if (j->pin && (!j->pin_once || j->chunk_n) && gs_dev_open(s->devs[d].dev, &j->err) == 0)
             ctx.host_pinned = gs_pin_ensure(j->pin, s->devs[d].dev) == GS_PIN_PINNED;
-        j->rc = gs_chunk_sort(j->algo, &ctx, &j->req, &j->run_params, j->chunk_n, &j->st,
-                              &j->err);
+        j->rc = gs_ooc_sort(j->algo, &ctx, &j->req, &j->run_params, j->chunk_n, &j->st,
+                            &j->err);
         sched_queue_finish(q, j);
         if (j->rc == 0) {
             atomic_store(&s->devs[d].fails, 0);
@@ -184,7 +184,7 @@ static void *worker_main(void *arg)
             j->dev = -1;
             j->algo = gs_algo_find("host");
             gs_params_clear(&j->run_params);
-            j->plan = GS_PLAN_FALLBACK;
+            j->how = GS_ROUTE_FALLBACK;
             j->chunk_n = 0;
             memset(&j->st, 0, sizeof j->st);
             sched_queue_push(&s->hostq, j);
@@ -329,7 +329,7 @@ void gs_sched_submit(gs_sched *s, gs_job *j)
 {
     atomic_fetch_add(&s->inflight, 1);
     j->st.output_touched = 0;
-    if (j->plan == GS_PLAN_SPLIT && sched_split_submit(s, j) == 0)
+    if (j->how == GS_ROUTE_SPLIT && sched_split_submit(s, j) == 0)
         return;     /* the parts are queued; the last one done hands j back */
     if (j->dev < 0 && j->req.n <= atomic_load_explicit(&s->inline_max, memory_order_relaxed)) {
         /* small enough to sort here: done runs now, on this thread */

@@ -34,18 +34,20 @@
 
 typedef struct gs_sched gs_sched;
 
-/* How a job's route was chosen. gs_sched_plan_name gives the word the sort
- * reply carries ("tuned", "default", ...). */
-typedef enum gs_plan {
-    GS_PLAN_TUNED,           /* the device's tuned plan */
-    GS_PLAN_DEFAULT,         /* built-in defaults: no plan for this device or shape */
-    GS_PLAN_OVERRIDE,        /* the client named the algorithm */
-    GS_PLAN_BUSY,            /* the planned queue was busy: a route predicted sooner */
-    GS_PLAN_FALLBACK,        /* the device failed or cannot serve it: the host sort */
-    GS_PLAN_SPLIT,           /* cut over several devices at once, merged on the host */
-    GS_PLAN_COUNT
-} gs_plan;
-const char *gs_sched_plan_name(gs_plan p);
+/* How a job's route was chosen: by the device's plan (the tuner's winners,
+ * held by gs_plans.h) or one of the other ways. gs_sched_route_name gives
+ * the word the sort reply carries in its "plan" field ("tuned", "default",
+ * ...). */
+typedef enum gs_route_how {
+    GS_ROUTE_TUNED,          /* the device's tuned plan */
+    GS_ROUTE_DEFAULT,        /* built-in defaults: no plan for this device or shape */
+    GS_ROUTE_OVERRIDE,       /* the client named the algorithm */
+    GS_ROUTE_BUSY,           /* the planned queue was busy: a route predicted sooner */
+    GS_ROUTE_FALLBACK,       /* the device failed or cannot serve it: the host sort */
+    GS_ROUTE_SPLIT,          /* cut over several devices at once, merged on the host */
+    GS_ROUTE_COUNT
+} gs_route_how;
+const char *gs_sched_route_name(gs_route_how how);
 
 struct gs_sched_sink;
 struct gs_split;
@@ -64,7 +66,7 @@ typedef struct gs_job_part {
     const gs_algo *algo;
     gs_params params;
     size_t chunk_n;
-    int plan;                /* gs_plan of its device's own choice */
+    int how;                 /* gs_route_how of its device's own choice */
     double run_ms;           /* predicted run alone (the queue's backlog grows by it) */
 } gs_job_part;
 
@@ -90,12 +92,12 @@ typedef struct gs_job {
     int dev;                 /* device index, -1: host */
     const gs_algo *algo;
     gs_params run_params;
-    gs_plan plan;
+    gs_route_how how;
     double predicted_ms;
-    size_t chunk_n;          /* > 0: out of core, sorted in pieces of this many (gs_chunk.h) */
-    struct gs_split *split;  /* GS_PLAN_SPLIT: the parts in flight (the scheduler's) */
+    size_t chunk_n;          /* > 0: out of core, sorted in pieces of this many (gs_ooc.h) */
+    struct gs_split *split;  /* GS_ROUTE_SPLIT: the parts in flight (the scheduler's) */
     struct gs_job *parent;   /* a part of a split: the request it is a piece of */
-    unsigned nparts;         /* GS_PLAN_SPLIT: the parts, once done (and as routed) */
+    unsigned nparts;         /* GS_ROUTE_SPLIT: the parts, once done (and as routed) */
     gs_job_part parts[GS_SPLIT_MAX];
     char split_why[256];     /* split_ask and not split: why ("" otherwise) */
     /* the outcome */
@@ -192,7 +194,7 @@ unsigned gs_sched_host_threads(const gs_sched *s);
 void gs_sched_set_inline_max(gs_sched *s, size_t n);
 /* Loop thread: the device memory one request may use on each device
  * (device_mem_cap), besides the device's own limits; 0: those alone. A
- * request above it is sorted out of core, in pieces that fit (gs_chunk.h). */
+ * request above it is sorted out of core, in pieces that fit (gs_ooc.h). */
 void gs_sched_set_mem_cap(gs_sched *s, uint64_t bytes);
 
 /* Indices of enabled devices without a plan (for tune_missing), leaving

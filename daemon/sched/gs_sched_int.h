@@ -81,7 +81,7 @@ typedef struct sched_cand {
     int dev;                 /* -1 host */
     const gs_algo *algo;
     gs_params params;
-    int plan;                /* gs_plan */
+    int how;                 /* gs_route_how */
     double ms;
     size_t chunk_n;          /* out of core: piece size; 0: whole */
 } sched_cand;
@@ -147,7 +147,7 @@ int sched_fit(const gs_sched *s, int d, const gs_algo *a, const gs_sort_req *req
 double sched_merge_ms(const gs_sched *s, const gs_sort_req *r, size_t pieces);
 /* Predicted time of r sorted out of core on device d in pieces of chunk_n
  * with algorithm a, whose whole sort would take whole_ms: twice that on
- * the device route (gs_chunk.h), else that plus the host merge. */
+ * the device route (gs_ooc.h), else that plus the host merge. */
 double sched_ooc_ms(const gs_sched *s, int d, const gs_algo *a, const gs_sort_req *r,
                     double whole_ms, size_t chunk_n);
 

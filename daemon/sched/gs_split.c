@@ -11,12 +11,12 @@
  * their devices and run as any device job (so a part may itself be out of
  * core); a part whose device fails is sorted again by the host sort while
  * its range still holds its input. The last part to finish, on its worker
- * thread, merges the parts on the host (gs_chunk_merge: stable, NaN bits
+ * thread, merges the parts on the host (gs_ooc_merge: stable, NaN bits
  * kept, argsort indices shifted by each part's offset) and hands the
  * request back, so its loop sees one completion. The parts lie in the
  * client's memory, which it may rewrite meanwhile (issue 32): their bounds
  * come from the predicted shares alone, and the merge reads a private copy
- * of them (gs_chunk.h); a part that noticed the race (GS_EINVAL) answers
+ * of them (gs_ooc.h); a part that noticed the race (GS_EINVAL) answers
  * the request with its error, unmerged. */
 #include "config.h"
 #include "gs_sched.h"
@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gs_chunk.h"
+#include "gs_ooc.h"
 #include "gs_log.h"
 #include "gs_sched_int.h"
 #include "gs_time.h"
@@ -118,7 +118,7 @@ int sched_split_route(gs_sched *s, gs_job *j, const sched_cand *alt, size_t nalt
         const sched_cand *c = &alt[i];
         if (c->dev < 0 || !(c->ms > 0)) {
             if (c->dev < 0 && i < ndevalt)
-                *(c->plan == GS_PLAN_TUNED ? &by_plan : &by_default) += 1;
+                *(c->how == GS_ROUTE_TUNED ? &by_plan : &by_default) += 1;
             continue;
         }
         sdv x = { c, c->ms / (double)r->n, sched_route_backlog(s, c->dev), 0 };
@@ -190,7 +190,7 @@ int sched_split_route(gs_sched *s, gs_job *j, const sched_cand *alt, size_t nalt
         p->n = v[i].n;
         p->algo = c->algo;
         p->params = c->params;
-        p->plan = c->plan;
+        p->how = c->how;
         p->run_ms = v[i].rate * (double)p->n;
         p->predicted_ms = v[i].backlog + p->run_ms;
         gs_sort_req piece = *r;
@@ -208,7 +208,7 @@ int sched_split_route(gs_sched *s, gs_job *j, const sched_cand *alt, size_t nalt
     j->dev = -1;
     j->algo = j->parts[0].algo;
     j->run_params = j->parts[0].params;
-    j->plan = GS_PLAN_SPLIT;
+    j->how = GS_ROUTE_SPLIT;
     j->predicted_ms = total;
     j->chunk_n = 0;
     GS_DEBUG("split of %zu %s keys over %zu devices: predicted %.1f ms (parts %.1f, merge "
@@ -229,7 +229,7 @@ int sched_split_submit(gs_sched *s, gs_job *j)
         j->dev = -1;
         j->algo = gs_algo_find("host");
         gs_params_clear(&j->run_params);
-        j->plan = GS_PLAN_FALLBACK;
+        j->how = GS_ROUTE_FALLBACK;
         j->nparts = 0;
         snprintf(j->fallback, sizeof j->fallback, "out of memory for the split over %u "
                  "devices; served by the host sort", np);
@@ -240,11 +240,11 @@ int sched_split_submit(gs_sched *s, gs_job *j)
     for (unsigned i = 0; i < np; i++) {
         const gs_job_part *jp = &j->parts[i];
         gs_job *p = &sp->part[i];
-        p->req = gs_chunk_piece(&j->req, jp->off, jp->n);
+        p->req = gs_ooc_piece(&j->req, jp->off, jp->n);
         p->device = p->dev = jp->dev;
         p->algo = jp->algo;
         p->run_params = jp->params;
-        p->plan = jp->plan;
+        p->how = jp->how;
         p->predicted_ms = jp->run_ms;
         p->chunk_n = jp->chunk_n;
         p->parent = j;
@@ -308,13 +308,13 @@ void sched_split_part_done(gs_sched *s, gs_job *part)
             snprintf(pre, sizeof pre, "split part %u of %u (%zu keys, device %d): ", i + 1, np,
                      jp->n, jp->planned_dev);
             gs_err_prefix(&j->err, "%s", pre);
-        } else if (p->dev >= 0 && p->plan == GS_PLAN_DEFAULT) {
+        } else if (p->dev >= 0 && p->how == GS_ROUTE_DEFAULT) {
             sched_learn(s, &s->devs[p->dev].rate_ms_per_key, p);
         }
     }
     bounds[np] = j->req.n;
     if (j->rc == 0)
-        j->rc = gs_chunk_merge(&j->req, bounds, np, &j->st, &j->err);
+        j->rc = gs_ooc_merge(&j->req, bounds, np, &j->st, &j->err);
     j->st.wall_ms = gs_now_ms() - j->t_start;
     if (j->rc == 0)
         GS_DEBUG("split of %zu %s keys over %u devices: done in %.3f ms (merge %.3f ms)",

@@ -21,8 +21,7 @@
  * daemon is out of descriptors (MSG_CTRUNC with room to spare) is told
  * apart from too many sent. The per-client limits live here too:
  * request_timeout on the loop's tick, and RLIMIT_NOFILE sized for
- * max_clients at start; and the log lines written at a bounded rate, which
- * the accepting and the loops use too. */
+ * max_clients at start. */
 #include "config.h"
 #include "gs_srv_int.h"
 
@@ -44,32 +43,6 @@
 
 static void conn_read(conn *c);
 static void conn_admitted(conn *c, int rc, const char *msg);
-
-/* ---- log lines at a bounded rate ---- */
-
-int srv_ratelog_allow(srv_ratelog *r, double now_ms)
-{
-    if (now_ms - r->t0 >= RATELOG_WINDOW_MS) {
-        srv_ratelog_flush(r, now_ms);
-        r->t0 = now_ms;
-        r->logged = 0;
-    }
-    if (r->logged < RATELOG_BURST) {
-        r->logged++;
-        return 1;
-    }
-    r->suppressed++;
-    return 0;
-}
-
-void srv_ratelog_flush(srv_ratelog *r, double now_ms)
-{
-    if (!r->suppressed || now_ms - r->t0 < RATELOG_WINDOW_MS)
-        return;
-    GS_WARN("(%u more %s suppressed in the last %.0f s)", r->suppressed, r->what,
-            RATELOG_WINDOW_MS / 1000);
-    r->suppressed = 0;
-}
 
 /* Every request counts once in the statistics, when the daemon runs it or
  * answers it with an error, a fatal one included. */

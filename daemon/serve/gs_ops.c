@@ -217,7 +217,7 @@ void srv_on_job_done(gs_job *j, void *ud)
     gs_reply_sort rs = {
         .n = rq->n, .dtype = rq->dtype, .values = rq->payload, .device = j->dev,
         .algorithm = j->algo->name, .params = j->run_params,
-        .plan = gs_sched_plan_name(j->plan), .fallback = j->fallback,
+        .plan = gs_sched_route_name(j->how), .fallback = j->fallback,
         .times_ms = { .queue = qms, .receive = c->t_recv - c->t_first,
                       .upload = j->st.upload_ms, .sort = sort_ms,
                       .download = j->st.download_ms, .total = total,

@@ -31,7 +31,7 @@
 #include "gs_bufpool.h"
 #include "gs_clrun.h"
 #include "gs_scratch.h"
-#include "gs_chunk.h"
+#include "gs_ooc.h"
 #include "gs_stage.h"
 #include "gs_time.h"
 
@@ -273,8 +273,8 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
         gs_clrun_no_adopt(1);       /* copy as a GPU does, not in place */
     }
     if (hk->ooc_route >= 0)
-        gs_chunk_force(hk->ooc_route, hk->ooc_lanes);
-    gs_chunk_copy_plain(hk->ooc_copy_plain);
+        gs_ooc_force(hk->ooc_route, hk->ooc_lanes);
+    gs_ooc_copy_plain(hk->ooc_copy_plain);
     int rc = srv_acl_load(s, &s->conf, err);
     if (rc < 0) {
         pthread_mutex_destroy(&s->conf_mu);

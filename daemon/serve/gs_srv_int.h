@@ -13,6 +13,7 @@
  *   gs_admit.c   what a request holds of the memory budget
  *   gs_blocks.c  client memory blocks kept across requests
  *   gs_acl.c     who may connect, and the per-uid counts
+ *   gs_ratelog.c log lines at a bounded rate (refusals, clients cut off)
  * The operations reply through the connection, so they sit above it. A
  * file reaches one above it only through a callback that one gave it,
  * which never runs after the call that gave it failed: a whole request
@@ -79,11 +80,9 @@
 #define FD_HEADROOM 64
 
 /* A log line that may repeat as fast as clients can connect (a refusal) is
- * written at most RATELOG_BURST times per RATELOG_WINDOW_MS; the others are
+ * written a few times per window at most (gs_ratelog.c); the others are
  * counted and the count logged once the window is over. One thread uses
  * each. */
-#define RATELOG_BURST 5
-#define RATELOG_WINDOW_MS 10000.0
 typedef struct srv_ratelog {
     const char *what;           /* "refusals": "N more refusals suppressed ..." */
     double t0;                  /* the window's start */
@@ -359,12 +358,6 @@ void srv_counters_sum(srv *s, srv_counters *sum);
 
 /* ---- gs_conn.c: connections ---- */
 
-/* Whether a line may be logged now (counting it in its window), else
- * counts it as suppressed. */
-int srv_ratelog_allow(srv_ratelog *r, double now_ms);
-/* Once a window is over: log how many lines it suppressed, if any. On the
- * tick of the thread that owns it. */
-void srv_ratelog_flush(srv_ratelog *r, double now_ms);
 /* Main loop, at start (`start`: count the daemon's own descriptors first)
  * and after a reload changed max_clients, under conf_mu: raise the soft
  * RLIMIT_NOFILE to what max_clients needs (up to the hard limit), else
@@ -474,5 +467,14 @@ void srv_acl_uid_drop(srv *s, unsigned uid);
 /* Set up and free s->uids. */
 void srv_acl_uids_init(srv *s);
 void srv_acl_uids_free(srv *s);
+
+/* ---- gs_ratelog.c: log lines at a bounded rate ---- */
+
+/* Whether a line may be logged now (counting it in its window), else
+ * counts it as suppressed. */
+int srv_ratelog_allow(srv_ratelog *r, double now_ms);
+/* Once a window is over: log how many lines it suppressed, if any. On the
+ * tick of the thread that owns it. */
+void srv_ratelog_flush(srv_ratelog *r, double now_ms);
 
 #endif

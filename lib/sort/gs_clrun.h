@@ -120,7 +120,7 @@ unsigned long gs_clrun_guard_breaches(void);
  * What a client rewrites during the upload is a wrong answer, not a
  * hazard. After the download the caller's pages are hostile again on
  * every device: the host steps that read them (out of core, a split's
- * merge: gs_chunk.c, gs_chunk_dev.c) bound what they derive from them. */
+ * merge: gs_ooc.c, gs_ooc_dev.c) bound what they derive from them. */
 #define GS_HOSTILE_OPT " -DGS_HOSTILE=1"
 /* 1 when sorts on dev adopt the caller's arrays (a CPU device, zero copy
  * not turned off), or as gs_clrun_force_hostile says. */

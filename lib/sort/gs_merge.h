@@ -1,6 +1,6 @@
 /* Merging sorted runs on the host, shared by the host candidates that sort
  * pieces and merge them (vqsort) and by the out-of-core and split sorts
- * (gs_chunk.h). Up to GS_MERGE_FANIN runs are merged in one round, k at a
+ * (gs_ooc.h). Up to GS_MERGE_FANIN runs are merged in one round, k at a
  * time by a loser tree, so every element is read once and written once
  * (pairwise rounds read and wrote it log2(k) times); more runs take more
  * rounds. A round's output is cut into even ranges run as tasks on a team

@@ -29,7 +29,7 @@ typedef struct gs_sort_stats {
                             after a failure they no longer hold the input */
     size_t nans_on_device; /* NaN patterns saved and restored on the device
                               (gs_clnan.h) instead of by a host pass */
-    unsigned chunks;     /* out of core (gs_chunk.h): pieces sorted one after
+    unsigned chunks;     /* out of core (gs_ooc.h): pieces sorted one after
                             another, then merged; 0: sorted whole */
     double merge_ms;     /* the host merge of those pieces, wall clock */
     /* A device run's wall clock by step (gs_devrun.c), so that a reply

@@ -1,5 +1,5 @@
-/* The merge of sorted pieces for out-of-core sorts (gs_chunk.h; the sort
- * itself is gs_chunk_sort.c). The
+/* The merge of sorted pieces for out-of-core sorts (gs_ooc.h; the sort
+ * itself is gs_ooc_sort.c). The
  * merge reads the caller's arrays into the scratch once, encoding the keys
  * to unsigned total order (gs_keys.h) on the way so gs_merge.h compares
  * plain integers, then merges the scratch back into the caller's arrays in
@@ -18,8 +18,8 @@
  * be sorted; a piece whose sort noticed the race (GS_EINVAL, arrays
  * touched) ends the sort with that error, with no rescue. */
 #include "config.h"
-#include "gs_chunk.h"
-#include "gs_chunk_int.h"
+#include "gs_ooc.h"
+#include "gs_ooc_int.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -37,7 +37,7 @@
 
 #define TASK_N ((size_t)1 << 20)
 
-gs_sort_req gs_chunk_piece(const gs_sort_req *req, size_t lo, size_t n)
+gs_sort_req gs_ooc_piece(const gs_sort_req *req, size_t lo, size_t n)
 {
     size_t vs = gs_payload_size(req->payload);
     gs_sort_req r = *req;
@@ -47,7 +47,7 @@ gs_sort_req gs_chunk_piece(const gs_sort_req *req, size_t lo, size_t n)
     return r;
 }
 
-size_t gs_chunk_size(size_t n, size_t pieces)
+size_t gs_ooc_piece_size(size_t n, size_t pieces)
 {
     return pieces ? (n + pieces - 1) / pieces : n;
 }
@@ -123,8 +123,8 @@ static void task_copyback(void *arg, size_t t, unsigned worker)
         memcpy((char *)m->req->values + lo * m->vs, m->vscr + lo * m->vs, (hi - lo) * m->vs);
 }
 
-int gs_chunk_merge(const gs_sort_req *req, size_t *bounds, size_t npieces, gs_sort_stats *st,
-                   gs_err *err)
+int gs_ooc_merge(const gs_sort_req *req, size_t *bounds, size_t npieces, gs_sort_stats *st,
+                 gs_err *err)
 {
     double t0 = gs_now_ms();
     mjob m = { .req = req, .ks = gs_dtype_size(req->dtype), .vs = gs_payload_size(req->payload),
@@ -177,9 +177,9 @@ int gs_chunk_merge(const gs_sort_req *req, size_t *bounds, size_t npieces, gs_so
     return rc;
 }
 
-int gs_chunk_rescue(const gs_sort_req *req, size_t *bounds, size_t npieces,
-                    const unsigned char *sorted, const char *why, gs_sort_stats *st,
-                    gs_err *err)
+int gs_ooc_rescue(const gs_sort_req *req, size_t *bounds, size_t npieces,
+                  const unsigned char *sorted, const char *why, gs_sort_stats *st,
+                  gs_err *err)
 {
     size_t left = 0;
     for (size_t c = 0; c < npieces; c++)
@@ -189,7 +189,7 @@ int gs_chunk_rescue(const gs_sort_req *req, size_t *bounds, size_t npieces,
     for (size_t c = 0; c < npieces; c++) {
         if (sorted[c])
             continue;
-        gs_sort_req piece = gs_chunk_piece(req, bounds[c], bounds[c + 1] - bounds[c]);
+        gs_sort_req piece = gs_ooc_piece(req, bounds[c], bounds[c + 1] - bounds[c]);
         gs_sort_stats hs;
         gs_err_clear(err);
         int rc = gs_sort_run(&gs_algo_host, NULL, &piece, NULL, &hs, err);
@@ -197,5 +197,5 @@ int gs_chunk_rescue(const gs_sort_req *req, size_t *bounds, size_t npieces,
             return gs_err_prefix(err, "out-of-core piece %zu of %zu on the host: ", c + 1,
                                  npieces), rc;
     }
-    return gs_chunk_merge(req, bounds, npieces, st, err);
+    return gs_ooc_merge(req, bounds, npieces, st, err);
 }

@@ -2,7 +2,7 @@
  * merging arrays sorted in pieces elsewhere (the daemon's split over
  * several devices): the pieces are contiguous ranges of the request, each
  * sorted on its own by an ordinary run (gs_sort_run), then merged: on a
- * GPU by a second pass through the device (gs_chunk_dev.c: segments cut
+ * GPU by a second pass through the device (gs_ooc_dev.c: segments cut
  * by a co-rank search, each sorted there), else on the host by
  * gs_merge.h's k-way round on every free core. The merge is
  * stable (ties to the earlier piece), keeps float total order and every
@@ -10,8 +10,8 @@
  * the request's. Host memory beyond the caller's arrays: one scratch copy
  * of the keys and values (n * (key + value) bytes), plus the NaNs' bits
  * and values when some NaN is not the canonical one. */
-#ifndef GS_CHUNK_H
-#define GS_CHUNK_H
+#ifndef GS_OOC_H
+#define GS_OOC_H
 
 #include <stddef.h>
 
@@ -25,35 +25,35 @@
  * sorted by the host sort instead, as are those not reached, and all are
  * merged on the host (logged): the answer is right. Otherwise the error is
  * returned with st->output_touched set (the request's data is lost). */
-int gs_chunk_sort(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
-                  const gs_params *p, size_t chunk_n, gs_sort_stats *st, gs_err *err);
+int gs_ooc_sort(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
+                const gs_params *p, size_t chunk_n, gs_sort_stats *st, gs_err *err);
 
 /* req's elements [lo, lo + n) as a request of their own (argsort indices
  * then count from lo). */
-gs_sort_req gs_chunk_piece(const gs_sort_req *req, size_t lo, size_t n);
+gs_sort_req gs_ooc_piece(const gs_sort_req *req, size_t lo, size_t n);
 
 /* Merge req's sorted pieces [bounds[i], bounds[i+1]) (i < npieces,
  * bounds[npieces] = n; argsort indices relative to their piece) into one
  * sorted request. bounds is overwritten. st->merge_ms gets the time. */
-int gs_chunk_merge(const gs_sort_req *req, size_t *bounds, size_t npieces, gs_sort_stats *st,
-                   gs_err *err);
+int gs_ooc_merge(const gs_sort_req *req, size_t *bounds, size_t npieces, gs_sort_stats *st,
+                 gs_err *err);
 
 /* 1 when an out-of-core sort with algorithm a on ctx's device takes the
  * device route, 0 for pieces merged on the host; *lanes gets how many
  * items the device route keeps on the device at once. */
-int gs_chunk_device_route(const gs_algo *a, const gs_sort_ctx *ctx, unsigned *lanes);
+int gs_ooc_device_route(const gs_algo *a, const gs_sort_ctx *ctx, unsigned *lanes);
 
-/* Test hook: where out-of-core pieces are merged (GS_CHUNK_AUTO: on the
+/* Test hook: where out-of-core pieces are merged (GS_OOC_AUTO: on the
  * device when it is not a CPU) and how many the device route keeps on the
  * device at once (0: two when the request's memory is pinned, else one;
  * at most 2). */
-enum { GS_CHUNK_AUTO = 0, GS_CHUNK_HOST, GS_CHUNK_DEVICE };
-void gs_chunk_force(int route, unsigned lanes);
+enum { GS_OOC_AUTO = 0, GS_OOC_HOST, GS_OOC_DEVICE };
+void gs_ooc_force(int route, unsigned lanes);
 /* Test hook: the device route's host copies as plain memcpy (1), or with
  * streaming stores (0, the default). */
-void gs_chunk_copy_plain(int on);
+void gs_ooc_copy_plain(int on);
 
 /* The piece size for a sort of n keys cut into `pieces` even pieces. */
-size_t gs_chunk_size(size_t n, size_t pieces);
+size_t gs_ooc_piece_size(size_t n, size_t pieces);
 
 #endif

@@ -1,12 +1,12 @@
-/* An out-of-core sort (gs_chunk_sort, gs_chunk.h): the request cut into
+/* An out-of-core sort (gs_ooc_sort, gs_ooc.h): the request cut into
  * pieces of chunk_n keys, each sorted by the algorithm, then either the
- * device route (two passes through the device, gs_chunk_dev.c) or the
- * host's k-way merge of the pieces (gs_chunk.c), with the host sort
+ * device route (two passes through the device, gs_ooc_dev.c) or the
+ * host's k-way merge of the pieces (gs_ooc.c), with the host sort
  * rescuing pieces a failing device left unwritten. This file sits above
  * both, so neither calls back into the other. */
 #include "config.h"
-#include "gs_chunk.h"
-#include "gs_chunk_int.h"
+#include "gs_ooc.h"
+#include "gs_ooc_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,16 +16,16 @@
 #include "gs_log.h"
 #include "gs_time.h"
 
-int gs_chunk_sort(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
-                  const gs_params *p, size_t chunk_n, gs_sort_stats *st, gs_err *err)
+int gs_ooc_sort(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
+                const gs_params *p, size_t chunk_n, gs_sort_stats *st, gs_err *err)
 {
     double t0 = gs_now_ms();
     memset(st, 0, sizeof *st);
     if (chunk_n == 0 || chunk_n >= req->n)
         return gs_sort_run(a, ctx, req, p, st, err);
     unsigned lanes;
-    if (gs_chunk_device_route(a, ctx, &lanes))
-        return gs_chunk_twopass(a, ctx, req, p, chunk_n, lanes, st, err);
+    if (gs_ooc_device_route(a, ctx, &lanes))
+        return gs_ooc_twopass(a, ctx, req, p, chunk_n, lanes, st, err);
     size_t npieces = (req->n + chunk_n - 1) / chunk_n;
     size_t *bounds = malloc((npieces + 1) * sizeof *bounds);
     if (!bounds)
@@ -40,7 +40,7 @@ int gs_chunk_sort(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
         bounds[c] = c * chunk_n;
     for (size_t c = 0; c < npieces && rc == 0; c++) {
         size_t lo = c * chunk_n, len = req->n - lo < chunk_n ? req->n - lo : chunk_n;
-        gs_sort_req piece = gs_chunk_piece(req, lo, len);
+        gs_sort_req piece = gs_ooc_piece(req, lo, len);
         gs_sort_stats cs;
         rc = gs_sort_run(a, ctx, &piece, p, &cs, err);
         gs_sort_stats_add(st, &cs);
@@ -53,11 +53,11 @@ int gs_chunk_sort(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
     bounds[npieces] = req->n;
     st->chunks = (unsigned)npieces;
     if (rc == 0) {
-        rc = gs_chunk_merge(req, bounds, npieces, st, err);
+        rc = gs_ooc_merge(req, bounds, npieces, st, err);
     } else if (!st->output_touched) {
         char why[GS_ERR_MSG_MAX];
         snprintf(why, sizeof why, "%s", err->msg);
-        rc = gs_chunk_rescue(req, bounds, npieces, sorted, why, st, err);
+        rc = gs_ooc_rescue(req, bounds, npieces, sorted, why, st, err);
         st->output_touched = rc < 0;   /* permuted, indices lost: not to be sorted again */
     }
     free(sorted);

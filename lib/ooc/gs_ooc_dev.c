@@ -1,4 +1,4 @@
-/* The out-of-core sort's device route (gs_chunk.h): two passes through the
+/* The out-of-core sort's device route (gs_ooc.h): two passes through the
  * device in place of one pass and a k-way merge on the host. Pass 1 sorts
  * the request's even pieces in place and copies each, once sorted, into
  * the scratch. A co-rank search over the sorted pieces then cuts the
@@ -20,8 +20,8 @@
  * (cuts_valid) and a sort whose cuts fail, or whose item noticed the race,
  * ends with gs_err_raced's error. */
 #include "config.h"
-#include "gs_chunk.h"
-#include "gs_chunk_int.h"
+#include "gs_ooc.h"
+#include "gs_ooc_int.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -68,12 +68,12 @@ typedef struct lane {
     cl_command_queue q;
 } lane;
 
-/* Test hooks (gs_chunk_force, gs_chunk_copy_plain). */
+/* Test hooks (gs_ooc_force, gs_ooc_copy_plain). */
 static _Atomic int forced_route;
 static _Atomic unsigned forced_lanes;
 static _Atomic int copy_plain;
 
-void gs_chunk_copy_plain(int on)
+void gs_ooc_copy_plain(int on)
 {
     atomic_store(&copy_plain, on);
 }
@@ -88,20 +88,20 @@ static void copy(void *dst, const void *src, size_t n)
         gs_copy_stream(dst, src, n);
 }
 
-void gs_chunk_force(int route, unsigned lanes)
+void gs_ooc_force(int route, unsigned lanes)
 {
     atomic_store(&forced_route, route);
     atomic_store(&forced_lanes, lanes > LANES_MAX ? LANES_MAX : lanes);
 }
 
-int gs_chunk_device_route(const gs_algo *a, const gs_sort_ctx *ctx, unsigned *lanes)
+int gs_ooc_device_route(const gs_algo *a, const gs_sort_ctx *ctx, unsigned *lanes)
 {
     int route = atomic_load(&forced_route);
     unsigned fl = atomic_load(&forced_lanes);
     /* A CPU device sorts on the host's own cores, slower than they merge. */
     int dev = a->uses_device && ctx->dev &&
-              (route == GS_CHUNK_DEVICE ||
-               (route == GS_CHUNK_AUTO && !(ctx->dev->info.type & CL_DEVICE_TYPE_CPU)));
+              (route == GS_OOC_DEVICE ||
+               (route == GS_OOC_AUTO && !(ctx->dev->info.type & CL_DEVICE_TYPE_CPU)));
     /* Two lanes copy straight from pinned memory; unpinned copies need the
      * device's one set of staging buffers, so they take turns. */
     *lanes = fl ? fl : ctx->host_pinned ? 2 : 1;
@@ -115,7 +115,7 @@ static gs_sort_req item_req(const tp *t, size_t i)
     size_t n = t->req->n;
     size_t lo = t->pass == 1 ? t->bounds[i] : i * t->chunk;
     size_t hi = t->pass == 1 ? t->bounds[i + 1] : lo + t->chunk < n ? lo + t->chunk : n;
-    gs_sort_req r = gs_chunk_piece(t->req, lo, hi - lo);
+    gs_sort_req r = gs_ooc_piece(t->req, lo, hi - lo);
     if (t->pass == 2 && r.payload == GS_PL_IDX32)
         r.payload = GS_PL_U32;
     else if (t->pass == 2 && r.payload == GS_PL_IDX64)
@@ -345,9 +345,9 @@ static int run_pass(tp *t, int pass, lane *lanes, unsigned nl, gs_hostpool_team 
     return t->rc;
 }
 
-int gs_chunk_twopass(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
-                     const gs_params *p, size_t chunk_n, unsigned nlanes, gs_sort_stats *st,
-                     gs_err *err)
+int gs_ooc_twopass(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
+                   const gs_params *p, size_t chunk_n, unsigned nlanes, gs_sort_stats *st,
+                   gs_err *err)
 {
     double t0 = gs_now_ms();
     memset(st, 0, sizeof *st);
@@ -406,7 +406,7 @@ int gs_chunk_twopass(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
         unsigned char *done = t.state;
         for (size_t i = 0; i < t.npieces; i++)
             done[i] = t.state[i] == ITEM_SORTED;
-        rc = gs_chunk_rescue(req, t.bounds, t.npieces, done, t.err.msg, &t.sum, err);
+        rc = gs_ooc_rescue(req, t.bounds, t.npieces, done, t.err.msg, &t.sum, err);
         st->output_touched = rc < 0;   /* permuted, indices lost: not to be sorted again */
         t2 = gs_now_ms();
     } else {
@@ -433,7 +433,7 @@ int gs_chunk_twopass(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
             t.back = 1;
             gs_hostpool_for(&team, (req->n + TASK_N - 1) / TASK_N, task_save, &t);
             gs_hostpool_leave(&team);
-            rc = gs_chunk_merge(req, t.bounds, t.npieces, &t.sum, err);
+            rc = gs_ooc_merge(req, t.bounds, t.npieces, &t.sum, err);
         } else {
             gs_hostpool_leave(&team);
         }
