@@ -5,7 +5,10 @@ argsort of random keys (through the staging memfd, inline, and in place on
 a gsort.empty() array: zero copy) against numpy's np.sort and
 np.argsort(kind="stable") and, where cupy imports, cupy from the same numpy
 array (cupy.asnumpy(cupy.sort(cupy.asarray(a))): upload, CUB, download),
-every answer checked against numpy's. Needs a running gsortd (-S SOCKET or
+every answer checked against numpy's. gs.auto is a default Client, which
+sorts small arrays in the process when it measures that faster (issue 36;
+"where" says which route it settled on); the other gs columns always ask
+the daemon (local=False). Needs a running gsortd (-S SOCKET or
 the default socket) and PYTHONPATH naming the python/ directory.
 
     PYTHONPATH=python bench/bench-python.py [-S SOCKET] [--dtype uint32]
@@ -21,10 +24,12 @@ import numpy as np
 import gsort
 
 
-def timed(fn, reps):
-    """Median ms of reps calls after one untimed warm-up call (the first
-    request of a size may build a program or grow the staging memfd)."""
-    fn()
+def timed(fn, reps, warm=1):
+    """Median ms of reps calls after warm untimed calls (the first request
+    of a size may build a program or grow the staging memfd; a default
+    Client times both routes on its first calls of a size)."""
+    for _ in range(warm):
+        fn()
     ts, out = [], None
     for _ in range(reps):
         t0 = time.perf_counter()
@@ -57,15 +62,16 @@ def main():
     except Exception:
         cp = None
     dt = np.dtype(a.dtype)
-    shm = gsort.Client(socket=a.socket)
-    inl = gsort.Client(socket=a.socket, memfd=False)
+    shm = gsort.Client(socket=a.socket, local=False)
+    inl = gsort.Client(socket=a.socket, memfd=False, local=False)
+    auto = gsort.Client(socket=a.socket, local=True)
     rng = np.random.default_rng(1)
     print("# bench-python: %s keys via %s, median of %d, ms (numpy %s)"
           % (dt, gsort.default_socket() if a.socket is None else a.socket, a.reps,
              np.__version__))
-    print("%-6s %10s %10s %10s %10s %10s %10s %10s %10s  %s" % (
+    print("%-6s %10s %10s %10s %10s %10s %10s %10s %10s %10s %8s %7s  %s" % (
         "n", "np.sort", "cupy", "gs.sort", "gs.shared", "gs.inline", "np.argsort",
-        "gs.argsort", "vs cupy", "device/algorithm/plan"))
+        "gs.argsort", "vs cupy", "gs.auto", "auto/np", "where", "device/algorithm/plan"))
     for lg in range(a.min_log2, a.max_log2 + 1):
         n = 1 << lg
         if dt.kind == "f":
@@ -99,12 +105,17 @@ def main():
         shared_ok = np.array_equal(xs, ref) and shm.last.get("zero_copy")
         del xs
         t_in, got_in = timed(lambda: inl.sort(x, **kw), a.reps)
+        # enough warm calls for the Router to time both routes (numpy only
+        # up to its try limit)
+        t_au, got_au = timed(lambda: auto.sort(x, **kw), a.reps, warm=3)
+        where = auto.last.get("where")
         t_npa = t_gsa = float("nan")
         refa = gota = None
         if lg <= a.argsort_max_log2:
             t_npa, refa = timed(lambda: np.argsort(x, kind="stable"), a.reps)
             t_gsa, gota = timed(lambda: shm.argsort(x, stable=True, **kw), a.reps)
         if not (np.array_equal(got, ref) and np.array_equal(got_in, ref) and
+                np.array_equal(got_au, ref) and
                 (refa is None or np.array_equal(gota, refa)) and shared_ok):
             print("bench-python: 2^%d: WRONG ANSWER" % lg, file=sys.stderr)
             return 1
@@ -113,10 +124,11 @@ def main():
                   file=sys.stderr)
             return 1
         dev = last.get("device") or {}
-        where = "host" if dev.get("index", -1) == -1 and not dev.get("name") else dev.get("name", "?")
-        print("2^%-4d %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %9.2fx  %s/%s/%s" % (
-            lg, t_np, t_cp, t_gs, t_sh, t_in, t_npa, t_gsa, t_gs / t_cp, where,
-            last.get("algorithm"), last.get("plan")))
+        on = "host" if dev.get("index", -1) == -1 and not dev.get("name") else dev.get("name", "?")
+        print("2^%-4d %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %9.2fx %10.3f %7.2fx "
+              "%7s  %s/%s/%s" % (
+                  lg, t_np, t_cp, t_gs, t_sh, t_in, t_npa, t_gsa, t_gs / t_cp, t_au, t_au / t_np,
+                  where, on, last.get("algorithm"), last.get("plan")))
         sys.stdout.flush()
     return 0
 

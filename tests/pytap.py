@@ -1,8 +1,10 @@
 """What the Python tests share (tests/test_python.py, test_dask.py,
 test_dask_netns.py): TAP output (ok, check, finish) and real gsortd
-daemons on temporary sockets (Daemons). Imported from tests/ (the scripts'
+daemons on temporary sockets (Daemons), an environment variable set for a
+while (env_set). Imported from tests/ (the scripts'
 own directory is first on sys.path)."""
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -14,6 +16,20 @@ PCACHE = os.environ.get("GSORT_PCACHE", "tests/pcache")
 
 _n = 0
 _failed = 0
+
+
+@contextlib.contextmanager
+def env_set(name, value):
+    """os.environ[name] = value inside the block, put back after it."""
+    old = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = old
 
 
 def ok(cond, desc, diag=None):

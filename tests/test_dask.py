@@ -20,7 +20,7 @@ import warnings
 
 import numpy as np
 
-from pytap import Daemons, check, finish, ok
+from pytap import Daemons, check, env_set, finish, ok
 
 # Worker processes re-import this file as __mp_main__: nothing but imports
 # and definitions at module level.
@@ -239,17 +239,10 @@ def no_daemon(pd, gd, rng, tmp):
                          and np.array_equal(pi, np.argsort(a, kind="stable")))
             out["warnings"] = [str(x.message) for x in w
                                if issubclass(x.category, RuntimeWarning)]
-    old = os.environ.get("GSORTD_SOCKET")
-    os.environ["GSORTD_SOCKET"] = os.path.join(tmp, "nobody.sock")
-    try:
+    with env_set("GSORTD_SOCKET", os.path.join(tmp, "nobody.sock")):
         t = threading.Thread(target=run)
         t.start()
         t.join()
-    finally:
-        if old is None:
-            del os.environ["GSORTD_SOCKET"]
-        else:
-            os.environ["GSORTD_SOCKET"] = old
     check("no daemon: the sorts come from numpy and are right, with exactly one warning",
           lambda: (out.get("ok") and len(out.get("warnings", [])) == 1 and
                    "no gsortd listens" in out["warnings"][0], out))

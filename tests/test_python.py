@@ -20,7 +20,7 @@ import traceback
 import numpy as np
 
 import gsort
-from pytap import Daemons, check, finish, ok
+from pytap import Daemons, check, env_set, finish, ok
 
 
 def raises(exc, fn, *args, **kw):
@@ -838,6 +838,111 @@ def main():
                         "%.1f s, %s" % (time.time() - t0, c.last))
             check("%s: radix on the OpenCL device sorts keys and values like numpy "
                   "(device, algorithm and plan in last)" % how, t_dev)
+
+    local_checks(a_sock)
+
+
+def local_checks(sock):
+    """The local path (python/gsort/_local.py, issue 36): the same results
+    as the daemon for every dtype, order, stability and NaN case; when it
+    runs (the Router's rule, shown on recorded times, not timed here); and
+    what turns it off."""
+    from gsort import _local
+    cd = gsort.Client(sock, local=False)      # the daemon's answers
+    cl = gsort.Client(sock, local=True)
+    for dt in gsort.SUPPORTED_DTYPES:
+        for n in (300, 5000):
+            x = random_keys(dt, n, special=True)
+            if x.dtype.kind == "f":               # NaNs of several bit patterns
+                u = x.view(np.uint32 if x.itemsize == 4 else np.uint64)
+                nans = np.flatnonzero(np.isnan(x))
+                u[nans[::2]] ^= u.dtype.type(1)
+                u[nans[1::3]] |= u.dtype.type(1) << u.dtype.type(8 * x.itemsize - 1)
+            v = np.arange(n, dtype=np.float64) * 1.5
+            for desc in (False, True):
+                def t_same():
+                    ks = _local.sort_keys(x, desc, np.empty_like(x))
+                    i = _local.order(x, desc)
+                    return (bits_equal(ks, cd.sort(x, descending=desc)) and
+                            np.array_equal(i, cd.argsort(x, descending=desc, stable=True)) and
+                            np.array_equal(i, ref_argsort(x, desc)) and
+                            bits_equal(x[i], ks), (ks[:6], cd.last["algorithm"]))
+                check("local %s n=%d descending=%s: sort and stable argsort bit-identical "
+                      "to the daemon's (zeros, NaN patterns, ties in input order)"
+                      % (dt, n, desc), t_same)
+
+                def t_client():
+                    # through a Client that sorts here below 256 keys
+                    y = x[:200]
+                    r = (cl.sort(y, descending=desc), cl.last["where"],
+                         cl.argsort(y, descending=desc, stable=True), cl.last["where"],
+                         cl.sort_by_key(y, v[:200], descending=desc, stable=True),
+                         cl.last["where"], cl.argsort(y, descending=desc))
+                    e = (cd.sort(y, descending=desc),
+                         cd.argsort(y, descending=desc, stable=True),
+                         cd.sort_by_key(y, v[:200], descending=desc, stable=True))
+                    return (r[1] == r[3] == r[5] == "local" and bits_equal(r[0], e[0]) and
+                            np.array_equal(r[2], e[1]) and bits_equal(r[4][0], e[2][0]) and
+                            bits_equal(r[4][1], e[2][1]) and bits_equal(y[r[6]], e[0]),
+                            r[1::2])
+                check("Client(local=True) %s 200 keys descending=%s: sort, argsort and "
+                      "sort_by_key ran here, equal to the daemon's" % (dt, desc), t_client)
+
+    def t_inplace():
+        y = random_keys(np.float32, 100, special=True)
+        ref = cd.sort(y)
+        r = cl.sort(y, inplace=True)
+        k = random_keys(np.int64, 100)
+        w = np.arange(100, dtype=np.int32)
+        rk = cd.sort_by_key(k, w, stable=True)
+        pk, pv = cl.sort_by_key(k, w, stable=True, inplace=True)
+        return (r is y and bits_equal(y, ref) and cl.last["where"] == "local" and pk is k and
+                pv is w and bits_equal(k, rk[0]) and bits_equal(w, rk[1]))
+    check("local inplace=True: sort and sort_by_key write the arrays themselves", t_inplace)
+
+    def t_forced():
+        y = random_keys(np.uint32, 100)
+        w = []
+        for kw in ({"algorithm": "host"}, {"local": False}, {"params": {"threads": 1},
+                                                             "algorithm": "host"}):
+            cl.sort(y, **kw)
+            w.append(cl.last["where"])
+        c2 = gsort.Client(sock, local=False)
+        c2.sort(y)
+        w.append(c2.last["where"])
+        c2.close()
+        with env_set("GSORT_NO_LOCAL", "1"):
+            c3 = gsort.Client(sock)
+        c3.sort(y)
+        w.append(c3.last["where"])
+        c3.close()
+        return w == ["daemon"] * 5 and "times_ms" in cl.last, w
+    check("a named algorithm or params, local=False, Client(local=False) and "
+          "GSORT_NO_LOCAL=1 ask the daemon", t_forced)
+
+    def t_router():
+        r = _local.Router()
+        sh = ("<u4", "none", False, False)
+        seq = [r.choose(sh, 100), r.choose(sh, 4096)]       # local; daemon (unmeasured)
+        r.record(sh, 4096, False, 1.0)
+        seq.append(r.choose(sh, 4096))                      # numpy tried once
+        r.record(sh, 4096, True, 0.1)
+        seq += [r.choose(sh, 4096), r.choose(sh, 2048)]     # local won: local; below too
+        r.record(sh, 1 << 20, False, 2.0)
+        r.record(sh, 1 << 20, True, 20.0)
+        seq += [r.choose(sh, 1 << 22), r.choose(sh, 1 << 27)]   # daemon won below: daemon
+        # the loser is tried again once in RETRY_EVERY calls, unless far slower
+        tries = sum(r.choose(sh, 4096) is False for _ in range(_local.RETRY_EVERY * 2))
+        r.record(sh, 1 << 16, False, 1.0)
+        r.record(sh, 1 << 16, True, 1.5)
+        retry = sum(r.choose(sh, 1 << 16) is True for _ in range(_local.RETRY_EVERY * 2))
+        want = [True, False, True, True, True, False, False]
+        return seq == want and tries == 0 and retry == 2, (seq, tries, retry, r.table())
+    check("Router: local below 256 keys, the daemon first where unmeasured, numpy tried "
+          "once, the faster kept; neighbours decide unmeasured sizes; a close loser retried "
+          "1 in %d" % _local.RETRY_EVERY, t_router)
+    cd.close()
+    cl.close()
 
 
 if __name__ == "__main__":

@@ -75,6 +75,8 @@ import weakref
 
 import numpy as np
 
+from . import _local
+
 __all__ = [
     "Client", "Error", "NoDaemonError", "SUPPORTED_DTYPES", "default_socket",
     "default_client", "sort", "argsort", "sort_by_key", "info", "stats", "ping",
@@ -445,6 +447,16 @@ class Client:
     when the system has it (memfd_error then says why not when it did not
     work). Use as a context manager, or call close().
 
+    Small arrays are sorted here, in the calling process, when that is
+    faster than a round trip to the daemon (local=True, the default; see
+    gsort._local): the Client times both routes per request shape and
+    size as it goes and takes the faster, so a call is never slower than
+    numpy's own sort for long. The result is the same either way (gsortd's
+    order, NaNs and zeros included). local=False, or GSORT_NO_LOCAL=1 in
+    the environment, always asks the daemon; so does any call that names
+    an algorithm, params, a device or a split. c.last["where"] says which
+    ran it: "local" (then "algorithm" is "numpy") or "daemon".
+
     After each successful call c.last is the daemon's reply header (a
     dict, see gsort-protocol(7)); for a sort it says where the sort ran:
     "device" ({index, name, platform} or None for the host sort),
@@ -456,8 +468,12 @@ class Client:
     """
 
     def __init__(self, socket=None, timeout=None, memfd=None,
-                 keep_stage_bytes=_KEEP_STAGE_BYTES):
+                 keep_stage_bytes=_KEEP_STAGE_BYTES, local=None):
         self.path = socket if socket is not None else default_socket()
+        if local is None:
+            local = os.environ.get("GSORT_NO_LOCAL", "") in ("", "0")
+        self.local = bool(local)
+        self.router = _local.Router()
         if timeout is not None and not timeout > 0:
             raise ValueError("gsort: timeout must be a positive number of seconds or None")
         self.timeout = timeout
@@ -863,8 +879,28 @@ class Client:
         self._finish(h, False, t0)
         return h
 
+    # -- sorting here or there --
+
+    def _go_local(self, local, shape, n, algorithm, params, device, split):
+        """Whether this call sorts in this process (see the class's doc)."""
+        on = self.local if local is None else bool(local)
+        if not on or algorithm is not None or params is not None or device is not None or \
+                split:
+            return False
+        return self.router.choose(shape, n)
+
+    def _local_done(self, shape, n, ms, local, algorithm):
+        """After a call: record its route's time; c.last says where it ran."""
+        if local:
+            self.router.record(shape, n, True, ms)
+            self.last = {"where": "local", "algorithm": "numpy", "n": n, "client_ms": ms}
+        else:
+            self.last["where"] = "daemon"
+            if algorithm is None:
+                self.router.record(shape, n, False, self.last["client_ms"])
+
     def sort(self, a, descending=False, stable=False, inplace=False, algorithm=None,
-             params=None, device=None, split=None):
+             params=None, device=None, split=None, local=None):
         """Return a sorted copy of the 1-D array a (inplace=True: sort a
         itself, which must be a writable C-contiguous numpy array, and
         return it).
@@ -886,12 +922,19 @@ class Client:
         a = _as_1d(a, "the array")
         _wire_dtype(a.dtype)
         out = a if inplace else np.empty(a.shape[0], dtype=a.dtype)
+        shape = (a.dtype.str, "none", bool(descending), bool(stable))
+        n = a.shape[0]
+        if self._go_local(local, shape, n, algorithm, params, device, split):
+            _, ms = _local.timed(_local.sort_keys, a, descending, out)
+            self._local_done(shape, n, ms, True, None)
+            return out
         self._run(a, "none", None, out, None, descending, stable, algorithm, params, device,
                   split)
+        self._local_done(shape, n, 0, False, algorithm)
         return out
 
     def argsort(self, a, descending=False, stable=False, index_dtype=np.int64,
-                algorithm=None, params=None, device=None, split=None):
+                algorithm=None, params=None, device=None, split=None, local=None):
         """Return the indices that sort the 1-D array a, like np.argsort
         (a is left as it is). index_dtype: int64 (default), uint64, int32
         or uint32. With stable=True equal keys are listed in input order.
@@ -906,7 +949,15 @@ class Client:
         if n - 1 > np.iinfo(idt).max:
             raise ValueError("gsort: %d indices do not fit in %s" % (n, idt))
         out = np.empty(n, dtype=idt)
+        shape = (a.dtype.str, "idx", bool(descending), bool(stable))
+        if self._go_local(local, shape, n, algorithm, params, device, split):
+            def run():
+                out[...] = _local.order(a, descending)
+            _, ms = _local.timed(run)
+            self._local_done(shape, n, ms, True, None)
+            return out
         self._argsort_into(a, None, out, descending, stable, algorithm, params, device, split)
+        self._local_done(shape, n, 0, False, algorithm)
         return out
 
     def _argsort_into(self, a, dst_keys, dst_index, descending, stable, algorithm=None,
@@ -920,7 +971,7 @@ class Client:
                   device, split)
 
     def sort_by_key(self, keys, values, descending=False, stable=False, inplace=False,
-                    algorithm=None, params=None, device=None, split=None):
+                    algorithm=None, params=None, device=None, split=None, local=None):
         """Sort keys and permute values (a 1-D array of the same length
         whose items are 4 or 8 bytes: any dtype, moved as raw bytes) with
         them. Returns (sorted keys, permuted values): copies, or with
@@ -950,6 +1001,16 @@ class Client:
         kind = "u32" if vdt.itemsize == 4 else "u64"
         ko = keys if inplace else np.empty(keys.shape[0], dtype=keys.dtype)
         vo = values if inplace else np.empty(values.shape[0], dtype=vdt)
+        shape = (keys.dtype.str, kind, bool(descending), bool(stable))
+        n = keys.shape[0]
+        if self._go_local(local, shape, n, algorithm, params, device, split):
+            def run():
+                i = _local.order(keys, descending)
+                ko[...] = keys[i]       # fancy indexing copies first: safe in place
+                vo[...] = values[i]
+            _, ms = _local.timed(run)
+            self._local_done(shape, n, ms, True, None)
+            return ko, vo
         # The daemon moves values as raw bytes, so the transfer works on
         # unsigned views of the same width (sharing memory with values and
         # vo): dtypes the buffer protocol cannot export (datetime64,
@@ -958,6 +1019,7 @@ class Client:
         raw = np.uint32 if vdt.itemsize == 4 else np.uint64
         self._run(keys, kind, values.view(raw), ko, vo.view(raw), descending, stable,
                   algorithm, params, device, split)
+        self._local_done(shape, n, 0, False, algorithm)
         return ko, vo
 
     def _sort_parts(self, keys, values=None, keys_out=True, stable=False):
@@ -991,17 +1053,17 @@ class Client:
 
 # ---- module-level convenience: one default client per thread ----
 
-_local = threading.local()
+_per_thread = threading.local()
 
 
 def default_client():
     """This thread's default Client (created on first use, at
     default_socket(); again in a forked child)."""
-    c = getattr(_local, "client", None)
-    if c is None or c._closed or getattr(_local, "pid", None) != os.getpid():
+    c = getattr(_per_thread, "client", None)
+    if c is None or c._closed or getattr(_per_thread, "pid", None) != os.getpid():
         c = Client()
-        _local.client = c
-        _local.pid = os.getpid()
+        _per_thread.client = c
+        _per_thread.pid = os.getpid()
     return c
 
 

@@ -1,0 +1,164 @@
+"""Sorting in the caller's process, and when to (issue 36): below a size a
+round trip to gsortd costs more than numpy's whole sort, so a Client sorts
+those arrays here and a call is never slower than the local sort.
+
+The local sort gives exactly what the daemon gives: the keys in gsortd's
+order (floats -inf < ... < -0.0 < +0.0 < ... < +inf < NaN; descending is
+the exact reverse, NaNs first), every NaN's bit pattern kept, in input
+order, and with stable=True equal keys in input order in either direction.
+Integers sort with np.sort; floats, argsorts and sorts by key sort the
+keys' order-preserving unsigned encoding (the daemon's, gs_keys.h), so the
+two zeros, the NaNs and every bit come out as the daemon leaves them.
+
+When: Router measures the two routes as the caller sees them, per request
+shape and power-of-two size, and takes the faster. A size it has not
+measured follows a measured neighbour (sizes below one the daemon won
+stay local, sizes above one the daemon won go to it); otherwise it tries
+the daemon first, then the local sort once; the loser is tried again now
+and then, as load and plans change. Arrays too large for numpy to try
+cheaply (LOCAL_TRY_MAX) are never tried here."""
+
+import time
+
+import numpy as np
+
+# Below this a round trip to the daemon (tens of microseconds) cannot pay:
+# numpy sorts 256 keys in about a microsecond.
+LOCAL_ALWAYS_BELOW = 256
+# Never try numpy on more keys than this (its sort of 2^27 takes seconds).
+LOCAL_TRY_MAX = 1 << 22
+# Of this many calls at a size, one goes to the losing route, to notice
+# when it becomes the faster (a loaded daemon, a new plan).
+RETRY_EVERY = 64
+# A loser this many times slower than the winner is not tried again.
+RETRY_RATIO = 4.0
+
+
+def _bucket(n):
+    return max(int(n) - 1, 0).bit_length()
+
+
+class Router:
+    """Per shape (dtype, values kind, order, stability) and bucket
+    (ceil(log2 n)): the two routes' times, as exponential averages."""
+
+    def __init__(self):
+        self._t = {}
+
+    def choose(self, shape, n):
+        """True: sort locally; False: ask the daemon."""
+        if n < LOCAL_ALWAYS_BELOW:
+            return True
+        b = _bucket(n)
+        t = self._t.get(shape)
+        if t is None:
+            return False
+        cur = t.get(b)
+        if cur is not None and cur[0] is not None and cur[1] is not None:
+            cur[2] += 1
+            loc, dae = cur[0], cur[1]
+            win = loc <= dae
+            lose = dae if win else loc
+            if cur[2] % RETRY_EVERY == 0 and lose < RETRY_RATIO * min(loc, dae) and \
+                    (win or n <= LOCAL_TRY_MAX):
+                return not win
+            return win
+        # Unmeasured here: a measured neighbour decides (the daemon pays
+        # more the larger the array, relative to numpy).
+        for k, v in t.items():
+            if v[0] is None or v[1] is None:
+                continue
+            if k < b and v[1] < v[0]:
+                return False
+            if k > b and v[0] <= v[1]:
+                return True
+        if cur is None or cur[1] is None:
+            return False
+        return n <= LOCAL_TRY_MAX    # the daemon was timed here: try numpy once
+
+    def record(self, shape, n, local, ms):
+        if n < LOCAL_ALWAYS_BELOW:
+            return
+        t = self._t.setdefault(shape, {})
+        cur = t.setdefault(_bucket(n), [None, None, 0])
+        i = 0 if local else 1
+        # per key, so that sizes within a bucket compare alike
+        v = ms / max(n, 1)
+        cur[i] = v if cur[i] is None else 0.75 * cur[i] + 0.25 * v
+
+    def table(self):
+        """{shape: {bucket: (local ms/key, daemon ms/key)}} as measured."""
+        return {s: {b: (v[0], v[1]) for b, v in t.items()} for s, t in self._t.items()}
+
+
+# ---- the sorts ----
+
+def _uint(dt):
+    return np.uint32 if dt.itemsize == 4 else np.uint64
+
+
+def encode(keys, descending):
+    """The order-preserving unsigned encoding of gs_keys.h: a new array
+    whose ascending unsigned order is gsortd's order of keys."""
+    dt = keys.dtype
+    u = _uint(dt)
+    bits = 8 * dt.itemsize
+    sign = u(1 << (bits - 1))
+    e = np.ascontiguousarray(keys).view(u).copy()
+    if dt.kind == "i":
+        e ^= sign
+    elif dt.kind == "f":
+        neg = (e & sign) != 0
+        np.invert(e, out=e, where=neg)
+        np.bitwise_or(e, sign, out=e, where=~neg)
+        nan = np.isnan(keys)
+        if nan.any():
+            e[nan] = np.iinfo(u).max      # every NaN the one top value
+    if descending:
+        np.invert(e, out=e)
+    return e
+
+
+def order(keys, descending):
+    """The stable permutation that sorts keys in gsortd's order."""
+    if keys.dtype.kind in "iu" and not descending:
+        return np.argsort(keys, kind="stable")
+    return np.argsort(encode(keys, descending), kind="stable")
+
+
+def sort_keys(keys, descending, out):
+    """The keys sorted into out, as the daemon sorts them."""
+    if keys.dtype.kind in "iu":
+        if out is not keys:
+            out[...] = keys
+        out.sort()              # in place: one allocation fewer than np.sort
+        if descending:
+            out[...] = out[::-1]    # numpy buffers the overlap
+        return out
+    # Floats sort as their encoding: numpy's float sort need not keep the
+    # bits (its AVX-512 float32 sort turned subnormals into -0.0 here).
+    u = _uint(keys.dtype)
+    sign = u(1 << (8 * keys.itemsize - 1))
+    e = encode(keys, False)
+    e.sort()
+    top = (e & sign) != 0                   # was positive: flip the sign back
+    np.bitwise_xor(e, sign, out=e, where=top)
+    np.invert(e, out=e, where=~top)
+    s = e.view(keys.dtype)
+    nan = np.isnan(keys)
+    m = int(np.count_nonzero(nan))
+    if m:                                   # NaN bit patterns in input order
+        s[s.shape[0] - m:] = keys[nan]
+    if descending:
+        out[...] = s[::-1]
+        if m:
+            out[:m] = keys[nan]
+    else:
+        out[...] = s
+    return out
+
+
+def timed(fn, *args):
+    t0 = time.perf_counter()
+    r = fn(*args)
+    return r, (time.perf_counter() - t0) * 1e3
