@@ -314,8 +314,11 @@ def _copy(dst, src):
             at += p.shape[0]
         return
     n = dst.shape[0]
+    if dst.nbytes < _PARALLEL_COPY_BYTES:      # first: os.cpu_count() costs ~9 us
+        dst[...] = src
+        return
     threads = min(8, os.cpu_count() or 1)
-    if dst.nbytes < _PARALLEL_COPY_BYTES or threads < 2 or n < threads:
+    if threads < 2 or n < threads:
         dst[...] = src
         return
     global _pool
