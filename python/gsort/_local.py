@@ -108,15 +108,51 @@ def encode(keys, descending):
     if dt.kind == "i":
         e ^= sign
     elif dt.kind == "f":
-        neg = (e & sign) != 0
-        np.invert(e, out=e, where=neg)
-        np.bitwise_or(e, sign, out=e, where=~neg)
+        # negative: all bits flipped; positive: the sign bit set. Whole-array
+        # arithmetic, no masked ufuncs (those cost several passes).
+        m = e >> u(bits - 1)
+        m *= u((1 << (bits - 1)) - 1)
+        m |= sign
+        e ^= m
         nan = np.isnan(keys)
         if nan.any():
             e[nan] = np.iinfo(u).max      # every NaN the one top value
     if descending:
         np.invert(e, out=e)
     return e
+
+
+def _decode_floats(e, dtype):
+    """encode()'s inverse for ascending float keys, in place; a view as
+    dtype (NaNs come back as some NaN: the caller restores their bits)."""
+    u = e.dtype.type
+    bits = 8 * e.itemsize
+    m = e >> u(bits - 1)
+    m ^= u(1)                   # 1: was negative
+    m *= u((1 << (bits - 1)) - 1)
+    m |= u(1 << (bits - 1))
+    e ^= m
+    return e.view(dtype)
+
+
+def _np_sort_keeps_bits(dt):
+    """Whether np.sort of this float dtype moves every value but the zeros
+    and NaNs unchanged (numpy 1.24's AVX-512 float32 sort does not even
+    keep the count of -0.0 and +0.0: a vector min of two equal zeros
+    returns either; sort_keys puts both blocks back from the input)."""
+    tiny = np.finfo(dt).tiny
+    # long enough for numpy's vectorised paths (short arrays take others)
+    x = np.array([tiny / 4, -tiny / 4, 0.0, -0.0, 1.0, -1.0, np.nan, -np.inf,
+                  tiny * 3, -tiny / 3, 2.0, -3.0, 1e-3, -7.0, 5.0, 0.5] * 256, dt)
+    x = x[np.random.default_rng(7).permutation(x.shape[0])]
+    s = np.sort(x)
+    u = _uint(np.dtype(dt))
+    keep = (x != 0) & ~np.isnan(x)
+    kept = (s != 0) & ~np.isnan(s)
+    return bool(np.array_equal(np.sort(x[keep].view(u)), np.sort(s[kept].view(u))))
+
+
+_FAST_FLOAT = {np.dtype(t): _np_sort_keeps_bits(t) for t in (np.float32, np.float64)}
 
 
 def order(keys, descending):
@@ -135,25 +171,45 @@ def sort_keys(keys, descending, out):
         if descending:
             out[...] = out[::-1]    # numpy buffers the overlap
         return out
-    # Floats sort as their encoding: numpy's float sort need not keep the
-    # bits (its AVX-512 float32 sort turned subnormals into -0.0 here).
-    u = _uint(keys.dtype)
-    sign = u(1 << (8 * keys.itemsize - 1))
-    e = encode(keys, False)
-    e.sort()
-    top = (e & sign) != 0                   # was positive: flip the sign back
-    np.bitwise_xor(e, sign, out=e, where=top)
-    np.invert(e, out=e, where=~top)
-    s = e.view(keys.dtype)
-    nan = np.isnan(keys)
-    m = int(np.count_nonzero(nan))
+    n = keys.shape[0]
+    if _FAST_FLOAT[keys.dtype]:
+        # numpy's order but for the zeros (equal to numpy) and the NaNs
+        # (last, in no promised order): put those two blocks right. Sorted
+        # in out itself: one allocation and one copy fewer than np.sort.
+        if out is not keys:
+            out[...] = keys
+        else:
+            keys = keys.copy()          # the input's zeros and NaNs, for the fix-ups
+        s = out
+        s.sort()
+        nn = n
+        if n and np.isnan(s[-1]):
+            nn = n - int(np.count_nonzero(np.isnan(keys)))
+        lo = int(np.searchsorted(s[:nn], 0.0, "left"))
+        hi = int(np.searchsorted(s[:nn], 0.0, "right"))
+        if hi - lo > 1:
+            # counted in the input: numpy's sort may not keep the count
+            k = int(np.count_nonzero(np.signbit(keys[keys == 0])))
+            z = s[lo:hi]
+            z[:k] = -0.0
+            z[k:] = 0.0
+    else:
+        s = _decode_floats(np.sort(encode(keys, False)), keys.dtype)
+        nn = n - int(np.count_nonzero(np.isnan(keys))) if n and np.isnan(s[-1]) else n
+    m = n - nn
     if m:                                   # NaN bit patterns in input order
-        s[s.shape[0] - m:] = keys[nan]
+        nans = keys[np.isnan(keys)]
+        if descending:
+            out[...] = s[::-1]              # numpy buffers an overlap with s
+            out[:m] = nans
+        else:
+            if s is not out:
+                out[...] = s
+            out[nn:] = nans
+        return out
     if descending:
         out[...] = s[::-1]
-        if m:
-            out[:m] = keys[nan]
-    else:
+    elif s is not out:
         out[...] = s
     return out
 
