@@ -84,7 +84,20 @@ enum {
     GSORT_INLINE = 1u << 2,       /* send the bytes on the socket, never shared memory */
     GSORT_SPLIT = 1u << 3,        /* weigh splitting over several devices at any size
                                      (res->plan is then "split" where it was split) */
+    GSORT_NO_LOCAL = 1u << 4,     /* ask the daemon, never sort in this process */
 };
+
+/* Sorting in the calling process: below a size a round trip to gsortd
+ * costs more than the whole sort, so a connection sorts small arrays
+ * itself, with the daemon's own host sort (the result is the daemon's, bit
+ * for bit). Under 256 keys always; above, it times both routes per request
+ * shape (dtype, values, order, stability) and power-of-two size as it goes
+ * and takes the faster, trying the slower now and then; never above 2^22
+ * keys. GSORT_NO_LOCAL, or GSORT_NO_LOCAL=1 in the environment when
+ * gsort_connect runs, always asks the daemon; so does any call that names
+ * an algorithm, params or a device, or passes GSORT_SPLIT. A local sort's
+ * gsort_result says plan "local", algorithm "host", device -1, and its
+ * time in sort_ms and total_ms (daemon_ms 0). */
 
 /* Order: integers by value; floats -inf < ... < -0.0 < +0.0 < ... < +inf <
  * NaN, every NaN equal (as numpy puts them last). GSORT_DESCENDING reverses
@@ -143,7 +156,8 @@ typedef struct gsort_result {
     char device_name[256];
     char algorithm[32];      /* "radix", "mergepath", "shellsort", "host", "vqsort" */
     char params[512];        /* "name=value,..." */
-    char plan[32];           /* "tuned", "default", "override", "busy", "fallback", "split" */
+    char plan[32];           /* "tuned", "default", "override", "busy", "fallback", "split";
+                                "local": sorted in this process, not by the daemon */
     char fallback[512];      /* why the first choice failed; "" if it did not */
     int zero_copy;           /* 1: shared memory (in place or staged), 0: inline bytes */
     double queue_ms, upload_ms, sort_ms, download_ms;   /* in the daemon */
@@ -182,7 +196,8 @@ typedef struct gsort_request {
     void *keys;              /* sorted in place */
     gsort_values values_kind;
     void *values;            /* n values (in and out) or indices (out); NULL for NONE */
-    unsigned flags;          /* GSORT_DESCENDING | GSORT_STABLE | GSORT_INLINE | GSORT_SPLIT */
+    unsigned flags;          /* GSORT_DESCENDING | GSORT_STABLE | GSORT_INLINE | GSORT_SPLIT |
+                                GSORT_NO_LOCAL */
     const char *algorithm;   /* NULL or "auto": the daemon's plan; else force one */
     const char *params;      /* with an algorithm: "name=value,..." (a name left
                                 out takes its default) or NULL */

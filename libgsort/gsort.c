@@ -6,7 +6,10 @@
  * copied into a per-connection staging memfd and back (one copy each way,
  * no socket copy); with GSORT_INLINE, or where memfds are not available,
  * the bytes travel on the socket. The staged and inline routes work on
- * copies, so a failure never leaves the caller's arrays half written. A
+ * copies, so a failure never leaves the caller's arrays half written.
+ * Before those, a call may not go to the daemon at all: small arrays are
+ * sorted in the caller's process when that is measured faster (issue 36:
+ * gsort_local.c decides, gsort_inproc.c sorts). A
  * connection that failed, or that the daemon closed between calls (a
  * restart), is replaced before the next request is sent, never during
  * one. */
@@ -50,7 +53,7 @@ _Static_assert((int)GSORT_VALUES_NONE == GS_PL_NONE && (int)GSORT_VALUES_U32 == 
                (int)GSORT_VALUES_U64 == GS_PL_U64 && (int)GSORT_VALUES_IDX32 == GS_PL_IDX32 &&
                (int)GSORT_VALUES_IDX64 == GS_PL_IDX64, "gsort_values and gs_payload differ");
 
-#define ALL_FLAGS (GSORT_DESCENDING | GSORT_STABLE | GSORT_INLINE | GSORT_SPLIT)
+#define ALL_FLAGS (GSORT_DESCENDING | GSORT_STABLE | GSORT_INLINE | GSORT_SPLIT | GSORT_NO_LOCAL)
 #define STAGE_GRAIN ((size_t)64 << 10)
 
 struct gsort_conn {
@@ -60,8 +63,11 @@ struct gsort_conn {
     char lost[256];         /* why the connection was lost, until one is made again */
     gs_client_shm stage;    /* the staging memfd; fd -1 until a sort needs it */
     int no_memfd;           /* memfds failed here: every later sort goes inline */
-    void *heap;             /* the inline route's copy of the arrays */
+    void *heap;             /* the inline route's copy of the arrays (the local
+                               route's copy of an argsort's keys) */
     size_t heap_cap;
+    lgs_router *router;     /* the two routes' times (gsort_local.c) */
+    int no_local;           /* GSORT_NO_LOCAL=1 at connect: never sort here */
 };
 
 const char *gsort_version(void)
@@ -107,12 +113,21 @@ int gsort_connect(gsort_conn **out, const char *socket_path, gsort_error *err)
     if (!c)
         return lgs_err_set(err, GSORT_ENOMEM, "out of memory for a connection");
     c->stage.fd = -1;
+    c->router = lgs_router_new();
+    if (!c->router) {
+        free(c);
+        return lgs_err_set(err, GSORT_ENOMEM, "out of memory for a connection");
+    }
+    /* as the Python client reads it: set and not "0" */
+    const char *nl = getenv("GSORT_NO_LOCAL");
+    c->no_local = nl && *nl && strcmp(nl, "0") != 0;
     gs_err ge;
     gs_err_clear(&ge);
     errno = 0;
     int rc = gs_client_connect(&c->cl, socket_path, &ge);
     if (rc) {
         int e = errno;
+        lgs_router_free(c->router);
         free(c);
         if (rc == GS_EIO && no_daemon_errno(e))
             return lgs_err_set(err, GSORT_ENODAEMON, "no gsortd is listening at %s (%s)%s",
@@ -131,6 +146,7 @@ void gsort_close(gsort_conn *c)
     gs_client_close(c->cl);
     gs_client_shm_free(&c->stage);
     free(c->heap);
+    lgs_router_free(c->router);
     free(c);
 }
 
@@ -255,6 +271,50 @@ static void fill_result(gsort_result *res, const gs_client_result *r, int zero_c
     res->total_ms = gs_now_ms() - t0;
 }
 
+/* What a sort in this process reports (include/gsort.h): the host sort,
+ * plan "local", no daemon time. */
+static void fill_local(gsort_result *res, double sort_ms, double t0)
+{
+    res->device = -1;
+    snprintf(res->algorithm, sizeof res->algorithm, "host");
+    snprintf(res->plan, sizeof res->plan, "local");
+    res->sort_ms = sort_ms;
+    res->total_ms = gs_now_ms() - t0;
+}
+
+/* Whether a call may sort in this process at all: only where the daemon
+ * would have chosen for itself. A named algorithm, params, a device or a
+ * split ask for something only the daemon does. */
+static int local_allowed(const gsort_conn *c, const gsort_request *rq)
+{
+    return !c->no_local && !(rq->flags & (GSORT_NO_LOCAL | GSORT_SPLIT)) &&
+           (!rq->algorithm || strcmp(rq->algorithm, "auto") == 0) && !rq->params &&
+           rq->device == -1;
+}
+
+/* The local route: 0 when sorted here, else an error with the caller's
+ * arrays as they were (the daemon is then asked). An argsort sorts a copy
+ * of the keys, which must not change. */
+static int sort_local(gsort_conn *c, const gsort_request *rq, int preserve_keys, gs_err *ge)
+{
+    size_t kb = rq->n * gs_dtype_size((gs_dtype)rq->dtype);
+    gs_sort_req req = {
+        .dtype = (gs_dtype)rq->dtype, .payload = (gs_payload)rq->values_kind,
+        .descending = (rq->flags & GSORT_DESCENDING) != 0,
+        .stable = (rq->flags & GSORT_STABLE) != 0,
+        .n = rq->n, .keys = rq->keys,
+        .values = rq->values_kind == GSORT_VALUES_NONE ? NULL : rq->values,
+    };
+    if (preserve_keys && rq->n) {
+        int rc = heap_reserve(c, kb, ge);
+        if (rc)
+            return rc;
+        memcpy(c->heap, rq->keys, kb);
+        req.keys = c->heap;
+    }
+    return lgs_inproc_sort(&req, ge);
+}
+
 /* Every sort call. preserve_keys (argsort): the caller's keys stay as they
  * are, so the daemon sorts a copy and only the values come back. */
 static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys,
@@ -317,12 +377,25 @@ static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys,
         .algorithm = rq->algorithm, .params = rq->params, .device = rq->device,
         .split = (rq->flags & GSORT_SPLIT) != 0,
     };
+    gs_err ge;
+    gs_err_clear(&ge);
+    int may_local = local_allowed(c, rq);
+    unsigned shape = lgs_shape(rq->dtype, rq->values_kind, s.descending, s.stable);
+    if (may_local && lgs_router_choose(c->router, shape, n)) {
+        double t1 = gs_now_ms();
+        if (sort_local(c, rq, preserve_keys, &ge) == 0) {
+            double ms = gs_now_ms() - t1;
+            lgs_router_record(c->router, shape, n, 1, ms);
+            if (res)
+                fill_local(res, ms, t0);
+            return 0;
+        }
+        gs_err_clear(&ge);      /* out of memory here: the daemon may have it */
+    }
     int rc = conn_ready(c, err);
     if (rc)
         return rc;
     gs_client_result r;
-    gs_err ge;
-    gs_err_clear(&ge);
     int zero_copy = 0;
     if (n == 0) {
         /* Nothing to share or copy: the daemon still says how it served. */
@@ -386,6 +459,8 @@ static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys,
 done:
     if (rc)
         return lgs_err_from(err, rc, &ge);
+    if (may_local)      /* the daemon's time as the caller saw it */
+        lgs_router_record(c->router, shape, n, 0, gs_now_ms() - t0);
     if (res)
         fill_result(res, &r, zero_copy, t0);
     return 0;

@@ -39,4 +39,27 @@ int lgs_block_find(const void *keys, size_t kbytes, const void *values, size_t v
  * past the mapping); then the offset and the block's size. */
 int lgs_block_overrun(const void *p, size_t bytes, size_t *off, size_t *size);
 
+/* ---- sorting locally (issue 36) ----
+ * gsort_local.c: when a call sorts in the caller's process, per
+ * connection, as the Python client's Router does. A shape is a request's
+ * (dtype, values kind, descending, stable), lgs_shape's number for it. */
+#define LGS_SHAPES (6 * 5 * 2 * 2)
+typedef struct lgs_router lgs_router;
+unsigned lgs_shape(int dtype, int values_kind, int descending, int stable);
+lgs_router *lgs_router_new(void);       /* NULL: out of memory */
+void lgs_router_free(lgs_router *r);
+/* 1: sort n keys of this shape locally; 0: ask the daemon. Counts the
+ * choice (the loser's retry comes every RETRY_EVERY choices). */
+int lgs_router_choose(lgs_router *r, unsigned shape, size_t n);
+/* A call's time as the caller saw it, for the route it took (local 1:
+ * in process). 0, or GSORT_ENOMEM when it could not be remembered. */
+int lgs_router_record(lgs_router *r, unsigned shape, size_t n, int local, double ms);
+/* For tests: the averages (ms per key, -1: not measured) of n's bucket. */
+int lgs_router_get(const lgs_router *r, unsigned shape, size_t n, double *loc, double *dae);
+
+/* gsort_inproc.c: sort req in this process with the daemon's host sort,
+ * exactly as the daemon would. 0 or a GS_E* code; on failure the arrays
+ * are as they were (only memory can run out). */
+int lgs_inproc_sort(const gs_sort_req *req, gs_err *err);
+
 #endif

@@ -9,7 +9,13 @@
  * a daemon restarted under a connection (the next call reconnects; the
  * first cause of the loss is kept while none listens), no daemon at all; the default socket ($GSORTD_SOCKET, $XDG_RUNTIME_DIR);
  * threads sorting their own blocks while others allocate and free; a few
- * sorts on the OpenCL device; and the README's example program. */
+ * sorts on the OpenCL device; and the README's example program. Those
+ * checks are about the daemon's routes, so they run with GSORT_NO_LOCAL=1;
+ * test_local checks sorting in the caller's process (issue 36): the same
+ * bits as the daemon's for every dtype, call, order and NaN case, what
+ * never goes local, the environment variable, and the router's rules on
+ * recorded times (gsort_local.c, linked into this program directly: its
+ * lgs_* functions are not exported). */
 #include "config.h"
 
 #include <errno.h>
@@ -39,6 +45,7 @@
 #include "sortcheck.h"
 #include "tap.h"
 #include "gs_time.h"
+#include "gsort_int.h"
 
 static dmn g_main;      /* host only: most checks */
 
@@ -104,6 +111,41 @@ static const char *const api_names[] = { "gsort_sort", "gsort_sort_by_key(4)",
 static const gs_payload api_payload[] = { GS_PL_NONE, GS_PL_U32, GS_PL_U64, GS_PL_IDX32,
                                           GS_PL_IDX64 };
 
+/* One call of the API (api: A_*) on keys and values. */
+static int api_call(gsort_conn *c, int api, gsort_dtype dt, void *keys, void *vals, size_t n,
+                    unsigned flags, gsort_result *res, gsort_error *err)
+{
+    switch (api) {
+    case A_SORT: return gsort_sort(c, dt, keys, n, flags, res, err);
+    case A_BYKEY32: return gsort_sort_by_key(c, dt, keys, vals, 4, n, flags, res, err);
+    case A_BYKEY64: return gsort_sort_by_key(c, dt, keys, vals, 8, n, flags, res, err);
+    case A_ARG32: return gsort_argsort32(c, dt, keys, n, vals, flags, res, err);
+    default: return gsort_argsort(c, dt, keys, n, vals, flags, res, err);
+    }
+}
+
+/* After an argsort of a sortcheck case: the keys must be as they were;
+ * the sorted keys the checker wants are the input keys the indices point
+ * at, put in their place. 0, or -1 with the reason in why. */
+static int argsort_to_keys(sc_case *sc, int api, gs_dtype t, size_t n, char *why, size_t wl)
+{
+    size_t ks = gs_dtype_size(t);
+    if (memcmp(sc->req.keys, sc->in_keys, n * ks) != 0) {
+        snprintf(why, wl, "argsort changed the caller's keys");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t ix = api == A_ARG32 ? ((uint32_t *)sc->req.values)[i]
+                                     : ((uint64_t *)sc->req.values)[i];
+        if (ix >= n) {
+            snprintf(why, wl, "index[%zu] = %" PRIu64 " is out of range", i, ix);
+            return -1;
+        }
+        memcpy((char *)sc->req.keys + i * ks, (char *)sc->in_keys + ix * ks, ks);
+    }
+    return 0;
+}
+
 /* One sort through the API on a sortcheck case; 1 when the answer and the
  * route are right, else 0 with the reason in why. */
 static int api_case(gsort_conn *c, int api, int route, gs_dtype t, int desc, int stable,
@@ -135,15 +177,7 @@ static int api_case(gsort_conn *c, int api, int route, gs_dtype t, int desc, int
                      (route == R_INLINE ? GSORT_INLINE : 0);
     gsort_result res;
     gsort_error err;
-    int rc;
-    gsort_dtype dt = (gsort_dtype)t;
-    switch (api) {
-    case A_SORT: rc = gsort_sort(c, dt, keys, n, flags, &res, &err); break;
-    case A_BYKEY32: rc = gsort_sort_by_key(c, dt, keys, vals, 4, n, flags, &res, &err); break;
-    case A_BYKEY64: rc = gsort_sort_by_key(c, dt, keys, vals, 8, n, flags, &res, &err); break;
-    case A_ARG32: rc = gsort_argsort32(c, dt, keys, n, vals, flags, &res, &err); break;
-    default: rc = gsort_argsort(c, dt, keys, n, vals, flags, &res, &err); break;
-    }
+    int rc = api_call(c, api, (gsort_dtype)t, keys, vals, n, flags, &res, &err);
     int ok = 0;
     if (rc != 0) {
         snprintf(why, wl, "%s: %.400s", gsort_strerror(rc), err.message);
@@ -168,24 +202,8 @@ static int api_case(gsort_conn *c, int api, int route, gs_dtype t, int desc, int
         if (vb)
             memcpy(sc.req.values, blk + voff, vb);
     }
-    if (api == A_ARG32 || api == A_ARG64) {
-        /* The keys must be as they were; the sorted keys the checker wants
-         * are the input keys the indices point at. */
-        if (memcmp(sc.req.keys, sc.in_keys, kb) != 0) {
-            snprintf(why, wl, "argsort changed the caller's keys");
-            goto out;
-        }
-        size_t ks = gs_dtype_size(t);
-        for (size_t i = 0; i < n; i++) {
-            uint64_t ix = api == A_ARG32 ? ((uint32_t *)sc.req.values)[i]
-                                         : ((uint64_t *)sc.req.values)[i];
-            if (ix >= n) {
-                snprintf(why, wl, "index[%zu] = %" PRIu64 " is out of range", i, ix);
-                goto out;
-            }
-            memcpy((char *)sc.req.keys + i * ks, (char *)sc.in_keys + ix * ks, ks);
-        }
-    }
+    if ((api == A_ARG32 || api == A_ARG64) && argsort_to_keys(&sc, api, t, n, why, wl) < 0)
+        goto out;
     ok = sc_case_verify(&sc, stable, why, wl);
 out:
     gsort_free(blk);
@@ -1359,9 +1377,263 @@ static void test_example(const dmn *d)
     tap_ok(ok, "with no daemon it prints gsort_error.message and exits 1: %s", out);
 }
 
+/* ---- sorting in the caller's process (issue 36) ---- */
+
+/* One sortcheck case sorted twice from the same input, locally (n < 256:
+ * always local) and by the daemon (GSORT_NO_LOCAL): the two must agree
+ * bit for bit, keys and values, and the local result must be right. The
+ * main daemon is host-only, so even an unstable request runs the same
+ * stable code there. 1 when all holds, else 0 with the reason in why. */
+static int local_case(gsort_conn *c, int api, gs_dtype t, int desc, int stable, size_t n,
+                      int dist, uint64_t seed, char *why, size_t wl)
+{
+    sc_case sc;
+    gs_payload p = api_payload[api];
+    if (sc_case_init(&sc, t, p, desc, n, dist, seed) < 0) {
+        snprintf(why, wl, "out of memory for the case");
+        return 0;
+    }
+    size_t kb = n * gs_dtype_size(t), vb = n * gs_payload_size(p);
+    char *dk = malloc(kb + 8), *dv = malloc(vb + 8);
+    int ok = 0;
+    if (!dk || !dv) {
+        snprintf(why, wl, "out of memory for the daemon's copy");
+        goto out;
+    }
+    memcpy(dk, sc.req.keys, kb);
+    if (vb)
+        memcpy(dv, sc.req.values, vb);
+    unsigned flags = (desc ? GSORT_DESCENDING : 0) | (stable ? GSORT_STABLE : 0);
+    gsort_dtype dt = (gsort_dtype)t;
+    for (int daemon = 0; daemon < 2; daemon++) {
+        void *k = daemon ? dk : sc.req.keys, *v = daemon ? dv : sc.req.values;
+        unsigned f = flags | (daemon ? GSORT_NO_LOCAL : 0);
+        gsort_result res;
+        gsort_error err;
+        int rc = api_call(c, api, dt, k, v, n, f, &res, &err);
+        if (rc != 0) {
+            snprintf(why, wl, "%s: %s: %.400s", daemon ? "daemon" : "local",
+                     gsort_strerror(rc), err.message);
+            goto out;
+        }
+        int local = !strcmp(res.plan, "local");
+        if (local == daemon || (local && (strcmp(res.algorithm, "host") || res.device != -1 ||
+                                          res.daemon_ms != 0))) {
+            snprintf(why, wl, "%s call: plan '%s', algorithm '%s', device %d",
+                     daemon ? "GSORT_NO_LOCAL" : "the n < 256", res.plan, res.algorithm,
+                     res.device);
+            goto out;
+        }
+    }
+    if (memcmp(sc.req.keys, dk, kb) != 0 || (vb && memcmp(sc.req.values, dv, vb) != 0)) {
+        snprintf(why, wl, "the local %s differ from the daemon's",
+                 memcmp(sc.req.keys, dk, kb) ? "keys" : "values");
+        goto out;
+    }
+    if ((api == A_ARG32 || api == A_ARG64) && argsort_to_keys(&sc, api, t, n, why, wl) < 0)
+        goto out;
+    ok = sc_case_verify(&sc, 1, why, wl);
+out:
+    free(dk);
+    free(dv);
+    sc_case_free(&sc);
+    return ok;
+}
+
+/* A call's plan, or the error's name. */
+static const char *plan_of(int rc, const gsort_result *res)
+{
+    return rc ? gsort_strerror(rc) : res->plan;
+}
+
+/* The router's rules on times recorded by hand (gsort_local.c). */
+static void test_router_rules(void)
+{
+    lgs_router *r = lgs_router_new();
+    if (!r)
+        tap_bail("out of memory for a router");
+    unsigned s = lgs_shape(GSORT_U32, GSORT_VALUES_NONE, 0, 0);
+    unsigned s2 = lgs_shape(GSORT_U32, GSORT_VALUES_NONE, 0, 1);
+    tap_ok(lgs_router_choose(r, s, 0) == 1 && lgs_router_choose(r, s, 255) == 1 &&
+           lgs_router_choose(r, s, 256) == 0, "router: below 256 keys always local; at 256, "
+           "nothing measured: the daemon first");
+    lgs_router_record(r, s, 1000, 0, 1.0);
+    tap_ok(lgs_router_choose(r, s, 1000) == 1 && lgs_router_choose(r, s2, 1000) == 0,
+           "router: the daemon timed at a size: local tried there once; another shape "
+           "(stable) is apart");
+    /* local twice as fast: the daemon, within RETRY_RATIO, is retried */
+    lgs_router_record(r, s, 1000, 1, 0.5);
+    int daemon_calls = 0;
+    for (int i = 0; i < 128; i++)
+        daemon_calls += !lgs_router_choose(r, s, 1000);
+    tap_ok(daemon_calls == 2, "router: local twice as fast: local, the daemon retried 1 call "
+           "in 64 (%d of 128)", daemon_calls);
+    double loc, dae;
+    lgs_router_record(r, s, 1000, 0, 3.0);
+    lgs_router_get(r, s, 1000, &loc, &dae);
+    tap_ok(fabs(dae - 0.0015) < 1e-12 && fabs(loc - 0.0005) < 1e-12,
+           "router: exponential averages per key (0.75 old + 0.25 new): %g, %g ms/key", dae,
+           loc);
+    for (int i = 0; i < 20; i++)
+        lgs_router_record(r, s, 1000, 0, 10.0);
+    daemon_calls = 0;
+    for (int i = 0; i < 128; i++)
+        daemon_calls += !lgs_router_choose(r, s, 1000);
+    tap_ok(daemon_calls == 0, "router: a loser over 4x slower is not retried (%d of 128)",
+           daemon_calls);
+    /* neighbours: bucket 10 (1000) local won; 600 (bucket 10 too) local;
+     * 300 (bucket 9), unmeasured, below a size local won: local */
+    tap_ok(lgs_router_choose(r, s, 600) == 1 && lgs_router_choose(r, s, 300) == 1,
+           "router: an unmeasured size below one local won stays local");
+    lgs_router_free(r);
+    r = lgs_router_new();
+    if (!r)
+        tap_bail("out of memory for a router");
+    lgs_router_record(r, s, 1000, 0, 0.1);
+    lgs_router_record(r, s, 1000, 1, 0.5);
+    int retried = 0;
+    for (int i = 0; i < 128; i++)
+        retried += lgs_router_choose(r, s, 1000);
+    tap_ok(lgs_router_choose(r, s, 5000) == 0 && lgs_router_choose(r, s, 300) == 0 &&
+           retried == 0, "router: the daemon won at 1000 (5x): sizes above go to it, an "
+           "unmeasured one below asks it first, local not retried (%d)", retried);
+    size_t big = ((size_t)1 << 22) + 1;
+    lgs_router_record(r, s2, big, 0, 10.0);
+    tap_ok(lgs_router_choose(r, s2, big) == 0 && lgs_router_choose(r, s2, (size_t)1 << 22) == 0,
+           "router: never tried locally above 2^22 keys");
+    lgs_router_record(r, s2, (size_t)1 << 22, 0, 10.0);
+    tap_ok(lgs_router_choose(r, s2, (size_t)1 << 22) == 1, "router: at 2^22 keys, once "
+           "the daemon was timed, local is tried");
+    lgs_router_free(r);
+}
+
+static void test_local(const dmn *d)
+{
+    unsetenv("GSORT_NO_LOCAL");
+    gsort_conn *c = conn_or_bail(d->sock);
+    static const size_t sizes[] = { 0, 1, 2, 47, 49, 255 };
+    const size_t ns = sizeof sizes / sizeof sizes[0];
+    uint64_t seed = 7;
+    for (int api = 0; api < A_COUNT; api++) {
+        int bad = 0, runs = 0;
+        char first[700] = "";
+        for (int t = 0; t < GS_DT_COUNT; t++) {
+            int isf = t == GS_DT_F32 || t == GS_DT_F64;
+            for (int desc = 0; desc < 2; desc++)
+                for (int stable = 0; stable < 2; stable++)
+                    for (size_t si = 0; si < ns; si++) {
+                        int dist = !isf ? (si % 2 ? SC_FEW16 : SC_RANDOM)
+                                        : si % 3 == 0 ? SC_NANMIX
+                                        : si % 3 == 1 ? SC_FSPECIAL : SC_FEW16;
+                        char why[600] = "";
+                        runs++;
+                        if (!local_case(c, api, (gs_dtype)t, desc, stable, sizes[si], dist,
+                                        seed++, why, sizeof why) && !bad++)
+                            snprintf(first, sizeof first, "%s %s n=%zu %s: %s",
+                                     gs_dtype_name((gs_dtype)t), desc ? "desc" : "asc",
+                                     sizes[si], stable ? "stable" : "any", why);
+                    }
+        }
+        tap_ok(!bad, "local = daemon, bit for bit: %s, %d sorts (every dtype, asc/desc, "
+               "stable/not, NaNs, n = 0 .. 255)%s%s", api_names[api], runs,
+               bad ? ", first failure: " : "", first);
+    }
+
+    /* What never goes local, even at n < 256. */
+    uint32_t k[64];
+    gsort_result res;
+    gsort_error err;
+    gsort_request rq;
+    gsort_request_init(&rq);
+    rq.keys = k;
+    rq.n = 64;
+    const char *why = "";
+    int never = 1, rc;
+    fill_u32(k, 64, 3);
+    rq.algorithm = "host";
+    rc = gsort_run(c, &rq, &res, &err);
+    if (rc || !strcmp(res.plan, "local") || !u32_sorted(k, 64))
+        never = 0, why = "a named algorithm";
+    rq.params = "radix_bits=8";
+    fill_u32(k, 64, 4);
+    rc = gsort_run(c, &rq, &res, &err);
+    if (rc || !strcmp(res.plan, "local"))
+        never = 0, why = "params";
+    rq.algorithm = NULL;
+    rq.params = NULL;
+    rq.device = 0;      /* the host-only daemon has none: refused, but by the daemon */
+    rc = gsort_run(c, &rq, &res, &err);
+    if (!rc && !strcmp(res.plan, "local"))
+        never = 0, why = "a device";
+    rq.device = -1;
+    rq.flags = GSORT_SPLIT;
+    rc = gsort_run(c, &rq, &res, &err);
+    if (rc || !strcmp(res.plan, "local"))
+        never = 0, why = "GSORT_SPLIT";
+    tap_ok(never, "n = 64 naming an algorithm, params, a device or GSORT_SPLIT goes to the "
+           "daemon%s%s", never ? "" : ", not: ", why);
+    rq.flags = 0;
+    rq.algorithm = "auto";
+    fill_u32(k, 64, 5);
+    rc = gsort_run(c, &rq, &res, &err);
+    tap_ok(rc == 0 && !strcmp(res.plan, "local") && u32_sorted(k, 64),
+           "algorithm \"auto\" at n = 64 may sort locally: %s", plan_of(rc, &res));
+
+    /* A gsort_alloc block is sorted where it lies, here too. */
+    uint32_t *blk = gsort_alloc(200 * sizeof *blk, NULL);
+    if (!blk)
+        tap_bail("gsort_alloc failed");
+    fill_u32(blk, 200, 6);
+    rc = gsort_sort(c, GSORT_U32, blk, 200, 0, &res, &err);
+    tap_ok(rc == 0 && !strcmp(res.plan, "local") && res.zero_copy == 0 && u32_sorted(blk, 200),
+           "a gsort_alloc block of 200 keys: sorted in place locally (%s)", plan_of(rc, &res));
+    gsort_free(blk);
+
+    /* Past 256 keys: the daemon first, then local once (nothing measured). */
+    uint32_t *m = malloc(1000 * sizeof *m);
+    if (!m)
+        tap_bail("out of memory");
+    char plans[2][32];
+    for (int i = 0; i < 2; i++) {
+        fill_u32(m, 1000, 8 + (uint32_t)i);
+        rc = gsort_sort(c, GSORT_U32, m, 1000, GSORT_DESCENDING, &res, &err);
+        snprintf(plans[i], sizeof plans[i], "%s", plan_of(rc, &res));
+    }
+    tap_ok(strcmp(plans[0], "local") && !starts_with(plans[0], "GSORT_") &&
+           !strcmp(plans[1], "local"), "1000 keys, a shape not seen before: the daemon first "
+           "('%s'), then local once ('%s')", plans[0], plans[1]);
+    free(m);
+    gsort_close(c);
+
+    /* GSORT_NO_LOCAL in the environment at connect time. */
+    int env_ok = 1;
+    static const char *const vals[] = { "1", "0", "" };
+    static const int want_local[] = { 0, 1, 1 };
+    char got[64] = "";
+    for (int i = 0; i < 3; i++) {
+        setenv("GSORT_NO_LOCAL", vals[i], 1);
+        gsort_conn *e = conn_or_bail(d->sock);
+        unsetenv("GSORT_NO_LOCAL");     /* read at connect: no longer matters */
+        fill_u32(k, 64, 9);
+        rc = gsort_sort(e, GSORT_U32, k, 64, 0, &res, &err);
+        int local = rc == 0 && !strcmp(res.plan, "local");
+        env_ok &= rc == 0 && local == want_local[i] && u32_sorted(k, 64);
+        size_t gl = strlen(got);
+        snprintf(got + gl, sizeof got - gl, "%s'%s': %s", i ? ", " : "", vals[i],
+                 plan_of(rc, &res));
+        gsort_close(e);
+    }
+    tap_ok(env_ok, "GSORT_NO_LOCAL at gsort_connect: 1 asks the daemon, 0 or empty may sort "
+           "locally (%s)", got);
+    test_router_rules();
+    setenv("GSORT_NO_LOCAL", "1", 1);
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
+    /* Every check but test_local's is about the daemon's routes. */
+    setenv("GSORT_NO_LOCAL", "1", 1);
     dmn_init();
     tap_diag("temp %s", dmn_tmpdir());
     tap_ok(!strcmp(gsort_version(), PACKAGE_VERSION), "gsort_version: %s", gsort_version());
@@ -1391,6 +1663,7 @@ int main(void)
     test_no_memfd(&g_main);
     test_errors(&g_main);
     test_queries(&g_main);
+    test_local(&g_main);
     tap_diag("routes, errors, queries: %.1f s", gs_now_s() - t0);
     test_matrix(&g_main);
     tap_diag("matrix: %.1f s", gs_now_s() - t0);

@@ -362,6 +362,12 @@ static int sort_local(const opts *o, void *keys, size_t n, uint64_t *idx, gs_err
 
 static void print_result(const gsort_result *r, const char *sock)
 {
+    if (strcmp(r->plan, "local") == 0) {
+        /* libgsort sorted it here: fewer keys than pay for a round trip */
+        fprintf(stderr, "gsort: sorted here by libgsort with the host sort (small: no round "
+                "trip to gsortd at %s) in %.3f ms\n", sock, r->total_ms);
+        return;
+    }
     if (r->device < 0 && strcmp(r->algorithm, "host") == 0)
         fprintf(stderr, "gsort: gsortd at %s sorted with the host sort; plan %s; %s\n", sock,
                 r->plan, r->zero_copy ? "zero-copy" : "inline");

@@ -1,0 +1,49 @@
+/* The local sort of libgsort (issue 36): a request sorted in the caller's
+ * process by the daemon's own host sort (lib/algos/algo_host.c, "host"),
+ * run through gs_sort_run as the daemon runs it, so that the result is the
+ * daemon's bit for bit: gsortd's order of floats, every NaN's bit pattern
+ * kept in input order, equal keys in input order (the host sort is stable
+ * whether or not GSORT_STABLE asked for it). gsort_local.c decides when;
+ * gsort.c calls this. Only the host sort's objects are linked into the
+ * library, no registry and no device code, so nothing here needs OpenCL. */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gs_algos.h"
+#include "gs_log.h"
+#include "gs_sort.h"
+#include "gsort_int.h"
+
+/* The sort code logs (at debug level) for the daemon; in a client library
+ * nothing may reach the application's stderr, so the library's own copy of
+ * the logger (its objects are private to libgsort) writes nowhere. */
+static void drop_log(int level, const char *line, void *ud)
+{
+    (void)level;
+    (void)line;
+    (void)ud;
+}
+
+static pthread_once_t quiet_once = PTHREAD_ONCE_INIT;
+
+static void quiet(void)
+{
+    gs_log_set_level(GS_LOG_ERROR);
+    gs_log_set_sink(drop_log, NULL);
+}
+
+int lgs_inproc_sort(const gs_sort_req *req, gs_err *err)
+{
+    pthread_once(&quiet_once, quiet);
+    /* One thread: the result is the same on any number (algo_host.c), and
+     * a client library keeps no pool of threads in the caller's process
+     * for sizes it sorts in a few milliseconds at most. */
+    gs_params p;
+    gs_params_clear(&p);
+    gs_params_set(&p, "threads", 1);
+    gs_sort_stats st;
+    return gs_sort_run(&gs_algo_host, NULL, req, &p, &st, err);
+}
