@@ -64,8 +64,11 @@ class Router:
                 return not win
             return win
         # Unmeasured here: a measured neighbour decides (the daemon pays
-        # more the larger the array, relative to numpy).
-        for k, v in t.items():
+        # more the larger the array, relative to numpy). Lower buckets
+        # first, as libgsort's twin (gsort_local.c): where two disagree,
+        # the daemon is asked.
+        for k in sorted(t):
+            v = t[k]
             if v[0] is None or v[1] is None:
                 continue
             if k < b and v[1] < v[0]:
