@@ -1,5 +1,5 @@
 /* Order-preserving key encoding in OpenCL C, the device twin of
- * lib/sort/gs_keys.h (same formulas, kept in step by tests/test_radix.c comparing
+ * lib/sort/gs_keys.h (same formulas, kept in step by tests/lib/algos/test_radix.c comparing
  * device results with the host reference): an encoded key's plain unsigned
  * order is the requested order. `kind` is 0 for unsigned, 1 for signed
  * integers, 2 for IEEE floats; `desc` is 1 for descending (the complement

@@ -2,7 +2,7 @@
  * the server (struct srv), its event loops (struct srv_io), a client
  * connection (struct conn), the counters and route statistics, and the
  * functions one file calls in another, all named srv_*. The files, in
- * layers, top first; each calls only files below it (tests/layers.test):
+ * layers, top first; each calls only files below it (tests/system/layers.test):
  *   gs_srv.c     the main loop, signals, the reload, the stop
  *   gs_retune.c  devices without a plan, tuned in the background
  *   gs_accept.c  a client accepted on the main loop, handed to

@@ -374,7 +374,7 @@ static const gs_devrun_ops shell_ops = {
     .release = shell_release,
 };
 
-/* Test hook (tests/test_shellsort.c): a run of only the phases with
+/* Test hook (tests/lib/algos/test_shellsort.c): a run of only the phases with
  * last_h <= h <= first_h, so a phase can be given any input and the result
  * must be last_h-sorted; (SIZE_MAX, 1) is the full sort. Does not go
  * through gs_sort_run (no request check, no NaN restore). */

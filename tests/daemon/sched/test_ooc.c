@@ -1,0 +1,124 @@
+/* Out-of-core sorts through the daemon (issue 20): a gsortd whose device
+ * memory is capped small (device_mem_cap) sorts a request larger than the
+ * cap in pieces on the device and merges them on the host. The whole
+ * tests/support/sortcheck matrix (every dtype x payload x order, ties and float
+ * specials with distinct NaN patterns) goes through the device radix sort
+ * cut into 2 to 9 pieces, checked exactly against the reference (radix is
+ * stable, and so must the merge be); a few through mergepath; the reply
+ * must say how many pieces and time the merge; a request that fits is not
+ * cut. All of it three times: pieces merged on the host (PoCL's own
+ * route), and the GPU's route (a second pass through the device) with one
+ * and with two pieces on the device at once. */
+#include "config.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dmn.h"
+#include "gs_client.h"
+#include "gs_err.h"
+#include "gs_sort.h"
+#include "sortcheck.h"
+#include "tap.h"
+
+/* With the cap at 1280K a radix sort of 60000 u32 keys needs two pieces
+ * (its estimate counts 1 MiB of small buffers besides double-buffered
+ * data), of 64-bit keys with 64-bit values eight or nine. */
+#define CAP "device_mem_cap=1280K"
+#define N 60000
+
+/* One sort through the daemon; 1 when correct, res filled. */
+static int one(gs_client *c, gs_dtype t, gs_payload p, int desc, size_t n, int dist,
+               const char *algo, gs_client_result *res, char *why, size_t len)
+{
+    sc_case k;
+    if (sc_case_init(&k, t, p, desc, n, dist, (uint64_t)(t * 50 + p * 5 + desc + dist))) {
+        snprintf(why, len, "cannot build the case");
+        return 0;
+    }
+    gs_client_sort s = { .dtype = t, .payload = p, .descending = desc, .stable = 1, .n = n,
+                         .algorithm = algo, .device = -1 };
+    int ok = dmn_sort_check(c, &s, &k, res, why, len);
+    if (ok)
+        snprintf(why, len, "ok: %s on device %d, plan %s, %u pieces, merge %.2f ms of %.2f",
+                 res->algorithm, res->device, res->plan, res->chunks, res->merge_ms,
+                 res->total_ms);
+    sc_case_free(&k);
+    return ok;
+}
+
+/* The whole matrix, and the cases around it, through a daemon whose
+ * out-of-core sorts take `route` (GSORTD_TEST_OOC; NULL: its own choice,
+ * on PoCL pieces merged on the host). */
+static void matrix(const char *route)
+{
+    const char *label = route ? route : "auto";
+    if (route)
+        setenv("GSORTD_TEST_OOC", route, 1);
+    else
+        unsetenv("GSORTD_TEST_OOC");
+    static dmn d;
+    const char *const extra[] = { "-o", CAP, NULL };
+    if (dmn_start(&d, "ooc", NULL, extra))
+        tap_bail("gsortd with %s does not start", CAP);
+    gs_client *c = NULL;
+    gs_err err;
+    gs_err_clear(&err);
+    if (gs_client_connect(&c, d.sock, &err))
+        tap_bail("connect: %s", err.msg);
+
+    for (int t = 0; t < GS_DT_COUNT; t++)
+        for (int p = 0; p < GS_PL_COUNT; p++) {
+            int fl = t == GS_DT_F32 || t == GS_DT_F64, ok = 1;
+            unsigned most = 0;
+            char why[600] = "";
+            for (int desc = 0; desc < 2 && ok; desc++) {
+                int dist = fl ? (desc ? SC_NANMIX : SC_FSPECIAL) : (desc ? SC_FEW16 : SC_RANDOM);
+                gs_client_result res;
+                ok = one(c, (gs_dtype)t, (gs_payload)p, desc, N + (size_t)(t * 7 + p), dist,
+                         "radix", &res, why, sizeof why);
+                if (ok && (res.chunks < 2 || res.device < 0 || !(res.merge_ms > 0))) {
+                    snprintf(why, sizeof why, "not sorted out of core: %u pieces on device %d, "
+                             "merge %g ms", res.chunks, res.device, res.merge_ms);
+                    ok = 0;
+                }
+                if (res.chunks > most)
+                    most = res.chunks;
+            }
+            tap_ok(ok, "%s: %s/%s asc and desc, out of core (up to %u pieces): %s", label,
+                   gs_dtype_name((gs_dtype)t), gs_payload_name((gs_payload)p), most, why);
+        }
+
+    static const struct { gs_dtype t; gs_payload p; int desc; } mp[] = {
+        { GS_DT_U64, GS_PL_U32, 1 }, { GS_DT_F32, GS_PL_IDX32, 0 },
+    };
+    for (size_t i = 0; i < sizeof mp / sizeof mp[0]; i++) {
+        char why[600];
+        gs_client_result res;
+        int ok = one(c, mp[i].t, mp[i].p, mp[i].desc, N, SC_FSPECIAL, "mergepath", &res, why,
+                     sizeof why);
+        tap_ok(ok && res.chunks >= 2, "%s: mergepath %s/%s out of core: %s", label,
+               gs_dtype_name(mp[i].t), gs_payload_name(mp[i].p), why);
+    }
+
+    char why[600];
+    gs_client_result res;
+    int ok = one(c, GS_DT_I32, GS_PL_U32, 0, 5000, SC_RANDOM, "radix", &res, why, sizeof why);
+    tap_ok(ok && res.chunks == 0 && res.device >= 0,
+           "%s: a request that fits the cap is sorted whole (%u pieces): %s", label, res.chunks,
+           why);
+
+    gs_client_close(c);
+    tap_ok(dmn_stop(&d, SIGTERM, 30) == 0, "%s: the daemon exits 0 on SIGTERM", label);
+}
+
+int main(void)
+{
+    dmn_init();
+    matrix(NULL);
+    matrix("device:1");
+    matrix("device:2");
+    return tap_done();
+}

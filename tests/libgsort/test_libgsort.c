@@ -1,0 +1,1682 @@
+/* Tests of libgsort (include/gsort.h) against real daemons (tests/support/dmn.h):
+ * every call in every dtype, order and stability, through each route (a
+ * gsort_alloc block sorted in place, a staged copy, GSORT_INLINE), checked
+ * against tests/support/sortcheck's reference; which route ran (the staging memfd
+ * seen in /proc/self/maps, result.zero_copy); n = 0 and 1, NaNs, arrays
+ * misaligned inside a block; argsort leaving the keys alone; info, stats
+ * and ping; each kind of bad input, daemon errors passing through with the
+ * connection kept, max_request_bytes, timeouts, a daemon that went away,
+ * a daemon restarted under a connection (the next call reconnects; the
+ * first cause of the loss is kept while none listens), no daemon at all; the default socket ($GSORTD_SOCKET, $XDG_RUNTIME_DIR);
+ * threads sorting their own blocks while others allocate and free; a few
+ * sorts on the OpenCL device; and the README's example program. Those
+ * checks are about the daemon's routes, so they run with GSORT_NO_LOCAL=1;
+ * test_local checks sorting in the caller's process (issue 36): the same
+ * bits as the daemon's for every dtype, call, order and NaN case, what
+ * never goes local, the environment variable, and the router's rules on
+ * recorded times (gsort_local.c, linked into this program directly: its
+ * lgs_* functions are not exported). */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <fcntl.h>
+
+#include <cjson/cJSON.h>
+
+#include "dmn.h"
+#include "gsort.h"
+#include "sortcheck.h"
+#include "tap.h"
+#include "gs_time.h"
+#include "gsort_int.h"
+
+static dmn g_main;      /* host only: most checks */
+
+static gsort_conn *conn_or_bail(const char *sock)
+{
+    gsort_conn *c = NULL;
+    gsort_error err;
+    if (gsort_connect(&c, sock, &err) != 0)
+        tap_bail("cannot connect to %s: %s", sock, err.message);
+    return c;
+}
+
+/* A test's own daemon (bails out when it does not start) and a connection to it. */
+static gsort_conn *start_and_connect(dmn *d, const char *name, const char *const *extra)
+{
+    if (dmn_start(d, name, NULL, extra))
+        tap_bail("the daemon '%s' did not start", name);
+    return conn_or_bail(d->sock);
+}
+
+static int starts_with(const char *s, const char *p)
+{
+    return strncmp(s, p, strlen(p)) == 0;
+}
+
+/* Lines of /proc/self/maps naming `what` ("memfd:gsort-stage"); the first
+ * such line into first (when not NULL). */
+static int maps_count(const char *what, char *first, size_t len)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f)
+        tap_bail("/proc/self/maps: %s", strerror(errno));
+    char line[1024];
+    int n = 0;
+    if (first && len)
+        first[0] = '\0';
+    while (fgets(line, sizeof line, f))
+        if (strstr(line, what)) {
+            if (!n && first) {
+                line[strcspn(line, "\n")] = '\0';
+                snprintf(first, len, "%.500s", line);
+            }
+            n++;
+        }
+    fclose(f);
+    return n;
+}
+
+static int stage_maps(char *first, size_t len)
+{
+    return maps_count("/memfd:gsort-stage", first, len);
+}
+
+/* ---- the matrix: every API call x dtype x order x stability x size ---- */
+
+enum { R_BLOCK = 0, R_STAGED, R_INLINE, R_COUNT };
+static const char *const route_names[] = { "gsort_alloc block", "staged", "GSORT_INLINE" };
+
+enum { A_SORT = 0, A_BYKEY32, A_BYKEY64, A_ARG32, A_ARG64, A_COUNT };
+static const char *const api_names[] = { "gsort_sort", "gsort_sort_by_key(4)",
+                                         "gsort_sort_by_key(8)", "gsort_argsort32",
+                                         "gsort_argsort" };
+static const gs_payload api_payload[] = { GS_PL_NONE, GS_PL_U32, GS_PL_U64, GS_PL_IDX32,
+                                          GS_PL_IDX64 };
+
+/* One call of the API (api: A_*) on keys and values. */
+static int api_call(gsort_conn *c, int api, gsort_dtype dt, void *keys, void *vals, size_t n,
+                    unsigned flags, gsort_result *res, gsort_error *err)
+{
+    switch (api) {
+    case A_SORT: return gsort_sort(c, dt, keys, n, flags, res, err);
+    case A_BYKEY32: return gsort_sort_by_key(c, dt, keys, vals, 4, n, flags, res, err);
+    case A_BYKEY64: return gsort_sort_by_key(c, dt, keys, vals, 8, n, flags, res, err);
+    case A_ARG32: return gsort_argsort32(c, dt, keys, n, vals, flags, res, err);
+    default: return gsort_argsort(c, dt, keys, n, vals, flags, res, err);
+    }
+}
+
+/* After an argsort of a sortcheck case: the keys must be as they were;
+ * the sorted keys the checker wants are the input keys the indices point
+ * at, put in their place. 0, or -1 with the reason in why. */
+static int argsort_to_keys(sc_case *sc, int api, gs_dtype t, size_t n, char *why, size_t wl)
+{
+    size_t ks = gs_dtype_size(t);
+    if (memcmp(sc->req.keys, sc->in_keys, n * ks) != 0) {
+        snprintf(why, wl, "argsort changed the caller's keys");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t ix = api == A_ARG32 ? ((uint32_t *)sc->req.values)[i]
+                                     : ((uint64_t *)sc->req.values)[i];
+        if (ix >= n) {
+            snprintf(why, wl, "index[%zu] = %" PRIu64 " is out of range", i, ix);
+            return -1;
+        }
+        memcpy((char *)sc->req.keys + i * ks, (char *)sc->in_keys + ix * ks, ks);
+    }
+    return 0;
+}
+
+/* One sort through the API on a sortcheck case; 1 when the answer and the
+ * route are right, else 0 with the reason in why. */
+static int api_case(gsort_conn *c, int api, int route, gs_dtype t, int desc, int stable,
+                    size_t n, int dist, uint64_t seed, char *why, size_t wl)
+{
+    sc_case sc;
+    gs_payload p = api_payload[api];
+    if (sc_case_init(&sc, t, p, desc, n, dist, seed) < 0) {
+        snprintf(why, wl, "out of memory for the case");
+        return 0;
+    }
+    size_t kb = n * gs_dtype_size(t), vb = n * gs_payload_size(p), voff = (kb + 7) & ~(size_t)7;
+    char *blk = NULL;
+    void *keys = sc.req.keys, *vals = sc.req.values;
+    if (route == R_BLOCK) {
+        blk = gsort_alloc(voff + vb + 8, NULL);
+        if (!blk) {
+            snprintf(why, wl, "gsort_alloc failed");
+            sc_case_free(&sc);
+            return 0;
+        }
+        memcpy(blk, sc.req.keys, kb);
+        if (vb)
+            memcpy(blk + voff, sc.req.values, vb);
+        keys = blk;
+        vals = blk + voff;
+    }
+    unsigned flags = (desc ? GSORT_DESCENDING : 0) | (stable ? GSORT_STABLE : 0) |
+                     (route == R_INLINE ? GSORT_INLINE : 0);
+    gsort_result res;
+    gsort_error err;
+    int rc = api_call(c, api, (gsort_dtype)t, keys, vals, n, flags, &res, &err);
+    int ok = 0;
+    if (rc != 0) {
+        snprintf(why, wl, "%s: %.400s", gsort_strerror(rc), err.message);
+        goto out;
+    }
+    if (err.code != 0) {
+        snprintf(why, wl, "success left err.code = %d", err.code);
+        goto out;
+    }
+    int want_zc = n > 0 && route != R_INLINE;
+    if (res.zero_copy != want_zc) {
+        snprintf(why, wl, "result.zero_copy = %d, expected %d", res.zero_copy, want_zc);
+        goto out;
+    }
+    if (!res.algorithm[0] || !res.plan[0]) {
+        snprintf(why, wl, "the result names no algorithm or plan ('%s', '%s')", res.algorithm,
+                 res.plan);
+        goto out;
+    }
+    if (blk) {
+        memcpy(sc.req.keys, blk, kb);
+        if (vb)
+            memcpy(sc.req.values, blk + voff, vb);
+    }
+    if ((api == A_ARG32 || api == A_ARG64) && argsort_to_keys(&sc, api, t, n, why, wl) < 0)
+        goto out;
+    ok = sc_case_verify(&sc, stable, why, wl);
+out:
+    gsort_free(blk);
+    sc_case_free(&sc);
+    return ok;
+}
+
+static void test_matrix(const dmn *d)
+{
+    static const size_t sizes[] = { 0, 1, 2, 33, 1000, 20011 };
+    const size_t ns = sizeof sizes / sizeof sizes[0];
+    gsort_conn *c = conn_or_bail(d->sock);
+    uint64_t seed = 1;
+    for (int route = 0; route < R_COUNT; route++)
+        for (int api = 0; api < A_COUNT; api++)
+            for (int t = 0; t < GS_DT_COUNT; t++) {
+                int isf = t == GS_DT_F32 || t == GS_DT_F64, bad = 0, runs = 0;
+                char first[700] = "";
+                for (int desc = 0; desc < 2; desc++)
+                    for (int stable = 0; stable < 2; stable++)
+                        for (size_t si = 0; si < ns; si++) {
+                            /* Few distinct keys test stability; floats get
+                             * NaNs, signed zeros and infinities. */
+                            int dist = stable ? SC_FEW16
+                                              : isf && si % 2 ? SC_FSPECIAL : SC_RANDOM;
+                            char why[600] = "";
+                            runs++;
+                            if (!api_case(c, api, route, (gs_dtype)t, desc, stable, sizes[si],
+                                          dist, seed++, why, sizeof why) && !bad++)
+                                snprintf(first, sizeof first, "%s n=%zu %s: %s",
+                                         desc ? "desc" : "asc", sizes[si],
+                                         stable ? "stable" : "any", why);
+                        }
+                tap_ok(!bad, "%s, %s, %s: %d sorts (asc/desc, stable/not, n = 0 .. 20011)%s%s",
+                       route_names[route], api_names[api], gs_dtype_name((gs_dtype)t),
+                       runs, bad ? ", first failure: " : "", first);
+            }
+    gsort_close(c);
+}
+
+/* ---- routes: what goes through shared memory and what is copied ---- */
+
+static int u32_sorted(const uint32_t *k, size_t n)
+{
+    for (size_t i = 1; i < n; i++)
+        if (k[i - 1] > k[i])
+            return 0;
+    return 1;
+}
+
+static void fill_u32(uint32_t *k, size_t n, uint32_t seed)
+{
+    uint32_t x = seed * 2654435761u + 1;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        k[i] = x;
+    }
+}
+
+static void test_routes(const dmn *d)
+{
+    gsort_conn *c = conn_or_bail(d->sock);
+    gsort_result res;
+    gsort_error err;
+    char line1[512], line2[512];
+    tap_ok(stage_maps(NULL, 0) == 0, "a new connection has no staging memfd mapped");
+
+    size_t n = 50000;
+    uint32_t *blk = gsort_alloc(4 * n + 64, &err);
+    if (!blk)
+        tap_bail("gsort_alloc: %.200s", err.message);
+    int blocks = maps_count("/memfd:gsort-block", NULL, 0);
+    tap_ok(blocks >= 1, "gsort_alloc maps a memfd block (%d mapped)", blocks);
+    for (size_t i = 0; i < n + 16; i++)
+        blk[i] = 0;
+    fill_u32(blk, n, 1);
+    int rc = gsort_sort(c, GSORT_U32, blk, n, 0, &res, &err);
+    tap_ok(rc == 0 && u32_sorted(blk, n) && res.zero_copy == 1 && stage_maps(NULL, 0) == 0,
+           "keys in a block are sorted in place: rc %d, zero_copy %d, staging memfds %d (0: no "
+           "copy was made)", rc, res.zero_copy, stage_maps(NULL, 0));
+
+    /* An interior, aligned slice of a block: still in place. */
+    fill_u32(blk + 1000, 2000, 2);
+    uint32_t before = blk[999], after = blk[3000];
+    rc = gsort_sort(c, GSORT_U32, blk + 1000, 2000, GSORT_DESCENDING, &res, &err);
+    int desc_ok = 1;
+    for (size_t i = 1001; i < 3000; i++)
+        desc_ok &= blk[i - 1] >= blk[i];
+    tap_ok(rc == 0 && desc_ok && blk[999] == before && blk[3000] == after &&
+           res.zero_copy == 1 && stage_maps(NULL, 0) == 0,
+           "an aligned slice inside a block is sorted in place, its neighbours untouched");
+
+    /* n running past the block's end (issue 34: this copied past the
+     * mapping and crashed): refused with GSORT_EINVAL naming the block,
+     * before anything is read or sent; likewise for values. */
+    uint32_t *snap = malloc(4 * (n + 16));
+    if (!snap)
+        tap_bail("out of memory");
+    memcpy(snap, blk, 4 * (n + 16));
+    gsort_error oe;
+    rc = gsort_sort(c, GSORT_U32, blk + 1000, n, 0, &res, &oe);
+    int over_k = rc == GSORT_EINVAL && oe.code == GSORT_EINVAL &&
+                 strstr(oe.message, "run past the end of their gsort_alloc block");
+    gsort_request orq;
+    gsort_request_init(&orq);
+    orq.dtype = GSORT_U32;
+    orq.n = 2000;
+    orq.keys = blk;
+    orq.values_kind = GSORT_VALUES_U32;
+    orq.values = blk + n + 16 - 100;
+    gsort_error verr;
+    int rcv = gsort_run(c, &orq, &res, &verr);
+    int over_v = rcv == GSORT_EINVAL && strstr(verr.message, "values") &&
+                 strstr(verr.message, "run past the end");
+    tap_ok(over_k && over_v && memcmp(snap, blk, 4 * (n + 16)) == 0,
+           "keys or values running past their gsort_alloc block: GSORT_EINVAL, the block "
+           "untouched (%s; %s)", oe.message, verr.message);
+    free(snap);
+
+    /* Misaligned inside the block: the protocol wants aligned offsets, so
+     * the library stages it. */
+    uint32_t ref[777];
+    unsigned char *mis = (unsigned char *)blk + 4 * n + 1;
+    fill_u32(ref, 777, 3);
+    memcpy(mis - 4 * 777 - 8, ref, sizeof ref);   /* inside the block, odd address */
+    unsigned char *mk = mis - 4 * 777 - 8;
+    rc = gsort_sort(c, GSORT_U32, mk, 777, 0, &res, &err);
+    uint32_t got[777];
+    memcpy(got, mk, sizeof got);
+    tap_ok(((uintptr_t)mk & 3) != 0 && rc == 0 && u32_sorted(got, 777) && res.zero_copy == 1 &&
+           stage_maps(line1, sizeof line1) == 1,
+           "misaligned keys inside a block are staged through one staging memfd and sorted: "
+           "rc %d %s", rc, rc ? err.message : "");
+
+    /* Ordinary memory: staged, the same staging memfd reused. */
+    uint32_t *heap = malloc(4 * 3000);
+    fill_u32(heap, 3000, 4);
+    rc = gsort_sort(c, GSORT_U32, heap, 3000, 0, &res, &err);
+    stage_maps(line2, sizeof line2);
+    tap_ok(rc == 0 && u32_sorted(heap, 3000) && res.zero_copy == 1 &&
+           stage_maps(NULL, 0) == 1 && strcmp(line1, line2) == 0,
+           "malloc'd keys are staged, reusing the connection's staging memfd (%s)", line2);
+    free(heap);
+
+    /* Keys in a block, values elsewhere: staged as a pair. */
+    uint32_t *vals = malloc(4 * 1000);
+    fill_u32(blk, 1000, 5);
+    for (uint32_t i = 0; i < 1000; i++)
+        vals[i] = blk[i] ^ 0x5a5a5a5au;
+    rc = gsort_sort_by_key(c, GSORT_U32, blk, vals, 4, 1000, 0, &res, &err);
+    int pairs = 1;
+    for (uint32_t i = 0; i < 1000; i++)
+        pairs &= vals[i] == (blk[i] ^ 0x5a5a5a5au);
+    tap_ok(rc == 0 && u32_sorted(blk, 1000) && pairs && res.zero_copy == 1,
+           "keys in a block with values in malloc'd memory: staged, values follow their keys");
+    free(vals);
+
+    /* Keys and values in one block: in place. */
+    uint32_t *bv = blk + 2000;
+    fill_u32(blk, 1000, 6);
+    for (uint32_t i = 0; i < 1000; i++)
+        bv[i] = ~blk[i];
+    gsort_close(c);     /* a fresh connection has no staging memfd yet */
+    tap_ok(stage_maps(NULL, 0) == 0, "gsort_close frees the staging memfd");
+    c = conn_or_bail(d->sock);
+    rc = gsort_sort_by_key(c, GSORT_U32, blk, bv, 4, 1000, GSORT_STABLE, &res, &err);
+    pairs = 1;
+    for (uint32_t i = 0; i < 1000; i++)
+        pairs &= bv[i] == ~blk[i];
+    tap_ok(rc == 0 && u32_sorted(blk, 1000) && pairs && res.zero_copy == 1 &&
+           stage_maps(NULL, 0) == 0, "keys and values in one block are sorted in place");
+
+    /* gsort_run with indices: keys and indices in one block, both in place. */
+    fill_u32(blk, 3000, 16);
+    uint32_t *orig = malloc(4 * 3000);
+    memcpy(orig, blk, 4 * 3000);
+    uint64_t *bix = (uint64_t *)(blk + 4000);   /* 8-aligned: blk is page-aligned */
+    gsort_request rq;
+    gsort_request_init(&rq);
+    rq.keys = blk;
+    rq.n = 3000;
+    rq.values_kind = GSORT_VALUES_IDX64;
+    rq.values = bix;
+    rq.flags = GSORT_STABLE;
+    rc = gsort_run(c, &rq, &res, &err);
+    int run_ok = rc == 0 && u32_sorted(blk, 3000);
+    for (size_t i = 0; run_ok && i < 3000; i++)
+        run_ok = bix[i] < 3000 && orig[bix[i]] == blk[i] &&
+                 (i == 0 || blk[i - 1] != blk[i] || bix[i - 1] < bix[i]);
+    tap_ok(run_ok && res.zero_copy == 1 && stage_maps(NULL, 0) == 0,
+           "gsort_run with 64-bit indices, keys and indices in one block: both in place");
+    free(orig);
+
+    /* GSORT_SPLIT goes out (this host-only daemon declines: not plan
+     * "split"); a flag libgsort does not know is refused, nothing sent. */
+    fill_u32(blk, 700, 11);
+    rc = gsort_sort(c, GSORT_U32, blk, 700, GSORT_SPLIT | GSORT_STABLE, &res, &err);
+    int split_ok = rc == 0 && u32_sorted(blk, 700) && strcmp(res.plan, "split") != 0;
+    char plan[32];
+    snprintf(plan, sizeof plan, "%s", res.plan);
+    fill_u32(blk, 700, 12);
+    memcpy(ref, blk, 700 * sizeof *blk);
+    rc = gsort_sort(c, GSORT_U32, blk, 700, 1u << 7, &res, &err);
+    tap_ok(split_ok && rc == GSORT_EINVAL && strstr(err.message, "flags") &&
+           !memcmp(ref, blk, 700 * sizeof *blk),
+           "GSORT_SPLIT is accepted (plan %s); flag 0x80 is refused: %s", plan, err.message);
+
+    /* Overlapping keys and values are refused, whatever the route. */
+    fill_u32(blk, 1000, 7);
+    memcpy(ref, blk, sizeof ref);
+    rc = gsort_sort_by_key(c, GSORT_U32, blk, blk + 500, 4, 1000, 0, &res, &err);
+    tap_ok(rc == GSORT_EINVAL && strstr(err.message, "overlap") &&
+           memcmp(ref, blk, sizeof ref) == 0,
+           "overlapping keys and values in a block: GSORT_EINVAL, nothing changed (%s)",
+           err.message);
+    uint32_t *ov = malloc(4 * 1500);
+    memcpy(ov, blk, 4 * 1500);
+    rc = gsort_sort_by_key(c, GSORT_U32, ov + 10, ov, 8, 500, 0, &res, &err);
+    tap_ok(rc == GSORT_EINVAL && strstr(err.message, "overlap") &&
+           memcmp(ov, blk, 4 * 1500) == 0 && !starts_with(err.message, "gsortd: "),
+           "overlapping malloc'd keys and values: GSORT_EINVAL here, nothing changed (%s)",
+           err.message);
+    free(ov);
+
+    /* argsort of keys in a block leaves the block alone. */
+    fill_u32(blk, 5000, 8);
+    uint32_t *copy = malloc(4 * 5000);
+    memcpy(copy, blk, 4 * 5000);
+    uint64_t *idx = malloc(8 * 5000);
+    rc = gsort_argsort(c, GSORT_U32, blk, 5000, idx, GSORT_STABLE, &res, &err);
+    int arg_ok = rc == 0 && memcmp(copy, blk, 4 * 5000) == 0;
+    for (size_t i = 1; arg_ok && i < 5000; i++)
+        arg_ok = idx[i] < 5000 && idx[i - 1] < 5000 &&
+                 (blk[idx[i - 1]] < blk[idx[i]] ||
+                  (blk[idx[i - 1]] == blk[idx[i]] && idx[i - 1] < idx[i]));
+    tap_ok(arg_ok && res.zero_copy == 1, "argsort of keys in a block: indices in stable order, "
+           "the block unchanged");
+    free(copy);
+    free(idx);
+
+    /* GSORT_INLINE: the socket, even for block memory. */
+    fill_u32(blk, 4000, 9);
+    rc = gsort_sort(c, GSORT_U32, blk, 4000, GSORT_INLINE, &res, &err);
+    tap_ok(rc == 0 && u32_sorted(blk, 4000) && res.zero_copy == 0,
+           "GSORT_INLINE sends a block's keys on the socket: zero_copy %d", res.zero_copy);
+
+    /* A bigger staged sort replaces the staging memfd with a bigger one. */
+    size_t big = 400000;
+    uint32_t *bk = malloc(4 * big);
+    fill_u32(bk, big, 10);
+    stage_maps(line1, sizeof line1);
+    rc = gsort_sort(c, GSORT_U32, bk, big, 0, &res, &err);
+    stage_maps(line2, sizeof line2);
+    tap_ok(rc == 0 && u32_sorted(bk, big) && stage_maps(NULL, 0) == 1 &&
+           strcmp(line1, line2) != 0, "a larger staged sort grows the staging memfd (one "
+           "mapped: %s)", line2);
+    free(bk);
+
+    /* Over GS_PCOPY_MIN (32 MiB): the staging copies run on several
+     * threads; an odd length so the last part is not page-sized. Keys and
+     * values both ways, checked pair by pair. */
+    size_t huge = ((size_t)40 << 20) / 8 + 3;
+    uint64_t *hk = malloc(8 * huge);
+    uint32_t *hv = malloc(4 * huge);
+    if (!hk || !hv)
+        tap_bail("out of memory");
+    for (size_t i = 0; i < huge; i++) {
+        hk[i] = (uint64_t)(i * 0x9e3779b97f4a7c15u) >> 8;
+        hv[i] = (uint32_t)i;
+    }
+    gsort_request hr;
+    gsort_request_init(&hr);
+    hr.dtype = GSORT_U64;
+    hr.n = huge;
+    hr.keys = hk;
+    hr.values_kind = GSORT_VALUES_U32;
+    hr.values = hv;
+    rc = gsort_run(c, &hr, &res, &err);
+    int hok = rc == 0;
+    for (size_t i = 0; hok && i < huge; i++)
+        hok = (i == 0 || hk[i - 1] <= hk[i]) &&
+              hk[i] == (uint64_t)((size_t)hv[i] * 0x9e3779b97f4a7c15u) >> 8;
+    tap_ok(hok, "a 40 MiB u64 + u32 staged sort (copies over threads): every key sorted "
+           "with its own value%s%s", rc ? ": " : "", rc ? err.message : "");
+    free(hk);
+    free(hv);
+
+    int nb = maps_count("/memfd:gsort-block", NULL, 0);
+    gsort_free(blk);
+    gsort_free(NULL);
+    int stray = 42;
+    gsort_free(&stray);     /* not from gsort_alloc: left alone */
+    tap_ok(maps_count("/memfd:gsort-block", NULL, 0) == nb - 1 && stray == 42,
+           "gsort_free unmaps its block; NULL and foreign pointers are ignored");
+    void *z = gsort_alloc(0, &err);
+    tap_ok(z != NULL, "gsort_alloc(0) returns a pointer to free");
+    gsort_free(z);
+    gsort_close(c);
+    gsort_close(NULL);
+}
+
+/* ---- no memfds at all ---- */
+
+/* In a child where memfd_create fails (a seccomp filter, as some sandboxes
+ * have): gsort_alloc hands out ordinary memory and every sort goes inline.
+ * The child reports one bit per failed check in its exit status. */
+static int no_memfd_child(const char *sock)
+{
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_memfd_create, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = { sizeof f / sizeof f[0], f };
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER,
+                                                         &prog))
+        return 0x80;
+    int bad = 0;
+    int mfd = memfd_create("probe", 0);
+    if (mfd >= 0 || errno != ENOSYS)
+        return 0x20;    /* the filter did not take */
+    gsort_conn *c = NULL;
+    gsort_result res;
+    if (gsort_connect(&c, sock, NULL))
+        return 0x40;
+    int blocks = maps_count("/memfd:gsort-block", NULL, 0);
+    uint32_t *blk = gsort_alloc(4 * 5000, NULL);
+    if (!blk || maps_count("/memfd:gsort-block", NULL, 0) != blocks)
+        bad |= 1;   /* no block, or a memfd after all */
+    if (blk) {
+        fill_u32(blk, 5000, 18);
+        if (gsort_sort(c, GSORT_U32, blk, 5000, 0, &res, NULL) || !u32_sorted(blk, 5000) ||
+            res.zero_copy != 0)
+            bad |= 2;
+    }
+    uint32_t *heap = malloc(4 * 5000);
+    uint64_t *idx = malloc(8 * 5000);
+    fill_u32(heap, 5000, 19);
+    int stages = stage_maps(NULL, 0);
+    if (gsort_sort(c, GSORT_U32, heap, 5000, GSORT_DESCENDING, &res, NULL) ||
+        res.zero_copy != 0 || stage_maps(NULL, 0) != stages)
+        bad |= 4;
+    for (size_t i = 1; i < 5000; i++)
+        if (heap[i - 1] < heap[i])
+            bad |= 8;
+    if (gsort_argsort(c, GSORT_U32, heap, 5000, idx, GSORT_STABLE, &res, NULL) ||
+        res.zero_copy != 0 || idx[0] != 4999 || idx[4999] != 0)
+        bad |= 16;   /* descending input: the indices run backwards */
+    free(heap);
+    free(idx);
+    gsort_free(blk);
+    gsort_close(c);
+    return bad;
+}
+
+static void test_no_memfd(const dmn *d)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(no_memfd_child(d->sock));
+    int st = 0;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid)
+        tap_bail("fork/wait: %s", strerror(errno));
+    int code = WIFEXITED(st) ? WEXITSTATUS(st) : 0x100;
+    tap_ok(code != 0x80 && code != 0x40 && code != 0x20 && code != 0x100,
+           "a child whose memfd_create fails (ENOSYS, by seccomp) connects (status 0x%x)", code);
+    tap_ok(!(code & 1), "gsort_alloc there returns ordinary memory");
+    tap_ok(!(code & 2), "which sorts correctly, inline (zero_copy 0)");
+    tap_ok(!(code & 12), "malloc'd keys sort inline, with no staging memfd");
+    tap_ok(!(code & 16), "argsort works inline");
+}
+
+/* ---- n = 0, NULL pointers, bad arguments, daemon errors ---- */
+
+static void test_edges(const dmn *d)
+{
+    gsort_conn *c = conn_or_bail(d->sock);
+    gsort_result res;
+    gsort_error err;
+    int rc = gsort_sort(c, GSORT_F64, NULL, 0, 0, &res, &err);
+    tap_ok(rc == 0 && res.zero_copy == 0 && res.algorithm[0], "n = 0 with NULL keys: rc %d, "
+           "served by '%s' inline", rc, res.algorithm);
+    rc = gsort_argsort(c, GSORT_U64, NULL, 0, NULL, GSORT_STABLE, &res, &err);
+    tap_ok(rc == 0, "argsort of n = 0 with NULL keys and indices: rc %d %s", rc,
+           rc ? err.message : "");
+    rc = gsort_sort_by_key(c, GSORT_I32, NULL, NULL, 8, 0, GSORT_DESCENDING, NULL, &err);
+    tap_ok(rc == 0, "sort_by_key of n = 0, no result record: rc %d", rc);
+    void *z = gsort_alloc(16, &err);
+    rc = gsort_sort(c, GSORT_U32, z, 0, 0, &res, &err);
+    tap_ok(rc == 0 && res.zero_copy == 0, "n = 0 inside a block: rc %d", rc);
+    gsort_free(z);
+    gsort_close(c);
+}
+
+static void test_errors(const dmn *d)
+{
+    gsort_conn *c = conn_or_bail(d->sock);
+    gsort_result res;
+    gsort_error err;
+    uint32_t k[64], ref[64];
+    uint64_t idx[64];
+    fill_u32(k, 64, 11);
+    memcpy(ref, k, sizeof k);
+    gsort_request rq;
+
+#define UNCHANGED (memcmp(k, ref, sizeof k) == 0)
+    gsort_request_init(&rq);
+    tap_ok(rq.dtype == GSORT_U32 && rq.values_kind == GSORT_VALUES_NONE && rq.flags == 0 &&
+           !rq.algorithm && !rq.params && rq.device == -1 && !rq.keys && rq.n == 0,
+           "gsort_request_init: u32 keys, no values, no flags, the plan, any device");
+    rq.keys = k;
+    rq.n = 64;
+    rq.dtype = (gsort_dtype)17;
+    int rc = gsort_run(c, &rq, &res, &err);
+    tap_ok(rc == GSORT_EINVAL && err.code == rc && strstr(err.message, "dtype") && UNCHANGED,
+           "unknown dtype: GSORT_EINVAL (%s)", err.message);
+    rq.dtype = GSORT_U32;
+    rq.values_kind = (gsort_values)9;
+    rq.values = idx;
+    rc = gsort_run(c, &rq, &res, &err);
+    tap_ok(rc == GSORT_EINVAL && strstr(err.message, "values_kind") && UNCHANGED,
+           "unknown values_kind: GSORT_EINVAL (%s)", err.message);
+    rq.values_kind = GSORT_VALUES_NONE;
+    rq.flags = 1u << 9;
+    rc = gsort_run(c, &rq, &res, &err);
+    tap_ok(rc == GSORT_EINVAL && strstr(err.message, "flags") && UNCHANGED,
+           "unknown flag bit: GSORT_EINVAL (%s)", err.message);
+    rq.flags = 0;
+    rq.device = -3;
+    rc = gsort_run(c, &rq, &res, &err);
+    tap_ok(rc == GSORT_EINVAL && UNCHANGED, "device -3: GSORT_EINVAL (%s)", err.message);
+    rc = gsort_sort_by_key(c, GSORT_U32, k, idx, 3, 64, 0, &res, &err);
+    tap_ok(rc == GSORT_EINVAL && strstr(err.message, "3 bytes") && UNCHANGED,
+           "sort_by_key with 3-byte values: GSORT_EINVAL (%s)", err.message);
+    rc = gsort_sort(c, GSORT_U32, NULL, 5, 0, &res, &err);
+    tap_ok(rc == GSORT_EINVAL && strstr(err.message, "NULL"), "NULL keys with n = 5: "
+           "GSORT_EINVAL (%s)", err.message);
+    rc = gsort_argsort(c, GSORT_U32, k, 64, NULL, 0, &res, &err);
+    tap_ok(rc == GSORT_EINVAL && UNCHANGED, "argsort with NULL indices: GSORT_EINVAL (%s)",
+           err.message);
+    rc = gsort_sort(c, GSORT_U64, k, SIZE_MAX / 4, 0, &res, &err);
+    tap_ok(rc == GSORT_ETOOBIG && UNCHANGED, "n * 8 overflowing size_t: GSORT_ETOOBIG (%s)",
+           err.message);
+    rc = gsort_sort(c, GSORT_U32, k, ((size_t)1 << 53) + 1, 0, &res, &err);
+    tap_ok(rc == GSORT_ETOOBIG && UNCHANGED, "n = 2^53 + 1: GSORT_ETOOBIG (%s)", err.message);
+    rc = gsort_argsort32(c, GSORT_U32, k, (size_t)UINT32_MAX + 1, (uint32_t *)idx, 0, &res,
+                         &err);
+    tap_ok(rc == GSORT_ETOOBIG && strstr(err.message, "32-bit") && UNCHANGED,
+           "argsort32 of 2^32 keys: GSORT_ETOOBIG before touching memory (%s)", err.message);
+
+    /* The daemon's own refusals keep its message and the connection. */
+    gsort_request_init(&rq);
+    rq.keys = k;
+    rq.n = 64;
+    rq.algorithm = "nosuch";
+    rc = gsort_run(c, &rq, &res, &err);
+    tap_ok(rc == GSORT_ENOTFOUND && starts_with(err.message, "gsortd: ") &&
+           strstr(err.message, "nosuch") && UNCHANGED,
+           "an unknown algorithm: GSORT_ENOTFOUND from the daemon (%s)", err.message);
+    double rtt = -1;
+    rc = gsort_ping(c, &rtt, &err);
+    tap_ok(rc == 0 && rtt >= 0 && isfinite(rtt), "the connection still answers a ping "
+           "(%.3f ms)", rtt);
+    rq.algorithm = "host";
+    rq.params = "bogus=3";
+    rc = gsort_run(c, &rq, &res, &err);
+    tap_ok(rc == GSORT_EUNSUPPORTED && starts_with(err.message, "gsortd: ") &&
+           strstr(err.message, "bogus") && UNCHANGED,
+           "a parameter the algorithm does not take: GSORT_EUNSUPPORTED (%s)", err.message);
+    rq.params = "radix_bits";
+    rc = gsort_run(c, &rq, &res, &err);
+    tap_ok(rc == GSORT_EINVAL && !starts_with(err.message, "gsortd: ") && UNCHANGED,
+           "malformed params text: GSORT_EINVAL here (%s)", err.message);
+    rq.algorithm = "host";
+    rq.params = NULL;
+    rq.device = 7;
+    rc = gsort_run(c, &rq, &res, &err);
+    /* gsort-protocol(7) says GS_ENOTFOUND, the daemon answers GS_ENODEV. */
+    tap_ok((rc == GSORT_ENODEV || rc == GSORT_ENOTFOUND) && starts_with(err.message, "gsortd: ") &&
+           strstr(err.message, "device 7") && UNCHANGED,
+           "device 7 on a host-only daemon: %s (%s)", gsort_strerror(rc), err.message);
+    rq.device = -1;
+    rq.flags = GSORT_STABLE | GSORT_INLINE;
+    rc = gsort_run(c, &rq, &res, &err);
+    tap_ok(rc == 0 && u32_sorted(k, 64) && !strcmp(res.algorithm, "host") &&
+           !strcmp(res.plan, "override") && res.device == -1,
+           "forcing the host algorithm: served by '%s', plan '%s', device %d", res.algorithm,
+           res.plan, res.device);
+    memcpy(ref, k, sizeof k);
+
+    rq.algorithm = "auto";
+    rq.flags = 0;
+    fill_u32(k, 64, 17);
+    rc = gsort_run(c, &rq, &res, &err);
+    tap_ok(rc == 0 && u32_sorted(k, 64) && strcmp(res.plan, "override") != 0,
+           "algorithm \"auto\" is the daemon's plan: '%s' by '%s'", res.plan, res.algorithm);
+    memcpy(ref, k, sizeof k);
+
+    /* Every call copes with a NULL error record and a NULL connection. */
+    rc = gsort_sort(c, (gsort_dtype)99, k, 64, 0, NULL, NULL);
+    int nul = rc == GSORT_EINVAL;
+    nul &= gsort_sort(NULL, GSORT_U32, k, 64, 0, NULL, NULL) == GSORT_EINVAL;
+    nul &= gsort_argsort(NULL, GSORT_U32, k, 64, idx, 0, NULL, NULL) == GSORT_EINVAL;
+    nul &= gsort_argsort32(NULL, GSORT_U32, k, 64, (uint32_t *)idx, 0, NULL, NULL) ==
+           GSORT_EINVAL;
+    nul &= gsort_sort_by_key(NULL, GSORT_U32, k, idx, 4, 64, 0, NULL, NULL) == GSORT_EINVAL;
+    nul &= gsort_run(NULL, &rq, NULL, NULL) == GSORT_EINVAL;
+    nul &= gsort_run(c, NULL, NULL, NULL) == GSORT_EINVAL;
+    nul &= gsort_ping(NULL, NULL, NULL) == GSORT_EINVAL;
+    char *js = (char *)"x";
+    nul &= gsort_info(NULL, &js, NULL) == GSORT_EINVAL && js == NULL;
+    nul &= gsort_stats(c, NULL, NULL) == GSORT_EINVAL;
+    nul &= gsort_set_timeout(NULL, 1, NULL) == GSORT_EINVAL;
+    nul &= gsort_connect(NULL, d->sock, NULL) == GSORT_EINVAL;
+    nul &= gsort_alloc(SIZE_MAX, NULL) == NULL;
+    nul &= strcmp(gsort_socket_path(NULL), "") == 0;
+    tap_ok(nul && UNCHANGED, "NULL error records and NULL connections: GSORT_EINVAL, no crash");
+    tap_ok(gsort_ping(c, NULL, NULL) == 0, "the connection still works after all that");
+    rc = gsort_set_timeout(c, -1, &err);
+    int rc2 = gsort_set_timeout(c, NAN, NULL);
+    tap_ok(rc == GSORT_EINVAL && rc2 == GSORT_EINVAL && gsort_set_timeout(c, 30, &err) == 0,
+           "gsort_set_timeout refuses -1 and NaN, takes 30 s (%s)", err.message);
+#undef UNCHANGED
+    gsort_close(c);
+}
+
+/* ---- info, stats, ping ---- */
+
+static double num_at(const cJSON *o, const char *a, const char *b, const char *c)
+{
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(o, a);
+    if (b)
+        j = cJSON_GetObjectItemCaseSensitive(j, b);
+    if (c)
+        j = cJSON_GetObjectItemCaseSensitive(j, c);
+    return cJSON_IsNumber(j) ? j->valuedouble : -1;
+}
+
+/* gsort_info's or gsort_stats's JSON, parsed (NULL when the call or the
+ * parse fails); the call's return code into *rc when rc is not NULL. */
+static cJSON *query_json(int (*query)(gsort_conn *, char **, gsort_error *), gsort_conn *c,
+                         int *rc)
+{
+    char *js = NULL;
+    gsort_error err;
+    int r = query(c, &js, &err);
+    cJSON *j = js ? cJSON_Parse(js) : NULL;
+    free(js);
+    if (rc)
+        *rc = r;
+    return j;
+}
+
+static void test_queries(const dmn *d)
+{
+    gsort_conn *c = conn_or_bail(d->sock);
+    gsort_error err;
+    int rc;
+    cJSON *info = query_json(gsort_info, c, &rc);
+    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(info, "version");
+    const cJSON *sock = cJSON_GetObjectItemCaseSensitive(info, "socket");
+    const cJSON *algos = cJSON_GetObjectItemCaseSensitive(info, "algorithms");
+    int has_host = 0;
+    const cJSON *a;
+    cJSON_ArrayForEach(a, algos)
+        has_host |= cJSON_IsString(a) && !strcmp(a->valuestring, "host");
+    tap_ok(rc == 0 && info && cJSON_IsString(ver) && !strcmp(ver->valuestring, gsort_version()) &&
+           cJSON_IsString(sock) && !strcmp(sock->valuestring, d->sock) && has_host &&
+           num_at(info, "protocol", NULL, NULL) == 1,
+           "gsort_info: JSON with the daemon's version (%s, the library's %s), socket and "
+           "algorithms", cJSON_IsString(ver) ? ver->valuestring : "?", gsort_version());
+    cJSON_Delete(info);
+    tap_ok(!strcmp(gsort_socket_path(c), d->sock), "gsort_socket_path: %s",
+           gsort_socket_path(c));
+
+    cJSON *s1 = query_json(gsort_stats, c, &rc);
+    uint32_t k[100];
+    fill_u32(k, 100, 12);
+    gsort_result res;
+    int rs = gsort_sort(c, GSORT_U32, k, 100, 0, &res, &err);
+    double rtt = -1;
+    int rp = gsort_ping(c, &rtt, &err);
+    int rc2;
+    cJSON *s2 = query_json(gsort_stats, c, &rc2);
+    double sort1 = num_at(s1, "requests", "by_op", "sort");
+    double sort2 = num_at(s2, "requests", "by_op", "sort");
+    double ping1 = num_at(s1, "requests", "by_op", "ping");
+    double ping2 = num_at(s2, "requests", "by_op", "ping");
+    tap_ok(rc == 0 && rc2 == 0 && rs == 0 && rp == 0 && s1 && s2 && sort1 >= 0 &&
+           sort2 == sort1 + 1 && ping2 == ping1 + 1,
+           "gsort_stats: one sort and one ping later the daemon counts %g -> %g sorts, "
+           "%g -> %g pings", sort1, sort2, ping1, ping2);
+    tap_ok(rtt >= 0 && isfinite(rtt), "gsort_ping measures the round trip: %.3f ms", rtt);
+    tap_ok(res.total_ms >= res.daemon_ms && res.daemon_ms >= 0 && res.sort_ms >= 0,
+           "the result's times: total %.3f ms >= daemon %.3f ms >= 0", res.total_ms,
+           res.daemon_ms);
+    cJSON_Delete(s1);
+    cJSON_Delete(s2);
+    gsort_close(c);
+}
+
+/* ---- connecting: no daemon, the default socket ---- */
+
+static void test_connect(void)
+{
+    char path[200];
+    gsort_conn *c = NULL;
+    gsort_error err;
+    snprintf(path, sizeof path, "%s/nobody.sock", dmn_tmpdir());
+    int rc = gsort_connect(&c, path, &err);
+    tap_ok(rc == GSORT_ENODAEMON && err.code == rc && !c && strstr(err.message, path) &&
+           strstr(err.message, "no gsortd is listening"),
+           "no socket file: GSORT_ENODAEMON naming the path (%s)", err.message);
+
+    /* A socket file nobody listens on (a killed daemon's). */
+    snprintf(path, sizeof path, "%s/stale.sock", dmn_tmpdir());
+    close(dmn_bind(path, SOCK_STREAM, 0));
+    rc = gsort_connect(&c, path, &err);
+    tap_ok(rc == GSORT_ENODAEMON && strstr(err.message, path),
+           "a stale socket file: GSORT_ENODAEMON (%s)", err.message);
+    snprintf(path, sizeof path, "%s/empty.conf", dmn_tmpdir());
+    rc = gsort_connect(&c, path, &err);
+    tap_ok(rc == GSORT_ENODAEMON && strstr(err.message, path),
+           "a regular file: GSORT_ENODAEMON (%s)", err.message);
+    char longp[300];
+    memset(longp, 'x', sizeof longp - 1);
+    longp[0] = '/';
+    longp[sizeof longp - 1] = '\0';
+    rc = gsort_connect(&c, longp, &err);
+    tap_ok(rc == GSORT_EINVAL && strstr(err.message, "too long"),
+           "a 299-byte socket path: GSORT_EINVAL (%.60s...)", err.message);
+    rc = gsort_connect(&c, "", &err);
+    tap_ok(rc == GSORT_EINVAL, "an empty socket path: GSORT_EINVAL (%s)", err.message);
+    rc = gsort_connect(&c, path, NULL);
+    tap_ok(rc == GSORT_ENODAEMON, "no daemon, no error record: rc %d", rc);
+}
+
+static void setenv_or_unset(const char *name, const char *value)
+{
+    if (value)
+        setenv(name, value, 1);
+    else
+        unsetenv(name);
+}
+
+static void test_default_socket(void)
+{
+    char *old_sock = getenv("GSORTD_SOCKET") ? strdup(getenv("GSORTD_SOCKET")) : NULL;
+    char *old_xdg = getenv("XDG_RUNTIME_DIR") ? strdup(getenv("XDG_RUNTIME_DIR")) : NULL;
+    gsort_conn *c = NULL;
+    gsort_error err;
+
+    setenv("GSORTD_SOCKET", g_main.sock, 1);
+    int rc = gsort_connect(&c, NULL, &err);
+    tap_ok(rc == 0 && !strcmp(gsort_socket_path(c), g_main.sock) &&
+           gsort_ping(c, NULL, NULL) == 0,
+           "NULL path with GSORTD_SOCKET set: connects to %s", c ? gsort_socket_path(c) : "-");
+    gsort_close(c);
+    c = NULL;
+    char none[200];
+    snprintf(none, sizeof none, "%s/env-none.sock", dmn_tmpdir());
+    setenv("GSORTD_SOCKET", none, 1);
+    rc = gsort_connect(&c, NULL, &err);
+    tap_ok(rc == GSORT_ENODAEMON && strstr(err.message, none),
+           "GSORTD_SOCKET naming no daemon: GSORT_ENODAEMON naming it (%s)", err.message);
+
+    /* $XDG_RUNTIME_DIR/gsortd.sock when it exists (as non-root). */
+    static dmn xdg;
+    char dir[200], sock[240];
+    snprintf(dir, sizeof dir, "%s/xdg", dmn_tmpdir());
+    snprintf(sock, sizeof sock, "%s/gsortd.sock", dir);
+    mkdir(dir, 0700);
+    const char *const extra[] = { "-o", "devices=none", NULL };
+    if (dmn_start(&xdg, "xdg", sock, extra))
+        tap_bail("the daemon on %s did not start", sock);
+    setenv("GSORTD_SOCKET", "", 1);
+    setenv("XDG_RUNTIME_DIR", dir, 1);
+    rc = gsort_connect(&c, NULL, &err);
+    const char *sys = "/run/gsortd/gsortd.sock";
+    if (geteuid() != 0)
+        tap_ok(rc == 0 && !strcmp(gsort_socket_path(c), sock),
+               "empty GSORTD_SOCKET, XDG_RUNTIME_DIR holding gsortd.sock: connects there "
+               "(%s)", rc ? err.message : gsort_socket_path(c));
+    else
+        tap_ok(rc == 0 ? !strcmp(gsort_socket_path(c), sys) : strstr(err.message, sys) != NULL,
+               "as root the default is the system socket %s whatever XDG_RUNTIME_DIR says "
+               "(%s)", sys, rc ? err.message : gsort_socket_path(c));
+    gsort_close(c);
+    c = NULL;
+    dmn_stop(&xdg, SIGTERM, 20);
+
+    /* No per-user socket: the system daemon's. */
+    snprintf(dir, sizeof dir, "%s/xdg-empty", dmn_tmpdir());
+    mkdir(dir, 0700);
+    setenv("XDG_RUNTIME_DIR", dir, 1);
+    unsetenv("GSORTD_SOCKET");
+    rc = gsort_connect(&c, NULL, &err);
+    int named = rc == 0 ? !strcmp(gsort_socket_path(c), sys)
+                        : rc == GSORT_ENODAEMON && strstr(err.message, sys) &&
+                          (geteuid() == 0 || strstr(err.message, dir));
+    tap_ok(named, "no $XDG_RUNTIME_DIR/gsortd.sock: the system socket %s (%s)", sys,
+           rc ? err.message : "connected");
+    gsort_close(c);
+    setenv_or_unset("GSORTD_SOCKET", old_sock);
+    setenv_or_unset("XDG_RUNTIME_DIR", old_xdg);
+    free(old_sock);
+    free(old_xdg);
+}
+
+/* ---- timeouts and a daemon that goes away ---- */
+
+static void test_broken(void)
+{
+    /* A socket that accepts (the backlog does) but never answers. */
+    char path[200];
+    snprintf(path, sizeof path, "%s/mute.sock", dmn_tmpdir());
+    int fd = dmn_bind(path, SOCK_STREAM, 4);
+    gsort_conn *c = conn_or_bail(path);
+    gsort_error err;
+    int rc = gsort_set_timeout(c, 0.3, &err);
+    int rp = gsort_ping(c, NULL, &err);
+    tap_ok(rc == 0 && rp == GSORT_EIO && strstr(err.message, "timed out"),
+           "a reply that never comes, 0.3 s timeout: GSORT_EIO (%s)", err.message);
+    uint32_t k[8] = { 3, 1, 2, 9, 8, 7, 6, 5 };
+    rp = gsort_sort(c, GSORT_U32, k, 8, 0, NULL, &err);
+    tap_ok(rp == GSORT_EIO && k[0] == 3 && k[7] == 5 && strstr(err.message, "timed out"),
+           "the next call reconnects (the socket still accepts) and times out too: "
+           "GSORT_EIO, keys untouched (%s)", err.message);
+    gsort_close(c);
+    close(fd);
+
+    /* A daemon stopped under a connection. */
+    static dmn gone;
+    const char *const extra[] = { "-o", "devices=none", NULL };
+    c = start_and_connect(&gone, "gone", extra);
+    tap_ok(gsort_ping(c, NULL, &err) == 0, "a connection to a second daemon works");
+    int st = dmn_stop(&gone, SIGTERM, 20);
+    rp = gsort_sort(c, GSORT_U32, k, 8, 0, NULL, &err);
+    tap_ok(st == 0 && rp == GSORT_ENODAEMON && k[0] == 3 && k[7] == 5 &&
+           strstr(err.message, gone.sock) && strstr(err.message, "between calls"),
+           "after the daemon stopped (exit %d): GSORT_ENODAEMON naming the socket and the "
+           "cause, keys untouched (%s)", st, err.message);
+    gsort_close(c);
+    rc = gsort_connect(&c, gone.sock, &err);
+    tap_ok(rc == GSORT_ENODAEMON && strstr(err.message, gone.sock),
+           "reconnecting: GSORT_ENODAEMON (%s)", err.message);
+}
+
+/* ---- a daemon restarted under a connection ----
+ * The next call after a restart reconnects and succeeds; with no daemon
+ * listening it fails with GSORT_ENODAEMON naming the first cause of the
+ * loss, call after call, until one listens again. A call that fails in
+ * flight (a timeout) is not retried; the one after it reconnects. */
+
+static void test_reconnect(void)
+{
+    static dmn d1, d2, d3, d4;
+    const char *const extra[] = { "-o", "devices=none", NULL };
+    char sock[200];
+    snprintf(sock, sizeof sock, "%s/phoenix.sock", dmn_tmpdir());
+    if (dmn_start(&d1, "phoenix1", sock, extra))
+        tap_bail("the daemon 'phoenix1' did not start");
+    gsort_conn *c = conn_or_bail(sock);
+    gsort_error err;
+    uint32_t k[64];
+    fill_u32(k, 64, 21);
+    int rc = gsort_sort(c, GSORT_U32, k, 64, 0, NULL, &err);
+    tap_ok(rc == 0 && u32_sorted(k, 64), "reconnect: a first sort (%s)",
+           rc ? err.message : "ok");
+
+    /* Stopped and started again while the connection was idle. */
+    int st = dmn_stop(&d1, SIGTERM, 20);
+    if (dmn_start(&d2, "phoenix2", sock, extra))
+        tap_bail("the daemon 'phoenix2' did not start");
+    fill_u32(k, 64, 22);
+    rc = gsort_sort(c, GSORT_U32, k, 64, 0, NULL, &err);
+    tap_ok(st == 0 && rc == 0 && u32_sorted(k, 64),
+           "the daemon restarted between calls: the next sort reconnects and succeeds (%s)",
+           rc ? err.message : "ok");
+    double ms = 0;
+    rc = gsort_ping(c, &ms, &err);
+    tap_ok(rc == 0, "and the new connection stays in use (ping %s)", rc ? err.message : "ok");
+
+    /* Killed (its socket file left behind), then nothing listens. */
+    kill(d2.pid, SIGKILL);
+    st = dmn_stop(&d2, 0, 20);
+    fill_u32(k, 64, 23);
+    uint32_t k0 = k[0], k63 = k[63];
+    rc = gsort_sort(c, GSORT_U32, k, 64, 0, NULL, &err);
+    char first[sizeof err.message];
+    snprintf(first, sizeof first, "%s", err.message);
+    tap_ok(st == -2 - SIGKILL && rc == GSORT_ENODAEMON && strstr(err.message, sock) &&
+           strstr(err.message, "closed the connection between calls") && k[0] == k0 &&
+           k[63] == k63, "killed: the next sort fails with GSORT_ENODAEMON naming the socket "
+           "and the cause, keys untouched (%s)", err.message);
+    rc = gsort_ping(c, NULL, &err);
+    char *none = NULL;
+    int rc2 = gsort_stats(c, &none, &err);
+    tap_ok(rc == GSORT_ENODAEMON && rc2 == GSORT_ENODAEMON && !strcmp(err.message, first),
+           "and so does every later call, with the same first cause (%s)", err.message);
+
+    if (dmn_start(&d3, "phoenix3", sock, extra))
+        tap_bail("the daemon 'phoenix3' did not start");
+    rc = gsort_sort(c, GSORT_U32, k, 64, 0, NULL, &err);
+    tap_ok(rc == 0 && u32_sorted(k, 64), "once a daemon listens again the next sort succeeds "
+           "(%s)", rc ? err.message : "ok");
+
+    /* A call that fails in flight: the daemon stopped (SIGSTOP) past the
+     * timeout. That call fails; it is not sent again. */
+    gsort_set_timeout(c, 0.5 * dmn_slowdown(), &err);
+    kill(d3.pid, SIGSTOP);
+    fill_u32(k, 64, 24);
+    k0 = k[0];
+    rc = gsort_sort(c, GSORT_U32, k, 64, GSORT_INLINE, NULL, &err);
+    snprintf(first, sizeof first, "%s", err.message);
+    tap_ok(rc == GSORT_EIO && strstr(err.message, "timed out") && k[0] == k0,
+           "a daemon that stops answering: the call times out, GSORT_EIO (%s)", err.message);
+    kill(d3.pid, SIGKILL);
+    st = dmn_stop(&d3, 0, 20);
+    rc = gsort_ping(c, NULL, &err);
+    tap_ok(rc == GSORT_ENODAEMON && strstr(err.message, first),
+           "then killed: GSORT_ENODAEMON, the message keeping the first cause, the timeout "
+           "(%s)", err.message);
+    rc = gsort_ping(c, NULL, &err);
+    tap_ok(rc == GSORT_ENODAEMON && strstr(err.message, first) &&
+           !strstr(err.message, "to reconnect to; the connection was lost: no gsortd"),
+           "a failed reconnection does not replace the first cause (%s)", err.message);
+    if (dmn_start(&d4, "phoenix4", sock, extra))
+        tap_bail("the daemon 'phoenix4' did not start");
+    gsort_set_timeout(c, 0, &err);
+    rc = gsort_sort(c, GSORT_U32, k, 64, 0, NULL, &err);
+    tap_ok(rc == 0 && u32_sorted(k, 64), "after a restart the next sort succeeds (%s)",
+           rc ? err.message : "ok");
+    char *stats = NULL;
+    rc = gsort_stats(c, &stats, &err);
+    cJSON *sj = stats ? cJSON_Parse(stats) : NULL;
+    double sorts = num_at(sj, "requests", "by_op", "sort");
+    tap_ok(rc == 0 && sorts == 1, "the new daemon saw that one sort, nothing sent twice "
+           "(stats: %.0f sorts)", sorts);
+    cJSON_Delete(sj);
+    free(stats);
+    gsort_close(c);
+    dmn_stop(&d4, SIGTERM, 20);
+}
+
+/* ---- max_request_bytes ---- */
+
+static void test_limits(void)
+{
+    static dmn small;
+    const char *const extra[] = { "-o", "devices=none", "-o", "max_request_bytes=1M", NULL };
+    gsort_conn *c = start_and_connect(&small, "small", extra);
+    gsort_error err;
+    gsort_result res;
+    cJSON *info = query_json(gsort_info, c, NULL);
+    double lim = num_at(info, "limits", "max_request_bytes", NULL);
+    cJSON_Delete(info);
+    tap_ok(lim == 1048576, "the daemon's max_request_bytes is 1 MiB (info says %.0f)", lim);
+
+    size_t n = 300000;      /* 1.2 MB of u32 */
+    uint32_t *k = malloc(4 * n), *ref = malloc(4 * n);
+    fill_u32(k, n, 13);
+    memcpy(ref, k, 4 * n);
+    int rc = gsort_sort(c, GSORT_U32, k, n, 0, &res, &err);
+    tap_ok(rc == GSORT_ETOOBIG && starts_with(err.message, "gsortd: ") &&
+           !memcmp(k, ref, 4 * n), "1.2 MB staged: GSORT_ETOOBIG from the daemon, keys "
+           "untouched (%s)", err.message);
+    uint32_t s[16];
+    fill_u32(s, 16, 14);
+    rc = gsort_sort(c, GSORT_U32, s, 16, 0, &res, &err);
+    tap_ok(rc == 0 && u32_sorted(s, 16), "the connection still sorts afterwards");
+
+    uint32_t *blk = gsort_alloc(4u << 20, &err);
+    memcpy(blk, ref, 4 * n);
+    rc = gsort_sort(c, GSORT_U32, blk, n, 0, &res, &err);
+    tap_ok(rc == GSORT_ETOOBIG && !memcmp(blk, ref, 4 * n),
+           "1.2 MB in a block: GSORT_ETOOBIG, block untouched (%s)", err.message);
+    /* A small array far into a large block: the daemon would map 3 MB of
+     * it; the library retries through the staging memfd. */
+    uint32_t *far = blk + (3u << 20) / 4;
+    fill_u32(far, 1000, 15);
+    rc = gsort_sort(c, GSORT_U32, far, 1000, 0, &res, &err);
+    tap_ok(rc == 0 && u32_sorted(far, 1000) && res.zero_copy == 1,
+           "1000 keys 3 MB into a block are still sorted (staged after the refusal): rc %d %s",
+           rc, rc ? err.message : "");
+    gsort_free(blk);
+
+    rc = gsort_sort(c, GSORT_U32, k, n, GSORT_INLINE, &res, &err);
+    tap_ok(rc == GSORT_ETOOBIG && starts_with(err.message, "gsortd: ") &&
+           !memcmp(k, ref, 4 * n), "1.2 MB inline: GSORT_ETOOBIG from the daemon (%s)",
+           err.message);
+    double ping_ms = 0;
+    rc = gsort_ping(c, &ping_ms, &err);
+    tap_ok(rc == 0 && ping_ms > 0, "the daemon closed that connection, as the protocol says "
+           "for an over-long payload; the next call reconnects: ping %s",
+           rc ? err.message : "ok");
+    gsort_close(c);
+    c = conn_or_bail(small.sock);
+    rc = gsort_sort(c, GSORT_U32, s, 16, GSORT_INLINE, &res, &err);
+    tap_ok(rc == 0, "a new connection sorts inline again");
+    gsort_close(c);
+    free(k);
+    free(ref);
+    dmn_stop(&small, SIGTERM, 20);
+}
+
+/* ---- threads ---- */
+
+#define NTHREADS 4
+#define ROUNDS 12
+
+typedef struct worker {
+    pthread_t th;
+    const char *sock;
+    int id, bad, sorts;
+    char why[256];
+} worker;
+
+static uint32_t mix32(uint32_t x)
+{
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    return x;
+}
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    gsort_conn *c = NULL;
+    gsort_error err;
+    if (gsort_connect(&c, w->sock, &err)) {
+        snprintf(w->why, sizeof w->why, "connect: %.200s", err.message);
+        w->bad++;
+        return NULL;
+    }
+    for (int r = 0; r < ROUNDS && !w->bad; r++) {
+        size_t n = 1000 + (size_t)mix32((uint32_t)(w->id * 100 + r)) % 30000;
+        /* Keys and values in one fresh block, or values in a second one. */
+        uint32_t *k = gsort_alloc(8 * n, &err);
+        uint32_t *v = r % 3 == 2 ? gsort_alloc(4 * n, &err) : k + n;
+        if (!k || !v) {
+            snprintf(w->why, sizeof w->why, "gsort_alloc: %.200s", err.message);
+            w->bad++;
+            break;
+        }
+        fill_u32(k, n, (uint32_t)(w->id * 1000 + r));
+        uint64_t sum = 0;
+        for (size_t i = 0; i < n; i++) {
+            v[i] = mix32(k[i]);
+            sum += k[i];
+        }
+        gsort_result res;
+        int rc = gsort_sort_by_key(c, GSORT_U32, k, v, 4, n, r % 2 ? GSORT_STABLE : 0, &res,
+                                   &err);
+        uint64_t sum2 = 0;
+        int ok = rc == 0 && res.zero_copy == 1;
+        for (size_t i = 0; ok && i < n; i++) {
+            sum2 += k[i];
+            ok = v[i] == mix32(k[i]) && (i == 0 || k[i - 1] <= k[i]);
+        }
+        if (!ok || sum != sum2) {
+            snprintf(w->why, sizeof w->why, "round %d, n %zu: rc %d (%.150s), zero_copy %d", r, n,
+                     rc, rc ? err.message : "wrong answer", res.zero_copy);
+            w->bad++;
+        }
+        w->sorts++;
+        if (v != k + n)
+            gsort_free(v);
+        gsort_free(k);
+    }
+    gsort_close(c);
+    return NULL;
+}
+
+static volatile int g_churn_stop;
+
+/* Allocate and free blocks while the workers look theirs up. */
+static void *churn_main(void *arg)
+{
+    int *count = arg;
+    void *held[32] = { 0 };
+    for (unsigned i = 0; !g_churn_stop; i++) {
+        unsigned j = mix32(i) % 32;
+        gsort_free(held[j]);
+        held[j] = gsort_alloc(4096 + (i % 7) * 100, NULL);
+        if (held[j])
+            memset(held[j], 0x11, 64);
+        (*count)++;
+    }
+    for (int j = 0; j < 32; j++)
+        gsort_free(held[j]);
+    return NULL;
+}
+
+static void test_threads(const dmn *d)
+{
+    static worker w[NTHREADS];
+    pthread_t churn;
+    int churned = 0;
+    g_churn_stop = 0;
+    int before = maps_count("/memfd:gsort-block", NULL, 0);
+    if (pthread_create(&churn, NULL, churn_main, &churned))
+        tap_bail("pthread_create failed");
+    for (int t = 0; t < NTHREADS; t++) {
+        w[t].sock = d->sock;
+        w[t].id = t;
+        if (pthread_create(&w[t].th, NULL, worker_main, &w[t]))
+            tap_bail("pthread_create failed");
+    }
+    int bad = 0, sorts = 0;
+    const char *why = "";
+    for (int t = 0; t < NTHREADS; t++) {
+        pthread_join(w[t].th, NULL);
+        sorts += w[t].sorts;
+        if (w[t].bad && !bad++)
+            why = w[t].why;
+    }
+    g_churn_stop = 1;
+    pthread_join(churn, NULL);
+    tap_ok(!bad && sorts == NTHREADS * ROUNDS,
+           "%d threads, one connection each, sort %d fresh blocks in place while another "
+           "thread allocates and frees %d blocks%s%s", NTHREADS, sorts, churned,
+           bad ? ": " : "", why);
+    int after = maps_count("/memfd:gsort-block", NULL, 0);
+    tap_ok(after == before, "every block was unmapped again (%d mapped before, %d after)",
+           before, after);
+}
+
+/* ---- the OpenCL device (PoCL here) ---- */
+
+static void test_device(void)
+{
+    static dmn dev;
+    gsort_conn *c = start_and_connect(&dev, "dev", NULL);
+    gsort_error err;
+    gsort_result res;
+    cJSON *info = query_json(gsort_info, c, NULL);
+    const cJSON *devs = cJSON_GetObjectItemCaseSensitive(info, "devices");
+    int ndev = cJSON_GetArraySize(devs), enabled = 0;
+    const cJSON *dv;
+    cJSON_ArrayForEach(dv, devs)
+        enabled += cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(dv, "enabled"));
+    cJSON_Delete(info);
+    tap_ok(enabled >= 1, "the daemon serves %d of %d OpenCL devices", enabled, ndev);
+    gsort_set_timeout(c, 300, NULL);    /* a first device sort includes a PoCL compile */
+
+    /* u32 keys with u32 values, ascending: the shape tests/daemon/test_daemon
+     * compiles too, so the shared program cache serves both. */
+    static const int routes[] = { R_BLOCK, R_STAGED };
+    for (int i = 0; i < 2; i++) {
+        size_t n = 60000 + (size_t)i * 1001;
+        sc_case sc;
+        if (sc_case_init(&sc, GS_DT_U32, GS_PL_U32, 0, n, SC_FEW16, 77 + (uint64_t)i) < 0)
+            tap_bail("out of memory");
+        char *blk = routes[i] == R_BLOCK ? gsort_alloc(8 * n, &err) : NULL;
+        gsort_request rq;
+        gsort_request_init(&rq);
+        rq.dtype = GSORT_U32;
+        rq.values_kind = GSORT_VALUES_U32;
+        rq.n = n;
+        rq.flags = GSORT_STABLE;
+        rq.algorithm = "mergepath";
+        rq.keys = blk ? blk : sc.req.keys;
+        rq.values = blk ? blk + 4 * n : sc.req.values;
+        if (blk) {
+            memcpy(blk, sc.req.keys, 4 * n);
+            memcpy(blk + 4 * n, sc.req.values, 4 * n);
+        }
+        double t0 = gs_now_s();
+        int rc = gsort_run(c, &rq, &res, &err);
+        if (blk) {
+            memcpy(sc.req.keys, blk, 4 * n);
+            memcpy(sc.req.values, blk + 4 * n, 4 * n);
+        }
+        char why[600] = "";
+        int ok = rc == 0 && sc_case_verify(&sc, 1, why, sizeof why);
+        tap_ok(ok && res.device >= 0 && !strcmp(res.algorithm, "mergepath") &&
+               !strcmp(res.plan, "override") && !res.fallback[0] && res.zero_copy == 1,
+               "mergepath on device %d (%s), %s, stable sort_by_key of %zu u32: plan '%s', "
+               "params '%s', %.1f s%s%s", res.device, res.device_name, route_names[routes[i]],
+               n, res.plan, res.params, gs_now_s() - t0, rc ? err.message : "", why);
+        gsort_free(blk);
+        sc_case_free(&sc);
+    }
+    /* The plan's choice, any device: whatever serves it must be right. */
+    size_t n = 30000;
+    float *f = malloc(4 * n);
+    uint32_t *ix = malloc(4 * n);
+    sc_fill(GS_DT_F32, SC_FSPECIAL, f, n, 99);
+    int rc = gsort_argsort32(c, GSORT_F32, f, n, ix, GSORT_DESCENDING | GSORT_STABLE, &res, &err);
+    int ok = rc == 0 && ix[0] < n;
+    for (size_t i = 1; ok && i < n; i++) {
+        ok = ix[i] < n;
+        if (!ok)
+            break;
+        float a = f[ix[i - 1]], b = f[ix[i]];
+        int an = isnan(a) != 0, bn = isnan(b) != 0, as = signbit(a) != 0, bs = signbit(b) != 0;
+        /* Descending total order: NaNs first; +0.0 before -0.0. */
+        ok = an ? 1 : bn ? 0 : a > b || (a == b && as <= bs);
+        if (ok && (an ? bn : !bn && a == b && as == bs))
+            ok = ix[i - 1] < ix[i];    /* equal keys: stable */
+    }
+    tap_ok(ok, "descending stable argsort32 of floats with NaNs on the daemon's plan: served by "
+           "'%s' on %s: %s", res.algorithm, res.device < 0 ? "the host" : res.device_name,
+           rc ? err.message : "in order");
+    free(f);
+    free(ix);
+    gsort_close(c);
+    int st = dmn_stop(&dev, SIGTERM, 30);
+    tap_ok(st == 0, "the device daemon stops cleanly: exit %d", st);
+}
+
+/* ---- the README's example ---- */
+
+static int run_example(const char *sock, char *out, size_t len)
+{
+    char exe[4200], log[300];
+    snprintf(exe, sizeof exe, "%s/libgsort/gsort-example", dmn_builddir());
+    snprintf(log, sizeof log, "%s/example.out", dmn_tmpdir());
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        execl(exe, exe, sock, (char *)NULL);
+        fprintf(stderr, "exec %s: %s\n", exe, strerror(errno));
+        _exit(127);
+    }
+    int st = -1;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid)
+        return -1;
+    out[0] = '\0';
+    FILE *f = fopen(log, "r");
+    if (f) {
+        size_t got = fread(out, 1, len - 1, f);
+        out[got] = '\0';
+        fclose(f);
+    }
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_example(const dmn *d)
+{
+    char out[4096];
+    int rc = run_example(d->sock, out, sizeof out);
+    tap_diag("gsort-example says:");
+    for (const char *l = out; *l;) {
+        const char *e = strchr(l, '\n');
+        int len = e ? (int)(e - l) : (int)strlen(l);
+        tap_diag("  %.*s", len, l);
+        l += len + (e != NULL);
+    }
+    tap_ok(rc == 0 && strstr(out, "sorted 1000000 u32 keys on the host") &&
+           strstr(out, "zero copy") && strstr(out, "; 0 out of order") &&
+           strstr(out, "argsort with host: -7.5 -1 0 2.5 3\n"),
+           "libgsort/gsort-example sorts, argsorts and reports against a real daemon (exit %d)", rc);
+    char none[200];
+    snprintf(none, sizeof none, "%s/example-none.sock", dmn_tmpdir());
+    rc = run_example(none, out, sizeof out);
+    int ok = rc == 1 && strstr(out, "no gsortd is listening at") && strstr(out, none) &&
+             strstr(out, "GSORT_ENODAEMON");
+    out[strcspn(out, "\n")] = '\0';
+    tap_ok(ok, "with no daemon it prints gsort_error.message and exits 1: %s", out);
+}
+
+/* ---- sorting in the caller's process (issue 36) ---- */
+
+/* One sortcheck case sorted twice from the same input, locally (n < 256:
+ * always local) and by the daemon (GSORT_NO_LOCAL): the two must agree
+ * bit for bit, keys and values, and the local result must be right. The
+ * main daemon is host-only, so even an unstable request runs the same
+ * stable code there. 1 when all holds, else 0 with the reason in why. */
+static int local_case(gsort_conn *c, int api, gs_dtype t, int desc, int stable, size_t n,
+                      int dist, uint64_t seed, char *why, size_t wl)
+{
+    sc_case sc;
+    gs_payload p = api_payload[api];
+    if (sc_case_init(&sc, t, p, desc, n, dist, seed) < 0) {
+        snprintf(why, wl, "out of memory for the case");
+        return 0;
+    }
+    size_t kb = n * gs_dtype_size(t), vb = n * gs_payload_size(p);
+    char *dk = malloc(kb + 8), *dv = malloc(vb + 8);
+    int ok = 0;
+    if (!dk || !dv) {
+        snprintf(why, wl, "out of memory for the daemon's copy");
+        goto out;
+    }
+    memcpy(dk, sc.req.keys, kb);
+    if (vb)
+        memcpy(dv, sc.req.values, vb);
+    unsigned flags = (desc ? GSORT_DESCENDING : 0) | (stable ? GSORT_STABLE : 0);
+    gsort_dtype dt = (gsort_dtype)t;
+    for (int daemon = 0; daemon < 2; daemon++) {
+        void *k = daemon ? dk : sc.req.keys, *v = daemon ? dv : sc.req.values;
+        unsigned f = flags | (daemon ? GSORT_NO_LOCAL : 0);
+        gsort_result res;
+        gsort_error err;
+        int rc = api_call(c, api, dt, k, v, n, f, &res, &err);
+        if (rc != 0) {
+            snprintf(why, wl, "%s: %s: %.400s", daemon ? "daemon" : "local",
+                     gsort_strerror(rc), err.message);
+            goto out;
+        }
+        int local = !strcmp(res.plan, "local");
+        if (local == daemon || (local && (strcmp(res.algorithm, "host") || res.device != -1 ||
+                                          res.daemon_ms != 0))) {
+            snprintf(why, wl, "%s call: plan '%s', algorithm '%s', device %d",
+                     daemon ? "GSORT_NO_LOCAL" : "the n < 256", res.plan, res.algorithm,
+                     res.device);
+            goto out;
+        }
+    }
+    if (memcmp(sc.req.keys, dk, kb) != 0 || (vb && memcmp(sc.req.values, dv, vb) != 0)) {
+        snprintf(why, wl, "the local %s differ from the daemon's",
+                 memcmp(sc.req.keys, dk, kb) ? "keys" : "values");
+        goto out;
+    }
+    if ((api == A_ARG32 || api == A_ARG64) && argsort_to_keys(&sc, api, t, n, why, wl) < 0)
+        goto out;
+    ok = sc_case_verify(&sc, 1, why, wl);
+out:
+    free(dk);
+    free(dv);
+    sc_case_free(&sc);
+    return ok;
+}
+
+/* A call's plan, or the error's name. */
+static const char *plan_of(int rc, const gsort_result *res)
+{
+    return rc ? gsort_strerror(rc) : res->plan;
+}
+
+/* The router's rules on times recorded by hand (gsort_local.c). */
+static void test_router_rules(void)
+{
+    lgs_router *r = lgs_router_new();
+    if (!r)
+        tap_bail("out of memory for a router");
+    unsigned s = lgs_shape(GSORT_U32, GSORT_VALUES_NONE, 0, 0);
+    unsigned s2 = lgs_shape(GSORT_U32, GSORT_VALUES_NONE, 0, 1);
+    tap_ok(lgs_router_choose(r, s, 0) == 1 && lgs_router_choose(r, s, 255) == 1 &&
+           lgs_router_choose(r, s, 256) == 0, "router: below 256 keys always local; at 256, "
+           "nothing measured: the daemon first");
+    lgs_router_record(r, s, 1000, 0, 1.0);
+    tap_ok(lgs_router_choose(r, s, 1000) == 1 && lgs_router_choose(r, s2, 1000) == 0,
+           "router: the daemon timed at a size: local tried there once; another shape "
+           "(stable) is apart");
+    /* local twice as fast: the daemon, within RETRY_RATIO, is retried */
+    lgs_router_record(r, s, 1000, 1, 0.5);
+    int daemon_calls = 0;
+    for (int i = 0; i < 128; i++)
+        daemon_calls += !lgs_router_choose(r, s, 1000);
+    tap_ok(daemon_calls == 2, "router: local twice as fast: local, the daemon retried 1 call "
+           "in 64 (%d of 128)", daemon_calls);
+    double loc, dae;
+    lgs_router_record(r, s, 1000, 0, 3.0);
+    lgs_router_get(r, s, 1000, &loc, &dae);
+    tap_ok(fabs(dae - 0.0015) < 1e-12 && fabs(loc - 0.0005) < 1e-12,
+           "router: exponential averages per key (0.75 old + 0.25 new): %g, %g ms/key", dae,
+           loc);
+    for (int i = 0; i < 20; i++)
+        lgs_router_record(r, s, 1000, 0, 10.0);
+    daemon_calls = 0;
+    for (int i = 0; i < 128; i++)
+        daemon_calls += !lgs_router_choose(r, s, 1000);
+    tap_ok(daemon_calls == 0, "router: a loser over 4x slower is not retried (%d of 128)",
+           daemon_calls);
+    /* neighbours: bucket 10 (1000) local won; 600 (bucket 10 too) local;
+     * 300 (bucket 9), unmeasured, below a size local won: local */
+    tap_ok(lgs_router_choose(r, s, 600) == 1 && lgs_router_choose(r, s, 300) == 1,
+           "router: an unmeasured size below one local won stays local");
+    lgs_router_free(r);
+    r = lgs_router_new();
+    if (!r)
+        tap_bail("out of memory for a router");
+    lgs_router_record(r, s, 1000, 0, 0.1);
+    lgs_router_record(r, s, 1000, 1, 0.5);
+    int retried = 0;
+    for (int i = 0; i < 128; i++)
+        retried += lgs_router_choose(r, s, 1000);
+    tap_ok(lgs_router_choose(r, s, 5000) == 0 && lgs_router_choose(r, s, 300) == 0 &&
+           retried == 0, "router: the daemon won at 1000 (5x): sizes above go to it, an "
+           "unmeasured one below asks it first, local not retried (%d)", retried);
+    size_t big = ((size_t)1 << 22) + 1;
+    lgs_router_record(r, s2, big, 0, 10.0);
+    tap_ok(lgs_router_choose(r, s2, big) == 0 && lgs_router_choose(r, s2, (size_t)1 << 22) == 0,
+           "router: never tried locally above 2^22 keys");
+    lgs_router_record(r, s2, (size_t)1 << 22, 0, 10.0);
+    tap_ok(lgs_router_choose(r, s2, (size_t)1 << 22) == 1, "router: at 2^22 keys, once "
+           "the daemon was timed, local is tried");
+    lgs_router_free(r);
+}
+
+static void test_local(const dmn *d)
+{
+    unsetenv("GSORT_NO_LOCAL");
+    gsort_conn *c = conn_or_bail(d->sock);
+    static const size_t sizes[] = { 0, 1, 2, 47, 49, 255 };
+    const size_t ns = sizeof sizes / sizeof sizes[0];
+    uint64_t seed = 7;
+    for (int api = 0; api < A_COUNT; api++) {
+        int bad = 0, runs = 0;
+        char first[700] = "";
+        for (int t = 0; t < GS_DT_COUNT; t++) {
+            int isf = t == GS_DT_F32 || t == GS_DT_F64;
+            for (int desc = 0; desc < 2; desc++)
+                for (int stable = 0; stable < 2; stable++)
+                    for (size_t si = 0; si < ns; si++) {
+                        int dist = !isf ? (si % 2 ? SC_FEW16 : SC_RANDOM)
+                                        : si % 3 == 0 ? SC_NANMIX
+                                        : si % 3 == 1 ? SC_FSPECIAL : SC_FEW16;
+                        char why[600] = "";
+                        runs++;
+                        if (!local_case(c, api, (gs_dtype)t, desc, stable, sizes[si], dist,
+                                        seed++, why, sizeof why) && !bad++)
+                            snprintf(first, sizeof first, "%s %s n=%zu %s: %s",
+                                     gs_dtype_name((gs_dtype)t), desc ? "desc" : "asc",
+                                     sizes[si], stable ? "stable" : "any", why);
+                    }
+        }
+        tap_ok(!bad, "local = daemon, bit for bit: %s, %d sorts (every dtype, asc/desc, "
+               "stable/not, NaNs, n = 0 .. 255)%s%s", api_names[api], runs,
+               bad ? ", first failure: " : "", first);
+    }
+
+    /* What never goes local, even at n < 256. */
+    uint32_t k[64];
+    gsort_result res;
+    gsort_error err;
+    gsort_request rq;
+    gsort_request_init(&rq);
+    rq.keys = k;
+    rq.n = 64;
+    const char *why = "";
+    int never = 1, rc;
+    fill_u32(k, 64, 3);
+    rq.algorithm = "host";
+    rc = gsort_run(c, &rq, &res, &err);
+    if (rc || !strcmp(res.plan, "local") || !u32_sorted(k, 64))
+        never = 0, why = "a named algorithm";
+    rq.params = "radix_bits=8";
+    fill_u32(k, 64, 4);
+    rc = gsort_run(c, &rq, &res, &err);
+    if (rc || !strcmp(res.plan, "local"))
+        never = 0, why = "params";
+    rq.algorithm = NULL;
+    rq.params = NULL;
+    rq.device = 0;      /* the host-only daemon has none: refused, but by the daemon */
+    rc = gsort_run(c, &rq, &res, &err);
+    if (!rc && !strcmp(res.plan, "local"))
+        never = 0, why = "a device";
+    rq.device = -1;
+    rq.flags = GSORT_SPLIT;
+    rc = gsort_run(c, &rq, &res, &err);
+    if (rc || !strcmp(res.plan, "local"))
+        never = 0, why = "GSORT_SPLIT";
+    tap_ok(never, "n = 64 naming an algorithm, params, a device or GSORT_SPLIT goes to the "
+           "daemon%s%s", never ? "" : ", not: ", why);
+    rq.flags = 0;
+    rq.algorithm = "auto";
+    fill_u32(k, 64, 5);
+    rc = gsort_run(c, &rq, &res, &err);
+    tap_ok(rc == 0 && !strcmp(res.plan, "local") && u32_sorted(k, 64),
+           "algorithm \"auto\" at n = 64 may sort locally: %s", plan_of(rc, &res));
+
+    /* A gsort_alloc block is sorted where it lies, here too. */
+    uint32_t *blk = gsort_alloc(200 * sizeof *blk, NULL);
+    if (!blk)
+        tap_bail("gsort_alloc failed");
+    fill_u32(blk, 200, 6);
+    rc = gsort_sort(c, GSORT_U32, blk, 200, 0, &res, &err);
+    tap_ok(rc == 0 && !strcmp(res.plan, "local") && res.zero_copy == 0 && u32_sorted(blk, 200),
+           "a gsort_alloc block of 200 keys: sorted in place locally (%s)", plan_of(rc, &res));
+    gsort_free(blk);
+
+    /* Past 256 keys: the daemon first, then local once (nothing measured). */
+    uint32_t *m = malloc(1000 * sizeof *m);
+    if (!m)
+        tap_bail("out of memory");
+    char plans[2][32];
+    for (int i = 0; i < 2; i++) {
+        fill_u32(m, 1000, 8 + (uint32_t)i);
+        rc = gsort_sort(c, GSORT_U32, m, 1000, GSORT_DESCENDING, &res, &err);
+        snprintf(plans[i], sizeof plans[i], "%s", plan_of(rc, &res));
+    }
+    tap_ok(strcmp(plans[0], "local") && !starts_with(plans[0], "GSORT_") &&
+           !strcmp(plans[1], "local"), "1000 keys, a shape not seen before: the daemon first "
+           "('%s'), then local once ('%s')", plans[0], plans[1]);
+    free(m);
+    gsort_close(c);
+
+    /* GSORT_NO_LOCAL in the environment at connect time. */
+    int env_ok = 1;
+    static const char *const vals[] = { "1", "0", "" };
+    static const int want_local[] = { 0, 1, 1 };
+    char got[64] = "";
+    for (int i = 0; i < 3; i++) {
+        setenv("GSORT_NO_LOCAL", vals[i], 1);
+        gsort_conn *e = conn_or_bail(d->sock);
+        unsetenv("GSORT_NO_LOCAL");     /* read at connect: no longer matters */
+        fill_u32(k, 64, 9);
+        rc = gsort_sort(e, GSORT_U32, k, 64, 0, &res, &err);
+        int local = rc == 0 && !strcmp(res.plan, "local");
+        env_ok &= rc == 0 && local == want_local[i] && u32_sorted(k, 64);
+        size_t gl = strlen(got);
+        snprintf(got + gl, sizeof got - gl, "%s'%s': %s", i ? ", " : "", vals[i],
+                 plan_of(rc, &res));
+        gsort_close(e);
+    }
+    tap_ok(env_ok, "GSORT_NO_LOCAL at gsort_connect: 1 asks the daemon, 0 or empty may sort "
+           "locally (%s)", got);
+    test_router_rules();
+    setenv("GSORT_NO_LOCAL", "1", 1);
+}
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    /* Every check but test_local's is about the daemon's routes. */
+    setenv("GSORT_NO_LOCAL", "1", 1);
+    dmn_init();
+    tap_diag("temp %s", dmn_tmpdir());
+    tap_ok(!strcmp(gsort_version(), PACKAGE_VERSION), "gsort_version: %s", gsort_version());
+    static const int codes[] = { GSORT_OK, GSORT_EINVAL, GSORT_ENOMEM, GSORT_EDEVICE,
+                                 GSORT_EIO, GSORT_ENODEV, GSORT_EBUILD, GSORT_ECORRUPT,
+                                 GSORT_ETOOBIG, GSORT_EUNSUPPORTED, GSORT_ENOTFOUND,
+                                 GSORT_EWRONG, GSORT_ENODAEMON };
+    static const char *const names[] = { "OK", "EINVAL", "ENOMEM", "EDEVICE", "EIO", "ENODEV",
+                                         "EBUILD", "ECORRUPT", "ETOOBIG", "EUNSUPPORTED",
+                                         "ENOTFOUND", "EWRONG", "ENODAEMON" };
+    int names_ok = 1;
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
+        char want[40];
+        snprintf(want, sizeof want, "GSORT_%s", names[i]);
+        names_ok &= !strcmp(gsort_strerror(codes[i]), want);
+    }
+    tap_ok(names_ok && !strcmp(gsort_strerror(-99), "GSORT_E?") &&
+           !strcmp(gsort_strerror(5), "GSORT_E?"), "gsort_strerror names every code");
+
+    double t0 = gs_now_s();
+    const char *const host_only[] = { "-o", "devices=none", NULL };
+    if (dmn_start(&g_main, "main", NULL, host_only))
+        tap_bail("the host-only daemon did not start");
+    test_connect();
+    test_routes(&g_main);
+    test_edges(&g_main);
+    test_no_memfd(&g_main);
+    test_errors(&g_main);
+    test_queries(&g_main);
+    test_local(&g_main);
+    tap_diag("routes, errors, queries: %.1f s", gs_now_s() - t0);
+    test_matrix(&g_main);
+    tap_diag("matrix: %.1f s", gs_now_s() - t0);
+    test_threads(&g_main);
+    test_default_socket();
+    test_broken();
+    test_reconnect();
+    test_limits();
+    test_example(&g_main);
+    tap_diag("threads, sockets, limits, example: %.1f s", gs_now_s() - t0);
+    test_device();
+    tap_diag("device: %.1f s", gs_now_s() - t0);
+    int st = dmn_stop(&g_main, SIGTERM, 20);
+    tap_ok(st == 0, "the host-only daemon stops cleanly: exit %d", st);
+    return tap_done();
+}

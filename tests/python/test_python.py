@@ -1,0 +1,963 @@
+"""TAP checks of the Python client (python/gsort/) against numpy, with
+real gsortd daemons on temporary sockets: A serves on the host only
+(every dtype, both transports, errors), B with its OpenCL devices (one
+algorithm, one program: a few sorts on PoCL), C with small limits (a
+1 MiB max_request_bytes, a 1 s idle timeout). Run by tests/python/python.test,
+which picks a Python with numpy and sets GSORTD, GSORT_PCACHE and
+PYTHONPATH; prints TAP, exits 1 when a check failed."""
+
+import gc
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+import numpy as np
+
+import gsort
+# pytap.py is in tests/support/, beside this file's folder.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from pytap import Daemons, check, env_set, finish, ok
+
+
+def raises(exc, fn, *args, **kw):
+    """The exception fn raises (must be exc), or None."""
+    try:
+        fn(*args, **kw)
+    except exc as e:
+        return e
+    return None
+
+
+# ---- daemons ----
+
+tmp = tempfile.mkdtemp(prefix="gsort-py.")
+_daemons = Daemons(tmp)
+daemons = _daemons.procs
+start_daemon = _daemons.start
+
+
+def wait_log(log, text, seconds):
+    for _ in range(int(seconds * 10)):
+        if text in open(log).read():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+# ---- references ----
+
+DTYPES = [np.uint32, np.int32, np.float32, np.uint64, np.int64, np.float64]
+rng = np.random.default_rng(20250707)
+
+
+def order_key(a):
+    """Each key as an unsigned integer in the daemon's total order (floats:
+    -0.0 before +0.0, every NaN equal and last), for references where numpy
+    and the documented order differ."""
+    a = np.asarray(a)
+    bits = 8 * a.itemsize
+    u = {32: np.uint32, 64: np.uint64}[bits]
+    top = u(1) << u(bits - 1)
+    if a.dtype.kind == "u":
+        return a.astype(u)
+    if a.dtype.kind == "i":
+        return a.view(u) ^ top
+    a = np.where(np.isnan(a), np.array(np.nan, a.dtype), a)  # one NaN pattern
+    b = a.view(u)
+    return np.where(b & top, ~b, b | top).astype(u)
+
+
+def ref_argsort(a, descending=False):
+    """Stable argsort in the daemon's order, either direction."""
+    k = order_key(a)
+    if descending:
+        k = ~k
+    return np.argsort(k, kind="stable")
+
+
+def same(x, y):
+    """Equal values (NaN == NaN, -0.0 == +0.0), same dtype and length."""
+    x, y = np.asarray(x), np.asarray(y)
+    if x.dtype != y.dtype or x.shape != y.shape:
+        return False
+    if x.dtype.kind == "f":
+        return bool(np.array_equal(x, y, equal_nan=True))
+    return bool(np.array_equal(x, y))
+
+
+def bits_equal(x, y):
+    return x.dtype == y.dtype and x.tobytes() == y.tobytes()
+
+
+def random_keys(dt, n, special=False, signed_zeros=True):
+    """n keys of dtype dt with many duplicates: half from a small range,
+    half from the full range; floats with inf, -inf and NaNs (and -0.0
+    next to +0.0 when signed_zeros)."""
+    dt = np.dtype(dt)
+    if dt.kind in "ui":
+        info = np.iinfo(dt)
+        full = rng.integers(info.min, info.max, size=n, dtype=dt, endpoint=True)
+        small = rng.integers(0 if dt.kind == "u" else -50, 50, size=n).astype(dt)
+    else:
+        full = (rng.standard_normal(n) * 10.0 ** rng.integers(-30, 30, n)).astype(dt)
+        small = rng.integers(-20, 20, size=n).astype(dt)
+    a = np.where(rng.random(n) < 0.5, small, full).astype(dt)
+    if dt.kind == "f" and n:
+        specials = [np.inf, -np.inf, np.nan, 0.0] + ([-0.0] if signed_zeros else [])
+        pick = rng.random(n) < (0.2 if special else 0.05)
+        a[pick] = rng.choice(np.array(specials, dtype=dt), size=int(pick.sum()))
+        if not signed_zeros:
+            a[a == 0] = 0.0
+    return a
+
+
+def nan_bits(a):
+    u = a.view(np.uint32 if a.itemsize == 4 else np.uint64)
+    return np.sort(u[np.isnan(a)])
+
+
+def main():
+    a_sock, a_log, _ = start_daemon("a", "-o", "devices=none")
+    if not ok(a_sock is not None, "daemon A (devices=none) serves", open(a_log).read()):
+        return
+    b_sock, b_log, _ = start_daemon("b")
+    ok(b_sock is not None, "daemon B (OpenCL devices) serves",
+       None if b_sock else open(b_log).read())
+    c_sock, c_log, _ = start_daemon("c", "-o", "devices=none", "-o", "max_request_bytes=1M",
+                                    "-o", "idle_timeout=1", "--log-level", "info")
+    ok(c_sock is not None, "daemon C (max_request_bytes=1M, idle_timeout=1) serves",
+       None if c_sock else open(c_log).read())
+
+    cm = gsort.Client(a_sock)                 # shared memory
+    ci = gsort.Client(a_sock, memfd=False)    # inline bytes
+    check("the default client uses a memfd, memfd=False does not",
+          lambda: (cm.use_memfd and not ci.use_memfd, cm.memfd_error))
+
+    # ---- ping, info, stats ----
+    def t_ping():
+        ms = cm.ping()
+        return (isinstance(ms, float) and ms > 0 and cm.last["op"] == "ping" and
+                isinstance(cm.last["version"], str) and cm.last["protocol"] == 1, (ms, cm.last))
+    check("ping: a positive round trip in ms; last has version and protocol 1", t_ping)
+
+    def t_info():
+        i = cm.info()
+        return (i["socket"] == a_sock and
+                {"host", "radix", "mergepath", "shellsort"} <= set(i["algorithms"]) and
+                all(d["enabled"] is False for d in i["devices"]) and
+                # auto: a quarter of max_memory (auto: at most this machine's memory)
+                i["limits"]["max_request_bytes"] == cm.stats()["memory"]["max_memory"] // 4 and
+                0 < i["limits"]["max_request_bytes"] <
+                os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2, i)
+    check("info: socket, algorithms, devices disabled (devices=none), default limits", t_info)
+
+    # ---- every dtype, both transports ----
+    for dt in DTYPES:
+        name = np.dtype(dt).name
+        a = random_keys(dt, 5000)
+        a_ns = random_keys(dt, 3000, signed_zeros=False)
+        for c, how in ((cm, "memfd"), (ci, "inline")):
+            def t_sort():
+                keep = a.copy()
+                s = c.sort(a)
+                ref = np.sort(a)
+                return (same(s, ref) and bits_equal(a, keep) and
+                        c.last["zero_copy"] == (c is cm) and c.last["dtype"] == a.dtype.str[1] +
+                        str(8 * a.itemsize) and c.last["algorithm"] == "host", (s[:10], ref[:10]))
+            check("%s %s: sort equals np.sort, input untouched, last says %s, host" %
+                  (name, how, how), t_sort)
+
+            def t_desc():
+                s = c.sort(a, descending=True)
+                return same(s, np.sort(a)[::-1]), s[:10]
+            check("%s %s: descending equals np.sort(a)[::-1]" % (name, how), t_desc)
+
+            def t_arg():
+                i = c.argsort(a)
+                perm = np.array_equal(np.sort(i), np.arange(a.size))
+                return (i.dtype == np.int64 and perm and same(a[i], np.sort(a)), i[:10])
+            check("%s %s: argsort is an int64 permutation with a[i] == np.sort(a)" % (name, how),
+                  t_arg)
+
+            def t_stable():
+                i = c.argsort(a_ns, stable=True)
+                r = np.argsort(a_ns, kind="stable")
+                return np.array_equal(i, r), (i[:10], r[:10])
+            check("%s %s: stable argsort equals np.argsort(kind='stable')" % (name, how), t_stable)
+
+            def t_stable_desc():
+                i = c.argsort(a, stable=True, descending=True)
+                r = ref_argsort(a, descending=True)
+                return np.array_equal(i, r), (i[:10], r[:10])
+            check("%s %s: stable descending argsort keeps equal keys in input order" %
+                  (name, how), t_stable_desc)
+
+    def t_transports():
+        a = random_keys(np.float64, 20000, special=True)
+        v = np.arange(a.size, dtype=np.uint64)
+        r1 = (cm.sort(a), cm.argsort(a, stable=True), cm.sort_by_key(a, v, stable=True))
+        z1 = cm.last["zero_copy"]
+        r2 = (ci.sort(a), ci.argsort(a, stable=True), ci.sort_by_key(a, v, stable=True))
+        z2 = ci.last["zero_copy"]
+        return (z1 and not z2 and bits_equal(r1[0], r2[0]) and bits_equal(r1[1], r2[1]) and
+                bits_equal(r1[2][0], r2[2][0]) and bits_equal(r1[2][1], r2[2][1]))
+    check("memfd and inline give bit-identical sort, argsort and sort_by_key results",
+          t_transports)
+
+    # ---- float order: -0.0, NaN, inf ----
+    for dt in (np.float32, np.float64):
+        name = np.dtype(dt).name
+        x = random_keys(dt, 4000, special=True)
+        # NaNs with other payloads and the sign bit set must keep their bits.
+        u = x.view(np.uint32 if dt == np.float32 else np.uint64)
+        nans = np.flatnonzero(np.isnan(x))
+        u[nans[::3]] |= u.dtype.type(1) << u.dtype.type(8 * x.itemsize - 1)
+        u[nans[1::3]] ^= u.dtype.type(1)
+        for c, how in ((cm, "memfd"), (ci, "inline")):
+            def t_float():
+                s = c.sort(x)
+                k = order_key(s)
+                nn = int(np.isnan(x).sum())
+                z = s[s == 0]
+                return (bool(np.all(k[:-1] <= k[1:])) and np.isneginf(s[0]) and
+                        bool(np.all(np.isnan(s[s.size - nn:]))) and
+                        np.array_equal(nan_bits(s), nan_bits(x)) and
+                        bool(np.all(np.diff(np.signbit(z).astype(int)) <= 0)) and
+                        same(s, np.sort(x)), (s[:5], s[-5:]))
+            check("%s %s: -inf first, -0.0 before +0.0, NaNs last with their bits kept" %
+                  (name, how), t_float)
+
+            def t_float_desc():
+                s = c.sort(x, descending=True)
+                nn = int(np.isnan(x).sum())
+                z = s[s == 0]
+                return (bool(np.all(np.isnan(s[:nn]))) and np.isposinf(s[nn]) and
+                        np.isneginf(s[-1]) and
+                        bool(np.all(np.diff(np.signbit(z).astype(int)) >= 0)) and
+                        same(s[nn:], np.sort(x)[::-1][nn:]), (s[:nn + 2], s[-3:]))
+            check("%s %s: descending is the exact reverse: NaNs first, +0.0 before -0.0" %
+                  (name, how), t_float_desc)
+
+            def t_float_stable():
+                i = c.argsort(x, stable=True)
+                return np.array_equal(i, ref_argsort(x)), i[:10]
+            check("%s %s: stable argsort with -0.0, +0.0 and NaNs in the total order" %
+                  (name, how), t_float_stable)
+
+    # ---- in place, layouts, sizes ----
+    for c, how in ((cm, "memfd"), (ci, "inline")):
+        def t_inplace():
+            a = random_keys(np.int64, 7001)
+            ref = np.sort(a)
+            r = c.sort(a, inplace=True)
+            return r is a and same(a, ref)
+        check("%s: inplace=True sorts the array itself and returns it" % how, t_inplace)
+
+        def t_inplace_kv():
+            k = random_keys(np.float32, 3001)
+            k0 = k.copy()
+            v = np.arange(k.size, dtype=np.int64)
+            rk, rv = c.sort_by_key(k, v, inplace=True, stable=True)
+            r = ref_argsort(k0)
+            return rk is k and rv is v and bits_equal(k, k0[r]) and np.array_equal(v, r)
+        check("%s: sort_by_key inplace=True sorts keys and values where they are" % how,
+              t_inplace_kv)
+
+        def t_noncontig():
+            base = random_keys(np.uint32, 9000)
+            keep = base.copy()
+            views = [base[::3], base[::-1], np.asfortranarray(base.reshape(90, 100))[7, :]]
+            good = all(same(c.sort(v), np.sort(v)) for v in views)
+            good = good and all(np.array_equal(c.argsort(v, stable=True),
+                                               np.argsort(v, kind="stable")) for v in views)
+            return good and bits_equal(base, keep)
+        check("%s: strided, reversed and column views sort like numpy, untouched" % how,
+              t_noncontig)
+
+        def t_small():
+            res = []
+            for dt in DTYPES:
+                e = np.array([], dtype=dt)
+                o = np.array([7], dtype=dt)
+                s0, s1 = c.sort(e), c.sort(o)
+                i0, i1 = c.argsort(e), c.argsort(o)
+                k0, v0 = c.sort_by_key(e, np.array([], np.uint32))
+                res.append(s0.dtype == dt and s0.size == 0 and same(s1, o) and
+                           i0.dtype == np.int64 and i0.size == 0 and list(i1) == [0] and
+                           k0.size == 0 and v0.dtype == np.uint32)
+            return all(res), res
+        check("%s: n = 0 and n = 1, every dtype: empty and one-element results" % how, t_small)
+
+        def t_by_key():
+            good = []
+            for kdt, vdt, n in ((np.float64, np.uint32, 5000), (np.float32, np.uint64, 1001),
+                                (np.int32, np.float32, 777), (np.uint64, np.int64, 4000),
+                                (np.int64, np.complex64, 999)):
+                k = random_keys(kdt, n)
+                v = (rng.standard_normal(n) * 1000).astype(vdt)
+                kk, vv = k.copy(), v.copy()
+                for desc in (False, True):
+                    sk, sv = c.sort_by_key(k, v, stable=True, descending=desc)
+                    r = ref_argsort(k, descending=desc)
+                    good.append(bits_equal(sk, k[r]) and bits_equal(sv, v[r]) and
+                                bits_equal(k, kk) and bits_equal(v, vv))
+            return all(good), good
+        check("%s: sort_by_key, 4- and 8-byte values of any dtype (odd n, 4-byte keys with "
+              "8-byte values), both orders, stable" % how, t_by_key)
+
+        def t_by_key_raw():
+            # Values numpy's buffer protocol cannot export (datetime64,
+            # timedelta64: "cannot include dtype 'M' in a buffer") and
+            # structured/void ones must travel as raw bytes too, both ways.
+            good = []
+            n = 2001
+            raw = rng.integers(-2**62, 2**62, size=n, dtype=np.int64)
+            raw[3] = np.iinfo(np.int64).min     # NaT among the datetimes
+            st8 = np.dtype([("a", "<i4"), ("b", "<f4")])
+            st4 = np.dtype([("x", "<u2"), ("y", "<i2")])
+            vals = [raw.view("M8[ns]"), (raw >> 20).view("m8[s]"),
+                    raw.view("M8[D]"), raw.view(st8), raw.view("V8"),
+                    raw.astype(np.int32).view(st4), raw.astype(np.int32).view("V4")]
+            for v in vals:
+                k = random_keys(np.float64 if v.itemsize == 8 else np.int32, n)
+                vv = v.copy()
+                for desc in (False, True):
+                    sk, sv = c.sort_by_key(k, v, stable=True, descending=desc)
+                    r = ref_argsort(k, descending=desc)
+                    good.append((str(v.dtype), desc, sv.dtype == v.dtype and
+                                 bits_equal(sk, k[r]) and sv.tobytes() == v[r].tobytes() and
+                                 vv.tobytes() == v.tobytes()))
+                # in place, and a strided (non-contiguous) values view
+                ki, vi = k.copy(), v.copy()
+                rk, rv = c.sort_by_key(ki, vi, inplace=True)
+                r = ref_argsort(k)
+                good.append((str(v.dtype), "inplace", rk is ki and rv is vi and
+                             same(ki, k[r]) and
+                             sorted(vi.tobytes()[j:j + v.itemsize]
+                                    for j in range(0, n * v.itemsize, v.itemsize)) ==
+                             sorted(v.tobytes()[j:j + v.itemsize]
+                                    for j in range(0, n * v.itemsize, v.itemsize))))
+                sk, sv = c.sort_by_key(k[::2], v[::2], stable=True)
+                r = ref_argsort(k[::2])
+                good.append((str(v.dtype), "strided",
+                             sv.tobytes() == v[::2][r].tobytes()))
+            return all(g[2] for g in good), [g for g in good if not g[2]]
+        check("%s: sort_by_key with datetime64, timedelta64, structured and void values "
+              "(4 and 8 bytes): moved as raw bytes, both orders, in place, strided" % how,
+              t_by_key_raw)
+
+        def t_parts():
+            # gsort.dask's merges: pieces sorted as their concatenation,
+            # never concatenated; empty and strided pieces among them.
+            good = []
+            for kdt in (np.uint32, np.float64, np.int64):
+                k = random_keys(kdt, 9000)
+                cut = [0, 0, 1, 2500, 2500, 6001, 9000]
+                pieces = [k[a:b] for a, b in zip(cut, cut[1:])] + [k[::-7][:300]]
+                whole = np.concatenate(pieces)
+                idx = [np.arange(p.shape[0], dtype=np.int64) + 10000 * i
+                       for i, p in enumerate(pieces)]
+                before = [p.copy() for p in pieces]
+                sk, none = c._sort_parts(pieces)
+                r = ref_argsort(whole)
+                good.append((np.dtype(kdt).name, "keys", none is None and sk.dtype == kdt and
+                             bits_equal(sk, whole[r])))
+                nk, sv = c._sort_parts(pieces, idx, keys_out=False, stable=True)
+                good.append((np.dtype(kdt).name, "index", nk is None and sv.dtype == np.int64 and
+                             np.array_equal(sv, np.concatenate(idx)[r])))
+                sk, sv = c._sort_parts(pieces, [i.view(np.float64) for i in idx], stable=True)
+                good.append((np.dtype(kdt).name, "both", bits_equal(sk, whole[r]) and
+                             sv.dtype == np.float64 and
+                             np.array_equal(sv.view(np.int64), np.concatenate(idx)[r])))
+                good.append((np.dtype(kdt).name, "inputs kept",
+                             all(bits_equal(p, q) for p, q in zip(pieces, before))))
+            one = c._sort_parts([np.array([3, 1, 2], np.uint32)])[0]
+            good.append(("u32", "one piece", np.array_equal(one, [1, 2, 3])))
+            good.append(("-", "no pieces", raises(ValueError, c._sort_parts, [])))
+            good.append(("-", "4-byte values", raises(
+                TypeError, c._sort_parts, [k[:5]], [np.zeros(5, np.int32)])))
+            good.append(("-", "mixed dtypes", raises(
+                TypeError, c._sort_parts, [k[:5], k[:5].astype(np.float32)])))
+            good.append(("-", "lengths differ", raises(
+                ValueError, c._sort_parts, [k[:5]], [np.zeros(4, np.int64)])))
+            return all(g[2] for g in good), [g for g in good if not g[2]]
+        check("%s: _sort_parts sorts pieces as their concatenation (keys, indices, both; "
+              "empty, strided and single pieces), pieces unchanged" % how, t_parts)
+
+    def t_index_dtypes():
+        a = random_keys(np.int32, 3000)
+        r = np.argsort(a, kind="stable")
+        outs = [cm.argsort(a, stable=True, index_dtype=t) for t in
+                (np.int64, np.uint64, np.int32, np.uint32)]
+        outs += [ci.argsort(a, stable=True, index_dtype=t) for t in (np.int32, np.uint64)]
+        return (all(np.array_equal(o, r) for o in outs) and
+                [o.dtype for o in outs] == [np.int64, np.uint64, np.int32, np.uint32,
+                                            np.int32, np.uint64] and
+                cm.last["values"] == "idx32", [o.dtype for o in outs])
+    check("argsort index_dtype int64/uint64/int32/uint32: the same indices, idx32 on the wire",
+          t_index_dtypes)
+
+    def t_growth():
+        good = True
+        for n in (10, 300000, 10, 70000):
+            a = random_keys(np.float64, n)
+            good = good and same(cm.sort(a), np.sort(a))
+        gc.collect()  # nothing unreachable may close a descriptor during the count
+        fd0 = len(os.listdir("/proc/self/fd"))
+        for _ in range(20):
+            cm.sort(random_keys(np.uint64, 1000))
+        return good and len(os.listdir("/proc/self/fd")) == fd0 and cm.last["zero_copy"]
+    check("the staging memfd grows and is reused: sizes 10, 300000, 10, 70000 sort right, "
+          "20 more sorts open no descriptor", t_growth)
+
+    # ---- arrays in shared memory: gsort.empty / gsort.asarray ----
+    def blocks():
+        return cm.stats()["blocks"]
+
+    def t_shared_inplace():
+        x = gsort.empty(100003, np.float32)
+        b0 = blocks()
+        good, zc = True, True
+        for r in range(4):      # rewritten between sorts
+            x[...] = random_keys(np.float32, x.shape[0], special=True)
+            ref = np.sort(x)
+            y = cm.sort(x, inplace=True)
+            good = good and y is x and same(x, ref)
+            zc = zc and cm.last["zero_copy"]
+        b1 = blocks()
+        return (good and zc and b1["mapped"] - b0["mapped"] == 2 and
+                b1["reused"] - b0["reused"] == 2, (b0, b1))
+    check("gsort.empty: sort(inplace=True) four times, rewritten between: zero copy, right "
+          "every time; the daemon maps it for the first sort only and keeps it from the "
+          "second", t_shared_inplace)
+
+    def t_shared_views():
+        x = gsort.asarray(random_keys(np.int64, 50000))
+        ks, vs = gsort.empty(20000, np.uint32), gsort.empty(20000, np.uint64)
+        part = x[1000:31000]
+        ref = np.sort(part)
+        cm.sort(part, inplace=True)
+        z1 = cm.last["zero_copy"]
+        ok1 = same(part, ref) and same(x[:1000], x[:1000]) and x.base is not None
+        ks[...] = random_keys(np.uint32, ks.shape[0])
+        vs[...] = np.arange(ks.shape[0], dtype=np.uint64) * 3
+        k0, v0 = ks.copy(), vs.copy()
+        cm.sort_by_key(ks, vs, inplace=True, stable=True)
+        order = np.argsort(k0, kind="stable")
+        ok2 = same(ks, k0[order]) and same(vs, v0[order])
+        c = cm.sort(x)          # not inplace: a copy, the shared input untouched
+        ok3 = same(c, np.sort(x)) and not same(c, x) or same(np.sort(x), x)
+        return ok1 and z1 and ok2 and ok3
+    check("a slice of a shared array sorts in place (keys_offset); keys and values in two "
+          "shared blocks sort by key right (staged); sort() of a shared array is a copy",
+          t_shared_views)
+
+    def t_shared_freed():
+        gc.collect()
+        before = len(gsort._blocks)
+        fd0 = len(os.listdir("/proc/self/fd"))
+        x = gsort.empty(4096, np.uint64)
+        v = x[10:20]
+        mid = len(gsort._blocks) == before + 1 and len(os.listdir("/proc/self/fd")) > fd0
+        del x
+        gc.collect()
+        alive = len(gsort._blocks) == before + 1        # the view keeps it
+        del v
+        gc.collect()
+        return (mid and alive and len(gsort._blocks) == before and
+                len(os.listdir("/proc/self/fd")) == fd0, (mid, alive, len(gsort._blocks)))
+    check("a shared array's memfd is closed when its last view goes", t_shared_freed)
+
+    def t_parallel_copy():
+        a = random_keys(np.uint32, (48 << 20) // 4)     # over _PARALLEL_COPY_BYTES
+        s = cm.sort(a)
+        z = cm.last["zero_copy"]
+        k, v = random_keys(np.float64, 5 << 20), np.arange(5 << 20, dtype=np.int64)
+        sk, sv = cm.sort_by_key(k, v)
+        o = np.argsort(k, kind="stable")
+        r = (same(s, np.sort(a)), z, same(sk, k[o]), np.array_equal(np.sort(sv), v),
+             same(k[sv], sk))
+        return all(r), r
+    check("48 MiB of u32 and 40+40 MiB keys and values: copied through the stage by several "
+          "threads, sorted right", t_parallel_copy)
+
+    def t_keep_stage():
+        with gsort.Client(a_sock, keep_stage_bytes=1 << 20) as c:
+            small = random_keys(np.uint32, 1000)
+            c.sort(small)
+            kept = c._stage.size > 0
+            big = random_keys(np.uint32, 1 << 19)     # 2 MiB: over the limit
+            good = same(c.sort(big), np.sort(big))
+            return good and kept and c._stage.size == 0
+    check("keep_stage_bytes: a stage within the limit is kept, a larger one is released "
+          "after its call", t_keep_stage)
+
+    def t_no_memfd():
+        real = gsort.os.memfd_create
+
+        def refuse(*a):
+            raise OSError(38, "Function not implemented")
+        gsort.os.memfd_create = refuse
+        try:
+            with gsort.Client(a_sock) as c:
+                a = random_keys(np.int64, 5000)
+                s, i = c.sort(a), c.argsort(a, stable=True)
+                return (same(s, np.sort(a)) and np.array_equal(i, np.argsort(a, kind="stable"))
+                        and not c.use_memfd and not c.last["zero_copy"] and
+                        "not implemented" in c.memfd_error, c.memfd_error)
+        finally:
+            gsort.os.memfd_create = real
+    check("memfd_create failing (ENOSYS): the client falls back to inline bytes, says why",
+          t_no_memfd)
+
+    def t_list():
+        return (list(cm.sort([3, 1, 2])) == [1, 2, 3] and
+                list(cm.argsort([0.5, -1.0, 0.25])) == [1, 2, 0])
+    check("array-likes: a Python list sorts like np.asarray of it", t_list)
+
+    # ---- bad input, refused before anything is sent ----
+    def t_dtypes():
+        msgs = []
+        for bad in (np.arange(5, dtype=np.int16), np.array([1, "a"], dtype=object),
+                    np.arange(5, dtype=">i4"), np.ones(3, dtype=np.complex128),
+                    np.ones(3, dtype=bool), np.ones(3, dtype=np.float16)):
+            e = raises(TypeError, cm.sort, bad)
+            msgs.append(str(e))
+            if e is None or "uint32" not in str(e) or "float64" not in str(e):
+                return False, msgs
+        e = raises(TypeError, cm.argsort, np.arange(5, dtype=np.int8))
+        return (e is not None and "byte order" in msgs[2], msgs)
+    check("int16, object, big-endian, complex, bool, float16 keys: TypeError naming the "
+          "supported dtypes", t_dtypes)
+
+    def t_shapes():
+        e2 = raises(ValueError, cm.sort, np.zeros((3, 4), np.float32))
+        e0 = raises(ValueError, cm.argsort, np.float64(3.0))
+        return (e2 is not None and "1-D" in str(e2) and "(3, 4)" in str(e2) and
+                e0 is not None, (str(e2), str(e0)))
+    check("a 2-D or 0-D array: ValueError saying 1-D", t_shapes)
+
+    def t_badargs():
+        a = np.arange(10, dtype=np.uint32)
+        return all([
+            raises(ValueError, cm.sort, a[::2], inplace=True) is not None,
+            raises(ValueError, cm.sort, np.frombuffer(b"\0" * 16, np.uint32),
+                   inplace=True) is not None,
+            raises(ValueError, cm.sort, [3, 1], inplace=True) is not None,
+            raises(ValueError, cm.sort_by_key, a, np.arange(9, dtype=np.uint32)) is not None,
+            raises(TypeError, cm.sort_by_key, a, np.arange(10, dtype=np.int16)) is not None,
+            raises(TypeError, cm.sort_by_key, a, np.array([None] * 10)) is not None,
+            raises(TypeError, cm.argsort, a, index_dtype=np.float64) is not None,
+            raises(TypeError, cm.sort, a, algorithm="radix", params={"radix_bits": 4.5})
+            is not None,
+            raises(ValueError, cm.sort, a, params={"radix_bits": 4}) is not None,
+        ])
+    check("inplace on a strided, read-only or list input, mismatched or unsupported values, "
+          "a float index_dtype or parameter, params without algorithm: ValueError/TypeError",
+          t_badargs)
+
+    def t_overlap():
+        # two views of one buffer sorted in place (issue 34): refused before
+        # anything is sent, both left as they were; apart, or copied out,
+        # the same data sorts
+        buf = np.array([5, 3, 9, 1, 7, 2, 8, 4], dtype=np.uint32)
+        keep = buf.copy()
+        e = raises(ValueError, cm.sort_by_key, buf[0:4], buf[2:6], inplace=True)
+        e2 = raises(ValueError, cm.sort_by_key, buf, buf, inplace=True)
+        rk, rv = cm.sort_by_key(buf[0:4], buf[2:6])        # copies: fine
+        ok = (e is not None and "overlap" in str(e) and e2 is not None and
+              np.array_equal(buf, keep) and list(rk) == [1, 3, 5, 9] and
+              list(rv) == [2, 1, 9, 7])
+        k, v = buf[0:4], buf[4:8]                          # adjacent, not overlapping
+        cm.sort_by_key(k, v, inplace=True)
+        return ok and list(buf) == [1, 3, 5, 9, 4, 2, 7, 8], (str(e), list(buf))
+    check("sort_by_key(inplace=True) with overlapping keys and values: ValueError, nothing "
+          "touched; copies and adjacent arrays still sort", t_overlap)
+
+    # ---- daemon errors keep the connection ----
+    def t_daemon_errors():
+        total0 = cm.stats()["clients"]["total"]
+        a = random_keys(np.uint32, 1000)
+        e1 = raises(gsort.Error, cm.sort, a, algorithm="bogus")
+        s1 = cm.sort(a)
+        e2 = raises(gsort.Error, cm.sort, a, algorithm="shellsort", stable=True)
+        e3 = raises(gsort.Error, ci.sort, a, device=7)
+        e4 = raises(gsort.Error, cm.sort, a, algorithm="host", params={"nonsense_knob": 3})
+        s2 = ci.argsort(a, stable=True)
+        total1 = cm.stats()["clients"]["total"]
+        return (e1 is not None and e1.code == "GS_ENOTFOUND" and "bogus" in e1.message and
+                str(e1).startswith("gsortd: ") and not e1.closed and
+                e2 is not None and e2.code == "GS_EUNSUPPORTED" and
+                e3 is not None and e3.code in ("GS_ENOTFOUND", "GS_ENODEV") and
+                e4 is not None and e4.code == "GS_EUNSUPPORTED" and
+                same(s1, np.sort(a)) and np.array_equal(s2, np.argsort(a, kind="stable")) and
+                total1 == total0, [str(e) for e in (e1, e2, e3, e4)] + [total0, total1])
+    check("unknown algorithm (GS_ENOTFOUND, daemon message), stable shellsort, device 7, "
+          "unknown parameter: gsort.Error; the same connections sort next", t_daemon_errors)
+
+    def t_device_type():
+        a = random_keys(np.uint32, 100)
+        v = np.arange(a.size, dtype=np.uint32)
+        sorts0 = cm.stats()["requests"]["by_op"]["sort"]
+        errs = []
+        for c in (cm, ci):
+            for bad in (True, False, np.bool_(True), 1.0, "0"):
+                for call, args in ((c.sort, (a,)), (c.argsort, (a,)),
+                                   (c.sort_by_key, (a, v))):
+                    e = raises(TypeError, call, *args, device=bad)
+                    errs.append(e)
+        sorts1 = cm.stats()["requests"]["by_op"]["sort"]
+        # numpy integers are still device indices (daemon A has none: its error)
+        e7 = raises(gsort.Error, ci.sort, a, device=np.int64(7))
+        return (all(e is not None and "device" in str(e) and "integer" in str(e)
+                    for e in errs) and "bool" in str(errs[0]) and sorts1 == sorts0 and
+                e7 is not None and e7.daemon and e7.code in ("GS_ENOTFOUND", "GS_ENODEV"),
+                ([str(e) for e in errs[:4]], sorts0, sorts1, str(e7)))
+    check("device=True/False/np.bool_/1.0/'0': TypeError naming device, nothing sent; "
+          "a numpy integer device goes to the daemon", t_device_type)
+
+    def t_split():
+        a = random_keys(np.uint32, 5000)
+        v = np.arange(a.size, dtype=np.uint64)
+        s1 = cm.sort(a, split=True)
+        asked = dict(cm.last)
+        k2, v2 = ci.sort_by_key(a, v, split=False)
+        never = dict(ci.last)
+        i3 = cm.argsort(a, stable=True, split=np.bool_(True))
+        asked3 = dict(cm.last)
+        s4 = cm.sort(a)
+        plain = dict(cm.last)
+        errs = [raises(TypeError, cm.sort, a, split=bad) for bad in ("yes", 1, 0.0)]
+        ref = np.argsort(a, kind="stable")
+        # asked: split, or declined with a reason; otherwise nothing said
+        said = [bool(h.get("split_declined")) or h.get("plan") == "split"
+                for h in (asked, never, asked3, plain)]
+        return (same(s1, np.sort(a)) and same(k2, a[ref]) and same(v2, v[ref]) and
+                np.array_equal(i3, ref) and same(s4, np.sort(a)) and
+                said == [True, False, True, False] and
+                all(e is not None and "split" in str(e) for e in errs),
+                (said, asked.get("split_declined"), [str(e) for e in errs]))
+    check("split=True: the daemon splits or says why not (c.last), split=False and None: "
+          "nothing said; right answers either way; a non-bool split is a TypeError",
+          t_split)
+
+    def t_nodaemon():
+        missing = os.path.join(tmp, "nobody.sock")
+        e1 = raises(gsort.NoDaemonError, gsort.Client, missing)
+        stale = os.path.join(tmp, "stale.sock")
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.bind(stale)
+        s.close()  # a socket file nobody listens on
+        e2 = raises(gsort.NoDaemonError, gsort.Client, stale)
+        return (e1 is not None and e2 is not None and isinstance(e1, gsort.Error) and
+                e1.code == "GS_ENODAEMON" and missing in str(e1) and "gsortd" in str(e1) and
+                stale in str(e2), (str(e1), str(e2)))
+    check("no daemon (missing socket, stale socket file): NoDaemonError naming the path and "
+          "gsortd", t_nodaemon)
+
+    def t_stats():
+        s0 = cm.stats()
+        for _ in range(3):
+            cm.sort(random_keys(np.int32, 100))
+        cm.argsort(random_keys(np.int32, 100))
+        s1 = cm.stats()
+        host = [r for r in s1["routes"] if r["algorithm"] == "host"]
+        return (s1["requests"]["by_op"]["sort"] - s0["requests"]["by_op"]["sort"] == 4 and
+                s1["requests"]["by_op"]["stats"] - s0["requests"]["by_op"]["stats"] == 1 and
+                s1["bytes"]["in"] > s0["bytes"]["in"] and len(host) == 1 and
+                host[0]["device"] == -1 and s1["requests"]["errors"] >= 4 and
+                s1["clients"]["current"] >= 2, (s0["requests"], s1["requests"]))
+    check("stats: 4 sorts and 1 stats counted, bytes in grow, the host route, the errors",
+          t_stats)
+
+    def t_default_socket():
+        saved = {k: os.environ.get(k) for k in ("GSORTD_SOCKET", "XDG_RUNTIME_DIR")}
+        try:
+            xdg = os.path.join(tmp, "xdg")
+            os.makedirs(xdg, exist_ok=True)
+            os.environ["GSORTD_SOCKET"] = "/x/y.sock"
+            r1 = gsort.default_socket()
+            del os.environ["GSORTD_SOCKET"]
+            os.environ["XDG_RUNTIME_DIR"] = xdg
+            r2 = gsort.default_socket()
+            os.symlink(a_sock, os.path.join(xdg, "gsortd.sock"))
+            r3 = gsort.default_socket()
+            # Root's own gsortd listens on the system socket, so root's
+            # clients look there whatever XDG_RUNTIME_DIR says.
+            root = os.geteuid() == 0
+            p3 = daemons[0].pid if root else gsort.Client().info()["pid"]
+            os.environ["XDG_RUNTIME_DIR"] = "relative/dir"
+            r4 = gsort.default_socket()
+            want3 = "/run/gsortd/gsortd.sock" if root else os.path.join(xdg, "gsortd.sock")
+            return (r1 == "/x/y.sock" and r2 == "/run/gsortd/gsortd.sock" and
+                    r3 == want3 and p3 == daemons[0].pid and
+                    r4 == "/run/gsortd/gsortd.sock", (r1, r2, r3, r4))
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+    check("default socket: $GSORTD_SOCKET, else $XDG_RUNTIME_DIR/gsortd.sock when it exists "
+          "(not for root), else /run/gsortd/gsortd.sock", t_default_socket)
+
+    def t_module():
+        os.environ["GSORTD_SOCKET"] = a_sock
+        a = random_keys(np.float32, 2000)
+        s = gsort.sort(a, descending=True)
+        i = gsort.argsort(a, stable=True)
+        k, v = gsort.sort_by_key(a, np.arange(a.size, dtype=np.uint32), stable=True)
+        c = gsort.default_client()
+        return (same(s, np.sort(a)[::-1]) and np.array_equal(i, ref_argsort(a)) and
+                bits_equal(v.astype(np.int64), i) and gsort.ping() > 0 and
+                gsort.info()["pid"] == daemons[0].pid and "requests" in gsort.stats() and
+                c.path == a_sock and gsort.default_client() is c)
+    check("module functions gsort.sort/argsort/sort_by_key/ping/info/stats use one default "
+          "client at $GSORTD_SOCKET", t_module)
+
+    def t_threads():
+        results = {}
+        # All four hold their clients at once, so no id() can be reused.
+        together = threading.Barrier(4, timeout=60)
+
+        def work(t):
+            a = np.random.default_rng(t).integers(-9, 9, 20000 + t)
+            results[t] = (np.array_equal(gsort.argsort(a, stable=True),
+                                         np.argsort(a, kind="stable")),
+                          id(gsort.default_client()))
+            together.wait()
+        ths = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+        for th in ths:
+            th.start()
+        for th in ths:
+            th.join()
+        return (len(results) == 4 and all(r[0] for r in results.values()) and
+                len({r[1] for r in results.values()}) == 4, results)
+    check("4 threads sorting through the module functions: right results, a client each",
+          t_threads)
+
+    def t_closed():
+        c = gsort.Client(a_sock)
+        with c:
+            c.ping()
+        return raises(ValueError, c.sort, np.arange(3, dtype=np.uint32)) is not None
+    check("a closed Client (after with) refuses calls with ValueError", t_closed)
+
+    # ---- limits and timeouts (daemon C) ----
+    if c_sock:
+        def t_limit_memfd():
+            with gsort.Client(c_sock) as c:
+                big = random_keys(np.uint64, 200000)       # 1.6 MB > 1 MiB
+                e = raises(gsort.Error, c.sort, big)
+                a = random_keys(np.uint64, 1000)
+                s = c.sort(a)
+                total = c.stats()["clients"]["total"]
+            return (e is not None and e.code == "GS_ETOOBIG" and "max_request_bytes" in
+                    e.message and not e.closed and same(s, np.sort(a)) and total == 1,
+                    (str(e), total))
+        check("memfd request above max_request_bytes: GS_ETOOBIG, the connection serves on",
+              t_limit_memfd)
+
+        def t_limit_inline():
+            with gsort.Client(c_sock, memfd=False) as c:
+                e1 = raises(gsort.Error, c.argsort, random_keys(np.uint64, 100000))  # reply 1.2 MB
+                ok1 = same(c.sort(np.arange(5, dtype=np.uint64)[::-1]),
+                           np.arange(5, dtype=np.uint64))
+                e2 = raises(gsort.Error, c.sort, random_keys(np.uint64, 200000))  # 1.6 MB sent
+                a = random_keys(np.int32, 1000)
+                s = c.sort(a)
+            return (e1 is not None and e1.code == "GS_ETOOBIG" and not e1.closed and ok1 and
+                    e2 is not None and e2.code == "GS_ETOOBIG" and e2.closed and
+                    "max_request_bytes" in e2.message and same(s, np.sort(a)),
+                    (str(e1), str(e2)))
+        check("inline: a reply above the limit is GS_ETOOBIG (connection kept); a payload "
+              "above it GS_ETOOBIG with the connection closed, and the Client reconnects",
+              t_limit_inline)
+
+        def t_idle():
+            # The only open connection to C: the idle close in the log is its.
+            with gsort.Client(c_sock) as c:
+                before = c.stats()["clients"]
+                closed = wait_log(c_log, "idle (idle_timeout)", 15)
+                a = random_keys(np.float64, 1000)
+                s = c.sort(a)
+                after = c.stats()["clients"]
+            return (closed and same(s, np.sort(a)) and
+                    after["total"] == before["total"] + 1 and after["current"] == 1,
+                    (before, after, open(c_log).read()[-2000:]))
+        check("after the daemon closed an idle connection, the next sort reconnects and works",
+              t_idle)
+
+    def t_timeout():
+        # A listener that never answers: the call gives up after the timeout.
+        path = os.path.join(tmp, "mute.sock")
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        srv.bind(path)
+        srv.listen(1)
+        try:
+            c = gsort.Client(path, timeout=0.3)
+            e = raises(gsort.Error, c.ping)
+            return (e is not None and e.code == "GS_EIO" and "timed out" in str(e) and
+                    e.closed, str(e))
+        finally:
+            srv.close()
+    check("timeout=0.3 against a listener that never replies: Error GS_EIO 'timed out'",
+          t_timeout)
+
+    # ---- an OpenCL device (daemon B): one program, several sorts ----
+    if b_sock:
+        cb = gsort.Client(b_sock)
+        cbi = gsort.Client(b_sock, memfd=False)
+
+        def t_devinfo():
+            i = cb.info()
+            en = [d for d in i["devices"] if d["enabled"]]
+            return len(en) >= 1, i["devices"]
+        check("daemon B serves at least one OpenCL device", t_devinfo)
+
+        # The same request shape as test_daemon's device sorts (u32 keys,
+        # u32 values, ascending, default parameters): one program, shared
+        # through tests/pcache.
+        for c, how in ((cb, "memfd"), (cbi, "inline")):
+            def t_dev():
+                n = 60000 + (1001 if c is cbi else 0)
+                k = random_keys(np.uint32, n)
+                v = np.arange(n, dtype=np.uint32)
+                t0 = time.time()
+                sk, sv = c.sort_by_key(k, v, algorithm="radix")
+                dev = c.last["device"]
+                return (same(sk, np.sort(k)) and bits_equal(k[sv], sk) and
+                        np.array_equal(np.sort(sv), v) and isinstance(dev, dict) and
+                        dev["index"] >= 0 and c.last["algorithm"] == "radix" and
+                        c.last["plan"] == "override" and "fallback" not in c.last and
+                        c.last["zero_copy"] == (c is cb),
+                        "%.1f s, %s" % (time.time() - t0, c.last))
+            check("%s: radix on the OpenCL device sorts keys and values like numpy "
+                  "(device, algorithm and plan in last)" % how, t_dev)
+
+    local_checks(a_sock)
+
+
+def local_checks(sock):
+    """The local path (python/gsort/_local.py, issue 36): the same results
+    as the daemon for every dtype, order, stability and NaN case; when it
+    runs (the Router's rule, shown on recorded times, not timed here); and
+    what turns it off."""
+    from gsort import _local
+    cd = gsort.Client(sock, local=False)      # the daemon's answers
+    cl = gsort.Client(sock, local=True)
+    for dt in gsort.SUPPORTED_DTYPES:
+        for n in (300, 5000):
+            x = random_keys(dt, n, special=True)
+            if x.dtype.kind == "f":               # NaNs of several bit patterns
+                u = x.view(np.uint32 if x.itemsize == 4 else np.uint64)
+                nans = np.flatnonzero(np.isnan(x))
+                u[nans[::2]] ^= u.dtype.type(1)
+                u[nans[1::3]] |= u.dtype.type(1) << u.dtype.type(8 * x.itemsize - 1)
+            v = np.arange(n, dtype=np.float64) * 1.5
+            for desc in (False, True):
+                def t_same():
+                    ks = _local.sort_keys(x, desc, np.empty_like(x))
+                    i = _local.order(x, desc)
+                    return (bits_equal(ks, cd.sort(x, descending=desc)) and
+                            np.array_equal(i, cd.argsort(x, descending=desc, stable=True)) and
+                            np.array_equal(i, ref_argsort(x, desc)) and
+                            bits_equal(x[i], ks), (ks[:6], cd.last["algorithm"]))
+                check("local %s n=%d descending=%s: sort and stable argsort bit-identical "
+                      "to the daemon's (zeros, NaN patterns, ties in input order)"
+                      % (dt, n, desc), t_same)
+
+                def t_client():
+                    # through a Client that sorts here below 256 keys
+                    y = x[:200]
+                    r = (cl.sort(y, descending=desc), cl.last["where"],
+                         cl.argsort(y, descending=desc, stable=True), cl.last["where"],
+                         cl.sort_by_key(y, v[:200], descending=desc, stable=True),
+                         cl.last["where"], cl.argsort(y, descending=desc))
+                    e = (cd.sort(y, descending=desc),
+                         cd.argsort(y, descending=desc, stable=True),
+                         cd.sort_by_key(y, v[:200], descending=desc, stable=True))
+                    return (r[1] == r[3] == r[5] == "local" and bits_equal(r[0], e[0]) and
+                            np.array_equal(r[2], e[1]) and bits_equal(r[4][0], e[2][0]) and
+                            bits_equal(r[4][1], e[2][1]) and bits_equal(y[r[6]], e[0]),
+                            r[1::2])
+                check("Client(local=True) %s 200 keys descending=%s: sort, argsort and "
+                      "sort_by_key ran here, equal to the daemon's" % (dt, desc), t_client)
+
+    def t_inplace():
+        y = random_keys(np.float32, 100, special=True)
+        ref = cd.sort(y)
+        r = cl.sort(y, inplace=True)
+        k = random_keys(np.int64, 100)
+        w = np.arange(100, dtype=np.int32)
+        rk = cd.sort_by_key(k, w, stable=True)
+        pk, pv = cl.sort_by_key(k, w, stable=True, inplace=True)
+        return (r is y and bits_equal(y, ref) and cl.last["where"] == "local" and pk is k and
+                pv is w and bits_equal(k, rk[0]) and bits_equal(w, rk[1]))
+    check("local inplace=True: sort and sort_by_key write the arrays themselves", t_inplace)
+
+    def t_forced():
+        y = random_keys(np.uint32, 100)
+        w = []
+        for kw in ({"algorithm": "host"}, {"local": False}, {"params": {"threads": 1},
+                                                             "algorithm": "host"}):
+            cl.sort(y, **kw)
+            w.append(cl.last["where"])
+        c2 = gsort.Client(sock, local=False)
+        c2.sort(y)
+        w.append(c2.last["where"])
+        c2.close()
+        with env_set("GSORT_NO_LOCAL", "1"):
+            c3 = gsort.Client(sock)
+        c3.sort(y)
+        w.append(c3.last["where"])
+        c3.close()
+        return w == ["daemon"] * 5 and "times_ms" in cl.last, w
+    check("a named algorithm or params, local=False, Client(local=False) and "
+          "GSORT_NO_LOCAL=1 ask the daemon", t_forced)
+
+    def t_router():
+        r = _local.Router()
+        sh = ("<u4", "none", False, False)
+        seq = [r.choose(sh, 100), r.choose(sh, 4096)]       # local; daemon (unmeasured)
+        r.record(sh, 4096, False, 1.0)
+        seq.append(r.choose(sh, 4096))                      # numpy tried once
+        r.record(sh, 4096, True, 0.1)
+        seq += [r.choose(sh, 4096), r.choose(sh, 2048)]     # local won: local; below too
+        r.record(sh, 1 << 20, False, 2.0)
+        r.record(sh, 1 << 20, True, 20.0)
+        seq += [r.choose(sh, 1 << 22), r.choose(sh, 1 << 27)]   # daemon won below: daemon
+        # the loser is tried again once in RETRY_EVERY calls, unless far slower
+        tries = sum(r.choose(sh, 4096) is False for _ in range(_local.RETRY_EVERY * 2))
+        r.record(sh, 1 << 16, False, 1.0)
+        r.record(sh, 1 << 16, True, 1.5)
+        retry = sum(r.choose(sh, 1 << 16) is True for _ in range(_local.RETRY_EVERY * 2))
+        want = [True, False, True, True, True, False, False]
+        return seq == want and tries == 0 and retry == 2, (seq, tries, retry, r.table())
+    check("Router: local below 256 keys, the daemon first where unmeasured, numpy tried "
+          "once, the faster kept; neighbours decide unmeasured sizes; a close loser retried "
+          "1 in %d" % _local.RETRY_EVERY, t_router)
+    cd.close()
+    cl.close()
+
+
+if __name__ == "__main__":
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, lambda *a: sys.exit(1))
+    try:
+        main()
+    except BaseException:
+        ok(False, "the test program ran to the end", traceback.format_exc())
+    finally:
+        _daemons.stop()
+        for p in daemons:
+            ok(p.returncode == 0, "daemon pid %d stopped cleanly (rc %s)" % (p.pid, p.returncode))
+        import shutil
+        shutil.rmtree(tmp, ignore_errors=True)
+    finish()
