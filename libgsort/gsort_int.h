@@ -10,6 +10,7 @@
 
 #include "gs_client.h"
 #include "gs_err.h"
+#include "gs_types.h"
 #include "gsort.h"
 
 /* Copy an internal failure (code rc, message in ge) into the caller's
@@ -43,7 +44,7 @@ int lgs_block_overrun(const void *p, size_t bytes, size_t *off, size_t *size);
  * gsort_local.c: when a call sorts in the caller's process, per
  * connection, as the Python client's Router does. A shape is a request's
  * (dtype, values kind, descending, stable), lgs_shape's number for it. */
-#define LGS_SHAPES (6 * 5 * 2 * 2)
+#define LGS_SHAPES (GS_DT_COUNT * GS_PL_COUNT * 2 * 2)
 typedef struct lgs_router lgs_router;
 unsigned lgs_shape(int dtype, int values_kind, int descending, int stable);
 lgs_router *lgs_router_new(void);       /* NULL: out of memory */

@@ -52,7 +52,7 @@ static unsigned bucket(size_t n)
 
 unsigned lgs_shape(int dtype, int values_kind, int descending, int stable)
 {
-    return (((unsigned)dtype * 5 + (unsigned)values_kind) * 2 + (descending != 0)) * 2 +
+    return (((unsigned)dtype * GS_PL_COUNT + (unsigned)values_kind) * 2 + (descending != 0)) * 2 +
            (stable != 0);
 }
 
