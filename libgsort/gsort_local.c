@@ -27,12 +27,17 @@
 /* A loser this many times slower than the winner is not tried again. */
 #define RETRY_RATIO 4.0
 
-/* One bucket's exponential averages, in ms per key (so that sizes within
- * a bucket compare alike); negative: not measured yet. */
+/* One bucket's times in ms per key (so that sizes within a bucket compare
+ * alike); negative: not measured yet. The first SAMPLES of a route keep
+ * their fastest (a route's first call at a size is often cold: a new
+ * staging size, a new mapping in the daemon), later ones an exponential
+ * average. */
 typedef struct lgs_times {
     double loc, dae;
-    uint64_t calls;     /* choices made here with both measured */
+    unsigned nloc, ndae;    /* samples taken */
+    uint64_t calls;         /* choices made here with both measured */
 } lgs_times;
+#define SAMPLES 2
 
 /* Every size_t n has a bucket: 0..64. */
 #define NBUCKETS 65
@@ -84,6 +89,11 @@ int lgs_router_choose(lgs_router *r, unsigned shape, size_t n)
     unsigned b = bucket(n);
     lgs_times *t = r->t[shape], *cur = &t[b];
     if (measured(cur)) {
+        /* each route SAMPLES times before either wins */
+        if (cur->ndae < SAMPLES)
+            return 0;
+        if (cur->nloc < SAMPLES && n <= LOCAL_TRY_MAX)
+            return 1;
         cur->calls++;
         int win = cur->loc <= cur->dae;     /* 1: local is the faster */
         double lo = win ? cur->loc : cur->dae, lose = win ? cur->dae : cur->loc;
@@ -120,14 +130,20 @@ int lgs_router_record(lgs_router *r, unsigned shape, size_t n, int local, double
         if (!t)
             return GSORT_ENOMEM;    /* not remembered: the daemon next, as at first */
         for (unsigned k = 0; k < NBUCKETS; k++)
-            t[k] = (lgs_times){ -1, -1, 0 };
+            t[k] = (lgs_times){ -1, -1, 0, 0, 0 };
         r->t[shape] = t;
     }
     lgs_times *cur = &r->t[shape][bucket(n)];
     double v = ms / (double)n, *slot = local ? &cur->loc : &cur->dae;
+    unsigned *cnt = local ? &cur->nloc : &cur->ndae;
     if (!(v >= 0))
         v = 0;          /* a clock step back: as if free */
-    *slot = *slot < 0 ? v : 0.75 * *slot + 0.25 * v;
+    if (*cnt < SAMPLES)
+        *slot = *slot < 0 || v < *slot ? v : *slot;
+    else
+        *slot = 0.75 * *slot + 0.25 * v;
+    if (*cnt < UINT32_MAX)
+        (*cnt)++;
     return 0;
 }
 

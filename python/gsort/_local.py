@@ -12,10 +12,11 @@ two zeros, the NaNs and every bit come out as the daemon leaves them.
 
 When: Router measures the two routes as the caller sees them, per request
 shape and power-of-two size, and takes the faster. A size it has not
-measured follows a measured neighbour (sizes below one the daemon won
-stay local, sizes above one the daemon won go to it); otherwise it tries
-the daemon first, then the local sort once; the loser is tried again now
-and then, as load and plans change. Arrays too large for numpy to try
+measured follows a measured neighbour (sizes below one local won stay
+local, sizes above one the daemon won go to it); otherwise the daemon
+goes first, and each route is timed twice (the faster of the two kept: a
+first call is often cold) before either wins; the loser is tried again
+now and then, as load and plans change. Arrays too large for numpy to try
 cheaply (LOCAL_TRY_MAX) are never tried here."""
 
 import time
@@ -32,6 +33,10 @@ LOCAL_TRY_MAX = 1 << 22
 RETRY_EVERY = 64
 # A loser this many times slower than the winner is not tried again.
 RETRY_RATIO = 4.0
+# Each route is timed this many times at a size before either wins, the
+# fastest kept: a route's first call at a size is often cold (a new staging
+# size, a new mapping in the daemon).
+SAMPLES = 2
 
 
 def _bucket(n):
@@ -40,7 +45,9 @@ def _bucket(n):
 
 class Router:
     """Per shape (dtype, values kind, order, stability) and bucket
-    (ceil(log2 n)): the two routes' times, as exponential averages."""
+    (ceil(log2 n)): the two routes' times in ms per key, the fastest of
+    the first SAMPLES and then exponential averages; [local, daemon,
+    choices made, local samples, daemon samples]."""
 
     def __init__(self):
         self._t = {}
@@ -55,6 +62,10 @@ class Router:
             return False
         cur = t.get(b)
         if cur is not None and cur[0] is not None and cur[1] is not None:
+            if cur[4] < SAMPLES:
+                return False
+            if cur[3] < SAMPLES and n <= LOCAL_TRY_MAX:
+                return True
             cur[2] += 1
             loc, dae = cur[0], cur[1]
             win = loc <= dae
@@ -83,11 +94,15 @@ class Router:
         if n < LOCAL_ALWAYS_BELOW:
             return
         t = self._t.setdefault(shape, {})
-        cur = t.setdefault(_bucket(n), [None, None, 0])
+        cur = t.setdefault(_bucket(n), [None, None, 0, 0, 0])
         i = 0 if local else 1
         # per key, so that sizes within a bucket compare alike
-        v = ms / max(n, 1)
-        cur[i] = v if cur[i] is None else 0.75 * cur[i] + 0.25 * v
+        v = max(ms, 0.0) / max(n, 1)
+        if cur[3 + i] < SAMPLES:
+            cur[i] = v if cur[i] is None else min(cur[i], v)
+        else:
+            cur[i] = 0.75 * cur[i] + 0.25 * v
+        cur[3 + i] += 1
 
     def table(self):
         """{shape: {bucket: (local ms/key, daemon ms/key)}} as measured."""

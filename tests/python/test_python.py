@@ -926,23 +926,32 @@ def local_checks(sock):
         r = _local.Router()
         sh = ("<u4", "none", False, False)
         seq = [r.choose(sh, 100), r.choose(sh, 4096)]       # local; daemon (unmeasured)
-        r.record(sh, 4096, False, 1.0)
+        r.record(sh, 4096, False, 4.0)
         seq.append(r.choose(sh, 4096))                      # numpy tried once
+        r.record(sh, 4096, True, 0.2)
+        seq.append(r.choose(sh, 4096))                      # the daemon's second sample
+        r.record(sh, 4096, False, 1.0)
+        seq.append(r.choose(sh, 4096))                      # numpy's second
         r.record(sh, 4096, True, 0.1)
+        first = r.table()[sh][12]                           # the fastest of each two
         seq += [r.choose(sh, 4096), r.choose(sh, 2048)]     # local won: local; below too
-        r.record(sh, 1 << 20, False, 2.0)
-        r.record(sh, 1 << 20, True, 20.0)
+        for _ in range(2):
+            r.record(sh, 1 << 20, False, 2.0)
+            r.record(sh, 1 << 20, True, 20.0)
         seq += [r.choose(sh, 1 << 22), r.choose(sh, 1 << 27)]   # daemon won below: daemon
         # the loser is tried again once in RETRY_EVERY calls, unless far slower
         tries = sum(r.choose(sh, 4096) is False for _ in range(_local.RETRY_EVERY * 2))
-        r.record(sh, 1 << 16, False, 1.0)
-        r.record(sh, 1 << 16, True, 1.5)
+        for _ in range(2):
+            r.record(sh, 1 << 16, False, 1.0)
+            r.record(sh, 1 << 16, True, 1.5)
         retry = sum(r.choose(sh, 1 << 16) is True for _ in range(_local.RETRY_EVERY * 2))
-        want = [True, False, True, True, True, False, False]
-        return seq == want and tries == 0 and retry == 2, (seq, tries, retry, r.table())
-    check("Router: local below 256 keys, the daemon first where unmeasured, numpy tried "
-          "once, the faster kept; neighbours decide unmeasured sizes; a close loser retried "
-          "1 in %d" % _local.RETRY_EVERY, t_router)
+        want = [True, False, True, False, True, True, True, False, False]
+        return (seq == want and tries == 0 and retry == 2 and
+                first == (0.1 / 4096, 1.0 / 4096), (seq, tries, retry, r.table()))
+    check("Router: local below 256 keys, the daemon first where unmeasured, each route "
+          "timed twice (the faster of the two kept), the faster route kept; neighbours "
+          "decide unmeasured sizes; a close loser retried 1 in %d" % _local.RETRY_EVERY,
+          t_router)
     cd.close()
     cl.close()
 
