@@ -19,7 +19,7 @@
  * soak is planned in minutes, and requests of 2^10..2^26 keys take wildly
  * different times) and draw sizes from 2^A up (--min-log2: tiny requests
  * prove little there). A third of the sorts go through each client's
- * registered block (bench/loadxport.c), one memfd reused for every such
+ * registered block (bench/load/loadxport.c), one memfd reused for every such
  * request and replaced by a larger one only when a request needs more, up to
  * 2^K keys (--block-max-log2), since the daemon keeps and pins a block only
  * when it sees it again; it is rewritten every time, so that a stale mapping
@@ -37,8 +37,8 @@
  * leak even after it has reached max_pinned_bytes (--pinned-slack-mib).
  *
  * The malformed requests and their documented answers are
- * bench/malformed.c, how the sorts travel (buffers, memfds, the block, the
- * vanishing send) bench/loadxport.c, the options bench/loadopts.c, the
+ * bench/load/malformed.c, how the sorts travel (buffers, memfds, the block, the
+ * vanishing send) bench/load/loadxport.c, the options bench/load/loadopts.c, the
  * talk with the daemon besides the requests (socket, info, ping, RSS,
  * stats) bench/benchclient.c; what stays
  * here is one concept, the load run itself: the client threads with their
@@ -113,7 +113,7 @@ typedef struct client {
     int id;
     gs_client *c;
     uint64_t rng;
-    lx_client x;              /* buffers, the registered block (bench/loadxport.c) */
+    lx_client x;              /* buffers, the registered block (bench/load/loadxport.c) */
     /* results */
     uint64_t sorts, wrong, unexpected, corrupted, on_device;
     uint64_t by_xport[LX_COUNT], vanished[LX_COUNT], demoted;
@@ -326,7 +326,7 @@ static void one_sort(client *cl, int timed)
         lat_push(cl, t1 - t0, n);
 }
 
-/* ---- malformed requests (bench/malformed.c) ---- */
+/* ---- malformed requests (bench/load/malformed.c) ---- */
 
 static void one_malformed(client *cl)
 {
