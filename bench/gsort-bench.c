@@ -153,289 +153,399 @@ static void print_row(const row *r, int csv)
     fflush(stdout);
 }
 
-int main(int argc, char **argv)
-{
-    long devidx = -1;
-    const char *algo_name = "radix";
-    const char *pstr[MAX_SETS];
-    int nsets = 0, list = 0, do_qsort = 0, csv = 0, desc = 0;
-    gs_dtype dtype = GS_DT_U32;
-    gs_payload payload = GS_PL_NONE;
-    int min_log2 = 10, max_log2 = 27, reps = 5;
-    uint64_t seed = 12345;
-    static const char *const dist_names[] = { "random", "sorted", "reversed", "few16" };
-    int dist = 0;
+static const char *const dist_names[] = { "random", "sorted", "reversed", "few16" };
 
+/* The command line. */
+typedef struct bopts {
+    long devidx;              /* -1: the first GPU, else the first device */
+    const char *algo_name;
+    const char *pstr[MAX_SETS];
+    int nsets, list, do_qsort, csv, desc;
+    gs_dtype dtype;
+    gs_payload payload;
+    int min_log2, max_log2, reps;
+    uint64_t seed;
+    int dist;                 /* index into dist_names */
+} bopts;
+
+/* What the steps of a run share: the options, the algorithm, the devices,
+ * the parameter sets, and the buffers of the current size. */
+typedef struct bench {
+    bopts o;
+    const gs_algo *algo;
+    gs_dev *devs;
+    size_t ndev;
+    gs_dev *dev;              /* the one opened, NULL for a host algorithm */
+    const char *devname;
+    gs_params sets[MAX_SETS];
+    char setstr[MAX_SETS][256];
+    int nsets;
+    gs_sort_ctx ctx;
+    void *in_k, *in_v, *k, *v; /* the input, and the copy each run sorts */
+    double *tk, *tw;          /* kernel and wall ms of each rep */
+    int bad;                  /* a run failed or was wrong */
+} bench;
+
+/* Stops the command line: *exit_code becomes code. Returns -1. */
+static int stop(int *exit_code, int code)
+{
+    *exit_code = code;
+    return -1;
+}
+
+/* argv into *o (defaults first). 0 to run, or -1 with *exit_code 0 when
+ * --help printed the usage and 2 on a usage error (said on stderr). Some
+ * options take effect here (--verbose, --kernel-dir, --cl-opts, --pairs). */
+static int parse_args(int argc, char **argv, bopts *o, int *exit_code)
+{
+    *o = (bopts){ .devidx = -1, .algo_name = "radix", .dtype = GS_DT_U32,
+                  .payload = GS_PL_NONE, .min_log2 = 10, .max_log2 = 27, .reps = 5,
+                  .seed = 12345 };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define NEEDV() do { if (!v) { fprintf(stderr, "%s needs a value\n", a); return 2; } i++; } while (0)
-        if (!strcmp(a, "--device")) { NEEDV(); devidx = strtol(v, NULL, 10); }
-        else if (!strcmp(a, "--list")) list = 1;
-        else if (!strcmp(a, "--algo")) { NEEDV(); algo_name = v; }
+#define NEEDV() do { if (!v) { fprintf(stderr, "%s needs a value\n", a); return stop(exit_code, 2); } i++; } while (0)
+        if (!strcmp(a, "--device")) { NEEDV(); o->devidx = strtol(v, NULL, 10); }
+        else if (!strcmp(a, "--list")) o->list = 1;
+        else if (!strcmp(a, "--algo")) { NEEDV(); o->algo_name = v; }
         else if (!strcmp(a, "--params")) {
             NEEDV();
-            if (nsets == MAX_SETS) { fprintf(stderr, "too many --params\n"); return 2; }
-            pstr[nsets++] = v;
+            if (o->nsets == MAX_SETS) { fprintf(stderr, "too many --params\n"); return stop(exit_code, 2); }
+            o->pstr[o->nsets++] = v;
         }
         else if (!strcmp(a, "--dtype")) {
             NEEDV();
-            if (gs_dtype_parse(v, &dtype)) { fprintf(stderr, "unknown dtype %s\n", v); return 2; }
+            if (gs_dtype_parse(v, &o->dtype)) { fprintf(stderr, "unknown dtype %s\n", v); return stop(exit_code, 2); }
         }
         else if (!strcmp(a, "--payload")) {
             NEEDV();
-            if (gs_payload_parse(v, &payload)) { fprintf(stderr, "unknown payload %s\n", v); return 2; }
+            if (gs_payload_parse(v, &o->payload)) { fprintf(stderr, "unknown payload %s\n", v); return stop(exit_code, 2); }
         }
-        else if (!strcmp(a, "--desc")) desc = 1;
-        else if (!strcmp(a, "--min-log2")) { NEEDV(); min_log2 = atoi(v); }
-        else if (!strcmp(a, "--max-log2")) { NEEDV(); max_log2 = atoi(v); }
-        else if (!strcmp(a, "--reps")) { NEEDV(); reps = atoi(v); }
-        else if (!strcmp(a, "--qsort")) do_qsort = 1;
-        else if (!strcmp(a, "--csv")) csv = 1;
-        else if (!strcmp(a, "--seed")) { NEEDV(); seed = strtoull(v, NULL, 0); }
+        else if (!strcmp(a, "--desc")) o->desc = 1;
+        else if (!strcmp(a, "--min-log2")) { NEEDV(); o->min_log2 = atoi(v); }
+        else if (!strcmp(a, "--max-log2")) { NEEDV(); o->max_log2 = atoi(v); }
+        else if (!strcmp(a, "--reps")) { NEEDV(); o->reps = atoi(v); }
+        else if (!strcmp(a, "--qsort")) o->do_qsort = 1;
+        else if (!strcmp(a, "--csv")) o->csv = 1;
+        else if (!strcmp(a, "--seed")) { NEEDV(); o->seed = strtoull(v, NULL, 0); }
         else if (!strcmp(a, "--dist")) {
             NEEDV();
-            for (dist = 0; dist < 4 && strcmp(v, dist_names[dist]); dist++)
+            for (o->dist = 0; o->dist < 4 && strcmp(v, dist_names[o->dist]); o->dist++)
                 ;
-            if (dist == 4) {
+            if (o->dist == 4) {
                 fprintf(stderr, "gsort-bench: unknown --dist '%s' (random, sorted, reversed, few16)\n", v);
-                return 2;
+                return stop(exit_code, 2);
             }
         }
         else if (!strcmp(a, "--verbose")) gs_log_set_level(GS_LOG_DEBUG);
         else if (!strcmp(a, "--kernel-dir")) { NEEDV(); gs_kern_set_dir(v); }
         else if (!strcmp(a, "--cl-opts")) { NEEDV(); gs_kern_set_opts(v); }
         else if (!strcmp(a, "--pairs")) { NEEDV(); gs_radix_force_pairs(atoi(v)); }
-        else if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
-        else { usage(stderr); return 2; }
+        else if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return stop(exit_code, 0); }
+        else { usage(stderr); return stop(exit_code, 2); }
 #undef NEEDV
     }
-    if (reps < 1 || min_log2 < 0 || max_log2 > 40 || min_log2 > max_log2) {
+    if (o->reps < 1 || o->min_log2 < 0 || o->max_log2 > 40 || o->min_log2 > o->max_log2) {
         fprintf(stderr, "bad --reps / --min-log2 / --max-log2\n");
-        return 2;
+        return stop(exit_code, 2);
     }
-    const gs_algo *algo = gs_algo_find(algo_name);
-    if (!algo) {
-        fprintf(stderr, "unknown algorithm '%s'\n", algo_name);
-        return 2;
-    }
+    return 0;
+}
 
+/* --list: every device found, one a line. */
+static void list_devices(const bench *b)
+{
+    for (size_t i = 0; i < b->ndev; i++) {
+        const gs_dev_info *in = &b->devs[i].info;
+        char tb[64];
+        printf("%zu: %s | %s | %s | %u CUs | max wg %zu | local %llu | max alloc %llu\n", i,
+               in->name, in->platform, gs_dev_type_name(in->type, tb, sizeof tb),
+               in->compute_units, in->max_wg_size, (unsigned long long)in->local_mem,
+               (unsigned long long)in->max_alloc);
+    }
+}
+
+/* The device a device algorithm runs on (--device, else the first GPU,
+ * else the first device), opened; none for a host one. 0, or -1 (said). */
+static int open_device(bench *b)
+{
+    b->devname = "host";
+    if (!b->algo->uses_device)
+        return 0;
+    long devidx = b->o.devidx;
+    if (devidx < 0) {
+        for (size_t i = 0; i < b->ndev && devidx < 0; i++)
+            if (b->devs[i].info.type & CL_DEVICE_TYPE_GPU)
+                devidx = (long)i;
+        if (devidx < 0)
+            devidx = 0;
+    }
+    if ((size_t)devidx >= b->ndev) {
+        fprintf(stderr, "no device %ld (%zu found)\n", devidx, b->ndev);
+        return -1;
+    }
     gs_err err;
     gs_err_clear(&err);
-    gs_dev *devs = NULL;
-    size_t ndev = 0;
-    if (gs_dev_probe(&devs, &ndev, &err) < 0) {
-        fprintf(stderr, "probing devices: %s\n", err.msg);
-        return 1;
+    if (gs_dev_open(&b->devs[devidx], &err) < 0) {
+        fprintf(stderr, "opening device: %s\n", err.msg);
+        return -1;
     }
-    if (list) {
-        for (size_t i = 0; i < ndev; i++) {
-            char tb[64];
-            printf("%zu: %s | %s | %s | %u CUs | max wg %zu | local %llu | max alloc %llu\n", i,
-                   devs[i].info.name, devs[i].info.platform,
-                   gs_dev_type_name(devs[i].info.type, tb, sizeof tb), devs[i].info.compute_units,
-                   devs[i].info.max_wg_size, (unsigned long long)devs[i].info.local_mem,
-                   (unsigned long long)devs[i].info.max_alloc);
-        }
-        gs_dev_free_list(devs, ndev);
-        return 0;
-    }
-    gs_dev *dev = NULL;
-    if (algo->uses_device) {
-        if (devidx < 0) {
-            for (size_t i = 0; i < ndev && devidx < 0; i++)
-                if (devs[i].info.type & CL_DEVICE_TYPE_GPU)
-                    devidx = (long)i;
-            if (devidx < 0)
-                devidx = 0;
-        }
-        if ((size_t)devidx >= ndev) {
-            fprintf(stderr, "no device %ld (%zu found)\n", devidx, ndev);
-            gs_dev_free_list(devs, ndev);
-            return 1;
-        }
-        dev = &devs[devidx];
-        if (gs_dev_open(dev, &err) < 0) {
-            fprintf(stderr, "opening device: %s\n", err.msg);
-            gs_dev_free_list(devs, ndev);
-            return 1;
-        }
-    }
-    const char *devname = dev ? dev->info.name : "host";
+    b->dev = &b->devs[devidx];
+    b->devname = b->dev->info.name;
+    return 0;
+}
 
-    /* parameter sets */
-    gs_params sets[MAX_SETS];
-    char setstr[MAX_SETS][256];
-    if (nsets == 0) {
-        if (algo->defaults)
-            algo->defaults(dev ? &dev->info : NULL, &sets[0]);
+/* The parameter sets: the algorithm's defaults for the device, or each
+ * --params over them; and each as text for the rows. 0, or -1 on a bad
+ * --params (said). */
+static int make_sets(bench *b)
+{
+    const gs_dev_info *info = b->dev ? &b->dev->info : NULL;
+    b->nsets = b->o.nsets;
+    if (b->nsets == 0) {
+        if (b->algo->defaults)
+            b->algo->defaults(info, &b->sets[0]);
         else
-            gs_params_clear(&sets[0]);
-        nsets = 1;
+            gs_params_clear(&b->sets[0]);
+        b->nsets = 1;
     } else {
-        for (int i = 0; i < nsets; i++) {
+        for (int i = 0; i < b->nsets; i++) {
             gs_params given;
-            if (gs_params_parse(pstr[i], &given, &err) < 0) {
-                fprintf(stderr, "--params '%s': %s\n", pstr[i], err.msg);
-                gs_dev_free_list(devs, ndev);
-                return 2;
+            gs_err err;
+            gs_err_clear(&err);
+            if (gs_params_parse(b->o.pstr[i], &given, &err) < 0) {
+                fprintf(stderr, "--params '%s': %s\n", b->o.pstr[i], err.msg);
+                return -1;
             }
             /* the defaults, with the given values in their places */
-            gs_params_clear(&sets[i]);
-            if (algo->defaults)
-                algo->defaults(dev ? &dev->info : NULL, &sets[i]);
+            gs_params_clear(&b->sets[i]);
+            if (b->algo->defaults)
+                b->algo->defaults(info, &b->sets[i]);
             for (int j = 0; j < given.count; j++)
-                gs_params_set(&sets[i], given.p[j].name, given.p[j].value);
+                gs_params_set(&b->sets[i], given.p[j].name, given.p[j].value);
         }
     }
-    for (int i = 0; i < nsets; i++) {
-        setstr[i][0] = '\0';
-        gs_params_format(&sets[i], setstr[i], sizeof setstr[i]);
-        if (!setstr[i][0])
-            snprintf(setstr[i], sizeof setstr[i], "-");
+    for (int i = 0; i < b->nsets; i++) {
+        b->setstr[i][0] = '\0';
+        gs_params_format(&b->sets[i], b->setstr[i], sizeof b->setstr[i]);
+        if (!b->setstr[i][0])
+            snprintf(b->setstr[i], sizeof b->setstr[i], "-");
     }
+    return 0;
+}
 
+/* Whether every set can sort 2^lg keys here: 0, or GS_ETOOBIG at the first
+ * size the device (or this host) cannot take (said). */
+static int size_fits(const bench *b, int lg)
+{
+    const bopts *o = &b->o;
+    gs_sort_req probe = { .dtype = o->dtype, .payload = o->payload, .descending = o->desc,
+                          .n = (size_t)1 << lg };
+    for (int s = 0; s < b->nsets; s++) {
+        gs_err err;
+        gs_err_clear(&err);
+        if (b->algo->check && b->algo->check(b->dev, &probe, &b->sets[s], &err) == GS_ETOOBIG) {
+            fprintf(stderr, "stopping at n=2^%d: %s\n", lg, err.msg);
+            return GS_ETOOBIG;
+        }
+    }
+    return 0;
+}
+
+/* The buffers for 2^lg keys (the last size's freed), and the input in
+ * them: --dist's keys from the seed and n, values derived from each key.
+ * 0, or -1 when the host is out of memory (said). */
+static int make_input(bench *b, int lg)
+{
+    const bopts *o = &b->o;
+    size_t n = (size_t)1 << lg;
+    size_t ks = gs_dtype_size(o->dtype), vs = gs_payload_size(o->payload);
+    free(b->in_k); free(b->in_v); free(b->k); free(b->v);
+    b->in_k = malloc(n * ks);
+    b->k = malloc(n * ks);
+    b->in_v = vs ? malloc(n * vs) : NULL;
+    b->v = vs ? malloc(n * vs) : NULL;
+    if (!b->in_k || !b->k || (vs && (!b->in_v || !b->v))) {
+        fprintf(stderr, "stopping at n=2^%d: host out of memory\n", lg);
+        return -1;
+    }
+    uint64_t s = o->seed ^ (uint64_t)n;
+    uint64_t few[16];
+    for (int j = 0; j < 16; j++)
+        few[j] = bu_splitmix(&s);
+    uint64_t stride = (ks == 4 ? UINT32_MAX : UINT64_MAX) / (n ? n : 1);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t x = bu_splitmix(&s);
+        if (o->dist == 1)
+            x = (uint64_t)i * stride;
+        else if (o->dist == 2)
+            x = (uint64_t)(n - 1 - i) * stride;
+        else if (o->dist == 3)
+            x = few[x >> 60];
+        if (ks == 4)
+            ((uint32_t *)b->in_k)[i] = (uint32_t)x;
+        else
+            ((uint64_t *)b->in_k)[i] = x;
+        if (vs == 4)
+            ((uint32_t *)b->in_v)[i] = (uint32_t)(x >> 17);
+        else if (vs == 8)
+            ((uint64_t *)b->in_v)[i] = x * 3;
+    }
+    return 0;
+}
+
+/* One set on n keys: a warm-up (program build, first-touch allocations),
+ * then the reps, the first and last validated; its row printed. */
+static void time_set(bench *b, size_t n, int si)
+{
+    const bopts *o = &b->o;
+    size_t ks = gs_dtype_size(o->dtype), vs = gs_payload_size(o->payload);
+    gs_sort_req req = { .dtype = o->dtype, .payload = o->payload, .descending = o->desc,
+                        .stable = b->algo->stable, .n = n, .keys = b->k, .values = b->v };
+    const char *note = "ok";
+    char why[256] = "";
+    int failed = 0;
+    for (int r = -1; r < o->reps; r++) {
+        memcpy(b->k, b->in_k, n * ks);
+        if (vs)
+            memcpy(b->v, b->in_v ? b->in_v : b->v, n * vs);
+        gs_sort_stats st;
+        gs_err err;
+        gs_err_clear(&err);
+        double t0 = gs_now_ms();
+        int rc = gs_sort_run(b->algo, &b->ctx, &req, &b->sets[si], &st, &err);
+        double t1 = gs_now_ms();
+        if (rc < 0) {
+            fprintf(stderr, "FAILED: %s %s n=%zu: %s\n", b->algo->name, b->setstr[si], n, err.msg);
+            note = "ERROR";
+            failed = 1;
+            break;
+        }
+        if ((r < 0 || r == o->reps - 1) && !validate(&req, b->in_k, b->in_v, why, sizeof why)) {
+            fprintf(stderr, "WRONG RESULT: %s %s %s/%s n=%zu: %s\n", b->algo->name,
+                    b->setstr[si], gs_dtype_name(o->dtype), gs_payload_name(o->payload), n, why);
+            note = "WRONG";
+            failed = 1;
+            break;
+        }
+        if (r >= 0) {
+            b->tk[r] = st.kernel_ms > 0 ? st.kernel_ms : (t1 - t0);
+            b->tw[r] = t1 - t0;
+        }
+    }
+    row rw = { b->devname, b->algo->name, b->setstr[si], gs_dtype_name(o->dtype),
+               gs_payload_name(o->payload), n, 0, 0, 0, note };
+    if (failed) {
+        b->bad = 1;
+    } else {
+        rw.kernel_ms = bu_median(b->tk, (size_t)o->reps);
+        rw.wall_ms = bu_median(b->tw, (size_t)o->reps);
+        rw.gkeys = rw.kernel_ms > 0 ? (double)n / (rw.kernel_ms * 1e6) : 0;
+    }
+    print_row(&rw, o->csv);
+}
+
+/* --qsort: libc qsort of the same keys (keys only), median of the reps. */
+static void time_qsort(bench *b, size_t n)
+{
+    const bopts *o = &b->o;
+    size_t ks = gs_dtype_size(o->dtype);
+    q_dtype = o->dtype;
+    q_desc = o->desc;
+    for (int r = 0; r < o->reps; r++) {
+        memcpy(b->k, b->in_k, n * ks);
+        double t0 = gs_now_ms();
+        qsort(b->k, n, ks, cmp_key);
+        b->tw[r] = gs_now_ms() - t0;
+    }
+    double m = bu_median(b->tw, (size_t)o->reps);
+    row rw = { "host", "qsort", "-", gs_dtype_name(o->dtype), "none", n, m, m,
+               m > 0 ? (double)n / (m * 1e6) : 0, "keys only" };
+    print_row(&rw, o->csv);
+}
+
+/* Every size from 2^min to 2^max, up to the first one that does not fit:
+ * every set, and qsort with --qsort. */
+static void sweep_sizes(bench *b)
+{
+    const bopts *o = &b->o;
+    for (int lg = o->min_log2; lg <= o->max_log2; lg++) {
+        size_t n = (size_t)1 << lg;
+        if (size_fits(b, lg) < 0 || make_input(b, lg) < 0)
+            break;
+        for (int si = 0; si < b->nsets; si++)
+            time_set(b, n, si);
+        if (o->do_qsort && lg <= 24)
+            time_qsort(b, n);
+    }
+}
+
+/* The table: its header, the sizes, and the verdict. 0, or -1 when a
+ * result was wrong or failed, or out of memory (said). */
+static int run_sizes(bench *b)
+{
+    const bopts *o = &b->o;
     gs_pcache *pc = NULL;
+    gs_err err;
+    gs_err_clear(&err);
     if (gs_pcache_open(&pc, NULL, &err) < 0)
         pc = NULL;   /* no disk cache: build every time */
-    gs_sort_ctx ctx = { .dev = dev, .pc = pc };
-
-    if (csv)
+    b->ctx = (gs_sort_ctx){ .dev = b->dev, .pc = pc };
+    if (o->csv)
         printf("device,algo,params,dtype,payload,n,kernel_ms,wall_ms,gkeys_per_s,note\n");
     else {
-        printf("# input: %s keys\n", dist_names[dist]);
+        printf("# input: %s keys\n", dist_names[o->dist]);
         printf("%-24s %-6s %-56s %-4s %-6s %11s %10s %10s %8s\n", "device", "algo", "params",
                "type", "values", "n", "kernel_ms", "wall_ms", "Gkeys/s");
     }
-
-    size_t ks = gs_dtype_size(dtype), vs = gs_payload_size(payload);
-    int bad = 0;
-    size_t maxn = (size_t)1 << max_log2;
-    void *in_k = NULL, *in_v = NULL, *k = NULL, *v = NULL;
-    double *tk = calloc((size_t)reps, sizeof *tk), *tw = calloc((size_t)reps, sizeof *tw);
-    if (!tk || !tw)
-        goto oom;
-
-    for (int lg = min_log2; lg <= max_log2; lg++) {
-        size_t n = (size_t)1 << lg;
-        /* stop at the first size the device (or this host) cannot take */
-        gs_sort_req probe = { .dtype = dtype, .payload = payload, .descending = desc, .n = n };
-        int fits = 1;
-        for (int s = 0; s < nsets && fits; s++) {
-            gs_err_clear(&err);
-            if (algo->check && algo->check(dev, &probe, &sets[s], &err) == GS_ETOOBIG) {
-                fprintf(stderr, "stopping at n=2^%d: %s\n", lg, err.msg);
-                fits = 0;
-            }
-        }
-        if (!fits)
-            break;
-        if (n > maxn)
-            break;
-        free(in_k); free(in_v); free(k); free(v);
-        in_k = malloc(n * ks);
-        k = malloc(n * ks);
-        in_v = vs ? malloc(n * vs) : NULL;
-        v = vs ? malloc(n * vs) : NULL;
-        if (!in_k || !k || (vs && (!in_v || !v))) {
-            fprintf(stderr, "stopping at n=2^%d: host out of memory\n", lg);
-            break;
-        }
-        uint64_t s = seed ^ (uint64_t)n;
-        uint64_t few[16];
-        for (int j = 0; j < 16; j++)
-            few[j] = bu_splitmix(&s);
-        uint64_t stride = (ks == 4 ? UINT32_MAX : UINT64_MAX) / (n ? n : 1);
-        for (size_t i = 0; i < n; i++) {
-            uint64_t x = bu_splitmix(&s);
-            if (dist == 1)
-                x = (uint64_t)i * stride;
-            else if (dist == 2)
-                x = (uint64_t)(n - 1 - i) * stride;
-            else if (dist == 3)
-                x = few[x >> 60];
-            if (ks == 4)
-                ((uint32_t *)in_k)[i] = (uint32_t)x;
-            else
-                ((uint64_t *)in_k)[i] = x;
-            if (vs == 4)
-                ((uint32_t *)in_v)[i] = (uint32_t)(x >> 17);
-            else if (vs == 8)
-                ((uint64_t *)in_v)[i] = x * 3;
-        }
-        for (int si = 0; si < nsets; si++) {
-            gs_sort_req req = { .dtype = dtype, .payload = payload, .descending = desc,
-                                .stable = algo->stable, .n = n, .keys = k, .values = v };
-            const char *note = "ok";
-            char why[256] = "";
-            int failed = 0;
-            /* one warm-up (program build, first-touch allocations), then reps */
-            for (int r = -1; r < reps; r++) {
-                memcpy(k, in_k, n * ks);
-                if (vs)
-                    memcpy(v, in_v ? in_v : v, n * vs);
-                gs_sort_stats st;
-                gs_err_clear(&err);
-                double t0 = gs_now_ms();
-                int rc = gs_sort_run(algo, &ctx, &req, &sets[si], &st, &err);
-                double t1 = gs_now_ms();
-                if (rc < 0) {
-                    fprintf(stderr, "FAILED: %s %s n=%zu: %s\n", algo->name, setstr[si], n, err.msg);
-                    note = "ERROR";
-                    failed = 1;
-                    break;
-                }
-                if (r < 0 || r == reps - 1) {
-                    if (!validate(&req, in_k, in_v, why, sizeof why)) {
-                        fprintf(stderr, "WRONG RESULT: %s %s %s/%s n=%zu: %s\n", algo->name,
-                                setstr[si], gs_dtype_name(dtype), gs_payload_name(payload), n, why);
-                        note = "WRONG";
-                        failed = 1;
-                        break;
-                    }
-                }
-                if (r >= 0) {
-                    tk[r] = st.kernel_ms > 0 ? st.kernel_ms : (t1 - t0);
-                    tw[r] = t1 - t0;
-                }
-            }
-            row rw = { devname, algo->name, setstr[si], gs_dtype_name(dtype),
-                       gs_payload_name(payload), n, 0, 0, 0, note };
-            if (failed) {
-                bad = 1;
-            } else {
-                rw.kernel_ms = bu_median(tk, (size_t)reps);
-                rw.wall_ms = bu_median(tw, (size_t)reps);
-                rw.gkeys = rw.kernel_ms > 0 ? (double)n / (rw.kernel_ms * 1e6) : 0;
-            }
-            print_row(&rw, csv);
-        }
-        if (do_qsort && lg <= 24) {
-            q_dtype = dtype;
-            q_desc = desc;
-            for (int r = 0; r < reps; r++) {
-                memcpy(k, in_k, n * ks);
-                double t0 = gs_now_ms();
-                qsort(k, n, ks, cmp_key);
-                tw[r] = gs_now_ms() - t0;
-            }
-            double m = bu_median(tw, (size_t)reps);
-            row rw = { "host", "qsort", "-", gs_dtype_name(dtype), "none", n, m, m,
-                       m > 0 ? (double)n / (m * 1e6) : 0, "keys only" };
-            print_row(&rw, csv);
+    int rc = 0;
+    b->tk = calloc((size_t)o->reps, sizeof *b->tk);
+    b->tw = calloc((size_t)o->reps, sizeof *b->tw);
+    if (!b->tk || !b->tw) {
+        fprintf(stderr, "out of memory\n");
+        rc = -1;
+    } else {
+        sweep_sizes(b);
+        if (b->bad) {
+            fprintf(stderr, "gsort-bench: SOME RESULTS WERE WRONG OR FAILED (see above)\n");
+            rc = -1;
         }
     }
-    free(in_k); free(in_v); free(k); free(v);
-    free(tk); free(tw);
+    free(b->in_k); free(b->in_v); free(b->k); free(b->v);
+    free(b->tk); free(b->tw);
     gs_pcache_close(pc);
-    gs_dev_free_list(devs, ndev);
-    if (bad)
-        fprintf(stderr, "gsort-bench: SOME RESULTS WERE WRONG OR FAILED (see above)\n");
-    return bad ? 1 : 0;
-oom:
-    fprintf(stderr, "out of memory\n");
-    free(tk); free(tw);
-    gs_pcache_close(pc);
-    gs_dev_free_list(devs, ndev);
-    return 1;
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    bench b;
+    memset(&b, 0, sizeof b);
+    int code = 0;
+    if (parse_args(argc, argv, &b.o, &code) < 0)
+        return code;
+    b.algo = gs_algo_find(b.o.algo_name);
+    if (!b.algo) {
+        fprintf(stderr, "unknown algorithm '%s'\n", b.o.algo_name);
+        return 2;
+    }
+    gs_err err;
+    gs_err_clear(&err);
+    if (gs_dev_probe(&b.devs, &b.ndev, &err) < 0) {
+        fprintf(stderr, "probing devices: %s\n", err.msg);
+        return 1;
+    }
+    int rc;
+    if (b.o.list) {
+        list_devices(&b);
+        rc = 0;
+    } else if (open_device(&b) < 0) {
+        rc = 1;
+    } else if (make_sets(&b) < 0) {
+        rc = 2;
+    } else {
+        rc = run_sizes(&b) < 0 ? 1 : 0;
+    }
+    gs_dev_free_list(b.devs, b.ndev);
+    return rc;
 }

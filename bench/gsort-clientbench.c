@@ -47,10 +47,27 @@ static void usage(FILE *f)
                "                         [--transport zero-copy|staged|inline] [--qsort]\n");
 }
 
-int main(int argc, char **argv)
+/* The command line. */
+typedef struct cb_opts {
+    const char *sock, *algo;
+    int min_log2, max_log2, reps;
+    int wide;                 /* u64 keys, else u32 */
+    int only;                 /* the one transport timed, or -1 for all */
+    int vs_qsort;
+} cb_opts;
+
+/* Stops the command line: *exit_code becomes code. Returns -1. */
+static int stop(int *exit_code, int code)
 {
-    const char *sock = NULL, *algo = NULL;
-    int min_log2 = 10, max_log2 = 24, reps = 5, wide = 0, only = -1, vs_qsort = 0;
+    *exit_code = code;
+    return -1;
+}
+
+/* argv into *o (defaults first). 0 to run, or -1 with *exit_code 0 when
+ * --help printed the usage and 2 on a usage error (said on stderr). */
+static int parse_args(int argc, char **argv, cb_opts *o, int *exit_code)
+{
+    *o = (cb_opts){ .min_log2 = 10, .max_log2 = 24, .reps = 5, .only = -1 };
     static const struct option opts[] = {
         { "socket", required_argument, NULL, 'S' },
         { "dtype", required_argument, NULL, 't' },
@@ -63,151 +80,207 @@ int main(int argc, char **argv)
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    int o;
-    while ((o = getopt_long(argc, argv, "S:h", opts, NULL)) != -1) {
-        switch (o) {
-        case 'S': sock = optarg; break;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "S:h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'S': o->sock = optarg; break;
         case 't':
-            if (!strcmp(optarg, "u32")) wide = 0;
-            else if (!strcmp(optarg, "u64")) wide = 1;
-            else { fprintf(stderr, "gsort-clientbench: --dtype u32 or u64\n"); return 2; }
+            if (!strcmp(optarg, "u32")) o->wide = 0;
+            else if (!strcmp(optarg, "u64")) o->wide = 1;
+            else { fprintf(stderr, "gsort-clientbench: --dtype u32 or u64\n"); return stop(exit_code, 2); }
             break;
-        case 'a': min_log2 = atoi(optarg); break;
-        case 'b': max_log2 = atoi(optarg); break;
-        case 'r': reps = atoi(optarg); break;
-        case 'A': algo = optarg; break;
+        case 'a': o->min_log2 = atoi(optarg); break;
+        case 'b': o->max_log2 = atoi(optarg); break;
+        case 'r': o->reps = atoi(optarg); break;
+        case 'A': o->algo = optarg; break;
         case 'T':
             for (int w = 0; w < WAY_COUNT; w++)
                 if (!strcmp(optarg, way_names[w]))
-                    only = w;
-            if (only < 0) {
+                    o->only = w;
+            if (o->only < 0) {
                 fprintf(stderr, "gsort-clientbench: --transport zero-copy, staged or inline\n");
-                return 2;
+                return stop(exit_code, 2);
             }
             break;
-        case 'Q': vs_qsort = 1; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'Q': o->vs_qsort = 1; break;
+        case 'h': usage(stdout); return stop(exit_code, 0);
+        default: usage(stderr); return stop(exit_code, 2);
         }
     }
-    if (optind != argc || min_log2 < 0 || max_log2 > 31 || min_log2 > max_log2 || reps < 1 ||
-        reps > 1000) {
+    if (optind != argc || o->min_log2 < 0 || o->max_log2 > 31 || o->min_log2 > o->max_log2 ||
+        o->reps < 1 || o->reps > 1000) {
         usage(stderr);
-        return 2;
+        return stop(exit_code, 2);
     }
+    return 0;
+}
+
+/* One size's keys: the input, the reference answer, and the two places a
+ * program would sort them in. */
+typedef struct cb_size {
+    int lg;
+    size_t n, bytes;
+    void *src, *ref, *plain, *block;
+    double qs_ms;             /* libc qsort's median with --qsort, else -1 */
+} cb_size;
+
+/* The keys of 2^lg (random, from a seed of the size) and the reference
+ * answer, with --qsort timed as what a program would spend without the
+ * daemon (median of reps). 0, or -1 out of memory (said). */
+static int make_size(const cb_opts *o, int lg, cb_size *z)
+{
+    size_t ks = o->wide ? 8 : 4;
+    gsort_error err;
+    *z = (cb_size){ .lg = lg, .n = (size_t)1 << lg, .qs_ms = -1 };
+    z->bytes = z->n * ks;
+    z->src = malloc(z->bytes);
+    z->ref = malloc(z->bytes);
+    z->plain = malloc(z->bytes);
+    z->block = gsort_alloc(z->bytes, &err);
+    if (!z->src || !z->ref || !z->plain || !z->block) {
+        fprintf(stderr, "gsort-clientbench: no memory for 2^%d keys%s%s\n", lg,
+                z->block ? "" : ": ", z->block ? "" : err.message);
+        return -1;
+    }
+    uint64_t seed = 0x5eed0000u + (uint64_t)lg;
+    for (size_t i = 0; i < z->n; i++) {
+        uint64_t v = bu_splitmix(&seed);
+        if (o->wide) ((uint64_t *)z->src)[i] = v;
+        else ((uint32_t *)z->src)[i] = (uint32_t)v;
+    }
+    double *qt = o->vs_qsort ? calloc((size_t)o->reps, sizeof *qt) : NULL;
+    for (int r = 0; r < (qt ? o->reps : 1); r++) {
+        memcpy(z->ref, z->src, z->bytes);
+        double t0 = gs_now_ms();
+        qsort(z->ref, z->n, ks, o->wide ? cmp_u64 : cmp_u32);
+        if (qt)
+            qt[r] = gs_now_ms() - t0;
+    }
+    if (qt) {
+        z->qs_ms = bu_median(qt, (size_t)o->reps);
+        free(qt);
+    }
+    return 0;
+}
+
+static void free_size(cb_size *z)
+{
+    free(z->src);
+    free(z->ref);
+    free(z->plain);
+    gsort_free(z->block);
+}
+
+/* One sort of the size's keys through transport w, checked against the
+ * reference and against the transport it went by; its whole-call ms into
+ * *ms. 0, or -1 (said). */
+static int sort_once(gsort_conn *c, const cb_opts *o, const cb_size *z, int w,
+                     gsort_result *res, double *ms)
+{
+    gsort_error err;
+    void *keys = w == WAY_BLOCK ? z->block : z->plain;
+    memcpy(keys, z->src, z->bytes);   /* not timed: the input a program would hold */
+    gsort_request rq;
+    gsort_request_init(&rq);
+    rq.dtype = o->wide ? GSORT_U64 : GSORT_U32;
+    rq.n = z->n;
+    rq.keys = keys;
+    /* the transports are measured: never sorted in this process */
+    rq.flags = (w == WAY_INLINE ? GSORT_INLINE : 0) | GSORT_NO_LOCAL;
+    rq.algorithm = o->algo;
+    double t0 = gs_now_ms();
+    if (gsort_run(c, &rq, res, &err) < 0) {
+        fprintf(stderr, "gsort-clientbench: 2^%d %s: %s\n", z->lg, way_names[w], err.message);
+        return -1;
+    }
+    *ms = gs_now_ms() - t0;
+    if (memcmp(keys, z->ref, z->bytes) != 0) {
+        fprintf(stderr, "gsort-clientbench: 2^%d %s: WRONG ANSWER\n", z->lg, way_names[w]);
+        return -1;
+    }
+    if (res->zero_copy != (w != WAY_INLINE)) {
+        fprintf(stderr, "gsort-clientbench: 2^%d %s: went %s\n", z->lg, way_names[w],
+                res->zero_copy ? "through shared memory" : "inline");
+        return -1;
+    }
+    return 0;
+}
+
+/* Transport w on the size's keys: an untimed warm-up and the reps, and
+ * its row. 0, or -1 (said). */
+static int time_way(gsort_conn *c, const cb_opts *o, const cb_size *z, int w)
+{
+    int rc = 0;
+    double *t = calloc((size_t)o->reps, sizeof *t), *d = calloc((size_t)o->reps, sizeof *d);
+    gsort_result res;
+    memset(&res, 0, sizeof res);
+    /* Rep -1 is a warm-up, not timed: the first request of a size or
+     * transport may build a program or grow a staging buffer. */
+    for (int r = -1; r < o->reps && t && d; r++) {
+        double ms;
+        if (sort_once(c, o, z, w, &res, &ms) < 0) {
+            rc = -1;
+            break;
+        }
+        if (r >= 0) {
+            t[r] = ms;
+            d[r] = res.daemon_ms;
+        }
+    }
+    if (!t || !d) {
+        fprintf(stderr, "gsort-clientbench: out of memory\n");
+        rc = -1;
+    }
+    if (rc == 0) {
+        double mt = bu_median(t, (size_t)o->reps), md = bu_median(d, (size_t)o->reps);
+        printf("2^%-4d %-10s %10.3f %10.3f %9.1f  %s/%s/%s", z->lg, way_names[w], mt, md,
+               (double)z->n / mt / 1e3, res.device < 0 ? "host" : res.device_name,
+               res.algorithm, res.plan);
+        if (z->qs_ms > 0)
+            printf("  %.1fx faster than qsort", z->qs_ms / mt);
+        printf("\n");
+        fflush(stdout);
+    }
+    free(t);
+    free(d);
+    return rc;
+}
+
+/* One size: every transport asked for, then qsort's row with --qsort.
+ * 0, or -1 (said). */
+static int run_size(gsort_conn *c, const cb_opts *o, int lg)
+{
+    cb_size z;
+    int rc = make_size(o, lg, &z);
+    for (int w = 0; w < WAY_COUNT && !rc; w++)
+        if (o->only < 0 || w == o->only)
+            rc = time_way(c, o, &z, w);
+    if (!rc && z.qs_ms > 0)
+        printf("2^%-4d %-10s %10.3f %10s %9.1f  libc qsort in this process, same keys\n", lg,
+               "qsort", z.qs_ms, "-", (double)z.n / z.qs_ms / 1e3);
+    free_size(&z);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    cb_opts o;
+    int code = 0;
+    if (parse_args(argc, argv, &o, &code) < 0)
+        return code;
     gsort_conn *c;
     gsort_error err;
-    if (gsort_connect(&c, sock, &err) < 0) {
+    if (gsort_connect(&c, o.sock, &err) < 0) {
         fprintf(stderr, "gsort-clientbench: %s\n", err.message);
         return 1;
     }
-    size_t ks = wide ? 8 : 4;
-    gsort_dtype dt = wide ? GSORT_U64 : GSORT_U32;
     printf("# gsort-clientbench: %s keys via %s, median of %d; ms are whole calls "
-           "(daemon ms in brackets)\n", wide ? "u64" : "u32", gsort_socket_path(c), reps);
+           "(daemon ms in brackets)\n", o.wide ? "u64" : "u32", gsort_socket_path(c), o.reps);
     printf("%-6s %-10s %10s %10s %9s  %s\n", "n", "transport", "ms", "daemon_ms", "Mkeys/s",
            "device/algorithm/plan");
     int rc = 0;
-    for (int lg = min_log2; lg <= max_log2 && !rc; lg++) {
-        size_t n = (size_t)1 << lg, bytes = n * ks;
-        void *src = malloc(bytes), *ref = malloc(bytes), *plain = malloc(bytes);
-        void *block = gsort_alloc(bytes, &err);
-        if (!src || !ref || !plain || !block) {
-            fprintf(stderr, "gsort-clientbench: no memory for 2^%d keys%s%s\n", lg,
-                    block ? "" : ": ", block ? "" : err.message);
-            free(src); free(ref); free(plain); gsort_free(block);
-            rc = 1;
-            break;
-        }
-        uint64_t seed = 0x5eed0000u + (uint64_t)lg;
-        for (size_t i = 0; i < n; i++) {
-            uint64_t v = bu_splitmix(&seed);
-            if (wide) ((uint64_t *)src)[i] = v;
-            else ((uint32_t *)src)[i] = (uint32_t)v;
-        }
-        /* the reference answer, and with --qsort what a program would
-         * spend without the daemon: libc qsort, median of reps */
-        double qs_ms = -1;
-        double *qt = vs_qsort ? calloc((size_t)reps, sizeof *qt) : NULL;
-        for (int r = 0; r < (qt ? reps : 1); r++) {
-            memcpy(ref, src, bytes);
-            double t0 = gs_now_ms();
-            qsort(ref, n, ks, wide ? cmp_u64 : cmp_u32);
-            if (qt)
-                qt[r] = gs_now_ms() - t0;
-        }
-        if (qt) {
-            qs_ms = bu_median(qt, (size_t)reps);
-            free(qt);
-        }
-        for (int w = 0; w < WAY_COUNT && !rc; w++) {
-            if (only >= 0 && w != only)
-                continue;
-            double *t = calloc((size_t)reps, sizeof *t), *d = calloc((size_t)reps, sizeof *d);
-            gsort_result res;
-            memset(&res, 0, sizeof res);
-            /* Rep -1 is a warm-up, not timed: the first request of a size or
-             * transport may build a program or grow a staging buffer. */
-            for (int r = -1; r < reps && t && d; r++) {
-                void *keys = w == WAY_BLOCK ? block : plain;
-                memcpy(keys, src, bytes);   /* not timed: the input a program would hold */
-                gsort_request rq;
-                gsort_request_init(&rq);
-                rq.dtype = dt;
-                rq.n = n;
-                rq.keys = keys;
-                /* the transports are measured: never sorted in this process */
-                rq.flags = (w == WAY_INLINE ? GSORT_INLINE : 0) | GSORT_NO_LOCAL;
-                rq.algorithm = algo;
-                double t0 = gs_now_ms();
-                if (gsort_run(c, &rq, &res, &err) < 0) {
-                    fprintf(stderr, "gsort-clientbench: 2^%d %s: %s\n", lg, way_names[w],
-                            err.message);
-                    rc = 1;
-                    break;
-                }
-                if (r >= 0) {
-                    t[r] = gs_now_ms() - t0;
-                    d[r] = res.daemon_ms;
-                }
-                if (memcmp(keys, ref, bytes) != 0) {
-                    fprintf(stderr, "gsort-clientbench: 2^%d %s: WRONG ANSWER\n", lg,
-                            way_names[w]);
-                    rc = 1;
-                    break;
-                }
-                if (res.zero_copy != (w != WAY_INLINE)) {
-                    fprintf(stderr, "gsort-clientbench: 2^%d %s: went %s\n", lg, way_names[w],
-                            res.zero_copy ? "through shared memory" : "inline");
-                    rc = 1;
-                    break;
-                }
-            }
-            if (!t || !d) {
-                fprintf(stderr, "gsort-clientbench: out of memory\n");
-                rc = 1;
-            }
-            if (!rc) {
-                double mt = bu_median(t, (size_t)reps), md = bu_median(d, (size_t)reps);
-                printf("2^%-4d %-10s %10.3f %10.3f %9.1f  %s/%s/%s", lg, way_names[w], mt, md,
-                       (double)n / mt / 1e3, res.device < 0 ? "host" : res.device_name,
-                       res.algorithm, res.plan);
-                if (qs_ms > 0)
-                    printf("  %.1fx faster than qsort", qs_ms / mt);
-                printf("\n");
-                fflush(stdout);
-            }
-            free(t);
-            free(d);
-        }
-        if (!rc && qs_ms > 0)
-            printf("2^%-4d %-10s %10.3f %10s %9.1f  libc qsort in this process, same keys\n", lg,
-                   "qsort", qs_ms, "-", (double)n / qs_ms / 1e3);
-        free(src);
-        free(ref);
-        free(plain);
-        gsort_free(block);
-    }
+    for (int lg = o.min_log2; lg <= o.max_log2 && !rc; lg++)
+        rc = run_size(c, &o, lg);
     gsort_close(c);
-    return rc;
+    return rc < 0 ? 1 : 0;
 }

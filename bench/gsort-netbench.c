@@ -249,6 +249,81 @@ static void sweep_print(const srow *r, int csv)
     fflush(stdout);
 }
 
+/* A point's columns of times: e2e, the reply's times, the unaccounted and
+ * the client's. */
+enum { NT = 17 };
+
+/* The times of rep r into column r of t: e2e (ms), the reply's times, the
+ * spans of its total, what no span accounts for and the client's own. */
+static void record_rep(double *const t[NT], size_t r, double e2e, const gs_client_result *res)
+{
+    t[0][r] = e2e;
+    t[1][r] = res->queue_ms;
+    t[2][r] = res->receive_ms;
+    t[3][r] = res->upload_ms;
+    t[4][r] = res->sort_ms;
+    t[5][r] = res->download_ms;
+    t[6][r] = res->total_ms;
+    const gs_reply_times *x = &res->times;
+    double steps = x->setup + x->enqueue + x->wait + x->writeback + x->release;
+    double v[] = { x->admit, x->run, x->handback, x->setup, x->enqueue, x->wait,
+                   x->writeback, x->release };
+    for (int k = 0; k < 8; k++)
+        t[7 + k][r] = v[k];
+    /* a device run is its steps; a host run is its sort */
+    t[15][r] = x->total - (x->receive + x->admit + x->queue + x->handback +
+                           (res->device >= 0 ? steps : x->sort + x->merge));
+    t[16][r] = e2e - x->total;
+}
+
+/* A point's row: the medians of its nr reps (bu_median sorts each column
+ * of t in place), what served the last one, and a note for an out-of-core,
+ * split or fallback sort. */
+static void print_point(const opts *o, const char *mname, size_t n, const pcie_res *pr,
+                        double *const t[NT], size_t nr, const gs_client_result *r)
+{
+    srow row = { .n = n, .mode = mname, .pcie = pr };
+    row.e2e_med = bu_median(t[0], nr);
+    row.e2e_min = t[0][0];   /* bu_median() sorted it */
+    row.mkeys = row.e2e_med > 0 ? (double)n / (row.e2e_med * 1e3) : 0;
+    row.queue = bu_median(t[1], nr);
+    row.recv = bu_median(t[2], nr);
+    row.upload = bu_median(t[3], nr);
+    row.sort = bu_median(t[4], nr);
+    row.download = bu_median(t[5], nr);
+    row.total = bu_median(t[6], nr);
+    double *m[] = { &row.admit, &row.run, &row.handback, &row.setup, &row.enqueue, &row.wait,
+                    &row.writeback, &row.release, &row.unacc, &row.client };
+    for (int k = 0; k < 10; k++)
+        *m[k] = bu_median(t[7 + k], nr);
+    snprintf(row.algo, sizeof row.algo, "%s", r->algorithm[0] ? r->algorithm : "?");
+    snprintf(row.plan, sizeof row.plan, "%s", r->plan[0] ? r->plan : "-");
+    snprintf(row.device, sizeof row.device, "%s", r->device >= 0 ? r->device_name : "host");
+    char ooc[96];
+    if (r->chunks) {
+        snprintf(ooc, sizeof ooc, "out of core: %u pieces, merge %.1f ms", r->chunks,
+                 r->merge_ms);
+        row.note = ooc;
+    }
+    char sp[256];
+    if (r->nparts) {
+        int w = snprintf(sp, sizeof sp, "split:");
+        for (unsigned i = 0; i < r->nparts && w > 0 && (size_t)w < sizeof sp; i++)
+            w += snprintf(sp + w, sizeof sp - (size_t)w, " dev %d %llu keys %.1f ms (pred %.1f);",
+                          r->parts[i].device, (unsigned long long)r->parts[i].n,
+                          r->parts[i].ms, r->parts[i].predicted_ms);
+        if (w > 0 && (size_t)w < sizeof sp)
+            snprintf(sp + w, sizeof sp - (size_t)w, " merge %.1f ms", r->merge_ms);
+        row.note = sp;
+    } else if (r->split_declined[0]) {
+        snprintf(sp, sizeof sp, "split declined: %.200s", r->split_declined);
+        row.note = sp;
+    }
+    if (r->fallback[0])
+        row.note = r->fallback;
+    sweep_print(&row, o->csv);
+}
+
 /* One point: warm-up + reps of n keys in one mode. Returns 0, 1 when the
  * daemon refuses the size (GS_ETOOBIG: later sizes are skipped), -1 on a
  * failure or a wrong result. */
@@ -259,7 +334,6 @@ static int sweep_point(gs_client *c, const opts *o, int mode, size_t n, const pc
     gs_client_shm shm = { .fd = -1 };
     void *keys = NULL, *vals = NULL, *in_keys = NULL;
     size_t nr = (size_t)o->reps;
-    enum { NT = 17 };   /* e2e, the reply's times, the unaccounted and the client's */
     double *t[NT];
     int rc = -1;
     gs_err err;
@@ -340,66 +414,10 @@ static int sweep_point(gs_client *c, const opts *o, int mode, size_t n, const pc
                     res.device >= 0 ? res.device_name : "host", res.params, why);
             goto out;
         }
-        if (r >= 0) {
-            t[0][r] = t1 - t0;
-            t[1][r] = res.queue_ms;
-            t[2][r] = res.receive_ms;
-            t[3][r] = res.upload_ms;
-            t[4][r] = res.sort_ms;
-            t[5][r] = res.download_ms;
-            t[6][r] = res.total_ms;
-            const gs_reply_times *x = &res.times;
-            double steps = x->setup + x->enqueue + x->wait + x->writeback + x->release;
-            double v[] = { x->admit, x->run, x->handback, x->setup, x->enqueue, x->wait,
-                           x->writeback, x->release };
-            for (int k = 0; k < 8; k++)
-                t[7 + k][r] = v[k];
-            /* a device run is its steps; a host run is its sort */
-            t[15][r] = x->total - (x->receive + x->admit + x->queue + x->handback +
-                                   (res.device >= 0 ? steps : x->sort + x->merge));
-            t[16][r] = (t1 - t0) - x->total;
-        }
+        if (r >= 0)
+            record_rep(t, (size_t)r, t1 - t0, &res);
     }
-    srow row = { .n = n, .mode = mname, .pcie = pr };
-    row.e2e_med = bu_median(t[0], (size_t)nr);
-    row.e2e_min = t[0][0];   /* bu_median() sorted it */
-    row.mkeys = row.e2e_med > 0 ? (double)n / (row.e2e_med * 1e3) : 0;
-    row.queue = bu_median(t[1], (size_t)nr);
-    row.recv = bu_median(t[2], (size_t)nr);
-    row.upload = bu_median(t[3], (size_t)nr);
-    row.sort = bu_median(t[4], (size_t)nr);
-    row.download = bu_median(t[5], (size_t)nr);
-    row.total = bu_median(t[6], (size_t)nr);
-    double *m[] = { &row.admit, &row.run, &row.handback, &row.setup, &row.enqueue, &row.wait,
-                    &row.writeback, &row.release, &row.unacc, &row.client };
-    for (int k = 0; k < 10; k++)
-        *m[k] = bu_median(t[7 + k], (size_t)nr);
-    snprintf(row.algo, sizeof row.algo, "%s", res.algorithm[0] ? res.algorithm : "?");
-    snprintf(row.plan, sizeof row.plan, "%s", res.plan[0] ? res.plan : "-");
-    snprintf(row.device, sizeof row.device, "%s", res.device >= 0 ? res.device_name : "host");
-    char ooc[96];
-    if (res.chunks) {
-        snprintf(ooc, sizeof ooc, "out of core: %u pieces, merge %.1f ms", res.chunks,
-                 res.merge_ms);
-        row.note = ooc;
-    }
-    char sp[256];
-    if (res.nparts) {
-        int w = snprintf(sp, sizeof sp, "split:");
-        for (unsigned i = 0; i < res.nparts && w > 0 && (size_t)w < sizeof sp; i++)
-            w += snprintf(sp + w, sizeof sp - (size_t)w, " dev %d %llu keys %.1f ms (pred %.1f);",
-                          res.parts[i].device, (unsigned long long)res.parts[i].n,
-                          res.parts[i].ms, res.parts[i].predicted_ms);
-        if (w > 0 && (size_t)w < sizeof sp)
-            snprintf(sp + w, sizeof sp - (size_t)w, " merge %.1f ms", res.merge_ms);
-        row.note = sp;
-    } else if (res.split_declined[0]) {
-        snprintf(sp, sizeof sp, "split declined: %.200s", res.split_declined);
-        row.note = sp;
-    }
-    if (res.fallback[0])
-        row.note = res.fallback;
-    sweep_print(&row, o->csv);
+    print_point(o, mname, n, pr, t, nr, &res);
     rc = 0;
     goto out;
 oom:

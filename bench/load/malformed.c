@@ -1,4 +1,4 @@
-/* The malformed requests of bench/malformed.h: each built by hand (raw
+/* The malformed requests of bench/load/malformed.h: each built by hand (raw
  * frames where the framing itself is wrong, gs_client_send where only the
  * header is) and its answer read and compared with the documented one. */
 #include "config.h"

@@ -1,7 +1,7 @@
-/* The transports of bench/loadxport.h: lazily grown buffers, the one-shot
+/* The transports of bench/load/loadxport.h: lazily grown buffers, the one-shot
  * memfd, the registered block, and the vanishing send (a request header
  * built with gs_proto_sort_header and sent as one frame with
- * gs_client_send, the way bench/malformed.c sends its requests). */
+ * gs_client_send, the way bench/load/malformed.c sends its requests). */
 #include "config.h"
 #include "loadxport.h"
 

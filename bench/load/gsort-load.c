@@ -19,7 +19,7 @@
  * soak is planned in minutes, and requests of 2^10..2^26 keys take wildly
  * different times) and draw sizes from 2^A up (--min-log2: tiny requests
  * prove little there). A third of the sorts go through each client's
- * registered block (bench/loadxport.c), one memfd reused for every such
+ * registered block (bench/load/loadxport.c), one memfd reused for every such
  * request and replaced by a larger one only when a request needs more, up to
  * 2^K keys (--block-max-log2), since the daemon keeps and pins a block only
  * when it sees it again; it is rewritten every time, so that a stale mapping
@@ -37,8 +37,8 @@
  * leak even after it has reached max_pinned_bytes (--pinned-slack-mib).
  *
  * The malformed requests and their documented answers are
- * bench/malformed.c, how the sorts travel (buffers, memfds, the block, the
- * vanishing send) bench/loadxport.c, the options bench/loadopts.c, the
+ * bench/load/malformed.c, how the sorts travel (buffers, memfds, the block, the
+ * vanishing send) bench/load/loadxport.c, the options bench/load/loadopts.c, the
  * talk with the daemon besides the requests (socket, info, ping, RSS,
  * stats) bench/benchclient.c; what stays
  * here is one concept, the load run itself: the client threads with their
@@ -113,7 +113,7 @@ typedef struct client {
     int id;
     gs_client *c;
     uint64_t rng;
-    lx_client x;              /* buffers, the registered block (bench/loadxport.c) */
+    lx_client x;              /* buffers, the registered block (bench/load/loadxport.c) */
     /* results */
     uint64_t sorts, wrong, unexpected, corrupted, on_device;
     uint64_t by_xport[LX_COUNT], vanished[LX_COUNT], demoted;
@@ -326,7 +326,7 @@ static void one_sort(client *cl, int timed)
         lat_push(cl, t1 - t0, n);
 }
 
-/* ---- malformed requests (bench/malformed.c) ---- */
+/* ---- malformed requests (bench/load/malformed.c) ---- */
 
 static void one_malformed(client *cl)
 {
@@ -480,355 +480,508 @@ static double pctl(const lat *v, size_t n, double p)
     return v[r ? r - 1 : 0].ms;
 }
 
-int main(int argc, char **argv)
-{
-    lo_opts o;
-    int prc = lo_parse(argc, argv, &o);
-    if (prc)
-        return prc == 1 ? 0 : 2;
-    if (!o.socket)
-        o.socket = getenv("GSORTD_SOCKET");
-    if (o.socket && !*o.socket)
-        o.socket = NULL;
-    if (bc_socket_shown(o.socket, o.socket_shown, sizeof o.socket_shown, "gsort-load", "-S") < 0)
-        return 2;
-    signal(SIGPIPE, SIG_IGN);
+/* ---- the run: its steps, and what they hand each other ---- */
 
-    long pid = -1;
+/* What the steps of a run share: the options, the daemon, the clients and
+ * racers, and the figures each phase takes for the report. */
+typedef struct load_run {
+    lo_opts o;
+    long pid;                 /* the daemon's, as info reports it */
+    gs_client *mon;           /* the stats connection that follows pinned bytes and caches */
+    client *cl;
+    int started;              /* client threads running */
+    lr_client *racer;
+    int nracers;
+    double w0, w1;            /* the warm-up's start and end */
+    /* the daemon's own RSS (KiB): before, after the warm-up, at each tenth
+     * of the main phase, at the end (with VmRSS and RssShmem there) */
+    long rss0, rss1, rss_at[11], rss2, rss2_vm, shm2;
+    /* its pinned bytes at the same points, the peak before the last tenth,
+     * and once every client hung up (pin3, pin_wait s after) */
+    long long pin0, pin1, pin_at[11], pin_peak, pin2, pin3;
+    double pin_wait;
+    int dec;                  /* entries of rss_at and pin_at taken */
+    int pin_unread;           /* a stats poll failed: pinned bytes unknown */
+    int alive;                /* the daemon answered the final ping */
+    bc_stats bend;            /* its block counters at the end */
+} load_run;
+
+/* Every client's tallies summed for the report. */
+typedef struct totals {
+    uint64_t sorts, wrong, unexp, sent_mk, corrupted, on_device;
+    uint64_t by_xport[LX_COUNT], vanished[LX_COUNT], nvanished, demoted, blocks_made;
+    uint64_t by_dtype[6], by_payload[5], mk_sent[MALFORMED_COUNT], mk_ok[MALFORMED_COUNT];
+    tally errs;
+    char algo[MAX_ALGOS * 2][48];
+    uint64_t algo_n[MAX_ALGOS * 2];
+    int nalgo;
+    lat *all;                 /* every latency, by size class then time */
+    size_t nlat;
+} totals;
+
+/* The socket: -S, else $GSORTD_SOCKET, else the default (an empty name is
+ * none). 0, or -1 on a usage error (said on stderr). */
+static int pick_socket(lo_opts *o)
+{
+    if (!o->socket)
+        o->socket = getenv("GSORTD_SOCKET");
+    if (o->socket && !*o->socket)
+        o->socket = NULL;
+    if (bc_socket_shown(o->socket, o->socket_shown, sizeof o->socket_shown, "gsort-load",
+                        "-S") < 0)
+        return -1;
+    return 0;
+}
+
+/* The daemon (its pid into r->pid) and the run's plan, as the report's
+ * first lines. 0, or -1 when the daemon does not answer (said). */
+static int print_header(load_run *r)
+{
+    const lo_opts *o = &r->o;
     char desc[1024];
-    if (bc_daemon_desc(o.socket, o.timeout_s, "gsort-load", &pid, desc, sizeof desc) < 0)
-        return 1;
+    r->pid = -1;
+    if (bc_daemon_desc(o->socket, o->timeout_s, "gsort-load", &r->pid, desc, sizeof desc) < 0)
+        return -1;
     char date[64];
     time_t now = time(NULL);
     strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S %Z", localtime(&now));
-    printf("# gsort-load %s, socket %s, daemon pid %ld: %s\n", date, o.socket_shown, pid, desc);
-    if (o.duration_s > 0)
-        printf("# %d clients x (%d warm-up requests + %g s)", o.clients, o.warmup, o.duration_s);
+    printf("# gsort-load %s, socket %s, daemon pid %ld: %s\n", date, o->socket_shown, r->pid,
+           desc);
+    if (o->duration_s > 0)
+        printf("# %d clients x (%d warm-up requests + %g s)", o->clients, o->warmup,
+               o->duration_s);
     else
-        printf("# %d clients x (%d warm-up + %d) requests", o.clients, o.warmup, o.requests);
-    if (o.min_log2)
-        printf(", n log-uniform in 2^%d..2^%d", o.min_log2, o.max_log2);
+        printf("# %d clients x (%d warm-up + %d) requests", o->clients, o->warmup, o->requests);
+    if (o->min_log2)
+        printf(", n log-uniform in 2^%d..2^%d", o->min_log2, o->max_log2);
     else
-        printf(", n log-uniform in 0..2^%d", o.max_log2);
-    printf(", %d%% malformed, seed %" PRIu64 ", reply timeout %g s", o.malformed_pct, o.seed,
-           o.timeout_s);
-    if (o.device >= 0)
-        printf(", %d%% of sorts name device %d", o.device_pct, o.device);
-    if (o.vanish_pct)
-        printf(", %d%% of sorts vanish", o.vanish_pct);
-    if (o.block_max_log2 < o.max_log2)
-        printf(", blocks up to 2^%d keys", o.block_max_log2);
-    if (o.racers)
-        printf(", %d racing clients in the main phase", o.racers);
+        printf(", n log-uniform in 0..2^%d", o->max_log2);
+    printf(", %d%% malformed, seed %" PRIu64 ", reply timeout %g s", o->malformed_pct, o->seed,
+           o->timeout_s);
+    if (o->device >= 0)
+        printf(", %d%% of sorts name device %d", o->device_pct, o->device);
+    if (o->vanish_pct)
+        printf(", %d%% of sorts vanish", o->vanish_pct);
+    if (o->block_max_log2 < o->max_log2)
+        printf(", blocks up to 2^%d keys", o->block_max_log2);
+    if (o->racers)
+        printf(", %d racing clients in the main phase", o->racers);
     printf("\n");
     fflush(stdout);
-    gs_client *mon = NULL;   /* the stats connection that follows pinned bytes and caches */
-    long rss0 = own_rss(&o, pid, &mon);
-    if (o.check_rss && rss0 < 0) {
-        fprintf(stderr, "gsort-load: cannot read VmRSS from /proc/%ld/status (daemon on another "
-                "host or pid namespace? use --no-rss)\n", pid);
-        return 1;
-    }
-    long long pin0 = pinned_now(&o, &mon, NULL);
+    return 0;
+}
 
-    client *cl = calloc((size_t)o.clients, sizeof *cl);
-    if (!cl) {
+/* The daemon's RSS and pinned bytes before any client. 0, or -1 when its
+ * RSS, asked for, cannot be read (said). */
+static int take_start(load_run *r)
+{
+    r->rss0 = own_rss(&r->o, r->pid, &r->mon);
+    if (r->o.check_rss && r->rss0 < 0) {
+        fprintf(stderr, "gsort-load: cannot read VmRSS from /proc/%ld/status (daemon on another "
+                "host or pid namespace? use --no-rss)\n", r->pid);
+        return -1;
+    }
+    r->pin0 = pinned_now(&r->o, &r->mon, NULL);
+    return 0;
+}
+
+/* The clients, each connected, their threads waiting at the barrier for
+ * the warm-up. 0, or -1 (said). */
+static int start_clients(load_run *r)
+{
+    const lo_opts *o = &r->o;
+    r->cl = calloc((size_t)o->clients, sizeof *r->cl);
+    if (!r->cl) {
         fprintf(stderr, "gsort-load: out of memory\n");
-        gs_client_close(mon);
-        return 1;
+        return -1;
     }
-    int rc = 1, started = 0, nracers = 0;
-    lr_client *racer = NULL;
-    pthread_barrier_init(&g_bar, NULL, (unsigned)o.clients + 1);
-    for (int i = 0; i < o.clients; i++) {
-        client *c = &cl[i];
-        c->o = &o;
+    pthread_barrier_init(&g_bar, NULL, (unsigned)o->clients + 1);
+    for (int i = 0; i < o->clients; i++) {
+        client *c = &r->cl[i];
+        c->o = o;
         c->id = i;
-        c->rng = o.seed ^ (UINT64_C(0x5851f42d4c957f2d) * (uint64_t)(i + 1));
-        lx_init(&c->x, o.block_max_log2);
+        c->rng = o->seed ^ (UINT64_C(0x5851f42d4c957f2d) * (uint64_t)(i + 1));
+        lx_init(&c->x, o->block_max_log2);
     }
-    for (int i = 0; i < o.clients; i++)
-        if (reconnect(&cl[i]) < 0)
-            goto out;
-    for (int i = 0; i < o.clients; i++) {
-        if (pthread_create(&cl[i].tid, NULL, client_main, &cl[i]) != 0) {
+    for (int i = 0; i < o->clients; i++)
+        if (reconnect(&r->cl[i]) < 0)
+            return -1;
+    for (int i = 0; i < o->clients; i++) {
+        if (pthread_create(&r->cl[i].tid, NULL, client_main, &r->cl[i]) != 0) {
             fprintf(stderr, "gsort-load: cannot start client thread %d\n", i);
             /* the barrier counts every client: without them all, none can run */
             abort();
         }
-        started++;
+        r->started++;
     }
-    double w0 = gs_now_ms();
+    return 0;
+}
+
+/* The warm-up, then the daemon's RSS and pinned bytes after it. */
+static void warm_up(load_run *r)
+{
+    r->w0 = gs_now_ms();
     pthread_barrier_wait(&g_bar);   /* warm-up starts */
     pthread_barrier_wait(&g_bar);
     pthread_barrier_wait(&g_bar);   /* warm-up done */
-    double w1 = gs_now_ms();
-    quiesce(&o, &mon, (uint64_t)o.clients + 1);   /* theirs and the stats one */
-    long rss1 = own_rss(&o, pid, &mon);
-    long long pin1 = pinned_now(&o, &mon, NULL);
+    r->w1 = gs_now_ms();
+    quiesce(&r->o, &r->mon, (uint64_t)r->o.clients + 1);   /* theirs and the stats one */
+    r->rss1 = own_rss(&r->o, r->pid, &r->mon);
+    r->pin1 = pinned_now(&r->o, &r->mon, NULL);
     /* progress as it happens, so a run stopped from outside still leaves
      * its figures */
-    if (!o.quiet) {
+    if (!r->o.quiet) {
         printf("# warm-up done in %.1f s: daemon RSS %.1f MiB, pinned %.1f MiB\n",
-               (w1 - w0) / 1e3, rss1 / 1024.0, pin1 / 1048576.0);
+               (r->w1 - r->w0) / 1e3, r->rss1 / 1024.0, r->pin1 / 1048576.0);
         fflush(stdout);
     }
-    racer = o.racers ? calloc((size_t)o.racers, sizeof *racer) : NULL;
-    if (o.racers && !racer) {
+}
+
+/* The racers, then the clients' main phase and its clock. */
+static void start_main(load_run *r)
+{
+    const lo_opts *o = &r->o;
+    r->racer = o->racers ? calloc((size_t)o->racers, sizeof *r->racer) : NULL;
+    if (o->racers && !r->racer) {
         fprintf(stderr, "gsort-load: out of memory\n");
         abort();   /* the clients wait at the barrier */
     }
-    while (nracers < o.racers && lr_start(&racer[nracers], &o, nracers) == 0)
-        nracers++;
+    while (r->nracers < o->racers && lr_start(&r->racer[r->nracers], o, r->nracers) == 0)
+        r->nracers++;
     g_t0 = gs_now_ms();
-    g_deadline = g_t0 + o.duration_s * 1e3;
+    g_deadline = g_t0 + o->duration_s * 1e3;
     pthread_barrier_wait(&g_bar);   /* main phase starts */
-    /* RSS and pinned bytes at every tenth of the main phase: a leak climbs
-     * with the requests, a high-water mark levels off. The pinned peak
-     * before the last tenth is also polled about once a second. */
-    long rss_at[11];
-    long long pin_at[11], pin_peak = pin1;
-    int dec = 1, pin_unread = pin0 < 0 || pin1 < 0;
-    rss_at[0] = rss1;
-    pin_at[0] = pin1;
+}
+
+/* Until every client is past its main phase: RSS and pinned bytes at every
+ * tenth of it (a leak climbs with the requests, a high-water mark levels
+ * off), and the pinned peak before the last tenth, also polled about once
+ * a second. */
+static void watch_main(load_run *r)
+{
+    const lo_opts *o = &r->o;
+    r->pin_peak = r->pin1;
+    r->dec = 1;
+    r->pin_unread = r->pin0 < 0 || r->pin1 < 0;
+    r->rss_at[0] = r->rss1;
+    r->pin_at[0] = r->pin1;
     double last_poll = g_t0;
-    while (atomic_load(&g_finished) < o.clients) {
+    while (atomic_load(&g_finished) < o->clients) {
         struct timespec ts = { 0, 20 * 1000 * 1000 };
         nanosleep(&ts, NULL);
-        int tenth = tenths_done(&o);
-        for (; dec <= 10 && dec <= tenth; dec++) {
-            rss_at[dec] = own_rss(&o, pid, &mon);
-            pin_at[dec] = pinned_now(&o, &mon, NULL);
-            pin_unread |= pin_at[dec] < 0;
-            if (dec < 10 && pin_at[dec] > pin_peak)
-                pin_peak = pin_at[dec];
-            if (!o.quiet) {
+        int tenth = tenths_done(o);
+        for (; r->dec <= 10 && r->dec <= tenth; r->dec++) {
+            int d = r->dec;
+            r->rss_at[d] = own_rss(o, r->pid, &r->mon);
+            r->pin_at[d] = pinned_now(o, &r->mon, NULL);
+            r->pin_unread |= r->pin_at[d] < 0;
+            if (d < 10 && r->pin_at[d] > r->pin_peak)
+                r->pin_peak = r->pin_at[d];
+            if (!o->quiet) {
                 printf("# tenth %d at %.0f s: %lu requests, daemon RSS %.1f MiB, pinned %.1f "
-                       "MiB\n", dec, (gs_now_ms() - g_t0) / 1e3, atomic_load(&g_done),
-                       rss_at[dec] / 1024.0, pin_at[dec] / 1048576.0);
+                       "MiB\n", d, (gs_now_ms() - g_t0) / 1e3, atomic_load(&g_done),
+                       r->rss_at[d] / 1024.0, r->pin_at[d] / 1048576.0);
                 fflush(stdout);
             }
         }
         if (tenth < 9 && gs_now_ms() - last_poll >= 1000) {
-            long long v = pinned_now(&o, &mon, NULL);
-            pin_unread |= v < 0;
-            if (v > pin_peak)
-                pin_peak = v;
+            long long v = pinned_now(o, &r->mon, NULL);
+            r->pin_unread |= v < 0;
+            if (v > r->pin_peak)
+                r->pin_peak = v;
             last_poll = gs_now_ms();
         }
     }
+}
+
+/* The end: racers stopped, clients joined, the daemon's figures with the
+ * clients still connected, its final ping, and then its pinned bytes once
+ * every client has hung up. */
+static void end_main(load_run *r)
+{
+    const lo_opts *o = &r->o;
     pthread_barrier_wait(&g_bar);   /* main phase done */
     g_t1 = gs_now_ms();
-    for (int i = 0; i < nracers; i++)
-        lr_stop(&racer[i]);
-    for (int i = 0; i < started; i++)
-        pthread_join(cl[i].tid, NULL);
-    quiesce(&o, &mon, (uint64_t)o.clients + 1);
-    long rss2 = own_rss(&o, pid, &mon);
-    long rss2_vm = o.check_rss ? bc_rss_kib(pid) : -1;
-    long shm2 = o.check_rss ? bc_status_kib(pid, "RssShmem") : -1;
-    bc_stats bend;
-    memset(&bend, 0, sizeof bend);
-    long long pin2 = pinned_now(&o, &mon, &bend);
-    int alive = ping_ok(&o);
+    for (int i = 0; i < r->nracers; i++)
+        lr_stop(&r->racer[i]);
+    for (int i = 0; i < r->started; i++)
+        pthread_join(r->cl[i].tid, NULL);
+    quiesce(o, &r->mon, (uint64_t)o->clients + 1);
+    r->rss2 = own_rss(o, r->pid, &r->mon);
+    r->rss2_vm = o->check_rss ? bc_rss_kib(r->pid) : -1;
+    r->shm2 = o->check_rss ? bc_status_kib(r->pid, "RssShmem") : -1;
+    memset(&r->bend, 0, sizeof r->bend);
+    r->pin2 = pinned_now(o, &r->mon, &r->bend);
+    r->alive = ping_ok(o);
     /* Every client hangs up: the daemon must let go of all their blocks
      * (a vanished request may still be sorting in one: wait up to the
      * reply timeout). */
-    for (int i = 0; i < o.clients; i++) {
-        if (cl[i].c)
-            gs_client_close(cl[i].c);
-        cl[i].c = NULL;
+    for (int i = 0; i < o->clients; i++) {
+        if (r->cl[i].c)
+            gs_client_close(r->cl[i].c);
+        r->cl[i].c = NULL;
     }
     double pin_wait0 = gs_now_ms();
-    long long pin3;
     for (;;) {   /* until back where it was, or within the slack for 5 s */
-        pin3 = pinned_now(&o, &mon, NULL);
+        r->pin3 = pinned_now(o, &r->mon, NULL);
         double w = gs_now_ms() - pin_wait0;
-        if ((pin3 >= 0 && pin0 >= 0 && pin3 <= pin0 + o.pin_mib * 1048576 &&
-             (pin3 <= pin0 || w > 5e3)) || w > o.timeout_s * 1e3)
+        if ((r->pin3 >= 0 && r->pin0 >= 0 && r->pin3 <= r->pin0 + o->pin_mib * 1048576 &&
+             (r->pin3 <= r->pin0 || w > 5e3)) || w > o->timeout_s * 1e3)
             break;
         struct timespec ts = { 0, 100 * 1000 * 1000 };
         nanosleep(&ts, NULL);
     }
-    double pin_wait = (gs_now_ms() - pin_wait0) / 1e3;
-    pin_unread |= pin2 < 0 || pin3 < 0;
+    r->pin_wait = (gs_now_ms() - pin_wait0) / 1e3;
+    r->pin_unread |= r->pin2 < 0 || r->pin3 < 0;
+}
 
-    /* ---- totals ---- */
-    uint64_t sorts = 0, wrong = 0, unexp = 0, sent_mk = 0, corrupted = 0, on_device = 0;
-    uint64_t by_xport[LX_COUNT] = { 0 }, vanished[LX_COUNT] = { 0 }, demoted = 0, blocks_made = 0;
-    uint64_t by_dtype[6] = { 0 }, by_payload[5] = { 0 }, mk_sent[MALFORMED_COUNT] = { 0 },
-             mk_ok[MALFORMED_COUNT] = { 0 };
-    tally errs = { .n = 0 };
-    char algo[MAX_ALGOS * 2][48];
-    uint64_t algo_n[MAX_ALGOS * 2] = { 0 };
-    int nalgo = 0;
-    size_t nlat = 0;
-    for (int i = 0; i < o.clients; i++) {
-        client *c = &cl[i];
-        sorts += c->sorts;
-        for (int k = 0; k < LX_COUNT; k++) {
-            by_xport[k] += c->by_xport[k];
-            vanished[k] += c->vanished[k];
-        }
-        demoted += c->demoted;
-        blocks_made += c->x.regrow;
-        wrong += c->wrong;
-        corrupted += c->corrupted;
-        on_device += c->on_device;
-        unexp += c->unexpected;
-        nlat += c->nlat;
-        for (int k = 0; k < 6; k++)
-            by_dtype[k] += c->by_dtype[k];
-        for (int k = 0; k < 5; k++)
-            by_payload[k] += c->by_payload[k];
-        for (int k = 0; k < MALFORMED_COUNT; k++) {
-            mk_sent[k] += c->mk_sent[k];
-            mk_ok[k] += c->mk_ok[k];
-            sent_mk += c->mk_sent[k];
-        }
-        for (int k = 0; k < c->errs.n; k++)
-            for (uint64_t j = 0; j < c->errs.count[k]; j++)
-                tally_add(&errs, c->errs.name[k]);
-        for (int k = 0; k < c->nalgo; k++) {
-            int j;
-            for (j = 0; j < nalgo && strcmp(algo[j], c->algo[k]); j++)
-                ;
-            if (j == nalgo) {
-                if (nalgo == MAX_ALGOS * 2)
-                    continue;
-                snprintf(algo[nalgo++], sizeof algo[0], "%s", c->algo[k]);
-            }
-            algo_n[j] += c->algo_n[k];
-        }
+/* One client's tallies into *t (its latencies apart). */
+static void sum_client(const client *c, totals *t)
+{
+    t->sorts += c->sorts;
+    for (int k = 0; k < LX_COUNT; k++) {
+        t->by_xport[k] += c->by_xport[k];
+        t->vanished[k] += c->vanished[k];
     }
-    uint64_t nvanished = vanished[LX_INLINE] + vanished[LX_ONESHOT] + vanished[LX_BLOCK];
-    lat *all = malloc((nlat ? nlat : 1) * sizeof *all);
-    if (!all) {
+    t->demoted += c->demoted;
+    t->blocks_made += c->x.regrow;
+    t->wrong += c->wrong;
+    t->corrupted += c->corrupted;
+    t->on_device += c->on_device;
+    t->unexp += c->unexpected;
+    t->nlat += c->nlat;
+    for (int k = 0; k < 6; k++)
+        t->by_dtype[k] += c->by_dtype[k];
+    for (int k = 0; k < 5; k++)
+        t->by_payload[k] += c->by_payload[k];
+    for (int k = 0; k < MALFORMED_COUNT; k++) {
+        t->mk_sent[k] += c->mk_sent[k];
+        t->mk_ok[k] += c->mk_ok[k];
+        t->sent_mk += c->mk_sent[k];
+    }
+    for (int k = 0; k < c->errs.n; k++)
+        for (uint64_t j = 0; j < c->errs.count[k]; j++)
+            tally_add(&t->errs, c->errs.name[k]);
+    for (int k = 0; k < c->nalgo; k++) {
+        int j;
+        for (j = 0; j < t->nalgo && strcmp(t->algo[j], c->algo[k]); j++)
+            ;
+        if (j == t->nalgo) {
+            if (t->nalgo == MAX_ALGOS * 2)
+                continue;
+            snprintf(t->algo[t->nalgo++], sizeof t->algo[0], "%s", c->algo[k]);
+        }
+        t->algo_n[j] += c->algo_n[k];
+    }
+}
+
+/* Every client's tallies into *t, and their latencies sorted into t->all
+ * (the caller frees it). 0, or -1 out of memory (said). */
+static int sum_clients(const load_run *r, totals *t)
+{
+    memset(t, 0, sizeof *t);
+    for (int i = 0; i < r->o.clients; i++)
+        sum_client(&r->cl[i], t);
+    t->nvanished = t->vanished[LX_INLINE] + t->vanished[LX_ONESHOT] + t->vanished[LX_BLOCK];
+    t->all = malloc((t->nlat ? t->nlat : 1) * sizeof *t->all);
+    if (!t->all) {
         fprintf(stderr, "gsort-load: out of memory\n");
-        goto out;
+        return -1;
     }
     size_t k = 0;
-    for (int i = 0; i < o.clients; i++) {
-        memcpy(all + k, cl[i].lat, cl[i].nlat * sizeof *all);
-        k += cl[i].nlat;
+    for (int i = 0; i < r->o.clients; i++) {
+        memcpy(t->all + k, r->cl[i].lat, r->cl[i].nlat * sizeof *t->all);
+        k += r->cl[i].nlat;
     }
-    qsort(all, nlat, sizeof *all, cmp_lat);
+    qsort(t->all, t->nlat, sizeof *t->all, cmp_lat);
+    return 0;
+}
 
-    uint64_t total = sorts + sent_mk + nvanished;
+/* What was sent, how, what served it, and the malformed kinds with their
+ * answers (left out with --quiet). */
+static void report_mix(const lo_opts *o, const totals *t)
+{
+    printf("sorts sent: %" PRIu64 " inline, %" PRIu64 " memfd; dtype", t->by_xport[LX_INLINE],
+           t->by_xport[LX_ONESHOT] + t->by_xport[LX_BLOCK]);
+    for (int i = 0; i < 6; i++)
+        printf(" %s %" PRIu64, gs_dtype_name((gs_dtype)i), t->by_dtype[i]);
+    printf("; values");
+    for (int p = 0; p < 5; p++)
+        printf(" %s %" PRIu64, gs_payload_name((gs_payload)p), t->by_payload[p]);
+    printf("\nmemfd sorts: %" PRIu64 " one-shot, %" PRIu64 " registered block (%" PRIu64
+           " blocks made; %" PRIu64 " block draws above 2^%d keys went one-shot)\n",
+           t->by_xport[LX_ONESHOT], t->by_xport[LX_BLOCK], t->blocks_made, t->demoted,
+           o->block_max_log2);
+    if (o->vanish_pct)
+        printf("vanished (sent whole, hung up unread): %" PRIu64 " inline, %" PRIu64
+               " one-shot memfd, %" PRIu64 " registered block\n", t->vanished[LX_INLINE],
+               t->vanished[LX_ONESHOT], t->vanished[LX_BLOCK]);
+    printf("served by (%" PRIu64 " on a device):", t->on_device);
+    for (int i = 0; i < t->nalgo; i++)
+        printf(" %s %" PRIu64, t->algo[i], t->algo_n[i]);
+    printf("\nmalformed requests (expected answer: sent / answered as expected):\n");
+    for (int m = 0; m < MALFORMED_COUNT; m++)
+        printf("  %-12s %-44s %-26s %6" PRIu64 " / %" PRIu64 "\n", malformed_kinds[m].name, malformed_kinds[m].what,
+               malformed_kinds[m].code ? malformed_kinds[m].closes ? "error + close" : "error, kept" : "(no reply)",
+               t->mk_sent[m], t->mk_ok[m]);
+    printf("  (codes: bad_json/bad_dtype/bad_bytes/unsealed GS_EINVAL, bad_version "
+           "GS_EUNSUPPORTED, big_header GS_ETOOBIG)\n");
+}
+
+/* Latency percentiles per size class (left out with --quiet). */
+static void report_latency(const totals *t)
+{
+    const lat *all = t->all;
+    size_t nlat = t->nlat;
+    printf("latency, client wall ms per sort, main phase:\n");
+    printf("  %-11s %7s %9s %9s %9s %9s\n", "n", "count", "p50", "p90", "p99", "max");
+    for (size_t a = 0; a < nlat;) {
+        size_t b = a;
+        while (b < nlat && all[b].cls == all[a].cls)
+            b++;
+        printf("  %-11s %7zu %9.3f %9.3f %9.3f %9.3f\n", class_name[all[a].cls], b - a,
+               pctl(all + a, b - a, .5), pctl(all + a, b - a, .9), pctl(all + a, b - a, .99),
+               all[b - 1].ms);
+        a = b;
+    }
+}
+
+/* The requests: counts, the mix, latency, rate, wrong answers and
+ * unexpected errors. */
+static void report_requests(const load_run *r, const totals *t)
+{
+    const lo_opts *o = &r->o;
+    uint64_t total = t->sorts + t->sent_mk + t->nvanished;
     printf("requests: %" PRIu64 " (%" PRIu64 " sorts answered, %" PRIu64 " malformed", total,
-           sorts, sent_mk);
-    if (o.vanish_pct)
-        printf(", %" PRIu64 " vanished", nvanished);
-    printf("); warm-up %.2f s, main phase %.2f s\n", (w1 - w0) / 1e3, (g_t1 - g_t0) / 1e3);
-    if (!o.quiet) {
-        printf("sorts sent: %" PRIu64 " inline, %" PRIu64 " memfd; dtype", by_xport[LX_INLINE],
-               by_xport[LX_ONESHOT] + by_xport[LX_BLOCK]);
-        for (int t = 0; t < 6; t++)
-            printf(" %s %" PRIu64, gs_dtype_name((gs_dtype)t), by_dtype[t]);
-        printf("; values");
-        for (int p = 0; p < 5; p++)
-            printf(" %s %" PRIu64, gs_payload_name((gs_payload)p), by_payload[p]);
-        printf("\nmemfd sorts: %" PRIu64 " one-shot, %" PRIu64 " registered block (%" PRIu64
-               " blocks made; %" PRIu64 " block draws above 2^%d keys went one-shot)\n",
-               by_xport[LX_ONESHOT], by_xport[LX_BLOCK], blocks_made, demoted, o.block_max_log2);
-        if (o.vanish_pct)
-            printf("vanished (sent whole, hung up unread): %" PRIu64 " inline, %" PRIu64
-                   " one-shot memfd, %" PRIu64 " registered block\n", vanished[LX_INLINE],
-                   vanished[LX_ONESHOT], vanished[LX_BLOCK]);
-        printf("served by (%" PRIu64 " on a device):", on_device);
-        for (int i = 0; i < nalgo; i++)
-            printf(" %s %" PRIu64, algo[i], algo_n[i]);
-        printf("\nmalformed requests (expected answer: sent / answered as expected):\n");
-        for (int m = 0; m < MALFORMED_COUNT; m++)
-            printf("  %-12s %-44s %-26s %6" PRIu64 " / %" PRIu64 "\n", malformed_kinds[m].name, malformed_kinds[m].what,
-                   malformed_kinds[m].code ? malformed_kinds[m].closes ? "error + close" : "error, kept" : "(no reply)",
-                   mk_sent[m], mk_ok[m]);
-        printf("  (codes: bad_json/bad_dtype/bad_bytes/unsealed GS_EINVAL, bad_version "
-               "GS_EUNSUPPORTED, big_header GS_ETOOBIG)\n");
-        printf("latency, client wall ms per sort, main phase:\n");
-        printf("  %-11s %7s %9s %9s %9s %9s\n", "n", "count", "p50", "p90", "p99", "max");
-        for (size_t a = 0; a < nlat;) {
-            size_t b = a;
-            while (b < nlat && all[b].cls == all[a].cls)
-                b++;
-            printf("  %-11s %7zu %9.3f %9.3f %9.3f %9.3f\n", class_name[all[a].cls], b - a,
-                   pctl(all + a, b - a, .5), pctl(all + a, b - a, .9), pctl(all + a, b - a, .99),
-                   all[b - 1].ms);
-            a = b;
-        }
+           t->sorts, t->sent_mk);
+    if (o->vanish_pct)
+        printf(", %" PRIu64 " vanished", t->nvanished);
+    printf("); warm-up %.2f s, main phase %.2f s\n", (r->w1 - r->w0) / 1e3, (g_t1 - g_t0) / 1e3);
+    if (!o->quiet) {
+        report_mix(o, t);
+        report_latency(t);
     }
     double secs = (g_t1 - g_t0) / 1e3;
     uint64_t main_reqs = atomic_load(&g_done);
     printf("requests/s: %.1f (%" PRIu64 " main-phase requests in %.2f s, %d clients)\n",
-           secs > 0 ? (double)main_reqs / secs : 0, main_reqs, secs, o.clients);
-    if (o.corrupt_every)
-        printf("replies spoiled on purpose (--corrupt-every %d): %" PRIu64 "\n", o.corrupt_every,
-               corrupted);
-    printf("wrong answers: %" PRIu64 "\n", wrong);
-    printf("unexpected errors: %" PRIu64, unexp);
-    for (int i = 0; i < errs.n; i++)
-        printf("%s %s %" PRIu64, i ? "," : " (", errs.name[i], errs.count[i]);
-    printf("%s\n", errs.n ? ")" : "");
-    int rss_ok = 1;
-    if (o.check_rss) {
-        double bound = (double)rss1 * (1 + o.rss_pct / 100) + o.rss_mib * 1024;
-        rss_ok = rss1 >= 0 && rss2 >= 0 && (double)rss2 <= bound;
-        printf("daemon RSS: before %.1f MiB, after warm-up %.1f MiB, end %.1f MiB; bound %.1f MiB "
-               "(warm-up + %g%% + %g MiB): %s\n",
-               rss0 / 1024.0, rss1 / 1024.0, rss2 / 1024.0, bound / 1024, o.rss_pct, o.rss_mib,
-               rss_ok ? "ok" : "EXCEEDED");
-        if (dec > 1) {
-            printf("daemon RSS (MiB) at each tenth of the main phase:");
-            for (int i = 0; i < dec; i++)
-                printf(" %.1f", rss_at[i] / 1024.0);
-            printf("\n");
-        }
-        printf("  (RSS less RssShmem and the daemon's caches for reuse, stats memory.cached; "
-               "at the end VmRSS %.1f MiB, of it %.1f MiB client memfds)\n",
-               rss2_vm / 1024.0, shm2 > 0 ? shm2 / 1024.0 : 0.0);
-    } else {
+           secs > 0 ? (double)main_reqs / secs : 0, main_reqs, secs, o->clients);
+    if (o->corrupt_every)
+        printf("replies spoiled on purpose (--corrupt-every %d): %" PRIu64 "\n", o->corrupt_every,
+               t->corrupted);
+    printf("wrong answers: %" PRIu64 "\n", t->wrong);
+    printf("unexpected errors: %" PRIu64, t->unexp);
+    for (int i = 0; i < t->errs.n; i++)
+        printf("%s %s %" PRIu64, i ? "," : " (", t->errs.name[i], t->errs.count[i]);
+    printf("%s\n", t->errs.n ? ")" : "");
+}
+
+/* The daemon's RSS against its bound: 1 when within it (or not checked). */
+static int report_rss(const load_run *r)
+{
+    const lo_opts *o = &r->o;
+    if (!o->check_rss) {
         printf("daemon RSS: not checked (--no-rss)\n");
+        return 1;
     }
-    double mib = 1048576, pslack = o.pin_mib * mib;
-    int pin_ok = !pin_unread && pin2 <= pin_peak + pslack && pin3 <= pin0 + pslack;
-    if (pin_unread) {
+    double bound = (double)r->rss1 * (1 + o->rss_pct / 100) + o->rss_mib * 1024;
+    int rss_ok = r->rss1 >= 0 && r->rss2 >= 0 && (double)r->rss2 <= bound;
+    printf("daemon RSS: before %.1f MiB, after warm-up %.1f MiB, end %.1f MiB; bound %.1f MiB "
+           "(warm-up + %g%% + %g MiB): %s\n",
+           r->rss0 / 1024.0, r->rss1 / 1024.0, r->rss2 / 1024.0, bound / 1024, o->rss_pct,
+           o->rss_mib, rss_ok ? "ok" : "EXCEEDED");
+    if (r->dec > 1) {
+        printf("daemon RSS (MiB) at each tenth of the main phase:");
+        for (int i = 0; i < r->dec; i++)
+            printf(" %.1f", r->rss_at[i] / 1024.0);
+        printf("\n");
+    }
+    printf("  (RSS less RssShmem and the daemon's caches for reuse, stats memory.cached; "
+           "at the end VmRSS %.1f MiB, of it %.1f MiB client memfds)\n",
+           r->rss2_vm / 1024.0, r->shm2 > 0 ? r->shm2 / 1024.0 : 0.0);
+    return rss_ok;
+}
+
+/* The daemon's pinned bytes against their bounds: 1 when within them. */
+static int report_pinned(const load_run *r)
+{
+    const lo_opts *o = &r->o;
+    double mib = 1048576, pslack = o->pin_mib * mib;
+    int pin_ok = !r->pin_unread && r->pin2 <= r->pin_peak + pslack && r->pin3 <= r->pin0 + pslack;
+    if (r->pin_unread) {
         printf("daemon pinned bytes: could not be read (stats failed): FAIL\n");
-    } else {
-        printf("daemon pinned MiB: before %.1f, after warm-up %.1f, end %.1f; bound %.1f (peak "
-               "before the last tenth + %g MiB): %s\n",
-               pin0 / mib, pin1 / mib, pin2 / mib, (pin_peak + pslack) / mib, o.pin_mib,
-               pin2 <= pin_peak + pslack ? "ok" : "EXCEEDED");
-        if (dec > 1) {
-            printf("daemon pinned MiB at each tenth of the main phase:");
-            for (int i = 0; i < dec; i++)
-                printf(" %.1f", pin_at[i] / mib);
-            printf("\n");
-        }
-        printf("daemon pinned MiB once the clients hung up: %.1f after %.1f s; bound %.1f "
-               "(before + %g MiB): %s\n",
-               pin3 / mib, pin_wait, (pin0 + pslack) / mib, o.pin_mib,
-               pin3 <= pin0 + pslack ? "ok" : "EXCEEDED");
-        printf("daemon blocks at the end: %" PRIu64 " mapped, %" PRIu64 " reused, %" PRIu64
-               " pinned, %" PRIu64 " refused; max_pinned_bytes %.1f MiB\n",
-               bend.mapped, bend.reused, bend.pinned, bend.refused,
-               bend.max_pinned_bytes / mib);
+        return pin_ok;
     }
-    uint64_t lost = o.racers ? lr_report(racer, nracers) : 0;
-    int racers_ok = nracers == o.racers && !lost;
-    printf("daemon answers ping at the end: %s\n", alive ? "yes" : "NO");
-    int pass = !wrong && !unexp && alive && rss_ok && pin_ok && racers_ok;
+    printf("daemon pinned MiB: before %.1f, after warm-up %.1f, end %.1f; bound %.1f (peak "
+           "before the last tenth + %g MiB): %s\n",
+           r->pin0 / mib, r->pin1 / mib, r->pin2 / mib, (r->pin_peak + pslack) / mib, o->pin_mib,
+           r->pin2 <= r->pin_peak + pslack ? "ok" : "EXCEEDED");
+    if (r->dec > 1) {
+        printf("daemon pinned MiB at each tenth of the main phase:");
+        for (int i = 0; i < r->dec; i++)
+            printf(" %.1f", r->pin_at[i] / mib);
+        printf("\n");
+    }
+    printf("daemon pinned MiB once the clients hung up: %.1f after %.1f s; bound %.1f "
+           "(before + %g MiB): %s\n",
+           r->pin3 / mib, r->pin_wait, (r->pin0 + pslack) / mib, o->pin_mib,
+           r->pin3 <= r->pin0 + pslack ? "ok" : "EXCEEDED");
+    printf("daemon blocks at the end: %" PRIu64 " mapped, %" PRIu64 " reused, %" PRIu64
+           " pinned, %" PRIu64 " refused; max_pinned_bytes %.1f MiB\n",
+           r->bend.mapped, r->bend.reused, r->bend.pinned, r->bend.refused,
+           r->bend.max_pinned_bytes / mib);
+    return pin_ok;
+}
+
+/* The report and its verdict: 0 when the run passed, -1 when it failed
+ * (or the report could not be made). */
+static int report(const load_run *r)
+{
+    totals t;
+    if (sum_clients(r, &t) < 0)
+        return -1;
+    report_requests(r, &t);
+    int rss_ok = report_rss(r);
+    int pin_ok = report_pinned(r);
+    uint64_t lost = r->o.racers ? lr_report(r->racer, r->nracers) : 0;
+    int racers_ok = r->nracers == r->o.racers && !lost;
+    printf("daemon answers ping at the end: %s\n", r->alive ? "yes" : "NO");
+    int pass = !t.wrong && !t.unexp && r->alive && rss_ok && pin_ok && racers_ok;
     printf("RESULT: %s\n", pass ? "PASS" : "FAIL");
-    rc = pass ? 0 : 1;
-    free(all);
-out:
-    free(racer);
-    for (int i = 0; i < o.clients; i++) {
-        if (cl[i].c)
-            gs_client_close(cl[i].c);
-        lx_free(&cl[i].x);
-        free(cl[i].lat);
+    free(t.all);
+    return pass ? 0 : -1;
+}
+
+static void run_free(load_run *r)
+{
+    free(r->racer);
+    for (int i = 0; r->cl && i < r->o.clients; i++) {
+        if (r->cl[i].c)
+            gs_client_close(r->cl[i].c);
+        lx_free(&r->cl[i].x);
+        free(r->cl[i].lat);
     }
-    free(cl);
-    gs_client_close(mon);
+    free(r->cl);
+    gs_client_close(r->mon);
+}
+
+int main(int argc, char **argv)
+{
+    load_run r;
+    memset(&r, 0, sizeof r);
+    int prc = lo_parse(argc, argv, &r.o);
+    if (prc)
+        return prc == 1 ? 0 : 2;
+    if (pick_socket(&r.o) < 0)
+        return 2;
+    signal(SIGPIPE, SIG_IGN);
+    int rc = 1;
+    if (print_header(&r) == 0 && take_start(&r) == 0 && start_clients(&r) == 0) {
+        warm_up(&r);
+        start_main(&r);
+        watch_main(&r);
+        end_main(&r);
+        rc = report(&r) == 0 ? 0 : 1;
+    }
+    run_free(&r);
     return rc;
 }

@@ -1,4 +1,4 @@
-/* gsort-load's command line (bench/gsort-load.c): the options of a load
+/* gsort-load's command line (bench/load/gsort-load.c): the options of a load
  * run, their defaults and limits, parsed and checked in one place, and the
  * usage text that documents them. */
 #ifndef GS_LOADOPTS_H
