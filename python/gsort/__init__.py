@@ -170,6 +170,11 @@ def _as_1d(a, what):
     return arr
 
 
+def _forced(algorithm, params, device, split):
+    """The call names its route: it never sorts locally (Client's doc)."""
+    return algorithm is not None or params is not None or device is not None or bool(split)
+
+
 def _writable_contiguous(a, what):
     if not isinstance(a, np.ndarray):
         raise ValueError("gsort: inplace=True needs %s to be a numpy array" % what)
@@ -884,23 +889,21 @@ class Client:
 
     # -- sorting here or there --
 
-    def _go_local(self, local, shape, n, algorithm, params, device, split):
-        """Whether this call sorts in this process (see the class's doc)."""
-        on = self.local if local is None else bool(local)
-        if not on or algorithm is not None or params is not None or device is not None or \
-                split:
-            return False
-        return self.router.choose(shape, n)
-
-    def _local_done(self, shape, n, ms, local, algorithm):
-        """After a call: record its route's time; c.last says where it ran."""
-        if local:
+    def _routed(self, shape, n, local, forced, here, there):
+        """One sort, here() in this process or there() through the daemon,
+        as the Router picks for a call free to go either way (see the
+        class's doc); the route's time is recorded only for such a call, as
+        libgsort's twin does, and c.last says where it ran."""
+        free = (self.local if local is None else bool(local)) and not forced
+        if free and self.router.choose(shape, n):
+            _, ms = _local.timed(here)
             self.router.record(shape, n, True, ms)
             self.last = {"where": "local", "algorithm": "numpy", "n": n, "client_ms": ms}
-        else:
-            self.last["where"] = "daemon"
-            if algorithm is None:
-                self.router.record(shape, n, False, self.last["client_ms"])
+            return
+        there()
+        self.last["where"] = "daemon"
+        if free:
+            self.router.record(shape, n, False, self.last["client_ms"])
 
     def sort(self, a, descending=False, stable=False, inplace=False, algorithm=None,
              params=None, device=None, split=None, local=None):
@@ -925,15 +928,11 @@ class Client:
         a = _as_1d(a, "the array")
         _wire_dtype(a.dtype)
         out = a if inplace else np.empty(a.shape[0], dtype=a.dtype)
-        shape = (a.dtype.str, "none", bool(descending), bool(stable))
-        n = a.shape[0]
-        if self._go_local(local, shape, n, algorithm, params, device, split):
-            _, ms = _local.timed(_local.sort_keys, a, descending, out)
-            self._local_done(shape, n, ms, True, None)
-            return out
-        self._run(a, "none", None, out, None, descending, stable, algorithm, params, device,
-                  split)
-        self._local_done(shape, n, 0, False, algorithm)
+        self._routed((a.dtype.str, "none", bool(descending), bool(stable)), a.shape[0], local,
+                     _forced(algorithm, params, device, split),
+                     lambda: _local.sort_keys(a, descending, out),
+                     lambda: self._run(a, "none", None, out, None, descending, stable,
+                                       algorithm, params, device, split))
         return out
 
     def argsort(self, a, descending=False, stable=False, index_dtype=np.int64,
@@ -952,15 +951,13 @@ class Client:
         if n - 1 > np.iinfo(idt).max:
             raise ValueError("gsort: %d indices do not fit in %s" % (n, idt))
         out = np.empty(n, dtype=idt)
-        shape = (a.dtype.str, "idx", bool(descending), bool(stable))
-        if self._go_local(local, shape, n, algorithm, params, device, split):
-            def run():
-                out[...] = _local.order(a, descending)
-            _, ms = _local.timed(run)
-            self._local_done(shape, n, ms, True, None)
-            return out
-        self._argsort_into(a, None, out, descending, stable, algorithm, params, device, split)
-        self._local_done(shape, n, 0, False, algorithm)
+
+        def here():
+            out[...] = _local.order(a, descending)
+        self._routed((a.dtype.str, "idx", bool(descending), bool(stable)), n, local,
+                     _forced(algorithm, params, device, split), here,
+                     lambda: self._argsort_into(a, None, out, descending, stable, algorithm,
+                                                params, device, split))
         return out
 
     def _argsort_into(self, a, dst_keys, dst_index, descending, stable, algorithm=None,
@@ -1004,25 +1001,21 @@ class Client:
         kind = "u32" if vdt.itemsize == 4 else "u64"
         ko = keys if inplace else np.empty(keys.shape[0], dtype=keys.dtype)
         vo = values if inplace else np.empty(values.shape[0], dtype=vdt)
-        shape = (keys.dtype.str, kind, bool(descending), bool(stable))
-        n = keys.shape[0]
-        if self._go_local(local, shape, n, algorithm, params, device, split):
-            def run():
-                i = _local.order(keys, descending)
-                ko[...] = keys[i]       # fancy indexing copies first: safe in place
-                vo[...] = values[i]
-            _, ms = _local.timed(run)
-            self._local_done(shape, n, ms, True, None)
-            return ko, vo
         # The daemon moves values as raw bytes, so the transfer works on
         # unsigned views of the same width (sharing memory with values and
         # vo): dtypes the buffer protocol cannot export (datetime64,
         # timedelta64) then travel like any other on every path, memfd and
         # inline, out and back.
         raw = np.uint32 if vdt.itemsize == 4 else np.uint64
-        self._run(keys, kind, values.view(raw), ko, vo.view(raw), descending, stable,
-                  algorithm, params, device, split)
-        self._local_done(shape, n, 0, False, algorithm)
+
+        def here():
+            i = _local.order(keys, descending)
+            ko[...] = keys[i]       # fancy indexing copies first: safe in place
+            vo[...] = values[i]
+        self._routed((keys.dtype.str, kind, bool(descending), bool(stable)), keys.shape[0],
+                     local, _forced(algorithm, params, device, split), here,
+                     lambda: self._run(keys, kind, values.view(raw), ko, vo.view(raw),
+                                       descending, stable, algorithm, params, device, split))
         return ko, vo
 
     def _sort_parts(self, keys, values=None, keys_out=True, stable=False):
