@@ -267,13 +267,12 @@ static size_t fmt_i64(int64_t v, char *buf)
 size_t gsc_text_format(gsort_dtype t, const void *v, char *buf)
 {
     int n;
-    const gs_dtype_info *row = gs_dtype_row((gs_dtype)t);
-    switch (row ? row->kind << 4 | row->bytes : 0) {
-    case GS_KIND_UNSIGNED << 4 | 4: return fmt_u64(*(const uint32_t *)v, buf);
-    case GS_KIND_SIGNED << 4 | 4: return fmt_i64(*(const int32_t *)v, buf);
-    case GS_KIND_UNSIGNED << 4 | 8: return fmt_u64(*(const uint64_t *)v, buf);
-    case GS_KIND_SIGNED << 4 | 8: return fmt_i64(*(const int64_t *)v, buf);
-    case GS_KIND_FLOAT << 4 | 4: {
+    switch (gs_dtype_class((gs_dtype)t)) {
+    case GS_DT_CLASS(GS_KIND_UNSIGNED, 4): return fmt_u64(*(const uint32_t *)v, buf);
+    case GS_DT_CLASS(GS_KIND_SIGNED, 4): return fmt_i64(*(const int32_t *)v, buf);
+    case GS_DT_CLASS(GS_KIND_UNSIGNED, 8): return fmt_u64(*(const uint64_t *)v, buf);
+    case GS_DT_CLASS(GS_KIND_SIGNED, 8): return fmt_i64(*(const int64_t *)v, buf);
+    case GS_DT_CLASS(GS_KIND_FLOAT, 4): {
         float f = *(const float *)v;
         /* Six digits read back exactly for most values people type; nine
          * always do (likewise 15 and 17 for doubles). */

@@ -28,6 +28,12 @@ const gs_dtype_info *gs_dtype_row(gs_dtype t)
     return (int)t >= 0 && t < GS_DT_COUNT ? &dtypes[t] : NULL;
 }
 
+unsigned gs_dtype_class(gs_dtype t)
+{
+    const gs_dtype_info *d = gs_dtype_row(t);
+    return d ? GS_DT_CLASS(d->kind, d->bytes) : 0;
+}
+
 size_t gs_dtype_size(gs_dtype t)
 {
     const gs_dtype_info *d = gs_dtype_row(t);

@@ -37,6 +37,11 @@ typedef struct gs_dtype_info {
 } gs_dtype_info;
 /* The row of t, or NULL for a value outside the enum. */
 const gs_dtype_info *gs_dtype_row(gs_dtype t);
+/* One number per (kind, width), for a switch over the ways keys are
+ * handled: case GS_DT_CLASS(GS_KIND_FLOAT, 4). gs_dtype_class(t) is t's
+ * (0, no case, outside the enum). */
+#define GS_DT_CLASS(kind, bytes) ((unsigned)(kind) << 4 | (unsigned)(bytes))
+unsigned gs_dtype_class(gs_dtype t);
 size_t gs_dtype_size(gs_dtype t);          /* 4 or 8; 0 for no dtype */
 
 /* Key widths as numbers, so that a table or a mask needs no 4-or-8 branch

@@ -90,13 +90,6 @@ uint64_t gs_key64_decode(gs_dtype t, int descending, uint64_t enc)
     return k == GS_KIND_SIGNED ? e ^ F64_SIGN : k == GS_KIND_FLOAT ? dec_f64(e) : e;
 }
 
-/* One switch value per (kind, width): the dtype's row says which. */
-#define KW(kind, bytes) ((unsigned)(kind) << 4 | (unsigned)(bytes))
-static unsigned kind_width(gs_dtype t)
-{
-    const gs_dtype_info *d = gs_dtype_row(t);
-    return d ? KW(d->kind, d->bytes) : 0;
-}
 
 /* One loop per transform, with the transform inlined: a block of 16 has a
  * constant trip count (vectorised at -O2), the tail is scalar. */
@@ -119,25 +112,25 @@ void gs_keys_encode(gs_dtype t, int descending, void *keys, size_t n)
 {
     uint32_t m32 = descending ? UINT32_MAX : 0;
     uint64_t m64 = descending ? UINT64_MAX : 0;
-    switch (kind_width(t)) {
-    case KW(GS_KIND_UNSIGNED, 4):
+    switch (gs_dtype_class(t)) {
+    case GS_DT_CLASS(GS_KIND_UNSIGNED, 4):
         if (descending)
             GS_KEYS_LOOP(uint32_t, keys, n, ~x);
         break;
-    case KW(GS_KIND_SIGNED, 4):
+    case GS_DT_CLASS(GS_KIND_SIGNED, 4):
         GS_KEYS_LOOP(uint32_t, keys, n, x ^ F32_SIGN ^ m32);
         break;
-    case KW(GS_KIND_FLOAT, 4):
+    case GS_DT_CLASS(GS_KIND_FLOAT, 4):
         GS_KEYS_LOOP(uint32_t, keys, n, enc_f32(x) ^ m32);
         break;
-    case KW(GS_KIND_UNSIGNED, 8):
+    case GS_DT_CLASS(GS_KIND_UNSIGNED, 8):
         if (descending)
             GS_KEYS_LOOP(uint64_t, keys, n, ~x);
         break;
-    case KW(GS_KIND_SIGNED, 8):
+    case GS_DT_CLASS(GS_KIND_SIGNED, 8):
         GS_KEYS_LOOP(uint64_t, keys, n, x ^ F64_SIGN ^ m64);
         break;
-    case KW(GS_KIND_FLOAT, 8):
+    case GS_DT_CLASS(GS_KIND_FLOAT, 8):
         GS_KEYS_LOOP(uint64_t, keys, n, enc_f64(x) ^ m64);
         break;
     default:
@@ -151,11 +144,11 @@ void gs_keys_decode(gs_dtype t, int descending, void *keys, size_t n)
      * inverses; only the float ones need a decoder. */
     uint32_t m32 = descending ? UINT32_MAX : 0;
     uint64_t m64 = descending ? UINT64_MAX : 0;
-    switch (kind_width(t)) {
-    case KW(GS_KIND_FLOAT, 4):
+    switch (gs_dtype_class(t)) {
+    case GS_DT_CLASS(GS_KIND_FLOAT, 4):
         GS_KEYS_LOOP(uint32_t, keys, n, dec_f32(x ^ m32));
         break;
-    case KW(GS_KIND_FLOAT, 8):
+    case GS_DT_CLASS(GS_KIND_FLOAT, 8):
         GS_KEYS_LOOP(uint64_t, keys, n, dec_f64(x ^ m64));
         break;
     default:
