@@ -174,16 +174,6 @@ static int parse_type(const char *s, gsort_dtype *out)
     return -1;
 }
 
-static const char *type_name(gsort_dtype t)
-{
-    return gs_dtype_name((gs_dtype)t);
-}
-
-static size_t type_size(gsort_dtype t)
-{
-    return gs_dtype_size((gs_dtype)t);
-}
-
 enum {
     OPT_ARGSORT = 256, OPT_LOCAL, OPT_FALLBACK, OPT_ALGO, OPT_PARAMS, OPT_DEVICE,
     OPT_INLINE, OPT_TIMEOUT,
@@ -428,7 +418,7 @@ static int run(const opts *o)
         return EXIT_FAIL;
     }
 
-    g_esize = type_size(o->dtype);
+    g_esize = gsc_type_size(o->dtype);
     g_argsort = o->argsort;
     int shared = !local && !o->inline_;
     gsc_buf buf;
@@ -438,7 +428,7 @@ static int run(const opts *o)
         rc = gsc_text_read(o->files, o->nfiles, o->dtype, !o->have_type, extra_for, shared,
                            &buf, &n, &err);
     else
-        rc = gsc_read_binary(o->files, o->nfiles, g_esize, type_name(o->dtype), extra_for,
+        rc = gsc_read_binary(o->files, o->nfiles, g_esize, gsc_type_name(o->dtype), extra_for,
                              shared, &buf, &n, &err);
     if (rc < 0) {
         fprintf(stderr, "gsort: %s\n", err.msg);
@@ -449,7 +439,7 @@ static int run(const opts *o)
     double t1 = gs_now_ms();
     if (o->verbose)
         fprintf(stderr, "gsort: read %zu %s keys (%zu bytes) from %s in %.3f ms%s\n", n,
-                type_name(o->dtype), n * g_esize, inputs_name(o, namebuf, sizeof namebuf),
+                gsc_type_name(o->dtype), n * g_esize, inputs_name(o, namebuf, sizeof namebuf),
                 t1 - t0, !shared || n == 0 ? "" : buf.shared ? ", into shared memory"
                 : ", into heap memory (no shared memory available)");
 

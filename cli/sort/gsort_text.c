@@ -12,19 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The dtype's row (gs_types.h): gsort_dtype and gs_dtype are the same
- * numbers (libgsort/gsort.c asserts it), so the text forms follow from the
- * key's kind and width, not from a list of types. */
-static const char *tname(gsort_dtype t)
-{
-    return gs_dtype_name((gs_dtype)t);
-}
-
-static size_t tsize(gsort_dtype t)
-{
-    return gs_dtype_size((gs_dtype)t);
-}
-
+/* The text forms follow from the key's kind and width (its row in
+ * gs_types.c), not from a list of types. */
 static int tfloat(gsort_dtype t)
 {
     const gs_dtype_info *d = gs_dtype_row((gs_dtype)t);
@@ -43,7 +32,7 @@ static int parse_int(const char *s, size_t len, gsort_dtype t, void *out, char *
         i = 1;
     }
     if (i == len) {
-        snprintf(why, whylen, "not a decimal integer (%s)", tname(t));
+        snprintf(why, whylen, "not a decimal integer (%s)", gsc_type_name(t));
         return GS_EINVAL;
     }
     uint64_t mag = 0;
@@ -51,7 +40,7 @@ static int parse_int(const char *s, size_t len, gsort_dtype t, void *out, char *
     for (; i < len; i++) {
         unsigned d = (unsigned)(unsigned char)s[i] - '0';
         if (d > 9) {
-            snprintf(why, whylen, "not a decimal integer (%s)", tname(t));
+            snprintf(why, whylen, "not a decimal integer (%s)", gsc_type_name(t));
             return GS_EINVAL;
         }
         if (mag > (UINT64_MAX - d) / 10)
@@ -60,12 +49,12 @@ static int parse_int(const char *s, size_t len, gsort_dtype t, void *out, char *
             mag = mag * 10 + d;
     }
     /* The largest magnitude either side, from the key's width and sign. */
-    size_t bytes = tsize(t);
+    size_t bytes = gsc_type_size(t);
     int sgn = gs_dtype_row((gs_dtype)t)->kind == GS_KIND_SIGNED;
     uint64_t pos_max = sgn ? gs_key_max(bytes) >> 1 : gs_key_max(bytes);
     uint64_t neg_max = sgn ? pos_max + 1 : 0;
     if (over || mag > (neg ? neg_max : pos_max)) {
-        snprintf(why, whylen, "out of range for %s (%s%" PRIu64 " to %" PRIu64 ")", tname(t),
+        snprintf(why, whylen, "out of range for %s (%s%" PRIu64 " to %" PRIu64 ")", gsc_type_name(t),
                  sgn ? "-" : "", neg_max, pos_max);
         return GS_EINVAL;
     }
@@ -87,7 +76,7 @@ int gsc_text_parse(char *s, size_t len, gsort_dtype t, void *out, char *why, siz
     s[len] = '\0';
     errno = 0;
     int inf;
-    if (tsize(t) == 4) {
+    if (gsc_type_size(t) == 4) {
         float v = strtof(s, &end);
         inf = isinf(v);
         *(float *)out = v;
@@ -100,14 +89,14 @@ int gsc_text_parse(char *s, size_t len, gsort_dtype t, void *out, char *why, siz
     s[len] = save;
     /* A NUL byte inside the token ends strtod early: end falls short. */
     if (end != s + len) {
-        snprintf(why, whylen, "not a number (%s)", tname(t));
+        snprintf(why, whylen, "not a number (%s)", gsc_type_name(t));
         return GS_EINVAL;
     }
     /* Underflow (ERANGE with a tiny result) rounds like any other decimal;
      * overflow to infinity from a finite literal is an error. */
     if (e == ERANGE && inf) {
-        snprintf(why, whylen, "out of range for %s (largest finite %s)", tname(t),
-                 tsize(t) == 4 ? "3.40282347e+38" : "1.7976931348623157e+308");
+        snprintf(why, whylen, "out of range for %s (largest finite %s)", gsc_type_name(t),
+                 gsc_type_size(t) == 4 ? "3.40282347e+38" : "1.7976931348623157e+308");
         return GS_EINVAL;
     }
     return 0;
@@ -219,7 +208,7 @@ int gsc_text_read(const char *const *paths, size_t npaths, gsort_dtype t, int hi
     char *buf = malloc(GSC_TEXT_LINE_MAX + 1);
     if (!buf)
         return gs_err_set(err, GS_ENOMEM, "out of memory");
-    text_ctx x = { .t = t, .esize = tsize(t), .hint_f64 = hint_f64 };
+    text_ctx x = { .t = t, .esize = gsc_type_size(t), .hint_f64 = hint_f64 };
     gsc_chunks_init(&x.ch);
     int rc = 0;
     for (size_t i = 0; i < npaths && rc == 0; i++) {
@@ -312,7 +301,7 @@ static int write_lines(gsc_output *o, gsort_dtype t, const void *arr, size_t n, 
     text_out w = { .o = o, .buf = malloc(OUTBUF) };
     if (!w.buf)
         return gs_err_set(err, GS_ENOMEM, "out of memory");
-    size_t es = indices ? 8 : tsize(t);
+    size_t es = indices ? 8 : gsc_type_size(t);
     const unsigned char *p = arr;
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {

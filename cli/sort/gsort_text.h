@@ -17,6 +17,19 @@
 /* Longest line accepted (a number with its blanks). */
 #define GSC_TEXT_LINE_MAX (1u << 20)
 
+/* A gsort_dtype's name and key size, from its row in lib/base/gs_types.c
+ * (gsort_dtype and gs_dtype are the same numbers: libgsort/gsort.c
+ * asserts it). */
+static inline const char *gsc_type_name(gsort_dtype t)
+{
+    return gs_dtype_name((gs_dtype)t);
+}
+
+static inline size_t gsc_type_size(gsort_dtype t)
+{
+    return gs_dtype_size((gs_dtype)t);
+}
+
 /* Parse one token (no surrounding blanks, len > 0) of type t into out.
  * s[len] must be writable (it is borrowed for a terminator and restored).
  * Returns 0, or GS_EINVAL with the reason (no file or line) in why. */

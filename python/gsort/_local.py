@@ -170,7 +170,16 @@ def _np_sort_keeps_bits(dt):
     return bool(np.array_equal(np.sort(x[keep].view(u)), np.sort(s[kept].view(u))))
 
 
-_FAST_FLOAT = {np.dtype(t): _np_sort_keeps_bits(t) for t in (np.float32, np.float64)}
+_FAST_FLOAT = {}
+
+
+def _fast_float(dt):
+    """_np_sort_keeps_bits(dt), found on the first float sort here rather
+    than at import (it costs about a millisecond)."""
+    v = _FAST_FLOAT.get(dt)
+    if v is None:
+        v = _FAST_FLOAT[dt] = _np_sort_keeps_bits(dt)
+    return v
 
 
 def order(keys, descending):
@@ -190,7 +199,7 @@ def sort_keys(keys, descending, out):
             out[...] = out[::-1]    # numpy buffers the overlap
         return out
     n = keys.shape[0]
-    if _FAST_FLOAT[keys.dtype]:
+    if _fast_float(keys.dtype):
         # numpy's order but for the zeros (equal to numpy) and the NaNs
         # (last, in no promised order): put those two blocks right. Sorted
         # in out itself: one allocation and one copy fewer than np.sort.
