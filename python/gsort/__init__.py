@@ -171,8 +171,10 @@ def _as_1d(a, what):
 
 
 def _forced(algorithm, params, device, split):
-    """The call names its route: it never sorts locally (Client's doc)."""
-    return algorithm is not None or params is not None or device is not None or bool(split)
+    """The call names its route: it never sorts locally (Client's doc).
+    "auto" is the daemon's own choice, as in libgsort's local_allowed."""
+    return (algorithm not in (None, "auto") or params is not None or device is not None or
+            bool(split))
 
 
 def _writable_contiguous(a, what):
