@@ -10,6 +10,7 @@
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -201,6 +202,15 @@ int gs_daemon_main(const gs_daemon_args *a)
         gs_clrun_inject_fault(a->fault_at, CL_OUT_OF_RESOURCES);
     }
     signal(SIGPIPE, SIG_IGN);
+    /* SIGHUP held pending from here until gs_srv_run installs its handler:
+     * threads an OpenCL driver starts while probing (PoCL's workers) would
+     * otherwise take a SIGHUP sent once the socket exists and die of its
+     * default action, with the whole process. They inherit the block;
+     * gs_srv_run lifts it for its own thread only. */
+    sigset_t hup;
+    sigemptyset(&hup);
+    sigaddset(&hup, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &hup, NULL);
 
     gs_dev *devs = NULL;
     size_t ndev = 0;

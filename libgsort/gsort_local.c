@@ -38,6 +38,11 @@ typedef struct lgs_times {
     uint64_t calls;         /* choices made here with both measured */
 } lgs_times;
 #define SAMPLES 2
+/* After those, a sample counts for at most this many times the route's
+ * current time: one preempted call (a busy machine) must not hand a size
+ * to the slower route until its next retry; a route that stays slower
+ * still moves up, by a quarter of this a call. */
+#define SPIKE 2.0
 
 /* Every size_t n has a bucket: 0..64. */
 #define NBUCKETS 65
@@ -140,8 +145,8 @@ int lgs_router_record(lgs_router *r, unsigned shape, size_t n, int local, double
         v = 0;          /* a clock step back: as if free */
     if (*cnt < SAMPLES)
         *slot = *slot < 0 || v < *slot ? v : *slot;
-    else
-        *slot = 0.75 * *slot + 0.25 * v;
+    else    /* one preempted call must not flip the route: see SPIKE */
+        *slot = 0.75 * *slot + 0.25 * (v < SPIKE * *slot ? v : SPIKE * *slot);
     if (*cnt < UINT32_MAX)
         (*cnt)++;
     return 0;

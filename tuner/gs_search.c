@@ -130,10 +130,16 @@ static int climb(gs_tune_search *sr, const gs_tune_space *s, uint64_t cur, int r
     int rc = 0;
     for (int round = 0; !rc && round < rounds; round++) {
         long ci = sr_find(sr, cur), bi = ci;
-        size_t idx[GS_MAX_PARAMS];
+        size_t idx[GS_MAX_PARAMS], order[GS_MAX_PARAMS], no = 0;
         gs_tune_code_split(s, cur, idx);
-        for (size_t p = 0; p < s->np && !rc; p++)
-            for (int d = -1; d <= 1 && !rc; d += 2) {
+        for (int pass = sr->large ? 0 : 1; pass < 2; pass++)
+            for (size_t p = 0; p < s->np; p++)
+                if (!sr->large || (s->by_n[p] ? 0 : 1) == pass)
+                    order[no++] = p;
+        for (size_t o = 0; o < no && !rc; o++)
+            for (int t = 0; t < 2 && !rc; t++) {
+                const size_t p = order[o];
+                const int d = (t == 0) == (sr->large && s->by_n[p]) ? 1 : -1;
                 /* An invalid neighbour is stepped over once: a wall of
                  * failing configurations must not hide a better one behind. */
                 for (size_t step = 1; step <= 2 && !rc; step++) {

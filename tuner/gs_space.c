@@ -97,6 +97,7 @@ int gs_tune_space_init(gs_tune_space *s, const gs_algo *a, const gs_dev_info *in
             s->val[i][j] = nv == m ? buf[j] : buf[j * (m - 1) / (nv - 1)];
         s->nv[i] = nv;
         s->name[i] = d->name;
+        s->by_n[i] = d->by_n;
         s->total *= nv;
     }
     s->np = a->nparams;

@@ -656,6 +656,7 @@ static int tune_algo_group(tctx *T, astate *A, int kc, gs_payload pl, int bucket
     memset(&sr, 0, sizeof sr);
     sr.best = -1;
     sr.starts = large ? 1 : 0;  /* at large n one climb, from the best seed */
+    sr.large = large;
     if (A->has_defaults && !stopped) {
         /* the baseline is the search's first point: a climb may start there */
         if (gs_grow(&sr.ev, &sr.cap, 0, sizeof *sr.ev, 32)) {

@@ -41,6 +41,7 @@ enum gs_tune_strategy {
 typedef struct gs_tune_space {
     size_t np;
     const char *name[GS_MAX_PARAMS];
+    int by_n[GS_MAX_PARAMS];   /* gs_param_def.by_n */
     long val[GS_MAX_PARAMS][GS_TUNE_MAX_VALUES];  /* ascending legal values */
     size_t nv[GS_MAX_PARAMS];
     uint64_t total;       /* product of nv (1 for no parameters) */
@@ -92,6 +93,9 @@ typedef struct gs_tune_search {
     long best;            /* index into ev of the fastest valid point, -1: none */
     int stopped;          /* the callback said GS_TUNE_STOP */
     int starts;           /* hill climbs, from the best points found; 0: 3 */
+    int large;            /* a large n: the climbs try the parameters whose best value
+                             moves with n first (gs_param_def.by_n), upward first, so
+                             that the few moves a large size has time for go there */
 } gs_tune_search;
 
 /* Evaluate `cands` in order, then take up to *quota new points from the

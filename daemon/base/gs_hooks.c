@@ -52,6 +52,9 @@ static void read_hooks(void)
         if (v[3] == ':')
             h->defaults_log2 = atoi(v + 4);
     }
+    v = getenv("GSORTD_TEST_SIGNAL_DELAY_MS");
+    if (v)
+        h->signal_delay_ms = (unsigned)strtoul(v, NULL, 10);
 }
 
 const gs_hooks *gs_hooks_get(void)

@@ -26,6 +26,9 @@ typedef struct gs_hooks {
     int defaults_gpu;        /* GSORTD_TEST_DEFAULTS=gpu[:N]: every device gets a GPU's
                                 built-in defaults, the crossover measured ... */
     int defaults_log2;       /* ... or fixed at 2^N (-1: measured) */
+    unsigned signal_delay_ms; /* GSORTD_TEST_SIGNAL_DELAY_MS=N: the server waits N ms between
+                                listening and installing its signal handlers, so that a test
+                                can send SIGHUP inside that window (gs_srv.c) */
 } gs_hooks;
 
 /* The hooks, read from the environment at the first call (thread-safe). */

@@ -290,7 +290,9 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
     /* A client may connect as soon as the socket exists, and send SIGHUP
      * (its default action kills the process) before the handler below is
      * in place: held pending until then, it becomes a reload. The threads
-     * started meanwhile inherit the mask, so it reaches this one. */
+     * started meanwhile inherit the mask and keep it (gs_daemon_main blocks
+     * it before the drivers start theirs), so it reaches this one, the
+     * only thread that unblocks it below. */
     sigset_t hup, before;
     sigemptyset(&hup);
     sigaddset(&hup, SIGHUP);
@@ -342,6 +344,8 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
     uv_timer_init(&s->loop, &s->tick);
     s->tick.data = s;
     uv_timer_start(&s->tick, on_tick, TICK_MS, TICK_MS);
+    if (gs_hooks_get()->signal_delay_ms)
+        usleep(gs_hooks_get()->signal_delay_ms * 1000u);
     uv_signal_t *sigs[3] = { &s->sig_term, &s->sig_int, &s->sig_hup };
     int signums[3] = { SIGTERM, SIGINT, SIGHUP };
     for (int i = 0; i < 3; i++) {
@@ -349,7 +353,7 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
         sigs[i]->data = s;
         uv_signal_start(sigs[i], on_signal, signums[i]);
     }
-    pthread_sigmask(SIG_SETMASK, &before, NULL);
+    pthread_sigmask(SIG_UNBLOCK, &hup, NULL);
     srv_retune_start(s, on_retune_done);
 
     GS_INFO("serving on %s (%s%zu devices, %u host threads, %u I/O loop%s, database %s)",

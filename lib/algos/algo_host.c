@@ -220,19 +220,19 @@ static size_t values_lines(const gs_dev_info *info, long *out, size_t cap)
 
 static const gs_param_def host_params[P_COUNT] = {
     { "threads", "chunks sorted in parallel, at most (each of 262144 keys or more; "
-      "threads beyond the free helpers of the shared pool take turns)", gs_values_threads },
+      "threads beyond the free helpers of the shared pool take turns)", gs_values_threads, 1 },
     { "radix_bits", "bits per digit, 1..16 (0: 8 below 65536 keys, 11 from there)",
-      values_bits },
+      values_bits, 0 },
     { "msd", "1: past the cache, the top digit first, then each of its buckets sorted "
       "whole in cache by one thread (keys skewed into one big bucket: plain LSD); 2: the "
       "same, each bucket sorted between two buffers of the thread's and streamed out (never "
       "reads its place in the output: less memory traffic, more work); 0: LSD passes only",
-      values_msd },
+      values_msd, 0 },
     { "top_bits", "msd: bits of the top digit, 4..16 (0: by size, for buckets of about "
-      "64 KiB)", values_top },
+      "64 KiB)", values_top, 0 },
     { "top_lines", "msd: cache lines buffered per bucket in the top pass, 1, 2 or 4 (more: "
       "longer runs of streaming stores to one place in memory, fewer flushes; fewer top "
-      "digit bits by default)", values_lines },
+      "digit bits by default)", values_lines, 0 },
 };
 
 static long default_threads(void)

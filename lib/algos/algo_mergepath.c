@@ -72,10 +72,10 @@ static size_t values_ept(const gs_dev_info *info, long *out, size_t cap)
 
 static const gs_param_def mp_params[P_COUNT] = {
     { "size_i", "elements per initial sorted block (sorted in registers by one work-item)",
-      values_size_i },
-    { "wg_size", "work-items per work-group", values_wg },
+      values_size_i, 0 },
+    { "wg_size", "work-items per work-group", values_wg, 0 },
     { "elems_per_thread", "outputs per work-item in every merge (tile = wg_size x "
-      "elems_per_thread)", values_ept },
+      "elems_per_thread)", values_ept, 1 },
 };
 
 /* ---- parameter validation ---- */

@@ -95,13 +95,13 @@ static size_t values_lookback(const gs_dev_info *info, long *out, size_t cap)
 }
 
 static const gs_param_def radix_params[P_COUNT] = {
-    { "radix_bits", "bits per digit: passes = key bits / radix_bits (rounded up)", values_bits },
-    { "wg_size", "work-items per work-group (power of two)", values_wg },
+    { "radix_bits", "bits per digit: passes = key bits / radix_bits (rounded up)", values_bits, 0 },
+    { "wg_size", "work-items per work-group (power of two)", values_wg, 0 },
     { "elems_per_thread", "keys per work-item per tile (tile = wg_size x elems_per_thread)",
-      values_ept },
+      values_ept, 1 },
     { "lookback", "1: one onesweep kernel per pass (decoupled look-back), 0: upsweep, scan and "
       "scatter per pass (a set without it means 0), 2: 1 up to 2^21 keys, else 0 (the GPU "
-      "default)", values_lookback },
+      "default)", values_lookback, 0 },
 };
 
 /* ---- local memory: mirrors the size macros of kernels/radix.cl ----

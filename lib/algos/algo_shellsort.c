@@ -64,10 +64,10 @@ static size_t values_wg(const gs_dev_info *info, long *out, size_t cap)
 
 static const gs_param_def shell_params[P_COUNT] = {
     { "threads_per_subset", "most work-items (slices) per subset in a phase (1: one insertion "
-      "sort per subset, no merge rounds)", values_tps },
+      "sort per subset, no merge rounds)", values_tps, 0 },
     { "min_elems_per_thread", "fewest subset elements per work-item: a subset of len elements "
-      "gets min(threads_per_subset, ceil(len / this)) slices", values_mept },
-    { "wg_size", "work-items per work-group (power of two)", values_wg },
+      "gets min(threads_per_subset, ceil(len / this)) slices", values_mept, 1 },
+    { "wg_size", "work-items per work-group (power of two)", values_wg, 0 },
 };
 
 /* ---- parameter validation ---- */

@@ -46,7 +46,7 @@ void gs_vqsort_force_race(gs_race_hook fn, void *arg)
 
 static const gs_param_def vq_params[] = {
     { "threads", "chunks sorted in parallel and merged, at most (each of 131072 keys or "
-      "more)", gs_values_threads },
+      "more)", gs_values_threads, 0 },
 };
 
 static long default_threads(void)

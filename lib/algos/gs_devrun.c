@@ -16,8 +16,10 @@ int gs_devrun_kernel(gs_devrun *d, const char *name, cl_kernel *out, gs_err *err
         return gs_err_set(err, GS_EINVAL, "%s: more than %d kernels in one sort", d->cr.algo,
                           GS_DEVRUN_KERNELS);
     int rc = gs_clrun_kernel(&d->cr, d->prog, name, d->wg, out, err);
-    if (*out)
-        d->kern[d->nkern++] = *out;   /* also when refused: it was made */
+    if (*out) {                       /* also when refused: it was made */
+        d->kname[d->nkern] = name;
+        d->kern[d->nkern++] = *out;
+    }
     return rc;
 }
 
@@ -59,6 +61,7 @@ static int finish(gs_devrun *d, const gs_devrun_ops *ops, void *self, gs_err *er
     st->wait_ms = t2 - t1;
     if (crc != CL_SUCCESS)
         return gs_cl_fail(err, "clFinish", crc, "%s", ops->finish_what);
+    gs_clrun_settle(&d->cr);
     /* from here on a failure leaves the caller's arrays no longer intact;
      * a raced sort (the client rewrote its keys) ends here */
     st->output_touched = 1;
@@ -122,7 +125,7 @@ int gs_devrun_sort(const gs_devrun_ops *ops, void *self, gs_sort_ctx *ctx,
     double t1 = gs_now_ms();
     gs_clrun_release(&d.cr);   /* waits for the queue before anything is freed */
     for (unsigned i = 0; i < d.nkern; i++)
-        clReleaseKernel(d.kern[i]);
+        gs_clrun_kernel_done(&d.cr, d.prog, d.kname[i], d.kern[i]);
     if (ops->release)
         ops->release(self);
     gs_clnan_free(&d.nan);

@@ -45,6 +45,7 @@ typedef struct gs_devrun {
                                  result already, but for argsort's indices */
     gs_clnan nan;
     cl_kernel kern[GS_DEVRUN_KERNELS];
+    const char *kname[GS_DEVRUN_KERNELS];   /* their names, alive until the release */
     unsigned nkern;
 } gs_devrun;
 

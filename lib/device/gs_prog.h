@@ -36,7 +36,19 @@ int gs_prog_get(gs_dev *dev, gs_pcache *pc, const char *const *sources,
 int gs_prog_get_text(gs_dev *dev, gs_pcache *pc, const char *label, const char *text,
                      const char *options, cl_program *out, gs_prog_stats *st, gs_err *err);
 
-/* Drop the device's in-memory programs (so the next get goes to disk). */
+/* Kernel objects kept with their program between sorts: making one
+ * (clCreateKernel) costs tens of microseconds on some drivers, on every
+ * small request. take gives one named `name` of `prog` (a program
+ * gs_prog_get returned) that an earlier sort put back, or NULL (make one);
+ * put keeps k for the next taker, or releases it (a program no longer
+ * held, or enough kept). One user at a time: a kernel put back may still
+ * be enqueued (a launch keeps its arguments), but the putter must not
+ * touch it again. Its arguments are stale: set them all before a launch. */
+cl_kernel gs_prog_kernel_take(gs_dev *dev, cl_program prog, const char *name);
+void gs_prog_kernel_put(gs_dev *dev, cl_program prog, const char *name, cl_kernel k);
+
+/* Drop the device's in-memory programs and their kept kernels (so the next
+ * get goes to disk). */
 void gs_prog_forget(gs_dev *dev);
 
 #endif

@@ -100,10 +100,9 @@ int gs_clnan_save(gs_clrun *r, cl_program prog, size_t wg, cl_mem keys, const gs
         goto out;
     s->count = total;
 out:
-    if (kc)
-        clReleaseKernel(kc);    /* an enqueued kernel keeps what it needs */
-    if (kv)
-        clReleaseKernel(kv);
+    /* an enqueued kernel keeps what it needs */
+    gs_clrun_kernel_done(r, prog, kn_count, kc);
+    gs_clrun_kernel_done(r, prog, kn_save, kv);
     return rc;
 }
 

@@ -5,6 +5,7 @@
 #include "gs_bufpool.h"
 #include "gs_stage.h"
 #include "gs_grow.h"
+#include "gs_prog.h"
 #include "gs_sort.h"
 #include "gs_time.h"
 
@@ -27,6 +28,21 @@ void gs_clrun_use(gs_clrun *r, cl_command_queue q, int host_pinned)
     if (q)
         r->q = q;
     r->host_pinned = host_pinned;
+}
+
+/* The upload times, once the queue has finished (gs_clrun_settle). */
+static void settle_uploads(gs_clrun *r)
+{
+    for (unsigned i = 0; i < r->nupev; i++) {
+        r->upload_ms += gs_clrun_event_ms(r->upev[i]);
+        clReleaseEvent(r->upev[i]);
+    }
+    r->nupev = 0;
+}
+
+void gs_clrun_settle(gs_clrun *r)
+{
+    settle_uploads(r);
 }
 
 /* ---- guarded buffers (test hook) ---- */
@@ -61,6 +77,7 @@ void gs_clrun_release(gs_clrun *r)
 {
     if (r->q)
         clFinish(r->q);   /* nothing of ours may still be in flight */
+    settle_uploads(r);
     for (size_t i = 0; i < r->nkev; i++)
         clReleaseEvent(r->kev[i]);
     free(r->kev);
@@ -104,10 +121,13 @@ int gs_clrun_kernel(gs_clrun *r, cl_program prog, const char *name, size_t wg,
                     cl_kernel *out, gs_err *err)
 {
     cl_int rc;
-    *out = clCreateKernel(prog, name, &rc);
-    if (rc != CL_SUCCESS) {
-        *out = NULL;
-        return gs_cl_fail(err, "clCreateKernel", rc, "%s", name);
+    *out = gs_prog_kernel_take(r->dev, prog, name);
+    if (!*out) {
+        *out = clCreateKernel(prog, name, &rc);
+        if (rc != CL_SUCCESS) {
+            *out = NULL;
+            return gs_cl_fail(err, "clCreateKernel", rc, "%s", name);
+        }
     }
     size_t kwg = 0;
     cl_ulong lmem = 0;
@@ -125,6 +145,11 @@ int gs_clrun_kernel(gs_clrun *r, cl_program prog, const char *name, size_t wg,
                           r->algo, name, (unsigned long long)lmem,
                           (unsigned long long)r->dev->info.local_mem);
     return 0;
+}
+
+void gs_clrun_kernel_done(gs_clrun *r, cl_program prog, const char *name, cl_kernel k)
+{
+    gs_prog_kernel_put(r->dev, prog, name, k);
 }
 
 int gs_clrun_args(cl_kernel k, const char *name, const gs_karg *a, unsigned n, gs_err *err)
@@ -213,18 +238,28 @@ int gs_clrun_buffer(gs_clrun *r, size_t bytes, const char *what, cl_mem *out, gs
     return 0;
 }
 
-/* One timed blocking transfer; profiling time when available, else wall. */
+/* One timed transfer; profiling time when available, else wall. An
+ * upload is only enqueued (the kernels after it wait in the in-order
+ * queue, and the host array outlives the sort): a wait of its own costs a
+ * round trip to the driver on every small request. Its time is read at
+ * gs_clrun_settle. */
 static int xfer(gs_clrun *r, int up, cl_mem m, void *host, size_t bytes, gs_err *err)
 {
     if (bytes == 0)
         return 0;
     cl_event ev = NULL;
     double t0 = gs_now_ms();
-    cl_int rc = up ? clEnqueueWriteBuffer(r->q, m, CL_TRUE, 0, bytes, host, 0, NULL, &ev)
+    const int later = up && r->nupev < GS_CLRUN_UPLOADS && r->dev->info.profiling;
+    cl_int rc = up ? clEnqueueWriteBuffer(r->q, m, later ? CL_FALSE : CL_TRUE, 0, bytes, host, 0,
+                                          NULL, &ev)
                    : clEnqueueReadBuffer(r->q, m, CL_TRUE, 0, bytes, host, 0, NULL, &ev);
     if (rc != CL_SUCCESS)
         return gs_cl_fail(err, up ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer", rc,
                           "%s: %zu bytes", r->algo, bytes);
+    if (later) {
+        r->upev[r->nupev++] = ev;
+        return 0;
+    }
     double ms = gs_clrun_event_ms(ev);
     if (ms == 0.0)
         ms = gs_now_ms() - t0;

@@ -11,6 +11,7 @@
 #include "gs_dev.h"
 
 #define GS_CLRUN_BUFS 16
+#define GS_CLRUN_UPLOADS 4
 
 typedef struct gs_clrun {
     gs_dev *dev;
@@ -20,6 +21,8 @@ typedef struct gs_clrun {
     cl_event *kev;        /* kernel events, summed by gs_clrun_kernel_ms */
     size_t nkev, kevcap;
     double upload_ms, download_ms;
+    cl_event upev[GS_CLRUN_UPLOADS];  /* uploads enqueued, not yet timed */
+    unsigned nupev;
     int host_pinned;      /* from gs_sort_ctx: no staging for the host side */
     int *touched;         /* the algorithm's st->output_touched (gs_clrun_input) */
     int hostile;          /* the kernels were built to run on the caller's own pages
@@ -43,19 +46,29 @@ void gs_clrun_init(gs_clrun *r, gs_dev *dev, const char *algo);
 void gs_clrun_use(gs_clrun *r, cl_command_queue q, int host_pinned);
 /* clFinish the queue, release the events, and give the buffers made by
  * gs_clrun_buffer back to the device's pool (gs_bufpool.h). Kernels are the
- * caller's (release them after this). */
+ * caller's (gs_clrun_kernel_done). */
 void gs_clrun_release(gs_clrun *r);
+
+/* After the queue has finished: the uploads' times into upload_ms (an
+ * upload is enqueued without waiting for it). */
+void gs_clrun_settle(gs_clrun *r);
 
 /* END-START of a finished event in ms (0 when profiling is unavailable). */
 double gs_clrun_event_ms(cl_event e);
 /* Sum of the kernel times launched so far (waits for them). */
 double gs_clrun_kernel_ms(gs_clrun *r);
 
-/* A kernel from a built program; refuses (GS_EUNSUPPORTED) if this kernel
- * cannot run `wg` work-items per group or needs more local memory than the
- * device has (registers and local use can cap it below the device max). */
+/* A kernel from a built program (one kept from an earlier sort when there
+ * is one, gs_prog.h); refuses (GS_EUNSUPPORTED) if this kernel cannot run
+ * `wg` work-items per group or needs more local memory than the device has
+ * (registers and local use can cap it below the device max). *out may be
+ * set on a refusal too: give it back with gs_clrun_kernel_done. */
 int gs_clrun_kernel(gs_clrun *r, cl_program prog, const char *name, size_t wg,
                     cl_kernel *out, gs_err *err);
+/* Done with k (of prog, named name; NULL: nothing): kept for the next
+ * sort. It may still be enqueued; its arguments are set again by the next
+ * user. */
+void gs_clrun_kernel_done(gs_clrun *r, cl_program prog, const char *name, cl_kernel k);
 
 typedef struct gs_karg { size_t size; const void *ptr; } gs_karg;
 #define GS_KARG(v) { sizeof(v), &(v) }

@@ -50,6 +50,8 @@ typedef struct gs_param_def {
     /* Legal values on this device (NULL info: host), ascending, into out[]
      * (at most cap); returns how many. */
     size_t (*values)(const gs_dev_info *info, long *out, size_t cap);
+    int by_n;   /* 1: its best value moves with n (work per work-item, threads): at
+                   large n the tuner's climb tries it first, upward first */
 } gs_param_def;
 
 /* What an algorithm runs with: the device (NULL for host) and the program

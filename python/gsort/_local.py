@@ -37,6 +37,11 @@ RETRY_RATIO = 4.0
 # fastest kept: a route's first call at a size is often cold (a new staging
 # size, a new mapping in the daemon).
 SAMPLES = 2
+# After those, a sample counts for at most this many times the route's
+# current time: one preempted call (a busy machine) must not hand a size to
+# the slower route until the next retry, while a route that stays slower
+# still moves its time up, by a quarter of this each call.
+SPIKE = 2.0
 
 
 def _bucket(n):
@@ -101,7 +106,7 @@ class Router:
         if cur[3 + i] < SAMPLES:
             cur[i] = v if cur[i] is None else min(cur[i], v)
         else:
-            cur[i] = 0.75 * cur[i] + 0.25 * v
+            cur[i] = 0.75 * cur[i] + 0.25 * min(v, SPIKE * cur[i])
         cur[3 + i] += 1
 
     def table(self):

@@ -1554,6 +1554,31 @@ static void test_sighup(void)
     tap_ok(!dmn_exited(&d) && dmn_stop(&d, SIGINT, 20) == 0, "SIGINT: the daemon exits 0");
 }
 
+/* A SIGHUP that arrives after the socket exists but before the handler is
+ * in place (the hook widens that window to a second) is held and becomes a
+ * reload: it must not kill the daemon, whichever of its threads (PoCL's
+ * among them) the kernel would hand it to. */
+static void test_early_hup(void)
+{
+    static dmn d;
+    static char hook[] = "GSORTD_TEST_SIGNAL_DELAY_MS=1000";
+    const char *const extra[] = { "--log-level", "info", NULL };
+    if (dmn_spawn(&d, "early-hup", NULL, extra, child_putenv, hook) || dmn_wait_ready(&d)) {
+        tap_ok(0, "daemon for the early SIGHUP starts");
+        return;
+    }
+    kill(d.pid, SIGHUP);
+    int reloads = dmn_wait_log(&d, "reload: allow_uids", 1, 20);
+    char why[300] = "";
+    gs_client *c = conn(&d);
+    int pong = c && ping(c, why, sizeof why);
+    gs_client_close(c);
+    tap_ok(reloads == 1 && pong && !dmn_exited(&d),
+           "a SIGHUP sent as soon as the socket accepts, before the handler is installed, is "
+           "one reload (%d logged) and the daemon serves on: %s", reloads, why);
+    tap_ok(dmn_stop(&d, SIGTERM, 30) == 0, "early-SIGHUP daemon exits 0 on SIGTERM");
+}
+
 /* ---- the plan swapped under load ---- */
 
 typedef struct swap_arg {
@@ -2081,6 +2106,7 @@ int main(void)
     test_busy();
     tap_diag("defaults, busy routing: %.1f s", gs_now_s() - t0);
     test_sighup();
+    test_early_hup();
     test_plan_swap(db);
     test_client_defenses();
     test_shutdown(&d);

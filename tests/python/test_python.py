@@ -945,12 +945,21 @@ def local_checks(sock):
             r.record(sh, 1 << 16, False, 1.0)
             r.record(sh, 1 << 16, True, 1.5)
         retry = sum(r.choose(sh, 1 << 16) is True for _ in range(_local.RETRY_EVERY * 2))
+        # one preempted local call (100x its time) does not hand 2^12 to the
+        # daemon; local calls that stay 3x slower than the daemon do, in time
+        r.record(sh, 4096, True, 10.0)
+        spike = r.choose(sh, 4096)
+        for _ in range(16):
+            r.record(sh, 4096, True, 3.0)
+        slow = r.choose(sh, 4096)
         want = [True, False, True, False, True, True, True, False, False]
-        return (seq == want and tries == 0 and retry == 2 and
-                first == (0.1 / 4096, 1.0 / 4096), (seq, tries, retry, r.table()))
+        return (seq == want and tries == 0 and retry == 2 and spike is True and
+                slow is False and first == (0.1 / 4096, 1.0 / 4096),
+                (seq, tries, retry, spike, slow, r.table()))
     check("Router: local below 256 keys, the daemon first where unmeasured, each route "
           "timed twice (the faster of the two kept), the faster route kept; neighbours "
-          "decide unmeasured sizes; a close loser retried 1 in %d" % _local.RETRY_EVERY,
+          "decide unmeasured sizes; a close loser retried 1 in %d; one slow call does "
+          "not flip the route, a lasting slowdown does" % _local.RETRY_EVERY,
           t_router)
     cd.close()
     cl.close()

@@ -106,8 +106,8 @@ static size_t fk_values(const gs_dev_info *info, long *out, size_t cap)
 }
 
 static const gs_param_def fk_params[] = {
-    { "a", "first knob", fk_values },
-    { "b", "second knob", fk_values },
+    { "a", "first knob", fk_values, 0 },
+    { "b", "second knob", fk_values, 0 },
 };
 
 static void fk_defaults(const gs_dev_info *info, gs_params *out)
@@ -422,6 +422,29 @@ static void test_search(gs_dev *dev)
     tap_ok(t.calls == 5 && sr.stopped, "max_trials 5: 5 evaluations, then stopped");
     gs_tune_search_free(&sr);
     gs_tune_sampler_free(&smp);
+
+    /* At a large n the climb tries the parameter that moves with n first,
+     * upward first: with time for one move, that is the one made. */
+    for (int large = 0; large < 2; large++) {
+        gs_tune_space sl = s;
+        sl.by_n[0] = 0;
+        sl.by_n[1] = 1;                           /* "b" */
+        uint64_t start = 3 + 3 * sl.nv[0], second = UINT64_MAX;
+        size_t idx[GS_MAX_PARAMS];
+        memset(&sr, 0, sizeof sr);
+        sr.large = large;
+        sr.starts = 1;
+        size_t none = 0;
+        gs_tune_search_run(&sr, &sl, &start, 1, NULL, &none, 2, 2, tab_eval, &t, &err);
+        if (sr.nev == 2)
+            second = sr.ev[1].code;
+        gs_tune_code_split(&sl, second == UINT64_MAX ? start : second, idx);
+        tap_ok(sr.nev == 2 && (large ? idx[0] == 3 && idx[1] == 4 : idx[0] == 2 && idx[1] == 3),
+               "climb, %s n: the first neighbour tried is %s (a at %zu, b at %zu, from 3, 3)",
+               large ? "large" : "small", large ? "b one step up" : "a one step down", idx[0],
+               idx[1]);
+        gs_tune_search_free(&sr);
+    }
 
     gs_tune_cand c[] = { { "host", 1, 0.5 }, { "fast", 0, 0.1 }, { "mid", 1, 0.3 }, { "none", 0, -1 } };
     tap_ok(gs_tune_plan_pick(c, 4, 0) == 1 && gs_tune_plan_pick(c, 4, 1) == 2 &&

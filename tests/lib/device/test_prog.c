@@ -87,6 +87,21 @@ int main(void)
     rc = gs_prog_get_text(d, NULL, "scale.cl", good_src, "-DSHIFT=7u", &p2, &st, &err);
     tap_ok(rc == 0 && p2 != p1 && st.origin == GS_PROG_BUILT, "other options build another program");
     tap_ok(p2 && run_scale(d, p2, 2, 7), "second program uses its own options");
+
+    /* Kernels kept with their program between sorts: taken back by program
+     * and name only, released with the program. */
+    cl_int krc;
+    cl_kernel k0 = gs_prog_kernel_take(d, p1, "scale");
+    cl_kernel k1 = clCreateKernel(p1, "scale", &krc);
+    gs_prog_kernel_put(d, p1, "scale", k1);
+    cl_kernel k2 = gs_prog_kernel_take(d, p2, "scale");
+    cl_kernel k3 = gs_prog_kernel_take(d, p1, "scal");
+    cl_kernel k4 = gs_prog_kernel_take(d, p1, "scale");
+    cl_kernel k5 = gs_prog_kernel_take(d, p1, "scale");
+    tap_ok(!k0 && krc == CL_SUCCESS && !k2 && !k3 && k4 == k1 && !k5,
+           "a kernel put back is taken once again, by its own program and name only");
+    clRetainKernel(k4);
+    gs_prog_kernel_put(d, p1, "scale", k4);
     const char *other_src =
         "__kernel void scale(__global uint *a, uint k) {\n"
         "  size_t i = get_global_id(0); a[i] = a[i] * k + SHIFT + 100u;\n"
@@ -96,8 +111,14 @@ int main(void)
     tap_ok(rc == 0 && p3 != p1 && st.origin == GS_PROG_BUILT && run_scale(d, p3, 5, 103),
            "same label and options but other source text is a different program");
     gs_prog_forget(d);
+    cl_uint refs = 0;
+    clGetKernelInfo(k4, CL_KERNEL_REFERENCE_COUNT, sizeof refs, &refs, NULL);
+    tap_ok(refs == 1, "gs_prog_forget releases the kernels kept with the programs (%u "
+           "reference(s) left of 2)", refs);
+    clReleaseKernel(k4);
     rc = gs_prog_get_text(d, NULL, "scale.cl", good_src, "-DSHIFT=3u", &p2, &st, &err);
     tap_ok(rc == 0 && st.origin == GS_PROG_BUILT, "after gs_prog_forget the program is built again");
+    tap_ok(!gs_prog_kernel_take(d, p2, "scale"), "a program built again keeps no kernel yet");
 
     /* A build failure carries the compiler log (which names our mistake). */
     const char *bad_src =
@@ -163,6 +184,17 @@ int main(void)
     rc = gs_prog_get(d, NULL, (const char *const[]){ "no_such_kernel", NULL }, "", &pb, &st, &err);
     tap_ok(rc == GS_ENOTFOUND && strstr(err.msg, "no_such_kernel"), "unknown kernel name: %s", err.msg);
 
+    /* Embedded sources are found again by name and options alone (no copy
+     * and hash of their text per request). */
+    const char *const keys_only[] = { "keys", NULL };
+    cl_program e1 = NULL, e2 = NULL, e3 = NULL, e4 = NULL, e5 = NULL;
+    rc = gs_prog_get(d, NULL, keys_only, "-DGS_TEST_PROG=1", &e1, &st, &err);
+    int o1 = st.origin;
+    rc |= gs_prog_get(d, NULL, keys_only, "-DGS_TEST_PROG=1", &e2, &st, &err);
+    tap_ok(rc == 0 && e1 && o1 == GS_PROG_BUILT && e2 == e1 && st.origin == GS_PROG_MEMORY,
+           "embedded keys.cl: built once, then the same program from memory: %s",
+           rc ? err.msg : "ok");
+
     /* Development directory overrides the embedded copies. */
     char dir[] = "/tmp/gsortd-kdir-XXXXXX";
     tap_ok(mkdtemp(dir) != NULL, "temp kernel dir");
@@ -199,7 +231,31 @@ int main(void)
     }
     rc = gs_kern_code_id(id_dir, &err);
     tap_ok(copied && rc == 0 && strcmp(id_dir, id_embedded) != 0, "an edited kernel changes the code id");
+    /* From a kernel dir the text is the key: every edit is a new program. */
+    char keys_path[300];
+    snprintf(keys_path, sizeof keys_path, "%s/keys.cl", dir);
+    const gs_kern_src *ks = NULL;
+    for (size_t i = 0; i < gs_kern_embedded_count; i++)
+        if (!strcmp(gs_kern_embedded[i].name, "keys"))
+            ks = &gs_kern_embedded[i];
+    int orig[2] = { -1, -1 };
+    for (int edit = 0; edit < 2 && ks; edit++) {
+        FILE *kf = fopen(keys_path, "w");
+        if (kf) {
+            fwrite(ks->text, 1, ks->len, kf);
+            fprintf(kf, "\n/* edit %d */\n", edit);
+            fclose(kf);
+        }
+        rc = gs_prog_get(d, NULL, keys_only, "-DGS_TEST_PROG=1", edit ? &e4 : &e3, &st, &err);
+        orig[edit] = rc ? -1 : st.origin;
+    }
+    tap_ok(ks && e3 && e4 && e3 != e1 && e4 != e3 && orig[0] == GS_PROG_BUILT &&
+           orig[1] == GS_PROG_BUILT, "keys.cl from a kernel dir, edited twice: two new "
+           "programs, not the embedded one");
     gs_kern_set_dir(NULL);
+    rc = gs_prog_get(d, NULL, keys_only, "-DGS_TEST_PROG=1", &e5, &st, &err);
+    tap_ok(rc == 0 && e5 == e1 && st.origin == GS_PROG_MEMORY,
+           "the kernel dir unset: the embedded program again, from memory");
     for (size_t i = 0; i < gs_kern_embedded_count; i++) {
         char kp[300];
         snprintf(kp, sizeof kp, "%s/%s.cl", dir, gs_kern_embedded[i].name);
