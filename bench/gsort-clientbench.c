@@ -8,11 +8,14 @@
  * host sort of the same keys. With --qsort it also times the libc qsort a
  * program would call instead, on the same keys in the same run, and prints
  * how many times faster each transport was (the demo's C client line);
- * --transport NAME times one transport only.
+ * --transport NAME times one transport only. "auto" is what a program
+ * gets by default from ordinary memory: the library sorts in its own
+ * process where it measured that faster (issue 36), and the row says
+ * where the timed calls went ("local" plan).
  *
  *   gsort-clientbench [-S SOCKET] [--dtype u32|u64] [--min-log2 A]
  *                     [--max-log2 B] [--reps R] [--algorithm NAME]
- *                     [--transport zero-copy|staged|inline] [--qsort]
+ *                     [--transport zero-copy|staged|inline|auto] [--qsort]
  */
 #include "config.h"
 
@@ -25,8 +28,11 @@
 #include "benchutil.h"
 #include "gsort.h"
 
-enum { WAY_BLOCK = 0, WAY_STAGED, WAY_INLINE, WAY_COUNT };
-static const char *const way_names[WAY_COUNT] = { "zero-copy", "staged", "inline" };
+enum { WAY_BLOCK = 0, WAY_STAGED, WAY_INLINE, WAY_AUTO, WAY_COUNT };
+static const char *const way_names[WAY_COUNT] = { "zero-copy", "staged", "inline", "auto" };
+/* Untimed calls before an "auto" row: the library times each route twice
+ * at a size before either wins (gsort_local.c), then settles. */
+#define AUTO_WARMUP 6
 
 static int cmp_u32(const void *a, const void *b)
 {
@@ -44,7 +50,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: gsort-clientbench [-S SOCKET] [--dtype u32|u64] [--min-log2 A] "
                "[--max-log2 B] [--reps R] [--algorithm NAME]\n"
-               "                         [--transport zero-copy|staged|inline] [--qsort]\n");
+               "                         [--transport zero-copy|staged|inline|auto] [--qsort]\n");
 }
 
 /* The command line. */
@@ -98,7 +104,8 @@ static int parse_args(int argc, char **argv, cb_opts *o, int *exit_code)
                 if (!strcmp(optarg, way_names[w]))
                     o->only = w;
             if (o->only < 0) {
-                fprintf(stderr, "gsort-clientbench: --transport zero-copy, staged or inline\n");
+                fprintf(stderr, "gsort-clientbench: --transport zero-copy, staged, inline or "
+                                "auto\n");
                 return stop(exit_code, 2);
             }
             break;
@@ -185,8 +192,8 @@ static int sort_once(gsort_conn *c, const cb_opts *o, const cb_size *z, int w,
     rq.dtype = o->wide ? GSORT_U64 : GSORT_U32;
     rq.n = z->n;
     rq.keys = keys;
-    /* the transports are measured: never sorted in this process */
-    rq.flags = (w == WAY_INLINE ? GSORT_INLINE : 0) | GSORT_NO_LOCAL;
+    /* the transports are measured: never sorted in this process, but by "auto" */
+    rq.flags = w == WAY_AUTO ? 0 : (w == WAY_INLINE ? GSORT_INLINE : 0) | GSORT_NO_LOCAL;
     rq.algorithm = o->algo;
     double t0 = gs_now_ms();
     if (gsort_run(c, &rq, res, &err) < 0) {
@@ -198,7 +205,7 @@ static int sort_once(gsort_conn *c, const cb_opts *o, const cb_size *z, int w,
         fprintf(stderr, "gsort-clientbench: 2^%d %s: WRONG ANSWER\n", z->lg, way_names[w]);
         return -1;
     }
-    if (res->zero_copy != (w != WAY_INLINE)) {
+    if (w != WAY_AUTO && res->zero_copy != (w != WAY_INLINE)) {
         fprintf(stderr, "gsort-clientbench: 2^%d %s: went %s\n", z->lg, way_names[w],
                 res->zero_copy ? "through shared memory" : "inline");
         return -1;
@@ -216,7 +223,7 @@ static int time_way(gsort_conn *c, const cb_opts *o, const cb_size *z, int w)
     memset(&res, 0, sizeof res);
     /* Rep -1 is a warm-up, not timed: the first request of a size or
      * transport may build a program or grow a staging buffer. */
-    for (int r = -1; r < o->reps && t && d; r++) {
+    for (int r = w == WAY_AUTO ? -AUTO_WARMUP : -1; r < o->reps && t && d; r++) {
         double ms;
         if (sort_once(c, o, z, w, &res, &ms) < 0) {
             rc = -1;
@@ -233,7 +240,7 @@ static int time_way(gsort_conn *c, const cb_opts *o, const cb_size *z, int w)
     }
     if (rc == 0) {
         double mt = bu_median(t, (size_t)o->reps), md = bu_median(d, (size_t)o->reps);
-        printf("2^%-4d %-10s %10.3f %10.3f %9.1f  %s/%s/%s", z->lg, way_names[w], mt, md,
+        printf("2^%-4d %-10s %10.4f %10.4f %9.1f  %s/%s/%s", z->lg, way_names[w], mt, md,
                (double)z->n / mt / 1e3, res.device < 0 ? "host" : res.device_name,
                res.algorithm, res.plan);
         if (z->qs_ms > 0)
@@ -256,7 +263,7 @@ static int run_size(gsort_conn *c, const cb_opts *o, int lg)
         if (o->only < 0 || w == o->only)
             rc = time_way(c, o, &z, w);
     if (!rc && z.qs_ms > 0)
-        printf("2^%-4d %-10s %10.3f %10s %9.1f  libc qsort in this process, same keys\n", lg,
+        printf("2^%-4d %-10s %10.4f %10s %9.1f  libc qsort in this process, same keys\n", lg,
                "qsort", z.qs_ms, "-", (double)z.n / z.qs_ms / 1e3);
     free_size(&z);
     return rc;
