@@ -30,19 +30,13 @@ void gs_clrun_use(gs_clrun *r, cl_command_queue q, int host_pinned)
     r->host_pinned = host_pinned;
 }
 
-/* The upload times, once the queue has finished (gs_clrun_settle). */
-static void settle_uploads(gs_clrun *r)
+void gs_clrun_settle(gs_clrun *r)
 {
     for (unsigned i = 0; i < r->nupev; i++) {
         r->upload_ms += gs_clrun_event_ms(r->upev[i]);
         clReleaseEvent(r->upev[i]);
     }
     r->nupev = 0;
-}
-
-void gs_clrun_settle(gs_clrun *r)
-{
-    settle_uploads(r);
 }
 
 /* ---- guarded buffers (test hook) ---- */
@@ -77,7 +71,7 @@ void gs_clrun_release(gs_clrun *r)
 {
     if (r->q)
         clFinish(r->q);   /* nothing of ours may still be in flight */
-    settle_uploads(r);
+    gs_clrun_settle(r);
     for (size_t i = 0; i < r->nkev; i++)
         clReleaseEvent(r->kev[i]);
     free(r->kev);
