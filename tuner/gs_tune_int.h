@@ -15,6 +15,7 @@
 #include "gs_db.h"
 #include "gs_dev.h"
 #include "gs_err.h"
+#include "gs_pin.h"
 #include "gs_prog.h"
 #include "gs_sort.h"
 
@@ -71,7 +72,11 @@ typedef struct gs_tune_input {
     size_t n, ks, vs;
     int dist;
     void *in_k, *in_v;      /* input (in_v: u32/u64 payloads only) */
-    void *wk, *wv;          /* what the algorithm sorts */
+    void *wk, *wv;          /* what the algorithm sorts: one mapping, registered with
+                               a GPU as a client's block is (pin) */
+    void *wblock;
+    size_t wlen;
+    gs_pin pin;
     uint64_t h1, h2;        /* multiset hash of the input keys */
     uint8_t *seen;          /* bitmap for the permutation check */
 } gs_tune_input;
@@ -92,6 +97,9 @@ typedef struct gs_tune_result {
     double warm_wall;       /* ms, the warm-up (includes any build) */
 } gs_tune_result;
 
+/* The budget the trials' inputs register with a GPU under (gs_pin.h);
+ * tests set any_device to register on PoCL too. */
+gs_pin_budget *gs_tune_pins(void);
 /* Warm-up, then `reps` timed runs (<= 0: 5) of `a` on `dev` (ignored by a
  * host algorithm); every output is checked. The verdict and the times go
  * into r. */

@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@
 #include "gs_grow.h"
 #include "gs_keys.h"
 #include "gs_log.h"
+#include "gs_pcopy.h"
 #include "gs_plans.h"
 #include "gs_time.h"
 #include "gs_tune.h"
@@ -66,6 +68,7 @@ typedef struct choice {
     int nt;
     double med, mn;
     int failed, pruned;
+    int checked;              /* runs whose output was checked for order */
     char why[200];
     char ran[32];             /* what ran, as routed */
     gs_params ran_params;
@@ -82,6 +85,7 @@ typedef struct actx {
     size_t len, voff;
     gs_pin pin;
     void *src_k, *src_v;      /* the input, copied in before every run */
+    gs_audit_times tm;        /* where the audit's time went */
 } actx;
 
 int gs_audit_shapes_check(const char *list, gs_err *err)
@@ -132,10 +136,84 @@ static void block_free(actx *A)
     A->src_k = A->src_v = NULL;
 }
 
+/* ---- work split over threads: one thread takes seconds over 2^28 keys,
+ * and a GPU's audit makes dozens of inputs and checks hundreds of
+ * outputs ---- */
+
+#define PAR_THREADS 8
+#define PAR_MIN_N ((size_t)1 << 20)
+
+typedef struct apart {
+    actx *A;
+    const shape *h;
+    const void *k;            /* the keys to check (order_part) */
+    size_t n, lo, hi;
+    int ok;
+} apart;
+
+/* fn over [0, t->n) in up to PAR_THREADS parts, each a copy of t with its
+ * lo and hi; a part whose thread cannot start runs on this one. 1 when
+ * every part left ok set. */
+static int in_parallel(const apart *t, void *(*fn)(void *))
+{
+    apart parts[PAR_THREADS];
+    pthread_t th[PAR_THREADS];
+    int started[PAR_THREADS] = { 0 };
+    size_t np = t->n >= PAR_MIN_N ? PAR_THREADS : 1;
+    for (size_t i = 0; i < np; i++) {
+        parts[i] = *t;
+        parts[i].lo = t->n * i / np;
+        parts[i].hi = t->n * (i + 1) / np;
+        parts[i].ok = 1;
+        if (i > 0)
+            started[i] = pthread_create(&th[i], NULL, fn, &parts[i]) == 0;
+    }
+    for (size_t i = 0; i < np; i++)
+        if (!started[i])
+            fn(&parts[i]);
+    int ok = 1;
+    for (size_t i = 0; i < np; i++) {
+        if (started[i])
+            pthread_join(th[i], NULL);
+        ok &= parts[i].ok;
+    }
+    return ok;
+}
+
+/* Input keys [lo, hi): splitmix64 of the index (floats: +-1e6), values
+ * their index. */
+static void *gen_part(void *arg)
+{
+    apart *p = arg;
+    actx *A = p->A;
+    size_t ks = gs_dtype_size(p->h->dt);
+    int fl = gs_keys_kind(p->h->dt) == GS_KIND_FLOAT;
+    uint64_t x0 = 0x9e3779b97f4a7c15u ^ ((uint64_t)p->n << 8) ^ (uint64_t)p->h->dt;
+    for (size_t i = p->lo; i < p->hi; i++) {
+        uint64_t z = x0 + (uint64_t)(i + 1) * 0x9e3779b97f4a7c15u;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+        z ^= z >> 31;
+        double f = (double)(z >> 11) * 0x1p-53 * 2e6 - 1e6;
+        if (ks == 8 && fl)
+            ((double *)A->src_k)[i] = f;
+        else if (ks == 8)
+            ((uint64_t *)A->src_k)[i] = z;
+        else if (fl)
+            ((float *)A->src_k)[i] = (float)f;
+        else
+            ((uint32_t *)A->src_k)[i] = (uint32_t)z;
+        if (A->src_v)
+            ((uint32_t *)A->src_v)[i] = (uint32_t)i;
+    }
+    return NULL;
+}
+
 /* A memfd block for n keys of shape h (a client's gsort_alloc block), and
  * the input: random keys, values their input index. */
 static int block_make(actx *A, const shape *h, size_t n, gs_err *err)
 {
+    double t0 = gs_now_s();
     size_t ks = gs_dtype_size(h->dt), vs = gs_payload_size(h->pl);
     size_t pg = (size_t)sysconf(_SC_PAGESIZE);
     A->voff = (n * ks + pg - 1) / pg * pg;
@@ -158,53 +236,51 @@ static int block_make(actx *A, const shape *h, size_t n, gs_err *err)
         block_free(A);
         return gs_err_set(err, GS_ENOMEM, "out of memory for the input of n = %zu", n);
     }
-    int fl = gs_keys_kind(h->dt) == GS_KIND_FLOAT;
-    uint64_t x = 0x9e3779b97f4a7c15u ^ ((uint64_t)n << 8) ^ (uint64_t)h->dt;
-    for (size_t i = 0; i < n; i++) {
-        x += 0x9e3779b97f4a7c15u;
-        uint64_t z = x;
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-        z ^= z >> 31;
-        double f = (double)(z >> 11) * 0x1p-53 * 2e6 - 1e6;   /* floats: +-1e6 */
-        if (ks == 8 && fl)
-            ((double *)A->src_k)[i] = f;
-        else if (ks == 8)
-            ((uint64_t *)A->src_k)[i] = z;
-        else if (fl)
-            ((float *)A->src_k)[i] = (float)f;
-        else
-            ((uint32_t *)A->src_k)[i] = (uint32_t)z;
-        if (A->src_v)
-            ((uint32_t *)A->src_v)[i] = (uint32_t)i;
-    }
+    apart tmpl = { .A = A, .h = h, .n = n };
+    in_parallel(&tmpl, gen_part);
+    A->tm.input_s += gs_now_s() - t0;
     return 0;
 }
 
-/* In order by the keys' own encoding (gs_keys.h), so any dtype is checked
- * the way the sort ordered it. */
+/* Keys [lo, hi) in order after their predecessors, by the keys' own
+ * encoding (gs_keys.h), so any dtype is checked the way the sort ordered
+ * it. */
+static void *order_part(void *arg)
+{
+    apart *p = arg;
+    const uint32_t *k32 = p->k;
+    const uint64_t *k64 = p->k;
+    gs_dtype dt = p->h->dt;
+    int wide = gs_dtype_size(dt) == 8;
+    for (size_t i = p->lo > 0 ? p->lo : 1; i < p->hi; i++)
+        if (wide ? gs_key64_encode(dt, 0, k64[i - 1]) > gs_key64_encode(dt, 0, k64[i])
+                 : gs_key32_encode(dt, 0, k32[i - 1]) > gs_key32_encode(dt, 0, k32[i])) {
+            p->ok = 0;
+            break;
+        }
+    return NULL;
+}
+
 static int sorted(const shape *h, const void *k, size_t n)
 {
-    const uint32_t *k32 = k;
-    const uint64_t *k64 = k;
-    int wide = gs_dtype_size(h->dt) == 8;
-    for (size_t i = 1; i < n; i++) {
-        int bad = wide ? gs_key64_encode(h->dt, 0, k64[i - 1]) > gs_key64_encode(h->dt, 0, k64[i])
-                       : gs_key32_encode(h->dt, 0, k32[i - 1]) > gs_key32_encode(h->dt, 0, k32[i]);
-        if (bad)
-            return 0;
-    }
-    return 1;
+    apart t = { .h = h, .k = k, .n = n };
+    return in_parallel(&t, order_part);
 }
 
 /* ---- one run ---- */
 
+/* A run's keys are checked for order the first time a choice runs at a
+ * point (its warm-up): later runs repeat the same sort of the same input,
+ * and a check costs more than a copy in. */
 static int run_once(actx *A, const shape *h, size_t n, choice *c, double *ms, gs_err *err)
 {
     size_t ks = gs_dtype_size(h->dt);
-    memcpy(A->base, A->src_k, n * ks);
+    double t0 = gs_now_s();
+    gs_pcopy(A->base, A->src_k, n * ks);
     if (A->src_v)
-        memcpy((char *)A->base + A->voff, A->src_v, n * 4);
+        gs_pcopy((char *)A->base + A->voff, A->src_v, n * 4);
+    double t1 = gs_now_s();
+    A->tm.copy_s += t1 - t0;
     gs_job j;
     memset(&j, 0, sizeof j);
     j.req = (gs_sort_req){ .dtype = h->dt, .payload = h->pl, .n = n, .keys = A->base,
@@ -228,15 +304,23 @@ static int run_once(actx *A, const shape *h, size_t n, choice *c, double *ms, gs
     gs_sched_submit(A->s, &j);
     while (!A->done)
         uv_run(&A->loop, UV_RUN_ONCE);
+    double t2 = gs_now_s();
+    A->tm.run_s += t2 - t1;
+    A->tm.runs++;
     if (j.rc < 0) {
         *err = j.err;
         return j.rc;
     }
     if (j.fallback[0])
         return gs_err_set(err, GS_EUNSUPPORTED, "fell back: %s", j.fallback);
-    if (!sorted(h, A->base, n))
-        return gs_err_set(err, GS_EINVAL, "%s: the keys came back out of order",
-                          j.algo ? j.algo->name : "?");
+    if (!c->checked) {
+        c->checked++;
+        int ok = sorted(h, A->base, n);
+        A->tm.check_s += gs_now_s() - t2;
+        if (!ok)
+            return gs_err_set(err, GS_EINVAL, "%s: the keys came back out of order",
+                              j.algo ? j.algo->name : "?");
+    }
     snprintf(c->ran, sizeof c->ran, "%s", j.algo ? j.algo->name : "?");
     c->ran_params = j.run_params;
     *ms = j.t_done - j.t_submit;
@@ -256,7 +340,11 @@ static void sample(actx *A, const shape *h, size_t n, choice *c, int keep)
     double ms = 0;
     gs_err e;
     gs_err_clear(&e);
-    if (run_once(A, h, n, c, &ms, &e) < 0) {
+    double r0 = A->tm.run_s;
+    int rc = run_once(A, h, n, c, &ms, &e);
+    if (!keep)
+        A->tm.warm_s += A->tm.run_s - r0;
+    if (rc < 0) {
         c->failed = 1;
         snprintf(c->why, sizeof c->why, "%.190s", e.msg);
         return;
@@ -600,7 +688,7 @@ static void point_fix(actx *A, gs_db *db, int64_t db_id, gs_plans **Pp, const sh
 
 /* The point's row of the audit table. */
 static void point_row(FILE *out, const shape *h, int b, const choice *cs, size_t nc,
-                      const point_res *pr)
+                      const point_res *pr, double secs)
 {
     const choice *plan = &cs[0], *unt = &cs[1];
     char others[600] = "";
@@ -621,10 +709,10 @@ static void point_row(FILE *out, const shape *h, int b, const choice *cs, size_t
         snprintf(pr1, sizeof pr1, "%.2f", pr->plan_untuned);
     if (pr->plan_best > 0)
         snprintf(pr2, sizeof pr2, "%.2f", pr->plan_best);
-    fprintf(out, "  %-8s 2^%-3d %-10s %10.4f  %-10s %10.4f  %12s %10s  %-7s  %s\n",
+    fprintf(out, "  %-8s 2^%-3d %-10s %10.4f  %-10s %10.4f  %12s %10s  %-7s %7.2f  %s\n",
             h->name, b, plan->failed ? "(failed)" : plan->algo->name, plan->med,
             usable(unt) ? unt->ran : "(failed)", unt->med, pr1, pr2,
-            !pr->losing ? "ok" : pr->fixed ? "FIXED" : "LOSES", others);
+            !pr->losing ? "ok" : pr->fixed ? "FIXED" : "LOSES", secs, others);
     fflush(out);
 }
 
@@ -647,6 +735,7 @@ static void audit_point(actx *A, gs_db *db, int64_t db_id, gs_plans **Pp, const 
     size_t nc = point_choices(A, *Pp, h, b, pe, gone, cs, pr);
     if (pr->same)
         return;
+    double t0 = gs_now_s();
     gs_err be;
     gs_err_clear(&be);
     if (block_make(A, h, n, &be) < 0) {
@@ -659,9 +748,9 @@ static void audit_point(actx *A, gs_db *db, int64_t db_id, gs_plans **Pp, const 
     pr->losing = point_loses(A, h, b, cs, nc, reps, pr, &alt);
     if (pr->losing)
         point_fix(A, db, db_id, Pp, h, b, &cs[0], alt, &cs[1], pr);
-    if (o->out)
-        point_row(o->out, h, b, cs, nc, pr);
     block_free(A);
+    if (o->out)
+        point_row(o->out, h, b, cs, nc, pr, gs_now_s() - t0);
 }
 
 /* One (shape, size) point to audit, and its bytes. */
@@ -724,9 +813,9 @@ int gs_audit_device(gs_sched *s, gs_db *db, int64_t db_id, const gs_audit_opts *
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
     uint64_t host = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : UINT64_C(1) << 32;
     if (o->out)
-        fprintf(o->out, "  %-8s %-5s %-10s %10s  %-10s %10s  %12s %10s  %-7s  %s\n", "shape", "n",
-                "plan", "ms", "untuned", "ms", "plan/untuned", "plan/best", "verdict",
-                "each algorithm at its tuned best, ms");
+        fprintf(o->out, "  %-8s %-5s %-10s %10s  %-10s %10s  %12s %10s  %-7s %7s  %s\n", "shape",
+                "n", "plan", "ms", "untuned", "ms", "plan/untuned", "plan/best", "verdict",
+                "s", "each algorithm at its tuned best, ms");
     /* The points: shape by shape, size by size; with a time budget the
      * cheapest first over all shapes, so that what the budget leaves out
      * is the largest sizes. */
@@ -784,6 +873,8 @@ int gs_audit_device(gs_sched *s, gs_db *db, int64_t db_id, const gs_audit_opts *
     free(pts);
     if (nratio)
         st->geo_untuned = exp(logsum / nratio);
+    st->times = A.tm;
+    st->times.total_s = gs_now_s() - t0;
     block_free(&A);
     gs_sched_sink_close(&A.sink);
     uv_run(&A.loop, UV_RUN_DEFAULT);
@@ -795,5 +886,10 @@ int gs_audit_device(gs_sched *s, gs_db *db, int64_t db_id, const gs_audit_opts *
                 "they run what the untuned daemon runs%s\n", st->points, st->geo_untuned,
                 st->worst_untuned, st->worst_best, st->losing, st->fixed, st->same,
                 st->unaudited ? "; some points not audited (time)" : "");
+    if (!rc && o->out)
+        fprintf(o->out, "  %.3f s: %u runs %.3f s (routing to done; warm-ups, with their "
+                "program builds, %.3f s), copies in %.3f s, order checks %.3f s, inputs %.3f s\n",
+                st->times.total_s, st->times.runs, st->times.run_s, st->times.warm_s,
+                st->times.copy_s, st->times.check_s, st->times.input_s);
     return rc;
 }

@@ -39,6 +39,15 @@ typedef struct gs_audit_opts {
     _Atomic int *cancel;      /* set: stop between runs (daemon shutdown) */
 } gs_audit_opts;
 
+/* Where an audit's time went (seconds): the runs (routing to done, the
+ * program builds of warm-ups included: warm_s), copying the input in before each,
+ * checking the output's order, making the inputs. */
+typedef struct gs_audit_times {
+    double total_s, run_s, copy_s, check_s, input_s;
+    double warm_s;            /* of run_s: each choice's first run at a point */
+    unsigned runs;
+} gs_audit_times;
+
 typedef struct gs_audit_stats {
     unsigned points;          /* (shape, size) points timed */
     unsigned losing;          /* where the plan lost after measuring again */
@@ -56,6 +65,7 @@ typedef struct gs_audit_stats {
                                  by u32's): not replaced, not in unfixable */
     char worst[200];          /* the worst plan / untuned point: shape, size, both
                                  routes' times, and why it stands when it does */
+    gs_audit_times times;
 } gs_audit_stats;
 
 /* The audit's time after `gsortd --tune-all --quick` on a CPU device
