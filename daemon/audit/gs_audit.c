@@ -498,6 +498,9 @@ static int fix_row(gs_db *db, int64_t db_id, int kb, gs_payload pl, int b, const
 
 typedef struct point_res {
     double plan_untuned, plan_best;   /* ratios; < 0: not known */
+    double after_untuned;     /* plan / untuned once a replaced row is the new plan's */
+    int unproven;             /* slower than the untuned route by more than the noise,
+                                 though not by the rank test: the baseline stands */
     int losing, fixed;
     int same;                 /* a predicted row that runs what the untuned route
                                  runs: not timed */
@@ -629,12 +632,25 @@ static int point_loses(actx *A, const shape *h, int b, choice *cs, size_t nc, in
         rounds(A, h, n, two, 2, reps);
         lose = faster(alt, plan);
     }
+    /* The acceptance rule's other half (the tuner's, gs_tune_beats): a row
+     * stands where it beats its baseline. A plan whose median is slower
+     * than the untuned route's by more than the noise has not shown that
+     * here, even where too few or too spread runs keep the rank test from
+     * calling it slower: the baseline, what the untuned route runs, is put
+     * back (with fix; said either way). */
+    if (!lose && !plan->failed && usable(plan) && usable(unt) && !same_run(A, plan, unt) &&
+        plan->med > (1 + GS_TUNE_NOISE) * unt->med) {
+        pr->unproven = 1;
+        lose = A->o->fix && h->own_rows;
+        alt = unt;
+    }
     if (usable(plan) && usable(unt)) {
         pr->plan_untuned = plan->med / unt->med;
         /* why a slower plan stands: the untuned route runs the same sort
          * (their difference is noise), or the timings did not show it
          * slower by the tuner's rule (GS_TUNE_NOISE and the rank test) */
         const char *why = lose ? "" : same_run(A, plan, unt) ? ": the same sort"
+                                    : pr->unproven ? ": not faster than its baseline"
                                     : ": not slower by the rank test";
         snprintf(pr->what, sizeof pr->what, "%s 2^%d: %s %.4f ms, untuned %s %.4f ms%s",
                  h->name, b, plan->algo->name, plan->med, unt->ran, unt->med,
@@ -677,13 +693,16 @@ static void point_fix(actx *A, gs_db *db, int64_t db_id, gs_plans **Pp, const sh
     params_text(&alt->ran_params, pt, sizeof pt);
     /* a row replaced, or one of a shape that borrows another's rows:
      * counted in the summary; a row of its own left losing: a warning */
-    gs_log(pr->fixed || !h->own_rows ? GS_LOG_INFO : GS_LOG_WARN,
-           "plan audit, device %d, %s n = 2^%d: the plan (%s, %.4f ms) loses to %s "
+    gs_log(pr->fixed || !h->own_rows || pr->unproven ? GS_LOG_INFO : GS_LOG_WARN,
+           "plan audit, device %d, %s n = 2^%d: the plan (%s, %.4f ms) %s %s "
             "(%s %s, %.4f ms)%s", o->device, h->name, b, plan->algo->name,
-            usable(plan) ? plan->med : -1.0, alt->label, alt->ran, pt, alt->med,
-            pr->fixed ? "; row replaced"
+            usable(plan) ? plan->med : -1.0,
+            pr->unproven ? "is not faster than its baseline, the" : "loses to", alt->label,
+            alt->ran, pt, alt->med,
+            pr->fixed ? (pr->unproven ? "; the baseline put back" : "; row replaced")
             : !h->own_rows ? " (this shape follows the u32 rows: not replaced)"
-            : o->fix ? "" : " (gsortd --audit-plan --fix replaces it)");
+            : o->fix ? "" : pr->unproven ? " (gsortd --audit-plan --fix puts the baseline back)"
+            : " (gsortd --audit-plan --fix replaces it)");
 }
 
 /* The point's row of the audit table. */
@@ -712,7 +731,8 @@ static void point_row(FILE *out, const shape *h, int b, const choice *cs, size_t
     fprintf(out, "  %-8s 2^%-3d %-10s %10.4f  %-10s %10.4f  %12s %10s  %-7s %7.2f  %s\n",
             h->name, b, plan->failed ? "(failed)" : plan->algo->name, plan->med,
             usable(unt) ? unt->ran : "(failed)", unt->med, pr1, pr2,
-            !pr->losing ? "ok" : pr->fixed ? "FIXED" : "LOSES", secs, others);
+            pr->fixed ? "FIXED" : pr->losing ? "LOSES" : pr->unproven ? "slower" : "ok", secs,
+            others);
     fflush(out);
 }
 
@@ -725,8 +745,8 @@ static void audit_point(actx *A, gs_db *db, int64_t db_id, gs_plans **Pp, const 
     size_t n = (size_t)1 << b;
     int kb = (int)gs_dtype_size(h->dt) * 8;
     int reps = o->reps > 0 ? (o->reps > MAX_REPS / 2 ? MAX_REPS / 2 : o->reps) : 5;
-    pr->plan_untuned = pr->plan_best = -1;
-    pr->losing = pr->fixed = pr->same = 0;
+    pr->plan_untuned = pr->plan_best = pr->after_untuned = -1;
+    pr->losing = pr->fixed = pr->same = pr->unproven = 0;
     pr->what[0] = '\0';
     const gs_plans_entry *pe = gs_plans_lookup(*Pp, kb, h->pl, 0, n);
     if (!pe)
@@ -746,8 +766,18 @@ static void audit_point(actx *A, gs_db *db, int64_t db_id, gs_plans **Pp, const 
     reps = time_choices(A, h, n, cs, nc, gone, reps);
     choice *alt = NULL;
     pr->losing = point_loses(A, h, b, cs, nc, reps, pr, &alt);
-    if (pr->losing)
+    if (pr->losing || pr->unproven)
         point_fix(A, db, db_id, Pp, h, b, &cs[0], alt, &cs[1], pr);
+    /* what the plan costs where it differs from the untuned daemon: a row
+     * that runs the same sort (from the start, or once its baseline is put
+     * back) is the untuned daemon, and 1 whatever the noise between runs */
+    const choice *now = pr->fixed ? alt : &cs[0];
+    if (pr->plan_untuned < 0)
+        pr->after_untuned = -1;
+    else if (now == &cs[1] || same_run(A, now, &cs[1]))
+        pr->after_untuned = 1.0;
+    else
+        pr->after_untuned = usable(now) ? now->med / cs[1].med : pr->plan_untuned;
     block_free(A);
     if (o->out)
         point_row(o->out, h, b, cs, nc, pr, gs_now_s() - t0);
@@ -839,7 +869,7 @@ int gs_audit_device(gs_sched *s, gs_db *db, int64_t db_id, const gs_audit_opts *
     }
     if (o->budget_s > 0 && npts > 1)
         qsort(pts, npts, sizeof *pts, cmp_cost);
-    double logsum = 0, t0 = gs_now_s();
+    double logsum = 0, logafter = 0, t0 = gs_now_s();
     unsigned nratio = 0;
     unsigned char gone[NSHAPES][64];
     memset(gone, 0, sizeof gone);
@@ -855,13 +885,20 @@ int gs_audit_device(gs_sched *s, gs_db *db, int64_t db_id, const gs_audit_opts *
         if (pr.plan_untuned < 0)
             continue;
         st->points++;
-        st->losing += (unsigned)pr.losing;
-        st->fixed += (unsigned)pr.fixed;
-        if (pr.losing && !pr.fixed && h->own_rows)
+        /* a plan not faster than its baseline is counted apart from one
+         * the rank test found slower */
+        st->losing += (unsigned)(pr.losing && !pr.unproven);
+        st->fixed += (unsigned)(pr.fixed && !pr.unproven);
+        st->unproven += (unsigned)pr.unproven;
+        st->reverted += (unsigned)(pr.unproven && pr.fixed);
+        if (pr.losing && !pr.fixed && h->own_rows && !pr.unproven)
             st->unfixable++;
         if (pr.losing && !h->own_rows)
             st->borrowed_losing++;
         logsum += log(pr.plan_untuned);
+        logafter += log(pr.after_untuned > 0 ? pr.after_untuned : pr.plan_untuned);
+        if (pr.after_untuned > st->worst_after)
+            st->worst_after = pr.after_untuned;
         nratio++;
         if (pr.plan_untuned > st->worst_untuned) {
             st->worst_untuned = pr.plan_untuned;
@@ -871,8 +908,10 @@ int gs_audit_device(gs_sched *s, gs_db *db, int64_t db_id, const gs_audit_opts *
             st->worst_best = pr.plan_best;
     }
     free(pts);
-    if (nratio)
+    if (nratio) {
         st->geo_untuned = exp(logsum / nratio);
+        st->geo_after = exp(logafter / nratio);
+    }
     st->times = A.tm;
     st->times.total_s = gs_now_s() - t0;
     block_free(&A);
@@ -882,10 +921,12 @@ int gs_audit_device(gs_sched *s, gs_db *db, int64_t db_id, const gs_audit_opts *
     gs_plans_free(P);
     if (!rc && o->out)
         fprintf(o->out, "  %u point(s); plan / untuned: geometric mean %.3f, worst %.3f; plan / "
-                "best forced: worst %.3f; %u losing (%u replaced); %u predicted row(s) not timed: "
-                "they run what the untuned daemon runs%s\n", st->points, st->geo_untuned,
-                st->worst_untuned, st->worst_best, st->losing, st->fixed, st->same,
-                st->unaudited ? "; some points not audited (time)" : "");
+                "best forced: worst %.3f; %u losing (%u replaced); %u not faster than their "
+                "baseline (%u put back); with the rows replaced, plan / untuned: geometric mean "
+                "%.3f, worst %.3f; %u predicted row(s) not timed: they run what the untuned daemon "
+                "runs%s\n", st->points, st->geo_untuned, st->worst_untuned, st->worst_best,
+                st->losing, st->fixed, st->unproven, st->reverted, st->geo_after,
+                st->worst_after, st->same, st->unaudited ? "; some points not audited (time)" : "");
     if (!rc && o->out)
         fprintf(o->out, "  %.3f s: %u runs %.3f s (routing to done; warm-ups, with their "
                 "program builds, %.3f s), copies in %.3f s, order checks %.3f s, inputs %.3f s\n",

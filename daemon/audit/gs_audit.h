@@ -56,6 +56,11 @@ typedef struct gs_audit_stats {
                                  asked, or the write failed); f32, which shares the
                                  u32 rows, is reported and not counted here */
     double geo_untuned;       /* geometric mean of plan / untuned (0: none) */
+    double geo_after, worst_after;  /* the same with each replaced row's new plan */
+    unsigned unproven;        /* plans slower than the untuned route by more than the
+                                 noise, not by the rank test: not faster than their
+                                 baseline (not in losing) */
+    unsigned reverted;        /* of those, rows given back their baseline (fix) */
     double worst_untuned;     /* the largest plan / untuned */
     double worst_best;        /* the largest plan / the best forced algorithm */
     unsigned same;            /* predicted rows not timed: they run what the untuned
