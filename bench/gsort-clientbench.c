@@ -11,11 +11,15 @@
  * --transport NAME times one transport only. "auto" is what a program
  * gets by default from ordinary memory: the library sorts in its own
  * process where it measured that faster (issue 36), and the row says
- * where the timed calls went ("local" plan).
+ * where the timed calls went ("local" plan). With --host it also times the
+ * library's default call against the project's host sort called in this
+ * process (gs_sort_run, one thread: what the library's local route runs,
+ * without the library), interleaved and in batches (time_host): what the
+ * library itself costs a call.
  *
  *   gsort-clientbench [-S SOCKET] [--dtype u32|u64] [--min-log2 A]
  *                     [--max-log2 B] [--reps R] [--algorithm NAME]
- *                     [--transport zero-copy|staged|inline|auto] [--qsort]
+ *                     [--transport zero-copy|staged|inline|auto] [--qsort] [--host]
  */
 #include "config.h"
 
@@ -26,6 +30,8 @@
 #include <string.h>
 
 #include "benchutil.h"
+#include "gs_algos.h"
+#include "gs_sort.h"
 #include "gsort.h"
 
 enum { WAY_BLOCK = 0, WAY_STAGED, WAY_INLINE, WAY_AUTO, WAY_COUNT };
@@ -50,7 +56,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: gsort-clientbench [-S SOCKET] [--dtype u32|u64] [--min-log2 A] "
                "[--max-log2 B] [--reps R] [--algorithm NAME]\n"
-               "                         [--transport zero-copy|staged|inline|auto] [--qsort]\n");
+               "                         [--transport zero-copy|staged|inline|auto] [--qsort] [--host]\n");
 }
 
 /* The command line. */
@@ -60,6 +66,7 @@ typedef struct cb_opts {
     int wide;                 /* u64 keys, else u32 */
     int only;                 /* the one transport timed, or -1 for all */
     int vs_qsort;
+    int vs_host;
 } cb_opts;
 
 /* Stops the command line: *exit_code becomes code. Returns -1. */
@@ -83,6 +90,7 @@ static int parse_args(int argc, char **argv, cb_opts *o, int *exit_code)
         { "algorithm", required_argument, NULL, 'A' },
         { "transport", required_argument, NULL, 'T' },
         { "qsort", no_argument, NULL, 'Q' },
+        { "host", no_argument, NULL, 'H' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -110,6 +118,7 @@ static int parse_args(int argc, char **argv, cb_opts *o, int *exit_code)
             }
             break;
         case 'Q': o->vs_qsort = 1; break;
+        case 'H': o->vs_host = 1; break;
         case 'h': usage(stdout); return stop(exit_code, 0);
         default: usage(stderr); return stop(exit_code, 2);
         }
@@ -129,7 +138,62 @@ typedef struct cb_size {
     size_t n, bytes;
     void *src, *ref, *plain, *block;
     double qs_ms;             /* libc qsort's median with --qsort, else -1 */
+    double host_ms, lib_ms;   /* with --host: the host sort's and the library's
+                                 (time_host), else -1 */
 } cb_size;
+
+/* The library against the project's host sort called in this process
+ * (gs_sort_run, one thread: what the library's local route runs, without
+ * the library): ROUNDS rounds, each timing a batch of calls of each (the
+ * input copied in before every call, the same for both), their order
+ * alternating; batches of about 2^16 keys, so that a call of 16 keys is
+ * timed over thousands and the clock's own cost drops out. The medians per
+ * call into z->lib_ms and z->host_ms. 0, or -1 (said). */
+#define ROUNDS 21
+static int time_host(gsort_conn *c, const cb_opts *o, cb_size *z)
+{
+    size_t ks = o->wide ? 8 : 4;
+    size_t batch = z->n >= 65536 ? 1 : 65536 / z->n;
+    double tl[ROUNDS], th[ROUNDS];
+    gs_params p;
+    gs_params_clear(&p);
+    gs_params_set(&p, "threads", 1);
+    gs_sort_req req = { .dtype = o->wide ? GS_DT_U64 : GS_DT_U32, .payload = GS_PL_NONE,
+                        .n = z->n, .keys = z->plain };
+    gsort_request rq;
+    gsort_request_init(&rq);
+    rq.dtype = o->wide ? GSORT_U64 : GSORT_U32;
+    rq.n = z->n;
+    rq.keys = z->plain;
+    for (int r = -1; r < ROUNDS; r++) {        /* round -1: a warm-up */
+        for (int w = 0; w < 2; w++) {
+            int lib = (r + w) % 2 != 0;
+            double t0 = gs_now_ms();
+            for (size_t b = 0; b < batch; b++) {
+                memcpy(z->plain, z->src, z->n * ks);
+                gs_err e;
+                gsort_error err;
+                if (lib ? gsort_run(c, &rq, NULL, &err) < 0
+                        : gs_sort_run(&gs_algo_host, NULL, &req, &p, NULL, &e) < 0) {
+                    fprintf(stderr, "gsort-clientbench: 2^%d %s: %s\n", z->lg,
+                            lib ? "library" : "host sort", lib ? err.message : e.msg);
+                    return -1;
+                }
+            }
+            double t = (gs_now_ms() - t0) / (double)batch;
+            if (r >= 0)
+                *(lib ? &tl[r] : &th[r]) = t;
+            if (memcmp(z->plain, z->ref, z->n * ks) != 0) {
+                fprintf(stderr, "gsort-clientbench: 2^%d %s: WRONG ANSWER\n", z->lg,
+                        lib ? "library" : "host sort");
+                return -1;
+            }
+        }
+    }
+    z->lib_ms = bu_median(tl, ROUNDS);
+    z->host_ms = bu_median(th, ROUNDS);
+    return 0;
+}
 
 /* The keys of 2^lg (random, from a seed of the size) and the reference
  * answer, with --qsort timed as what a program would spend without the
@@ -138,7 +202,7 @@ static int make_size(const cb_opts *o, int lg, cb_size *z)
 {
     size_t ks = o->wide ? 8 : 4;
     gsort_error err;
-    *z = (cb_size){ .lg = lg, .n = (size_t)1 << lg, .qs_ms = -1 };
+    *z = (cb_size){ .lg = lg, .n = (size_t)1 << lg, .qs_ms = -1, .host_ms = -1, .lib_ms = -1 };
     z->bytes = z->n * ks;
     z->src = malloc(z->bytes);
     z->ref = malloc(z->bytes);
@@ -240,7 +304,7 @@ static int time_way(gsort_conn *c, const cb_opts *o, const cb_size *z, int w)
     }
     if (rc == 0) {
         double mt = bu_median(t, (size_t)o->reps), md = bu_median(d, (size_t)o->reps);
-        printf("2^%-4d %-10s %10.4f %10.4f %9.1f  %s/%s/%s", z->lg, way_names[w], mt, md,
+        printf("2^%-4d %-10s %10.5f %10.4f %9.1f  %s/%s/%s", z->lg, way_names[w], mt, md,
                (double)z->n / mt / 1e3, res.device < 0 ? "host" : res.device_name,
                res.algorithm, res.plan);
         if (z->qs_ms > 0)
@@ -263,8 +327,12 @@ static int run_size(gsort_conn *c, const cb_opts *o, int lg)
         if (o->only < 0 || w == o->only)
             rc = time_way(c, o, &z, w);
     if (!rc && z.qs_ms > 0)
-        printf("2^%-4d %-10s %10.4f %10s %9.1f  libc qsort in this process, same keys\n", lg,
+        printf("2^%-4d %-10s %10.5f %10s %9.1f  libc qsort in this process, same keys\n", lg,
                "qsort", z.qs_ms, "-", (double)z.n / z.qs_ms / 1e3);
+    if (!rc && o->vs_host && (rc = time_host(c, o, &z)) == 0)
+        printf("2^%-4d %-10s %10.6f %10s %9.1f  the library, batched, / the host sort in this "
+               "process (%.6f ms): %.2fx\n", lg, "lib/host", z.lib_ms, "-",
+               (double)z.n / z.lib_ms / 1e3, z.host_ms, z.lib_ms / z.host_ms);
     free_size(&z);
     return rc;
 }

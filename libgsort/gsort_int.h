@@ -55,12 +55,15 @@ int lgs_router_choose(lgs_router *r, unsigned shape, size_t n);
 /* A call's time as the caller saw it, for the route it took (local 1:
  * in process). 0, or GSORT_ENOMEM when it could not be remembered. */
 int lgs_router_record(lgs_router *r, unsigned shape, size_t n, int local, double ms);
+/* Whether n keys are sorted here whatever was measured (fewer than a round
+ * trip's worth): the router neither asks nor records their times. */
+int lgs_router_local_only(size_t n);
 /* For tests: the averages (ms per key, -1: not measured) of n's bucket. */
 int lgs_router_get(const lgs_router *r, unsigned shape, size_t n, double *loc, double *dae);
 
 /* gsort_inproc.c: sort req in this process with the daemon's host sort,
  * exactly as the daemon would. 0 or a GS_E* code; on failure the arrays
  * are as they were (only memory can run out). */
-int lgs_inproc_sort(const gs_sort_req *req, gs_err *err);
+int lgs_inproc_sort(const gs_sort_req *req, double *ms, gs_err *err);
 
 #endif

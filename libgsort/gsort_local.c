@@ -85,6 +85,11 @@ static int measured(const lgs_times *v)
     return v->loc >= 0 && v->dae >= 0;
 }
 
+int lgs_router_local_only(size_t n)
+{
+    return n < LOCAL_ALWAYS_BELOW;
+}
+
 int lgs_router_choose(lgs_router *r, unsigned shape, size_t n)
 {
     if (n < LOCAL_ALWAYS_BELOW)

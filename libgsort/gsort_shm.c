@@ -9,6 +9,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,11 @@ typedef struct block {
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static block *g_blocks;     /* sorted by base */
 static size_t g_n, g_cap;
+/* g_n, read without the lock by the check every sort call makes
+ * (lgs_block_overrun): a program that never called gsort_alloc takes no
+ * lock per call. A block's pointer reaches a caller only after it is
+ * counted here, so a call with one in hand sees it counted. */
+static _Atomic size_t g_live;
 
 /* Index of the last block whose base is <= a, or g_n when there is none.
  * Called with the lock held. */
@@ -76,6 +82,8 @@ int lgs_block_overrun(const void *p, size_t bytes, size_t *off, size_t *size)
 {
     uintptr_t a = (uintptr_t)p;
     int over = 0;
+    if (!atomic_load_explicit(&g_live, memory_order_acquire))
+        return 0;
     pthread_mutex_lock(&g_lock);
     size_t i = find_at_or_below(a);
     if (i < g_n && a - g_blocks[i].base < g_blocks[i].size &&
@@ -99,6 +107,7 @@ static int registry_add(const block *b)
         memmove(g_blocks + i + 1, g_blocks + i, (g_n - i) * sizeof *g_blocks);
         g_blocks[i] = *b;
         g_n++;
+        atomic_store_explicit(&g_live, g_n, memory_order_release);
     }
     pthread_mutex_unlock(&g_lock);
     return rc;
@@ -169,6 +178,7 @@ void gsort_free(void *ptr)
         b = g_blocks[i];
         memmove(g_blocks + i, g_blocks + i + 1, (g_n - i - 1) * sizeof *g_blocks);
         g_n--;
+        atomic_store_explicit(&g_live, g_n, memory_order_release);
         found = 1;
     }
     pthread_mutex_unlock(&g_lock);

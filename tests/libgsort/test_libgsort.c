@@ -1594,6 +1594,14 @@ static void test_local(const dmn *d)
     rc = gsort_run(c, &rq, &res, &err);
     tap_ok(rc == 0 && !strcmp(res.plan, "local") && u32_sorted(k, 64),
            "algorithm \"auto\" at n = 64 may sort locally: %s", plan_of(rc, &res));
+    /* under 256 keys the call is not timed apart from its sort; every other
+     * field as cleared (the result was a daemon's reply before) */
+    tap_ok(rc == 0 && res.total_ms == res.sort_ms && res.sort_ms >= 0 && res.device == -1 &&
+           !strcmp(res.algorithm, "host") && res.params[0] == '\0' &&
+           res.device_name[0] == '\0' && res.fallback[0] == '\0' && res.daemon_ms == 0 &&
+           res.queue_ms == 0 && res.zero_copy == 0,
+           "a local result: total_ms is the sort's (%.6f, %.6f ms), nothing of an earlier reply "
+           "left", res.total_ms, res.sort_ms);
 
     /* A gsort_alloc block is sorted where it lies, here too. */
     uint32_t *blk = gsort_alloc(200 * sizeof *blk, NULL);
