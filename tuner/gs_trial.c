@@ -9,6 +9,7 @@
 #include "config.h"
 #include "gs_tune_int.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,11 +29,23 @@ const char *const gs_tune_dist_names[GS_TUNE_DIST_COUNT] = { "random", "sorted",
                                                               "few16" };
 
 /* The trials' registrations with a GPU (gs_pin.h): one per input whose
- * device algorithm ran, capped by nothing but the driver. */
-static gs_pin_budget tune_pins = { .cap = UINT64_MAX };
+ * device algorithm ran, at most a quarter of the machine's memory pinned
+ * at once (a tune in the daemon's background shares the machine with the
+ * clients' blocks); an input past the cap is copied the pageable way, as
+ * a client's block past max_pinned_bytes is. */
+static gs_pin_budget tune_pins;
+static pthread_once_t tune_pins_once = PTHREAD_ONCE_INIT;
+
+static void tune_pins_init(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    atomic_store(&tune_pins.cap, pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz / 4
+                                                      : UINT64_C(1) << 32);
+}
 
 gs_pin_budget *gs_tune_pins(void)
 {
+    pthread_once(&tune_pins_once, tune_pins_init);
     return &tune_pins;
 }
 
@@ -96,7 +109,7 @@ int gs_tune_input_make(gs_tune_input *t, gs_dtype dt, gs_payload pl, size_t n, i
     if (m != MAP_FAILED) {
         t->wblock = t->wk = m;
         t->wv = t->vs ? (char *)m + voff : NULL;
-        gs_pin_init(&t->pin, m, t->wlen, &tune_pins);
+        gs_pin_init(&t->pin, m, t->wlen, gs_tune_pins());
     }
     if (!t->in_k || !t->wk || !t->seen || (t->vs && !t->wv) ||
         ((pl == GS_PL_U32 || pl == GS_PL_U64) && !t->in_v)) {

@@ -1111,6 +1111,19 @@ static void test_trial_pinned(gs_dev *dev)
            r.valid ? "valid" : r.reason);
     gs_tune_input_free(&in);
     tap_ok(atomic_load(&b->used) == 0, "freeing the input releases the registration");
+    /* past the cap (a quarter of the machine's memory; here a page): the
+     * pageable way, and the trial as good */
+    uint64_t cap = atomic_load(&b->cap);
+    tap_ok(cap > 0, "the trials' registration cap is set (%llu bytes)", (unsigned long long)cap);
+    atomic_store(&b->cap, 4096);
+    if (gs_tune_input_make(&in, GS_DT_U32, GS_PL_U32, n, GS_TUNE_DIST_RANDOM, &err))
+        tap_bail("input: %s", err.msg);
+    gs_tune_trial_run(dev, NULL, 3, rx, &in, &p, &r);
+    tap_ok(r.valid && in.pin.state[dev->index] == GS_PIN_REFUSED && atomic_load(&b->used) == 0,
+           "an input past the cap is not registered, and its trial is valid (%s)",
+           r.valid ? "valid" : r.reason);
+    gs_tune_input_free(&in);
+    atomic_store(&b->cap, cap);
     b->any_device = 0;
 }
 
