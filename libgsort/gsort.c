@@ -271,8 +271,6 @@ static void fill_result(gsort_result *res, const gs_client_result *r, int zero_c
     res->total_ms = gs_now_ms() - t0;
 }
 
-/* What a sort in this process reports (include/gsort.h): the host sort,
- * plan "local", no daemon time. */
 /* Every field empty or 0, the device -1. Field by field: the strings
  * are over a kilobyte, and clearing them whole took a tenth of a call
  * that sorts 16 keys here. */
@@ -286,6 +284,8 @@ static void result_clear(gsort_result *res)
     res->daemon_ms = res->total_ms = 0;
 }
 
+/* What a sort in this process reports (include/gsort.h): the host sort,
+ * plan "local", no daemon time. */
 static void fill_local(gsort_result *res, double sort_ms, double t0)
 {
     res->device = -1;

@@ -53,9 +53,9 @@ void gs_tune_input_free(gs_tune_input *t)
 {
     free(t->in_k);
     free(t->in_v);
-    if (t->wblock) {
+    if (t->wk) {
         gs_pin_release(&t->pin);
-        munmap(t->wblock, t->wlen);
+        munmap(t->wk, t->wlen);
     }
     free(t->seen);
     memset(t, 0, sizeof *t);
@@ -107,7 +107,7 @@ int gs_tune_input_make(gs_tune_input *t, gs_dtype dt, gs_payload pl, size_t n, i
     t->wlen = voff + (t->vs ? (n * t->vs + pg - 1) / pg * pg : 0);
     void *m = mmap(NULL, t->wlen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m != MAP_FAILED) {
-        t->wblock = t->wk = m;
+        t->wk = m;
         t->wv = t->vs ? (char *)m + voff : NULL;
         gs_pin_init(&t->pin, m, t->wlen, gs_tune_pins());
     }
@@ -253,7 +253,7 @@ void gs_tune_trial_run(gs_dev *device, gs_pcache *pc, int reps, const gs_algo *a
     gs_sort_ctx ctx = { .dev = dev, .pc = pc };
     /* a GPU copies from registered memory as it does from a client's
      * block; a CPU device is never registered (gs_pin.h) */
-    if (dev && in->wblock)
+    if (dev && in->wk)
         ctx.host_pinned = gs_pin_ensure(&in->pin, dev) == GS_PIN_PINNED;
     gs_err e;
     gs_err_clear(&e);

@@ -72,9 +72,9 @@ typedef struct gs_tune_input {
     size_t n, ks, vs;
     int dist;
     void *in_k, *in_v;      /* input (in_v: u32/u64 payloads only) */
-    void *wk, *wv;          /* what the algorithm sorts: one mapping, registered with
-                               a GPU as a client's block is (pin) */
-    void *wblock;
+    void *wk, *wv;          /* what the algorithm sorts: one mapping of wlen bytes
+                               from wk, registered with a GPU as a client's block is
+                               (pin) */
     size_t wlen;
     gs_pin pin;
     uint64_t h1, h2;        /* multiset hash of the input keys */

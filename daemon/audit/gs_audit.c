@@ -15,7 +15,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <pthread.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +22,7 @@
 #include <unistd.h>
 
 #include "gs_grow.h"
+#include "gs_hostpool.h"
 #include "gs_keys.h"
 #include "gs_log.h"
 #include "gs_pcopy.h"
@@ -136,11 +136,11 @@ static void block_free(actx *A)
     A->src_k = A->src_v = NULL;
 }
 
-/* ---- work split over threads: one thread takes seconds over 2^28 keys,
- * and a GPU's audit makes dozens of inputs and checks hundreds of
- * outputs ---- */
+/* ---- work split over the host pool's helpers (gs_hostpool.h): one
+ * thread takes seconds over 2^28 keys, and a GPU's audit makes dozens of
+ * inputs and checks hundreds of outputs ---- */
 
-#define PAR_THREADS 8
+#define PAR_PARTS 8
 #define PAR_MIN_N ((size_t)1 << 20)
 
 typedef struct apart {
@@ -151,40 +151,46 @@ typedef struct apart {
     int ok;
 } apart;
 
-/* fn over [0, t->n) in up to PAR_THREADS parts, each a copy of t with its
- * lo and hi; a part whose thread cannot start runs on this one. 1 when
- * every part left ok set. */
-static int in_parallel(const apart *t, void *(*fn)(void *))
+typedef struct ajob {
+    apart *parts;
+    void (*fn)(apart *);
+} ajob;
+
+static void part_task(void *arg, size_t i, unsigned worker)
 {
-    apart parts[PAR_THREADS];
-    pthread_t th[PAR_THREADS];
-    int started[PAR_THREADS] = { 0 };
-    size_t np = t->n >= PAR_MIN_N ? PAR_THREADS : 1;
+    (void)worker;
+    ajob *j = arg;
+    j->fn(&j->parts[i]);
+}
+
+/* fn over [0, t->n) in up to PAR_PARTS parts, each a copy of t with its
+ * lo and hi, on a team of the pool's idle helpers (none: this thread
+ * alone). 1 when every part left ok set. */
+static int in_parallel(const apart *t, void (*fn)(apart *))
+{
+    apart parts[PAR_PARTS];
+    size_t np = t->n >= PAR_MIN_N ? PAR_PARTS : 1;
     for (size_t i = 0; i < np; i++) {
         parts[i] = *t;
         parts[i].lo = t->n * i / np;
         parts[i].hi = t->n * (i + 1) / np;
         parts[i].ok = 1;
-        if (i > 0)
-            started[i] = pthread_create(&th[i], NULL, fn, &parts[i]) == 0;
     }
-    for (size_t i = 0; i < np; i++)
-        if (!started[i])
-            fn(&parts[i]);
+    ajob job = { parts, fn };
+    gs_hostpool_team team;
+    gs_hostpool_join(&team, (unsigned)(np - 1));
+    gs_hostpool_for(&team, np, part_task, &job);
+    gs_hostpool_leave(&team);
     int ok = 1;
-    for (size_t i = 0; i < np; i++) {
-        if (started[i])
-            pthread_join(th[i], NULL);
+    for (size_t i = 0; i < np; i++)
         ok &= parts[i].ok;
-    }
     return ok;
 }
 
 /* Input keys [lo, hi): splitmix64 of the index (floats: +-1e6), values
  * their index. */
-static void *gen_part(void *arg)
+static void gen_part(apart *p)
 {
-    apart *p = arg;
     actx *A = p->A;
     size_t ks = gs_dtype_size(p->h->dt);
     int fl = gs_keys_kind(p->h->dt) == GS_KIND_FLOAT;
@@ -206,7 +212,6 @@ static void *gen_part(void *arg)
         if (A->src_v)
             ((uint32_t *)A->src_v)[i] = (uint32_t)i;
     }
-    return NULL;
 }
 
 /* A memfd block for n keys of shape h (a client's gsort_alloc block), and
@@ -245,9 +250,8 @@ static int block_make(actx *A, const shape *h, size_t n, gs_err *err)
 /* Keys [lo, hi) in order after their predecessors, by the keys' own
  * encoding (gs_keys.h), so any dtype is checked the way the sort ordered
  * it. */
-static void *order_part(void *arg)
+static void order_part(apart *p)
 {
-    apart *p = arg;
     const uint32_t *k32 = p->k;
     const uint64_t *k64 = p->k;
     gs_dtype dt = p->h->dt;
@@ -258,7 +262,6 @@ static void *order_part(void *arg)
             p->ok = 0;
             break;
         }
-    return NULL;
 }
 
 static int sorted(const shape *h, const void *k, size_t n)
