@@ -56,7 +56,8 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: gsort-clientbench [-S SOCKET] [--dtype u32|u64] [--min-log2 A] "
                "[--max-log2 B] [--reps R] [--algorithm NAME]\n"
-               "                         [--transport zero-copy|staged|inline|auto] [--qsort] [--host]\n");
+               "                         [--transport zero-copy|staged|inline|auto] [--qsort] "
+               "[--host]\n");
 }
 
 /* The command line. */

@@ -142,11 +142,11 @@ int gs_audit_main(const gs_audit_args *a)
             printf("Plan audit, device %zu: %u point(s) in %.1f s (%u runs %.1f s, warm-ups "
                    "%.1f s of it; copies, checks and inputs %.1f s), end to end through the "
                    "daemon; plan / untuned %.2f (geometric mean), worst %.2f%s%s%s; %u "
-                   "row(s) replaced, %u given back their baseline (then %.2f, worst %.2f)%s", d, st.points, gs_now_s() - t0, st.times.runs,
-                   st.times.run_s, st.times.warm_s, st.times.copy_s + st.times.check_s + st.times.input_s,
-                   st.geo_untuned,
-                   st.worst_untuned, st.worst[0] ? " (" : "", st.worst, st.worst[0] ? ")" : "",
-                   st.fixed, st.reverted, st.geo_after, st.worst_after,
+                   "row(s) replaced, %u given back their baseline (then %.2f, worst %.2f)%s",
+                   d, st.points, gs_now_s() - t0, st.times.runs, st.times.run_s,
+                   st.times.warm_s, st.times.copy_s + st.times.check_s + st.times.input_s,
+                   st.geo_untuned, st.worst_untuned, st.worst[0] ? " (" : "", st.worst,
+                   st.worst[0] ? ")" : "", st.fixed, st.reverted, st.geo_after, st.worst_after,
                    st.unfixable ? ", SOME STILL LOSE" : "");
             if (st.borrowed_losing)
                 printf("; %u f32 point(s) lose on the u32 rows they share", st.borrowed_losing);
