@@ -30,7 +30,9 @@ unsigned gs_conf_inline_max(const gs_conf *c)
     if (c->inline_sort_max != GS_CONF_INLINE_AUTO)
         return c->inline_sort_max;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    return (cpus > 0 && cpus <= 2) || gs_conf_io_threads(c) >= 4 ? 2048 : 0;
+    if (cpus > 0 && cpus <= 2)
+        return 2048;
+    return gs_conf_io_threads(c) >= 4 ? 16384 : 0;
 }
 
 unsigned gs_conf_io_threads(const gs_conf *c)

@@ -116,11 +116,13 @@ uint64_t gs_conf_mapped_client_cap(const gs_conf *c);
 /* inline_sort_max = auto */
 #define GS_CONF_INLINE_AUTO UINT_MAX
 /* What inline_sort_max means on this machine: auto is 2048 keys with at
- * most 2 CPUs or at least 4 I/O loops (sorting on the loop thread saves a
+ * most 2 CPUs (one loop: above that, 16 clients' p99 grew 4-6x), else
+ * 16384 with at least 4 I/O loops (sorting on the loop thread saves a
  * hand-off that costs more than the sort; measured 1.7x the requests/s on
- * 2 cores, 1.7x with 8 loops on 16 cores), else 0 (with one or two loops
- * and cores to spare, the loop threads are the bottleneck: 1.6-1.9x
- * handing every sort to the host workers). */
+ * 2 cores, 1.7x with 8 loops on 16 cores; one client's 2^12..2^14-key
+ * host sorts in 0.5-0.7x the time handed off, H100 host), else 0 (with
+ * one or two loops and cores to spare, the loop threads are the
+ * bottleneck: 1.6-1.9x handing every sort to the host workers). */
 unsigned gs_conf_inline_max(const gs_conf *c);
 
 /* How many event loops serve clients: io_threads, or for auto one per 2

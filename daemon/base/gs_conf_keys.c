@@ -307,7 +307,8 @@ static const conf_key keys[] = {
       .expected = "a whole number from 0 (no per-user cap) to 65536" },
     { .name = "inline_sort_max", .type = KT_UINT, .flags = F_LIVE | F_AUTO, AT(inline_sort_max),
       .def = "auto", .autov = GS_CONF_INLINE_AUTO, .lo = 0, .hi = 65536,
-      .expected = "auto (2048 with at most 2 CPUs or at least 4 I/O loops, else 0), or a whole "
+      .expected = "auto (2048 with at most 2 CPUs, else 16384 with at least 4 I/O loops, else 0), "
+                  "or a whole "
                   "number of keys from 0 (never) to 65536" },
     { .name = "max_header_bytes", .type = KT_SIZE, .flags = F_LIVE, AT(max_header_bytes),
       .def = "64K", .lo = 256, .hi = 16u << 20, .expected = "a size from 256 to 16M, e.g. 64K" },

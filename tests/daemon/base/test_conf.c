@@ -578,7 +578,7 @@ static void test_keys(void)
         unsigned with4 = gs_conf_inline_max(&io);
         gs_conf_set(&io, "io_threads", "2", NULL);
         unsigned with2 = gs_conf_inline_max(&io);
-        tap_ok(with4 == 2048 && with2 == (cpus <= 2 ? 2048u : 0u),
+        tap_ok(with4 == (cpus <= 2 ? 2048u : 16384u) && with2 == (cpus <= 2 ? 2048u : 0u),
                "inline_sort_max auto: %u keys with 5 I/O loops, %u with 2", with4, with2);
     }
     set_good("devices", "all");
@@ -613,14 +613,14 @@ static void test_keys(void)
         gs_conf dc;
         gs_conf_defaults(&dc);
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        unsigned want = (cpus > 0 && cpus <= 2) || gs_conf_io_threads(&dc) >= 4 ? 2048 : 0;
+        unsigned want = cpus > 0 && cpus <= 2 ? 2048 : gs_conf_io_threads(&dc) >= 4 ? 16384 : 0;
         tap_ok(dc.inline_sort_max == GS_CONF_INLINE_AUTO && gs_conf_inline_max(&dc) == want,
                "inline_sort_max defaults to auto: %u keys on this %ld-CPU machine", want, cpus);
         gs_conf_set(&dc, "inline_sort_max", "100", &e);
         tap_ok(gs_conf_inline_max(&dc) == 100, "a number set is what it means");
     }
     set_bad("inline_sort_max", "65537", "0 (never) to 65536");
-    set_bad("inline_sort_max", "sometimes", "auto (2048 with at most 2 CPUs");
+    set_bad("inline_sort_max", "sometimes", "auto (2048 with at most 2 CPUs, else 16384");
     set_bad("inline_sort_max", "-1", "0 (never) to 65536");
     set_bad("inline_sort_max", "2k", "0 (never) to 65536");
     set_bad("tune_missing", "maybe", "auto, or yes/no");
