@@ -67,7 +67,8 @@ typedef struct gs_audit_stats {
                                  route runs */
     unsigned unaudited;       /* points left when budget_s ran out */
     unsigned borrowed_losing; /* losing points of a shape served by another's rows (f32
-                                 by u32's): not replaced, not in unfixable */
+                                 by u32's) left losing: not in unfixable (with fix, the
+                                 row is replaced only where its owner loses nothing) */
     char worst[200];          /* the worst plan / untuned point: shape, size, both
                                  routes' times, and why it stands when it does */
     gs_audit_times times;
