@@ -76,11 +76,11 @@ static uint64_t enc(gs_dtype t, int desc, uint64_t bits)
 static int validate(const gs_sort_req *r, const void *in_keys, const void *in_vals, char *why,
                     size_t wl)
 {
-    size_t ks = gs_dtype_size(r->dtype), vs = gs_payload_size(r->payload);
+    size_t ks = gs_dtype_size(r->shape.dtype), vs = gs_payload_size(r->shape.payload);
     uint64_t s0 = 0, x0 = 0, s1 = 0, x1 = 0, prev = 0;
     for (size_t i = 0; i < r->n; i++) {
-        uint64_t a = enc(r->dtype, r->descending, ld(ks, in_keys, i));
-        uint64_t b = enc(r->dtype, r->descending, ld(ks, r->keys, i));
+        uint64_t a = enc(r->shape.dtype, r->shape.descending, ld(ks, in_keys, i));
+        uint64_t b = enc(r->shape.dtype, r->shape.descending, ld(ks, r->keys, i));
         s0 += a;
         x0 ^= a;
         s1 += b;
@@ -95,7 +95,7 @@ static int validate(const gs_sort_req *r, const void *in_keys, const void *in_va
         snprintf(why, wl, "key checksum changed");
         return 0;
     }
-    if (r->payload == GS_PL_U32 || r->payload == GS_PL_U64) {
+    if (r->shape.payload == GS_PL_U32 || r->shape.payload == GS_PL_U64) {
         uint64_t a = 0, b = 0;
         for (size_t i = 0; i < r->n; i++) {
             a += ld(vs, in_vals, i);
@@ -105,11 +105,11 @@ static int validate(const gs_sort_req *r, const void *in_keys, const void *in_va
             snprintf(why, wl, "value checksum changed");
             return 0;
         }
-    } else if (r->payload == GS_PL_IDX32 || r->payload == GS_PL_IDX64) {
+    } else if (r->shape.payload == GS_PL_IDX32 || r->shape.payload == GS_PL_IDX64) {
         for (size_t i = 0; i < r->n; i++) {
             uint64_t j = ld(vs, r->values, i);
-            if (j >= r->n || enc(r->dtype, r->descending, ld(ks, in_keys, j)) !=
-                                 enc(r->dtype, r->descending, ld(ks, r->keys, i))) {
+            if (j >= r->n || enc(r->shape.dtype, r->shape.descending, ld(ks, in_keys, j)) !=
+                                 enc(r->shape.dtype, r->shape.descending, ld(ks, r->keys, i))) {
                 snprintf(why, wl, "index %zu -> %" PRIu64 " does not hold that key", i, j);
                 return 0;
             }
@@ -339,8 +339,10 @@ static int make_sets(bench *b)
 static int size_fits(const bench *b, int lg)
 {
     const bopts *o = &b->o;
-    gs_sort_req probe = { .dtype = o->dtype, .payload = o->payload, .descending = o->desc,
-                          .n = (size_t)1 << lg };
+    gs_sort_req probe = {
+        .shape = { .dtype = o->dtype, .payload = o->payload, .descending = o->desc },
+        .n = (size_t)1 << lg
+    };
     for (int s = 0; s < b->nsets; s++) {
         gs_err err;
         gs_err_clear(&err);
@@ -400,8 +402,13 @@ static void time_set(bench *b, size_t n, int si)
 {
     const bopts *o = &b->o;
     size_t ks = gs_dtype_size(o->dtype), vs = gs_payload_size(o->payload);
-    gs_sort_req req = { .dtype = o->dtype, .payload = o->payload, .descending = o->desc,
-                        .stable = b->algo->stable, .n = n, .keys = b->k, .values = b->v };
+    gs_sort_req req = { .shape = { .dtype = o->dtype,
+                                   .payload = o->payload,
+                                   .descending = o->desc,
+                                   .stable = b->algo->stable },
+                        .n = n,
+                        .keys = b->k,
+                        .values = b->v };
     const char *note = "ok";
     char why[256] = "";
     int failed = 0;

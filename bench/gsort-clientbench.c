@@ -159,8 +159,10 @@ static int time_host(gsort_conn *c, const cb_opts *o, cb_size *z)
     gs_params p;
     gs_params_clear(&p);
     gs_params_set(&p, "threads", 1);
-    gs_sort_req req = { .dtype = o->wide ? GS_DT_U64 : GS_DT_U32, .payload = GS_PL_NONE,
-                        .n = z->n, .keys = z->plain };
+    gs_sort_req req = { .shape = { .dtype = o->wide ? GS_DT_U64 : GS_DT_U32,
+                                   .payload = GS_PL_NONE },
+                        .n = z->n,
+                        .keys = z->plain };
     gsort_request rq;
     gsort_request_init(&rq);
     rq.dtype = o->wide ? GSORT_U64 : GSORT_U32;

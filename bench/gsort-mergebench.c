@@ -115,9 +115,11 @@ int main(int argc, char **argv)
             for (size_t i = 0; withv && i < n; i++)
                 vals[i] = (uint32_t)i;
             memcpy(bounds, b, (k + 1) * sizeof *b);
-            gs_sort_req req = { .dtype = k64 ? GS_DT_U64 : GS_DT_U32,
-                                .payload = withv ? GS_PL_U32 : GS_PL_NONE, .n = n,
-                                .keys = keys, .values = vals };
+            gs_sort_req req = { .shape = { .dtype = k64 ? GS_DT_U64 : GS_DT_U32,
+                                           .payload = withv ? GS_PL_U32 : GS_PL_NONE },
+                                .n = n,
+                                .keys = keys,
+                                .values = vals };
             gs_sort_stats st;
             memset(&st, 0, sizeof st);
             gs_err err;

@@ -361,8 +361,12 @@ static int sweep_point(gs_client *c, const opts *o, int mode, size_t n, const pc
     if (idx && !(in_keys = malloc(n * ks)))
         goto oom;
 
-    gs_client_sort s = { .dtype = o->dtype, .payload = o->payload, .n = n, .keys = keys,
-                         .values = vals, .algorithm = o->algorithm, .device = o->device,
+    gs_client_sort s = { .shape = { .dtype = o->dtype, .payload = o->payload },
+                         .n = n,
+                         .keys = keys,
+                         .values = vals,
+                         .algorithm = o->algorithm,
+                         .device = o->device,
                          .split = o->split,
                          .shm = mode != MODE_INLINE ? &shm : NULL };
     gs_client_result res;
@@ -512,8 +516,12 @@ static void *rps_main(void *arg)
         goto out;
     }
     double deadline = rps_t0 + o->rps_seconds * 1e3;
-    gs_client_sort s = { .dtype = o->dtype, .payload = o->payload, .n = n, .keys = keys,
-                         .values = vals, .algorithm = o->algorithm, .device = o->device };
+    gs_client_sort s = { .shape = { .dtype = o->dtype, .payload = o->payload },
+                         .n = n,
+                         .keys = keys,
+                         .values = vals,
+                         .algorithm = o->algorithm,
+                         .device = o->device };
     while (!atomic_load(&rps_stop) && gs_now_ms() < deadline) {
         sv_keysum want;
         sv_fill(o->dtype, o->payload, 0, n, keys, vals, bu_splitmix(&seed), &want);

@@ -316,10 +316,12 @@ static int sort_local(gsort_conn *c, const gsort_request *rq, int preserve_keys,
 {
     size_t kb = rq->n * gs_dtype_size((gs_dtype)rq->dtype);
     gs_sort_req req = {
-        .dtype = (gs_dtype)rq->dtype, .payload = (gs_payload)rq->values_kind,
-        .descending = (rq->flags & GSORT_DESCENDING) != 0,
-        .stable = (rq->flags & GSORT_STABLE) != 0,
-        .n = rq->n, .keys = rq->keys,
+        .shape = { .dtype = (gs_dtype)rq->dtype,
+                   .payload = (gs_payload)rq->values_kind,
+                   .descending = (rq->flags & GSORT_DESCENDING) != 0,
+                   .stable = (rq->flags & GSORT_STABLE) != 0 },
+        .n = rq->n,
+        .keys = rq->keys,
         .values = rq->values_kind == GSORT_VALUES_NONE ? NULL : rq->values,
     };
     if (preserve_keys && rq->n) {
@@ -390,17 +392,22 @@ static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys,
                            gs_payload_name(pl), vb, boff, bsize);
 
     gs_client_sort s = {
-        .dtype = dt, .payload = pl,
-        .descending = (rq->flags & GSORT_DESCENDING) != 0,
-        .stable = (rq->flags & GSORT_STABLE) != 0,
-        .n = n, .keys = n ? rq->keys : NULL, .values = n && vs ? rq->values : NULL,
-        .algorithm = rq->algorithm, .params = rq->params, .device = rq->device,
+        .shape = { .dtype = dt,
+                   .payload = pl,
+                   .descending = (rq->flags & GSORT_DESCENDING) != 0,
+                   .stable = (rq->flags & GSORT_STABLE) != 0 },
+        .n = n,
+        .keys = n ? rq->keys : NULL,
+        .values = n && vs ? rq->values : NULL,
+        .algorithm = rq->algorithm,
+        .params = rq->params,
+        .device = rq->device,
         .split = (rq->flags & GSORT_SPLIT) != 0,
     };
     gs_err ge;
     gs_err_clear(&ge);
     int may_local = local_allowed(c, rq);
-    unsigned shape = lgs_shape(rq->dtype, rq->values_kind, s.descending, s.stable);
+    unsigned shape = lgs_shape(rq->dtype, rq->values_kind, s.shape.descending, s.shape.stable);
     if (may_local && lgs_router_choose(c->router, shape, n)) {
         double ms = 0;      /* the sort's own time (gs_sort_run's clock) */
         if (sort_local(c, rq, preserve_keys, &ms, &ge) == 0) {

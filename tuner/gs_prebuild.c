@@ -60,7 +60,9 @@ static void *warm_main(void *arg)
             gs_payload pl = o->payloads[pi];
             if (gs_tune_input_make(&in, dt, pl, PREBUILD_N, GS_TUNE_DIST_RANDOM, &e) < 0)
                 goto out;
-            gs_sort_req req = { .dtype = dt, .payload = pl, .n = PREBUILD_N, .keys = in.in_k,
+            gs_sort_req req = { .shape = { .dtype = dt, .payload = pl },
+                                .n = PREBUILD_N,
+                                .keys = in.in_k,
                                 .values = in.in_v ? in.in_v : in.wv };
             int rc = gs_sort_run(a, &ctx, &req, &p, NULL, &e);
             gs_tune_input_free(&in);

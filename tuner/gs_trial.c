@@ -247,7 +247,7 @@ void gs_tune_trial_run(gs_dev *device, gs_pcache *pc, int reps, const gs_algo *a
                        gs_tune_input *in, const gs_params *p, gs_tune_result *r)
 {
     memset(r, 0, sizeof *r);
-    gs_sort_req req = { .dtype = in->dt, .payload = in->pl, .n = in->n, .keys = in->wk,
+    gs_sort_req req = { .shape = { .dtype = in->dt, .payload = in->pl }, .n = in->n, .keys = in->wk,
                         .values = in->wv };
     gs_dev *dev = a->uses_device ? device : NULL;
     gs_sort_ctx ctx = { .dev = dev, .pc = pc };

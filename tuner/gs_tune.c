@@ -800,8 +800,9 @@ static int init_algos(tctx *T, astate **out, size_t *nout, gs_err *err)
          * algorithm's refusals depend on its parameters: searched. */
         for (size_t ki = 0; ki < o->nkey_bits; ki++)
             for (size_t pi = 0; pi < o->npayloads; pi++) {
-                gs_sort_req rq = { .dtype = gs_dtype_unsigned(o->key_bits[ki]),
-                                   .payload = o->payloads[pi], .n = 1024 };
+                gs_sort_req rq = { .shape = { .dtype = gs_dtype_unsigned(o->key_bits[ki]),
+                                              .payload = o->payloads[pi] },
+                                   .n = 1024 };
                 gs_err ce;
                 gs_err_clear(&ce);
                 int serves = a->uses_device || !a->check || a->check(NULL, &rq, &A[i].dparams,
@@ -810,7 +811,8 @@ static int init_algos(tctx *T, astate **out, size_t *nout, gs_err *err)
                 if (!serves) {
                     T->rep->skipped++;
                     GS_DEBUG("%s: not searched for %s keys, payload %s: %s", a->name,
-                             gs_dtype_name(rq.dtype), gs_payload_name(rq.payload), ce.msg);
+                             gs_dtype_name(rq.shape.dtype), gs_payload_name(rq.shape.payload),
+                             ce.msg);
                 }
             }
         A[i].ok = 1;

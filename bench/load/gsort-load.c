@@ -215,8 +215,8 @@ static void vanish(client *cl, lx_kind kind, const gs_client_sort *rq, uint64_t 
     if (lx_vanish(&cl->x, cl->c, kind, rq, seed, &err) < 0) {
         cl->unexpected++;
         tally_add(&cl->errs, "vanish-send");
-        complain(cl, "sort %s/%s n=%zu by %s, to vanish from: %s", gs_dtype_name(rq->dtype),
-                 gs_payload_name(rq->payload), rq->n, lx_name[kind], err.msg);
+        complain(cl, "sort %s/%s n=%zu by %s, to vanish from: %s", gs_dtype_name(rq->shape.dtype),
+                 gs_payload_name(rq->shape.payload), rq->n, lx_name[kind], err.msg);
     } else {
         cl->vanished[kind]++;
     }
@@ -264,8 +264,12 @@ static void one_sort(client *cl, int timed)
     lx_kind kind = lx_pick(xdraw, n, o->block_max_log2, &demoted);
     size_t ks = gs_dtype_size(t);
     int idx = p == GS_PL_IDX32 || p == GS_PL_IDX64;
-    gs_client_sort rq = { .dtype = t, .payload = p, .descending = desc, .stable = stable,
-                          .n = n, .device = dev, .algorithm = algo };
+    gs_client_sort rq = {
+        .shape = { .dtype = t, .payload = p, .descending = desc, .stable = stable },
+        .n = n,
+        .device = dev,
+        .algorithm = algo
+    };
     cl->by_dtype[t]++;
     cl->by_payload[p]++;
     cl->demoted += (uint64_t)demoted;

@@ -130,7 +130,7 @@ static void one_race(lr_client *r)
         uint64_t v = bu_splitmix(s);
         memcpy((char *)x.keys + i, &v, 8);
     }
-    gs_client_sort rq = { .dtype = t, .payload = p, .descending = desc, .n = n,
+    gs_client_sort rq = { .shape = { .dtype = t, .payload = p, .descending = desc }, .n = n,
                           .keys = x.keys, .values = x.vals, .device = -1, .shm = x.shm,
                           .algorithm = a ? lr_algo_name[a] : NULL };
     arm(r, x.keys, kb, x.vals, vb);

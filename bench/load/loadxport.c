@@ -155,9 +155,9 @@ int lx_vanish(lx_client *x, gs_client *c, lx_kind kind, const gs_client_sort *s,
     int rc = gs_client_sort_req(s, &rq, err);
     if (rc)
         return rc;
-    size_t kb = s->n * gs_dtype_size(s->dtype);
-    size_t in = kb + (s->payload == GS_PL_U32 || s->payload == GS_PL_U64
-                          ? s->n * gs_payload_size(s->payload) : 0);
+    size_t kb = s->n * gs_dtype_size(s->shape.dtype);
+    size_t in = kb + (s->shape.payload == GS_PL_U32 || s->shape.payload == GS_PL_U64
+                          ? s->n * gs_payload_size(s->shape.payload) : 0);
     lx_req where = { .kind = kind };
     const void *payload = NULL;
     size_t len = 0;
@@ -171,7 +171,7 @@ int lx_vanish(lx_client *x, gs_client *c, lx_kind kind, const gs_client_sort *s,
         payload = x->keys.p;
         len = in;
     } else {
-        rc = lx_prepare(x, kind, s->dtype, s->payload, s->n, &where, err);
+        rc = lx_prepare(x, kind, s->shape.dtype, s->shape.payload, s->n, &where, err);
         if (rc)
             return rc;
         fill_random(where.shm->ptr, where.shm->size, seed);

@@ -338,10 +338,11 @@ static int sort_local(const opts *o, void *keys, size_t n, uint64_t *idx, gs_err
     if (!a)
         return gs_err_set(err, GS_ENOTFOUND, "the host sort is not registered");
     gs_sort_req req = {
-        .dtype = (gs_dtype)o->dtype,   /* the same numbers: libgsort/gsort.c asserts it */
-        .payload = o->argsort ? GS_PL_IDX64 : GS_PL_NONE,
-        .descending = o->reverse,
-        .stable = o->stable,
+        /* the same dtype numbers: libgsort/gsort.c asserts it */
+        .shape = { .dtype = (gs_dtype)o->dtype,
+                   .payload = o->argsort ? GS_PL_IDX64 : GS_PL_NONE,
+                   .descending = o->reverse,
+                   .stable = o->stable },
         .n = n,
         .keys = keys,
         .values = idx,

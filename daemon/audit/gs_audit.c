@@ -286,7 +286,7 @@ static int run_once(actx *A, const shape *h, size_t n, choice *c, double *ms, gs
     A->tm.copy_s += t1 - t0;
     gs_job j;
     memset(&j, 0, sizeof j);
-    j.req = (gs_sort_req){ .dtype = h->dt, .payload = h->pl, .n = n, .keys = A->base,
+    j.req = (gs_sort_req){ .shape = { .dtype = h->dt, .payload = h->pl }, .n = n, .keys = A->base,
                            .values = h->pl == GS_PL_NONE ? NULL : (char *)A->base + A->voff };
     j.device = A->o->device;
     if (c->algo) {
@@ -519,7 +519,7 @@ static int untuned_route(actx *A, const shape *h, size_t n, choice *c)
     static char dummy[16];
     gs_job j;
     memset(&j, 0, sizeof j);
-    j.req = (gs_sort_req){ .dtype = h->dt, .payload = h->pl, .n = n, .keys = dummy,
+    j.req = (gs_sort_req){ .shape = { .dtype = h->dt, .payload = h->pl }, .n = n, .keys = dummy,
                            .values = h->pl == GS_PL_NONE ? NULL : dummy };
     j.device = A->o->device;
     j.untuned = 1;

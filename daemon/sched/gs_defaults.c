@@ -44,7 +44,9 @@ static double time_sort(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p,
                         const uint32_t *in, uint32_t *work, size_t n, gs_err *err)
 {
     double t[REPS];
-    gs_sort_req req = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = n, .keys = work };
+    gs_sort_req req = { .shape = { .dtype = GS_DT_U32, .payload = GS_PL_NONE },
+                        .n = n,
+                        .keys = work };
     for (int r = -1; r < REPS; r++) {   /* r = -1: warm-up (a program build) */
         memcpy(work, in, n * sizeof *in);
         double t0 = gs_now_ms();

@@ -105,8 +105,8 @@ typedef sched_cand cand;
 
 static double host_predict(const gs_sched *s, const gs_sort_req *r)
 {
-    double ms = s->host_rate[gs_dtype_size(r->dtype) == 8] * (double)r->n;
-    return r->payload != GS_PL_NONE ? 1.5 * ms : ms;
+    double ms = s->host_rate[gs_dtype_size(r->shape.dtype) == 8] * (double)r->n;
+    return r->shape.payload != GS_PL_NONE ? 1.5 * ms : ms;
 }
 
 static void host_cand(const gs_sched *s, const gs_sort_req *r, gs_route_how how, cand *c)
@@ -134,12 +134,13 @@ static void shape_hint(gs_payload pl, char *buf, size_t len)
  * shape's entry; NULL: the built-in defaults) and what would tune it. */
 static void warn_shape(sdev *sd, int d, const gs_sort_req *r, int kb, const gs_plans_entry *near)
 {
-    unsigned char *w = &sd->warned_shape[gs_kw_index(kb)][r->payload][r->stable ? 1 : 0];
+    unsigned char *w =
+        &sd->warned_shape[gs_kw_index(kb)][r->shape.payload][r->shape.stable ? 1 : 0];
     if (*w)
         return;
     *w = 1;
     char hint[160] = "", instead[160];
-    shape_hint(r->payload, hint, sizeof hint);
+    shape_hint(r->shape.payload, hint, sizeof hint);
     if (near)
         snprintf(instead, sizeof instead, "the plan of the nearest tuned shape (%d-bit keys, "
                  "payload %s, %s: %s)", near->key_bits, gs_payload_name(near->payload),
@@ -148,9 +149,9 @@ static void warn_shape(sdev *sd, int d, const gs_sort_req *r, int kb, const gs_p
         snprintf(instead, sizeof instead, "built-in defaults");
     GS_WARN("device %d (%s, driver %s): no tuned plan entry for %d-bit keys, payload %s%s, %s; "
             "using %s for that shape (%s)", d, sd->dev->info.name, sd->dev->info.driver, kb,
-            gs_payload_name(r->payload),
-            r->payload == GS_PL_IDX32 || r->payload == GS_PL_IDX64 ? " (argsort)" : "",
-            r->stable ? "stable" : "not stable", instead, hint);
+            gs_payload_name(r->shape.payload),
+            r->shape.payload == GS_PL_IDX32 || r->shape.payload == GS_PL_IDX64 ? " (argsort)" : "",
+            r->shape.stable ? "stable" : "not stable", instead, hint);
 }
 
 /* The device's own choice for this request: its tuned plan (from memory),
@@ -161,7 +162,7 @@ static int device_cand(gs_sched *s, int d, const gs_job *j, cand *c)
 {
     sdev *sd = &s->devs[d];
     const gs_sort_req *r = &j->req;
-    int kb = (int)gs_dtype_size(r->dtype) * 8;
+    int kb = (int)gs_dtype_size(r->shape.dtype) * 8;
     gs_err e;
     gs_err_clear(&e);
     c->dev = d;
@@ -170,8 +171,8 @@ static int device_cand(gs_sched *s, int d, const gs_job *j, cand *c)
     if (j->untuned) {
         /* the audit's untuned route: the built-in defaults, said nowhere */
     } else if (sd->plans && sd->plan_entries > 0) {
-        pe = gs_plans_lookup(sd->plans, kb, r->payload, r->stable, r->n);
-        if (!pe && (pe = gs_plans_nearest(sd->plans, kb, r->payload, r->stable, r->n)))
+        pe = gs_plans_lookup(sd->plans, kb, r->shape.payload, r->shape.stable, r->n);
+        if (!pe && (pe = gs_plans_nearest(sd->plans, kb, r->shape.payload, r->shape.stable, r->n)))
             warn_shape(sd, d, r, kb, pe);
         else if (!pe)
             warn_shape(sd, d, r, kb, NULL);
@@ -234,7 +235,7 @@ static int route_override(gs_sched *s, gs_job *j, gs_err *err)
         return gs_err_set(err, GS_ENOTFOUND, "unknown algorithm '%s' (known: %s)", j->algorithm,
                           names);
     }
-    if (j->req.stable && !a->stable)
+    if (j->req.shape.stable && !a->stable)
         return gs_err_set(err, GS_EUNSUPPORTED, "%s is not stable and the request asks for "
                           "a stable sort", a->name);
     cand best = { 0 }, c;
@@ -262,11 +263,11 @@ static int route_override(gs_sched *s, gs_job *j, gs_err *err)
         c.algo = a;
         c.how = GS_ROUTE_OVERRIDE;
         c.ms = sd->rate_ms_per_key * (double)j->req.n;
-        int kb = (int)gs_dtype_size(j->req.dtype) * 8;
+        int kb = (int)gs_dtype_size(j->req.shape.dtype) * 8;
         const gs_plans_entry *w = NULL;
         if (j->has_params) {
             c.params = j->params;
-        } else if ((w = gs_plans_winner(sd->plans, a, kb, j->req.payload,
+        } else if ((w = gs_plans_winner(sd->plans, a, kb, j->req.shape.payload,
                                         gs_db_bucket(j->req.n)))) {
             c.params = w->params;
             c.ms = w->median_ms;

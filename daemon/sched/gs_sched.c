@@ -54,7 +54,7 @@ static void job_done(gs_sched *s, gs_job *j)
 static void finish(gs_sched *s, gs_job *j)
 {
     if (j->how != GS_ROUTE_SPLIT && j->dev < 0)
-        sched_learn(s, &s->host_rate[gs_dtype_size(j->req.dtype) == 8], j);
+        sched_learn(s, &s->host_rate[gs_dtype_size(j->req.shape.dtype) == 8], j);
     else if (j->how == GS_ROUTE_DEFAULT)
         sched_learn(s, &s->devs[j->dev].rate_ms_per_key, j);
     atomic_fetch_sub(&s->inflight, 1);

@@ -88,7 +88,7 @@ static size_t water_fill(sdv *v, size_t k, size_t n, size_t min_part)
 /* Declined: the reason at debug level, and for a client that asked. */
 static int declined(gs_job *j, const char *why)
 {
-    GS_DEBUG("split of %zu %s keys declined: %s", j->req.n, gs_dtype_name(j->req.dtype), why);
+    GS_DEBUG("split of %zu %s keys declined: %s", j->req.n, gs_dtype_name(j->req.shape.dtype), why);
     if (j->split_ask > 0)
         snprintf(j->split_why, sizeof j->split_why, "%s", why);
     return 0;
@@ -212,7 +212,7 @@ int sched_split_route(gs_sched *s, gs_job *j, const sched_cand *alt, size_t nalt
     j->predicted_ms = total;
     j->chunk_n = 0;
     GS_DEBUG("split of %zu %s keys over %zu devices: predicted %.1f ms (parts %.1f, merge "
-             "%.1f) against %.1f ms whole%s", r->n, gs_dtype_name(r->dtype), kept, total,
+             "%.1f) against %.1f ms whole%s", r->n, gs_dtype_name(r->shape.dtype), kept, total,
              finish, merge, cost, forced ? " (GSORTD_TEST_SPLIT)" : "");
     return 1;
 }
@@ -318,7 +318,7 @@ void sched_split_part_done(gs_sched *s, gs_job *part)
     j->st.wall_ms = gs_now_ms() - j->t_start;
     if (j->rc == 0)
         GS_DEBUG("split of %zu %s keys over %u devices: done in %.3f ms (merge %.3f ms)",
-                 j->req.n, gs_dtype_name(j->req.dtype), np, j->st.wall_ms, j->st.merge_ms);
+                 j->req.n, gs_dtype_name(j->req.shape.dtype), np, j->st.wall_ms, j->st.merge_ms);
     j->split = NULL;
     free(sp);
     sched_hand_back(j);

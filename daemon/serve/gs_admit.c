@@ -46,7 +46,8 @@ static void claim_of(const gs_proto_req *rq, claim *k)
     if (rq->op != GS_OP_SORT || rq->n == 0)
         return;
     /* n <= 2^53 and the sizes <= 8: no product here overflows */
-    uint64_t n = rq->n, ks = gs_dtype_size(rq->dtype), vs = gs_payload_size(rq->payload);
+    uint64_t n = rq->n, ks = gs_dtype_size(rq->shape.dtype),
+             vs = gs_payload_size(rq->shape.payload);
     k->scratch = n * (ks + vs);
     if (rq->memfd) {
         k->data = n * (ks + vs);
@@ -55,7 +56,8 @@ static void claim_of(const gs_proto_req *rq, claim *k)
     k->data = rq->payload_bytes;
     /* gs_ops.c's valbuf: argsort output, or u64 values after an odd count
      * of u32 keys (the payload buffer is malloc-aligned) */
-    if (rq->payload == GS_PL_IDX32 || rq->payload == GS_PL_IDX64 || (vs && (n * ks) % vs))
+    if (rq->shape.payload == GS_PL_IDX32 || rq->shape.payload == GS_PL_IDX64 ||
+        (vs && (n * ks) % vs))
         k->values = n * vs;
 }
 

@@ -215,7 +215,7 @@ void srv_on_job_done(gs_job *j, void *ud)
     SRV_ADD(io->ctr.req_ok, 1);
     const gs_proto_req *rq = &c->rq;
     gs_reply_sort rs = {
-        .n = rq->n, .dtype = rq->dtype, .values = rq->payload, .device = j->dev,
+        .n = rq->n, .dtype = rq->shape.dtype, .values = rq->shape.payload, .device = j->dev,
         .algorithm = j->algo->name, .params = j->run_params,
         .plan = gs_sched_route_name(j->how), .fallback = j->fallback,
         .times_ms = { .queue = qms, .receive = c->t_recv - c->t_first,
@@ -243,8 +243,9 @@ void srv_on_job_done(gs_job *j, void *ud)
         srv_conn_send(c, r, NULL, 0, NULL, 0, 0);
         return;
     }
-    size_t kb = (size_t)rq->n * gs_dtype_size(rq->dtype);
-    size_t vb = rq->payload == GS_PL_NONE ? 0 : (size_t)rq->n * gs_payload_size(rq->payload);
+    size_t kb = (size_t)rq->n * gs_dtype_size(rq->shape.dtype);
+    size_t vb =
+        rq->shape.payload == GS_PL_NONE ? 0 : (size_t)rq->n * gs_payload_size(rq->shape.payload);
     srv_conn_send(c, r, rq->n ? j->req.keys : NULL, rq->n ? kb : 0,
                   rq->n && vb ? j->req.values : NULL, rq->n ? vb : 0, 0);
 }
@@ -286,11 +287,11 @@ static void start_sort(conn *c)
     const gs_proto_req *rq = &c->rq;
     gs_job *j = &c->job;
     memset(j, 0, sizeof *j);
-    size_t ks = gs_dtype_size(rq->dtype), vs = gs_payload_size(rq->payload);
+    size_t ks = gs_dtype_size(rq->shape.dtype), vs = gs_payload_size(rq->shape.payload);
     size_t n = (size_t)rq->n;
     gs_err e;
     gs_err_clear(&e);
-    void *keys = c->tiny, *values = rq->payload != GS_PL_NONE ? (void *)c->tiny : NULL;
+    void *keys = c->tiny, *values = rq->shape.payload != GS_PL_NONE ? (void *)c->tiny : NULL;
     int rc = 0;
     if (rq->memfd) {
         if ((rc = map_memfd(c, &e)) < 0) {
@@ -304,7 +305,7 @@ static void start_sort(conn *c)
         }
     } else if (n) {
         keys = c->inbuf;
-        if (rq->payload == GS_PL_U32 || rq->payload == GS_PL_U64) {
+        if (rq->shape.payload == GS_PL_U32 || rq->shape.payload == GS_PL_U64) {
             values = c->inbuf + n * ks;
             if ((uintptr_t)values % vs) {
                 /* u64 values after an odd count of u32 keys: realign. */
@@ -323,8 +324,7 @@ static void start_sort(conn *c)
             values = c->valbuf;
         }
     }
-    j->req = (gs_sort_req){ .dtype = rq->dtype, .payload = rq->payload,
-                            .descending = rq->descending, .stable = rq->stable, .n = n,
+    j->req = (gs_sort_req){ .shape = rq->shape, .n = n,
                             .keys = keys, .values = values };
     snprintf(j->algorithm, sizeof j->algorithm, "%s", rq->algorithm);
     j->params = rq->params;

@@ -1086,16 +1086,16 @@ static int host_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p
     int rc = get_params(p, pv, err);
     if (rc)
         return rc;
-    const size_t n = req->n, kw = gs_dtype_size(req->dtype);
-    const size_t vw = gs_payload_size(req->payload);
-    const int argsort = req->payload == GS_PL_IDX32 || req->payload == GS_PL_IDX64;
+    const size_t n = req->n, kw = gs_dtype_size(req->shape.dtype);
+    const size_t vw = gs_payload_size(req->shape.payload);
+    const int argsort = req->shape.payload == GS_PL_IDX32 || req->shape.payload == GS_PL_IDX64;
     const int k64 = kw == 8;
     if (n == 0)
         return 0;
 
     if (n <= HOST_SMALL_N) {
         void *k = req->keys, *v = req->values;
-        gs_keys_encode(req->dtype, req->descending, k, n);
+        gs_keys_encode(req->shape.dtype, req->shape.descending, k, n);
         for (size_t i = 0; argsort && i < n; i++) {
             if (vw == 4)
                 ((uint32_t *)v)[i] = (uint32_t)i;
@@ -1108,7 +1108,7 @@ static int host_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p
         else
             vw == 0 ? isort_k64(k, NULL, n) : vw == 4 ? isort_k64v32(k, v, n)
                                                        : isort_k64v64(k, v, n);
-        gs_keys_decode(req->dtype, req->descending, k, n);
+        gs_keys_decode(req->shape.dtype, req->shape.descending, k, n);
         return 0;
     }
 
@@ -1117,7 +1117,7 @@ static int host_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p
     };
     hjob j = {
         .ops = table[k64][vw == 0 ? 0 : vw == 4 ? 1 : 2],
-        .dtype = req->dtype, .descending = req->descending, .argsort = argsort,
+        .dtype = req->shape.dtype, .descending = req->shape.descending, .argsort = argsort,
         .n = n, .kw = kw, .vw = vw, .k = req->keys, .v = req->values,
     };
     j.bits = pv[P_BITS] ? (unsigned)pv[P_BITS] : n < HOST_WIDE_N ? 8 : 11;
@@ -1162,11 +1162,12 @@ static int host_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p
     int raced = sort_radix(&j, &team, st, &ph) < 0;
     double tf = gs_now_ms();
     if (!raced && !j.plain &&
-        (j.moved || !(gs_keys_kind(req->dtype) == GS_KIND_UNSIGNED && !req->descending)))
+        (j.moved ||
+         !(gs_keys_kind(req->shape.dtype) == GS_KIND_UNSIGNED && !req->shape.descending)))
         gs_hostpool_for(&team, j.nchunks, task_finish, &j);
     GS_DEBUG("host: n=%zu %s/%s on %u threads, %zu chunks: ms count %.2f, top pass %.2f, "
-             "buckets %.2f, LSD passes %.2f, finish %.2f", n, gs_dtype_name(req->dtype),
-             gs_payload_name(req->payload), workers, j.nchunks, ph.count, ph.top,
+             "buckets %.2f, LSD passes %.2f, finish %.2f", n, gs_dtype_name(req->shape.dtype),
+             gs_payload_name(req->shape.payload), workers, j.nchunks, ph.count, ph.top,
              ph.buckets, ph.passes, gs_now_ms() - tf);
     gs_hostpool_leave(&team);
     job_free(&j);

@@ -125,8 +125,8 @@ static int mp_check(const gs_dev *dev, const gs_sort_req *req, const gs_params *
         return rc;
     const gs_dev_info *in = &dev->info;
     /* Without a request, check the widest shape (64-bit keys and values). */
-    size_t ks = req ? gs_dtype_size(req->dtype) : 8;
-    size_t vs = req ? gs_payload_size(req->payload) : 8;
+    size_t ks = req ? gs_dtype_size(req->shape.dtype) : 8;
+    size_t vs = req ? gs_payload_size(req->shape.payload) : 8;
     uint64_t lb = local_bytes(v[P_WG], v[P_EPT], ks, vs);
     if (lb > in->local_mem)
         return gs_err_set(err, GS_EUNSUPPORTED,
@@ -259,8 +259,8 @@ static int mp_enqueue(gs_devrun *d, void *self, gs_err *err)
     mp_run *r = self;
     const size_t wg = r->wg, ngroups = r->ngroups;
     const cl_uint un = (cl_uint)d->n, ung = (cl_uint)ngroups;
-    const cl_uint kind = gs_keys_kind(d->req->dtype);
-    const cl_uint desc = d->req->descending ? 1 : 0;
+    const cl_uint kind = gs_keys_kind(d->req->shape.dtype);
+    const cl_uint desc = d->req->shape.descending ? 1 : 0;
     const int hv = d->vs != 0;
     int rc;
     /* tile sort: keys[0] -> keys[1]; decodes when it is the last kernel */

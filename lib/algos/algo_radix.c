@@ -198,7 +198,8 @@ static int takes(radix_use_fn use, const gs_dev_info *info, const gs_sort_req *r
     int rc = get_params(info, p, v, err);
     if (rc)
         return rc;
-    return use(v, req->n, gs_dtype_size(req->dtype), gs_payload_size(req->payload), info);
+    return use(v, req->n, gs_dtype_size(req->shape.dtype), gs_payload_size(req->shape.payload),
+               info);
 }
 
 int gs_radix_takes_lookback(const gs_dev_info *info, const gs_sort_req *req, const gs_params *p,
@@ -217,8 +218,8 @@ static int radix_check(const gs_dev *dev, const gs_sort_req *req, const gs_param
         return rc;
     const gs_dev_info *in = &dev->info;
     /* Without a request, check the widest shape (64-bit keys and values). */
-    size_t ks = req ? gs_dtype_size(req->dtype) : 8;
-    size_t vs = req ? gs_payload_size(req->payload) : 8;
+    size_t ks = req ? gs_dtype_size(req->shape.dtype) : 8;
+    size_t vs = req ? gs_payload_size(req->shape.payload) : 8;
     /* lookback=2 falls back to reduce-then-scan where onesweep does not fit */
     uint64_t lb = local_bytes((int)v[P_BITS], v[P_WG], v[P_EPT], ks, vs, v[P_LB] == 1);
     if (lb > in->local_mem)
@@ -715,7 +716,8 @@ static double radix_kernel_ms(gs_devrun *d, void *self)
     for (int k = 0; k < K_COUNT; k++)
         sl += (size_t)snprintf(stages + sl, sizeof stages - sl, "%s %.3f, ", kstage[k], by[k]);
     GS_DEBUG("radix: n=%zu %s/%s %s lookback=%d%s%s: %u passes (%u skipped), %zu tiles; ms: "
-             "%sfill %.3f", d->n, gs_dtype_name(d->req->dtype), gs_payload_name(d->req->payload),
+             "%sfill %.3f",
+             d->n, gs_dtype_name(d->req->shape.dtype), gs_payload_name(d->req->shape.payload),
              r->opts, lb, r->pairs ? " pairs" : "", r->readback ? "" : " (no read-back)",
              st->passes, st->passes_skipped, r->ntiles, stages, fill);
     return total + fill;
@@ -740,7 +742,7 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     long v[P_COUNT];
     get_params(dev ? &dev->info : NULL, p, v, err);
     const size_t n = req->n;
-    const size_t ks = gs_dtype_size(req->dtype), vs = gs_payload_size(req->payload);
+    const size_t ks = gs_dtype_size(req->shape.dtype), vs = gs_payload_size(req->shape.payload);
     radix_run r;
     memset(&r, 0, sizeof r);
     r.bits = (int)v[P_BITS];
@@ -763,8 +765,8 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     r.orand_at = 2 * (size_t)r.npos * r.radix + NTICKETS;
     r.ghwords = r.orand_at + NORAND;
     r.un = (cl_uint)n;
-    r.kind = gs_keys_kind(req->dtype);
-    r.desc = req->descending ? 1 : 0;
+    r.kind = gs_keys_kind(req->shape.dtype);
+    r.desc = req->shape.descending ? 1 : 0;
     return gs_devrun_sort(&radix_ops, &r, ctx, req, st, err);
 }
 

@@ -116,7 +116,7 @@ static int shell_check(const gs_dev *dev, const gs_sort_req *req, const gs_param
         return gs_err_set(err, GS_ETOOBIG,
                           "shellsort: n=%llu exceeds the %llu keys its 32-bit indexing allows",
                           (unsigned long long)n, (unsigned long long)SHELL_MAX_N);
-    size_t ks = gs_dtype_size(req->dtype), vs = gs_payload_size(req->payload);
+    size_t ks = gs_dtype_size(req->shape.dtype), vs = gs_payload_size(req->shape.payload);
     uint64_t kb = n * ks, vb = n * vs;
     if ((rc = gs_check_buffers("shellsort", in, n, ks, vs, err)) != 0)
         return rc;
@@ -312,9 +312,9 @@ static int shell_enqueue(gs_devrun *d, void *self, gs_err *err)
 {
     shell_run *r = self;
     const size_t n = d->n, wg = r->wg;
-    const cl_uint kind = gs_keys_kind(d->req->dtype);
-    const cl_uint desc = d->req->descending ? 1 : 0;
-    const gs_payload pl = d->req->payload;
+    const cl_uint kind = gs_keys_kind(d->req->shape.dtype);
+    const cl_uint desc = d->req->shape.descending ? 1 : 0;
+    const gs_payload pl = d->req->shape.payload;
     const cl_uint iota = !d->idx ? 0 : pl == GS_PL_IDX32 ? 1 : 2;
     int rc;
     r->un = (cl_uint)n;
@@ -400,9 +400,9 @@ int gs_shellsort_run_phases(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_p
         st->wall_ms = gs_now_ms() - t_start;
         return 0;
     }
-    if (gs_payload_size(req->payload) && !req->values)
+    if (gs_payload_size(req->shape.payload) && !req->values)
         return gs_err_set(err, GS_EINVAL, "shellsort: payload %s needs a values array",
-                          gs_payload_name(req->payload));
+                          gs_payload_name(req->shape.payload));
     r.wg = (size_t)r.v[P_WG];
     r.first_h = first_h;
     r.last_h = last_h;

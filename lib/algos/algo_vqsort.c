@@ -74,9 +74,9 @@ static int vq_check(const gs_dev *dev, const gs_sort_req *req, const gs_params *
 {
     long t;
     (void)dev;
-    if (req && req->payload != GS_PL_NONE)
+    if (req && req->shape.payload != GS_PL_NONE)
         return gs_err_set(err, GS_EUNSUPPORTED, "vqsort: sorts keys alone (payload %s: use "
-                          "the host sort)", gs_payload_name(req->payload));
+                          "the host sort)", gs_payload_name(req->shape.payload));
     return get_threads(p, &t, err);
 }
 
@@ -114,7 +114,7 @@ static void task_sort(void *arg, size_t c, unsigned worker)
     for (size_t b = 0; b < len; b += VQ_BLOCK) {
         size_t m = len - b < VQ_BLOCK ? len - b : VQ_BLOCK;
         memcpy(k + b * ks, src + b * ks, m * ks);
-        gs_keys_encode(j->req->dtype, j->req->descending, k + b * ks, m);
+        gs_keys_encode(j->req->shape.dtype, j->req->shape.descending, k + b * ks, m);
     }
     if (ks == 4)
         gs_vqsort_u32((uint32_t *)(void *)k, len);
@@ -127,7 +127,7 @@ static void post_decode(void *arg, void *keys, void *vals, size_t n)
 {
     const gs_sort_req *req = arg;
     (void)vals;
-    gs_keys_decode(req->dtype, req->descending, keys, n);
+    gs_keys_decode(req->shape.dtype, req->shape.descending, keys, n);
 }
 
 /* Chunk c of a result that ended in the private array back into the
@@ -143,7 +143,7 @@ static void task_back(void *arg, size_t c, unsigned worker)
         size_t m = len - b < VQ_BLOCK ? len - b : VQ_BLOCK;
         memcpy(k + b * ks, src + b * ks, m * ks);
         if (j->decode)
-            gs_keys_decode(j->req->dtype, j->req->descending, k + b * ks, m);
+            gs_keys_decode(j->req->shape.dtype, j->req->shape.descending, k + b * ks, m);
     }
 }
 
@@ -155,7 +155,7 @@ static int vq_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p,
     int rc = get_threads(p, &threads, err);
     if (rc)
         return rc;
-    vjob j = { .req = req, .ks = gs_dtype_size(req->dtype) };
+    vjob j = { .req = req, .ks = gs_dtype_size(req->shape.dtype) };
     size_t most = req->n / VQ_MIN_CHUNK;
     j.nchunks = most < 1 ? 1 : most < (size_t)threads ? most : (size_t)threads;
     if (!(j.own = gs_scratch_get(req->n * j.ks)))

@@ -112,9 +112,9 @@ int gs_devrun_sort(const gs_devrun_ops *ops, void *self, gs_sort_ctx *ctx,
     d.req = req;
     d.st = st;
     d.n = req->n;
-    d.ks = gs_dtype_size(req->dtype);
-    d.vs = gs_payload_size(req->payload);
-    d.idx = req->payload == GS_PL_IDX32 || req->payload == GS_PL_IDX64;
+    d.ks = gs_dtype_size(req->shape.dtype);
+    d.vs = gs_payload_size(req->shape.payload);
+    d.idx = req->shape.payload == GS_PL_IDX32 || req->shape.payload == GS_PL_IDX64;
     d.second = 1;
     gs_clrun_init(&d.cr, dev, ops->algo->name);
     gs_clrun_use(&d.cr, ctx->queue, ctx->host_pinned);

@@ -65,13 +65,22 @@ size_t gs_payload_size(gs_payload p);      /* 0, 4 or 8 */
 const char *gs_payload_name(gs_payload p); /* "none","u32","u64","idx32","idx64" */
 int gs_payload_parse(const char *s, gs_payload *out);
 
-/* The sort request every algorithm serves (gs_sort.h runs it, gs_keys.h
- * encodes its keys). */
-typedef struct gs_sort_req {
+/* What a sort asks for, apart from its arrays and their length: the one
+ * type that carries a request's shape from the wire (gs_proto_req)
+ * through routing and the plan's key to the algorithms (gs_sort_req), so
+ * that a new kind of request (segments, k, a bit range) is a field here
+ * that every hop passes on whole. */
+typedef struct gs_shape {
     gs_dtype dtype;
     gs_payload payload;
     int descending;      /* 0 ascending, 1 descending; both stable */
     int stable;          /* caller needs stability (for the planner) */
+} gs_shape;
+
+/* The sort request every algorithm serves (gs_sort.h runs it, gs_keys.h
+ * encodes its keys). */
+typedef struct gs_sort_req {
+    gs_shape shape;
     size_t n;
     void *keys;          /* n keys, sorted in place */
     void *values;        /* n payload elements (NULL for GS_PL_NONE); for

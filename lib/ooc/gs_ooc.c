@@ -39,10 +39,10 @@
 
 gs_sort_req gs_ooc_piece(const gs_sort_req *req, size_t lo, size_t n)
 {
-    size_t vs = gs_payload_size(req->payload);
+    size_t vs = gs_payload_size(req->shape.payload);
     gs_sort_req r = *req;
     r.n = n;
-    r.keys = (char *)req->keys + lo * gs_dtype_size(req->dtype);
+    r.keys = (char *)req->keys + lo * gs_dtype_size(req->shape.dtype);
     r.values = vs ? (char *)req->values + lo * vs : NULL;
     return r;
 }
@@ -78,7 +78,7 @@ static void task_offsets(void *arg, size_t t, unsigned worker)
         while (m->bounds[pc + 1] <= lo)
             pc++;
         size_t end = m->bounds[pc + 1] < hi ? m->bounds[pc + 1] : hi, off = m->bounds[pc];
-        if (m->req->payload == GS_PL_IDX32)
+        if (m->req->shape.payload == GS_PL_IDX32)
             for (uint32_t *v = (uint32_t *)m->req->values; lo < end; lo++)
                 v[lo] += (uint32_t)off;
         else
@@ -99,7 +99,7 @@ static void task_encode(void *arg, size_t t, unsigned worker)
     if (m->vs)
         memcpy(m->vscr + lo * m->vs, (const char *)m->req->values + lo * m->vs,
                (hi - lo) * m->vs);
-    gs_keys_encode(m->req->dtype, m->req->descending, k, hi - lo);
+    gs_keys_encode(m->req->shape.dtype, m->req->shape.descending, k, hi - lo);
 }
 
 /* The merge's post pass on each output block. */
@@ -107,7 +107,7 @@ static void post_decode(void *arg, void *keys, void *vals, size_t n)
 {
     const gs_sort_req *req = arg;
     (void)vals;
-    gs_keys_decode(req->dtype, req->descending, keys, n);
+    gs_keys_decode(req->shape.dtype, req->shape.descending, keys, n);
 }
 
 /* A merge of more than GS_MERGE_FANIN pieces that ended in the scratch
@@ -127,8 +127,11 @@ int gs_ooc_merge(const gs_sort_req *req, size_t *bounds, size_t npieces, gs_sort
                  gs_err *err)
 {
     double t0 = gs_now_ms();
-    mjob m = { .req = req, .ks = gs_dtype_size(req->dtype), .vs = gs_payload_size(req->payload),
-               .bounds = bounds, .npieces = npieces };
+    mjob m = { .req = req,
+               .ks = gs_dtype_size(req->shape.dtype),
+               .vs = gs_payload_size(req->shape.payload),
+               .bounds = bounds,
+               .npieces = npieces };
     if (npieces < 2 || req->n == 0) {
         st->merge_ms += gs_now_ms() - t0;
         return 0;
@@ -146,13 +149,13 @@ int gs_ooc_merge(const gs_sort_req *req, size_t *bounds, size_t npieces, gs_sort
     gs_hostpool_team team;
     unsigned workers = gs_hostpool_join(&team, gs_hostpool_cpus() - 1);
     size_t tasks = (req->n + TASK_N - 1) / TASK_N;
-    if (req->payload == GS_PL_IDX32 || req->payload == GS_PL_IDX64)
+    if (req->shape.payload == GS_PL_IDX32 || req->shape.payload == GS_PL_IDX64)
         gs_hostpool_for(&team, tasks, task_offsets, &m);
     /* The save reads the pieces' indices as plain values: for an argsort it
      * would otherwise record positions, the input indices of an unsorted array. */
     gs_sort_req asval = *req;
-    if (req->payload == GS_PL_IDX32 || req->payload == GS_PL_IDX64)
-        asval.payload = req->payload == GS_PL_IDX32 ? GS_PL_U32 : GS_PL_U64;
+    if (req->shape.payload == GS_PL_IDX32 || req->shape.payload == GS_PL_IDX64)
+        asval.shape.payload = req->shape.payload == GS_PL_IDX32 ? GS_PL_U32 : GS_PL_U64;
     gs_nan_save ns = { 0, NULL, NULL };
     int rc = gs_keys_nan_save(&asval, &ns, err);
     if (rc == 0) {

@@ -116,10 +116,10 @@ static gs_sort_req item_req(const tp *t, size_t i)
     size_t lo = t->pass == 1 ? t->bounds[i] : i * t->chunk;
     size_t hi = t->pass == 1 ? t->bounds[i + 1] : lo + t->chunk < n ? lo + t->chunk : n;
     gs_sort_req r = gs_ooc_piece(t->req, lo, hi - lo);
-    if (t->pass == 2 && r.payload == GS_PL_IDX32)
-        r.payload = GS_PL_U32;
-    else if (t->pass == 2 && r.payload == GS_PL_IDX64)
-        r.payload = GS_PL_U64;
+    if (t->pass == 2 && r.shape.payload == GS_PL_IDX32)
+        r.shape.payload = GS_PL_U32;
+    else if (t->pass == 2 && r.shape.payload == GS_PL_IDX64)
+        r.shape.payload = GS_PL_U64;
     return r;
 }
 
@@ -193,7 +193,7 @@ static void task_gather(void *arg, size_t k, unsigned worker)
     size_t lo = seg + k * TASK_N, end = seg + item_req(t, j).n;
     size_t hi = lo + TASK_N < end ? lo + TASK_N : end, at = seg;
     const size_t *c0 = t->cut + j * t->npieces, *c1 = c0 + t->npieces;
-    int idx = t->req->payload == GS_PL_IDX32 || t->req->payload == GS_PL_IDX64;
+    int idx = t->req->shape.payload == GS_PL_IDX32 || t->req->shape.payload == GS_PL_IDX64;
     for (size_t r = 0; r < t->npieces && at < hi; r++) {
         size_t len = c1[r] - c0[r];
         size_t a = lo > at ? lo : at, b = hi < at + len ? hi : at + len;
@@ -221,12 +221,12 @@ static uint64_t enc_at(const tp *t, size_t r, size_t i)
     if (t->ks == 4) {
         uint32_t v;
         memcpy(&v, k, 4);
-        gs_keys_encode(t->req->dtype, t->req->descending, &v, 1);
+        gs_keys_encode(t->req->shape.dtype, t->req->shape.descending, &v, 1);
         return v;
     }
     uint64_t v;
     memcpy(&v, k, 8);
-    gs_keys_encode(t->req->dtype, t->req->descending, &v, 1);
+    gs_keys_encode(t->req->shape.dtype, t->req->shape.descending, &v, 1);
     return v;
 }
 
@@ -355,8 +355,8 @@ int gs_ooc_twopass(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
         nlanes = 1;
     if (nlanes > LANES_MAX)
         nlanes = LANES_MAX;
-    tp t = { .a = a, .ctx = ctx, .req = req, .p = p, .ks = gs_dtype_size(req->dtype),
-             .vs = gs_payload_size(req->payload) };
+    tp t = { .a = a, .ctx = ctx, .req = req, .p = p, .ks = gs_dtype_size(req->shape.dtype),
+             .vs = gs_payload_size(req->shape.payload) };
     /* Each lane holds an item on the device: together they fit where one
      * piece of chunk_n did. */
     t.chunk = (chunk_n + nlanes - 1) / nlanes;
@@ -448,7 +448,7 @@ int gs_ooc_twopass(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
     if (rc == 0)
         GS_DEBUG("%s: sorted %zu %s out of core on the device, %zu pieces of %zu on %u "
                  "queue(s): pass 1 %.3f ms, pass 2 %.3f ms; host copies %.3f ms, queues "
-                 "waiting for them %.3f ms", a->name, req->n, gs_dtype_name(req->dtype),
+                 "waiting for them %.3f ms", a->name, req->n, gs_dtype_name(req->shape.dtype),
                  t.npieces, t.chunk, nlanes, t1 - t0, t2 - t1, t.copy_ms, t.wait_ms);
     pthread_mutex_destroy(&t.mu);
     pthread_cond_destroy(&t.cv);

@@ -65,7 +65,7 @@ int gs_ooc_sort(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
     st->wall_ms = gs_now_ms() - t0;
     if (rc == 0)
         GS_DEBUG("%s: sorted %zu %s out of core, %zu pieces of %zu, merged in %.3f ms (%.3f ms "
-                 "in all)", a->name, req->n, gs_dtype_name(req->dtype), npieces, chunk_n,
+                 "in all)", a->name, req->n, gs_dtype_name(req->shape.dtype), npieces, chunk_n,
                  st->merge_ms, st->wall_ms);
     return rc;
 }

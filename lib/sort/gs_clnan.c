@@ -36,7 +36,7 @@ int gs_clnan_save(gs_clrun *r, cl_program prog, size_t wg, cl_mem keys, const gs
     s->hoff = NULL;
     if (!gs_keys_nan_on_device(req))
         return 0;
-    const size_t n = req->n, ks = gs_dtype_size(req->dtype);
+    const size_t n = req->n, ks = gs_dtype_size(req->shape.dtype);
     const size_t tile = wg * NAN_EPT, ntiles = (n + tile - 1) / tile;
     const int kw = (int)ks * 8;
     char kn_count[32], kn_save[32];
@@ -111,8 +111,8 @@ int gs_clnan_restore(gs_clrun *r, const gs_clnan *s, cl_mem sorted, const gs_sor
 {
     if (!s->count)
         return 0;
-    const size_t ks = gs_dtype_size(req->dtype);
-    const size_t first = req->descending ? 0 : req->n - s->count;
+    const size_t ks = gs_dtype_size(req->shape.dtype);
+    const size_t first = req->shape.descending ? 0 : req->n - s->count;
     cl_int crc = clEnqueueCopyBuffer(r->q, s->saved, sorted, 0, first * ks,
                                      s->count * ks, 0, NULL, NULL);
     if (crc != CL_SUCCESS)

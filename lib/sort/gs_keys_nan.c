@@ -69,7 +69,7 @@ static inline uint64_t nan64(uint64_t b)
 static void count_chunk(nan_chunk *c)
 {
     size_t count = 0, odd = 0, i = c->lo;
-    if (gs_dtype_size(c->req->dtype) == 4) {
+    if (gs_dtype_size(c->req->shape.dtype) == 4) {
         const uint32_t *k = c->req->keys;
         for (; i + NAN_BLOCK <= c->hi; i += NAN_BLOCK) {
             uint32_t bc = 0, bo = 0;    /* per block: fits, and vectorises */
@@ -130,7 +130,7 @@ static inline int block_has_nan64(const uint64_t *k, size_t i)
 static inline void save_one(const gs_sort_req *req, size_t m, size_t j, nan_chunk *c,
                             size_t vw, int idx)
 {
-    if (gs_dtype_size(req->dtype) == 8)
+    if (gs_dtype_size(req->shape.dtype) == 8)
         ((uint64_t *)(void *)c->bits)[j] = ((const uint64_t *)req->keys)[m];
     else
         ((uint32_t *)(void *)c->bits)[j] = ((const uint32_t *)req->keys)[m];
@@ -148,10 +148,10 @@ static inline void save_one(const gs_sort_req *req, size_t m, size_t j, nan_chun
 static void copy_chunk(nan_chunk *c)
 {
     const gs_sort_req *req = c->req;
-    gs_payload pl = req->payload;
+    gs_payload pl = req->shape.payload;
     size_t vw = gs_payload_size(pl);
     int idx = pl == GS_PL_IDX32 || pl == GS_PL_IDX64;
-    int f64 = gs_dtype_size(req->dtype) == 8;
+    int f64 = gs_dtype_size(req->shape.dtype) == 8;
     const uint32_t *k32 = req->keys;
     const uint64_t *k64 = req->keys;
     size_t j = c->at, i = c->lo, end = c->at + c->count;
@@ -228,7 +228,7 @@ int gs_keys_nan_save(const gs_sort_req *req, gs_nan_save *s, gs_err *err)
     s->count = 0;
     s->bits = NULL;
     s->vals = NULL;
-    gs_dtype t = req->dtype;
+    gs_dtype t = req->shape.dtype;
     size_t n = req->n;
     if (gs_keys_kind(t) != GS_KIND_FLOAT || !n)
         return 0;
@@ -246,7 +246,7 @@ int gs_keys_nan_save(const gs_sort_req *req, gs_nan_save *s, gs_err *err)
     }
     if (!odd)
         return 0;
-    size_t kw = gs_dtype_size(t), vw = gs_payload_size(req->payload);
+    size_t kw = gs_dtype_size(t), vw = gs_payload_size(req->shape.payload);
     size_t voff = (count * kw + 7) & ~(size_t)7;      /* values 8-byte aligned */
     unsigned char *buf = malloc(voff + count * vw);
     if (!buf)
@@ -276,13 +276,13 @@ void gs_keys_nan_restore(const gs_sort_req *req, const gs_nan_save *s)
 {
     if (!req || !s || !s->bits || !s->count || s->count > req->n)
         return;
-    gs_dtype t = req->dtype;
+    gs_dtype t = req->shape.dtype;
     size_t kw = gs_keys_kind(t) == GS_KIND_FLOAT ? gs_dtype_size(t) : 0;
     if (!kw)
         return;
-    size_t first = req->descending ? 0 : req->n - s->count;
+    size_t first = req->shape.descending ? 0 : req->n - s->count;
     memcpy((unsigned char *)req->keys + first * kw, s->bits, s->count * kw);
-    size_t vw = gs_payload_size(req->payload);
+    size_t vw = gs_payload_size(req->shape.payload);
     if (vw && s->vals && req->values)
         memcpy((unsigned char *)req->values + first * vw, s->vals, s->count * vw);
 }
@@ -307,6 +307,6 @@ void gs_keys_nan_device_min(size_t n)
 int gs_keys_nan_on_device(const gs_sort_req *req)
 {
     size_t min = atomic_load(&nan_device_min);
-    return gs_keys_kind(req->dtype) == GS_KIND_FLOAT &&
+    return gs_keys_kind(req->shape.dtype) == GS_KIND_FLOAT &&
            req->n >= (min ? min : GS_NAN_DEVICE_MIN);
 }

@@ -31,23 +31,23 @@ int gs_sort_req_check(const gs_sort_req *r, gs_err *err)
 {
     if (!r)
         return gs_err_set(err, GS_EINVAL, "sort request: NULL request");
-    if ((int)r->dtype < 0 || r->dtype >= GS_DT_COUNT)
+    if ((int)r->shape.dtype < 0 || r->shape.dtype >= GS_DT_COUNT)
         return gs_err_set(err, GS_EINVAL, "sort request: dtype %d out of range",
-                          (int)r->dtype);
-    if ((int)r->payload < 0 || r->payload >= GS_PL_COUNT)
+                          (int)r->shape.dtype);
+    if ((int)r->shape.payload < 0 || r->shape.payload >= GS_PL_COUNT)
         return gs_err_set(err, GS_EINVAL, "sort request: payload %d out of range",
-                          (int)r->payload);
-    if (r->descending != 0 && r->descending != 1)
+                          (int)r->shape.payload);
+    if (r->shape.descending != 0 && r->shape.descending != 1)
         return gs_err_set(err, GS_EINVAL, "sort request: descending must be 0 or 1, not %d",
-                          r->descending);
-    if (r->stable != 0 && r->stable != 1)
+                          r->shape.descending);
+    if (r->shape.stable != 0 && r->shape.stable != 1)
         return gs_err_set(err, GS_EINVAL, "sort request: stable must be 0 or 1, not %d",
-                          r->stable);
-    size_t ks = gs_dtype_size(r->dtype), vs = gs_payload_size(r->payload);
+                          r->shape.stable);
+    size_t ks = gs_dtype_size(r->shape.dtype), vs = gs_payload_size(r->shape.payload);
     if (r->n > SIZE_MAX / ks || (vs && r->n > SIZE_MAX / vs))
         return gs_err_set(err, GS_ETOOBIG, "sort request: %zu %s elements overflow "
-                          "the address space", r->n, gs_dtype_name(r->dtype));
-    if (r->payload == GS_PL_IDX32 && (uint64_t)r->n > UINT32_MAX)
+                          "the address space", r->n, gs_dtype_name(r->shape.dtype));
+    if (r->shape.payload == GS_PL_IDX32 && (uint64_t)r->n > UINT32_MAX)
         return gs_err_set(err, GS_ETOOBIG, "sort request: idx32 cannot index %zu "
                           "elements (use idx64)", r->n);
     if (r->n == 0)
@@ -56,7 +56,7 @@ int gs_sort_req_check(const gs_sort_req *r, gs_err *err)
         return gs_err_set(err, GS_EINVAL, "sort request: keys is NULL for n=%zu", r->n);
     if (vs && !r->values)
         return gs_err_set(err, GS_EINVAL, "sort request: payload %s needs a values "
-                          "buffer, got NULL", gs_payload_name(r->payload));
+                          "buffer, got NULL", gs_payload_name(r->shape.payload));
     if (vs) {
         uintptr_t k0 = (uintptr_t)r->keys, v0 = (uintptr_t)r->values;
         if (k0 < v0 + r->n * vs && v0 < k0 + r->n * ks)
@@ -213,7 +213,7 @@ int gs_sort_run(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
     int rc = gs_sort_req_check(req, err);
     if (rc < 0)
         return rc;
-    if (req->stable && !a->stable)
+    if (req->shape.stable && !a->stable)
         return gs_err_set(err, GS_EUNSUPPORTED, "%s: the request needs a stable sort and "
                           "this algorithm is not stable", a->name);
     if (a->uses_device && !ctx->dev)
@@ -247,7 +247,7 @@ int gs_sort_run(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
         return rc;
     }
     GS_DEBUG("%s: sorted %zu %s (%s, payload %s) in %.3f ms", a->name, req->n,
-             gs_dtype_name(req->dtype), req->descending ? "desc" : "asc",
-             gs_payload_name(req->payload), st->wall_ms);
+             gs_dtype_name(req->shape.dtype), req->shape.descending ? "desc" : "asc",
+             gs_payload_name(req->shape.payload), st->wall_ms);
     return 0;
 }

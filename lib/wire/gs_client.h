@@ -52,10 +52,7 @@ int gs_client_shm_alloc_named(gs_client_shm *shm, const char *name, size_t bytes
 void gs_client_shm_free(gs_client_shm *shm);
 
 typedef struct gs_client_sort {
-    gs_dtype dtype;
-    gs_payload payload;
-    int descending;
-    int stable;
+    gs_shape shape;
     size_t n;
     void *keys;                 /* n keys, sorted in place */
     void *values;               /* n values (u32/u64 in and out, idx out); NULL for none */

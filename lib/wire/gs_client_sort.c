@@ -142,10 +142,9 @@ int gs_client_sort_req(const gs_client_sort *s, gs_proto_req *rq, gs_err *err)
 {
     memset(rq, 0, sizeof *rq);
     rq->op = GS_OP_SORT;
-    rq->dtype = s->dtype;
-    rq->payload = s->payload;
-    rq->descending = s->descending != 0;
-    rq->stable = s->stable != 0;
+    rq->shape = s->shape;
+    rq->shape.descending = s->shape.descending != 0;
+    rq->shape.stable = s->shape.stable != 0;
     rq->n = s->n;
     rq->device = s->device;
     rq->split = s->split;
@@ -170,13 +169,13 @@ int gs_client_sort_run(gs_client *c, const gs_client_sort *s, gs_client_result *
     int rc = client_check_usable(c, err);
     if (rc)
         return rc;
-    if (!s || (int)s->dtype < 0 || s->dtype >= GS_DT_COUNT || (int)s->payload < 0 ||
-        s->payload >= GS_PL_COUNT)
+    if (!s || (int)s->shape.dtype < 0 || s->shape.dtype >= GS_DT_COUNT ||
+        (int)s->shape.payload < 0 || s->shape.payload >= GS_PL_COUNT)
         return gs_err_set(err, GS_EINVAL, "sort: bad dtype or values kind");
     if (s->n > GS_PROTO_MAX_N)
         return gs_err_set(err, GS_ETOOBIG, "sort: n = %zu exceeds the protocol's %" PRIu64,
                           s->n, GS_PROTO_MAX_N);
-    size_t ks = gs_dtype_size(s->dtype), vs = gs_payload_size(s->payload);
+    size_t ks = gs_dtype_size(s->shape.dtype), vs = gs_payload_size(s->shape.payload);
     if (s->n && (s->n > SIZE_MAX / ks || (vs && s->n > SIZE_MAX / vs)))
         return gs_err_set(err, GS_ETOOBIG, "sort: %zu elements overflow the address space", s->n);
     size_t kb = s->n * ks, vb = s->n * vs;
@@ -217,7 +216,7 @@ int gs_client_sort_run(gs_client *c, const gs_client_sort *s, gs_client_result *
     int npl = 0;
     if (!s->shm) {
         pl[npl++] = (struct iovec){ s->keys, kb };
-        if (s->payload == GS_PL_U32 || s->payload == GS_PL_U64)
+        if (s->shape.payload == GS_PL_U32 || s->shape.payload == GS_PL_U64)
             pl[npl++] = (struct iovec){ s->values, vb };
     }
     cJSON *h = NULL;

@@ -109,11 +109,9 @@ typedef struct gs_proto_req {
     int op;                     /* gs_proto_op */
     cJSON *id;                  /* the request's "id", duplicated, or NULL */
     uint64_t payload_bytes;     /* declared inline payload ("payload_bytes", default 0) */
-    /* sort */
-    gs_dtype dtype;
-    gs_payload payload;         /* "values": none|u32|u64|idx32|idx64 */
-    int descending;             /* "order": "asc" (default) | "desc" */
-    int stable;                 /* "stable": bool, default false */
+    /* sort: "dtype", "values" (none|u32|u64|idx32|idx64), "order" ("asc",
+     * the default, or "desc"), "stable" (bool, default false) */
+    gs_shape shape;
     uint64_t n;
     char algorithm[32];         /* "algorithm": "" (auto) or a registry name */
     gs_params params;           /* "params": {"name": int, ...} with an algorithm */

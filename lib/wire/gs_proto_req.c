@@ -35,23 +35,23 @@ static int algo_name_ok(const char *s)
 
 int gs_proto_sort_sizes(gs_proto_req *rq, gs_err *err)
 {
-    if ((int)rq->dtype < 0 || rq->dtype >= GS_DT_COUNT)
-        return gs_err_set(err, GS_EINVAL, "sort: dtype %d out of range", (int)rq->dtype);
-    if ((int)rq->payload < 0 || rq->payload >= GS_PL_COUNT)
+    if ((int)rq->shape.dtype < 0 || rq->shape.dtype >= GS_DT_COUNT)
+        return gs_err_set(err, GS_EINVAL, "sort: dtype %d out of range", (int)rq->shape.dtype);
+    if ((int)rq->shape.payload < 0 || rq->shape.payload >= GS_PL_COUNT)
         return gs_err_set(err, GS_EINVAL, "sort: values kind %d out of range",
-                          (int)rq->payload);
-    uint64_t ks = gs_dtype_size(rq->dtype), vs = gs_payload_size(rq->payload);
+                          (int)rq->shape.payload);
+    uint64_t ks = gs_dtype_size(rq->shape.dtype), vs = gs_payload_size(rq->shape.payload);
     uint64_t kbytes, vbytes, in, out;
-    if (rq->payload == GS_PL_IDX32 && rq->n > UINT32_MAX)
+    if (rq->shape.payload == GS_PL_IDX32 && rq->n > UINT32_MAX)
         return gs_err_set(err, GS_ETOOBIG, "sort: idx32 cannot index %llu elements "
                           "(use idx64)", (unsigned long long)rq->n);
     if (__builtin_mul_overflow(rq->n, ks, &kbytes) ||
         __builtin_mul_overflow(rq->n, vs, &vbytes) ||
         __builtin_add_overflow(kbytes, vbytes, &out))
         return gs_err_set(err, GS_ETOOBIG, "sort: %llu %s elements overflow 64 bits",
-                          (unsigned long long)rq->n, gs_dtype_name(rq->dtype));
+                          (unsigned long long)rq->n, gs_dtype_name(rq->shape.dtype));
     /* idx values are produced by the daemon, never sent */
-    in = kbytes + (rq->payload == GS_PL_U32 || rq->payload == GS_PL_U64 ? vbytes : 0);
+    in = kbytes + (rq->shape.payload == GS_PL_U32 || rq->shape.payload == GS_PL_U64 ? vbytes : 0);
     rq->in_bytes = in;
     rq->out_bytes = out;
     rq->fd_bytes = 0;
@@ -99,7 +99,7 @@ static int parse_sort(const gs_jnum_doc *doc, int has_pb, gs_proto_req *rq, int 
     v = field(h, "dtype");
     if (!v)
         return gs_err_set(err, GS_EINVAL, "sort: missing \"dtype\"");
-    if (!cJSON_IsString(v) || gs_dtype_parse(v->valuestring, &rq->dtype) < 0)
+    if (!cJSON_IsString(v) || gs_dtype_parse(v->valuestring, &rq->shape.dtype) < 0)
         return gs_err_set(err, GS_EINVAL, "sort: \"dtype\" %s is not one of u32, i32, f32, "
                           "u64, i64, f64", gs_jnum_clip_json(v, cb));
 
@@ -110,17 +110,17 @@ static int parse_sort(const gs_jnum_doc *doc, int has_pb, gs_proto_req *rq, int 
         return gs_err_set(err, GS_EINVAL, "sort: \"n\" %s is not an integer in [0, 2^53]",
                           gs_jnum_quote(doc, v, cb));
 
-    rq->payload = GS_PL_NONE;
+    rq->shape.payload = GS_PL_NONE;
     if ((v = field(h, "values")) &&
-        (!cJSON_IsString(v) || gs_payload_parse(v->valuestring, &rq->payload) < 0))
+        (!cJSON_IsString(v) || gs_payload_parse(v->valuestring, &rq->shape.payload) < 0))
         return gs_err_set(err, GS_EINVAL, "sort: \"values\" %s is not one of none, u32, "
                           "u64, idx32, idx64", gs_jnum_clip_json(v, cb));
 
     if ((v = field(h, "order"))) {
         if (cJSON_IsString(v) && !strcmp(v->valuestring, "asc"))
-            rq->descending = 0;
+            rq->shape.descending = 0;
         else if (cJSON_IsString(v) && !strcmp(v->valuestring, "desc"))
-            rq->descending = 1;
+            rq->shape.descending = 1;
         else
             return gs_err_set(err, GS_EINVAL, "sort: \"order\" %s is not \"asc\" or "
                               "\"desc\"", gs_jnum_clip_json(v, cb));
@@ -130,7 +130,7 @@ static int parse_sort(const gs_jnum_doc *doc, int has_pb, gs_proto_req *rq, int 
         if (!cJSON_IsBool(v))
             return gs_err_set(err, GS_EINVAL, "sort: \"stable\" %s is not a boolean",
                               gs_jnum_clip_json(v, cb));
-        rq->stable = cJSON_IsTrue(v);
+        rq->shape.stable = cJSON_IsTrue(v);
     }
 
     if ((v = field(h, "algorithm"))) {
@@ -184,14 +184,14 @@ static int parse_sort(const gs_jnum_doc *doc, int has_pb, gs_proto_req *rq, int 
         return gs_err_set(err, GS_EINVAL, "sort: \"keys_offset\" %s is not an integer "
                           "in [0, 2^64)", gs_jnum_quote(doc, ko, cb));
     if (vo) {
-        if (rq->payload == GS_PL_NONE)
+        if (rq->shape.payload == GS_PL_NONE)
             return gs_err_set(err, GS_EINVAL, "sort: \"values_offset\" without \"values\"");
         if (gs_jnum_u64(doc, vo, UINT64_MAX, &rq->values_offset) != GS_JNUM_OK)
             return gs_err_set(err, GS_EINVAL, "sort: \"values_offset\" %s is not an "
                               "integer in [0, 2^64)", gs_jnum_quote(doc, vo, cb));
-    } else if (rq->memfd && rq->payload != GS_PL_NONE) {
+    } else if (rq->memfd && rq->shape.payload != GS_PL_NONE) {
         uint64_t kb;
-        if (__builtin_mul_overflow(rq->n, (uint64_t)gs_dtype_size(rq->dtype), &kb) ||
+        if (__builtin_mul_overflow(rq->n, (uint64_t)gs_dtype_size(rq->shape.dtype), &kb) ||
             __builtin_add_overflow(rq->keys_offset, kb, &rq->values_offset))
             return gs_err_set(err, GS_ETOOBIG, "sort: keys_offset %llu + %llu keys "
                               "overflow 64 bits", (unsigned long long)rq->keys_offset,
@@ -214,11 +214,11 @@ static int parse_sort(const gs_jnum_doc *doc, int has_pb, gs_proto_req *rq, int 
             *fatal = 1;
         return gs_err_set(err, GS_EINVAL, "sort: %llu %s keys%s%s need payload_bytes "
                           "%llu, not %llu%s", (unsigned long long)rq->n,
-                          gs_dtype_name(rq->dtype),
-                          rq->payload == GS_PL_U32 || rq->payload == GS_PL_U64 ?
+                          gs_dtype_name(rq->shape.dtype),
+                          rq->shape.payload == GS_PL_U32 || rq->shape.payload == GS_PL_U64 ?
                           " + values " : "",
-                          rq->payload == GS_PL_U32 || rq->payload == GS_PL_U64 ?
-                          gs_payload_name(rq->payload) : "",
+                          rq->shape.payload == GS_PL_U32 || rq->shape.payload == GS_PL_U64 ?
+                          gs_payload_name(rq->shape.payload) : "",
                           (unsigned long long)rq->in_bytes,
                           (unsigned long long)rq->payload_bytes,
                           has_pb ? "" : " (payload_bytes missing)");

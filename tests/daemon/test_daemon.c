@@ -195,9 +195,9 @@ static int rt_init(rt *r, gs_dtype t, gs_payload p, int desc, size_t n, uint64_t
     if (n == 0) {
         /* sc_case_init cannot build an empty case with values (it writes a
          * canary through the NULL values buffer); there is nothing to check. */
-        r->c.req.dtype = t;
-        r->c.req.payload = p;
-        r->c.req.descending = desc;
+        r->c.req.shape.dtype = t;
+        r->c.req.shape.payload = p;
+        r->c.req.shape.descending = desc;
         return 0;
     }
     return sc_case_init(&r->c, t, p, desc, n, dist, seed);
@@ -209,7 +209,7 @@ static void rt_run(rt *r, gs_client *c)
     size_t ks = gs_dtype_size(r->t), vs = gs_payload_size(r->p);
     size_t kb = r->n * ks, vb = r->n * vs;
     gs_client_sort s = {
-        .dtype = r->t, .payload = r->p, .descending = r->desc, .stable = r->stable,
+        .shape = { .dtype = r->t, .payload = r->p, .descending = r->desc, .stable = r->stable },
         .n = r->n, .algorithm = r->algo, .params = r->params, .device = -1,
     };
     gs_client_shm shm = { -1, NULL, 0 };
@@ -415,8 +415,9 @@ static void test_ops(dmn *d, uint64_t max_req)
     tap_ok(sok, "a host sort between stats calls: %s", why);
     gs_client *c2 = conn(d);
     uint32_t k[3] = { 3, 2, 1 };
-    gs_client_sort bad = { .dtype = GS_DT_U32, .n = 3, .keys = k, .algorithm = "bogosort",
-                           .device = -1 };
+    gs_client_sort bad = {
+        .shape = { .dtype = GS_DT_U32 }, .n = 3, .keys = k, .algorithm = "bogosort", .device = -1
+    };
     gs_err err;
     gs_err_clear(&err);
     int rc = gs_client_sort_run(c2, &bad, NULL, &err);
@@ -866,20 +867,20 @@ static void test_bad_input(dmn *d)
 
     /* Algorithm choices the daemon must refuse. */
     uint32_t k3[3] = { 3, 1, 2 };
-    gs_client_sort s = { .dtype = GS_DT_U32, .n = 3, .keys = k3, .device = -1,
+    gs_client_sort s = { .shape = { .dtype = GS_DT_U32 }, .n = 3, .keys = k3, .device = -1,
                          .algorithm = "nosuchsort" };
     gs_err_clear(&err);
     int rc = gs_client_sort_run(keep, &s, NULL, &err);
     tap_ok(rc == GS_ENOTFOUND && strstr(err.msg, "nosuchsort"),
            "unknown algorithm -> GS_ENOTFOUND naming it: %s '%s'", gs_strerror(rc), err.msg);
     s.algorithm = "shellsort";
-    s.stable = 1;
+    s.shape.stable = 1;
     gs_err_clear(&err);
     rc = gs_client_sort_run(keep, &s, NULL, &err);
     tap_ok(rc == GS_EUNSUPPORTED, "stable with shellsort -> GS_EUNSUPPORTED: %s '%s'",
            gs_strerror(rc), err.msg);
     s.algorithm = "radix";
-    s.stable = 0;
+    s.shape.stable = 0;
     s.device = 999;
     gs_err_clear(&err);
     rc = gs_client_sort_run(keep, &s, NULL, &err);
@@ -1199,7 +1200,10 @@ static void test_limits(void)
      * while the 4 MiB are still being sent; the client reports its reason. */
     c = conn(&d);
     uint32_t *big = calloc((size_t)1 << 20, sizeof *big);
-    gs_client_sort bs = { .dtype = GS_DT_U32, .n = (size_t)1 << 20, .keys = big, .device = -1,
+    gs_client_sort bs = { .shape = { .dtype = GS_DT_U32 },
+                          .n = (size_t)1 << 20,
+                          .keys = big,
+                          .device = -1,
                           .algorithm = "host" };
     gs_err err;
     gs_err_clear(&err);
@@ -1707,8 +1711,8 @@ static void test_shutdown(dmn *d)
     gs_proto_req rq;
     memset(&rq, 0, sizeof rq);
     rq.op = GS_OP_SORT;
-    rq.dtype = GS_DT_U64;
-    rq.payload = GS_PL_NONE;
+    rq.shape.dtype = GS_DT_U64;
+    rq.shape.payload = GS_PL_NONE;
     rq.n = n;
     rq.device = -1;
     snprintf(rq.algorithm, sizeof rq.algorithm, "host");
@@ -1873,7 +1877,7 @@ static void test_client_defenses(void)
     uint32_t keys[1000];
     for (int i = 0; i < 1000; i++)
         keys[i] = (uint32_t)(1000 - i);
-    gs_client_sort s = { .dtype = GS_DT_U32, .n = 1000, .keys = keys, .device = -1,
+    gs_client_sort s = { .shape = { .dtype = GS_DT_U32 }, .n = 1000, .keys = keys, .device = -1,
                          .algorithm = "host" };
 
     /* A reply declaring far more payload than the request can take: refused

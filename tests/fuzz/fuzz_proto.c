@@ -48,9 +48,10 @@ static void roundtrip(gs_proto_req *rq)
         int rc = gs_proto_parse_req((const char *)frame + GS_PROTO_LEN_BYTES,
                                     flen - GS_PROTO_LEN_BYTES, &back, &fatal, &err);
         CHECK(rc == 0);
-        CHECK(back.op == GS_OP_SORT && back.dtype == rq->dtype && back.n == rq->n &&
-              back.payload == rq->payload && back.descending == rq->descending &&
-              back.stable == rq->stable && back.memfd == rq->memfd &&
+        CHECK(back.op == GS_OP_SORT && back.shape.dtype == rq->shape.dtype && back.n == rq->n &&
+              back.shape.payload == rq->shape.payload &&
+              back.shape.descending == rq->shape.descending &&
+              back.shape.stable == rq->shape.stable && back.memfd == rq->memfd &&
               back.in_bytes == rq->in_bytes && back.out_bytes == rq->out_bytes &&
               back.fd_bytes == rq->fd_bytes && back.device == rq->device &&
               !strcmp(back.algorithm, rq->algorithm));

@@ -120,24 +120,24 @@ static uint64_t ld(const void *p, size_t w, size_t i)
  * it. */
 static void check_sorted(const gs_sort_req *req, const void *in)
 {
-    size_t kw = gs_dtype_size(req->dtype), n = req->n;
+    size_t kw = gs_dtype_size(req->shape.dtype), n = req->n;
     uint64_t prev = 0;
     for (size_t i = 0; i < n; i++) {
         uint64_t k = ld(req->keys, kw, i);
         if (kw == 4)
-            k = gs_key32_encode(req->dtype, req->descending, (uint32_t)k);
+            k = gs_key32_encode(req->shape.dtype, req->shape.descending, (uint32_t)k);
         else
-            k = gs_key64_encode(req->dtype, req->descending, k);
+            k = gs_key64_encode(req->shape.dtype, req->shape.descending, k);
         CHECK(i == 0 || prev <= k);
         prev = k;
-        if (req->payload == GS_PL_IDX32 || req->payload == GS_PL_IDX64) {
-            uint64_t ix = ld(req->values, gs_payload_size(req->payload), i);
+        if (req->shape.payload == GS_PL_IDX32 || req->shape.payload == GS_PL_IDX64) {
+            uint64_t ix = ld(req->values, gs_payload_size(req->shape.payload), i);
             CHECK(ix < n);
             uint64_t o = ld(in, kw, (size_t)ix);
             if (kw == 4)
-                o = gs_key32_encode(req->dtype, req->descending, (uint32_t)o);
+                o = gs_key32_encode(req->shape.dtype, req->shape.descending, (uint32_t)o);
             else
-                o = gs_key64_encode(req->dtype, req->descending, o);
+                o = gs_key64_encode(req->shape.dtype, req->shape.descending, o);
             CHECK(o == k);
         }
     }
@@ -160,7 +160,8 @@ static int cmp_u64(const void *a, const void *b)
 static void run_merge(const gs_sort_req *req, unsigned nruns, unsigned parts, writer *w,
                       int on_vals)
 {
-    size_t n = req->n, ks = gs_dtype_size(req->dtype), vs = gs_payload_size(req->payload);
+    size_t n = req->n, ks = gs_dtype_size(req->shape.dtype),
+           vs = gs_payload_size(req->shape.payload);
     size_t bounds[GS_MERGE_FANIN + 1];
     for (unsigned r = 0; r <= nruns; r++)
         bounds[r] = n * r / nruns;
@@ -228,8 +229,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         on_vals = 0;
 
     gbuf kb = { 0 }, vb = { 0 };
-    gs_sort_req req = { .dtype = t, .payload = pl, .descending = desc, .n = n,
-                        .stable = stable && !vq };
+    gs_sort_req req = { .shape = { .dtype = t, .payload = pl, .descending = desc,
+                                   .stable = stable && !vq },
+                        .n = n };
     req.keys = gbuf_alloc(&kb, n * kw);
     req.values = vw ? gbuf_alloc(&vb, n * vw) : NULL;
     for (size_t i = 0; i < n * kw; i++)

@@ -444,7 +444,7 @@ int dmn_sort_check(gs_client *c, gs_client_sort *s, sc_case *k, gs_client_result
         snprintf(why, len, "%.500s", err.msg);
         return 0;
     }
-    return sc_case_verify(k, s->stable, why, len);
+    return sc_case_verify(k, s->shape.stable, why, len);
 }
 
 int dmn_send_raw(int fd, const void *buf, size_t len)

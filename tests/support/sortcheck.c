@@ -612,7 +612,7 @@ static int canary_ok(const void *buf, size_t off)
 
 void sc_case_reset(sc_case *c)
 {
-    size_t n = c->req.n, kw = dt_size(c->req.dtype), vw = pl_size(c->req.payload);
+    size_t n = c->req.n, kw = dt_size(c->req.shape.dtype), vw = pl_size(c->req.shape.payload);
     memcpy(c->req.keys, c->in_keys, n * kw);
     canary_set(c->req.keys, n * kw);
     if (vw) {
@@ -628,10 +628,10 @@ static int case_setup(sc_case *c, gs_dtype t, gs_payload p, int desc, size_t n,
                       int dist, uint64_t seed, uint32_t *scratch)
 {
     size_t kw = dt_size(t), vw = pl_size(p);
-    c->req.dtype = t;
-    c->req.payload = p;
-    c->req.descending = desc;
-    c->req.stable = 0;
+    c->req.shape.dtype = t;
+    c->req.shape.payload = p;
+    c->req.shape.descending = desc;
+    c->req.shape.stable = 0;
     c->req.n = n;
     sc_fill(t, dist, c->in_keys, n, seed);
     if (vw)
@@ -748,7 +748,7 @@ static int pair_cmp(const void *a, const void *b)
  * the same places) must hold the same multiset of bit patterns. */
 static int verify_keys_unstable(const sc_case *c, char *why, size_t whylen)
 {
-    gs_dtype t = c->req.dtype;
+    gs_dtype t = c->req.shape.dtype;
     size_t n = c->req.n, w = dt_size(t), nn = 0;
     char e[64], g[64];
     for (size_t i = 0; i < n; i++) {
@@ -800,8 +800,8 @@ out:
  * this also says each value sits beside its key). */
 static int verify_pairs_unstable(const sc_case *c, char *why, size_t whylen)
 {
-    gs_dtype t = c->req.dtype;
-    size_t n = c->req.n, kw = dt_size(t), vw = pl_size(c->req.payload);
+    gs_dtype t = c->req.shape.dtype;
+    size_t n = c->req.n, kw = dt_size(t), vw = pl_size(c->req.shape.payload);
     pair *a = malloc((n ? n : 1) * sizeof *a), *b = malloc((n ? n : 1) * sizeof *b);
     int ok = 0;
     if (!a || !b) {
@@ -837,8 +837,8 @@ out:
  * pattern is beside it). */
 static int verify_idx_unstable(const sc_case *c, char *why, size_t whylen)
 {
-    gs_dtype t = c->req.dtype;
-    size_t n = c->req.n, kw = dt_size(t), vw = pl_size(c->req.payload);
+    gs_dtype t = c->req.shape.dtype;
+    size_t n = c->req.n, kw = dt_size(t), vw = pl_size(c->req.shape.payload);
     unsigned char *seen = calloc(n ? n : 1, 1);
     if (!seen) {
         snprintf(why, whylen, "out of memory checking indices");
@@ -870,8 +870,8 @@ static int verify_idx_unstable(const sc_case *c, char *why, size_t whylen)
 
 int sc_case_verify(const sc_case *c, int stable, char *why, size_t whylen)
 {
-    gs_dtype t = c->req.dtype;
-    gs_payload p = c->req.payload;
+    gs_dtype t = c->req.shape.dtype;
+    gs_payload p = c->req.shape.payload;
     size_t n = c->req.n, kw = dt_size(t), vw = pl_size(p);
     char e[64], g[64];
     why[0] = '\0';
@@ -951,8 +951,9 @@ gs_dev sc_gpu_like(const gs_dev *dev)
 static int fit_probe(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *q, gs_err *err)
 {
     uint64_t one[1] = { 1 }, two[1] = { 2 };
-    gs_sort_req probe = { .dtype = GS_DT_U64, .payload = GS_PL_U64, .n = 1, .keys = one,
-                          .values = two };
+    gs_sort_req probe = {
+        .shape = { .dtype = GS_DT_U64, .payload = GS_PL_U64 }, .n = 1, .keys = one, .values = two
+    };
     gs_err_clear(err);
     return gs_sort_run(a, ctx, &probe, q, NULL, err);
 }
@@ -1149,7 +1150,7 @@ int sc_run_matrix(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p,
                             gs_err err;
                             gs_err_clear(&err);
                             memset(&sst, 0, sizeof sst);
-                            req.stable = a->stable;
+                            req.shape.stable = a->stable;
                             if (pl == GS_PL_NONE)
                                 req.values = NULL;
                             double ta = gs_now_s();
@@ -1212,7 +1213,7 @@ static int canonical_nans(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p
         }
         sum += k[i];
     }
-    gs_sort_req req = { .dtype = GS_DT_F32, .payload = GS_PL_NONE, .n = n, .keys = k };
+    gs_sort_req req = { .shape = { .dtype = GS_DT_F32, .payload = GS_PL_NONE }, .n = n, .keys = k };
     gs_sort_stats st;
     gs_err err;
     gs_err_clear(&err);

@@ -493,7 +493,7 @@ static void test_file_modes(void)
     uint32_t k[256];
     for (unsigned i = 0; i < 256; i++)
         k[i] = (i * 2654435761u) ^ 0x5a5a;
-    gs_client_sort s = { .dtype = GS_DT_U32, .n = 256, .keys = k, .algorithm = "radix",
+    gs_client_sort s = { .shape = { .dtype = GS_DT_U32 }, .n = 256, .keys = k, .algorithm = "radix",
                          .device = -1 };
     gs_client_result res;
     rc = gs_client_connect(&c, sock, &err);

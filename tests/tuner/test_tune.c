@@ -50,7 +50,7 @@ static const gs_sort_req *cmp_req;
 
 static uint64_t req_key(const gs_sort_req *r, size_t i)
 {
-    return gs_dtype_size(r->dtype) == 4 ? ((const uint32_t *)r->keys)[i]
+    return gs_dtype_size(r->shape.dtype) == 4 ? ((const uint32_t *)r->keys)[i]
                                         : ((const uint64_t *)r->keys)[i];
 }
 
@@ -64,7 +64,7 @@ static int cmp_idx(const void *x, const void *y)
 /* A correct stable sort of any u32/u64 request (by an index sort). */
 static int ref_sort(const gs_sort_req *r)
 {
-    size_t n = r->n, ks = gs_dtype_size(r->dtype), vs = gs_payload_size(r->payload);
+    size_t n = r->n, ks = gs_dtype_size(r->shape.dtype), vs = gs_payload_size(r->shape.payload);
     size_t *ix = malloc(n * sizeof *ix);
     char *tk = malloc(n * ks), *tv = vs ? malloc(n * vs) : NULL;
     if (!ix || !tk || (vs && !tv)) {
@@ -77,7 +77,7 @@ static int ref_sort(const gs_sort_req *r)
         ix[i] = i;
     cmp_req = r;
     qsort(ix, n, sizeof *ix, cmp_idx);
-    int arg = r->payload == GS_PL_IDX32 || r->payload == GS_PL_IDX64;
+    int arg = r->shape.payload == GS_PL_IDX32 || r->shape.payload == GS_PL_IDX64;
     for (size_t i = 0; i < n; i++) {
         memcpy(tk + i * ks, (char *)r->keys + ix[i] * ks, ks);
         if (vs && !arg)
@@ -139,8 +139,8 @@ static int fk_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p, 
 {
     (void)ctx;
     long a = gs_params_get(p, "a", 0), b = gs_params_get(p, "b", 0);
-    int slot = ((gs_db_bucket(req->n) - 10) & 3) * 4 + (req->payload != GS_PL_NONE) * 2 +
-               (gs_dtype_size(req->dtype) == 8);
+    int slot = ((gs_db_bucket(req->n) - 10) & 3) * 4 + (req->shape.payload != GS_PL_NONE) * 2 +
+               (gs_dtype_size(req->shape.dtype) == 8);
     fk_runs[a][b][slot]++;
     if (fk_sleep_us)
         usleep(fk_sleep_us);
@@ -153,7 +153,7 @@ static int fk_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p, 
     int rc = ref_sort(req);
     if (rc)
         return gs_err_set(err, rc, "fk: out of memory");
-    size_t ks = gs_dtype_size(req->dtype);
+    size_t ks = gs_dtype_size(req->shape.dtype);
     char *k = req->keys;
     if (a == 6 && b == 3 && req->n > 1) {   /* swap the first and last keys */
         char t[8];
@@ -164,7 +164,7 @@ static int fk_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p, 
     if (a == 5 && b == 4 && req->n > 1) {   /* still sorted, not a permutation */
         memcpy(k + ks, k, ks);
         if (req->values) {
-            size_t vs = gs_payload_size(req->payload);
+            size_t vs = gs_payload_size(req->shape.payload);
             memcpy((char *)req->values + vs, req->values, vs);
         }
     }

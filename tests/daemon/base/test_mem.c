@@ -368,7 +368,7 @@ static int small_sort(const dmn *d, size_t n, gs_err *err)
     int rc = k ? gs_client_connect(&c, d->sock, err) : GS_ENOMEM;
     for (size_t i = 0; !rc && i < n; i++)
         k[i] = (uint32_t)(n - i);
-    gs_client_sort s = { .dtype = GS_DT_U32, .n = n, .keys = k, .device = -1,
+    gs_client_sort s = { .shape = { .dtype = GS_DT_U32 }, .n = n, .keys = k, .device = -1,
                          .algorithm = "host" };
     if (!rc)
         rc = gs_client_sort_run(c, &s, NULL, err);
@@ -773,7 +773,7 @@ static void test_wait_refuse(void)
         tap_bail("connect: %s", err.msg);
     size_t nb = (size_t)10 << 20;                     /* 40 MiB: claims 80 MiB */
     uint32_t *big = calloc(nb, 4);
-    gs_client_sort s = { .dtype = GS_DT_U32, .n = nb, .keys = big, .device = -1,
+    gs_client_sort s = { .shape = { .dtype = GS_DT_U32 }, .n = nb, .keys = big, .device = -1,
                          .algorithm = "host" };
     double rf0 = dmn_stat(&d, "memory", "refused"), wd0 = dmn_stat(&d, "memory", "waited");
     t0 = gs_now_s();

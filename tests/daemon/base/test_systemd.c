@@ -326,8 +326,9 @@ static int sort_through(const char *sock)
     gs_client_set_timeout(c, 60);
     gs_err e;
     gs_err_clear(&e);
-    gs_client_sort s = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = N, .keys = keys,
-                         .device = -1 };
+    gs_client_sort s = {
+        .shape = { .dtype = GS_DT_U32, .payload = GS_PL_NONE }, .n = N, .keys = keys, .device = -1
+    };
     int rc = gs_client_sort_run(c, &s, NULL, &e);
     gs_client_close(c);
     if (rc < 0) {

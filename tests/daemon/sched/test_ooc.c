@@ -38,8 +38,10 @@ static int one(gs_client *c, gs_dtype t, gs_payload p, int desc, size_t n, int d
         snprintf(why, len, "cannot build the case");
         return 0;
     }
-    gs_client_sort s = { .dtype = t, .payload = p, .descending = desc, .stable = 1, .n = n,
-                         .algorithm = algo, .device = -1 };
+    gs_client_sort s = { .shape = { .dtype = t, .payload = p, .descending = desc, .stable = 1 },
+                         .n = n,
+                         .algorithm = algo,
+                         .device = -1 };
     int ok = dmn_sort_check(c, &s, &k, res, why, len);
     if (ok)
         snprintf(why, len, "ok: %s on device %d, plan %s, %u pieces, merge %.2f ms of %.2f",

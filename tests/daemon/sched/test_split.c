@@ -40,8 +40,10 @@ static int one(gs_client *c, gs_dtype t, gs_payload p, int desc, size_t n, int d
         snprintf(why, len, "cannot build the case");
         return 0;
     }
-    gs_client_sort s = { .dtype = t, .payload = p, .descending = desc, .stable = 1, .n = n,
-                         .device = -1, .split = split };
+    gs_client_sort s = { .shape = { .dtype = t, .payload = p, .descending = desc, .stable = 1 },
+                         .n = n,
+                         .device = -1,
+                         .split = split };
     int ok = dmn_sort_check(c, &s, &k, res, why, len);
     if (ok)
         snprintf(why, len, "ok: plan %s, %u parts (%d: %llu keys, %d: %llu keys), merge "

@@ -74,8 +74,8 @@ static double stat_of(gs_client *c, const char *field)
 static int sort_in_block(gs_client *c, const gs_client_shm *shm, sc_case *sc,
                          const char *algo, gs_client_result *res)
 {
-    size_t n = sc->req.n, kb = n * gs_dtype_size(sc->req.dtype);
-    size_t vb = sc->req.values ? n * gs_payload_size(sc->req.payload) : 0;
+    size_t n = sc->req.n, kb = n * gs_dtype_size(sc->req.shape.dtype);
+    size_t vb = sc->req.values ? n * gs_payload_size(sc->req.shape.payload) : 0;
     size_t voff = (kb + 7) & ~(size_t)7;
     if (voff + vb > shm->size) {
         tap_diag("block of %zu bytes too small for %zu", shm->size, voff + vb);
@@ -85,8 +85,7 @@ static int sort_in_block(gs_client *c, const gs_client_shm *shm, sc_case *sc,
     memcpy(shm->ptr, sc->req.keys, kb);
     if (vb)
         memcpy((char *)shm->ptr + voff, sc->req.values, vb);
-    gs_client_sort s = { .dtype = sc->req.dtype, .payload = sc->req.payload, .n = n,
-                         .descending = sc->req.descending,
+    gs_client_sort s = { .shape = sc->req.shape, .n = n,
                          .keys = shm->ptr, .values = vb ? (char *)shm->ptr + voff : NULL,
                          .algorithm = algo, .device = strcmp(algo, "host") ? g_dev : -1,
                          .shm = shm };

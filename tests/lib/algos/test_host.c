@@ -173,10 +173,10 @@ static int unstable_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_param
                         gs_sort_stats *st, gs_err *err)
 {
     int rc = gs_algo_host.run(ctx, req, p, st, err);
-    size_t kw = gs_dtype_size(req->dtype), vw = gs_payload_size(req->payload);
+    size_t kw = gs_dtype_size(req->shape.dtype), vw = gs_payload_size(req->shape.payload);
     for (size_t i = 0; rc == 0 && i < req->n;) {
         size_t j = i + 1;
-        while (j < req->n && eq_keys(req->dtype, req->keys, i, j))
+        while (j < req->n && eq_keys(req->shape.dtype, req->keys, i, j))
             j++;
         for (size_t a = i, b = j - 1; a < b; a++, b--) {
             swap_el(req->keys, kw, a, b);
@@ -204,7 +204,7 @@ static void test_unstable_matrix(void)
     tap_ok(rc == 0 && !sc_case_verify(&c, 1, why, sizeof why) &&
            sc_case_verify(&c, 0, why, sizeof why),
            "the fake unstable sort fails the stable check, passes the unstable one");
-    c.req.stable = 1;
+    c.req.shape.stable = 1;
     rc = gs_sort_run(&fake, NULL, &c.req, NULL, NULL, &err);
     tap_ok(rc == GS_EUNSUPPORTED, "gs_sort_run refuses an unstable algorithm for a request "
            "that needs stability (%s)", err.msg);
@@ -222,7 +222,7 @@ static void test_pass_skipping(void)
     uint32_t *k = malloc(n * sizeof *k);
     if (!k)
         tap_bail("out of memory");
-    gs_sort_req r = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = n, .keys = k };
+    gs_sort_req r = { .shape = { .dtype = GS_DT_U32, .payload = GS_PL_NONE }, .n = n, .keys = k };
     gs_sort_stats st;
     gs_err err;
 
@@ -457,7 +457,9 @@ static void test_enomem(const char *params)
     lim.rlim_cur = (rlim_t)pages * 4096 + (8u << 20);
     if (old.rlim_max != RLIM_INFINITY && lim.rlim_cur > old.rlim_max)
         lim.rlim_cur = old.rlim_max;
-    gs_sort_req r = { .dtype = GS_DT_U64, .payload = GS_PL_U64, .n = n, .keys = k, .values = v };
+    gs_sort_req r = {
+        .shape = { .dtype = GS_DT_U64, .payload = GS_PL_U64 }, .n = n, .keys = k, .values = v
+    };
     gs_err err;
     gs_err_clear(&err);
     int rc;
@@ -482,7 +484,9 @@ static void test_req_check(void)
 {
     uint32_t k[4] = { 3, 1, 2, 0 }, v[4];
     gs_err err;
-    gs_sort_req ok = { .dtype = GS_DT_U32, .payload = GS_PL_U32, .n = 4, .keys = k, .values = v };
+    gs_sort_req ok = {
+        .shape = { .dtype = GS_DT_U32, .payload = GS_PL_U32 }, .n = 4, .keys = k, .values = v
+    };
     gs_sort_req r;
 
     tap_ok(gs_sort_req_check(&ok, &err) == 0, "valid request accepted");
@@ -494,20 +498,20 @@ static void test_req_check(void)
     r = ok; r.values = NULL;
     tap_ok(gs_sort_req_check(&r, &err) == GS_EINVAL, "NULL values with a payload rejected (%s)",
            err.msg);
-    r = ok; r.dtype = GS_DT_COUNT;
+    r = ok; r.shape.dtype = GS_DT_COUNT;
     tap_ok(gs_sort_req_check(&r, &err) == GS_EINVAL && strstr(err.msg, "dtype"),
            "bad dtype rejected (%s)", err.msg);
-    r = ok; r.dtype = (gs_dtype)-1;
+    r = ok; r.shape.dtype = (gs_dtype)-1;
     tap_ok(gs_sort_req_check(&r, &err) == GS_EINVAL, "negative dtype rejected");
-    r = ok; r.payload = GS_PL_COUNT;
+    r = ok; r.shape.payload = GS_PL_COUNT;
     tap_ok(gs_sort_req_check(&r, &err) == GS_EINVAL && strstr(err.msg, "payload"),
            "bad payload rejected (%s)", err.msg);
-    r = ok; r.descending = 2;
+    r = ok; r.shape.descending = 2;
     tap_ok(gs_sort_req_check(&r, &err) == GS_EINVAL, "descending=2 rejected (%s)", err.msg);
     r = ok; r.n = SIZE_MAX / 4 + 1;
     tap_ok(gs_sort_req_check(&r, &err) == GS_ETOOBIG, "n*4 overflowing size_t rejected (%s)",
            err.msg);
-    r = ok; r.payload = GS_PL_U64; r.n = SIZE_MAX / 8 + 1;
+    r = ok; r.shape.payload = GS_PL_U64; r.n = SIZE_MAX / 8 + 1;
     tap_ok(gs_sort_req_check(&r, &err) == GS_ETOOBIG, "n*8 payload overflow rejected (%s)",
            err.msg);
     r = ok; r.values = k + 1;
@@ -607,7 +611,7 @@ static void test_registry(void)
 static void expect_refused(const char *params, const char *needle)
 {
     uint32_t k[3] = { 3, 1, 2 };
-    gs_sort_req r = { .dtype = GS_DT_U32, .n = 3, .keys = k };
+    gs_sort_req r = { .shape = { .dtype = GS_DT_U32 }, .n = 3, .keys = k };
     gs_params ps;
     gs_err err;
     gs_err_clear(&err);
@@ -624,7 +628,7 @@ static void expect_refused(const char *params, const char *needle)
 static void test_host_check(void)
 {
     uint32_t k[3] = { 3, 1, 2 };
-    gs_sort_req r = { .dtype = GS_DT_U32, .n = 3, .keys = k };
+    gs_sort_req r = { .shape = { .dtype = GS_DT_U32 }, .n = 3, .keys = k };
     gs_params ps;
     gs_err err;
     gs_err_clear(&err);
@@ -790,7 +794,7 @@ static void test_scratch(void)
     for (int round = 0; round < 2; round++) {
         for (size_t i = 0; i < n; i++)
             k[i] = (uint32_t)((i + (size_t)round) * 2654435761u);
-        gs_sort_req r = { .dtype = GS_DT_U32, .n = n, .keys = k };
+        gs_sort_req r = { .shape = { .dtype = GS_DT_U32 }, .n = n, .keys = k };
         gs_err err;
         ok &= gs_sort_run(&gs_algo_host, NULL, &r, NULL, NULL, &err) == 0;
         for (size_t i = 1; ok && i < n; i++)

@@ -34,7 +34,8 @@ static void test_check(gs_dev *dev)
 {
     const gs_dev_info *in = &dev->info;
     gs_params p, d;
-    gs_sort_req req = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = 4 };   /* check() only */
+    gs_sort_req req = { .shape = { .dtype = GS_DT_U32, .payload = GS_PL_NONE },
+                        .n = 4 }; /* check() only */
     gs_err err;
 
     sc_set3(A, &p, 0, 64, 4);
@@ -65,11 +66,11 @@ static void test_check(gs_dev *dev)
     tap_ok(gs_params_get(&d, "wg_size", 0) >= 128,
            "GPU-like device (1024 wg, 48 KiB local): defaults %s use groups of 128 or more",
            buf);
-    gs_sort_req r64 = { .dtype = GS_DT_F64, .payload = GS_PL_U64, .n = 1000 };
+    gs_sort_req r64 = { .shape = { .dtype = GS_DT_F64, .payload = GS_PL_U64 }, .n = 1000 };
     sc_set3(A, &p, 8, 1024, 8);
     sc_expect_reject(A, &fake, &r64, &p, GS_EUNSUPPORTED, "local memory",
                      "a 1024 x 8 tile of f64 keys + positions overflowing 48 KiB");
-    gs_sort_req r32 = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = 1000 };
+    gs_sort_req r32 = { .shape = { .dtype = GS_DT_U32, .payload = GS_PL_NONE }, .n = 1000 };
     sc_set3(A, &p, 8, 1024, 8);
     gs_err_clear(&err);
     tap_ok(A->check(&fake, &r32, &p, &err) == 0,
@@ -120,8 +121,8 @@ static void test_runs(gs_dev *dev, const gs_params *p)
      * every merge level; the indices inside each run must ascend */
     for (size_t i = 0; i < n; i++)
         k[i] = (uint32_t)((i * 2654435761u) >> 7) % 3;
-    gs_sort_req req = { .dtype = GS_DT_U32, .payload = GS_PL_IDX32, .n = n, .keys = k,
-                        .values = v, .stable = 1 };
+    gs_sort_req req = { .shape = { .dtype = GS_DT_U32, .payload = GS_PL_IDX32, .stable = 1 },
+                        .n = n, .keys = k, .values = v };
     gs_err_clear(&err);
     int rc = gs_sort_run(A, &ctx, &req, p, &st, &err);
     int ok = rc == 0;
@@ -141,7 +142,9 @@ static void test_runs(gs_dev *dev, const gs_params *p)
         k[i] = (uint32_t)(i * 2654435761u);
         v[i] = (uint32_t)i;
     }
-    gs_sort_req req2 = { .dtype = GS_DT_U32, .payload = GS_PL_U32, .n = n, .keys = k, .values = v };
+    gs_sort_req req2 = {
+        .shape = { .dtype = GS_DT_U32, .payload = GS_PL_U32 }, .n = n, .keys = k, .values = v
+    };
     rc = gs_sort_run(A, &ctx, &req2, p, &st, &err);
     ok = rc == 0;
     for (size_t i = 1; ok && i < n; i++)
@@ -156,7 +159,7 @@ static void test_runs(gs_dev *dev, const gs_params *p)
 
     /* a single element: no merge level */
     k[0] = 7;
-    gs_sort_req one = { .dtype = GS_DT_I64, .payload = GS_PL_IDX64, .n = 1,
+    gs_sort_req one = { .shape = { .dtype = GS_DT_I64, .payload = GS_PL_IDX64 }, .n = 1,
                         .keys = (uint64_t[]){ 5 }, .values = (uint64_t[]){ 99 } };
     rc = gs_sort_run(A, &ctx, &one, p, &st, &err);
     tap_ok(rc == 0 && ((uint64_t *)one.values)[0] == 0 && ((uint64_t *)one.keys)[0] == 5 &&

@@ -89,9 +89,9 @@ static void gcase_init(gcase *c, gs_dtype t, gs_payload pl, int desc, size_t n, 
 {
     memset(c, 0, sizeof *c);
     size_t kw = gs_dtype_size(t), vw = gs_payload_size(pl);
-    c->req.dtype = t;
-    c->req.payload = pl;
-    c->req.descending = desc;
+    c->req.shape.dtype = t;
+    c->req.shape.payload = pl;
+    c->req.shape.descending = desc;
     c->req.n = n;
     c->req.keys = gbuf_alloc(&c->kb, n * kw);
     c->req.values = vw ? gbuf_alloc(&c->vb, n * vw) : NULL;
@@ -126,7 +126,7 @@ typedef struct inject {
 
 static void rewrite(const gs_sort_req *req, size_t lo, size_t hi, int mode, unsigned keep)
 {
-    size_t kw = gs_dtype_size(req->dtype);
+    size_t kw = gs_dtype_size(req->shape.dtype);
     if (mode != INJ_HIGH) {
         memset((char *)req->keys + lo * kw, mode == INJ_ONES ? 0xff : 0, (hi - lo) * kw);
         return;
@@ -150,8 +150,8 @@ static void inject_fn(void *arg, int at, size_t lo, size_t hi)
     }
     rewrite(in->req, lo, hi, in->mode, in->keep);
     if (at == GS_RACE_BUCKET && in->req->values)    /* the values there too */
-        memset((char *)in->req->values + lo * gs_payload_size(in->req->payload), 0xff,
-               (hi - lo) * gs_payload_size(in->req->payload));
+        memset((char *)in->req->values + lo * gs_payload_size(in->req->shape.payload), 0xff,
+               (hi - lo) * gs_payload_size(in->req->shape.payload));
     atomic_fetch_add(&in->hits, 1);
 }
 
@@ -531,7 +531,7 @@ static void vq_inject_fn(void *arg, int at, size_t lo, size_t hi)
     if (at != GS_RACE_MERGE)
         return;
     /* a descending ramp: every run unsorted */
-    size_t kw = gs_dtype_size(in->req->dtype);
+    size_t kw = gs_dtype_size(in->req->shape.dtype);
     for (size_t i = lo; i < hi; i++)
         if (kw == 4)
             ((uint32_t *)in->req->keys)[i] = (uint32_t)(hi - i);
@@ -585,7 +585,7 @@ static void *bystander_main(void *arg)
         gs_err_clear(&err);
         const gs_algo *a = &gs_algo_host;
 #ifdef HAVE_VQSORT
-        if (b->c.req.payload == GS_PL_NONE && (alt++ & 1))
+        if (b->c.req.shape.payload == GS_PL_NONE && (alt++ & 1))
             a = &gs_algo_vqsort;
 #endif
         (void)alt;

@@ -81,10 +81,10 @@ static gs_sort_req arena_req(arena *a, gs_dtype t, gs_payload p, size_t n, uint6
     size_t ks = gs_dtype_size(t), vs = gs_payload_size(p);
     gs_sort_req r;
     memset(&r, 0, sizeof r);
-    r.dtype = t;
-    r.payload = p;
+    r.shape.dtype = t;
+    r.shape.payload = p;
     r.n = n;
-    r.stable = 0;
+    r.shape.stable = 0;
     r.keys = a->base;
     r.values = vs ? a->base + n * ks : NULL;
     a->bytes = n * (ks + vs);
@@ -174,7 +174,7 @@ static void raced(tally *ty, arena *ar, gs_sort_req *req, uint64_t seed, race_fn
         bad = "something wrote past the raced arrays";
     if (bad && !ty->bad++)
         snprintf(ty->why, sizeof ty->why, "%.100s %s/%s n=%zu: %.200s (%s)", what,
-                 gs_dtype_name(req->dtype), gs_payload_name(req->payload), req->n, bad,
+                 gs_dtype_name(req->shape.dtype), gs_payload_name(req->shape.payload), req->n, bad,
                  gs_strerror(rc));
 }
 
@@ -301,7 +301,7 @@ static void pool_leak(const gs_algo *a, gs_dev *dev, arena *ar, const char *dn)
     for (unsigned r = 0; r < rounds; r++) {
         for (size_t i = 0; i < 2 * N; i++)
             mk[i] = MARK;
-        gs_sort_req m = { .dtype = GS_DT_U32, .payload = GS_PL_U32, .n = N, .keys = mk,
+        gs_sort_req m = { .shape = { .dtype = GS_DT_U32, .payload = GS_PL_U32 }, .n = N, .keys = mk,
                           .values = mk + N };
         gs_sort_stats st;
         gs_err e;
@@ -314,8 +314,9 @@ static void pool_leak(const gs_algo *a, gs_dev *dev, arena *ar, const char *dn)
             k[i] = (uint32_t)(i * 2654435761u) & 0xff;
             v[i] = (uint32_t)i;
         }
-        gs_sort_req req = { .dtype = GS_DT_U32, .payload = GS_PL_U32, .n = N, .keys = k,
-                            .values = v };
+        gs_sort_req req = {
+            .shape = { .dtype = GS_DT_U32, .payload = GS_PL_U32 }, .n = N, .keys = k, .values = v
+        };
         flipper f = { .k = k, .n = N };
         if (pthread_create(&f.th, NULL, flip_main, &f))
             tap_bail("cannot start the writer");
@@ -351,7 +352,7 @@ static void matrix(tally *ty, arena *ar, const gs_dtype *dts, size_t ndt, size_t
         for (size_t p = 0; p < npl; p++)
             for (int r = 0; r < g_rounds; r++, seed++) {
                 gs_sort_req req = arena_req(ar, dts[t], payloads[p], n, seed);
-                req.descending = r & 1;
+                req.shape.descending = r & 1;
                 raced(ty, ar, &req, seed, fn, arg, what);
             }
 }

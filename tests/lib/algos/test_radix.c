@@ -33,7 +33,8 @@ static void test_check(gs_dev *dev)
 {
     const gs_dev_info *in = &dev->info;
     gs_params p;
-    gs_sort_req req = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = 4 };   /* check() only */
+    gs_sort_req req = { .shape = { .dtype = GS_DT_U32, .payload = GS_PL_NONE },
+                        .n = 4 }; /* check() only */
     gs_err err;
     int rc;
 
@@ -62,7 +63,7 @@ static void test_check(gs_dev *dev)
     gs_dev fake = *dev;
     fake.info.local_mem = 48 * 1024;
     fake.info.max_wg_size = 1024;
-    gs_sort_req r64 = { .dtype = GS_DT_F64, .payload = GS_PL_U64, .n = 1000 };
+    gs_sort_req r64 = { .shape = { .dtype = GS_DT_F64, .payload = GS_PL_U64 }, .n = 1000 };
     sc_set3(A, &p, 8, 1024, 32);
     sc_expect_reject(A, &fake, &r64, &p, GS_EUNSUPPORTED, "local memory",
                      "a tile overflowing 48 KiB of local memory");
@@ -71,7 +72,7 @@ static void test_check(gs_dev *dev)
     tap_ok(gs_algo_radix.check(&fake, &r64, &p, &err) == 0,
            "256 x 12 fits 48 KiB with f64 keys and u64 values (%s)", err.msg);
     sc_set3(A, &p, 8, 256, 16);
-    gs_sort_req r32 = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = 1000 };
+    gs_sort_req r32 = { .shape = { .dtype = GS_DT_U32, .payload = GS_PL_NONE }, .n = 1000 };
     gs_err_clear(&err);
     tap_ok(gs_algo_radix.check(&fake, &r32, &p, &err) == 0 &&
                gs_algo_radix.check(&fake, &r64, &p, &err) == GS_EUNSUPPORTED,
@@ -119,8 +120,9 @@ static void test_check(gs_dev *dev)
            gs_params_get(&d, "lookback", -1));
     {
         gs_dev_info gi = fake.info;   /* 48 KiB */
-        gs_sort_req a32 = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = (size_t)1 << 21 };
-        gs_sort_req a64 = { .dtype = GS_DT_U64, .payload = GS_PL_U64, .n = 1000 };
+        gs_sort_req a32 = { .shape = { .dtype = GS_DT_U32, .payload = GS_PL_NONE },
+                            .n = (size_t)1 << 21 };
+        gs_sort_req a64 = { .shape = { .dtype = GS_DT_U64, .payload = GS_PL_U64 }, .n = 1000 };
         sc_set3(A, &p, 8, 256, 14);
         gs_params_set(&p, "lookback", 2);
         int at = gs_radix_takes_lookback(&gi, &a32, &p, &err);
@@ -152,10 +154,14 @@ static void test_check(gs_dev *dev)
     {
         gs_dev_info gi = fake.info;
         gi.local_mem = 48 * 1024;
-        gs_sort_req kv = { .dtype = GS_DT_F32, .payload = GS_PL_U32, .n = (size_t)1 << 22 };
-        gs_sort_req ix = { .dtype = GS_DT_I32, .payload = GS_PL_IDX32, .n = (size_t)1 << 22 };
-        gs_sort_req k64 = { .dtype = GS_DT_U64, .payload = GS_PL_U32, .n = (size_t)1 << 22 };
-        gs_sort_req v64 = { .dtype = GS_DT_U32, .payload = GS_PL_U64, .n = (size_t)1 << 22 };
+        gs_sort_req kv = { .shape = { .dtype = GS_DT_F32, .payload = GS_PL_U32 },
+                           .n = (size_t)1 << 22 };
+        gs_sort_req ix = { .shape = { .dtype = GS_DT_I32, .payload = GS_PL_IDX32 },
+                           .n = (size_t)1 << 22 };
+        gs_sort_req k64 = { .shape = { .dtype = GS_DT_U64, .payload = GS_PL_U32 },
+                            .n = (size_t)1 << 22 };
+        gs_sort_req v64 = { .shape = { .dtype = GS_DT_U32, .payload = GS_PL_U64 },
+                            .n = (size_t)1 << 22 };
         sc_set3(A, &p, 8, 256, 14);
         gs_params_set(&p, "lookback", 0);
         int was = gs_radix_force_pairs(1);
@@ -228,7 +234,7 @@ static void test_no_readback(gs_dev *dev, const gs_params *p)
         tap_bail("out of memory");
     for (size_t i = 0; i < n; i++)
         k[i] = 0xabcd1200u | (((uint32_t)i * 2654435761u) >> 24);
-    gs_sort_req req = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = n, .keys = k };
+    gs_sort_req req = { .shape = { .dtype = GS_DT_U32, .payload = GS_PL_NONE }, .n = n, .keys = k };
     gs_err_clear(&err);
     int rc = gs_sort_run(&gs_algo_radix, &ctx, &req, p, &st, &err);
     int ok = rc == 0;
@@ -260,8 +266,9 @@ static void test_auto(gs_dev *dev, const gs_params *defaults)
             x = x * 1664525u + 1013904223u;
             in[i] = k[i] = (x ^ (x >> 13)) & 0xfffff;   /* ties, for stability */
         }
-        gs_sort_req req = { .dtype = GS_DT_U32, .payload = GS_PL_IDX32, .n = n, .keys = k,
-                            .values = v };
+        gs_sort_req req = {
+            .shape = { .dtype = GS_DT_U32, .payload = GS_PL_IDX32 }, .n = n, .keys = k, .values = v
+        };
         gs_err err;
         gs_err_clear(&err);
         int takes = gs_radix_takes_lookback(&dev->info, &req, &p, &err);
@@ -296,7 +303,9 @@ static void test_skipping(gs_dev *dev, const gs_params *p)
     /* u32 keys that differ only in the low byte: 3 of 4 passes skipped */
     for (size_t i = 0; i < n; i++)
         k[i] = 0xabcd1200u | (((uint32_t)i * 2654435761u) >> 24);
-    gs_sort_req req = { .dtype = GS_DT_U32, .payload = GS_PL_IDX32, .n = n, .keys = k, .values = v };
+    gs_sort_req req = {
+        .shape = { .dtype = GS_DT_U32, .payload = GS_PL_IDX32 }, .n = n, .keys = k, .values = v
+    };
     gs_err_clear(&err);
     int rc = gs_sort_run(&gs_algo_radix, &ctx, &req, p, &st, &err);
     int ok = rc == 0;
@@ -314,7 +323,8 @@ static void test_skipping(gs_dev *dev, const gs_params *p)
     /* i64 descending, only bits 8..15 vary */
     for (size_t i = 0; i < n; i++)
         k64[i] = (uint64_t)(-5 - (int64_t)(((i * 40503u) & 0xff) << 8));
-    gs_sort_req r64 = { .dtype = GS_DT_I64, .payload = GS_PL_NONE, .descending = 1, .n = n,
+    gs_sort_req r64 = { .shape = { .dtype = GS_DT_I64, .payload = GS_PL_NONE, .descending = 1 },
+                        .n = n,
                         .keys = k64 };
     rc = gs_sort_run(&gs_algo_radix, &ctx, &r64, p, &st, &err);
     ok = rc == 0;
@@ -328,8 +338,9 @@ static void test_skipping(gs_dev *dev, const gs_params *p)
         k64[i] = UINT64_C(0x4010000000000000);   /* 4.0 */
         v64[i] = UINT64_C(0xdeadbeef);
     }
-    gs_sort_req req2 = { .dtype = GS_DT_F64, .payload = GS_PL_IDX64, .n = n, .keys = k64,
-                         .values = v64 };
+    gs_sort_req req2 = {
+        .shape = { .dtype = GS_DT_F64, .payload = GS_PL_IDX64 }, .n = n, .keys = k64, .values = v64
+    };
     rc = gs_sort_run(&gs_algo_radix, &ctx, &req2, p, &st, &err);
     ok = rc == 0 && st.passes == 0;
     for (size_t i = 0; ok && i < n; i++)
@@ -342,7 +353,9 @@ static void test_skipping(gs_dev *dev, const gs_params *p)
         k[i] = (uint32_t)(i * 2654435761u);
         v[i] = (uint32_t)i;
     }
-    gs_sort_req req3 = { .dtype = GS_DT_U32, .payload = GS_PL_U32, .n = n, .keys = k, .values = v };
+    gs_sort_req req3 = {
+        .shape = { .dtype = GS_DT_U32, .payload = GS_PL_U32 }, .n = n, .keys = k, .values = v
+    };
     rc = gs_sort_run(&gs_algo_radix, &ctx, &req3, p, &st, &err);
     ok = rc == 0;
     for (size_t i = 1; ok && i < n; i++)
@@ -375,7 +388,7 @@ int main(void)
      * 48 KiB at elems_per_thread=14): fewer keys per work-item until the
      * widest shape fits. */
     {
-        gs_sort_req wide = { .dtype = GS_DT_U64, .payload = GS_PL_U64, .n = 1 };
+        gs_sort_req wide = { .shape = { .dtype = GS_DT_U64, .payload = GS_PL_U64 }, .n = 1 };
         gs_err e;
         long ept = gs_params_get(&plb, "elems_per_thread", 16);
         gs_err_clear(&e);
@@ -390,7 +403,8 @@ int main(void)
     test_skipping(dev, &p);
     test_skipping(dev, &plb);
     /* this device's choice for 32-bit pairs on reduce-then-scan */
-    gs_sort_req probe = { .dtype = GS_DT_U32, .payload = GS_PL_U32, .n = (size_t)1 << 22 };
+    gs_sort_req probe = { .shape = { .dtype = GS_DT_U32, .payload = GS_PL_U32 },
+                          .n = (size_t)1 << 22 };
     gs_err perr;
     gs_err_clear(&perr);
     const int pairs = gs_radix_takes_pairs(&dev->info, &probe, &p, &perr) == 1;

@@ -92,7 +92,8 @@ static int accepts_all(const gs_algo *a, const gs_dev *dev, const gs_params *p, 
 {
     for (int t = 0; t < GS_DT_COUNT; t++)
         for (int pl = 0; pl < GS_PL_COUNT; pl++) {
-            gs_sort_req r = { .dtype = (gs_dtype)t, .payload = (gs_payload)pl, .n = n };
+            gs_sort_req r = { .shape = { .dtype = (gs_dtype)t, .payload = (gs_payload)pl },
+                              .n = n };
             int rc = a->check(dev, &r, p, err);
             if (rc != 0 && (pl == GS_PL_NONE || rc != GS_EUNSUPPORTED || !err->msg[0]))
                 return 0;
@@ -151,8 +152,8 @@ static void test_stability(const gs_algo *a, gs_dev *dev)
     gs_params d;
     a->defaults(a->uses_device ? &dev->info : NULL, &d);
     uint32_t k[4] = { 3, 1, 2, 0 };
-    gs_sort_req req = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = 4, .keys = k,
-                        .stable = 1 };
+    gs_sort_req req = { .shape = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .stable = 1 },
+                        .n = 4, .keys = k };
     gs_err err;
     gs_err_clear(&err);
     int rc = gs_sort_run(a, &ctx, &req, &d, NULL, &err);
@@ -170,7 +171,7 @@ static void test_unknown(const gs_algo *a, const gs_dev *dev)
     gs_params d, p;
     a->defaults(dev ? &dev->info : NULL, &d);
     uint32_t k[4] = { 3, 1, 2, 0 };
-    gs_sort_req req = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = 4, .keys = k };
+    gs_sort_req req = { .shape = { .dtype = GS_DT_U32, .payload = GS_PL_NONE }, .n = 4, .keys = k };
     char needle[128], what[160];
     const char *unknown[GS_MAX_PARAMS * 8];
     size_t nu = 0;
@@ -247,7 +248,7 @@ static void expect_wg_refused(const gs_algo *a, const gs_dev *dev, long wg, cons
     gs_err_clear(&err);
     int own = a->check(&r, NULL, &p, &err) == 0;
     uint32_t k[4] = { 3, 1, 2, 0 };
-    gs_sort_req req = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = 4, .keys = k };
+    gs_sort_req req = { .shape = { .dtype = GS_DT_U32, .payload = GS_PL_NONE }, .n = 4, .keys = k };
     char what[256];
     snprintf(what, sizeof what, "%s: wg_size=%ld above the maximum %zu of %s%s", a->name, wg,
              dev->info.max_wg_size, where, own ? " (a size it allows elsewhere)" : "");
@@ -283,7 +284,7 @@ static void test_workgroups(const gs_algo *a, gs_dev *dev)
     a->defaults(in, &p);
     gs_params_set(&p, "wg_size", small);
     uint32_t k[4] = { 3, 1, 2, 0 };
-    gs_sort_req req = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = 4, .keys = k };
+    gs_sort_req req = { .shape = { .dtype = GS_DT_U32, .payload = GS_PL_NONE }, .n = 4, .keys = k };
     char needle[64], what[128];
     snprintf(needle, sizeof needle, "wg_size=%ld", small);
     snprintf(what, sizeof what, "%s: wg_size=%ld (below %ld)", a->name, small,
@@ -303,7 +304,7 @@ static void test_param_sets(const gs_algo *a, const gs_dev *dev)
     gs_params d, p;
     a->defaults(&dev->info, &d);
     uint32_t k[4] = { 3, 1, 2, 0 };
-    gs_sort_req req = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = 4, .keys = k };
+    gs_sort_req req = { .shape = { .dtype = GS_DT_U32, .payload = GS_PL_NONE }, .n = 4, .keys = k };
     char what[160];
     gs_err err;
     /* One rule everywhere (issue 34): a name left out takes its default on
@@ -340,23 +341,23 @@ static void test_memory(const gs_algo *a, const gs_dev *dev)
 
     gs_dev fake = *dev;
     fake.info.max_alloc = 1 << 20;
-    gs_sort_req rbig = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = 300000 };
+    gs_sort_req rbig = { .shape = { .dtype = GS_DT_U32, .payload = GS_PL_NONE }, .n = 300000 };
     snprintf(what, sizeof what, "%s: n x 4 bytes above a 1 MiB max allocation", a->name);
     sc_expect_reject(a, &fake, &rbig, &p, GS_ETOOBIG, "CL_DEVICE_MAX_MEM_ALLOC_SIZE", what);
     rbig.n = 200000;
-    rbig.payload = GS_PL_IDX64;
+    rbig.shape.payload = GS_PL_IDX64;
     snprintf(what, sizeof what, "%s: n x 8-byte indices above a 1 MiB max allocation", a->name);
     sc_expect_reject(a, &fake, &rbig, &p, GS_ETOOBIG, "CL_DEVICE_MAX_MEM_ALLOC_SIZE", what);
 
     fake = *dev;
     fake.info.global_mem = 4 << 20;
     rbig.n = 300000;
-    rbig.payload = GS_PL_U32;
+    rbig.shape.payload = GS_PL_U32;
     snprintf(what, sizeof what, "%s: keys and values with their scratch above 4 MiB of global "
              "memory", a->name);
     sc_expect_reject(a, &fake, &rbig, &p, GS_ETOOBIG, "CL_DEVICE_GLOBAL_MEM_SIZE", what);
     fake.info.global_mem = 3 << 20;
-    rbig.payload = GS_PL_IDX64;   /* 2.4 MB of keys and indices, doubled */
+    rbig.shape.payload = GS_PL_IDX64;   /* 2.4 MB of keys and indices, doubled */
     snprintf(what, sizeof what, "%s: keys and indices with their scratch above 3 MiB of global "
              "memory", a->name);
     sc_expect_reject(a, &fake, &rbig, &p, GS_ETOOBIG, "CL_DEVICE_GLOBAL_MEM_SIZE", what);
@@ -365,14 +366,14 @@ static void test_memory(const gs_algo *a, const gs_dev *dev)
     tap_ok(lim != NULL, "%s: its index width is listed in this test", a->name);
     if (!lim)
         return;
-    gs_sort_req rreal = { .dtype = GS_DT_U64, .payload = GS_PL_NONE,
+    gs_sort_req rreal = { .shape = { .dtype = GS_DT_U64, .payload = GS_PL_NONE },
                           .n = (size_t)(dev->info.max_alloc / 8 + 1) };
     snprintf(what, sizeof what, "%s: n beyond this device's max_alloc", a->name);
     sc_expect_reject(a, dev, &rreal, &p, GS_ETOOBIG,
                      rreal.n > lim->max_n ? lim->why : "max allocation", what);
     fake = *dev;
     fake.info.max_alloc = fake.info.global_mem = UINT64_C(1) << 40;
-    rreal.dtype = GS_DT_U32;
+    rreal.shape.dtype = GS_DT_U32;
     uint64_t pow2 = 1;
     while (pow2 <= lim->max_n)
         pow2 *= 2;
@@ -405,7 +406,7 @@ static void test_radix_left_out(const gs_dev *dev)
     gs_params_set(&p, "wg_size", 256);
     p0 = p;
     gs_params_set(&p0, "lookback", 0);
-    gs_sort_req req = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = 1u << 16 };
+    gs_sort_req req = { .shape = { .dtype = GS_DT_U32, .payload = GS_PL_NONE }, .n = 1u << 16 };
     gs_err err;
     gs_err_clear(&err);
     int g = gs_radix_takes_lookback(&gpu, &req, &p, &err);

@@ -47,7 +47,8 @@ static void test_check(gs_dev *dev)
 {
     const gs_dev_info *in = &dev->info;
     gs_params p;
-    gs_sort_req req = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = 4 };   /* check() only */
+    gs_sort_req req = { .shape = { .dtype = GS_DT_U32, .payload = GS_PL_NONE },
+                        .n = 4 }; /* check() only */
     gs_err err;
 
     tap_ok(!A->stable && A->uses_device && A->nparams == 3 &&
@@ -145,7 +146,9 @@ static void hsort_case(gs_dev *dev, const char *name, const uint32_t *in, size_t
     memcpy(k, in, n * 4);
     for (size_t i = 0; i < n; i++)
         v[i] = (uint32_t)i;
-    gs_sort_req req = { .dtype = GS_DT_U32, .payload = GS_PL_U32, .n = n, .keys = k, .values = v };
+    gs_sort_req req = {
+        .shape = { .dtype = GS_DT_U32, .payload = GS_PL_U32 }, .n = n, .keys = k, .values = v
+    };
     gs_sort_stats st;
     gs_err err;
     gs_err_clear(&err);
@@ -217,7 +220,7 @@ static void test_stats(gs_dev *dev, const gs_params *p)
         tap_bail("out of memory");
     for (size_t i = 0; i < n; i++)
         k[i] = (uint64_t)i * UINT64_C(0x9e3779b97f4a7c15);
-    gs_sort_req req = { .dtype = GS_DT_U64, .payload = GS_PL_IDX64, .n = n, .keys = k,
+    gs_sort_req req = { .shape = { .dtype = GS_DT_U64, .payload = GS_PL_IDX64 }, .n = n, .keys = k,
                         .values = v };
     gs_sort_stats st;
     gs_err err;

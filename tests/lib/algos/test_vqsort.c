@@ -71,7 +71,7 @@ static void expect_refused(gs_payload pl, int stable, const char *params, const 
         tap_bail("sc_case_init failed");
     if (gs_params_parse(params, &ps, &err))
         tap_bail("params: %s", err.msg);
-    c.req.stable = stable;
+    c.req.shape.stable = stable;
     uint32_t before = ((uint32_t *)c.req.keys)[0];
     int rc = gs_sort_run(&gs_algo_vqsort, NULL, &c.req, &ps, NULL, &err);
     tap_ok(rc == GS_EUNSUPPORTED && strstr(err.msg, want) &&

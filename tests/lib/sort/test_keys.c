@@ -337,7 +337,9 @@ static void test_nan_save(gs_dtype t, int desc, gs_payload pl, size_t n)
     memcpy(a, in, n * w);
     if (vw)
         memcpy(va, vin, n * vw);
-    gs_sort_req req = { .dtype = t, .payload = pl, .descending = desc, .n = n, .keys = a,
+    gs_sort_req req = { .shape = { .dtype = t, .payload = pl, .descending = desc },
+                        .n = n,
+                        .keys = a,
                         .values = vw ? va : NULL };
     gs_nan_save s;
     gs_err err;
@@ -423,7 +425,7 @@ int main(void)
     test_nan_save(GS_DT_F32, 0, GS_PL_U32, ((size_t)1 << 21) + 37);
     test_nan_save(GS_DT_F64, 1, GS_PL_IDX64, ((size_t)1 << 21) + 37);
     uint32_t ik[3] = { 0x7f800001u, 1, 2 }, iv[3] = { 4, 5, 6 };
-    gs_sort_req ir = { .dtype = GS_DT_U32, .payload = GS_PL_U32, .n = 3, .keys = ik,
+    gs_sort_req ir = { .shape = { .dtype = GS_DT_U32, .payload = GS_PL_U32 }, .n = 3, .keys = ik,
                        .values = iv };
     gs_nan_save s;
     gs_err err;

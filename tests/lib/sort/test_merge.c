@@ -44,7 +44,8 @@ static void cut(size_t n, size_t k, int skewed, size_t *bounds)
  * index of each element of the stable reference). */
 static void lay_out(sc_case *c, const uint64_t *perm, const size_t *bounds, size_t k)
 {
-    size_t n = c->req.n, ks = gs_dtype_size(c->req.dtype), vs = gs_payload_size(c->req.payload);
+    size_t n = c->req.n, ks = gs_dtype_size(c->req.shape.dtype),
+           vs = gs_payload_size(c->req.shape.payload);
     size_t *piece = malloc(n * sizeof *piece), cur[MAXK];
     if (!piece)
         tap_bail("out of memory");
@@ -56,9 +57,9 @@ static void lay_out(sc_case *c, const uint64_t *perm, const size_t *bounds, size
     for (size_t i = 0; i < n; i++) {
         size_t j = (size_t)perm[i], pc = piece[j], d = cur[pc]++;
         memcpy((char *)c->req.keys + d * ks, (const char *)c->in_keys + j * ks, ks);
-        if (c->req.payload == GS_PL_IDX32)
+        if (c->req.shape.payload == GS_PL_IDX32)
             ((uint32_t *)c->req.values)[d] = (uint32_t)(j - bounds[pc]);
-        else if (c->req.payload == GS_PL_IDX64)
+        else if (c->req.shape.payload == GS_PL_IDX64)
             ((uint64_t *)c->req.values)[d] = j - bounds[pc];
         else if (vs)
             memcpy((char *)c->req.values + d * vs, (const char *)c->in_vals + j * vs, vs);
@@ -89,7 +90,8 @@ int main(void)
                                 sc_case_init(&perm, (gs_dtype)t, GS_PL_IDX64, desc, n, dist,
                                              seed))
                                 tap_bail("out of memory");
-                            if (memcmp(c.in_keys, perm.in_keys, n * gs_dtype_size(c.req.dtype)))
+                            if (memcmp(c.in_keys, perm.in_keys,
+                                       n * gs_dtype_size(c.req.shape.dtype)))
                                 tap_bail("sc_case_init: the same seed gave other keys");
                             cut(n, k, skewed, bounds);
                             lay_out(&c, perm.ref_vals, bounds, k);

@@ -597,7 +597,9 @@ static int sort_plan(const dmn *d, char *plan, size_t len)
     sc_case k;
     if (sc_case_init(&k, GS_DT_U32, GS_PL_NONE, 0, 50000, SC_RANDOM, 5))
         tap_bail("out of memory");
-    gs_client_sort s = { .dtype = GS_DT_U32, .payload = GS_PL_NONE, .n = 50000, .device = -1 };
+    gs_client_sort s = { .shape = { .dtype = GS_DT_U32, .payload = GS_PL_NONE },
+                         .n = 50000,
+                         .device = -1 };
     gs_client_result res;
     char why[600];
     int ok = dmn_sort_check(c, &s, &k, &res, why, sizeof why);

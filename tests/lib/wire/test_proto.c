@@ -445,8 +445,8 @@ static void test_parse_valid(void)
             int rc = parse(h, &rq, &fatal, &err);
             if (rc || fatal)
                 bad_fatal++;
-            if (rc || rq.op != GS_OP_SORT || rq.dtype != (gs_dtype)d ||
-                rq.payload != (gs_payload)p || rq.n != n || rq.in_bytes != in ||
+            if (rc || rq.op != GS_OP_SORT || rq.shape.dtype != (gs_dtype)d ||
+                rq.shape.payload != (gs_payload)p || rq.n != n || rq.in_bytes != in ||
                 rq.out_bytes != n * (ks + vs) || rq.fd_bytes != 0 || rq.memfd ||
                 rq.payload_bytes != in) {
                 bad_inline++;
@@ -481,7 +481,7 @@ static void test_parse_valid(void)
 
     int rc = parse("{\"v\":1,\"op\":\"sort\",\"dtype\":\"u32\",\"n\":3,\"payload_bytes\":12}",
                    &rq, &fatal, &err);
-    tap_ok(rc == 0 && rq.payload == GS_PL_NONE && !rq.descending && !rq.stable &&
+    tap_ok(rc == 0 && rq.shape.payload == GS_PL_NONE && !rq.shape.descending && !rq.shape.stable &&
            rq.algorithm[0] == '\0' && !rq.has_params && rq.device == -1 && !rq.memfd &&
            rq.id == NULL, "sort defaults: values none, asc, unstable, auto, any device, "
            "inline, no id");
@@ -502,7 +502,7 @@ static void test_parse_valid(void)
                "\"radix\",\"params\":{\"radix_bits\":4,\"wg_size\":256,\"neg\":-3},"
                "\"device\":2,\"payload_bytes\":16,\"future_field\":[true]}",
                &rq, &fatal, &err);
-    tap_ok(rc == 0 && rq.descending && rq.stable && !strcmp(rq.algorithm, "radix") &&
+    tap_ok(rc == 0 && rq.shape.descending && rq.shape.stable && !strcmp(rq.algorithm, "radix") &&
            rq.has_params && rq.params.count == 3 &&
            gs_params_get(&rq.params, "radix_bits", 0) == 4 &&
            gs_params_get(&rq.params, "wg_size", 0) == 256 &&
@@ -734,7 +734,7 @@ static void test_sizes(void)
     gs_proto_req rq;
     gs_err err;
     memset(&rq, 0, sizeof rq);
-    rq.dtype = GS_DT_U32;
+    rq.shape.dtype = GS_DT_U32;
     rq.memfd = 1;
     rq.n = 1;
     rq.keys_offset = UINT64_MAX - 3;
@@ -745,22 +745,22 @@ static void test_sizes(void)
     tap_ok(rc == 0 && rq.fd_bytes == UINT64_MAX - 3, "sizes: offset 2^64-8 + 4 fits");
     rq.memfd = 0;
     rq.keys_offset = 0;
-    rq.dtype = GS_DT_F64;
+    rq.shape.dtype = GS_DT_F64;
     rq.n = UINT64_MAX / 8 + 1;
     rc = gs_proto_sort_sizes(&rq, &err);
     tap_ok(rc == GS_ETOOBIG, "sizes: n * 8 overflowing 64 bits is GS_ETOOBIG");
-    rq.dtype = GS_DT_U32;
-    rq.payload = GS_PL_U64;
+    rq.shape.dtype = GS_DT_U32;
+    rq.shape.payload = GS_PL_U64;
     rq.n = UINT64_MAX / 8;
     rc = gs_proto_sort_sizes(&rq, &err);
     tap_ok(rc == GS_ETOOBIG, "sizes: keys + values overflowing 64 bits is GS_ETOOBIG");
     rq.n = 5;
-    rq.payload = GS_PL_IDX64;
+    rq.shape.payload = GS_PL_IDX64;
     rc = gs_proto_sort_sizes(&rq, &err);
     tap_ok(rc == 0 && rq.in_bytes == 20 && rq.out_bytes == 60 && rq.fd_bytes == 0,
            "sizes: idx64 values go out, not in (in %" PRIu64 ", out %" PRIu64 ")",
            rq.in_bytes, rq.out_bytes);
-    rq.payload = GS_PL_COUNT;
+    rq.shape.payload = GS_PL_COUNT;
     tap_ok(gs_proto_sort_sizes(&rq, &err) == GS_EINVAL, "sizes: a bad values kind");
 }
 
@@ -770,10 +770,10 @@ static void test_sort_header(void)
     gs_err err;
     int fatal;
     memset(&a, 0, sizeof a);
-    a.dtype = GS_DT_I64;
-    a.payload = GS_PL_U32;
-    a.descending = 1;
-    a.stable = 1;
+    a.shape.dtype = GS_DT_I64;
+    a.shape.payload = GS_PL_U32;
+    a.shape.descending = 1;
+    a.shape.stable = 1;
     a.n = 1000;
     snprintf(a.algorithm, sizeof a.algorithm, "mergepath");
     gs_params_set(&a.params, "wg_size", 128);
@@ -786,12 +786,12 @@ static void test_sort_header(void)
     int rc = t ? parse(t, &b, &fatal, &err) : -99;
     tap_ok(h && a.in_bytes == 12000 && a.out_bytes == 12000 && a.payload_bytes == 12000,
            "sort_header inline fills the sizes (in %" PRIu64 ")", a.in_bytes);
-    tap_ok(rc == 0 && b.op == GS_OP_SORT && b.dtype == a.dtype && b.payload == a.payload &&
-           b.descending && b.stable && b.n == 1000 && !strcmp(b.algorithm, "mergepath") &&
-           b.has_params && b.params.count == 2 &&
-           gs_params_get(&b.params, "wg_size", 0) == 128 &&
-           gs_params_get(&b.params, "tile", 0) == -2 && b.device == 3 && !b.memfd &&
-           b.payload_bytes == 12000 && id_is(&b, "req-1"),
+    tap_ok(rc == 0 && b.op == GS_OP_SORT && b.shape.dtype == a.shape.dtype &&
+               b.shape.payload == a.shape.payload && b.shape.descending && b.shape.stable &&
+               b.n == 1000 && !strcmp(b.algorithm, "mergepath") && b.has_params &&
+               b.params.count == 2 && gs_params_get(&b.params, "wg_size", 0) == 128 &&
+               gs_params_get(&b.params, "tile", 0) == -2 && b.device == 3 && !b.memfd &&
+               b.payload_bytes == 12000 && id_is(&b, "req-1"),
            "sort_header -> parse_req round trip, inline (%s)", t ? t : "NULL");
     free(t);
     cJSON_Delete(h);
@@ -799,8 +799,8 @@ static void test_sort_header(void)
     gs_proto_req_free(&a);
 
     memset(&a, 0, sizeof a);
-    a.dtype = GS_DT_F32;
-    a.payload = GS_PL_IDX64;
+    a.shape.dtype = GS_DT_F32;
+    a.shape.payload = GS_PL_IDX64;
     a.n = 10;
     a.device = -1;
     a.memfd = 1;
@@ -812,7 +812,7 @@ static void test_sort_header(void)
     tap_ok(rc == 0 && b.memfd && b.keys_offset == 4096 && b.values_offset == 0 &&
            b.fd_bytes == 4136 && a.fd_bytes == 4136 && b.payload_bytes == 0 &&
            b.device == -1 && b.id == NULL && !b.has_params && b.algorithm[0] == '\0' &&
-           !b.descending && !b.stable,
+           !b.shape.descending && !b.shape.stable,
            "sort_header -> parse_req round trip, memfd (%s)", t ? t : "NULL");
     tap_ok(t && !strstr(t, "payload_bytes") && !strstr(t, "\"id\""),
            "a memfd header sends no payload_bytes and no absent id");
@@ -831,7 +831,7 @@ static void test_sort_header(void)
     gs_proto_req_free(&b);
 
     memset(&a, 0, sizeof a);
-    a.dtype = GS_DT_U32;
+    a.shape.dtype = GS_DT_U32;
     a.n = GS_PROTO_MAX_N + 1;
     a.device = -1;
     gs_err_clear(&err);
@@ -963,7 +963,7 @@ static void test_exact_ints(void)
     /* the client's header carries the same integers exactly */
     gs_proto_req a, b;
     memset(&a, 0, sizeof a);
-    a.dtype = GS_DT_U32;
+    a.shape.dtype = GS_DT_U32;
     a.n = 1;
     a.device = -1;
     a.memfd = 1;
