@@ -331,6 +331,14 @@ static void test_host_scatter(void)
      * values over it) */
     expect_ignored("msd top pass, straight scatter", GS_DT_U32, GS_PL_U64, 1 << 15, "msd=1",
                    (size_t)1 << 18, 0, SIZE_MAX, INJ_ONES, 0);
+    /* the small sort (97 to 1024 32-bit keys, 2048 64-bit, host_small)
+     * counts and scatters its own copy */
+    expect_ignored("small sort, pass 0", GS_DT_U32, GS_PL_NONE, 1024, "threads=1", 0, 0, 0,
+                   INJ_ONES, 0);
+    expect_ignored("small sort, pass 3", GS_DT_F64, GS_PL_IDX64, 2048, "threads=4", 0, 0, 3,
+                   INJ_ZEROS, 0);
+    expect_ignored("small sort, pass 1", GS_DT_I32, GS_PL_U32, 97, "radix_bits=8", 0, 0, 1,
+                   INJ_HIGH, 8);
 }
 
 /* msd buckets sort in private memory: the caller's arrays rewritten
