@@ -385,10 +385,9 @@ static size_t chunk_hi(const hjob *j, size_t c)
             (dv)[p_] = (sv)[i_];                                                \
     }
 
-/* The insertion sort and the tasks of one (key width, value width); V_ is
- * uint32_t/uint64_t, or char with HASV 0 for keys only. */
-/* The shapes the host sort is compiled for, (suffix, key type, value type,
- * has values), each DEFINE_HOST_* below instantiated once per shape. */
+/* The shapes the host sort is compiled for (suffix, key type, value type,
+ * has values: V_ is uint32_t/uint64_t, or char with HASV 0 for keys only),
+ * each DEFINE_HOST_* below instantiated once per shape. */
 #define HOST_SHAPES(X)                                                            \
     X(k32, uint32_t, char, 0)                                                     \
     X(k32v32, uint32_t, uint32_t, 1)                                              \
