@@ -680,21 +680,31 @@ static const shape *owner_of(const shape *h)
     return NULL;
 }
 
-/* A shape that follows another's rows (f32 on u32's) and loses on one:
- * the row is shared, so alt replaces it only where the owner loses
- * nothing by it: the plan's choice and alt timed again, in turns, on the
- * owner's keys, and alt's median at most the noise (GS_TUNE_NOISE) above
- * the plan's. The float keys' host sort pays their encoding where a
- * device sort does not, so their crossover can lie below the integers'
- * (H100: f32 2^14 host 0.254 against radix 0.200 ms, u32 0.205 against
- * 0.211). 1 when the owner's row was replaced; *own_ms: the owner's two
- * medians, said either way. */
-static int shared_fix(actx *A, gs_db *db, int64_t db_id, const shape *h, int b,
+/* win into shape h's plan row at 2^b (untuned: its baseline, where
+ * usable); 1 when written, else said. */
+static int replace_row(gs_db *db, int64_t db_id, const shape *h, int b, const choice *win,
+                       const choice *untuned)
+{
+    gs_err e;
+    gs_err_clear(&e);
+    if (fix_row(db, db_id, (int)gs_dtype_size(h->dt) * 8, h->pl, b, win, untuned, &e) == 0)
+        return 1;
+    GS_WARN("plan audit: cannot replace the plan row: %s", e.msg);
+    return 0;
+}
+
+/* A shape that follows own's rows (f32 on u32's) and loses on one: the
+ * row is shared, so alt replaces it only where own loses nothing by it:
+ * the plan's choice and alt timed again, in turns, on own's keys, and
+ * alt's median at most the noise (GS_TUNE_NOISE) above the plan's. The
+ * float keys' host sort pays their encoding where a device sort does
+ * not, so their crossover can lie below the integers' (H100: f32 2^14
+ * host 0.254 against radix 0.200 ms, u32 0.205 against 0.211). 1 when
+ * own's row was replaced; own_ms: own's two medians, said either way. */
+static int shared_fix(actx *A, gs_db *db, int64_t db_id, const shape *own, int b,
                       const choice *plan, const choice *alt, double own_ms[2], int reps)
 {
-    const shape *own = owner_of(h);
-    own_ms[0] = own_ms[1] = -1;
-    if (!own || !alt || cancelled(A))
+    if (!own || !usable(alt) || cancelled(A))
         return 0;
     size_t n = (size_t)1 << b;
     choice two[2];
@@ -724,14 +734,9 @@ static int shared_fix(actx *A, gs_db *db, int64_t db_id, const shape *h, int b,
     own_ms[1] = two[1].med;
     if (two[1].med > (1 + GS_TUNE_NOISE) * two[0].med)
         return 0;
-    choice none;                        /* the owner's baseline is not known here: kept */
+    choice none;                        /* own's baseline is not known here: kept */
     memset(&none, 0, sizeof none);
-    int kb = (int)gs_dtype_size(own->dt) * 8;
-    if (fix_row(db, db_id, kb, own->pl, b, &two[1], &none, &e) != 0) {
-        GS_WARN("plan audit: cannot replace the plan row: %s", e.msg);
-        return 0;
-    }
-    return 1;
+    return replace_row(db, db_id, own, b, &two[1], &none);
 }
 
 /* A plan row (h, 2^b) that loses to alt: replaced by alt's with --fix
@@ -743,37 +748,22 @@ static void point_fix(actx *A, gs_db *db, int64_t db_id, gs_plans **Pp, const sh
                       int reps)
 {
     const gs_audit_opts *o = A->o;
-    int kb = (int)gs_dtype_size(h->dt) * 8;
+    const shape *own = h->own_rows ? h : owner_of(h);
     double own_ms[2] = { -1, -1 };
-    if (o->fix && !h->own_rows && alt && usable(alt) &&
-        shared_fix(A, db, db_id, h, b, plan, alt, own_ms, reps)) {
-        pr->fixed = 1;
+    if (o->fix && alt) {
+        pr->fixed = h->own_rows ? replace_row(db, db_id, h, b, alt, unt)
+                                : shared_fix(A, db, db_id, own, b, plan, alt, own_ms, reps);
         gs_plans *np = NULL;
         gs_err fe;
         gs_err_clear(&fe);
-        if (gs_plans_load(db, db_id, &np, &fe) == 0) {
+        /* the shapes after this one (f32 on the u32 rows) see the new row */
+        if (pr->fixed && gs_plans_load(db, db_id, &np, &fe) == 0) {
             gs_plans_free(*Pp);
             *Pp = np;
         }
     }
-    if (o->fix && h->own_rows && alt) {
-        gs_err fe;
-        gs_err_clear(&fe);
-        gs_plans *np = NULL;
-        if (fix_row(db, db_id, kb, h->pl, b, alt, unt, &fe) == 0) {
-            pr->fixed = 1;
-            /* the shapes after this one (f32 on the u32 rows) see the new row */
-            if (gs_plans_load(db, db_id, &np, &fe) == 0) {
-                gs_plans_free(*Pp);
-                *Pp = np;
-            }
-        } else {
-            GS_WARN("plan audit: cannot replace the plan row: %s", fe.msg);
-        }
-    }
     char pt[200], shared[200] = "";
     params_text(&alt->ran_params, pt, sizeof pt);
-    const shape *own = owner_of(h);
     if (!h->own_rows && own && own_ms[0] > 0)
         snprintf(shared, sizeof shared, "; the %s row it follows %s (%s: the plan %.4f ms, "
                  "%s %.4f)", own->name, pr->fixed ? "replaced" : "kept: it would lose there",

@@ -407,7 +407,8 @@ static size_t chunk_hi(const hjob *j, size_t c)
  * of 8-bit digits between two private buffers (lsd_small: the digits of
  * every pass counted in one read into a histogram on the stack, a pass
  * whose digit all keys share skipped). Returns 1 where the sorted keys
- * and values ended in (tk, tv), 0 in (k, v). */
+ * and values ended in (tk, tv), 0 in (k, v); small_ takes either (no tk:
+ * the insertion sort). */
 #define DEFINE_HOST_SMALL(SUF, K, V_, HASV)                                      \
     static void isort_##SUF(K *k, V_ *v, size_t n)                              \
     {                                                                           \
@@ -463,6 +464,15 @@ static size_t chunk_hi(const hjob *j, size_t c)
             in_t = !in_t;                                                       \
         }                                                                       \
         return in_t;                                                            \
+    }                                                                           \
+                                                                                \
+    static int small_##SUF(void *k, void *v, void *tk, void *tv, size_t n)      \
+    {                                                                           \
+        if (!tk) {                                                              \
+            isort_##SUF(k, v, n);                                               \
+            return 0;                                                           \
+        }                                                                       \
+        return lsd_small_##SUF(k, v, tk, tv, n);                                \
     }
 
 HOST_SHAPES(DEFINE_HOST_SMALL)
@@ -1151,6 +1161,13 @@ static unsigned top_bits_for(size_t bytes, unsigned kbits, unsigned lines)
     return tb;
 }
 
+/* The column of a value width (none, 4, 8 bytes) in the tables of sorts
+ * per shape. */
+static inline int vw_index(size_t vw)
+{
+    return vw == 0 ? 0 : vw == 4 ? 1 : 2;
+}
+
 /* A small sort (HOST_LSD_SMALL_PER_BYTE, DEFINE_HOST_SMALL): insertion
  * sort in the caller's arrays (HOST_ISORT_PER_BYTE), above that on a private copy of
  * them (a client may rewrite its shared arrays while the sort reads them:
@@ -1159,7 +1176,9 @@ static unsigned top_bits_for(size_t bytes, unsigned kbits, unsigned lines)
 static int host_small(const gs_sort_req *req, size_t n, size_t kw, size_t vw, int argsort,
                       gs_err *err)
 {
-    const int k64 = kw == 8, vsel = vw == 0 ? 0 : vw == 4 ? 1 : 2;
+    static int (*const sorts[2][3])(void *, void *, void *, void *, size_t) = {
+        { small_k32, small_k32v32, small_k32v64 }, { small_k64, small_k64v32, small_k64v64 },
+    };
     const size_t kb = n * kw, vb = n * vw;
     char *buf = NULL;
     void *k = req->keys, *v = req->values, *tk = NULL, *tv = NULL;
@@ -1182,26 +1201,7 @@ static int host_small(const gs_sort_req *req, size_t n, size_t kw, size_t vw, in
         else
             ((uint64_t *)v)[i] = i;
     }
-    int in_t = 0;
-    if (!buf) {
-        switch (k64 * 3 + vsel) {
-        case 0: isort_k32(k, NULL, n); break;
-        case 1: isort_k32v32(k, v, n); break;
-        case 2: isort_k32v64(k, v, n); break;
-        case 3: isort_k64(k, NULL, n); break;
-        case 4: isort_k64v32(k, v, n); break;
-        default: isort_k64v64(k, v, n); break;
-        }
-    } else {
-        switch (k64 * 3 + vsel) {
-        case 0: in_t = lsd_small_k32(k, NULL, tk, NULL, n); break;
-        case 1: in_t = lsd_small_k32v32(k, v, tk, tv, n); break;
-        case 2: in_t = lsd_small_k32v64(k, v, tk, tv, n); break;
-        case 3: in_t = lsd_small_k64(k, NULL, tk, NULL, n); break;
-        case 4: in_t = lsd_small_k64v32(k, v, tk, tv, n); break;
-        default: in_t = lsd_small_k64v64(k, v, tk, tv, n); break;
-        }
-    }
+    int in_t = sorts[kw == 8][vw_index(vw)](k, v, tk, tv, n);
     void *rk = in_t ? tk : k, *rv = in_t ? tv : v;
     gs_keys_decode(req->shape.dtype, req->shape.descending, rk, n);
     if (buf) {
@@ -1238,7 +1238,7 @@ static int host_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p
         { &ops_k32, &ops_k32v32, &ops_k32v64 }, { &ops_k64, &ops_k64v32, &ops_k64v64 },
     };
     hjob j = {
-        .ops = table[k64][vw == 0 ? 0 : vw == 4 ? 1 : 2],
+        .ops = table[k64][vw_index(vw)],
         .dtype = req->shape.dtype, .descending = req->shape.descending, .argsort = argsort,
         .n = n, .kw = kw, .vw = vw, .k = req->keys, .v = req->values,
     };
