@@ -61,7 +61,7 @@ class Router:
         """True: sort locally; False: ask the daemon."""
         if n < LOCAL_ALWAYS_BELOW:
             return True
-        b = _bucket(n)
+        b = (n - 1).bit_length()     # _bucket(n), n >= 1 here
         t = self._t.get(shape)
         if t is None:
             return False
@@ -98,15 +98,23 @@ class Router:
     def record(self, shape, n, local, ms):
         if n < LOCAL_ALWAYS_BELOW:
             return
-        t = self._t.setdefault(shape, {})
-        cur = t.setdefault(_bucket(n), [None, None, 0, 0, 0])
+        # on every routed call: lookups first, containers made only once
+        t = self._t.get(shape)
+        if t is None:
+            t = self._t[shape] = {}
+        b = (n - 1).bit_length()
+        cur = t.get(b)
+        if cur is None:
+            cur = t[b] = [None, None, 0, 0, 0]
         i = 0 if local else 1
         # per key, so that sizes within a bucket compare alike
-        v = max(ms, 0.0) / max(n, 1)
+        v = (ms if ms > 0.0 else 0.0) / n
+        old = cur[i]
         if cur[3 + i] < SAMPLES:
-            cur[i] = v if cur[i] is None else min(cur[i], v)
+            cur[i] = v if old is None or v < old else old
         else:
-            cur[i] = 0.75 * cur[i] + 0.25 * min(v, SPIKE * cur[i])
+            cap = SPIKE * old
+            cur[i] = 0.75 * old + 0.25 * (v if v < cap else cap)
         cur[3 + i] += 1
 
     def table(self):
