@@ -823,12 +823,12 @@ static void audit_point(actx *A, gs_db *db, int64_t db_id, gs_plans **Pp, const 
 {
     const gs_audit_opts *o = A->o;
     size_t n = (size_t)1 << b;
-    int kb = (int)gs_dtype_size(h->dt) * 8;
     int reps = o->reps > 0 ? (o->reps > MAX_REPS / 2 ? MAX_REPS / 2 : o->reps) : 5;
     pr->plan_untuned = pr->plan_best = pr->after_untuned = -1;
     pr->losing = pr->fixed = pr->same = pr->unproven = 0;
     pr->what[0] = '\0';
-    const gs_plans_entry *pe = gs_plans_lookup(*Pp, kb, h->pl, 0, n);
+    const gs_shape hs = { .dtype = h->dt, .payload = h->pl };
+    const gs_plans_entry *pe = gs_plans_lookup(*Pp, &hs, n);
     if (!pe)
         return;                         /* no plan for the shape: nothing to audit */
     choice cs[MAX_CHOICES];

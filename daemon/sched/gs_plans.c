@@ -131,12 +131,12 @@ static const gs_plans_entry *at(const gs_plans *p, int kb64, gs_payload pl, int 
     return i >= 0 ? &p->plan[i] : NULL;
 }
 
-const gs_plans_entry *gs_plans_lookup(const gs_plans *p, int key_bits, gs_payload pl,
-                                      int stable, uint64_t n)
+const gs_plans_entry *gs_plans_lookup(const gs_plans *p, const gs_shape *shape, uint64_t n)
 {
-    if (!p || (int)pl < 0 || pl >= GS_PL_COUNT)
+    const gs_plans_key k = gs_plans_key_of(shape);
+    if (!p || (int)k.payload < 0 || k.payload >= GS_PL_COUNT)
         return NULL;
-    return at(p, gs_kw_index(key_bits), pl, stable ? 1 : 0, bucket_of(n));
+    return at(p, gs_kw_index(k.key_bits), k.payload, k.stable, bucket_of(n));
 }
 
 /* Payloads in the order they stand in for `pl`: itself, the other kind of
@@ -158,14 +158,15 @@ static size_t payload_order(gs_payload pl, gs_payload *out)
     return n;
 }
 
-const gs_plans_entry *gs_plans_nearest(const gs_plans *p, int key_bits, gs_payload pl,
-                                       int stable, uint64_t n)
+const gs_plans_entry *gs_plans_nearest(const gs_plans *p, const gs_shape *shape, uint64_t n)
 {
-    if (!p || (int)pl < 0 || pl >= GS_PL_COUNT)
+    const gs_plans_key key = gs_plans_key_of(shape);
+    const int stable = key.stable;
+    if (!p || (int)key.payload < 0 || key.payload >= GS_PL_COUNT)
         return NULL;
     gs_payload order[GS_PL_COUNT];
-    size_t np = payload_order(pl, order);
-    int b = bucket_of(n), own = gs_kw_index(key_bits);
+    size_t np = payload_order(key.payload, order);
+    int b = bucket_of(n), own = gs_kw_index(key.key_bits);
     for (int k = 0; k < GS_KW_COUNT; k++) {     /* the same key width first */
         int w = k == 0 ? own : k <= own ? k - 1 : k;
         for (size_t i = 0; i < np; i++)
@@ -178,12 +179,14 @@ const gs_plans_entry *gs_plans_nearest(const gs_plans *p, int key_bits, gs_paylo
     return NULL;
 }
 
-const gs_plans_entry *gs_plans_winner(const gs_plans *p, const gs_algo *a, int key_bits,
-                                      gs_payload pl, int bucket)
+const gs_plans_entry *gs_plans_winner(const gs_plans *p, const gs_algo *a,
+                                      const gs_shape *shape, int bucket)
 {
+    const gs_plans_key k = gs_plans_key_of(shape);
     for (size_t i = 0; p && i < p->nwin; i++) {
         const gs_plans_entry *e = &p->win[i];
-        if (e->algo == a && e->key_bits == key_bits && e->payload == pl && e->bucket == bucket)
+        if (e->algo == a && e->key_bits == k.key_bits && e->payload == k.payload &&
+            e->bucket == bucket)
             return e;
     }
     return NULL;

@@ -44,19 +44,35 @@ typedef struct gs_plans {
 int gs_plans_load(gs_db *db, int64_t device_id, gs_plans **out, gs_err *err);
 void gs_plans_free(gs_plans *p);
 
+/* What of a request's shape a plan is keyed by: the key width (keys of
+ * one width share rows: f32 follows u32's), the payload and stability;
+ * the order is not (a sort runs as fast either way). The one place a
+ * request's shape becomes a plan key (the tuner writes rows by the same
+ * three). */
+typedef struct gs_plans_key {
+    int key_bits;
+    gs_payload payload;
+    int stable;
+} gs_plans_key;
+
+static inline gs_plans_key gs_plans_key_of(const gs_shape *s)
+{
+    return (gs_plans_key){ .key_bits = (int)gs_dtype_size(s->dtype) * 8,
+                           .payload = s->payload, .stable = s->stable ? 1 : 0 };
+}
+
 /* The plan entry for this request shape at the bucket nearest log2(n),
  * or NULL when the table has none for the shape. */
-const gs_plans_entry *gs_plans_lookup(const gs_plans *p, int key_bits, gs_payload pl,
-                                      int stable, uint64_t n);
+const gs_plans_entry *gs_plans_lookup(const gs_plans *p, const gs_shape *shape, uint64_t n);
 /* When the exact shape has no entry: the entry of the nearest tuned shape
  * that can serve the request (a stable plan for a request that need not be
  * stable; then another payload of the same value width, then any payload,
  * nearest in value width; then the other key width), at the nearest
  * bucket; NULL when the device has no usable plan at all. */
-const gs_plans_entry *gs_plans_nearest(const gs_plans *p, int key_bits, gs_payload pl,
-                                       int stable, uint64_t n);
-/* The winner of algorithm a for this shape at exactly this bucket, or NULL. */
-const gs_plans_entry *gs_plans_winner(const gs_plans *p, const gs_algo *a, int key_bits,
-                                      gs_payload pl, int bucket);
+const gs_plans_entry *gs_plans_nearest(const gs_plans *p, const gs_shape *shape, uint64_t n);
+/* The winner of algorithm a for this shape (stability aside: winners are
+ * per algorithm) at exactly this bucket, or NULL. */
+const gs_plans_entry *gs_plans_winner(const gs_plans *p, const gs_algo *a,
+                                      const gs_shape *shape, int bucket);
 
 #endif

@@ -132,10 +132,10 @@ static void shape_hint(gs_payload pl, char *buf, size_t len)
  * stability: what the plan is keyed by, the size aside) that the plan has
  * no entry for it, what serves it instead (`near`: the nearest tuned
  * shape's entry; NULL: the built-in defaults) and what would tune it. */
-static void warn_shape(sdev *sd, int d, const gs_sort_req *r, int kb, const gs_plans_entry *near)
+static void warn_shape(sdev *sd, int d, const gs_sort_req *r, const gs_plans_entry *near)
 {
-    unsigned char *w =
-        &sd->warned_shape[gs_kw_index(kb)][r->shape.payload][r->shape.stable ? 1 : 0];
+    const gs_plans_key k = gs_plans_key_of(&r->shape);
+    unsigned char *w = &sd->warned_shape[gs_kw_index(k.key_bits)][k.payload][k.stable];
     if (*w)
         return;
     *w = 1;
@@ -148,8 +148,8 @@ static void warn_shape(sdev *sd, int d, const gs_sort_req *r, int kb, const gs_p
     else
         snprintf(instead, sizeof instead, "built-in defaults");
     GS_WARN("device %d (%s, driver %s): no tuned plan entry for %d-bit keys, payload %s%s, %s; "
-            "using %s for that shape (%s)", d, sd->dev->info.name, sd->dev->info.driver, kb,
-            gs_payload_name(r->shape.payload),
+            "using %s for that shape (%s)", d, sd->dev->info.name, sd->dev->info.driver,
+            k.key_bits, gs_payload_name(r->shape.payload),
             r->shape.payload == GS_PL_IDX32 || r->shape.payload == GS_PL_IDX64 ? " (argsort)" : "",
             r->shape.stable ? "stable" : "not stable", instead, hint);
 }
@@ -162,7 +162,6 @@ static int device_cand(gs_sched *s, int d, const gs_job *j, cand *c)
 {
     sdev *sd = &s->devs[d];
     const gs_sort_req *r = &j->req;
-    int kb = (int)gs_dtype_size(r->shape.dtype) * 8;
     gs_err e;
     gs_err_clear(&e);
     c->dev = d;
@@ -171,11 +170,11 @@ static int device_cand(gs_sched *s, int d, const gs_job *j, cand *c)
     if (j->untuned) {
         /* the audit's untuned route: the built-in defaults, said nowhere */
     } else if (sd->plans && sd->plan_entries > 0) {
-        pe = gs_plans_lookup(sd->plans, kb, r->shape.payload, r->shape.stable, r->n);
-        if (!pe && (pe = gs_plans_nearest(sd->plans, kb, r->shape.payload, r->shape.stable, r->n)))
-            warn_shape(sd, d, r, kb, pe);
+        pe = gs_plans_lookup(sd->plans, &r->shape, r->n);
+        if (!pe && (pe = gs_plans_nearest(sd->plans, &r->shape, r->n)))
+            warn_shape(sd, d, r, pe);
         else if (!pe)
-            warn_shape(sd, d, r, kb, NULL);
+            warn_shape(sd, d, r, NULL);
     } else if (!sd->warned_noplan) {
         sd->warned_noplan = 1;
         GS_WARN("device %d (%s, driver %s): no tuned plan%s; using built-in defaults "
@@ -263,12 +262,10 @@ static int route_override(gs_sched *s, gs_job *j, gs_err *err)
         c.algo = a;
         c.how = GS_ROUTE_OVERRIDE;
         c.ms = sd->rate_ms_per_key * (double)j->req.n;
-        int kb = (int)gs_dtype_size(j->req.shape.dtype) * 8;
         const gs_plans_entry *w = NULL;
         if (j->has_params) {
             c.params = j->params;
-        } else if ((w = gs_plans_winner(sd->plans, a, kb, j->req.shape.payload,
-                                        gs_db_bucket(j->req.n)))) {
+        } else if ((w = gs_plans_winner(sd->plans, a, &j->req.shape, gs_db_bucket(j->req.n)))) {
             c.params = w->params;
             c.ms = w->median_ms;
         } else {

@@ -18,6 +18,10 @@
 #include "gs_plans.h"
 #include "tap.h"
 
+/* A request shape by what the plan is keyed by (unsigned keys of that width). */
+#define SH(kb, pl, st) \
+    (&(gs_shape){ .dtype = (kb) == 64 ? GS_DT_U64 : GS_DT_U32, .payload = (pl), .stable = (st) })
+
 static gs_db *g_db;
 static int64_t g_id;
 
@@ -83,49 +87,49 @@ int main(void)
     tap_ok(q1 - q0 == 2, "load: one statement for the plan, one for the winners (%lu)", q1 - q0);
 
     /* nearest bucket, ties to the larger */
-    tap_ok(!strcmp(name_of(gs_plans_lookup(p, 32, GS_PL_NONE, 0, 1u << 11)), "host") &&
-           !strcmp(name_of(gs_plans_lookup(p, 32, GS_PL_NONE, 0, 1u << 12)), "radix") &&
-           !strcmp(name_of(gs_plans_lookup(p, 32, GS_PL_NONE, 0, 5000)), "radix") &&
-           !strcmp(name_of(gs_plans_lookup(p, 32, GS_PL_NONE, 0, 1)), "host") &&
-           !strcmp(name_of(gs_plans_lookup(p, 32, GS_PL_NONE, 0, (uint64_t)1 << 40)), "radix"),
+    tap_ok(!strcmp(name_of(gs_plans_lookup(p, SH(32, GS_PL_NONE, 0), 1u << 11)), "host") &&
+           !strcmp(name_of(gs_plans_lookup(p, SH(32, GS_PL_NONE, 0), 1u << 12)), "radix") &&
+           !strcmp(name_of(gs_plans_lookup(p, SH(32, GS_PL_NONE, 0), 5000)), "radix") &&
+           !strcmp(name_of(gs_plans_lookup(p, SH(32, GS_PL_NONE, 0), 1)), "host") &&
+           !strcmp(name_of(gs_plans_lookup(p, SH(32, GS_PL_NONE, 0), (uint64_t)1 << 40)), "radix"),
            "lookup: the nearest bucket, 2^12 between 2^10 and 2^14 goes to the larger");
-    const gs_plans_entry *x = gs_plans_lookup(p, 32, GS_PL_NONE, 0, 1u << 14);
+    const gs_plans_entry *x = gs_plans_lookup(p, SH(32, GS_PL_NONE, 0), 1u << 14);
     tap_ok(x && x->bucket == 14 && x->median_ms == 0.5 && x->params.count == 3,
            "lookup: the entry carries its bucket, time and parsed parameters");
-    tap_ok(!gs_plans_lookup(p, 32, GS_PL_IDX32, 0, 4096) &&
-           !gs_plans_lookup(p, 32, GS_PL_NONE, 1, 4096) &&
-           !gs_plans_lookup(p, 32, GS_PL_IDX64, 0, 4096),
+    tap_ok(!gs_plans_lookup(p, SH(32, GS_PL_IDX32, 0), 4096) &&
+           !gs_plans_lookup(p, SH(32, GS_PL_NONE, 1), 4096) &&
+           !gs_plans_lookup(p, SH(32, GS_PL_IDX64, 0), 4096),
            "lookup: shapes without rows (and the left-out rows' shapes) have no entry");
 
     /* nearest shape */
-    x = gs_plans_nearest(p, 32, GS_PL_NONE, 1, 4096);
+    x = gs_plans_nearest(p, SH(32, GS_PL_NONE, 1), 4096);
     tap_ok(x && !strcmp(x->algo->name, "mergepath") && x->payload == GS_PL_U32 && x->stable,
            "nearest: a stable u32 keys-only request takes the stable mergepath row of payload "
            "u32 (%s), not the unstable keys-only rows", name_of(x));
-    x = gs_plans_nearest(p, 32, GS_PL_IDX32, 0, 4096);
+    x = gs_plans_nearest(p, SH(32, GS_PL_IDX32, 0), 4096);
     tap_ok(x && x->payload == GS_PL_U32 && !x->stable && !strcmp(x->algo->name, "shellsort"),
            "nearest: idx32, not stable, takes u32 (same value width) before none (%s %s)",
            name_of(x), x ? gs_payload_name(x->payload) : "");
-    x = gs_plans_nearest(p, 32, GS_PL_IDX32, 1, 4096);
+    x = gs_plans_nearest(p, SH(32, GS_PL_IDX32, 1), 4096);
     tap_ok(x && !strcmp(x->algo->name, "mergepath") && x->stable,
            "nearest: idx32, stable, skips the unstable shellsort for stable mergepath (%s)",
            name_of(x));
-    x = gs_plans_nearest(p, 64, GS_PL_NONE, 0, 1u << 19);
+    x = gs_plans_nearest(p, SH(64, GS_PL_NONE, 0), 1u << 19);
     tap_ok(x && x->key_bits == 64 && x->payload == GS_PL_U64,
            "nearest: 64-bit keys-only takes the 64-bit u64 row before any 32-bit one (%d-bit %s)",
            x ? x->key_bits : 0, x ? gs_payload_name(x->payload) : "");
-    x = gs_plans_nearest(p, 64, GS_PL_IDX64, 0, 1u << 20);
+    x = gs_plans_nearest(p, SH(64, GS_PL_IDX64, 0), 1u << 20);
     tap_ok(x && x->key_bits == 64, "nearest: 64-bit idx64 takes the 64-bit u64 row");
-    x = gs_plans_nearest(p, 32, GS_PL_NONE, 0, 1u << 14);
+    x = gs_plans_nearest(p, SH(32, GS_PL_NONE, 0), 1u << 14);
     tap_ok(x && !strcmp(x->algo->name, "radix"), "nearest: an exact shape is its own nearest");
 
     /* winners, exact */
     const gs_algo *radix = gs_algo_find("radix"), *merge = gs_algo_find("mergepath");
-    tap_ok(gs_plans_winner(p, radix, 32, GS_PL_NONE, 14) &&
-           gs_plans_winner(p, merge, 32, GS_PL_U32, 16) &&
-           !gs_plans_winner(p, radix, 32, GS_PL_NONE, 15) &&
-           !gs_plans_winner(p, radix, 64, GS_PL_NONE, 14) &&
-           !gs_plans_winner(p, merge, 32, GS_PL_NONE, 14),
+    tap_ok(gs_plans_winner(p, radix, SH(32, GS_PL_NONE, 0), 14) &&
+           gs_plans_winner(p, merge, SH(32, GS_PL_U32, 0), 16) &&
+           !gs_plans_winner(p, radix, SH(32, GS_PL_NONE, 0), 15) &&
+           !gs_plans_winner(p, radix, SH(64, GS_PL_NONE, 0), 14) &&
+           !gs_plans_winner(p, merge, SH(32, GS_PL_NONE, 0), 14),
            "winner: exact (algorithm, key width, payload, bucket) only");
     tap_ok(gs_db_queries(g_db) == q1, "lookups ran no statement");
     gs_plans_free(p);
@@ -137,7 +141,7 @@ int main(void)
     gs_plans *p2 = NULL;
     tap_ok(gs_db_device_id(g_db, &in2, 1, &id2, &e) == 0 &&
            gs_plans_load(g_db, id2, &p2, &e) == 0 && p2 && p2->nplan == 0 &&
-           !gs_plans_nearest(p2, 32, GS_PL_NONE, 0, 100) && !gs_plans_lookup(NULL, 32, 0, 0, 1),
+           !gs_plans_nearest(p2, SH(32, GS_PL_NONE, 0), 100) && !gs_plans_lookup(NULL, SH(32, 0, 0), 1),
            "an untuned device loads an empty table");
     gs_plans_free(p2);
     gs_db_close(g_db);
