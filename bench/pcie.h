@@ -1,8 +1,12 @@
-/* gsort-netbench's floor: the pinned-memory PCIe round trip of a request's
- * bytes, timed with OpenCL directly on a GPU of this machine (not through
- * the daemon): host->device of what a request carries in, device->host of
- * what its reply carries out. No request can be served faster, so netbench
- * prints it beside each end-to-end time. */
+/* The benchmarks' PCIe floor, timed with OpenCL directly on the GPUs of
+ * this machine (not through the daemon), on pinned host memory. For
+ * gsort-netbench the round trip of one request's bytes: host->device of
+ * what a request carries in, device->host of what its reply carries out; no
+ * request can be served faster, so netbench prints it beside each
+ * end-to-end time. For gsort-throughput the duplex bandwidth: an upload and
+ * a download in flight together on two queues, per GPU and on all of them
+ * at once, the most keys per second any number of clients can get through
+ * the bus. */
 #ifndef GS_BENCH_PCIE_H
 #define GS_BENCH_PCIE_H
 
@@ -38,5 +42,29 @@ void pcie_close(pcie *pc);
  * message on stderr. */
 int pcie_measure(pcie *pc, gs_dtype dtype, gs_payload payload, int reps, size_t n,
                  pcie_res *out);
+
+/* The duplex bandwidth of one device, or of several at once. */
+typedef struct pcie_duplex_res {
+    int ok;                   /* 0: not measured (note says why) */
+    size_t way_bytes;         /* bytes moved each way in one rep (all devices together) */
+    double wall_ms;           /* median of reps: the upload and the download both done */
+    double h2d_gbps, d2h_gbps;/* each way's rate while the other runs (1e9 B/s; from the
+                                 profiling events, else from the wall) */
+    double gbps;              /* both ways together: 2 * way_bytes / wall_ms */
+    char note[128];
+} pcie_duplex_res;
+
+/* For each of devs[0..nd) (opened here: gs_dev_open and its second queue,
+ * gs_dev_lane), `bytes` each way between pinned host buffers
+ * (CL_MEM_ALLOC_HOST_PTR, mapped, touched) and device buffers: one write
+ * on the device's queue and one read on its second queue, in flight
+ * together, one warm-up then `reps` timed. per[i]: device i alone; all:
+ * every device that could be measured alone, at once (a thread per device,
+ * each rep started together; the wall of a rep is first start to last
+ * end). A device that runs out of resources (shared with the daemon) or
+ * cannot hold `bytes` is noted (ok 0), not an error. Returns 0, or -1
+ * after a message "PROG: why" on stderr. */
+int pcie_duplex(gs_dev *const *devs, size_t nd, size_t bytes, int reps, const char *prog,
+                pcie_duplex_res *per, pcie_duplex_res *all);
 
 #endif

@@ -57,12 +57,18 @@ void sched_queue_push(queue *q, gs_job *j)
     pthread_mutex_unlock(&q->mu);
 }
 
-/* Next job, or NULL once stopped and empty. */
-gs_job *sched_queue_pop(queue *q)
+gs_job *sched_queue_pop(queue *q, sched_warm **warm)
 {
     pthread_mutex_lock(&q->mu);
-    while (!q->head && !q->stop)
+    while (!q->head && !q->stop && !(warm && q->warm))
         pthread_cond_wait(&q->cv, &q->mu);
+    if (warm && q->warm && !q->stop) {
+        /* before the jobs: they were routed knowing the builds come first */
+        *warm = q->warm;
+        q->warm = NULL;
+        pthread_mutex_unlock(&q->mu);
+        return NULL;
+    }
     gs_job *j = q->head;
     if (j) {
         q->head = j->next;
@@ -87,7 +93,7 @@ void sched_queue_load(queue *q, unsigned *len, double *backlog)
 {
     pthread_mutex_lock(&q->mu);
     *len = q->len;
-    *backlog = q->backlog_ms;
+    *backlog = q->backlog_ms + q->warm_ms;
     pthread_mutex_unlock(&q->mu);
 }
 

@@ -86,6 +86,7 @@ void gs_sched_set_db(gs_sched *s, gs_db *db)
         atomic_store(&sd->rest_until, 0.0);
         for (int a = 0; a < MAX_ALGOS; a++)
             atomic_store(&sd->broken[a], 0);
+        sched_warm_post(s, (int)i);
     }
     pthread_mutex_unlock(&s->mu);
     for (size_t i = 0; i < s->ndev; i++)

@@ -13,6 +13,7 @@
  * workers; the state the files share is in gs_sched_int.h. The floors,
  * each calling only those below it: gs_route.c and this file (neither
  * calls the other), gs_split.c (the split decision and its parts),
+ * gs_warm.c (a device's planned programs built before they serve),
  * gs_predict.c, gs_queue.c. */
 #include "config.h"
 #include "gs_sched.h"
@@ -161,7 +162,13 @@ static void *worker_main(void *arg)
         atomic_store(&s->devs[d].dflt_known, 1);
     }
     gs_job *j;
-    while ((j = sched_queue_pop(q))) {
+    sched_warm *warm = NULL;
+    while ((j = sched_queue_pop(q, d >= 0 ? &warm : NULL)) || warm) {
+        if (!j) {
+            sched_warm_run(s, d, warm);
+            warm = NULL;
+            continue;
+        }
         j->t_start = gs_now_ms();
         if (j->dev < 0) {
             run_host(s, j);
@@ -312,8 +319,10 @@ void gs_sched_stop(gs_sched *s)
     pthread_cond_destroy(&s->hostq.cv);
     pthread_mutex_destroy(&s->mu);
     free(s->host_th);
-    for (size_t i = 0; i < s->ndev; i++)
+    for (size_t i = 0; i < s->ndev; i++) {
         gs_plans_free(s->devs[i].plans);
+        sched_warm_free(&s->devs[i]);
+    }
     free(s->devs);
     free(s);
 }
@@ -390,6 +399,7 @@ void gs_sched_devstat_get(gs_sched *s, size_t i, gs_sched_devstat *out)
     out->dev = sd->dev;
     out->enabled = sd->enabled;
     out->healthy = sd->enabled && sched_dev_healthy(sd);
+    out->ready = sd->enabled && !atomic_load(&sd->warming);
     pthread_mutex_lock(&s->mu);
     out->plan_entries = sd->plan_entries;
     out->db_id = sd->db_id;

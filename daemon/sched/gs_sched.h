@@ -167,6 +167,7 @@ typedef struct gs_sched_devstat {
     const gs_dev *dev;
     int enabled;             /* chosen by the devices setting and opened */
     int healthy;             /* not resting after failures */
+    int ready;               /* the programs of its plan are built (gs_warm.c) */
     int tuned;               /* has a plan in the database */
     long plan_entries;
     unsigned queued;         /* waiting or running */

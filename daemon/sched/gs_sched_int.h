@@ -24,12 +24,31 @@
 struct gs_job;
 typedef struct gs_sched gs_sched;
 
+/* A planned route's identity, "radix:radix_bits=8,wg_size=256" */
+#define SCHED_ROUTE_ID 288
+
+/* Routes of a device's plan to build before they serve (gs_warm.c). */
+typedef struct sched_warm_item {
+    char id[SCHED_ROUTE_ID];
+    const gs_algo *algo;
+    gs_params params;
+    int key_bits;
+    gs_payload payload;
+} sched_warm_item;
+
+typedef struct sched_warm {
+    size_t n;
+    sched_warm_item item[];
+} sched_warm;
+
 typedef struct queue {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     struct gs_job *head, *tail;
     unsigned len;            /* waiting + running */
     double backlog_ms;       /* predicted time of waiting + running jobs */
+    sched_warm *warm;        /* a device's routes to build, not yet taken by its worker */
+    double warm_ms;          /* their predicted build time left (in the backlog) */
     int stop;
 } queue;
 
@@ -54,6 +73,10 @@ typedef struct sdev {
     _Atomic int dflt_min_log2;       /* written once by the worker when measured */
     int dflt_measure;                /* the worker measures it when it starts */
     atomic_int dflt_known;           /* 1 once dflt_min_log2 is final (measured or not) */
+    /* planned routes built (gs_warm.c) */
+    atomic_int warming;              /* 1 while routes of its plan are being built */
+    char (*warmed)[SCHED_ROUTE_ID];  /* routes built by this process (under q.mu) */
+    size_t nwarmed, capwarmed;
 } sdev;
 
 struct gs_sched {
@@ -92,8 +115,10 @@ typedef struct sched_cand {
 int sched_queue_init(queue *q);
 /* Queue a job on q (its predicted_ms joins the backlog). */
 void sched_queue_push(queue *q, struct gs_job *j);
-/* The next job, waiting for one; NULL once the queue is stopped and empty. */
-struct gs_job *sched_queue_pop(queue *q);
+/* The next job, waiting for one; NULL once the queue is stopped and empty,
+ * or (with `warm`, a device's worker) NULL and *warm set when its routes to
+ * build came first (then the caller owns *warm). */
+struct gs_job *sched_queue_pop(queue *q, sched_warm **warm);
 /* A popped job has run: its predicted time leaves the backlog. */
 void sched_queue_finish(queue *q, const struct gs_job *j);
 /* Wake the queue's workers to stop. */
@@ -125,8 +150,20 @@ void sched_split_part_done(gs_sched *s, struct gs_job *part);
 
 /* The algorithm's slot in sdev.broken. */
 int sched_algo_index(const gs_algo *a);
-/* A queue's length and predicted backlog, under its lock. */
+/* A queue's length and predicted backlog (the routes to build
+ * included), under its lock. */
 void sched_queue_load(queue *q, unsigned *len, double *backlog);
+
+/* ---- a device's planned programs, built before they serve (gs_warm.c) ---- */
+
+/* Under s->mu, after device d's plan was set: hand its worker the routes
+ * of the plan this process has not built yet (their predicted build time
+ * joins the device's backlog). */
+void sched_warm_post(gs_sched *s, int d);
+/* The worker: build each route of w (a small sort each), then free w. */
+void sched_warm_run(gs_sched *s, int d, sched_warm *w);
+/* At stop: what device sd's warm-up state holds. */
+void sched_warm_free(sdev *sd);
 /* Not resting after repeated failures. */
 int sched_dev_healthy(sdev *sd);
 /* The device's built-in defaults (gs_defaults.c): chosen at start, the

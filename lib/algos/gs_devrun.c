@@ -42,40 +42,56 @@ static int inputs(gs_devrun *d, const gs_devrun_ops *ops, gs_err *err)
     return 0;
 }
 
-/* After the kernels: the NaN patterns over the sorted NaN block, the
- * queue finished, the race flag read (a raced result is not written
- * back), then the write-back and the timing fields. */
-static int finish(gs_devrun *d, const gs_devrun_ops *ops, void *self, gs_err *err)
+/* The result back into the caller's arrays, from keys[cur] and vals[cur]
+ * (nothing to do where no kernel moved a key, but argsort's indices). */
+static int write_back(gs_devrun *d, gs_err *err)
 {
-    gs_sort_stats *st = d->st;
     const int c = d->cur;
     int rc;
-    double t0 = gs_now_ms();
-    /* unmoved: the keys are as they came, with no NaN block */
-    if (!d->unmoved && (rc = gs_clnan_restore(&d->cr, &d->nan, d->keys[c], d->req, err)))
-        return rc;
-    double t1 = gs_now_ms();
-    st->enqueue_ms += t1 - t0;
-    cl_int crc = clFinish(d->cr.q);
-    double t2 = gs_now_ms();
-    st->wait_ms = t2 - t1;
-    if (crc != CL_SUCCESS)
-        return gs_cl_fail(err, "clFinish", crc, "%s", ops->finish_what);
-    gs_clrun_settle(&d->cr);
-    /* from here on a failure leaves the caller's arrays no longer intact;
-     * a raced sort (the client rewrote its keys) ends here */
-    st->output_touched = 1;
-    if ((rc = gs_clrun_raced_check(&d->cr, err)) ||
-        (!d->unmoved &&
+    if ((!d->unmoved &&
          (rc = gs_clrun_output(&d->cr, d->req->keys, d->keys[c], d->n * d->ks, err))) ||
         (d->vs && (!d->unmoved || d->idx) &&
          (rc = gs_clrun_output(&d->cr, d->req->values, d->vals[c], d->n * d->vs, err))))
+        return rc;
+    return 0;
+}
+
+/* After the kernels: the NaN patterns over the sorted NaN block, the
+ * write-back and one wait for the queue, then the timing fields. Where the
+ * result needs a look first (the race flag of kernels on adopted pages: a
+ * raced result is not written back) or goes back through the caller's own
+ * pages, the write-back follows the wait instead (gs_clrun_defer). */
+static int finish(gs_devrun *d, const gs_devrun_ops *ops, void *self, gs_err *err)
+{
+    gs_sort_stats *st = d->st;
+    int rc;
+    double t0 = gs_now_ms();
+    /* unmoved: the keys are as they came, with no NaN block */
+    if (!d->unmoved && (rc = gs_clnan_restore(&d->cr, &d->nan, d->keys[d->cur], d->req, err)))
+        return rc;
+    double t1 = gs_now_ms();
+    st->enqueue_ms += t1 - t0;
+    const int early = gs_clrun_defer(&d->cr);
+    /* from here on a failure leaves the caller's arrays no longer intact
+     * (an early download may have run before a later command failed) */
+    if (early && ((st->output_touched = 1), (rc = write_back(d, err))))
+        return rc;
+    double t2 = gs_now_ms();
+    cl_int crc = clFinish(d->cr.q);
+    double t3 = gs_now_ms();
+    st->wait_ms = t3 - t2;
+    if (crc != CL_SUCCESS)
+        return gs_cl_fail(err, "clFinish", crc, "%s", ops->finish_what);
+    gs_clrun_settle(&d->cr);
+    /* a raced sort (the client rewrote its keys) ends here */
+    st->output_touched = 1;
+    if (!early && ((rc = gs_clrun_raced_check(&d->cr, err)) || (rc = write_back(d, err))))
         return rc;
     st->nans_on_device = d->nan.count;
     st->upload_ms = d->cr.upload_ms;
     st->download_ms = d->cr.download_ms;
     st->kernel_ms = ops->kernel_ms ? ops->kernel_ms(d, self) : gs_clrun_kernel_ms(&d->cr);
-    st->writeback_ms = gs_now_ms() - t2;
+    st->writeback_ms = (t2 - t1) + (gs_now_ms() - t3);
     return 0;
 }
 

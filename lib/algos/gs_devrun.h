@@ -3,9 +3,11 @@
  * takes the request's arrays as input buffers (uploaded, or the caller's
  * own pages where the kernels are safe on them) with second key and value
  * buffers, saves float keys' NaN patterns on the device, and lets the
- * algorithm enqueue its kernels; then it waits for the queue, checks the
- * race flag, restores the NaN patterns, writes the result back, fills the
- * timing fields of gs_sort_stats and releases everything on every path.
+ * algorithm enqueue its kernels; then it restores the NaN patterns,
+ * enqueues the result's download and waits once for the queue (where the
+ * result needs no look first: kernels on adopted pages have their race flag
+ * checked, then write back), fills the timing fields of gs_sort_stats and
+ * releases everything on every path.
  * An algorithm gives only its kernel part, as the hooks of a gs_devrun_ops. */
 #ifndef GS_DEVRUN_H
 #define GS_DEVRUN_H

@@ -37,6 +37,17 @@ void gs_clrun_settle(gs_clrun *r)
         clReleaseEvent(r->upev[i]);
     }
     r->nupev = 0;
+    for (unsigned i = 0; i < r->ndnev; i++) {
+        r->download_ms += gs_clrun_event_ms(r->dnev[i]);
+        clReleaseEvent(r->dnev[i]);
+    }
+    r->ndnev = 0;
+}
+
+int gs_clrun_defer(gs_clrun *r)
+{
+    r->defer_down = !r->raced && !r->nadopt && r->dev->info.profiling;
+    return r->defer_down;
 }
 
 /* ---- guarded buffers (test hook) ---- */
@@ -235,23 +246,30 @@ int gs_clrun_buffer(gs_clrun *r, size_t bytes, const char *what, cl_mem *out, gs
 /* One timed transfer; profiling time when available, else wall. An
  * upload is only enqueued (the kernels after it wait in the in-order
  * queue, and the host array outlives the sort): a wait of its own costs a
- * round trip to the driver on every small request. Its time is read at
- * gs_clrun_settle. */
+ * round trip to the driver on every small request. So is a download once
+ * deferred (gs_clrun_defer): the sort's one wait covers it. Their times
+ * are read at gs_clrun_settle. */
 static int xfer(gs_clrun *r, int up, cl_mem m, void *host, size_t bytes, gs_err *err)
 {
     if (bytes == 0)
         return 0;
     cl_event ev = NULL;
     double t0 = gs_now_ms();
-    const int later = up && r->nupev < GS_CLRUN_UPLOADS && r->dev->info.profiling;
+    const int later = r->dev->info.profiling &&
+                      (up ? r->nupev < GS_CLRUN_UPLOADS
+                          : r->defer_down && r->ndnev < GS_CLRUN_UPLOADS);
     cl_int rc = up ? clEnqueueWriteBuffer(r->q, m, later ? CL_FALSE : CL_TRUE, 0, bytes, host, 0,
                                           NULL, &ev)
-                   : clEnqueueReadBuffer(r->q, m, CL_TRUE, 0, bytes, host, 0, NULL, &ev);
+                   : clEnqueueReadBuffer(r->q, m, later ? CL_FALSE : CL_TRUE, 0, bytes, host, 0,
+                                         NULL, &ev);
     if (rc != CL_SUCCESS)
         return gs_cl_fail(err, up ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer", rc,
                           "%s: %zu bytes", r->algo, bytes);
     if (later) {
-        r->upev[r->nupev++] = ev;
+        if (up)
+            r->upev[r->nupev++] = ev;
+        else
+            r->dnev[r->ndnev++] = ev;
         return 0;
     }
     double ms = gs_clrun_event_ms(ev);

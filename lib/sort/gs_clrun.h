@@ -23,6 +23,9 @@ typedef struct gs_clrun {
     double upload_ms, download_ms;
     cl_event upev[GS_CLRUN_UPLOADS];  /* uploads enqueued, not yet timed */
     unsigned nupev;
+    int defer_down;       /* downloads are enqueued, not waited for (gs_clrun_defer) */
+    cl_event dnev[GS_CLRUN_UPLOADS];  /* such downloads, not yet timed */
+    unsigned ndnev;
     int host_pinned;      /* from gs_sort_ctx: no staging for the host side */
     int *touched;         /* the algorithm's st->output_touched (gs_clrun_input) */
     int hostile;          /* the kernels were built to run on the caller's own pages
@@ -50,8 +53,18 @@ void gs_clrun_use(gs_clrun *r, cl_command_queue q, int host_pinned);
 void gs_clrun_release(gs_clrun *r);
 
 /* After the queue has finished: the uploads' times into upload_ms (an
- * upload is enqueued without waiting for it). */
+ * upload is enqueued without waiting for it), and deferred downloads'
+ * into download_ms. */
 void gs_clrun_settle(gs_clrun *r);
+/* One wait per sort (issue 36): 1 when the result can go back by plain
+ * downloads enqueued behind the kernels, before the one wait for the
+ * queue; from then on gs_clrun_output only enqueues them (the host array
+ * is written when the queue has finished, so the caller waits before it
+ * reads it or lets it go). 0, and nothing changes, where the result must
+ * be checked first (a race flag: adopted pages) or goes back through the
+ * caller's own pages (adopted arrays), or without profiling events to time
+ * the downloads by. */
+int gs_clrun_defer(gs_clrun *r);
 
 /* END-START of a finished event in ms (0 when profiling is unavailable). */
 double gs_clrun_event_ms(cl_event e);
@@ -153,7 +166,9 @@ int gs_clrun_raced_check(gs_clrun *r, gs_err *err);
  * cleared, they hold nothing of another request's (pooled buffers do). */
 int gs_clrun_clear(gs_clrun *r, cl_mem m, size_t bytes, gs_err *err);
 
-/* Blocking transfers, timed into upload_ms / download_ms. */
+/* Transfers, timed into upload_ms / download_ms: an upload is enqueued
+ * (timed at gs_clrun_settle), a download waited for unless deferred
+ * (gs_clrun_defer). */
 int gs_clrun_upload(gs_clrun *r, cl_mem dst, const void *src, size_t bytes, gs_err *err);
 int gs_clrun_download(gs_clrun *r, void *dst, cl_mem src, size_t bytes, gs_err *err);
 

@@ -36,8 +36,10 @@ typedef struct gs_sort_stats {
      * accounts for the worker's time and not only the device's: opening
      * the device, finding the program and making kernels and buffers
      * (uploads enqueued); enqueuing the NaN save and the algorithm's
-     * kernels; waiting for the queue; the race check and the write-back;
-     * releasing the run's objects. All 0 on the host. */
+     * kernels; waiting for the queue (one wait: where the result goes back
+     * by a plain download, it is enqueued before it, gs_clrun_defer); the
+     * write-back (that enqueuing, or the race check and the copy after the
+     * wait); releasing the run's objects. All 0 on the host. */
     double setup_ms, enqueue_ms, wait_ms, writeback_ms, release_ms;
 } gs_sort_stats;
 

@@ -395,6 +395,7 @@ cJSON *gs_reply_info_build(const gs_reply_info *r, const cJSON *id, gs_err *err)
         ok = ok && gs_jnum_add_long(d, "plan_entries", x->plan_entries);
         ok = ok && add_u64(d, "queued", x->queued);
         ok = ok && add_bool(d, "healthy", x->healthy);
+        ok = ok && add_bool(d, "ready", x->ready);
     }
     cJSON *host = ok ? cJSON_AddObjectToObject(h, "host") : NULL;
     ok = add_u64(host, "threads", r->host_threads);
@@ -476,6 +477,8 @@ int gs_reply_info_parse(const cJSON *h, const gs_jnum_doc *doc, gs_reply_info *o
         x->plan_entries = get_long(&p, d, at, "plan_entries", 0, LONG_MAX);
         x->queued = (unsigned)get_uint(&p, d, at, "queued", UINT_MAX);
         x->healthy = get_bool(&p, d, at, "healthy");
+        /* newer than the rest: optional */
+        x->ready = !cJSON_HasObjectItem(d, "ready") || get_bool(&p, d, at, "ready");
         out->ndevices++;
     }
 

@@ -116,6 +116,8 @@ typedef struct gs_reply_info_dev {
     long plan_entries;
     unsigned queued;            /* waiting or running */
     int healthy;                /* not resting after failures */
+    int ready;                  /* the programs of its plan are built; a daemon
+                                   before the field: taken as 1 */
 } gs_reply_info_dev;
 
 typedef struct gs_reply_limits {

@@ -22,6 +22,7 @@
 #include "gs_dev.h"
 #include "gs_err.h"
 #include "gs_sort.h"
+#include "gs_clrun.h"
 #include "sortcheck.h"
 #include "tap.h"
 #include "gs_time.h"
@@ -206,6 +207,12 @@ int main(void)
     sc_set3(A, &odd, 5, 48, 3);
     sc_fit_set(A, &ctx, &odd);
     fails += sc_check_nan_device(A, &ctx, &odd);
+    /* As on a GPU: copied arrays, the download enqueued before the one wait */
+    gs_clrun_no_adopt(1);
+    fails += sc_run_matrix(A, &ctx, &p, small, sizeof small / sizeof small[0],
+                           "mergepath copied (one wait)");
+    fails += sc_check_nan_device(A, &ctx, &p);
+    gs_clrun_no_adopt(0);
     tap_diag("matrix total: %.1f s, %d failing cases", gs_now_s() - t0, fails);
 
     gs_dev_free_list(devs, ndev);

@@ -21,6 +21,7 @@
 #include "gs_dev.h"
 #include "gs_err.h"
 #include "gs_sort.h"
+#include "gs_clrun.h"
 #include "sortcheck.h"
 #include "tap.h"
 #include "gs_time.h"
@@ -470,6 +471,16 @@ int main(void)
     fails += sc_run_matrix(A, &ctx, &plb, small, sizeof small / sizeof small[0],
                            "radix onesweep read-back");
     gs_radix_small_max((size_t)-1);
+    /* As on a GPU: the arrays copied into buffers of their own, so the
+     * result's download is enqueued behind the kernels and the sort waits
+     * once (gs_clrun_defer), NaN patterns restored before it */
+    gs_clrun_no_adopt(1);
+    fails += sc_run_matrix(A, &ctx, &plb, small, sizeof small / sizeof small[0],
+                           "radix onesweep, copied (one wait)");
+    fails += sc_run_matrix(A, &ctx, &p, small, sizeof small / sizeof small[0],
+                           "radix copied (one wait)");
+    fails += sc_check_nan_device(A, &ctx, &plb);
+    gs_clrun_no_adopt(0);
     static const sc_set lsets[] = {
         { { 4, 16, 32, 1 }, SC_SIZES(small) },   /* 16-digit look-back words */
         { { 7, 128, 3, 1 }, SC_SIZES(small) },   /* radix 128 = wg */

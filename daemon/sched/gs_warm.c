@@ -1,0 +1,188 @@
+/* A device's planned programs, built before its first request needs them
+ * (issue 37: a fresh daemon's first GPU answers waited ~11 s each while the
+ * radix programs were built on the request path). When a plan is set
+ * (start-up, SIGHUP, the end of a background tune), each device gets the
+ * distinct device routes of its plan rows that this process has not run
+ * yet; its worker runs one small sort for each before the requests queued
+ * behind them, which builds the route's program (or loads it from the
+ * program cache, gs_pcache.h). Meanwhile the routes' predicted build time
+ * counts in the device's backlog, so the router treats the device as busy
+ * and sends what the host (or another device) finishes sooner there; a
+ * request that names the device waits for the builds. The log says when a
+ * device is ready, and the info op shows it. */
+#include "config.h"
+#include "gs_sched.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gs_log.h"
+#include "gs_sched_int.h"
+#include "gs_time.h"
+
+/* Predicted time to build one route's program: NVIDIA's OpenCL compiler
+ * takes ~2 s for radix's; loaded from the program cache it takes
+ * milliseconds, and the backlog then drops as soon as it is done. */
+#define WARM_BUILD_MS 2000.0
+/* Keys of the small sort that builds a route (one tile or a few). */
+#define WARM_N 4096
+
+/* A route's identity: the algorithm and its parameters, formatted. */
+static void route_id(const gs_algo *a, const gs_params *p, char *buf, size_t len)
+{
+    int w = snprintf(buf, len, "%s:", a->name);
+    if (w > 0 && (size_t)w < len)
+        gs_params_format(p, buf + w, len - (size_t)w);
+}
+
+/* Under q->mu: whether route `id` was warmed (or run) already. */
+static int seen(const sdev *sd, const char *id)
+{
+    for (size_t i = 0; i < sd->nwarmed; i++)
+        if (!strcmp(sd->warmed[i], id))
+            return 1;
+    return 0;
+}
+
+/* Under q->mu: note route `id` as warmed; 0, or -1 out of memory. */
+static int note(sdev *sd, const char *id)
+{
+    if (sd->nwarmed == sd->capwarmed) {
+        size_t cap = sd->capwarmed ? 2 * sd->capwarmed : 16;
+        char(*w)[SCHED_ROUTE_ID] = realloc(sd->warmed, cap * sizeof *w);
+        if (!w)
+            return -1;
+        sd->warmed = w;
+        sd->capwarmed = cap;
+    }
+    snprintf(sd->warmed[sd->nwarmed++], SCHED_ROUTE_ID, "%s", id);
+    return 0;
+}
+
+void sched_warm_post(gs_sched *s, int d)
+{
+    sdev *sd = &s->devs[d];
+    const gs_plans *p = sd->plans;
+    if (!sd->enabled || !p || p->nplan == 0)
+        return;
+    sched_warm *w = calloc(1, sizeof *w + p->nplan * sizeof w->item[0]);
+    if (!w) {
+        GS_WARN("device %d (%s): out of memory listing its plan's programs; they are built "
+                "when first used", d, sd->dev->info.name);
+        return;
+    }
+    queue *q = &sd->q;
+    pthread_mutex_lock(&q->mu);
+    for (size_t i = 0; i < p->nplan; i++) {
+        const gs_plans_entry *e = &p->plan[i];
+        if (!e->algo->uses_device)
+            continue;
+        sched_warm_item *it = &w->item[w->n];
+        route_id(e->algo, &e->params, it->id, sizeof it->id);
+        int dup = seen(sd, it->id);
+        for (size_t k = 0; k < w->n && !dup; k++)
+            dup = !strcmp(w->item[k].id, it->id);
+        if (dup)
+            continue;
+        it->algo = e->algo;
+        it->params = e->params;
+        it->key_bits = e->key_bits;
+        it->payload = e->payload;
+        w->n++;
+    }
+    if (w->n == 0) {
+        pthread_mutex_unlock(&q->mu);
+        free(w);
+        return;
+    }
+    if (q->warm) {                       /* an earlier list its worker has not taken */
+        q->warm_ms -= (double)q->warm->n * WARM_BUILD_MS;
+        free(q->warm);
+    }
+    q->warm = w;
+    q->warm_ms += (double)w->n * WARM_BUILD_MS;
+    atomic_store(&sd->warming, 1);
+    pthread_cond_signal(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+    GS_INFO("device %d (%s): building the programs of %zu planned route(s) before they serve; "
+            "the host serves meanwhile", d, sd->dev->info.name, w->n);
+}
+
+/* One small sort of the item's shape: the route's program built (or
+ * loaded), as its first request would have. */
+static int warm_one(gs_sched *s, int d, const sched_warm_item *it, gs_err *err)
+{
+    const size_t ks = it->key_bits == 64 ? 8 : 4, vs = gs_payload_size(it->payload);
+    unsigned char *keys = malloc(WARM_N * ks), *vals = vs ? malloc(WARM_N * vs) : NULL;
+    if (!keys || (vs && !vals)) {
+        free(keys);
+        free(vals);
+        return gs_err_set(err, GS_ENOMEM, "out of memory");
+    }
+    uint64_t x = 0x9e3779b97f4a7c15u;
+    for (size_t i = 0; i < WARM_N * ks; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        keys[i] = (unsigned char)x;
+    }
+    if (vals)
+        memset(vals, 0, WARM_N * vs);
+    gs_sort_req req = { .shape = { .dtype = ks == 8 ? GS_DT_U64 : GS_DT_U32,
+                                   .payload = it->payload },
+                        .n = WARM_N, .keys = keys, .values = vals };
+    gs_sort_ctx ctx = { .dev = s->devs[d].dev, .pc = s->pc };
+    int rc = gs_sort_run(it->algo, &ctx, &req, &it->params, NULL, err);
+    free(keys);
+    free(vals);
+    return rc;
+}
+
+void sched_warm_run(gs_sched *s, int d, sched_warm *w)
+{
+    sdev *sd = &s->devs[d];
+    queue *q = &sd->q;
+    double t0 = gs_now_ms();
+    unsigned failed = 0;
+    for (size_t i = 0; i < w->n; i++) {
+        const sched_warm_item *it = &w->item[i];
+        gs_err err;
+        gs_err_clear(&err);
+        double t1 = gs_now_ms();
+        if (warm_one(s, d, it, &err) < 0) {
+            /* the route's requests meet the same failure and fall back */
+            failed++;
+            GS_WARN("device %d (%s): building planned route %s failed: %s", d,
+                    sd->dev->info.name, it->id, err.msg);
+        } else {
+            GS_DEBUG("device %d: planned route %s ready in %.0f ms", d, it->id,
+                     gs_now_ms() - t1);
+        }
+        pthread_mutex_lock(&q->mu);
+        q->warm_ms -= WARM_BUILD_MS;
+        if (q->warm_ms < 0 || (i + 1 == w->n && !q->warm))
+            q->warm_ms = 0;
+        if (note(sd, it->id) < 0)
+            GS_WARN("device %d: out of memory noting a built route", d);
+        pthread_mutex_unlock(&q->mu);
+    }
+    pthread_mutex_lock(&q->mu);
+    const int more = q->warm != NULL;
+    if (!more)
+        atomic_store(&sd->warming, 0);
+    pthread_mutex_unlock(&q->mu);
+    GS_INFO("device %d (%s): %s: %zu planned route(s) built in %.2f s%s%s", d,
+            sd->dev->info.name, more ? "built" : "ready", w->n, (gs_now_ms() - t0) / 1000.0,
+            failed ? ", some failed (see above)" : "", more ? "; more to build" : "");
+    free(w);
+}
+
+void sched_warm_free(sdev *sd)
+{
+    free(sd->q.warm);
+    sd->q.warm = NULL;
+    free(sd->warmed);
+    sd->warmed = NULL;
+    sd->nwarmed = sd->capwarmed = 0;
+}

@@ -1,0 +1,133 @@
+/* A device's planned programs built before they serve (issue 37,
+ * daemon/sched/gs_warm.c), through a real daemon on a PoCL device whose
+ * plan sends u32 sorts to radix with parameters no earlier test built, and
+ * an empty program cache, so the build takes seconds:
+ * - a sort asked for at once is served by the host sort (route "busy"),
+ *   exactly, while info says the device is not ready;
+ * - the log then says the device is ready, info agrees, and the same sort
+ *   runs radix from the plan (route "tuned");
+ * - a reload with the same plan builds nothing again, and the plan still
+ *   serves. */
+#include "config.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cjson/cJSON.h>
+
+#include "dmn.h"
+#include "gs_client.h"
+#include "gs_db.h"
+#include "gs_dev.h"
+#include "gs_err.h"
+#include "gs_sort.h"
+#include "sortcheck.h"
+#include "tap.h"
+
+/* Radix parameters that no other test's daemon builds (the program cache
+ * is this test's own anyway). */
+#define PARAMS "{\"radix_bits\":5,\"wg_size\":32,\"elems_per_thread\":3,\"lookback\":0}"
+
+/* The plan: u32 keys alone, unstable, 2^10..2^16 keys to radix on device 0. */
+static void make_db(const char *path)
+{
+    gs_dev *devs = NULL;
+    size_t ndev = 0;
+    gs_err e;
+    gs_err_clear(&e);
+    if (gs_dev_probe(&devs, &ndev, &e) < 0 || ndev == 0)
+        tap_bail("no OpenCL device: %s", e.msg);
+    gs_db *db = NULL;
+    int64_t id;
+    if (gs_db_open(&db, path, 0, &e) < 0 || gs_db_device_id(db, &devs[0].info, 1, &id, &e) < 0)
+        tap_bail("database %s: %s", path, e.msg);
+    for (int b = 10; b <= 16; b++)
+        if (gs_db_plan_set(db, id, 32, "none", 0, b, "radix", PARAMS, 0.001, &e) < 0)
+            tap_bail("plan row: %s", e.msg);
+    gs_db_close(db);
+    gs_dev_free_list(devs, ndev);
+}
+
+/* Device 0's "ready" in an info reply: 1, 0, or -1 when there is none. */
+static int ready(gs_client *c)
+{
+    cJSON *r = NULL;
+    gs_err e;
+    gs_err_clear(&e);
+    if (gs_client_call(c, "info", &r, &e) < 0)
+        return -1;
+    const cJSON *d = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "devices"), 0);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(d, "ready");
+    int out = cJSON_IsBool(v) ? cJSON_IsTrue(v) : -1;
+    cJSON_Delete(r);
+    return out;
+}
+
+/* One u32 sort of n keys, checked; res gets the daemon's account. */
+static int sort_one(gs_client *c, size_t n, uint64_t seed, gs_client_result *res, char *why,
+                    size_t len)
+{
+    sc_case k;
+    if (sc_case_init(&k, GS_DT_U32, GS_PL_NONE, 0, n, 0, seed))
+        tap_bail("out of memory");
+    gs_client_sort s = { .shape = { .dtype = GS_DT_U32 }, .n = n, .device = -1 };
+    int ok = dmn_sort_check(c, &s, &k, res, why, len);
+    sc_case_free(&k);
+    return ok;
+}
+
+int main(void)
+{
+    dmn_init();
+    static dmn d;
+    char db[600], cache[600], cache_opt[700];
+    snprintf(db, sizeof db, "%s/warm.db", dmn_tmpdir());
+    snprintf(cache, sizeof cache, "%s/warm-cache", dmn_tmpdir());
+    snprintf(cache_opt, sizeof cache_opt, "cache_dir=%s", cache);
+    mkdir(cache, 0700);
+    make_db(db);
+    const char *const extra[] = { "--log-level", "info", "-o", cache_opt, "-o", "tune_missing=no",
+                                  NULL };
+    if (dmn_start(&d, "warm", NULL, extra))
+        tap_bail("gsortd does not start");
+    gs_client *c = NULL;
+    gs_err e;
+    gs_err_clear(&e);
+    if (gs_client_connect(&c, d.sock, &e))
+        tap_bail("connect: %s", e.msg);
+
+    gs_client_result res;
+    char why[600] = "";
+    int r0 = ready(c);
+    int ok = sort_one(c, 4096, 1, &res, why, sizeof why);
+    tap_ok(ok && r0 == 0 && !strcmp(res.plan, "busy") && !strcmp(res.algorithm, "host"),
+           "while the planned radix program builds: info ready=%d, the sort is exact and the "
+           "host serves it (plan '%s', algorithm '%s'): %s", r0, res.plan, res.algorithm, why);
+    tap_ok(dmn_log_contains(&d, "building the programs of 1 planned route(s)"),
+           "the log says what is being built");
+
+    int built = dmn_wait_log(&d, "ready: 1 planned route(s) built", 1, 300 * dmn_slowdown());
+    int r1 = ready(c);
+    tap_ok(built == 1 && r1 == 1, "the log says device 0 is ready (%d line), and so does info "
+           "(ready=%d)", built, r1);
+    ok = sort_one(c, 4096, 2, &res, why, sizeof why);
+    tap_ok(ok && !strcmp(res.plan, "tuned") && !strcmp(res.algorithm, "radix"),
+           "then the plan's radix serves it (plan '%s', algorithm '%s'): %s", res.plan,
+           res.algorithm, why);
+
+    kill(d.pid, SIGHUP);
+    int reloads = dmn_wait_log(&d, "reload: allow_uids", 1, 60 * dmn_slowdown());
+    ok = sort_one(c, 8192, 3, &res, why, sizeof why);
+    tap_ok(reloads == 1 && ok && !strcmp(res.plan, "tuned") &&
+           dmn_log_count(&d, "building the programs of") == 1 && ready(c) == 1,
+           "a reload with the same plan builds nothing again (%d build lines) and the plan "
+           "serves on (plan '%s'): %s", dmn_log_count(&d, "building the programs of"),
+           res.plan, why);
+
+    gs_client_close(c);
+    tap_ok(dmn_stop(&d, SIGTERM, 60) == 0, "the daemon exits 0 on SIGTERM");
+    return tap_done();
+}
