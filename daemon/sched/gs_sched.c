@@ -176,7 +176,7 @@ static void *worker_main(void *arg)
             job_done(s, j);
             continue;
         }
-        gs_sort_ctx ctx = { .dev = s->devs[d].dev, .pc = s->pc };
+        gs_sort_ctx ctx = { .dev = s->devs[d].dev, .pc = s->pc, .lean = 1 };
         gs_err_clear(&j->err);
         if (j->pin && (!j->pin_once || j->chunk_n) && gs_dev_open(s->devs[d].dev, &j->err) == 0)
             ctx.host_pinned = gs_pin_ensure(j->pin, s->devs[d].dev) == GS_PIN_PINNED;

@@ -567,7 +567,7 @@ static int histogram(gs_devrun *d, radix_run *r, gs_err *err)
      * docs/RELIABILITY.md). In-order queue: the write is done
      * before the read-back below reuses hghist. */
     cl_int crc = clEnqueueWriteBuffer(q, r->ghist, CL_FALSE, 0, r->ghwords * 4, r->hghist, 0,
-                                      NULL, &r->fill_ev);
+                                      NULL, d->cr.lean ? NULL : &r->fill_ev);
     if (crc != CL_SUCCESS) {
         r->fill_ev = NULL;
         return gs_cl_fail(err, "clEnqueueWriteBuffer", crc, "radix: histogram");

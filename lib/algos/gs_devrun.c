@@ -90,7 +90,10 @@ static int finish(gs_devrun *d, const gs_devrun_ops *ops, void *self, gs_err *er
     st->nans_on_device = d->nan.count;
     st->upload_ms = d->cr.upload_ms;
     st->download_ms = d->cr.download_ms;
-    st->kernel_ms = ops->kernel_ms ? ops->kernel_ms(d, self) : gs_clrun_kernel_ms(&d->cr);
+    if (d->cr.lean)     /* the span, or at worst the wait that held it */
+        st->kernel_ms = d->cr.span_ms >= 0 ? d->cr.span_ms : st->wait_ms;
+    else
+        st->kernel_ms = ops->kernel_ms ? ops->kernel_ms(d, self) : gs_clrun_kernel_ms(&d->cr);
     st->writeback_ms = (t2 - t1) + (gs_now_ms() - t3);
     return 0;
 }
@@ -103,6 +106,7 @@ static int steps(gs_devrun *d, const gs_devrun_ops *ops, void *self, double t0, 
     if ((rc = ops->kernels(d, self, err)) || (rc = inputs(d, ops, err)) ||
         (ops->buffers && (rc = ops->buffers(d, self, err))))
         return rc;
+    gs_clrun_lean(&d->cr, d->ctx->lean, d->n * (d->ks > d->vs ? d->ks : d->vs));
     double t1 = gs_now_ms();
     st->setup_ms = t1 - t0;
     /* NaN patterns of float keys, saved on the device before encoding */

@@ -5,6 +5,7 @@
 #include "gs_bufpool.h"
 #include "gs_stage.h"
 #include "gs_grow.h"
+#include "gs_log.h"
 #include "gs_prog.h"
 #include "gs_sort.h"
 #include "gs_time.h"
@@ -30,8 +31,27 @@ void gs_clrun_use(gs_clrun *r, cl_command_queue q, int host_pinned)
     r->host_pinned = host_pinned;
 }
 
+static int event_time(cl_event e, cl_profiling_info what, cl_ulong *t)
+{
+    return e && clGetEventProfilingInfo(e, what, sizeof *t, t, NULL) == CL_SUCCESS;
+}
+
+/* A lean run's kernel span, from the events its transfers (or its first
+ * kernel) kept; -1 when they do not frame it. */
+static double lean_span(const gs_clrun *r)
+{
+    cl_ulong a = 0, b = 0;
+    int from = r->nupev ? event_time(r->upev[r->nupev - 1], CL_PROFILING_COMMAND_END, &a)
+                        : r->nkev && event_time(r->kev[0], CL_PROFILING_COMMAND_START, &a);
+    if (!from || !r->ndnev || !event_time(r->dnev[0], CL_PROFILING_COMMAND_START, &b) || b < a)
+        return -1.0;
+    return (double)(b - a) / 1e6;
+}
+
 void gs_clrun_settle(gs_clrun *r)
 {
+    if (r->lean && (r->nupev || r->ndnev))
+        r->span_ms = lean_span(r);
     for (unsigned i = 0; i < r->nupev; i++) {
         r->upload_ms += gs_clrun_event_ms(r->upev[i]);
         clReleaseEvent(r->upev[i]);
@@ -48,6 +68,16 @@ int gs_clrun_defer(gs_clrun *r)
 {
     r->defer_down = !r->raced && !r->nadopt && r->dev->info.profiling;
     return r->defer_down;
+}
+
+int gs_clrun_lean(gs_clrun *r, int want, size_t out_bytes)
+{
+    const int staged = !r->host_pinned && r->q == r->dev->queue &&
+                       gs_stage_wanted(r->dev, out_bytes);
+    r->lean = want && !r->raced && !r->nadopt && r->dev->info.profiling && !staged &&
+              gs_log_get_level() < GS_LOG_DEBUG;
+    r->span_ms = -1.0;
+    return r->lean;
 }
 
 /* ---- guarded buffers (test hook) ---- */
@@ -201,11 +231,13 @@ int gs_clrun_launch(gs_clrun *r, cl_kernel k, const char *name, size_t groups, s
     if (gs_grow(&r->kev, &r->kevcap, r->nkev, sizeof *r->kev, 32))
         return gs_err_set(err, GS_ENOMEM, "%s: out of memory", r->algo);
     size_t gsz = groups * wg;
+    /* lean: the first kernel's start is the span's when no upload has one */
+    const int keep = !r->lean || (r->nkev == 0 && r->nupev == 0);
     cl_int rc = clEnqueueNDRangeKernel(r->q, k, 1, NULL, &gsz, &wg, 0, NULL,
-                                       &r->kev[r->nkev]);
+                                       keep ? &r->kev[r->nkev] : NULL);
     if (rc != CL_SUCCESS)
         return gs_cl_fail(err, "clEnqueueNDRangeKernel", rc, "%s (%zu x %zu)", name, groups, wg);
-    r->nkev++;
+    r->nkev += keep;
     if (r->nadopt && r->touched)
         *r->touched = 1;    /* a kernel may write the caller's arrays from now on */
     return 0;

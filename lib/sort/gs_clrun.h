@@ -24,6 +24,8 @@ typedef struct gs_clrun {
     cl_event upev[GS_CLRUN_UPLOADS];  /* uploads enqueued, not yet timed */
     unsigned nupev;
     int defer_down;       /* downloads are enqueued, not waited for (gs_clrun_defer) */
+    int lean;             /* kernels without events (gs_clrun_lean) */
+    double span_ms;       /* lean: the kernels' span, at gs_clrun_settle; -1 unknown */
     cl_event dnev[GS_CLRUN_UPLOADS];  /* such downloads, not yet timed */
     unsigned ndnev;
     int host_pinned;      /* from gs_sort_ctx: no staging for the host side */
@@ -54,7 +56,7 @@ void gs_clrun_release(gs_clrun *r);
 
 /* After the queue has finished: the uploads' times into upload_ms (an
  * upload is enqueued without waiting for it), and deferred downloads'
- * into download_ms. */
+ * into download_ms; in a lean run the kernels' span into span_ms. */
 void gs_clrun_settle(gs_clrun *r);
 /* One wait per sort (issue 36): 1 when the result can go back by plain
  * downloads enqueued behind the kernels, before the one wait for the
@@ -65,6 +67,16 @@ void gs_clrun_settle(gs_clrun *r);
  * caller's own pages (adopted arrays), or without profiling events to time
  * the downloads by. */
 int gs_clrun_defer(gs_clrun *r);
+/* Lean timing (issue 36: a profiling event costs ~7 us a command on
+ * NVIDIA's driver, as much as the launch): when `want` and the run will
+ * wait once (gs_clrun_defer's conditions, and a result of out_bytes that
+ * goes back unstaged), kernels are launched without events, except the
+ * first when no upload has one; gs_clrun_settle then takes the kernels'
+ * time as the span from the last upload's end (or that first kernel's
+ * start) to the first download's start, which the in-order queue puts
+ * between them. Not with debug logging (per-kernel times are logged
+ * there). 1 when lean. */
+int gs_clrun_lean(gs_clrun *r, int want, size_t out_bytes);
 
 /* END-START of a finished event in ms (0 when profiling is unavailable). */
 double gs_clrun_event_ms(cl_event e);
@@ -88,7 +100,8 @@ typedef struct gs_karg { size_t size; const void *ptr; } gs_karg;
 #define GS_KLOCAL(bytes) { (bytes), NULL }
 int gs_clrun_args(cl_kernel k, const char *name, const gs_karg *a, unsigned n, gs_err *err);
 
-/* Enqueue groups*wg work-items in groups of wg; the event is kept. */
+/* Enqueue groups*wg work-items in groups of wg; the event is kept (but
+ * in a lean run, gs_clrun_lean). */
 int gs_clrun_launch(gs_clrun *r, cl_kernel k, const char *name, size_t groups, size_t wg,
                     gs_err *err);
 

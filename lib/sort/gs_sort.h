@@ -65,6 +65,11 @@ typedef struct gs_sort_ctx {
                            copies go straight from them, not through staging */
     cl_command_queue queue; /* NULL: the device's own queue; else another of its
                                queues (gs_dev_lane), for sorts that overlap */
+    int lean;           /* a served request: its kernels go without profiling events
+                           (each costs ~7 us on NVIDIA's driver); the kernel time is
+                           the span from the upload's end to the download's start
+                           (gs_clrun_lean). 0 (the tuner, benchmarks): every kernel
+                           timed */
 } gs_sort_ctx;
 
 typedef struct gs_algo {
