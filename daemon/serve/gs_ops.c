@@ -76,6 +76,9 @@ static cJSON *op_info(conn *c)
 /* Every loop's route statistics merged into rts (at most MAX_ROUTES). */
 static size_t merge_routes(srv *s, gs_reply_route *rts)
 {
+    /* the loops' queue times, merged per route (none when out of memory:
+     * the percentiles then read 0) */
+    gs_hist *q = calloc(MAX_ROUTES, sizeof *q);
     size_t n = 0;
     for (unsigned i = 0; i < s->nio; i++) {
         srv_io *io = &s->io[i];
@@ -96,11 +99,19 @@ static size_t merge_routes(srv *s, gs_reply_route *rts)
             y->total_ms += x->total_ms;
             y->queue_ms += x->queue_ms;
             y->sort_ms += x->sort_ms;
+            if (q)
+                gs_hist_merge(&q[k], &x->queue);
             if (x->max_ms > y->max_ms)
                 y->max_ms = x->max_ms;
         }
         pthread_mutex_unlock(&io->mu);
     }
+    for (size_t k = 0; q && k < n; k++) {
+        rts[k].queue_p50_ms = gs_hist_quantile(&q[k], 0.50);
+        rts[k].queue_p90_ms = gs_hist_quantile(&q[k], 0.90);
+        rts[k].queue_p99_ms = gs_hist_quantile(&q[k], 0.99);
+    }
+    free(q);
     return n;
 }
 
@@ -193,6 +204,7 @@ void srv_on_job_done(gs_job *j, void *ud)
             rt->errors += j->rc < 0;
             rt->total_ms += total;
             rt->queue_ms += qms;
+            gs_hist_add(&rt->queue, qms);
             rt->sort_ms += sort_ms;
             if (total > rt->max_ms)
                 rt->max_ms = total;

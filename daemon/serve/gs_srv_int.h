@@ -44,6 +44,7 @@
 
 #include "gs_conf.h"
 #include "gs_db.h"
+#include "gs_hist.h"
 #include "gs_listen.h"
 #include "gs_mem.h"
 #include "gs_pin.h"
@@ -180,6 +181,7 @@ typedef struct route_stat {
     const char *algo;
     unsigned long count, errors;
     double total_ms, max_ms, queue_ms, sort_ms;
+    gs_hist queue;           /* each request's queue time, for percentiles */
 } route_stat;
 
 /* Counters one loop writes and any loop reads (the stats op): relaxed

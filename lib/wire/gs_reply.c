@@ -592,6 +592,9 @@ cJSON *gs_reply_stats_build(const gs_reply_stats *r, const cJSON *id, gs_err *er
         ok = ok && add_num(o, "total_ms", x->total_ms);
         ok = ok && add_num(o, "queue_ms", x->queue_ms);
         ok = ok && add_num(o, "sort_ms", x->sort_ms);
+        ok = ok && add_num(o, "queue_p50_ms", x->queue_p50_ms);
+        ok = ok && add_num(o, "queue_p90_ms", x->queue_p90_ms);
+        ok = ok && add_num(o, "queue_p99_ms", x->queue_p99_ms);
     }
     return finish(h, ok, "stats", err);
 }
@@ -670,6 +673,12 @@ int gs_reply_stats_parse(const cJSON *h, const gs_jnum_doc *doc, gs_reply_stats 
         x->total_ms = get_num(&p, o, at, "total_ms");
         x->queue_ms = get_num(&p, o, at, "queue_ms");
         x->sort_ms = get_num(&p, o, at, "sort_ms");
+        /* newer than the rest: optional */
+        if (cJSON_HasObjectItem(o, "queue_p50_ms")) {
+            x->queue_p50_ms = get_num(&p, o, at, "queue_p50_ms");
+            x->queue_p90_ms = get_num(&p, o, at, "queue_p90_ms");
+            x->queue_p99_ms = get_num(&p, o, at, "queue_p99_ms");
+        }
         out->nroutes++;
     }
     if (p.rc)

@@ -157,6 +157,9 @@ typedef struct gs_reply_route {
     unsigned long count, errors;
     double mean_ms;             /* parsed; the builder writes total_ms / count */
     double max_ms, total_ms, queue_ms, sort_ms;
+    /* the queue time's percentiles (within its power-of-two bucket of
+     * microseconds, gs_hist.h); a daemon before them: 0 */
+    double queue_p50_ms, queue_p90_ms, queue_p99_ms;
 } gs_reply_route;
 
 typedef struct gs_reply_stats {

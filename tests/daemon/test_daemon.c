@@ -444,10 +444,15 @@ static void test_ops(dmn *d, uint64_t max_req)
         if (!strcmp(jstr(route, "algorithm"), "host") && jnum(route, "count", 0) >= 1 &&
             jget(route, "device") &&
             jget(route, "mean_ms") && jget(route, "max_ms") && jget(route, "total_ms") &&
-            jget(route, "queue_ms") && jget(route, "sort_ms") && jget(route, "errors"))
+            jget(route, "queue_ms") && jget(route, "sort_ms") && jget(route, "errors") &&
+            jnum(route, "queue_p50_ms", -1) >= 0 &&
+            jnum(route, "queue_p50_ms", -1) <= jnum(route, "queue_p90_ms", -1) &&
+            jnum(route, "queue_p90_ms", -1) <= jnum(route, "queue_p99_ms", -1) &&
+            jnum(route, "queue_p99_ms", -1) <= 2 * jnum(route, "max_ms", -1))
             host_route = 1;
     }
-    tap_ok(host_route, "stats: a host route with count, errors and the timings");
+    tap_ok(host_route, "stats: a host route with count, errors, the timings and ordered queue "
+           "percentiles");
     cJSON_Delete(s1);
     cJSON_Delete(s2);
     gs_client_close(c);

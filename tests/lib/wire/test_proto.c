@@ -1191,8 +1191,8 @@ static void test_reply_info_stats(void)
     free(text);
 
     gs_reply_route routes[2] = {
-        { 0, "radix", 4, 1, 0, 9.5, 20, 2, 12 },
-        { -1, "host", 0, 0, 0, 0, 0, 0, 0 },
+        { 0, "radix", 4, 1, 0, 9.5, 20, 2, 12, 0.25, 0.5, 1.5 },
+        { -1, "host", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
     };
     gs_reply_stats st = {
         .uptime_s = 12.5, .clients = { 2, 10, 1, 3 },
@@ -1221,9 +1221,11 @@ static void test_reply_info_stats(void)
                            "\"routes\":[{"
                            "\"device\":0,\"algorithm\":\"radix\",\"count\":4,\"errors\":1,"
                            "\"mean_ms\":5,\"max_ms\":9.5,\"total_ms\":20,\"queue_ms\":2,"
-                           "\"sort_ms\":12},{\"device\":-1,\"algorithm\":\"host\",\"count\":0,"
-                           "\"errors\":0,\"mean_ms\":0,\"max_ms\":0,\"total_ms\":0,"
-                           "\"queue_ms\":0,\"sort_ms\":0}]}"),
+                           "\"sort_ms\":12,\"queue_p50_ms\":0.25,\"queue_p90_ms\":0.5,"
+                           "\"queue_p99_ms\":1.5},{\"device\":-1,\"algorithm\":\"host\","
+                           "\"count\":0,\"errors\":0,\"mean_ms\":0,\"max_ms\":0,"
+                           "\"total_ms\":0,\"queue_ms\":0,\"sort_ms\":0,\"queue_p50_ms\":0,"
+                           "\"queue_p90_ms\":0,\"queue_p99_ms\":0}]}"),
            "stats reply: built in the daemon's field order, mean_ms = total / count: %s",
            text ? text : err.msg);
     gs_reply_stats so;
@@ -1241,7 +1243,8 @@ static void test_reply_info_stats(void)
            so.memory.cached == 4096 && so.memory.waiting == 3 && so.memory.waited == 8 &&
            so.memory.refused == 2 &&
            so.routes[0].mean_ms == 5 && so.routes[1].device == -1 &&
-           !strcmp(so.routes[1].algorithm, "host") && so.routes[0].sort_ms == 12,
+           !strcmp(so.routes[1].algorithm, "host") && so.routes[0].sort_ms == 12 &&
+           so.routes[0].queue_p50_ms == 0.25 && so.routes[0].queue_p99_ms == 1.5,
            "stats reply: parsed back as built (%s)", rc ? err.msg : "ok");
     gs_reply_stats_free(&so);
     /* a daemon's reply without the memory budget's counters is not taken */
