@@ -72,6 +72,7 @@ typedef struct opts {
     int device;                  /* -1: any */
     int pcie_mode, pcie[MAX_PCIE], npcie;
     int csv, verify;
+    int refill_xor;              /* --refill xor */
     uint64_t seed;
 } opts;
 
@@ -95,6 +96,7 @@ typedef struct client {
     size_t nrec, cap;
     uint64_t errors, wrong;
     double refill_ms, check_ms, end_ms;
+    size_t last_n;               /* keys of its last reply in its arrays (0: none) */
     int gone;                    /* stopped early: no connection, no memory */
 } client;
 
@@ -135,6 +137,10 @@ static void usage(FILE *f)
             "  --csv                  comma-separated rows (comments start with '#')\n"
             "  --seed S               random seed (default 12345)\n"
             "  --no-verify            do not check the replies (default: every one is)\n"
+            "  --refill R             random (new random keys every request, the default)\n"
+            "                         or xor (keys alone, registered or inline: the last\n"
+            "                         reply's keys with every bit flipped by one random\n"
+            "                         word, a new unsorted input made in one fast pass)\n"
             "  --help                 this text\n"
             "Against a throwaway daemon:\n"
             "  tools/with-gsortd BUILD sh -c '\"$0\" --socket \"$GSORTD_SOCKET\" \"$@\"' \\\n"
@@ -232,6 +238,8 @@ static int parse_opt(opts *o, int ch, const char *name, const char *v)
     case 'n':
         o->verify = 0;
         return 0;
+    case 'r':
+        return parse_name(name, v, (const char *const[]){ "random", "xor" }, 2, &o->refill_xor);
     case 'e':
         o->seed = strtoull(v, NULL, 0);
         return 0;
@@ -273,6 +281,7 @@ static int parse_args(int argc, char **argv, opts *o)
         { "seed", required_argument, NULL, 'e' },
         { "csv", no_argument, NULL, 'c' },
         { "no-verify", no_argument, NULL, 'n' },
+        { "refill", required_argument, NULL, 'r' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 }
     };
@@ -425,6 +434,35 @@ static int record(client *cl, const gs_client_result *res, size_t n, double e2e)
     return 0;
 }
 
+/* --refill xor: the last reply's keys, every bit flipped by one random
+ * word (a new unsorted input, as hard for a radix sort as random keys),
+ * with the checksums of their encoding, in one pass: a client refilling
+ * 2^24 random keys per request spends most of its time doing so. */
+static void xor_refill(gs_dtype t, size_t n, void *keys, uint64_t c, sv_keysum *want)
+{
+    uint64_t sum = 0, x = 0;
+    const int plain = t == GS_DT_U32 || t == GS_DT_U64;   /* encoding = key */
+    if (gs_dtype_size(t) == 4) {
+        uint32_t *k = keys, m = (uint32_t)c;
+        for (size_t i = 0; i < n; i++) {
+            k[i] ^= m;
+            uint64_t e = plain ? k[i] : sv_key_enc(t, 0, keys, i);
+            sum += e;
+            x ^= e;
+        }
+    } else {
+        uint64_t *k = keys;
+        for (size_t i = 0; i < n; i++) {
+            k[i] ^= c;
+            uint64_t e = plain ? k[i] : sv_key_enc(t, 0, keys, i);
+            sum += e;
+            x ^= e;
+        }
+    }
+    want->sum = sum;
+    want->xor = x;
+}
+
 /* Room for n keys (the one-shot memfd made here) and the fresh keys in it:
  * the client's own time. */
 static int refill(client *cl, size_t n, gs_client_sort *s, sv_keysum *want, gs_err *err)
@@ -449,7 +487,11 @@ static int refill(client *cl, size_t n, gs_client_sort *s, sv_keysum *want, gs_e
                        : NULL;
     }
     s->n = n;
-    sv_fill(o->dtype, o->payload, 0, n, s->keys, s->values, bu_splitmix(&cl->seed), want);
+    if (o->refill_xor && o->payload == GS_PL_NONE && o->xport != XP_MEMFD && cl->last_n == n)
+        xor_refill(o->dtype, n, s->keys, bu_splitmix(&cl->seed), want);
+    else
+        sv_fill(o->dtype, o->payload, 0, n, s->keys, s->values, bu_splitmix(&cl->seed), want);
+    cl->last_n = n;
     if (cl->in_keys)
         memcpy(cl->in_keys, s->keys, n * ks);
     return 0;
@@ -504,6 +546,7 @@ static int client_sort(client *cl, size_t n)
             fprintf(stderr, PROG ": client %d: n=%zu: %s\n", cl->id, n, err.msg);
         if (cl->once.fd >= 0)
             gs_client_shm_free(&cl->once);
+        cl->last_n = 0;
         return recover(cl);
     }
     if (o->verify && !sv_verify(o->dtype, o->payload, 0, n, s.keys, s.values, cl->in_keys, &want,
@@ -624,10 +667,12 @@ static void print_header(const opts *o, const char *desc, long pid)
         "keys sent and read back on the socket" };
     printf("# " PROG " %s on %s, socket %s\n", date, host, o->socket_shown);
     printf("# daemon: %s (pid %ld)\n", desc, pid);
-    printf("# load: %d clients x %d s, transport %s (%s); keys %s (random, seed %" PRIu64
+    printf("# load: %d clients x %d s, transport %s (%s); keys %s (%s, seed %" PRIu64
            "), values %s; sizes %s, each client cycling through them; algorithm: %s; "
            "device: ", o->clients, o->seconds, xp_names[o->xport], xp_what[o->xport],
-           gs_dtype_name(o->dtype), o->seed, gs_payload_name(o->payload), sizes,
+           gs_dtype_name(o->dtype),
+           o->refill_xor ? "random, then each reply's keys xored with a random word" : "random",
+           o->seed, gs_payload_name(o->payload), sizes,
            o->algorithm ? o->algorithm : "the daemon's plan");
     if (o->device >= 0)
         printf("%d", o->device);
