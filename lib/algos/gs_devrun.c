@@ -72,16 +72,24 @@ static int finish(gs_devrun *d, const gs_devrun_ops *ops, void *self, gs_err *er
     double t1 = gs_now_ms();
     st->enqueue_ms += t1 - t0;
     const int early = gs_clrun_defer(&d->cr);
-    /* from here on a failure leaves the caller's arrays no longer intact
-     * (an early download may have run before a later command failed) */
-    if (early && ((st->output_touched = 1), (rc = write_back(d, err))))
+    /* from here on a failure leaves the caller's arrays no longer intact,
+     * unless the wait shows the early download never ran */
+    if (early && ((st->output_touched = 1), (rc = write_back(d, err)))) {
+        st->output_touched = gs_clrun_host_written(&d->cr);   /* none enqueued: intact */
         return rc;
+    }
     double t2 = gs_now_ms();
     cl_int crc = clFinish(d->cr.q);
     double t3 = gs_now_ms();
     st->wait_ms = t3 - t2;
-    if (crc != CL_SUCCESS)
+    if (crc != CL_SUCCESS) {
+        /* a failed kernel ends the commands after it unrun: then the early
+         * download wrote nothing, and the input is still there to fall
+         * back on */
+        if (early && !gs_clrun_host_written(&d->cr))
+            st->output_touched = 0;
         return gs_cl_fail(err, "clFinish", crc, "%s", ops->finish_what);
+    }
     gs_clrun_settle(&d->cr);
     /* a raced sort (the client rewrote its keys) ends here */
     st->output_touched = 1;

@@ -70,6 +70,21 @@ int gs_clrun_defer(gs_clrun *r)
     return r->defer_down;
 }
 
+int gs_clrun_host_written(gs_clrun *r)
+{
+    if (r->host_written)
+        return 1;
+    for (unsigned i = 0; i < r->ndnev; i++) {
+        cl_int st = CL_QUEUED;
+        /* a command ended by an earlier one's failure never ran (< 0);
+         * one that completed, or whose state is unknown, may have written */
+        if (clGetEventInfo(r->dnev[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL) !=
+                CL_SUCCESS || st >= 0)
+            return 1;
+    }
+    return 0;
+}
+
 int gs_clrun_lean(gs_clrun *r, int want, size_t out_bytes)
 {
     const int staged = !r->host_pinned && r->q == r->dev->queue &&
@@ -304,6 +319,8 @@ static int xfer(gs_clrun *r, int up, cl_mem m, void *host, size_t bytes, gs_err 
             r->dnev[r->ndnev++] = ev;
         return 0;
     }
+    if (!up)
+        r->host_written = 1;
     double ms = gs_clrun_event_ms(ev);
     if (ms == 0.0)
         ms = gs_now_ms() - t0;
@@ -323,6 +340,8 @@ static int staged(gs_clrun *r, int up, cl_mem m, void *host, size_t bytes, gs_er
     double t0 = gs_now_ms();
     gs_err e;
     gs_err_clear(&e);
+    if (!up)
+        r->host_written = 1;   /* chunk by chunk: even a failure may have written some */
     int rc = up ? gs_stage_upload(r->dev, m, host, bytes, &e)
                 : gs_stage_download(r->dev, host, m, bytes, &e);
     if (rc == GS_ENOMEM)

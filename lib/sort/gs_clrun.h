@@ -24,6 +24,7 @@ typedef struct gs_clrun {
     cl_event upev[GS_CLRUN_UPLOADS];  /* uploads enqueued, not yet timed */
     unsigned nupev;
     int defer_down;       /* downloads are enqueued, not waited for (gs_clrun_defer) */
+    int host_written;     /* a download wrote (or began writing) the host's array */
     int lean;             /* kernels without events (gs_clrun_lean) */
     double span_ms;       /* lean: the kernels' span, at gs_clrun_settle; -1 unknown */
     cl_event dnev[GS_CLRUN_UPLOADS];  /* such downloads, not yet timed */
@@ -67,6 +68,10 @@ void gs_clrun_settle(gs_clrun *r);
  * caller's own pages (adopted arrays), or without profiling events to time
  * the downloads by. */
 int gs_clrun_defer(gs_clrun *r);
+/* After a failed wait: 0 when no download can have written the host's
+ * arrays (none waited for ran, every deferred one was ended unrun by the
+ * failure: the caller's input is intact for a fallback), else 1. */
+int gs_clrun_host_written(gs_clrun *r);
 /* Lean timing (issue 36: a profiling event costs ~7 us a command on
  * NVIDIA's driver, as much as the launch): when `want` and the run will
  * wait once (gs_clrun_defer's conditions, and a result of out_bytes that

@@ -18,6 +18,7 @@
 #include "sortcheck.h"
 #include "tap.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -197,6 +198,35 @@ int main(void)
                "straight when pinned: all right", algos[ai], staged);
     }
     gs_stage_force(0, 0);
+
+    /* The one wait's deferred download (gs_clrun_defer): enqueued, it writes
+     * the host array only when the queue has finished, and says so after */
+    {
+        gs_clrun r;
+        gs_clrun_init(&r, dev, "test");
+        cl_mem m = NULL;
+        uint32_t src[64], dst[64];
+        for (int i = 0; i < 64; i++) {
+            src[i] = (uint32_t)i * 2654435761u;
+            dst[i] = 0;
+        }
+        int rc = gs_clrun_buffer(&r, sizeof src, "test", &m, &err);
+        rc = rc ? rc : gs_clrun_upload(&r, m, src, sizeof src, &err);
+        int deferred = !rc && gs_clrun_defer(&r);
+        int before = gs_clrun_host_written(&r);
+        rc = rc ? rc : gs_clrun_output(&r, dst, m, sizeof dst, &err);
+        int queued = r.ndnev;
+        cl_int crc = clFinish(r.q);
+        int after = gs_clrun_host_written(&r);
+        gs_clrun_settle(&r);
+        tap_ok(rc == 0 && crc == CL_SUCCESS && deferred == (int)dev->info.profiling &&
+               before == 0 && after == 1 && (!deferred || queued == 1) &&
+               !memcmp(src, dst, sizeof src) && (!deferred || r.download_ms > 0),
+               "a deferred download: nothing written before it is enqueued (%d), written "
+               "once the queue has finished (%d), timed from its event (%.4f ms), exact",
+               before, after, r.download_ms);
+        gs_clrun_release(&r);
+    }
     gs_clrun_no_adopt(0);
 
     gs_dev_close(dev);
