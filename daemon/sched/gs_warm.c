@@ -145,7 +145,13 @@ void sched_warm_run(gs_sched *s, int d, sched_warm *w)
     queue *q = &sd->q;
     double t0 = gs_now_ms();
     unsigned failed = 0;
-    for (size_t i = 0; i < w->n; i++) {
+    size_t done = 0;
+    for (size_t i = 0; i < w->n; i++, done++) {
+        pthread_mutex_lock(&q->mu);
+        const int stopping = q->stop;   /* shutting down: no more builds */
+        pthread_mutex_unlock(&q->mu);
+        if (stopping)
+            break;
         const sched_warm_item *it = &w->item[i];
         gs_err err;
         gs_err_clear(&err);
@@ -172,6 +178,12 @@ void sched_warm_run(gs_sched *s, int d, sched_warm *w)
     if (!more)
         atomic_store(&sd->warming, 0);
     pthread_mutex_unlock(&q->mu);
+    if (done < w->n) {
+        GS_INFO("device %d (%s): stopping after %zu of %zu planned route(s)", d,
+                sd->dev->info.name, done, w->n);
+        free(w);
+        return;
+    }
     GS_INFO("device %d (%s): %s: %zu planned route(s) built in %.2f s%s%s", d,
             sd->dev->info.name, more ? "built" : "ready", w->n, (gs_now_ms() - t0) / 1000.0,
             failed ? ", some failed (see above)" : "", more ? "; more to build" : "");

@@ -7,7 +7,8 @@
  * - the log then says the device is ready, info agrees, and the same sort
  *   runs radix from the plan (route "tuned");
  * - a reload with the same plan builds nothing again, and the plan still
- *   serves. */
+ *   serves;
+ * - a daemon stopped while it builds exits 0 and says how far it got. */
 #include "config.h"
 
 #include <signal.h>
@@ -24,6 +25,7 @@
 #include "gs_dev.h"
 #include "gs_err.h"
 #include "gs_sort.h"
+#include "gs_time.h"
 #include "sortcheck.h"
 #include "tap.h"
 
@@ -129,5 +131,25 @@ int main(void)
 
     gs_client_close(c);
     tap_ok(dmn_stop(&d, SIGTERM, 60) == 0, "the daemon exits 0 on SIGTERM");
+
+    /* stopped while it builds (another empty program cache): it stops
+     * after the build in progress, exits 0, and says how far it got */
+    static dmn d2;
+    char cache2[600], cache2_opt[700], db2[600];
+    snprintf(cache2, sizeof cache2, "%s/warm-cache2", dmn_tmpdir());
+    snprintf(cache2_opt, sizeof cache2_opt, "cache_dir=%s", cache2);
+    snprintf(db2, sizeof db2, "%s/warm2.db", dmn_tmpdir());
+    mkdir(cache2, 0700);
+    make_db(db2);
+    const char *const extra2[] = { "--log-level", "info", "-o", cache2_opt, "-o",
+                                   "tune_missing=no", NULL };
+    if (dmn_start(&d2, "warm2", NULL, extra2))
+        tap_bail("second gsortd does not start");
+    double t0 = gs_now_s();
+    int rc = dmn_stop(&d2, SIGTERM, 120 * dmn_slowdown());
+    double took = gs_now_s() - t0;
+    int said = dmn_log_contains(&d2, "stopping after") || dmn_log_contains(&d2, "ready: ");
+    tap_ok(rc == 0 && said, "SIGTERM while it builds: exit %d after %.1f s, the log says how far "
+           "the builds got", rc, took);
     return tap_done();
 }
