@@ -145,8 +145,8 @@ void sched_warm_run(gs_sched *s, int d, sched_warm *w)
     queue *q = &sd->q;
     double t0 = gs_now_ms();
     unsigned failed = 0;
-    size_t done = 0;
-    for (size_t i = 0; i < w->n; i++, done++) {
+    size_t i;
+    for (i = 0; i < w->n; i++) {
         pthread_mutex_lock(&q->mu);
         const int stopping = q->stop;   /* shutting down: no more builds */
         pthread_mutex_unlock(&q->mu);
@@ -178,9 +178,9 @@ void sched_warm_run(gs_sched *s, int d, sched_warm *w)
     if (!more)
         atomic_store(&sd->warming, 0);
     pthread_mutex_unlock(&q->mu);
-    if (done < w->n) {
+    if (i < w->n) {                      /* stopped before the end */
         GS_INFO("device %d (%s): stopping after %zu of %zu planned route(s)", d,
-                sd->dev->info.name, done, w->n);
+                sd->dev->info.name, i, w->n);
         free(w);
         return;
     }

@@ -48,25 +48,35 @@ static double lean_span(const gs_clrun *r)
     return (double)(b - a) / 1e6;
 }
 
+/* The transfers ev[0..*n) enqueued without a wait: their times into *ms,
+ * the events released. */
+static void settle_events(cl_event *ev, unsigned *n, double *ms)
+{
+    for (unsigned i = 0; i < *n; i++) {
+        *ms += gs_clrun_event_ms(ev[i]);
+        clReleaseEvent(ev[i]);
+    }
+    *n = 0;
+}
+
 void gs_clrun_settle(gs_clrun *r)
 {
     if (r->lean && (r->nupev || r->ndnev))
         r->span_ms = lean_span(r);
-    for (unsigned i = 0; i < r->nupev; i++) {
-        r->upload_ms += gs_clrun_event_ms(r->upev[i]);
-        clReleaseEvent(r->upev[i]);
-    }
-    r->nupev = 0;
-    for (unsigned i = 0; i < r->ndnev; i++) {
-        r->download_ms += gs_clrun_event_ms(r->dnev[i]);
-        clReleaseEvent(r->dnev[i]);
-    }
-    r->ndnev = 0;
+    settle_events(r->upev, &r->nupev, &r->upload_ms);
+    settle_events(r->dnev, &r->ndnev, &r->download_ms);
+}
+
+/* The run can wait once: no race flag to read before the write-back, no
+ * adopted pages to write through, and events to time the transfers by. */
+static int one_wait(const gs_clrun *r)
+{
+    return !r->raced && !r->nadopt && r->dev->info.profiling;
 }
 
 int gs_clrun_defer(gs_clrun *r)
 {
-    r->defer_down = !r->raced && !r->nadopt && r->dev->info.profiling;
+    r->defer_down = one_wait(r);
     return r->defer_down;
 }
 
@@ -89,8 +99,7 @@ int gs_clrun_lean(gs_clrun *r, int want, size_t out_bytes)
 {
     const int staged = !r->host_pinned && r->q == r->dev->queue &&
                        gs_stage_wanted(r->dev, out_bytes);
-    r->lean = want && !r->raced && !r->nadopt && r->dev->info.profiling && !staged &&
-              gs_log_get_level() < GS_LOG_DEBUG;
+    r->lean = want && one_wait(r) && !staged && gs_log_get_level() < GS_LOG_DEBUG;
     r->span_ms = -1.0;
     return r->lean;
 }
