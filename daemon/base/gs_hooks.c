@@ -55,6 +55,13 @@ static void read_hooks(void)
     v = getenv("GSORTD_TEST_SIGNAL_DELAY_MS");
     if (v)
         h->signal_delay_ms = (unsigned)strtoul(v, NULL, 10);
+    h->slow_dev = -1;
+    unsigned sd, sms;
+    v = getenv("GSORTD_TEST_SLOW_DEV");
+    if (v && sscanf(v, "%u:%u", &sd, &sms) == 2 && sms) {
+        h->slow_dev = (int)sd;
+        h->slow_ms = sms;
+    }
 }
 
 const gs_hooks *gs_hooks_get(void)

@@ -29,6 +29,9 @@ typedef struct gs_hooks {
     unsigned signal_delay_ms; /* GSORTD_TEST_SIGNAL_DELAY_MS=N: the server waits N ms between
                                 listening and installing its signal handlers, so that a test
                                 can send SIGHUP inside that window (gs_srv.c) */
+    int slow_dev;            /* GSORTD_TEST_SLOW_DEV=D:MS: device D's worker takes MS ms
+                                more over every run, as a slower device would, and its */
+    unsigned slow_ms;        /* run times say so (gs_sched.c; -1, 0: off) */
 } gs_hooks;
 
 /* The hooks, read from the environment at the first call (thread-safe). */

@@ -73,7 +73,7 @@ int sched_fit(const gs_sched *s, int d, const gs_algo *a, const gs_sort_req *req
 double sched_merge_ms(const gs_sched *s, const gs_sort_req *r, size_t pieces)
 {
     double rounds = pieces > 1 ? ceil(log((double)pieces) / log(GS_MERGE_FANIN)) : 0;
-    double ms = s->host_rate[gs_dtype_size(r->shape.dtype) == 8] * (double)r->n / 3 * rounds;
+    double ms = s->host_rate[gs_dtype_size(r->shape.dtype) == 8].ms_per_key * (double)r->n / 3 * rounds;
     return r->shape.payload != GS_PL_NONE ? 1.5 * ms : ms;
 }
 

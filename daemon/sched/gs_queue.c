@@ -119,16 +119,49 @@ void sched_hand_back(gs_job *j)
 
 /* Below this many keys a run says too little about a route's rate. */
 #define LEARN_MIN_N 4096
+/* The first runs' fastest is kept (gs_sched_int.h: sched_rate) */
+#define RATE_SAMPLES 3
+/* afterwards one run counts for at most this many times the rate */
+#define RATE_SPIKE 2.0
 
-void sched_learn(gs_sched *s, double *rate, const gs_job *j)
+void sched_learn(gs_sched *s, sched_rate *rate, const gs_job *j)
 {
     /* checked before the lock: the many small requests never take it */
     if (j->rc < 0 || j->req.n < LEARN_MIN_N || j->st.wall_ms <= 0)
         return;
-    double r = j->st.wall_ms / (double)j->req.n;
+    /* without the setup step: a device's first run builds or loads its
+     * program there (seconds on a GPU, a tenth of one on PoCL), and a rate
+     * taught that way kept the device from ever being chosen again */
+    double w = j->st.wall_ms - (j->st.setup_ms < j->st.wall_ms ? j->st.setup_ms : 0);
+    double r = w / (double)j->req.n;
     pthread_mutex_lock(&s->mu);
-    *rate = *rate > 0 ? 0.8 * *rate + 0.2 * r : r;
+    if (rate->samples == 0 || (rate->samples < RATE_SAMPLES && r < rate->ms_per_key))
+        rate->ms_per_key = r;
+    else if (rate->samples >= RATE_SAMPLES)
+        rate->ms_per_key = 0.8 * rate->ms_per_key +
+                           0.2 * (r < RATE_SPIKE * rate->ms_per_key ? r
+                                                                    : RATE_SPIKE * rate->ms_per_key);
+    rate->samples++;
     pthread_mutex_unlock(&s->mu);
+}
+
+double sched_dev_rate(const gs_sched *s, int d)
+{
+    const sdev *sd = &s->devs[d];
+    double r = sd->rate.ms_per_key;
+    if (sd->rate.samples)
+        return r;
+    /* Never run: a twin's rate where it is faster than the start-up guess
+     * (the guess is no better), never a slower one, so that an untried
+     * device still gets its first runs and learns its own. */
+    for (size_t i = 0; i < s->ndev; i++) {
+        const sdev *o = &s->devs[i];
+        if (o->rate.samples && o->rate.ms_per_key < r && o->dflt_algo == sd->dflt_algo &&
+            !strcmp(o->dev->info.name, sd->dev->info.name) &&
+            !strcmp(o->dev->info.driver, sd->dev->info.driver))
+            r = o->rate.ms_per_key;
+    }
+    return r;
 }
 
 int sched_dev_healthy(sdev *sd)

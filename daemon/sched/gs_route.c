@@ -106,7 +106,7 @@ typedef sched_cand cand;
 
 static double host_predict(const gs_sched *s, const gs_sort_req *r)
 {
-    double ms = s->host_rate[gs_dtype_size(r->shape.dtype) == 8] * (double)r->n;
+    double ms = s->host_rate[gs_dtype_size(r->shape.dtype) == 8].ms_per_key * (double)r->n;
     return r->shape.payload != GS_PL_NONE ? 1.5 * ms : ms;
 }
 
@@ -117,6 +117,7 @@ static void host_cand(const gs_sched *s, const gs_sort_req *r, gs_route_how how,
     gs_params_clear(&c->params);
     c->how = how;
     c->chunk_n = 0;
+    c->from_rate = 0;
     c->ms = host_predict(s, r);
 }
 
@@ -186,6 +187,7 @@ static int device_cand(gs_sched *s, int d, const gs_job *j, cand *c)
         c->algo = pe->algo;
         c->params = pe->params;
         c->how = GS_ROUTE_TUNED;
+        c->from_rate = 0;
         c->ms = pe->median_ms * ((double)(r->n ? r->n : 1) / ldexp(1.0, pe->bucket));
     } else {
         /* built-in defaults (gs_defaults.c): the host sort below the
@@ -198,7 +200,8 @@ static int device_cand(gs_sched *s, int d, const gs_job *j, cand *c)
         }
         c->algo = sd->dflt_algo;
         c->algo->defaults(&sd->dev->info, &c->params);
-        c->ms = sd->rate_ms_per_key * (double)r->n;
+        c->ms = sched_dev_rate(s, d) * (double)r->n;
+        c->from_rate = 1;
     }
     if (!c->algo->uses_device) {
         c->dev = -1;
@@ -221,6 +224,7 @@ static void apply(gs_job *j, const cand *c)
     j->how = c->how;
     j->predicted_ms = c->ms;
     j->chunk_n = c->chunk_n;
+    j->learn = c->from_rate && !c->chunk_n;
 }
 
 /* The client named the algorithm. */
@@ -262,13 +266,16 @@ static int route_override(gs_sched *s, gs_job *j, gs_err *err)
         c.dev = (int)d;
         c.algo = a;
         c.how = GS_ROUTE_OVERRIDE;
-        c.ms = sd->rate_ms_per_key * (double)j->req.n;
+        c.ms = sched_dev_rate(s, (int)d) * (double)j->req.n;
+        /* the rate is the default algorithm's with its defaults */
+        c.from_rate = a == sd->dflt_algo && !j->has_params;
         const gs_plans_entry *w = NULL;
         if (j->has_params) {
             c.params = j->params;
         } else if ((w = gs_plans_winner(sd->plans, a, &j->req.shape, gs_db_bucket(j->req.n)))) {
             c.params = w->params;
             c.ms = w->median_ms;
+            c.from_rate = 0;
         } else {
             a->defaults(&sd->dev->info, &c.params);
         }

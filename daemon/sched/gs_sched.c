@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gs_ooc.h"
 #include "gs_clrun.h"
@@ -56,8 +57,8 @@ static void finish(gs_sched *s, gs_job *j)
 {
     if (j->how != GS_ROUTE_SPLIT && j->dev < 0)
         sched_learn(s, &s->host_rate[gs_dtype_size(j->req.shape.dtype) == 8], j);
-    else if (j->how == GS_ROUTE_DEFAULT)
-        sched_learn(s, &s->devs[j->dev].rate_ms_per_key, j);
+    else if (j->learn && j->dev >= 0)
+        sched_learn(s, &s->devs[j->dev].rate, j);
     atomic_fetch_sub(&s->inflight, 1);
     j->sink->done(j, j->sink->ud);
 }
@@ -161,6 +162,8 @@ static void *worker_main(void *arg)
         sched_defaults_measure(s, d);   /* requests queue up meanwhile */
         atomic_store(&s->devs[d].dflt_known, 1);
     }
+    const gs_hooks *hk = gs_hooks_get();
+    unsigned slow_ms = d >= 0 && hk->slow_dev == d ? hk->slow_ms : 0;
     gs_job *j;
     sched_warm *warm = NULL;
     while ((j = sched_queue_pop(q, d >= 0 ? &warm : NULL)) || warm) {
@@ -182,6 +185,12 @@ static void *worker_main(void *arg)
             ctx.host_pinned = gs_pin_ensure(j->pin, s->devs[d].dev) == GS_PIN_PINNED;
         j->rc = gs_ooc_sort(j->algo, &ctx, &j->req, &j->run_params, j->chunk_n, &j->st,
                             &j->err);
+        if (slow_ms && j->rc == 0) {   /* test hook: a slower device */
+            struct timespec ts = { .tv_sec = slow_ms / 1000,
+                                   .tv_nsec = (long)(slow_ms % 1000) * 1000000L };
+            nanosleep(&ts, NULL);
+            j->st.wall_ms += slow_ms;
+        }
         sched_queue_finish(q, j);
         if (j->rc == 0) {
             atomic_store(&s->devs[d].fails, 0);
@@ -255,8 +264,8 @@ int gs_sched_start(gs_sched **out, gs_dev *devs, size_t ndev, const gs_sched_opt
     s->ndev = ndev;
     s->nhost = o->host_threads ? o->host_threads : 1;
     s->pc = o->pc;
-    s->host_rate[0] = 1e-5;   /* 10 ns per 32-bit key until measured */
-    s->host_rate[1] = 2e-5;
+    s->host_rate[0].ms_per_key = 1e-5;   /* 10 ns per 32-bit key until measured */
+    s->host_rate[1].ms_per_key = 2e-5;
     s->test_split = gs_hooks_get()->split_always;
     int rc = 0;
     if (sched_queue_init(&s->hostq) || pthread_mutex_init(&s->mu, NULL)) {
@@ -271,7 +280,7 @@ int gs_sched_start(gs_sched **out, gs_dev *devs, size_t ndev, const gs_sched_opt
         sdev *sd = &s->devs[i];
         sd->dev = &devs[i];
         sd->db_id = -1;
-        sd->rate_ms_per_key = devs[i].info.type & CL_DEVICE_TYPE_GPU ? 2e-6 : 2e-5;
+        sd->rate.ms_per_key = devs[i].info.type & CL_DEVICE_TYPE_GPU ? 2e-6 : 2e-5;
         sched_defaults_init(sd);
         sched_queue_init(&sd->q);
         if (!device_chosen(o->devices, i)) {

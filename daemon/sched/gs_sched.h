@@ -94,6 +94,7 @@ typedef struct gs_job {
     gs_params run_params;
     gs_route_how how;
     double predicted_ms;
+    int learn;               /* its run teaches its device's rate (sched_cand.from_rate) */
     size_t chunk_n;          /* > 0: out of core, sorted in pieces of this many (gs_ooc.h) */
     struct gs_split *split;  /* GS_ROUTE_SPLIT: the parts in flight (the scheduler's) */
     struct gs_job *parent;   /* a part of a split: the request it is a piece of */

@@ -52,6 +52,15 @@ typedef struct queue {
     int stop;
 } queue;
 
+/* A route's learned time per key (ms), and how many runs taught it: the
+ * start-up guess until the first, then the fastest of the first
+ * RATE_SAMPLES (a first run can pay a program build or a pinning), then an
+ * average in which one slow run counts at most twice the rate (gs_queue.c). */
+typedef struct sched_rate {
+    double ms_per_key;
+    unsigned samples;
+} sched_rate;
+
 typedef struct sdev {
     gs_dev *dev;
     int enabled;
@@ -67,7 +76,7 @@ typedef struct sdev {
     gs_plans *plans;                 /* the tuned plan in memory, NULL: none */
     int warned_noplan;               /* no plan at all: said once per device */
     unsigned char warned_shape[GS_KW_COUNT][GS_PL_COUNT][2];   /* [key width][payload][stable] */
-    double rate_ms_per_key;          /* learned, untuned routes */
+    sched_rate rate;                 /* learned: the default algorithm's untuned runs */
     /* built-in defaults without a plan (gs_defaults.c) */
     const gs_algo *dflt_algo;        /* from dflt_min_log2 up; host below */
     _Atomic int dflt_min_log2;       /* written once by the worker when measured */
@@ -93,7 +102,7 @@ struct gs_sched {
     pthread_mutex_t mu;
     gs_db *db;
     atomic_size_t inflight;          /* submitted, not yet handed back */
-    double host_rate[2];             /* ms per key, 32/64-bit keys, learned */
+    sched_rate host_rate[2];         /* learned: 32/64-bit keys */
     _Atomic size_t inline_max;       /* gs_sched_set_inline_max */
     _Atomic uint64_t mem_cap;        /* gs_sched_set_mem_cap; 0: none */
     int test_split;                  /* GSORTD_TEST_SPLIT=1: split whenever two devices can */
@@ -107,6 +116,8 @@ typedef struct sched_cand {
     int how;                 /* gs_route_how */
     double ms;
     size_t chunk_n;          /* out of core: piece size; 0: whole */
+    int from_rate;           /* ms is the device's learned rate times n: its run
+                                teaches the rate, whatever route picks it */
 } sched_cand;
 
 /* ---- the queues, hand-back, rates and health (gs_queue.c) ---- */
@@ -128,7 +139,11 @@ void sched_queue_stop(queue *q);
 double sched_route_backlog(gs_sched *s, int d);
 /* Learn a route's ms per key (*rate, one of s's) from a finished run
  * large enough to tell; takes s->mu when it does. */
-void sched_learn(gs_sched *s, double *rate, const struct gs_job *j);
+void sched_learn(gs_sched *s, sched_rate *rate, const struct gs_job *j);
+/* Device d's learned ms per key for its default algorithm, untuned; while
+ * d has run none, its start-up guess or an identical device's (same name
+ * and driver) learned rate where that is faster. Under s->mu. */
+double sched_dev_rate(const gs_sched *s, int d);
 /* Hand a finished job back to its sink's loop. */
 void sched_hand_back(struct gs_job *j);
 

@@ -309,7 +309,7 @@ void sched_split_part_done(gs_sched *s, gs_job *part)
                      jp->n, jp->planned_dev);
             gs_err_prefix(&j->err, "%s", pre);
         } else if (p->dev >= 0 && p->how == GS_ROUTE_DEFAULT) {
-            sched_learn(s, &s->devs[p->dev].rate_ms_per_key, p);
+            sched_learn(s, &s->devs[p->dev].rate, p);
         }
     }
     bounds[np] = j->req.n;
