@@ -90,10 +90,13 @@ enum {
 /* Sorting in the calling process: below a size a round trip to gsortd
  * costs more than the whole sort, so a connection sorts small arrays
  * itself, with the daemon's own host sort (the result is the daemon's, bit
- * for bit). Under 256 keys always; above, it times both routes per request
- * shape (dtype, values, order, stability) and power-of-two size as it goes
- * and takes the faster, trying the slower now and then; never above 2^22
- * keys. GSORT_NO_LOCAL, or GSORT_NO_LOCAL=1 in the environment when
+ * for bit). Under 256 keys always, and under the daemon's announced
+ * crossover for the shape (info's "crossover": below it the daemon would
+ * run the same sort on one thread; asked on the first timed call and every
+ * 10 s after); above, it times both routes per request shape (dtype,
+ * values, order, stability) and power-of-two size as it goes and takes the
+ * faster, trying the slower now and then; never above 2^22 keys unless the
+ * daemon's crossover lies past it. GSORT_NO_LOCAL, or GSORT_NO_LOCAL=1 in the environment when
  * gsort_connect runs, always asks the daemon; so does any call that names
  * an algorithm, params or a device, or passes GSORT_SPLIT. A local sort's
  * gsort_result says plan "local", algorithm "host", device -1, and its

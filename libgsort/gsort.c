@@ -68,6 +68,7 @@ struct gsort_conn {
     size_t heap_cap;
     lgs_router *router;     /* the two routes' times (gsort_local.c) */
     int no_local;           /* GSORT_NO_LOCAL=1 at connect: never sort here */
+    double xo_ms;           /* when the daemon's crossover was last asked (0: never) */
 };
 
 const char *gsort_version(void)
@@ -298,6 +299,43 @@ static void fill_local(gsort_result *res, double sort_ms, double t0)
     res->total_ms = t0 < 0 ? sort_ms : gs_now_ms() - t0;
 }
 
+/* The daemon's crossover per shape (its info op), asked again after this
+ * long: a new plan (a tune, SIGHUP) or a device's measured defaults move
+ * it. One round trip a while, on a call that would time a route anyway. */
+#define XO_REFRESH_MS 10000.0
+
+/* Ask the daemon where it stops sorting as this process would (issue 36)
+ * and tell the router. A daemon before the field, or a failed call, leaves
+ * the router measuring as before; the connection's state is the call's
+ * to report, not this one's. */
+static void crossover_refresh(gsort_conn *c, double now)
+{
+    c->xo_ms = now;
+    if (!c->cl)
+        return;
+    gs_reply_info in;
+    cJSON *h = NULL;
+    gs_err ge;
+    gs_err_clear(&ge);
+    if (gs_client_info(c->cl, &in, &h, &ge) != 0)
+        return;
+    for (int dt = 0; dt < GS_DT_COUNT; dt++)
+        for (int pl = 0; pl < GS_PL_COUNT; pl++)
+            for (int st = 0; st < 2; st++) {
+                uint64_t below = 0;
+                int kb = (int)gs_dtype_size((gs_dtype)dt) * 8;
+                for (size_t i = 0; i < in.ncrossover; i++) {
+                    const gs_reply_crossover *x = &in.crossover[i];
+                    if (x->key_bits == kb && (int)x->payload == pl && x->stable == st)
+                        below = x->local_below;
+                }
+                for (int desc = 0; desc < 2; desc++)
+                    lgs_router_set_below(c->router, lgs_shape(dt, pl, desc, st), below);
+            }
+    gs_reply_info_free(&in);
+    cJSON_Delete(h);
+}
+
 /* Whether a call may sort in this process at all: only where the daemon
  * would have chosen for itself. A named algorithm, params, a device or a
  * split ask for something only the daemon does. */
@@ -408,6 +446,8 @@ static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys,
     gs_err_clear(&ge);
     int may_local = local_allowed(c, rq);
     unsigned shape = lgs_shape(rq->dtype, rq->values_kind, s.shape.descending, s.shape.stable);
+    if (may_local && t0 >= 0 && (c->xo_ms == 0 || t0 - c->xo_ms > XO_REFRESH_MS))
+        crossover_refresh(c, t0);
     if (may_local && lgs_router_choose(c->router, shape, n)) {
         double ms = 0;      /* the sort's own time (gs_sort_run's clock) */
         if (sort_local(c, rq, preserve_keys, &ms, &ge) == 0) {

@@ -58,6 +58,10 @@ int lgs_router_record(lgs_router *r, unsigned shape, size_t n, int local, double
 /* Whether n keys are sorted here whatever was measured (fewer than a round
  * trip's worth): the router neither asks nor records their times. */
 int lgs_router_local_only(size_t n);
+/* The daemon's crossover for a shape (its info op, issue 36): below n keys
+ * it would sort them on one host thread, the sort linked in here, so they
+ * are sorted here without asking or timing it. 0: none known. */
+void lgs_router_set_below(lgs_router *r, unsigned shape, uint64_t n);
 /* For tests: the averages (ms per key, -1: not measured) of n's bucket. */
 int lgs_router_get(const lgs_router *r, unsigned shape, size_t n, double *loc, double *dae);
 

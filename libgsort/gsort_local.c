@@ -2,10 +2,12 @@
  * (issue 36): the C twin of the Python client's Router (python/gsort/
  * _local.py), with the same rules and constants, so that a call is never
  * slower than the local sort for long. Below a round trip's worth of keys
- * the local sort always wins; above, the two routes' times are measured as
- * the caller sees them, per request shape (dtype, values kind, order,
- * stability) and power-of-two size bucket, and the faster is taken. This
- * file only decides and remembers; gsort_inproc.c runs the local sort and
+ * the local sort always wins, and so it does below the size the daemon
+ * announces as a shape's crossover (there it would run the same host sort
+ * on one thread); above, the two routes' times are measured as the caller
+ * sees them, per request shape (dtype, values kind, order, stability) and
+ * power-of-two size bucket, and the faster is taken. This file only
+ * decides and remembers; gsort_inproc.c runs the local sort and
  * gsort.c routes each call. It uses nothing but libc, so a test can link
  * it alone and check the rules on recorded times. */
 #include "config.h"
@@ -49,6 +51,7 @@ typedef struct lgs_times {
 
 struct lgs_router {
     lgs_times *t[LGS_SHAPES];   /* per shape, allocated when first measured */
+    uint64_t below[LGS_SHAPES]; /* the daemon's announced crossover; 0: none */
 };
 
 /* ceil(log2 n): Python's (n - 1).bit_length() */
@@ -94,7 +97,11 @@ int lgs_router_choose(lgs_router *r, unsigned shape, size_t n)
 {
     if (n < LOCAL_ALWAYS_BELOW)
         return 1;
-    if (!r || shape >= LGS_SHAPES || !r->t[shape])
+    if (!r || shape >= LGS_SHAPES)
+        return 0;
+    if (n < r->below[shape])
+        return 1;       /* the daemon would run the same sort on one thread */
+    if (!r->t[shape])
         return 0;       /* nothing measured for this shape: the daemon first */
     unsigned b = bucket(n);
     lgs_times *t = r->t[shape], *cur = &t[b];
@@ -155,6 +162,12 @@ int lgs_router_record(lgs_router *r, unsigned shape, size_t n, int local, double
     if (*cnt < UINT32_MAX)
         (*cnt)++;
     return 0;
+}
+
+void lgs_router_set_below(lgs_router *r, unsigned shape, uint64_t n)
+{
+    if (r && shape < LGS_SHAPES)
+        r->below[shape] = n;
 }
 
 int lgs_router_get(const lgs_router *r, unsigned shape, size_t n, double *loc, double *dae)

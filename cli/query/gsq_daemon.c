@@ -117,6 +117,47 @@ static gsq_table *devices_table(const cJSON *r)
     return t;
 }
 
+static const gsq_col xo_cols[] = {
+    { "key_bits", "keys", GSQ_RIGHT },
+    { "values", NULL, 0 },
+    { "stable", NULL, 0 },
+    { "local_below", "local below", GSQ_RIGHT },
+    { "device", "then", 0 },
+};
+
+/* The info op's crossover: below which size each shape is sorted as the
+ * client could in its own process (one host thread), and what takes over. */
+static gsq_table *crossover_table(const cJSON *r)
+{
+    gsq_table *t = gsq_table_new(xo_cols, sizeof xo_cols / sizeof xo_cols[0]);
+    const cJSON *o, *xo = cJSON_GetObjectItemCaseSensitive(r, "crossover");
+    if (!t)
+        return NULL;
+    cJSON_ArrayForEach(o, xo) {
+        gsq_row(t, NULL);
+        cell_num(t, o, "key_bits", -1);
+        gsq_str(t, jstr(o, "values"));
+        cell_bool(t, o, "stable");
+        const cJSON *lb = cJSON_GetObjectItemCaseSensitive(o, "local_below");
+        if (cJSON_IsNull(lb))
+            gsq_null(t, "every size");
+        else
+            cell_num(t, o, "local_below", -1);
+        const cJSON *dv = cJSON_GetObjectItemCaseSensitive(o, "device");
+        char b[48];
+        if (cJSON_IsNull(lb))
+            gsq_null(t, "-");
+        else if (cJSON_IsNumber(dv) && dv->valuedouble < 0)
+            gsq_strd(t, "host", "host threads");
+        else if (cJSON_IsNumber(dv)) {
+            snprintf(b, sizeof b, "device %d", (int)dv->valuedouble);
+            gsq_str(t, b);
+        } else
+            gsq_null(t, "?");
+    }
+    return t;
+}
+
 static gsq_table *routes_table(const cJSON *r)
 {
     gsq_table *t = gsq_table_new(route_cols, sizeof route_cols / sizeof route_cols[0]);
@@ -196,8 +237,13 @@ static int show_info(FILE *out, const cJSON *r, gsq_fmt fmt, int width, gs_err *
         fprintf(out, "  %-11s %-18s %s\n", k++ ? "" : "limits", v->string,
                 jnum_text(v, b, sizeof b, -1));
     fputc('\n', out);
-    return print_table(out, devices_table(r), fmt, width, "Devices",
-                       "none (the daemon sorts with the host sort only)", err);
+    int rc = print_table(out, devices_table(r), fmt, width, "Devices",
+                         "none (the daemon sorts with the host sort only)", err);
+    if (rc || !cJSON_HasObjectItem(r, "crossover"))     /* a daemon before it */
+        return rc;
+    fprintf(out, "\nBelow \"local below\" keys the daemon sorts a shape on one host thread, "
+            "as the client's own process can (libgsort does, unless GSORT_NO_LOCAL)\n");
+    return print_table(out, crossover_table(r), fmt, width, "Crossover", "none", err);
 }
 
 static int show_stats(FILE *out, const cJSON *r, const char *socket, gsq_fmt fmt, int width,

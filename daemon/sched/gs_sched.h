@@ -29,6 +29,7 @@
 #include "gs_db.h"
 #include "gs_dev.h"
 #include "gs_pin.h"
+#include "gs_plans.h"
 #include "gs_prog.h"
 #include "gs_sort.h"
 
@@ -189,6 +190,12 @@ uint64_t gs_sched_host_pooled(gs_sched *s);
 void gs_sched_trim_host(gs_sched *s);
 void gs_sched_devstat_get(gs_sched *s, size_t i, gs_sched_devstat *out);
 unsigned gs_sched_host_threads(const gs_sched *s);
+/* Where the daemon stops sorting shape k as a client could in its own
+ * process (the info op's "crossover", issue 36): below *below keys every
+ * device's own choice (plan or built-in defaults) is the host sort and the
+ * host sort runs on one thread; from there on device *dev takes it (-1: the
+ * host sort's threads). *below is UINT64_MAX when nothing ever does. */
+void gs_sched_crossover(gs_sched *s, const gs_plans_key *k, uint64_t *below, int *dev);
 /* Host sorts of at most n keys run on the loop thread, in
  * gs_sched_submit, with done called before it returns: for a small array
  * the hand-off to a worker and back (two wake-ups) costs more than the

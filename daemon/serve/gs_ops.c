@@ -41,8 +41,19 @@ static cJSON *op_info(conn *c)
     gs_reply_info_dev *devs = calloc(nd ? nd : 1, sizeof *devs);
     char (*types)[64] = calloc(nd ? nd : 1, sizeof *types);
     const char **algos = calloc(na ? na : 1, sizeof *algos);
+    /* the crossover of every plan shape: key width x payload x stability */
+    enum { NXO = GS_KW_COUNT * GS_PL_COUNT * 2 };
+    gs_reply_crossover *xo = calloc(NXO, sizeof *xo);
     cJSON *r = NULL;
-    if (devs && types && algos) {
+    if (devs && types && algos && xo) {
+        for (size_t i = 0; i < NXO; i++) {
+            gs_plans_key k = { .key_bits = i / (GS_PL_COUNT * 2) ? 64 : 32,
+                               .payload = (gs_payload)(i / 2 % GS_PL_COUNT),
+                               .stable = (int)(i % 2) };
+            xo[i] = (gs_reply_crossover){ .key_bits = k.key_bits, .payload = k.payload,
+                                          .stable = k.stable };
+            gs_sched_crossover(s->sched, &k, &xo[i].local_below, &xo[i].device);
+        }
         for (size_t i = 0; i < nd; i++) {
             gs_sched_devstat ds;
             gs_sched_devstat_get(s->sched, i, &ds);
@@ -64,9 +75,11 @@ static cJSON *op_info(conn *c)
             .limits = { c->io->req_cap, cf->max_clients, cf->max_header_bytes,
                         cf->idle_timeout_s, cf->io_timeout_s },
             /* who the daemon takes this client to be (SO_PEERCRED at connect) */
-            .peer = { (long)c->cred.pid, c->cred.uid, c->cred.gid } };
+            .peer = { (long)c->cred.pid, c->cred.uid, c->cred.gid },
+            .crossover = xo, .ncrossover = NXO };
         r = gs_reply_info_build(&in, c->rq.id, NULL);
     }
+    free(xo);
     free(devs);
     free(types);
     free(algos);

@@ -201,6 +201,11 @@ size_t gs_host_force_min_chunk(size_t keys)
     return old;
 }
 
+size_t gs_host_mt_min_keys(void)
+{
+    return 2 * min_chunk;
+}
+
 /* ---- parameters ---- */
 
 enum { P_THREADS = 0, P_BITS, P_MSD, P_TOP, P_LINES, P_COUNT };

@@ -52,9 +52,12 @@ int gs_radix_takes_pairs(const gs_dev_info *info, const gs_sort_req *req, const 
                          gs_err *err);
 
 /* Test hook (algo_host.c): the fewest keys per chunk of the host sort
- * (default 32768; 0 restores it), so small inputs run on several chunks.
+ * (default 262144; 0 restores it), so small inputs run on several chunks.
  * Returns the previous value. */
 size_t gs_host_force_min_chunk(size_t keys);
+/* The fewest keys the host sort spreads over several threads (two chunks):
+ * below, it runs on the calling thread alone whatever its threads. */
+size_t gs_host_mt_min_keys(void);
 /* Test hook (algo_host.c): the input size in bytes from which the host
  * sort takes its past-the-cache paths (line buffers with streaming stores;
  * msd: the top digit first; default 6 MiB; 0 restores it), so the test

@@ -484,3 +484,23 @@ int gs_client_call(gs_client *c, const char *op, cJSON **reply, gs_err *err)
         cJSON_Delete(h);
     return rc;
 }
+
+int gs_client_info(gs_client *c, gs_reply_info *out, cJSON **hdr, gs_err *err)
+{
+    memset(out, 0, sizeof *out);
+    *hdr = NULL;
+    cJSON *h = NULL;
+    int rc = gs_client_call(c, "info", &h, err);
+    if (rc) {
+        cJSON_Delete(h);
+        return rc;
+    }
+    /* the reply's text is still the reader's until the next exchange */
+    gs_jnum_doc doc = client_reply_doc(c, h);
+    if ((rc = gs_reply_info_parse(h, &doc, out, err)) != 0) {
+        cJSON_Delete(h);
+        return rc;
+    }
+    *hdr = h;
+    return 0;
+}

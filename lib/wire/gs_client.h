@@ -105,6 +105,9 @@ int gs_client_sort_run(gs_client *c, const gs_client_sort *s, gs_client_result *
  * header (the caller cJSON_Deletes it). A reply with "ok":false becomes its
  * error code, with the header still returned when `reply` is not NULL. */
 int gs_client_call(gs_client *c, const char *op, cJSON **reply, gs_err *err);
+/* The info op, parsed: *out's strings and arrays point into *hdr; free
+ * with gs_reply_info_free(out), then cJSON_Delete(*hdr). */
+int gs_client_info(gs_client *c, gs_reply_info *out, cJSON **hdr, gs_err *err);
 
 /* Lower level, for tests: send one frame (header object, optional payload,
  * optional descriptor) and read one reply frame: the header (caller

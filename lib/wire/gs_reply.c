@@ -417,6 +417,25 @@ cJSON *gs_reply_info_build(const gs_reply_info *r, const cJSON *id, gs_err *err)
     ok = pe && gs_jnum_add_long(pe, "pid", r->peer.pid);
     ok = ok && add_u64(pe, "uid", r->peer.uid);
     ok = ok && add_u64(pe, "gid", r->peer.gid);
+    cJSON *xo = ok ? cJSON_AddArrayToObject(h, "crossover") : NULL;
+    ok = xo != NULL;
+    for (size_t i = 0; ok && i < r->ncrossover; i++) {
+        const gs_reply_crossover *x = &r->crossover[i];
+        cJSON *o = cJSON_CreateObject();
+        ok = o && cJSON_AddItemToArray(xo, o);
+        if (!ok) {
+            cJSON_Delete(o);
+            break;
+        }
+        ok = add_u64(o, "key_bits", (uint64_t)x->key_bits);
+        ok = ok && add_str(o, "values", gs_payload_name(x->payload));
+        ok = ok && add_bool(o, "stable", x->stable);
+        if (x->local_below == UINT64_MAX)
+            ok = ok && cJSON_AddNullToObject(o, "local_below");
+        else
+            ok = ok && add_u64(o, "local_below", x->local_below);
+        ok = ok && add_num(o, "device", x->device);
+    }
     return finish(h, ok, "info", err);
 }
 
@@ -511,6 +530,36 @@ int gs_reply_info_parse(const cJSON *h, const gs_jnum_doc *doc, gs_reply_info *o
     out->peer.pid = get_long(&p, pe, "peer", "pid", 0, LONG_MAX);
     out->peer.uid = (unsigned)get_uint(&p, pe, "peer", "uid", UINT_MAX);
     out->peer.gid = (unsigned)get_uint(&p, pe, "peer", "gid", UINT_MAX);
+    /* newer than the rest: optional */
+    const cJSON *xo = cJSON_HasObjectItem(h, "crossover") ? get_arr(&p, h, NULL, "crossover")
+                                                          : NULL;
+    n = xo ? (size_t)cJSON_GetArraySize(xo) : 0;
+    out->crossover = n ? alloc_n(&p, n, sizeof *out->crossover) : NULL;
+    const cJSON *x;
+    cJSON_ArrayForEach(x, xo) {
+        if (p.rc)
+            break;
+        size_t i = out->ncrossover;
+        char at[32];
+        snprintf(at, sizeof at, "crossover[%zu]", i);
+        gs_reply_crossover *c = &out->crossover[i];
+        if (!cJSON_IsObject(x)) {
+            bad(&p, NULL, at, "an object");
+            break;
+        }
+        c->key_bits = (int)get_uint(&p, x, at, "key_bits", 64);
+        if (!p.rc && c->key_bits != 32 && c->key_bits != 64)
+            bad(&p, at, "key_bits", "32 or 64");
+        const char *v = get_str(&p, x, at, "values");
+        if (!p.rc && gs_payload_parse(v, &c->payload) < 0)
+            bad(&p, at, "values", "a values kind (none, u32, u64, idx32, idx64)");
+        c->stable = get_bool(&p, x, at, "stable");
+        const cJSON *lb = get(x, "local_below");
+        c->local_below = cJSON_IsNull(lb) ? UINT64_MAX
+                                          : get_uint(&p, x, at, "local_below", UINT64_MAX - 1);
+        c->device = (int)get_long(&p, x, at, "device", -1, INT_MAX);
+        out->ncrossover++;
+    }
     if (p.rc)
         gs_reply_info_free(out);
     return p.rc;
@@ -522,9 +571,11 @@ void gs_reply_info_free(gs_reply_info *r)
         return;
     free(r->devices);
     free(r->algorithms);
+    free(r->crossover);
     r->devices = NULL;
     r->algorithms = NULL;
-    r->ndevices = r->nalgorithms = 0;
+    r->crossover = NULL;
+    r->ndevices = r->nalgorithms = r->ncrossover = 0;
 }
 
 /* ---- stats ---- */

@@ -127,6 +127,19 @@ typedef struct gs_reply_limits {
     double idle_timeout_s, io_timeout_s;
 } gs_reply_limits;
 
+/* Where the daemon stops sorting as a client could in its own process
+ * (issue 36), per plan shape: below local_below keys it sorts that shape
+ * with one host thread, the sort libgsort links in, so a round trip there
+ * cannot pay. From there on `device` sorts it (its plan or built-in
+ * defaults), or -1: the host sort on several threads. */
+typedef struct gs_reply_crossover {
+    int key_bits;               /* 32 or 64 */
+    gs_payload payload;
+    int stable;
+    uint64_t local_below;       /* UINT64_MAX (JSON null): at every size */
+    int device;                 /* from local_below on; -1 the host's threads */
+} gs_reply_crossover;
+
 typedef struct gs_reply_info {
     const char *version;        /* the daemon's PACKAGE_VERSION */
     int protocol;               /* parsed; the builder writes GS_PROTO_VERSION */
@@ -141,6 +154,8 @@ typedef struct gs_reply_info {
     size_t nalgorithms;
     gs_reply_limits limits;
     struct { long pid; unsigned uid, gid; } peer;   /* the asking client (SO_PEERCRED) */
+    gs_reply_crossover *crossover;  /* a daemon before them: none */
+    size_t ncrossover;
 } gs_reply_info;
 
 cJSON *gs_reply_info_build(const gs_reply_info *r, const cJSON *id, gs_err *err);

@@ -1520,6 +1520,18 @@ static void test_router_rules(void)
     lgs_router_record(r, s2, (size_t)1 << 22, 0, 10.0);
     tap_ok(lgs_router_choose(r, s2, (size_t)1 << 22) == 1, "router: at 2^22 keys, once "
            "the daemon was timed, local is tried");
+    /* the daemon's crossover: below it local, whatever was measured (here
+     * the daemon won at 1000, 5x), at it the measured rules again; 0 forgets */
+    lgs_router_set_below(r, s, 5000);
+    int below = 0;
+    for (int i = 0; i < 128; i++)
+        below += lgs_router_choose(r, s, 1000);
+    tap_ok(below == 128 && lgs_router_choose(r, s, 4999) == 1 &&
+           lgs_router_choose(r, s, 5000) == 0, "router: below the daemon's crossover (5000) "
+           "local at every call (%d of 128), at it the daemon it was measured faster", below);
+    lgs_router_set_below(r, s, 0);
+    tap_ok(lgs_router_choose(r, s, 1000) == 0, "router: with no crossover known, measured "
+           "times decide again");
     lgs_router_free(r);
 }
 
@@ -1613,8 +1625,29 @@ static void test_local(const dmn *d)
            "a gsort_alloc block of 200 keys: sorted in place locally (%s)", plan_of(rc, &res));
     gsort_free(blk);
 
-    /* Past 256 keys: the daemon first, then local once (nothing measured). */
-    uint32_t *m = malloc(1000 * sizeof *m);
+    /* Past 256 keys. This daemon has no device: below the size from which
+     * its host sort takes several threads (two chunks, 524288 keys) it
+     * announces that it would sort as this process does, and every
+     * shape is sorted here from its first call; from there on (or with one
+     * host thread, never) the daemon is asked first, then local once
+     * (nothing measured). */
+    cJSON *info = query_json(gsort_info, c, NULL);
+    const cJSON *xo = cJSON_GetObjectItemCaseSensitive(info, "crossover"), *x;
+    int nxo = 0, xo_ok = 1;
+    /* the host sort takes a thread per CPU (the daemon's machine is this one) */
+    double want = sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 524288 : -1;
+    cJSON_ArrayForEach(x, xo) {
+        const cJSON *lb = cJSON_GetObjectItemCaseSensitive(x, "local_below");
+        const cJSON *dv = cJSON_GetObjectItemCaseSensitive(x, "device");
+        nxo++;
+        xo_ok &= want < 0 ? cJSON_IsNull(lb)
+                          : cJSON_IsNumber(lb) && lb->valuedouble == want &&
+                                cJSON_IsNumber(dv) && dv->valuedouble == -1;
+    }
+    tap_ok(xo_ok && nxo == 20, "info: the crossover of all %d plan shapes (20) is %s "
+           "(the host sort's threads)", nxo, want < 0 ? "null: one CPU" : "524288");
+    cJSON_Delete(info);
+    uint32_t *m = malloc(((size_t)1 << 19) * sizeof *m);
     if (!m)
         tap_bail("out of memory");
     char plans[2][32];
@@ -1623,9 +1656,26 @@ static void test_local(const dmn *d)
         rc = gsort_sort(c, GSORT_U32, m, 1000, GSORT_DESCENDING, &res, &err);
         snprintf(plans[i], sizeof plans[i], "%s", plan_of(rc, &res));
     }
-    tap_ok(strcmp(plans[0], "local") && !starts_with(plans[0], "GSORT_") &&
-           !strcmp(plans[1], "local"), "1000 keys, a shape not seen before: the daemon first "
-           "('%s'), then local once ('%s')", plans[0], plans[1]);
+    tap_ok(!strcmp(plans[0], "local") && !strcmp(plans[1], "local"),
+           "1000 keys, a shape not seen before, below the crossover: local from the first call "
+           "('%s', '%s')", plans[0], plans[1]);
+    if (want > 0) {
+        size_t big = (size_t)want;
+        for (int i = 0; i < 2; i++) {
+            fill_u32(m, big, 18 + (uint32_t)i);
+            rc = gsort_sort(c, GSORT_U32, m, big, GSORT_DESCENDING, &res, &err);
+            snprintf(plans[i], sizeof plans[i], "%s", plan_of(rc, &res));
+        }
+        tap_ok(strcmp(plans[0], "local") && !starts_with(plans[0], "GSORT_") &&
+               !strcmp(plans[1], "local"), "%zu keys, at the crossover: the daemon first "
+               "('%s'), then local once ('%s')", big, plans[0], plans[1]);
+    } else {
+        /* one CPU: the daemon never sorts faster than this process */
+        fill_u32(m, (size_t)1 << 19, 18);
+        rc = gsort_sort(c, GSORT_U32, m, (size_t)1 << 19, GSORT_DESCENDING, &res, &err);
+        tap_ok(rc == 0 && !strcmp(res.plan, "local"), "2^19 keys on one CPU: local ('%s')",
+               plan_of(rc, &res));
+    }
     free(m);
     gsort_close(c);
 
@@ -1651,6 +1701,69 @@ static void test_local(const dmn *d)
            "locally (%s)", got);
     test_router_rules();
     setenv("GSORT_NO_LOCAL", "1", 1);
+}
+
+/* A daemon whose devices sort from 2^12 keys (a GPU's built-in defaults on
+ * PoCL, fixed: GSORTD_TEST_DEFAULTS=gpu:12) announces 4096 as every
+ * shape's crossover, and the library follows it: below, local from the
+ * first call; from there on, the daemon first. */
+static void test_crossover(void)
+{
+    static dmn xd;
+    unsetenv("GSORT_NO_LOCAL");
+    setenv("GSORTD_TEST_DEFAULTS", "gpu:12", 1);
+    gsort_conn *c = start_and_connect(&xd, "xo", NULL);
+    unsetenv("GSORTD_TEST_DEFAULTS");
+    gsort_set_timeout(c, 300, NULL);    /* a first device sort may include a PoCL compile */
+    cJSON *info = query_json(gsort_info, c, NULL);
+    const cJSON *xo = cJSON_GetObjectItemCaseSensitive(info, "crossover"), *x;
+    int nxo = 0, ok = 1;
+    char first[160] = "";
+    cJSON_ArrayForEach(x, xo) {
+        const cJSON *lb = cJSON_GetObjectItemCaseSensitive(x, "local_below");
+        const cJSON *dv = cJSON_GetObjectItemCaseSensitive(x, "device");
+        int good = cJSON_IsNumber(lb) && lb->valuedouble == 4096 && cJSON_IsNumber(dv) &&
+                   dv->valuedouble >= 0;
+        if (!good && ok) {
+            char *t = cJSON_PrintUnformatted(x);
+            snprintf(first, sizeof first, ": %s", t ? t : "?");
+            free(t);
+        }
+        ok &= good;
+        nxo++;
+    }
+    cJSON_Delete(info);
+    tap_ok(ok && nxo == 20, "devices from 2^12 keys: info's crossover is 4096, a device, for "
+           "all %d shapes%s", nxo, first);
+    uint32_t *k = malloc(5000 * sizeof *k);
+    if (!k)
+        tap_bail("out of memory");
+    gsort_result res;
+    gsort_error err;
+    char plans[3][40];
+    static const size_t ns[3] = { 4095, 4095, 4096 };
+    int sorted = 1;
+    for (int i = 0; i < 3; i++) {
+        fill_u32(k, ns[i], 30 + (uint32_t)i);
+        int rc = gsort_sort(c, GSORT_U32, k, ns[i], GSORT_STABLE, &res, &err);
+        sorted &= rc == 0 && u32_sorted(k, ns[i]);
+        snprintf(plans[i], sizeof plans[i], "%s", plan_of(rc, &res));
+    }
+    tap_ok(sorted && !strcmp(plans[0], "local") && !strcmp(plans[1], "local") &&
+           strcmp(plans[2], "local") && !starts_with(plans[2], "GSORT_"),
+           "4095 keys: local from the first call ('%s', '%s'); 4096: the daemon first ('%s')",
+           plans[0], plans[1], plans[2]);
+    gsort_close(c);
+    /* GSORT_NO_LOCAL still wins */
+    setenv("GSORT_NO_LOCAL", "1", 1);
+    c = conn_or_bail(xd.sock);
+    fill_u32(k, 4095, 40);
+    int rc = gsort_sort(c, GSORT_U32, k, 4095, 0, &res, &err);
+    tap_ok(rc == 0 && strcmp(res.plan, "local") && u32_sorted(k, 4095),
+           "with GSORT_NO_LOCAL=1, 4095 keys go to the daemon ('%s')", plan_of(rc, &res));
+    gsort_close(c);
+    free(k);
+    tap_ok(dmn_stop(&xd, SIGTERM, 20) == 0, "the daemon stops cleanly");
 }
 
 int main(void)
@@ -1699,7 +1812,8 @@ int main(void)
     test_example(&g_main);
     tap_diag("threads, sockets, limits, example: %.1f s", gs_now_s() - t0);
     test_device();
-    tap_diag("device: %.1f s", gs_now_s() - t0);
+    test_crossover();
+    tap_diag("device, crossover: %.1f s", gs_now_s() - t0);
     int st = dmn_stop(&g_main, SIGTERM, 20);
     tap_ok(st == 0, "the host-only daemon stops cleanly: exit %d", st);
     return tap_done();

@@ -1146,6 +1146,10 @@ static void test_reply_info_stats(void)
         .limits = { UINT64_C(4) << 30, 256, 65536, 300, 30.5 },
         .peer = { 77, 1000, 100 },
     };
+    gs_reply_crossover xo[2] = { { 32, GS_PL_NONE, 0, 16384, 0 },
+                                 { 64, GS_PL_IDX64, 1, UINT64_MAX, -1 } };
+    in.crossover = xo;
+    in.ncrossover = 2;
     cJSON *id = cJSON_CreateNumber(3);
     char *text = NULL;
     cJSON *h = wire(gs_reply_info_build(&in, id, &err), &text);
@@ -1158,7 +1162,10 @@ static void test_reply_info_stats(void)
            strstr(text, "\"host\":{\"threads\":4},\"algorithms\":[\"radix\",\"mergepath\","
                   "\"host\"],\"limits\":{\"max_request_bytes\":4294967296,\"max_clients\":256,"
                   "\"max_header_bytes\":65536,\"idle_timeout_s\":300,\"io_timeout_s\":30.5},"
-                  "\"peer\":{\"pid\":77,\"uid\":1000,\"gid\":100}}"),
+                  "\"peer\":{\"pid\":77,\"uid\":1000,\"gid\":100},\"crossover\":[{"
+                  "\"key_bits\":32,\"values\":\"none\",\"stable\":false,\"local_below\":16384,"
+                  "\"device\":0},{\"key_bits\":64,\"values\":\"idx64\",\"stable\":true,"
+                  "\"local_below\":null,\"device\":-1}]}"),
            "info reply: built in the daemon's field order: %s", text ? text : err.msg);
     gs_reply_info out;
     gs_jnum_doc doc = { text, text ? strlen(text) : 0, h };
@@ -1174,7 +1181,13 @@ static void test_reply_info_stats(void)
            out.limits.max_request_bytes == (UINT64_C(4) << 30) &&
            out.limits.max_clients == 256 && out.limits.max_header_bytes == 65536 &&
            out.limits.idle_timeout_s == 300 && out.limits.io_timeout_s == 30.5 &&
-           out.peer.pid == 77 && out.peer.uid == 1000 && out.peer.gid == 100,
+           out.peer.pid == 77 && out.peer.uid == 1000 && out.peer.gid == 100 &&
+           out.ncrossover == 2 && out.crossover[0].key_bits == 32 &&
+           out.crossover[0].payload == GS_PL_NONE && !out.crossover[0].stable &&
+           out.crossover[0].local_below == 16384 && out.crossover[0].device == 0 &&
+           out.crossover[1].key_bits == 64 && out.crossover[1].payload == GS_PL_IDX64 &&
+           out.crossover[1].stable && out.crossover[1].local_below == UINT64_MAX &&
+           out.crossover[1].device == -1,
            "info reply: parsed back as built (%s)", rc ? err.msg : "ok");
     gs_reply_info_free(&out);
     cJSON_Delete(h);
@@ -1352,6 +1365,18 @@ static void test_reply_bad(void)
     tap_ok(rc == GS_ECORRUPT && strstr(err.msg, "info reply: \"devices[0].index\" is missing or "
            "not its position") && !info.devices, "info reply: a device out of place: %s",
            err.msg);
+    cJSON_Delete(h);
+    /* a crossover entry with a key width the daemon cannot have */
+    h = cJSON_Parse("{\"v\":1,\"ok\":true,\"op\":\"info\",\"version\":\"1\",\"protocol\":1,"
+                    "\"pid\":1,\"socket\":\"s\",\"db\":null,\"db_ok\":false,\"devices\":[],"
+                    "\"host\":{\"threads\":1},\"algorithms\":[],\"limits\":{"
+                    "\"max_request_bytes\":1,\"max_clients\":1,\"max_header_bytes\":1,"
+                    "\"idle_timeout_s\":1,\"io_timeout_s\":1},\"peer\":{\"pid\":1,\"uid\":0,"
+                    "\"gid\":0},\"crossover\":[{\"key_bits\":16,\"values\":\"none\","
+                    "\"stable\":false,\"local_below\":8,\"device\":0}]}");
+    rc = gs_reply_info_parse(h, NULL, &info, &err);
+    tap_ok(rc == GS_ECORRUPT && strstr(err.msg, "crossover[0].key_bits") && !info.crossover,
+           "info reply: a crossover of 16-bit keys is refused: %s", err.msg);
     cJSON_Delete(h);
     h = cJSON_Parse("{\"v\":1,\"ok\":true,\"op\":\"stats\",\"uptime_s\":1,\"clients\":{"
                     "\"current\":0,\"total\":0,\"rejected\":0,\"denied\":0},\"requests\":{"
