@@ -80,6 +80,7 @@ static const gsq_col dev_cols[] = {
     { "tuned", NULL, 0 },
     { "plan_entries", "plan", GSQ_RIGHT },
     { "queued", NULL, GSQ_RIGHT },
+    { "lanes", NULL, GSQ_RIGHT },
     { "healthy", NULL, 0 },
 };
 
@@ -112,6 +113,7 @@ static gsq_table *devices_table(const cJSON *r)
         cell_bool(t, d, "tuned");
         cell_num(t, d, "plan_entries", -1);
         cell_num(t, d, "queued", -1);
+        cell_num(t, d, "lanes", -1);
         cell_bool(t, d, "healthy");
     }
     return t;

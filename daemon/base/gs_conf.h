@@ -78,6 +78,7 @@ typedef struct gs_conf {
                                           its first byte: refused and closed; 0 (auto,
                                           the default): gs_conf_request_deadline */
     unsigned host_threads;             /* host-sort workers; 0: min(online CPUs, 8) */
+    unsigned device_lanes;             /* requests in flight per device; 0: auto */
     unsigned io_threads;               /* event loops serving clients; 0 (auto, the
                                           default): gs_conf_io_threads */
     char devices[256];                 /* "all" (default), "none", or indices "0,2" */

@@ -19,6 +19,25 @@
 void gs_sched_set_mem_cap(gs_sched *s, uint64_t bytes)
 {
     atomic_store(&s->mem_cap, bytes);
+    for (size_t d = 0; d < s->ndev; d++)
+        sched_lanes_cap(s, (int)d);
+}
+
+void sched_lanes_cap(gs_sched *s, int d)
+{
+    sdev *sd = &s->devs[d];
+    if (sd->nlanes < 2)
+        return;
+    uint64_t mem = sd->dev->info.global_mem, cap = atomic_load(&s->mem_cap);
+    if (cap && cap < mem)
+        mem = cap;
+    pthread_mutex_lock(&sd->q.mu);
+    /* a quarter left to the pooled buffers, the programs and the driver */
+    sd->q.mem_cap = mem - mem / 4;
+    if (!sd->q.mem_cap)
+        sd->q.mem_cap = 1;
+    pthread_cond_broadcast(&sd->q.cv);
+    pthread_mutex_unlock(&sd->q.mu);
 }
 
 const gs_dev *sched_capped_dev(const gs_sched *s, int d, gs_dev *tmp)
@@ -97,5 +116,6 @@ double sched_route_backlog(gs_sched *s, int dev)
         return b / s->nhost;
     }
     sched_queue_load(&s->devs[dev].q, &len, &b);
-    return b;
+    /* lanes run that much at once (as the host pool's threads do) */
+    return s->devs[dev].nlanes > 1 ? b / s->devs[dev].nlanes : b;
 }

@@ -53,27 +53,58 @@ void sched_queue_push(queue *q, gs_job *j)
     job_append(&q->head, &q->tail, j);
     q->len++;
     q->backlog_ms += j->predicted_ms;
-    pthread_cond_signal(&q->cv);
+    /* with lanes, the one woken may be the lane the gate keeps waiting */
+    if (q->mem_cap)
+        pthread_cond_broadcast(&q->cv);
+    else
+        pthread_cond_signal(&q->cv);
     pthread_mutex_unlock(&q->mu);
 }
 
-gs_job *sched_queue_pop(queue *q, sched_warm **warm)
+uint64_t sched_job_mem(const gs_job *j, uint64_t cap)
+{
+    if (j->chunk_n)
+        return cap;      /* out of core takes both of the device's queues itself */
+    uint64_t b = (uint64_t)j->req.n *
+                 (gs_dtype_size(j->req.shape.dtype) + gs_payload_size(j->req.shape.payload));
+    return 3 * b;
+}
+
+/* Under q->mu: whether `lane` may take the head job now: another lane's
+ * job leaves it room on the device (any lane: the first must not crowd a
+ * later one's job either), and for a later lane, nothing holds the queue. */
+static int lane_may(const queue *q, unsigned lane)
+{
+    if (!q->head)
+        return 0;
+    if (lane > 0 && (q->hold || q->warm))
+        return 0;
+    return !q->mem_cap || q->running == 0 ||
+           q->mem_inflight + sched_job_mem(q->head, q->mem_cap) <= q->mem_cap;
+}
+
+gs_job *sched_queue_pop(queue *q, sched_warm **warm, unsigned lane)
 {
     pthread_mutex_lock(&q->mu);
-    while (!q->head && !q->stop && !(warm && q->warm))
+    while (!q->stop && !lane_may(q, lane) && !(warm && q->warm))
         pthread_cond_wait(&q->cv, &q->mu);
     if (warm && q->warm && !q->stop) {
-        /* before the jobs: they were routed knowing the builds come first */
+        /* before the jobs: they were routed knowing the builds come first;
+         * the other lanes wait for them too */
         *warm = q->warm;
         q->warm = NULL;
+        q->hold++;
         pthread_mutex_unlock(&q->mu);
         return NULL;
     }
-    gs_job *j = q->head;
+    gs_job *j = lane_may(q, lane) || (q->stop && lane == 0) ? q->head : NULL;
     if (j) {
         q->head = j->next;
         if (!q->head)
             q->tail = NULL;
+        q->running++;
+        if (q->mem_cap)
+            q->mem_inflight += sched_job_mem(j, q->mem_cap);
     }
     pthread_mutex_unlock(&q->mu);
     return j;
@@ -86,6 +117,22 @@ void sched_queue_finish(queue *q, const gs_job *j)
     q->backlog_ms -= j->predicted_ms;
     if (q->len == 0 || q->backlog_ms < 0)
         q->backlog_ms = 0;
+    if (q->running)
+        q->running--;
+    if (q->mem_cap) {
+        uint64_t m = sched_job_mem(j, q->mem_cap);
+        q->mem_inflight = q->mem_inflight > m && q->running ? q->mem_inflight - m : 0;
+        pthread_cond_broadcast(&q->cv);     /* a lane waiting for room */
+    }
+    pthread_mutex_unlock(&q->mu);
+}
+
+void sched_queue_unhold(queue *q)
+{
+    pthread_mutex_lock(&q->mu);
+    if (q->hold)
+        q->hold--;
+    pthread_cond_broadcast(&q->cv);
     pthread_mutex_unlock(&q->mu);
 }
 

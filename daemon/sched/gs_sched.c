@@ -1,6 +1,11 @@
-/* The scheduler's workers (gs_sched.h): every enabled device has
- * one worker thread with its own queue, the host sort a pool of threads
- * sharing one; OpenCL work never runs on the event-loop thread. A device
+/* The scheduler's workers (gs_sched.h): every enabled device has a queue
+ * and a worker thread per lane (device_lanes): each lane enqueues on a
+ * command queue of its own, so one request's upload overlaps another's
+ * kernels or download (issue 37); the first lane alone measures the
+ * device's defaults and builds its planned programs, the others wait for
+ * that and for room in the device's memory (gs_queue.c). The host sort has
+ * a pool of threads sharing one queue; OpenCL work never runs on the
+ * event-loop thread. A device
  * run that fails falls back to the host sort in the worker, so the request
  * still gets a correct answer; a build failure disables that algorithm on
  * the device and repeated failures rest the device for a while. Finished
@@ -39,6 +44,7 @@
 typedef struct worker_arg {
     gs_sched *s;
     int dev;
+    unsigned lane;      /* a device's: 0 its own queue, 1 its second */
 } worker_arg;
 
 /* A worker is done with j: back to its loop, or, for a part of a split,
@@ -156,30 +162,49 @@ static void *worker_main(void *arg)
     worker_arg *wa = arg;
     gs_sched *s = wa->s;
     int d = wa->dev;
+    unsigned lane = wa->lane;
     free(wa);
     queue *q = d >= 0 ? &s->devs[d].q : &s->hostq;
-    if (d >= 0) {
+    cl_command_queue lane_q = NULL;     /* NULL: the device's own queue */
+    if (d >= 0 && lane == 0) {
         sched_defaults_measure(s, d);   /* requests queue up meanwhile */
         atomic_store(&s->devs[d].dflt_known, 1);
+        if (s->devs[d].nlanes > 1)
+            sched_queue_unhold(q);      /* the other lane may start */
+    } else if (d >= 0) {
+        gs_err e;
+        gs_err_clear(&e);
+        if (gs_dev_lane(s->devs[d].dev, &lane_q, &e) < 0) {
+            GS_WARN("device %d (%s): no second queue (%s); one request at a time there", d,
+                    s->devs[d].dev->info.name, e.msg);
+            return NULL;
+        }
     }
     const gs_hooks *hk = gs_hooks_get();
     unsigned slow_ms = d >= 0 && hk->slow_dev == d ? hk->slow_ms : 0;
     gs_job *j;
     sched_warm *warm = NULL;
-    while ((j = sched_queue_pop(q, d >= 0 ? &warm : NULL)) || warm) {
+    int lane_used = 0;
+    while ((j = sched_queue_pop(q, d >= 0 && lane == 0 ? &warm : NULL, lane)) || warm) {
         if (!j) {
             sched_warm_run(s, d, warm);
             warm = NULL;
+            sched_queue_unhold(q);
             continue;
         }
         j->t_start = gs_now_ms();
+        if (d >= 0 && lane > 0 && !lane_used) {
+            lane_used = 1;      /* said once: the lanes work (tests/daemon/sched/test_balance) */
+            GS_INFO("device %d (%s): its second lane took a request (two may run at once)", d,
+                    s->devs[d].dev->info.name);
+        }
         if (j->dev < 0) {
             run_host(s, j);
             sched_queue_finish(q, j);
             job_done(s, j);
             continue;
         }
-        gs_sort_ctx ctx = { .dev = s->devs[d].dev, .pc = s->pc, .lean = 1 };
+        gs_sort_ctx ctx = { .dev = s->devs[d].dev, .pc = s->pc, .lean = 1, .queue = lane_q };
         gs_err_clear(&j->err);
         if (j->pin && (!j->pin_once || j->chunk_n) && gs_dev_open(s->devs[d].dev, &j->err) == 0)
             ctx.host_pinned = gs_pin_ensure(j->pin, s->devs[d].dev) == GS_PIN_PINNED;
@@ -211,13 +236,14 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-static int start_worker(gs_sched *s, int d, pthread_t *th, gs_err *err)
+static int start_worker(gs_sched *s, int d, unsigned lane, pthread_t *th, gs_err *err)
 {
     worker_arg *wa = malloc(sizeof *wa);
     if (!wa)
         return gs_err_set(err, GS_ENOMEM, "out of memory starting a worker");
     wa->s = s;
     wa->dev = d;
+    wa->lane = lane;
     if (pthread_create(th, NULL, worker_main, wa) != 0) {
         free(wa);
         return gs_err_set(err, GS_ENOMEM, "cannot start a worker thread");
@@ -293,13 +319,27 @@ int gs_sched_start(gs_sched **out, gs_dev *devs, size_t ndev, const gs_sched_opt
             GS_WARN("device %zu (%s): cannot open it, not used: %s", i, devs[i].info.name, e.msg);
             continue;
         }
-        if ((rc = start_worker(s, (int)i, &sd->th, err)) < 0)
-            return rc;
-        sd->started = sd->enabled = 1;
-        GS_INFO("device %zu (%s, %s): serving", i, devs[i].info.name, devs[i].info.driver);
+        /* lanes: auto, two on a GPU (its copy engines and compute overlap),
+         * one elsewhere (a CPU device shares the host's cores) */
+        unsigned nl = o->device_lanes ? o->device_lanes
+                                      : devs[i].info.type & CL_DEVICE_TYPE_GPU ? 2 : 1;
+        sd->nlanes = nl > SCHED_LANES_MAX ? SCHED_LANES_MAX : nl;
+        if (sd->nlanes > 1) {
+            sched_lanes_cap(s, (int)i);
+            if (sd->dflt_measure)
+                sd->q.hold = 1;     /* the first lane measures alone */
+        }
+        for (unsigned l = 0; l < sd->nlanes; l++) {
+            if ((rc = start_worker(s, (int)i, l, &sd->th[l], err)) < 0)
+                return rc;
+            sd->started++;
+        }
+        sd->enabled = 1;
+        GS_INFO("device %zu (%s, %s): serving, %u request%s at a time", i, devs[i].info.name,
+                devs[i].info.driver, sd->nlanes, sd->nlanes > 1 ? "s" : "");
     }
     for (unsigned t = 0; t < s->nhost; t++) {
-        if ((rc = start_worker(s, -1, &s->host_th[t], err)) < 0)
+        if ((rc = start_worker(s, -1, 0, &s->host_th[t], err)) < 0)
             return rc;
         s->host_started++;
     }
@@ -313,8 +353,8 @@ void gs_sched_stop(gs_sched *s)
     for (size_t i = 0; i < s->ndev; i++) {
         sdev *sd = &s->devs[i];
         sched_queue_stop(&sd->q);
-        if (sd->started)
-            pthread_join(sd->th, NULL);
+        for (unsigned l = 0; l < sd->started; l++)
+            pthread_join(sd->th[l], NULL);
     }
     /* Device workers may have pushed fallbacks to the host queue: stop it last. */
     sched_queue_stop(&s->hostq);
@@ -414,6 +454,7 @@ void gs_sched_devstat_get(gs_sched *s, size_t i, gs_sched_devstat *out)
     out->db_id = sd->db_id;
     pthread_mutex_unlock(&s->mu);
     out->tuned = out->plan_entries > 0;
+    out->lanes = sd->enabled ? sd->nlanes : 0;
     sched_queue_load(&sd->q, &out->queued, &b);
 }
 

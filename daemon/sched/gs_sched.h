@@ -1,5 +1,7 @@
-/* Where and how each sort runs. Every enabled device has one worker thread
- * with its own queue; the host sort has a pool of threads sharing a queue;
+/* Where and how each sort runs. Every enabled device has a queue and one
+ * worker thread per lane taking from it (two on a GPU: device_lanes), each
+ * with a command queue of its own; the host sort has a pool of threads
+ * sharing a queue;
  * OpenCL work never runs on the event-loop thread. The loop thread routes a
  * request (gs_sched_route): the device's tuned plan, loaded from the
  * database into memory when the daemon starts or reloads (gs_plans.h;
@@ -137,6 +139,8 @@ void gs_sched_sink_close(gs_sched_sink *k);
 
 typedef struct gs_sched_opts {
     unsigned host_threads;   /* >= 1 */
+    unsigned device_lanes;   /* requests in flight per device, 1 or 2; 0: auto (2 on a
+                                GPU, 1 elsewhere) */
     const char *devices;     /* "all", "none" or "0,2" */
     gs_pcache *pc;           /* program cache (may be NULL) */
 } gs_sched_opts;
@@ -173,6 +177,7 @@ typedef struct gs_sched_devstat {
     int tuned;               /* has a plan in the database */
     long plan_entries;
     unsigned queued;         /* waiting or running */
+    unsigned lanes;          /* requests it works on at once (device_lanes) */
     long long db_id;         /* -1: not in the database */
 } gs_sched_devstat;
 size_t gs_sched_ndev(const gs_sched *s);

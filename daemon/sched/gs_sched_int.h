@@ -50,6 +50,16 @@ typedef struct queue {
     sched_warm *warm;        /* a device's routes to build, not yet taken by its worker */
     double warm_ms;          /* their predicted build time left (in the backlog) */
     int stop;
+    /* A device's lanes (gs_sched.c): more than one worker takes its jobs,
+     * each on a queue of its own, so one request's upload overlaps
+     * another's kernels or download. A lane beyond the first takes a job
+     * only while the device memory of those running leaves room for it
+     * (mem_cap) and nothing holds the queue (hold: the built-in defaults
+     * measured, or planned routes built, by the first lane alone). */
+    unsigned running;        /* jobs popped, not yet finished */
+    uint64_t mem_inflight;   /* their device memory, as estimated (sched_job_mem) */
+    uint64_t mem_cap;        /* 0: one lane, no gate */
+    unsigned hold;
 } queue;
 
 /* A route's learned time per key (ms), and how many runs taught it: the
@@ -61,12 +71,15 @@ typedef struct sched_rate {
     unsigned samples;
 } sched_rate;
 
+#define SCHED_LANES_MAX 2     /* a device's own queue and its second (gs_dev_lane) */
+
 typedef struct sdev {
     gs_dev *dev;
     int enabled;
     queue q;
-    pthread_t th;
-    int started;
+    pthread_t th[SCHED_LANES_MAX];
+    unsigned started;                /* lane workers running */
+    unsigned nlanes;                 /* lanes it was given (device_lanes) */
     atomic_int broken[MAX_ALGOS];    /* build failure: algorithm disabled here */
     atomic_int fails;                /* consecutive failed runs */
     _Atomic double rest_until;       /* gs_now_ms(); 0: healthy */
@@ -127,11 +140,21 @@ int sched_queue_init(queue *q);
 /* Queue a job on q (its predicted_ms joins the backlog). */
 void sched_queue_push(queue *q, struct gs_job *j);
 /* The next job, waiting for one; NULL once the queue is stopped and empty,
- * or (with `warm`, a device's worker) NULL and *warm set when its routes to
- * build came first (then the caller owns *warm). */
-struct gs_job *sched_queue_pop(queue *q, sched_warm **warm);
-/* A popped job has run: its predicted time leaves the backlog. */
+ * or (with `warm`, a device's first lane) NULL and *warm set when its
+ * routes to build came first (then the caller owns *warm, and the queue is
+ * held until sched_queue_unhold). lane > 0: a further lane, which waits
+ * while the queue is held or the head job's device memory does not fit
+ * beside the running ones'. */
+struct gs_job *sched_queue_pop(queue *q, sched_warm **warm, unsigned lane);
+/* A popped job has run: its predicted time and memory leave the queue. */
 void sched_queue_finish(queue *q, const struct gs_job *j);
+/* The first lane is done with what held the queue (a build, a measurement). */
+void sched_queue_unhold(queue *q);
+/* Device d's lanes' memory gate from its memory and the cap (gs_predict.c). */
+void sched_lanes_cap(gs_sched *s, int d);
+/* What a job holds on a device while it runs, as the lanes' gate counts
+ * it: its arrays three times (in, out, scratch); out of core, all of it. */
+uint64_t sched_job_mem(const struct gs_job *j, uint64_t cap);
 /* Wake the queue's workers to stop. */
 void sched_queue_stop(queue *q);
 /* A queue's predicted backlog for a new job: device d's, or the host

@@ -62,7 +62,8 @@ static cJSON *op_info(conn *c)
                 .driver = ds.dev->info.driver,
                 .type = gs_dev_type_name(ds.dev->info.type, types[i], sizeof types[i]),
                 .enabled = ds.enabled, .tuned = ds.tuned, .plan_entries = ds.plan_entries,
-                .queued = ds.queued, .healthy = ds.healthy, .ready = ds.ready };
+                .queued = ds.queued, .healthy = ds.healthy, .ready = ds.ready,
+                .lanes = ds.lanes };
         }
         for (size_t i = 0; i < na; i++)
             algos[i] = gs_algo_at(i)->name;

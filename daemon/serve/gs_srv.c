@@ -312,7 +312,8 @@ int gs_srv_run(const gs_srv_opts *o, gs_err *err)
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
         ht = ncpu < 1 ? 1 : ncpu > 8 ? 8 : (unsigned)ncpu;
     }
-    gs_sched_opts so = { .host_threads = ht, .devices = s->conf.devices, .pc = o->pc };
+    gs_sched_opts so = { .host_threads = ht, .device_lanes = s->conf.device_lanes,
+                         .devices = s->conf.devices, .pc = o->pc };
     if ((rc = gs_sched_start(&s->sched, o->devs, o->ndev, &so, err)) < 0 ||
         (rc = srv_io_start(s, err)) < 0) {
         gs_listen_close(&s->lis);

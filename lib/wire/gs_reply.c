@@ -396,6 +396,7 @@ cJSON *gs_reply_info_build(const gs_reply_info *r, const cJSON *id, gs_err *err)
         ok = ok && add_u64(d, "queued", x->queued);
         ok = ok && add_bool(d, "healthy", x->healthy);
         ok = ok && add_bool(d, "ready", x->ready);
+        ok = ok && add_u64(d, "lanes", x->lanes);
     }
     cJSON *host = ok ? cJSON_AddObjectToObject(h, "host") : NULL;
     ok = add_u64(host, "threads", r->host_threads);
@@ -498,6 +499,8 @@ int gs_reply_info_parse(const cJSON *h, const gs_jnum_doc *doc, gs_reply_info *o
         x->healthy = get_bool(&p, d, at, "healthy");
         /* newer than the rest: optional */
         x->ready = !cJSON_HasObjectItem(d, "ready") || get_bool(&p, d, at, "ready");
+        x->lanes = cJSON_HasObjectItem(d, "lanes") ? (unsigned)get_uint(&p, d, at, "lanes", 64)
+                                                   : 1;
         out->ndevices++;
     }
 

@@ -118,6 +118,8 @@ typedef struct gs_reply_info_dev {
     int healthy;                /* not resting after failures */
     int ready;                  /* the programs of its plan are built; a daemon
                                    before the field: taken as 1 */
+    unsigned lanes;             /* requests it works on at once (0: not served; a
+                                   daemon before the field: 1) */
 } gs_reply_info_dev;
 
 typedef struct gs_reply_limits {

@@ -59,7 +59,7 @@ static const char *conf_diff(const gs_conf *a, const gs_conf *b)
     V(log_level); V(log_syslog); V(max_request_bytes); V(max_pinned_bytes); V(device_mem_cap);
     V(max_memory); V(max_memory_per_uid); V(memory_wait_s); V(max_mapped_bytes); V(max_mapped_bytes_per_client);
     V(buffer_pool_percent); V(max_clients); V(inline_sort_max);
-    V(max_header_bytes); V(idle_timeout_s); V(io_timeout_s); V(host_threads); V(io_threads);
+    V(max_header_bytes); V(idle_timeout_s); V(io_timeout_s); V(host_threads); V(device_lanes); V(io_threads);
     S(devices); V(tune_missing); V(tune_budget_s);
     V(max_clients_per_uid); V(request_timeout_s);
     return NULL;
@@ -74,12 +74,12 @@ static int conf_ndiff(const gs_conf *a, const gs_conf *b)
     VC(log_level); VC(log_syslog); VC(max_request_bytes); VC(max_pinned_bytes); VC(device_mem_cap);
     VC(max_memory); VC(max_memory_per_uid); VC(memory_wait_s); VC(max_mapped_bytes); VC(max_mapped_bytes_per_client);
     VC(buffer_pool_percent); VC(max_clients); VC(inline_sort_max);
-    VC(max_header_bytes); VC(idle_timeout_s); VC(io_timeout_s); VC(host_threads); VC(io_threads);
+    VC(max_header_bytes); VC(idle_timeout_s); VC(io_timeout_s); VC(host_threads); VC(device_lanes); VC(io_threads);
     SC(devices); VC(tune_missing); VC(tune_budget_s);
     VC(max_clients_per_uid); VC(request_timeout_s);
     return n;
 }
-#define NFIELDS 31
+#define NFIELDS 32
 
 /* ---- parsers ---- */
 
@@ -963,6 +963,7 @@ static void all_changed(gs_conf *c)
         { "io_threads", "64" },                    { "devices", "3,1,2" },
         { "tune_missing", "yes" },                 { "tune_budget", "1000h" },
         { "max_clients_per_uid", "0" },            { "request_timeout", "90s" },
+        { "device_lanes", "1" },
     };
     for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
         if (gs_conf_set(c, kv[i][0], kv[i][1], &e) != 0)
@@ -1052,7 +1053,8 @@ static void test_print(void)
 static void test_apply_live(void)
 {
     static const char *const want[] = { "socket", "socket_mode", "socket_group", "db",
-                                        "cache_dir", "kernel_dir", "host_threads", "io_threads",
+                                        "cache_dir", "kernel_dir", "host_threads", "device_lanes",
+                                        "io_threads",
                                         "devices", "tune_missing" };
     const size_t nwant = sizeof want / sizeof want[0];
     gs_conf run, next, def;

@@ -1135,8 +1135,8 @@ static void test_reply_info_stats(void)
 {
     gs_err err;
     gs_reply_info_dev devs[2] = {
-        { "Fake GPU", "FakeGL", "1.2.3", "GPU", 1, 1, 24, 3, 1, 1 },
-        { "cpu-fake", "Portable", "5.0", "CPU", 0, 0, 0, 0, 0, 0 },
+        { "Fake GPU", "FakeGL", "1.2.3", "GPU", 1, 1, 24, 3, 1, 1, 2 },
+        { "cpu-fake", "Portable", "5.0", "CPU", 0, 0, 0, 0, 0, 0, 0 },
     };
     const char *algos[] = { "radix", "mergepath", "host" };
     gs_reply_info in = {
@@ -1158,7 +1158,7 @@ static void test_reply_info_stats(void)
            strstr(text, "\"db\":null,\"db_ok\":true,\"devices\":[{\"index\":0,\"name\":"
                   "\"Fake GPU\",\"platform\":\"FakeGL\",\"driver\":\"1.2.3\",\"type\":\"GPU\","
                   "\"enabled\":true,\"tuned\":true,\"plan_entries\":24,\"queued\":3,"
-                  "\"healthy\":true,\"ready\":true},{\"index\":1,") &&
+                  "\"healthy\":true,\"ready\":true,\"lanes\":2},{\"index\":1,") &&
            strstr(text, "\"host\":{\"threads\":4},\"algorithms\":[\"radix\",\"mergepath\","
                   "\"host\"],\"limits\":{\"max_request_bytes\":4294967296,\"max_clients\":256,"
                   "\"max_header_bytes\":65536,\"idle_timeout_s\":300,\"io_timeout_s\":30.5},"
@@ -1175,7 +1175,8 @@ static void test_reply_info_stats(void)
            out.ndevices == 2 && !strcmp(out.devices[0].name, "Fake GPU") &&
            !strcmp(out.devices[1].type, "CPU") && out.devices[0].plan_entries == 24 &&
            out.devices[0].queued == 3 && out.devices[0].healthy && !out.devices[1].enabled &&
-           out.devices[0].ready && !out.devices[1].ready &&
+           out.devices[0].ready && !out.devices[1].ready && out.devices[0].lanes == 2 &&
+           out.devices[1].lanes == 0 &&
            out.host_threads == 4 && out.nalgorithms == 3 &&
            !strcmp(out.algorithms[2], "host") &&
            out.limits.max_request_bytes == (UINT64_C(4) << 30) &&
