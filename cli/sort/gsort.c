@@ -354,9 +354,11 @@ static int sort_local(const opts *o, void *keys, size_t n, uint64_t *idx, gs_err
 static void print_result(const gsort_result *r, const char *sock)
 {
     if (strcmp(r->plan, "local") == 0) {
-        /* libgsort sorted it here: fewer keys than pay for a round trip */
-        fprintf(stderr, "gsort: sorted here by libgsort with the host sort (small: no round "
-                "trip to gsortd at %s) in %.3f ms\n", sock, r->total_ms);
+        /* libgsort sorted it here: fewer keys than pay for a round trip,
+         * or below the daemon's crossover (it would run the same sort) */
+        fprintf(stderr, "gsort: sorted here by libgsort with the host sort (no round trip to "
+                "gsortd at %s: it would sort them the same way, or a round trip costs more) "
+                "in %.3f ms\n", sock, r->total_ms);
         return;
     }
     if (r->device < 0 && strcmp(r->algorithm, "host") == 0)
