@@ -85,26 +85,32 @@ static int lane_may(const queue *q, unsigned lane)
 
 gs_job *sched_queue_pop(queue *q, sched_warm **warm, unsigned lane)
 {
+    gs_job *j = NULL;
     pthread_mutex_lock(&q->mu);
-    while (!q->stop && !lane_may(q, lane) && !(warm && q->warm))
+    for (;;) {
+        if (warm && q->warm && !q->stop) {
+            /* before the jobs: they were routed knowing the builds come
+             * first; the other lanes wait for them too */
+            *warm = q->warm;
+            q->warm = NULL;
+            q->hold++;
+            break;
+        }
+        if (lane_may(q, lane)) {
+            j = q->head;
+            q->head = j->next;
+            if (!q->head)
+                q->tail = NULL;
+            q->running++;
+            if (q->mem_cap)
+                q->mem_inflight += sched_job_mem(j, q->mem_cap);
+            break;
+        }
+        /* stopping: the first lane drains the queue (waiting for room as
+         * ever), the others end */
+        if (q->stop && (!q->head || lane > 0))
+            break;
         pthread_cond_wait(&q->cv, &q->mu);
-    if (warm && q->warm && !q->stop) {
-        /* before the jobs: they were routed knowing the builds come first;
-         * the other lanes wait for them too */
-        *warm = q->warm;
-        q->warm = NULL;
-        q->hold++;
-        pthread_mutex_unlock(&q->mu);
-        return NULL;
-    }
-    gs_job *j = lane_may(q, lane) || (q->stop && lane == 0) ? q->head : NULL;
-    if (j) {
-        q->head = j->next;
-        if (!q->head)
-            q->tail = NULL;
-        q->running++;
-        if (q->mem_cap)
-            q->mem_inflight += sched_job_mem(j, q->mem_cap);
     }
     pthread_mutex_unlock(&q->mu);
     return j;

@@ -103,7 +103,7 @@ void sched_warm_post(gs_sched *s, int d)
     q->warm = w;
     q->warm_ms += (double)w->n * WARM_BUILD_MS;
     atomic_store(&sd->warming, 1);
-    pthread_cond_signal(&q->cv);
+    pthread_cond_broadcast(&q->cv);     /* the first lane, whichever lane wakes first */
     pthread_mutex_unlock(&q->mu);
     GS_INFO("device %d (%s): building the programs of %zu planned route(s) before they serve; "
             "the host serves meanwhile", d, sd->dev->info.name, w->n);

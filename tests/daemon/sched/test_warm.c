@@ -8,7 +8,9 @@
  *   runs radix from the plan (route "tuned");
  * - a reload with the same plan builds nothing again, and the plan still
  *   serves;
- * - a daemon stopped while it builds exits 0 and says how far it got. */
+ * - a daemon stopped while it builds exits 0 and says how far it got.
+ * Both daemons give the device two lanes (device_lanes=2): the second
+ * lane waits while the first builds, and ends with it. */
 #include "config.h"
 
 #include <signal.h>
@@ -91,8 +93,9 @@ int main(void)
     snprintf(cache_opt, sizeof cache_opt, "cache_dir=%s", cache);
     mkdir(cache, 0700);
     make_db(db);
+    /* two lanes: the second waits while the first builds (gs_queue.c) */
     const char *const extra[] = { "--log-level", "info", "-o", cache_opt, "-o", "tune_missing=no",
-                                  NULL };
+                                  "-o", "device_lanes=2", NULL };
     if (dmn_start(&d, "warm", NULL, extra))
         tap_bail("gsortd does not start");
     gs_client *c = NULL;
@@ -142,7 +145,7 @@ int main(void)
     mkdir(cache2, 0700);
     make_db(db2);
     const char *const extra2[] = { "--log-level", "info", "-o", cache2_opt, "-o",
-                                   "tune_missing=no", NULL };
+                                   "tune_missing=no", "-o", "device_lanes=2", NULL };
     if (dmn_start(&d2, "warm2", NULL, extra2))
         tap_bail("second gsortd does not start");
     /* an answer first: the socket accepts before the signal handlers are
