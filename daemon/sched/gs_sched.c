@@ -167,8 +167,10 @@ static void *worker_main(void *arg)
     queue *q = d >= 0 ? &s->devs[d].q : &s->hostq;
     cl_command_queue lane_q = NULL;     /* NULL: the device's own queue */
     if (d >= 0 && lane == 0) {
-        sched_defaults_measure(s, d);   /* requests queue up meanwhile */
+        sched_defaults_measure(s, d);   /* requests routed here meanwhile wait */
         atomic_store(&s->devs[d].dflt_known, 1);
+        if (s->devs[d].dflt_measure)
+            sched_measured(&s->devs[d]);
         if (s->devs[d].nlanes > 1)
             sched_queue_unhold(q);      /* the other lane may start */
     } else if (d >= 0) {
@@ -328,6 +330,13 @@ int gs_sched_start(gs_sched **out, gs_dev *devs, size_t ndev, const gs_sched_opt
             sched_lanes_cap(s, (int)i);
             if (sd->dflt_measure)
                 sd->q.hold = 1;     /* the first lane measures alone */
+        }
+        if (sd->dflt_measure) {
+            /* Until its defaults are measured (a first program build: ~14 s
+             * on a fresh H200) the device is busy for the router, which
+             * sends what the host finishes sooner there, and not ready. */
+            sd->q.warm_ms = SCHED_MEASURE_MS;
+            atomic_store(&sd->warming, 1);
         }
         for (unsigned l = 0; l < sd->nlanes; l++) {
             if ((rc = start_worker(s, (int)i, l, &sd->th[l], err)) < 0)

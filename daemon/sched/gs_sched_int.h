@@ -150,6 +150,12 @@ struct gs_job *sched_queue_pop(queue *q, sched_warm **warm, unsigned lane);
 void sched_queue_finish(queue *q, const struct gs_job *j);
 /* The first lane is done with what held the queue (a build, a measurement). */
 void sched_queue_unhold(queue *q);
+/* The backlog a device's defaults measurement counts for until it is done
+ * (gs_sched.c): as a program build's (gs_warm.c). */
+#define SCHED_MEASURE_MS 2000.0
+/* Its defaults are measured: that backlog is gone, and the device is ready
+ * unless planned routes wait to be built (gs_warm.c). */
+void sched_measured(sdev *sd);
 /* Device d's lanes' memory gate from its memory and the cap (gs_predict.c). */
 void sched_lanes_cap(gs_sched *s, int d);
 /* What a job holds on a device while it runs, as the lanes' gate counts

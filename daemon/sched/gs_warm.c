@@ -109,6 +109,17 @@ void sched_warm_post(gs_sched *s, int d)
             "the host serves meanwhile", d, sd->dev->info.name, w->n);
 }
 
+void sched_measured(sdev *sd)
+{
+    queue *q = &sd->q;
+    pthread_mutex_lock(&q->mu);
+    /* what is left: the planned builds posted meanwhile, if any */
+    q->warm_ms = q->warm && q->warm_ms > SCHED_MEASURE_MS ? q->warm_ms - SCHED_MEASURE_MS : 0;
+    if (!q->warm)
+        atomic_store(&sd->warming, 0);
+    pthread_mutex_unlock(&q->mu);
+}
+
 /* One small sort of the item's shape: the route's program built (or
  * loaded), as its first request would have. */
 static int warm_one(gs_sched *s, int d, const sched_warm_item *it, gs_err *err)

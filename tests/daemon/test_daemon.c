@@ -1437,6 +1437,17 @@ static void test_defaults(void)
            "GPU defaults: the crossover is measured at start and logged; a 2^20 request is "
            "answered (%s by %s): %s", res.device < 0 ? "host" : res.device_name, res.algorithm,
            why);
+    /* measuring, the device counted as busy and not ready; measured, ready */
+    gs_reply_info inf;
+    cJSON *ih = NULL;
+    gs_err ie;
+    gs_err_clear(&ie);
+    int irc = gs_client_info(c, &inf, &ih, &ie);
+    int rdy = irc == 0 && inf.ndevices > 0 && inf.devices[0].ready;
+    if (irc == 0)
+        gs_reply_info_free(&inf);
+    cJSON_Delete(ih);
+    tap_ok(rdy, "GPU defaults measured: info says device 0 is ready (%s)", irc ? ie.msg : "ok");
     if (!ok)
         dmn_dump_log(&g, 20);
     gs_client_close(c);
