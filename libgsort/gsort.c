@@ -319,19 +319,17 @@ static void crossover_refresh(gsort_conn *c, double now)
     gs_err_clear(&ge);
     if (gs_client_info(c->cl, &in, &h, &ge) != 0)
         return;
-    for (int dt = 0; dt < GS_DT_COUNT; dt++)
-        for (int pl = 0; pl < GS_PL_COUNT; pl++)
-            for (int st = 0; st < 2; st++) {
-                uint64_t below = 0;
-                int kb = (int)gs_dtype_size((gs_dtype)dt) * 8;
-                for (size_t i = 0; i < in.ncrossover; i++) {
-                    const gs_reply_crossover *x = &in.crossover[i];
-                    if (x->key_bits == kb && (int)x->payload == pl && x->stable == st)
-                        below = x->local_below;
-                }
+    /* a shape the reply leaves out is measured as before */
+    for (unsigned sh = 0; sh < LGS_SHAPES; sh++)
+        lgs_router_set_below(c->router, sh, 0);
+    for (size_t i = 0; i < in.ncrossover; i++) {
+        const gs_reply_crossover *x = &in.crossover[i];
+        for (int dt = 0; dt < GS_DT_COUNT; dt++)     /* every dtype of its key width */
+            if ((int)gs_dtype_size((gs_dtype)dt) * 8 == x->key_bits)
                 for (int desc = 0; desc < 2; desc++)
-                    lgs_router_set_below(c->router, lgs_shape(dt, pl, desc, st), below);
-            }
+                    lgs_router_set_below(c->router, lgs_shape(dt, x->payload, desc, x->stable),
+                                         x->local_below);
+    }
     gs_reply_info_free(&in);
     cJSON_Delete(h);
 }

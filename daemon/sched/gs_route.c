@@ -158,21 +158,22 @@ static void warn_shape(sdev *sd, int d, const gs_sort_req *r, const gs_plans_ent
             r->shape.stable ? "stable" : "not stable", instead, hint);
 }
 
-/* The device's own choice for this request: its tuned plan (from memory),
- * else the plan of its nearest tuned shape, else the built-in defaults. 0,
- * or a negative code when the device cannot serve it at all (the caller
- * then leaves it out). quiet: a question about the plan, not a request
- * (the crossover below): nothing logged. */
-static int device_cand(gs_sched *s, int d, const gs_job *j, cand *c, int quiet)
+/* The device's own choice for request r: its tuned plan (from memory),
+ * else the plan of its nearest tuned shape, else the built-in defaults
+ * (always, with `untuned`: the audit's untuned route). 0, or a negative
+ * code when the device cannot serve it at all (the caller then leaves it
+ * out). quiet: a question about the plan, not a request (the crossover
+ * below): nothing logged. */
+static int device_cand(gs_sched *s, int d, const gs_sort_req *r, int untuned, cand *c,
+                       int quiet)
 {
     sdev *sd = &s->devs[d];
-    const gs_sort_req *r = &j->req;
     gs_err e;
     gs_err_clear(&e);
     c->dev = d;
     c->chunk_n = 0;
     const gs_plans_entry *pe = NULL;
-    if (j->untuned) {
+    if (untuned) {
         /* the audit's untuned route: the built-in defaults, said nowhere */
     } else if (sd->plans && sd->plan_entries > 0) {
         pe = gs_plans_lookup(sd->plans, &r->shape, r->n);
@@ -343,7 +344,7 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
     for (size_t d = 0; d < s->ndev && nalt < 63; d++) {
         if (!s->devs[d].enabled || (j->device >= 0 && (size_t)j->device != d))
             continue;
-        if (device_cand(s, (int)d, j, &c, 0) < 0)
+        if (device_cand(s, (int)d, &j->req, j->untuned, &c, 0) < 0)
             continue;
         alt[nalt++] = c;
         if (!have || c.ms < planned.ms) {
@@ -382,19 +383,19 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
 
 /* ---- the crossover the info op announces ---- */
 
-/* The device that would sort n keys of j's shape when all are idle (the
+/* The device that would sort n keys of r's shape when all are idle (the
  * fastest predicted of the devices' own choices that is a device route);
  * -1: every device's own choice is the host sort. Takes s->mu for each
  * size alone: routing waits for one lookup, not the whole search. */
-static int first_device(gs_sched *s, gs_job *j, uint64_t n)
+static int first_device(gs_sched *s, gs_sort_req *r, uint64_t n)
 {
-    j->req.n = n;
+    r->n = n;
     int best = -1;
     double best_ms = 0;
     pthread_mutex_lock(&s->mu);
     for (size_t d = 0; d < s->ndev; d++) {
         cand c;
-        if (!s->devs[d].enabled || device_cand(s, (int)d, j, &c, 1) < 0 || c.dev < 0)
+        if (!s->devs[d].enabled || device_cand(s, (int)d, r, 0, &c, 1) < 0 || c.dev < 0)
             continue;
         if (best < 0 || c.ms < best_ms) {
             best = c.dev;
@@ -410,33 +411,28 @@ static int first_device(gs_sched *s, gs_job *j, uint64_t n)
 
 void gs_sched_crossover(gs_sched *s, const gs_plans_key *k, uint64_t *below, int *dev)
 {
-    gs_job *j = calloc(1, sizeof *j);
+    gs_sort_req r = { .shape = { .dtype = k->key_bits == 64 ? GS_DT_U64 : GS_DT_U32,
+                                 .payload = k->payload, .stable = k->stable } };
     uint64_t dn = UINT64_MAX;
     int dd = -1;
-    if (j) {
-        j->req.shape = (gs_shape){ .dtype = k->key_bits == 64 ? GS_DT_U64 : GS_DT_U32,
-                                   .payload = k->payload, .stable = k->stable };
-        j->device = -1;
-        /* the first power of two a device takes, then the first size
-         * between it and the one before (a plan's buckets meet halfway) */
-        for (int e = 0; e <= CROSSOVER_MAX_LOG2 && dd < 0; e++) {
-            uint64_t hi = (uint64_t)1 << e;
-            if ((dd = first_device(s, j, hi)) < 0)
-                continue;
-            uint64_t lo = hi / 2;       /* the host's */
-            while (hi - lo > 1) {
-                uint64_t mid = lo + (hi - lo) / 2;
-                int md = first_device(s, j, mid);
-                if (md >= 0) {
-                    hi = mid;
-                    dd = md;
-                } else {
-                    lo = mid;
-                }
+    /* the first power of two a device takes, then the first size between
+     * it and the one before (a plan's buckets meet halfway) */
+    for (int e = 0; e <= CROSSOVER_MAX_LOG2 && dd < 0; e++) {
+        uint64_t hi = (uint64_t)1 << e;
+        if ((dd = first_device(s, &r, hi)) < 0)
+            continue;
+        uint64_t lo = hi / 2;       /* the host's */
+        while (hi - lo > 1) {
+            uint64_t mid = lo + (hi - lo) / 2;
+            int md = first_device(s, &r, mid);
+            if (md >= 0) {
+                hi = mid;
+                dd = md;
+            } else {
+                lo = mid;
             }
-            dn = hi;
         }
-        free(j);
+        dn = hi;
     }
     /* the host sort's own threads (one per CPU by default), from two chunks on */
     uint64_t hn = gs_hostpool_cpus() > 1 ? (uint64_t)gs_host_mt_min_keys() : UINT64_MAX;
