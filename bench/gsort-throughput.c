@@ -72,7 +72,7 @@ typedef struct opts {
     int device;                  /* -1: any */
     int pcie_mode, pcie[MAX_PCIE], npcie;
     int csv, verify;
-    int refill_xor;              /* --refill xor */
+    int refill;                  /* --refill: REFILL_RANDOM, _XOR, _NONE */
     uint64_t seed;
 } opts;
 
@@ -83,6 +83,8 @@ typedef struct rec {
     int16_t dev;                 /* a device index, DEV_HOST or DEV_SPLIT */
     uint8_t algo;                /* index into g_algos */
 } rec;
+
+enum { REFILL_RANDOM, REFILL_XOR, REFILL_NONE };
 
 typedef struct client {
     const opts *o;
@@ -97,6 +99,7 @@ typedef struct client {
     uint64_t errors, wrong;
     double refill_ms, check_ms, end_ms;
     size_t last_n;               /* keys of its last reply in its arrays (0: none) */
+    sv_keysum last_want;         /* their checksums (--refill none sends them again) */
     int gone;                    /* stopped early: no connection, no memory */
 } client;
 
@@ -141,6 +144,9 @@ static void usage(FILE *f)
             "                         or xor (keys alone, registered or inline: the last\n"
             "                         reply's keys with every bit flipped by one random\n"
             "                         word, a new unsorted input made in one fast pass)\n"
+            "                         or none (keys alone, registered or inline: the last\n"
+            "                         reply's sorted keys sent again; the client touches\n"
+            "                         nothing but to check, the daemon's ceiling)\n"
             "  --help                 this text\n"
             "Against a throwaway daemon:\n"
             "  tools/with-gsortd BUILD sh -c '\"$0\" --socket \"$GSORTD_SOCKET\" \"$@\"' \\\n"
@@ -239,7 +245,8 @@ static int parse_opt(opts *o, int ch, const char *name, const char *v)
         o->verify = 0;
         return 0;
     case 'r':
-        return parse_name(name, v, (const char *const[]){ "random", "xor" }, 2, &o->refill_xor);
+        return parse_name(name, v, (const char *const[]){ "random", "xor", "none" }, 3,
+                          &o->refill);
     case 'e':
         o->seed = strtoull(v, NULL, 0);
         return 0;
@@ -487,11 +494,15 @@ static int refill(client *cl, size_t n, gs_client_sort *s, sv_keysum *want, gs_e
                        : NULL;
     }
     s->n = n;
-    if (o->refill_xor && o->payload == GS_PL_NONE && o->xport != XP_MEMFD && cl->last_n == n)
+    int again = o->payload == GS_PL_NONE && o->xport != XP_MEMFD && cl->last_n == n;
+    if (again && o->refill == REFILL_XOR)
         xor_refill(o->dtype, n, s->keys, bu_splitmix(&cl->seed), want);
+    else if (again && o->refill == REFILL_NONE)
+        *want = cl->last_want;      /* the same keys, now sorted: the same sums */
     else
         sv_fill(o->dtype, o->payload, 0, n, s->keys, s->values, bu_splitmix(&cl->seed), want);
     cl->last_n = n;
+    cl->last_want = *want;
     if (cl->in_keys)
         memcpy(cl->in_keys, s->keys, n * ks);
     return 0;
@@ -671,7 +682,9 @@ static void print_header(const opts *o, const char *desc, long pid)
            "), values %s; sizes %s, each client cycling through them; algorithm: %s; "
            "device: ", o->clients, o->seconds, xp_names[o->xport], xp_what[o->xport],
            gs_dtype_name(o->dtype),
-           o->refill_xor ? "random, then each reply's keys xored with a random word" : "random",
+           o->refill == REFILL_XOR    ? "random, then each reply's keys xored with a random word"
+           : o->refill == REFILL_NONE ? "random, then each reply's sorted keys sent again"
+                                      : "random",
            o->seed, gs_payload_name(o->payload), sizes,
            o->algorithm ? o->algorithm : "the daemon's plan");
     if (o->device >= 0)
