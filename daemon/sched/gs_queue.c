@@ -102,7 +102,6 @@ gs_job *sched_queue_pop(queue *q, sched_warm **warm, unsigned lane)
             if (!q->head)
                 q->tail = NULL;
             q->running++;
-            j->started_with = q->running;
             if (q->mem_cap)
                 q->mem_inflight += sched_job_mem(j, q->mem_cap);
             break;

@@ -206,11 +206,7 @@ static void *worker_main(void *arg)
             job_done(s, j);
             continue;
         }
-        /* the upload turn only while another lane runs too: alone, a
-         * sort would only wait for its upload for nothing */
-        gs_sort_ctx ctx = { .dev = s->devs[d].dev, .pc = s->pc, .lean = 1, .queue = lane_q,
-                            .upload_turn = j->started_with > 1 ? &s->devs[d].upload_turn
-                                                               : NULL };
+        gs_sort_ctx ctx = { .dev = s->devs[d].dev, .pc = s->pc, .lean = 1, .queue = lane_q };
         gs_err_clear(&j->err);
         if (j->pin && (!j->pin_once || j->chunk_n) && gs_dev_open(s->devs[d].dev, &j->err) == 0)
             ctx.host_pinned = gs_pin_ensure(j->pin, s->devs[d].dev) == GS_PIN_PINNED;
@@ -315,7 +311,6 @@ int gs_sched_start(gs_sched **out, gs_dev *devs, size_t ndev, const gs_sched_opt
         sd->rate.ms_per_key = devs[i].info.type & CL_DEVICE_TYPE_GPU ? 2e-6 : 2e-5;
         sched_defaults_init(sd);
         sched_queue_init(&sd->q);
-        pthread_mutex_init(&sd->upload_turn, NULL);
         if (!device_chosen(o->devices, i)) {
             GS_INFO("device %zu (%s): not used (devices = %s)", i, devs[i].info.name, o->devices);
             continue;
@@ -377,7 +372,6 @@ void gs_sched_stop(gs_sched *s)
     for (size_t i = 0; i < s->ndev; i++) {
         pthread_mutex_destroy(&s->devs[i].q.mu);
         pthread_cond_destroy(&s->devs[i].q.cv);
-        pthread_mutex_destroy(&s->devs[i].upload_turn);
     }
     pthread_mutex_destroy(&s->hostq.mu);
     pthread_cond_destroy(&s->hostq.cv);

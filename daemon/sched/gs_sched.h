@@ -110,8 +110,6 @@ typedef struct gs_job {
     gs_sort_stats st;
     char fallback[512];      /* why the first route failed; "" if it did not */
     double t_submit, t_start, t_done;   /* gs_now_ms() clock */
-    unsigned started_with;      /* requests its device's lanes ran when it started, itself
-                                   included: from 2 it takes the upload turn */
     void *ud;                /* the caller's */
     struct gs_sched_sink *sink;   /* where it goes back when done (set by the caller) */
     struct gs_job *next;     /* queue link (owned by the scheduler while queued) */

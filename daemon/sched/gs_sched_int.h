@@ -80,8 +80,6 @@ typedef struct sdev {
     pthread_t th[SCHED_LANES_MAX];
     unsigned started;                /* lane workers running */
     unsigned nlanes;                 /* lanes it was given (device_lanes) */
-    pthread_mutex_t upload_turn;     /* its lanes' large uploads, one at a time
-                                        (gs_sort_ctx.upload_turn) */
     atomic_int broken[MAX_ALGOS];    /* build failure: algorithm disabled here */
     atomic_int fails;                /* consecutive failed runs */
     _Atomic double rest_until;       /* gs_now_ms(); 0: healthy */

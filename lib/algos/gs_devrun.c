@@ -106,31 +106,12 @@ static int finish(gs_devrun *d, const gs_devrun_ops *ops, void *self, gs_err *er
     return 0;
 }
 
-/* inputs() in the device's upload turn (gs_sort_ctx.upload_turn), held
- * until the uploads have finished: two lanes that upload at once each get
- * half the link and then download at once too, so neither direction ever
- * overlaps the other. Small sorts skip it: their uploads are a fraction of
- * a wait. */
-static int inputs_in_turn(gs_devrun *d, const gs_devrun_ops *ops, gs_err *err)
-{
-    pthread_mutex_t *turn = d->ctx->upload_turn;
-    if (!turn || d->n * (d->ks + d->vs) < GS_DEVRUN_TURN_BYTES)
-        return inputs(d, ops, err);
-    pthread_mutex_lock(turn);
-    int rc = inputs(d, ops, err);
-    cl_int crc = rc ? CL_SUCCESS : clFinish(d->cr.q);
-    pthread_mutex_unlock(turn);
-    if (crc != CL_SUCCESS)
-        rc = gs_cl_fail(err, "clFinish", crc, "%s: waiting for the upload", d->cr.algo);
-    return rc;
-}
-
 /* t0: when the run began (the device's opening is setup too). */
 static int steps(gs_devrun *d, const gs_devrun_ops *ops, void *self, double t0, gs_err *err)
 {
     gs_sort_stats *st = d->st;
     int rc;
-    if ((rc = ops->kernels(d, self, err)) || (rc = inputs_in_turn(d, ops, err)) ||
+    if ((rc = ops->kernels(d, self, err)) || (rc = inputs(d, ops, err)) ||
         (ops->buffers && (rc = ops->buffers(d, self, err))))
         return rc;
     gs_clrun_lean(&d->cr, d->ctx->lean, d->n * (d->ks > d->vs ? d->ks : d->vs));

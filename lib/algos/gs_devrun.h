@@ -26,10 +26,6 @@
 
 /* Kernels one sort may make with gs_devrun_kernel */
 #define GS_DEVRUN_KERNELS 12
-/* From this many bytes of keys and values a sort takes its device's upload
- * turn (gs_sort_ctx.upload_turn): 2^20 u32 keys, whose upload (~0.1 ms at
- * 40 GB/s) outweighs the wait for it */
-#define GS_DEVRUN_TURN_BYTES (4u << 20)
 
 typedef struct gs_devrun {
     gs_clrun cr;              /* buffers, launches, transfers; cr.hostile: kernels

@@ -6,7 +6,6 @@
 #ifndef GS_SORT_H
 #define GS_SORT_H
 
-#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -71,12 +70,6 @@ typedef struct gs_sort_ctx {
                            the span from the upload's end to the download's start
                            (gs_clrun_lean). 0 (the tuner, benchmarks): every kernel
                            timed */
-    pthread_mutex_t *upload_turn;   /* NULL, or shared by the lanes of dev: a sort of
-                           GS_DEVRUN_TURN_BYTES or more holds it while its upload
-                           runs, so the lanes take turns on the host-to-device link
-                           and one's upload runs beside another's kernels and
-                           download instead of splitting the link with a second
-                           upload (issue 37) */
 } gs_sort_ctx;
 
 typedef struct gs_algo {

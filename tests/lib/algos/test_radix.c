@@ -12,8 +12,6 @@
 #include "config.h"
 
 #include <inttypes.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +22,6 @@
 #include "gs_err.h"
 #include "gs_sort.h"
 #include "gs_clrun.h"
-#include "gs_devrun.h"
 #include "sortcheck.h"
 #include "tap.h"
 #include "gs_time.h"
@@ -403,70 +400,6 @@ static void test_lean(gs_dev *dev, const gs_params *p)
            st[1].kernel_ms, st[1].wall_ms, st[0].kernel_ms);
 }
 
-/* The upload turn (gs_sort_ctx.upload_turn) a device's lanes share: a
- * sort of GS_DEVRUN_TURN_BYTES or more waits for it while another holds it,
- * then finishes exact; a smaller one does not wait. */
-typedef struct turn_run {
-    gs_dev *dev;
-    const gs_params *p;
-    pthread_mutex_t *turn;
-    size_t n;
-    _Atomic int ready, done;    /* its keys made, about to sort; sorted */
-    double setup_ms;            /* the run's setup step, where the turn is waited for */
-    int ok;
-    char why[256];
-} turn_run;
-
-static void *turn_main(void *arg)
-{
-    turn_run *t = arg;
-    sc_case c;
-    if (sc_case_init(&c, GS_DT_U32, GS_PL_NONE, 0, t->n, 0, 91))
-        tap_bail("out of memory");
-    gs_sort_ctx ctx = { .dev = t->dev, .lean = 1, .upload_turn = t->turn };
-    gs_sort_stats st;
-    gs_err err;
-    gs_err_clear(&err);
-    atomic_store(&t->ready, 1);
-    t->ok = gs_sort_run(A, &ctx, &c.req, t->p, &st, &err) == 0 &&
-            sc_case_verify(&c, 0, t->why, sizeof t->why);
-    t->setup_ms = st.setup_ms;
-    if (err.msg[0])
-        snprintf(t->why, sizeof t->why, "%.200s", err.msg);
-    sc_case_free(&c);
-    atomic_store(&t->done, 1);
-    return NULL;
-}
-
-static void test_upload_turn(gs_dev *dev, const gs_params *p)
-{
-    pthread_mutex_t turn = PTHREAD_MUTEX_INITIALIZER;
-    size_t big = GS_DEVRUN_TURN_BYTES / 4, small = GS_DEVRUN_TURN_BYTES / 4 - 1;
-    turn_run r[2] = { { .dev = dev, .p = p, .turn = &turn, .n = small },
-                      { .dev = dev, .p = p, .turn = &turn, .n = big } };
-    pthread_mutex_lock(&turn);      /* another lane's upload */
-    pthread_t th[2];
-    for (int i = 0; i < 2; i++)
-        if (pthread_create(&th[i], NULL, turn_main, &r[i]) != 0)
-            tap_bail("cannot start a thread");
-    pthread_join(th[0], NULL);      /* below the turn's size: runs at once */
-    struct timespec ts = { 0, 200 * 1000 * 1000 }, tick = { 0, 1000 * 1000 };
-    while (!atomic_load(&r[1].ready))
-        nanosleep(&tick, NULL);
-    nanosleep(&ts, NULL);           /* from its start: its program is built already */
-    int running = !atomic_load(&r[1].done);
-    pthread_mutex_unlock(&turn);
-    pthread_join(th[1], NULL);
-    tap_ok(r[0].ok && r[0].setup_ms < 150, "upload turn held elsewhere: %zu u32 keys (below "
-           "the turn) sorted exact without it (setup %.1f ms)%s%s", small, r[0].setup_ms,
-           r[0].ok ? "" : ": ", r[0].ok ? "" : r[0].why);
-    /* the 200 ms the turn was held fall in the setup step */
-    tap_ok(running && r[1].setup_ms >= 150 && r[1].ok, "upload turn held elsewhere for 200 ms: "
-           "%zu u32 keys wait for it (setup %.1f ms), then sort exact%s%s", big, r[1].setup_ms,
-           r[1].ok ? "" : ": ", r[1].ok ? "" : r[1].why);
-    pthread_mutex_destroy(&turn);
-}
-
 int main(void)
 {
     gs_dev *devs = NULL;
@@ -579,7 +512,6 @@ int main(void)
                            "radix copied (one wait, lean)");
     fails += sc_check_nan_device(A, &lean, &plb);
     test_lean(dev, &p);
-    test_upload_turn(dev, &p);
     gs_clrun_no_adopt(0);
     static const sc_set lsets[] = {
         { { 4, 16, 32, 1 }, SC_SIZES(small) },   /* 16-digit look-back words */
