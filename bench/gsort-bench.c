@@ -58,16 +58,6 @@ static void usage(FILE *f)
             "                    as one 64-bit word, 0 never, -1 the device's default\n");
 }
 
-static uint64_t ld(size_t w, const void *a, size_t i)
-{
-    return w == 4 ? ((const uint32_t *)a)[i] : ((const uint64_t *)a)[i];
-}
-
-static uint64_t enc(gs_dtype t, int desc, uint64_t bits)
-{
-    return gs_dtype_size(t) == 4 ? gs_key32_encode(t, desc, (uint32_t)bits)
-                                 : gs_key64_encode(t, desc, bits);
-}
 
 /* Sorted in encoded order, same multiset of keys (sum and xor of the
  * encoded keys; NaN payloads are restored by gs_sort_run so raw bits would
@@ -76,11 +66,13 @@ static uint64_t enc(gs_dtype t, int desc, uint64_t bits)
 static int validate(const gs_sort_req *r, const void *in_keys, const void *in_vals, char *why,
                     size_t wl)
 {
-    size_t ks = gs_dtype_size(r->shape.dtype), vs = gs_payload_size(r->shape.payload);
+    size_t vs = gs_payload_size(r->shape.payload);
+    gs_dtype t = r->shape.dtype;
+    int desc = r->shape.descending;
     uint64_t s0 = 0, x0 = 0, s1 = 0, x1 = 0, prev = 0;
     for (size_t i = 0; i < r->n; i++) {
-        uint64_t a = enc(r->shape.dtype, r->shape.descending, ld(ks, in_keys, i));
-        uint64_t b = enc(r->shape.dtype, r->shape.descending, ld(ks, r->keys, i));
+        uint64_t a = gs_key_encoded(t, desc, in_keys, i);
+        uint64_t b = gs_key_encoded(t, desc, r->keys, i);
         s0 += a;
         x0 ^= a;
         s1 += b;
@@ -98,8 +90,8 @@ static int validate(const gs_sort_req *r, const void *in_keys, const void *in_va
     if (r->shape.payload == GS_PL_U32 || r->shape.payload == GS_PL_U64) {
         uint64_t a = 0, b = 0;
         for (size_t i = 0; i < r->n; i++) {
-            a += ld(vs, in_vals, i);
-            b += ld(vs, r->values, i);
+            a += gs_key_get(in_vals, i, vs);
+            b += gs_key_get(r->values, i, vs);
         }
         if (a != b) {
             snprintf(why, wl, "value checksum changed");
@@ -107,9 +99,9 @@ static int validate(const gs_sort_req *r, const void *in_keys, const void *in_va
         }
     } else if (r->shape.payload == GS_PL_IDX32 || r->shape.payload == GS_PL_IDX64) {
         for (size_t i = 0; i < r->n; i++) {
-            uint64_t j = ld(vs, r->values, i);
-            if (j >= r->n || enc(r->shape.dtype, r->shape.descending, ld(ks, in_keys, j)) !=
-                                 enc(r->shape.dtype, r->shape.descending, ld(ks, r->keys, i))) {
+            uint64_t j = gs_key_get(r->values, i, vs);
+            if (j >= r->n || gs_key_encoded(t, desc, in_keys, j) !=
+                                 gs_key_encoded(t, desc, r->keys, i)) {
                 snprintf(why, wl, "index %zu -> %" PRIu64 " does not hold that key", i, j);
                 return 0;
             }
@@ -123,14 +115,7 @@ static gs_dtype q_dtype;
 static int q_desc;
 static int cmp_key(const void *a, const void *b)
 {
-    uint64_t x, y;
-    if (gs_dtype_size(q_dtype) == 4) {
-        x = gs_key32_encode(q_dtype, q_desc, *(const uint32_t *)a);
-        y = gs_key32_encode(q_dtype, q_desc, *(const uint32_t *)b);
-    } else {
-        x = gs_key64_encode(q_dtype, q_desc, *(const uint64_t *)a);
-        y = gs_key64_encode(q_dtype, q_desc, *(const uint64_t *)b);
-    }
+    uint64_t x = gs_key_encoded(q_dtype, q_desc, a, 0), y = gs_key_encoded(q_dtype, q_desc, b, 0);
     return x < y ? -1 : x > y;
 }
 

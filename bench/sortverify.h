@@ -34,9 +34,7 @@ enum {
 /* Key i in the order's encoding: encoded keys ascend when the order holds. */
 static inline uint64_t sv_key_enc(gs_dtype t, int desc, const void *keys, size_t i)
 {
-    if (gs_dtype_size(t) == 4)
-        return gs_key32_encode(t, desc, ((const uint32_t *)keys)[i]);
-    return gs_key64_encode(t, desc, ((const uint64_t *)keys)[i]);
+    return gs_key_encoded(t, desc, keys, i);
 }
 
 /* A stored value is a hash of its key's encoding, so the check that values

@@ -163,9 +163,9 @@ void gs_tune_opts_init(gs_tune_opts *o, double budget_s)
     if (!(budget_s > 0))
         budget_s = GS_TUNE_DEFAULT_BUDGET;
     o->budget_s = budget_s;
-    o->key_bits[0] = 32;
-    o->key_bits[1] = 64;
-    o->nkey_bits = 2;
+    for (int w = 0; w < GS_KW_COUNT; w++)
+        o->key_bits[w] = gs_kw_bits(w);
+    o->nkey_bits = GS_KW_COUNT;
     /* every payload kind the protocol serves, at any budget (issue 18) */
     for (int p = 0; p < GS_PL_COUNT; p++)
         o->payloads[o->npayloads++] = (gs_payload)p;

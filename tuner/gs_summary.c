@@ -85,8 +85,8 @@ void gs_tune_report_summary(FILE *out, const gs_tune_report *rep)
         }
         fprintf(out, "  Plan (algorithm by size; x: the untuned daemon's time over the plan's, "
                 "measured sizes)\n");
-        for (int kb = 32; kb <= 64; kb += 32)
-            for (int pl = 0; pl < GS_PL_COUNT; pl++) {
+        for (int w = 0; w < GS_KW_COUNT; w++)
+            for (int pl = 0, kb = gs_kw_bits(w); pl < GS_PL_COUNT; pl++) {
                 char any[600], stb[600];
                 ranges(R, kb, (gs_payload)pl, 0, any, sizeof any);
                 if (!any[0])

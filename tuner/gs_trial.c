@@ -63,7 +63,7 @@ void gs_tune_input_free(gs_tune_input *t)
 
 static uint64_t key_at(const gs_tune_input *t, const void *k, size_t i)
 {
-    return t->ks == 4 ? ((const uint32_t *)k)[i] : ((const uint64_t *)k)[i];
+    return gs_key_get(k, i, t->ks);
 }
 
 static void key_hash(const gs_tune_input *t, const void *k, uint64_t *h1, uint64_t *h2)
@@ -131,10 +131,7 @@ int gs_tune_input_make(gs_tune_input *t, gs_dtype dt, gs_payload pl, size_t n, i
         case GS_TUNE_DIST_FEW16: x = few[gs_tune_mix64(seed ^ i) & 15]; break;
         default: x = gs_tune_mix64(seed + i); break;
         }
-        if (t->ks == 4)
-            ((uint32_t *)t->in_k)[i] = (uint32_t)x;
-        else
-            ((uint64_t *)t->in_k)[i] = x;
+        gs_key_put(t->in_k, i, t->ks, x);
         if (pl == GS_PL_U32)
             ((uint32_t *)t->in_v)[i] = (uint32_t)i;
         else if (pl == GS_PL_U64)

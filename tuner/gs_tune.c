@@ -717,10 +717,10 @@ static int max_bucket(const tctx *T, const astate *A, size_t na)
 {
     int hi = T->o->large_max_log2 > T->o->max_log2 ? T->o->large_max_log2 : T->o->max_log2;
     hi = hi > GS_TUNE_MAX_LOG2 ? GS_TUNE_MAX_LOG2 : hi;
-    size_t kmax = 4, vmax = 0;
+    size_t kmax = 0, vmax = 0;
     for (size_t i = 0; i < T->o->nkey_bits; i++)
-        if (T->o->key_bits[i] == 64)
-            kmax = 8;
+        if ((size_t)T->o->key_bits[i] / 8 > kmax)
+            kmax = (size_t)T->o->key_bits[i] / 8;
     for (size_t i = 0; i < T->o->npayloads; i++)
         if (gs_payload_size(T->o->payloads[i]) > vmax)
             vmax = gs_payload_size(T->o->payloads[i]);

@@ -167,7 +167,7 @@ typedef struct gs_tune_opts {
     double budget_s;          /* wall-clock budget of the whole run */
     const gs_algo *const *algos;   /* NULL: the registry */
     size_t nalgos;
-    int key_bits[2];          /* key classes: 32 (u32 keys) and/or 64 (u64 keys) */
+    int key_bits[GS_KW_COUNT];    /* key widths (gs_kw_bits): 32 (u32 keys), 64 (u64) */
     size_t nkey_bits;
     gs_payload payloads[GS_PL_COUNT];
     size_t npayloads;

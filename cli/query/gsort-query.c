@@ -254,9 +254,13 @@ static int read_option(gsq_cmd_opts *c, int opt, char **argv)
         c->seen |= O_ALGO;
         break;
     case OPT_KEYBITS:
-        if (strcmp(optarg, "32") && strcmp(optarg, "64"))
-            return usage_error("--key-bits must be 32 or 64, not \"%s\"", optarg);
-        c->key_bits = atoi(optarg);
+    {
+        char *end;
+        long kb = strtol(optarg, &end, 10);
+        if (end == optarg || *end || gs_kw_find((int)kb) < 0)
+            return usage_error("--key-bits must be %s, not \"%s\"", gs_kw_list(), optarg);
+        c->key_bits = (int)kb;
+    }
         c->seen |= O_KEYBITS;
         break;
     case OPT_PAYLOAD:

@@ -61,10 +61,7 @@ static int parse_int(const char *s, size_t len, gsort_dtype t, void *out, char *
     /* Two's complement in unsigned arithmetic (-2^63 has no positive
      * counterpart), cut to the key's width. */
     uint64_t v = neg ? 0 - mag : mag;
-    if (bytes == 4)
-        *(uint32_t *)out = (uint32_t)v;
-    else
-        *(uint64_t *)out = v;
+    gs_key_put(out, 0, bytes, v);
     return 0;
 }
 

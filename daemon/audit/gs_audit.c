@@ -193,7 +193,7 @@ static void gen_part(apart *p)
 {
     actx *A = p->A;
     size_t ks = gs_dtype_size(p->h->dt);
-    int fl = gs_keys_kind(p->h->dt) == GS_KIND_FLOAT;
+    unsigned cls = gs_dtype_class(p->h->dt);
     uint64_t x0 = 0x9e3779b97f4a7c15u ^ ((uint64_t)p->n << 8) ^ (uint64_t)p->h->dt;
     for (size_t i = p->lo; i < p->hi; i++) {
         uint64_t z = x0 + (uint64_t)(i + 1) * 0x9e3779b97f4a7c15u;
@@ -201,14 +201,12 @@ static void gen_part(apart *p)
         z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
         z ^= z >> 31;
         double f = (double)(z >> 11) * 0x1p-53 * 2e6 - 1e6;
-        if (ks == 8 && fl)
+        if (cls == GS_DT_CLASS(GS_KIND_FLOAT, 8))
             ((double *)A->src_k)[i] = f;
-        else if (ks == 8)
-            ((uint64_t *)A->src_k)[i] = z;
-        else if (fl)
+        else if (cls == GS_DT_CLASS(GS_KIND_FLOAT, 4))
             ((float *)A->src_k)[i] = (float)f;
         else
-            ((uint32_t *)A->src_k)[i] = (uint32_t)z;
+            gs_key_put(A->src_k, i, ks, z);      /* integers of any width */
         if (A->src_v)
             ((uint32_t *)A->src_v)[i] = (uint32_t)i;
     }
@@ -252,13 +250,9 @@ static int block_make(actx *A, const shape *h, size_t n, gs_err *err)
  * it. */
 static void order_part(apart *p)
 {
-    const uint32_t *k32 = p->k;
-    const uint64_t *k64 = p->k;
     gs_dtype dt = p->h->dt;
-    int wide = gs_dtype_size(dt) == 8;
     for (size_t i = p->lo > 0 ? p->lo : 1; i < p->hi; i++)
-        if (wide ? gs_key64_encode(dt, 0, k64[i - 1]) > gs_key64_encode(dt, 0, k64[i])
-                 : gs_key32_encode(dt, 0, k32[i - 1]) > gs_key32_encode(dt, 0, k32[i])) {
+        if (gs_key_encoded(dt, 0, p->k, i - 1) > gs_key_encoded(dt, 0, p->k, i)) {
             p->ok = 0;
             break;
         }

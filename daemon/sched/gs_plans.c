@@ -29,8 +29,8 @@ static int entry_of(loader *l, const gs_db_row *r, gs_plans_entry *e)
     e->algo = gs_algo_find(r->c.algorithm);
     if (!e->algo)
         why = "an algorithm this gsortd does not have";
-    else if (r->key_bits != 32 && r->key_bits != 64)
-        why = "a key width other than 32 or 64 bits";
+    else if (gs_kw_find(r->key_bits) < 0)
+        why = "a key width no key type has";
     else if (gs_payload_parse(r->payload, &e->payload) < 0)
         why = "an unknown payload kind";
     else if (r->c.bucket < 0 || r->c.bucket >= GS_PLANS_BUCKETS)

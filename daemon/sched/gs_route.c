@@ -411,7 +411,7 @@ static int first_device(gs_sched *s, gs_sort_req *r, uint64_t n)
 
 void gs_sched_crossover(gs_sched *s, const gs_plans_key *k, uint64_t *below, int *dev)
 {
-    gs_sort_req r = { .shape = { .dtype = k->key_bits == 64 ? GS_DT_U64 : GS_DT_U32,
+    gs_sort_req r = { .shape = { .dtype = gs_dtype_unsigned(k->key_bits),
                                  .payload = k->payload, .stable = k->stable } };
     uint64_t dn = UINT64_MAX;
     int dd = -1;

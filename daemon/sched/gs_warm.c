@@ -124,7 +124,8 @@ void sched_measured(sdev *sd)
  * loaded), as its first request would have. */
 static int warm_one(gs_sched *s, int d, const sched_warm_item *it, gs_err *err)
 {
-    const size_t ks = it->key_bits == 64 ? 8 : 4, vs = gs_payload_size(it->payload);
+    const gs_dtype t = gs_dtype_unsigned(it->key_bits);
+    const size_t ks = gs_dtype_size(t), vs = gs_payload_size(it->payload);
     unsigned char *keys = malloc(WARM_N * ks), *vals = vs ? malloc(WARM_N * vs) : NULL;
     if (!keys || (vs && !vals)) {
         free(keys);
@@ -140,7 +141,7 @@ static int warm_one(gs_sched *s, int d, const sched_warm_item *it, gs_err *err)
     }
     if (vals)
         memset(vals, 0, WARM_N * vs);
-    gs_sort_req req = { .shape = { .dtype = ks == 8 ? GS_DT_U64 : GS_DT_U32,
+    gs_sort_req req = { .shape = { .dtype = t,
                                    .payload = it->payload },
                         .n = WARM_N, .keys = keys, .values = vals };
     gs_sort_ctx ctx = { .dev = s->devs[d].dev, .pc = s->pc };

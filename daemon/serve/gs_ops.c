@@ -47,7 +47,7 @@ static cJSON *op_info(conn *c)
     cJSON *r = NULL;
     if (devs && types && algos && xo) {
         for (size_t i = 0; i < NXO; i++) {
-            gs_plans_key k = { .key_bits = i / (GS_PL_COUNT * 2) ? 64 : 32,
+            gs_plans_key k = { .key_bits = gs_kw_bits((int)(i / (GS_PL_COUNT * 2))),
                                .payload = (gs_payload)(i / 2 % GS_PL_COUNT),
                                .stable = (int)(i % 2) };
             xo[i] = (gs_reply_crossover){ .key_bits = k.key_bits, .payload = k.payload,

@@ -40,6 +40,73 @@ size_t gs_dtype_size(gs_dtype t)
     return d ? d->bytes : 0;
 }
 
+/* ---- key widths ---- */
+
+static const int kw_bits[GS_KW_COUNT] = { [GS_KW_32] = 32, [GS_KW_64] = 64 };
+
+int gs_kw_bits(int kw)
+{
+    return kw >= 0 && kw < GS_KW_COUNT ? kw_bits[kw] : 0;
+}
+
+int gs_kw_find(int key_bits)
+{
+    for (int i = 0; i < GS_KW_COUNT; i++)
+        if (kw_bits[i] == key_bits)
+            return i;
+    return -1;
+}
+
+const char *gs_kw_list(void)
+{
+    static char text[16 * GS_KW_COUNT];
+    static int made;        /* the same text whoever makes it: a benign race */
+    if (!made) {
+        size_t at = 0;
+        for (int i = 0; i < GS_KW_COUNT; i++)
+            at += (size_t)snprintf(text + at, sizeof text - at, "%s%d",
+                                   i == 0 ? "" : i + 1 < GS_KW_COUNT ? ", " : " or ", kw_bits[i]);
+        made = 1;
+    }
+    return text;
+}
+
+gs_dtype gs_dtype_unsigned(int key_bits)
+{
+    gs_dtype best = GS_DT_COUNT;
+    for (int t = 0; t < GS_DT_COUNT; t++) {
+        if (dtypes[t].kind != GS_KIND_UNSIGNED)
+            continue;
+        if ((int)dtypes[t].bytes * 8 == key_bits)
+            return (gs_dtype)t;
+        if (best == GS_DT_COUNT || dtypes[t].bytes < dtypes[best].bytes)
+            best = (gs_dtype)t;
+    }
+    return best;
+}
+
+uint64_t gs_key_get(const void *keys, size_t i, size_t bytes)
+{
+    const unsigned char *p = (const unsigned char *)keys + i * bytes;
+    switch (bytes) {
+    case 1: return *p;
+    case 2: { uint16_t v; memcpy(&v, p, 2); return v; }
+    case 4: { uint32_t v; memcpy(&v, p, 4); return v; }
+    default: { uint64_t v; memcpy(&v, p, 8); return v; }
+    }
+}
+
+void gs_key_put(void *keys, size_t i, size_t bytes, uint64_t v)
+{
+    unsigned char *p = (unsigned char *)keys + i * bytes;
+    switch (bytes) {
+    case 1: *p = (unsigned char)v; break;
+    case 2: { uint16_t w = (uint16_t)v; memcpy(p, &w, 2); break; }
+    case 4: { uint32_t w = (uint32_t)v; memcpy(p, &w, 4); break; }
+    default: memcpy(p, &v, 8); break;
+    }
+}
+
 const char *gs_dtype_name(gs_dtype t)
 {
     const gs_dtype_info *d = gs_dtype_row(t);

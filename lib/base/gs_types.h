@@ -44,21 +44,34 @@ const gs_dtype_info *gs_dtype_row(gs_dtype t);
 unsigned gs_dtype_class(gs_dtype t);
 size_t gs_dtype_size(gs_dtype t);          /* 4 or 8; 0 for no dtype */
 
-/* Key widths as numbers, so that a table or a mask needs no 4-or-8 branch
- * of its own. Plans and their tables are kept per key width: index
- * gs_kw_index(bits) of [GS_KW_COUNT] (a new width is a new index here). */
+/* Key widths as numbers, so that a table, a mask or a loop needs no 4-or-8
+ * branch of its own. Plans and their tables are kept per key width: index
+ * gs_kw_index(bits) of [GS_KW_COUNT]; gs_kw_bits(i) is the width at index
+ * i. A new width is a new index here and a bits row in gs_types.c. */
 enum { GS_KW_32, GS_KW_64, GS_KW_COUNT };
-static inline int gs_kw_index(int key_bits) { return key_bits == 64 ? GS_KW_64 : GS_KW_32; }
+int gs_kw_bits(int kw);                    /* 32, 64; 0 outside 0..GS_KW_COUNT-1 */
+int gs_kw_find(int key_bits);              /* the index of a width; -1: no key has it */
+/* gs_kw_find, but for an unknown width the narrowest's index (callers that
+ * checked the width before, or index a table whatever comes) */
+static inline int gs_kw_index(int key_bits)
+{
+    int i = gs_kw_find(key_bits);
+    return i < 0 ? 0 : i;
+}
+/* The widths for a message: "32 or 64" (a static string). */
+const char *gs_kw_list(void);
 /* The largest key of `bytes` bytes (an all-ones word of that width). */
 static inline uint64_t gs_key_max(size_t bytes)
 {
     return bytes >= 8 ? UINT64_MAX : (UINT64_C(1) << (bytes * 8)) - 1;
 }
-/* The unsigned dtype of keys `bits` wide, the tuner's stand-in per width. */
-static inline gs_dtype gs_dtype_unsigned(int key_bits)
-{
-    return key_bits == 64 ? GS_DT_U64 : GS_DT_U32;
-}
+/* Key i of an array of keys `bytes` wide, as an unsigned number, and back:
+ * the one place a key's width decides how it is read or written. */
+uint64_t gs_key_get(const void *keys, size_t i, size_t bytes);
+void gs_key_put(void *keys, size_t i, size_t bytes, uint64_t v);
+/* The unsigned dtype of keys `bits` wide (the tuner's stand-in per width);
+ * the narrowest unsigned dtype for a width no dtype has. */
+gs_dtype gs_dtype_unsigned(int key_bits);
 const char *gs_dtype_name(gs_dtype t);     /* "u32", "f64", ... */
 int gs_dtype_parse(const char *s, gs_dtype *out);     /* 0 or GS_EINVAL */
 size_t gs_payload_size(gs_payload p);      /* 0, 4 or 8 */

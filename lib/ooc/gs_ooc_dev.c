@@ -217,17 +217,8 @@ static void task_gather(void *arg, size_t k, unsigned worker)
 /* The scratch's key i of run r in the sort's order, as an unsigned integer. */
 static uint64_t enc_at(const tp *t, size_t r, size_t i)
 {
-    const char *k = t->kscr + (t->bounds[r] + i) * t->ks;
-    if (t->ks == 4) {
-        uint32_t v;
-        memcpy(&v, k, 4);
-        gs_keys_encode(t->req->shape.dtype, t->req->shape.descending, &v, 1);
-        return v;
-    }
-    uint64_t v;
-    memcpy(&v, k, 8);
-    gs_keys_encode(t->req->shape.dtype, t->req->shape.descending, &v, 1);
-    return v;
+    return gs_key_encoded(t->req->shape.dtype, t->req->shape.descending, t->kscr,
+                          t->bounds[r] + i);
 }
 
 /* Run r's keys below v, or (upper) not above it. */

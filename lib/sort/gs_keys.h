@@ -35,6 +35,9 @@ uint32_t gs_key32_encode(gs_dtype t, int descending, uint32_t bits);
 uint32_t gs_key32_decode(gs_dtype t, int descending, uint32_t enc);
 uint64_t gs_key64_encode(gs_dtype t, int descending, uint64_t bits);
 uint64_t gs_key64_decode(gs_dtype t, int descending, uint64_t enc);
+/* Key i of an array of t, encoded (of t's width, in a 64-bit word): two
+ * keys compare as their encodings do, whatever the width. */
+uint64_t gs_key_encoded(gs_dtype t, int descending, const void *keys, size_t i);
 
 /* Encode / decode n keys in place (dtype width). */
 void gs_keys_encode(gs_dtype t, int descending, void *keys, size_t n);

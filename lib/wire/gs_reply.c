@@ -551,8 +551,8 @@ int gs_reply_info_parse(const cJSON *h, const gs_jnum_doc *doc, gs_reply_info *o
             break;
         }
         c->key_bits = (int)get_uint(&p, x, at, "key_bits", 64);
-        if (!p.rc && c->key_bits != 32 && c->key_bits != 64)
-            bad(&p, at, "key_bits", "32 or 64");
+        if (!p.rc && gs_kw_find(c->key_bits) < 0)
+            bad(&p, at, "key_bits", gs_kw_list());
         const char *v = get_str(&p, x, at, "values");
         if (!p.rc && gs_payload_parse(v, &c->payload) < 0)
             bad(&p, at, "values", "a values kind (none, u32, u64, idx32, idx64)");
