@@ -234,7 +234,7 @@ static void dx_setup(dx_dev *x)
     x->t1 = x->t0 + x->reps;
     x->th = x->t1 + x->reps;
     x->td = x->th + x->reps;
-    if (gs_dev_lane(x->d, &x->q[1], &err) < 0) {
+    if (gs_dev_lane(x->d, 1, &x->q[1], &err) < 0) {
         fprintf(stderr, "%s: PCIe floor on device %d: %s\n", x->prog, x->d->index, err.msg);
         x->rc = -1;
         return;

@@ -324,8 +324,8 @@ static const conf_key keys[] = {
       .hi = 1024,
       .expected = "a whole number from 0 to 1024 (0: one per online CPU, at most 8)" },
     { .name = "device_lanes", .type = KT_UINT, .flags = F_AUTO, AT(device_lanes),
-      .def = "auto", .autov = 0, .lo = 1, .hi = 2,
-      .expected = "auto (2 on a GPU, 1 on other devices), 1 or 2 requests in flight per "
+      .def = "auto", .autov = 0, .lo = 1, .hi = 4,
+      .expected = "auto (2 on a GPU, 1 on other devices), or 1 to 4 requests in flight per "
                   "device" },
     { .name = "io_threads", .type = KT_UINT, .flags = F_AUTO, AT(io_threads), .def = "auto",
       .autov = 0, .lo = 1, .hi = 64,

@@ -202,19 +202,26 @@ double sched_dev_rate(const gs_sched *s, int d)
 {
     const sdev *sd = &s->devs[d];
     double r = sd->rate.ms_per_key;
-    if (sd->rate.samples)
+    if (sd->rate.samples >= RATE_SAMPLES)
         return r;
-    /* Never run: a twin's rate where it is faster than the start-up guess
-     * (the guess is no better), never a slower one, so that an untried
-     * device still gets its first runs and learns its own. */
+    /* Still learning (fewer than RATE_SAMPLES runs, of which the fastest
+     * is kept): a twin's rate where it is faster than its own so far, and
+     * a hair faster still, so that ties go to it. Otherwise one slow early
+     * run (a machine busy elsewhere, a first pinning) would keep a device
+     * from ever running again and correcting it: a twin then took every
+     * request (tests/daemon/sched/test_balance, under load). */
+    int twin = 0;
     for (size_t i = 0; i < s->ndev; i++) {
         const sdev *o = &s->devs[i];
-        if (o->rate.samples && o->rate.ms_per_key < r && o->dflt_algo == sd->dflt_algo &&
+        if ((int)i != d && o->rate.samples && o->dflt_algo == sd->dflt_algo &&
             !strcmp(o->dev->info.name, sd->dev->info.name) &&
-            !strcmp(o->dev->info.driver, sd->dev->info.driver))
-            r = o->rate.ms_per_key;
+            !strcmp(o->dev->info.driver, sd->dev->info.driver)) {
+            twin = 1;
+            if (o->rate.ms_per_key < r)
+                r = o->rate.ms_per_key;
+        }
     }
-    return r;
+    return twin ? r * 0.99 : r;
 }
 
 int sched_dev_healthy(sdev *sd)

@@ -176,9 +176,9 @@ static void *worker_main(void *arg)
     } else if (d >= 0) {
         gs_err e;
         gs_err_clear(&e);
-        if (gs_dev_lane(s->devs[d].dev, &lane_q, &e) < 0) {
-            GS_WARN("device %d (%s): no second queue (%s); one request at a time there", d,
-                    s->devs[d].dev->info.name, e.msg);
+        if (gs_dev_lane(s->devs[d].dev, lane, &lane_q, &e) < 0) {
+            GS_WARN("device %d (%s): no queue for lane %u (%s); %u request%s at a time there", d,
+                    s->devs[d].dev->info.name, lane + 1, e.msg, lane, lane > 1 ? "s" : "");
             return NULL;
         }
     }
@@ -197,8 +197,8 @@ static void *worker_main(void *arg)
         j->t_start = gs_now_ms();
         if (d >= 0 && lane > 0 && !lane_used) {
             lane_used = 1;      /* said once: the lanes work (tests/daemon/sched/test_balance) */
-            GS_INFO("device %d (%s): its second lane took a request (two may run at once)", d,
-                    s->devs[d].dev->info.name);
+            GS_INFO("device %d (%s): its lane %u took a request (%u may run at once)", d,
+                    s->devs[d].dev->info.name, lane + 1, lane + 1);
         }
         if (j->dev < 0) {
             run_host(s, j);

@@ -139,7 +139,7 @@ void gs_sched_sink_close(gs_sched_sink *k);
 
 typedef struct gs_sched_opts {
     unsigned host_threads;   /* >= 1 */
-    unsigned device_lanes;   /* requests in flight per device, 1 or 2; 0: auto (2 on a
+    unsigned device_lanes;   /* requests in flight per device, 1 to 4; 0: auto (2 on a
                                 GPU, 1 elsewhere) */
     const char *devices;     /* "all", "none" or "0,2" */
     gs_pcache *pc;           /* program cache (may be NULL) */

@@ -71,7 +71,7 @@ typedef struct sched_rate {
     unsigned samples;
 } sched_rate;
 
-#define SCHED_LANES_MAX 2     /* a device's own queue and its second (gs_dev_lane) */
+#define SCHED_LANES_MAX GS_DEV_LANES  /* a device's own queue and its others (gs_dev_lane) */
 
 typedef struct sdev {
     gs_dev *dev;

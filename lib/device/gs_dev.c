@@ -191,23 +191,28 @@ int gs_dev_open(gs_dev *d, gs_err *err)
     return 0;
 }
 
-int gs_dev_lane(gs_dev *d, cl_command_queue *out, gs_err *err)
+int gs_dev_lane(gs_dev *d, unsigned k, cl_command_queue *out, gs_err *err)
 {
+    *out = NULL;
+    if (k < 1 || k >= GS_DEV_LANES)
+        return gs_err_set(err, GS_EINVAL, "device %s: no queue %u (1 to %d)", d->info.name, k,
+                          GS_DEV_LANES - 1);
     int rc = gs_dev_open(d, err);
     if (rc)
         return rc;
     pthread_mutex_lock(&d->lock);
-    if (!d->lane) {
+    cl_command_queue *q = &d->lanes[k - 1];
+    if (!*q) {
         cl_int crc;
         cl_command_queue_properties qp = d->info.profiling ? CL_QUEUE_PROFILING_ENABLE : 0;
-        d->lane = clCreateCommandQueue(d->ctx, d->id, qp, &crc);
+        *q = clCreateCommandQueue(d->ctx, d->id, qp, &crc);
         if (crc != CL_SUCCESS) {
-            d->lane = NULL;
-            rc = gs_cl_fail(err, "clCreateCommandQueue", crc, "device %s: second queue",
-                            d->info.name);
+            *q = NULL;
+            rc = gs_cl_fail(err, "clCreateCommandQueue", crc, "device %s: queue %u",
+                            d->info.name, k + 1);
         }
     }
-    *out = d->lane;
+    *out = *q;
     pthread_mutex_unlock(&d->lock);
     return rc;
 }
@@ -220,14 +225,15 @@ void gs_dev_close(gs_dev *d)
         d->bufpool_release(d);
     if (d->stage_release)
         d->stage_release(d);
-    if (d->lane)
-        clReleaseCommandQueue(d->lane);
+    for (int k = 0; k < GS_DEV_LANES - 1; k++)
+        if (d->lanes[k])
+            clReleaseCommandQueue(d->lanes[k]);
     if (d->queue)
         clReleaseCommandQueue(d->queue);
     if (d->ctx)
         clReleaseContext(d->ctx);
     d->queue = NULL;
-    d->lane = NULL;
+    memset(d->lanes, 0, sizeof d->lanes);
     d->ctx = NULL;
 }
 

@@ -37,6 +37,9 @@ struct gs_prog_entry;
 /* The device knows nothing of programs: the program layer (gs_prog.c) keeps
  * its list here and, with the first entry, sets progs_release, which
  * gs_dev_close calls to release them. So the dependency runs one way. */
+/* Queues a device may have: its own and up to three more (gs_dev_lane). */
+#define GS_DEV_LANES 4
+
 typedef struct gs_dev {
     gs_dev_info info;
     int index;                  /* position in the probe list */
@@ -44,7 +47,8 @@ typedef struct gs_dev {
     cl_device_id id;
     cl_context ctx;             /* NULL until gs_dev_open */
     cl_command_queue queue;     /* in-order, profiling enabled when available */
-    cl_command_queue lane;      /* a second such queue, made on first need (gs_dev_lane) */
+    cl_command_queue lanes[GS_DEV_LANES - 1];   /* further such queues, each made on
+                                                   first need (gs_dev_lane) */
     pthread_mutex_t lock;       /* guards progs */
     pthread_cond_t progs_cv;    /* a program build ended (gs_prog.c builds unlocked) */
     struct gs_prog_entry *progs;/* built programs, see gs_prog.h */
@@ -63,10 +67,11 @@ void gs_dev_free_list(gs_dev *devs, size_t count);
 
 /* Create the context and command queue (idempotent). */
 int gs_dev_open(gs_dev *d, gs_err *err);
-/* The device's second queue (made once, under the lock, on an open
- * device): sorts enqueued on it and on the device's own queue overlap, one's
- * transfers with the other's kernels and transfers. */
-int gs_dev_lane(gs_dev *d, cl_command_queue *out, gs_err *err);
+/* The device's queue number k, 1 to GS_DEV_LANES - 1 (each made once,
+ * under the lock, on an open device): sorts enqueued on different queues
+ * of a device overlap, one's transfers with another's kernels and
+ * transfers. */
+int gs_dev_lane(gs_dev *d, unsigned k, cl_command_queue *out, gs_err *err);
 /* Release programs (through progs_release), pooled buffers (through
  * bufpool_release), queue and context. */
 void gs_dev_close(gs_dev *d);

@@ -355,7 +355,7 @@ int gs_ooc_twopass(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
     lane lanes[LANES_MAX];
     for (unsigned l = 0; l < nlanes; l++) {
         lanes[l] = (lane){ .t = &t, .idx = l, .n = nlanes, .q = NULL };
-        if (l > 0 && gs_dev_lane(ctx->dev, &lanes[l].q, err) < 0) {
+        if (l > 0 && gs_dev_lane(ctx->dev, l, &lanes[l].q, err) < 0) {
             GS_WARN("out-of-core sort on one queue: %s", err->msg);
             gs_err_clear(err);
             nlanes = 1;

@@ -581,6 +581,11 @@ static void test_keys(void)
         tap_ok(with4 == (cpus <= 2 ? 2048u : 16384u) && with2 == (cpus <= 2 ? 2048u : 0u),
                "inline_sort_max auto: %u keys with 5 I/O loops, %u with 2", with4, with2);
     }
+    set_good("device_lanes", "1");
+    set_good("device_lanes", "4");
+    set_good("device_lanes", "auto");
+    set_bad("device_lanes", "0", "1 to 4 requests in flight");
+    set_bad("device_lanes", "5", "1 to 4 requests in flight");
     set_good("devices", "all");
     set_good("devices", "ALL");
     set_good("devices", "none");

@@ -369,7 +369,7 @@ static void one_device(gs_dev *devs, size_t ndev, size_t di, arena *ar)
     char dn[64];
     snprintf(dn, sizeof dn, "device %zu", di);
     priv pv = { .dev = dev };
-    if (gs_dev_lane(dev, &pv.q, &e) < 0)
+    if (gs_dev_lane(dev, 1, &pv.q, &e) < 0)
         tap_bail("%s: a second queue: %s", dn, e.msg);
     atomic_store(&g_algo, &gs_algo_radix);
     if (pthread_create(&pv.th, NULL, priv_main, &pv))
