@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "gs_err.h"
 
@@ -66,9 +67,28 @@ static inline uint64_t gs_key_max(size_t bytes)
     return bytes >= 8 ? UINT64_MAX : (UINT64_C(1) << (bytes * 8)) - 1;
 }
 /* Key i of an array of keys `bytes` wide, as an unsigned number, and back:
- * the one place a key's width decides how it is read or written. */
-uint64_t gs_key_get(const void *keys, size_t i, size_t bytes);
-void gs_key_put(void *keys, size_t i, size_t bytes, uint64_t v);
+ * the one place a key's width decides how it is read or written. Inline:
+ * checks, comparators and input makers call them once per key. */
+static inline uint64_t gs_key_get(const void *keys, size_t i, size_t bytes)
+{
+    const unsigned char *p = (const unsigned char *)keys + i * bytes;
+    switch (bytes) {
+    case 1: return *p;
+    case 2: { uint16_t v; memcpy(&v, p, 2); return v; }
+    case 4: { uint32_t v; memcpy(&v, p, 4); return v; }
+    default: { uint64_t v; memcpy(&v, p, 8); return v; }
+    }
+}
+static inline void gs_key_put(void *keys, size_t i, size_t bytes, uint64_t v)
+{
+    unsigned char *p = (unsigned char *)keys + i * bytes;
+    switch (bytes) {
+    case 1: *p = (unsigned char)v; break;
+    case 2: { uint16_t w = (uint16_t)v; memcpy(p, &w, 2); break; }
+    case 4: { uint32_t w = (uint32_t)v; memcpy(p, &w, 4); break; }
+    default: memcpy(p, &v, 8); break;
+    }
+}
 /* The unsigned dtype of keys `bits` wide (the tuner's stand-in per width);
  * the narrowest unsigned dtype for a width no dtype has. */
 gs_dtype gs_dtype_unsigned(int key_bits);

@@ -90,13 +90,6 @@ uint64_t gs_key64_decode(gs_dtype t, int descending, uint64_t enc)
     return k == GS_KIND_SIGNED ? e ^ F64_SIGN : k == GS_KIND_FLOAT ? dec_f64(e) : e;
 }
 
-uint64_t gs_key_encoded(gs_dtype t, int descending, const void *keys, size_t i)
-{
-    size_t ks = gs_dtype_size(t);
-    uint64_t bits = gs_key_get(keys, i, ks);
-    return ks == 8 ? gs_key64_encode(t, descending, bits)
-                   : gs_key32_encode(t, descending, (uint32_t)bits);
-}
 
 
 /* One loop per transform, with the transform inlined: a block of 16 has a

@@ -36,8 +36,15 @@ uint32_t gs_key32_decode(gs_dtype t, int descending, uint32_t enc);
 uint64_t gs_key64_encode(gs_dtype t, int descending, uint64_t bits);
 uint64_t gs_key64_decode(gs_dtype t, int descending, uint64_t enc);
 /* Key i of an array of t, encoded (of t's width, in a 64-bit word): two
- * keys compare as their encodings do, whatever the width. */
-uint64_t gs_key_encoded(gs_dtype t, int descending, const void *keys, size_t i);
+ * keys compare as their encodings do, whatever the width. Inline, as the
+ * width-typed encoders it calls are used by comparators and checks. */
+static inline uint64_t gs_key_encoded(gs_dtype t, int descending, const void *keys, size_t i)
+{
+    size_t ks = gs_dtype_size(t);
+    uint64_t bits = gs_key_get(keys, i, ks);
+    return ks == 8 ? gs_key64_encode(t, descending, bits)
+                   : gs_key32_encode(t, descending, (uint32_t)bits);
+}
 
 /* Encode / decode n keys in place (dtype width). */
 void gs_keys_encode(gs_dtype t, int descending, void *keys, size_t n);

@@ -7,6 +7,7 @@
 #include "gs_keys.h"
 #include "tap.h"
 
+#include <stdio.h>
 #include <string.h>
 
 int main(void)
@@ -28,6 +29,13 @@ int main(void)
     tap_ok(gs_kw_find(48) < 0 && gs_kw_find(0) < 0 && gs_kw_find(-32) < 0,
            "48, 0 and -32 bits are no key width");
     tap_ok(!strcmp(gs_kw_list(), "32 or 64"), "the widths for a message: \"%s\"", gs_kw_list());
+    ok = 1;
+    for (int w = 0; w < GS_KW_COUNT; w++) {
+        char b[16];
+        snprintf(b, sizeof b, "%d", gs_kw_bits(w));
+        ok &= strstr(gs_kw_list(), b) != NULL;
+    }
+    tap_ok(ok, "the message names every width of the table");
     /* every dtype's width is a known one, so plans and tables have its row */
     ok = 1;
     for (int t = 0; t < GS_DT_COUNT; t++)
