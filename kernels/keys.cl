@@ -100,6 +100,13 @@ ulong gs_dec64(ulong e, uint kind, uint desc)
     return e;
 }
 
+/* The key widths every algorithm's kernels are built for, one row each:
+ * X(bits, type, bytes). A kernel family is instantiated once per row
+ * (GS_KEY_WIDTHS(DEF_...)), naming its kernels _k<bits> and calling
+ * gs_enc<bits>/gs_dec<bits>, so a new width is a row here and its two
+ * functions above, and no algorithm's file changes. */
+#define GS_KEY_WIDTHS(X) X(32, uint, 4) X(64, ulong, 8)
+
 /* ---- NaN payloads kept on the device (lib/sort/gs_clnan.c) ----
  * A stable device sort leaves every NaN, encoded to one value, in input
  * order in one block at the end (ascending) or start (descending); only the

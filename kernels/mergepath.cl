@@ -63,10 +63,10 @@ uint NAME(AS const KT *a, uint na, AS const KT *b, uint nb, uint d)             
     return lo;                                                                   \
 }
 
-DEF_SEARCH(mp_search_l32, local, uint)
-DEF_SEARCH(mp_search_l64, local, ulong)
-DEF_SEARCH(mp_search_g32, global, uint)
-DEF_SEARCH(mp_search_g64, global, ulong)
+#define DEF_SEARCH_W(KW, KT, KS)                                                            \
+    DEF_SEARCH(mp_search_l##KW, local, KT)                                                  \
+    DEF_SEARCH(mp_search_g##KW, global, KT)
+GS_KEY_WIDTHS(DEF_SEARCH_W)
 
 /* The runs a global output position o belongs to at run width w: pair base,
  * end of the left run, end of the right run (clipped to n). 64-bit because
@@ -96,8 +96,8 @@ __kernel void mp_partition_k##KW(global const KT *keys, uint n, uint w,         
                                            (uint)(o - base));                    \
 }
 
-DEF_PART(32, uint)
-DEF_PART(64, ulong)
+#define DEF_PART_W(KW, KT, KS) DEF_PART(KW, KT)
+GS_KEY_WIDTHS(DEF_PART_W)
 
 /* ---- per (key width, value width): the tile sort and the merge ----
  * VB is the value width in bytes (0: keys only), VW the same in bits (for
@@ -330,9 +330,9 @@ void mp_merge_k##KW##_v##VW(global const KT *kin, global KT *kout, VPARAMS      
 #define NOVALS
 #define VALS(VT) global const VT *vin, global VT *vout,
 
-DEF_SORT(32, uint, gs_enc32, gs_dec32, 0, 0, uint, NOVALS)
-DEF_SORT(32, uint, gs_enc32, gs_dec32, 4, 32, uint, VALS(uint))
-DEF_SORT(32, uint, gs_enc32, gs_dec32, 8, 64, ulong, VALS(ulong))
-DEF_SORT(64, ulong, gs_enc64, gs_dec64, 0, 0, uint, NOVALS)
-DEF_SORT(64, ulong, gs_enc64, gs_dec64, 4, 32, uint, VALS(uint))
-DEF_SORT(64, ulong, gs_enc64, gs_dec64, 8, 64, ulong, VALS(ulong))
+/* per key width: no values, 32-bit and 64-bit values (or argsort indices) */
+#define DEF_SORT_W(KW, KT, KS)                                                              \
+    DEF_SORT(KW, KT, gs_enc##KW, gs_dec##KW, 0, 0, uint, NOVALS)                            \
+    DEF_SORT(KW, KT, gs_enc##KW, gs_dec##KW, 4, 32, uint, VALS(uint))                       \
+    DEF_SORT(KW, KT, gs_enc##KW, gs_dec##KW, 8, 64, ulong, VALS(ulong))
+GS_KEY_WIDTHS(DEF_SORT_W)

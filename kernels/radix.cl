@@ -103,8 +103,7 @@
 #define NCOPY 4   /* upsweep histogram copies, against same-address atomics */
 
 /* Digit positions of a key width */
-#define NPOS32 ((32 + RADIX_BITS - 1) / RADIX_BITS)
-#define NPOS64 ((64 + RADIX_BITS - 1) / RADIX_BITS)
+#define NPOS(KW) (((KW) + RADIX_BITS - 1) / RADIX_BITS)
 
 /* Block-wide exclusive scan of one uint per work-item: returns the
  * work-item's exclusive prefix, *tot the group's total. sc: SCN + RAKE + 1
@@ -241,8 +240,8 @@ void load_tile_k##KW(global const KT *keys, uint n, ulong tb, uint lid, KT *x)  
         x[k] = j < n ? keys[j] : keys[tb];                                       \
     }                                                                            \
 }
-DEF_LOADT(32, uint)
-DEF_LOADT(64, ulong)
+#define DEF_LOADT_W(KW, KT, KS) DEF_LOADT(KW, KT)
+GS_KEY_WIDTHS(DEF_LOADT_W)
 /* a group's grid-stride loop over the tiles of n keys */
 #define FOR_TILES(tb)                                                            \
     for (ulong tb = (ulong)get_group_id(0) * TILE; tb < n;                       \
@@ -310,8 +309,8 @@ void radix_ghist_k##KW(global const KT *keys, uint n, uint kind, uint desc,     
             atomic_add(&ghist[i], h[i]);                                         \
 }
 
-DEF_KEYW(32, uint, NPOS32, gs_enc32)
-DEF_KEYW(64, ulong, NPOS64, gs_enc64)
+#define DEF_KEYW_W(KW, KT, KS) DEF_KEYW(KW, KT, NPOS(KW), gs_enc##KW)
+GS_KEY_WIDTHS(DEF_KEYW_W)
 
 /* One tile's digit counts into counts[t * RADIX + digit] (NCOPY copies of
  * the histogram against same-address atomics, runs of one digit merged);
@@ -424,8 +423,8 @@ void radix_upsweep_orand_k##KW(global const KT *keys, uint n, uint shift,       
     UPSWEEP_ORAND(KT)                                                            \
 }
 
-DEF_UPSWEEP(32, uint, gs_enc32)
-DEF_UPSWEEP(64, ulong, gs_enc64)
+#define DEF_UPSWEEP_W(KW, KT, KS) DEF_UPSWEEP(KW, KT, gs_enc##KW)
+GS_KEY_WIDTHS(DEF_UPSWEEP_W)
 
 
 /* ---- warp operations for the warp multisplit ranking (RANK_WARP) ----
@@ -844,8 +843,8 @@ void lookback_k##KW(global uint *look, uint t, uint lid, uint g, uint spin,     
     }                                                                            \
 }
 
-DEF_LOOKBACK(32, uint, gs_enc32)
-DEF_LOOKBACK(64, ulong, gs_enc64)
+#define DEF_LOOKBACK_W(KW, KT, KS) DEF_LOOKBACK(KW, KT, gs_enc##KW)
+GS_KEY_WIDTHS(DEF_LOOKBACK_W)
 
 /* gh: [ghist npos x RADIX][gstart npos x RADIX][tickets]; gsoff indexes
  * this pass's gstart row, tkoff its ticket. */
@@ -978,12 +977,15 @@ void radix_gstart(global uint *gh, uint npos)
 #define NOVALS
 #define VALS(VT) global const VT *vin, global VT *vout,
 
-DEF_SCATTER(radix_scatter_k32_v0, uint, 4, PAD4, gs_enc32, gs_dec32, uint, 0, PAD4, NOVALS)
-DEF_SCATTER(radix_scatter_k32_v32, uint, 4, PAD4, gs_enc32, gs_dec32, uint, 4, PAD4, VALS(uint))
-DEF_SCATTER(radix_scatter_k32_v64, uint, 4, PAD4, gs_enc32, gs_dec32, ulong, 8, PAD8, VALS(ulong))
-DEF_SCATTER(radix_scatter_k64_v0, ulong, 8, PAD8, gs_enc64, gs_dec64, uint, 0, PAD4, NOVALS)
-DEF_SCATTER(radix_scatter_k64_v32, ulong, 8, PAD8, gs_enc64, gs_dec64, uint, 4, PAD4, VALS(uint))
-DEF_SCATTER(radix_scatter_k64_v64, ulong, 8, PAD8, gs_enc64, gs_dec64, ulong, 8, PAD8, VALS(ulong))
+/* per key width: no values, 32-bit and 64-bit values (or argsort indices) */
+#define DEF_SCATTER_W(KW, KT, KS)                                                           \
+    DEF_SCATTER(radix_scatter_k##KW##_v0, KT, KS, PAD##KS, gs_enc##KW, gs_dec##KW, uint, 0,  \
+                PAD4, NOVALS)                                                               \
+    DEF_SCATTER(radix_scatter_k##KW##_v32, KT, KS, PAD##KS, gs_enc##KW, gs_dec##KW, uint, 4, \
+                PAD4, VALS(uint))                                                           \
+    DEF_SCATTER(radix_scatter_k##KW##_v64, KT, KS, PAD##KS, gs_enc##KW, gs_dec##KW, ulong,   \
+                8, PAD8, VALS(ulong))
+GS_KEY_WIDTHS(DEF_SCATTER_W)
 
 /* 32-bit keys with 32-bit values (or argsort indices) ranked as one 64-bit
  * word, key in the high half: the value rides through the ranking and the
@@ -1028,12 +1030,14 @@ void radix_scatter_k32_p32(global const uint *kin, global uint *kout, global con
     }
 }
 
-DEF_ONESWEEP(radix_onesweep_k32_v0, 32, uint, 4, PAD4, gs_enc32, gs_dec32, uint, 0, PAD4, NOVALS)
-DEF_ONESWEEP(radix_onesweep_k32_v32, 32, uint, 4, PAD4, gs_enc32, gs_dec32, uint, 4, PAD4, VALS(uint))
-DEF_ONESWEEP(radix_onesweep_k32_v64, 32, uint, 4, PAD4, gs_enc32, gs_dec32, ulong, 8, PAD8, VALS(ulong))
-DEF_ONESWEEP(radix_onesweep_k64_v0, 64, ulong, 8, PAD8, gs_enc64, gs_dec64, uint, 0, PAD4, NOVALS)
-DEF_ONESWEEP(radix_onesweep_k64_v32, 64, ulong, 8, PAD8, gs_enc64, gs_dec64, uint, 4, PAD4, VALS(uint))
-DEF_ONESWEEP(radix_onesweep_k64_v64, 64, ulong, 8, PAD8, gs_enc64, gs_dec64, ulong, 8, PAD8, VALS(ulong))
+#define DEF_ONESWEEP_W(KW, KT, KS)                                                          \
+    DEF_ONESWEEP(radix_onesweep_k##KW##_v0, KW, KT, KS, PAD##KS, gs_enc##KW, gs_dec##KW, uint, \
+                 0, PAD4, NOVALS)                                                           \
+    DEF_ONESWEEP(radix_onesweep_k##KW##_v32, KW, KT, KS, PAD##KS, gs_enc##KW, gs_dec##KW,     \
+                 uint, 4, PAD4, VALS(uint))                                                 \
+    DEF_ONESWEEP(radix_onesweep_k##KW##_v64, KW, KT, KS, PAD##KS, gs_enc##KW, gs_dec##KW,     \
+                 ulong, 8, PAD8, VALS(ulong))
+GS_KEY_WIDTHS(DEF_ONESWEEP_W)
 
 /* argsort when every pass is skipped (all keys equal): indices 0..n-1 */
 __kernel void radix_iota_v32(global uint *v, uint n)

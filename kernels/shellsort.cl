@@ -35,8 +35,8 @@ __kernel void shell_decode_k##KB(__global KT *k, uint n, uint kind, uint desc)  
         k[g] = gs_dec##KB(k[g], kind, desc);                                            \
 }
 
-SHELL_ENCODE(32, uint, gs_enc32)
-SHELL_ENCODE(64, ulong, gs_enc64)
+#define SHELL_ENCODE_W(KW, KT, KS) SHELL_ENCODE(KW, KT, gs_enc##KW)
+GS_KEY_WIDTHS(SHELL_ENCODE_W)
 
 /* Element j of the subset of residue r. */
 #define SH_AT(j) (r + (j) * h)
@@ -162,9 +162,9 @@ __kernel void shell_merge_##SUF(__global KT *k, __global VT *v, __global KT *ks,
     flags[round] = 1u;                                                                  \
 }
 
-SHELL_SORT(k32_v0, uint, uint, 0)
-SHELL_SORT(k32_v32, uint, uint, 1)
-SHELL_SORT(k32_v64, uint, ulong, 1)
-SHELL_SORT(k64_v0, ulong, uint, 0)
-SHELL_SORT(k64_v32, ulong, uint, 1)
-SHELL_SORT(k64_v64, ulong, ulong, 1)
+/* per key width: no values, 32-bit and 64-bit values (or argsort indices) */
+#define SHELL_SORT_W(KW, KT, KS)                                                            \
+    SHELL_SORT(k##KW##_v0, KT, uint, 0)                                                     \
+    SHELL_SORT(k##KW##_v32, KT, uint, 1)                                                    \
+    SHELL_SORT(k##KW##_v64, KT, ulong, 1)
+GS_KEY_WIDTHS(SHELL_SORT_W)

@@ -242,23 +242,20 @@ static size_t fmt_u64(uint64_t v, char *buf)
     return n;
 }
 
-static size_t fmt_i64(int64_t v, char *buf)
-{
-    if (v >= 0)
-        return fmt_u64((uint64_t)v, buf);
-    buf[0] = '-';
-    return 1 + fmt_u64(0 - (uint64_t)v, buf + 1);
-}
-
 size_t gsc_text_format(gsort_dtype t, const void *v, char *buf)
 {
+    const gs_dtype_info *d = gs_dtype_row((gs_dtype)t);
     int n;
-    switch (gs_dtype_class((gs_dtype)t)) {
-    case GS_DT_CLASS(GS_KIND_UNSIGNED, 4): return fmt_u64(*(const uint32_t *)v, buf);
-    case GS_DT_CLASS(GS_KIND_SIGNED, 4): return fmt_i64(*(const int32_t *)v, buf);
-    case GS_DT_CLASS(GS_KIND_UNSIGNED, 8): return fmt_u64(*(const uint64_t *)v, buf);
-    case GS_DT_CLASS(GS_KIND_SIGNED, 8): return fmt_i64(*(const int64_t *)v, buf);
-    case GS_DT_CLASS(GS_KIND_FLOAT, 4): {
+    if (d->kind != GS_KIND_FLOAT) {
+        /* integers of any width: the word, or for a negative signed one
+         * a minus and its two's-complement magnitude */
+        uint64_t w = gs_key_get(v, 0, d->bytes), sign = UINT64_C(1) << (8 * d->bytes - 1);
+        if (d->kind == GS_KIND_UNSIGNED || !(w & sign))
+            return fmt_u64(w, buf);
+        buf[0] = '-';
+        return 1 + fmt_u64((0 - w) & gs_key_max(d->bytes), buf + 1);
+    }
+    if (d->bytes == 4) {
         float f = *(const float *)v;
         /* Six digits read back exactly for most values people type; nine
          * always do (likewise 15 and 17 for doubles). */
@@ -267,14 +264,11 @@ size_t gsc_text_format(gsort_dtype t, const void *v, char *buf)
             n = snprintf(buf, 32, "%.9g", (double)f);
         return (size_t)n;
     }
-    default: {
-        double d = *(const double *)v;
-        n = snprintf(buf, 32, "%.15g", d);
-        if (isfinite(d) && strtod(buf, NULL) != d)
-            n = snprintf(buf, 32, "%.17g", d);
-        return (size_t)n;
-    }
-    }
+    double x = *(const double *)v;
+    n = snprintf(buf, 32, "%.15g", x);
+    if (isfinite(x) && strtod(buf, NULL) != x)
+        n = snprintf(buf, 32, "%.17g", x);
+    return (size_t)n;
 }
 
 #define OUTBUF (1u << 20)

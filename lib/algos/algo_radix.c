@@ -119,9 +119,10 @@ static uint64_t local_bytes(int bits, long wg, long ept, size_t ks, size_t vs, i
     uint64_t scn = (uint64_t)(wg - 1) + (seg > 1 ? (uint64_t)(wg - 1) / seg : 0) + 1;
     int sub1 = bits < 4 ? bits : 4;
     uint64_t ncw = sub1 >= 2 ? UINT64_C(1) << (sub1 - 1) : 1;
-    uint64_t xk = ks == 4 ? pad4(tile) : pad8(tile);
+    /* PAD2 and PAD4 pad alike, PAD8 more: by width, not by a list of widths */
+    uint64_t xk = ks >= 8 ? pad8(tile) : pad4(tile);
     uint64_t a = ks * xk + (vs ? 2 * pad4(tile) : 0);
-    uint64_t xv = vs ? vs * (vs == 4 ? pad4(tile) : pad8(tile)) : 0;
+    uint64_t xv = vs ? vs * (vs >= 8 ? pad8(tile) : pad4(tile)) : 0;
     uint64_t x = a > xv ? a : xv;
     uint64_t scan = 4 * (scn + rake + 1);
     uint64_t scatter = (x + 7) / 8 * 8 + 4 * pad4(ncw * (uint64_t)wg) + scan + 4 * radix;

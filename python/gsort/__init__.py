@@ -86,11 +86,14 @@ __all__ = [
 __version__ = "0.1.0"
 PROTOCOL = 1
 
+# The key dtypes: the one list here a new key type joins (the protocol's
+# name, its width and its encoding all follow from numpy's kind and size).
 SUPPORTED_DTYPES = ("uint32", "int32", "float32", "uint64", "int64", "float64")
 # the supported dtypes (native order) and their protocol names, looked up
 # first: _wire_dtype runs on every call
 _WIRE_NAMES = {np.dtype(d): "%s%d" % (np.dtype(d).kind, 8 * np.dtype(d).itemsize)
                for d in SUPPORTED_DTYPES}
+_WIRE_KINDS = frozenset((np.dtype(d).kind, np.dtype(d).itemsize) for d in SUPPORTED_DTYPES)
 
 # Reply headers are small (info and stats are the largest); this only bounds
 # what a confused peer can make us allocate.
@@ -158,11 +161,12 @@ def _wire_dtype(dt):
     name = _WIRE_NAMES.get(dt)
     if name is not None:
         return name
-    if (dt.kind in "uif" and dt.itemsize in (4, 8) and dt.isnative and
+    known = (dt.kind, dt.itemsize) in _WIRE_KINDS
+    if (known and dt.isnative and
             dt.names is None and dt.subdtype is None):
         return "%s%d" % (dt.kind, 8 * dt.itemsize)
     what = str(dt)
-    if dt.kind in "uif" and dt.itemsize in (4, 8) and not dt.isnative:
+    if known and not dt.isnative:
         what += " (non-native byte order %r)" % dt.str
     raise TypeError("gsort: dtype %s is not supported; keys must be one of %s "
                     "in native byte order (convert with a.astype(...))"

@@ -124,8 +124,16 @@ class Router:
 
 # ---- the sorts ----
 
+_UINTS = {}
+
+
 def _uint(dt):
-    return np.uint32 if dt.itemsize == 4 else np.uint64
+    """The unsigned type of dt's width (a table filled as widths come: no
+    list of widths here)."""
+    u = _UINTS.get(dt.itemsize)
+    if u is None:
+        u = _UINTS[dt.itemsize] = np.dtype("u%d" % dt.itemsize).type
+    return u
 
 
 def encode(keys, descending):
