@@ -6,9 +6,11 @@
  * (queue, receive, upload, sort = kernels, download, total; medians) and the
  * algorithm and device that served it; on a GPU it also times, with OpenCL
  * directly, the pinned-memory PCIe round trip of the same bytes, the floor
- * that no request can go below (bench/pcie.c). Then it measures requests per second: many
- * clients, each on its own connection, sending small inline sorts back to
- * back (total requests/s, p50/p99 latency). Keys are random (seeded), fresh
+ * that no request can go below (bench/pcie.c), and before the sweep the
+ * socket's own floor (a ping through gsortd, a bare round trip between two
+ * processes), against which the client column is read. Then it measures
+ * requests per second: many clients, each on its own connection, sending
+ * small inline sorts back to back (total requests/s, p50/p99 latency). Keys are random (seeded), fresh
  * for every request, and every reply is verified (sorted, same keys by sum
  * and xor, values still with their keys, indices pointing at their key); a
  * wrong one stops the run with a non-zero exit. The talk with the daemon
@@ -31,6 +33,8 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,6 +190,144 @@ static int print_header(gs_client *c, const opts *o)
         printf("# rps: %d clients, %zu keys each, inline, %d s\n", o->rps_clients, o->rps_n,
                o->rps_seconds);
     cJSON_Delete(info);
+    fflush(stdout);
+    return 0;
+}
+
+/* ---- the socket's own floor ----
+ * What the "client" column (e2e less the daemon's total) is to be read
+ * against: a ping through gsortd (the I/O loop's wake, a JSON header each
+ * way, the client's wake), and a bare round trip between two processes over
+ * a Unix socket carrying what a memfd request carries (88 bytes and a
+ * descriptor out, 160 bytes back), where no gsortd code runs at all; the
+ * bare one also with the answer held back 0.1, 0.3 and 1 ms (the peer
+ * spinning, as a device wait would hold it), so that what a longer sleep
+ * costs the waiting process to wake shows as the round trip less the
+ * hold. */
+
+#define FLOOR_REPS 101
+
+/* The child's side of the bare round trip: read a message (and its
+ * descriptor, closed at once), spin for the hold it names (a double, ms,
+ * in its first bytes), answer 160 bytes; until the peer closes. */
+static void floor_echo(int s)
+{
+    char buf[256], ctl[CMSG_SPACE(sizeof(int))];
+    for (;;) {
+        struct iovec iov = { buf, sizeof buf };
+        struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
+                            .msg_controllen = sizeof ctl };
+        ssize_t r = recvmsg(s, &m, 0);
+        if (r <= 0)
+            return;
+        for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h))
+            if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS) {
+                int fd;
+                memcpy(&fd, CMSG_DATA(h), sizeof fd);
+                close(fd);
+            }
+        double hold = 0, t0 = gs_now_ms();
+        if ((size_t)r >= sizeof hold)
+            memcpy(&hold, buf, sizeof hold);
+        while (gs_now_ms() - t0 < hold)
+            ;
+        memset(buf, 'r', 160);
+        if (write(s, buf, 160) != 160)
+            return;
+    }
+}
+
+/* Median ms of the bare round trip with the answer held `hold` ms, less
+ * the hold; -1 when the socket failed. */
+static double floor_trip(int s, double hold)
+{
+    double t[FLOOR_REPS];
+    char buf[256], ctl[CMSG_SPACE(sizeof(int))];
+    memset(buf, 'q', sizeof buf);
+    memcpy(buf, &hold, sizeof hold);
+    int fd = 0;   /* standard input stands for the memfd: any descriptor travels alike */
+    for (int i = -10; i < FLOOR_REPS; i++) {
+        struct iovec iov = { buf, 88 };
+        struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
+                            .msg_controllen = sizeof ctl };
+        struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+        h->cmsg_level = SOL_SOCKET;
+        h->cmsg_type = SCM_RIGHTS;
+        h->cmsg_len = CMSG_LEN(sizeof fd);
+        memcpy(CMSG_DATA(h), &fd, sizeof fd);
+        double t0 = gs_now_ms();
+        if (sendmsg(s, &m, 0) != 88)
+            return -1;
+        char in[160];
+        size_t got = 0;
+        while (got < sizeof in) {
+            ssize_t r = read(s, in + got, sizeof in - got);
+            if (r <= 0)
+                return -1;
+            got += (size_t)r;
+        }
+        if (i >= 0)
+            t[i] = gs_now_ms() - t0 - hold;
+    }
+    return bu_median(t, FLOOR_REPS);
+}
+
+/* The bare round trips into over[4] (holds 0, 0.1, 0.3, 1 ms); -1 (said
+ * why on stderr) when they could not be measured. */
+static const double floor_holds[4] = { 0, 0.1, 0.3, 1.0 };
+static int floor_bare(double over[4])
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+        perror("gsort-netbench: socketpair");
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("gsort-netbench: fork");
+        close(sv[0]);
+        close(sv[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(sv[0]);
+        floor_echo(sv[1]);
+        _exit(0);
+    }
+    close(sv[1]);
+    int rc = 0;
+    for (int k = 0; k < 4 && rc == 0; k++)
+        if ((over[k] = floor_trip(sv[0], floor_holds[k])) < 0) {
+            fprintf(stderr, "gsort-netbench: the bare socket round trip failed\n");
+            rc = -1;
+        }
+    close(sv[0]);
+    waitpid(pid, NULL, 0);
+    return rc;
+}
+
+/* Prints "# socket floor: ..." (ping through gsortd, bare round trips). */
+static int print_floor(gs_client *c)
+{
+    double t[FLOOR_REPS], over[4];
+    gs_err err;
+    for (int i = -10; i < FLOOR_REPS; i++) {
+        gs_err_clear(&err);
+        double t0 = gs_now_ms();
+        if (gs_client_call(c, "ping", NULL, &err) < 0) {
+            fprintf(stderr, "gsort-netbench: ping failed: %s\n", err.msg);
+            return -1;
+        }
+        if (i >= 0)
+            t[i] = gs_now_ms() - t0;
+    }
+    double ping = bu_median(t, FLOOR_REPS);
+    if (floor_bare(over) < 0)
+        return -1;
+    printf("# socket floor (medians of %d, ms): ping through gsortd %.4f; bare Unix socket round "
+           "trip between two processes (88 bytes and a descriptor out, 160 back) %.4f, and less "
+           "the hold with the answer held 0.1 / 0.3 / 1 ms: %.4f / %.4f / %.4f (compare the "
+           "client column)\n", FLOOR_REPS, ping, over[0], over[1], over[2], over[3]);
     fflush(stdout);
     return 0;
 }
@@ -787,6 +929,8 @@ int main(int argc, char **argv)
     if (connect_or_explain(&c, &o) < 0)
         return 1;
     int rc = print_header(c, &o);
+    if (rc == 0 && o.sweep)
+        rc = print_floor(c);
     gs_client_close(c);
     if (rc == 0 && o.sweep)
         rc = run_sweep(&o);
