@@ -203,7 +203,9 @@ static int print_header(gs_client *c, const opts *o)
  * bare one also with the answer held back 0.1, 0.3 and 1 ms (the peer
  * spinning, as a device wait would hold it), so that what a longer sleep
  * costs the waiting process to wake shows as the round trip less the
- * hold. */
+ * hold; and after both sides sat idle 1 and 10 ms (a client that fills and
+ * checks its arrays between sorts leaves the daemon's threads asleep that
+ * long), where the waking is the peer's. */
 
 #define FLOOR_REPS 101
 
@@ -238,8 +240,8 @@ static void floor_echo(int s)
 }
 
 /* Median ms of the bare round trip with the answer held `hold` ms, less
- * the hold; -1 when the socket failed. */
-static double floor_trip(int s, double hold)
+ * the hold, each sent after `idle` ms asleep; -1 when the socket failed. */
+static double floor_trip(int s, double hold, double idle)
 {
     double t[FLOOR_REPS];
     char buf[256], ctl[CMSG_SPACE(sizeof(int))];
@@ -255,6 +257,10 @@ static double floor_trip(int s, double hold)
         h->cmsg_type = SCM_RIGHTS;
         h->cmsg_len = CMSG_LEN(sizeof fd);
         memcpy(CMSG_DATA(h), &fd, sizeof fd);
+        if (idle > 0) {
+            struct timespec ts = { (time_t)(idle / 1000), (long)(fmod(idle, 1000) * 1e6) };
+            nanosleep(&ts, NULL);
+        }
         double t0 = gs_now_ms();
         if (sendmsg(s, &m, 0) != 88)
             return -1;
@@ -272,10 +278,13 @@ static double floor_trip(int s, double hold)
     return bu_median(t, FLOOR_REPS);
 }
 
-/* The bare round trips into over[4] (holds 0, 0.1, 0.3, 1 ms); -1 (said
- * why on stderr) when they could not be measured. */
-static const double floor_holds[4] = { 0, 0.1, 0.3, 1.0 };
-static int floor_bare(double over[4])
+/* The bare round trips into over[6]: held 0, 0.1, 0.3, 1 ms, then
+ * after 1 and 10 ms idle; -1 (said why on stderr) when they could not be
+ * measured. */
+#define FLOOR_TRIPS 6
+static const double floor_holds[FLOOR_TRIPS] = { 0, 0.1, 0.3, 1.0, 0, 0 };
+static const double floor_idles[FLOOR_TRIPS] = { 0, 0, 0, 0, 1.0, 10.0 };
+static int floor_bare(double over[FLOOR_TRIPS])
 {
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
@@ -296,8 +305,8 @@ static int floor_bare(double over[4])
     }
     close(sv[1]);
     int rc = 0;
-    for (int k = 0; k < 4 && rc == 0; k++)
-        if ((over[k] = floor_trip(sv[0], floor_holds[k])) < 0) {
+    for (int k = 0; k < FLOOR_TRIPS && rc == 0; k++)
+        if ((over[k] = floor_trip(sv[0], floor_holds[k], floor_idles[k])) < 0) {
             fprintf(stderr, "gsort-netbench: the bare socket round trip failed\n");
             rc = -1;
         }
@@ -309,7 +318,7 @@ static int floor_bare(double over[4])
 /* Prints "# socket floor: ..." (ping through gsortd, bare round trips). */
 static int print_floor(gs_client *c)
 {
-    double t[FLOOR_REPS], over[4];
+    double t[FLOOR_REPS], over[FLOOR_TRIPS];
     gs_err err;
     for (int i = -10; i < FLOOR_REPS; i++) {
         gs_err_clear(&err);
@@ -326,8 +335,9 @@ static int print_floor(gs_client *c)
         return -1;
     printf("# socket floor (medians of %d, ms): ping through gsortd %.4f; bare Unix socket round "
            "trip between two processes (88 bytes and a descriptor out, 160 back) %.4f, and less "
-           "the hold with the answer held 0.1 / 0.3 / 1 ms: %.4f / %.4f / %.4f (compare the "
-           "client column)\n", FLOOR_REPS, ping, over[0], over[1], over[2], over[3]);
+           "the hold with the answer held 0.1 / 0.3 / 1 ms: %.4f / %.4f / %.4f; after 1 / 10 ms "
+           "idle: %.4f / %.4f (compare the client column)\n", FLOOR_REPS, ping, over[0],
+           over[1], over[2], over[3], over[4], over[5]);
     fflush(stdout);
     return 0;
 }
