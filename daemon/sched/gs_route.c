@@ -215,6 +215,8 @@ static int device_cand(gs_sched *s, int d, const gs_sort_req *r, int untuned, ca
         return GS_EUNSUPPORTED;
     if (sched_fit(s, d, c->algo, r, &c->params, &c->chunk_n, &e) < 0)
         return GS_EUNSUPPORTED;
+    if (c->chunk_n && r->shape.rows > 1)    /* out of core cuts across rows */
+        return GS_EUNSUPPORTED;
     if (c->chunk_n)
         c->ms = sched_ooc_ms(s, d, c->algo, r, c->ms, c->chunk_n);
     return 0;
@@ -291,6 +293,13 @@ static int route_override(gs_sched *s, gs_job *j, gs_err *err)
                 *err = ce;
             continue;
         }
+        if (c.chunk_n && j->req.shape.rows > 1) {
+            rc = gs_err_set(err, GS_ETOOBIG, "%s: %llu rows of %llu keys do not fit device %zu "
+                            "at once, and rows are not sorted out of core", a->name,
+                            (unsigned long long)j->req.shape.rows,
+                            (unsigned long long)(j->req.n / j->req.shape.rows), d);
+            continue;
+        }
         if (c.chunk_n)
             c.ms = sched_ooc_ms(s, (int)d, a, &j->req, c.ms, c.chunk_n);
         double cost = sched_route_backlog(s, (int)d) + c.ms;
@@ -336,6 +345,17 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
     }
     if (j->has_params)
         return gs_err_set(err, GS_EINVAL, "params need an algorithm");
+    if (j->req.shape.rows > 1 && j->device < 0) {
+        /* Rows: the host pool sorts them side by side (gs_rows.c), where a
+         * device would take them one after another. A client that names a
+         * device or an algorithm gets it. */
+        cand h;
+        host_cand(s, &j->req, GS_ROUTE_DEFAULT, &h);
+        apply(j, &h);
+        if (j->split_ask > 0)
+            snprintf(j->split_why, sizeof j->split_why, "rows are sorted on the host");
+        return 0;
+    }
 
     /* The plan: the fastest of the devices' own choices when idle. */
     cand planned, c, alt[64];
@@ -376,8 +396,12 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
             }
         }
     apply(j, &chosen);
-    /* Large: several devices at once, when predicted sooner (gs_split.c). */
-    sched_split_route(s, j, alt, nalt, pcost);
+    /* Large: several devices at once, when predicted sooner (gs_split.c);
+     * rows are not cut across */
+    if (j->req.shape.rows <= 1)
+        sched_split_route(s, j, alt, nalt, pcost);
+    else if (j->split_ask > 0)
+        snprintf(j->split_why, sizeof j->split_why, "rows are not split over devices");
     return 0;
 }
 

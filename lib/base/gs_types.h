@@ -108,6 +108,9 @@ typedef struct gs_shape {
     gs_payload payload;
     int descending;      /* 0 ascending, 1 descending; both stable */
     int stable;          /* caller needs stability (for the planner) */
+    uint64_t rows;       /* 0 or 1: one array; k > 1: the n keys (and values)
+                            are k equal rows of n / k, each sorted on its own
+                            (a 2-D array along its last axis; gs_rows.c) */
 } gs_shape;
 
 /* The sort request every algorithm serves (gs_sort.h runs it, gs_keys.h

@@ -47,6 +47,9 @@ int gs_sort_req_check(const gs_sort_req *r, gs_err *err)
     if (r->n > SIZE_MAX / ks || (vs && r->n > SIZE_MAX / vs))
         return gs_err_set(err, GS_ETOOBIG, "sort request: %zu %s elements overflow "
                           "the address space", r->n, gs_dtype_name(r->shape.dtype));
+    if (r->shape.rows > 1 && (uint64_t)r->n % r->shape.rows)
+        return gs_err_set(err, GS_EINVAL, "sort request: %llu rows do not divide %zu keys "
+                          "into equal rows", (unsigned long long)r->shape.rows, r->n);
     if (r->shape.payload == GS_PL_IDX32 && (uint64_t)r->n > UINT32_MAX)
         return gs_err_set(err, GS_ETOOBIG, "sort request: idx32 cannot index %zu "
                           "elements (use idx64)", r->n);
@@ -231,6 +234,11 @@ int gs_sort_run(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
     if (req->n == 0) {          /* nothing to do; spares device algorithms */
         st->wall_ms = gs_now_ms() - t0;
         return 0;
+    }
+    if (req->shape.rows > 1) {     /* each row a request of its own (gs_rows.c) */
+        rc = gs_sort_rows(a, ctx, req, p, st, err);
+        st->wall_ms = gs_now_ms() - t0;
+        return rc;
     }
     gs_nan_save ns = { 0, NULL, NULL };
     int on_device = a->keeps_nan && gs_keys_nan_on_device(req);

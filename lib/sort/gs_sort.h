@@ -149,5 +149,10 @@ const gs_algo *gs_algo_default_for(const gs_dev_info *info);
  * tuner, daemon, tools and tests use. */
 int gs_sort_run(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
                 const gs_params *p, gs_sort_stats *st, gs_err *err);
+/* A request of shape.rows > 1, after gs_sort_run's checks: each row sorted
+ * as a request of its own by a (gs_rows.c); st holds the device rows'
+ * transfers and kernels added up. */
+int gs_sort_rows(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p,
+                 gs_sort_stats *st, gs_err *err);
 
 #endif

@@ -110,7 +110,8 @@ typedef struct gs_proto_req {
     cJSON *id;                  /* the request's "id", duplicated, or NULL */
     uint64_t payload_bytes;     /* declared inline payload ("payload_bytes", default 0) */
     /* sort: "dtype", "values" (none|u32|u64|idx32|idx64), "order" ("asc",
-     * the default, or "desc"), "stable" (bool, default false) */
+     * the default, or "desc"), "stable" (bool, default false),
+     * "rows" (k >= 1 dividing n: k equal rows, each sorted on its own) */
     gs_shape shape;
     uint64_t n;
     char algorithm[32];         /* "algorithm": "" (auto) or a registry name */

@@ -133,6 +133,17 @@ static int parse_sort(const gs_jnum_doc *doc, int has_pb, gs_proto_req *rq, int 
         rq->shape.stable = cJSON_IsTrue(v);
     }
 
+    if ((v = field(h, "rows"))) {
+        if (gs_jnum_u64(doc, v, GS_PROTO_MAX_N, &rq->shape.rows) != GS_JNUM_OK ||
+            rq->shape.rows == 0)
+            return gs_err_set(err, GS_EINVAL, "sort: \"rows\" %s is not an integer in "
+                              "[1, 2^53]", gs_jnum_quote(doc, v, cb));
+        if (rq->n % rq->shape.rows)
+            return gs_err_set(err, GS_EINVAL, "sort: \"rows\" %llu does not divide \"n\" "
+                              "%llu into equal rows", (unsigned long long)rq->shape.rows,
+                              (unsigned long long)rq->n);
+    }
+
     if ((v = field(h, "algorithm"))) {
         if (!cJSON_IsString(v) ||
             (strcmp(v->valuestring, "auto") && !algo_name_ok(v->valuestring)))

@@ -542,6 +542,109 @@ static void test_matrix(dmn *d)
     gs_client_close(c);
 }
 
+/* ---- rows (issue 38): equal rows in one request, each sorted on its own ---- */
+
+/* `rows` rows of `len` keys, each its own sortcheck case, sent as one
+ * request (inline, or memfd from one block) with `algo` (NULL: the
+ * daemon's choice); every row checked against its own reference. */
+static int rows_ok(gs_client *c, gs_dtype t, gs_payload p, int desc, size_t rows, size_t len,
+                   const char *algo, int memfd, char *why, size_t wl, gs_client_result *res)
+{
+    size_t ks = gs_dtype_size(t), vs = gs_payload_size(p), n = rows * len;
+    sc_case *cs = calloc(rows, sizeof *cs);
+    gs_client_shm shm = { -1, NULL, 0 };
+    char *keys = NULL, *vals = NULL;
+    gs_err err;
+    gs_err_clear(&err);
+    if (memfd) {
+        if (gs_client_shm_alloc(&shm, n * (ks + vs) + 8, &err) < 0)
+            tap_bail("shm: %s", err.msg);
+        keys = shm.ptr;
+        vals = (char *)shm.ptr + ((n * ks + 7) & ~(size_t)7);
+    } else {
+        keys = malloc(n * ks + 1);
+        vals = malloc(n * vs + 1);
+    }
+    if (!cs || !keys || !vals)
+        tap_bail("out of memory");
+    for (size_t r = 0; r < rows; r++) {
+        if (sc_case_init(&cs[r], t, p, desc, len, SC_RANDOM, 77 + r * 13 + len) < 0)
+            tap_bail("sc_case_init");
+        memcpy(keys + r * len * ks, cs[r].req.keys, len * ks);
+        if (vs)
+            memcpy(vals + r * len * vs, cs[r].req.values, len * vs);
+    }
+    gs_client_sort s = { .shape = { .dtype = t, .payload = p, .descending = desc,
+                                    .stable = 1, .rows = rows },
+                         .n = n, .keys = keys, .values = vs ? vals : NULL, .algorithm = algo,
+                         .device = -1, .shm = memfd ? &shm : NULL };
+    int ok = gs_client_sort_run(c, &s, res, &err) == 0;
+    if (!ok)
+        snprintf(why, wl, "%s: %.400s", gs_strerror(err.code), err.msg);
+    for (size_t r = 0; r < rows; r++) {
+        if (ok) {
+            memcpy(cs[r].req.keys, keys + r * len * ks, len * ks);
+            if (vs)
+                memcpy(cs[r].req.values, vals + r * len * vs, len * vs);
+            char w[400];
+            if (!sc_case_verify(&cs[r], 1, w, sizeof w)) {
+                snprintf(why, wl, "row %zu of %zu: %s", r, rows, w);
+                ok = 0;
+            }
+        }
+        sc_case_free(&cs[r]);
+    }
+    if (ok)
+        snprintf(why, wl, "%s on %s, plan %s", res->algorithm,
+                 res->device < 0 ? "host" : res->device_name, res->plan);
+    free(cs);
+    if (memfd) {
+        gs_client_shm_free(&shm);
+    } else {
+        free(keys);
+        free(vals);
+    }
+    return ok;
+}
+
+static void test_rows(dmn *d)
+{
+    gs_client *c = conn(d);
+    char why[600];
+    gs_client_result res;
+    for (int m = 0; m < 2; m++) {
+        static const struct { gs_dtype t; gs_payload p; int desc; } sh[] = {
+            { GS_DT_U32, GS_PL_NONE, 0 }, { GS_DT_F64, GS_PL_IDX32, 1 },
+            { GS_DT_I32, GS_PL_U64, 0 }, { GS_DT_F32, GS_PL_IDX64, 1 },
+        };
+        for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
+            memset(&res, 0, sizeof res);
+            int ok = rows_ok(c, sh[i].t, sh[i].p, sh[i].desc, 257, 61, NULL, m, why,
+                             sizeof why, &res);
+            tap_ok(ok && res.device < 0, "257 rows of 61 %s keys, values %s, %s, %s, the "
+                   "daemon's choice: each row sorted on its own, on the host (%s)",
+                   gs_dtype_name(sh[i].t), gs_payload_name(sh[i].p), sh[i].desc ? "desc" : "asc",
+                   m ? "memfd" : "inline", why);
+        }
+    }
+    memset(&res, 0, sizeof res);
+    int ok = rows_ok(c, GS_DT_U32, GS_PL_IDX32, 0, 3, 5000, "radix", 1, why, sizeof why, &res);
+    tap_ok(ok && res.device >= 0 && !strcmp(res.algorithm, "radix"),
+           "3 rows of 5000 u32 keys with their indices, radix named: on a device, each row "
+           "sorted (%s)", why);
+    /* rows that do not divide n: an error, and the connection still serves */
+    uint32_t k[10] = { 0 };
+    gs_client_sort bad = { .shape = { .dtype = GS_DT_U32, .rows = 3 }, .n = 10, .keys = k,
+                           .device = -1 };
+    gs_err err;
+    gs_err_clear(&err);
+    int rc = gs_client_sort_run(c, &bad, NULL, &err);
+    char pw[300] = "";
+    tap_ok(rc == GS_EINVAL && strstr(err.msg, "\"rows\" 3 does not divide \"n\" 10") &&
+           ping(c, pw, sizeof pw), "3 rows of 10 keys refused, connection kept (%s)", err.msg);
+    gs_client_close(c);
+}
+
 /* ---- device routes ---- */
 
 /* The reply accounts for its total (issue 36): five spans of one clock
@@ -2110,6 +2213,7 @@ int main(void)
         tap_bail("the daemon did not start (see its stderr above)");
     test_ops(&d, 64u << 20);
     test_matrix(&d);
+    test_rows(&d);
     tap_diag("ops + matrix: %.1f s", gs_now_s() - t0);
     test_devices(&d);
     tap_diag("device routes: %.1f s", gs_now_s() - t0);

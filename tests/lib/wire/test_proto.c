@@ -637,6 +637,12 @@ static const struct bad_case bad_cases[] = {
     { S "\"dtype\":\"u32\",\"n\":3,\"stable\":\"yes\",\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
     { S "\"dtype\":\"u32\",\"n\":3,\"stable\":1,\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
     { S "\"dtype\":\"u32\",\"n\":3,\"split\":1,\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
+    /* rows: an integer from 1 that divides n */
+    { S "\"dtype\":\"u32\",\"n\":6,\"rows\":0,\"payload_bytes\":24}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":6,\"rows\":4,\"payload_bytes\":24}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":6,\"rows\":-2,\"payload_bytes\":24}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":6,\"rows\":1.5,\"payload_bytes\":24}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":6,\"rows\":\"2\",\"payload_bytes\":24}", GS_EINVAL, 0, 1 },
     { S "\"dtype\":\"u32\",\"n\":3,\"split\":\"yes\",\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
     { S "\"dtype\":\"u32\",\"n\":3,\"device\":-1,\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
     { S "\"dtype\":\"u32\",\"n\":3,\"device\":0.5,\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
@@ -819,6 +825,27 @@ static void test_sort_header(void)
     free(t);
     cJSON_Delete(h);
     gs_proto_req_free(&b);
+
+    /* rows: sent when above 1, parsed back; 1 is the flat sort, not sent */
+    a.shape.rows = 5;
+    h = gs_proto_sort_header(&a, &err);
+    t = h ? cJSON_PrintUnformatted(h) : NULL;
+    rc = t ? parse(t, &b, &fatal, &err) : -99;
+    tap_ok(rc == 0 && t && strstr(t, "\"rows\":5") && b.shape.rows == 5,
+           "rows round trip (%s)", t ? t : "NULL");
+    free(t);
+    cJSON_Delete(h);
+    gs_proto_req_free(&b);
+    a.shape.rows = 1;
+    h = gs_proto_sort_header(&a, &err);
+    t = h ? cJSON_PrintUnformatted(h) : NULL;
+    rc = t ? parse(t, &b, &fatal, &err) : -99;
+    tap_ok(rc == 0 && t && !strstr(t, "rows") && b.shape.rows <= 1,
+           "one row is not sent (%s)", t ? t : "NULL");
+    free(t);
+    cJSON_Delete(h);
+    gs_proto_req_free(&b);
+    a.shape.rows = 0;
 
     a.values_offset = 4096 + 40;    /* the default: not sent, still parsed back */
     h = gs_proto_sort_header(&a, &err);
