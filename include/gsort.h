@@ -214,6 +214,19 @@ typedef struct gsort_request {
 void gsort_request_init(gsort_request *rq);
 int gsort_run(gsort_conn *c, const gsort_request *rq, gsort_result *res, gsort_error *err);
 
+/* Rows: the n keys (and values) are `rows` equal rows of n / rows, laid
+ * out one after another, and each row is sorted on its own, as a 2-D
+ * array along its last axis (argsort indices count from 0 within each
+ * row). rows of 0 or 1 is gsort_run; rows that do not divide n are
+ * GSORT_EINVAL. Rows are sorted in this process's host sort whenever the
+ * call may sort locally (the daemon would use the same sort after two
+ * copies), else by the daemon. */
+int gsort_run_rows(gsort_conn *c, const gsort_request *rq, size_t rows, gsort_result *res,
+                   gsort_error *err);
+/* gsort_run_rows of `rows` rows of row_len keys, without values. */
+int gsort_sort_rows(gsort_conn *c, gsort_dtype dtype, void *keys, size_t rows, size_t row_len,
+                    unsigned flags, gsort_result *res, gsort_error *err);
+
 /* ---- the daemon ---- */
 
 /* Round trip of an empty request, in milliseconds (rtt_ms may be NULL). */

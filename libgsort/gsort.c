@@ -347,15 +347,16 @@ static int local_allowed(const gsort_conn *c, const gsort_request *rq)
 /* The local route: 0 when sorted here, else an error with the caller's
  * arrays as they were (the daemon is then asked). An argsort sorts a copy
  * of the keys, which must not change. */
-static int sort_local(gsort_conn *c, const gsort_request *rq, int preserve_keys, double *ms,
-                      gs_err *ge)
+static int sort_local(gsort_conn *c, const gsort_request *rq, int preserve_keys, uint64_t rows,
+                      double *ms, gs_err *ge)
 {
     size_t kb = rq->n * gs_dtype_size((gs_dtype)rq->dtype);
     gs_sort_req req = {
         .shape = { .dtype = (gs_dtype)rq->dtype,
                    .payload = (gs_payload)rq->values_kind,
                    .descending = (rq->flags & GSORT_DESCENDING) != 0,
-                   .stable = (rq->flags & GSORT_STABLE) != 0 },
+                   .stable = (rq->flags & GSORT_STABLE) != 0,
+                   .rows = rows },
         .n = rq->n,
         .keys = rq->keys,
         .values = rq->values_kind == GSORT_VALUES_NONE ? NULL : rq->values,
@@ -418,8 +419,11 @@ static int check_request(const gsort_request *rq, gsort_error *err)
 }
 
 /* Every sort call. preserve_keys (argsort): the caller's keys stay as they
- * are, so the daemon sorts a copy and only the values come back. */
-static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys,
+ * are, so the daemon sorts a copy and only the values come back. rows > 1:
+ * the n keys are that many equal rows, each sorted on its own; sorted here
+ * whenever the call may be (the daemon would sort them with the same host
+ * sort, after two copies), else by the daemon. */
+static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys, uint64_t rows,
                     gsort_result *res, gsort_error *err)
 {
     /* The call's start, for the router's times and the result's total:
@@ -438,6 +442,9 @@ static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys,
     int rc = check_request(rq, err);
     if (rc)
         return rc;
+    if (rows > 1 && rq->n % rows)
+        return lgs_err_set(err, GSORT_EINVAL, "sort: %llu rows do not divide %zu keys into "
+                           "equal rows", (unsigned long long)rows, rq->n);
     gs_dtype dt = (gs_dtype)rq->dtype;
     gs_payload pl = (gs_payload)rq->values_kind;
     size_t n = rq->n, ks = gs_dtype_size(dt), vs = gs_payload_size(pl);
@@ -456,17 +463,18 @@ static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys,
         .device = rq->device,
         .split = (rq->flags & GSORT_SPLIT) != 0,
     };
+    s.shape.rows = rows > 1 ? rows : 0;
     gs_err ge;
     gs_err_clear(&ge);
     int may_local = local_allowed(c, rq);
     unsigned shape = lgs_shape(rq->dtype, rq->values_kind, s.shape.descending, s.shape.stable);
     if (may_local && t0 >= 0 && (c->xo_ms == 0 || t0 - c->xo_ms > XO_REFRESH_MS))
         crossover_refresh(c, t0);
-    if (may_local && lgs_router_choose(c->router, shape, n)) {
+    if (may_local && (s.shape.rows || lgs_router_choose(c->router, shape, n))) {
         double ms = 0;      /* the sort's own time (gs_sort_run's clock) */
-        if (sort_local(c, rq, preserve_keys, &ms, &ge) == 0) {
+        if (sort_local(c, rq, preserve_keys, s.shape.rows, &ms, &ge) == 0) {
             /* the whole call, as for the daemon's route below */
-            if (!lgs_router_local_only(n))
+            if (!lgs_router_local_only(n) && !s.shape.rows)
                 lgs_router_record(c->router, shape, n, 1, gs_now_ms() - t0);
             if (res)
                 fill_local(res, ms, t0);
@@ -543,7 +551,7 @@ static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys,
 done:
     if (rc)
         return lgs_err_from(err, rc, &ge);
-    if (may_local)      /* the daemon's time as the caller saw it */
+    if (may_local && !s.shape.rows)     /* the daemon's time as the caller saw it */
         lgs_router_record(c->router, shape, n, 0, gs_now_ms() - t0);
     if (res)
         fill_result(res, &r, zero_copy, t0);
@@ -552,7 +560,28 @@ done:
 
 int gsort_run(gsort_conn *c, const gsort_request *rq, gsort_result *res, gsort_error *err)
 {
-    return run_sort(c, rq, 0, res, err);
+    return run_sort(c, rq, 0, 0, res, err);
+}
+
+int gsort_run_rows(gsort_conn *c, const gsort_request *rq, size_t rows, gsort_result *res,
+                   gsort_error *err)
+{
+    return run_sort(c, rq, 0, rows, res, err);
+}
+
+int gsort_sort_rows(gsort_conn *c, gsort_dtype dtype, void *keys, size_t rows, size_t row_len,
+                    unsigned flags, gsort_result *res, gsort_error *err)
+{
+    if (row_len && rows > SIZE_MAX / row_len)
+        return lgs_err_set(err, GSORT_ETOOBIG, "sort: %zu rows of %zu keys overflow the "
+                           "address space", rows, row_len);
+    gsort_request rq;
+    gsort_request_init(&rq);
+    rq.dtype = dtype;
+    rq.keys = keys;
+    rq.n = rows * row_len;
+    rq.flags = flags;
+    return run_sort(c, &rq, 0, rows, res, err);
 }
 
 int gsort_sort(gsort_conn *c, gsort_dtype dtype, void *keys, size_t n, unsigned flags,
@@ -564,7 +593,7 @@ int gsort_sort(gsort_conn *c, gsort_dtype dtype, void *keys, size_t n, unsigned 
     rq.keys = keys;
     rq.n = n;
     rq.flags = flags;
-    return run_sort(c, &rq, 0, res, err);
+    return run_sort(c, &rq, 0, 0, res, err);
 }
 
 static int argsort(gsort_conn *c, gsort_dtype dtype, const void *keys, size_t n, void *idx,
@@ -578,7 +607,7 @@ static int argsort(gsort_conn *c, gsort_dtype dtype, const void *keys, size_t n,
     rq.values_kind = kind;
     rq.values = idx;
     rq.flags = flags;
-    return run_sort(c, &rq, 1, res, err);
+    return run_sort(c, &rq, 1, 0, res, err);
 }
 
 int gsort_argsort(gsort_conn *c, gsort_dtype dtype, const void *keys, size_t n, uint64_t *idx,
@@ -613,7 +642,7 @@ int gsort_sort_by_key(gsort_conn *c, gsort_dtype dtype, void *keys, void *values
     rq.values_kind = value_size == 4 ? GSORT_VALUES_U32 : GSORT_VALUES_U64;
     rq.values = values;
     rq.flags = flags;
-    return run_sort(c, &rq, 0, res, err);
+    return run_sort(c, &rq, 0, 0, res, err);
 }
 
 /* ---- the daemon ---- */

@@ -28,10 +28,13 @@ second call on.
     ...     s = c.sort(np.random.rand(1 << 20), algorithm="radix")
     ...     c.last["algorithm"], c.last["device"], c.last["times_ms"]["sort"]
 
-Keys: 1-D arrays of uint32, int32, float32, uint64, int64 or float64 in
-native byte order. Any other dtype is a TypeError; an array of another
-rank a ValueError (sort a.ravel() for the flattened order). A non-contiguous
-array is copied. Array-likes (lists) go through numpy.asarray first.
+Keys: arrays of uint32, int32, float32, uint64, int64 or float64 in
+native byte order. Any other dtype is a TypeError. sort() and argsort()
+sort an array of two or more dimensions along its last axis, each row on
+its own, in one request (np.sort(a, axis=-1)); another axis is a
+ValueError (np.moveaxis puts it last), as is a 0-D array; sort_by_key
+takes 1-D arrays. A non-contiguous array is copied. Array-likes (lists)
+go through numpy.asarray first.
 
 Order: integers by value; floats in numpy's order, -inf < ... < -0.0 <
 +0.0 < ... < +inf < NaN (NaNs last, all NaNs equal), with -0.0 always
@@ -180,6 +183,23 @@ def _as_1d(a, what):
                          "(sort a.ravel() for the flattened order)"
                          % (what, arr.ndim, arr.shape))
     return arr
+
+
+def _rows_of(a, axis, what):
+    """(flat, rows, shape): a along its last axis as one 1-D C-contiguous
+    array of rows equal rows (0: a 1-D array, one flat sort), and the shape
+    to give the result back. Only the last axis (numpy's default, -1)."""
+    arr = np.asarray(a)
+    if arr.ndim <= 1:
+        return _as_1d(arr, what), 0, arr.shape
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool) or \
+            axis not in (-1, arr.ndim - 1):
+        raise ValueError("gsort: %s of shape %s is sorted along its last axis only "
+                         "(axis=-1), not axis=%r; np.moveaxis(a, axis, -1) puts the "
+                         "axis last" % (what, arr.shape, axis))
+    arr = np.ascontiguousarray(arr)
+    rows = arr.size // arr.shape[-1] if arr.shape[-1] else 0
+    return arr.reshape(-1), rows, arr.shape
 
 
 def _forced(algorithm, params, device, split):
@@ -741,10 +761,11 @@ class Client:
     # -- sorting --
 
     def _run(self, keys, values_kind, values, dst_keys, dst_vals, descending, stable,
-             algorithm, params, device, split=None):
+             algorithm, params, device, split=None, rows=0):
         """One sort request. keys (and values, for "u32"/"u64") are 1-D
         arrays of any layout; the sorted keys land in dst_keys (None:
-        dropped) and the values or indices in dst_vals (None: dropped)."""
+        dropped) and the values or indices in dst_vals (None: dropped).
+        rows > 1: they are that many equal rows, each sorted on its own."""
         kdt = keys.dtype
         n = keys.shape[0]
         ks = kdt.itemsize
@@ -759,6 +780,8 @@ class Client:
             header["order"] = "desc"
         if stable:
             header["stable"] = True
+        if rows > 1:
+            header["rows"] = int(rows)
         if algorithm is not None:
             if not isinstance(algorithm, str):
                 raise TypeError("gsort: algorithm must be a string")
@@ -925,10 +948,12 @@ class Client:
             self.router.record(shape, n, False, self.last["client_ms"])
 
     def sort(self, a, descending=False, stable=False, inplace=False, algorithm=None,
-             params=None, device=None, split=None, local=None):
-        """Return a sorted copy of the 1-D array a (inplace=True: sort a
+             params=None, device=None, split=None, local=None, axis=-1):
+        """Return a sorted copy of the array a (inplace=True: sort a
         itself, which must be a writable C-contiguous numpy array, and
-        return it).
+        return it). An array of two or more dimensions is sorted along its
+        last axis, each row on its own in one request, as np.sort(a,
+        axis=-1) does; other axes are refused (np.moveaxis puts one last).
 
         descending: largest first (NaNs first, see the module's doc);
         stable: only stable algorithms (the sorted values are the same);
@@ -944,24 +969,33 @@ class Client:
         """
         if inplace:
             _writable_contiguous(a, "the array")
-        a = _as_1d(a, "the array")
+        given = a
+        a, rows, shape = _rows_of(a, axis, "the array")
         _wire_dtype(a.dtype)
         out = a if inplace else np.empty(a.shape[0], dtype=a.dtype)
-        self._routed((a.dtype, "none", bool(descending), bool(stable)), a.shape[0], local,
-                     _forced(algorithm, params, device, split),
-                     lambda: _local.sort_keys(a, descending, out),
+        if rows:
+            def here():
+                _local.sort_rows(a.reshape(shape), descending, out.reshape(shape))
+        else:
+            def here():
+                _local.sort_keys(a, descending, out)
+        self._routed((a.dtype, "none", bool(descending), bool(stable), rows > 0), a.shape[0],
+                     local, _forced(algorithm, params, device, split), here,
                      lambda: self._run(a, "none", None, out, None, descending, stable,
-                                       algorithm, params, device, split))
-        return out
+                                       algorithm, params, device, split, rows))
+        if inplace:
+            return given
+        return out.reshape(shape) if len(shape) > 1 else out
 
     def argsort(self, a, descending=False, stable=False, index_dtype=np.int64,
-                algorithm=None, params=None, device=None, split=None, local=None):
-        """Return the indices that sort the 1-D array a, like np.argsort
-        (a is left as it is). index_dtype: int64 (default), uint64, int32
-        or uint32. With stable=True equal keys are listed in input order.
-        Other arguments as for sort().
+                algorithm=None, params=None, device=None, split=None, local=None, axis=-1):
+        """Return the indices that sort the array a, like np.argsort
+        (a is left as it is; of two or more dimensions, along the last axis,
+        the indices counting from 0 within each row). index_dtype: int64
+        (default), uint64, int32 or uint32. With stable=True equal keys are
+        listed in input order. Other arguments as for sort().
         """
-        a = _as_1d(a, "the array")
+        a, rows, shape = _rows_of(a, axis, "the array")
         _wire_dtype(a.dtype)
         idt = np.dtype(index_dtype)
         if idt.kind not in "iu" or idt.itemsize not in (4, 8) or not idt.isnative:
@@ -972,22 +1006,22 @@ class Client:
         out = np.empty(n, dtype=idt)
 
         def here():
-            out[...] = _local.order(a, descending)
-        self._routed((a.dtype, "idx", bool(descending), bool(stable)), n, local,
+            out.reshape(shape)[...] = _local.order(a.reshape(shape), descending)
+        self._routed((a.dtype, "idx", bool(descending), bool(stable), rows > 0), n, local,
                      _forced(algorithm, params, device, split), here,
                      lambda: self._argsort_into(a, None, out, descending, stable, algorithm,
-                                                params, device, split))
-        return out
+                                                params, device, split, rows))
+        return out.reshape(shape) if len(shape) > 1 else out
 
     def _argsort_into(self, a, dst_keys, dst_index, descending, stable, algorithm=None,
-                      params=None, device=None, split=None):
+                      params=None, device=None, split=None, rows=0):
         """The indices that sort a into dst_index (and, unless dst_keys is
         None, the sorted keys into dst_keys): argsort's request, which
         gsort.dask also makes for both at once."""
         # 4-byte indices halve the index traffic whenever n allows them.
         kind = "idx32" if a.shape[0] <= 0xFFFFFFFF else "idx64"
         self._run(a, kind, None, dst_keys, dst_index, descending, stable, algorithm, params,
-                  device, split)
+                  device, split, rows)
 
     def sort_by_key(self, keys, values, descending=False, stable=False, inplace=False,
                     algorithm=None, params=None, device=None, split=None, local=None):

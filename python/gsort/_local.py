@@ -262,6 +262,24 @@ def sort_keys(keys, descending, out):
     return out
 
 
+def sort_rows(keys, descending, out):
+    """Each row (the last axis) of keys sorted into out, as the daemon
+    sorts them: integers by numpy's sort of the rows; floats by the stable
+    order of their encoding, which keeps -0.0 before +0.0 and the NaNs'
+    bit patterns in input order at the end of each row (at the start,
+    descending)."""
+    if keys.dtype.kind in "iu":
+        if out is not keys:
+            out[...] = keys
+        out.sort(axis=-1)
+        if descending:
+            out[...] = out[..., ::-1]
+        return out
+    i = order(keys, descending)
+    out[...] = np.take_along_axis(keys, i, axis=-1)
+    return out
+
+
 def timed(fn, *args):
     t0 = time.perf_counter()
     r = fn(*args)

@@ -1766,6 +1766,88 @@ static void test_crossover(void)
     tap_ok(dmn_stop(&xd, SIGTERM, 20) == 0, "the daemon stops cleanly");
 }
 
+/* Rows (issue 38): gsort_sort_rows and gsort_run_rows, through the daemon
+ * (GSORT_NO_LOCAL, as main sets) and in the process (local allowed): each
+ * row sorted on its own, argsort indices within the row; rows that do not
+ * divide n refused. */
+static int rows_sorted(const uint32_t *k, size_t rows, size_t len, const uint32_t *in)
+{
+    for (size_t r = 0; r < rows; r++) {
+        uint64_t sum_in = 0, sum_out = 0;
+        for (size_t i = 0; i < len; i++) {
+            sum_in += in[r * len + i];
+            sum_out += k[r * len + i];
+            if (i && k[r * len + i - 1] > k[r * len + i])
+                return 0;
+        }
+        if (sum_in != sum_out)
+            return 0;
+    }
+    return 1;
+}
+
+static void test_rows(const dmn *d)
+{
+    enum { R = 300, L = 45 };
+    static uint32_t in[R * L], k[R * L], idx[R * L];
+    uint64_t s = 12345;
+    for (size_t i = 0; i < R * L; i++) {
+        s = s * 6364136223846793005u + 1442695040888963407u;
+        in[i] = (uint32_t)(s >> 40) % 1000;
+    }
+    gsort_conn *c = conn_or_bail(d->sock);
+    gsort_result res;
+    gsort_error err;
+    for (int local = 0; local < 2; local++) {
+        if (local)
+            unsetenv("GSORT_NO_LOCAL");
+        gsort_conn *cl = local ? conn_or_bail(d->sock) : c;
+        memcpy(k, in, sizeof k);
+        int rc = gsort_sort_rows(cl, GSORT_U32, k, R, L, 0, &res, &err);
+        /* local allowed: sorted in the process (plan "local"); else the
+         * daemon's host sort */
+        tap_ok(rc == 0 && rows_sorted(k, R, L, in) && res.device < 0 &&
+                   (local ? !strcmp(res.plan, "local") : strcmp(res.plan, "local") != 0),
+               "gsort_sort_rows, %d rows of %d u32 keys, %s: each row sorted (rc %d, %s, plan "
+               "%s)", R, L, local ? "local allowed" : "GSORT_NO_LOCAL", rc,
+               rc ? err.message : res.algorithm, res.plan);
+        memcpy(k, in, sizeof k);
+        gsort_request rq;
+        gsort_request_init(&rq);
+        rq.keys = k;
+        rq.n = R * L;
+        rq.values_kind = GSORT_VALUES_IDX32;
+        rq.values = idx;
+        rq.flags = GSORT_STABLE | GSORT_DESCENDING;
+        rc = gsort_run_rows(cl, &rq, R, &res, &err);
+        int ok = rc == 0;
+        for (size_t r = 0; ok && r < R; r++)
+            for (size_t i = 0; ok && i < L; i++) {
+                uint32_t j = idx[r * L + i];
+                ok = j < L && in[r * L + j] == k[r * L + i] &&
+                     (i == 0 || k[r * L + i - 1] > k[r * L + i] ||
+                      (k[r * L + i - 1] == k[r * L + i] && idx[r * L + i - 1] < j));
+            }
+        tap_ok(ok, "gsort_run_rows, argsort32 descending stable, %s: indices within each row "
+               "(rc %d %s)", local ? "local allowed" : "GSORT_NO_LOCAL", rc,
+               rc ? err.message : "");
+        if (local) {
+            setenv("GSORT_NO_LOCAL", "1", 1);
+            gsort_close(cl);
+        }
+    }
+    int rc = gsort_sort_rows(c, GSORT_U32, k, 7, 0, 0, NULL, &err);
+    tap_ok(rc == 0, "7 rows of no keys: nothing to do (rc %d)", rc);
+    gsort_request rq;
+    gsort_request_init(&rq);
+    rq.keys = k;
+    rq.n = 10;
+    rc = gsort_run_rows(c, &rq, 3, &res, &err);
+    tap_ok(rc == GSORT_EINVAL && strstr(err.message, "3 rows do not divide 10 keys"),
+           "3 rows of 10 keys refused: %s", err.message);
+    gsort_close(c);
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1797,6 +1879,7 @@ int main(void)
     test_connect();
     test_routes(&g_main);
     test_edges(&g_main);
+    test_rows(&g_main);
     test_no_memfd(&g_main);
     test_errors(&g_main);
     test_queries(&g_main);

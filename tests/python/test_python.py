@@ -537,11 +537,55 @@ def main():
           "supported dtypes", t_dtypes)
 
     def t_shapes():
-        e2 = raises(ValueError, cm.sort, np.zeros((3, 4), np.float32))
+        e2 = raises(ValueError, cm.sort, np.zeros((3, 4), np.float32), axis=0)
         e0 = raises(ValueError, cm.argsort, np.float64(3.0))
-        return (e2 is not None and "1-D" in str(e2) and "(3, 4)" in str(e2) and
-                e0 is not None, (str(e2), str(e0)))
-    check("a 2-D or 0-D array: ValueError saying 1-D", t_shapes)
+        return (e2 is not None and "last axis" in str(e2) and "(3, 4)" in str(e2) and
+                e0 is not None and "1-D" in str(e0), (str(e2), str(e0)))
+    check("a 2-D array along axis 0, a 0-D array: ValueError saying why", t_shapes)
+
+    # Rows (issue 38): a 2-D or 3-D array sorted along its last axis, each
+    # row on its own in one request, as np.sort(a, axis=-1); argsort's
+    # indices count within the row; through the daemon (local=False) on
+    # both transports and in the process (local=True).
+    def t_rows():
+        bad = []
+        for c, how in ((cm, "memfd"), (ci, "inline")):
+            for dt in DTYPES:
+                for shape in ((300, 57), (4, 5, 33), (1, 1000), (50, 1)):
+                    a = random_keys(dt, int(np.prod(shape)), special=True).reshape(shape)
+                    for desc in (False, True):
+                        for loc in (False, True):
+                            want = np.stack([a.reshape(-1, shape[-1])[r][
+                                ref_argsort(a.reshape(-1, shape[-1])[r], desc)]
+                                for r in range(a.size // shape[-1])]).reshape(shape)
+                            wi = np.stack([ref_argsort(a.reshape(-1, shape[-1])[r], desc)
+                                           for r in range(a.size // shape[-1])]).reshape(shape)
+                            s = c.sort(a, descending=desc, local=loc)
+                            i = c.argsort(a, descending=desc, stable=True, local=loc)
+                            if not (s.shape == shape and bits_equal(s, want) and
+                                    i.shape == shape and np.array_equal(i, wi)):
+                                bad.append((how, np.dtype(dt).name, shape, desc, loc))
+        return not bad, bad[:5]
+    check("2-D and 3-D arrays along the last axis: every row sorted on its own, argsort "
+          "within the row, every dtype, both orders, NaN patterns in input order, memfd, "
+          "inline and in the process", t_rows)
+
+    def t_rows_request():
+        a = random_keys(np.uint32, 64 * 500).reshape(64, 500)
+        s = cm.sort(a, local=False)
+        last = dict(cm.last)
+        t = cm.sort(a, inplace=False, axis=1, local=False)
+        b = a.copy()
+        r = cm.sort(b, inplace=True, local=False)
+        return (np.array_equal(s, np.sort(a, axis=-1)) and np.array_equal(t, s) and
+                r is not None and np.array_equal(b, s) and last.get("n") == a.size and
+                last.get("where") == "daemon", last)
+    check("one request for all rows (n = rows x length), axis=1 as axis=-1 on 2-D, "
+          "inplace=True sorts the rows where they lie", t_rows_request)
+    check("rows of no keys and no rows keep their shape",
+          lambda: (cm.sort(np.zeros((3, 0), np.float32)).shape == (3, 0) and
+                   cm.argsort(np.zeros((3, 0), np.int32), local=False).shape == (3, 0) and
+                   cm.sort(np.zeros((0, 4), np.uint64), local=False).shape == (0, 4), None))
 
     def t_badargs():
         a = np.arange(10, dtype=np.uint32)
