@@ -716,6 +716,10 @@ int main(void)
     tap_ok(gs_db_version(db) == gs_db_latest_version() && gs_db_latest_version() >= 1,
            "schema version is the latest (%d)", gs_db_version(db));
     tap_ok(gs_db_check(db, &err) == 0, "integrity_check ok");
+    /* the tables migration 006 rebuilt left no free pages behind */
+    long freepages = q_count(gs_db_handle(db), "SELECT freelist_count FROM pragma_freelist_count");
+    tap_ok(freepages == 0, "a new database has no free pages after its migrations (%ld)",
+           freepages);
     gs_db_close(db);
     snprintf(wal, sizeof wal, "%s", p);
     {
