@@ -275,7 +275,12 @@ def sort_rows(keys, descending, out):
         if descending:
             out[...] = out[..., ::-1]
         return out
-    i = order(keys, descending)
+    if not np.isnan(keys).any():
+        # numpy's sort of the encoded words: -0.0 before +0.0, exact bits
+        s = _decode_floats(np.sort(encode(keys, False), axis=-1), keys.dtype)
+        out[...] = s[..., ::-1] if descending else s
+        return out
+    i = order(keys, descending)     # NaNs' bit patterns in input order
     out[...] = np.take_along_axis(keys, i, axis=-1)
     return out
 
