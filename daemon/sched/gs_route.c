@@ -346,7 +346,7 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
     if (j->has_params)
         return gs_err_set(err, GS_EINVAL, "params need an algorithm");
     if (j->req.shape.rows > 1 && j->device < 0) {
-        /* Rows: the host pool sorts them side by side (gs_rows.c), where a
+        /* Rows: the host pool sorts them side by side (gs_sort.c), where a
          * device would take them one after another. A client that names a
          * device or an algorithm gets it. */
         cand h;

@@ -110,7 +110,7 @@ typedef struct gs_shape {
     int stable;          /* caller needs stability (for the planner) */
     uint64_t rows;       /* 0 or 1: one array; k > 1: the n keys (and values)
                             are k equal rows of n / k, each sorted on its own
-                            (a 2-D array along its last axis; gs_rows.c) */
+                            (a 2-D array along its last axis; gs_sort.c) */
 } gs_shape;
 
 /* The sort request every algorithm serves (gs_sort.h runs it, gs_keys.h

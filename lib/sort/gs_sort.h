@@ -143,16 +143,13 @@ const gs_algo *gs_algo_find(const char *name);
  * device, so callers need not name one. The host sort for a CPU device. */
 const gs_algo *gs_algo_default_for(const gs_dev_info *info);
 
-/* Check the request, then the parameter set, then run, filling `st`.
+/* Check the request, then the parameter set, then run, filling `st`; a
+ * request of equal rows (shape.rows > 1) runs each row as a request of its
+ * own.
  * Float keys whose NaNs are not all the canonical quiet NaN get their exact
  * bit patterns restored after the sort (see gs_keys.h). The entry point the
  * tuner, daemon, tools and tests use. */
 int gs_sort_run(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
                 const gs_params *p, gs_sort_stats *st, gs_err *err);
-/* A request of shape.rows > 1, after gs_sort_run's checks: each row sorted
- * as a request of its own by a (gs_rows.c); st holds the device rows'
- * transfers and kernels added up. */
-int gs_sort_rows(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p,
-                 gs_sort_stats *st, gs_err *err);
 
 #endif

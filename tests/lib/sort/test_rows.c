@@ -1,4 +1,4 @@
-/* Rows (lib/sort/gs_rows.c): a request of `rows` equal rows sorts each row
+/* Rows (lib/sort/gs_sort.c, sort_rows): a request of `rows` equal rows sorts each row
  * on its own, for the host sort (rows side by side on the host pool) and a
  * device algorithm (radix on the test device, rows one after another):
  * every dtype, payload and order, each row against its own reference
