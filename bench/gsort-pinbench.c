@@ -88,11 +88,15 @@ int main(int argc, char **argv)
     b.bytes = (size_t)mib << 20;
     gs_dev *devs = NULL;
     size_t ndev = 0;
+    int ret = 1;
+    cl_int rc = CL_SUCCESS;
+    cl_mem pinned = NULL;
+    void *ph = NULL;
     gs_err err;
     gs_err_clear(&err);
     if (gs_dev_probe(&devs, &ndev, &err) < 0 || ndev == 0) {
         fprintf(stderr, "gsort-pinbench: no OpenCL device (%s)\n", err.msg);
-        return 1;
+        goto out;
     }
     for (size_t i = 0; i < ndev && devidx < 0; i++)
         if (devs[i].info.type & CL_DEVICE_TYPE_GPU)
@@ -102,22 +106,21 @@ int main(int argc, char **argv)
     if (devidx < 0 || (size_t)devidx >= ndev || gs_dev_open(&devs[devidx], &err) < 0) {
         fprintf(stderr, "gsort-pinbench: no GPU to register with (%s)\n",
                 err.msg[0] ? err.msg : "none found");
-        return 1;
+        goto out;
     }
     b.dev = &devs[devidx];
-    cl_int rc;
     b.dbuf = clCreateBuffer(b.dev->ctx, CL_MEM_READ_WRITE, b.bytes, NULL, &rc);
-    cl_mem pinned = b.dbuf ? clCreateBuffer(b.dev->ctx, CL_MEM_READ_WRITE |
+    pinned = b.dbuf ? clCreateBuffer(b.dev->ctx, CL_MEM_READ_WRITE |
                                             CL_MEM_ALLOC_HOST_PTR, b.bytes, NULL, &rc) : NULL;
     if (!b.dbuf || !pinned) {
         fprintf(stderr, "gsort-pinbench: device buffers of %zu bytes: %d\n", b.bytes, rc);
-        return 1;
+        goto out;
     }
-    void *ph = clEnqueueMapBuffer(b.dev->queue, pinned, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
+    ph = clEnqueueMapBuffer(b.dev->queue, pinned, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
                                   b.bytes, 0, NULL, NULL, &rc);
     if (!ph) {
         fprintf(stderr, "gsort-pinbench: mapping the pinned buffer: %d\n", rc);
-        return 1;
+        goto out;
     }
     memset(ph, 1, b.bytes);
     double pin_up = rate(&b, ph, 0), pin_down = rate(&b, ph, 1);
@@ -132,7 +135,7 @@ int main(int argc, char **argv)
         int fd = memfd_create("gsort-pinbench", MFD_CLOEXEC);
         if (fd < 0 || ftruncate(fd, (off_t)b.bytes) < 0) {
             perror("gsort-pinbench: memfd");
-            return 1;
+            goto out;
         }
         pid_t pid = fork();
         if (pid == 0) {     /* the client: its own mapping, its first touch */
@@ -145,12 +148,12 @@ int main(int argc, char **argv)
         int ws = 0;
         if (pid < 0 || waitpid(pid, &ws, 0) != pid || !WIFEXITED(ws) || WEXITSTATUS(ws)) {
             fprintf(stderr, "gsort-pinbench: the filling process failed\n");
-            return 1;
+            goto out;
         }
         void *m = mmap(NULL, b.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         if (m == MAP_FAILED) {
             perror("gsort-pinbench: mmap");
-            return 1;
+            goto out;
         }
         double up0 = rate(&b, m, 0), dn0 = rate(&b, m, 1);
         gs_pin p;
@@ -176,5 +179,16 @@ int main(int argc, char **argv)
     }
     printf("registered copies under half the pinned rate: %d of %ld; after registering again: "
            "%d of %ld\n", slow, trials, slow_again, trials);
-    return 0;
+    ret = 0;
+out:
+    if (ph)
+        clEnqueueUnmapMemObject(b.dev->queue, pinned, ph, 0, NULL, NULL);
+    if (b.dev)
+        clFinish(b.dev->queue);
+    if (pinned)
+        clReleaseMemObject(pinned);
+    if (b.dbuf)
+        clReleaseMemObject(b.dbuf);
+    gs_dev_free_list(devs, ndev);
+    return ret;
 }
