@@ -218,7 +218,9 @@ typedef struct rows_job {
     pthread_mutex_t mu;
     int rc;                 /* the first failure (under mu) */
     gs_err err;
-    gs_sort_stats sum;      /* device rows' transfers and kernels, added up */
+    gs_sort_stats sum;      /* the rows' transfers and kernels, added up (under mu) */
+    size_t done;            /* rows sorted (under mu) */
+    int touched;            /* a row wrote, or failed after others had (under mu) */
 } rows_job;
 
 /* Row r as a request of its own. */
@@ -247,15 +249,17 @@ static void row_task(void *arg, size_t r, unsigned worker)
     gs_err e;
     gs_err_clear(&e);
     int rc = gs_sort_run(j->a, &ctx, &s, j->p, &st, &e);
-    if (rc < 0) {
-        pthread_mutex_lock(&j->mu);
-        if (j->rc == 0) {
-            j->rc = rc;
-            gs_err_set(&j->err, rc, "row %zu of %llu: %s", r,
-                       (unsigned long long)j->req->shape.rows, e.msg);
-        }
-        pthread_mutex_unlock(&j->mu);
+    pthread_mutex_lock(&j->mu);
+    gs_sort_stats_add(&j->sum, &st);
+    j->touched |= st.output_touched || j->done > 0;
+    if (rc == 0) {
+        j->done++;
+    } else if (j->rc == 0) {
+        j->rc = rc;
+        gs_err_set(&j->err, rc, "row %zu of %llu: %s", r,
+                   (unsigned long long)j->req->shape.rows, e.msg);
     }
+    pthread_mutex_unlock(&j->mu);
 }
 
 static int sort_rows(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
@@ -269,20 +273,12 @@ static int sort_rows(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
     if (j.len == 0)
         return 0;
     size_t rows = (size_t)req->shape.rows;
+    pthread_mutex_init(&j.mu, NULL);
     if (a->uses_device) {
-        for (size_t r = 0; r < rows && j.rc == 0; r++) {
-            gs_sort_req s = row_req(&j, r);
-            gs_sort_stats rs;
-            gs_err e;
-            gs_err_clear(&e);
-            int rc = gs_sort_run(a, ctx, &s, p, &rs, &e);
-            if (rc < 0) {
-                j.rc = rc;
-                gs_err_set(&j.err, rc, "row %zu of %zu: %s", r, rows, e.msg);
-            }
-            gs_sort_stats_add(st, &rs);
-            st->output_touched |= rs.output_touched || r > 0;
-        }
+        for (size_t r = 0; r < rows && j.rc == 0; r++)
+            row_task(&j, r, 0);
+        gs_sort_stats_add(st, &j.sum);
+        st->output_touched |= j.touched;
     } else {
         /* one thread a row, rows side by side: a row's own threads would
          * only split work the pool already spreads */
@@ -295,7 +291,6 @@ static int sort_rows(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
             if (!strcmp(a->params[i].name, "threads"))
                 gs_params_set(&one, "threads", 1);
         j.p = &one;
-        pthread_mutex_init(&j.mu, NULL);
         gs_hostpool_team team;
         unsigned workers = gs_hostpool_join(&team, gs_hostpool_cpus() - 1);
         if (workers > 1 && rows > 1)
@@ -304,9 +299,9 @@ static int sort_rows(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
             for (size_t r = 0; r < rows && j.rc == 0; r++)
                 row_task(&j, r, 0);
         gs_hostpool_leave(&team);
-        pthread_mutex_destroy(&j.mu);
         st->output_touched = 1;
     }
+    pthread_mutex_destroy(&j.mu);
     if (j.rc < 0 && err)
         *err = j.err;
     return j.rc;
