@@ -10,8 +10,13 @@ daemon's own sort time of the last gs.daemon call. Medians
 of --reps calls after one warm-up; every answer checked against numpy's.
 Needs a running gsortd and PYTHONPATH naming python/.
 
+With --kernels it times only the anchors' own sort on arrays already on
+the GPU (torch.sort(x, dim=-1) and cupy.sort(x, axis=-1), CUDA events,
+medians), the figure to put beside gsort-bench --row-len's kernel time;
+no daemon is needed then.
+
     PYTHONPATH=python bench/bench-rows.py [-S SOCKET] [--dtype uint32]
-        [--shapes 4096x1024,65536x1024,1024x65536] [--reps 5]
+        [--shapes 4096x1024,65536x1024,1024x65536] [--reps 5] [--kernels]
 """
 import argparse
 import statistics
@@ -33,6 +38,60 @@ def timed(fn, reps):
     return statistics.median(ts), out
 
 
+def make_rows(rng, dt, shape):
+    """A random ROWSxCOLS array of dtype dt (shape as "ROWSxCOLS")."""
+    rows, cols = (int(v) for v in shape.split("x"))
+    if dt.kind == "f":
+        return rng.standard_normal((rows, cols)).astype(dt)
+    return rng.integers(0, np.iinfo(dt).max, (rows, cols), dtype=dt, endpoint=True)
+
+
+def device_ms(fn, sync, event, reps):
+    """Median ms of fn() between two CUDA events, after one warm-up."""
+    fn()
+    sync()
+    ts = []
+    for _ in range(reps):
+        e0, e1 = event(), event()
+        e0.record()
+        fn()
+        e1.record()
+        e1.synchronize()
+        ts.append(e0.elapsed_time(e1) if hasattr(e0, "elapsed_time") else
+                  __import__("cupy").cuda.get_elapsed_time(e0, e1))
+    return statistics.median(ts)
+
+
+def kernels(a):
+    dt = np.dtype(a.dtype)
+    rng = np.random.default_rng(38)
+    print("# anchors' sort of rows already on the GPU: %s, medians of %d, ms"
+          % (dt.name, a.reps))
+    print("%-12s %10s %10s" % ("shape", "torch", "cupy"))
+    for sh in a.shapes.split(","):
+        x = make_rows(rng, dt, sh)
+        t_th = t_cp = None
+        try:
+            import torch
+            if torch.cuda.is_available() and dt.kind != "u":
+                xt = torch.from_numpy(x).cuda()
+                t_th = device_ms(lambda: torch.sort(xt, dim=-1), torch.cuda.synchronize,
+                                 lambda: torch.cuda.Event(enable_timing=True), a.reps)
+        except ImportError:
+            pass
+        try:
+            import cupy as cp
+            xc = cp.asarray(x)
+            t_cp = device_ms(lambda: cp.sort(xc, axis=-1), cp.cuda.Device().synchronize,
+                             cp.cuda.Event, a.reps)
+        except ImportError:
+            pass
+        f = lambda t: "%10.3f" % t if t is not None else "%10s" % "-"
+        print("%-12s %s %s" % (sh, f(t_th), f(t_cp)))
+        sys.stdout.flush()
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-S", "--socket")
@@ -40,7 +99,11 @@ def main():
                     choices=["uint32", "int32", "float32", "uint64", "int64", "float64"])
     ap.add_argument("--shapes", default="4096x1024,65536x1024,1024x65536")
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--kernels", action="store_true",
+                    help="time torch's and cupy's sort of device-resident rows only")
     a = ap.parse_args()
+    if a.kernels:
+        return kernels(a)
     try:
         import cupy as cp
     except Exception:
@@ -61,11 +124,7 @@ def main():
                                                            "torch", "auto/best"))
     bad = 0
     for sh in a.shapes.split(","):
-        rows, cols = (int(x) for x in sh.split("x"))
-        if dt.kind == "f":
-            x = rng.standard_normal((rows, cols)).astype(dt)
-        else:
-            x = rng.integers(0, np.iinfo(dt).max, (rows, cols), dtype=dt, endpoint=True)
+        x = make_rows(rng, dt, sh)
         t_np, want = timed(lambda: np.sort(x, axis=-1), a.reps)
         t_auto, got = timed(lambda: c.sort(x), a.reps)
         where = c.last.get("where", "?")

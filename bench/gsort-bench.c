@@ -55,7 +55,9 @@ static void usage(FILE *f)
             "  --cl-opts S       extra OpenCL compiler options for every build\n"
             "                    (e.g. -cl-nv-maxrregcount=64 -cl-nv-verbose)\n"
             "  --pairs M         radix, 32-bit keys with 32-bit values: 1 ranks each pair\n"
-            "                    as one 64-bit word, 0 never, -1 the device's default\n");
+            "                    as one 64-bit word, 0 never, -1 the device's default\n"
+            "  --row-len L       each request is n / L rows of L keys (a power of two),\n"
+            "                    each sorted on its own (issue 38); n below L is skipped\n");
 }
 
 
@@ -110,6 +112,31 @@ static int validate(const gs_sort_req *r, const void *in_keys, const void *in_va
     return 1;
 }
 
+/* validate() for each row of a request of equal rows: each on its own,
+ * its indices counted within the row. */
+static int validate_rows(const gs_sort_req *r, const void *in_keys, const void *in_vals,
+                         char *why, size_t wl)
+{
+    if (r->shape.rows <= 1)
+        return validate(r, in_keys, in_vals, why, wl);
+    size_t ks = gs_dtype_size(r->shape.dtype), vs = gs_payload_size(r->shape.payload);
+    size_t len = r->n / (size_t)r->shape.rows;
+    for (size_t i = 0; i < (size_t)r->shape.rows; i++) {
+        gs_sort_req row = *r;
+        row.shape.rows = 0;
+        row.n = len;
+        row.keys = (char *)r->keys + i * len * ks;
+        row.values = vs ? (char *)r->values + i * len * vs : NULL;
+        char w[200];
+        if (!validate(&row, (const char *)in_keys + i * len * ks,
+                      in_vals ? (const char *)in_vals + i * len * vs : NULL, w, sizeof w)) {
+            snprintf(why, wl, "row %zu: %s", i, w);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* qsort comparison on the encoded order (bench only; not stable). */
 static gs_dtype q_dtype;
 static int q_desc;
@@ -149,6 +176,7 @@ typedef struct bopts {
     gs_dtype dtype;
     gs_payload payload;
     int min_log2, max_log2, reps;
+    size_t row_len;           /* --row-len: rows of this many keys (0: flat) */
     uint64_t seed;
     int dist;                 /* index into dist_names */
 } bopts;
@@ -226,6 +254,14 @@ static int parse_args(int argc, char **argv, bopts *o, int *exit_code)
         else if (!strcmp(a, "--kernel-dir")) { NEEDV(); gs_kern_set_dir(v); }
         else if (!strcmp(a, "--cl-opts")) { NEEDV(); gs_kern_set_opts(v); }
         else if (!strcmp(a, "--pairs")) { NEEDV(); gs_radix_force_pairs(atoi(v)); }
+        else if (!strcmp(a, "--row-len")) {
+            NEEDV();
+            o->row_len = strtoull(v, NULL, 10);
+            if (!o->row_len || (o->row_len & (o->row_len - 1))) {
+                fprintf(stderr, "gsort-bench: --row-len must be a power of two\n");
+                return stop(exit_code, 2);
+            }
+        }
         else if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return stop(exit_code, 0); }
         else { usage(stderr); return stop(exit_code, 2); }
 #undef NEEDV
@@ -325,7 +361,8 @@ static int size_fits(const bench *b, int lg)
 {
     const bopts *o = &b->o;
     gs_sort_req probe = {
-        .shape = { .dtype = o->dtype, .payload = o->payload, .descending = o->desc },
+        .shape = { .dtype = o->dtype, .payload = o->payload, .descending = o->desc,
+                   .rows = o->row_len ? ((uint64_t)1 << lg) / o->row_len : 0 },
         .n = (size_t)1 << lg
     };
     for (int s = 0; s < b->nsets; s++) {
@@ -390,7 +427,8 @@ static void time_set(bench *b, size_t n, int si)
     gs_sort_req req = { .shape = { .dtype = o->dtype,
                                    .payload = o->payload,
                                    .descending = o->desc,
-                                   .stable = b->algo->stable },
+                                   .stable = b->algo->stable,
+                                   .rows = o->row_len ? n / o->row_len : 0 },
                         .n = n,
                         .keys = b->k,
                         .values = b->v };
@@ -413,7 +451,8 @@ static void time_set(bench *b, size_t n, int si)
             failed = 1;
             break;
         }
-        if ((r < 0 || r == o->reps - 1) && !validate(&req, b->in_k, b->in_v, why, sizeof why)) {
+        if ((r < 0 || r == o->reps - 1) &&
+            !validate_rows(&req, b->in_k, b->in_v, why, sizeof why)) {
             fprintf(stderr, "WRONG RESULT: %s %s %s/%s n=%zu: %s\n", b->algo->name,
                     b->setstr[si], gs_dtype_name(o->dtype), gs_payload_name(o->payload), n, why);
             note = "WRONG";
@@ -463,6 +502,8 @@ static void sweep_sizes(bench *b)
     const bopts *o = &b->o;
     for (int lg = o->min_log2; lg <= o->max_log2; lg++) {
         size_t n = (size_t)1 << lg;
+        if (n < o->row_len)
+            continue;
         if (size_fits(b, lg) < 0 || make_input(b, lg) < 0)
             break;
         for (int si = 0; si < b->nsets; si++)

@@ -222,6 +222,38 @@ static int device_cand(gs_sched *s, int d, const gs_sort_req *r, int untuned, ca
     return 0;
 }
 
+/* Rows (issue 38) on GPU d (a device whose defaults are a device
+ * algorithm: a GPU, or PoCL under the test hook): bitonic sorts every row in one launch where a
+ * row fits a work-group's local memory. Until the tuner times rows, it is
+ * predicted to take what the device's own choice for n flat keys takes
+ * (the same bytes each way, and a launch that reads and writes them once),
+ * and is a candidate only where that choice is the device's (below the
+ * crossover the host sorts rows sooner than a round trip). 0, or a
+ * negative code when d does not serve these rows so. */
+static int rows_cand(gs_sched *s, int d, const gs_sort_req *r, cand *c)
+{
+    sdev *sd = &s->devs[d];
+    const gs_algo *bi = gs_algo_find("bitonic");
+    if (!bi || !sd->dflt_algo->uses_device || !usable(sd, bi))   /* a GPU's defaults */
+        return GS_EUNSUPPORTED;
+    gs_sort_req flat = *r;
+    flat.shape.rows = 0;
+    cand f;
+    if (device_cand(s, d, &flat, 0, &f, 1) < 0 || f.dev < 0)
+        return GS_EUNSUPPORTED;
+    gs_err e;
+    gs_err_clear(&e);
+    c->dev = d;
+    c->algo = bi;
+    bi->defaults(&sd->dev->info, &c->params);
+    c->how = GS_ROUTE_DEFAULT;
+    c->from_rate = 0;
+    c->ms = f.ms;
+    if (sched_fit(s, d, bi, r, &c->params, &c->chunk_n, &e) < 0 || c->chunk_n)
+        return GS_EUNSUPPORTED;
+    return 0;
+}
+
 static void apply(gs_job *j, const cand *c)
 {
     j->dev = c->dev;
@@ -345,16 +377,41 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
     }
     if (j->has_params)
         return gs_err_set(err, GS_EINVAL, "params need an algorithm");
-    if (j->req.shape.rows > 1 && j->device < 0) {
-        /* Rows: the host pool sorts them side by side (gs_sort.c), where a
-         * device would take them one after another. A client that names a
-         * device or an algorithm gets it. */
-        cand h;
-        host_cand(s, &j->req, GS_ROUTE_DEFAULT, &h);
-        apply(j, &h);
-        if (j->split_ask > 0)
-            snprintf(j->split_why, sizeof j->split_why, "rows are sorted on the host");
-        return 0;
+    if (j->req.shape.rows > 1) {
+        /* Rows: a GPU's one launch for all of them (rows_cand) where the
+         * device is the choice for n keys, the host pool side by side
+         * (gs_sort.c) otherwise, or when the device's queue makes the host
+         * sooner (as for flat requests below); a device's plan would take
+         * them one after another. A client that names an algorithm gets it;
+         * one that names a device gets it, row by row where bitonic
+         * cannot. */
+        cand best, host, c;
+        int have = 0;
+        double bcost = 0;
+        host_cand(s, &j->req, GS_ROUTE_DEFAULT, &host);
+        for (size_t d = 0; d < s->ndev; d++) {
+            if (!s->devs[d].enabled || (j->device >= 0 && (size_t)j->device != d) ||
+                rows_cand(s, (int)d, &j->req, &c) < 0)
+                continue;
+            double cost = sched_route_backlog(s, (int)d) + c.ms;
+            if (!have || cost < bcost) {
+                best = c;
+                bcost = cost;
+                have = 1;
+            }
+        }
+        if (!have) {
+            best = host;
+        } else if (j->device < 0 && bcost > best.ms && host.ms < bcost) {
+            best = host;            /* the device's queue: the host is sooner */
+            best.how = GS_ROUTE_BUSY;
+        }
+        if (have || j->device < 0) {
+            apply(j, &best);
+            if (j->split_ask > 0)
+                snprintf(j->split_why, sizeof j->split_why, "rows are not split over devices");
+            return 0;
+        }
     }
 
     /* The plan: the fastest of the devices' own choices when idle. */

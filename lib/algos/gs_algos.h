@@ -12,6 +12,8 @@ extern const gs_algo gs_algo_vqsort; /* algo_vqsort.c: Highway's vqsort, keys al
 extern const gs_algo gs_algo_radix;  /* algo_radix.c: OpenCL LSD radix sort */
 extern const gs_algo gs_algo_mergepath; /* algo_mergepath.c: MergePath multisort */
 extern const gs_algo gs_algo_shellsort; /* algo_shellsort.c: Sedgewick Shellsort */
+extern const gs_algo gs_algo_bitonic; /* algo_bitonic.c: bitonic sort in local memory,
+                                         rows in one launch */
 
 /* Test hook (algo_shellsort.c): run only the Shellsort phases with
  * last_h <= h <= first_h on an unchecked request, so a test can verify that

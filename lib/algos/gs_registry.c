@@ -18,6 +18,7 @@ static const gs_algo *const registry[] = {
 #ifdef HAVE_VQSORT
     &gs_algo_vqsort,
 #endif
+    &gs_algo_bitonic,
 };
 
 size_t gs_algo_count(void)

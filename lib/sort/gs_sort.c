@@ -205,8 +205,8 @@ void gs_sort_stats_add(gs_sort_stats *sum, const gs_sort_stats *s)
  * (counted from 0 within the row, as numpy's) are the flat sort's. A host
  * algorithm's rows run side by side on the host pool, one thread each (its
  * `threads` parameter set to 1); a device algorithm's one after another on
- * its device, which is correct and, for many short rows, slow (a segmented
- * kernel is the next step). The first row that fails stops the rest and
+ * its device, which is correct and, for many short rows, slow; an algorithm
+ * with `rows` (bitonic) takes the request whole instead. The first row that fails stops the rest and
  * its error is the request's; rows sorted before it stay sorted. */
 
 typedef struct rows_job {
@@ -346,13 +346,13 @@ int gs_sort_run(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
         st->wall_ms = gs_now_ms() - t0;
         return 0;
     }
-    if (req->shape.rows > 1) {     /* each row a request of its own (sort_rows above) */
+    if (req->shape.rows > 1 && !a->rows) {   /* each row a request of its own (sort_rows) */
         rc = sort_rows(a, ctx, req, p, st, err);
         st->wall_ms = gs_now_ms() - t0;
         return rc;
     }
     gs_nan_save ns = { 0, NULL, NULL };
-    int on_device = a->keeps_nan && gs_keys_nan_on_device(req);
+    int on_device = a->keeps_bits || (a->keeps_nan && gs_keys_nan_on_device(req));
     if (!on_device && (rc = gs_keys_nan_save(req, &ns, err)) < 0)
         return rc;
     rc = a->run(ctx, req, p, st, err);

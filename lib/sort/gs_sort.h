@@ -79,6 +79,11 @@ typedef struct gs_algo {
     int uses_device;                  /* 0: host only */
     int keeps_nan;                    /* saves NaN payloads on the device itself
                                          when gs_keys_nan_on_device (gs_clnan.h) */
+    int keeps_bits;                   /* writes every key's own bit pattern (NaN
+                                         payloads too): nothing saved or restored */
+    int rows;                         /* run sorts a request of equal rows itself
+                                         (shape.rows > 1), else gs_sort_run runs
+                                         each row as a request of its own */
     const gs_param_def *params;
     size_t nparams;
     /* Untuned defaults for this device (NULL: host). */
@@ -144,8 +149,8 @@ const gs_algo *gs_algo_find(const char *name);
 const gs_algo *gs_algo_default_for(const gs_dev_info *info);
 
 /* Check the request, then the parameter set, then run, filling `st`; a
- * request of equal rows (shape.rows > 1) runs each row as a request of its
- * own.
+ * request of equal rows (shape.rows > 1) goes to an algorithm with `rows`
+ * whole, and otherwise runs each row as a request of its own.
  * Float keys whose NaNs are not all the canonical quiet NaN get their exact
  * bit patterns restored after the sort (see gs_keys.h). The entry point the
  * tuner, daemon, tools and tests use. */

@@ -551,7 +551,6 @@ static int rows_ok(gs_client *c, gs_dtype t, gs_payload p, int desc, size_t rows
                    const char *algo, int memfd, char *why, size_t wl, gs_client_result *res)
 {
     size_t ks = gs_dtype_size(t), vs = gs_payload_size(p), n = rows * len;
-    sc_case *cs = calloc(rows, sizeof *cs);
     gs_client_shm shm = { -1, NULL, 0 };
     char *keys = NULL, *vals = NULL;
     gs_err err;
@@ -565,15 +564,9 @@ static int rows_ok(gs_client *c, gs_dtype t, gs_payload p, int desc, size_t rows
         keys = malloc(n * ks + 1);
         vals = malloc(n * vs + 1);
     }
-    if (!cs || !keys || !vals)
+    if (!keys || !vals)
         tap_bail("out of memory");
-    for (size_t r = 0; r < rows; r++) {
-        if (sc_case_init(&cs[r], t, p, desc, len, SC_RANDOM, 77 + r * 13 + len) < 0)
-            tap_bail("sc_case_init");
-        memcpy(keys + r * len * ks, cs[r].req.keys, len * ks);
-        if (vs)
-            memcpy(vals + r * len * vs, cs[r].req.values, len * vs);
-    }
+    sc_case *cs = sc_rows_init(t, p, desc, rows, len, SC_RANDOM, 77, keys, vals);
     gs_client_sort s = { .shape = { .dtype = t, .payload = p, .descending = desc,
                                     .stable = 1, .rows = rows },
                          .n = n, .keys = keys, .values = vs ? vals : NULL, .algorithm = algo,
@@ -581,23 +574,10 @@ static int rows_ok(gs_client *c, gs_dtype t, gs_payload p, int desc, size_t rows
     int ok = gs_client_sort_run(c, &s, res, &err) == 0;
     if (!ok)
         snprintf(why, wl, "%s: %.400s", gs_strerror(err.code), err.msg);
-    for (size_t r = 0; r < rows; r++) {
-        if (ok) {
-            memcpy(cs[r].req.keys, keys + r * len * ks, len * ks);
-            if (vs)
-                memcpy(cs[r].req.values, vals + r * len * vs, len * vs);
-            char w[400];
-            if (!sc_case_verify(&cs[r], 1, w, sizeof w)) {
-                snprintf(why, wl, "row %zu of %zu: %s", r, rows, w);
-                ok = 0;
-            }
-        }
-        sc_case_free(&cs[r]);
-    }
+    ok = sc_rows_verify(cs, rows, len, 1, keys, vals, ok, why, wl);
     if (ok)
         snprintf(why, wl, "%s on %s, plan %s", res->algorithm,
                  res->device < 0 ? "host" : res->device_name, res->plan);
-    free(cs);
     if (memfd) {
         gs_client_shm_free(&shm);
     } else {
@@ -1611,6 +1591,46 @@ static void test_busy(void)
     tap_ok(dmn_stop(&d, SIGTERM, 30) == 0, "busy-routing daemon exits 0 on SIGTERM");
 }
 
+/* Rows with a GPU's defaults (the hook again, crossover 2^15): from the
+ * crossover on, the daemon's choice for rows that fit a work-group is
+ * bitonic on the device, all rows in one launch; below it, and for rows
+ * too long for a group, the host pool. Every row checked. */
+static void test_rows_device(void)
+{
+    static dmn d;
+    static char hook[] = "GSORTD_TEST_DEFAULTS=gpu:15";
+    if (dmn_spawn(&d, "rowsdev", NULL, NULL, child_putenv, hook) != 0 ||
+        dmn_wait_ready(&d) != 0) {
+        tap_ok(0, "daemon for the rows-on-a-device case starts");
+        return;
+    }
+    gs_client *c = conn(&d);
+    char why[600] = "";
+    gs_client_result res;
+    static const struct { gs_dtype t; gs_payload p; int desc; } sh[] = {
+        { GS_DT_U32, GS_PL_NONE, 0 }, { GS_DT_F64, GS_PL_IDX32, 1 }, { GS_DT_I32, GS_PL_U64, 0 },
+    };
+    for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
+        memset(&res, 0, sizeof res);
+        int ok = rows_ok(c, sh[i].t, sh[i].p, sh[i].desc, 64, 1000, NULL, 1, why, sizeof why,
+                         &res);
+        tap_ok(ok && res.device >= 0 && !strcmp(res.algorithm, "bitonic"),
+               "64 rows of 1000 %s keys, values %s, %s, past the crossover: bitonic on device "
+               "%d, each row sorted (%s, %s)", gs_dtype_name(sh[i].t), gs_payload_name(sh[i].p),
+               sh[i].desc ? "desc" : "asc", res.device, res.algorithm, why);
+    }
+    memset(&res, 0, sizeof res);
+    int ok = rows_ok(c, GS_DT_U32, GS_PL_NONE, 0, 8, 100, NULL, 1, why, sizeof why, &res);
+    tap_ok(ok && res.device < 0, "8 rows of 100 keys, below the crossover: the host (%s, %s)",
+           res.algorithm, why);
+    memset(&res, 0, sizeof res);
+    ok = rows_ok(c, GS_DT_U32, GS_PL_NONE, 0, 2, 20000, NULL, 1, why, sizeof why, &res);
+    tap_ok(ok && res.device < 0, "2 rows of 20000 keys, too long for a work-group: the host "
+           "(%s, %s)", res.algorithm, why);
+    gs_client_close(c);
+    tap_ok(dmn_stop(&d, SIGTERM, 30) == 0, "rows-on-a-device daemon exits 0 on SIGTERM");
+}
+
 /* ---- SIGHUP reload ---- */
 
 /* A ping whose header is about `bytes` long (the id pads it). 1: ok, 0: refused. */
@@ -2228,6 +2248,7 @@ int main(void)
     tap_diag("fallback: %.1f s", gs_now_s() - t0);
     test_defaults();
     test_busy();
+    test_rows_device();
     tap_diag("defaults, busy routing: %.1f s", gs_now_s() - t0);
     test_sighup();
     test_early_hup();

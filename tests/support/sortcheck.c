@@ -1277,3 +1277,95 @@ int sc_check_nan_device(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p)
     }
     return fails + canonical_nans(a, ctx, p, GS_NAN_DEVICE_MIN + 3);
 }
+
+/* ---- requests of equal rows (issue 38) ---- */
+
+/* sc_rows_init, sc_rows_verify (sortcheck.h) */
+sc_case *sc_rows_init(gs_dtype t, gs_payload pl, int desc, size_t rows, size_t len, int dist,
+                      uint64_t seed, void *keys, void *vals)
+{
+    size_t ks = gs_dtype_size(t), vs = gs_payload_size(pl);
+    sc_case *c = calloc(rows ? rows : 1, sizeof *c);
+    if (!c)
+        tap_bail("out of memory");
+    for (size_t r = 0; r < rows; r++) {
+        if (sc_case_init(&c[r], t, pl, desc, len, dist, seed + r * 7919 + len) < 0)
+            tap_bail("sc_case_init failed");
+        memcpy((char *)keys + r * len * ks, c[r].req.keys, len * ks);
+        if (vs)
+            memcpy((char *)vals + r * len * vs, c[r].req.values, len * vs);
+    }
+    return c;
+}
+
+int sc_rows_verify(sc_case *c, size_t rows, size_t len, int stable, const void *keys,
+                   const void *vals, int ok, char *why, size_t wl)
+{
+    for (size_t r = 0; r < rows; r++) {
+        size_t ks = gs_dtype_size(c[r].req.shape.dtype);
+        size_t vs = gs_payload_size(c[r].req.shape.payload);
+        if (ok) {
+            memcpy(c[r].req.keys, (const char *)keys + r * len * ks, len * ks);
+            if (vs)
+                memcpy(c[r].req.values, (const char *)vals + r * len * vs, len * vs);
+            char w[256];
+            if (!sc_case_verify(&c[r], stable, w, sizeof w)) {
+                snprintf(why, wl, "row %zu of %zu: %.300s", r, rows, w);
+                ok = 0;
+            }
+        }
+        sc_case_free(&c[r]);
+    }
+    free(c);
+    return ok;
+}
+
+/* sc_rows_check (sortcheck.h) */
+int sc_rows_check(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p, gs_dtype t,
+                  gs_payload pl, int desc, size_t rows, size_t len, int dist, char *why,
+                  size_t wl)
+{
+    size_t ks = gs_dtype_size(t), vs = gs_payload_size(pl), n = rows * len;
+    char *keys = malloc(n * ks + 1), *vals = malloc(n * vs + 1);
+    if (!keys || !vals)
+        tap_bail("out of memory");
+    sc_case *c = sc_rows_init(t, pl, desc, rows, len, dist, 0x5eed, keys, vals);
+    gs_sort_req req = { .shape = { .dtype = t, .payload = pl, .descending = desc,
+                                   .stable = a->stable, .rows = rows },
+                        .n = n, .keys = keys, .values = vs ? vals : NULL };
+    gs_err err;
+    gs_err_clear(&err);
+    int ok = gs_sort_run(a, ctx, &req, p, NULL, &err) == 0;
+    if (!ok)
+        snprintf(why, wl, "sort failed: %.300s", err.msg);
+    ok = sc_rows_verify(c, rows, len, a->stable, keys, vals, ok, why, wl);
+    free(keys);
+    free(vals);
+    return ok;
+}
+
+/* sc_rows_matrix (sortcheck.h) */
+int sc_rows_matrix(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p, size_t rows,
+                   size_t len, int keys_only, const char *who)
+{
+    static const gs_payload pls[] = { GS_PL_NONE, GS_PL_U32, GS_PL_U64, GS_PL_IDX32,
+                                      GS_PL_IDX64 };
+    int fails = 0;
+    for (int t = 0; t < GS_DT_COUNT; t++)
+        for (size_t pi = 0; pi < sizeof pls / sizeof pls[0]; pi++) {
+            if (keys_only && pls[pi] != GS_PL_NONE)
+                continue;
+            int bad = 0;
+            char why[512] = "";
+            for (int desc = 0; desc < 2 && !bad; desc++)
+                for (int dist = 0; dist < SC_DIST_COUNT && !bad; dist++)
+                    bad = !sc_rows_check(a, ctx, p, (gs_dtype)t, pls[pi], desc, rows, len,
+                                         dist, why, sizeof why);
+            tap_ok(!bad, "%s: %zu rows of %zu %s keys, payload %s, both orders, every "
+                   "distribution%s%s", who, rows, len, gs_dtype_name((gs_dtype)t),
+                   gs_payload_name(pls[pi]), bad ? ": " : "", why);
+            fails += bad;
+        }
+    return fails;
+}
+

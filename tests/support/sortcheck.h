@@ -124,6 +124,29 @@ void sc_fit_set(const gs_algo *a, gs_sort_ctx *ctx, gs_params *q);
  * when it cannot be read. Tests prove a file was left untouched with it. */
 void sc_file_sha256(const char *path, uint8_t *out);
 
+/* Rows (issue 38): `rows` sortcheck cases of `len` keys (input from dist,
+ * seeds from seed), their inputs copied side by side into keys and vals
+ * (rows * len elements each; vals unused without a payload). Bails out
+ * when out of memory. Free with sc_rows_verify. */
+sc_case *sc_rows_init(gs_dtype t, gs_payload pl, int desc, size_t rows, size_t len, int dist,
+                      uint64_t seed, void *keys, void *vals);
+/* With ok (the sort succeeded), check each row of keys and vals against its
+ * case (stable: exactly), why saying which row failed and how; frees the
+ * cases either way. Returns ok and'ed with every row's verdict. */
+int sc_rows_verify(sc_case *c, size_t rows, size_t len, int stable, const void *keys,
+                   const void *vals, int ok, char *why, size_t wl);
+/* Rows (issue 38): sort `rows` rows of `len` keys (each row its own
+ * sc_case, input from dist) as one request through a with parameters p
+ * (NULL: the defaults), stable as a is, and check every row against its
+ * own reference. 1: all right; else why says which row and how. */
+int sc_rows_check(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p, gs_dtype t,
+                  gs_payload pl, int desc, size_t rows, size_t len, int dist, char *why,
+                  size_t wl);
+/* sc_rows_check over every dtype x payload (keys_only: none) x order x
+ * distribution, one TAP line per (dtype, payload) labelled `who`. Returns
+ * the failing lines. */
+int sc_rows_matrix(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p, size_t rows,
+                   size_t len, int keys_only, const char *who);
 
 extern const size_t sc_std_sizes[];
 extern const size_t sc_std_nsizes;

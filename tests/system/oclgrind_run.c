@@ -1,5 +1,5 @@
 /* Driver for tests/system/oclgrind.test: runs every device algorithm (radix,
- * mergepath, shellsort) through gs_sort_run on small arrays, so that every
+ * mergepath, shellsort, bitonic) through gs_sort_run on small arrays, so that every
  * __kernel of the kernels/ sources is launched while Oclgrind watches for data races,
  * uninitialized values, out-of-bounds accesses and API misuse. Each sort is
  * also checked against the host reference of tests/support/sortcheck.c (a kernel
@@ -8,7 +8,7 @@
  *   oclgrind_run --count ALGO   how many sorts ALGO has (no device needed)
  *   oclgrind_run ALGO I         sort number I (0-based) of ALGO alone
  *   oclgrind_run [ALGO...]      every sort of the named algorithms (default:
- *                               all three) in this one process, one TAP line
+ *                               all of them) in this one process, one TAP line
  *                               per (algorithm, parameter set)
  *   oclgrind_run canary         a deliberately racy kernel that reads
  *                               uninitialized local memory, so the test can
@@ -56,12 +56,14 @@ typedef struct pset {
     const char *params;
     unsigned cases;
     int radix_rank;   /* radix: 1 forces the warp-multisplit ranking (emulated) */
-    int nan_device;   /* f64/f32 keys with distinct NaNs, kept on the device (gs_clnan.c) */
+    int nan_device;   /* f64/f32 keys with distinct NaNs, kept on the device (gs_clnan.c;
+                         an algorithm with keeps_bits reads each back itself) */
     int radix_hook;   /* radix: 1 every onesweep look-back takes its fallback; 2 the
                          histogram is read back at every size (pass skipping, iota);
                          3 32-bit pairs ranked apart, not as one word */
     int hostile;      /* 1: the kernels built for client pages (GS_HOSTILE: every
                          position derived from an earlier read bounded, the race flag) */
+    unsigned rows;    /* > 1: each case is that many rows of n keys, one request */
 } pset;
 
 static const pset psets[] = {
@@ -71,51 +73,57 @@ static const pset psets[] = {
      * run every pass without the read-back); 8-bit digits in two 4-bit sub-digits with a tile of 16 (n =
      * 100: 7 tiles); 3-bit digits (11 positions > 8: the plain-atomics
      * histogram path) */
-    { "radix", "radix_bits=4,wg_size=64,elems_per_thread=4", 6, 0, 0, 2, 0 },
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 4, 0, 0, 0, 0 },
-    { "radix", "radix_bits=3,wg_size=16,elems_per_thread=3", 2, 0, 0, 0, 0 },
+    { "radix", "radix_bits=4,wg_size=64,elems_per_thread=4", 6, 0, 0, 2, 0, 0 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 4, 0, 0, 0, 0, 0 },
+    { "radix", "radix_bits=3,wg_size=16,elems_per_thread=3", 2, 0, 0, 0, 0, 0 },
     /* NaN payloads kept on the device: the count and save kernels of
      * keys.cl, with several tiles (n = 1000 > 16 x 16) */
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 2, 0, 1, 0, 0 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 2, 0, 1, 0, 0, 0 },
     /* the warp-multisplit ranking (the one NVIDIA GPUs run in PTX), its warp
      * operations emulated: 2 warps, 4 digits per work-item in the digit scan;
      * then fewer digits than work-items */
-    { "radix", "radix_bits=8,wg_size=64,elems_per_thread=2", 4, 1, 0, 0, 0 },
-    { "radix", "radix_bits=4,wg_size=32,elems_per_thread=3", 2, 1, 0, 0, 0 },
+    { "radix", "radix_bits=8,wg_size=64,elems_per_thread=2", 4, 1, 0, 0, 0, 0 },
+    { "radix", "radix_bits=4,wg_size=32,elems_per_thread=3", 2, 1, 0, 0, 0, 0 },
     /* 32-bit keys with 32-bit values ranked as one 64-bit word are the
      * default (cases 1, 4 and 5 above); the separate key and value
      * exchange (radix_scatter_k32_v32) in cases 1, 4 and 5 here */
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 6, 0, 0, 3, 0 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 6, 0, 0, 3, 0, 0 },
     /* onesweep (lookback=1): ticket, tile counts, look-back, gstart and the
      * look-back words cleared for the next pass (n = 1000: 63 tiles of 16);
      * then every look-back falling back to counting keys; then with the
      * warp ranking */
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1,lookback=1", 4, 0, 0, 0, 0 },
-    { "radix", "radix_bits=4,wg_size=16,elems_per_thread=2,lookback=1", 2, 0, 0, 1, 0 },
-    { "radix", "radix_bits=8,wg_size=32,elems_per_thread=2,lookback=1", 2, 1, 0, 0, 0 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1,lookback=1", 4, 0, 0, 0, 0, 0 },
+    { "radix", "radix_bits=4,wg_size=16,elems_per_thread=2,lookback=1", 2, 0, 0, 1, 0, 0 },
+    { "radix", "radix_bits=8,wg_size=32,elems_per_thread=2,lookback=1", 2, 1, 0, 0, 0, 0 },
     /* built for client pages (GS_HOSTILE), as on CPU devices that sort in
      * the caller's arrays (here on copies: see main): the bounded stores
      * of both scatters (32-bit pairs as one word in cases 1, 4 and 5,
      * apart in the same cases of the second set), of onesweep, and the
      * NaN save's bounded tiles */
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 6, 0, 0, 0, 1 },
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 6, 0, 0, 3, 1 },
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1,lookback=1", 2, 0, 0, 0, 1 },
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 2, 0, 1, 0, 1 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 6, 0, 0, 0, 1, 0 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 6, 0, 0, 3, 1, 0 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1,lookback=1", 2, 0, 0, 0, 1, 0 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 2, 0, 1, 0, 1, 0 },
     /* mergepath: a mid-size tile; odd size_i and tile; size_i 1 with a
      * 16-element tile (many global merge levels) */
-    { "mergepath", "size_i=4,wg_size=32,elems_per_thread=4", 6, 0, 0, 0, 0 },
-    { "mergepath", "size_i=3,wg_size=16,elems_per_thread=5", 4, 0, 0, 0, 0 },
-    { "mergepath", "size_i=1,wg_size=16,elems_per_thread=1", 4, 0, 0, 0, 0 },
-    { "mergepath", "size_i=3,wg_size=16,elems_per_thread=5", 2, 0, 1, 0, 0 },
+    { "mergepath", "size_i=4,wg_size=32,elems_per_thread=4", 6, 0, 0, 0, 0, 0 },
+    { "mergepath", "size_i=3,wg_size=16,elems_per_thread=5", 4, 0, 0, 0, 0, 0 },
+    { "mergepath", "size_i=1,wg_size=16,elems_per_thread=1", 4, 0, 0, 0, 0, 0 },
+    { "mergepath", "size_i=3,wg_size=16,elems_per_thread=5", 2, 0, 1, 0, 0, 0 },
     /* built for client pages (GS_HOSTILE), as on CPU devices that sort in
      * the caller's arrays (here on copies: see main); many merge levels */
-    { "mergepath", "size_i=1,wg_size=16,elems_per_thread=1", 4, 0, 0, 0, 1 },
+    { "mergepath", "size_i=1,wg_size=16,elems_per_thread=1", 4, 0, 0, 0, 1, 0 },
     /* shellsort: slices and merge rounds; one insertion sort per subset (no
      * merge rounds); many short slices (merge rounds in every phase) */
-    { "shellsort", "threads_per_subset=64,min_elems_per_thread=8,wg_size=32", 6, 0, 0, 0, 0 },
-    { "shellsort", "threads_per_subset=1,min_elems_per_thread=1,wg_size=16", 4, 0, 0, 0, 0 },
-    { "shellsort", "threads_per_subset=16,min_elems_per_thread=2,wg_size=16", 4, 0, 0, 0, 0 },
+    { "shellsort", "threads_per_subset=64,min_elems_per_thread=8,wg_size=32", 6, 0, 0, 0, 0, 0 },
+    { "shellsort", "threads_per_subset=1,min_elems_per_thread=1,wg_size=16", 4, 0, 0, 0, 0, 0 },
+    { "shellsort", "threads_per_subset=16,min_elems_per_thread=2,wg_size=16", 4, 0, 0, 0, 0, 0 },
+    /* bitonic: a row wider than the tile (the tile grows to it); three rows
+     * a case, several to a group and the last group part-filled; distinct
+     * NaN patterns, each read back from the input at its position */
+    { "bitonic", "wg_size=16,tile=64", 6, 0, 0, 0, 0, 0 },
+    { "bitonic", "wg_size=16,tile=1024", 6, 0, 0, 0, 0, 3 },
+    { "bitonic", "wg_size=16,tile=64", 2, 0, 1, 0, 0, 0 },
 };
 #define NPSETS (sizeof psets / sizeof psets[0])
 
@@ -191,20 +199,28 @@ static void run_pset(gs_sort_ctx *ctx, const pset *ps, unsigned first, unsigned 
         }
         snprintf(cdesc, sizeof cdesc, "%s/%s %s n=%zu %s", gs_dtype_name(t), gs_payload_name(pl),
                  desc ? "desc" : "asc", n, sc_dist_name(dist));
+        ncase++;
+        const char *what = NULL;
+        if (ps->rows > 1) {      /* rows of n keys: each row against its reference */
+            snprintf(cdesc + strlen(cdesc), sizeof cdesc - strlen(cdesc), ", %u rows", ps->rows);
+            if (!sc_rows_check(a, ctx, &p, t, pl, desc, ps->rows, n, dist, why, sizeof why))
+                what = why;
+            if (what && nfail++ < 5)
+                tap_diag("%s %s: %s: %s", a->name, pdesc, cdesc, what);
+            continue;
+        }
         sc_case c;
         if (sc_case_init(&c, t, pl, desc, n, dist, UINT64_C(0x0c19d) + i) < 0)
             tap_bail("out of memory");
-        ncase++;
         gs_err_clear(&err);
         gs_sort_stats st;
         int rc = gs_sort_run(a, ctx, &c.req, &p, &st, &err);
-        const char *what = NULL;
         if (rc < 0) {
             snprintf(why, sizeof why, "%s: %s", gs_strerror(rc), err.msg);
             what = why;
         } else if (!sc_case_verify(&c, a->stable, why, sizeof why)) {
             what = why;
-        } else if (ps->nan_device && !st.nans_on_device) {
+        } else if (ps->nan_device && !a->keeps_bits && !st.nans_on_device) {
             snprintf(why, sizeof why, "the device kept no NaN pattern");
             what = why;
         }

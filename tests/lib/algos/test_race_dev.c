@@ -118,7 +118,9 @@ static void *priv_main(void *arg)
         gs_dtype t = seed % 2 ? GS_DT_U64 : GS_DT_F32;
         gs_payload p = payloads[seed % NPL];
         sc_case c;
-        if (sc_case_init(&c, t, p, (int)(seed / 2 % 2), N / 2 + seed % 7, SC_FEW16, seed))
+        /* an algorithm that holds a row in local memory (bitonic): one it holds */
+        size_t n = (a->rows ? 2000 : N / 2) + seed % 7;
+        if (sc_case_init(&c, t, p, (int)(seed / 2 % 2), n, SC_FEW16, seed))
             tap_bail("out of memory");
         gs_params prm;
         a->defaults(&pv->dev->info, &prm);
@@ -391,7 +393,7 @@ static void one_device(gs_dev *devs, size_t ndev, size_t di, arena *ar)
          * levels, then the tile sort alone */
         for (int v = 0; v < (is_radix ? 3 : is_mp ? 2 : 1); v++) {
             gs_params q = p;
-            size_t n = N;
+            size_t n = a->rows ? 4096 : N;   /* bitonic: a row in local memory */
             const char *vn = "";
             if (is_radix && v == 1) {
                 gs_radix_small_max(0);

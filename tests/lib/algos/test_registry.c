@@ -32,7 +32,7 @@
 
 /* The largest n each device algorithm's kernels can index, and the words
  * its refusal uses. A device algorithm missing here fails the test: add
- * it. */
+ * it (one that sorts rows whole, bitonic, has no limit but memory). */
 static const struct index_limit {
     const char *algo;
     uint64_t max_n;
@@ -83,6 +83,19 @@ static int has_param(const gs_algo *a, const char *name)
     return 0;
 }
 
+/* A request of n keys as a (check-only) request to a: flat, or for an
+ * algorithm that sorts rows whole and bounds a row's length (bitonic: a
+ * row in one group's local memory) as rows of 8 keys (of 1 where 8 do not
+ * divide n), so the checks below see what the defaults do with n keys and
+ * not the row bound, which that algorithm's own test checks. */
+static gs_sort_req req_of(const gs_algo *a, gs_dtype t, gs_payload pl, size_t n)
+{
+    gs_sort_req r = { .shape = { .dtype = t, .payload = pl }, .n = n };
+    if (a->rows)
+        r.shape.rows = n % 8 ? n : n / 8;
+    return r;
+}
+
 /* Does check() accept p for every dtype and payload at n on dev? */
 /* Every dtype, keys alone and with every payload; an algorithm that sorts
  * keys alone (vqsort) may refuse a payload, but only as unsupported, with
@@ -92,8 +105,7 @@ static int accepts_all(const gs_algo *a, const gs_dev *dev, const gs_params *p, 
 {
     for (int t = 0; t < GS_DT_COUNT; t++)
         for (int pl = 0; pl < GS_PL_COUNT; pl++) {
-            gs_sort_req r = { .shape = { .dtype = (gs_dtype)t, .payload = (gs_payload)pl },
-                              .n = n };
+            gs_sort_req r = req_of(a, (gs_dtype)t, (gs_payload)pl, n);
             int rc = a->check(dev, &r, p, err);
             if (rc != 0 && (pl == GS_PL_NONE || rc != GS_EUNSUPPORTED || !err->msg[0]))
                 return 0;
@@ -341,18 +353,16 @@ static void test_memory(const gs_algo *a, const gs_dev *dev)
 
     gs_dev fake = *dev;
     fake.info.max_alloc = 1 << 20;
-    gs_sort_req rbig = { .shape = { .dtype = GS_DT_U32, .payload = GS_PL_NONE }, .n = 300000 };
+    gs_sort_req rbig = req_of(a, GS_DT_U32, GS_PL_NONE, 300000);
     snprintf(what, sizeof what, "%s: n x 4 bytes above a 1 MiB max allocation", a->name);
     sc_expect_reject(a, &fake, &rbig, &p, GS_ETOOBIG, "CL_DEVICE_MAX_MEM_ALLOC_SIZE", what);
-    rbig.n = 200000;
-    rbig.shape.payload = GS_PL_IDX64;
+    rbig = req_of(a, GS_DT_U32, GS_PL_IDX64, 200000);
     snprintf(what, sizeof what, "%s: n x 8-byte indices above a 1 MiB max allocation", a->name);
     sc_expect_reject(a, &fake, &rbig, &p, GS_ETOOBIG, "CL_DEVICE_MAX_MEM_ALLOC_SIZE", what);
 
     fake = *dev;
     fake.info.global_mem = 4 << 20;
-    rbig.n = 300000;
-    rbig.shape.payload = GS_PL_U32;
+    rbig = req_of(a, GS_DT_U32, GS_PL_U32, 300000);
     snprintf(what, sizeof what, "%s: keys and values with their scratch above 4 MiB of global "
              "memory", a->name);
     sc_expect_reject(a, &fake, &rbig, &p, GS_ETOOBIG, "CL_DEVICE_GLOBAL_MEM_SIZE", what);
@@ -363,6 +373,18 @@ static void test_memory(const gs_algo *a, const gs_dev *dev)
     sc_expect_reject(a, &fake, &rbig, &p, GS_ETOOBIG, "CL_DEVICE_GLOBAL_MEM_SIZE", what);
 
     const struct index_limit *lim = index_limit(a);
+    if (!lim && a->rows) {
+        /* rows addressed with 64 bits, a row within a group: no limit but
+         * memory (2^36 keys as rows of 8 on a device with 1 TiB) */
+        fake = *dev;
+        fake.info.max_alloc = fake.info.global_mem = UINT64_C(1) << 40;
+        gs_sort_req huge = req_of(a, GS_DT_U32, GS_PL_NONE, (size_t)1 << 36);
+        gs_err err;
+        gs_err_clear(&err);
+        tap_ok(a->check(&fake, &huge, &p, &err) == 0,
+               "%s: 2^36 keys in rows accepted on a device with 1 TiB (%s)", a->name, err.msg);
+        return;
+    }
     tap_ok(lim != NULL, "%s: its index width is listed in this test", a->name);
     if (!lim)
         return;

@@ -18,84 +18,21 @@
 #include "sortcheck.h"
 #include "tap.h"
 
-/* Sort `rows` rows of `len` keys (each row its own sc_case, random input
- * from dist) as one request through a, then check every row against its
- * reference. 1: all right. */
-static int run_rows(const gs_algo *a, gs_sort_ctx *ctx, gs_dtype t, gs_payload pl, int desc,
-                    size_t rows, size_t len, int dist, char *why, size_t wl)
-{
-    size_t ks = gs_dtype_size(t), vs = gs_payload_size(pl), n = rows * len;
-    sc_case *c = calloc(rows ? rows : 1, sizeof *c);
-    char *keys = malloc(n * ks + 1), *vals = malloc(n * vs + 1);
-    if (!c || !keys || !vals)
-        tap_bail("out of memory");
-    for (size_t r = 0; r < rows; r++) {
-        if (sc_case_init(&c[r], t, pl, desc, len, dist, 0x5eed + r * 7919 + len) < 0)
-            tap_bail("sc_case_init failed");
-        memcpy(keys + r * len * ks, c[r].req.keys, len * ks);
-        if (vs)
-            memcpy(vals + r * len * vs, c[r].req.values, len * vs);
-    }
-    gs_sort_req req = { .shape = { .dtype = t, .payload = pl, .descending = desc,
-                                   .stable = a->stable, .rows = rows },
-                        .n = n, .keys = keys, .values = vs ? vals : NULL };
-    gs_err err;
-    gs_err_clear(&err);
-    int ok = gs_sort_run(a, ctx, &req, NULL, NULL, &err) == 0;
-    if (!ok)
-        snprintf(why, wl, "sort failed: %.300s", err.msg);
-    for (size_t r = 0; r < rows; r++) {
-        if (ok) {
-            memcpy(c[r].req.keys, keys + r * len * ks, len * ks);
-            if (vs)
-                memcpy(c[r].req.values, vals + r * len * vs, len * vs);
-            char w[256];
-            if (!sc_case_verify(&c[r], a->stable, w, sizeof w)) {
-                snprintf(why, wl, "row %zu of %zu: %.300s", r, rows, w);
-                ok = 0;
-            }
-        }
-        sc_case_free(&c[r]);
-    }
-    free(c);
-    free(keys);
-    free(vals);
-    return ok;
-}
-
-static void matrix(const gs_algo *a, gs_sort_ctx *ctx, size_t rows, size_t len, const char *who)
-{
-    static const gs_payload pls[] = { GS_PL_NONE, GS_PL_U32, GS_PL_U64, GS_PL_IDX32,
-                                      GS_PL_IDX64 };
-    for (int t = 0; t < GS_DT_COUNT; t++)
-        for (size_t pi = 0; pi < sizeof pls / sizeof pls[0]; pi++) {
-            if (a == &gs_algo_vqsort && pls[pi] != GS_PL_NONE)
-                continue;
-            int bad = 0;
-            char why[512] = "";
-            for (int desc = 0; desc < 2 && !bad; desc++)
-                for (int dist = 0; dist < SC_DIST_COUNT && !bad; dist++)
-                    bad = !run_rows(a, ctx, (gs_dtype)t, pls[pi], desc, rows, len, dist, why,
-                                    sizeof why);
-            tap_ok(!bad, "%s: %zu rows of %zu %s keys, payload %s, both orders, every "
-                   "distribution%s%s", who, rows, len, gs_dtype_name((gs_dtype)t),
-                   gs_payload_name(pls[pi]), bad ? ": " : "", why);
-        }
-}
-
 int main(void)
 {
     gs_sort_ctx host = { 0 };
     char why[512] = "";
     /* many short rows side by side, rows of one key, a single row */
-    matrix(&gs_algo_host, &host, 97, 33, "host");
-    tap_ok(run_rows(&gs_algo_host, &host, GS_DT_F64, GS_PL_IDX32, 1, 3000, 1, 0, why,
-                    sizeof why), "host: 3000 rows of one key (%s)", why);
-    tap_ok(run_rows(&gs_algo_host, &host, GS_DT_U32, GS_PL_U32, 0, 1, 5000, 0, why,
-                    sizeof why), "host: one row of 5000 keys is the flat sort (%s)", why);
-    tap_ok(run_rows(&gs_algo_host, &host, GS_DT_I64, GS_PL_NONE, 0, 4, 70000, 1, why,
-                    sizeof why), "host: 4 rows of 70000 keys, each on one thread (%s)", why);
-    matrix(&gs_algo_vqsort, &host, 19, 300, "vqsort");
+    sc_rows_matrix(&gs_algo_host, &host, NULL, 97, 33, 0, "host");
+    tap_ok(sc_rows_check(&gs_algo_host, &host, NULL, GS_DT_F64, GS_PL_IDX32, 1, 3000, 1, 0,
+                         why, sizeof why), "host: 3000 rows of one key (%s)", why);
+    tap_ok(sc_rows_check(&gs_algo_host, &host, NULL, GS_DT_U32, GS_PL_U32, 0, 1, 5000, 0,
+                         why, sizeof why), "host: one row of 5000 keys is the flat sort (%s)",
+           why);
+    tap_ok(sc_rows_check(&gs_algo_host, &host, NULL, GS_DT_I64, GS_PL_NONE, 0, 4, 70000, 1,
+                         why, sizeof why), "host: 4 rows of 70000 keys, each on one thread (%s)",
+           why);
+    sc_rows_matrix(&gs_algo_vqsort, &host, NULL, 19, 300, 1, "vqsort");
 
     /* empty rows: nothing to do, and fine */
     uint32_t k[12] = { 5, 4, 3, 2, 1, 0, 11, 10, 9, 8, 7, 6 };
@@ -123,7 +60,7 @@ int main(void)
     size_t ndev = 0;
     gs_dev *d = sc_test_device(&devs, &ndev, "test_rows");
     gs_sort_ctx dctx = { .dev = d };
-    matrix(&gs_algo_radix, &dctx, 3, 700, "radix");
+    sc_rows_matrix(&gs_algo_radix, &dctx, NULL, 3, 700, 0, "radix");
     /* a row the device refuses: the error names the row */
     gs_params p;
     gs_params_clear(&p);
