@@ -58,7 +58,7 @@ static void usage(FILE *out)
         "      --fallback-local   use the daemon, or sort here (with a note on\n"
         "                         stderr) when none can be reached\n"
         "      --algorithm NAME   ask the daemon for radix, mergepath, shellsort,\n"
-        "                         host or vqsort instead of its tuned plan\n"
+        "                         bitonic, host or vqsort instead of its tuned plan\n"
         "      --params LIST      with --algorithm: its parameters, name=value,...;\n"
         "                         a name left out takes its default\n"
         "      --device N         ask the daemon for device N\n"

@@ -958,8 +958,9 @@ class Client:
         descending: largest first (NaNs first, see the module's doc);
         stable: only stable algorithms (the sorted values are the same);
         algorithm: force one of info()["algorithms"] ("radix",
-        "mergepath", "shellsort", "host", "vqsort" where the daemon was
-        built with Highway), params: its tuning parameters as
+        "mergepath", "shellsort", "bitonic" (rows of up to 4096 keys on
+        a GPU, all rows in one launch), "host", "vqsort" where the daemon
+        was built with Highway), params: its tuning parameters as
         {name: int}, a name left out taking its default; device: force a device index, an integer (see
         info(); a bool or a float is a TypeError); split: True asks the
         daemon to weigh splitting the request over several devices at any
