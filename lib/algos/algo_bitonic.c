@@ -23,11 +23,11 @@
 #define BI_MIN_WG 16L
 #define BI_MAX_WG 1024L
 #define BI_MIN_TILE 64L
-#define BI_REG_RUN 8          /* keys a work-item sorts in registers at a time */
+#define BI_MAX_RUN 16L        /* keys a work-item sorts in registers at a time */
 #define BI_MAX_TILE 16384L   /* keys a group holds: bounds the unrolled network, and
                                 positions fit 16 bits */
 
-enum { P_WG = 0, P_TILE, P_COUNT };
+enum { P_WG = 0, P_TILE, P_RUN, P_COUNT };
 
 static size_t values_wg(const gs_dev_info *info, long *out, size_t cap)
 {
@@ -40,11 +40,19 @@ static size_t values_tile(const gs_dev_info *info, long *out, size_t cap)
     return gs_values_pow2(BI_MIN_TILE, BI_MAX_TILE, out, cap);
 }
 
+static size_t values_run(const gs_dev_info *info, long *out, size_t cap)
+{
+    (void)info;
+    return gs_values_pow2(2, BI_MAX_RUN, out, cap);
+}
+
 static const gs_param_def bi_params[P_COUNT] = {
     { "wg_size", "work-items per work-group (power of two; at most half the tile)", values_wg,
       0 },
     { "tile", "fewest keys a work-group sorts (power of two): rows shorter than it are sorted "
       "several to a group; a longer row takes a group alone", values_tile, 1 },
+    { "run", "most keys a work-item sorts in registers at a time (power of two): stages that "
+      "pair keys closer than this skip local memory", values_run, 0 },
 };
 
 static void bi_defaults(const gs_dev_info *info, gs_params *out)
@@ -53,6 +61,7 @@ static void bi_defaults(const gs_dev_info *info, gs_params *out)
     gs_params_clear(out);
     gs_params_set(out, "wg_size", gs_max_wg(info, gpu ? 256 : 16));
     gs_params_set(out, "tile", gpu ? 2048 : 1024);
+    gs_params_set(out, "run", 8);
 }
 
 /* The padded row length: the power of two at or above len (at least 2). */
@@ -97,6 +106,9 @@ static int get_params(const gs_dev_info *info, const gs_params *p, long v[P_COUN
     if (v[P_TILE] < BI_MIN_TILE || v[P_TILE] > BI_MAX_TILE || (v[P_TILE] & (v[P_TILE] - 1)))
         return gs_err_set(err, GS_EUNSUPPORTED, "bitonic: tile=%ld is not a power of two in "
                           "%ld..%ld", v[P_TILE], BI_MIN_TILE, BI_MAX_TILE);
+    if (v[P_RUN] < 2 || v[P_RUN] > BI_MAX_RUN || (v[P_RUN] & (v[P_RUN] - 1)))
+        return gs_err_set(err, GS_EUNSUPPORTED, "bitonic: run=%ld is not a power of two in "
+                          "2..%ld", v[P_RUN], BI_MAX_RUN);
     return 0;
 }
 
@@ -126,9 +138,9 @@ static int plan_run(const gs_dev_info *info, const gs_sort_req *req, const long 
     r->wg = (size_t)v[P_WG];
     while (r->wg > r->tile / 2)
         r->wg /= 2;
-    /* runs of up to 8 keys a work-item in registers (the tile holds at
-     * least two a work-item) */
-    for (r->rc = 2, r->lc = 1; r->rc < BI_REG_RUN && r->rc * 2 * r->wg <= r->tile; r->lc++)
+    /* runs of up to `run` keys a work-item in registers (the tile holds at
+     * least two keys a work-item) */
+    for (r->rc = 2, r->lc = 1; r->rc < (size_t)v[P_RUN] && r->rc * 2 * r->wg <= r->tile; r->lc++)
         r->rc *= 2;
     if (r->len > UINT32_MAX - 1)
         return gs_err_set(err, GS_ETOOBIG, "bitonic: rows of %zu keys exceed 32-bit positions",

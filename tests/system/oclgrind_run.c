@@ -121,7 +121,7 @@ static const pset psets[] = {
     /* bitonic: a row wider than the tile (the tile grows to it); three rows
      * a case, several to a group and the last group part-filled; distinct
      * NaN patterns, each read back from the input at its position */
-    { "bitonic", "wg_size=16,tile=64", 6, 0, 0, 0, 0, 0 },
+    { "bitonic", "wg_size=16,tile=64,run=16", 6, 0, 0, 0, 0, 0 },
     { "bitonic", "wg_size=16,tile=1024", 6, 0, 0, 0, 0, 3 },
     { "bitonic", "wg_size=16,tile=64", 2, 0, 1, 0, 0, 0 },
 };

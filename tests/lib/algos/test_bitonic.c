@@ -24,11 +24,12 @@
 
 static const gs_algo *A = &gs_algo_bitonic;
 
-static void set2(gs_params *p, long wg, long tile)
+static void set3(gs_params *p, long wg, long tile, long run)
 {
     gs_params_clear(p);
     gs_params_set(p, "wg_size", wg);
     gs_params_set(p, "tile", tile);
+    gs_params_set(p, "run", run);
 }
 
 /* The longest row of `ks`-byte keys check() accepts on dev (a power of
@@ -50,19 +51,24 @@ static size_t longest_row(const gs_dev *dev, gs_dtype t)
 
 static void test_check(gs_dev *dev)
 {
-    tap_ok(A->stable && A->uses_device && A->rows && A->keeps_bits && A->nparams == 2 &&
+    tap_ok(A->stable && A->uses_device && A->rows && A->keeps_bits && A->nparams == 3 &&
            !strcmp(A->params[0].name, "wg_size") && !strcmp(A->params[1].name, "tile") &&
+           !strcmp(A->params[2].name, "run") &&
            gs_algo_find("bitonic") == A,
-           "descriptor: stable, device, whole rows, keys' own bits, wg_size and tile, "
+           "descriptor: stable, device, whole rows, keys' own bits, wg_size, tile and run, "
            "registered");
     gs_params p;
     gs_sort_req req = { .shape = { .dtype = GS_DT_U32 }, .n = 100 };
-    set2(&p, 48, 1024);
+    set3(&p, 48, 1024, 8);
     sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "wg_size=48", "wg_size=48");
-    set2(&p, 16, 3000);
+    set3(&p, 16, 3000, 8);
     sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "tile=3000", "tile=3000");
-    set2(&p, 16, 32);
+    set3(&p, 16, 32, 8);
     sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "tile=32", "tile=32 (below 64)");
+    set3(&p, 16, 64, 32);
+    sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "run=32", "run=32 (above 16)");
+    set3(&p, 16, 64, 3);
+    sc_expect_reject(A, dev, &req, &p, GS_EUNSUPPORTED, "run=3", "run=3");
 
     /* a GPU's 48 KiB: 4096 keys of either width a group, no more */
     gs_dev gpu = sc_gpu_like(dev);
@@ -102,16 +108,16 @@ int main(void)
     static const size_t flat[] = { 0, 1, 2, 3, 31, 32, 33, 255, 1000, 4096 };
     sc_run_matrix(A, &ctx, NULL, SC_SIZES(flat), "bitonic defaults");
     gs_params p;
-    set2(&p, 16, 64);      /* a row wider than the tile: the tile grows to it */
+    set3(&p, 16, 64, 16);  /* a row wider than the tile: the tile grows to it; runs of 16 */
     static const size_t some[] = { 1, 33, 1000, 4096 };
-    sc_run_matrix(A, &ctx, &p, SC_SIZES(some), "bitonic wg 16, tile 64");
+    sc_run_matrix(A, &ctx, &p, SC_SIZES(some), "bitonic wg 16, tile 64, run 16");
 
     /* rows: several to a group, one a group, rows of one key */
     sc_rows_matrix(A, &ctx, NULL, 97, 33, 0, "defaults");
-    set2(&p, 64, 4096);    /* 64 rows of 64 (padded) a group, the last group part-filled */
-    sc_rows_matrix(A, &ctx, &p, 200, 50, 0, "wg 64, tile 4096");
-    set2(&p, 16, 64);
-    sc_rows_matrix(A, &ctx, &p, 5, 1000, 0, "wg 16, tile 64");
+    set3(&p, 64, 4096, 2); /* 64 rows of 64 (padded) a group, the last part-filled; pairs */
+    sc_rows_matrix(A, &ctx, &p, 200, 50, 0, "wg 64, tile 4096, run 2");
+    set3(&p, 16, 64, 4);
+    sc_rows_matrix(A, &ctx, &p, 5, 1000, 0, "wg 16, tile 64, run 4");
     char why[512] = "";
     tap_ok(sc_rows_check(A, &ctx, NULL, GS_DT_F32, GS_PL_IDX32, 1, 3000, 1, SC_NANMIX, why,
                          sizeof why), "3000 rows of one key (%s)", why);
