@@ -159,7 +159,8 @@ void gsort_free(void *ptr);
 typedef struct gsort_result {
     int device;              /* device index, -1: the host sort */
     char device_name[256];
-    char algorithm[32];      /* "radix", "mergepath", "shellsort", "host", "vqsort" */
+    char algorithm[32];      /* "radix", "mergepath", "shellsort", "bitonic", "host",
+                                "vqsort" */
     char params[512];        /* "name=value,..." */
     char plan[32];           /* "tuned", "default", "override", "busy", "fallback", "split";
                                 "local": sorted in this process, not by the daemon */
@@ -219,8 +220,10 @@ int gsort_run(gsort_conn *c, const gsort_request *rq, gsort_result *res, gsort_e
  * array along its last axis (argsort indices count from 0 within each
  * row). rows of 0 or 1 is gsort_run; rows that do not divide n are
  * GSORT_EINVAL. Rows are sorted in this process's host sort whenever the
- * call may sort locally (the daemon would use the same sort after two
- * copies), else by the daemon. */
+ * call may sort locally and the daemon would use the same sort (after two
+ * copies); from the size at which its info announces a device for the
+ * shape (a GPU sorts every row in one launch), and whenever the call may
+ * not sort locally, by the daemon. */
 int gsort_run_rows(gsort_conn *c, const gsort_request *rq, size_t rows, gsort_result *res,
                    gsort_error *err);
 /* gsort_run_rows of `rows` rows of row_len keys, without values. */

@@ -69,6 +69,8 @@ struct gsort_conn {
     lgs_router *router;     /* the two routes' times (gsort_local.c) */
     int no_local;           /* GSORT_NO_LOCAL=1 at connect: never sort here */
     double xo_ms;           /* when the daemon's crossover was last asked (0: never) */
+    uint64_t dev_from[LGS_SHAPES];  /* from the crossover: n from which a device takes a
+                                       shape over (0: none), where rows go to the daemon */
 };
 
 const char *gsort_version(void)
@@ -320,15 +322,19 @@ static void crossover_refresh(gsort_conn *c, double now)
     if (gs_client_info(c->cl, &in, &h, &ge) != 0)
         return;
     /* a shape the reply leaves out is measured as before */
-    for (unsigned sh = 0; sh < LGS_SHAPES; sh++)
+    for (unsigned sh = 0; sh < LGS_SHAPES; sh++) {
         lgs_router_set_below(c->router, sh, 0);
+        c->dev_from[sh] = 0;
+    }
     for (size_t i = 0; i < in.ncrossover; i++) {
         const gs_reply_crossover *x = &in.crossover[i];
         for (int dt = 0; dt < GS_DT_COUNT; dt++)     /* every dtype of its key width */
             if ((int)gs_dtype_size((gs_dtype)dt) * 8 == x->key_bits)
-                for (int desc = 0; desc < 2; desc++)
-                    lgs_router_set_below(c->router, lgs_shape(dt, x->payload, desc, x->stable),
-                                         x->local_below);
+                for (int desc = 0; desc < 2; desc++) {
+                    unsigned sh = lgs_shape(dt, x->payload, desc, x->stable);
+                    lgs_router_set_below(c->router, sh, x->local_below);
+                    c->dev_from[sh] = x->device >= 0 ? x->local_below : 0;
+                }
     }
     gs_reply_info_free(&in);
     cJSON_Delete(h);
@@ -470,7 +476,11 @@ static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys, u
     unsigned shape = lgs_shape(rq->dtype, rq->values_kind, s.shape.descending, s.shape.stable);
     if (may_local && t0 >= 0 && (c->xo_ms == 0 || t0 - c->xo_ms > XO_REFRESH_MS))
         crossover_refresh(c, t0);
-    if (may_local && (s.shape.rows || lgs_router_choose(c->router, shape, n))) {
+    /* rows: here, where the daemon would sort them on its host cores too;
+     * from the size at which it hands the shape to a device, the daemon
+     * (a GPU sorts every row in one launch) */
+    int rows_here = s.shape.rows && !(c->dev_from[shape] && n >= c->dev_from[shape]);
+    if (may_local && (rows_here || (!s.shape.rows && lgs_router_choose(c->router, shape, n)))) {
         double ms = 0;      /* the sort's own time (gs_sort_run's clock) */
         if (sort_local(c, rq, preserve_keys, s.shape.rows, &ms, &ge) == 0) {
             /* the whole call, as for the daemon's route below */

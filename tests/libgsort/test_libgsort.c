@@ -1703,6 +1703,23 @@ static void test_local(const dmn *d)
     setenv("GSORT_NO_LOCAL", "1", 1);
 }
 
+/* Each of `rows` rows of k ascending, holding its row of in (sums). */
+static int rows_sorted(const uint32_t *k, size_t rows, size_t len, const uint32_t *in)
+{
+    for (size_t r = 0; r < rows; r++) {
+        uint64_t sum_in = 0, sum_out = 0;
+        for (size_t i = 0; i < len; i++) {
+            sum_in += in[r * len + i];
+            sum_out += k[r * len + i];
+            if (i && k[r * len + i - 1] > k[r * len + i])
+                return 0;
+        }
+        if (sum_in != sum_out)
+            return 0;
+    }
+    return 1;
+}
+
 /* A daemon whose devices sort from 2^12 keys (a GPU's built-in defaults on
  * PoCL, fixed: GSORTD_TEST_DEFAULTS=gpu:12) announces 4096 as every
  * shape's crossover, and the library follows it: below, local from the
@@ -1753,6 +1770,27 @@ static void test_crossover(void)
            strcmp(plans[2], "local") && !starts_with(plans[2], "GSORT_"),
            "4095 keys: local from the first call ('%s', '%s'); 4096: the daemon first ('%s')",
            plans[0], plans[1], plans[2]);
+    /* rows: here below the crossover, the daemon's device (bitonic: every
+     * row in one launch) from it */
+    uint32_t *in = malloc(5000 * sizeof *in);
+    if (!in)
+        tap_bail("out of memory");
+    static const size_t shape[2][2] = { { 4, 1000 }, { 4, 1024 } };
+    char where[2][80];
+    sorted = 1;
+    for (int i = 0; i < 2; i++) {
+        size_t n = shape[i][0] * shape[i][1];
+        fill_u32(in, n, 50 + (uint32_t)i);
+        memcpy(k, in, n * sizeof *k);
+        int rc = gsort_sort_rows(c, GSORT_U32, k, shape[i][0], shape[i][1], 0, &res, &err);
+        sorted &= rc == 0 && rows_sorted(k, shape[i][0], shape[i][1], in);
+        snprintf(where[i], sizeof where[i], "%s%s%s", plan_of(rc, &res), rc ? "" : ", ",
+                 rc ? "" : res.algorithm);
+    }
+    free(in);
+    tap_ok(sorted && !strcmp(where[0], "local, host") && starts_with(where[1], "default, bitonic"),
+           "4 rows of 1000 (4000 keys): here ('%s'); 4 rows of 1024 (4096): the daemon's device, "
+           "all rows in one launch ('%s')", where[0], where[1]);
     gsort_close(c);
     /* GSORT_NO_LOCAL still wins */
     setenv("GSORT_NO_LOCAL", "1", 1);
@@ -1770,22 +1808,6 @@ static void test_crossover(void)
  * (GSORT_NO_LOCAL, as main sets) and in the process (local allowed): each
  * row sorted on its own, argsort indices within the row; rows that do not
  * divide n refused. */
-static int rows_sorted(const uint32_t *k, size_t rows, size_t len, const uint32_t *in)
-{
-    for (size_t r = 0; r < rows; r++) {
-        uint64_t sum_in = 0, sum_out = 0;
-        for (size_t i = 0; i < len; i++) {
-            sum_in += in[r * len + i];
-            sum_out += k[r * len + i];
-            if (i && k[r * len + i - 1] > k[r * len + i])
-                return 0;
-        }
-        if (sum_in != sum_out)
-            return 0;
-    }
-    return 1;
-}
-
 static void test_rows(const dmn *d)
 {
     enum { R = 300, L = 45 };
