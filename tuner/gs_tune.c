@@ -765,6 +765,11 @@ static int init_algos(tctx *T, astate **out, size_t *nout, gs_err *err)
         const gs_dev_info *info = a->uses_device ? &T->dev->info : NULL;
         gs_err e;
         gs_err_clear(&e);
+        if (!o->algos && a->not_tuned) {   /* routed by rule; --algorithms tunes it */
+            GS_DEBUG("%s: not among the default candidates (--algorithms %s tunes it)",
+                     a->name, a->name);
+            continue;
+        }
         if (gs_tune_space_init(&A[i].sp, a, info, o->restrict_spec, &e)) {
             GS_WARN("%s: not tuned on %s: %s", a->name, T->dev->info.name, e.msg);
             continue;

@@ -81,6 +81,10 @@ typedef struct gs_algo {
                                          when gs_keys_nan_on_device (gs_clnan.h) */
     int keeps_bits;                   /* writes every key's own bit pattern (NaN
                                          payloads too): nothing saved or restored */
+    int not_tuned;                    /* left out of --tune-all's candidates unless
+                                         its --algorithms names it: the daemon routes
+                                         it by rule (bitonic: rows); the plan audit
+                                         still times it */
     int rows;                         /* run sorts a request of equal rows itself
                                          (shape.rows > 1), else gs_sort_run runs
                                          each row as a request of its own */
