@@ -223,8 +223,8 @@ static int device_cand(gs_sched *s, int d, const gs_sort_req *r, int untuned, ca
 }
 
 /* Rows (issue 38) on GPU d (a device whose defaults are a device
- * algorithm: a GPU, or PoCL under the test hook): bitonic sorts every row in one launch where a
- * row fits a work-group's local memory. Until the tuner times rows, it is
+ * algorithm: a GPU, or PoCL under the test hook): bitonic sorts every row
+ * in one launch where a row fits a work-group's local memory. Until the tuner times rows, it is
  * predicted to take what the device's own choice for n flat keys takes
  * (the same bytes each way, and a launch that reads and writes them once),
  * and is a candidate only where that choice is the device's (below the

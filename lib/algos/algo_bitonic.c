@@ -5,11 +5,12 @@
  * with no pass through global memory between stages (issue 36) and many
  * short rows in one dispatch instead of one sort each. It serves rows up to
  * what fits a group's local memory (4096 keys of 32 or 64 bits on a GPU
- * with 48 KiB: a row is padded to a power of two) and refuses longer ones. Stable (pairs compare by key, then
- * position), and every key leaves with its own bit pattern, so neither the
- * host nor the device saves NaN patterns around it (keeps_bits). The tile
- * and work-group are compile-time (-D) options: a program per row length
- * and parameter set, built once and cached. */
+ * with 48 KiB: a row is padded to a power of two) and refuses longer ones.
+ * Stable (pairs compare by key, then position), and every key leaves with
+ * its own bit pattern, so neither the host nor the device saves NaN
+ * patterns around it (keeps_bits). The tile and work-group are
+ * compile-time (-D) options: a program per row length and parameter set,
+ * built once and cached. */
 #include "config.h"
 #include "gs_algos.h"
 #include "gs_devrun.h"
@@ -64,15 +65,6 @@ static void bi_defaults(const gs_dev_info *info, gs_params *out)
     gs_params_set(out, "run", 8);
 }
 
-/* The padded row length: the power of two at or above len (at least 2). */
-static size_t pad_pow2(size_t len)
-{
-    size_t p = 2;
-    while (p < len)
-        p *= 2;
-    return p;
-}
-
 /* Keys and their 16-bit positions with a slot of padding every 32 (see
  * kernels/bitonic.cl), and room for what the compiler adds (NVIDIA's takes
  * 8 bytes more than the arrays). */
@@ -112,18 +104,19 @@ static int get_params(const gs_dev_info *info, const gs_params *p, long v[P_COUN
     return 0;
 }
 
-/* The shape of req's sort on a device like info: refuses a row longer than
- * a group's local memory holds. */
+/* The shape of req's sort on a device like info (never NULL: check() and
+ * run have a device): refuses a row longer than a group's local memory
+ * holds. */
 static int plan_run(const gs_dev_info *info, const gs_sort_req *req, const long v[P_COUNT],
                     bi_run *r, gs_err *err)
 {
     const size_t ks = gs_dtype_size(req->shape.dtype);
     r->rows = req->shape.rows > 1 ? req->shape.rows : 1;
     r->len = req->n / (size_t)r->rows;
-    r->p = pad_pow2(r->len);
-    for (r->lp = 0; ((size_t)1 << r->lp) < r->p; r->lp++)
-        ;
-    const uint64_t room = info ? info->local_mem : 32768;
+    /* padded: the power of two at or above len, at least 2 */
+    for (r->p = 2, r->lp = 1; r->p < r->len; r->lp++)
+        r->p *= 2;
+    const uint64_t room = info->local_mem;
     if (r->p > (size_t)BI_MAX_TILE || local_bytes(r->p, ks) > room) {
         size_t most = BI_MAX_TILE;
         while (most > 2 && local_bytes(most, ks) > room)
@@ -142,9 +135,6 @@ static int plan_run(const gs_dev_info *info, const gs_sort_req *req, const long 
      * least two keys a work-item) */
     for (r->rc = 2, r->lc = 1; r->rc < (size_t)v[P_RUN] && r->rc * 2 * r->wg <= r->tile; r->lc++)
         r->rc *= 2;
-    if (r->len > UINT32_MAX - 1)
-        return gs_err_set(err, GS_ETOOBIG, "bitonic: rows of %zu keys exceed 32-bit positions",
-                          r->len);
     return 0;
 }
 

@@ -206,8 +206,9 @@ void gs_sort_stats_add(gs_sort_stats *sum, const gs_sort_stats *s)
  * algorithm's rows run side by side on the host pool, one thread each (its
  * `threads` parameter set to 1); a device algorithm's one after another on
  * its device, which is correct and, for many short rows, slow; an algorithm
- * with `rows` (bitonic) takes the request whole instead. The first row that fails stops the rest and
- * its error is the request's; rows sorted before it stay sorted. */
+ * with `rows` (bitonic) takes the request whole instead. The first row
+ * that fails stops the rest and its error is the request's; rows sorted
+ * before it stay sorted. */
 
 typedef struct rows_job {
     const gs_algo *a;
