@@ -122,11 +122,7 @@ static int validate_rows(const gs_sort_req *r, const void *in_keys, const void *
     size_t ks = gs_dtype_size(r->shape.dtype), vs = gs_payload_size(r->shape.payload);
     size_t len = r->n / (size_t)r->shape.rows;
     for (size_t i = 0; i < (size_t)r->shape.rows; i++) {
-        gs_sort_req row = *r;
-        row.shape.rows = 0;
-        row.n = len;
-        row.keys = (char *)r->keys + i * len * ks;
-        row.values = vs ? (char *)r->values + i * len * vs : NULL;
+        gs_sort_req row = gs_sort_req_row(r, i);
         char w[200];
         if (!validate(&row, (const char *)in_keys + i * len * ks,
                       in_vals ? (const char *)in_vals + i * len * vs : NULL, w, sizeof w)) {

@@ -215,7 +215,6 @@ typedef struct rows_job {
     gs_sort_ctx ctx;
     const gs_sort_req *req;
     const gs_params *p;
-    size_t len, ks, vs;
     pthread_mutex_t mu;
     int rc;                 /* the first failure (under mu) */
     gs_err err;
@@ -224,14 +223,15 @@ typedef struct rows_job {
     int touched;            /* a row wrote, or failed after others had (under mu) */
 } rows_job;
 
-/* Row r as a request of its own. */
-static gs_sort_req row_req(const rows_job *j, size_t r)
+gs_sort_req gs_sort_req_row(const gs_sort_req *req, size_t r)
 {
-    gs_sort_req s = *j->req;
+    const size_t len = req->n / (size_t)req->shape.rows;
+    const size_t ks = gs_dtype_size(req->shape.dtype), vs = gs_payload_size(req->shape.payload);
+    gs_sort_req s = *req;
     s.shape.rows = 0;
-    s.n = j->len;
-    s.keys = (char *)j->req->keys + r * j->len * j->ks;
-    s.values = j->vs ? (char *)j->req->values + r * j->len * j->vs : NULL;
+    s.n = len;
+    s.keys = (char *)req->keys + r * len * ks;
+    s.values = vs ? (char *)req->values + r * len * vs : NULL;
     return s;
 }
 
@@ -244,7 +244,7 @@ static void row_task(void *arg, size_t r, unsigned worker)
     pthread_mutex_unlock(&j->mu);
     if (stop)
         return;
-    gs_sort_req s = row_req(j, r);
+    gs_sort_req s = gs_sort_req_row(j->req, r);
     gs_sort_ctx ctx = j->ctx;
     gs_sort_stats st;
     gs_err e;
@@ -266,12 +266,9 @@ static void row_task(void *arg, size_t r, unsigned worker)
 static int sort_rows(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
                      const gs_params *p, gs_sort_stats *st, gs_err *err)
 {
-    rows_job j = { .a = a, .ctx = *ctx, .req = req, .p = p,
-                   .len = req->n / (size_t)req->shape.rows,
-                   .ks = gs_dtype_size(req->shape.dtype),
-                   .vs = gs_payload_size(req->shape.payload) };
+    rows_job j = { .a = a, .ctx = *ctx, .req = req, .p = p };
     gs_err_clear(&j.err);
-    if (j.len == 0)
+    if (req->n / (size_t)req->shape.rows == 0)   /* empty rows */
         return 0;
     size_t rows = (size_t)req->shape.rows;
     pthread_mutex_init(&j.mu, NULL);

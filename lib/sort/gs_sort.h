@@ -18,6 +18,10 @@
  * overflowing size_t. */
 int gs_sort_req_check(const gs_sort_req *r, gs_err *err);
 
+/* Row r (< shape.rows, which is > 1) of a request of equal rows as a
+ * request of its own: its keys and values inside req's, no rows. */
+gs_sort_req gs_sort_req_row(const gs_sort_req *req, size_t r);
+
 typedef struct gs_sort_stats {
     double upload_ms;    /* host -> device (profiling events) */
     double kernel_ms;    /* sum of kernel times (profiling events) */
