@@ -21,21 +21,13 @@ no daemon is needed then.
 import argparse
 import statistics
 import sys
-import time
 
 import numpy as np
 
 import gsort
+from benchlib import timed
 
 
-def timed(fn, reps):
-    fn()
-    ts, out = [], None
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        out = fn()
-        ts.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(ts), out
 
 
 def make_rows(rng, dt, shape):

@@ -85,6 +85,7 @@ enum {
     GSORT_SPLIT = 1u << 3,        /* weigh splitting over several devices at any size
                                      (res->plan is then "split" where it was split) */
     GSORT_NO_LOCAL = 1u << 4,     /* ask the daemon, never sort in this process */
+    GSORT_UNSORTED = 1u << 5,     /* gsort_topk only: a row's k in any order */
 };
 
 /* Sorting in the calling process: below a size a round trip to gsortd
@@ -229,6 +230,25 @@ int gsort_run_rows(gsort_conn *c, const gsort_request *rq, size_t rows, gsort_re
 /* gsort_run_rows of `rows` rows of row_len keys, without values. */
 int gsort_sort_rows(gsort_conn *c, gsort_dtype dtype, void *keys, size_t rows, size_t row_len,
                     unsigned flags, gsort_result *res, gsort_error *err);
+
+/* ---- top-k ----
+ * The first k keys of each row in the call's order, the k smallest (with
+ * GSORT_DESCENDING the k largest), exactly as a stable sort of the row
+ * lists them (of keys tied at the k-th, the earliest), with their values
+ * (GSORT_VALUES_U32/U64: rq->values, carried along) or their positions in
+ * the row (GSORT_VALUES_IDX32/IDX64). rq->keys and rq->values are left as
+ * they are; the rows * k answers go to out_keys and out_values (NULL
+ * without values), row after row. rows of 0 or 1: one array of rq->n keys;
+ * rows that do not divide rq->n, or k above a row's length, are
+ * GSORT_EINVAL; k of 0 answers nothing. GSORT_UNSORTED: a row's k in any
+ * order. Found by a radix select that reads every key once or twice and
+ * sorts only k of them: in this process on one thread below
+ * GSORT_TOPK_LOCAL_MAX keys (as for gsort_sort, a call that may sort
+ * locally), else by the daemon on its host cores (or, for a call that
+ * names a device or an algorithm, by that one's whole sort). */
+#define GSORT_TOPK_LOCAL_MAX ((size_t)1 << 22)
+int gsort_topk(gsort_conn *c, const gsort_request *rq, size_t rows, size_t k, void *out_keys,
+               void *out_values, gsort_result *res, gsort_error *err);
 
 /* ---- the daemon ---- */
 

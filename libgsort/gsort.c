@@ -30,6 +30,7 @@
 #include "gs_client.h"
 #include "gs_paths.h"
 #include "gs_pcopy.h"
+#include "gs_select.h"
 #include "gs_proto.h"
 #include "gs_types.h"
 #include "gsort.h"
@@ -53,7 +54,8 @@ _Static_assert((int)GSORT_VALUES_NONE == GS_PL_NONE && (int)GSORT_VALUES_U32 == 
                (int)GSORT_VALUES_U64 == GS_PL_U64 && (int)GSORT_VALUES_IDX32 == GS_PL_IDX32 &&
                (int)GSORT_VALUES_IDX64 == GS_PL_IDX64, "gsort_values and gs_payload differ");
 
-#define ALL_FLAGS (GSORT_DESCENDING | GSORT_STABLE | GSORT_INLINE | GSORT_SPLIT | GSORT_NO_LOCAL)
+#define ALL_FLAGS (GSORT_DESCENDING | GSORT_STABLE | GSORT_INLINE | GSORT_SPLIT | GSORT_NO_LOCAL | \
+                   GSORT_UNSORTED)
 #define STAGE_GRAIN ((size_t)64 << 10)
 
 struct gsort_conn {
@@ -451,6 +453,8 @@ static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys, u
     if (rows > 1 && rq->n % rows)
         return lgs_err_set(err, GSORT_EINVAL, "sort: %llu rows do not divide %zu keys into "
                            "equal rows", (unsigned long long)rows, rq->n);
+    if (rq->flags & GSORT_UNSORTED)
+        return lgs_err_set(err, GSORT_EINVAL, "sort: GSORT_UNSORTED is for gsort_topk only");
     gs_dtype dt = (gs_dtype)rq->dtype;
     gs_payload pl = (gs_payload)rq->values_kind;
     size_t n = rq->n, ks = gs_dtype_size(dt), vs = gs_payload_size(pl);
@@ -565,6 +569,107 @@ done:
         lgs_router_record(c->router, shape, n, 0, gs_now_ms() - t0);
     if (res)
         fill_result(res, &r, zero_copy, t0);
+    return 0;
+}
+
+int gsort_topk(gsort_conn *c, const gsort_request *rq, size_t rows, size_t k, void *out_keys,
+               void *out_values, gsort_result *res, gsort_error *err)
+{
+    double t0 = gs_now_ms();
+    lgs_err_clear(err);
+    if (res)
+        result_clear(res);
+    if (!c)
+        return lgs_err_set(err, GSORT_EINVAL, "topk: no connection");
+    if (!rq)
+        return lgs_err_set(err, GSORT_EINVAL, "topk: no request");
+    gsort_request q = *rq;          /* indices are out_values', not an input */
+    if (q.values_kind == GSORT_VALUES_IDX32 || q.values_kind == GSORT_VALUES_IDX64) {
+        q.values_kind = GSORT_VALUES_NONE;
+        q.values = NULL;
+    }
+    int rc = check_request(&q, err);
+    if (rc)
+        return rc;
+    size_t nrows = rows > 1 ? rows : 1, n = rq->n, len = n / nrows;
+    if (n % nrows)
+        return lgs_err_set(err, GSORT_EINVAL, "topk: %zu rows do not divide %zu keys into "
+                           "equal rows", rows, n);
+    if (k > len)
+        return lgs_err_set(err, GSORT_EINVAL, "topk: k = %zu exceeds the %zu keys of a row",
+                           k, len);
+    gs_dtype dt = (gs_dtype)rq->dtype;
+    gs_payload pl = (gs_payload)rq->values_kind;
+    size_t ks = gs_dtype_size(dt), vs = gs_payload_size(pl), m = nrows * k;
+    if (m && !out_keys)
+        return lgs_err_set(err, GSORT_EINVAL, "topk: out_keys is NULL for %zu answers", m);
+    if (m && vs && !out_values)
+        return lgs_err_set(err, GSORT_EINVAL, "topk: out_values is NULL for %zu answers", m);
+
+    /* the caller's arrays stay as they are: a copy is selected in */
+    size_t kb = n * ks, vb = n * vs, voff = (kb + 7) & ~(size_t)7, need = voff + vb;
+    gs_client_sort s = {
+        .shape = { .dtype = dt, .payload = pl,
+                   .descending = (rq->flags & GSORT_DESCENDING) != 0,
+                   .stable = (rq->flags & GSORT_STABLE) != 0,
+                   .rows = rows > 1 ? rows : 0, .topk = 1, .k = k,
+                   .unsorted = (rq->flags & GSORT_UNSORTED) != 0 },
+        .n = n, .algorithm = rq->algorithm, .params = rq->params, .device = rq->device,
+        .split = (rq->flags & GSORT_SPLIT) != 0,
+    };
+    gs_err ge;
+    gs_err_clear(&ge);
+    int local = local_allowed(c, rq) && n < GSORT_TOPK_LOCAL_MAX, zero_copy = 0;
+    int inl = !local && ((rq->flags & GSORT_INLINE) || c->no_memfd);
+    if (!local && !inl && n) {
+        rc = stage_reserve(c, need, &ge);
+        if (rc == GS_EIO)
+            c->no_memfd = 1;
+        if (rc) {
+            inl = 1;
+            gs_err_clear(&ge);
+        }
+    }
+    char *base = NULL;
+    if (n && (local || inl) && (rc = heap_reserve(c, need, &ge)) != 0)
+        return lgs_err_from(err, rc, &ge);
+    if (n) {
+        base = local || inl ? c->heap : c->stage.ptr;
+        gs_pcopy(base, rq->keys, kb);
+        if (pl == GS_PL_U32 || pl == GS_PL_U64)
+            gs_pcopy(base + voff, rq->values, vb);
+    }
+    gs_sort_req sel = { .shape = s.shape, .n = n, .keys = base,
+                        .values = vs ? base + voff : NULL };
+    double ms = 0;
+    gs_client_result r;
+    if (local) {
+        if ((rc = lgs_inproc_sort(&sel, &ms, &ge)) == 0)
+            gs_select_pack(&sel);
+    } else {
+        if ((rc = conn_ready(c, err)) != 0)
+            return rc;
+        s.keys = n ? base : NULL;
+        s.values = n && vs ? base + voff : NULL;
+        s.shm = inl || !n ? NULL : &c->stage;
+        rc = gs_client_sort_run(c->cl, &s, &r, &ge);
+        zero_copy = !inl;
+        if (rc == 0 && s.shm)       /* in each row's first places: together, as inline */
+            gs_select_pack(&sel);
+    }
+    if (rc)
+        return lgs_err_from(err, rc, &ge);
+    if (m) {
+        memcpy(out_keys, base, m * ks);
+        if (vs)
+            memcpy(out_values, base + voff, m * vs);
+    }
+    if (res) {
+        if (local)
+            fill_local(res, ms, t0);
+        else
+            fill_result(res, &r, zero_copy, t0);
+    }
     return 0;
 }
 

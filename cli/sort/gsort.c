@@ -49,6 +49,8 @@ static void usage(FILE *out)
         "  -s, --stable           equal keys keep their input order\n"
         "      --argsort          write the input positions of the sorted keys\n"
         "                         instead of the keys (u64; text: one a line)\n"
+        "      --top K            only the first K of the order (the K smallest, with\n"
+        "                         -r the K largest), found without sorting the rest\n"
         "\n"
         "Where the sort runs:\n"
         "  -S, --socket PATH      the daemon's socket (default: $GSORTD_SOCKET, else\n"
@@ -80,6 +82,8 @@ static void usage(FILE *out)
 typedef struct opts {
     gsort_dtype dtype;
     int have_type, text, reverse, stable, argsort, verbose;
+    int top;                /* --top: only the first top_k of the order */
+    size_t top_k;
     int local, fallback, inline_, device;
     double timeout;
     const char *output, *socket, *algorithm, *params;
@@ -176,7 +180,7 @@ static int parse_type(const char *s, gsort_dtype *out)
 
 enum {
     OPT_ARGSORT = 256, OPT_LOCAL, OPT_FALLBACK, OPT_ALGO, OPT_PARAMS, OPT_DEVICE,
-    OPT_INLINE, OPT_TIMEOUT,
+    OPT_INLINE, OPT_TIMEOUT, OPT_TOP,
 };
 
 /* 0 with *done clear: run; 0 with *done set: --help or --version was
@@ -190,6 +194,7 @@ static int parse_args(int argc, char **argv, opts *o, int *done)
         { "reverse", no_argument, 0, 'r' },
         { "stable", no_argument, 0, 's' },
         { "argsort", no_argument, 0, OPT_ARGSORT },
+        { "top", required_argument, 0, OPT_TOP },
         { "socket", required_argument, 0, 'S' },
         { "local", no_argument, 0, OPT_LOCAL },
         { "fallback-local", no_argument, 0, OPT_FALLBACK },
@@ -221,6 +226,15 @@ static int parse_args(int argc, char **argv, opts *o, int *done)
         case 'r': o->reverse = 1; break;
         case 's': o->stable = 1; break;
         case OPT_ARGSORT: o->argsort = 1; break;
+        case OPT_TOP: {
+            errno = 0;
+            unsigned long long v = strtoull(optarg, &end, 10);
+            if (errno || end == optarg || *end || optarg[0] == '-')
+                return usage_error("--top '%s': expected a count of keys (0 or more)", optarg);
+            o->top = 1;
+            o->top_k = v > SIZE_MAX ? SIZE_MAX : (size_t)v;
+            break;
+        }
         case 'S': o->socket = optarg; break;
         case OPT_LOCAL: o->local = 1; break;
         case OPT_FALLBACK: o->fallback = 1; break;
@@ -332,7 +346,8 @@ static int connect_daemon(const opts *o, gsort_conn **c, gsort_error *ge)
     return rc;
 }
 
-static int sort_local(const opts *o, void *keys, size_t n, uint64_t *idx, gs_err *err)
+static int sort_local(const opts *o, void *keys, size_t n, uint64_t *idx, size_t k,
+                      gs_err *err)
 {
     const gs_algo *a = gs_algo_find("host");
     if (!a)
@@ -342,7 +357,8 @@ static int sort_local(const opts *o, void *keys, size_t n, uint64_t *idx, gs_err
         .shape = { .dtype = (gs_dtype)o->dtype,
                    .payload = o->argsort ? GS_PL_IDX64 : GS_PL_NONE,
                    .descending = o->reverse,
-                   .stable = o->stable },
+                   .stable = o->stable,
+                   .topk = o->top, .k = k },
         .n = n,
         .keys = keys,
         .values = idx,
@@ -450,6 +466,8 @@ static int run(const opts *o)
     uint64_t *idx = o->argsort && n ? (uint64_t *)((char *)buf.ptr + keys_bytes_padded(n))
                                     : NULL;
     int status = EXIT_OK;
+    /* --top K past the input: all of it, sorted (as sort | head) */
+    size_t k = o->top ? (o->top_k < n ? o->top_k : n) : n;
     /* Empty input goes to the daemon (or the host sort) too: it judges the
      * request (device, parameters) as it would any other. */
     if (!local) {
@@ -470,7 +488,8 @@ static int run(const opts *o)
          * was read (idle_timeout, a restart) before it sends; a daemon gone
          * for good is ENODAEMON, which --fallback-local turns into a local
          * sort. */
-        if (gsort_run(c, &rq, &res, &ge) < 0) {
+        if ((o->top ? gsort_topk(c, &rq, 1, k, keys, idx, &res, &ge)
+                    : gsort_run(c, &rq, &res, &ge)) < 0) {
             if (ge.code != GSORT_ENODAEMON) {
                 fprintf(stderr, "gsort: %s\n", ge.message);
                 status = EXIT_FAIL;
@@ -487,7 +506,7 @@ static int run(const opts *o)
     }
     if (local && status == EXIT_OK) {
         double s0 = gs_now_ms();
-        if (sort_local(o, keys, n, idx, &err) < 0) {
+        if (sort_local(o, keys, n, idx, k, &err) < 0) {
             fprintf(stderr, "gsort: host sort: %s\n", err.msg);
             status = EXIT_FAIL;
         } else if (o->verbose) {
@@ -499,11 +518,11 @@ static int run(const opts *o)
     if (status == EXIT_OK) {
         double w0 = gs_now_ms();
         if (o->text)
-            rc = o->argsort ? gsc_text_write_indices(&out, idx, n, &err)
-                            : gsc_text_write_keys(&out, o->dtype, keys, n, &err);
+            rc = o->argsort ? gsc_text_write_indices(&out, idx, k, &err)
+                            : gsc_text_write_keys(&out, o->dtype, keys, k, &err);
         else
-            rc = o->argsort ? gsc_output_write(&out, idx, n * 8, &err)
-                            : gsc_output_write(&out, keys, n * g_esize, &err);
+            rc = o->argsort ? gsc_output_write(&out, idx, k * 8, &err)
+                            : gsc_output_write(&out, keys, k * g_esize, &err);
         if (rc == 0)
             rc = gsc_output_commit(&out, &err);
         if (rc < 0) {
@@ -513,7 +532,7 @@ static int run(const opts *o)
                 fprintf(stderr, "gsort: %s\n", err.msg);
             status = EXIT_FAIL;
         } else if (o->verbose) {
-            fprintf(stderr, "gsort: wrote %zu %s to %s in %.3f ms\n", n,
+            fprintf(stderr, "gsort: wrote %zu %s to %s in %.3f ms\n", k,
                     o->argsort ? "indices" : "keys", out.display, gs_now_ms() - w0);
         }
     }

@@ -377,6 +377,17 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
     }
     if (j->has_params)
         return gs_err_set(err, GS_EINVAL, "params need an algorithm");
+    if (j->req.shape.topk && j->device < 0) {
+        /* Top-k: the host's select (gs_select.c) reads the keys twice and
+         * sorts k of them; a device would sort them all (a client that
+         * names a device or an algorithm gets that) */
+        cand host;
+        host_cand(s, &j->req, GS_ROUTE_DEFAULT, &host);
+        apply(j, &host);
+        if (j->split_ask > 0)
+            snprintf(j->split_why, sizeof j->split_why, "top-k is not split over devices");
+        return 0;
+    }
     if (j->req.shape.rows > 1) {
         /* Rows: a GPU's one launch for all of them (rows_cand) where the
          * device is the choice for n keys, the host pool side by side
@@ -455,10 +466,11 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
     apply(j, &chosen);
     /* Large: several devices at once, when predicted sooner (gs_split.c);
      * rows are not cut across */
-    if (j->req.shape.rows <= 1)
+    if (j->req.shape.rows <= 1 && !j->req.shape.topk)
         sched_split_route(s, j, alt, nalt, pcost);
     else if (j->split_ask > 0)
-        snprintf(j->split_why, sizeof j->split_why, "rows are not split over devices");
+        snprintf(j->split_why, sizeof j->split_why, "%s are not split over devices",
+                 j->req.shape.topk ? "top-k requests" : "rows");
     return 0;
 }
 

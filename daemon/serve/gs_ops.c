@@ -25,6 +25,7 @@
 #include "gs_log.h"
 #include "gs_reply.h"
 #include "gs_scratch.h"
+#include "gs_select.h"
 #include "gs_srv.h"
 #include "gs_time.h"
 
@@ -269,11 +270,14 @@ void srv_on_job_done(gs_job *j, void *ud)
         srv_conn_send(c, r, NULL, 0, NULL, 0, 0);
         return;
     }
-    size_t kb = (size_t)rq->n * gs_dtype_size(rq->shape.dtype);
-    size_t vb =
-        rq->shape.payload == GS_PL_NONE ? 0 : (size_t)rq->n * gs_payload_size(rq->shape.payload);
-    srv_conn_send(c, r, rq->n ? j->req.keys : NULL, rq->n ? kb : 0,
-                  rq->n && vb ? j->req.values : NULL, rq->n ? vb : 0, 0);
+    size_t m = (size_t)rq->n;       /* the keys the reply carries */
+    if (rq->shape.topk && m) {
+        gs_select_pack(&j->req);    /* each row's k answers, together */
+        m = (size_t)(rq->shape.rows > 1 ? rq->shape.rows : 1) * (size_t)rq->shape.k;
+    }
+    size_t kb = m * gs_dtype_size(rq->shape.dtype);
+    size_t vb = m * gs_payload_size(rq->shape.payload);
+    srv_conn_send(c, r, m ? j->req.keys : NULL, kb, m && vb ? j->req.values : NULL, vb, 0);
 }
 
 /* Map the client's memfd after checking it cannot be shrunk under us (or

@@ -111,6 +111,13 @@ typedef struct gs_shape {
     uint64_t rows;       /* 0 or 1: one array; k > 1: the n keys (and values)
                             are k equal rows of n / k, each sorted on its own
                             (a 2-D array along its last axis; gs_sort.c) */
+    int topk;            /* 1: only the first k of each row in this order are
+                            asked for (top-k; gs_select.h): they go to the
+                            row's first k places, the rest of the row is left
+                            unspecified */
+    uint64_t k;          /* with topk: 0 .. the row's length */
+    int unsorted;        /* with topk: the k may come in any order (the host
+                            select leaves them in input order) */
 } gs_shape;
 
 /* The sort request every algorithm serves (gs_sort.h runs it, gs_keys.h

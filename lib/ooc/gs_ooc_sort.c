@@ -23,6 +23,14 @@ int gs_ooc_sort(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
     memset(st, 0, sizeof *st);
     if (chunk_n == 0 || chunk_n >= req->n)
         return gs_sort_run(a, ctx, req, p, st, err);
+    gs_sort_req whole;
+    if (req->shape.topk) {      /* pieces sort whole: the merged first k are the top k */
+        whole = *req;
+        whole.shape.topk = 0;
+        whole.shape.k = 0;
+        whole.shape.unsorted = 0;
+        req = &whole;
+    }
     unsigned lanes;
     if (gs_ooc_device_route(a, ctx, &lanes))
         return gs_ooc_twopass(a, ctx, req, p, chunk_n, lanes, st, err);

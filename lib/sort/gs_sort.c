@@ -12,6 +12,7 @@
  * value) pair survives, for unstable algorithms too (see gs_keys.c). */
 #include "config.h"
 #include "gs_sort.h"
+#include "gs_select.h"
 
 #include <ctype.h>
 #include <pthread.h>
@@ -51,6 +52,13 @@ int gs_sort_req_check(const gs_sort_req *r, gs_err *err)
     if (r->shape.rows > 1 && (uint64_t)r->n % r->shape.rows)
         return gs_err_set(err, GS_EINVAL, "sort request: %llu rows do not divide %zu keys "
                           "into equal rows", (unsigned long long)r->shape.rows, r->n);
+    if (r->shape.topk) {
+        uint64_t len = r->shape.rows > 1 ? (uint64_t)r->n / r->shape.rows : (uint64_t)r->n;
+        if (r->shape.k > len)
+            return gs_err_set(err, GS_EINVAL, "sort request: top-k of k=%llu from rows of "
+                              "%llu keys (k must not exceed a row's length)",
+                              (unsigned long long)r->shape.k, (unsigned long long)len);
+    }
     if (r->shape.payload == GS_PL_IDX32 && (uint64_t)r->n > UINT32_MAX)
         return gs_err_set(err, GS_ETOOBIG, "sort request: idx32 cannot index %zu "
                           "elements (use idx64)", r->n);
@@ -328,6 +336,9 @@ int gs_sort_run(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
     if (req->shape.stable && !a->stable)
         return gs_err_set(err, GS_EUNSUPPORTED, "%s: the request needs a stable sort and "
                           "this algorithm is not stable", a->name);
+    if (req->shape.topk && a->uses_device && !a->stable)
+        return gs_err_set(err, GS_EUNSUPPORTED, "%s: top-k answers as a stable sort's first "
+                          "k, and this algorithm is not stable", a->name);
     if (a->uses_device && !ctx->dev)
         return gs_err_set(err, GS_ENODEV, "%s: this algorithm needs a device", a->name);
     if (a->check && (rc = a->check(ctx->dev, req, p, err)) < 0) {
@@ -343,6 +354,25 @@ int gs_sort_run(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
     if (req->n == 0) {          /* nothing to do; spares device algorithms */
         st->wall_ms = gs_now_ms() - t0;
         return 0;
+    }
+    gs_sort_req whole;
+    if (req->shape.topk) {
+        if (req->shape.k == 0) {
+            st->wall_ms = gs_now_ms() - t0;
+            return 0;
+        }
+        if (!a->uses_device) {      /* a select on the host (gs_select.c), row by row */
+            rc = req->shape.rows > 1 ? sort_rows(a, ctx, req, p, st, err)
+                                     : gs_select_run(a, ctx, req, p, st, err);
+            st->wall_ms = gs_now_ms() - t0;
+            return rc;
+        }
+        /* a device sorts the rows whole: their first k are the answer */
+        whole = *req;
+        whole.shape.topk = 0;
+        whole.shape.k = 0;
+        whole.shape.unsorted = 0;
+        req = &whole;
     }
     if (req->shape.rows > 1 && !a->rows) {   /* each row a request of its own (sort_rows) */
         rc = sort_rows(a, ctx, req, p, st, err);

@@ -54,7 +54,9 @@ void gs_client_shm_free(gs_client_shm *shm);
 typedef struct gs_client_sort {
     gs_shape shape;
     size_t n;
-    void *keys;                 /* n keys, sorted in place */
+    void *keys;                 /* n keys, sorted in place (top-k, shape.topk: inline,
+                                   each row's k packed at the front of keys and values;
+                                   in shared memory, in each row's first k places) */
     void *values;               /* n values (u32/u64 in and out, idx out); NULL for none */
     const char *algorithm;      /* NULL: the daemon's plan */
     const char *params;         /* "name=value,..." with an algorithm, or NULL */

@@ -245,7 +245,10 @@ int gs_client_sort_run(gs_client *c, const gs_client_sort *s, gs_client_result *
                                  "bytes, the request expects %" PRIu64, pb, want);
     }
     if (pb) {
-        struct iovec in[2] = { { s->keys, kb }, { s->values, vb } };
+        /* top-k: each row's k, packed row after row, at the front of keys and values */
+        size_t m = s->shape.topk ? (size_t)(s->shape.rows > 1 ? s->shape.rows : 1) *
+                                   (size_t)s->shape.k : s->n;
+        struct iovec in[2] = { { s->keys, m * ks }, { s->values, m * vs } };
         rc = client_recv_all(c, in, vb ? 2 : 1, "a sort reply payload", err);
         if (rc) {
             cJSON_Delete(h);

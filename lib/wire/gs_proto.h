@@ -111,7 +111,11 @@ typedef struct gs_proto_req {
     uint64_t payload_bytes;     /* declared inline payload ("payload_bytes", default 0) */
     /* sort: "dtype", "values" (none|u32|u64|idx32|idx64), "order" ("asc",
      * the default, or "desc"), "stable" (bool, default false),
-     * "rows" (k >= 1 dividing n: k equal rows, each sorted on its own) */
+     * "rows" (k >= 1 dividing n: k equal rows, each sorted on its own),
+     * "topk" (k, at most a row's length: only each row's first k in the
+     * order; the reply carries k keys and values of each row, a memfd holds
+     * them in each row's first k places), "sorted" (with topk, default
+     * true; false: the k in any order) */
     gs_shape shape;
     uint64_t n;
     char algorithm[32];         /* "algorithm": "" (auto) or a registry name */

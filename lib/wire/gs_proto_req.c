@@ -53,6 +53,14 @@ int gs_proto_sort_sizes(gs_proto_req *rq, gs_err *err)
     /* idx values are produced by the daemon, never sent */
     in = kbytes + (rq->shape.payload == GS_PL_U32 || rq->shape.payload == GS_PL_U64 ? vbytes : 0);
     rq->in_bytes = in;
+    if (rq->shape.topk) {       /* the reply carries k of each row (k <= the row, no overflow) */
+        uint64_t rows = rq->shape.rows > 1 ? rq->shape.rows : 1;
+        if (rq->shape.k > rq->n / rows)
+            return gs_err_set(err, GS_EINVAL, "sort: \"topk\" %llu exceeds the %llu keys of "
+                              "a row", (unsigned long long)rq->shape.k,
+                              (unsigned long long)(rq->n / rows));
+        out = rows * rq->shape.k * (ks + vs);
+    }
     rq->out_bytes = out;
     rq->fd_bytes = 0;
     if (!rq->memfd)
@@ -142,6 +150,22 @@ static int parse_sort(const gs_jnum_doc *doc, int has_pb, gs_proto_req *rq, int 
             return gs_err_set(err, GS_EINVAL, "sort: \"rows\" %llu does not divide \"n\" "
                               "%llu into equal rows", (unsigned long long)rq->shape.rows,
                               (unsigned long long)rq->n);
+    }
+
+    if ((v = field(h, "topk"))) {
+        if (gs_jnum_u64(doc, v, GS_PROTO_MAX_N, &rq->shape.k) != GS_JNUM_OK)
+            return gs_err_set(err, GS_EINVAL, "sort: \"topk\" %s is not an integer in "
+                              "[0, 2^53]", gs_jnum_quote(doc, v, cb));
+        rq->shape.topk = 1;
+    }
+    if ((v = field(h, "sorted"))) {
+        if (!rq->shape.topk)
+            return gs_err_set(err, GS_EINVAL, "sort: \"sorted\" is only meaningful with "
+                              "\"topk\"");
+        if (!cJSON_IsBool(v))
+            return gs_err_set(err, GS_EINVAL, "sort: \"sorted\" %s is not a boolean",
+                              gs_jnum_clip_json(v, cb));
+        rq->shape.unsorted = !cJSON_IsTrue(v);
     }
 
     if ((v = field(h, "algorithm"))) {

@@ -63,6 +63,10 @@ cJSON *gs_proto_sort_header(gs_proto_req *rq, gs_err *err)
         ok = ok && cJSON_AddTrueToObject(h, "stable");
     if (rq->shape.rows > 1)
         ok = ok && gs_jnum_add_u64(h, "rows", rq->shape.rows);
+    if (rq->shape.topk)
+        ok = ok && gs_jnum_add_u64(h, "topk", rq->shape.k);
+    if (rq->shape.topk && rq->shape.unsorted)
+        ok = ok && cJSON_AddFalseToObject(h, "sorted");
     if (rq->algorithm[0])
         ok = ok && cJSON_AddStringToObject(h, "algorithm", rq->algorithm);
     /* integers as digits, not doubles: cJSON prints a double of 10^15 or

@@ -24,6 +24,8 @@ second call on.
     array([1, 2, 3], dtype=uint32)
     >>> gsort.argsort(a)
     array([1, 2, 0])
+    >>> gsort.topk(a, 2)                    # the 2 largest and where they are
+    (array([3, 2], dtype=uint32), array([0, 2]))
     >>> with gsort.Client() as c:
     ...     s = c.sort(np.random.rand(1 << 20), algorithm="radix")
     ...     c.last["algorithm"], c.last["device"], c.last["times_ms"]["sort"]
@@ -31,7 +33,8 @@ second call on.
 Keys: arrays of uint32, int32, float32, uint64, int64 or float64 in
 native byte order. Any other dtype is a TypeError. sort() and argsort()
 sort an array of two or more dimensions along its last axis, each row on
-its own, in one request (np.sort(a, axis=-1)); another axis is a
+its own, in one request (np.sort(a, axis=-1)), and topk() takes each
+row's k largest or smallest (torch.topk, issue 38); another axis is a
 ValueError (np.moveaxis puts it last), as is a 0-D array; sort_by_key
 takes 1-D arrays. A non-contiguous array is copied. Array-likes (lists)
 go through numpy.asarray first.
@@ -83,7 +86,7 @@ from . import _local
 
 __all__ = [
     "Client", "Error", "NoDaemonError", "SUPPORTED_DTYPES", "default_socket",
-    "default_client", "sort", "argsort", "sort_by_key", "info", "stats", "ping",
+    "default_client", "sort", "argsort", "topk", "sort_by_key", "info", "stats", "ping",
 ]
 
 __version__ = "0.1.0"
@@ -251,6 +254,37 @@ def _split(split):
         raise TypeError("gsort: split must be True, False or None, not %s %r"
                         % (type(split).__name__, split))
     return bool(split)
+
+
+def _index_dtype(index_dtype, n):
+    """index_dtype as a numpy dtype able to count n places: TypeError for
+    another than int64, uint64, int32 and uint32, ValueError when too
+    narrow."""
+    idt = np.dtype(index_dtype)
+    if idt.kind not in "iu" or idt.itemsize not in (4, 8) or not idt.isnative:
+        raise TypeError("gsort: index_dtype must be int64, uint64, int32 or uint32")
+    if n - 1 > np.iinfo(idt).max:
+        raise ValueError("gsort: %d indices do not fit in %s" % (n, idt))
+    return idt
+
+
+def _topk_k(k, length):
+    """topk's k as an int in 0 .. length (a row's length): TypeError for
+    a non-integer (a bool, a float), ValueError outside that range (the
+    daemon refuses it too)."""
+    if not isinstance(k, (bool, np.bool_)):
+        try:
+            k = operator.index(k)
+        except TypeError:
+            k = None
+    else:
+        k = None
+    if k is None:
+        raise TypeError("gsort: k must be an integer")
+    if not 0 <= k <= length:
+        raise ValueError("gsort: k = %d is not within 0 .. %d, the length of a row" %
+                         (k, length))
+    return k
 
 
 def _round_up(x, m):
@@ -761,11 +795,14 @@ class Client:
     # -- sorting --
 
     def _run(self, keys, values_kind, values, dst_keys, dst_vals, descending, stable,
-             algorithm, params, device, split=None, rows=0):
+             algorithm, params, device, split=None, rows=0, topk=None, unsorted=False):
         """One sort request. keys (and values, for "u32"/"u64") are 1-D
         arrays of any layout; the sorted keys land in dst_keys (None:
         dropped) and the values or indices in dst_vals (None: dropped).
-        rows > 1: they are that many equal rows, each sorted on its own."""
+        rows > 1: they are that many equal rows, each sorted on its own.
+        topk: only the first topk of each row are asked for (unsorted: in
+        any order); dst_keys and dst_vals then hold rows * topk, row after
+        row."""
         kdt = keys.dtype
         n = keys.shape[0]
         ks = kdt.itemsize
@@ -782,6 +819,10 @@ class Client:
             header["stable"] = True
         if rows > 1:
             header["rows"] = int(rows)
+        if topk is not None:
+            header["topk"] = int(topk)
+            if unsorted:
+                header["sorted"] = False
         if algorithm is not None:
             if not isinstance(algorithm, str):
                 raise TypeError("gsort: algorithm must be a string")
@@ -801,6 +842,7 @@ class Client:
             rid = self._take_id()
             header["id"] = rid
             shared = (self.use_memfd and n > 0 and not isinstance(keys, _Concat) and
+                      topk is None and
                       _in_place(keys, dst_keys, values, dst_vals, values_kind))
             use_memfd = self.use_memfd and n > 0 and not shared
             stage = self._stage
@@ -820,9 +862,9 @@ class Client:
                     return self._run_shared(header, rid, shared, t0)
                 if use_memfd:
                     return self._run_memfd(header, rid, keys, values_kind, values, dst_keys,
-                                           dst_vals, kb, voff, wire_vdt, t0)
+                                           dst_vals, kb, voff, wire_vdt, t0, rows, topk)
                 return self._run_inline(header, rid, keys, values_kind, values, dst_keys,
-                                        dst_vals, wire_vdt, t0)
+                                        dst_vals, wire_vdt, t0, rows, topk)
             finally:
                 if stage.size > self.keep_stage_bytes:
                     stage.close()
@@ -851,7 +893,7 @@ class Client:
         return h
 
     def _run_memfd(self, header, rid, keys, values_kind, values, dst_keys, dst_vals, kb,
-                   voff, wire_vdt, t0):
+                   voff, wire_vdt, t0, rows=0, topk=None):
         n = keys.shape[0]
         m = self._stage.map
         kview = np.frombuffer(m, dtype=keys.dtype, count=n, offset=0)
@@ -871,13 +913,23 @@ class Client:
             if pb:
                 raise self._broken("GS_ECORRUPT", "memfd sort reply declares a %d-byte "
                                    "payload" % pb)
-            if dst_keys is not None:
-                _copy(dst_keys, kview)
-            if dst_vals is not None:
-                if dst_vals.dtype.itemsize == vview.dtype.itemsize:
-                    _copy(dst_vals.view(wire_vdt), vview)
-                else:
-                    dst_vals[...] = vview
+            if topk is not None:
+                # each row's k answers are that row's first k places
+                r = max(rows, 1)
+                if dst_keys is not None:
+                    dst_keys.reshape(r, topk)[...] = kview.reshape(r, -1)[:, :topk]
+                if dst_vals is not None:
+                    dv = (dst_vals.view(wire_vdt) if dst_vals.dtype.itemsize ==
+                          vview.dtype.itemsize else dst_vals)
+                    dv.reshape(r, topk)[...] = vview.reshape(r, -1)[:, :topk]
+            else:
+                if dst_keys is not None:
+                    _copy(dst_keys, kview)
+                if dst_vals is not None:
+                    if dst_vals.dtype.itemsize == vview.dtype.itemsize:
+                        _copy(dst_vals.view(wire_vdt), vview)
+                    else:
+                        dst_vals[...] = vview
             self._finish(h, True, t0)
             return h
         finally:
@@ -885,7 +937,7 @@ class Client:
             del kview, vview
 
     def _run_inline(self, header, rid, keys, values_kind, values, dst_keys, dst_vals,
-                    wire_vdt, t0):
+                    wire_vdt, t0, rows=0, topk=None):
         n = keys.shape[0]
         parts = keys.parts if isinstance(keys, _Concat) else [np.ascontiguousarray(keys)]
         if values_kind in ("u32", "u64"):
@@ -897,8 +949,11 @@ class Client:
         self._send(header, parts)
         h, pb = self._recv_header()
         self._check_reply(h, pb, rid, "sort")
-        kb = n * keys.dtype.itemsize
-        vb = n * (np.dtype(wire_vdt).itemsize if wire_vdt is not None else 0)
+        # the keys (and values) the reply carries: all, or k of each row
+        m = n if topk is None else max(rows, 1) * topk
+        vs = np.dtype(wire_vdt).itemsize if wire_vdt is not None else 0
+        kb = m * keys.dtype.itemsize
+        vb = m * vs
         if pb != kb + vb:
             raise self._broken("GS_EWRONG", "sort reply declares %d payload bytes, the "
                                "request expects %d" % (pb, kb + vb))
@@ -910,10 +965,10 @@ class Client:
             if vb:
                 if dst_vals is None:
                     self._drain(vb)
-                elif dst_vals.dtype.itemsize == vb // n:
+                elif dst_vals.dtype.itemsize == vs:
                     self._recv_into(dst_vals)
                 else:
-                    tmp = np.empty(n, dtype=wire_vdt)
+                    tmp = np.empty(m, dtype=wire_vdt)
                     self._recv_into(tmp)
                     dst_vals[...] = tmp
         except ConnectionError:
@@ -998,12 +1053,8 @@ class Client:
         """
         a, rows, shape = _rows_of(a, axis, "the array")
         _wire_dtype(a.dtype)
-        idt = np.dtype(index_dtype)
-        if idt.kind not in "iu" or idt.itemsize not in (4, 8) or not idt.isnative:
-            raise TypeError("gsort: index_dtype must be int64, uint64, int32 or uint32")
         n = a.shape[0]
-        if n - 1 > np.iinfo(idt).max:
-            raise ValueError("gsort: %d indices do not fit in %s" % (n, idt))
+        idt = _index_dtype(index_dtype, n)
         out = np.empty(n, dtype=idt)
 
         def here():
@@ -1013,6 +1064,66 @@ class Client:
                      lambda: self._argsort_into(a, None, out, descending, stable, algorithm,
                                                 params, device, split, rows))
         return out.reshape(shape) if len(shape) > 1 else out
+
+    def topk(self, a, k, largest=True, sorted=True, axis=-1, index_dtype=np.int64,
+             algorithm=None, params=None, device=None, local=None):
+        """(values, indices): the k largest keys of the array a (largest=
+        False: the k smallest) and their indices, like torch.topk. Of two
+        or more dimensions, along the last axis, each row on its own in one
+        request (other axes are refused, as by sort()); the results have
+        shape a.shape[:-1] + (k,), values of a's dtype, indices of
+        index_dtype (int64, uint64, int32 or uint32) counting from 0 within
+        the row. a is left as it is.
+
+        The k are the first k of the row in gsortd's order, exactly as a
+        stable sort lists them: descending for largest (NaNs first, all
+        equal; +inf; ...; +0.0 before -0.0), ascending otherwise (-inf
+        first, -0.0 before +0.0, NaNs last); of keys tied with the k-th,
+        the earliest in the row are taken. sorted=True lists them in that
+        order; sorted=False in any order (the daemon's host select gives
+        them in input order). Values keep their bits (NaN payloads).
+
+        k must be an integer from 0 to the length of a row (TypeError,
+        ValueError otherwise; nothing is sent). The daemon selects on the
+        host (a multi-threaded radix select) unless algorithm, params or
+        device name a route, which then sorts the rows whole, stably (an
+        algorithm that cannot, such as shellsort, is a gsort.Error
+        GS_EUNSUPPORTED), and takes the first k. local: as for sort(); the
+        local path (numpy, a sampled bound and a partition of the few keys
+        within it) gives the same answer. An array of no keys is answered
+        here, with no request.
+        """
+        a, rows, shape = _rows_of(a, axis, "the array")
+        _wire_dtype(a.dtype)
+        n = a.shape[0]
+        length = shape[-1]
+        k = _topk_k(k, length)
+        idt = _index_dtype(index_dtype, length)
+        r = int(np.prod(shape[:-1], dtype=np.int64))     # rows (1-D: one)
+        out_shape = tuple(shape[:-1]) + (k,)
+        vals = np.empty(r * k, dtype=a.dtype)
+        idx = np.empty(r * k, dtype=idt)
+
+        def here():
+            v, i = _local.topk(a.reshape(shape), k, bool(largest), bool(sorted))
+            vals[...] = v.reshape(-1)
+            idx[...] = i.reshape(-1)
+        if n == 0:
+            # nothing to select (and rows the protocol cannot say: (0, L))
+            self.last = {"where": "local", "algorithm": "none", "n": 0, "client_ms": 0.0}
+        else:
+            kind = "idx32" if n <= 0xFFFFFFFF else "idx64"
+            # A named route sorts the rows whole and takes their first k:
+            # stable, so that ties at the k-th key are the earliest (an
+            # unstable algorithm is refused rather than answering others).
+            # The daemon's own route, the host select, is stable as it is.
+            forced = _forced(algorithm, params, device, None)
+            self._routed((a.dtype, "topk", bool(largest), bool(sorted), rows > 0,
+                          _local._bucket(k)), n, local, forced, here,
+                         lambda: self._run(a, kind, None, vals, idx, bool(largest), forced,
+                                           algorithm, params, device, None, rows, k,
+                                           not sorted))
+        return vals.reshape(out_shape), idx.reshape(out_shape)
 
     def _argsort_into(self, a, dst_keys, dst_index, descending, stable, algorithm=None,
                       params=None, device=None, split=None, rows=0):
@@ -1125,6 +1236,12 @@ def sort(a, **kw):
 def argsort(a, **kw):
     """default_client().argsort(a, ...): the indices that sort a."""
     return default_client().argsort(a, **kw)
+
+
+def topk(a, k, **kw):
+    """default_client().topk(a, k, ...): (values, indices) of the k
+    largest (largest=False: smallest) keys of a."""
+    return default_client().topk(a, k, **kw)
 
 
 def sort_by_key(keys, values, **kw):

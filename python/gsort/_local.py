@@ -9,6 +9,10 @@ order, and with stable=True equal keys in input order in either direction.
 Integers sort with np.sort; floats, argsorts and sorts by key sort the
 keys' order-preserving unsigned encoding (the daemon's, gs_keys.h), so the
 two zeros, the NaNs and every bit come out as the daemon leaves them.
+topk (issue 38) takes the first k of that stable order: a bound from a
+strided sample cuts the keys to a few times k candidates with one compare
+pass, and np.partition of their encoding finds the k-th (ties at it to the
+earliest positions), so only k keys are ever ordered.
 
 When: Router measures the two routes as the caller sees them, per request
 shape and power-of-two size, and takes the faster. A size it has not
@@ -17,7 +21,8 @@ local, sizes above one the daemon won go to it); otherwise the daemon
 goes first, and each route is timed twice (the faster of the two kept: a
 first call is often cold) before either wins; the loser is tried again
 now and then, as load and plans change. Arrays too large for numpy to try
-cheaply (LOCAL_TRY_MAX) are never tried here."""
+cheaply (LOCAL_TRY_MAX; top-k, which reads the keys about once, has no
+such limit) are never tried here."""
 
 import time
 
@@ -26,7 +31,8 @@ import numpy as np
 # Below this a round trip to the daemon (tens of microseconds) cannot pay:
 # numpy sorts 256 keys in about a microsecond.
 LOCAL_ALWAYS_BELOW = 256
-# Never try numpy on more keys than this (its sort of 2^27 takes seconds).
+# Never try numpy on more keys than this (its sort of 2^27 takes seconds);
+# top-k has no such limit (the local select reads the keys about once).
 LOCAL_TRY_MAX = 1 << 22
 # Of this many calls at a size, one goes to the losing route, to notice
 # when it becomes the faster (a loaded daemon, a new plan).
@@ -62,6 +68,7 @@ class Router:
         if n < LOCAL_ALWAYS_BELOW:
             return True
         b = (n - 1).bit_length()     # _bucket(n), n >= 1 here
+        try_max = float("inf") if shape[1] == "topk" else LOCAL_TRY_MAX
         t = self._t.get(shape)
         if t is None:
             return False
@@ -69,14 +76,14 @@ class Router:
         if cur is not None and cur[0] is not None and cur[1] is not None:
             if cur[4] < SAMPLES:
                 return False
-            if cur[3] < SAMPLES and n <= LOCAL_TRY_MAX:
+            if cur[3] < SAMPLES and n <= try_max:
                 return True
             cur[2] += 1
             loc, dae = cur[0], cur[1]
             win = loc <= dae
             lose = dae if win else loc
             if cur[2] % RETRY_EVERY == 0 and lose < RETRY_RATIO * min(loc, dae) and \
-                    (win or n <= LOCAL_TRY_MAX):
+                    (win or n <= try_max):
                 return not win
             return win
         # Unmeasured here: a measured neighbour decides (the daemon pays
@@ -93,7 +100,7 @@ class Router:
                 return True
         if cur is None or cur[1] is None:
             return False
-        return n <= LOCAL_TRY_MAX    # the daemon was timed here: try numpy once
+        return n <= try_max          # the daemon was timed here: try numpy once
 
     def record(self, shape, n, local, ms):
         if n < LOCAL_ALWAYS_BELOW:
@@ -283,6 +290,108 @@ def sort_rows(keys, descending, out):
     i = order(keys, descending)     # NaNs' bit patterns in input order
     out[...] = np.take_along_axis(keys, i, axis=-1)
     return out
+
+
+# ---- top-k ----
+
+# From k this large a part of a row (k * TOPK_FULL_DIV >= the row's length)
+# the row's stable order is made whole and its first k taken.
+TOPK_FULL_DIV = 8
+# Rows at least this long are selected one by one (a 1-D select each: its
+# sample and candidates); shorter rows all at once, row-wise numpy.
+TOPK_LONG_ROW = 1 << 15
+# Keys sampled (at a stride) to guess a bound the k-th key lies within:
+# one compare pass then leaves a few times k candidates.
+TOPK_SAMPLE = 1 << 14
+
+
+def _first_k(e, k, ordered):
+    """The positions of the first k of the 1-D order words e (0 < k <
+    len(e)) in the stable order (ordered) or in input order: e's k-th
+    value by np.partition, every position below it and the earliest of
+    those equal to it."""
+    t = np.partition(e, k - 1)[k - 1]
+    c = np.flatnonzero(e <= t)
+    if c.shape[0] > k:
+        lt = e[c] < t
+        need = k - int(np.count_nonzero(lt))
+        lt[np.flatnonzero(~lt)[:need]] = True   # the earliest ties
+        c = c[lt]
+    if ordered:
+        c = c[np.argsort(e[c], kind="stable")]
+    return c
+
+
+def _topk_1d(keys, k, largest, ordered):
+    """The positions of the first k keys of the 1-D array keys in gsortd's
+    order (descending with largest), ties to the earliest."""
+    n = keys.shape[0]
+    if k == 0:
+        return np.empty(0, np.int64)
+    if k * TOPK_FULL_DIV >= n:
+        return order(keys, largest)[:k]
+    if n >= 4 * TOPK_SAMPLE and k * 32 <= n:
+        # A bound from a strided sample, compared with the keys themselves
+        # (no encoding of the whole array): the positions at or before it
+        # in the order form a prefix of the order closed under ties (the
+        # two zeros compare equal, a NaN fails every comparison: it is in
+        # when largest, as it comes first, and out otherwise), so when
+        # there are at least k of them the first k lie among them.
+        s = keys[::n // TOPK_SAMPLE].copy()
+        m = s.shape[0]
+        exp = k * m / n
+        r = int(exp + 4.0 * exp ** 0.5 + 16)
+        if r < m:
+            b = np.partition(s, r if not largest else m - 1 - r)[r if not largest else m - 1 - r]
+            if b == b:                          # not a NaN
+                c = np.flatnonzero(~(keys < b) if largest else keys <= b)
+                if k <= c.shape[0] <= n // 4:
+                    return c[_topk_1d(keys[c], k, largest, ordered)]
+    e = keys if keys.dtype.kind in "iu" and not largest else encode(keys, largest)
+    return _first_k(e, k, ordered)
+
+
+def topk(keys, k, largest, ordered=True):
+    """(values, positions): the first k keys of each row of keys (the last
+    axis; a 1-D array is one row) in gsortd's order, ascending or, with
+    largest, descending (NaNs first), exactly as a stable sort of the row
+    lists them (of keys tied with the k-th, the earliest), with their
+    positions in the row (int64). ordered=False: the k in input order
+    (any order is allowed; the daemon's select gives this one too). The
+    values are the keys' own bits (NaN payloads kept)."""
+    keys = np.ascontiguousarray(keys)
+    shape = keys.shape
+    length = shape[-1]
+    if not 0 <= k <= length:
+        raise ValueError("gsort: k = %d is not within 0 .. %d, the row's length" % (k, length))
+    rows = keys.reshape(-1, length)
+    nr = rows.shape[0]
+    if k == 0 or nr == 0:
+        pos = np.empty((nr, k), np.int64)
+    elif length >= TOPK_LONG_ROW or nr == 1:
+        pos = np.empty((nr, k), np.int64)
+        for r in range(nr):
+            pos[r] = _topk_1d(rows[r], k, largest, ordered)
+    elif k * TOPK_FULL_DIV >= length:
+        pos = order(rows, largest)[:, :k]
+    else:
+        # every row at once: each row's k-th value, the positions below it
+        # and the earliest of those equal to it, then those k ordered
+        e = rows if rows.dtype.kind in "iu" and not largest else encode(rows, largest)
+        t = np.partition(e, k - 1, axis=-1)[:, k - 1:k]
+        lt = e < t
+        eq = e == t
+        need = k - np.count_nonzero(lt, axis=-1)
+        keep = np.cumsum(eq, axis=-1, dtype=np.int32 if length < 1 << 31 else np.int64)
+        keep = (keep <= need[:, None]) & eq
+        keep |= lt
+        pos = np.nonzero(keep)[1].reshape(nr, k)
+        if ordered:
+            pos = np.take_along_axis(
+                pos, np.argsort(np.take_along_axis(e, pos, -1), axis=-1, kind="stable"), -1)
+    vals = np.take_along_axis(rows, pos, -1)
+    out = shape[:-1] + (k,)
+    return vals.reshape(out), pos.reshape(out)
 
 
 def timed(fn, *args):

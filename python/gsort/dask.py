@@ -39,8 +39,18 @@ when sort/argsort is called (persisted, as the first stage always was; on
 a distributed cluster the call returns once the sample is in and the
 chunk sizes are known, while the output partitions are being sorted); the
 result holds them.
+
+    >>> v, i = gsort.dask.topk(x, 100)                  # the 100 largest
+    >>> v, i = dask.compute(*gsort.dask.topk(x, 100, largest=False))
+
+topk is a top-k of each chunk on its worker (gsortd's select), then one
+top-k of their answers: two lazy dask arrays of one chunk of k (values,
+int64 global indices), computed together by dask.compute(v, i). Order as
+argsort's: numpy's (-0.0 and +0.0 equal), NaNs first with largest, last
+without; of equal keys the earliest index.
 """
 
+import operator
 import threading
 import warnings
 
@@ -52,7 +62,7 @@ from dask.highlevelgraph import HighLevelGraph
 
 import gsort
 
-__all__ = ["sort_values", "sort_values_ddf", "sort", "argsort"]
+__all__ = ["sort_values", "sort_values_ddf", "sort", "argsort", "topk"]
 
 # Keys gsortd takes as they are; narrower ones widen losslessly to these.
 _WIDEN = {"b": np.uint32, "u": np.uint32, "i": np.int32, "f": np.float32}
@@ -456,6 +466,90 @@ def _sample_sort(x, npartitions, with_index):
     layer = {(name, i): merged[j].key for i, j in enumerate(keep)}
     graph = HighLevelGraph.from_collections(name, layer, dependencies=[merged[j] for j in keep])
     return da.Array(graph, name, chunks=(tuple(int(sizes[j]) for j in keep),), dtype=out_dtype)
+
+
+# ---- top-k of a 1-D dask array ----
+
+def _topk_idx(k, n_keep, largest):
+    """The positions of the first n_keep of wire keys k (stable order,
+    numpy's ties: the zeros made one): gsortd's topk, else numpy."""
+    k = _plus_zero(k)
+    if n_keep == 0:
+        return np.empty(0, np.int64)
+    try:
+        return gsort.default_client().topk(k, n_keep, largest=largest)[1]
+    except gsort.Error as e:
+        _warn_once(e)
+    return gsort._local.topk(k, n_keep, largest)[1]
+
+
+def _chunk_topk(block, k, largest):
+    """(chunk length, its first min(k, length) keys in order, their
+    chunk-relative int64 indices): the keys as the block holds them (its
+    dtype, every bit)."""
+    block = np.asarray(block)
+    n = block.shape[0]
+    i = _topk_idx(_wire(block), min(k, n), largest)
+    return _Top(n, block[i], i)
+
+
+class _Top:
+    """A chunk's top-k (not a tuple: Dask reads a tuple in its graph as a
+    task)."""
+
+    __slots__ = ("n", "keys", "index")
+
+    def __init__(self, n, keys, index):
+        self.n, self.keys, self.index = n, keys, index
+
+
+def _merge_topk(parts, k, largest, dtype):
+    """The first k of the chunks' answers, taken in chunk order (so of
+    equal keys the earliest index comes first), with global indices."""
+    total = sum(p.n for p in parts)
+    if k > total:
+        raise ValueError("gsort.dask: k = %d exceeds the %d keys of the array" % (k, total))
+    keys = [p.keys for p in parts if p.keys.shape[0]]
+    if not keys:
+        return np.empty(0, dtype), np.empty(0, np.int64)
+    offsets = np.cumsum([0] + [p.n for p in parts[:-1]])
+    index = np.concatenate([p.index + o for p, o in zip(parts, offsets) if p.keys.shape[0]])
+    keys = np.concatenate(keys)
+    i = _topk_idx(_wire(keys), k, largest)
+    return keys[i].astype(dtype, copy=False), index[i]
+
+
+def topk(x, k, largest=True):
+    """(values, indices): the k largest keys of the 1-D dask array x
+    (largest=False: the k smallest) and their int64 indices in x, like
+    torch.topk; values of x's dtype. In order (largest first, NaNs first,
+    or smallest first, NaNs last), of equal keys (-0.0 and +0.0 among
+    them, as numpy's order has it) the earliest index first: the first k
+    of argsort(x) or of its descending twin. Each chunk's top-k is taken
+    on its worker (through its gsortd, else numpy), then one task takes
+    the top-k of their answers. Both are lazy dask arrays of one chunk
+    of k items; dask.compute(values, indices) computes them together.
+    Numeric dtypes; k from 0 to len(x) (ValueError otherwise, when
+    computed where x's length is unknown)."""
+    x = da.asarray(x)
+    if x.ndim != 1:
+        raise ValueError("gsort.dask: x must be a 1-D dask array, not %d-D" % x.ndim)
+    if x.dtype.kind not in "biuf" or x.dtype.itemsize > 8:
+        raise TypeError("gsort.dask: cannot select from dtype %s (numeric keys only)"
+                        % x.dtype)
+    if isinstance(k, (bool, np.bool_)):
+        raise TypeError("gsort.dask: k must be an integer")
+    k = operator.index(k)
+    n = x.shape[0]
+    if k < 0 or (not np.isnan(n) and k > n):
+        raise ValueError("gsort.dask: k = %d is not within 0 .. %s, the array's length"
+                         % (k, n))
+    largest = bool(largest)
+    parts = [dask.delayed(_chunk_topk, pure=True)(b, k, largest)
+             for b in x.to_delayed().ravel()]
+    merged = dask.delayed(_merge_topk, pure=True, nout=2)(parts, k, largest, x.dtype)
+    return (da.from_delayed(merged[0], shape=(k,), dtype=x.dtype),
+            da.from_delayed(merged[1], shape=(k,), dtype=np.int64))
 
 
 def sort(x, npartitions=None):

@@ -544,6 +544,43 @@ static void test_matrix(dmn *d)
 
 /* ---- rows (issue 38): equal rows in one request, each sorted on its own ---- */
 
+/* A test's keys and values: in one memfd (values 8-aligned after the
+ * keys) or on the heap; bails out when out of memory. */
+static void arrays_get(int memfd, size_t n, size_t ks, size_t vs, gs_client_shm *shm,
+                       char **keys, char **vals)
+{
+    gs_err err;
+    gs_err_clear(&err);
+    if (memfd) {
+        if (gs_client_shm_alloc(shm, n * (ks + vs) + 8, &err) < 0)
+            tap_bail("shm: %s", err.msg);
+        *keys = shm->ptr;
+        *vals = (char *)shm->ptr + ((n * ks + 7) & ~(size_t)7);
+    } else {
+        *keys = malloc(n * ks + 1);
+        *vals = malloc(n * vs + 1);
+    }
+    if (!*keys || !*vals)
+        tap_bail("out of memory");
+}
+
+/* Where a request was served, for a passing check's line. */
+static void say_route(char *why, size_t wl, const gs_client_result *res)
+{
+    snprintf(why, wl, "%s on %s, plan %s", res->algorithm,
+             res->device < 0 ? "host" : res->device_name, res->plan);
+}
+
+static void arrays_put(int memfd, gs_client_shm *shm, char *keys, char *vals)
+{
+    if (memfd) {
+        gs_client_shm_free(shm);
+    } else {
+        free(keys);
+        free(vals);
+    }
+}
+
 /* `rows` rows of `len` keys, each its own sortcheck case, sent as one
  * request (inline, or memfd from one block) with `algo` (NULL: the
  * daemon's choice); every row checked against its own reference. */
@@ -552,20 +589,10 @@ static int rows_ok(gs_client *c, gs_dtype t, gs_payload p, int desc, size_t rows
 {
     size_t ks = gs_dtype_size(t), vs = gs_payload_size(p), n = rows * len;
     gs_client_shm shm = { -1, NULL, 0 };
-    char *keys = NULL, *vals = NULL;
+    char *keys, *vals;
     gs_err err;
     gs_err_clear(&err);
-    if (memfd) {
-        if (gs_client_shm_alloc(&shm, n * (ks + vs) + 8, &err) < 0)
-            tap_bail("shm: %s", err.msg);
-        keys = shm.ptr;
-        vals = (char *)shm.ptr + ((n * ks + 7) & ~(size_t)7);
-    } else {
-        keys = malloc(n * ks + 1);
-        vals = malloc(n * vs + 1);
-    }
-    if (!keys || !vals)
-        tap_bail("out of memory");
+    arrays_get(memfd, n, ks, vs, &shm, &keys, &vals);
     sc_case *cs = sc_rows_init(t, p, desc, rows, len, SC_RANDOM, 77, keys, vals);
     gs_client_sort s = { .shape = { .dtype = t, .payload = p, .descending = desc,
                                     .stable = 1, .rows = rows },
@@ -576,14 +603,8 @@ static int rows_ok(gs_client *c, gs_dtype t, gs_payload p, int desc, size_t rows
         snprintf(why, wl, "%s: %.400s", gs_strerror(err.code), err.msg);
     ok = sc_rows_verify(cs, rows, len, 1, keys, vals, ok, why, wl);
     if (ok)
-        snprintf(why, wl, "%s on %s, plan %s", res->algorithm,
-                 res->device < 0 ? "host" : res->device_name, res->plan);
-    if (memfd) {
-        gs_client_shm_free(&shm);
-    } else {
-        free(keys);
-        free(vals);
-    }
+        say_route(why, wl, res);
+    arrays_put(memfd, &shm, keys, vals);
     return ok;
 }
 
@@ -622,6 +643,91 @@ static void test_rows(dmn *d)
     char pw[300] = "";
     tap_ok(rc == GS_EINVAL && strstr(err.msg, "\"rows\" 3 does not divide \"n\" 10") &&
            ping(c, pw, sizeof pw), "3 rows of 10 keys refused, connection kept (%s)", err.msg);
+    gs_client_close(c);
+}
+
+/* Top-k (issue 38) of `rows` rows of len through the daemon: each row's
+ * first k exactly as the stable reference lists them, packed row after row
+ * inline, in each row's first k places in a memfd. */
+static int topk_ok(gs_client *c, gs_dtype t, gs_payload p, int desc, size_t rows, size_t len,
+                   size_t k, const char *algo, int memfd, int dist, char *why, size_t wl,
+                   gs_client_result *res)
+{
+    size_t ks = gs_dtype_size(t), vs = gs_payload_size(p), n = rows * len;
+    gs_client_shm shm = { -1, NULL, 0 };
+    char *keys, *vals;
+    gs_err err;
+    gs_err_clear(&err);
+    arrays_get(memfd, n, ks, vs, &shm, &keys, &vals);
+    sc_case *cs = sc_rows_init(t, p, desc, rows, len, dist, 91, keys, vals);
+    gs_client_sort s = { .shape = { .dtype = t, .payload = p, .descending = desc,
+                                    .rows = rows > 1 ? rows : 0, .topk = 1, .k = k },
+                         .n = n, .keys = keys, .values = vs ? vals : NULL, .algorithm = algo,
+                         .device = -1, .shm = memfd ? &shm : NULL };
+    int ok = gs_client_sort_run(c, &s, res, &err) == 0;
+    if (!ok)
+        snprintf(why, wl, "%s: %.400s", gs_strerror(err.code), err.msg);
+    for (size_t r = 0; r < rows; r++) {
+        size_t at = memfd ? r * len : r * k;
+        for (size_t i = 0; ok && i < k; i++)
+            if (gs_key_get(keys, at + i, ks) != gs_key_get(cs[r].ref_keys, i, ks) ||
+                (vs && gs_key_get(vals, at + i, vs) != gs_key_get(cs[r].ref_vals, i, vs))) {
+                snprintf(why, wl, "row %zu place %zu: key %#llx, the stable sort's %#llx", r, i,
+                         (unsigned long long)gs_key_get(keys, at + i, ks),
+                         (unsigned long long)gs_key_get(cs[r].ref_keys, i, ks));
+                ok = 0;
+            }
+        sc_case_free(&cs[r]);
+    }
+    free(cs);
+    if (ok)
+        say_route(why, wl, res);
+    arrays_put(memfd, &shm, keys, vals);
+    return ok;
+}
+
+static void test_topk(dmn *d)
+{
+    gs_client *c = conn(d);
+    char why[600];
+    gs_client_result res;
+    static const struct { gs_dtype t; gs_payload p; int desc; size_t rows, len, k; int dist; }
+        sh[] = {
+            { GS_DT_U32, GS_PL_NONE, 1, 1, 100000, 1000, SC_RANDOM },
+            { GS_DT_F64, GS_PL_IDX32, 1, 1, 5000, 7, SC_NANMIX },
+            { GS_DT_I32, GS_PL_U64, 0, 257, 61, 5, SC_FEW16 },
+            { GS_DT_F32, GS_PL_IDX64, 0, 40, 300, 300, SC_FSPECIAL },
+            { GS_DT_U64, GS_PL_U32, 1, 3, 1000, 0, SC_RANDOM },
+        };
+    for (int m = 0; m < 2; m++)
+        for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
+            memset(&res, 0, sizeof res);
+            int ok = topk_ok(c, sh[i].t, sh[i].p, sh[i].desc, sh[i].rows, sh[i].len, sh[i].k,
+                             NULL, m, sh[i].dist, why, sizeof why, &res);
+            tap_ok(ok && res.device < 0 && !strcmp(res.algorithm, "host"),
+                   "top %zu of %zu rows of %zu %s keys (%s), values %s, %s, %s: the stable "
+                   "sort's first k, from the host's select (%s)", sh[i].k, sh[i].rows,
+                   sh[i].len, gs_dtype_name(sh[i].t), sc_dist_name(sh[i].dist),
+                   gs_payload_name(sh[i].p), sh[i].desc ? "largest" : "smallest",
+                   m ? "memfd" : "inline", why);
+        }
+    memset(&res, 0, sizeof res);
+    int ok = topk_ok(c, GS_DT_U32, GS_PL_IDX32, 0, 2, 5000, 10, "radix", 1, SC_FEW16, why,
+                     sizeof why, &res);
+    tap_ok(ok && res.device >= 0 && !strcmp(res.algorithm, "radix"),
+           "top 10 of 2 rows of 5000 with radix named: the device sorts them whole, the "
+           "first k the answer (%s)", why);
+    /* k past the row: an error, and the connection still serves */
+    uint32_t k[10] = { 0 };
+    gs_client_sort bad = { .shape = { .dtype = GS_DT_U32, .rows = 2, .topk = 1, .k = 6 },
+                           .n = 10, .keys = k, .device = -1 };
+    gs_err err;
+    gs_err_clear(&err);
+    int rc = gs_client_sort_run(c, &bad, NULL, &err);
+    char pw[300] = "";
+    tap_ok(rc == GS_EINVAL && strstr(err.msg, "\"topk\" 6 exceeds the 5 keys of a row") &&
+           ping(c, pw, sizeof pw), "top 6 of rows of 5 refused, connection kept (%s)",
+           err.msg);
     gs_client_close(c);
 }
 
@@ -2234,6 +2340,7 @@ int main(void)
     test_ops(&d, 64u << 20);
     test_matrix(&d);
     test_rows(&d);
+    test_topk(&d);
     tap_diag("ops + matrix: %.1f s", gs_now_s() - t0);
     test_devices(&d);
     tap_diag("device routes: %.1f s", gs_now_s() - t0);

@@ -1870,6 +1870,110 @@ static void test_rows(const dmn *d)
     gsort_close(c);
 }
 
+/* Top-k (issue 38): gsort_topk of rows in the process, through the
+ * daemon staged in shared memory and inline: each row's k exactly as a
+ * stable sort lists them (a reference by insertion here), indices within
+ * the row, the caller's keys untouched; GSORT_UNSORTED the same set; bad
+ * calls refused. */
+static int topk_row_ok(const uint32_t *row, size_t len, size_t k, int desc,
+                       const uint32_t *got, const uint32_t *gidx, int unsorted)
+{
+    uint32_t key[64], pos[64];
+    size_t m = 0;
+    for (size_t i = 0; i < len && len <= 64; i++) {       /* stable insertion */
+        size_t j = m++;
+        while (j > 0 && (desc ? key[j - 1] < row[i] : key[j - 1] > row[i])) {
+            key[j] = key[j - 1];
+            pos[j] = pos[j - 1];
+            j--;
+        }
+        key[j] = row[i];
+        pos[j] = (uint32_t)i;
+    }
+    if (!unsorted) {
+        for (size_t i = 0; i < k; i++)
+            if (got[i] != key[i] || gidx[i] != pos[i])
+                return 0;
+        return 1;
+    }
+    for (size_t i = 0; i < k; i++) {      /* the same (key, position) pairs */
+        int found = 0;
+        for (size_t j = 0; j < k && !found; j++)
+            found = got[j] == key[i] && gidx[j] == pos[i];
+        if (!found)
+            return 0;
+    }
+    return 1;
+}
+
+static void test_topk(const dmn *d)
+{
+    enum { R = 300, L = 45, K = 4 };
+    static uint32_t in[R * L], k[R * L], ok_keys[R * K], ok_idx[R * K];
+    uint64_t s = 777;
+    for (size_t i = 0; i < R * L; i++) {
+        s = s * 6364136223846793005u + 1442695040888963407u;
+        in[i] = (uint32_t)(s >> 40) % 50;       /* many ties */
+    }
+    static const char *const how[] = { "local allowed", "GSORT_NO_LOCAL (shared memory)",
+                                       "GSORT_NO_LOCAL | GSORT_INLINE" };
+    gsort_result res;
+    gsort_error err;
+    for (int t = 0; t < 3; t++) {
+        if (t == 0)
+            unsetenv("GSORT_NO_LOCAL");
+        gsort_conn *c = conn_or_bail(d->sock);
+        if (t == 0)
+            setenv("GSORT_NO_LOCAL", "1", 1);
+        for (int v = 0; v < 3; v++) {   /* ascending, descending, descending unsorted */
+            memcpy(k, in, sizeof k);
+            memset(ok_keys, 0xee, sizeof ok_keys);
+            gsort_request rq;
+            gsort_request_init(&rq);
+            rq.keys = k;
+            rq.n = R * L;
+            rq.values_kind = GSORT_VALUES_IDX32;
+            rq.flags = (v ? GSORT_DESCENDING : 0) | (v == 2 ? GSORT_UNSORTED : 0) |
+                       (t == 2 ? GSORT_INLINE : 0);
+            int rc = gsort_topk(c, &rq, R, K, ok_keys, ok_idx, &res, &err);
+            int ok = rc == 0 && !memcmp(k, in, sizeof k);
+            for (size_t r = 0; ok && r < R; r++)
+                ok = topk_row_ok(in + r * L, L, K, v > 0, ok_keys + r * K, ok_idx + r * K,
+                                 v == 2);
+            tap_ok(ok && (t == 0 ? !strcmp(res.plan, "local")
+                                 : strcmp(res.plan, "local") && !strcmp(res.algorithm, "host")),
+                   "gsort_topk, %d %s of %d rows of %d u32 keys%s, %s: each row's as a "
+                   "stable sort lists them, keys untouched (rc %d %s, plan %s)", K,
+                   v ? "largest" : "smallest", R, L, v == 2 ? " (unsorted)" : "", how[t], rc,
+                   rc ? err.message : res.algorithm, res.plan);
+        }
+        gsort_close(c);
+    }
+    gsort_conn *c = conn_or_bail(d->sock);
+    gsort_request rq;
+    gsort_request_init(&rq);
+    rq.keys = k;
+    rq.n = R * L;
+    int rc = gsort_topk(c, &rq, R, L + 1, ok_keys, NULL, NULL, &err);
+    tap_ok(rc == GSORT_EINVAL && strstr(err.message, "k = 46 exceeds the 45 keys of a row"),
+           "k past a row refused: %s", err.message);
+    rc = gsort_topk(c, &rq, R, 2, NULL, NULL, NULL, &err);
+    tap_ok(rc == GSORT_EINVAL && strstr(err.message, "out_keys is NULL"),
+           "no out_keys refused: %s", err.message);
+    rq.values_kind = GSORT_VALUES_U64;
+    rc = gsort_topk(c, &rq, R, 2, ok_keys, NULL, NULL, &err);
+    tap_ok(rc == GSORT_EINVAL, "u64 values with no values array refused: %s", err.message);
+    rq.values_kind = GSORT_VALUES_NONE;
+    rq.flags = GSORT_UNSORTED;
+    rc = gsort_run(c, &rq, NULL, &err);
+    tap_ok(rc == GSORT_EINVAL && strstr(err.message, "GSORT_UNSORTED is for gsort_topk"),
+           "GSORT_UNSORTED on a sort refused: %s", err.message);
+    rq.flags = 0;
+    rc = gsort_topk(c, &rq, R, 0, NULL, NULL, &res, &err);
+    tap_ok(rc == 0, "top 0: nothing to answer (rc %d)", rc);
+    gsort_close(c);
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1902,6 +2006,7 @@ int main(void)
     test_routes(&g_main);
     test_edges(&g_main);
     test_rows(&g_main);
+    test_topk(&g_main);
     test_no_memfd(&g_main);
     test_errors(&g_main);
     test_queries(&g_main);

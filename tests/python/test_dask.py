@@ -4,7 +4,8 @@ gsortd with its OpenCL devices (PoCL in CI): DataFrame.sort_values with
 gsort.dask.sort_values, and gsort.dask.sort_values_ddf, equal pandas'
 stable sort_values for every numeric dtype, both directions, both NaN
 positions, duplicates, empty and skewed partitions; gsort.dask.sort / argsort equal np.sort / np.argsort(kind=
-"stable") with known chunk sizes; a worker killed in the middle of a sort
+"stable") with known chunk sizes; gsort.dask.topk equals the first k of
+numpy's stable order (either direction); a worker killed in the middle of a sort
 is replaced and the answer is still right; without a daemon the same
 answers come from numpy, with one warning. Run by tests/python/dask.test."""
 
@@ -156,6 +157,95 @@ def frame_edges(pd, dd, gd, rng, dask):
     check("two columns and a string column go to pandas' sort_values", t_fallback)
 
 
+def np_topk(a, k, largest):
+    """The reference: the first k of numpy's stable argsort (ascending) or
+    of its descending twin (NaNs first, equal keys in index order), with
+    -0.0 and +0.0 equal as numpy has them."""
+    kk = a + a.dtype.type(0) if a.dtype.kind == "f" else a
+    if largest:
+        r = np.argsort(kk[::-1], kind="stable")
+        i = (a.shape[0] - 1 - r)[::-1][:k]
+    else:
+        i = np.argsort(kk, kind="stable")[:k]
+    return a[i], i
+
+
+def topk_same(a, k, largest, v, i):
+    """v, i against np_topk: dtypes, indices, values bit for bit."""
+    rv, ri = np_topk(a, k, largest)
+    return (v.dtype == a.dtype and i.dtype == np.int64 and v.shape == (k,) and
+            np.array_equal(i, ri) and v.tobytes() == rv.tobytes())
+
+
+def topk_checks(da, gd, rng):
+    import dask
+    for dt in INTS + FLOATS:
+        a = keys(dt, 9000, rng)
+        x = da.from_array(a, chunks=((2000, 0, 3500, 3000, 0, 500),))
+
+        def t_topk():
+            bad = []
+            for largest in (True, False):
+                for k in (0, 1, 7, 600, a.size):
+                    v, i = gd.topk(x, k, largest=largest)
+                    shapes = v.shape == (k,) and i.shape == (k,)
+                    v, i = dask.compute(v, i)
+                    if not (shapes and topk_same(a, k, largest, v, i)):
+                        bad.append((largest, k, i[:8], np_topk(a, k, largest)[1][:8]))
+            return not bad, bad[:3]
+        check("dask array %s with empty chunks: gsort.dask.topk, k 0/1/7/600/all, both "
+              "directions, equals numpy's stable order's first k (values bit for bit, "
+              "global indices, ties to the earliest, NaNs first largest)" % dt, t_topk)
+
+    def t_ties():
+        # a few values over many chunks: every chunk's answer ties with
+        # the others', the merge must keep the earliest global indices
+        a = rng.integers(0, 3, 40000).astype(np.int64)
+        f = rng.choice(np.array([np.nan, -0.0, 0.0, 1.0, -np.inf], np.float64), 40000)
+        f.view(np.uint64)[np.flatnonzero(np.isnan(f))[::2]] ^= np.uint64(5)   # payloads
+        res = []
+        for arr in (a, f):
+            x = da.from_array(arr, chunks=2500)
+            for largest in (True, False):
+                for k in (1, 100, 20000):
+                    res.append(topk_same(arr, k, largest,
+                                         *dask.compute(*gd.topk(x, k, largest=largest))))
+        return all(res), res
+    check("dask topk over 16 chunks of 3 (or 5) distinct keys, NaN payloads, both zeros: "
+          "ties to the earliest global index, bits kept", t_ties)
+
+    def t_unknown():
+        a = keys("float32", 5000, rng)
+        x = da.from_array(a, chunks=1000)
+        y = x[x == x]                      # drops NaNs: chunk sizes unknown
+        b = a[~np.isnan(a)]
+        v, i = dask.compute(*gd.topk(y, 50, largest=False))
+        e = None
+        try:
+            gd.topk(y, b.size + 1)[0].compute()
+        except ValueError as err:
+            e = err
+        return (np.isnan(y.shape[0]) and topk_same(b, 50, False, v, i) and e is not None and
+                "exceeds" in str(e), (y.shape, str(e)))
+    check("dask topk of an array of unknown chunk sizes; k above its length a ValueError "
+          "when computed", t_unknown)
+
+    def t_bad():
+        x = da.from_array(np.arange(10, dtype=np.uint32), chunks=4)
+        errs = []
+        for args, exc in (((x, 11), ValueError), ((x, -1), ValueError), ((x, 2.0), TypeError),
+                          ((x.reshape(2, 5), 1), ValueError),
+                          ((da.from_array(np.array(["a", "b"])), 1), TypeError)):
+            try:
+                gd.topk(*args)
+                errs.append(None)
+            except exc as e:
+                errs.append(str(e))
+        return all(errs), errs
+    check("dask topk: k above the length or negative a ValueError, a float k a TypeError, "
+          "a 2-D array, a string dtype refused", t_bad)
+
+
 def array_checks(da, gd, rng):
     for dt in INTS + FLOATS:
         a = keys(dt, 7000, rng)
@@ -235,17 +325,23 @@ def no_daemon(pd, gd, rng, tmp):
             o = [np.argsort(a[:300], kind="stable"), 300 + np.argsort(a[300:], kind="stable")]
             ps = gd._sort_pieces([a[i] for i in o])
             pi = gd._sort_pieces([a[i] for i in o], o)
+            import dask.array as da
+            f = keys("float64", 1000, rng)
+            tv, ti = gd.topk(da.from_array(f, chunks=300), 50)
+            tv, ti = tv.compute(scheduler="sync"), ti.compute(scheduler="sync")
             out["ok"] = (r1.equals(pdf.sort_values("k", ascending=False, kind="stable")) and
                          r2.equals(pdf.sort_values("k", na_position="first", kind="stable"))
                          and np.array_equal(s, np.sort(a)) and np.array_equal(ps, np.sort(a))
-                         and np.array_equal(pi, np.argsort(a, kind="stable")))
+                         and np.array_equal(pi, np.argsort(a, kind="stable")) and
+                         topk_same(f, 50, True, tv, ti))
             out["warnings"] = [str(x.message) for x in w
                                if issubclass(x.category, RuntimeWarning)]
     with env_set("GSORTD_SOCKET", os.path.join(tmp, "nobody.sock")):
         t = threading.Thread(target=run)
         t.start()
         t.join()
-    check("no daemon: the sorts come from numpy and are right, with exactly one warning",
+    check("no daemon: the sorts and a topk come from numpy and are right, with exactly "
+          "one warning",
           lambda: (out.get("ok") and len(out.get("warnings", [])) == 1 and
                    "no gsortd listens" in out["warnings"][0], out))
 
@@ -410,6 +506,7 @@ def main(daemons, tmp):
         frame_checks(pd, dd, gd, rng)
         frame_edges(pd, dd, gd, rng, dask)
         array_checks(da, gd, rng)
+        topk_checks(da, gd, rng)
 
         def t_used():
             st = admin.stats()

@@ -900,7 +900,228 @@ def main():
             check("%s: radix on the OpenCL device sorts keys and values like numpy "
                   "(device, algorithm and plan in last)" % how, t_dev)
 
+        def t_dev_topk():
+            # a named device algorithm sorts the rows whole: stably, so
+            # ties at the k-th key are still the earliest; an unstable one
+            # is refused, not answered with other ties
+            a = rng.integers(0, 4, 4 * 6000).astype(np.uint32).reshape(4, 6000)
+            t0 = time.time()
+            v, i = cb.topk(a, 300, algorithm="radix")
+            dev = cb.last["device"]
+            e = raises(gsort.Error, cb.topk, a, 300, algorithm="shellsort")
+            return (topk_agrees(a, 300, True, True, v, i) and isinstance(dev, dict) and
+                    cb.last["algorithm"] == "radix" and e is not None and
+                    e.code == "GS_EUNSUPPORTED",
+                    "%.1f s, %s, %s" % (time.time() - t0, cb.last, e))
+        check("topk with radix on the OpenCL device: rows of 4 distinct keys, ties to the "
+              "earliest; shellsort (unstable) refused", t_dev_topk)
+
+    topk_checks(a_sock, cm, ci)
     local_checks(a_sock)
+
+
+# ---- top-k (issue 38) ----
+
+def ref_topk(a, k, largest):
+    """(values, indices) of each row's first k in the daemon's order, ties
+    to the earliest: a stable argsort of the order-preserving words
+    (ref_argsort), computed row by row here, independent of the client."""
+    rows = a.reshape(-1, a.shape[-1])
+    idx = np.stack([ref_argsort(r, largest)[:k] for r in rows]) if rows.shape[0] else \
+        np.empty((0, k), np.int64)
+    vals = np.take_along_axis(rows, idx, -1)
+    shape = a.shape[:-1] + (k,)
+    return vals.reshape(shape), idx.reshape(shape)
+
+
+def topk_keys(dt, n, kind):
+    """Keys for the top-k checks: "mixed" (many duplicates; floats with
+    +-inf, both zeros and NaNs of several bit patterns), "ties" (nine in
+    ten the smallest, the largest or 3, the rest mixed), "up" / "down" (sorted runs with
+    duplicates: the local path's sample sees structure)."""
+    a = random_keys(dt, n, special=True)
+    if kind == "ties":
+        # nine in ten the smallest, 3 or the largest but NaN: ties at the
+        # k-th key in both directions
+        t = np.sort(a[~np.isnan(a)]) if a.dtype.kind == "f" else np.sort(a)
+        pick = rng.random(n) < 0.9
+        a[pick] = rng.choice(np.array([t[0], 3, t[-1]], a.dtype), size=int(pick.sum()))
+    elif kind == "up":
+        a = np.sort(a)
+    elif kind == "down":
+        a = np.sort(a)[::-1].copy()
+    if a.dtype.kind == "f":
+        u = a.view(np.uint32 if a.itemsize == 4 else np.uint64)
+        nans = np.flatnonzero(np.isnan(a))
+        one = u.dtype.type(1)
+        u[nans[::3]] |= one << u.dtype.type(8 * a.itemsize - 1)      # negative NaNs
+        u[nans[1::3]] ^= one                                          # other payloads
+        u[nans[2::5]] ^= u.dtype.type(0x10)
+    return a
+
+
+def topk_agrees(a, k, largest, ordered, v, i, idt=np.int64):
+    """v, i (a topk's answer) against ref_topk: the same shape and dtypes,
+    the values bit for bit; sorted: in order, else as a set of (value bits,
+    index) pairs."""
+    rv, ri = ref_topk(a, k, largest)
+    if v.shape != rv.shape or i.shape != ri.shape or v.dtype != a.dtype or i.dtype != idt:
+        return False
+    u = np.uint32 if a.itemsize == 4 else np.uint64
+    r = int(np.prod(a.shape[:-1]))
+    vb, rb = v.view(u).reshape(r, k), rv.view(u).reshape(r, k)
+    ii, rii = i.reshape(r, k).astype(np.int64), ri.reshape(r, k)
+    if not ordered:
+        o = np.argsort(ii, axis=-1)
+        ro = np.argsort(rii, axis=-1)
+        vb, ii = np.take_along_axis(vb, o, -1), np.take_along_axis(ii, o, -1)
+        rb, rii = np.take_along_axis(rb, ro, -1), np.take_along_axis(rii, ro, -1)
+    return bool(np.array_equal(vb, rb) and np.array_equal(ii, rii))
+
+
+class _AlwaysLocal:
+    """A Router stand-in that sends every call to the local path."""
+
+    def choose(self, shape, n):
+        return True
+
+    def record(self, shape, n, local, ms):
+        pass
+
+
+def topk_checks(sock, cm, ci):
+    """Client.topk against ref_topk: every dtype, both directions, sorted
+    and not, k in {0, 1, 7, the row's length}, 1-D and 2-D, through the
+    daemon on both transports (local=False) and on the local path."""
+    cl = gsort.Client(sock, local=True)
+    cl.router = _AlwaysLocal()
+    routes = ((cm, False, "daemon memfd"), (ci, False, "daemon inline"),
+              (cl, None, "local"))
+    shapes = ((100000,), (5, 1000), (2000, 16), (1000,))
+    for dt in DTYPES:
+        name = np.dtype(dt).name
+        for shape in shapes:
+            kinds = ("mixed", "ties", "up", "down") if len(shape) == 1 else ("mixed", "ties")
+            for kind in kinds:
+                a = topk_keys(dt, int(np.prod(shape)), kind).reshape(shape)
+                keep = a.copy()
+                length = shape[-1]
+
+                def t_topk():
+                    bad = []
+                    for c, loc, how in routes:
+                        for largest in (True, False):
+                            for ordered in (True, False):
+                                for k in (0, 1, 7, length):
+                                    v, i = c.topk(a, k, largest=largest, sorted=ordered,
+                                                  local=loc)
+                                    where = c.last.get("where")
+                                    if not (topk_agrees(a, k, largest, ordered, v, i) and
+                                            where == how.split()[0] and
+                                            (loc is None or c.last["zero_copy"] ==
+                                             (c is cm))):
+                                        bad.append((how, largest, ordered, k, where))
+                    return not bad and bits_equal(a, keep), bad[:6]
+                check("topk %s %s %s: values bit for bit and indices as a stable sort's "
+                      "first k (ties to the earliest, NaNs first largest), k 0/1/7/all, both "
+                      "directions, sorted and not, daemon memfd, inline and local; input "
+                      "untouched" % (name, shape, kind), t_topk)
+
+    def t_nan_order():
+        # largest: NaNs (of any bits) come first, in input order; then +inf,
+        # +0.0 before -0.0; smallest: -inf, -0.0 before +0.0, NaNs last
+        a = np.array([1.0, np.nan, -0.0, np.inf, 0.0, -np.inf, np.nan, -0.0, 0.0],
+                     np.float64)
+        a.view(np.uint64)[6] |= np.uint64(1 << 63)
+        want_l = [1, 6, 3, 0, 4, 8, 2, 7, 5]
+        want_s = [5, 2, 7, 4, 8, 0, 3, 1, 6]
+        out = []
+        for c, loc, how in routes:
+            vl, il = c.topk(a, 9, local=loc)
+            vs, is_ = c.topk(a, 4, largest=False, local=loc)
+            out.append(list(il) == want_l and list(is_) == want_s[:4] and
+                       bits_equal(vl, a[want_l]) and bits_equal(vs, a[want_s[:4]]))
+        return all(out), out
+    check("topk float order spelled out: largest NaNs first (a negative NaN's bits kept), "
+          "+inf, +0.0 before -0.0; smallest -inf, -0.0 before +0.0", t_nan_order)
+
+    def t_shapes():
+        a = topk_keys(np.int32, 3 * 4 * 50, "mixed").reshape(3, 4, 50)
+        res = []
+        for c, loc, how in routes:
+            v, i = c.topk(a, 5, local=loc)
+            res.append(v.shape == (3, 4, 5) and topk_agrees(a, 5, True, True, v, i))
+            v, i = c.topk(a, 3, axis=2, largest=False, index_dtype=np.uint32, local=loc)
+            res.append(topk_agrees(a, 3, False, True, v, i, np.uint32))
+        e0 = np.zeros((0, 6), np.float32)
+        v, i = cm.topk(e0, 4, local=False)
+        res.append(v.shape == (0, 4) and i.shape == (0, 4) and v.dtype == np.float32)
+        v, i = cm.topk(np.zeros(0, np.uint64), 0)
+        res.append(v.shape == (0,) and i.shape == (0,))
+        v, i = gsort.topk(np.array([3, 1, 2], np.uint32), 2)
+        res.append(list(v) == [3, 2] and list(i) == [0, 2])
+        v, i = cm.topk([0.5, -1.0, 0.25], 1, largest=False)
+        res.append(list(v) == [-1.0] and list(i) == [1])
+        return all(res), res
+    check("topk of a 3-D array (axis=-1 and axis=2), a uint32 index_dtype, no rows, no keys, "
+          "the module-level gsort.topk and a list", t_shapes)
+
+    def t_host():
+        # a named algorithm sorts the rows whole and takes the first k
+        a = topk_keys(np.float32, 4 * 3000, "mixed").reshape(4, 3000)
+        bad = []
+        for c in (cm, ci):
+            for largest in (True, False):
+                v, i = c.topk(a, 100, largest=largest, algorithm="host")
+                if not (topk_agrees(a, 100, largest, True, v, i) and
+                        c.last["algorithm"] == "host" and c.last["where"] == "daemon"):
+                    bad.append((c.use_memfd, largest, c.last.get("algorithm")))
+        return not bad, bad
+    check("topk with algorithm='host' (rows sorted whole): the same answer", t_host)
+
+    def t_topk_bad():
+        a = np.arange(20, dtype=np.uint32).reshape(4, 5)
+        sorts0 = cm.stats()["requests"]["by_op"]["sort"]
+        errs = [
+            raises(ValueError, cm.topk, a, 6),
+            raises(ValueError, cm.topk, a, 6, local=False),
+            raises(ValueError, ci.topk, a.ravel(), 21, local=False),
+            raises(ValueError, cm.topk, a, -1),
+            raises(TypeError, cm.topk, a, 2.0),
+            raises(TypeError, cm.topk, a, True),
+            raises(TypeError, cm.topk, a, "2"),
+            raises(ValueError, cm.topk, a, 2, axis=0),
+            raises(ValueError, cm.topk, np.float64(3.0), 1),
+            raises(TypeError, cm.topk, a.astype(np.int16), 2),
+            raises(TypeError, cm.topk, a, 2, index_dtype=np.float32),
+            raises(TypeError, cm.topk, a, 2, device=True),
+        ]
+        sorts1 = cm.stats()["requests"]["by_op"]["sort"]
+        return (all(e is not None for e in errs) and "k = 6" in str(errs[0]) and
+                "0 .. 5" in str(errs[0]) and sorts1 == sorts0,
+                ([str(e) for e in errs], sorts0, sorts1))
+    check("topk: k above the row's length or negative is a ValueError, a non-integer k a "
+          "TypeError, axis 0, a 0-D array, int16 keys, a float index_dtype, device=True "
+          "refused; nothing sent", t_topk_bad)
+
+    def t_topk_daemon_refuses():
+        # what the client would have refused, said to the daemon itself
+        c = gsort.Client(sock, memfd=False)
+        try:
+            c.topk(np.arange(10, dtype=np.uint32), 3, local=False)      # connected, fine
+            rid = c._take_id()
+            c._send({"v": 1, "op": "sort", "id": rid, "dtype": "u32", "n": 4,
+                     "topk": 5, "payload_bytes": 16}, [memoryview(b"\0" * 16)])
+            h, pb = c._recv_header()
+            v, i = c.topk(np.arange(10, dtype=np.uint32), 3, local=False)
+            return (h.get("ok") is False and h["error"]["code"] == "GS_EINVAL" and
+                    "topk" in h["error"]["message"] and list(v) == [9, 8, 7] and
+                    list(i) == [9, 8, 7], h)
+        finally:
+            c.close()
+    check("the daemon refuses topk 5 of 4 keys (GS_EINVAL) and serves the connection next",
+          t_topk_daemon_refuses)
+    cl.close()
 
 
 def local_checks(sock):

@@ -1369,3 +1369,84 @@ int sc_rows_matrix(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p, size_
     return fails;
 }
 
+
+/* ---- top-k (issue 38) ---- */
+
+typedef struct sc_kv {
+    uint64_t key, val;
+} sc_kv;
+
+static int kv_cmp(const void *a, const void *b)
+{
+    const sc_kv *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return x->val < y->val ? -1 : x->val > y->val;
+}
+
+/* The first k of a row as (key bits, value) pairs, in a canonical order. */
+static void kv_of(const void *keys, const void *vals, size_t k, size_t ks, size_t vs, sc_kv *out)
+{
+    for (size_t i = 0; i < k; i++) {
+        out[i].key = gs_key_get(keys, i, ks);
+        out[i].val = vs ? gs_key_get(vals, i, vs) : 0;
+    }
+    qsort(out, k, sizeof *out, kv_cmp);
+}
+
+/* sc_topk_check (sortcheck.h) */
+int sc_topk_check(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p, gs_dtype t,
+                  gs_payload pl, int desc, size_t rows, size_t len, size_t k, int sorted,
+                  int dist, char *why, size_t wl)
+{
+    size_t ks = gs_dtype_size(t), vs = gs_payload_size(pl), n = rows * len;
+    char *keys = malloc(n * ks + 1), *vals = malloc(n * vs + 1);
+    sc_kv *x = malloc((k + 1) * sizeof *x), *y = malloc((k + 1) * sizeof *y);
+    if (!keys || !vals || !x || !y)
+        tap_bail("out of memory");
+    sc_case *c = sc_rows_init(t, pl, desc, rows, len, dist, 0x70bc + k, keys, vals);
+    gs_sort_req req = { .shape = { .dtype = t, .payload = pl, .descending = desc,
+                                   .stable = a->stable, .rows = rows, .topk = 1, .k = k,
+                                   .unsorted = !sorted },
+                        .n = n, .keys = keys, .values = vs ? vals : NULL };
+    gs_err err;
+    gs_err_clear(&err);
+    int ok = gs_sort_run(a, ctx, &req, p, NULL, &err) == 0;
+    if (!ok)
+        snprintf(why, wl, "top-k failed: %.300s", err.msg);
+    for (size_t r = 0; r < rows; r++) {
+        const char *ok_keys = keys + r * len * ks, *ok_vals = vals + r * len * vs;
+        if (ok && sorted && a->stable) {
+            /* exactly the stable sort's first k: keys bit for bit, values, indices */
+            for (size_t i = 0; i < k && ok; i++)
+                if (gs_key_get(ok_keys, i, ks) != gs_key_get(c[r].ref_keys, i, ks) ||
+                    (vs && gs_key_get(ok_vals, i, vs) != gs_key_get(c[r].ref_vals, i, vs))) {
+                    snprintf(why, wl, "row %zu of %zu, place %zu of k=%zu: key %#llx value "
+                             "%llu, the stable sort has %#llx, %llu", r, rows, i, k,
+                             (unsigned long long)gs_key_get(ok_keys, i, ks),
+                             (unsigned long long)(vs ? gs_key_get(ok_vals, i, vs) : 0),
+                             (unsigned long long)gs_key_get(c[r].ref_keys, i, ks),
+                             (unsigned long long)(vs ? gs_key_get(c[r].ref_vals, i, vs) : 0));
+                    ok = 0;
+                }
+        } else if (ok) {
+            /* the same (key bits, value) pairs as the stable sort's first k */
+            /* (an unstable algorithm may take any of the keys tied at the k-th) */
+            size_t cvs = a->stable ? vs : 0;
+            kv_of(ok_keys, ok_vals, k, ks, cvs, x);
+            kv_of(c[r].ref_keys, c[r].ref_vals, k, ks, cvs, y);
+            if (memcmp(x, y, k * sizeof *x)) {
+                snprintf(why, wl, "row %zu of %zu: the %zu pairs differ from the stable "
+                         "sort's first %zu", r, rows, k, k);
+                ok = 0;
+            }
+        }
+        sc_case_free(&c[r]);
+    }
+    free(c);
+    free(keys);
+    free(vals);
+    free(x);
+    free(y);
+    return ok;
+}

@@ -148,6 +148,15 @@ int sc_rows_check(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p, gs_dty
 int sc_rows_matrix(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p, size_t rows,
                    size_t len, int keys_only, const char *who);
 
+/* Top-k (issue 38): the first k of each of `rows` rows of `len` keys
+ * (input from dist) through a as one request (shape.topk); sorted and a
+ * stable: exactly the stable reference's first k of each row (keys bit for
+ * bit, values, indices); otherwise the same (key bits, value) pairs. The
+ * rest of a row is not looked at. 1: right; else why says where. */
+int sc_topk_check(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p, gs_dtype t,
+                  gs_payload pl, int desc, size_t rows, size_t len, size_t k, int sorted,
+                  int dist, char *why, size_t wl);
+
 extern const size_t sc_std_sizes[];
 extern const size_t sc_std_nsizes;
 

@@ -643,6 +643,13 @@ static const struct bad_case bad_cases[] = {
     { S "\"dtype\":\"u32\",\"n\":6,\"rows\":-2,\"payload_bytes\":24}", GS_EINVAL, 0, 1 },
     { S "\"dtype\":\"u32\",\"n\":6,\"rows\":1.5,\"payload_bytes\":24}", GS_EINVAL, 0, 1 },
     { S "\"dtype\":\"u32\",\"n\":6,\"rows\":\"2\",\"payload_bytes\":24}", GS_EINVAL, 0, 1 },
+    /* topk: an integer up to a row's length; sorted only with it, a boolean */
+    { S "\"dtype\":\"u32\",\"n\":6,\"rows\":2,\"topk\":4,\"payload_bytes\":24}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":6,\"topk\":-1,\"payload_bytes\":24}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":6,\"topk\":1.5,\"payload_bytes\":24}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":6,\"topk\":\"2\",\"payload_bytes\":24}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":6,\"sorted\":false,\"payload_bytes\":24}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":6,\"topk\":2,\"sorted\":0,\"payload_bytes\":24}", GS_EINVAL, 0, 1 },
     { S "\"dtype\":\"u32\",\"n\":3,\"split\":\"yes\",\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
     { S "\"dtype\":\"u32\",\"n\":3,\"device\":-1,\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
     { S "\"dtype\":\"u32\",\"n\":3,\"device\":0.5,\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
@@ -845,6 +852,37 @@ static void test_sort_header(void)
     free(t);
     cJSON_Delete(h);
     gs_proto_req_free(&b);
+    a.shape.rows = 0;
+
+    /* topk: sent with its k and "sorted": false when unsorted; the reply
+     * carries k of each row */
+    a.shape.rows = 5;
+    a.shape.topk = 1;
+    a.shape.k = 2;
+    a.shape.unsorted = 1;
+    h = gs_proto_sort_header(&a, &err);
+    t = h ? cJSON_PrintUnformatted(h) : NULL;
+    rc = t ? parse(t, &b, &fatal, &err) : -99;
+    tap_ok(rc == 0 && t && strstr(t, "\"topk\":2") && strstr(t, "\"sorted\":false") &&
+           b.shape.topk && b.shape.k == 2 && b.shape.unsorted &&
+           b.out_bytes == 5 * 2 * (gs_dtype_size(a.shape.dtype) +
+                                   gs_payload_size(a.shape.payload)),
+           "topk round trip, out_bytes k a row (%s)", t ? t : "NULL");
+    free(t);
+    cJSON_Delete(h);
+    gs_proto_req_free(&b);
+    a.shape.unsorted = 0;
+    a.shape.k = 0;
+    h = gs_proto_sort_header(&a, &err);
+    t = h ? cJSON_PrintUnformatted(h) : NULL;
+    rc = t ? parse(t, &b, &fatal, &err) : -99;
+    tap_ok(rc == 0 && t && strstr(t, "\"topk\":0") && !strstr(t, "sorted") && b.shape.topk &&
+           b.shape.k == 0 && !b.shape.unsorted && b.out_bytes == 0,
+           "top 0: sent, nothing comes back (%s)", t ? t : "NULL");
+    free(t);
+    cJSON_Delete(h);
+    gs_proto_req_free(&b);
+    a.shape.topk = 0;
     a.shape.rows = 0;
 
     a.values_offset = 4096 + 40;    /* the default: not sent, still parsed back */
