@@ -184,28 +184,46 @@ static uint64_t nth_u64(uint64_t *a, size_t n, size_t m)
 }
 
 /* The sampled cut of chunk c: every key encoded at most the bound, with its
- * position, into the chunk's room (branch-free; a full room stops it). */
+ * position, into the chunk's room (a full room stops it). A block is first
+ * only tested, in its own width (vectorised): most hold none of them. */
+#define SEL_KEEP_BLOCK(T, tmp)                                                          \
+    do {                                                                                \
+        T *b_ = (tmp);                                                                  \
+        const T bd_ = (T)bound;                                                         \
+        memcpy(b_, (const char *)s->keys + i * sizeof(T), m * sizeof(T));               \
+        gs_keys_encode(s->t, s->desc, b_, m);                                           \
+        unsigned any_ = 0;                                                              \
+        for (size_t j = 0; j < m; j++)                                                  \
+            any_ |= b_[j] <= bd_;                                                       \
+        for (size_t j = 0; any_ && j < m; j++)                                          \
+            if (b_[j] <= bd_) {                                                         \
+                if (m0 == s->cap) {                                                     \
+                    atomic_store(&s->over, 1);                                          \
+                    goto full;                                                          \
+                }                                                                       \
+                ke[m0] = b_[j];                                                         \
+                ki[m0++] = i + j;                                                       \
+            }                                                                           \
+    } while (0)
+
 static void task_keep(void *arg, size_t c, unsigned worker)
 {
     sel *s = arg;
     (void)worker;
     size_t lo, hi, m0 = 0;
-    uint64_t *ke = s->ce + c * s->cap, *ki = s->ci + c * s->cap, e[SEL_BLOCK];
+    uint64_t *ke = s->ce + c * s->cap, *ki = s->ci + c * s->cap;
     const uint64_t bound = s->bound;
+    uint32_t t32[SEL_BLOCK];
+    uint64_t t64[SEL_BLOCK];
     chunk_range(s, c, &lo, &hi);
     for (size_t i = lo; i < hi; i += SEL_BLOCK) {
         size_t m = hi - i < SEL_BLOCK ? hi - i : SEL_BLOCK;
-        if (m0 + m > s->cap) {
-            atomic_store(&s->over, 1);
-            break;
-        }
-        enc_block(s, i, m, e);
-        for (size_t j = 0; j < m; j++) {
-            ke[m0] = e[j];
-            ki[m0] = i + j;
-            m0 += e[j] <= bound;
-        }
+        if (s->ks == 4)
+            SEL_KEEP_BLOCK(uint32_t, t32);
+        else
+            SEL_KEEP_BLOCK(uint64_t, t64);
     }
+full:
     s->kept[c] = m0;
 }
 
@@ -315,8 +333,8 @@ static int select_sampled(sel *s, const gs_sort_req *row, unsigned workers,
     /* each chunk's room: four times its expected share */
     size_t expect = (size_t)((double)(m + 1) / SEL_SAMPLE_N * (double)s->chunk);
     s->cap = 4 * expect + 2 * SEL_BLOCK;
-    if (s->cap > s->chunk + SEL_BLOCK)
-        s->cap = s->chunk + SEL_BLOCK;
+    if (s->cap > s->chunk)
+        s->cap = s->chunk;
     s->ce = malloc(2 * s->nchunks * s->cap * sizeof *s->ce);
     s->kept = calloc(s->nchunks, sizeof *s->kept);
     s->te = malloc(2 * s->k * sizeof *s->te + 1);
