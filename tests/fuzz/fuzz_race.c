@@ -5,11 +5,12 @@
  * initial keys, and a writer thread: its seed, what it writes (bytes 0x00
  * and 0xff in turn, random bytes, a descending ramp, single bytes poked,
  * the input's bytes again, or nothing), whether it writes the keys or the
- * values, and how long it waits before starting. The arrays lie between
+ * values, and how long it waits before starting; and whether only the
+ * first k are asked for (top-k, gs_select.c), and k. The arrays lie between
  * inaccessible pages, so an access past either end faults here too. A sort
  * must return 0 or the raced error (gs_err_raced); without a writer it
  * must return 0 with the keys in order (and an argsort's indices pointing
- * at equal keys); anything else, a crash or a sanitizer report is a
+ * at equal keys; top-k: the first k as a sort's first k); anything else, a crash or a sanitizer report is a
  * finding. Also built with the normal compiler into the corpus replay test
  * (tests/fuzz/replay.c). */
 #include "config.h"
@@ -143,6 +144,35 @@ static void check_sorted(const gs_sort_req *req, const void *in)
     }
 }
 
+static int cmp_enc(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Top-k without a writer: the first k keys, encoded, are the input's k
+ * smallest encodings in order; indices name input keys equal to them. */
+static void check_topk(const gs_sort_req *req, const void *in)
+{
+    size_t kw = gs_dtype_size(req->shape.dtype), n = req->n, k = (size_t)req->shape.k;
+    uint64_t *e = malloc((n + 1) * sizeof *e);
+    CHECK(e);
+    for (size_t i = 0; i < n; i++)
+        e[i] = gs_key_encoded(req->shape.dtype, req->shape.descending, in, i);
+    qsort(e, n, sizeof *e, cmp_enc);
+    for (size_t i = 0; i < k; i++) {
+        uint64_t g = gs_key_encoded(req->shape.dtype, req->shape.descending, req->keys, i);
+        CHECK(g == e[i]);
+        if (req->shape.payload == GS_PL_IDX32 || req->shape.payload == GS_PL_IDX64) {
+            uint64_t ix = ld(req->values, gs_payload_size(req->shape.payload), i);
+            CHECK(ix < n);
+            CHECK(gs_key_encoded(req->shape.dtype, req->shape.descending, in, (size_t)ix) == g);
+        }
+    }
+    (void)kw;
+    free(e);
+}
+
 static int cmp_u32(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -203,6 +233,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     gs_dtype t = (gs_dtype)(data[1] % GS_DT_COUNT);
     gs_payload pl = (gs_payload)(data[2] % GS_PL_COUNT);
     int desc = data[3] & 1, on_vals = data[3] >> 1 & 1, stable = data[3] >> 2 & 1;
+    int topk = data[3] >> 3 & 1;
+    unsigned kq = data[3] >> 4;         /* top-k: k = 1, else kq fifteenths of n */
     size_t n = 1 + ((size_t)data[4] | (size_t)data[5] << 8) % MAX_N;
     static const long bits[] = { 0, 8, 11, 16, 1, 3, 5, 13 };
     static const long tops[] = { 0, 4, 8, 10, 12, 16 };
@@ -232,6 +264,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     gs_sort_req req = { .shape = { .dtype = t, .payload = pl, .descending = desc,
                                    .stable = stable && !vq },
                         .n = n };
+    if (topk && !merge) {
+        req.shape.topk = 1;
+        req.shape.k = kq == 1 ? 1 : (uint64_t)n * kq / 15;
+    }
     req.keys = gbuf_alloc(&kb, n * kw);
     req.values = vw ? gbuf_alloc(&vb, n * vw) : NULL;
     for (size_t i = 0; i < n * kw; i++)
@@ -293,7 +329,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         gs_host_force_min_chunk(old_mc);
         if (w.mode == W_NONE) {
             CHECK(rc == 0);
-            check_sorted(&req, in);
+            if (req.shape.topk)
+                check_topk(&req, in);
+            else
+                check_sorted(&req, in);
         } else {
             CHECK(rc == 0 || (rc == GS_EINVAL && strstr(err.msg, "changed while")));
         }
