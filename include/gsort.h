@@ -227,6 +227,20 @@ int gsort_run(gsort_conn *c, const gsort_request *rq, gsort_result *res, gsort_e
  * not sort locally, by the daemon. */
 int gsort_run_rows(gsort_conn *c, const gsort_request *rq, size_t rows, gsort_result *res,
                    gsort_error *err);
+/* Segments: the n keys (and values) are `segments` segments of any
+ * lengths, laid out one after another and each sorted on its own (CUB's
+ * segmented sort): offsets holds segments + 1 offsets, offsets[0] == 0,
+ * never decreasing, offsets[segments] == n; segment s is keys
+ * [offsets[s], offsets[s + 1]) and may be empty. Argsort indices count
+ * from 0 within each segment; order, stability and NaN rules are
+ * gsort_run's, segment by segment. Offsets that break a rule, no
+ * segments, or NULL offsets are GSORT_EINVAL before anything is written.
+ * Segments are sorted in this process's host sort whenever the call may
+ * sort locally (the daemon sorts them on its host too), else by the
+ * daemon, the offsets copied to it with the arrays (a named device or
+ * algorithm sorts them one segment after another). */
+int gsort_run_segments(gsort_conn *c, const gsort_request *rq, const uint64_t *offsets,
+                       size_t segments, gsort_result *res, gsort_error *err);
 /* gsort_run_rows of `rows` rows of row_len keys, without values. */
 int gsort_sort_rows(gsort_conn *c, gsort_dtype dtype, void *keys, size_t rows, size_t row_len,
                     unsigned flags, gsort_result *res, gsort_error *err);

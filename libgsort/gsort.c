@@ -31,6 +31,7 @@
 #include "gs_paths.h"
 #include "gs_pcopy.h"
 #include "gs_select.h"
+#include "gs_sort.h"
 #include "gs_proto.h"
 #include "gs_types.h"
 #include "gsort.h"
@@ -356,7 +357,7 @@ static int local_allowed(const gsort_conn *c, const gsort_request *rq)
  * arrays as they were (the daemon is then asked). An argsort sorts a copy
  * of the keys, which must not change. */
 static int sort_local(gsort_conn *c, const gsort_request *rq, int preserve_keys, uint64_t rows,
-                      double *ms, gs_err *ge)
+                      const uint64_t *offsets, size_t segments, double *ms, gs_err *ge)
 {
     size_t kb = rq->n * gs_dtype_size((gs_dtype)rq->dtype);
     gs_sort_req req = {
@@ -364,10 +365,11 @@ static int sort_local(gsort_conn *c, const gsort_request *rq, int preserve_keys,
                    .payload = (gs_payload)rq->values_kind,
                    .descending = (rq->flags & GSORT_DESCENDING) != 0,
                    .stable = (rq->flags & GSORT_STABLE) != 0,
-                   .rows = rows },
+                   .rows = rows, .segments = segments },
         .n = rq->n,
         .keys = rq->keys,
         .values = rq->values_kind == GSORT_VALUES_NONE ? NULL : rq->values,
+        .offsets = offsets,
     };
     if (preserve_keys && rq->n) {
         int rc = heap_reserve(c, kb, ge);
@@ -430,9 +432,13 @@ static int check_request(const gsort_request *rq, gsort_error *err)
  * are, so the daemon sorts a copy and only the values come back. rows > 1:
  * the n keys are that many equal rows, each sorted on its own; sorted here
  * whenever the call may be (the daemon would sort them with the same host
- * sort, after two copies), else by the daemon. */
+ * sort, after two copies), else by the daemon. segments > 0: the n keys
+ * are that many segments given by segments + 1 offsets, sorted here
+ * whenever the call may be (the daemon sorts them on its host too), else
+ * by the daemon, the offsets staged after the arrays. */
 static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys, uint64_t rows,
-                    gsort_result *res, gsort_error *err)
+                    const uint64_t *offsets, size_t segments, gsort_result *res,
+                    gsort_error *err)
 {
     /* The call's start, for the router's times and the result's total:
      * not read for sizes the router does not time until the daemon is
@@ -459,6 +465,18 @@ static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys, u
     gs_payload pl = (gs_payload)rq->values_kind;
     size_t n = rq->n, ks = gs_dtype_size(dt), vs = gs_payload_size(pl);
     size_t kb = n * ks, vb = n * vs;
+    gs_err ge;
+    gs_err_clear(&ge);
+    if (segments) {     /* checked here once, so that a lie is the caller's error at once */
+        if ((uint64_t)segments > GS_PROTO_MAX_N)
+            return lgs_err_set(err, GSORT_ETOOBIG, "sort: %zu segments are more than can be "
+                               "sent", segments);
+        gs_sort_req sr = { .shape = { .dtype = dt, .payload = pl, .segments = segments },
+                           .n = n, .keys = rq->keys, .values = vs ? rq->values : NULL,
+                           .offsets = offsets };
+        if ((rc = gs_sort_req_check(&sr, &ge)) < 0)
+            return lgs_err_from(err, rc, &ge);
+    }
 
     gs_client_sort s = {
         .shape = { .dtype = dt,
@@ -474,8 +492,8 @@ static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys, u
         .split = (rq->flags & GSORT_SPLIT) != 0,
     };
     s.shape.rows = rows > 1 ? rows : 0;
-    gs_err ge;
-    gs_err_clear(&ge);
+    s.shape.segments = segments;
+    s.offsets = offsets;
     int may_local = local_allowed(c, rq);
     unsigned shape = lgs_shape(rq->dtype, rq->values_kind, s.shape.descending, s.shape.stable);
     if (may_local && t0 >= 0 && (c->xo_ms == 0 || t0 - c->xo_ms > XO_REFRESH_MS))
@@ -483,12 +501,14 @@ static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys, u
     /* rows: here, where the daemon would sort them on its host cores too;
      * from the size at which it hands the shape to a device, the daemon
      * (a GPU sorts every row in one launch) */
-    int rows_here = s.shape.rows && !(c->dev_from[shape] && n >= c->dev_from[shape]);
-    if (may_local && (rows_here || (!s.shape.rows && lgs_router_choose(c->router, shape, n)))) {
+    int parts = s.shape.rows || segments;   /* rows or segments: not the router's to time */
+    int rows_here = (s.shape.rows && !(c->dev_from[shape] && n >= c->dev_from[shape])) ||
+                    segments;   /* the daemon's host sorts segments: as well here */
+    if (may_local && (rows_here || (!parts && lgs_router_choose(c->router, shape, n)))) {
         double ms = 0;      /* the sort's own time (gs_sort_run's clock) */
-        if (sort_local(c, rq, preserve_keys, s.shape.rows, &ms, &ge) == 0) {
+        if (sort_local(c, rq, preserve_keys, s.shape.rows, offsets, segments, &ms, &ge) == 0) {
             /* the whole call, as for the daemon's route below */
-            if (!lgs_router_local_only(n) && !s.shape.rows)
+            if (!lgs_router_local_only(n) && !parts)
                 lgs_router_record(c->router, shape, n, 1, gs_now_ms() - t0);
             if (res)
                 fill_local(res, ms, t0);
@@ -510,11 +530,19 @@ static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys, u
     }
     int inl = (rq->flags & GSORT_INLINE) || c->no_memfd;
     size_t voff = (kb + 7) & ~(size_t)7, need = voff + vb;
+    /* segments: the offsets staged after the arrays, 8-aligned */
+    size_t ooff = (need + 7) & ~(size_t)7, ob = segments ? 8 * (segments + 1) : 0;
+    if (segments && (ooff < need || ob / 8 != segments + 1 || ob > SIZE_MAX - ooff))
+        return lgs_err_set(err, GSORT_ETOOBIG, "sort: %zu segments overflow the address "
+                           "space", segments);
+    if (segments)
+        need = ooff + ob;
 
     /* Zero copy: the block's memfd with offsets. Blocks are page-aligned,
-     * so an aligned pointer is an aligned offset, as the protocol wants. */
+     * so an aligned pointer is an aligned offset, as the protocol wants.
+     * Segments are staged: their offsets need not lie in the block. */
     gs_client_shm blk;
-    if (!inl && !preserve_keys && (uintptr_t)rq->keys % ks == 0 &&
+    if (!inl && !preserve_keys && !segments && (uintptr_t)rq->keys % ks == 0 &&
         (!vs || (uintptr_t)rq->values % vs == 0) &&
         lgs_block_find(rq->keys, kb, s.values, vb, &blk)) {
         s.shm = &blk;
@@ -550,8 +578,11 @@ static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys, u
     gs_pcopy(base, rq->keys, kb);
     if (pl == GS_PL_U32 || pl == GS_PL_U64)
         gs_pcopy(base + voff, rq->values, vb);
+    if (segments)
+        memcpy(base + ooff, offsets, ob);
     s.keys = base;
     s.values = vs ? base + voff : NULL;
+    s.offsets = segments ? (const uint64_t *)(const void *)(base + ooff) : NULL;
     s.shm = inl ? NULL : &c->stage;
     rc = gs_client_sort_run(c->cl, &s, &r, &ge);
     if (!rc) {
@@ -565,7 +596,7 @@ static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys, u
 done:
     if (rc)
         return lgs_err_from(err, rc, &ge);
-    if (may_local && !s.shape.rows)     /* the daemon's time as the caller saw it */
+    if (may_local && !parts)            /* the daemon's time as the caller saw it */
         lgs_router_record(c->router, shape, n, 0, gs_now_ms() - t0);
     if (res)
         fill_result(res, &r, zero_copy, t0);
@@ -675,13 +706,27 @@ int gsort_topk(gsort_conn *c, const gsort_request *rq, size_t rows, size_t k, vo
 
 int gsort_run(gsort_conn *c, const gsort_request *rq, gsort_result *res, gsort_error *err)
 {
-    return run_sort(c, rq, 0, 0, res, err);
+    return run_sort(c, rq, 0, 0, NULL, 0, res, err);
 }
 
 int gsort_run_rows(gsort_conn *c, const gsort_request *rq, size_t rows, gsort_result *res,
                    gsort_error *err)
 {
-    return run_sort(c, rq, 0, rows, res, err);
+    return run_sort(c, rq, 0, rows, NULL, 0, res, err);
+}
+
+int gsort_run_segments(gsort_conn *c, const gsort_request *rq, const uint64_t *offsets,
+                       size_t segments, gsort_result *res, gsort_error *err)
+{
+    if (segments == 0 || !offsets) {
+        lgs_err_clear(err);
+        if (res)
+            result_clear(res);
+        return lgs_err_set(err, GSORT_EINVAL, "sort: %s (segments + 1 offsets, 0 first, n "
+                           "last)", segments ? "the segment offsets are NULL"
+                                             : "no segments (at least one is needed)");
+    }
+    return run_sort(c, rq, 0, 0, offsets, segments, res, err);
 }
 
 int gsort_sort_rows(gsort_conn *c, gsort_dtype dtype, void *keys, size_t rows, size_t row_len,
@@ -696,7 +741,7 @@ int gsort_sort_rows(gsort_conn *c, gsort_dtype dtype, void *keys, size_t rows, s
     rq.keys = keys;
     rq.n = rows * row_len;
     rq.flags = flags;
-    return run_sort(c, &rq, 0, rows, res, err);
+    return run_sort(c, &rq, 0, rows, NULL, 0, res, err);
 }
 
 int gsort_sort(gsort_conn *c, gsort_dtype dtype, void *keys, size_t n, unsigned flags,
@@ -708,7 +753,7 @@ int gsort_sort(gsort_conn *c, gsort_dtype dtype, void *keys, size_t n, unsigned 
     rq.keys = keys;
     rq.n = n;
     rq.flags = flags;
-    return run_sort(c, &rq, 0, 0, res, err);
+    return run_sort(c, &rq, 0, 0, NULL, 0, res, err);
 }
 
 static int argsort(gsort_conn *c, gsort_dtype dtype, const void *keys, size_t n, void *idx,
@@ -722,7 +767,7 @@ static int argsort(gsort_conn *c, gsort_dtype dtype, const void *keys, size_t n,
     rq.values_kind = kind;
     rq.values = idx;
     rq.flags = flags;
-    return run_sort(c, &rq, 1, 0, res, err);
+    return run_sort(c, &rq, 1, 0, NULL, 0, res, err);
 }
 
 int gsort_argsort(gsort_conn *c, gsort_dtype dtype, const void *keys, size_t n, uint64_t *idx,
@@ -757,7 +802,7 @@ int gsort_sort_by_key(gsort_conn *c, gsort_dtype dtype, void *keys, void *values
     rq.values_kind = value_size == 4 ? GSORT_VALUES_U32 : GSORT_VALUES_U64;
     rq.values = values;
     rq.flags = flags;
-    return run_sort(c, &rq, 0, 0, res, err);
+    return run_sort(c, &rq, 0, 0, NULL, 0, res, err);
 }
 
 /* ---- the daemon ---- */

@@ -180,8 +180,9 @@ void sched_hand_back(gs_job *j)
 void sched_learn(gs_sched *s, sched_rate *rate, const gs_job *j)
 {
     /* checked before the lock: the many small requests never take it; a
-     * top-k's time is not a sort's */
-    if (j->rc < 0 || j->req.n < LEARN_MIN_N || j->st.wall_ms <= 0 || j->req.shape.topk)
+     * top-k's time is not a sort's, nor segments' (run one by one) */
+    if (j->rc < 0 || j->req.n < LEARN_MIN_N || j->st.wall_ms <= 0 || j->req.shape.topk ||
+        j->req.shape.segments)
         return;
     /* without the setup step: a device's first run builds or loads its
      * program there (seconds on a GPU, a tenth of one on PoCL), and a rate

@@ -215,7 +215,7 @@ static int device_cand(gs_sched *s, int d, const gs_sort_req *r, int untuned, ca
         return GS_EUNSUPPORTED;
     if (sched_fit(s, d, c->algo, r, &c->params, &c->chunk_n, &e) < 0)
         return GS_EUNSUPPORTED;
-    if (c->chunk_n && r->shape.rows > 1)    /* out of core cuts across rows */
+    if (c->chunk_n && (r->shape.rows > 1 || r->shape.segments))  /* out of core cuts across them */
         return GS_EUNSUPPORTED;
     if (c->chunk_n)
         c->ms = sched_ooc_ms(s, d, c->algo, r, c->ms, c->chunk_n);
@@ -332,6 +332,13 @@ static int route_override(gs_sched *s, gs_job *j, gs_err *err)
                             (unsigned long long)(j->req.n / j->req.shape.rows), d);
             continue;
         }
+        if (c.chunk_n && j->req.shape.segments) {
+            rc = gs_err_set(err, GS_ETOOBIG, "%s: %llu segments of %llu keys in all do not fit "
+                            "device %zu at once, and segments are not sorted out of core",
+                            a->name, (unsigned long long)j->req.shape.segments,
+                            (unsigned long long)j->req.n, d);
+            continue;
+        }
         if (c.chunk_n)
             c.ms = sched_ooc_ms(s, (int)d, a, &j->req, c.ms, c.chunk_n);
         double cost = sched_route_backlog(s, (int)d) + c.ms;
@@ -377,15 +384,19 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
     }
     if (j->has_params)
         return gs_err_set(err, GS_EINVAL, "params need an algorithm");
-    if (j->req.shape.topk && j->device < 0) {
-        /* Top-k: the host's select (gs_select.c) reads the keys twice and
-         * sorts k of them; a device would sort them all (a client that
-         * names a device or an algorithm gets that) */
+    if ((j->req.shape.topk || j->req.shape.segments) && j->device < 0) {
+        /* Top-k: the host's select (gs_select.c) reads the keys once or
+         * twice and sorts k of them; a device would sort them all.
+         * Segments: no device sorts them in one launch (each would be a
+         * device run of its own), so the host pool sorts them side by side
+         * (gs_sort.c). A client that names a device or an algorithm gets
+         * that (segment by segment) */
         cand host;
         host_cand(s, &j->req, GS_ROUTE_DEFAULT, &host);
         apply(j, &host);
         if (j->split_ask > 0)
-            snprintf(j->split_why, sizeof j->split_why, "top-k is not split over devices");
+            snprintf(j->split_why, sizeof j->split_why, "%s are not split over devices",
+                     j->req.shape.topk ? "top-k requests" : "segments");
         return 0;
     }
     if (j->req.shape.rows > 1) {
@@ -466,11 +477,12 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
     apply(j, &chosen);
     /* Large: several devices at once, when predicted sooner (gs_split.c);
      * rows are not cut across */
-    if (j->req.shape.rows <= 1 && !j->req.shape.topk)
+    if (j->req.shape.rows <= 1 && !j->req.shape.topk && !j->req.shape.segments)
         sched_split_route(s, j, alt, nalt, pcost);
     else if (j->split_ask > 0)
         snprintf(j->split_why, sizeof j->split_why, "%s are not split over devices",
-                 j->req.shape.topk ? "top-k requests" : "rows");
+                 j->req.shape.topk ? "top-k requests" : j->req.shape.segments ? "segments"
+                                                                          : "rows");
     return 0;
 }
 

@@ -43,7 +43,11 @@ typedef struct claim {
 static void claim_of(const gs_proto_req *rq, claim *k)
 {
     memset(k, 0, sizeof *k);
-    if (rq->op != GS_OP_SORT || rq->n == 0)
+    if (rq->op != GS_OP_SORT)
+        return;
+    /* gs_ops.c's offbuf: the segment offsets copied (S <= 2^53) */
+    k->values = rq->shape.segments ? 8 * (rq->shape.segments + 1) : 0;
+    if (rq->n == 0)
         return;
     /* n <= 2^53 and the sizes <= 8: no product here overflows */
     uint64_t n = rq->n, ks = gs_dtype_size(rq->shape.dtype),
@@ -58,7 +62,7 @@ static void claim_of(const gs_proto_req *rq, claim *k)
      * of u32 keys (the payload buffer is malloc-aligned) */
     if (rq->shape.payload == GS_PL_IDX32 || rq->shape.payload == GS_PL_IDX64 ||
         (vs && (n * ks) % vs))
-        k->values = n * vs;
+        k->values += n * vs;
 }
 
 static uint64_t cached(srv *s)

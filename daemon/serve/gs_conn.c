@@ -64,6 +64,8 @@ void srv_conn_release(conn *c)
     c->inbuf = NULL;
     free(c->valbuf);
     c->valbuf = NULL;
+    free(c->offbuf);
+    c->offbuf = NULL;
     c->map = NULL;
     srv_block_done(c);          /* a kept block stays for the next request */
     if (c->memfd >= 0) {

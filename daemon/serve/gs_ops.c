@@ -1,7 +1,8 @@
 /* The operations, on the client's I/O loop (gs_io.c): ping, info and
  * stats are answered at once; a sort gets its arrays in place (the inline
  * payload, or the client's sealed memfd mapped after its seals are
- * checked), is routed and queued with the scheduler (gs_sched.h), and when
+ * checked; a request of segments gets its own checked copy of the
+ * offsets), is routed and queued with the scheduler (gs_sched.h), and when
  * a worker has finished it the sort reply (device, algorithm, parameters,
  * plan, times, and the arrays unless they travelled in the memfd) goes
  * back through gs_conn.c. The loop calls in here (a whole request reaches
@@ -356,6 +357,26 @@ static void start_sort(conn *c)
     }
     j->req = (gs_sort_req){ .shape = rq->shape, .n = n,
                             .keys = keys, .values = values };
+    if (rq->shape.segments) {
+        /* The offsets are copied once and the copy checked: the client may
+         * rewrite its memfd at any moment, and a sort that read offsets from
+         * it twice could be told two different things. */
+        size_t ob = 8 * ((size_t)rq->shape.segments + 1);
+        const char *src = rq->memfd ? (const char *)c->map + rq->offsets_offset
+                                    : (const char *)c->inbuf + n * ks +
+                                      (rq->shape.payload == GS_PL_U32 ||
+                                       rq->shape.payload == GS_PL_U64 ? n * vs : 0);
+        if (!(c->offbuf = malloc(ob))) {
+            srv_reply_error(c, GS_ENOMEM, "out of memory (retry later)", 0);
+            return;
+        }
+        memcpy(c->offbuf, src, ob);
+        j->req.offsets = c->offbuf;
+        if ((rc = gs_sort_req_check(&j->req, &e)) < 0) {
+            srv_reply_error(c, rc, e.msg, 0);
+            return;
+        }
+    }
     snprintf(j->algorithm, sizeof j->algorithm, "%s", rq->algorithm);
     j->params = rq->params;
     j->has_params = rq->has_params;

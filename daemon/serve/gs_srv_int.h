@@ -152,6 +152,8 @@ typedef struct conn {
     gs_job job;
     uint8_t *inbuf;             /* inline payload */
     void *valbuf;               /* values kept apart (argsort output, or realigned) */
+    uint64_t *offbuf;           /* segments: the daemon's own copy of the offsets, checked
+                                   once (the client's memory may change under it) */
     void *map;                  /* the request's block mapping, or NULL */
     srv_block *blocks;          /* kept across requests, see BLOCKS_PER_CONN */
     unsigned nblocks;

@@ -118,6 +118,10 @@ typedef struct gs_shape {
     uint64_t k;          /* with topk: 0 .. the row's length */
     int unsorted;        /* with topk: the k may come in any order (the host
                             select leaves them in input order) */
+    uint64_t segments;   /* 0: none; S >= 1: the n keys (and values) are S
+                            segments of any lengths, given by gs_sort_req's
+                            offsets, each sorted on its own (CUB's segmented
+                            sort; gs_sort.c). Not with rows > 1 or topk */
 } gs_shape;
 
 /* The sort request every algorithm serves (gs_sort.h runs it, gs_keys.h
@@ -128,6 +132,11 @@ typedef struct gs_sort_req {
     void *keys;          /* n keys, sorted in place */
     void *values;        /* n payload elements (NULL for GS_PL_NONE); for
                             GS_PL_IDX* an output the algorithm fills */
+    const uint64_t *offsets; /* with shape.segments S: S + 1 offsets, 0 first, never
+                                decreasing, n last; segment s is [offsets[s],
+                                offsets[s + 1]). Read, never written; memory the
+                                caller must keep still during the sort (the daemon
+                                sorts from its own checked copy) */
 } gs_sort_req;
 
 /* ---- parameter sets ---- */

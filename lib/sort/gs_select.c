@@ -1,20 +1,22 @@
 /* Top-k on the host (gs_select.h): a radix select on the keys' order-
- * preserving encoding (gs_keys.h). One pass counts the top digit of every
- * key, which names the bucket holding the k-th key; a second takes every
- * key of a lower bucket and keeps those of that bucket as candidates, in
- * private memory, where the next digits narrow them until exactly k keys
- * are taken (ties at the k-th key: the earliest, as a stable sort leaves
- * them). The k taken are sorted by encoding, stably, and written with
- * their values or indices to the row's first places; a key is written as
- * its own bits, read again at its position, so NaN payloads survive.
+ * preserving encoding (gs_keys.h). A long row with a small k is first cut
+ * by a bound from a sample (one read keeps a few times k keys); otherwise
+ * one pass counts the top digit of every key, which names the bucket
+ * holding the k-th key, and a second takes every key of a lower bucket and
+ * keeps those of that bucket as candidates, in private memory. The next
+ * digits narrow the candidates until exactly k keys are taken (ties at the
+ * k-th key: the earliest, as a stable sort leaves them). The k are sorted
+ * by (encoding, position) with a small radix sort of their own and written
+ * with their values or indices to the row's first places; a key is written
+ * as its own bits, read again at its position, so NaN payloads survive.
  * A long row's passes run in chunks over the host pool (rows run side by
- * side through gs_sort.c's row runner, one thread a row). Where k is a
- * large part of a row the row is sorted whole instead.
+ * side through gs_sort.c's row runner, one thread a row; where k is a
+ * large part of a row gs_sort.c sorts it whole instead).
  * The keys may be a client's shared memory, rewritten at any moment (issue
- * 32): each chunk's collecting pass writes only inside what its count
- * found and checks that it found as many again, so a changed key ends the
- * select with gs_err_raced before anything is written; positions come
- * from the passes, never from the keys. */
+ * 32): the sampled cut reads each key once; the two passes' collecting pass
+ * writes only inside what its count found and checks that it found as many
+ * again, so a changed key ends the select with gs_err_raced before anything
+ * is written; positions come from the passes, never from the keys. */
 #include "config.h"
 #include "gs_select.h"
 
@@ -22,7 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gs_algos.h"
 #include "gs_err.h"
 #include "gs_hostpool.h"
 #include "gs_keys.h"
@@ -264,25 +265,56 @@ static void refine(sel *s)
     }
 }
 
-/* The k taken, sorted by encoding (stable: equal keys were taken at one
- * level, in input order) on up to `want` threads, then written to the
+/* The k taken in order of encoding, stably (equal keys were taken at one
+ * level, in input order): an LSD radix sort of (encoding, position) pairs
+ * by bytes, skipping the bytes every key shares. 0, or GS_ENOMEM. */
+static int sort_pairs(uint64_t *e, uint64_t *p, size_t n, unsigned bits, gs_err *err)
+{
+    uint64_t *te = malloc(2 * n * sizeof *te), *tp;
+    if (!te)
+        return gs_err_set(err, GS_ENOMEM, "top-k: out of memory sorting %zu results", n);
+    tp = te + n;
+    uint64_t all_or = 0, all_and = ~(uint64_t)0;
+    for (size_t i = 0; i < n; i++) {
+        all_or |= e[i];
+        all_and &= e[i];
+    }
+    uint64_t *se = e, *sp = p, *de = te, *dp = tp;
+    for (unsigned sh = 0; sh < bits; sh += 8) {
+        if (((all_or ^ all_and) >> sh & 0xff) == 0)
+            continue;           /* every key has this byte */
+        size_t cnt[256] = { 0 };
+        for (size_t i = 0; i < n; i++)
+            cnt[se[i] >> sh & 0xff]++;
+        size_t at = 0;
+        for (unsigned d = 0; d < 256; d++) {
+            size_t c = cnt[d];
+            cnt[d] = at;
+            at += c;
+        }
+        for (size_t i = 0; i < n; i++) {
+            size_t o = cnt[se[i] >> sh & 0xff]++;
+            de[o] = se[i];
+            dp[o] = sp[i];
+        }
+        uint64_t *t = se; se = de; de = t;
+        t = sp; sp = dp; dp = t;
+    }
+    if (se != e) {
+        memcpy(e, se, n * sizeof *e);
+        memcpy(p, sp, n * sizeof *p);
+    }
+    free(te);
+    return 0;
+}
+
+/* The k taken, in order unless the request allows any, written to the
  * row's first k places. */
-static int emit(sel *s, const gs_sort_req *row, unsigned want, gs_err *err)
+static int emit(sel *s, const gs_sort_req *row, gs_err *err)
 {
     const size_t k = s->k, ks = s->ks, vs = gs_payload_size(row->shape.payload);
     if (!row->shape.unsorted && k > 1) {
-        if (ks == 4) {          /* the encodings as 32-bit keys, in place */
-            uint32_t *k32 = (uint32_t *)s->te;
-            for (size_t i = 0; i < k; i++)
-                k32[i] = (uint32_t)s->te[i];
-        }
-        gs_sort_req r = { .shape = { .dtype = gs_dtype_unsigned((int)s->bits),
-                                     .payload = GS_PL_U64, .stable = 1 },
-                          .n = k, .keys = s->te, .values = s->ti };
-        gs_params one;
-        gs_params_clear(&one);
-        gs_params_set(&one, "threads", want ? want : 1);
-        int rc = gs_sort_run(&gs_algo_host, NULL, &r, &one, NULL, err);
+        int rc = sort_pairs(s->te, s->ti, k, s->bits, err);
         if (rc < 0)
             return rc;
     }
@@ -315,7 +347,7 @@ static int emit(sel *s, const gs_sort_req *row, unsigned want, gs_err *err)
  * the bound kept fewer than k keys or a chunk more than its room (the
  * caller takes the two passes), or a negative error. */
 static int select_sampled(sel *s, const gs_sort_req *row, unsigned workers,
-                          gs_hostpool_team *team, unsigned want, gs_err *err)
+                          gs_hostpool_team *team, gs_err *err)
 {
     uint64_t *smp = malloc(SEL_SAMPLE_N * sizeof *smp);
     if (!smp)
@@ -363,7 +395,7 @@ static int select_sampled(sel *s, const gs_sort_req *row, unsigned workers,
     s->nc = total;
     s->shift = s->bits;         /* every digit still to look at */
     refine(s);
-    rc = emit(s, row, want, err);
+    rc = emit(s, row, err);
 out:
     free(s->ce);
     free(s->kept);
@@ -401,7 +433,7 @@ static int select_row(const gs_sort_req *row, unsigned want, gs_err *err)
     const int joined = s.nchunks > 1;
     unsigned workers = joined ? gs_hostpool_join(&team, want ? want - 1 : 0) : 1;
     if (s.len >= SEL_SAMPLE_MIN && s.k <= s.len / SEL_SAMPLE_DIV) {
-        rc = select_sampled(&s, row, workers, &team, want, err);
+        rc = select_sampled(&s, row, workers, &team, err);
         if (rc <= 0) {
             if (joined)
                 gs_hostpool_leave(&team);
@@ -451,7 +483,7 @@ static int select_row(const gs_sort_req *row, unsigned want, gs_err *err)
         s.nt = cum;
         s.nc = eq;
         refine(&s);
-        rc = emit(&s, row, want, err);
+        rc = emit(&s, row, err);
     }
     free(s.te);
     free(s.ce);
@@ -459,26 +491,12 @@ static int select_row(const gs_sort_req *row, unsigned want, gs_err *err)
     return rc;
 }
 
-int gs_select_run(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
-                  const gs_params *p, gs_sort_stats *st, gs_err *err)
+int gs_select_run(const gs_sort_req *req, unsigned threads, gs_err *err)
 {
     if (req->shape.k == 0 || req->n == 0)
         return 0;
-    st->output_touched = 1;
-    if ((size_t)req->shape.k * GS_SELECT_FULL_DIV <= req->n) {
-        long threads = gs_params_get(p, "threads", 0);
-        unsigned cpus = gs_hostpool_cpus();
-        return select_row(req, threads > 0 && (unsigned long)threads < cpus ? (unsigned)threads
-                                                                            : cpus, err);
-    }
-    /* a large part of the row: sort it all (the first k are the answer) */
-    gs_sort_req whole = *req;
-    whole.shape.topk = 0;
-    whole.shape.k = 0;
-    whole.shape.unsorted = 0;
-    if (a->check && a->check(NULL, &whole, p, NULL) < 0)
-        a = &gs_algo_host;      /* e.g. vqsort, which carries no values */
-    return gs_sort_run(a, ctx, &whole, p, NULL, err);
+    unsigned cpus = gs_hostpool_cpus();
+    return select_row(req, threads && threads < cpus ? threads : cpus, err);
 }
 
 void gs_select_pack(const gs_sort_req *req)

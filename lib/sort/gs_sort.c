@@ -1,7 +1,8 @@
 /* The sort front end every caller goes through: request validation, the
  * parameter checks and value lists algorithms share, and gs_sort_run,
  * which checks, times and runs an algorithm and puts NaN bit patterns back
- * afterwards, and runs a request of equal rows row by row (sort_rows). The registry, which lists the algorithms, is gs_registry.c:
+ * afterwards, and runs a request of equal rows or of segments part by part
+ * (sort_rows). The registry, which lists the algorithms, is gs_registry.c:
  * this file knows no algorithm by name. Algorithms get the raw keys and do
  * the order-preserving encoding themselves (device algorithms on the
  * device).
@@ -29,6 +30,40 @@
 #include "gs_log.h"
 #include "gs_time.h"
 
+/* Segments (shape.segments S): S + 1 offsets that start at 0, never
+ * decrease and end at n, checked all before any key is touched. */
+static int check_segments(const gs_sort_req *r, gs_err *err)
+{
+    uint64_t S = r->shape.segments;
+    if (r->shape.rows > 1)
+        return gs_err_set(err, GS_EINVAL, "sort request: segments and rows together (a "
+                          "request is one or the other)");
+    if (r->shape.topk)
+        return gs_err_set(err, GS_EUNSUPPORTED, "sort request: top-k of segments is not "
+                          "supported (sort the segments, or ask top-k of equal rows)");
+    if (!r->offsets)
+        return gs_err_set(err, GS_EINVAL, "sort request: %llu segments without offsets",
+                          (unsigned long long)S);
+    if (S > SIZE_MAX / sizeof *r->offsets - 1)
+        return gs_err_set(err, GS_ETOOBIG, "sort request: %llu segments overflow the "
+                          "address space", (unsigned long long)S);
+    const uint64_t *o = r->offsets;
+    if (o[0] != 0)
+        return gs_err_set(err, GS_EINVAL, "sort request: segment offsets must start at 0, "
+                          "not %llu", (unsigned long long)o[0]);
+    for (uint64_t s = 0; s < S; s++)
+        if (o[s + 1] < o[s])
+            return gs_err_set(err, GS_EINVAL, "sort request: segment offsets decrease: "
+                              "offsets[%llu] = %llu after offsets[%llu] = %llu",
+                              (unsigned long long)(s + 1), (unsigned long long)o[s + 1],
+                              (unsigned long long)s, (unsigned long long)o[s]);
+    if (o[S] != (uint64_t)r->n)
+        return gs_err_set(err, GS_EINVAL, "sort request: the last segment offset "
+                          "(offsets[%llu] = %llu) must be n = %zu", (unsigned long long)S,
+                          (unsigned long long)o[S], r->n);
+    return 0;
+}
+
 int gs_sort_req_check(const gs_sort_req *r, gs_err *err)
 {
     if (!r)
@@ -52,6 +87,11 @@ int gs_sort_req_check(const gs_sort_req *r, gs_err *err)
     if (r->shape.rows > 1 && (uint64_t)r->n % r->shape.rows)
         return gs_err_set(err, GS_EINVAL, "sort request: %llu rows do not divide %zu keys "
                           "into equal rows", (unsigned long long)r->shape.rows, r->n);
+    if (r->shape.segments) {
+        int rc = check_segments(r, err);
+        if (rc < 0)
+            return rc;
+    }
     if (r->shape.topk) {
         uint64_t len = r->shape.rows > 1 ? (uint64_t)r->n / r->shape.rows : (uint64_t)r->n;
         if (r->shape.k > len)
@@ -205,18 +245,20 @@ void gs_sort_stats_add(gs_sort_stats *sum, const gs_sort_stats *s)
     sum->release_ms += s->release_ms;
 }
 
-/* ---- rows ----
+/* ---- rows and segments ----
  * A request whose n keys are `rows` equal rows, each sorted on its own (a
  * 2-D C-contiguous array along its last axis, np.sort(a, axis=-1); issue
- * 38). Every algorithm serves it unchanged: each row is a request of its
- * own, run through gs_sort_run, so NaN rules, payloads and argsort indices
- * (counted from 0 within the row, as numpy's) are the flat sort's. A host
- * algorithm's rows run side by side on the host pool, one thread each (its
- * `threads` parameter set to 1); a device algorithm's one after another on
- * its device, which is correct and, for many short rows, slow; an algorithm
- * with `rows` (bitonic) takes the request whole instead. The first row
- * that fails stops the rest and its error is the request's; rows sorted
- * before it stay sorted. */
+ * 38), or S segments of any lengths given by offsets (CUB's segmented
+ * sort; rows are the case of equal segments). Every algorithm serves them
+ * unchanged: each part is a request of its own, run through gs_sort_run,
+ * so NaN rules, payloads and argsort indices (counted from 0 within the
+ * part, as numpy's) are the flat sort's. A host algorithm's parts run side
+ * by side on the host pool, one thread each (its `threads` parameter set
+ * to 1); a device algorithm's one after another on its device, which is
+ * correct and, for many short parts, slow; an algorithm with `rows`
+ * (bitonic) takes equal rows whole instead. The first part that fails
+ * stops the rest and its error is the request's; parts sorted before it
+ * stay sorted. */
 
 typedef struct rows_job {
     const gs_algo *a;
@@ -226,21 +268,36 @@ typedef struct rows_job {
     pthread_mutex_t mu;
     int rc;                 /* the first failure (under mu) */
     gs_err err;
-    gs_sort_stats sum;      /* the rows' transfers and kernels, added up (under mu) */
-    size_t done;            /* rows sorted (under mu) */
-    int touched;            /* a row wrote, or failed after others had (under mu) */
+    gs_sort_stats sum;      /* the parts' transfers and kernels, added up (under mu) */
+    size_t done;            /* parts sorted (under mu) */
+    int touched;            /* a part wrote, or failed after others had (under mu) */
 } rows_job;
+
+/* The part [lo, lo + len) of req as a request of its own, no rows or
+ * segments. */
+static gs_sort_req req_slice(const gs_sort_req *req, size_t lo, size_t len)
+{
+    const size_t ks = gs_dtype_size(req->shape.dtype), vs = gs_payload_size(req->shape.payload);
+    gs_sort_req s = *req;
+    s.shape.rows = 0;
+    s.shape.segments = 0;
+    s.offsets = NULL;
+    s.n = len;
+    s.keys = (char *)req->keys + lo * ks;
+    s.values = vs ? (char *)req->values + lo * vs : NULL;
+    return s;
+}
 
 gs_sort_req gs_sort_req_row(const gs_sort_req *req, size_t r)
 {
     const size_t len = req->n / (size_t)req->shape.rows;
-    const size_t ks = gs_dtype_size(req->shape.dtype), vs = gs_payload_size(req->shape.payload);
-    gs_sort_req s = *req;
-    s.shape.rows = 0;
-    s.n = len;
-    s.keys = (char *)req->keys + r * len * ks;
-    s.values = vs ? (char *)req->values + r * len * vs : NULL;
-    return s;
+    return req_slice(req, r * len, len);
+}
+
+gs_sort_req gs_sort_req_segment(const gs_sort_req *req, size_t s)
+{
+    const uint64_t *o = req->offsets;
+    return req_slice(req, (size_t)o[s], (size_t)(o[s + 1] - o[s]));
 }
 
 static void row_task(void *arg, size_t r, unsigned worker)
@@ -252,7 +309,14 @@ static void row_task(void *arg, size_t r, unsigned worker)
     pthread_mutex_unlock(&j->mu);
     if (stop)
         return;
-    gs_sort_req s = gs_sort_req_row(j->req, r);
+    const int seg = j->req->shape.segments != 0;
+    gs_sort_req s = seg ? gs_sort_req_segment(j->req, r) : gs_sort_req_row(j->req, r);
+    if (s.n < 2 && s.shape.payload != GS_PL_IDX32 && s.shape.payload != GS_PL_IDX64) {
+        pthread_mutex_lock(&j->mu);     /* nothing to move (an index still has a 0 to write) */
+        j->done++;
+        pthread_mutex_unlock(&j->mu);
+        return;
+    }
     gs_sort_ctx ctx = j->ctx;
     gs_sort_stats st;
     gs_err e;
@@ -265,8 +329,9 @@ static void row_task(void *arg, size_t r, unsigned worker)
         j->done++;
     } else if (j->rc == 0) {
         j->rc = rc;
-        gs_err_set(&j->err, rc, "row %zu of %llu: %s", r,
-                   (unsigned long long)j->req->shape.rows, e.msg);
+        gs_err_set(&j->err, rc, "%s %zu of %llu: %s", seg ? "segment" : "row", r,
+                   (unsigned long long)(seg ? j->req->shape.segments : j->req->shape.rows),
+                   e.msg);
     }
     pthread_mutex_unlock(&j->mu);
 }
@@ -276,9 +341,9 @@ static int sort_rows(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
 {
     rows_job j = { .a = a, .ctx = *ctx, .req = req, .p = p };
     gs_err_clear(&j.err);
-    if (req->n / (size_t)req->shape.rows == 0)   /* empty rows */
+    size_t rows = (size_t)(req->shape.segments ? req->shape.segments : req->shape.rows);
+    if (!req->shape.segments && req->n / rows == 0)     /* empty rows */
         return 0;
-    size_t rows = (size_t)req->shape.rows;
     pthread_mutex_init(&j.mu, NULL);
     if (a->uses_device) {
         for (size_t r = 0; r < rows && j.rc == 0; r++)
@@ -286,7 +351,7 @@ static int sort_rows(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
         gs_sort_stats_add(st, &j.sum);
         st->output_touched |= j.touched;
     } else {
-        /* one thread a row, rows side by side: a row's own threads would
+        /* one thread a part, parts side by side: a part's own threads would
          * only split work the pool already spreads */
         gs_params one;
         if (p)
@@ -311,6 +376,25 @@ static int sort_rows(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
     if (j.rc < 0 && err)
         *err = j.err;
     return j.rc;
+}
+
+/* One row's top-k on the host: the select (gs_select.c), or where k is a
+ * large part of the row a whole sort by a, whose first k are the answer
+ * (an algorithm that cannot sort it whole, as vqsort with values: the
+ * select at any k). */
+static int topk_host(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
+                     const gs_params *p, gs_sort_stats *st, gs_err *err)
+{
+    st->output_touched = 1;
+    gs_sort_req whole = *req;
+    whole.shape.topk = 0;
+    whole.shape.k = 0;
+    whole.shape.unsorted = 0;
+    if ((size_t)req->shape.k * GS_SELECT_FULL_DIV > req->n &&
+        !(a->check && a->check(NULL, &whole, p, NULL) < 0))
+        return gs_sort_run(a, ctx, &whole, p, NULL, err);
+    long threads = gs_params_get(p, "threads", 0);
+    return gs_select_run(req, threads > 0 ? (unsigned)threads : 0, err);
 }
 
 int gs_sort_run(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
@@ -363,7 +447,7 @@ int gs_sort_run(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
         }
         if (!a->uses_device) {      /* a select on the host (gs_select.c), row by row */
             rc = req->shape.rows > 1 ? sort_rows(a, ctx, req, p, st, err)
-                                     : gs_select_run(a, ctx, req, p, st, err);
+                                     : topk_host(a, ctx, req, p, st, err);
             st->wall_ms = gs_now_ms() - t0;
             return rc;
         }
@@ -374,7 +458,8 @@ int gs_sort_run(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
         whole.shape.unsorted = 0;
         req = &whole;
     }
-    if (req->shape.rows > 1 && !a->rows) {   /* each row a request of its own (sort_rows) */
+    if (req->shape.segments || (req->shape.rows > 1 && !a->rows)) {
+        /* each row or segment a request of its own (sort_rows) */
         rc = sort_rows(a, ctx, req, p, st, err);
         st->wall_ms = gs_now_ms() - t0;
         return rc;

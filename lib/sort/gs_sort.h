@@ -15,12 +15,16 @@
 
 /* gs_sort_req, the request, is in gs_types.h (gs_keys works on it too).
  * Validate shape: pointers present, enums in range, byte sizes not
- * overflowing size_t. */
+ * overflowing size_t; segments' offsets start at 0, never decrease and
+ * end at n (read once each, before anything is written). */
 int gs_sort_req_check(const gs_sort_req *r, gs_err *err);
 
 /* Row r (< shape.rows, which is > 1) of a request of equal rows as a
  * request of its own: its keys and values inside req's, no rows. */
 gs_sort_req gs_sort_req_row(const gs_sort_req *req, size_t r);
+/* Segment s (< shape.segments) of a request of segments, whose offsets
+ * have been checked (gs_sort_req_check), as a request of its own. */
+gs_sort_req gs_sort_req_segment(const gs_sort_req *req, size_t s);
 
 typedef struct gs_sort_stats {
     double upload_ms;    /* host -> device (profiling events) */
@@ -158,7 +162,8 @@ const gs_algo *gs_algo_default_for(const gs_dev_info *info);
 
 /* Check the request, then the parameter set, then run, filling `st`; a
  * request of equal rows (shape.rows > 1) goes to an algorithm with `rows`
- * whole, and otherwise runs each row as a request of its own.
+ * whole, and otherwise runs each row as a request of its own, as a request
+ * of segments (shape.segments) always does with each segment.
  * Float keys whose NaNs are not all the canonical quiet NaN get their exact
  * bit patterns restored after the sort (see gs_keys.h). The entry point the
  * tuner, daemon, tools and tests use. */

@@ -58,6 +58,8 @@ typedef struct gs_client_sort {
                                    each row's k packed at the front of keys and values;
                                    in shared memory, in each row's first k places) */
     void *values;               /* n values (u32/u64 in and out, idx out); NULL for none */
+    const uint64_t *offsets;    /* with shape.segments S: S + 1 offsets, sent after the
+                                   values (inside shm when it is set), never sent back */
     const char *algorithm;      /* NULL: the daemon's plan */
     const char *params;         /* "name=value,..." with an algorithm, or NULL */
     int device;                 /* -1: any */

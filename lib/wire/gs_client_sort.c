@@ -181,6 +181,10 @@ int gs_client_sort_run(gs_client *c, const gs_client_sort *s, gs_client_result *
     size_t kb = s->n * ks, vb = s->n * vs;
     if ((kb && !s->keys) || (vb && !s->values))
         return gs_err_set(err, GS_EINVAL, "sort: keys%s missing", vb ? " or values" : "");
+    if (s->shape.segments && (!s->offsets || s->shape.segments > GS_PROTO_MAX_N))
+        return gs_err_set(err, GS_EINVAL, "sort: %llu segments need their offsets (at most "
+                          "2^53 segments)", (unsigned long long)s->shape.segments);
+    size_t ob = s->shape.segments ? 8 * ((size_t)s->shape.segments + 1) : 0;
 
     gs_proto_req rq;
     if ((rc = gs_client_sort_req(s, &rq, err)))
@@ -196,6 +200,10 @@ int gs_client_sort_run(gs_client *c, const gs_client_sort *s, gs_client_result *
         } else {
             rq.values_offset = rq.keys_offset + kb;
         }
+        if (s->shape.segments &&
+            shm_offset(s->shm, s->offsets, ob, &rq.offsets_offset))
+            return gs_err_set(err, GS_EINVAL, "sort: the segment offsets do not lie inside "
+                              "the shared memory");
     }
     uint64_t id = c->next_id++;
     rq.id = cJSON_CreateNumber((double)id);
@@ -212,12 +220,14 @@ int gs_client_sort_run(gs_client *c, const gs_client_sort *s, gs_client_result *
 
     /* Inline: keys, then values the daemon must permute (idx values are
      * produced by it, not sent). */
-    struct iovec pl[2];
+    struct iovec pl[3];
     int npl = 0;
     if (!s->shm) {
         pl[npl++] = (struct iovec){ s->keys, kb };
         if (s->shape.payload == GS_PL_U32 || s->shape.payload == GS_PL_U64)
             pl[npl++] = (struct iovec){ s->values, vb };
+        if (ob)     /* then the segment offsets */
+            pl[npl++] = (struct iovec){ (void *)s->offsets, ob };
     }
     cJSON *h = NULL;
     gs_reply_head head;

@@ -115,7 +115,11 @@ typedef struct gs_proto_req {
      * "topk" (k, at most a row's length: only each row's first k in the
      * order; the reply carries k keys and values of each row, a memfd holds
      * them in each row's first k places), "sorted" (with topk, default
-     * true; false: the k in any order) */
+     * true; false: the k in any order), "segments" (S >= 1, not with rows
+     * or topk: S segments of any lengths, each sorted on its own, given by
+     * S + 1 u64 offsets in host order, 0 first, never decreasing, n last,
+     * sent inline after the keys and values or in the memfd at
+     * "offsets_offset"; the daemon copies and checks them before use) */
     gs_shape shape;
     uint64_t n;
     char algorithm[32];         /* "algorithm": "" (auto) or a registry name */
@@ -128,7 +132,10 @@ typedef struct gs_proto_req {
     int memfd;                  /* "memfd": true: keys/values in the passed fd */
     uint64_t keys_offset;       /* "keys_offset", default 0 */
     uint64_t values_offset;     /* "values_offset", default keys_offset + n * key size */
-    uint64_t in_bytes;          /* inline bytes a sort carries in: keys (+ u32/u64 values) */
+    uint64_t offsets_offset;    /* "offsets_offset": with segments and memfd (required
+                                   then), where the S + 1 offsets lie, 8-aligned */
+    uint64_t in_bytes;          /* inline bytes a sort carries in: keys (+ u32/u64 values)
+                                   (+ 8 * (S + 1) bytes of segment offsets) */
     uint64_t out_bytes;         /* bytes the reply carries: keys (+ any values) */
     uint64_t fd_bytes;          /* memfd: bytes the fd must hold (end of the last array) */
 } gs_proto_req;

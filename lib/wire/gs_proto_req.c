@@ -52,6 +52,14 @@ int gs_proto_sort_sizes(gs_proto_req *rq, gs_err *err)
                           (unsigned long long)rq->n, gs_dtype_name(rq->shape.dtype));
     /* idx values are produced by the daemon, never sent */
     in = kbytes + (rq->shape.payload == GS_PL_U32 || rq->shape.payload == GS_PL_U64 ? vbytes : 0);
+    /* segments: S + 1 u64 offsets follow (S <= 2^53: no overflow) */
+    if (rq->shape.segments > GS_PROTO_MAX_N)
+        return gs_err_set(err, GS_ETOOBIG, "sort: %llu segments exceed 2^53",
+                          (unsigned long long)rq->shape.segments);
+    uint64_t obytes = rq->shape.segments ? 8 * (rq->shape.segments + 1) : 0;
+    if (!rq->memfd && __builtin_add_overflow(in, obytes, &in))
+        return gs_err_set(err, GS_ETOOBIG, "sort: %llu keys and %llu segments overflow 64 bits",
+                          (unsigned long long)rq->n, (unsigned long long)rq->shape.segments);
     rq->in_bytes = in;
     if (rq->shape.topk) {       /* the reply carries k of each row (k <= the row, no overflow) */
         uint64_t rows = rq->shape.rows > 1 ? rq->shape.rows : 1;
@@ -94,6 +102,25 @@ int gs_proto_sort_sizes(gs_proto_req *rq, gs_err *err)
                               (unsigned long long)vend);
     }
     rq->fd_bytes = kend > vend ? kend : vend;
+    if (obytes) {
+        uint64_t oo = rq->offsets_offset, oend;
+        if (oo % 8)
+            return gs_err_set(err, GS_EINVAL, "sort: offsets_offset %llu is not a multiple "
+                              "of 8", (unsigned long long)oo);
+        if (__builtin_add_overflow(oo, obytes, &oend))
+            return gs_err_set(err, GS_ETOOBIG, "sort: offsets_offset %llu + %llu offset bytes "
+                              "overflow 64 bits", (unsigned long long)oo,
+                              (unsigned long long)obytes);
+        /* the keys sorted in place would rewrite the offsets under the copy */
+        if ((rq->n && oo < kend && rq->keys_offset < oend) ||
+            (rq->n && vs && oo < vend && rq->values_offset < oend))
+            return gs_err_set(err, GS_EINVAL, "sort: the segment offsets [%llu, %llu) "
+                              "overlap the %s in the memfd", (unsigned long long)oo,
+                              (unsigned long long)oend,
+                              rq->n && oo < kend && rq->keys_offset < oend ? "keys" : "values");
+        if (oend > rq->fd_bytes)
+            rq->fd_bytes = oend;
+    }
     return 0;
 }
 
@@ -168,6 +195,19 @@ static int parse_sort(const gs_jnum_doc *doc, int has_pb, gs_proto_req *rq, int 
         rq->shape.unsorted = !cJSON_IsTrue(v);
     }
 
+    if ((v = field(h, "segments"))) {
+        if (gs_jnum_u64(doc, v, GS_PROTO_MAX_N, &rq->shape.segments) != GS_JNUM_OK ||
+            rq->shape.segments == 0)
+            return gs_err_set(err, GS_EINVAL, "sort: \"segments\" %s is not an integer in "
+                              "[1, 2^53]", gs_jnum_quote(doc, v, cb));
+        if (field(h, "rows"))
+            return gs_err_set(err, GS_EINVAL, "sort: \"segments\" and \"rows\" together (a "
+                              "request has one or the other)");
+        if (rq->shape.topk)
+            return gs_err_set(err, GS_EUNSUPPORTED, "sort: \"topk\" of \"segments\" is not "
+                              "supported");
+    }
+
     if ((v = field(h, "algorithm"))) {
         if (!cJSON_IsString(v) ||
             (strcmp(v->valuestring, "auto") && !algo_name_ok(v->valuestring)))
@@ -233,6 +273,17 @@ static int parse_sort(const gs_jnum_doc *doc, int has_pb, gs_proto_req *rq, int 
                               (unsigned long long)rq->n);
     }
 
+    const cJSON *oo = field(h, "offsets_offset");
+    if (oo && (!rq->memfd || !rq->shape.segments))
+        return gs_err_set(err, GS_EINVAL, "sort: \"offsets_offset\" is only meaningful with "
+                          "\"segments\" and \"memfd\": true");
+    if (rq->memfd && rq->shape.segments && !oo)
+        return gs_err_set(err, GS_EINVAL, "sort: \"segments\" in a memfd need "
+                          "\"offsets_offset\" (where the offsets lie)");
+    if (oo && gs_jnum_u64(doc, oo, UINT64_MAX, &rq->offsets_offset) != GS_JNUM_OK)
+        return gs_err_set(err, GS_EINVAL, "sort: \"offsets_offset\" %s is not an integer "
+                          "in [0, 2^64)", gs_jnum_quote(doc, oo, cb));
+
     int rc = gs_proto_sort_sizes(rq, err);
     if (rc < 0)
         return rc;
@@ -247,13 +298,14 @@ static int parse_sort(const gs_jnum_doc *doc, int has_pb, gs_proto_req *rq, int 
          * where the next message starts is unknown. */
         if (!has_pb)
             *fatal = 1;
-        return gs_err_set(err, GS_EINVAL, "sort: %llu %s keys%s%s need payload_bytes "
+        return gs_err_set(err, GS_EINVAL, "sort: %llu %s keys%s%s%s need payload_bytes "
                           "%llu, not %llu%s", (unsigned long long)rq->n,
                           gs_dtype_name(rq->shape.dtype),
                           rq->shape.payload == GS_PL_U32 || rq->shape.payload == GS_PL_U64 ?
                           " + values " : "",
                           rq->shape.payload == GS_PL_U32 || rq->shape.payload == GS_PL_U64 ?
                           gs_payload_name(rq->shape.payload) : "",
+                          rq->shape.segments ? " + segment offsets" : "",
                           (unsigned long long)rq->in_bytes,
                           (unsigned long long)rq->payload_bytes,
                           has_pb ? "" : " (payload_bytes missing)");

@@ -63,6 +63,8 @@ cJSON *gs_proto_sort_header(gs_proto_req *rq, gs_err *err)
         ok = ok && cJSON_AddTrueToObject(h, "stable");
     if (rq->shape.rows > 1)
         ok = ok && gs_jnum_add_u64(h, "rows", rq->shape.rows);
+    if (rq->shape.segments)
+        ok = ok && gs_jnum_add_u64(h, "segments", rq->shape.segments);
     if (rq->shape.topk)
         ok = ok && gs_jnum_add_u64(h, "topk", rq->shape.k);
     if (rq->shape.topk && rq->shape.unsorted)
@@ -84,6 +86,8 @@ cJSON *gs_proto_sort_header(gs_proto_req *rq, gs_err *err)
             ok = ok && gs_jnum_add_u64(h, "keys_offset", rq->keys_offset);
         if (want_vo)
             ok = ok && gs_jnum_add_u64(h, "values_offset", rq->values_offset);
+        if (rq->shape.segments)
+            ok = ok && gs_jnum_add_u64(h, "offsets_offset", rq->offsets_offset);
     } else {
         ok = ok && gs_jnum_add_u64(h, "payload_bytes", rq->in_bytes);
     }

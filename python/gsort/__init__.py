@@ -36,7 +36,9 @@ sort an array of two or more dimensions along its last axis, each row on
 its own, in one request (np.sort(a, axis=-1)), and topk() takes each
 row's k largest or smallest (torch.topk, issue 38); another axis is a
 ValueError (np.moveaxis puts it last), as is a 0-D array; sort_by_key
-takes 1-D arrays. A non-contiguous array is copied. Array-likes (lists)
+takes 1-D arrays, as do sort_segments() and argsort_segments(), which
+sort each segment of a 1-D array given by offsets on its own (CUB's
+segmented sort, issue 38). A non-contiguous array is copied. Array-likes (lists)
 go through numpy.asarray first.
 
 Order: integers by value; floats in numpy's order, -inf < ... < -0.0 <
@@ -86,7 +88,8 @@ from . import _local
 
 __all__ = [
     "Client", "Error", "NoDaemonError", "SUPPORTED_DTYPES", "default_socket",
-    "default_client", "sort", "argsort", "topk", "sort_by_key", "info", "stats", "ping",
+    "default_client", "sort", "argsort", "topk", "sort_by_key", "sort_segments",
+    "argsort_segments", "info", "stats", "ping",
 ]
 
 __version__ = "0.1.0"
@@ -203,6 +206,31 @@ def _rows_of(a, axis, what):
     arr = np.ascontiguousarray(arr)
     rows = arr.size // arr.shape[-1] if arr.shape[-1] else 0
     return arr.reshape(-1), rows, arr.shape
+
+
+def _segment_offsets(offsets, n):
+    """offsets as a C-contiguous uint64 array of S + 1 (S >= 1): 0 first,
+    never decreasing, n last; ValueError or TypeError otherwise."""
+    o = np.asarray(offsets)
+    if o.ndim != 1 or o.shape[0] < 2:
+        raise ValueError("gsort: offsets must be a 1-D sequence of S + 1 integers (S >= 1 "
+                         "segments), not of shape %s" % (o.shape,))
+    if o.dtype.kind not in "iu":
+        raise TypeError("gsort: offsets must be integers, not %s" % o.dtype)
+    if o.dtype.kind == "i" and (o < 0).any():
+        raise ValueError("gsort: offsets must not be negative")
+    o = np.ascontiguousarray(o, dtype=np.uint64)
+    if o[0] != 0:
+        raise ValueError("gsort: offsets must start at 0, not %d" % o[0])
+    d = np.flatnonzero(o[1:] < o[:-1])
+    if d.shape[0]:
+        i = int(d[0]) + 1
+        raise ValueError("gsort: offsets decrease: offsets[%d] = %d after offsets[%d] = %d"
+                         % (i, o[i], i - 1, o[i - 1]))
+    if int(o[-1]) != n:
+        raise ValueError("gsort: the last offset (%d) must be the array's length %d"
+                         % (o[-1], n))
+    return o
 
 
 def _forced(algorithm, params, device, split):
@@ -795,14 +823,17 @@ class Client:
     # -- sorting --
 
     def _run(self, keys, values_kind, values, dst_keys, dst_vals, descending, stable,
-             algorithm, params, device, split=None, rows=0, topk=None, unsorted=False):
+             algorithm, params, device, split=None, rows=0, topk=None, unsorted=False,
+             offsets=None):
         """One sort request. keys (and values, for "u32"/"u64") are 1-D
         arrays of any layout; the sorted keys land in dst_keys (None:
         dropped) and the values or indices in dst_vals (None: dropped).
         rows > 1: they are that many equal rows, each sorted on its own.
         topk: only the first topk of each row are asked for (unsorted: in
         any order); dst_keys and dst_vals then hold rows * topk, row after
-        row."""
+        row. offsets (a C-contiguous uint64 array of S + 1, checked by the
+        caller): S segments, each sorted on its own; they travel after the
+        keys and values."""
         kdt = keys.dtype
         n = keys.shape[0]
         ks = kdt.itemsize
@@ -819,6 +850,8 @@ class Client:
             header["stable"] = True
         if rows > 1:
             header["rows"] = int(rows)
+        if offsets is not None:
+            header["segments"] = int(offsets.shape[0]) - 1
         if topk is not None:
             header["topk"] = int(topk)
             if unsorted:
@@ -842,15 +875,18 @@ class Client:
             rid = self._take_id()
             header["id"] = rid
             shared = (self.use_memfd and n > 0 and not isinstance(keys, _Concat) and
-                      topk is None and
+                      topk is None and offsets is None and
                       _in_place(keys, dst_keys, values, dst_vals, values_kind))
             use_memfd = self.use_memfd and n > 0 and not shared
             stage = self._stage
             if use_memfd:
                 kb = n * ks
                 voff = _round_up(kb, vs) if vs else kb
+                need = voff + n * vs
+                if offsets is not None:     # the segment offsets after, 8-aligned
+                    need = _round_up(need, 8) + offsets.nbytes
                 try:
-                    stage.ensure(voff + n * vs)
+                    stage.ensure(need)
                 except OSError as e:
                     # No shared memory here (a sandbox, an old kernel):
                     # inline from now on.
@@ -862,9 +898,10 @@ class Client:
                     return self._run_shared(header, rid, shared, t0)
                 if use_memfd:
                     return self._run_memfd(header, rid, keys, values_kind, values, dst_keys,
-                                           dst_vals, kb, voff, wire_vdt, t0, rows, topk)
+                                           dst_vals, kb, voff, wire_vdt, t0, rows, topk,
+                                           offsets)
                 return self._run_inline(header, rid, keys, values_kind, values, dst_keys,
-                                        dst_vals, wire_vdt, t0, rows, topk)
+                                        dst_vals, wire_vdt, t0, rows, topk, offsets)
             finally:
                 if stage.size > self.keep_stage_bytes:
                     stage.close()
@@ -893,11 +930,11 @@ class Client:
         return h
 
     def _run_memfd(self, header, rid, keys, values_kind, values, dst_keys, dst_vals, kb,
-                   voff, wire_vdt, t0, rows=0, topk=None):
+                   voff, wire_vdt, t0, rows=0, topk=None, offsets=None):
         n = keys.shape[0]
         m = self._stage.map
         kview = np.frombuffer(m, dtype=keys.dtype, count=n, offset=0)
-        vview = None
+        vview = oview = None
         try:
             _copy(kview, keys)
             if wire_vdt is not None:
@@ -906,6 +943,13 @@ class Client:
                     _copy(vview, values.view(wire_vdt))
                 if voff != kb:
                     header["values_offset"] = voff
+            if offsets is not None:
+                ooff = _round_up(voff + (n * vview.dtype.itemsize if vview is not None
+                                         else 0), 8)
+                oview = np.frombuffer(m, dtype=np.uint64, count=offsets.shape[0],
+                                      offset=ooff)
+                oview[...] = offsets
+                header["offsets_offset"] = ooff
             header["memfd"] = True
             self._send(header, fd=self._stage.fd)
             h, pb = self._recv_header()
@@ -934,16 +978,18 @@ class Client:
             return h
         finally:
             # No view may outlive the call: the mapping is resized later.
-            del kview, vview
+            del kview, vview, oview
 
     def _run_inline(self, header, rid, keys, values_kind, values, dst_keys, dst_vals,
-                    wire_vdt, t0, rows=0, topk=None):
+                    wire_vdt, t0, rows=0, topk=None, offsets=None):
         n = keys.shape[0]
         parts = keys.parts if isinstance(keys, _Concat) else [np.ascontiguousarray(keys)]
         if values_kind in ("u32", "u64"):
             values = values.view(wire_vdt)
             parts = parts + (values.parts if isinstance(values, _Concat) else
                              [np.ascontiguousarray(values)])
+        if offsets is not None:
+            parts = parts + [offsets]       # the segment offsets last
         parts = [memoryview(p).cast("B") for p in parts if p.shape[0]]
         header["payload_bytes"] = sum(p.nbytes for p in parts)
         self._send(header, parts)
@@ -1125,6 +1171,68 @@ class Client:
                                            not sorted))
         return vals.reshape(out_shape), idx.reshape(out_shape)
 
+    def _segmented(self, a, offsets, local, forced, here, there):
+        """A segments call: here() in this process when it may sort here
+        (the daemon would sort the segments on its host cores too, as
+        libgsort decides), else there() through the daemon."""
+        if (self.local if local is None else bool(local)) and not forced:
+            t0 = _perf_counter()
+            here()
+            self.last = {"where": "local", "algorithm": "numpy", "n": a.shape[0],
+                         "client_ms": (_perf_counter() - t0) * 1e3}
+            return
+        there()
+        self.last["where"] = "daemon"
+
+    def sort_segments(self, a, offsets, descending=False, stable=False, algorithm=None,
+                      params=None, device=None, local=None):
+        """Return a copy of the 1-D array a with each segment sorted on its
+        own (a segmented sort, as CUB's): offsets is a 1-D sequence of S + 1
+        integers, 0 first, never decreasing, len(a) last, and segment s is
+        a[offsets[s]:offsets[s + 1]] (it may be empty). Order, stability
+        and NaN rules are sort()'s, segment by segment. Offsets that break
+        a rule are a ValueError (nothing is sent). The daemon sorts
+        segments on its host cores, so a call free to sort here (local, as
+        for sort()) does; algorithm, params or device name a route, which
+        sorts them one after another.
+        """
+        a = _as_1d(a, "the array")
+        _wire_dtype(a.dtype)
+        off = _segment_offsets(offsets, a.shape[0])
+        out = np.empty(a.shape[0], dtype=a.dtype)
+
+        def here():
+            _local.sort_segments(a, off, descending, out)
+        self._segmented(a, off, local, _forced(algorithm, params, device, None), here,
+                        lambda: self._run(a, "none", None, out, None, descending, stable,
+                                          algorithm, params, device, offsets=off))
+        return out
+
+    def argsort_segments(self, a, offsets, descending=False, stable=False,
+                         index_dtype=np.int64, algorithm=None, params=None, device=None,
+                         local=None):
+        """The indices that sort each segment of the 1-D array a (offsets
+        as for sort_segments), counting from 0 within the segment, in a new
+        array of index_dtype (int64, uint64, int32 or uint32). With
+        stable=True equal keys keep their input order. a is left as it
+        is. Other arguments as for sort_segments().
+        """
+        a = _as_1d(a, "the array")
+        _wire_dtype(a.dtype)
+        n = a.shape[0]
+        off = _segment_offsets(offsets, n)
+        longest = int(np.max(np.diff(off))) if off.shape[0] > 1 else 0
+        idt = _index_dtype(index_dtype, longest)
+        out = np.empty(n, dtype=idt)
+
+        def here():
+            _local.order_segments(a, off, descending, out)
+        kind = "idx32" if n <= 0xFFFFFFFF else "idx64"
+        self._segmented(a, off, local, _forced(algorithm, params, device, None), here,
+                        lambda: self._run(a, kind, None, None, out, descending, stable,
+                                          algorithm, params, device, offsets=off))
+        return out
+
     def _argsort_into(self, a, dst_keys, dst_index, descending, stable, algorithm=None,
                       params=None, device=None, split=None, rows=0):
         """The indices that sort a into dst_index (and, unless dst_keys is
@@ -1247,6 +1355,16 @@ def topk(a, k, **kw):
 def sort_by_key(keys, values, **kw):
     """default_client().sort_by_key(keys, values, ...)."""
     return default_client().sort_by_key(keys, values, **kw)
+
+
+def sort_segments(a, offsets, **kw):
+    """default_client().sort_segments(a, offsets, ...)."""
+    return default_client().sort_segments(a, offsets, **kw)
+
+
+def argsort_segments(a, offsets, **kw):
+    """default_client().argsort_segments(a, offsets, ...)."""
+    return default_client().argsort_segments(a, offsets, **kw)
 
 
 def info():

@@ -292,6 +292,26 @@ def sort_rows(keys, descending, out):
     return out
 
 
+def sort_segments(keys, offsets, descending, out):
+    """Each segment keys[offsets[s]:offsets[s + 1]] sorted into out, as
+    the daemon sorts it (sort_keys, segment by segment)."""
+    for s in range(offsets.shape[0] - 1):
+        lo, hi = int(offsets[s]), int(offsets[s + 1])
+        if hi > lo:
+            sort_keys(keys[lo:hi], descending, out[lo:hi])
+    return out
+
+
+def order_segments(keys, offsets, descending, out):
+    """The stable permutation of each segment, counted from 0 within it,
+    into out."""
+    for s in range(offsets.shape[0] - 1):
+        lo, hi = int(offsets[s]), int(offsets[s + 1])
+        if hi > lo:
+            out[lo:hi] = order(keys[lo:hi], descending)
+    return out
+
+
 # ---- top-k ----
 
 # From k this large a part of a row (k * TOPK_FULL_DIV >= the row's length)

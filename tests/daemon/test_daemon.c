@@ -2,7 +2,9 @@
  * (tests/support/dmn.h) in the foreground on a socket and database in a temporary
  * directory, and exercised through the blocking client (lib/wire/gs_client.c) and
  * raw bytes: every op, every dtype x values kind inline and through a memfd
- * in both orders (checked against tests/support/sortcheck's reference), the device
+ * in both orders (checked against tests/support/sortcheck's reference), rows,
+ * segments (lying offsets, and offsets a thread rewrites during the sorts,
+ * answered with an error and the connection kept), top-k, the device
  * routes (radix, mergepath), 32 concurrent clients, 200 clients that close
  * in the middle of a large reply while others are served (no "bad file
  * descriptor", no leaked descriptor, no epoll_ctl on a closed one where
@@ -25,6 +27,7 @@
 #include <math.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -643,6 +646,181 @@ static void test_rows(dmn *d)
     char pw[300] = "";
     tap_ok(rc == GS_EINVAL && strstr(err.msg, "\"rows\" 3 does not divide \"n\" 10") &&
            ping(c, pw, sizeof pw), "3 rows of 10 keys refused, connection kept (%s)", err.msg);
+    gs_client_close(c);
+}
+
+/* ---- segments (issue 38): segments of any lengths, each sorted on its own ---- */
+
+/* The segments' keys, values and offsets: in one memfd (values and offsets
+ * 8-aligned after the keys) or on the heap. `off` is copied in. */
+static int segs_ok(gs_client *c, gs_dtype t, gs_payload p, int desc, const uint64_t *off,
+                   size_t S, const char *algo, int memfd, char *why, size_t wl,
+                   gs_client_result *res)
+{
+    size_t ks = gs_dtype_size(t), vs = gs_payload_size(p), n = (size_t)off[S];
+    size_t voff = (n * ks + 7) & ~(size_t)7, ooff = (voff + n * vs + 7) & ~(size_t)7;
+    gs_client_shm shm = { -1, NULL, 0 };
+    char *keys, *vals;
+    uint64_t *o;
+    gs_err err;
+    gs_err_clear(&err);
+    if (memfd) {
+        if (gs_client_shm_alloc(&shm, ooff + 8 * (S + 1), &err) < 0)
+            tap_bail("shm: %s", err.msg);
+        keys = shm.ptr;
+        vals = keys + voff;
+        o = (uint64_t *)(void *)(keys + ooff);
+    } else {
+        keys = malloc(n * ks + 1);
+        vals = malloc(n * vs + 1);
+        o = malloc(8 * (S + 1));
+        if (!keys || !vals || !o)
+            tap_bail("out of memory");
+    }
+    memcpy(o, off, 8 * (S + 1));
+    sc_case *cs = sc_segs_init(t, p, desc, off, S, SC_RANDOM, 78, keys, vals);
+    gs_client_sort s = { .shape = { .dtype = t, .payload = p, .descending = desc,
+                                    .stable = 1, .segments = S },
+                         .n = n, .keys = keys, .values = vs ? vals : NULL, .offsets = o,
+                         .algorithm = algo, .device = -1, .shm = memfd ? &shm : NULL };
+    int ok = gs_client_sort_run(c, &s, res, &err) == 0;
+    if (!ok)
+        snprintf(why, wl, "%s: %.400s", gs_strerror(err.code), err.msg);
+    ok = sc_segs_verify(cs, off, S, 1, keys, vals, ok, why, wl);
+    if (ok)
+        say_route(why, wl, res);
+    if (memfd) {
+        gs_client_shm_free(&shm);
+    } else {
+        free(keys);
+        free(vals);
+        free(o);
+    }
+    return ok;
+}
+
+/* A hostile client: rewrites one offset, valid and not, while its sorts run. */
+typedef struct flipper {
+    volatile uint64_t *at;
+    atomic_int stop;
+} flipper;
+
+static void *flip_main(void *arg)
+{
+    flipper *f = arg;
+    for (uint64_t i = 0; !atomic_load(&f->stop); i++)
+        *f->at = i % 2 ? 4 : 1000000;
+    return NULL;
+}
+
+static void test_segments(dmn *d)
+{
+    gs_client *c = conn(d);
+    char why[600];
+    gs_client_result res;
+    /* 120 segments of 0 to 90 keys: empty and one-key ones among them */
+    enum { NS = 120 };
+    uint64_t off[NS + 1] = { 0 };
+    for (size_t i = 0; i < NS; i++)
+        off[i + 1] = off[i] + (i % 7 == 3 ? 0 : i % 11 == 5 ? 1 : (i * 37) % 91);
+    for (int m = 0; m < 2; m++) {
+        static const struct { gs_dtype t; gs_payload p; int desc; } sh[] = {
+            { GS_DT_U32, GS_PL_NONE, 0 }, { GS_DT_F64, GS_PL_IDX32, 1 },
+            { GS_DT_I32, GS_PL_U64, 0 }, { GS_DT_F32, GS_PL_IDX64, 1 },
+            { GS_DT_U64, GS_PL_U32, 1 },
+        };
+        for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
+            memset(&res, 0, sizeof res);
+            int ok = segs_ok(c, sh[i].t, sh[i].p, sh[i].desc, off, NS, NULL, m, why,
+                             sizeof why, &res);
+            tap_ok(ok && res.device < 0, "%d segments of 0-90 %s keys (%llu), values %s, %s, "
+                   "%s, the daemon's choice: each sorted on its own, on the host (%s)", NS,
+                   gs_dtype_name(sh[i].t), (unsigned long long)off[NS],
+                   gs_payload_name(sh[i].p), sh[i].desc ? "desc" : "asc",
+                   m ? "memfd" : "inline", why);
+        }
+    }
+    static const uint64_t three[] = { 0, 4000, 4000, 5001 };
+    memset(&res, 0, sizeof res);
+    int ok = segs_ok(c, GS_DT_U32, GS_PL_IDX32, 0, three, 3, "radix", 1, why, sizeof why, &res);
+    tap_ok(ok && res.device >= 0 && !strcmp(res.algorithm, "radix"),
+           "segments of 4000, 0 and 1001 u32 keys with their indices, radix named: on a "
+           "device, each sorted (%s)", why);
+
+    /* offsets that lie: an error, nothing sorted, the connection still serves */
+    uint32_t k[10] = { 9, 8, 7, 6, 5, 4, 3, 2, 1, 0 };
+    uint64_t lie[4] = { 0, 6, 5, 10 };
+    gs_client_sort bad = { .shape = { .dtype = GS_DT_U32, .segments = 3 }, .n = 10, .keys = k,
+                           .offsets = lie, .device = -1 };
+    gs_err err;
+    gs_err_clear(&err);
+    int rc = gs_client_sort_run(c, &bad, NULL, &err);
+    char pw[300] = "";
+    tap_ok(rc == GS_EINVAL && strstr(err.msg, "offsets[2] = 5 after offsets[1] = 6") &&
+           k[0] == 9 && ping(c, pw, sizeof pw),
+           "decreasing offsets inline refused, connection kept (%s)", err.msg);
+    gs_client_shm shm = { -1, NULL, 0 };
+    if (gs_client_shm_alloc(&shm, 4096, &err) < 0)
+        tap_bail("shm: %s", err.msg);
+    uint32_t *mk = shm.ptr;
+    uint64_t *mo = (uint64_t *)(void *)((char *)shm.ptr + 64);
+    for (int i = 0; i < 10; i++)
+        mk[i] = (uint32_t)(9 - i);
+    mo[0] = 0;
+    mo[1] = 4;
+    mo[2] = 11;     /* past n */
+    gs_client_sort badm = { .shape = { .dtype = GS_DT_U32, .segments = 2 }, .n = 10, .keys = mk,
+                            .offsets = mo, .device = -1, .shm = &shm };
+    gs_err_clear(&err);
+    rc = gs_client_sort_run(c, &badm, NULL, &err);
+    tap_ok(rc == GS_EINVAL && strstr(err.msg, "offsets[2] = 11) must be n = 10") &&
+           mk[0] == 9 && ping(c, pw, sizeof pw),
+           "offsets past n in a memfd refused, keys untouched, connection kept (%s)", err.msg);
+    mo[0] = 3;
+    mo[2] = 10;
+    gs_err_clear(&err);
+    rc = gs_client_sort_run(c, &badm, NULL, &err);
+    tap_ok(rc == GS_EINVAL && strstr(err.msg, "must start at 0, not 3") && ping(c, pw, sizeof pw),
+           "offsets from 3 in a memfd refused, connection kept (%s)", err.msg);
+    mo[0] = 0;
+    gs_err_clear(&err);
+    rc = gs_client_sort_run(c, &badm, NULL, &err);
+    tap_ok(rc == 0 && mk[0] == 6 && mk[3] == 9 && mk[4] == 0 && mk[9] == 5,
+           "the same memfd with good offsets: [6 7 8 9 | 0 .. 5] (%s)", err.msg);
+    /* offsets rewritten during the sorts: each answered sorted by the offsets
+     * it was checked with (4: two segments) or refused, never a crash */
+    flipper f = { .at = &mo[1] };
+    atomic_init(&f.stop, 0);
+    pthread_t th;
+    if (pthread_create(&th, NULL, flip_main, &f))
+        tap_bail("pthread_create failed");
+    int okc = 0, refc = 0, other = 0;
+    for (int it = 0; it < 300; it++) {
+        for (int i = 0; i < 10; i++)
+            mk[i] = (uint32_t)(9 - i);
+        gs_err_clear(&err);
+        rc = gs_client_sort_run(c, &badm, NULL, &err);
+        if (rc == 0 && mk[0] == 6 && mk[3] == 9 && mk[4] == 0 && mk[9] == 5)
+            okc++;
+        else if (rc == GS_EINVAL && strstr(err.msg, "offsets decrease"))
+            refc++;
+        else
+            other++;
+    }
+    atomic_store(&f.stop, 1);
+    pthread_join(th, NULL);
+    tap_ok(other == 0 && okc + refc == 300 && ping(c, pw, sizeof pw),
+           "offsets rewritten during 300 sorts: %d sorted by the offsets checked, %d refused, "
+           "%d otherwise (%s); the daemon still serves", okc, refc, other, err.msg);
+    gs_client_shm_free(&shm);
+    /* rows and segments together: refused by the daemon */
+    bad.shape.rows = 2;
+    bad.shape.segments = 1;
+    lie[1] = 10;
+    gs_err_clear(&err);
+    rc = gs_client_sort_run(c, &bad, NULL, &err);
+    tap_ok(rc == GS_EINVAL && strstr(err.msg, "\"segments\" and \"rows\" together") &&
+           ping(c, pw, sizeof pw), "segments with rows refused, connection kept (%s)", err.msg);
     gs_client_close(c);
 }
 
@@ -2340,6 +2518,7 @@ int main(void)
     test_ops(&d, 64u << 20);
     test_matrix(&d);
     test_rows(&d);
+    test_segments(&d);
     test_topk(&d);
     tap_diag("ops + matrix: %.1f s", gs_now_s() - t0);
     test_devices(&d);

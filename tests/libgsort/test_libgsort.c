@@ -1870,6 +1870,120 @@ static void test_rows(const dmn *d)
     gsort_close(c);
 }
 
+/* Segments (issue 38): gsort_run_segments in the process (local allowed),
+ * through the daemon staged in shared memory and inline (GSORT_NO_LOCAL):
+ * each segment sorted on its own, argsort indices within the segment,
+ * stable; u64 values carried; empty and one-key segments; bad offsets
+ * refused before anything is written. */
+static void test_segments(const dmn *d)
+{
+    enum { S = 200 };
+    uint64_t off[S + 1];
+    off[0] = 0;
+    for (size_t i = 0; i < S; i++)
+        off[i + 1] = off[i] + (i % 5 == 2 ? 0 : i % 9 == 4 ? 1 : (i * 29) % 83);
+    const size_t n = (size_t)off[S];
+    uint32_t *in = malloc(n * 4), *k = malloc(n * 4), *idx = malloc(n * 4);
+    double *fk = malloc(n * 8);
+    uint64_t *fv = malloc(n * 8);
+    if (!in || !k || !idx || !fk || !fv)
+        tap_bail("out of memory");
+    uint64_t s = 777;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 6364136223846793005u + 1442695040888963407u;
+        in[i] = (uint32_t)(s >> 40) % 50;
+    }
+    gsort_conn *c = conn_or_bail(d->sock);
+    gsort_result res;
+    gsort_error err;
+    static const char *how[] = { "local allowed", "GSORT_NO_LOCAL, staged",
+                                 "GSORT_NO_LOCAL, inline" };
+    for (int m = 0; m < 3; m++) {
+        if (m == 0)
+            unsetenv("GSORT_NO_LOCAL");
+        gsort_conn *cl = m == 0 ? conn_or_bail(d->sock) : c;
+        memcpy(k, in, n * 4);
+        gsort_request rq;
+        gsort_request_init(&rq);
+        rq.keys = k;
+        rq.n = n;
+        rq.values_kind = GSORT_VALUES_IDX32;
+        rq.values = idx;
+        rq.flags = GSORT_STABLE | GSORT_DESCENDING | (m == 2 ? GSORT_INLINE : 0);
+        int rc = gsort_run_segments(cl, &rq, off, S, &res, &err);
+        int ok = rc == 0;
+        for (size_t g = 0; ok && g < S; g++) {
+            size_t lo = (size_t)off[g], len = (size_t)(off[g + 1] - off[g]);
+            for (size_t i = 0; ok && i < len; i++) {
+                uint32_t j = idx[lo + i];
+                ok = j < len && in[lo + j] == k[lo + i] &&
+                     (i == 0 || k[lo + i - 1] > k[lo + i] ||
+                      (k[lo + i - 1] == k[lo + i] && idx[lo + i - 1] < j));
+            }
+        }
+        tap_ok(ok && (m == 0) == !strcmp(res.plan, "local") && (m != 1 || res.zero_copy) &&
+                   (m != 2 || !res.zero_copy),
+               "gsort_run_segments, %d segments of 0-82 u32 keys, argsort32 descending stable, "
+               "%s: each sorted, indices within it (rc %d %s, plan %s)", S, how[m], rc,
+               rc ? err.message : "", res.plan);
+        /* f64 keys carrying u64 values: the value is the key's input place */
+        for (size_t i = 0; i < n; i++) {
+            fk[i] = (double)in[i] - 20.5;
+            fv[i] = i;
+        }
+        rq.dtype = GSORT_F64;
+        rq.keys = fk;
+        rq.values_kind = GSORT_VALUES_U64;
+        rq.values = fv;
+        rq.flags = m == 2 ? GSORT_INLINE : 0;
+        rc = gsort_run_segments(cl, &rq, off, S, &res, &err);
+        ok = rc == 0;
+        for (size_t g = 0; ok && g < S; g++)
+            for (uint64_t i = off[g]; ok && i < off[g + 1]; i++)
+                ok = fv[i] >= off[g] && fv[i] < off[g + 1] &&
+                     fk[i] == (double)in[fv[i]] - 20.5 && (i == off[g] || fk[i - 1] <= fk[i]);
+        tap_ok(ok, "gsort_run_segments, f64 keys with u64 values, %s: values stay with their "
+               "keys inside their segment (rc %d %s)", how[m], rc, rc ? err.message : "");
+        if (m == 0) {
+            setenv("GSORT_NO_LOCAL", "1", 1);
+            gsort_close(cl);
+        }
+    }
+    /* bad offsets: refused, nothing written */
+    uint32_t small[6] = { 5, 4, 3, 2, 1, 0 };
+    gsort_request rq;
+    gsort_request_init(&rq);
+    rq.keys = small;
+    rq.n = 6;
+    static const uint64_t down[] = { 0, 4, 3, 6 }, from2[] = { 2, 6 }, short_[] = { 0, 3, 5 },
+                          good[] = { 0, 2, 6 };
+    int rc = gsort_run_segments(c, &rq, down, 3, &res, &err);
+    tap_ok(rc == GSORT_EINVAL && strstr(err.message, "offsets decrease") && small[0] == 5,
+           "decreasing offsets refused, keys untouched: %s", err.message);
+    rc = gsort_run_segments(c, &rq, from2, 1, &res, &err);
+    tap_ok(rc == GSORT_EINVAL && strstr(err.message, "start at 0") && small[0] == 5,
+           "offsets from 2 refused: %s", err.message);
+    rc = gsort_run_segments(c, &rq, short_, 2, &res, &err);
+    tap_ok(rc == GSORT_EINVAL && strstr(err.message, "must be n = 6") && small[0] == 5,
+           "offsets ending before n refused: %s", err.message);
+    rc = gsort_run_segments(c, &rq, good, 0, &res, &err);
+    tap_ok(rc == GSORT_EINVAL && strstr(err.message, "no segments"),
+           "no segments refused: %s", err.message);
+    rc = gsort_run_segments(c, &rq, NULL, 2, &res, &err);
+    tap_ok(rc == GSORT_EINVAL && strstr(err.message, "NULL"), "NULL offsets refused: %s",
+           err.message);
+    rc = gsort_run_segments(c, &rq, good, 2, &res, &err);
+    tap_ok(rc == 0 && small[0] == 4 && small[1] == 5 && small[2] == 0 && small[5] == 3,
+           "the same keys with good offsets: [4 5 | 0 1 2 3] through the daemon (rc %d %s)",
+           rc, rc ? err.message : res.plan);
+    gsort_close(c);
+    free(in);
+    free(k);
+    free(idx);
+    free(fk);
+    free(fv);
+}
+
 /* Top-k (issue 38): gsort_topk of rows in the process, through the
  * daemon staged in shared memory and inline: each row's k exactly as a
  * stable sort lists them (a reference by insertion here), indices within
@@ -2006,6 +2120,7 @@ int main(void)
     test_routes(&g_main);
     test_edges(&g_main);
     test_rows(&g_main);
+    test_segments(&g_main);
     test_topk(&g_main);
     test_no_memfd(&g_main);
     test_errors(&g_main);

@@ -602,6 +602,56 @@ def main():
                    cm.argsort(np.zeros((3, 0), np.int32), local=False).shape == (3, 0) and
                    cm.sort(np.zeros((0, 4), np.uint64), local=False).shape == (0, 4), None))
 
+    # Segments (issue 38): a 1-D array of segments of any lengths given by
+    # offsets, each sorted on its own; argsort_segments' indices count
+    # within the segment; through the daemon on both transports and in the
+    # process; bad offsets a ValueError before anything is sent.
+    def t_segments():
+        bad = []
+        lens = [0, 3, 1, 0, 57, 200, 1, 0, 33, 2]
+        off = np.concatenate(([0], np.cumsum(lens))).astype(np.int64)
+        n = int(off[-1])
+        for c, how in ((cm, "memfd"), (ci, "inline")):
+            for dt in DTYPES:
+                a = random_keys(dt, n, special=True)
+                for desc in (False, True):
+                    wi = np.concatenate([ref_argsort(a[off[g]:off[g + 1]], desc)
+                                         for g in range(len(lens))]).astype(np.int64)
+                    want = np.concatenate([a[off[g]:off[g + 1]][
+                        ref_argsort(a[off[g]:off[g + 1]], desc)] for g in range(len(lens))])
+                    for loc in (False, True):
+                        before = a.copy()
+                        s = c.sort_segments(a, off, descending=desc, local=loc)
+                        where = c.last.get("where")
+                        i = c.argsort_segments(a, list(off), descending=desc, stable=True,
+                                               local=loc)
+                        if not (bits_equal(s, want) and np.array_equal(i, wi) and
+                                bits_equal(a, before) and
+                                where == ("local" if loc else "daemon")):
+                            bad.append((how, np.dtype(dt).name, desc, loc, where))
+        return not bad, bad[:5]
+    check("sort_segments and argsort_segments: each segment (empty, one-key and long ones) "
+          "sorted on its own, indices within it, every dtype, both orders, memfd, inline and "
+          "in the process", t_segments)
+
+    def t_segments_bad():
+        a = np.arange(10, dtype=np.uint32)[::-1].copy()
+        e1 = raises(ValueError, cm.sort_segments, a, [1, 10], local=False)
+        e2 = raises(ValueError, cm.sort_segments, a, [0, 6, 4, 10], local=False)
+        e3 = raises(ValueError, cm.argsort_segments, a, [0, 9], local=False)
+        e4 = raises(ValueError, cm.sort_segments, a, [0], local=False)
+        e5 = raises(TypeError, cm.sort_segments, a, [0.0, 10.0], local=False)
+        r = cm.sort_segments(a, [0, 4, 10], local=False)
+        one = cm.argsort_segments(np.zeros(0, np.float32), [0, 0, 0], local=False)
+        return (e1 is not None and "start at 0" in str(e1) and
+                e2 is not None and "decrease" in str(e2) and
+                e3 is not None and "length 10" in str(e3) and e4 is not None and
+                e5 is not None and list(r) == [6, 7, 8, 9, 0, 1, 2, 3, 4, 5] and
+                list(a) == list(range(10))[::-1] and one.shape == (0,),
+                (str(e1), str(e2), str(e3), list(r)))
+    check("segments: offsets not from 0, decreasing or not ending at n are a ValueError; "
+          "two segments of 4 and 6 sorted apart by the daemon; no keys", t_segments_bad)
+
     def t_badargs():
         a = np.arange(10, dtype=np.uint32)
         return all([

@@ -1344,9 +1344,10 @@ int sc_rows_check(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p, gs_dty
     return ok;
 }
 
-/* sc_rows_matrix (sortcheck.h) */
-int sc_rows_matrix(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p, size_t rows,
-                   size_t len, int keys_only, const char *who)
+/* sc_rows_matrix and sc_segs_matrix: equal rows (off NULL) or segments. */
+static int parts_matrix(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p, size_t rows,
+                        size_t len, const uint64_t *off, size_t S, int keys_only,
+                        const char *who)
 {
     static const gs_payload pls[] = { GS_PL_NONE, GS_PL_U32, GS_PL_U64, GS_PL_IDX32,
                                       GS_PL_IDX64 };
@@ -1356,17 +1357,105 @@ int sc_rows_matrix(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p, size_
             if (keys_only && pls[pi] != GS_PL_NONE)
                 continue;
             int bad = 0;
-            char why[512] = "";
+            char why[512] = "", what[64];
             for (int desc = 0; desc < 2 && !bad; desc++)
                 for (int dist = 0; dist < SC_DIST_COUNT && !bad; dist++)
-                    bad = !sc_rows_check(a, ctx, p, (gs_dtype)t, pls[pi], desc, rows, len,
-                                         dist, why, sizeof why);
-            tap_ok(!bad, "%s: %zu rows of %zu %s keys, payload %s, both orders, every "
-                   "distribution%s%s", who, rows, len, gs_dtype_name((gs_dtype)t),
-                   gs_payload_name(pls[pi]), bad ? ": " : "", why);
+                    bad = off ? !sc_segs_check(a, ctx, p, (gs_dtype)t, pls[pi], desc, off, S,
+                                               dist, why, sizeof why)
+                              : !sc_rows_check(a, ctx, p, (gs_dtype)t, pls[pi], desc, rows,
+                                               len, dist, why, sizeof why);
+            if (off)
+                snprintf(what, sizeof what, "%zu segments of %llu", S,
+                         (unsigned long long)off[S]);
+            else
+                snprintf(what, sizeof what, "%zu rows of %zu", rows, len);
+            tap_ok(!bad, "%s: %s %s keys, payload %s, both orders, every distribution%s%s",
+                   who, what, gs_dtype_name((gs_dtype)t), gs_payload_name(pls[pi]),
+                   bad ? ": " : "", why);
             fails += bad;
         }
     return fails;
+}
+
+/* sc_rows_matrix (sortcheck.h) */
+int sc_rows_matrix(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p, size_t rows,
+                   size_t len, int keys_only, const char *who)
+{
+    return parts_matrix(a, ctx, p, rows, len, NULL, 0, keys_only, who);
+}
+
+/* sc_segs_matrix (sortcheck.h) */
+int sc_segs_matrix(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p,
+                   const uint64_t *offsets, size_t S, int keys_only, const char *who)
+{
+    return parts_matrix(a, ctx, p, 0, 0, offsets, S, keys_only, who);
+}
+
+/* sc_segs_init, sc_segs_verify (sortcheck.h) */
+sc_case *sc_segs_init(gs_dtype t, gs_payload pl, int desc, const uint64_t *offsets, size_t S,
+                      int dist, uint64_t seed, void *keys, void *vals)
+{
+    size_t ks = gs_dtype_size(t), vs = gs_payload_size(pl);
+    sc_case *c = calloc(S ? S : 1, sizeof *c);
+    if (!c)
+        tap_bail("out of memory");
+    for (size_t s = 0; s < S; s++) {
+        size_t lo = (size_t)offsets[s], len = (size_t)(offsets[s + 1] - offsets[s]);
+        if (sc_case_init(&c[s], t, pl, desc, len, dist, seed + s * 7919 + len) < 0)
+            tap_bail("sc_case_init failed");
+        memcpy((char *)keys + lo * ks, c[s].req.keys, len * ks);
+        if (vs)
+            memcpy((char *)vals + lo * vs, c[s].req.values, len * vs);
+    }
+    return c;
+}
+
+int sc_segs_verify(sc_case *c, const uint64_t *offsets, size_t S, int stable, const void *keys,
+                   const void *vals, int ok, char *why, size_t wl)
+{
+    for (size_t s = 0; s < S; s++) {
+        size_t ks = gs_dtype_size(c[s].req.shape.dtype);
+        size_t vs = gs_payload_size(c[s].req.shape.payload);
+        size_t lo = (size_t)offsets[s], len = (size_t)(offsets[s + 1] - offsets[s]);
+        if (ok) {
+            memcpy(c[s].req.keys, (const char *)keys + lo * ks, len * ks);
+            if (vs)
+                memcpy(c[s].req.values, (const char *)vals + lo * vs, len * vs);
+            char w[256];
+            if (!sc_case_verify(&c[s], stable, w, sizeof w)) {
+                snprintf(why, wl, "segment %zu of %zu ([%zu, %zu)): %.300s", s, S, lo,
+                         lo + len, w);
+                ok = 0;
+            }
+        }
+        sc_case_free(&c[s]);
+    }
+    free(c);
+    return ok;
+}
+
+/* sc_segs_check (sortcheck.h) */
+int sc_segs_check(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p, gs_dtype t,
+                  gs_payload pl, int desc, const uint64_t *offsets, size_t S, int dist,
+                  char *why, size_t wl)
+{
+    size_t ks = gs_dtype_size(t), vs = gs_payload_size(pl), n = (size_t)offsets[S];
+    char *keys = malloc(n * ks + 1), *vals = malloc(n * vs + 1);
+    if (!keys || !vals)
+        tap_bail("out of memory");
+    sc_case *c = sc_segs_init(t, pl, desc, offsets, S, dist, 0x5e65, keys, vals);
+    gs_sort_req req = { .shape = { .dtype = t, .payload = pl, .descending = desc,
+                                   .stable = a->stable, .segments = S },
+                        .n = n, .keys = keys, .values = vs ? vals : NULL, .offsets = offsets };
+    gs_err err;
+    gs_err_clear(&err);
+    int ok = gs_sort_run(a, ctx, &req, p, NULL, &err) == 0;
+    if (!ok)
+        snprintf(why, wl, "sort failed: %.300s", err.msg);
+    ok = sc_segs_verify(c, offsets, S, a->stable, keys, vals, ok, why, wl);
+    free(keys);
+    free(vals);
+    return ok;
 }
 
 

@@ -148,6 +148,26 @@ int sc_rows_check(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p, gs_dty
 int sc_rows_matrix(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p, size_t rows,
                    size_t len, int keys_only, const char *who);
 
+/* Segments (issue 38): as sc_rows_init and sc_rows_verify, for S segments
+ * of any lengths given by S + 1 offsets (0 first, n last): segment s is
+ * its own case of offsets[s + 1] - offsets[s] keys. */
+sc_case *sc_segs_init(gs_dtype t, gs_payload pl, int desc, const uint64_t *offsets, size_t S,
+                      int dist, uint64_t seed, void *keys, void *vals);
+int sc_segs_verify(sc_case *c, const uint64_t *offsets, size_t S, int stable, const void *keys,
+                   const void *vals, int ok, char *why, size_t wl);
+/* Segments: sort S segments (offsets as above, input from dist) as one
+ * request (shape.segments) through a with parameters p, stable as a is,
+ * and check each against its own reference. 1: right; else why says where. */
+int sc_segs_check(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p, gs_dtype t,
+                  gs_payload pl, int desc, const uint64_t *offsets, size_t S, int dist,
+                  char *why, size_t wl);
+
+/* sc_segs_check over every dtype x payload (keys_only: none) x order x
+ * distribution, one TAP line per (dtype, payload) labelled `who`, as
+ * sc_rows_matrix. Returns the failing lines. */
+int sc_segs_matrix(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p,
+                   const uint64_t *offsets, size_t S, int keys_only, const char *who);
+
 /* Top-k (issue 38): the first k of each of `rows` rows of `len` keys
  * (input from dist) through a as one request (shape.topk); sorted and a
  * stable: exactly the stable reference's first k of each row (keys bit for

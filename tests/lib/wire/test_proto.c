@@ -643,6 +643,33 @@ static const struct bad_case bad_cases[] = {
     { S "\"dtype\":\"u32\",\"n\":6,\"rows\":-2,\"payload_bytes\":24}", GS_EINVAL, 0, 1 },
     { S "\"dtype\":\"u32\",\"n\":6,\"rows\":1.5,\"payload_bytes\":24}", GS_EINVAL, 0, 1 },
     { S "\"dtype\":\"u32\",\"n\":6,\"rows\":\"2\",\"payload_bytes\":24}", GS_EINVAL, 0, 1 },
+    /* segments: an integer from 1, not with rows or topk; S + 1 u64 offsets
+     * inline after the keys, or at an 8-aligned offsets_offset in a memfd
+     * (required there, clear of the keys and values) */
+    { S "\"dtype\":\"u32\",\"n\":6,\"segments\":0,\"payload_bytes\":32}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":6,\"segments\":-1,\"payload_bytes\":24}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":6,\"segments\":\"2\",\"payload_bytes\":48}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":6,\"segments\":9007199254740993,\"payload_bytes\":24}",
+      GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":6,\"segments\":2,\"payload_bytes\":24}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":6,\"segments\":2,\"rows\":2,\"payload_bytes\":48}",
+      GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":6,\"segments\":2,\"topk\":1,\"payload_bytes\":48}",
+      GS_EUNSUPPORTED, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":6,\"segments\":2,\"offsets_offset\":24,"
+      "\"payload_bytes\":48}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":6,\"offsets_offset\":24,\"memfd\":true}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":6,\"segments\":2,\"memfd\":true}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":6,\"segments\":2,\"memfd\":true,\"offsets_offset\":28}",
+      GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":6,\"segments\":2,\"memfd\":true,\"offsets_offset\":16}",
+      GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":6,\"values\":\"u64\",\"segments\":2,\"memfd\":true,"
+      "\"values_offset\":32,\"offsets_offset\":64}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":6,\"segments\":2,\"memfd\":true,"
+      "\"offsets_offset\":18446744073709551608}", GS_ETOOBIG, 0, 1 },
+    { S "\"dtype\":\"u32\",\"n\":6,\"segments\":2,\"memfd\":true,\"offsets_offset\":-8}",
+      GS_EINVAL, 0, 1 },
     /* topk: an integer up to a row's length; sorted only with it, a boolean */
     { S "\"dtype\":\"u32\",\"n\":6,\"rows\":2,\"topk\":4,\"payload_bytes\":24}", GS_EINVAL, 0, 1 },
     { S "\"dtype\":\"u32\",\"n\":6,\"topk\":-1,\"payload_bytes\":24}", GS_EINVAL, 0, 1 },
@@ -884,6 +911,48 @@ static void test_sort_header(void)
     gs_proto_req_free(&b);
     a.shape.topk = 0;
     a.shape.rows = 0;
+
+    /* segments: sent with offsets_offset in a memfd, parsed back; the
+     * offsets count in fd_bytes, not in what comes back */
+    a.shape.segments = 3;
+    a.offsets_offset = 8192;
+    h = gs_proto_sort_header(&a, &err);
+    t = h ? cJSON_PrintUnformatted(h) : NULL;
+    rc = t ? parse(t, &b, &fatal, &err) : -99;
+    tap_ok(rc == 0 && t && strstr(t, "\"segments\":3") && strstr(t, "\"offsets_offset\":8192") &&
+           b.shape.segments == 3 && b.offsets_offset == 8192 && b.fd_bytes == 8192 + 32 &&
+           b.out_bytes == 10 * (4 + 8) && b.payload_bytes == 0,
+           "segments round trip, memfd (%s; fd_bytes %llu)", t ? t : "NULL",
+           (unsigned long long)b.fd_bytes);
+    free(t);
+    cJSON_Delete(h);
+    gs_proto_req_free(&b);
+    a.memfd = 0;
+    h = gs_proto_sort_header(&a, &err);
+    t = h ? cJSON_PrintUnformatted(h) : NULL;
+    rc = t ? parse(t, &b, &fatal, &err) : -99;
+    tap_ok(rc == 0 && t && !strstr(t, "offsets_offset") && b.shape.segments == 3 &&
+           b.in_bytes == 10 * 4 + 4 * 8 && b.payload_bytes == 72 && b.out_bytes == 10 * 12,
+           "segments inline: the offsets follow the keys in the payload (%s)", t ? t : "NULL");
+    free(t);
+    cJSON_Delete(h);
+    gs_proto_req_free(&b);
+    a.memfd = 1;
+    a.shape.segments = 0;
+    a.offsets_offset = 0;
+    /* hand-written: offsets after u32 values, and right after the keys */
+    rc = parse("{\"v\":1,\"op\":\"sort\",\"id\":\"E\","
+               "\"dtype\":\"u32\",\"n\":5,\"values\":\"u32\",\"segments\":2,"
+               "\"payload_bytes\":64}", &b, &fatal, &err);
+    tap_ok(rc == 0 && b.shape.segments == 2 && b.in_bytes == 64 && b.out_bytes == 40,
+           "segments inline with u32 values: keys, values, offsets (%s)", err.msg);
+    gs_proto_req_free(&b);
+    rc = parse("{\"v\":1,\"op\":\"sort\",\"id\":\"E\","
+               "\"dtype\":\"u32\",\"n\":6,\"segments\":1,\"memfd\":true,"
+               "\"offsets_offset\":24}", &b, &fatal, &err);
+    tap_ok(rc == 0 && b.offsets_offset == 24 && b.fd_bytes == 40,
+           "segments in a memfd right after the keys (%s)", err.msg);
+    gs_proto_req_free(&b);
 
     a.values_offset = 4096 + 40;    /* the default: not sent, still parsed back */
     h = gs_proto_sort_header(&a, &err);
