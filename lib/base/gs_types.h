@@ -117,7 +117,7 @@ typedef struct gs_shape {
                             unspecified */
     uint64_t k;          /* with topk: 0 .. the row's length */
     int unsorted;        /* with topk: the k may come in any order (the host
-                            select leaves them in input order) */
+                            select skips ordering them) */
     uint64_t segments;   /* 0: none; S >= 1: the n keys (and values) are S
                             segments of any lengths, given by gs_sort_req's
                             offsets, each sorted on its own (CUB's segmented

@@ -1126,8 +1126,8 @@ class Client:
         equal; +inf; ...; +0.0 before -0.0), ascending otherwise (-inf
         first, -0.0 before +0.0, NaNs last); of keys tied with the k-th,
         the earliest in the row are taken. sorted=True lists them in that
-        order; sorted=False in any order (the daemon's host select gives
-        them in input order). Values keep their bits (NaN payloads).
+        order; sorted=False in any order (the daemon's select skips
+        ordering them). Values keep their bits (NaN payloads).
 
         k must be an integer from 0 to the length of a row (TypeError,
         ValueError otherwise; nothing is sent). The daemon selects on the
