@@ -25,10 +25,7 @@ int gs_ooc_sort(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
         return gs_sort_run(a, ctx, req, p, st, err);
     gs_sort_req whole;
     if (req->shape.topk) {      /* pieces sort whole: the merged first k are the top k */
-        whole = *req;
-        whole.shape.topk = 0;
-        whole.shape.k = 0;
-        whole.shape.unsorted = 0;
+        whole = gs_sort_req_whole(req);
         req = &whole;
     }
     unsigned lanes;

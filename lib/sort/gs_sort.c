@@ -294,6 +294,15 @@ gs_sort_req gs_sort_req_row(const gs_sort_req *req, size_t r)
     return req_slice(req, r * len, len);
 }
 
+gs_sort_req gs_sort_req_whole(const gs_sort_req *req)
+{
+    gs_sort_req w = *req;
+    w.shape.topk = 0;
+    w.shape.k = 0;
+    w.shape.unsorted = 0;
+    return w;
+}
+
 gs_sort_req gs_sort_req_segment(const gs_sort_req *req, size_t s)
 {
     const uint64_t *o = req->offsets;
@@ -386,10 +395,7 @@ static int topk_host(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
                      const gs_params *p, gs_sort_stats *st, gs_err *err)
 {
     st->output_touched = 1;
-    gs_sort_req whole = *req;
-    whole.shape.topk = 0;
-    whole.shape.k = 0;
-    whole.shape.unsorted = 0;
+    gs_sort_req whole = gs_sort_req_whole(req);
     if ((size_t)req->shape.k * GS_SELECT_FULL_DIV > req->n &&
         !(a->check && a->check(NULL, &whole, p, NULL) < 0))
         return gs_sort_run(a, ctx, &whole, p, NULL, err);
@@ -452,10 +458,7 @@ int gs_sort_run(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
             return rc;
         }
         /* a device sorts the rows whole: their first k are the answer */
-        whole = *req;
-        whole.shape.topk = 0;
-        whole.shape.k = 0;
-        whole.shape.unsorted = 0;
+        whole = gs_sort_req_whole(req);
         req = &whole;
     }
     if (req->shape.segments || (req->shape.rows > 1 && !a->rows)) {

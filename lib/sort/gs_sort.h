@@ -22,6 +22,9 @@ int gs_sort_req_check(const gs_sort_req *r, gs_err *err);
 /* Row r (< shape.rows, which is > 1) of a request of equal rows as a
  * request of its own: its keys and values inside req's, no rows. */
 gs_sort_req gs_sort_req_row(const gs_sort_req *req, size_t r);
+/* req with its top-k cleared: the whole sort whose first k of each row
+ * are the top k (a device's run, out of core, a row sorted whole). */
+gs_sort_req gs_sort_req_whole(const gs_sort_req *req);
 /* Segment s (< shape.segments) of a request of segments, whose offsets
  * have been checked (gs_sort_req_check), as a request of its own. */
 gs_sort_req gs_sort_req_segment(const gs_sort_req *req, size_t s);
