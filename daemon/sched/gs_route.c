@@ -254,6 +254,32 @@ static int rows_cand(gs_sched *s, int d, const gs_sort_req *r, cand *c)
     return 0;
 }
 
+/* Top-k on device d: its radix select (algo_select.c), which reads the
+ * keys a few times and sends back k of each row, where it takes the
+ * request (k up to its limit, rows that fit the device whole); predicted
+ * as the device's flat sort of the same keys (the upload dominates). */
+static int topk_cand(gs_sched *s, int d, const gs_sort_req *r, cand *c)
+{
+    sdev *sd = &s->devs[d];
+    const gs_algo *sel = gs_algo_find("select");
+    if (!sel || !usable(sd, sel))
+        return GS_EUNSUPPORTED;
+    gs_sort_req flat = gs_sort_req_whole(r);
+    flat.shape.rows = 0;
+    cand f;
+    gs_err e;
+    gs_err_clear(&e);
+    c->dev = d;
+    c->algo = sel;
+    sel->defaults(&sd->dev->info, &c->params);
+    c->how = GS_ROUTE_DEFAULT;
+    c->from_rate = 0;
+    c->ms = device_cand(s, d, &flat, 0, &f, 1) == 0 ? f.ms : host_predict(s, r);
+    if (sched_fit(s, d, sel, r, &c->params, &c->chunk_n, &e) < 0 || c->chunk_n)
+        return GS_EUNSUPPORTED;
+    return 0;
+}
+
 static void apply(gs_job *j, const cand *c)
 {
     j->dev = c->dev;
@@ -384,13 +410,23 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
     }
     if (j->has_params)
         return gs_err_set(err, GS_EINVAL, "params need an algorithm");
+    cand tc;
+    if (j->req.shape.topk && j->device >= 0 && topk_cand(s, j->device, &j->req, &tc) == 0) {
+        /* top-k on the device the client named: its select, not a sort */
+        apply(j, &tc);
+        if (j->split_ask > 0)
+            snprintf(j->split_why, sizeof j->split_why, "top-k requests are not split over "
+                     "devices");
+        return 0;
+    }
     if ((j->req.shape.topk || j->req.shape.segments) && j->device < 0) {
         /* Top-k: the host's select (gs_select.c) reads the keys once or
          * twice and sorts k of them; a device would sort them all.
          * Segments: no device sorts them in one launch (each would be a
          * device run of its own), so the host pool sorts them side by side
          * (gs_sort.c). A client that names a device or an algorithm gets
-         * that (segment by segment) */
+         * that (segment by segment; top-k on a named device: its select,
+         * topk_cand) */
         cand host;
         host_cand(s, &j->req, GS_ROUTE_DEFAULT, &host);
         apply(j, &host);

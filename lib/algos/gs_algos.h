@@ -14,6 +14,7 @@ extern const gs_algo gs_algo_mergepath; /* algo_mergepath.c: MergePath multisort
 extern const gs_algo gs_algo_shellsort; /* algo_shellsort.c: Sedgewick Shellsort */
 extern const gs_algo gs_algo_bitonic; /* algo_bitonic.c: bitonic sort in local memory,
                                          rows in one launch */
+extern const gs_algo gs_algo_select;  /* algo_select.c: OpenCL radix select, top-k only */
 
 /* Test hook (algo_shellsort.c): run only the Shellsort phases with
  * last_h <= h <= first_h on an unchecked request, so a test can verify that
@@ -52,6 +53,12 @@ int gs_radix_takes_lookback(const gs_dev_info *info, const gs_sort_req *req, con
 int gs_radix_force_pairs(int mode);
 int gs_radix_takes_pairs(const gs_dev_info *info, const gs_sort_req *req, const gs_params *p,
                          gs_err *err);
+
+/* Test hook (algo_select.c): fn(arg) runs after the device select's first
+ * round has finished, where a client could rewrite its keys between two
+ * rounds (on a CPU device the kernels read the caller's own pages); NULL
+ * turns it off. Not for concurrent selects. */
+void gs_select_dev_force_race(void (*fn)(void *arg), void *arg);
 
 /* Test hook (algo_host.c): the fewest keys per chunk of the host sort
  * (default 262144; 0 restores it), so small inputs run on several chunks.

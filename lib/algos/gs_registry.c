@@ -19,6 +19,7 @@ static const gs_algo *const registry[] = {
     &gs_algo_vqsort,
 #endif
     &gs_algo_bitonic,
+    &gs_algo_select,
 };
 
 size_t gs_algo_count(void)

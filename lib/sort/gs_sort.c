@@ -451,6 +451,11 @@ int gs_sort_run(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
             st->wall_ms = gs_now_ms() - t0;
             return 0;
         }
+        if (a->topk) {              /* a select of its own (the device's), every row */
+            rc = a->run(ctx, req, p, st, err);
+            st->wall_ms = gs_now_ms() - t0;
+            return rc;
+        }
         if (!a->uses_device) {      /* a select on the host (gs_select.c), row by row */
             rc = req->shape.rows > 1 ? sort_rows(a, ctx, req, p, st, err)
                                      : topk_host(a, ctx, req, p, st, err);

@@ -99,6 +99,8 @@ typedef struct gs_algo {
     int rows;                         /* run sorts a request of equal rows itself
                                          (shape.rows > 1), else gs_sort_run runs
                                          each row as a request of its own */
+    int topk;                         /* serves top-k requests only (shape.topk),
+                                         every row itself: a select, not a sort */
     const gs_param_def *params;
     size_t nparams;
     /* Untuned defaults for this device (NULL: host). */

@@ -1132,11 +1132,13 @@ class Client:
         k must be an integer from 0 to the length of a row (TypeError,
         ValueError otherwise; nothing is sent). The daemon selects on the
         host (a multi-threaded radix select) unless algorithm, params or
-        device name a route, which then sorts the rows whole, stably (an
-        algorithm that cannot, such as shellsort, is a gsort.Error
-        GS_EUNSUPPORTED), and takes the first k. local: as for sort(); the
-        local path (numpy, a sampled bound and a partition of the few keys
-        within it) gives the same answer. An array of no keys is answered
+        device name a route: a device alone gets that device's radix select
+        ("select", for k up to 2048; above, the device's own choice); an
+        algorithm sorts the rows whole, stably (one that cannot, such as
+        shellsort, is a gsort.Error GS_EUNSUPPORTED), and takes the first k
+        (algorithm="select" with a device: its select). local: as for
+        sort(); the local path (numpy, a sampled bound and a partition of
+        the few keys within it) gives the same answer. An array of no keys is answered
         here, with no request.
         """
         a, rows, shape = _rows_of(a, axis, "the array")

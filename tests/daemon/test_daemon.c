@@ -828,8 +828,8 @@ static void test_segments(dmn *d)
  * first k exactly as the stable reference lists them, packed row after row
  * inline, in each row's first k places in a memfd. */
 static int topk_ok(gs_client *c, gs_dtype t, gs_payload p, int desc, size_t rows, size_t len,
-                   size_t k, const char *algo, int memfd, int dist, char *why, size_t wl,
-                   gs_client_result *res)
+                   size_t k, const char *algo, int device, int memfd, int dist, char *why,
+                   size_t wl, gs_client_result *res)
 {
     size_t ks = gs_dtype_size(t), vs = gs_payload_size(p), n = rows * len;
     gs_client_shm shm = { -1, NULL, 0 };
@@ -841,7 +841,7 @@ static int topk_ok(gs_client *c, gs_dtype t, gs_payload p, int desc, size_t rows
     gs_client_sort s = { .shape = { .dtype = t, .payload = p, .descending = desc,
                                     .rows = rows > 1 ? rows : 0, .topk = 1, .k = k },
                          .n = n, .keys = keys, .values = vs ? vals : NULL, .algorithm = algo,
-                         .device = -1, .shm = memfd ? &shm : NULL };
+                         .device = device, .shm = memfd ? &shm : NULL };
     int ok = gs_client_sort_run(c, &s, res, &err) == 0;
     if (!ok)
         snprintf(why, wl, "%s: %.400s", gs_strerror(err.code), err.msg);
@@ -881,7 +881,7 @@ static void test_topk(dmn *d)
         for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
             memset(&res, 0, sizeof res);
             int ok = topk_ok(c, sh[i].t, sh[i].p, sh[i].desc, sh[i].rows, sh[i].len, sh[i].k,
-                             NULL, m, sh[i].dist, why, sizeof why, &res);
+                             NULL, -1, m, sh[i].dist, why, sizeof why, &res);
             tap_ok(ok && res.device < 0 && !strcmp(res.algorithm, "host"),
                    "top %zu of %zu rows of %zu %s keys (%s), values %s, %s, %s: the stable "
                    "sort's first k, from the host's select (%s)", sh[i].k, sh[i].rows,
@@ -890,11 +890,27 @@ static void test_topk(dmn *d)
                    m ? "memfd" : "inline", why);
         }
     memset(&res, 0, sizeof res);
-    int ok = topk_ok(c, GS_DT_U32, GS_PL_IDX32, 0, 2, 5000, 10, "radix", 1, SC_FEW16, why,
+    int ok = topk_ok(c, GS_DT_U32, GS_PL_IDX32, 0, 2, 5000, 10, "radix", -1, 1, SC_FEW16, why,
                      sizeof why, &res);
     tap_ok(ok && res.device >= 0 && !strcmp(res.algorithm, "radix"),
            "top 10 of 2 rows of 5000 with radix named: the device sorts them whole, the "
            "first k the answer (%s)", why);
+    /* a device named, no algorithm: that device's select (algo_select.c) */
+    for (int m = 0; m < 2; m++) {
+        memset(&res, 0, sizeof res);
+        ok = topk_ok(c, GS_DT_F32, GS_PL_IDX64, m, 3, 5000, 10, NULL, 0, m, SC_FSPECIAL, why,
+                     sizeof why, &res);
+        tap_ok(ok && res.device == 0 && !strcmp(res.algorithm, "select"),
+               "top 10 of 3 rows of 5000 f32 on device 0, %s: its select (%s)",
+               m ? "memfd" : "inline", why);
+    }
+    /* a k above the select's 2048: the device's own sort, whole */
+    memset(&res, 0, sizeof res);
+    ok = topk_ok(c, GS_DT_U32, GS_PL_NONE, 0, 1, 20000, 3000, NULL, 0, 1, SC_RANDOM, why,
+                 sizeof why, &res);
+    tap_ok(ok && strcmp(res.algorithm, "select"),
+           "top 3000 of 20000 on device 0: above the select's k, the device's own plan (%s)",
+           why);
     /* k past the row: an error, and the connection still serves */
     uint32_t k[10] = { 0 };
     gs_client_sort bad = { .shape = { .dtype = GS_DT_U32, .rows = 2, .topk = 1, .k = 6 },

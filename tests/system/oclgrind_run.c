@@ -1,5 +1,5 @@
 /* Driver for tests/system/oclgrind.test: runs every device algorithm (radix,
- * mergepath, shellsort, bitonic) through gs_sort_run on small arrays, so that every
+ * mergepath, shellsort, bitonic, select) through gs_sort_run on small arrays, so that every
  * __kernel of the kernels/ sources is launched while Oclgrind watches for data races,
  * uninitialized values, out-of-bounds accesses and API misuse. Each sort is
  * also checked against the host reference of tests/support/sortcheck.c (a kernel
@@ -64,6 +64,8 @@ typedef struct pset {
     int hostile;      /* 1: the kernels built for client pages (GS_HOSTILE: every
                          position derived from an earlier read bounded, the race flag) */
     unsigned rows;    /* > 1: each case is that many rows of n keys, one request */
+    unsigned topk;    /* > 0: a top-k request (k capped at the row), checked against the
+                         stable reference's first k (select serves nothing else) */
 } pset;
 
 static const pset psets[] = {
@@ -73,57 +75,64 @@ static const pset psets[] = {
      * run every pass without the read-back); 8-bit digits in two 4-bit sub-digits with a tile of 16 (n =
      * 100: 7 tiles); 3-bit digits (11 positions > 8: the plain-atomics
      * histogram path) */
-    { "radix", "radix_bits=4,wg_size=64,elems_per_thread=4", 6, 0, 0, 2, 0, 0 },
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 4, 0, 0, 0, 0, 0 },
-    { "radix", "radix_bits=3,wg_size=16,elems_per_thread=3", 2, 0, 0, 0, 0, 0 },
+    { "radix", "radix_bits=4,wg_size=64,elems_per_thread=4", 6, 0, 0, 2, 0, 0, 0 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 4, 0, 0, 0, 0, 0, 0 },
+    { "radix", "radix_bits=3,wg_size=16,elems_per_thread=3", 2, 0, 0, 0, 0, 0, 0 },
     /* NaN payloads kept on the device: the count and save kernels of
      * keys.cl, with several tiles (n = 1000 > 16 x 16) */
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 2, 0, 1, 0, 0, 0 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 2, 0, 1, 0, 0, 0, 0 },
     /* the warp-multisplit ranking (the one NVIDIA GPUs run in PTX), its warp
      * operations emulated: 2 warps, 4 digits per work-item in the digit scan;
      * then fewer digits than work-items */
-    { "radix", "radix_bits=8,wg_size=64,elems_per_thread=2", 4, 1, 0, 0, 0, 0 },
-    { "radix", "radix_bits=4,wg_size=32,elems_per_thread=3", 2, 1, 0, 0, 0, 0 },
+    { "radix", "radix_bits=8,wg_size=64,elems_per_thread=2", 4, 1, 0, 0, 0, 0, 0 },
+    { "radix", "radix_bits=4,wg_size=32,elems_per_thread=3", 2, 1, 0, 0, 0, 0, 0 },
     /* 32-bit keys with 32-bit values ranked as one 64-bit word are the
      * default (cases 1, 4 and 5 above); the separate key and value
      * exchange (radix_scatter_k32_v32) in cases 1, 4 and 5 here */
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 6, 0, 0, 3, 0, 0 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 6, 0, 0, 3, 0, 0, 0 },
     /* onesweep (lookback=1): ticket, tile counts, look-back, gstart and the
      * look-back words cleared for the next pass (n = 1000: 63 tiles of 16);
      * then every look-back falling back to counting keys; then with the
      * warp ranking */
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1,lookback=1", 4, 0, 0, 0, 0, 0 },
-    { "radix", "radix_bits=4,wg_size=16,elems_per_thread=2,lookback=1", 2, 0, 0, 1, 0, 0 },
-    { "radix", "radix_bits=8,wg_size=32,elems_per_thread=2,lookback=1", 2, 1, 0, 0, 0, 0 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1,lookback=1", 4, 0, 0, 0, 0, 0, 0 },
+    { "radix", "radix_bits=4,wg_size=16,elems_per_thread=2,lookback=1", 2, 0, 0, 1, 0, 0, 0 },
+    { "radix", "radix_bits=8,wg_size=32,elems_per_thread=2,lookback=1", 2, 1, 0, 0, 0, 0, 0 },
     /* built for client pages (GS_HOSTILE), as on CPU devices that sort in
      * the caller's arrays (here on copies: see main): the bounded stores
      * of both scatters (32-bit pairs as one word in cases 1, 4 and 5,
      * apart in the same cases of the second set), of onesweep, and the
      * NaN save's bounded tiles */
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 6, 0, 0, 0, 1, 0 },
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 6, 0, 0, 3, 1, 0 },
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1,lookback=1", 2, 0, 0, 0, 1, 0 },
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 2, 0, 1, 0, 1, 0 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 6, 0, 0, 0, 1, 0, 0 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 6, 0, 0, 3, 1, 0, 0 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1,lookback=1", 2, 0, 0, 0, 1, 0, 0 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 2, 0, 1, 0, 1, 0, 0 },
     /* mergepath: a mid-size tile; odd size_i and tile; size_i 1 with a
      * 16-element tile (many global merge levels) */
-    { "mergepath", "size_i=4,wg_size=32,elems_per_thread=4", 6, 0, 0, 0, 0, 0 },
-    { "mergepath", "size_i=3,wg_size=16,elems_per_thread=5", 4, 0, 0, 0, 0, 0 },
-    { "mergepath", "size_i=1,wg_size=16,elems_per_thread=1", 4, 0, 0, 0, 0, 0 },
-    { "mergepath", "size_i=3,wg_size=16,elems_per_thread=5", 2, 0, 1, 0, 0, 0 },
+    { "mergepath", "size_i=4,wg_size=32,elems_per_thread=4", 6, 0, 0, 0, 0, 0, 0 },
+    { "mergepath", "size_i=3,wg_size=16,elems_per_thread=5", 4, 0, 0, 0, 0, 0, 0 },
+    { "mergepath", "size_i=1,wg_size=16,elems_per_thread=1", 4, 0, 0, 0, 0, 0, 0 },
+    { "mergepath", "size_i=3,wg_size=16,elems_per_thread=5", 2, 0, 1, 0, 0, 0, 0 },
     /* built for client pages (GS_HOSTILE), as on CPU devices that sort in
      * the caller's arrays (here on copies: see main); many merge levels */
-    { "mergepath", "size_i=1,wg_size=16,elems_per_thread=1", 4, 0, 0, 0, 1, 0 },
+    { "mergepath", "size_i=1,wg_size=16,elems_per_thread=1", 4, 0, 0, 0, 1, 0, 0 },
     /* shellsort: slices and merge rounds; one insertion sort per subset (no
      * merge rounds); many short slices (merge rounds in every phase) */
-    { "shellsort", "threads_per_subset=64,min_elems_per_thread=8,wg_size=32", 6, 0, 0, 0, 0, 0 },
-    { "shellsort", "threads_per_subset=1,min_elems_per_thread=1,wg_size=16", 4, 0, 0, 0, 0, 0 },
-    { "shellsort", "threads_per_subset=16,min_elems_per_thread=2,wg_size=16", 4, 0, 0, 0, 0, 0 },
+    { "shellsort", "threads_per_subset=64,min_elems_per_thread=8,wg_size=32", 6, 0, 0, 0, 0, 0, 0 },
+    { "shellsort", "threads_per_subset=1,min_elems_per_thread=1,wg_size=16", 4, 0, 0, 0, 0, 0, 0 },
+    { "shellsort", "threads_per_subset=16,min_elems_per_thread=2,wg_size=16", 4, 0, 0, 0, 0, 0, 0 },
     /* bitonic: a row wider than the tile (the tile grows to it); three rows
      * a case, several to a group and the last group part-filled; distinct
      * NaN patterns, each read back from the input at its position */
-    { "bitonic", "wg_size=16,tile=64,run=16", 6, 0, 0, 0, 0, 0 },
-    { "bitonic", "wg_size=16,tile=1024", 6, 0, 0, 0, 0, 3 },
-    { "bitonic", "wg_size=16,tile=64", 2, 0, 1, 0, 0, 0 },
+    { "bitonic", "wg_size=16,tile=64,run=16", 6, 0, 0, 0, 0, 0, 0 },
+    { "bitonic", "wg_size=16,tile=1024", 6, 0, 0, 0, 0, 3, 0 },
+    { "bitonic", "wg_size=16,tile=64", 2, 0, 1, 0, 0, 0, 0 },
+    /* select: one row over several tiles (1000 keys, tiles of 64), ties
+     * across tiles (few distinct keys, all equal); three rows a case; k
+     * of a whole row; distinct NaN patterns gathered by position */
+    { "select", "wg_size=16,per_item=4", 6, 0, 0, 0, 0, 0, 10 },
+    { "select", "wg_size=16,per_item=2", 3, 0, 0, 0, 0, 3, 7 },
+    { "select", "wg_size=32,per_item=1", 2, 0, 0, 0, 0, 0, 1000 },
+    { "select", "wg_size=16,per_item=8", 2, 0, 1, 0, 0, 0, 33 },
 };
 #define NPSETS (sizeof psets / sizeof psets[0])
 
@@ -201,6 +210,16 @@ static void run_pset(gs_sort_ctx *ctx, const pset *ps, unsigned first, unsigned 
                  desc ? "desc" : "asc", n, sc_dist_name(dist));
         ncase++;
         const char *what = NULL;
+        if (ps->topk) {          /* a top-k: the stable reference's first k */
+            const size_t rows = ps->rows > 1 ? ps->rows : 1, k = ps->topk < n ? ps->topk : n;
+            snprintf(cdesc + strlen(cdesc), sizeof cdesc - strlen(cdesc), ", %zu rows, top %zu",
+                     rows, k);
+            if (!sc_topk_check(a, ctx, &p, t, pl, desc, rows, n, k, 1, dist, why, sizeof why))
+                what = why;
+            if (what && nfail++ < 5)
+                tap_diag("%s %s: %s: %s", a->name, pdesc, cdesc, what);
+            continue;
+        }
         if (ps->rows > 1) {      /* rows of n keys: each row against its reference */
             snprintf(cdesc + strlen(cdesc), sizeof cdesc - strlen(cdesc), ", %u rows", ps->rows);
             if (!sc_rows_check(a, ctx, &p, t, pl, desc, ps->rows, n, dist, why, sizeof why))

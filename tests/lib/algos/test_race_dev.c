@@ -120,6 +120,19 @@ static void *priv_main(void *arg)
         sc_case c;
         /* an algorithm that holds a row in local memory (bitonic): one it holds */
         size_t n = (a->rows ? 2000 : N / 2) + seed % 7;
+        if (a->topk) {          /* a select (top-k only): the first 50, checked */
+            gs_params prm;
+            a->defaults(&pv->dev->info, &prm);
+            gs_sort_ctx ctx = { .dev = pv->dev, .queue = pv->q };
+            char why[300] = "";
+            if (!sc_topk_check(a, &ctx, &prm, t, p, (int)(seed / 2 % 2), 1, n, 50, 1, SC_FEW16,
+                               why, sizeof why) && !pv->wrong++)
+                snprintf(pv->why, sizeof pv->why, "%s %s/%s: %.300s", a->name,
+                         gs_dtype_name(t), gs_payload_name(p), why);
+            pv->sorts++;
+            seed++;
+            continue;
+        }
         if (sc_case_init(&c, t, p, (int)(seed / 2 % 2), n, SC_FEW16, seed))
             tap_bail("out of memory");
         gs_params prm;
@@ -215,6 +228,10 @@ static int do_sort(void *arg, gs_sort_req *req, gs_err *err)
     gs_sort_stats st;
     gs_params q;
     const gs_params *p = fit(s, req, &q);
+    if (s->a->topk) {       /* a select: the first 100 */
+        req->shape.topk = 1;
+        req->shape.k = req->n < 100 ? req->n : 100;
+    }
     if (s->chunk)
         return gs_ooc_sort(s->a, s->ctx, req, p, s->chunk, &st, err);
     return gs_sort_run(s->a, s->ctx, req, p, &st, err);
