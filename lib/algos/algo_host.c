@@ -26,7 +26,12 @@
  * past it a pass that reads the caller's keys keeps its writes inside the
  * destination whatever they hold and checks its cursors against its
  * counts, stopping the sort with gs_err_raced when they differ; a
- * bucket's passes read only the scratch and the worker's buffers. */
+ * bucket's passes read only the scratch and the worker's buffers.
+ * A request of equal rows comes whole (rows = 1) and goes to host_rows.c,
+ * which sorts many short rows side by side in scratch of each worker's;
+ * so that it keeps each row's NaN bit patterns in that row, the host sort
+ * says keeps_bits and saves and restores them itself around a flat sort
+ * (host_flat_nans), which gs_sort_run did before. */
 #include "config.h"
 #include "gs_algos.h"
 
@@ -41,6 +46,7 @@
 #include "gs_time.h"
 #include "gs_scratch.h"
 #include "gs_keys.h"
+#include "host_rows.h"
 
 /* An msd bucket this small is insertion-sorted instead of taking its
  * passes: at 64 keys 1.7x (u32) to 3.6x (u64) as many a second as the
@@ -1218,14 +1224,9 @@ static int host_small(const gs_sort_req *req, size_t n, size_t kw, size_t vw, in
     return 0;
 }
 
-static int host_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p,
-                    gs_sort_stats *st, gs_err *err)
+/* A flat request (no rows) with parameter values pv. */
+static int host_flat(const gs_sort_req *req, const long *pv, gs_sort_stats *st, gs_err *err)
 {
-    (void)ctx;
-    long pv[P_COUNT];
-    int rc = get_params(p, pv, err);
-    if (rc)
-        return rc;
     const size_t n = req->n, kw = gs_dtype_size(req->shape.dtype);
     const size_t vw = gs_payload_size(req->shape.payload);
     const int argsort = req->shape.payload == GS_PL_IDX32 || req->shape.payload == GS_PL_IDX64;
@@ -1301,12 +1302,57 @@ static int host_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p
     return raced ? gs_err_raced("host", err) : 0;
 }
 
+/* A flat request with the NaN bit patterns saved before and put back after
+ * (the host sort keeps_bits, so that gs_sort_run leaves it its rows: a
+ * save over the whole request would put a row's NaNs into the last row). */
+static int host_flat_nans(const gs_sort_req *req, const long *pv, gs_sort_stats *st,
+                          gs_err *err)
+{
+    gs_nan_save ns = { 0, NULL, NULL };
+    int rc = gs_keys_nan_save(req, &ns, err);
+    if (rc < 0)
+        return rc;
+    rc = host_flat(req, pv, st, err);
+    if (rc == 0)
+        gs_keys_nan_restore(req, &ns);
+    gs_keys_nan_free(&ns);
+    return rc;
+}
+
+/* A row too long for host_rows.c, on one thread (the rows side by side). */
+static int host_flat_row(void *arg, const gs_sort_req *row, gs_err *err)
+{
+    long pv[P_COUNT];
+    memcpy(pv, arg, sizeof pv);
+    pv[P_THREADS] = 1;
+    gs_sort_stats st;
+    memset(&st, 0, sizeof st);
+    return host_flat_nans(row, pv, &st, err);
+}
+
+static int host_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p,
+                    gs_sort_stats *st, gs_err *err)
+{
+    (void)ctx;
+    long pv[P_COUNT];
+    int rc = get_params(p, pv, err);
+    if (rc)
+        return rc;
+    if (req->shape.rows > 1)
+        return gs_host_rows(req, (unsigned)pv[P_THREADS], host_flat_row, pv, race_hook,
+                            race_arg, st, err);
+    return host_flat_nans(req, pv, st, err);
+}
+
 const gs_algo gs_algo_host = {
     .name = "host",
     .summary = "LSD radix sort on the host CPU, multi-threaded (stable, every dtype and "
                "payload)",
     .stable = 1,
     .uses_device = 0,
+    /* equal rows whole (host_rows.c), every key's bits kept by host_run */
+    .rows = 1,
+    .keeps_bits = 1,
     .params = host_params,
     .nparams = P_COUNT,
     .defaults = host_defaults,

@@ -93,4 +93,9 @@ void gs_host_force_race(gs_race_hook fn, void *arg);
 void gs_vqsort_force_race(gs_race_hook fn, void *arg);
 #endif
 
+/* Test hook (host_rows.c): with `on`, the host sort's rows are sorted by
+ * its LSD passes where the build has vqsort too, so that both are tested;
+ * returns the previous setting. */
+int gs_host_rows_force_radix(int on);
+
 #endif

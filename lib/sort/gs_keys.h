@@ -26,6 +26,50 @@
 #define GS_F32_CANON_NAN UINT32_C(0x7fc00000)
 #define GS_F64_CANON_NAN UINT64_C(0x7ff8000000000000)
 
+#define GS_F32_SIGN UINT32_C(0x80000000)
+#define GS_F32_ABS UINT32_C(0x7fffffff)
+#define GS_F32_INF UINT32_C(0x7f800000)
+#define GS_F64_SIGN UINT64_C(0x8000000000000000)
+#define GS_F64_ABS UINT64_C(0x7fffffffffffffff)
+#define GS_F64_INF UINT64_C(0x7ff0000000000000)
+
+/* Float encoding, branch-free in shifts, xors and subtractions only (so
+ * the 64-bit loops vectorise with plain SSE2, which has no 64-bit compare):
+ *   positive: set the sign bit; negative: complement every bit;
+ *   NaN (|b| > inf, i.e. inf - |b| wraps): the top value.
+ * The largest non-NaN, +inf, encodes below every NaN; decoding anything
+ * that decodes to a NaN gives the canonical NaN. Inline, so that array
+ * loops (gs_keys.c, lib/algos/host_rows.c) vectorise them. */
+static inline uint32_t gs_enc_f32(uint32_t b)
+{
+    uint32_t neg = 0u - (b >> 31);
+    uint32_t nan = 0u - ((GS_F32_INF - (b & GS_F32_ABS)) >> 31);
+    return (b ^ (neg | GS_F32_SIGN)) | nan;
+}
+
+static inline uint32_t gs_dec_f32(uint32_t e)
+{
+    uint32_t pos = 0u - (e >> 31);      /* encodings of non-negatives */
+    uint32_t b = e ^ (~pos | GS_F32_SIGN);
+    uint32_t nan = 0u - ((GS_F32_INF - (b & GS_F32_ABS)) >> 31);
+    return (b & ~nan) | (GS_F32_CANON_NAN & nan);
+}
+
+static inline uint64_t gs_enc_f64(uint64_t b)
+{
+    uint64_t neg = 0u - (b >> 63);
+    uint64_t nan = 0u - ((GS_F64_INF - (b & GS_F64_ABS)) >> 63);
+    return (b ^ (neg | GS_F64_SIGN)) | nan;
+}
+
+static inline uint64_t gs_dec_f64(uint64_t e)
+{
+    uint64_t pos = 0u - (e >> 63);
+    uint64_t b = e ^ (~pos | GS_F64_SIGN);
+    uint64_t nan = 0u - ((GS_F64_INF - (b & GS_F64_ABS)) >> 63);
+    return (b & ~nan) | (GS_F64_CANON_NAN & nan);
+}
+
 /* The encoding's key kind (enum gs_dtype_kind, the dtype's row in
  * gs_types.c), as kernels/keys.cl takes it (its `kind` argument, the same
  * GS_KIND_* values there): the device algorithms pass it to their kernels. */
