@@ -10,11 +10,12 @@ the k ordered). Medians of --reps calls after one warm-up; gsort's keys
 checked against numpy's. Needs a running gsortd and PYTHONPATH naming
 python/.
 
-With --kernels it times torch.topk on arrays already on the GPU (CUDA
-events, medians); no daemon is needed then.
+With --device N the daemon's answer from its device N (its radix select,
+"select") is timed too. With --kernels it times torch.topk on arrays
+already on the GPU (CUDA events, medians); no daemon is needed then.
 
     PYTHONPATH=python bench/bench-topk.py [-S SOCKET] [--dtype uint32]
-        [--shapes 16777216,4096x32768] [-k 1000] [--reps 5] [--kernels]
+        [--shapes 16777216,4096x32768] [-k 1000] [--reps 5] [--device N] [--kernels]
 """
 import argparse
 import statistics
@@ -76,6 +77,8 @@ def main():
     ap.add_argument("-k", type=int, default=1000)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--kernels", action="store_true")
+    ap.add_argument("--device", type=int,
+                    help="also time the request on this device of the daemon (its select)")
     a = ap.parse_args()
     if a.kernels:
         kernels(a)
@@ -110,7 +113,15 @@ def main():
         where = c.last.get("where", "?")
         t_d, gd = timed(lambda: c.topk(x, k, local=False), a.reps)
         its = c.last.get("times_ms", {}).get("sort", float("nan"))
-        for g in (got, gd):
+        dev = ""
+        outs = [got, gd]
+        if a.device is not None:
+            t_v, gv = timed(lambda: c.topk(x, k, local=False, device=a.device), a.reps)
+            outs.append(gv)
+            dev = "  device %d: %.2f ms, its sort %.2f (%s)" % (
+                a.device, t_v, c.last.get("times_ms", {}).get("sort", float("nan")),
+                c.last.get("algorithm", "?"))
+        for g in outs:
             if not np.array_equal(g[0], want):
                 bad += 1
                 print("WRONG: %s keys differ from numpy's" % sh, file=sys.stderr)
@@ -130,8 +141,8 @@ def main():
                         cupy.asnumpy(cupy.take_along_axis(part, order, axis=-1)))
             t_cp, _ = timed(cp, a.reps)
         f = lambda v: "%10.2f" % v if v is not None else "%10s" % "-"
-        print("%-14s %10.2f %10.2f %10.2f %10.2f %10.2f %s %s %8.2fx  (auto: %s)" %
-              (sh, t_part, t_np, t_auto, t_d, its, f(t_th), f(t_cp), t_d / t_part, where))
+        print("%-14s %10.2f %10.2f %10.2f %10.2f %10.2f %s %s %8.2fx  (auto: %s)%s" %
+              (sh, t_part, t_np, t_auto, t_d, its, f(t_th), f(t_cp), t_d / t_part, where, dev))
     return 1 if bad else 0
 
 

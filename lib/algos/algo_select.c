@@ -170,6 +170,7 @@ typedef struct sel_run {
     uint32_t *pos;              /* rows * k positions, downloaded */
     char *okeys;                /* rows * k keys, downloaded */
     char *tmp;                  /* one row's k values, gathered */
+    int placing;                /* place() began writing the caller's arrays */
 } sel_run;
 
 enum { K_INIT, K_PICK, K_HIST, K_COLLECT, K_TIES, K_ORDER };
@@ -320,8 +321,10 @@ static int steps(sel_run *r, gs_sort_ctx *ctx, const gs_sort_req *req, gs_sort_s
     if (crc != CL_SUCCESS)
         return gs_cl_fail(err, "clFinish", crc, "select");
     gs_clrun_settle(cr);
-    st->output_touched = 1;
-    if ((rc = gs_clrun_raced_check(cr, err)) || (rc = place(r, req, err)))
+    if ((rc = gs_clrun_raced_check(cr, err)))
+        return rc;
+    r->placing = 1;
+    if ((rc = place(r, req, err)))
         return rc;
     st->upload_ms = cr->upload_ms;
     st->download_ms = cr->download_ms;
@@ -352,6 +355,9 @@ static int sel_run_topk(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_param
     r.cr.hostile = 1;           /* safe on the client's pages as built (select.cl) */
     r.cr.touched = &st->output_touched;
     rc = steps(&r, ctx, req, st, err);
+    /* the kernels only read the keys (adopted or not): until place() the
+     * caller's arrays hold the input, whole, for a fallback */
+    st->output_touched = r.placing;
     double t1 = gs_now_ms();
     gs_clrun_release(&r.cr);
     for (unsigned i = 0; i < r.nk; i++)

@@ -143,6 +143,18 @@ int main(void)
     else
         tap_ok(raced == 1 && rc == 0, "keys rewritten between rounds: the device's copy "
                "answered (%s)", err.msg);
+    /* a launch failing midway (the third kernel): an error, the keys and
+     * indices as they were, nothing said written (a fallback may rerun it) */
+    for (size_t i = 0; i < n; i++)
+        keys[i] = (uint32_t)(i * 2654435761u);
+    memset(idx, 0xab, n * sizeof *idx);
+    gs_clrun_inject_fault(3, CL_OUT_OF_RESOURCES);
+    gs_sort_stats st;
+    gs_err_clear(&err);
+    rc = gs_sort_run(A, &ctx, &rq, NULL, &st, &err);
+    gs_clrun_inject_fault(0, CL_SUCCESS);
+    tap_ok(rc < 0 && !st.output_touched && keys[1] == 2654435761u && idx[0] == 0xabababab,
+           "a failed launch: an error (%s), the input intact and said so", err.msg);
     free(keys);
     free(idx);
 
