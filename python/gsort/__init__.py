@@ -88,7 +88,7 @@ from . import _local
 
 __all__ = [
     "Client", "Error", "NoDaemonError", "SUPPORTED_DTYPES", "default_socket",
-    "default_client", "sort", "argsort", "topk", "sort_by_key", "sort_segments",
+    "default_client", "sort", "argsort", "lexsort", "topk", "sort_by_key", "sort_segments",
     "argsort_segments", "info", "stats", "ping",
 ]
 
@@ -294,6 +294,38 @@ def _index_dtype(index_dtype, n):
     if n - 1 > np.iinfo(idt).max:
         raise ValueError("gsort: %d indices do not fit in %s" % (n, idt))
     return idt
+
+
+def _lex_encoded(a, descending):
+    """(bits, words): the 1-D array a as unsigned words whose plain order is
+    a's order (descending: reversed), in as many bits as a's values take
+    (bool 1, an integer or float its width). Floats: -0.0 and +0.0 are one
+    key (np.lexsort's ties), every NaN one key after +inf (ascending)."""
+    dt = a.dtype
+    if dt.kind == "b":
+        bits, w = 1, a.astype(np.uint8)
+    elif dt.kind == "u" and dt.itemsize <= 8:
+        bits, w = 8 * dt.itemsize, a
+    elif dt.kind == "i" and dt.itemsize <= 8:
+        bits = 8 * dt.itemsize
+        u = np.dtype("u%d" % dt.itemsize)
+        w = a.view(u) ^ u.type(1 << (bits - 1))
+    elif dt.kind == "f" and dt.itemsize in (2, 4, 8):
+        bits = 8 * dt.itemsize
+        u = np.dtype("u%d" % dt.itemsize)
+        sign = u.type(1 << (bits - 1))
+        x = np.where(a == 0, np.zeros(1, dt), a)           # -0.0 as +0.0
+        b = x.view(u)
+        neg = (b & sign) != 0
+        w = np.where(neg, ~b, b | sign)
+        w[np.isnan(x)] = np.iinfo(u).max
+    else:
+        raise TypeError("gsort: lexsort keys of dtype %s are not supported (bool, integers "
+                        "of up to 64 bits, float16, float32 and float64 are)" % dt)
+    w = np.asarray(w, dtype=np.uint64)
+    if descending:
+        w = (np.uint64((1 << bits) - 1) if bits < 64 else np.uint64(2**64 - 1)) - w
+    return bits, w
 
 
 def _topk_k(k, length):
@@ -1111,6 +1143,76 @@ class Client:
                                                 params, device, split, rows))
         return out.reshape(shape) if len(shape) > 1 else out
 
+    def lexsort(self, keys, descending=False, index_dtype=np.int64, algorithm=None,
+                params=None, device=None, local=None):
+        """The indices that sort by several keys, like np.lexsort: keys is
+        a sequence of 1-D arrays of one length, the last the primary key,
+        the first the least significant; ties on every key keep input
+        order (stable). descending: one bool for every key, or a sequence
+        with one for each key in keys' order (pandas' ascending=[...],
+        inverted). Keys of bool, signed or unsigned integers of up to 64
+        bits, float16, float32 or float64, mixed freely; floats as
+        np.lexsort orders them (-0.0 and +0.0 equal; NaNs equal, after
+        +inf; descending: first). The keys are encoded into order-keeping
+        words and packed, primary key in the highest bits, into as few
+        64-bit composite keys as their widths allow (two u32 keys: one),
+        each sorted by a stable argsort (the daemon's, or this process's
+        where the router says so: see argsort), the groups chained from
+        the least significant. Returns an array of index_dtype (int64,
+        uint64, int32 or uint32). Other arguments as for argsort(); they
+        apply to each composite sort.
+        """
+        if isinstance(keys, np.ndarray) and keys.ndim == 2:
+            keys = list(keys)
+        if not isinstance(keys, (list, tuple)) or not keys:
+            raise TypeError("gsort: lexsort needs a sequence of one or more key arrays")
+        ks = [_as_1d(np.asarray(k), "a lexsort key") for k in keys]
+        n = ks[0].shape[0]
+        if any(k.shape[0] != n for k in ks):
+            raise ValueError("gsort: lexsort keys differ in length (%s)" %
+                             ", ".join(str(k.shape[0]) for k in ks))
+        if isinstance(descending, (list, tuple, np.ndarray)):
+            desc = [bool(d) for d in descending]
+            if len(desc) != len(ks):
+                raise ValueError("gsort: %d descending flags for %d keys" %
+                                 (len(desc), len(ks)))
+        else:
+            desc = [bool(descending)] * len(ks)
+        idt = _index_dtype(index_dtype, n)
+        enc = [_lex_encoded(k, d) for k, d in zip(ks, desc)]
+        # groups of at most 64 bits, from the primary (the last key) down
+        groups, cur, used = [], [], 0
+        for bits, w in reversed(enc):
+            if cur and used + bits > 64:
+                groups.append(cur)
+                cur, used = [], 0
+            cur.append((bits, w))
+            used += bits
+        groups.append(cur)
+        words = []
+        for g in groups:
+            total = sum(b for b, _ in g)
+            wt = np.uint32 if total <= 32 else np.uint64
+            c = np.zeros(n, dtype=wt)
+            at = total
+            for bits, w in g:
+                at -= bits
+                w = w.astype(wt, copy=False)
+                if at:      # in place, shifted by an array (numpy's fast path)
+                    w = np.left_shift(w, np.full(1, at, dtype=wt))
+                np.bitwise_or(c, w, out=c)
+            words.append(c)
+        kw = dict(stable=True, algorithm=algorithm, params=params, device=device, local=local)
+        perm = None
+        for c in reversed(words):       # the least significant group first
+            if perm is None:
+                perm = self.argsort(c, index_dtype=np.int64, **kw)
+            else:
+                perm = perm[self.argsort(c[perm], index_dtype=np.int64, **kw)]
+        if perm is None:
+            perm = np.arange(n, dtype=np.int64)
+        return perm.astype(idt, copy=False)
+
     def topk(self, a, k, largest=True, sorted=True, axis=-1, index_dtype=np.int64,
              algorithm=None, params=None, device=None, local=None):
         """(values, indices): the k largest keys of the array a (largest=
@@ -1346,6 +1448,12 @@ def sort(a, **kw):
 def argsort(a, **kw):
     """default_client().argsort(a, ...): the indices that sort a."""
     return default_client().argsort(a, **kw)
+
+
+def lexsort(keys, **kw):
+    """default_client().lexsort(keys, ...): the indices that sort by
+    several keys, the last the primary, like np.lexsort."""
+    return default_client().lexsort(keys, **kw)
 
 
 def topk(a, k, **kw):

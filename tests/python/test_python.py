@@ -967,7 +967,99 @@ def main():
               "earliest; shellsort (unstable) refused", t_dev_topk)
 
     topk_checks(a_sock, cm, ci)
+    lexsort_checks(a_sock, cm, ci)
     local_checks(a_sock)
+
+
+# ---- lexsort (issue 39) ----
+
+def ref_lexsort(keys, desc):
+    """np.lexsort of each key's rank (np.unique's: -0.0 and +0.0 one
+    value, NaNs one value after +inf), negated where descending: an
+    independent reference for any mix of dtypes and directions."""
+    ranks = []
+    for k, d in zip(keys, desc):
+        r = np.unique(k, return_inverse=True)[1].astype(np.int64)
+        ranks.append(-r if d else r)
+    return np.lexsort(ranks)
+
+
+def lex_key(rng, dt, n):
+    """n keys of dt drawn from a few values, so that ties decide: the
+    extremes, zeros of both signs, infinities and NaNs of floats."""
+    dt = np.dtype(dt)
+    if dt.kind == "b":
+        return rng.integers(0, 2, n).astype(bool)
+    if dt.kind == "f":
+        pool = np.array([0.0, -0.0, 1.5, -2.0, np.inf, -np.inf, np.nan, 3.0, -np.nan],
+                        dtype=dt)
+    else:
+        info = np.iinfo(dt)
+        pool = np.array([info.min, info.max, 0, 1, info.max // 2], dtype=dt)
+    return rng.choice(pool, n)
+
+
+def lexsort_checks(sock, cm, ci):
+    """Client.lexsort against ref_lexsort (and np.lexsort itself where every
+    key ascends): up to three keys of every dtype it takes, mixed, each
+    ascending or descending, through the daemon on both transports and on
+    the local path; keys wider than 64 bits together (chained sorts); the
+    argument errors."""
+    cl = gsort.Client(sock, local=True)
+    cl.router = _AlwaysLocal()
+    rng = np.random.default_rng(39)
+    dts = ("bool", "int8", "uint8", "int16", "uint16", "float16", "int32", "uint32",
+           "float32", "int64", "uint64", "float64")
+    for c, local, label in ((cm, False, "daemon memfd"), (ci, False, "daemon inline"),
+                            (cl, None, "local")):
+        def t_mix():
+            bad = []
+            for i in range(60):
+                m = 1 + i % 3
+                ks = [lex_key(rng, dts[rng.integers(len(dts))], 2000) for _ in range(m)]
+                d = [bool(rng.integers(2)) for _ in range(m)]
+                got = c.lexsort(ks, descending=d, local=local)
+                if not np.array_equal(got, ref_lexsort(ks, d)):
+                    bad.append(([k.dtype.name for k in ks], d))
+                if not any(d) and not np.array_equal(got, np.lexsort(ks)):
+                    bad.append(("np.lexsort", [k.dtype.name for k in ks]))
+            return not bad, bad[:3]
+        check("lexsort, %s: 60 mixes of 1 to 3 keys of every dtype, each ascending or "
+              "descending, ties, +-0, NaNs: the reference's order" % label, t_mix)
+
+    def t_wide():
+        ks = [lex_key(rng, "uint64", 5000), lex_key(rng, "float32", 5000),
+              lex_key(rng, "int64", 5000), lex_key(rng, "int16", 5000)]
+        got = cm.lexsort(ks, local=False)
+        got2 = cm.lexsort(ks, descending=[True, False, True, False], local=False,
+                          index_dtype=np.uint32)
+        return (np.array_equal(got, np.lexsort(ks)) and got2.dtype == np.uint32 and
+                np.array_equal(got2, ref_lexsort(ks, [True, False, True, False])))
+    check("lexsort of 4 keys, 176 bits (four sorts chained: no two neighbours fit 64 "
+          "bits together), both directions mixed; "
+          "uint32 indices", t_wide)
+
+    def t_two_u32():
+        a = rng.integers(0, 2**32, 300000, dtype=np.uint32)
+        b = rng.integers(0, 50, 300000).astype(np.uint32)
+        got = cm.lexsort((a, b), local=False)
+        rows = np.stack((a, b))
+        return (np.array_equal(got, np.lexsort((a, b))) and
+                np.array_equal(cm.lexsort(rows, local=False), got) and
+                cm.last["algorithm"] != "numpy")
+    check("lexsort of two u32 keys (one 64-bit composite, the daemon's argsort), also from "
+          "a 2-D array of keys", t_two_u32)
+
+    def t_errors():
+        e1 = raises(ValueError, cm.lexsort, (np.zeros(3), np.zeros(4)))
+        e2 = raises(TypeError, cm.lexsort, (np.zeros(3, dtype=np.complex64),))
+        e3 = raises(ValueError, cm.lexsort, (np.zeros(3), np.zeros(3)), descending=[True])
+        e4 = raises(TypeError, cm.lexsort, [])
+        empty = cm.lexsort((np.zeros(0, np.uint32), np.zeros(0, np.float64)))
+        return (all(e is not None for e in (e1, e2, e3, e4)) and empty.shape == (0,),
+                (e1, e2, e3, e4, empty))
+    check("lexsort refuses keys of different lengths, complex keys, a descending list of "
+          "the wrong length and no keys; no keys' rows give no indices", t_errors)
 
 
 # ---- top-k (issue 38) ----
