@@ -36,6 +36,11 @@
 
 #define SEL_TILE ((uint)WG * PER)
 #define SEL_BINS 256u
+/* sel_hist's counts in this many copies, a work-item adding to copy lid %
+ * SEL_COPIES (interleaved, so the copies of one digit lie in different
+ * banks): keys bunched in a few digits (floats' top byte) would otherwise
+ * queue on one counter */
+#define SEL_COPIES 8u
 #define SEL_WANT 0
 #define SEL_LESS 1
 #define SEL_GIVEN 2
@@ -102,23 +107,27 @@ kernel void sel_hist_k##KW(global const KT *keys, uint len, uint gpr, uint kind,
                            uint desc, uint shift, KT hmask,                       \
                            global const ulong *pre, global uint *hist)           \
 {                                                                                \
-    local uint h[SEL_BINS];                                                      \
+    local uint h[SEL_BINS * SEL_COPIES];                                         \
     SEL_TILE_OF                                                                  \
-    const uint lid = get_local_id(0);                                            \
-    for (uint d = lid; d < SEL_BINS; d += WG)                                    \
+    const uint lid = get_local_id(0), cp = lid % SEL_COPIES;                     \
+    for (uint d = lid; d < SEL_BINS * SEL_COPIES; d += WG)                       \
         h[d] = 0u;                                                               \
     barrier(CLK_LOCAL_MEM_FENCE);                                                \
     const KT p = (KT)pre[row];                                                   \
     for (uint i = lo + lid; i < hi; i += WG) {                                   \
         const KT e = gs_enc##KW(keys[base + i], kind, desc);                     \
         if (((e ^ p) & hmask) == 0)                                              \
-            atomic_inc(&h[(uint)(e >> shift) & (SEL_BINS - 1u)]);                \
+            atomic_inc(&h[((uint)(e >> shift) & (SEL_BINS - 1u)) * SEL_COPIES + cp]); \
     }                                                                            \
     barrier(CLK_LOCAL_MEM_FENCE);                                                \
     global uint *hr = hist + (ulong)row * SEL_BINS;                              \
-    for (uint d = lid; d < SEL_BINS; d += WG)                                    \
-        if (h[d])                                                                \
-            atomic_add(&hr[d], h[d]);                                            \
+    for (uint d = lid; d < SEL_BINS; d += WG) {                                  \
+        uint c = 0u;                                                             \
+        for (uint q = 0; q < SEL_COPIES; q++)                                    \
+            c += h[d * SEL_COPIES + q];                                          \
+        if (c)                                                                   \
+            atomic_add(&hr[d], c);                                               \
+    }                                                                            \
 }                                                                                \
                                                                                  \
 /* the keys below the k-th, each to a slot of its own (fewer than k), and   \
@@ -189,43 +198,51 @@ kernel void sel_ties_k##KW(global const KT *keys, uint len, uint gpr, uint kind,
 }                                                                                \
                                                                                  \
 /* Check the row's counts (every slot given exactly once, else the race     \
- * flag), order its k by (encoding, position) where `order` (a rank each:   \
- * positions are distinct), and gather their keys' own bits into okeys.     \
- * One group a row. */                                                       \
+ * flag), order its k by (encoding, position) where `order` (a bitonic      \
+ * network over KMAX slots, the empty ones after every key: its barriers    \
+ * unconditional, `order` only decides the exchanges), and gather their     \
+ * keys' own bits into okeys. One group a row. */                           \
 kernel void sel_order_k##KW(global const KT *keys, uint len, uint kind,          \
                             uint desc, uint k, uint order,                       \
                             global const uint *st, global uint *out,             \
                             global KT *okeys, global uint *raced)                \
 {                                                                                \
     local KT e[KMAX];                                                            \
-    local uint p[KMAX], r[KMAX];                                                 \
+    local uint p[KMAX];                                                          \
     const uint row = get_group_id(0), lid = get_local_id(0);                     \
     const ulong base = (ulong)row * len;                                         \
     global uint *o = out + (ulong)row * k;                                       \
     if (lid == 0 && (st[row * 4u + SEL_GIVEN] != st[row * 4u + SEL_LESS] ||      \
                      st[row * 4u + SEL_LESS] + st[row * 4u + SEL_WANT] != k))    \
         atomic_or(raced, 1u);                                                    \
-    for (uint i = lid; i < k; i += WG) {                                         \
-        const uint q = o[i];                                                     \
+    for (uint i = lid; i < KMAX; i += WG) {                                      \
+        const uint q = i < k ? o[i] : 0xffffffffu;                               \
         p[i] = q;                                                                \
-        e[i] = gs_enc##KW(keys[base + min(q, len - 1u)], kind, desc);            \
-        r[i] = 0xffffffffu;                                                      \
+        e[i] = i < k ? gs_enc##KW(keys[base + min(q, len - 1u)], kind, desc) : (KT)~(KT)0; \
     }                                                                            \
     barrier(CLK_LOCAL_MEM_FENCE);                                                \
-    for (uint i = lid; i < k; i += WG) {                                         \
-        const KT x = e[i];                                                       \
-        const uint y = p[i];                                                     \
-        uint n = i;                                                              \
-        if (order) {                                                             \
-            n = 0u;                                                              \
-            for (uint j = 0; j < k; j++)                                         \
-                n += e[j] < x || (e[j] == x && p[j] < y);                        \
+    _Pragma("unroll")                                                            \
+    for (uint kk = 2u; kk <= KMAX; kk <<= 1) {                                   \
+        _Pragma("unroll")                                                        \
+        for (uint j = kk >> 1; j > 0u; j >>= 1) {                                \
+            for (uint t = lid; t < KMAX / 2u; t += WG) {                         \
+                const uint a = 2u * j * (t / j) + t % j, b = a + j;              \
+                const int up = (a & kk) == 0u;                                   \
+                const KT ea = e[a], eb = e[b];                                   \
+                const uint pa = p[a], pb = p[b];                                 \
+                const int gt = ea > eb || (ea == eb && pa > pb);                 \
+                if (order && gt == up) {                                         \
+                    e[a] = eb;                                                   \
+                    e[b] = ea;                                                   \
+                    p[a] = pb;                                                   \
+                    p[b] = pa;                                                   \
+                }                                                                \
+            }                                                                    \
+            barrier(CLK_LOCAL_MEM_FENCE);                                        \
         }                                                                        \
-        r[min(n, k - 1u)] = y;                                                   \
     }                                                                            \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                \
     for (uint i = lid; i < k; i += WG) {                                         \
-        const uint q = r[i];                                                     \
+        const uint q = p[i];                                                     \
         if (q >= len)                                                            \
             atomic_or(raced, 1u);                                                \
         const uint qq = min(q, len - 1u);                                        \

@@ -64,14 +64,17 @@ static const gs_param_def sel_params[P_COUNT] = {
       "per_item keys of a row, one work-group each", values_per, 1 },
 };
 
-/* A GPU: groups of 256 reading 64 keys each (2^27 keys: 8192 tiles a
- * round). A CPU device: narrow groups, each work-item a few keys. */
+/* A GPU: groups of 256 reading 32 keys each (2^27 keys: 16384 tiles a
+ * round; on an H100, 2^27 u32 with k = 1000 in 1.58 ms against 1.55 with
+ * 64 and 1.65 with 16; 4096 rows of 32768 f32, k = 64, 1.84 against 1.94
+ * with 64; docs/PERFORMANCE.md). A CPU device: narrow groups, each
+ * work-item many keys. */
 static void sel_defaults(const gs_dev_info *info, gs_params *out)
 {
     int gpu = info && (info->type & CL_DEVICE_TYPE_GPU);
     gs_params_clear(out);
     gs_params_set(out, "wg_size", gs_max_wg(info, gpu ? 256 : 16));
-    gs_params_set(out, "per_item", gpu ? 64 : 256);
+    gs_params_set(out, "per_item", gpu ? 32 : 256);
 }
 
 static int get_params(const gs_dev_info *info, const gs_params *p, long v[P_COUNT], gs_err *err)
@@ -106,7 +109,7 @@ static void plan_of(const gs_sort_req *req, const long v[P_COUNT], sel_plan *s)
     s->gpr = s->len ? (s->len + s->tile - 1) / s->tile : 1;
 }
 
-/* sel_order holds KMAX keys, positions and ranks in local memory: k
+/* sel_order holds KMAX keys and positions in local memory: k
  * rounded up to a power of two (at least 64), a program for each */
 static size_t kmax_of(size_t k)
 {
@@ -118,7 +121,7 @@ static size_t kmax_of(size_t k)
 
 static uint64_t order_local(size_t k, size_t ks)
 {
-    return (uint64_t)kmax_of(k) * (ks + 8) + 64;
+    return (uint64_t)kmax_of(k) * (ks + 4) + 64;
 }
 
 static int sel_check(const gs_dev *dev, const gs_sort_req *req, const gs_params *p,
