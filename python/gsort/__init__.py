@@ -77,6 +77,7 @@ import os
 import select
 import socket as _socket
 import struct
+import sys
 import threading
 import time
 from time import perf_counter as _perf_counter
@@ -297,10 +298,11 @@ def _index_dtype(index_dtype, n):
 
 
 def _lex_encoded(a, descending):
-    """(bits, words): the 1-D array a as unsigned words whose plain order is
-    a's order (descending: reversed), in as many bits as a's values take
-    (bool 1, an integer or float its width). Floats: -0.0 and +0.0 are one
-    key (np.lexsort's ties), every NaN one key after +inf (ascending)."""
+    """(bits, words): the 1-D array a as unsigned words of its own width
+    whose plain order is a's order (descending: reversed), in as many bits
+    as a's values take (bool 1, an integer or float its width). Floats:
+    -0.0 and +0.0 are one key (np.lexsort's ties), every NaN one key after
+    +inf (ascending)."""
     dt = a.dtype
     if dt.kind == "b":
         bits, w = 1, a.astype(np.uint8)
@@ -322,9 +324,8 @@ def _lex_encoded(a, descending):
     else:
         raise TypeError("gsort: lexsort keys of dtype %s are not supported (bool, integers "
                         "of up to 64 bits, float16, float32 and float64 are)" % dt)
-    w = np.asarray(w, dtype=np.uint64)
     if descending:
-        w = (np.uint64((1 << bits) - 1) if bits < 64 else np.uint64(2**64 - 1)) - w
+        w = w.dtype.type((1 << bits) - 1) - w
     return bits, w
 
 
@@ -1193,12 +1194,21 @@ class Client:
         for g in groups:
             total = sum(b for b, _ in g)
             wt = np.uint32 if total <= 32 else np.uint64
+            if len(g) == 2 and g[0][0] == g[1][0] == 32 and sys.byteorder == "little":
+                # two 32-bit keys (the common case): the halves written
+                # straight into the composite, no shifts
+                c = np.empty(n, dtype=np.uint64)
+                halves = c.view(np.uint32).reshape(n, 2)
+                halves[:, 1] = g[0][1]
+                halves[:, 0] = g[1][1]
+                words.append(c)
+                continue
             c = np.zeros(n, dtype=wt)
             at = total
             for bits, w in g:
                 at -= bits
                 w = w.astype(wt, copy=False)
-                if at:      # in place, shifted by an array (numpy's fast path)
+                if at:      # shifted by an array (numpy's fast path)
                     w = np.left_shift(w, np.full(1, at, dtype=wt))
                 np.bitwise_or(c, w, out=c)
             words.append(c)
