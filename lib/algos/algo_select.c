@@ -35,6 +35,7 @@
 #define SEL_MAX_PER 256L
 #define SEL_BINS 256
 #define SEL_MAX_N UINT64_C(0xFFFF0000)   /* positions, counts and slots in 32 bits */
+#define SEL_MAX_ROWS (UINT64_C(1) << 23)  /* rows x 256 counts indexed in 32 bits */
 
 enum { P_WG = 0, P_PER, P_COUNT };
 
@@ -145,6 +146,10 @@ static int sel_check(const gs_dev *dev, const gs_sort_req *req, const gs_params 
     if (s.k > (size_t)SEL_KMAX)
         return gs_err_set(err, GS_EUNSUPPORTED, "select: k=%zu is above the %ld a work-group "
                           "orders (sort the rows, or ask fewer)", s.k, SEL_KMAX);
+    if (s.rows > SEL_MAX_ROWS)
+        return gs_err_set(err, GS_EUNSUPPORTED, "select: %zu rows, more than the %llu its "
+                          "counts index (ask fewer, longer rows, or sort them)", s.rows,
+                          (unsigned long long)SEL_MAX_ROWS);
     if (req->n > SEL_MAX_N || s.rows * s.gpr >= UINT32_MAX || s.rows * s.k >= UINT32_MAX)
         return gs_err_set(err, GS_ETOOBIG, "select: %zu rows of %zu keys exceed its 32-bit "
                           "positions (n up to %llu)", s.rows, s.len, (unsigned long long)SEL_MAX_N);

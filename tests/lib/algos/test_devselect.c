@@ -84,6 +84,10 @@ int main(void)
                      "a plain sort refused");
     gs_sort_req big = { .shape = { .dtype = GS_DT_U32, .topk = 1, .k = 2049 }, .n = 5000 };
     sc_expect_reject(A, dev, &big, &none, GS_EUNSUPPORTED, "k=2049", "k above 2048 refused");
+    gs_sort_req many = { .shape = { .dtype = GS_DT_U32, .topk = 1, .k = 1,
+                                    .rows = (UINT64_C(1) << 23) + 1 },
+                         .n = (size_t)((UINT64_C(1) << 23) + 1) };
+    sc_expect_reject(A, dev, &many, &none, GS_EUNSUPPORTED, "rows", "2^23 + 1 rows refused");
     gs_sort_req ok = { .shape = { .dtype = GS_DT_F64, .topk = 1, .k = 2048 }, .n = 5000 };
     gs_err_clear(&err);
     tap_ok(A->check(dev, &ok, &none, &err) == 0, "k = 2048 of 64-bit keys accepted (%s)",
