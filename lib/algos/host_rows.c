@@ -220,8 +220,9 @@ static pair128 *sort_p128(const rjob *j, unsigned w, pair128 *a, pair128 *b, siz
 }
 
 /* ---- the keys' encoding, fused with the copies in and out ----
- * gs_keys.h's encoding (its inline gs_enc_f32 and the rest), applied while a row is copied in and undone while it is
- * written back: two passes over the row fewer than memcpy and
+ * gs_keys.h's encoding (its inline gs_enc_f32 and the rest), applied
+ * while a row is copied in and undone while it is written back: two
+ * passes over the row fewer than memcpy and
  * gs_keys_encode/decode in place (f32 rows of 1024: 10% of the time).
  * Blocks of 16 with a constant trip count, as gs_keys.c: -O2 vectorises
  * those. test_host_rows checks every dtype and order against sortcheck's
@@ -260,83 +261,51 @@ static inline uint64_t odd64(uint64_t b)
         }                                                                       \
     } while (0)
 
-/* Encode n keys of src into dst; 1 when a NaN among them is not the
- * canonical one (floats). */
-static int enc_in32(gs_dtype t, int desc, uint32_t *restrict dst, const uint32_t *restrict src,
-                    size_t n)
-{
-    const uint32_t m = desc ? UINT32_MAX : 0;
-    uint32_t odd = 0;
-    switch (gs_keys_kind(t)) {
-    case GS_KIND_SIGNED:
-        ROWS_MAP(uint32_t, dst, src, n, x ^ GS_F32_SIGN ^ m, odd, 0);
-        break;
-    case GS_KIND_FLOAT:
-        ROWS_MAP(uint32_t, dst, src, n, gs_enc_f32(x) ^ m, odd, odd32(x));
-        break;
-    default:
-        ROWS_MAP(uint32_t, dst, src, n, x ^ m, odd, 0);
-        break;
+/* enc_inW: encode n W-bit keys of src into dst; 1 when a NaN among them
+ * is not the canonical one (floats). dec_outW: decode them back. One
+ * definition for both widths. */
+#define DEFINE_ROWS_CODEC(W)                                                    \
+    static int enc_in##W(gs_dtype t, int desc, uint##W##_t *restrict dst,      \
+                         const uint##W##_t *restrict src, size_t n)             \
+    {                                                                           \
+        const uint##W##_t m = desc ? UINT##W##_MAX : 0;                         \
+        uint##W##_t odd = 0;                                                    \
+        switch (gs_keys_kind(t)) {                                              \
+        case GS_KIND_SIGNED:                                                    \
+            ROWS_MAP(uint##W##_t, dst, src, n, x ^ GS_F##W##_SIGN ^ m, odd, 0); \
+            break;                                                              \
+        case GS_KIND_FLOAT:                                                     \
+            ROWS_MAP(uint##W##_t, dst, src, n, gs_enc_f##W(x) ^ m, odd,         \
+                     odd##W(x));                                                \
+            break;                                                              \
+        default:                                                                \
+            ROWS_MAP(uint##W##_t, dst, src, n, x ^ m, odd, 0);                  \
+            break;                                                              \
+        }                                                                       \
+        return odd != 0;                                                        \
+    }                                                                           \
+                                                                                \
+    static void dec_out##W(gs_dtype t, int desc, uint##W##_t *restrict dst,    \
+                           const uint##W##_t *restrict src, size_t n)           \
+    {                                                                           \
+        const uint##W##_t m = desc ? UINT##W##_MAX : 0;                         \
+        uint##W##_t none = 0;                                                   \
+        switch (gs_keys_kind(t)) {                                              \
+        case GS_KIND_SIGNED:                                                    \
+            ROWS_MAP(uint##W##_t, dst, src, n, x ^ GS_F##W##_SIGN ^ m, none, 0); \
+            break;                                                              \
+        case GS_KIND_FLOAT:                                                     \
+            ROWS_MAP(uint##W##_t, dst, src, n, gs_dec_f##W(x ^ m), none, 0);    \
+            break;                                                              \
+        default:                                                                \
+            ROWS_MAP(uint##W##_t, dst, src, n, x ^ m, none, 0);                 \
+            break;                                                              \
+        }                                                                       \
+        (void)none;                                                             \
     }
-    return odd != 0;
-}
 
-static void dec_out32(gs_dtype t, int desc, uint32_t *restrict dst, const uint32_t *restrict src,
-                      size_t n)
-{
-    const uint32_t m = desc ? UINT32_MAX : 0;
-    uint32_t none = 0;
-    switch (gs_keys_kind(t)) {
-    case GS_KIND_SIGNED:
-        ROWS_MAP(uint32_t, dst, src, n, x ^ GS_F32_SIGN ^ m, none, 0);
-        break;
-    case GS_KIND_FLOAT:
-        ROWS_MAP(uint32_t, dst, src, n, gs_dec_f32(x ^ m), none, 0);
-        break;
-    default:
-        ROWS_MAP(uint32_t, dst, src, n, x ^ m, none, 0);
-        break;
-    }
-    (void)none;
-}
-
-static int enc_in64(gs_dtype t, int desc, uint64_t *restrict dst, const uint64_t *restrict src,
-                    size_t n)
-{
-    const uint64_t m = desc ? UINT64_MAX : 0;
-    uint64_t odd = 0;
-    switch (gs_keys_kind(t)) {
-    case GS_KIND_SIGNED:
-        ROWS_MAP(uint64_t, dst, src, n, x ^ GS_F64_SIGN ^ m, odd, 0);
-        break;
-    case GS_KIND_FLOAT:
-        ROWS_MAP(uint64_t, dst, src, n, gs_enc_f64(x) ^ m, odd, odd64(x));
-        break;
-    default:
-        ROWS_MAP(uint64_t, dst, src, n, x ^ m, odd, 0);
-        break;
-    }
-    return odd != 0;
-}
-
-static void dec_out64(gs_dtype t, int desc, uint64_t *restrict dst, const uint64_t *restrict src,
-                      size_t n)
-{
-    const uint64_t m = desc ? UINT64_MAX : 0;
-    uint64_t none = 0;
-    switch (gs_keys_kind(t)) {
-    case GS_KIND_SIGNED:
-        ROWS_MAP(uint64_t, dst, src, n, x ^ GS_F64_SIGN ^ m, none, 0);
-        break;
-    case GS_KIND_FLOAT:
-        ROWS_MAP(uint64_t, dst, src, n, gs_dec_f64(x ^ m), none, 0);
-        break;
-    default:
-        ROWS_MAP(uint64_t, dst, src, n, x ^ m, none, 0);
-        break;
-    }
-    (void)none;
-}
+DEFINE_ROWS_CODEC(32)
+DEFINE_ROWS_CODEC(64)
 
 /* ---- NaNs of keys sorted alone ---- */
 
