@@ -456,12 +456,7 @@ static size_t chunk_hi(const hjob *j, size_t c)
             uint32_t *c = h[p];                                                 \
             if (c[(sk[0] >> sh) & 255] == n)                                    \
                 continue;                                                       \
-            uint32_t s = 0;                                                     \
-            for (unsigned d = 0; d < 256; d++) {                                \
-                uint32_t x = c[d];                                              \
-                c[d] = s;                                                       \
-                s += x;                                                         \
-            }                                                                   \
+            gs_digit_starts_u32(c);                                             \
             race_point(GS_RACE_SCATTER, p, n);                                  \
             for (size_t i = 0; i < n; i++) {                                    \
                 K x = sk[i];                                                    \

@@ -6,7 +6,9 @@
  * back to back with no look from the host), then a pass taking the keys
  * below the k-th and one taking the earliest ties, and one group a row
  * ordering the k by (key, position). Only the keys go up; the k positions
- * and the k keys' own bits come back; values are gathered on the host
+ * and the k keys' own bits come back, read with the race flag into the
+ * run's own memory and waited for once (issue 36: gs_clrun_fetch), looked
+ * at before anything is placed; values are gathered on the host
  * from the request's arrays by those positions (argsort: the positions
  * are the indices), all written to each row's first k places as the host
  * select writes them. Stable in the sense of top-k: of keys equal to the
@@ -243,7 +245,10 @@ static int enqueue(sel_run *r, const gs_sort_req *req, cl_mem keys, cl_mem hist,
             (rc = gs_clrun_args(r->kn[K_PICK], r->names[K_PICK], ap, 4, err)) ||
             (rc = gs_clrun_launch(&r->cr, r->kn[K_PICK], r->names[K_PICK], s->rows, wg, err)))
             return rc;
-        if (race_fn && shift + 8 == bits) {     /* test hook: after the first round */
+        /* test hook: the client's rewrite after the first round has run
+         * (its wait makes it land between two rounds, as the test needs;
+         * without the hook the rounds go back to back, never waited for) */
+        if (race_fn && shift + 8 == bits) {
             clFinish(r->cr.q);
             race_fn(race_arg);
         }
@@ -320,12 +325,19 @@ static int steps(sel_run *r, gs_sort_ctx *ctx, const gs_sort_req *req, gs_sort_s
         return rc;
     double t2 = gs_now_ms();
     st->enqueue_ms = t2 - t1;
-    if ((rc = gs_clrun_download(cr, r->pos, out, s->rows * s->k * 4, err)) ||
-        (rc = gs_clrun_download(cr, r->okeys, okeys, s->rows * s->k * s->ks, err)))
+    /* One wait (issue 36): the answers and the race flag are read into
+     * the run's own memory behind the kernels, then the queue is waited
+     * for once; only then are they looked at, and the caller's arrays are
+     * written only after both checks (the flag, then place()'s positions) */
+    if ((rc = gs_clrun_fetch(cr, r->pos, out, s->rows * s->k * 4, err)) ||
+        (rc = gs_clrun_fetch(cr, r->okeys, okeys, s->rows * s->k * s->ks, err)) ||
+        (rc = gs_clrun_raced_fetch(cr, err)))
         return rc;
+    double t2b = gs_now_ms();
+    st->writeback_ms = t2b - t2;    /* enqueuing the reads */
     cl_int crc = clFinish(cr->q);
     double t3 = gs_now_ms();
-    st->wait_ms = t3 - t2;
+    st->wait_ms = t3 - t2b;
     if (crc != CL_SUCCESS)
         return gs_cl_fail(err, "clFinish", crc, "select");
     gs_clrun_settle(cr);
@@ -338,7 +350,7 @@ static int steps(sel_run *r, gs_sort_ctx *ctx, const gs_sort_req *req, gs_sort_s
     st->download_ms = cr->download_ms;
     st->kernel_ms = gs_clrun_kernel_ms(cr);
     st->passes = (unsigned)s->ks;
-    st->writeback_ms = gs_now_ms() - t3;
+    st->writeback_ms += gs_now_ms() - t3;
     GS_DEBUG("select: %zu rows of %zu %s, k=%zu, %zu tiles a row of %zu keys: kernels %.3f ms",
              s->rows, s->len, gs_dtype_name(req->shape.dtype), s->k, s->gpr, s->tile,
              st->kernel_ms);

@@ -138,12 +138,7 @@ struct rjob {
             uint32_t *c = h[p];                                                 \
             if (c[(KEY(a[0]) >> (8 * p)) & 255] == n)                           \
                 continue;                                                       \
-            uint32_t s = 0;                                                     \
-            for (unsigned d = 0; d < 256; d++) {                                \
-                uint32_t x = c[d];                                              \
-                c[d] = s;                                                       \
-                s += x;                                                         \
-            }                                                                   \
+            gs_digit_starts_u32(c);                                             \
             for (size_t i = 0; i < n; i++) {                                    \
                 E x = a[i];                                                     \
                 b[c[(KEY(x) >> (8 * p)) & 255]++] = x;                          \

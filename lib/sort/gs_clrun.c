@@ -155,6 +155,7 @@ void gs_clrun_release(gs_clrun *r)
         clReleaseMemObject(r->adopt[i]);
     r->nadopt = 0;
     r->raced = NULL;    /* one of the buffers above */
+    r->raced_fetched = 0;
 }
 
 double gs_clrun_event_ms(cl_event e)
@@ -299,6 +300,14 @@ int gs_clrun_buffer(gs_clrun *r, size_t bytes, const char *what, cl_mem *out, gs
     return 0;
 }
 
+/* Host waits for transfers (gs_clrun_waits) */
+static atomic_ulong g_waits;
+
+unsigned long gs_clrun_waits(void)
+{
+    return atomic_load(&g_waits);
+}
+
 /* One timed transfer; profiling time when available, else wall. An
  * upload is only enqueued (the kernels after it wait in the in-order
  * queue, and the host array outlives the sort): a wait of its own costs a
@@ -330,6 +339,7 @@ static int xfer(gs_clrun *r, int up, cl_mem m, void *host, size_t bytes, gs_err 
     }
     if (!up)
         r->host_written = 1;
+    atomic_fetch_add(&g_waits, 1);
     double ms = gs_clrun_event_ms(ev);
     if (ms == 0.0)
         ms = gs_now_ms() - t0;
@@ -346,6 +356,7 @@ static int staged(gs_clrun *r, int up, cl_mem m, void *host, size_t bytes, gs_er
     if (r->host_pinned || r->q != r->dev->queue || !gs_stage_wanted(r->dev, bytes))
         return 1;
     clFinish(r->q);        /* what came before is not ours to time */
+    atomic_fetch_add(&g_waits, 1);
     double t0 = gs_now_ms();
     gs_err e;
     gs_err_clear(&e);
@@ -423,8 +434,10 @@ int gs_clrun_output(gs_clrun *r, void *host, cl_mem src, size_t bytes, gs_err *e
                   : NULL;
         if (p)
             rc = clEnqueueUnmapMemObject(q, a, p, 0, NULL, NULL);
-        if (rc == CL_SUCCESS)
+        if (rc == CL_SUCCESS) {
+            atomic_fetch_add(&g_waits, 1);
             rc = clFinish(q);
+        }
         if (rc != CL_SUCCESS)
             return gs_cl_fail(err, "writing the result back", rc, "%s: %zu bytes", r->algo,
                               bytes);
@@ -474,6 +487,9 @@ int gs_clrun_raced_check(gs_clrun *r, gs_err *err)
 {
     if (!r->raced)
         return 0;
+    if (r->raced_fetched)   /* read with the run's other fetches, the queue since finished */
+        return r->raced_word ? gs_err_raced(r->algo, err) : 0;
+    atomic_fetch_add(&g_waits, 1);
     cl_uint v = 0;
     cl_int crc = clEnqueueReadBuffer(r->q, r->raced, CL_TRUE, 0, sizeof v, &v, 0, NULL, NULL);
     if (crc != CL_SUCCESS)
@@ -495,5 +511,36 @@ int gs_clrun_clear(gs_clrun *r, cl_mem m, size_t bytes, gs_err *err)
     if (crc != CL_SUCCESS)
         return gs_cl_fail(err, "clEnqueueFillBuffer", crc, "%s: clearing %zu bytes", r->algo,
                           bytes);
+    return 0;
+}
+
+int gs_clrun_fetch(gs_clrun *r, void *dst, cl_mem src, size_t bytes, gs_err *err)
+{
+    if (bytes == 0)
+        return 0;
+    int rc = staged(r, 0, src, dst, bytes, err);
+    if (rc != 1)
+        return rc;
+    const int timed = r->dev->info.profiling && r->ndnev < GS_CLRUN_UPLOADS;
+    cl_event ev = NULL;
+    cl_int crc = clEnqueueReadBuffer(r->q, src, CL_FALSE, 0, bytes, dst, 0, NULL,
+                                     timed ? &ev : NULL);
+    if (crc != CL_SUCCESS)
+        return gs_cl_fail(err, "clEnqueueReadBuffer", crc, "%s: %zu bytes", r->algo, bytes);
+    if (timed)
+        r->dnev[r->ndnev++] = ev;
+    return 0;
+}
+
+int gs_clrun_raced_fetch(gs_clrun *r, gs_err *err)
+{
+    if (!r->raced)
+        return 0;
+    r->raced_word = 0;
+    cl_int crc = clEnqueueReadBuffer(r->q, r->raced, CL_FALSE, 0, sizeof r->raced_word,
+                                     &r->raced_word, 0, NULL, NULL);
+    if (crc != CL_SUCCESS)
+        return gs_cl_fail(err, "clEnqueueReadBuffer", crc, "%s: race flag", r->algo);
+    r->raced_fetched = 1;
     return 0;
 }

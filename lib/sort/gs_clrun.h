@@ -34,6 +34,8 @@ typedef struct gs_clrun {
     int hostile;          /* the kernels were built to run on the caller's own pages
                              (gs_clrun_hostile): only then does gs_clrun_input adopt them */
     cl_mem raced;         /* the race flag (gs_clrun_raced), NULL until asked for */
+    cl_uint raced_word;   /* the flag as gs_clrun_raced_fetch reads it */
+    int raced_fetched;    /* ... enqueued: gs_clrun_raced_check looks at raced_word */
     cl_mem adopt[2];      /* the caller's arrays as buffers (CPU devices: zero copy) */
     void *adopt_host[2];
     size_t adopt_bytes[2];
@@ -179,6 +181,28 @@ int gs_clrun_raced(gs_clrun *r, cl_mem *out, gs_err *err);
 /* After the queue has finished: GS_EINVAL (gs_err_raced) when a kernel
  * set the race flag, else 0 (also when none was made). */
 int gs_clrun_raced_check(gs_clrun *r, gs_err *err);
+/* One wait where the result must be checked before it is placed (issue
+ * 36: gs_clrun_defer declines a run with a race flag, since a download
+ * straight into the caller's array would write it before the look). For
+ * an algorithm that downloads into buffers of its own and places the
+ * answer itself (select): gs_clrun_fetch enqueues a read of `bytes` of src
+ * into `dst` without waiting (dst is the caller's private memory, never
+ * the client's array, and must stay until the queue has finished:
+ * gs_clrun_release waits first); gs_clrun_raced_fetch enqueues the race
+ * flag's read into the run (a no-op without a flag), after which
+ * gs_clrun_raced_check reads that word instead of the device. Then one
+ * wait for the queue, gs_clrun_settle, the checks, the placing. A fetch
+ * is timed into download_ms at gs_clrun_settle (while there are event
+ * slots; beyond them, or without profiling, its time is the wait's); a
+ * result big enough to go through pinned staging (gs_stage.h) is copied
+ * that way as gs_clrun_download would, waiting for it. */
+int gs_clrun_fetch(gs_clrun *r, void *dst, cl_mem src, size_t bytes, gs_err *err);
+int gs_clrun_raced_fetch(gs_clrun *r, gs_err *err);
+/* Test hook: the host waits gs_clrun has made for transfers so far,
+ * process-wide (a blocking read or write, a staged transfer, the race
+ * flag's blocking read, the write-back through an adopted array); a run
+ * that waits once makes none of them, only its own wait for the queue. */
+unsigned long gs_clrun_waits(void);
 /* Zero `bytes` of a scratch buffer: a hostile pass may leave slots of its
  * output unwritten, which later passes move into the caller's arrays;
  * cleared, they hold nothing of another request's (pooled buffers do). */

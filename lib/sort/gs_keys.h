@@ -94,6 +94,26 @@ static inline uint64_t gs_key_encoded(gs_dtype t, int descending, const void *ke
 void gs_keys_encode(gs_dtype t, int descending, void *keys, size_t n);
 void gs_keys_decode(gs_dtype t, int descending, void *keys, size_t n);
 
+/* A radix pass over the encodings' bytes: the 256 digit counts c[] into
+ * where each digit's keys start (the exclusive prefix sum, in place: c[d]
+ * becomes the count of the digits below d). Written once for the host's
+ * LSD passes (lib/algos/host_rows.c, algo_host.c's lsd_small: 32-bit
+ * counts) and the host select's sort of its k (gs_select.c: counts up to
+ * k, which may pass 2^32); inline, so the loop stays in theirs. */
+#define GS_DIGIT_STARTS(T, SUF)                                                 \
+    static inline void gs_digit_starts_##SUF(T c[256])                          \
+    {                                                                           \
+        T s = 0;                                                                \
+        for (unsigned d = 0; d < 256; d++) {                                    \
+            T x = c[d];                                                         \
+            c[d] = s;                                                           \
+            s += x;                                                             \
+        }                                                                       \
+    }
+GS_DIGIT_STARTS(uint32_t, u32)
+GS_DIGIT_STARTS(size_t, sz)
+#undef GS_DIGIT_STARTS
+
 typedef struct gs_nan_save {
     size_t count;   /* NaNs in the input (0 if none saved) */
     void *bits;     /* their bit patterns in input order (malloc'ed), NULL if all canonical */

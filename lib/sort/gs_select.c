@@ -286,12 +286,7 @@ static int sort_pairs(uint64_t *e, uint64_t *p, size_t n, unsigned bits, gs_err 
         size_t cnt[256] = { 0 };
         for (size_t i = 0; i < n; i++)
             cnt[se[i] >> sh & 0xff]++;
-        size_t at = 0;
-        for (unsigned d = 0; d < 256; d++) {
-            size_t c = cnt[d];
-            cnt[d] = at;
-            at += c;
-        }
+        gs_digit_starts_sz(cnt);
         for (size_t i = 0; i < n; i++) {
             size_t o = cnt[se[i] >> sh & 0xff]++;
             de[o] = se[i];

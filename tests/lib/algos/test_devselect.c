@@ -8,8 +8,9 @@
  * (the ties' earliest-first rule across tiles), several parameter sets;
  * the answer in each row's first k places and the rest untouched; keys
  * rewritten between two rounds (the kernels read the caller's pages on a
- * CPU device) refused with nothing written. A missing device is a
- * failure, never a skip. */
+ * CPU device) refused with nothing written and said so; one wait a
+ * request (no blocking download or race flag read, gs_clrun_waits). A
+ * missing device is a failure, never a skip. */
 #include "config.h"
 
 #include <stdint.h>
@@ -122,10 +123,16 @@ int main(void)
     gs_sort_req two = { .shape = { .dtype = GS_DT_U32, .rows = 3, .topk = 1, .k = 2,
                                    .descending = 1 }, .n = 12, .keys = k12 };
     gs_err_clear(&err);
+    unsigned long waits = gs_clrun_waits();
     rc = gs_sort_run(A, &ctx, &two, NULL, NULL, &err);
+    waits = gs_clrun_waits() - waits;
     static const uint32_t want12[12] = { 5, 4, 3, 2, 11, 10, 11, 10, 9, 8, 7, 6 };
     tap_ok(rc == 0 && !memcmp(k12, want12, sizeof want12),
            "largest 2 of 3 rows of 4: 5 4 | 11 10 | 9 8, the rest untouched (%s)", err.msg);
+    /* one wait a request (issue 36): positions, keys and the race flag
+     * read behind the kernels, none of them waited for on its own */
+    tap_ok(rc == 0 && waits == 0, "one wait: no blocking download or flag read (%lu made)",
+           waits);
 
     /* a client rewriting its keys between two rounds: refused, nothing
      * written (on a GPU the kernels read a copy: the answer stands) */
@@ -138,22 +145,29 @@ int main(void)
     gs_sort_req rq = { .shape = { .dtype = GS_DT_U32, .payload = GS_PL_IDX32, .topk = 1,
                                   .k = 10 }, .n = n, .keys = keys, .values = idx };
     gs_select_dev_force_race(rewrite, keys);
+    gs_sort_stats st;
+    memset(&st, 0, sizeof st);
     gs_err_clear(&err);
-    rc = gs_sort_run(A, &ctx, &rq, NULL, NULL, &err);
+    rc = gs_sort_run(A, &ctx, &rq, NULL, &st, &err);
     gs_select_dev_force_race(NULL, NULL);
-    if (gs_clrun_hostile(dev))
+    if (gs_clrun_hostile(dev)) {
         tap_ok(raced == 1 && rc == GS_EINVAL && idx[0] == 0xabababab,
                "keys rewritten between rounds: refused (%s), no index written", err.msg);
-    else
+        /* the flag, read with the answers before the one wait, refuses
+         * before anything is placed: the input said intact */
+        tap_ok(rc == GS_EINVAL && !st.output_touched,
+               "refused by the race flag read after the one wait: nothing placed, said so");
+    } else {
         tap_ok(raced == 1 && rc == 0, "keys rewritten between rounds: the device's copy "
                "answered (%s)", err.msg);
+        tap_ok(rc == 0 && st.output_touched, "the device's copy's answer placed, said so");
+    }
     /* a launch failing midway (the third kernel): an error, the keys and
      * indices as they were, nothing said written (a fallback may rerun it) */
     for (size_t i = 0; i < n; i++)
         keys[i] = (uint32_t)(i * 2654435761u);
     memset(idx, 0xab, n * sizeof *idx);
     gs_clrun_inject_fault(3, CL_OUT_OF_RESOURCES);
-    gs_sort_stats st;
     gs_err_clear(&err);
     rc = gs_sort_run(A, &ctx, &rq, NULL, &st, &err);
     gs_clrun_inject_fault(0, CL_SUCCESS);
