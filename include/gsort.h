@@ -264,6 +264,34 @@ int gsort_sort_rows(gsort_conn *c, gsort_dtype dtype, void *keys, size_t rows, s
 int gsort_topk(gsort_conn *c, const gsort_request *rq, size_t rows, size_t k, void *out_keys,
                void *out_values, gsort_result *res, gsort_error *err);
 
+/* ---- lexsort ----
+ * The indices that order n rows by several keys: keys[0] is the primary
+ * key (note: np.lexsort lists the primary last), keys[1] breaks its ties,
+ * and so on; rows equal on every key keep their order (stable). Each key
+ * is an array of n elements of its own type, ascending or descending:
+ * bool (one byte, any nonzero is true), 8-, 16-, 32- and 64-bit integers,
+ * IEEE half, float and double (-0.0 equal to +0.0, every NaN one key after
+ * +inf; descending: first). 1 to GSORT_LEX_MAX_KEYS keys; idx_kind
+ * GSORT_VALUES_IDX32 (n <= 2^32) or GSORT_VALUES_IDX64, and idx holds n
+ * of them. The keys are left as they are. Flags: GSORT_INLINE,
+ * GSORT_NO_LOCAL. The daemon packs the keys into 32- or 64-bit words on
+ * its host cores (keys wider than 64 bits together in several words,
+ * sorted one after another) and sorts the words stably where its plan
+ * says; small calls are sorted in this process, as gsort_argsort's. */
+#define GSORT_LEX_MAX_KEYS 8
+typedef enum gsort_lex_type {
+    GSORT_LEX_BOOL = 0, GSORT_LEX_U8, GSORT_LEX_I8, GSORT_LEX_U16, GSORT_LEX_I16,
+    GSORT_LEX_F16, GSORT_LEX_U32, GSORT_LEX_I32, GSORT_LEX_F32, GSORT_LEX_U64,
+    GSORT_LEX_I64, GSORT_LEX_F64
+} gsort_lex_type;
+typedef struct gsort_lexkey {
+    gsort_lex_type type;
+    const void *keys;        /* n elements of type (NULL only when n is 0) */
+    int descending;          /* 1: this key largest first */
+} gsort_lexkey;
+int gsort_lexsort(gsort_conn *c, const gsort_lexkey *keys, size_t nkeys, size_t n, void *idx,
+                  gsort_values idx_kind, unsigned flags, gsort_result *res, gsort_error *err);
+
 /* ---- the daemon ---- */
 
 /* Round trip of an empty request, in milliseconds (rtt_ms may be NULL). */

@@ -28,6 +28,7 @@
 #include <cjson/cJSON.h>
 
 #include "gs_client.h"
+#include "gs_lexsort.h"
 #include "gs_paths.h"
 #include "gs_pcopy.h"
 #include "gs_select.h"
@@ -257,6 +258,32 @@ static int heap_reserve(gsort_conn *c, size_t need, gs_err *ge)
         return gs_err_set(ge, GS_ENOMEM, "out of memory for a %zu-byte copy of the arrays",
                           need);
     c->heap_cap = need;
+    return 0;
+}
+
+/* Where a call's copy of its arrays goes: the staging memfd, shared with
+ * the daemon; or the heap (sent inline), when `inl` asks for it or no
+ * memfd can be had (then never again on this connection). *base and *inl
+ * say which; 0 or an error. */
+static int copy_space(gsort_conn *c, size_t need, int inl, char **base, int *is_inl,
+                      gs_err *ge)
+{
+    if (!inl) {
+        int rc = stage_reserve(c, need, ge);
+        if (rc == 0) {
+            *base = c->stage.ptr;
+            *is_inl = 0;
+            return 0;
+        }
+        if (rc == GS_EIO)
+            c->no_memfd = 1;
+        gs_err_clear(ge);
+    }
+    int rc = heap_reserve(c, need, ge);
+    if (rc)
+        return rc;
+    *base = c->heap;
+    *is_inl = 1;
     return 0;
 }
 
@@ -651,21 +678,11 @@ int gsort_topk(gsort_conn *c, const gsort_request *rq, size_t rows, size_t k, vo
     gs_err ge;
     gs_err_clear(&ge);
     int local = local_allowed(c, rq) && n < GSORT_TOPK_LOCAL_MAX, zero_copy = 0;
-    int inl = !local && ((rq->flags & GSORT_INLINE) || c->no_memfd);
-    if (!local && !inl && n) {
-        rc = stage_reserve(c, need, &ge);
-        if (rc == GS_EIO)
-            c->no_memfd = 1;
-        if (rc) {
-            inl = 1;
-            gs_err_clear(&ge);
-        }
-    }
+    int inl = local || (rq->flags & GSORT_INLINE) || c->no_memfd;
     char *base = NULL;
-    if (n && (local || inl) && (rc = heap_reserve(c, need, &ge)) != 0)
+    if (n && (rc = copy_space(c, need, inl, &base, &inl, &ge)) != 0)
         return lgs_err_from(err, rc, &ge);
     if (n) {
-        base = local || inl ? c->heap : c->stage.ptr;
         gs_pcopy(base, rq->keys, kb);
         if (pl == GS_PL_U32 || pl == GS_PL_U64)
             gs_pcopy(base + voff, rq->values, vb);
@@ -867,4 +884,133 @@ int gsort_info(gsort_conn *c, char **json, gsort_error *err)
 int gsort_stats(gsort_conn *c, char **json, gsort_error *err)
 {
     return call_json(c, "stats", json, err);
+}
+
+/* ---- lexsort ---- */
+
+static int lex_local_sort(void *arg, const gs_sort_req *req, gs_sort_stats *st, gs_err *err)
+{
+    double ms = 0;
+    (void)arg;
+    int rc = lgs_inproc_sort(req, &ms, err);
+    st->wall_ms = ms;
+    return rc;
+}
+
+/* In this process: the words and the chaining scratch in the heap copy,
+ * the keys read where they lie, packed on this thread. */
+static int lex_local(gsort_conn *c, const gsort_lexkey *keys, const gs_lex *lx, size_t n,
+                     void *idx, gs_payload pl, double *ms, gs_err *ge)
+{
+    size_t wb = gs_lex_word_bytes(lx), scr = gs_lexsort_scratch(lx, n);
+    if (n > (SIZE_MAX - scr) / wb)
+        return gs_err_set(ge, GS_ETOOBIG, "lexsort: %zu rows overflow the address space", n);
+    int rc = heap_reserve(c, n * wb + scr, ge);
+    if (rc)
+        return rc;
+    gs_lexsort_job jb = { .lx = lx, .n = n, .words = c->heap,
+                          .scratch = scr ? c->heap + n * wb : NULL, .out = idx, .idx = pl,
+                          .one_thread = 1 };
+    for (unsigned j = 0; j < lx->nkeys; j++)
+        jb.key[j] = keys[j].keys;
+    gs_sort_stats st = { 0 };
+    rc = gs_lexsort_run(&jb, lex_local_sort, NULL, &st, ge);
+    *ms = st.wall_ms + st.pack_ms;
+    return rc;
+}
+
+int gsort_lexsort(gsort_conn *c, const gsort_lexkey *keys, size_t nkeys, size_t n, void *idx,
+                  gsort_values idx_kind, unsigned flags, gsort_result *res, gsort_error *err)
+{
+    double t0 = gs_now_ms();
+    lgs_err_clear(err);
+    if (res)
+        result_clear(res);
+    if (!c)
+        return lgs_err_set(err, GSORT_EINVAL, "lexsort: no connection");
+    if (!keys || nkeys < 1 || nkeys > GSORT_LEX_MAX_KEYS)
+        return lgs_err_set(err, GSORT_EINVAL, "lexsort: %zu keys (1 to %d are taken)", keys ?
+                           nkeys : 0, GSORT_LEX_MAX_KEYS);
+    if (idx_kind != GSORT_VALUES_IDX32 && idx_kind != GSORT_VALUES_IDX64)
+        return lgs_err_set(err, GSORT_EINVAL, "lexsort: idx_kind must be GSORT_VALUES_IDX32 "
+                           "or GSORT_VALUES_IDX64");
+    if (idx_kind == GSORT_VALUES_IDX32 && n > (size_t)UINT32_MAX + 1)
+        return lgs_err_set(err, GSORT_ETOOBIG, "lexsort: %zu rows do not fit 32-bit indices",
+                           n);
+    if (flags & ~(unsigned)(GSORT_INLINE | GSORT_NO_LOCAL))
+        return lgs_err_set(err, GSORT_EINVAL, "lexsort: flags other than GSORT_INLINE and "
+                           "GSORT_NO_LOCAL (each key has its own order; it is stable)");
+    if (n && !idx)
+        return lgs_err_set(err, GSORT_EINVAL, "lexsort: idx is NULL for %zu rows", n);
+    gs_lex lx = { .nkeys = (unsigned)nkeys };
+    for (size_t j = 0; j < nkeys; j++) {
+        if ((int)keys[j].type < 0 || !gs_lex_dt_row((int)keys[j].type))
+            return lgs_err_set(err, GSORT_EINVAL, "lexsort: key %zu has an unknown type %d", j,
+                               (int)keys[j].type);
+        if (n && !keys[j].keys)
+            return lgs_err_set(err, GSORT_EINVAL, "lexsort: key %zu is NULL for %zu rows", j,
+                               n);
+        lx.key[j].dt = (int)keys[j].type;
+        lx.key[j].desc = keys[j].descending != 0;
+    }
+    gs_payload pl = idx_kind == GSORT_VALUES_IDX32 ? GS_PL_IDX32 : GS_PL_IDX64;
+    gs_err ge;
+    gs_err_clear(&ge);
+    uint64_t lb;
+    int rc = gs_lex_layout(&lx, n, &lb, &ge);
+    size_t isz = gs_payload_size(pl);
+    if (rc == 0 && (lb > SIZE_MAX - 8 || n > (SIZE_MAX - lb) / isz))
+        rc = gs_err_set(&ge, GS_ETOOBIG, "lexsort: %zu rows overflow the address space", n);
+    if (rc)
+        return lgs_err_from(err, rc, &ge);
+    if (n == 0) {
+        if (res)
+            fill_local(res, 0, t0);
+        return 0;
+    }
+    /* here where an argsort of the words would be (the router's shape) */
+    gsort_request rq;
+    gsort_request_init(&rq);
+    rq.flags = flags;
+    unsigned shape = lgs_shape(GSORT_U64, idx_kind, 0, 1);
+    if (local_allowed(c, &rq)) {
+        if (c->xo_ms == 0 || t0 - c->xo_ms > XO_REFRESH_MS)
+            crossover_refresh(c, t0);
+        if (lgs_router_choose(c->router, shape, n)) {
+            double ms = 0;
+            if (lex_local(c, keys, &lx, n, idx, pl, &ms, &ge) == 0) {
+                if (!lgs_router_local_only(n))
+                    lgs_router_record(c->router, shape, n, 1, gs_now_ms() - t0);
+                if (res)
+                    fill_local(res, ms, t0);
+                return 0;
+            }
+            gs_err_clear(&ge);      /* out of memory here: the daemon may have it */
+        }
+    }
+    if ((rc = conn_ready(c, err)) != 0)
+        return rc;
+    size_t need = (size_t)lb + n * isz;
+    int inl = (flags & GSORT_INLINE) || c->no_memfd;
+    char *base;
+    if ((rc = copy_space(c, need, inl, &base, &inl, &ge)) != 0)
+        return lgs_err_from(err, rc, &ge);
+    for (size_t j = 0; j < nkeys; j++)
+        gs_pcopy(base + lx.key[j].offset, keys[j].keys,
+                 n * gs_lex_dt_row(lx.key[j].dt)->bytes);
+    gs_client_sort s = {
+        .shape = { .dtype = GS_DT_U64, .payload = pl, .stable = 1 },
+        .n = n, .keys = base, .values = base + lb, .device = -1,
+        .shm = inl ? NULL : &c->stage, .lex = &lx,
+    };
+    gs_client_result r;
+    rc = gs_client_sort_run(c->cl, &s, &r, &ge);
+    if (rc)
+        return lgs_err_from(err, rc, &ge);
+    gs_pcopy(idx, base + lb, n * isz);
+    if (!lgs_router_local_only(n) && local_allowed(c, &rq))
+        lgs_router_record(c->router, shape, n, 0, gs_now_ms() - t0);
+    if (res)
+        fill_result(res, &r, !inl, t0);
+    return 0;
 }

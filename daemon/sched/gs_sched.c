@@ -115,11 +115,35 @@ void gs_sched_sink_close(gs_sched_sink *k)
 
 /* ---- workers ---- */
 
+/* One sort of the job's route: a lexsort's group, or the whole request. */
+typedef struct route_run {
+    gs_job *j;
+    gs_sort_ctx *ctx;
+} route_run;
+
+static int run_route(void *arg, const gs_sort_req *req, gs_sort_stats *st, gs_err *err)
+{
+    route_run *r = arg;
+    gs_job *j = r->j;
+    if (j->dev < 0)
+        return gs_sort_run(j->algo, r->ctx, req, &j->run_params, st, err);
+    return gs_ooc_sort(j->algo, r->ctx, req, &j->run_params, j->chunk_n, st, err);
+}
+
+/* The job's sort: a lexsort packs its keys and sorts each group by the route. */
+static int run_job(gs_job *j, gs_sort_ctx *ctx)
+{
+    route_run r = { j, ctx };
+    if (j->lex.lx)
+        return gs_lexsort_run(&j->lex, run_route, &r, &j->st, &j->err);
+    return run_route(&r, &j->req, &j->st, &j->err);
+}
+
 static void run_host(gs_sched *s, gs_job *j)
 {
     gs_sort_ctx ctx = { .pc = s->pc };
     gs_err_clear(&j->err);
-    j->rc = gs_sort_run(j->algo, &ctx, &j->req, &j->run_params, &j->st, &j->err);
+    j->rc = run_job(j, &ctx);
 }
 
 /* After a failed device run: can the request still be served elsewhere?
@@ -210,8 +234,7 @@ static void *worker_main(void *arg)
         gs_err_clear(&j->err);
         if (j->pin && (!j->pin_once || j->chunk_n) && gs_dev_open(s->devs[d].dev, &j->err) == 0)
             ctx.host_pinned = gs_pin_ensure(j->pin, s->devs[d].dev) == GS_PIN_PINNED;
-        j->rc = gs_ooc_sort(j->algo, &ctx, &j->req, &j->run_params, j->chunk_n, &j->st,
-                            &j->err);
+        j->rc = run_job(j, &ctx);
         if (slow_ms && j->rc == 0) {   /* test hook: a slower device */
             struct timespec ts = { .tv_sec = slow_ms / 1000,
                                    .tv_nsec = (long)(slow_ms % 1000) * 1000000L };

@@ -30,6 +30,7 @@
 
 #include "gs_db.h"
 #include "gs_dev.h"
+#include "gs_lexsort.h"
 #include "gs_pin.h"
 #include "gs_plans.h"
 #include "gs_prog.h"
@@ -88,6 +89,9 @@ typedef struct gs_job {
     int untuned;             /* 1: route as if no device had a plan (built-in
                                 defaults): the untuned daemon's choice, which the
                                 plan audit times (gs_audit.h) */
+    gs_lexsort_job lex;      /* lex.lx set: a lexsort (gs_lexsort.h), whose req is the
+                                composite words' argsort; each group's sort takes
+                                the route */
     int split_ask;           /* 1: consider a split over devices at any size and say
                                 why not (split_why); -1: never split; 0: from 2^20
                                 keys on, when predicted faster (gs_split.c) */

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gs_lexsort.h"
 #include "gs_log.h"
 #include "gs_scratch.h"
 #include "gs_time.h"
@@ -53,6 +54,13 @@ static void claim_of(const gs_proto_req *rq, claim *k)
     uint64_t n = rq->n, ks = gs_dtype_size(rq->shape.dtype),
              vs = gs_payload_size(rq->shape.payload);
     k->scratch = n * (ks + vs);
+    if (rq->lex.nkeys) {
+        /* a lexsort: its key arrays, the words it sorts (ks is their width)
+         * and chaining scratch; the indices inline */
+        k->data = rq->memfd ? rq->lex_bytes + n * vs : rq->payload_bytes;
+        k->values = n * ks + gs_lexsort_scratch(&rq->lex, (size_t)n) + (rq->memfd ? 0 : n * vs);
+        return;
+    }
     if (rq->memfd) {
         k->data = n * (ks + vs);
         return;

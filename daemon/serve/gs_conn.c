@@ -37,6 +37,7 @@
 
 #include "gs_log.h"
 #include "gs_reply.h"
+#include "gs_scratch.h"
 #include "gs_time.h"
 
 #define MAX_REPLY_HEADER (16u << 20)
@@ -64,6 +65,8 @@ void srv_conn_release(conn *c)
     c->inbuf = NULL;
     free(c->valbuf);
     c->valbuf = NULL;
+    gs_scratch_put(c->lexbuf, c->lexbytes);
+    c->lexbuf = NULL;
     free(c->offbuf);
     c->offbuf = NULL;
     c->map = NULL;

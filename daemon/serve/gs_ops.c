@@ -26,6 +26,7 @@
 #include "gs_log.h"
 #include "gs_reply.h"
 #include "gs_scratch.h"
+#include "gs_lexsort.h"
 #include "gs_select.h"
 #include "gs_srv.h"
 #include "gs_time.h"
@@ -253,7 +254,7 @@ void srv_on_job_done(gs_job *j, void *ud)
                       .run = j->t_done - j->t_start, .handback = now - j->t_done,
                       .setup = j->st.setup_ms, .enqueue = j->st.enqueue_ms,
                       .wait = j->st.wait_ms, .writeback = j->st.writeback_ms,
-                      .release = j->st.release_ms },
+                      .release = j->st.release_ms, .pack = j->st.pack_ms },
         .chunks = j->st.chunks, .nparts = j->nparts, .split_declined = j->split_why };
     for (unsigned i = 0; i < j->nparts && i < GS_REPLY_PARTS_MAX; i++) {
         const gs_job_part *p = &j->parts[i];
@@ -276,7 +277,7 @@ void srv_on_job_done(gs_job *j, void *ud)
         gs_select_pack(&j->req);    /* each row's k answers, together */
         m = (size_t)(rq->shape.rows > 1 ? rq->shape.rows : 1) * (size_t)rq->shape.k;
     }
-    size_t kb = m * gs_dtype_size(rq->shape.dtype);
+    size_t kb = rq->lex.nkeys ? 0 : m * gs_dtype_size(rq->shape.dtype);   /* lexsort: indices */
     size_t vb = m * gs_payload_size(rq->shape.payload);
     srv_conn_send(c, r, m ? j->req.keys : NULL, kb, m && vb ? j->req.values : NULL, vb, 0);
 }
@@ -309,6 +310,33 @@ static int map_memfd(conn *c, gs_err *e)
     /* memory sent once is pinned only for an out-of-core sort */
     c->job.pin = kept || c->s->pin_once ? &b->pin : NULL;
     c->job.pin_once = !kept;
+    return 0;
+}
+
+/* A lexsort: its words and any chaining scratch in one buffer of the
+ * daemon's, the key arrays left where they lie (inline or the client's
+ * memfd: only read, once per group), the indices into the request's values
+ * (`*values`: for an inline request, valbuf). 0, or -1 answered. Its block
+ * is not registered with a device: the device reads the words. */
+static int start_lex(conn *c, const void *keys, void **values)
+{
+    const gs_proto_req *rq = &c->rq;
+    gs_job *j = &c->job;
+    size_t n = (size_t)rq->n, wb = gs_lex_word_bytes(&rq->lex);
+    size_t scr = gs_lexsort_scratch(&rq->lex, n);
+    /* the scratch cache: faulting fresh pages in would cost more than
+     * the packing (gs_scratch.h) */
+    c->lexbytes = n * wb + scr;
+    if (!(c->lexbuf = gs_scratch_get(c->lexbytes))) {
+        srv_reply_error(c, GS_ENOMEM, "out of memory (retry later)", 0);
+        return -1;
+    }
+    j->lex = (gs_lexsort_job){ .lx = &rq->lex, .n = n, .words = c->lexbuf,
+                               .scratch = scr ? (char *)c->lexbuf + n * wb : NULL,
+                               .out = *values, .idx = rq->shape.payload };
+    for (unsigned k = 0; k < rq->lex.nkeys; k++)
+        j->lex.key[k] = (const char *)keys + rq->lex.key[k].offset;
+    j->pin = NULL;
     return 0;
 }
 
@@ -355,8 +383,10 @@ static void start_sort(conn *c)
             values = c->valbuf;
         }
     }
+    if (rq->lex.nkeys && n && start_lex(c, keys, &values) < 0)
+        return;
     j->req = (gs_sort_req){ .shape = rq->shape, .n = n,
-                            .keys = keys, .values = values };
+                            .keys = rq->lex.nkeys && n ? c->lexbuf : keys, .values = values };
     if (rq->shape.segments) {
         /* The offsets are copied once and the copy checked: the client may
          * rewrite its memfd at any moment, and a sort that read offsets from
@@ -381,7 +411,7 @@ static void start_sort(conn *c)
     j->params = rq->params;
     j->has_params = rq->has_params;
     j->device = rq->device;
-    j->split_ask = rq->split;
+    j->split_ask = rq->lex.nkeys ? -1 : rq->split;   /* a lexsort's groups are chained */
     j->ud = c;
     j->sink = &c->io->sink;
     if ((rc = gs_sched_route(s->sched, j, &e)) < 0) {

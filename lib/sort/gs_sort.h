@@ -52,6 +52,8 @@ typedef struct gs_sort_stats {
      * write-back (that enqueuing, or the race check and the copy after the
      * wait); releasing the run's objects. All 0 on the host. */
     double setup_ms, enqueue_ms, wait_ms, writeback_ms, release_ms;
+    double pack_ms;      /* a lexsort's packing of its keys into words (gs_lexsort.h),
+                            wall clock */
 } gs_sort_stats;
 
 /* Add s's transfer, kernel and pass figures into sum (pieces of one sort). */

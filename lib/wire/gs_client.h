@@ -67,6 +67,11 @@ typedef struct gs_client_sort {
                                    devices at any size (split_declined says why not);
                                    -1: never split */
     const gs_client_shm *shm;   /* non-NULL: keys/values lie inside it; sent as memfd */
+    const gs_lex *lex;          /* non-NULL (nkeys > 0): a lexsort of n rows. keys holds
+                                   its key arrays as gs_lex_layout places them (offsets
+                                   filled in by the call), values gets the indices
+                                   (shape.payload idx32 or idx64; shape.dtype is set
+                                   from the keys) */
 } gs_client_sort;
 
 /* What the daemon said about a served sort. */

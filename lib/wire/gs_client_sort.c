@@ -146,6 +146,15 @@ int gs_client_sort_req(const gs_client_sort *s, gs_proto_req *rq, gs_err *err)
     rq->shape.descending = s->shape.descending != 0;
     rq->shape.stable = s->shape.stable != 0;
     rq->n = s->n;
+    if (s->lex && s->lex->nkeys) {
+        rq->lex = *s->lex;
+        int rc = gs_lex_layout(&rq->lex, rq->n, &rq->lex_bytes, err);
+        if (rc)
+            return rc;
+        rq->shape.dtype = gs_lex_word_bytes(&rq->lex) == 4 ? GS_DT_U32 : GS_DT_U64;
+        rq->shape.stable = 1;
+        rq->shape.descending = 0;
+    }
     rq->device = s->device;
     rq->split = s->split;
     if (s->algorithm) {
@@ -179,6 +188,16 @@ int gs_client_sort_run(gs_client *c, const gs_client_sort *s, gs_client_result *
     if (s->n && (s->n > SIZE_MAX / ks || (vs && s->n > SIZE_MAX / vs)))
         return gs_err_set(err, GS_ETOOBIG, "sort: %zu elements overflow the address space", s->n);
     size_t kb = s->n * ks, vb = s->n * vs;
+    if (s->lex && s->lex->nkeys) {      /* the key arrays, laid out */
+        gs_lex lx = *s->lex;
+        uint64_t lb;
+        if ((rc = gs_lex_layout(&lx, s->n, &lb, err)))
+            return rc;
+        if (lb > SIZE_MAX)
+            return gs_err_set(err, GS_ETOOBIG, "lexsort: %zu rows overflow the address "
+                              "space", s->n);
+        kb = (size_t)lb;
+    }
     if ((kb && !s->keys) || (vb && !s->values))
         return gs_err_set(err, GS_EINVAL, "sort: keys%s missing", vb ? " or values" : "");
     if (s->shape.segments && (!s->offsets || s->shape.segments > GS_PROTO_MAX_N))
@@ -259,7 +278,9 @@ int gs_client_sort_run(gs_client *c, const gs_client_sort *s, gs_client_result *
         size_t m = s->shape.topk ? (size_t)(s->shape.rows > 1 ? s->shape.rows : 1) *
                                    (size_t)s->shape.k : s->n;
         struct iovec in[2] = { { s->keys, m * ks }, { s->values, m * vs } };
-        rc = client_recv_all(c, in, vb ? 2 : 1, "a sort reply payload", err);
+        int lex = s->lex && s->lex->nkeys;  /* a lexsort answers indices only */
+        rc = client_recv_all(c, lex ? in + 1 : in, lex || !vb ? 1 : 2, "a sort reply payload",
+                             err);
         if (rc) {
             cJSON_Delete(h);
             return rc;

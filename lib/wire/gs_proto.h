@@ -21,6 +21,7 @@
 #include <cjson/cJSON.h>
 
 #include "gs_err.h"
+#include "gs_lex.h"
 #include "gs_types.h"
 
 #define GS_PROTO_VERSION 1
@@ -138,6 +139,17 @@ typedef struct gs_proto_req {
                                    (+ 8 * (S + 1) bytes of segment offsets) */
     uint64_t out_bytes;         /* bytes the reply carries: keys (+ any values) */
     uint64_t fd_bytes;          /* memfd: bytes the fd must hold (end of the last array) */
+    /* "lexsort": [{"dtype": T, "order": "asc"|"desc"}, ...], 1 to 8 keys, the
+     * primary first (gs_lex.h): the indices that order n rows by them,
+     * stable. Instead of "dtype" (each key has its own) and of "order",
+     * "stable", "rows", "topk" and "segments"; "values" idx32 or idx64, the
+     * answer. The key arrays follow one another, each from a multiple of 8
+     * bytes, inline or in the memfd from keys_offset (8-aligned); the
+     * indices come back inline or at values_offset (default: after the last
+     * key). shape.dtype is then the composite word the keys are packed into
+     * (u32 or u64) and shape.stable 1. */
+    gs_lex lex;
+    uint64_t lex_bytes;         /* the key arrays' bytes, padding included */
 } gs_proto_req;
 
 /* Parse and check a request header.
@@ -160,6 +172,15 @@ void gs_proto_req_free(gs_proto_req *rq);
  * offsets, or payload_bytes = in_bytes inline; rq->id when set). Fills
  * rq->in_bytes/out_bytes/fd_bytes. NULL with GS_ETOOBIG/GS_ENOMEM. */
 cJSON *gs_proto_sort_header(gs_proto_req *rq, gs_err *err);
+/* The "lexsort" field of a sort header (gs_proto_lex.c): its keys into
+ * rq->lex (after "n" and "values" were read), rq->shape set for the
+ * composite. GS_EINVAL with the reason for a malformed list or a field that
+ * does not go with it (cjson: the header). */
+int gs_proto_lex_parse(const cJSON *h, const cJSON *list, gs_proto_req *rq, gs_err *err);
+/* in_bytes, out_bytes, fd_bytes of a lexsort, as gs_proto_sort_sizes. */
+int gs_proto_lex_sizes(gs_proto_req *rq, gs_err *err);
+/* Client side: the "lexsort" list of rq->lex (NULL: out of memory). */
+cJSON *gs_proto_lex_list(const gs_proto_req *rq);
 /* Client side: {"v":1,"op":OP[,"id":ID]}, a request that is only an op
  * (ping, info, stats; any string, for tests). NULL with GS_ENOMEM. */
 cJSON *gs_proto_op_header(const char *op, const cJSON *id, gs_err *err);

@@ -35,6 +35,8 @@ static int algo_name_ok(const char *s)
 
 int gs_proto_sort_sizes(gs_proto_req *rq, gs_err *err)
 {
+    if (rq->lex.nkeys)
+        return gs_proto_lex_sizes(rq, err);
     if ((int)rq->shape.dtype < 0 || rq->shape.dtype >= GS_DT_COUNT)
         return gs_err_set(err, GS_EINVAL, "sort: dtype %d out of range", (int)rq->shape.dtype);
     if ((int)rq->shape.payload < 0 || rq->shape.payload >= GS_PL_COUNT)
@@ -131,10 +133,14 @@ static int parse_sort(const gs_jnum_doc *doc, int has_pb, gs_proto_req *rq, int 
     char cb[48];
     const cJSON *v;
 
+    const cJSON *lexv = field(h, "lexsort");
     v = field(h, "dtype");
-    if (!v)
+    if (lexv && v)
+        return gs_err_set(err, GS_EINVAL, "sort: \"dtype\" with \"lexsort\" (each key "
+                          "has its own)");
+    if (!v && !lexv)
         return gs_err_set(err, GS_EINVAL, "sort: missing \"dtype\"");
-    if (!cJSON_IsString(v) || gs_dtype_parse(v->valuestring, &rq->shape.dtype) < 0)
+    if (v && (!cJSON_IsString(v) || gs_dtype_parse(v->valuestring, &rq->shape.dtype) < 0))
         return gs_err_set(err, GS_EINVAL, "sort: \"dtype\" %s is not one of u32, i32, f32, "
                           "u64, i64, f64", gs_jnum_clip_json(v, cb));
 
@@ -150,6 +156,10 @@ static int parse_sort(const gs_jnum_doc *doc, int has_pb, gs_proto_req *rq, int 
         (!cJSON_IsString(v) || gs_payload_parse(v->valuestring, &rq->shape.payload) < 0))
         return gs_err_set(err, GS_EINVAL, "sort: \"values\" %s is not one of none, u32, "
                           "u64, idx32, idx64", gs_jnum_clip_json(v, cb));
+
+    int lrc = lexv ? gs_proto_lex_parse(h, lexv, rq, err) : 0;
+    if (lrc < 0)
+        return lrc;
 
     if ((v = field(h, "order"))) {
         if (cJSON_IsString(v) && !strcmp(v->valuestring, "asc"))
@@ -265,8 +275,9 @@ static int parse_sort(const gs_jnum_doc *doc, int has_pb, gs_proto_req *rq, int 
             return gs_err_set(err, GS_EINVAL, "sort: \"values_offset\" %s is not an "
                               "integer in [0, 2^64)", gs_jnum_quote(doc, vo, cb));
     } else if (rq->memfd && rq->shape.payload != GS_PL_NONE) {
-        uint64_t kb;
-        if (__builtin_mul_overflow(rq->n, (uint64_t)gs_dtype_size(rq->shape.dtype), &kb) ||
+        uint64_t kb = rq->lex_bytes;
+        if ((!rq->lex.nkeys &&
+             __builtin_mul_overflow(rq->n, (uint64_t)gs_dtype_size(rq->shape.dtype), &kb)) ||
             __builtin_add_overflow(rq->keys_offset, kb, &rq->values_offset))
             return gs_err_set(err, GS_ETOOBIG, "sort: keys_offset %llu + %llu keys "
                               "overflow 64 bits", (unsigned long long)rq->keys_offset,
@@ -298,6 +309,13 @@ static int parse_sort(const gs_jnum_doc *doc, int has_pb, gs_proto_req *rq, int 
          * where the next message starts is unknown. */
         if (!has_pb)
             *fatal = 1;
+        if (rq->lex.nkeys)
+            return gs_err_set(err, GS_EINVAL, "sort: a lexsort's %u key arrays of %llu rows "
+                              "(each from a multiple of 8 bytes) need payload_bytes %llu, "
+                              "not %llu%s", rq->lex.nkeys, (unsigned long long)rq->n,
+                              (unsigned long long)rq->in_bytes,
+                              (unsigned long long)rq->payload_bytes,
+                              has_pb ? "" : " (payload_bytes missing)");
         return gs_err_set(err, GS_EINVAL, "sort: %llu %s keys%s%s%s need payload_bytes "
                           "%llu, not %llu%s", (unsigned long long)rq->n,
                           gs_dtype_name(rq->shape.dtype),

@@ -35,7 +35,8 @@ cJSON *gs_proto_sort_header(gs_proto_req *rq, gs_err *err)
                    (unsigned long long)rq->n);
         return NULL;
     }
-    uint64_t dflt_vo = rq->keys_offset + rq->n * gs_dtype_size(rq->shape.dtype);
+    uint64_t dflt_vo = rq->keys_offset + (rq->lex.nkeys ? rq->lex_bytes
+                                                        : rq->n * gs_dtype_size(rq->shape.dtype));
     int want_vo = rq->memfd && rq->shape.payload != GS_PL_NONE && rq->values_offset != dflt_vo;
     if (!rq->memfd && !json_exact(rq->in_bytes)) {
         gs_err_set(err, GS_ETOOBIG, "sort: an inline payload of %llu bytes exceeds 2^53",
@@ -53,13 +54,16 @@ cJSON *gs_proto_sort_header(gs_proto_req *rq, gs_err *err)
     ok = ok && cJSON_AddStringToObject(h, "op", "sort");
     if (ok && rq->id)
         ok = add_item(h, "id", cJSON_Duplicate(rq->id, 1));
-    ok = ok && cJSON_AddStringToObject(h, "dtype", gs_dtype_name(rq->shape.dtype));
+    if (rq->lex.nkeys)
+        ok = ok && add_item(h, "lexsort", gs_proto_lex_list(rq));
+    else
+        ok = ok && cJSON_AddStringToObject(h, "dtype", gs_dtype_name(rq->shape.dtype));
     ok = ok && gs_jnum_add_u64(h, "n", rq->n);
     if (rq->shape.payload != GS_PL_NONE)
         ok = ok && cJSON_AddStringToObject(h, "values", gs_payload_name(rq->shape.payload));
     if (rq->shape.descending)
         ok = ok && cJSON_AddStringToObject(h, "order", "desc");
-    if (rq->shape.stable)
+    if (rq->shape.stable && !rq->lex.nkeys)
         ok = ok && cJSON_AddTrueToObject(h, "stable");
     if (rq->shape.rows > 1)
         ok = ok && gs_jnum_add_u64(h, "rows", rq->shape.rows);

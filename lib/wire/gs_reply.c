@@ -267,6 +267,8 @@ cJSON *gs_reply_sort_build(const gs_reply_sort *r, const cJSON *id, gs_err *err)
     ok = ok && gs_jnum_add_ms(t, "download", r->times_ms.download);
     if (r->chunks || r->nparts)
         ok = ok && gs_jnum_add_ms(t, "merge", r->times_ms.merge);
+    if (r->times_ms.pack > 0)
+        ok = ok && gs_jnum_add_ms(t, "pack", r->times_ms.pack);
     ok = ok && gs_jnum_add_ms(t, "admit", r->times_ms.admit);
     ok = ok && gs_jnum_add_ms(t, "run", r->times_ms.run);
     ok = ok && gs_jnum_add_ms(t, "handback", r->times_ms.handback);
@@ -351,6 +353,7 @@ int gs_reply_sort_parse(const cJSON *h, const gs_jnum_doc *doc, gs_reply_sort *o
         { "wait", offsetof(gs_reply_times, wait) },
         { "writeback", offsetof(gs_reply_times, writeback) },
         { "release", offsetof(gs_reply_times, release) },
+        { "pack", offsetof(gs_reply_times, pack) },
     };
     for (size_t i = 0; i < sizeof opt / sizeof opt[0]; i++)
         if (get(t, opt[i].name))

@@ -73,6 +73,7 @@ typedef struct gs_reply_times {
     double handback;    /* hand-back to the reply: waking the client's loop */
     /* a device run's wall time by step (written only for a device) */
     double setup, enqueue, wait, writeback, release;
+    double pack;        /* a lexsort: packing its keys into words (written only then) */
 } gs_reply_times;       /* milliseconds: "times_ms" */
 
 /* One part of a split request ("split": [...]). */

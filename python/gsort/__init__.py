@@ -285,6 +285,23 @@ def _split(split):
     return bool(split)
 
 
+def _route_fields(header, algorithm, params, device, split):
+    """A sort header's route: the algorithm, its params, the device and the
+    split ask, each where given (checked as the daemon would)."""
+    if algorithm is not None:
+        if not isinstance(algorithm, str):
+            raise TypeError("gsort: algorithm must be a string")
+        header["algorithm"] = algorithm
+    if params is not None:
+        if algorithm is None:
+            raise ValueError("gsort: params need an algorithm")
+        header["params"] = _params(params)
+    if device is not None:
+        header["device"] = _device(device)
+    if split is not None:
+        header["split"] = _split(split)
+
+
 def _index_dtype(index_dtype, n):
     """index_dtype as a numpy dtype able to count n places: TypeError for
     another than int64, uint64, int32 and uint32, ValueError when too
@@ -295,6 +312,18 @@ def _index_dtype(index_dtype, n):
     if n - 1 > np.iinfo(idt).max:
         raise ValueError("gsort: %d indices do not fit in %s" % (n, idt))
     return idt
+
+
+_LEX_MAX_KEYS = 8       # the daemon's lexsort takes up to this many keys
+
+
+def _lex_wire(dt):
+    """TypeError unless dt is a lexsort key type (bool, integers of up to
+    64 bits, float16/32/64, in this machine's byte order)."""
+    if not ((dt.kind in "biu" and dt.itemsize <= 8) or
+            (dt.kind == "f" and dt.itemsize in (2, 4, 8))):
+        raise TypeError("gsort: lexsort keys of dtype %s are not supported (bool, integers "
+                        "of up to 64 bits, float16, float32 and float64 are)" % dt)
 
 
 def _lex_encoded(a, descending):
@@ -889,18 +918,7 @@ class Client:
             header["topk"] = int(topk)
             if unsorted:
                 header["sorted"] = False
-        if algorithm is not None:
-            if not isinstance(algorithm, str):
-                raise TypeError("gsort: algorithm must be a string")
-            header["algorithm"] = algorithm
-        if params is not None:
-            if algorithm is None:
-                raise ValueError("gsort: params need an algorithm")
-            header["params"] = _params(params)
-        if device is not None:
-            header["device"] = _device(device)
-        if split is not None:
-            header["split"] = _split(split)
+        _route_fields(header, algorithm, params, device, split)
 
         t0 = time.perf_counter()
         with self._lock:
@@ -918,14 +936,7 @@ class Client:
                 need = voff + n * vs
                 if offsets is not None:     # the segment offsets after, 8-aligned
                     need = _round_up(need, 8) + offsets.nbytes
-                try:
-                    stage.ensure(need)
-                except OSError as e:
-                    # No shared memory here (a sandbox, an old kernel):
-                    # inline from now on.
-                    stage.close()
-                    self.use_memfd = use_memfd = False
-                    self.memfd_error = "memfd: %s" % (e.strerror or e)
+                use_memfd = self._stage_fits(need)
             try:
                 if shared:
                     return self._run_shared(header, rid, shared, t0)
@@ -938,6 +949,19 @@ class Client:
             finally:
                 if stage.size > self.keep_stage_bytes:
                     stage.close()
+
+    def _stage_fits(self, need):
+        """Grow the staging memfd to need bytes: True, or False (and inline
+        from now on) where there is no shared memory (a sandbox, an old
+        kernel)."""
+        try:
+            self._stage.ensure(need)
+            return True
+        except OSError as e:
+            self._stage.close()
+            self.use_memfd = False
+            self.memfd_error = "memfd: %s" % (e.strerror or e)
+            return False
 
     def _finish(self, h, zero_copy, t0):
         h["zero_copy"] = zero_copy
@@ -1154,14 +1178,17 @@ class Client:
         inverted). Keys of bool, signed or unsigned integers of up to 64
         bits, float16, float32 or float64, mixed freely; floats as
         np.lexsort orders them (-0.0 and +0.0 equal; NaNs equal, after
-        +inf; descending: first). The keys are encoded into order-keeping
-        words and packed, primary key in the highest bits, into as few
-        64-bit composite keys as their widths allow (two u32 keys: one),
-        each sorted by a stable argsort (the daemon's, or this process's
-        where the router says so: see argsort), the groups chained from
-        the least significant. Returns an array of index_dtype (int64,
-        uint64, int32 or uint32). Other arguments as for argsort(); they
-        apply to each composite sort.
+        +inf; descending: first). Up to 8 keys go to the daemon in one
+        request ("lexsort" in gsort-protocol(7)): it packs them into
+        order-keeping words, primary key in the highest bits, as few
+        64-bit words as their widths allow (two u32 keys: one), on its host
+        cores, and sorts each word array by a stable argsort where its plan
+        says, the words chained from the least significant. Where the
+        router would keep an argsort of that many words in this process
+        (small arrays, see argsort), and for more than 8 keys, the same
+        packing and chained argsorts run here, in numpy. Returns an array
+        of index_dtype (int64, uint64, int32 or uint32). algorithm, params
+        and device apply to the daemon's sorts of the words.
         """
         if isinstance(keys, np.ndarray) and keys.ndim == 2:
             keys = list(keys)
@@ -1180,6 +1207,18 @@ class Client:
         else:
             desc = [bool(descending)] * len(ks)
         idt = _index_dtype(index_dtype, n)
+        for k in ks:
+            _lex_wire(k.dtype)
+        ks = [k if k.dtype.isnative else k.astype(k.dtype.newbyteorder("=")) for k in ks]
+        forced = _forced(algorithm, params, device, None)
+        free = (self.local if local is None else bool(local)) and not forced
+        if n and len(ks) <= _LEX_MAX_KEYS and not (
+                free and self.router.choose((np.dtype(np.uint64), "idx", False, True), n)):
+            # one request: the daemon packs the keys and sorts the words
+            kind = "idx32" if n <= 0xFFFFFFFF else "idx64"
+            out = self._lex_run(ks[::-1], desc[::-1], kind, algorithm, params, device)
+            self.last["where"] = "daemon"
+            return out.astype(idt, copy=False)
         enc = [_lex_encoded(k, d) for k, d in zip(ks, desc)]
         # groups of at most 64 bits, from the primary (the last key) down
         groups, cur, used = [], [], 0
@@ -1222,6 +1261,78 @@ class Client:
         if perm is None:
             perm = np.arange(n, dtype=np.int64)
         return perm.astype(idt, copy=False)
+
+    def _lex_run(self, keys, desc, kind, algorithm, params, device):
+        """One lexsort request: keys (1-D arrays, the primary first) with
+        their descending flags; returns the indices (uint32 or uint64 as
+        kind says). The key arrays follow one another in the staging memfd
+        (or inline), each from a multiple of 8 bytes, the indices after."""
+        n = keys[0].shape[0]
+        vdt = np.uint32 if kind == "idx32" else np.uint64
+        header = {"v": PROTOCOL, "op": "sort", "n": n, "values": kind,
+                  "lexsort": [dict({"dtype": k.dtype.name}, **({"order": "desc"} if d else {}))
+                              for k, d in zip(keys, desc)]}
+        _route_fields(header, algorithm, params, device, None)
+        offs, at = [], 0
+        for k in keys:
+            offs.append(at)
+            at = _round_up(at + k.nbytes, 8)
+        out = np.empty(n, dtype=vdt)
+        t0 = time.perf_counter()
+        with self._lock:
+            self._usable()
+            rid = self._take_id()
+            header["id"] = rid
+            stage = self._stage
+            use_memfd = self.use_memfd and self._stage_fits(at + out.nbytes)
+            try:
+                if use_memfd:
+                    m = stage.map
+                    views = [np.frombuffer(m, dtype=k.dtype, count=n, offset=o)
+                             for k, o in zip(keys, offs)]
+                    iview = np.frombuffer(m, dtype=vdt, count=n, offset=at)
+                    try:
+                        for v, k in zip(views, keys):
+                            _copy(v, k)
+                        header["memfd"] = True
+                        self._send(header, fd=stage.fd)
+                        h, pb = self._recv_header()
+                        self._check_reply(h, pb, rid, "sort")
+                        if pb:
+                            raise self._broken("GS_ECORRUPT", "memfd sort reply declares a "
+                                               "%d-byte payload" % pb)
+                        _copy(out, iview)
+                    finally:
+                        del views, iview
+                    self._finish(h, True, t0)
+                    return out
+                parts = []
+                for k, o in zip(keys, offs):
+                    b = memoryview(np.ascontiguousarray(k)).cast("B")
+                    parts.append(b)
+                    pad = _round_up(k.nbytes, 8) - k.nbytes
+                    if pad:
+                        parts.append(memoryview(bytes(pad)))
+                parts = [p for p in parts if p.nbytes]
+                header["payload_bytes"] = sum(p.nbytes for p in parts)
+                self._send(header, parts)
+                h, pb = self._recv_header()
+                self._check_reply(h, pb, rid, "sort")
+                if pb != out.nbytes:
+                    raise self._broken("GS_EWRONG", "lexsort reply declares %d payload "
+                                       "bytes, the request expects %d" % (pb, out.nbytes))
+                try:
+                    self._recv_into(out)
+                except ConnectionError:
+                    raise self._broken("GS_EIO", "gsortd at %s closed the connection in "
+                                       "the middle of a reply" % self.path) from None
+                except OSError as e:
+                    raise self._io_error(e, "reading a sort reply from") from None
+                self._finish(h, False, t0)
+                return out
+            finally:
+                if stage.size > self.keep_stage_bytes:
+                    stage.close()
 
     def topk(self, a, k, largest=True, sorted=True, axis=-1, index_dtype=np.int64,
              algorithm=None, params=None, device=None, local=None):

@@ -1094,6 +1094,139 @@ static int count_fds(pid_t pid)
     return n;
 }
 
+/* Lexsort (issue 39) through the daemon: a good request inline and in a
+ * memfd, headers that break the lexsort's rules refused with the
+ * connection kept, and a client that rewrites its keys while they are
+ * packed: every answer is a permutation (the keys are read, never
+ * trusted), the daemon keeps serving. */
+static void *lexflip_main(void *arg)
+{
+    flipper *f = arg;
+    for (uint64_t i = 0; !atomic_load(&f->stop); i++)
+        f->at[i % 4096] = i * 0x9e3779b97f4a7c15ull;
+    return NULL;
+}
+
+static int is_perm(const uint32_t *idx, size_t n)
+{
+    static uint8_t seen[1 << 16];
+    if (n > sizeof seen)
+        return 0;
+    memset(seen, 0, n);
+    for (size_t i = 0; i < n; i++) {
+        if (idx[i] >= n || seen[idx[i]])
+            return 0;
+        seen[idx[i]] = 1;
+    }
+    return 1;
+}
+
+static void test_lexsort(dmn *d)
+{
+    gs_client *c = conn(d);
+    char pw[300];
+    gs_err err;
+    enum { N = 30000 };
+    gs_client_shm shm = { -1, NULL, 0 };
+    if (gs_client_shm_alloc(&shm, 8 * N * 3 + 4 * N, &err) < 0)
+        tap_bail("shm: %s", err.msg);
+    /* u64, u32 (8-aligned after it), i8: 64 + 32 + 8 bits, two words */
+    gs_lex lx = { .nkeys = 3, .key = { { GS_LX_U64, 0, 0 }, { GS_LX_U32, 1, 0 },
+                                       { GS_LX_I8, 0, 0 } } };
+    uint64_t lb;
+    gs_lex_layout(&lx, N, &lb, &err);
+    char *base = shm.ptr;
+    uint64_t *ka = (uint64_t *)(void *)base;
+    uint32_t *kb = (uint32_t *)(void *)(base + lx.key[1].offset);
+    int8_t *kc = (int8_t *)(base + lx.key[2].offset);
+    uint32_t *idx = (uint32_t *)(void *)(base + lb);
+    for (size_t i = 0; i < N; i++) {
+        ka[i] = (i * 7) % 11;
+        kb[i] = (uint32_t)((i * 13) % 17);
+        kc[i] = (int8_t)((int)(i % 5) - 2);
+    }
+    gs_client_sort s = { .shape = { .dtype = GS_DT_U64, .payload = GS_PL_IDX32 }, .n = N,
+                         .keys = base, .values = idx, .device = -1, .shm = &shm, .lex = &lx };
+    for (int inl = 0; inl < 2; inl++) {
+        static uint32_t out[N];
+        s.shm = inl ? NULL : &shm;
+        s.values = inl ? out : idx;
+        gs_client_result res;
+        gs_err_clear(&err);
+        int rc = gs_client_sort_run(c, &s, &res, &err);
+        const uint32_t *o = inl ? out : idx;
+        int ok = rc == 0 && is_perm(o, N);
+        for (size_t i = 1; ok && i < N; i++) {
+            uint32_t x = o[i - 1], y = o[i];
+            int cmp = ka[x] != ka[y] ? (ka[x] < ka[y] ? -1 : 1)
+                    : kb[x] != kb[y] ? (kb[x] > kb[y] ? -1 : 1)     /* descending */
+                    : kc[x] != kc[y] ? (kc[x] < kc[y] ? -1 : 1) : (x < y ? -1 : 1);
+            ok = cmp < 0;
+        }
+        tap_ok(ok && res.times.pack > 0, "lexsort of %d rows by u64, u32 (desc), i8 %s: in "
+               "order, ties by row (rc %d %s, pack %.3f ms)", N, inl ? "inline" : "in a memfd",
+               rc, rc ? err.msg : res.algorithm, res.times.pack);
+    }
+    static const struct { const char *hdr, *code, *needle; } bad[] = {
+        { "{\"v\":1,\"op\":\"sort\",\"n\":4,\"values\":\"idx32\",\"dtype\":\"u32\","
+          "\"lexsort\":[{\"dtype\":\"u32\"}],\"payload_bytes\":16}", "GS_EINVAL", "each key has its own" },
+        { "{\"v\":1,\"op\":\"sort\",\"n\":4,\"lexsort\":[{\"dtype\":\"u32\"}],"
+          "\"payload_bytes\":16}", "GS_EINVAL", "answers indices" },
+        { "{\"v\":1,\"op\":\"sort\",\"n\":4,\"values\":\"idx32\",\"lexsort\":[],"
+          "\"payload_bytes\":0}", "GS_EINVAL", "1 to 8 keys" },
+        { "{\"v\":1,\"op\":\"sort\",\"n\":4,\"values\":\"idx32\",\"lexsort\":[{\"dtype\":"
+          "\"u128\"}],\"payload_bytes\":16}", "GS_EINVAL", "u128" },
+        { "{\"v\":1,\"op\":\"sort\",\"n\":4,\"values\":\"idx32\",\"lexsort\":[{\"dtype\":"
+          "\"u32\",\"order\":\"up\"}],\"payload_bytes\":16}", "GS_EINVAL", "\"up\"" },
+        { "{\"v\":1,\"op\":\"sort\",\"n\":4,\"values\":\"idx32\",\"lexsort\":[{\"dtype\":"
+          "\"u32\",\"bits\":3}],\"payload_bytes\":16}", "GS_EINVAL", "unknown field" },
+        { "{\"v\":1,\"op\":\"sort\",\"n\":4,\"values\":\"idx32\",\"order\":\"desc\","
+          "\"lexsort\":[{\"dtype\":\"u32\"}],\"payload_bytes\":16}", "GS_EINVAL", "\"order\" does not go" },
+        { "{\"v\":1,\"op\":\"sort\",\"n\":4,\"values\":\"idx32\",\"rows\":2,"
+          "\"lexsort\":[{\"dtype\":\"u32\"}],\"payload_bytes\":16}", "GS_EINVAL", "\"rows\" does not go" },
+        /* u8 then u32: 4 bytes padded to 8, then 16: 24 bytes, not 20 */
+        { "{\"v\":1,\"op\":\"sort\",\"n\":4,\"values\":\"idx32\",\"lexsort\":[{\"dtype\":"
+          "\"u8\"},{\"dtype\":\"u32\"}],\"payload_bytes\":20}", "GS_EINVAL", "payload_bytes 24" },
+    };
+    static uint8_t pl[64];
+    for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
+        gs_client *e = conn(d);
+        const char *pb = strstr(bad[b].hdr, "\"payload_bytes\":");
+        size_t plen = pb ? strtoul(pb + 16, NULL, 10) : 0;
+        send_obj(e, bad[b].hdr, pl, plen, -1);
+        char label[120];
+        snprintf(label, sizeof label, "bad lexsort header %zu", b);
+        expect_error(e, bad[b].code, bad[b].needle, 1, label);
+        gs_client_close(e);
+    }
+    tap_ok(ping(c, pw, sizeof pw), "the bad lexsort headers leave other clients served (%s)",
+           pw);
+    /* keys rewritten while the daemon packs them */
+    flipper f = { .at = (volatile uint64_t *)ka };
+    atomic_init(&f.stop, 0);
+    pthread_t th;
+    if (pthread_create(&th, NULL, lexflip_main, &f))
+        tap_bail("pthread_create failed");
+    int perms = 0, other = 0;
+    s.shm = &shm;
+    s.values = idx;
+    for (int it = 0; it < 60; it++) {
+        gs_err_clear(&err);
+        int rc = gs_client_sort_run(c, &s, NULL, &err);
+        if (rc == 0 && is_perm(idx, N))
+            perms++;
+        else
+            other++;
+    }
+    atomic_store(&f.stop, 1);
+    pthread_join(th, NULL);
+    tap_ok(other == 0 && ping(c, pw, sizeof pw), "keys rewritten during 60 lexsorts: %d "
+           "answered with a permutation of the rows, %d otherwise (%s); the daemon serves on",
+           perms, other, err.msg);
+    gs_client_shm_free(&shm);
+    gs_client_close(c);
+}
+
 static void test_bad_input(dmn *d)
 {
     gs_client *keep = conn(d);
@@ -2535,6 +2668,7 @@ int main(void)
     test_matrix(&d);
     test_rows(&d);
     test_segments(&d);
+    test_lexsort(&d);
     test_topk(&d);
     tap_diag("ops + matrix: %.1f s", gs_now_s() - t0);
     test_devices(&d);

@@ -2088,6 +2088,127 @@ static void test_topk(const dmn *d)
     gsort_close(c);
 }
 
+/* ---- lexsort ---- */
+
+static const uint16_t *lx_a;    /* the reference's keys: u16 desc, f32, i64 desc, bool */
+static const float *lx_b;
+static const int64_t *lx_c;
+static const uint8_t *lx_d;
+
+static int lx_fcmp(float x, float y)
+{
+    int nx = x != x, ny = y != y;
+    if (nx || ny)
+        return nx - ny;             /* NaNs one key, after everything */
+    return (x > y) - (x < y);       /* -0.0 == +0.0 */
+}
+
+static int lx_cmp(const void *pa, const void *pb)
+{
+    uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
+    int c = (lx_a[b] > lx_a[a]) - (lx_a[b] < lx_a[a]);          /* descending */
+    if (!c)
+        c = lx_fcmp(lx_b[a], lx_b[b]);
+    if (!c)
+        c = (lx_c[b] > lx_c[a]) - (lx_c[b] < lx_c[a]);          /* descending */
+    if (!c)
+        c = (lx_d[a] != 0) - (lx_d[b] != 0);
+    return c ? c : (a > b) - (a < b);
+}
+
+static void test_lexsort(const dmn *d)
+{
+    enum { N = 20000 };
+    static uint16_t a[N];
+    static float b[N];
+    static int64_t c3[N];
+    static uint8_t d4[N];
+    static uint32_t ref[N], idx32[N];
+    static uint64_t idx64[N];
+    uint64_t s = 4242;
+    for (size_t i = 0; i < N; i++) {
+        s = s * 6364136223846793005u + 1442695040888963407u;
+        a[i] = (uint16_t)((s >> 33) % 5 * 1000);
+        static const float fv[] = { 0.0f, -0.0f, 1.0f, -2.0f, NAN, -NAN, INFINITY };
+        b[i] = fv[(s >> 20) % 7];
+        c3[i] = (int64_t)((s >> 45) % 3) - 1;
+        d4[i] = (uint8_t)((s >> 13) % 3);       /* 2: true too */
+        ref[i] = (uint32_t)i;
+    }
+    lx_a = a; lx_b = b; lx_c = c3; lx_d = d4;
+    qsort(ref, N, sizeof ref[0], lx_cmp);
+    gsort_lexkey keys[4] = { { GSORT_LEX_U16, a, 1 }, { GSORT_LEX_F32, b, 0 },
+                             { GSORT_LEX_I64, c3, 1 }, { GSORT_LEX_BOOL, d4, 0 } };
+    static const char *const how[] = { "local allowed", "GSORT_NO_LOCAL (shared memory)",
+                                       "GSORT_NO_LOCAL | GSORT_INLINE" };
+    gsort_result res;
+    gsort_error err;
+    for (int t = 0; t < 3; t++) {
+        if (t == 0)
+            unsetenv("GSORT_NO_LOCAL");
+        gsort_conn *c = conn_or_bail(d->sock);
+        if (t == 0)
+            setenv("GSORT_NO_LOCAL", "1", 1);
+        for (int w = 0; w < 2; w++) {
+            memset(idx32, 0xee, sizeof idx32);
+            memset(idx64, 0xee, sizeof idx64);
+            unsigned fl = t == 2 ? GSORT_INLINE : 0;
+            int rc = gsort_lexsort(c, keys, 4, N, w ? (void *)idx64 : (void *)idx32,
+                                   w ? GSORT_VALUES_IDX64 : GSORT_VALUES_IDX32, fl, &res, &err);
+            int ok = rc == 0;
+            for (size_t i = 0; ok && i < N; i++)
+                ok = (w ? idx64[i] : idx32[i]) == ref[i];
+            tap_ok(ok && (t == 0 || strcmp(res.plan, "local")), "gsort_lexsort of %d rows by "
+                   "u16 (desc), f32 (NaNs, -0.0), i64 (desc), bool: three words chained, %s, "
+                   "idx%d: the reference order (rc %d %s, plan %s)", N, how[t], w ? 64 : 32,
+                   rc, rc ? err.message : res.algorithm, res.plan);
+        }
+        gsort_close(c);
+    }
+    gsort_conn *c = conn_or_bail(d->sock);
+    /* two u32 keys, one word */
+    static uint32_t p[N], q[N];
+    for (size_t i = 0; i < N; i++) {
+        p[i] = (uint32_t)(i * 7919 % 13);
+        q[i] = (uint32_t)(N - i) % 5;
+    }
+    gsort_lexkey two[2] = { { GSORT_LEX_U32, p, 0 }, { GSORT_LEX_U32, q, 0 } };
+    int rc = gsort_lexsort(c, two, 2, N, idx64, GSORT_VALUES_IDX64, 0, &res, &err);
+    int ok = rc == 0;
+    for (size_t i = 1; ok && i < N; i++) {
+        uint64_t x = idx64[i - 1], y = idx64[i];
+        ok = p[x] < p[y] || (p[x] == p[y] && (q[x] < q[y] || (q[x] == q[y] && x < y)));
+    }
+    tap_ok(ok, "gsort_lexsort by two u32 keys: ordered by the first, then the second, then "
+           "the row (rc %d, %s)", rc, rc ? err.message : res.algorithm);
+    rc = gsort_lexsort(c, two, 0, N, idx64, GSORT_VALUES_IDX64, 0, NULL, &err);
+    tap_ok(rc == GSORT_EINVAL && strstr(err.message, "0 keys"), "no keys refused: %s",
+           err.message);
+    gsort_lexkey nine[9];
+    for (int j = 0; j < 9; j++)
+        nine[j] = two[0];
+    rc = gsort_lexsort(c, nine, 9, N, idx64, GSORT_VALUES_IDX64, 0, NULL, &err);
+    tap_ok(rc == GSORT_EINVAL && strstr(err.message, "9 keys"), "nine keys refused: %s",
+           err.message);
+    rc = gsort_lexsort(c, two, 2, N, idx64, GSORT_VALUES_U64, 0, NULL, &err);
+    tap_ok(rc == GSORT_EINVAL && strstr(err.message, "idx_kind"), "values, not indices, "
+           "refused: %s", err.message);
+    rc = gsort_lexsort(c, two, 2, N, idx64, GSORT_VALUES_IDX64, GSORT_DESCENDING, NULL, &err);
+    tap_ok(rc == GSORT_EINVAL && strstr(err.message, "flags"), "GSORT_DESCENDING refused "
+           "(each key has its order): %s", err.message);
+    gsort_lexkey bad = { (gsort_lex_type)12, p, 0 };
+    rc = gsort_lexsort(c, &bad, 1, N, idx64, GSORT_VALUES_IDX64, 0, NULL, &err);
+    tap_ok(rc == GSORT_EINVAL && strstr(err.message, "unknown type 12"), "an unknown key "
+           "type refused: %s", err.message);
+    gsort_lexkey nul = { GSORT_LEX_U8, NULL, 0 };
+    rc = gsort_lexsort(c, &nul, 1, N, idx64, GSORT_VALUES_IDX64, 0, NULL, &err);
+    tap_ok(rc == GSORT_EINVAL && strstr(err.message, "key 0 is NULL"), "a NULL key array "
+           "refused: %s", err.message);
+    rc = gsort_lexsort(c, &nul, 1, 0, NULL, GSORT_VALUES_IDX32, 0, &res, &err);
+    tap_ok(rc == 0, "zero rows: nothing to do (rc %d)", rc);
+    gsort_close(c);
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -2122,6 +2243,7 @@ int main(void)
     test_rows(&g_main);
     test_segments(&g_main);
     test_topk(&g_main);
+    test_lexsort(&g_main);
     test_no_memfd(&g_main);
     test_errors(&g_main);
     test_queries(&g_main);
