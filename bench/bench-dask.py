@@ -9,11 +9,20 @@ to sort it, dd.from_dask_array(x).sort_values("k"). The inputs are made
 and persisted on the workers before the clock starts; each sort is
 persisted on the cluster and waited for (nothing gathered); every answer
 is checked (each partition sorted, partitions in order, same length and
-key sum). Median of --reps runs. Needs a gsortd on this node (-S SOCKET or
-GSORTD_SOCKET: the workers inherit it) and PYTHONPATH naming python/.
+key sum). Median of --reps runs. (3) by two columns: MULTI_ROWS rows of
+(int64 "a" of about MULTI_DISTINCT values, int64 "b", float64 "v"),
+gsort.dask.sort_values_ddf(ddf, ["a", "b"]) against what Dask 2022.12 has
+for it: its sort_values refuses a list of columns on more than one
+partition, so Dask's shuffle by "a" with pandas' sort by ["a", "b"] in each
+partition (ddf.sort_values("a", sort_function_kwargs={"by": ["a", "b"]}),
+what later Dask releases do for a list), and Dask's sort_values of one
+combined int64 key a * 2^32 + b (a column added first). Needs a gsortd on
+this node (-S SOCKET or GSORTD_SOCKET: the workers inherit it) and
+PYTHONPATH naming python/.
 
     PYTHONPATH=python tools/with-gsortd build python3 bench/bench-dask.py \\
-        [--workers 2] [--threads 1] [--rows 20000000] [--log2 26] [--reps 3]
+        [--workers 2] [--threads 1] [--rows 20000000] [--log2 26] [--reps 3] \\
+        [--multi-rows 20000000] [--skip-frame --skip-array --skip-multi]
 """
 import argparse
 import logging
@@ -122,6 +131,88 @@ def bench_frame(a, client, dd, dask, gd):
     del ddf
 
 
+def multi_summary(p):
+    """(rows, sums of a and b, sorted by (a, b), first and last (a, b)) of
+    one partition."""
+    import pandas as pd
+    x, y = p["a"].to_numpy(), p["b"].to_numpy()
+    n = x.size
+    ok = bool(np.all((x[1:] > x[:-1]) | ((x[1:] == x[:-1]) & (y[1:] >= y[:-1])))) if n else True
+    ends = [x[0], y[0], x[-1], y[-1]] if n else [0, 0, 0, 0]
+    return pd.DataFrame({"n": [n], "sa": [int(x.sum())], "sb": [int(y.sum())], "sorted": [ok],
+                         "a0": [ends[0]], "b0": [ends[1]], "a1": [ends[2]], "b1": [ends[3]]})
+
+
+def check_multi(s, n, sa, sb):
+    """The partitions' summaries: each sorted by (a, b), in that order
+    from one to the next, n rows, the sums of a and b unchanged."""
+    s = s[s["n"] > 0]
+    lo = list(zip(s["a0"], s["b0"]))[1:]
+    hi = list(zip(s["a1"], s["b1"]))[:-1]
+    return (bool(s["sorted"].all()) and int(s["n"].sum()) == n and
+            int(s["sa"].sum()) == sa and int(s["sb"].sum()) == sb and
+            all(h <= l for h, l in zip(hi, lo)))
+
+
+def combined(df):
+    """df with column "ab" = a * 2^32 + b + 2^31 (a below 2^31, b an int32):
+    one int64 whose order is (a, b)'s."""
+    return df.assign(ab=df["a"] * (1 << 32) + (df["b"] + (1 << 31)))
+
+
+def bench_multi(a, client, dd, dask, gd):
+    import pandas as pd
+    rows, parts = a.multi_rows, a.partitions
+
+    def make(i):
+        rng = np.random.default_rng(100 + i)
+        m = rows // parts + (1 if i < rows % parts else 0)
+        return pd.DataFrame({"a": rng.integers(0, a.multi_distinct, m, dtype=np.int64),
+                             "b": rng.integers(-(1 << 31), 1 << 31, m, dtype=np.int64),
+                             "v": rng.standard_normal(m)})
+    ddf = dd.from_delayed([dask.delayed(make)(i) for i in range(parts)],
+                          meta=make(0).iloc[:0]).persist()
+    dask.distributed.wait(ddf)
+    sums = ddf[["a", "b"]].map_partitions(lambda p: p.sum().to_frame().T).compute().sum()
+    sa, sb = int(sums["a"]), int(sums["b"])
+    try:
+        ddf.sort_values(["a", "b"])
+        refused = "accepted"
+    except NotImplementedError as e:
+        refused = "refused: NotImplementedError: %s" % str(e).splitlines()[0]
+    print("multi  Dask %s ddf.sort_values([\"a\", \"b\"]) on %d partitions: %s" %
+          (dask.__version__, parts, refused), flush=True)
+    ways = (("dask by a, pandas by a,b",
+             lambda: ddf.sort_values("a", sort_function_kwargs={"by": ["a", "b"]})),
+            ("dask combined key", lambda: ddf.map_partitions(combined).sort_values("ab")),
+            ("sort_values_ddf", lambda: gd.sort_values_ddf(ddf, ["a", "b"])))
+    # the ways take turns within each repeat, so that a change in the
+    # machine's load falls on all of them alike
+    ts = {name: [] for name, _ in ways}
+    keys0 = len(client.who_has())
+    for _ in range(a.reps):
+        for name, sort in ways:
+            released(client, keys0)
+            t0 = time.perf_counter()
+            r = sort().persist()
+            dask.distributed.wait(r)
+            ts[name].append(time.perf_counter() - t0)
+            if not check_multi(r.map_partitions(multi_summary).compute(), rows, sa, sb):
+                print("multi  %s: WRONG" % name, flush=True)
+                sys.exit(1)
+            del r
+    res = {}
+    for name, _ in ways:
+        res[name] = statistics.median(ts[name])
+        print("multi  %-24s rows %d  partitions %d  median %.2f s  (runs %s)  right" %
+              (name, rows, parts, res[name], " ".join("%.2f" % t for t in ts[name])),
+              flush=True)
+    for name, _ in ways[:2]:
+        print("multi  %s / sort_values_ddf = %.2fx" % (name, res[name] / res["sort_values_ddf"]),
+              flush=True)
+    del ddf
+
+
 def bench_array(a, client, da, dd, dask, gd):
     n = 1 << a.log2
     x = da.random.RandomState(1).randint(0, 1 << 32, size=n, chunks=n // a.partitions,
@@ -178,6 +269,11 @@ def main():
     ap.add_argument("--memory-limit", default="auto", help="per worker, as Dask takes it")
     ap.add_argument("--skip-frame", action="store_true")
     ap.add_argument("--skip-array", action="store_true")
+    ap.add_argument("--skip-multi", action="store_true", help="skip the sort by two columns")
+    ap.add_argument("--multi-rows", type=int, default=20_000_000,
+                    help="rows of the sort by two columns")
+    ap.add_argument("--multi-distinct", type=int, default=1_000_000,
+                    help="distinct values of its first column (at most 2^31)")
     ap.add_argument("--hook-floor", action="store_true",
                     help="also time sort_values with a sort_function that sorts nothing "
                          "(what Dask's own steps cost)")
@@ -207,6 +303,8 @@ def main():
             bench_frame(a, client, dd, dask, gd)
         if not a.skip_array:
             bench_array(a, client, da, dd, dask, gd)
+        if not a.skip_multi:
+            bench_multi(a, client, dd, dask, gd)
         fell = client.run(lambda: sorted(__import__("gsort.dask").dask._warned))
         if any(fell.values()):
             print("WARNING: workers fell back to numpy: %s" % fell)

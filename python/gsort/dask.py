@@ -15,15 +15,20 @@ never fails for want of a daemon.
 sort_values is the partition sort Dask calls after its shuffle (Dask
 2022.12 passes by, ascending and na_position, plus sort_function_kwargs):
 it sorts a pandas DataFrame (or Series) by one numeric column with a stable
-gsortd argsort and one take, exactly as pandas' sort_values(...,
-kind="stable") would; anything else (several columns, a key function, an
-extension or object dtype) goes to pandas' own sort_values.
+gsortd argsort and one take, or by 2 to 8 numeric columns (ascending one
+bool or one per column) with gsort.lexsort and one take, exactly as
+pandas' sort_values(..., kind="stable") would; anything else (a key
+function, an extension or object dtype, more columns) goes to pandas' own
+sort_values.
 
 sort_values_ddf(ddf, by, ...) is the same sort without Dask's quantiles
 and shuffle: a sample sort of its own (strided sample, one task shuffle
-cut by a counting split, then sort_values on each output partition).
+cut by a counting split on the first column, then sort_values on each
+output partition). It also sorts by several columns, which Dask 2022.12's
+sort_values refuses for more than one partition.
 
     >>> gsort.dask.sort_values_ddf(ddf, "k", ascending=False)
+    >>> gsort.dask.sort_values_ddf(ddf, ["a", "b"], ascending=[True, False])
 
     >>> import dask.array as da
     >>> gsort.dask.sort(x)      # x: a 1-D dask array; np.sort's values
@@ -169,15 +174,115 @@ def _one(x):
     return x
 
 
+# The most columns sort_values and sort_values_ddf sort by themselves.
+_MAX_COLUMNS = 8
+
+
+def _numeric(dt):
+    """Whether dt is a key dtype gsortd takes (directly or widened)."""
+    return isinstance(dt, np.dtype) and dt.kind in "biuf" and dt.itemsize <= 8
+
+
+def _columns(df, by, ascending, na_position):
+    """(columns, ascending flags) when df (a pandas DataFrame, or a dask
+    DataFrame's meta) is to be sorted by 2 to _MAX_COLUMNS numeric columns
+    of its own, by a list as pandas takes it (ascending one bool, or one per
+    column); None for anything else, which pandas or Dask then sort."""
+    if (not isinstance(by, (list, tuple)) or not 2 <= len(by) <= _MAX_COLUMNS or
+            na_position not in ("first", "last")):
+        return None
+    asc = list(ascending) if isinstance(ascending, (list, tuple)) else [ascending] * len(by)
+    if len(asc) != len(by) or not all(isinstance(a, (bool, np.bool_)) for a in asc):
+        return None
+    for c in by:
+        # a repeated column name gives a DataFrame (no dtype); a name that
+        # is also an index level is ambiguous to pandas
+        if (not isinstance(c, str) or c not in df.columns or c in df.index.names or
+                not _numeric(getattr(df[c], "dtype", None))):
+            return None
+    return list(by), [bool(a) for a in asc]
+
+
+def _lex_key(a, descending, na_first):
+    """Column a as a gsort.lexsort key of the same order: integers
+    narrowed (_narrow); a float column with NaNs that lexsort would put at
+    the wrong end (it puts them after +inf, so first when descending;
+    pandas puts them where na_position says whatever the direction) as
+    unsigned words of its width with NaNs below -inf, which the descending
+    flip sends last; anything else as it is."""
+    a = np.asarray(a)
+    if not a.dtype.isnative:
+        a = a.astype(a.dtype.newbyteorder("="))
+    if a.dtype.kind in "iu":
+        return _narrow(a)
+    if a.dtype.kind != "f" or na_first == descending:
+        return a
+    nan = np.isnan(a)
+    if not nan.any():
+        return a
+    u = np.dtype("u%d" % a.dtype.itemsize)
+    sign = u.type(1 << (8 * a.dtype.itemsize - 1))
+    b = (a + a.dtype.type(0)).view(u)               # -0.0 as +0.0: pandas' ties
+    w = np.where(b & sign, ~b, b | sign)            # negatives reversed, below positives
+    w[nan] = 0              # no number's word: 0 would be ~(all ones), a NaN
+    return w
+
+
+def _narrow(a):
+    """Integer keys a as their offsets from a.min() in the narrowest
+    unsigned type that holds them (the same order, either direction):
+    lexsort packs keys by their width, so two int64 columns of values
+    spanning under 2^32 (as many have) make one 64-bit sort, not two."""
+    if a.shape[0] == 0 or a.dtype.itemsize == 1:
+        return a
+    lo, hi = a.min(), a.max()
+    span = int(hi) - int(lo)
+    u = np.dtype("u%d" % a.dtype.itemsize)
+    for dt in (np.uint8, np.uint16, np.uint32):
+        if span <= np.iinfo(dt).max:
+            if np.dtype(dt).itemsize >= a.dtype.itemsize:
+                return a
+            # modulo arithmetic: exact, as the difference fits in dt
+            return (a.view(u) - lo.astype(u)).astype(dt)
+    return a
+
+
+def _lex_index(df, cols, asc, na_position):
+    """The int64 positions sorting df by cols (pandas' multi-column
+    order: stable, -0.0 and +0.0 equal, NaNs where na_position says in
+    every column) through gsort.lexsort; None where gsortd fails (the
+    caller then asks pandas, after one warning)."""
+    if len(df) == 0:
+        return np.empty(0, np.int64)
+    na_first = na_position == "first"
+    keys = [_lex_key(df[c].to_numpy(), not a, na_first) for c, a in zip(cols, asc)]
+    try:
+        # lexsort's primary key is its last
+        return gsort.lexsort(keys[::-1], descending=[not a for a in asc[::-1]])
+    except gsort.Error as e:
+        _warn_once(e)
+    return None
+
+
 def sort_values(df, by=None, ascending=True, na_position="last", ignore_index=False,
                 kind=None, **kwargs):
     """df.sort_values(by, ascending=..., na_position=..., kind="stable")
     through gsortd, for a pandas DataFrame sorted by one numeric column (or
     a Series, by its values): a stable argsort of the column, then one
-    take. Dask's hook: ddf.sort_values(by, sort_function=sort_values).
-    kind is accepted and ignored (the sort is always stable); other
-    cases and keywords go to pandas' own sort_values."""
+    take; or by a list of 2 to 8 numeric columns (ascending: one bool or a
+    list of one per column): gsort.lexsort of the columns, then one take.
+    Dask's hook: ddf.sort_values(by, sort_function=sort_values). kind is
+    accepted and ignored (the sort is always stable); other cases and
+    keywords go to pandas' own sort_values."""
     import pandas as pd
+
+    plan = None
+    if not kwargs and isinstance(df, pd.DataFrame):
+        plan = _columns(df, by, ascending, na_position)
+    idx = _lex_index(df, *plan, na_position) if plan else None
+    if idx is not None:
+        out = df.take(idx)
+        return out.reset_index(drop=True) if ignore_index else out
 
     col = _one(by)
     asc = _one(ascending)
@@ -239,36 +344,43 @@ def _frame_split(df, col, splitters, asc, na_first):
     return [df.iloc[e - c:e] for c, e in zip(np.diff(ends, prepend=0), ends)]
 
 
-def _frame_merge(pieces, col, asc, na_position):
+def _frame_merge(pieces, by, asc, na_position):
     """One output partition: its piece of every input partition, in input
-    order, sorted (stably, so equal keys keep that order)."""
+    order, sorted by by (a column, or a list and one flag each) stably, so
+    equal keys keep that order."""
     import pandas as pd
     df = pieces[0] if len(pieces) == 1 else pd.concat(pieces)
-    return sort_values(df, col, asc, na_position)
+    return sort_values(df, by, asc, na_position)
 
 
 def sort_values_ddf(ddf, by, ascending=True, na_position="last", npartitions=None):
     """ddf.sort_values(by, ascending=..., na_position=...) as a sample sort
-    of its own, for a dask DataFrame sorted by one numeric column: splitters
-    from a strided sample of every partition (one small computation), one
-    task shuffle (each input partition cut by the splitters with a counting
-    split, each output partition gathering its pieces) and the gsortd
-    partition sort (sort_values above) of each output partition. Each row
-    is sorted once, by gsortd; Dask's quantiles, its added partition column
-    and its shuffle groups are not used. The result equals pandas' stable
-    sort_values of the whole frame (rows of equal keys in their order in
-    ddf), in npartitions partitions (default: ddf's count; some may be
-    empty where keys repeat) with unknown divisions, as Dask's. Anything
-    else (several columns, a non-numeric column, a list of directions) goes
-    to Dask's sort_values with sort_function=sort_values. Like Dask's, it
-    computes the sample when called."""
-    col = _one(by)
-    asc = _one(ascending)
+    of its own, for a dask DataFrame sorted by one numeric column or by a
+    list of 2 to 8 (ascending: one bool or one per column): splitters from
+    a strided sample of the first column of every partition (one small
+    computation), one task shuffle (each input partition cut by the
+    splitters with a counting split, each output partition gathering its
+    pieces) and the gsortd partition sort (sort_values above, by every
+    column) of each output partition. Rows of equal first keys land in one
+    output partition, so the partitions follow each other in order; NaNs of
+    the first column go to the first or the last. Each row is sorted once,
+    by gsortd; Dask's quantiles, its added partition column and its shuffle
+    groups are not used. The result equals pandas' stable sort_values of
+    the whole frame (rows of equal keys in their order in ddf), in
+    npartitions partitions (default: ddf's count; some may be empty where
+    keys repeat) with unknown divisions, as Dask's. Anything else (a
+    non-numeric column, more columns) goes to Dask's sort_values with
+    sort_function=sort_values (which in Dask 2022.12 refuses several
+    columns of more than one partition). Like Dask's, it computes the
+    sample when called."""
     meta = ddf._meta
+    plan = _columns(meta, by, ascending, na_position)
+    # the first column and its direction cut the frame
+    col, asc = (plan[0][0], plan[1][0]) if plan else (_one(by), _one(ascending))
     # (A repeated column name gives a DataFrame, which has no dtype.)
     kdt = getattr(meta[col], "dtype", None) if isinstance(col, str) and col in meta else None
-    if (not isinstance(kdt, np.dtype) or kdt.kind not in "biuf" or kdt.itemsize > 8 or
-            not isinstance(asc, (bool, np.bool_)) or na_position not in ("first", "last")):
+    if (not _numeric(kdt) or not isinstance(asc, (bool, np.bool_)) or
+            na_position not in ("first", "last")):
         return ddf.sort_values(by, ascending=ascending, na_position=na_position,
                                sort_function=sort_values)
     import dask.dataframe as dd
@@ -283,8 +395,8 @@ def sort_values_ddf(ddf, by, ascending=True, na_position="last", npartitions=Non
     splits = [dask.delayed(_frame_split, pure=True, nout=q)(p, col, splitters, bool(asc),
                                                             na_position == "first")
               for p in parts]
-    outs = [dask.delayed(_frame_merge, pure=True)([s[j] for s in splits], col, bool(asc),
-                                                  na_position)
+    key = plan or (col, bool(asc))
+    outs = [dask.delayed(_frame_merge, pure=True)([s[j] for s in splits], *key, na_position)
             for j in range(q)]
     return dd.from_delayed(outs, meta=meta, verify_meta=False)
 

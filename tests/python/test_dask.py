@@ -3,7 +3,8 @@ distributed.LocalCluster of 2 worker processes sorting through a real
 gsortd with its OpenCL devices (PoCL in CI): DataFrame.sort_values with
 gsort.dask.sort_values, and gsort.dask.sort_values_ddf, equal pandas'
 stable sort_values for every numeric dtype, both directions, both NaN
-positions, duplicates, empty and skewed partitions; gsort.dask.sort / argsort equal np.sort / np.argsort(kind=
+positions, duplicates, empty and skewed partitions, and by 1 to 3 columns
+of mixed dtypes and directions; gsort.dask.sort / argsort equal np.sort / np.argsort(kind=
 "stable") with known chunk sizes; gsort.dask.topk equals the first k of
 numpy's stable order (either direction); a worker killed in the middle of a sort
 is replaced and the answer is still right; without a daemon the same
@@ -151,10 +152,160 @@ def frame_edges(pd, dd, gd, rng, dask):
     def t_fallback():
         d = pd.DataFrame({"a": rng.integers(0, 5, 200), "b": rng.integers(0, 5, 200),
                           "s": rng.choice(["x", "y", "z"], 200)})
-        e1 = d.sort_values(["a", "b"], kind="stable")
+        e1 = d.sort_values(["a", "s"], kind="stable")
         e2 = d.sort_values("s", kind="stable")
-        return gd.sort_values(d, ["a", "b"]).equals(e1) and gd.sort_values(d, "s").equals(e2)
-    check("two columns and a string column go to pandas' sort_values", t_fallback)
+        return gd.sort_values(d, ["a", "s"]).equals(e1) and gd.sort_values(d, "s").equals(e2)
+    check("a list with a string column and a string column go to pandas' sort_values",
+          t_fallback)
+
+
+# The key columns of the several-column checks: many ties, NaNs and both
+# zeros, a narrow unsigned and a float32 (NaNs, zeros and infinities).
+MULTI = ("i", "f", "u", "g")
+
+
+def multi_frame(pd, n, rng):
+    return pd.DataFrame({"i": rng.integers(-3, 4, n), "f": keys("float64", n, rng, inf=False),
+                         "u": rng.integers(0, 256, n).astype(np.uint8),
+                         "g": keys("float32", n, rng), "v": np.arange(n, dtype=np.int64)})
+
+
+def column_sets():
+    """Every combination of 1 to 3 of MULTI, in MULTI's order and reversed
+    (so that each column is the primary one somewhere)."""
+    import itertools
+    out = []
+    for k in (1, 2, 3):
+        for c in itertools.combinations(MULTI, k):
+            out += [list(c)] + ([list(c[::-1])] if k > 1 else [])
+    return out
+
+
+def multi_ways(cols):
+    """(ascending, na_position) to try for cols: every mix of directions,
+    both NaN positions; ascending a list, and one bool where all agree."""
+    import itertools
+    ways = []
+    for asc in itertools.product((True, False), repeat=len(cols)):
+        for na in ("first", "last"):
+            ways.append((list(asc), na))
+            if len(set(asc)) == 1:
+                ways.append((asc[0], na))
+    return ways
+
+
+def multi_checks(pd, dd, gd, rng, dask):
+    """Sorts by several columns (and by one given as a list), against
+    pandas' stable sort_values of the whole frame, index included: the
+    partition sort on a frame, sort_values_ddf on 4 and on 1 partitions,
+    Dask's hook on one partition, empty frames."""
+    def t_pandas():
+        # what the code assumes of pandas: with several columns, NaNs go
+        # where na_position says whatever each column's direction, and
+        # -0.0 ties +0.0
+        d = pd.DataFrame({"a": [1.0, np.nan, -0.0, 0.0, np.nan, 2.0], "b": [0, 1, 2, 3, 4, 5]})
+        got = {(a, na): d.sort_values(["a", "b"], ascending=[a, False], na_position=na,
+                                      kind="stable").index.tolist()
+               for a in (True, False) for na in ("first", "last")}
+        return got == {(True, "first"): [4, 1, 3, 2, 0, 5], (True, "last"): [3, 2, 0, 5, 4, 1],
+                       (False, "first"): [4, 1, 5, 0, 3, 2],
+                       (False, "last"): [5, 0, 3, 2, 4, 1]}, got
+    check("pandas by two columns: NaNs first or last in either direction, -0.0 ties +0.0",
+          t_pandas)
+
+    pdf = multi_frame(pd, 6000, rng)
+    ddf = dd.from_pandas(pdf, npartitions=4, sort=False)
+    one = dd.from_pandas(pdf.iloc[:1500], npartitions=1, sort=False)
+    for cols in column_sets():
+        def t_part():
+            p = pdf.iloc[:1500]
+            bad = [(a, na) for a, na in multi_ways(cols)
+                   if not gd.sort_values(p, cols, a, na).equals(
+                       p.sort_values(cols, ascending=a, na_position=na, kind="stable"))]
+            return not bad, bad
+
+        def t_ddf():
+            bad = []
+            for w, (a, na) in enumerate(multi_ways(cols)):
+                q = 3 if w % 2 else None
+                r = gd.sort_values_ddf(ddf, cols, ascending=a, na_position=na, npartitions=q)
+                e = pdf.sort_values(cols, ascending=a, na_position=na, kind="stable")
+                if not (r.compute().equals(e) and r.npartitions <= (q or 4)):
+                    bad.append((a, na))
+            return not bad, bad
+        check("partition sort by %s, every direction mix, both NaN positions: equals "
+              "pandas' stable sort_values (index too)" % cols, t_part)
+        check("sort_values_ddf by %s, 4 partitions, every direction mix, both NaN "
+              "positions: equals pandas" % cols, t_ddf)
+
+    def t_one():
+        p = pdf.iloc[:1500]
+        bad = []
+        for a, na in (([True, False, True], "first"), ([False, True, False], "last")):
+            e = p.sort_values(["g", "i", "f"], ascending=a, na_position=na, kind="stable")
+            r1 = gd.sort_values_ddf(one, ["g", "i", "f"], ascending=a, na_position=na)
+            r2 = one.sort_values(["g", "i", "f"], ascending=a, na_position=na,
+                                 sort_function=gd.sort_values)
+            if not (r1.compute().equals(e) and r2.compute().equals(e)):
+                bad.append((a, na))
+        return not bad, bad
+    check("one partition by three columns: sort_values_ddf and Dask's hook equal pandas",
+          t_one)
+
+    def t_empty():
+        e = pdf.iloc[:0]
+        parts = [pdf.iloc[:0], pdf.iloc[:700], pdf.iloc[700:700], pdf.iloc[700:1500]]
+        dparts = dd.from_delayed([dask.delayed(x) for x in parts], meta=e)
+        ok1 = gd.sort_values(e, ["f", "i"], [False, True], "first").equals(e)
+        ok2 = gd.sort_values_ddf(dd.from_pandas(e, npartitions=1), ["f", "i"]).compute().equals(e)
+        r = gd.sort_values_ddf(dparts, ["u", "f"], ascending=[False, True], npartitions=3)
+        ok3 = r.compute().equals(pdf.iloc[:1500].sort_values(["u", "f"], ascending=[False, True],
+                                                             kind="stable"))
+        return ok1 and ok2 and ok3, (ok1, ok2, ok3)
+    check("empty frame, empty partitions by two columns: equal pandas", t_empty)
+
+    def t_wide():
+        # bool, int8, uint64, float16 and more than 64 bits of keys in all;
+        # integers of narrow spans anywhere in their range (sorted as
+        # offsets from their minimum) and of spans just over 2^32 - 1
+        n = 3000
+        lo64 = np.iinfo(np.int64).min
+        span32 = rng.integers(-2**31, 2**31, n)
+        span32[:2] = -2**31, 2**31 - 1
+        over32 = span32.copy()
+        over32[2] = 2**31
+        d = pd.DataFrame({"b": rng.random(n) < 0.5, "c": rng.integers(-2, 2, n).astype(np.int8),
+                          "w": rng.integers(0, 4, n).astype(np.uint64) + np.uint64(2**63),
+                          "h": (keys("float64", n, rng) / 1000).astype(np.float16),
+                          "f": keys("float64", n, rng),
+                          "m": rng.integers(lo64, lo64 + 300, n, dtype=np.int64),
+                          "t": rng.choice(np.array([-2**15, 2**15 - 1, 0], np.int16), n),
+                          "s": span32 // 1000, "x": span32, "y": over32})
+        bad = []
+        for cols in (["b", "w", "h", "c", "f"], ["m", "t", "s", "f"], ["x", "c"], ["y", "c"]):
+            for a in ([True, False] * 3)[:len(cols)], ([False, True] * 3)[:len(cols)]:
+                for na in ("first", "last"):
+                    if not gd.sort_values(d, cols, a, na).equals(
+                            d.sort_values(cols, ascending=a, na_position=na, kind="stable")):
+                        bad.append((cols, a, na))
+        return not bad, bad
+    check("partition sort by bool, uint64, float16, int8, float64 columns and integers of "
+          "narrow and of wide spans: equals pandas", t_wide)
+
+    def t_many():
+        # more than 8 columns, a list of directions of the wrong length:
+        # pandas' own sort (and its error)
+        d = pd.DataFrame({str(c): rng.integers(0, 2, 100) for c in range(9)})
+        cols = list(d.columns)
+        ok1 = gd.sort_values(d, cols).equals(d.sort_values(cols, kind="stable"))
+        try:
+            gd.sort_values(d, ["0", "1"], [True])
+            ok2 = False
+        except ValueError:
+            ok2 = True
+        return ok1 and ok2, (ok1, ok2)
+    check("9 columns go to pandas; a wrong number of directions is pandas' ValueError",
+          t_many)
 
 
 def np_topk(a, k, largest):
@@ -320,6 +471,8 @@ def no_daemon(pd, gd, rng, tmp):
             pdf = pd.DataFrame({"k": keys("float64", 1000, rng), "v": np.arange(1000)})
             r1 = gd.sort_values(pdf, ["k"], False, "last")
             r2 = gd.sort_values(pdf, "k", True, "first")
+            pj = pdf.assign(j=rng.integers(0, 3, 1000))
+            r3 = gd.sort_values(pj, ["j", "k"], [False, True], "first")
             a = keys("int64", 1000, rng)
             s = gd._sort(a)
             o = [np.argsort(a[:300], kind="stable"), 300 + np.argsort(a[300:], kind="stable")]
@@ -331,6 +484,8 @@ def no_daemon(pd, gd, rng, tmp):
             tv, ti = tv.compute(scheduler="sync"), ti.compute(scheduler="sync")
             out["ok"] = (r1.equals(pdf.sort_values("k", ascending=False, kind="stable")) and
                          r2.equals(pdf.sort_values("k", na_position="first", kind="stable"))
+                         and r3.equals(pj.sort_values(["j", "k"], ascending=[False, True],
+                                                       na_position="first", kind="stable"))
                          and np.array_equal(s, np.sort(a)) and np.array_equal(ps, np.sort(a))
                          and np.array_equal(pi, np.argsort(a, kind="stable")) and
                          topk_same(f, 50, True, tv, ti))
@@ -340,8 +495,8 @@ def no_daemon(pd, gd, rng, tmp):
         t = threading.Thread(target=run)
         t.start()
         t.join()
-    check("no daemon: the sorts and a topk come from numpy and are right, with exactly "
-          "one warning",
+    check("no daemon: the sorts and a topk come from numpy (by several columns: pandas) "
+          "and are right, with exactly one warning",
           lambda: (out.get("ok") and len(out.get("warnings", [])) == 1 and
                    "no gsortd listens" in out["warnings"][0], out))
 
@@ -505,6 +660,7 @@ def main(daemons, tmp):
         dask.config.set({"dataframe.shuffle.method": "tasks"})
         frame_checks(pd, dd, gd, rng)
         frame_edges(pd, dd, gd, rng, dask)
+        multi_checks(pd, dd, gd, rng, dask)
         array_checks(da, gd, rng)
         topk_checks(da, gd, rng)
 
