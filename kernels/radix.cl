@@ -21,6 +21,9 @@
  *                    over the tiles, plus each digit's global start (from
  *                    the ghist row), giving each (tile, digit) its first
  *                    output index;
+ *   (radix_scan_rows instead of the three, for requests of equal rows whose
+ *                    length is a multiple of the tile: each row sorted on
+ *                    its own in the same launches, see below)
  *   radix_scatter_*  one group per tile: ranks the tile's keys stably in
  *                    local memory, then writes keys (and values) to their
  *                    buckets in coalesced runs. Two rankings, by -DRANK_WARP:
@@ -222,6 +225,82 @@ void radix_scan_down(global uint *counts, global const uint *bsum, uint ntiles, 
             if (t0 + i < t1)
                 counts[(size_t)(t0 + i) * RADIX + d] = pre;
             pre += x[i];
+        }
+    }
+}
+
+/* ---- rows (issue 38): equal rows of whole tiles, each its own sort ----
+ * A request of equal rows whose length is a multiple of TILE (the host
+ * takes that path only then: no tile spans two rows) replaces the three
+ * scan kernels by this one, run with one group per row: each (tile, digit)
+ * of row r gets r * len + (the row's keys with a smaller digit) + (the
+ * keys with its digit in the row's earlier tiles), so the unchanged
+ * scatter sorts every row stably by the digit in its own place (the same
+ * first output index the flat scan gives when there is one row). Digit
+ * totals are summed by work-items owning digits lid, lid + WG, ... (the
+ * tile rows' loads coalesce), scanned in local memory by work-items owning
+ * RDPT consecutive digits (one block scan), then the row's tiles walked
+ * again per digit. No barrier inside a loop or a branch (PoCL). */
+#define RDPT ((RADIX + WG - 1) / WG)
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void radix_scan_rows(global uint *counts, uint tpr, uint len)
+{
+    local uint sc[SCN + RAKE + 1];
+    local uint lt[RADIX];
+    const uint lid = get_local_id(0), row = get_group_id(0);
+    global uint *c = counts + (size_t)row * tpr * RADIX;
+    _Pragma("unroll")
+    for (uint q = 0; q < RDPT; q++) {
+        const uint d = lid + q * WG;
+        if (d < RADIX) {
+            uint s = 0, i = 0;
+            for (; i + 4 <= tpr; i += 4)   /* four loads in flight */
+                s += c[(size_t)i * RADIX + d] + c[(size_t)(i + 1) * RADIX + d] +
+                     c[(size_t)(i + 2) * RADIX + d] + c[(size_t)(i + 3) * RADIX + d];
+            for (; i < tpr; i++)
+                s += c[(size_t)i * RADIX + d];
+            lt[d] = s;
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint x[RDPT], s = 0, tot;
+    _Pragma("unroll")
+    for (uint q = 0; q < RDPT; q++) {
+        const uint d = lid * RDPT + q;
+        x[q] = d < RADIX ? lt[d] : 0u;
+        s += x[q];
+    }
+    uint pre = bscan_u32(sc, lid, s, &tot) + row * len;
+    barrier(CLK_LOCAL_MEM_FENCE);   /* every lt read before it is overwritten */
+    _Pragma("unroll")
+    for (uint q = 0; q < RDPT; q++) {
+        const uint d = lid * RDPT + q;
+        if (d < RADIX)
+            lt[d] = pre;
+        pre += x[q];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    _Pragma("unroll")
+    for (uint q = 0; q < RDPT; q++) {
+        const uint d = lid + q * WG;
+        if (d < RADIX) {
+            uint p = lt[d], i = 0;
+            for (; i + 4 <= tpr; i += 4) {
+                global uint *at = c + (size_t)i * RADIX + d;
+                const uint y0 = at[0], y1 = at[RADIX], y2 = at[2 * RADIX], y3 = at[3 * RADIX];
+                at[0] = p;
+                at[RADIX] = p + y0;
+                at[2 * RADIX] = p + y0 + y1;
+                at[3 * RADIX] = p + y0 + y1 + y2;
+                p += y0 + y1 + y2 + y3;
+            }
+            for (; i < tpr; i++) {
+                const size_t at = (size_t)i * RADIX + d;
+                const uint y = c[at];
+                c[at] = p;
+                p += y;
+            }
         }
     }
 }
@@ -718,12 +797,13 @@ uint warp_match(uint d, local uint *tmp, uint lid)
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))                         \
 void NAME(global const KT *kin, global KT *kout, VPARAMS                         \
           global const uint *offs, uint n, uint shift, uint flags, uint kind,     \
-          uint desc GS_RACED_ARG)                                                \
+          uint desc, uint rlen GS_RACED_ARG)                                     \
 {                                                                                \
     SCATTER_LOCALS(KT, KB, VT, VB)                                               \
     const uint lid = get_local_id(0), t = get_group_id(0);                       \
     {                                                                            \
         const uint tb = t * TILE;                                                \
+        const uint ib = tb % rlen;   /* argsort: the tile's first index in its row */ \
         const uint valid = min((uint)TILE, n - tb);                              \
         LOAD_TILE(KT, ENC)                                                       \
         RANK_TILE(KT, VB, PADK, OFFS_SCANNED)                                    \
@@ -866,7 +946,7 @@ void NAME(global const KT *kin, global KT *kout, VPARAMS                        
     barrier(CLK_LOCAL_MEM_FENCE);                                                \
     const uint t = tkt;                                                          \
     {                                                                            \
-        const uint tb = t * TILE;                                                \
+        const uint tb = t * TILE, ib = tb;                                       \
         const uint valid = min((uint)TILE, n - tb);                              \
         const uint tq = (flags & F_TESTFB) ? (t & 3u) : 0u;   /* see F_TESTFB */  \
         const uint g = (flags & F_LBTAG) ? 1u : 0u;                              \
@@ -971,7 +1051,7 @@ void radix_gstart(global uint *gh, uint npos)
         _Pragma("unroll")                                                        \
         for (uint k = 0; k < EPT; k++)                                           \
             if (k * WG + lid < valid)                                            \
-                vout[dst[k]] = (flags & F_IOTA) ? (VT)(tb + src[k])              \
+                vout[dst[k]] = (flags & F_IOTA) ? (VT)(ib + src[k])              \
                                                 : xv[PADV((uint)src[k])];        \
 
 #define NOVALS
@@ -998,19 +1078,20 @@ GS_KEY_WIDTHS(DEF_SCATTER_W)
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void radix_scatter_k32_p32(global const uint *kin, global uint *kout, global const uint *vin,
                            global uint *vout, global const uint *offs, uint n, uint kshift,
-                           uint flags, uint kind, uint desc GS_RACED_ARG)
+                           uint flags, uint kind, uint desc, uint rlen GS_RACED_ARG)
 {
     SCATTER_LOCALS(ulong, 8, uint, 0)
     const uint lid = get_local_id(0), t = get_group_id(0);
     const uint shift = kshift + 32;
     {
         const uint tb = t * TILE;
+        const uint ib = tb % rlen;   /* argsort: the tile's first index in its row */
         const uint valid = min((uint)TILE, n - tb);
         ulong key[EPT];
         _Pragma("unroll")
         for (uint k = 0; k < EPT; k++) {
             const uint j = TILE_POS(k);
-            const uint v = (flags & F_IOTA) ? tb + j : j < valid ? vin[tb + j] : 0u;
+            const uint v = (flags & F_IOTA) ? ib + j : j < valid ? vin[tb + j] : 0u;
             key[k] = (ulong)TILE_KEY(uint, gs_enc32, j) << 32 | v;
         }
         RANK_TILE(ulong, 0, PAD8, OFFS_SCANNED)
@@ -1039,17 +1120,18 @@ void radix_scatter_k32_p32(global const uint *kin, global uint *kout, global con
                  ulong, 8, PAD8, VALS(ulong))
 GS_KEY_WIDTHS(DEF_ONESWEEP_W)
 
-/* argsort when every pass is skipped (all keys equal): indices 0..n-1 */
-__kernel void radix_iota_v32(global uint *v, uint n)
+/* argsort when every pass is skipped (all keys equal): indices 0..n-1,
+ * counted from 0 in each row of len keys (len = n when flat) */
+__kernel void radix_iota_v32(global uint *v, uint n, uint len)
 {
     const uint i = get_global_id(0);
     if (i < n)
-        v[i] = i;
+        v[i] = i % len;
 }
 
-__kernel void radix_iota_v64(global ulong *v, uint n)
+__kernel void radix_iota_v64(global ulong *v, uint n, uint len)
 {
     const uint i = get_global_id(0);
     if (i < n)
-        v[i] = i;
+        v[i] = i % len;
 }

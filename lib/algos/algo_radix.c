@@ -15,7 +15,12 @@
  * keys with 32-bit values ranked as one 64-bit word on CPU devices).
  * Encoding, decoding and argsort indices happen inside the
  * first and last passes, so keys cross device memory as few times as the
- * pass structure allows. */
+ * pass structure allows.
+ * A request of equal rows (issue 38) whose rows a tile divides is sorted
+ * whole: the same passes over every row at once, each pass's scan giving
+ * each row its own place (radix_scan_rows), argsort indices counted from
+ * the row's start, NaN patterns put back row by row; other rows go one by
+ * one (rows_ept). */
 #include "config.h"
 #include "gs_algos.h"
 #include "gs_devrun.h"
@@ -389,9 +394,14 @@ static int get_program(gs_sort_ctx *ctx, int bits, size_t wg, size_t ept, int ho
 enum { K_NAN = 0, K_GHIST, K_UP, K_SCAN, K_SCATTER, K_GSTART, K_ONESWEEP, K_IOTA, K_COUNT };
 static const char *const kstage[K_COUNT] = { "nan", "ghist", "upsweep", "scan", "scatter",
                                              "gstart", "onesweep", "iota" };
-/* launches per pass: upsweep, scan reduce / scan / scan down, scatter */
+/* launches per pass: upsweep, scan reduce / scan / scan down, scatter;
+ * rows taken whole: upsweep, radix_scan_rows, scatter */
 #define LAUNCHES_PER_PASS 5
 static const int pass_stage[LAUNCHES_PER_PASS] = { K_UP, K_SCAN, K_SCAN, K_SCAN, K_SCATTER };
+#define LAUNCHES_PER_PASS_ROWS 3
+static const int pass_stage_rows[LAUNCHES_PER_PASS_ROWS] = { K_UP, K_SCAN, K_SCATTER };
+/* keys per work-item in the NaN save's tiles (GS_NAN_EPT in kernels/keys.cl) */
+#define NAN_EPT 16
 /* tiles per block of the scan kernels (SBT in kernels/radix.cl) */
 #define SCAN_TILES 32
 /* ticket words after the histogram and gstart rows (one per pass), then
@@ -407,12 +417,20 @@ static const int pass_stage[LAUNCHES_PER_PASS] = { K_UP, K_SCAN, K_SCAN, K_SCAN,
 typedef struct radix_run {
     int bits, lb, pairs, readback;   /* readback: above small_max */
     size_t wg, ept, radix, ntiles, nblk, ghgroups;
+    /* rows taken whole (rows_whole): `rows` rows of rlen keys, tpr tiles
+     * each, one radix_scan_rows a pass; else rlen = n. nan_rows: their NaN
+     * patterns saved on the device (nan) and put back row by row. */
+    int rows_whole, nan_rows;
+    size_t rows, tpr;
+    cl_uint rlen;
+    gs_clnan nan;
     size_t orand_at, ghwords;   /* where the OR and AND lie in the histogram; its words */
     unsigned npos;              /* digit positions of a key */
     cl_uint un, kind, desc, spin;
     char opts[160];
     char kn_ghist[32], kn_uporand[40], kn_up[32], kn_scatter[40], kn_os[40], kn_iota[32];
-    cl_kernel k_ghist, k_uporand, k_up, k_sred, k_scan, k_sdown, k_scatter, k_gstart, k_os, k_iota;
+    cl_kernel k_ghist, k_uporand, k_up, k_sred, k_scan, k_sdown, k_scatter, k_gstart, k_os, k_iota,
+        k_srows;
     cl_mem look[2], bsum, ghist;   /* look[0]: also the counts */
     cl_mem raced;         /* hostile kernels' race flag (gs_clrun_raced), else NULL */
     cl_event fill_ev;
@@ -429,6 +447,7 @@ static void radix_free(void *self)
     if (r->fill_ev)
         clReleaseEvent(r->fill_ev);
     free(r->hghist);
+    gs_clnan_free(&r->nan);
 }
 
 /* Pass i of the sort, on digit position pos, from keys[cur] (and
@@ -470,13 +489,25 @@ static int run_pass(gs_devrun *d, const radix_run *r, unsigned i, cl_uint pos, c
     gs_karg as[] = { GS_KARG(r->bsum), GS_KARG(r->ghist), GS_KARG(pos), GS_KARG(unblk) };
     gs_karg asd[] = { GS_KARG(r->look[0]), GS_KARG(r->bsum), GS_KARG(untiles), GS_KARG(unblk) };
     gs_karg tail[] = { GS_KARG(r->look[0]), GS_KARG(r->un), GS_KARG(shift), GS_KARG(flags),
-                       GS_KARG(r->kind), GS_KARG(r->desc) };
+                       GS_KARG(r->kind), GS_KARG(r->desc), GS_KARG(r->rlen) };
     for (size_t j = 0; j < sizeof tail / sizeof tail[0]; j++)
         ax[na++] = tail[j];
     if (r->raced)
         ax[na++] = (gs_karg)GS_KARG(r->raced);
     gs_clrun *cr = &d->cr;
     const size_t wg = r->wg;
+    if (r->rows_whole) {
+        /* rows: one scan kernel, a group a row */
+        const cl_uint utpr = (cl_uint)r->tpr;
+        gs_karg arows[] = { GS_KARG(r->look[0]), GS_KARG(utpr), GS_KARG(r->rlen) };
+        if ((!skip_up && ((rc = gs_clrun_args(r->k_up, r->kn_up, au, 7, err)) ||
+                          (rc = gs_clrun_launch(cr, r->k_up, r->kn_up, r->ntiles, wg, err)))) ||
+            (rc = gs_clrun_args(r->k_srows, "radix_scan_rows", arows, 3, err)) ||
+            (rc = gs_clrun_launch(cr, r->k_srows, "radix_scan_rows", r->rows, wg, err)) ||
+            (rc = gs_clrun_args(r->k_scatter, r->kn_scatter, ax, na, err)))
+            return rc;
+        return gs_clrun_launch(cr, r->k_scatter, r->kn_scatter, r->ntiles, wg, err);
+    }
     if ((!skip_up && ((rc = gs_clrun_args(r->k_up, r->kn_up, au, 7, err)) ||
                       (rc = gs_clrun_launch(cr, r->k_up, r->kn_up, r->ntiles, wg, err)))) ||
         (rc = gs_clrun_args(r->k_sred, "radix_scan_reduce", asr, 6, err)) ||
@@ -511,10 +542,13 @@ static int radix_kernels(gs_devrun *d, void *self, gs_err *err)
     if ((lb && (rc = gs_devrun_kernel(d, r->kn_ghist, &r->k_ghist, err))) ||
         (!lb && r->readback && (rc = gs_devrun_kernel(d, r->kn_uporand, &r->k_uporand, err))) ||
         (!lb && ((rc = gs_devrun_kernel(d, r->kn_up, &r->k_up, err)) ||
-                 (rc = gs_devrun_kernel(d, "radix_scan_reduce", &r->k_sred, err)) ||
-                 (rc = gs_devrun_kernel(d, "radix_scan", &r->k_scan, err)) ||
-                 (rc = gs_devrun_kernel(d, "radix_scan_down", &r->k_sdown, err)) ||
                  (rc = gs_devrun_kernel(d, r->kn_scatter, &r->k_scatter, err)))) ||
+        (!lb && r->rows_whole &&
+         (rc = gs_devrun_kernel(d, "radix_scan_rows", &r->k_srows, err))) ||
+        (!lb && !r->rows_whole &&
+         ((rc = gs_devrun_kernel(d, "radix_scan_reduce", &r->k_sred, err)) ||
+          (rc = gs_devrun_kernel(d, "radix_scan", &r->k_scan, err)) ||
+          (rc = gs_devrun_kernel(d, "radix_scan_down", &r->k_sdown, err)))) ||
         (lb && ((rc = gs_devrun_kernel(d, "radix_gstart", &r->k_gstart, err)) ||
                 (rc = gs_devrun_kernel(d, r->kn_os, &r->k_os, err)))) ||
         (d->idx && (rc = gs_devrun_kernel(d, r->kn_iota, &r->k_iota, err))))
@@ -534,8 +568,8 @@ static int radix_buffers(gs_devrun *d, void *self, gs_err *err)
                               &r->look[0], err)) ||
         (r->lb && (rc = gs_clrun_buffer(cr, counts, "look-back words (second)", &r->look[1],
                                         err))) ||
-        (!r->lb && (rc = gs_clrun_buffer(cr, r->radix * r->nblk * 4, "block sums", &r->bsum,
-                                         err))) ||
+        (!r->lb && !r->rows_whole &&
+         (rc = gs_clrun_buffer(cr, r->radix * r->nblk * 4, "block sums", &r->bsum, err))) ||
         (rc = gs_clrun_buffer(cr, r->ghwords * 4, "histogram", &r->ghist, err)) ||
         (cr->hostile && (rc = gs_clrun_raced(cr, &r->raced, err))))
         return rc;
@@ -638,6 +672,31 @@ static void choose_passes(radix_run *r, size_t n, size_t ks)
     r->lone_up = !r->lb && r->readback && !r->first_counted ? 1 : 0;
 }
 
+/* Rows taken whole: the NaN patterns the device saved (gs_clnan.h, the
+ * whole request's in input order, counted per NaN tile of wg x NAN_EPT
+ * keys, which lie within rows: nan_rows) over each row's own NaN block,
+ * the last of the row ascending, the first descending. One copy a row that
+ * has NaNs. */
+static int restore_nan_rows(gs_devrun *d, const radix_run *r, gs_err *err)
+{
+    const gs_clnan *s = &r->nan;
+    if (!s->count || d->unmoved)
+        return 0;
+    const size_t len = r->rlen, ntpr = len / (r->wg * NAN_EPT), ks = d->ks;
+    for (size_t row = 0; row < r->rows; row++) {
+        const size_t at = s->hoff[row * ntpr], c = s->hoff[(row + 1) * ntpr] - at;
+        if (!c)
+            continue;
+        const size_t first = row * len + (d->req->shape.descending ? 0 : len - c);
+        cl_int crc = clEnqueueCopyBuffer(d->cr.q, s->saved, d->keys[d->cur], at * ks,
+                                         first * ks, c * ks, 0, NULL, NULL);
+        if (crc != CL_SUCCESS)
+            return gs_cl_fail(err, "clEnqueueCopyBuffer", crc, "radix: NaN patterns of row %zu",
+                              row);
+    }
+    return 0;
+}
+
 /* The histogram and its read-back, the passes that change something, and
  * argsort's identity where none does. */
 static int radix_enqueue(gs_devrun *d, void *self, gs_err *err)
@@ -645,6 +704,11 @@ static int radix_enqueue(gs_devrun *d, void *self, gs_err *err)
     radix_run *r = self;
     const size_t wg = r->wg;
     int rc;
+    /* rows whole: the NaN patterns saved here, not by the frame, which
+     * would put them all back at the end of the last row */
+    if (r->nan_rows &&
+        (rc = gs_clnan_save(&d->cr, d->prog, d->wg, d->keys[0], d->req, &r->nan, err)))
+        return rc;
     r->kev_ghist = d->cr.nkev;
     if ((rc = histogram(d, r, err)))
         return rc;
@@ -681,14 +745,14 @@ static int radix_enqueue(gs_devrun *d, void *self, gs_err *err)
      * came, in the caller's arrays; no NaN block to restore */
     d->unmoved = r->nrun == 0;
     if (r->nrun == 0 && d->idx) {
-        /* argsort is the identity */
-        gs_karg a[] = { GS_KARG(d->vals[0]), GS_KARG(r->un) };
-        if ((rc = gs_clrun_args(r->k_iota, r->kn_iota, a, 2, err)) ||
+        /* argsort is the identity (in each row) */
+        gs_karg a[] = { GS_KARG(d->vals[0]), GS_KARG(r->un), GS_KARG(r->rlen) };
+        if ((rc = gs_clrun_args(r->k_iota, r->kn_iota, a, 3, err)) ||
             (rc = gs_clrun_launch(&d->cr, r->k_iota, r->kn_iota, (d->n + wg - 1) / wg, wg,
                                   err)))
             return rc;
     }
-    return 0;
+    return restore_nan_rows(d, r, err);
 }
 
 /* Kernel time by stage (the launch order above kstage), logged at debug
@@ -707,6 +771,7 @@ static double radix_kernel_ms(gs_devrun *d, void *self)
         const size_t j = i - r->kev_ghist, lead = lb ? 1 : r->lone_up;
         int k = i < r->kev_ghist ? K_NAN : j < lead ? (lb ? K_GHIST : K_UP) : nrun == 0 ? K_IOTA
                 : lb ? (j == lead ? K_GSTART : K_ONESWEEP)
+                : r->rows_whole ? pass_stage_rows[(j - lead) % LAUNCHES_PER_PASS_ROWS]
                 : pass_stage[(j - lead) % LAUNCHES_PER_PASS];
         total += ms;
         by[k] += ms;
@@ -716,11 +781,15 @@ static double radix_kernel_ms(gs_devrun *d, void *self)
     size_t sl = 0;
     for (int k = 0; k < K_COUNT; k++)
         sl += (size_t)snprintf(stages + sl, sizeof stages - sl, "%s %.3f, ", kstage[k], by[k]);
-    GS_DEBUG("radix: n=%zu %s/%s %s lookback=%d%s%s: %u passes (%u skipped), %zu tiles; ms: "
+    char rows[64] = "";
+    if (r->rows_whole)
+        snprintf(rows, sizeof rows, " (%zu rows of %u keys whole)", r->rows, (unsigned)r->rlen);
+    GS_DEBUG("radix: n=%zu%s %s/%s %s lookback=%d%s%s: %u passes (%u skipped), %zu tiles; ms: "
              "%sfill %.3f",
-             d->n, gs_dtype_name(d->req->shape.dtype), gs_payload_name(d->req->shape.payload),
-             r->opts, lb, r->pairs ? " pairs" : "", r->readback ? "" : " (no read-back)",
-             st->passes, st->passes_skipped, r->ntiles, stages, fill);
+             d->n, rows, gs_dtype_name(d->req->shape.dtype),
+             gs_payload_name(d->req->shape.payload), r->opts, lb, r->pairs ? " pairs" : "",
+             r->readback ? "" : " (no read-back)", st->passes, st->passes_skipped, r->ntiles,
+             stages, fill);
     return total + fill;
 }
 
@@ -734,18 +803,73 @@ static const gs_devrun_ops radix_ops = {
     .release = radix_free,
 };
 
-static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p,
-                          gs_sort_stats *st, gs_err *err)
+/* Rows taken whole keep their NaN patterns themselves, row by row: their
+ * frame's algorithm (the same name) has no keeps_nan, so the frame neither
+ * saves nor restores the request's patterns as one block. */
+static const gs_algo radix_rows_frame = {
+    .name = "radix",
+    .stable = 1,
+    .uses_device = 1,
+};
+
+static const gs_devrun_ops radix_rows_ops = {
+    .algo = &radix_rows_frame,
+    .finish_what = "radix: passes",
+    .kernels = radix_kernels,
+    .buffers = radix_buffers,
+    .sort = radix_enqueue,
+    .kernel_ms = radix_kernel_ms,
+    .release = radix_free,
+};
+
+/* A request of equal rows is sorted whole (issue 38) in tiles of wg_size
+ * x e keys, e the largest value up to elems_per_thread whose tile divides
+ * the row (no tile spans two rows), when a row has at most this many tiles
+ * (a group walks its row's tiles in radix_scan_rows). Longer rows, and
+ * rows no tile divides, are sorted one by one, each a flat sort. */
+#define RADIX_ROWS_MAX_TILES 256
+
+/* e for req's rows with the parameters v on a device like in, or 0: rows
+ * one by one. The smaller tile means more digit counts (2^radix_bits words
+ * a tile: short rows may need more than their keys): where those do not
+ * fit the device (check() sized them for the parameters' tile), the rows
+ * go one by one too. */
+static size_t rows_ept(const long v[P_COUNT], const gs_sort_req *req, const gs_dev_info *in)
 {
-    /* gs_sort_run has checked the request and the parameters (radix_check),
-     * handled n = 0 and owns st->wall_ms (see gs_algo.run). */
+    if (req->shape.rows <= 1 || req->shape.segments || req->n == 0)
+        return 0;
+    const size_t n = req->n, len = n / (size_t)req->shape.rows, wg = (size_t)v[P_WG];
+    size_t e = (size_t)v[P_EPT];
+    while (e >= 1 && len % (wg * e))
+        e--;
+    if (e == 0 || len / (wg * e) > RADIX_ROWS_MAX_TILES)
+        return 0;
+    const uint64_t ks = gs_dtype_size(req->shape.dtype), vs = gs_payload_size(req->shape.payload);
+    const uint64_t cb = (uint64_t)(n / (wg * e)) * (UINT64_C(4) << v[P_BITS]);
+    const uint64_t total = 2 * (uint64_t)n * (ks + vs) + cb + (UINT64_C(1) << 20);
+    if (cb > in->max_alloc || (in->global_mem && total > in->global_mem))
+        return 0;
+    return e;
+}
+
+/* One sort on the device: flat (rept 0), or req's rows whole in tiles of
+ * wg_size x rept keys (reduce-then-scan whatever lookback says). */
+static int radix_device(gs_sort_ctx *ctx, const gs_sort_req *req, const long vin[P_COUNT],
+                        size_t rept, gs_sort_stats *st, gs_err *err)
+{
     gs_dev *dev = ctx->dev;
     long v[P_COUNT];
-    get_params(dev ? &dev->info : NULL, p, v, err);
+    memcpy(v, vin, sizeof v);
     const size_t n = req->n;
     const size_t ks = gs_dtype_size(req->shape.dtype), vs = gs_payload_size(req->shape.payload);
     radix_run r;
     memset(&r, 0, sizeof r);
+    if (rept) {
+        v[P_EPT] = (long)rept;
+        v[P_LB] = 0;
+        r.rows_whole = 1;
+        r.rows = (size_t)req->shape.rows;
+    }
     r.bits = (int)v[P_BITS];
     r.wg = (size_t)v[P_WG];
     r.ept = (size_t)v[P_EPT];
@@ -766,9 +890,138 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
     r.orand_at = 2 * (size_t)r.npos * r.radix + NTICKETS;
     r.ghwords = r.orand_at + NORAND;
     r.un = (cl_uint)n;
+    r.rlen = rept ? (cl_uint)(n / r.rows) : (cl_uint)n;
+    r.tpr = rept ? r.rlen / tile : r.ntiles;
     r.kind = gs_keys_kind(req->shape.dtype);
     r.desc = req->shape.descending ? 1 : 0;
-    return gs_devrun_sort(&radix_ops, &r, ctx, req, st, err);
+    if (!rept)
+        return gs_devrun_sort(&radix_ops, &r, ctx, req, st, err);
+    /* the device keeps NaN patterns where the flat sort would, and where
+     * its NaN tiles lie within rows (else the caller saves them) */
+    r.nan_rows = gs_keys_nan_on_device(req) && r.rlen % (r.wg * NAN_EPT) == 0;
+    int rc = gs_devrun_sort(&radix_rows_ops, &r, ctx, req, st, err);
+    if (rc == 0)
+        st->nans_on_device = r.nan.count;
+    return rc;
+}
+
+/* Rows one by one, each a flat request through gs_sort_run (as gs_sort.c's
+ * sort_rows runs a device algorithm without `rows`): the first failure
+ * stops the rest and names its row. */
+static int rows_apart(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p,
+                      gs_sort_stats *st, gs_err *err)
+{
+    const size_t rows = (size_t)req->shape.rows;
+    const int idx = req->shape.payload == GS_PL_IDX32 || req->shape.payload == GS_PL_IDX64;
+    for (size_t row = 0; row < rows; row++) {
+        gs_sort_req s = gs_sort_req_row(req, row);
+        if (s.n < 2 && !idx)    /* nothing to move (an index still has a 0 to write) */
+            continue;
+        gs_sort_stats rs;
+        gs_err e;
+        gs_err_clear(&e);
+        int rc = gs_sort_run(&gs_algo_radix, ctx, &s, p, &rs, &e);
+        gs_sort_stats_add(st, &rs);
+        st->output_touched |= rs.output_touched || row > 0;
+        if (rc < 0)
+            return gs_err_set(err, rc, "row %zu of %zu: %s", row, rows, e.msg);
+    }
+    return 0;
+}
+
+/* NaN patterns kept on the host (gs_keys.h) where the device keeps none:
+ * for a flat request the whole request's (as gs_sort_run does for an
+ * algorithm without keeps_bits), for rows each row's, saved only where
+ * some NaN of the request is not canonical. */
+typedef struct host_nans {
+    size_t n;
+    gs_nan_save *s;
+} host_nans;
+
+static int host_nans_save(const gs_sort_req *req, int rows, host_nans *h, gs_err *err)
+{
+    gs_nan_save all = { 0, NULL, NULL };
+    h->n = 0;
+    h->s = NULL;
+    int rc = gs_keys_nan_save(req, &all, err);
+    if (rc < 0 || !all.count)
+        return rc;      /* nothing kept: no NaN, or only canonical ones */
+    if (!rows) {
+        h->s = malloc(sizeof *h->s);
+        if (!h->s) {
+            gs_keys_nan_free(&all);
+            return gs_err_set(err, GS_ENOMEM, "radix: out of memory (NaN patterns)");
+        }
+        h->s[0] = all;
+        h->n = 1;
+        return 0;
+    }
+    /* rows: each row's patterns, for its own NaN block */
+    gs_keys_nan_free(&all);
+    const size_t nr = (size_t)req->shape.rows;
+    h->s = calloc(nr, sizeof *h->s);
+    if (!h->s)
+        return gs_err_set(err, GS_ENOMEM, "radix: out of memory (NaN patterns of %zu rows)", nr);
+    h->n = nr;
+    for (size_t row = 0; row < nr; row++) {
+        gs_sort_req s = gs_sort_req_row(req, row);
+        if ((rc = gs_keys_nan_save(&s, &h->s[row], err)) < 0)
+            return rc;      /* the caller frees what was saved */
+    }
+    return 0;
+}
+
+static void host_nans_restore(const gs_sort_req *req, const host_nans *h)
+{
+    if (req->shape.rows <= 1) {
+        if (h->n)
+            gs_keys_nan_restore(req, &h->s[0]);
+        return;
+    }
+    for (size_t row = 0; row < h->n; row++) {
+        gs_sort_req s = gs_sort_req_row(req, row);
+        gs_keys_nan_restore(&s, &h->s[row]);
+    }
+}
+
+static void host_nans_free(host_nans *h)
+{
+    for (size_t i = 0; i < h->n; i++)
+        gs_keys_nan_free(&h->s[i]);
+    free(h->s);
+    h->s = NULL;
+    h->n = 0;
+}
+
+static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p,
+                          gs_sort_stats *st, gs_err *err)
+{
+    /* gs_sort_run has checked the request and the parameters (radix_check),
+     * handled n = 0 and owns st->wall_ms (see gs_algo.run). With keeps_bits
+     * it leaves NaN patterns to this function: the device keeps them from
+     * GS_NAN_DEVICE_MIN keys on (gs_keys_nan_on_device), the host below. */
+    gs_dev *dev = ctx->dev;
+    long v[P_COUNT];
+    get_params(dev ? &dev->info : NULL, p, v, err);
+    const int rows = req->shape.rows > 1;
+    const size_t rept = rows ? rows_ept(v, req, &dev->info) : 0;
+    if (rows && !rept)
+        return rows_apart(ctx, req, p, st, err);
+    /* the host keeps NaN patterns where the device does not: below its
+     * size, and for rows whose NaN tiles would span two rows */
+    const int host = !gs_keys_nan_on_device(req) ||
+                     (rows && (req->n / (size_t)req->shape.rows) % ((size_t)v[P_WG] * NAN_EPT));
+    host_nans h = { 0, NULL };
+    int rc;
+    if (host && (rc = host_nans_save(req, rows, &h, err)) < 0) {
+        host_nans_free(&h);
+        return rc;
+    }
+    rc = radix_device(ctx, req, v, rept, st, err);
+    if (rc == 0)
+        host_nans_restore(req, &h);
+    host_nans_free(&h);
+    return rc;
 }
 
 const gs_algo gs_algo_radix = {
@@ -777,7 +1030,14 @@ const gs_algo gs_algo_radix = {
                "stable local-memory scatter",
     .stable = 1,
     .uses_device = 1,
+    /* NaN patterns kept on the device (gs_clnan.h) by the frame for a flat
+     * request, row by row for rows taken whole; below the device's size
+     * by radix_run_sort on the host, so that a row's stay in its row */
     .keeps_nan = 1,
+    .keeps_bits = 1,
+    /* equal rows whole, in one sequence of launches, where a tile divides
+     * the row; else row by row (rows_ept) */
+    .rows = 1,
     .params = radix_params,
     .nparams = P_COUNT,
     .defaults = radix_defaults,

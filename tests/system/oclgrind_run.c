@@ -56,11 +56,14 @@ typedef struct pset {
     const char *params;
     unsigned cases;
     int radix_rank;   /* radix: 1 forces the warp-multisplit ranking (emulated) */
-    int nan_device;   /* f64/f32 keys with distinct NaNs, kept on the device (gs_clnan.c;
-                         an algorithm with keeps_bits reads each back itself) */
+    int nan_device;   /* f64/f32 keys with distinct NaNs, kept on the device (gs_clnan.c,
+                         checked for an algorithm with keeps_nan; one with keeps_bits
+                         alone reads each back itself) */
     int radix_hook;   /* radix: 1 every onesweep look-back takes its fallback; 2 the
                          histogram is read back at every size (pass skipping, iota);
-                         3 32-bit pairs ranked apart, not as one word */
+                         3 32-bit pairs ranked apart, not as one word; 4 rows of
+                         whole tiles (n rounded up to a multiple of 32), which
+                         radix sorts whole (radix_scan_rows) */
     int hostile;      /* 1: the kernels built for client pages (GS_HOSTILE: every
                          position derived from an earlier read bounded, the race flag) */
     unsigned rows;    /* > 1: each case is that many rows of n keys, one request */
@@ -106,6 +109,15 @@ static const pset psets[] = {
     { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 6, 0, 0, 3, 1, 0, 0 },
     { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1,lookback=1", 2, 0, 0, 0, 1, 0, 0 },
     { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 2, 0, 1, 0, 1, 0, 0 },
+    /* equal rows taken whole (issue 38): three rows of 32 to 1024 keys in
+     * tiles of 32, one radix_scan_rows a pass; with the read-back (pass
+     * skipping over every row, argsort's per-row identity when all keys
+     * are equal); distinct NaN patterns kept on the device, put back row by
+     * row (NaN tiles of 256 within the rows of 1024); 4-bit digits built
+     * for client pages */
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=2", 6, 0, 0, 4, 0, 3, 0 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=2", 2, 0, 1, 4, 0, 3, 0 },
+    { "radix", "radix_bits=4,wg_size=16,elems_per_thread=2", 2, 0, 0, 4, 1, 3, 0 },
     /* mergepath: a mid-size tile; odd size_i and tile; size_i 1 with a
      * 16-element tile (many global merge levels) */
     { "mergepath", "size_i=4,wg_size=32,elems_per_thread=4", 6, 0, 0, 0, 0, 0, 0 },
@@ -181,6 +193,11 @@ static void run_pset(gs_sort_ctx *ctx, const pset *ps, unsigned first, unsigned 
         gs_radix_small_max(0);
         snprintf(pdesc + strlen(pdesc), sizeof pdesc - strlen(pdesc), " (read-back)");
     }
+    if (ps->radix_hook == 4) {
+        gs_radix_small_max(0);
+        snprintf(pdesc + strlen(pdesc), sizeof pdesc - strlen(pdesc),
+                 " (rows of whole tiles, read-back)");
+    }
     if (ps->radix_hook == 3) {
         gs_radix_force_pairs(0);
         snprintf(pdesc + strlen(pdesc), sizeof pdesc - strlen(pdesc), " (pairs apart)");
@@ -206,6 +223,8 @@ static void run_pset(gs_sort_ctx *ctx, const pset *ps, unsigned first, unsigned 
             n = 1000;
             dist = SC_NANMIX;
         }
+        if (ps->radix_hook == 4)   /* rows of whole tiles of 32 (n = 0: 64) */
+            n = n ? (n + 31) / 32 * 32 : 64;
         snprintf(cdesc, sizeof cdesc, "%s/%s %s n=%zu %s", gs_dtype_name(t), gs_payload_name(pl),
                  desc ? "desc" : "asc", n, sc_dist_name(dist));
         ncase++;
@@ -239,7 +258,7 @@ static void run_pset(gs_sort_ctx *ctx, const pset *ps, unsigned first, unsigned 
             what = why;
         } else if (!sc_case_verify(&c, a->stable, why, sizeof why)) {
             what = why;
-        } else if (ps->nan_device && !a->keeps_bits && !st.nans_on_device) {
+        } else if (ps->nan_device && a->keeps_nan && !st.nans_on_device) {
             snprintf(why, sizeof why, "the device kept no NaN pattern");
             what = why;
         }
