@@ -68,6 +68,7 @@ are serialised). The module-level functions use one default Client per
 thread (and per process, after a fork), created on first use.
 """
 
+import contextlib
 import errno
 import fcntl
 import json
@@ -950,6 +951,19 @@ class Client:
                 if stage.size > self.keep_stage_bytes:
                     stage.close()
 
+    @contextlib.contextmanager
+    def _reading_reply(self):
+        """A sort reply's payload being read: a peer that hangs up or a
+        failing socket become the client's errors (the connection is then
+        broken: its framing is lost)."""
+        try:
+            yield
+        except ConnectionError:
+            raise self._broken("GS_EIO", "gsortd at %s closed the connection in the "
+                               "middle of a reply" % self.path) from None
+        except OSError as e:
+            raise self._io_error(e, "reading a sort reply from") from None
+
     def _stage_fits(self, need):
         """Grow the staging memfd to need bytes: True, or False (and inline
         from now on) where there is no shared memory (a sandbox, an old
@@ -1060,7 +1074,7 @@ class Client:
         if pb != kb + vb:
             raise self._broken("GS_EWRONG", "sort reply declares %d payload bytes, the "
                                "request expects %d" % (pb, kb + vb))
-        try:
+        with self._reading_reply():
             if dst_keys is not None:
                 self._recv_into(dst_keys)
             else:
@@ -1074,11 +1088,6 @@ class Client:
                     tmp = np.empty(m, dtype=wire_vdt)
                     self._recv_into(tmp)
                     dst_vals[...] = tmp
-        except ConnectionError:
-            raise self._broken("GS_EIO", "gsortd at %s closed the connection in the "
-                               "middle of a reply" % self.path) from None
-        except OSError as e:
-            raise self._io_error(e, "reading a sort reply from") from None
         self._finish(h, False, t0)
         return h
 
@@ -1216,9 +1225,9 @@ class Client:
                 free and self.router.choose((np.dtype(np.uint64), "idx", False, True), n)):
             # one request: the daemon packs the keys and sorts the words
             kind = "idx32" if n <= 0xFFFFFFFF else "idx64"
-            out = self._lex_run(ks[::-1], desc[::-1], kind, algorithm, params, device)
+            out = self._lex_run(ks[::-1], desc[::-1], kind, algorithm, params, device, idt)
             self.last["where"] = "daemon"
-            return out.astype(idt, copy=False)
+            return out
         enc = [_lex_encoded(k, d) for k, d in zip(ks, desc)]
         # groups of at most 64 bits, from the primary (the last key) down
         groups, cur, used = [], [], 0
@@ -1262,11 +1271,13 @@ class Client:
             perm = np.arange(n, dtype=np.int64)
         return perm.astype(idt, copy=False)
 
-    def _lex_run(self, keys, desc, kind, algorithm, params, device):
+    def _lex_run(self, keys, desc, kind, algorithm, params, device, idt):
         """One lexsort request: keys (1-D arrays, the primary first) with
-        their descending flags; returns the indices (uint32 or uint64 as
-        kind says). The key arrays follow one another in the staging memfd
-        (or inline), each from a multiple of 8 bytes, the indices after."""
+        their descending flags; returns the indices as an array of idt (on
+        the wire uint32 or uint64 as kind says; from the memfd they are
+        widened in the one threaded copy out). The key arrays follow one
+        another in the staging memfd (or inline), each from a multiple of
+        8 bytes, the indices after."""
         n = keys[0].shape[0]
         vdt = np.uint32 if kind == "idx32" else np.uint64
         header = {"v": PROTOCOL, "op": "sort", "n": n, "values": kind,
@@ -1301,11 +1312,12 @@ class Client:
                         if pb:
                             raise self._broken("GS_ECORRUPT", "memfd sort reply declares a "
                                                "%d-byte payload" % pb)
-                        _copy(out, iview)
+                        res = np.empty(n, dtype=idt)
+                        _copy(res, iview)
                     finally:
                         del views, iview
                     self._finish(h, True, t0)
-                    return out
+                    return res
                 parts = []
                 for k, o in zip(keys, offs):
                     b = memoryview(np.ascontiguousarray(k)).cast("B")
@@ -1321,15 +1333,10 @@ class Client:
                 if pb != out.nbytes:
                     raise self._broken("GS_EWRONG", "lexsort reply declares %d payload "
                                        "bytes, the request expects %d" % (pb, out.nbytes))
-                try:
+                with self._reading_reply():
                     self._recv_into(out)
-                except ConnectionError:
-                    raise self._broken("GS_EIO", "gsortd at %s closed the connection in "
-                                       "the middle of a reply" % self.path) from None
-                except OSError as e:
-                    raise self._io_error(e, "reading a sort reply from") from None
                 self._finish(h, False, t0)
-                return out
+                return out.astype(idt, copy=False)
             finally:
                 if stage.size > self.keep_stage_bytes:
                     stage.close()
