@@ -118,8 +118,9 @@ static void *priv_main(void *arg)
         gs_dtype t = seed % 2 ? GS_DT_U64 : GS_DT_F32;
         gs_payload p = payloads[seed % NPL];
         sc_case c;
-        /* an algorithm that holds a row in local memory (bitonic): one it holds */
-        size_t n = (a->rows ? 2000 : N / 2) + seed % 7;
+        /* an algorithm that holds a row in local memory (bitonic): one it holds.
+         * (Not a->rows: radix sorts rows whole too, over any length.) */
+        size_t n = (a == &gs_algo_bitonic ? 2000 : N / 2) + seed % 7;
         if (a->topk) {          /* a select (top-k only): the first 50, checked */
             gs_params prm;
             a->defaults(&pv->dev->info, &prm);
@@ -410,7 +411,7 @@ static void one_device(gs_dev *devs, size_t ndev, size_t di, arena *ar)
          * levels, then the tile sort alone */
         for (int v = 0; v < (is_radix ? 3 : is_mp ? 2 : 1); v++) {
             gs_params q = p;
-            size_t n = a->rows ? 4096 : N;   /* bitonic: a row in local memory */
+            size_t n = a == &gs_algo_bitonic ? 4096 : N;   /* a row in local memory */
             const char *vn = "";
             if (is_radix && v == 1) {
                 gs_radix_small_max(0);
