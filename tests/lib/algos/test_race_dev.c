@@ -207,6 +207,7 @@ typedef struct sortarg {
     gs_sort_ctx *ctx;
     const gs_params *p;
     size_t chunk;          /* out of core: the piece size; 0 whole */
+    uint64_t rows;         /* > 1: the request is that many equal rows */
 } sortarg;
 
 /* The variant's parameters, or where the device's local memory is too
@@ -233,6 +234,7 @@ static int do_sort(void *arg, gs_sort_req *req, gs_err *err)
         req->shape.topk = 1;
         req->shape.k = req->n < 100 ? req->n : 100;
     }
+    req->shape.rows = s->rows;
     if (s->chunk)
         return gs_ooc_sort(s->a, s->ctx, req, p, s->chunk, &st, err);
     return gs_sort_run(s->a, s->ctx, req, p, &st, err);
@@ -407,9 +409,10 @@ static void one_device(gs_dev *devs, size_t ndev, size_t di, arena *ar)
         char what[160];
         int is_radix = a == &gs_algo_radix, is_mp = a == &gs_algo_mergepath;
         /* radix: reduce-then-scan, with the read-back (the first pass's
-         * upsweep gives the OR and AND), onesweep; mergepath: global merge
-         * levels, then the tile sort alone */
-        for (int v = 0; v < (is_radix ? 3 : is_mp ? 2 : 1); v++) {
+         * upsweep gives the OR and AND), onesweep, 8 equal rows sorted
+         * whole (radix_scan_rows, each row's NaN patterns); mergepath:
+         * global merge levels, then the tile sort alone */
+        for (int v = 0; v < (is_radix ? 4 : is_mp ? 2 : 1); v++) {
             gs_params q = p;
             size_t n = a == &gs_algo_bitonic ? 4096 : N;   /* a row in local memory */
             const char *vn = "";
@@ -419,6 +422,9 @@ static void one_device(gs_dev *devs, size_t ndev, size_t di, arena *ar)
             } else if (is_radix && v == 2) {
                 gs_params_set(&q, "lookback", 1);
                 vn = ", onesweep";
+            } else if (is_radix && v == 3) {
+                sa.rows = 8;
+                vn = ", 8 rows sorted whole";
             } else if (is_radix) {
                 vn = ", reduce-then-scan";
             } else if (is_mp && v == 1) {
@@ -437,6 +443,7 @@ static void one_device(gs_dev *devs, size_t ndev, size_t di, arena *ar)
                 gs_keys_nan_device_min(0);
             }
             gs_radix_small_max((size_t)-1);
+            sa.rows = 0;
             report(&ty, dn, what);
         }
         sa.p = &p;
