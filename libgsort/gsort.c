@@ -1,7 +1,8 @@
 /* libgsort (include/gsort.h): the public C client of gsortd, built on the
  * internal blocking client (gs_client). This file holds connections, the
- * sort calls and the daemon queries (error records: gsort_err.c). A sort
- * takes one of three routes: arrays inside one gsort_alloc block go to the
+ * sort calls and the daemon queries (error records: gsort_err.c; lexsort:
+ * gsort_lex.c, which shares this file's helpers through gsort_int.h). A
+ * sort takes one of three routes: arrays inside one gsort_alloc block go to the
  * daemon as that block's memfd with offsets (no copy); other memory is
  * copied into a per-connection staging memfd and back (one copy each way,
  * no socket copy); with GSORT_INLINE, or where memfds are not available,
@@ -28,7 +29,6 @@
 #include <cjson/cJSON.h>
 
 #include "gs_client.h"
-#include "gs_lexsort.h"
 #include "gs_paths.h"
 #include "gs_pcopy.h"
 #include "gs_select.h"
@@ -59,23 +59,6 @@ _Static_assert((int)GSORT_VALUES_NONE == GS_PL_NONE && (int)GSORT_VALUES_U32 == 
 #define ALL_FLAGS (GSORT_DESCENDING | GSORT_STABLE | GSORT_INLINE | GSORT_SPLIT | GSORT_NO_LOCAL | \
                    GSORT_UNSORTED)
 #define STAGE_GRAIN ((size_t)64 << 10)
-
-struct gsort_conn {
-    gs_client *cl;          /* NULL while a lost connection could not be replaced */
-    char path[GS_PATHS_SOCKET_MAX];
-    double timeout_s;       /* gsort_set_timeout's, for a replacement too */
-    char lost[256];         /* why the connection was lost, until one is made again */
-    gs_client_shm stage;    /* the staging memfd; fd -1 until a sort needs it */
-    int no_memfd;           /* memfds failed here: every later sort goes inline */
-    void *heap;             /* the inline route's copy of the arrays (the local
-                               route's copy of an argsort's keys) */
-    size_t heap_cap;
-    lgs_router *router;     /* the two routes' times (gsort_local.c) */
-    int no_local;           /* GSORT_NO_LOCAL=1 at connect: never sort here */
-    double xo_ms;           /* when the daemon's crossover was last asked (0: never) */
-    uint64_t dev_from[LGS_SHAPES];  /* from the crossover: n from which a device takes a
-                                       shape over (0: none), where rows go to the daemon */
-};
 
 const char *gsort_version(void)
 {
@@ -182,7 +165,7 @@ int gsort_set_timeout(gsort_conn *c, double seconds, gsort_error *err)
  * has returned its error, since the daemon may have carried it out. When no
  * new connection can be made the cause of the loss is kept (the first one,
  * not a failure to reconnect) and each later call tries again. */
-static int conn_ready(gsort_conn *c, gsort_error *err)
+int lgs_conn_ready(gsort_conn *c, gsort_error *err)
 {
     char why[256];
     if (c->cl && !gs_client_stale(c->cl, why, sizeof why))
@@ -247,7 +230,7 @@ static int stage_reserve(gsort_conn *c, size_t need, gs_err *ge)
     return gs_client_shm_alloc_named(&c->stage, LGS_MEMFD_STAGE, want, ge);
 }
 
-static int heap_reserve(gsort_conn *c, size_t need, gs_err *ge)
+int lgs_heap_reserve(gsort_conn *c, size_t need, gs_err *ge)
 {
     if (c->heap_cap >= need)
         return 0;
@@ -265,7 +248,7 @@ static int heap_reserve(gsort_conn *c, size_t need, gs_err *ge)
  * the daemon; or the heap (sent inline), when `inl` asks for it or no
  * memfd can be had (then never again on this connection). *base and *inl
  * say which; 0 or an error. */
-static int copy_space(gsort_conn *c, size_t need, int inl, char **base, int *is_inl,
+int lgs_copy_space(gsort_conn *c, size_t need, int inl, char **base, int *is_inl,
                       gs_err *ge)
 {
     if (!inl) {
@@ -279,7 +262,7 @@ static int copy_space(gsort_conn *c, size_t need, int inl, char **base, int *is_
             c->no_memfd = 1;
         gs_err_clear(ge);
     }
-    int rc = heap_reserve(c, need, ge);
+    int rc = lgs_heap_reserve(c, need, ge);
     if (rc)
         return rc;
     *base = c->heap;
@@ -287,7 +270,7 @@ static int copy_space(gsort_conn *c, size_t need, int inl, char **base, int *is_
     return 0;
 }
 
-static void fill_result(gsort_result *res, const gs_client_result *r, int zero_copy, double t0)
+void lgs_fill_result(gsort_result *res, const gs_client_result *r, int zero_copy, double t0)
 {
     res->device = r->device;
     snprintf(res->device_name, sizeof res->device_name, "%s", r->device_name);
@@ -307,7 +290,7 @@ static void fill_result(gsort_result *res, const gs_client_result *r, int zero_c
 /* Every field empty or 0, the device -1. Field by field: the strings
  * are over a kilobyte, and clearing them whole took a tenth of a call
  * that sorts 16 keys here. */
-static void result_clear(gsort_result *res)
+void lgs_result_clear(gsort_result *res)
 {
     res->device = -1;
     res->device_name[0] = res->algorithm[0] = res->params[0] = res->plan[0] =
@@ -319,7 +302,7 @@ static void result_clear(gsort_result *res)
 
 /* What a sort in this process reports (include/gsort.h): the host sort,
  * plan "local", no daemon time. */
-static void fill_local(gsort_result *res, double sort_ms, double t0)
+void lgs_fill_local(gsort_result *res, double sort_ms, double t0)
 {
     res->device = -1;
     memcpy(res->algorithm, "host", sizeof "host");
@@ -331,16 +314,11 @@ static void fill_local(gsort_result *res, double sort_ms, double t0)
     res->total_ms = t0 < 0 ? sort_ms : gs_now_ms() - t0;
 }
 
-/* The daemon's crossover per shape (its info op), asked again after this
- * long: a new plan (a tune, SIGHUP) or a device's measured defaults move
- * it. One round trip a while, on a call that would time a route anyway. */
-#define XO_REFRESH_MS 10000.0
-
 /* Ask the daemon where it stops sorting as this process would (issue 36)
  * and tell the router. A daemon before the field, or a failed call, leaves
  * the router measuring as before; the connection's state is the call's
  * to report, not this one's. */
-static void crossover_refresh(gsort_conn *c, double now)
+void lgs_crossover_refresh(gsort_conn *c, double now)
 {
     c->xo_ms = now;
     if (!c->cl)
@@ -373,7 +351,7 @@ static void crossover_refresh(gsort_conn *c, double now)
 /* Whether a call may sort in this process at all: only where the daemon
  * would have chosen for itself. A named algorithm, params, a device or a
  * split ask for something only the daemon does. */
-static int local_allowed(const gsort_conn *c, const gsort_request *rq)
+int lgs_local_allowed(const gsort_conn *c, const gsort_request *rq)
 {
     return !c->no_local && !(rq->flags & (GSORT_NO_LOCAL | GSORT_SPLIT)) &&
            (!rq->algorithm || strcmp(rq->algorithm, "auto") == 0) && !rq->params &&
@@ -399,7 +377,7 @@ static int sort_local(gsort_conn *c, const gsort_request *rq, int preserve_keys,
         .offsets = offsets,
     };
     if (preserve_keys && rq->n) {
-        int rc = heap_reserve(c, kb, ge);
+        int rc = lgs_heap_reserve(c, kb, ge);
         if (rc)
             return rc;
         memcpy(c->heap, rq->keys, kb);
@@ -474,7 +452,7 @@ static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys, u
     double t0 = lgs_router_local_only(rq ? rq->n : 0) ? -1 : gs_now_ms();
     lgs_err_clear(err);
     if (res) {
-        result_clear(res);
+        lgs_result_clear(res);
     }
     if (!c)
         return lgs_err_set(err, GSORT_EINVAL, "sort: no connection");
@@ -521,10 +499,10 @@ static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys, u
     s.shape.rows = rows > 1 ? rows : 0;
     s.shape.segments = segments;
     s.offsets = offsets;
-    int may_local = local_allowed(c, rq);
+    int may_local = lgs_local_allowed(c, rq);
     unsigned shape = lgs_shape(rq->dtype, rq->values_kind, s.shape.descending, s.shape.stable);
-    if (may_local && t0 >= 0 && (c->xo_ms == 0 || t0 - c->xo_ms > XO_REFRESH_MS))
-        crossover_refresh(c, t0);
+    if (may_local && t0 >= 0 && (c->xo_ms == 0 || t0 - c->xo_ms > LGS_XO_REFRESH_MS))
+        lgs_crossover_refresh(c, t0);
     /* rows: here, where the daemon would sort them on its host cores too;
      * from the size at which it hands the shape to a device, the daemon
      * (a GPU sorts every row in one launch) */
@@ -538,14 +516,14 @@ static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys, u
             if (!lgs_router_local_only(n) && !parts)
                 lgs_router_record(c->router, shape, n, 1, gs_now_ms() - t0);
             if (res)
-                fill_local(res, ms, t0);
+                lgs_fill_local(res, ms, t0);
             return 0;
         }
         gs_err_clear(&ge);      /* out of memory here: the daemon may have it */
     }
     if (t0 < 0)
         t0 = gs_now_ms();
-    rc = conn_ready(c, err);
+    rc = lgs_conn_ready(c, err);
     if (rc)
         return rc;
     gs_client_result r;
@@ -599,7 +577,7 @@ static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys, u
             gs_err_clear(&ge);
         }
     }
-    if (inl && (rc = heap_reserve(c, need, &ge)) != 0)
+    if (inl && (rc = lgs_heap_reserve(c, need, &ge)) != 0)
         goto done;
     char *base = inl ? c->heap : c->stage.ptr;
     gs_pcopy(base, rq->keys, kb);
@@ -626,7 +604,7 @@ done:
     if (may_local && !parts)            /* the daemon's time as the caller saw it */
         lgs_router_record(c->router, shape, n, 0, gs_now_ms() - t0);
     if (res)
-        fill_result(res, &r, zero_copy, t0);
+        lgs_fill_result(res, &r, zero_copy, t0);
     return 0;
 }
 
@@ -636,7 +614,7 @@ int gsort_topk(gsort_conn *c, const gsort_request *rq, size_t rows, size_t k, vo
     double t0 = gs_now_ms();
     lgs_err_clear(err);
     if (res)
-        result_clear(res);
+        lgs_result_clear(res);
     if (!c)
         return lgs_err_set(err, GSORT_EINVAL, "topk: no connection");
     if (!rq)
@@ -677,10 +655,10 @@ int gsort_topk(gsort_conn *c, const gsort_request *rq, size_t rows, size_t k, vo
     };
     gs_err ge;
     gs_err_clear(&ge);
-    int local = local_allowed(c, rq) && n < GSORT_TOPK_LOCAL_MAX, zero_copy = 0;
+    int local = lgs_local_allowed(c, rq) && n < GSORT_TOPK_LOCAL_MAX, zero_copy = 0;
     int inl = local || (rq->flags & GSORT_INLINE) || c->no_memfd;
     char *base = NULL;
-    if (n && (rc = copy_space(c, need, inl, &base, &inl, &ge)) != 0)
+    if (n && (rc = lgs_copy_space(c, need, inl, &base, &inl, &ge)) != 0)
         return lgs_err_from(err, rc, &ge);
     if (n) {
         gs_pcopy(base, rq->keys, kb);
@@ -695,7 +673,7 @@ int gsort_topk(gsort_conn *c, const gsort_request *rq, size_t rows, size_t k, vo
         if ((rc = lgs_inproc_sort(&sel, &ms, &ge)) == 0)
             gs_select_pack(&sel);
     } else {
-        if ((rc = conn_ready(c, err)) != 0)
+        if ((rc = lgs_conn_ready(c, err)) != 0)
             return rc;
         s.keys = n ? base : NULL;
         s.values = n && vs ? base + voff : NULL;
@@ -714,9 +692,9 @@ int gsort_topk(gsort_conn *c, const gsort_request *rq, size_t rows, size_t k, vo
     }
     if (res) {
         if (local)
-            fill_local(res, ms, t0);
+            lgs_fill_local(res, ms, t0);
         else
-            fill_result(res, &r, zero_copy, t0);
+            lgs_fill_result(res, &r, zero_copy, t0);
     }
     return 0;
 }
@@ -738,7 +716,7 @@ int gsort_run_segments(gsort_conn *c, const gsort_request *rq, const uint64_t *o
     if (segments == 0 || !offsets) {
         lgs_err_clear(err);
         if (res)
-            result_clear(res);
+            lgs_result_clear(res);
         return lgs_err_set(err, GSORT_EINVAL, "sort: %s (segments + 1 offsets, 0 first, n "
                            "last)", segments ? "the segment offsets are NULL"
                                              : "no segments (at least one is needed)");
@@ -806,7 +784,7 @@ int gsort_sort_by_key(gsort_conn *c, gsort_dtype dtype, void *keys, void *values
     if (value_size != 4 && value_size != 8) {
         lgs_err_clear(err);
         if (res) {
-            result_clear(res);
+            lgs_result_clear(res);
         }
         return lgs_err_set(err, GSORT_EINVAL, "gsort_sort_by_key: values of %zu bytes (4 or "
                            "8 bytes each)", value_size);
@@ -831,7 +809,7 @@ int gsort_ping(gsort_conn *c, double *rtt_ms, gsort_error *err)
         *rtt_ms = 0;
     if (!c)
         return lgs_err_set(err, GSORT_EINVAL, "gsort_ping: no connection");
-    int rc = conn_ready(c, err);
+    int rc = lgs_conn_ready(c, err);
     if (rc)
         return rc;
     gs_err ge;
@@ -855,7 +833,7 @@ static int call_json(gsort_conn *c, const char *op, char **json, gsort_error *er
     *json = NULL;
     if (!c)
         return lgs_err_set(err, GSORT_EINVAL, "gsort_%s: no connection", op);
-    int rc = conn_ready(c, err);
+    int rc = lgs_conn_ready(c, err);
     if (rc)
         return rc;
     gs_err ge;
@@ -884,133 +862,4 @@ int gsort_info(gsort_conn *c, char **json, gsort_error *err)
 int gsort_stats(gsort_conn *c, char **json, gsort_error *err)
 {
     return call_json(c, "stats", json, err);
-}
-
-/* ---- lexsort ---- */
-
-static int lex_local_sort(void *arg, const gs_sort_req *req, gs_sort_stats *st, gs_err *err)
-{
-    double ms = 0;
-    (void)arg;
-    int rc = lgs_inproc_sort(req, &ms, err);
-    st->wall_ms = ms;
-    return rc;
-}
-
-/* In this process: the words and the chaining scratch in the heap copy,
- * the keys read where they lie, packed on this thread. */
-static int lex_local(gsort_conn *c, const gsort_lexkey *keys, const gs_lex *lx, size_t n,
-                     void *idx, gs_payload pl, double *ms, gs_err *ge)
-{
-    size_t wb = gs_lex_word_bytes(lx), scr = gs_lexsort_scratch(lx, n);
-    if (n > (SIZE_MAX - scr) / wb)
-        return gs_err_set(ge, GS_ETOOBIG, "lexsort: %zu rows overflow the address space", n);
-    int rc = heap_reserve(c, n * wb + scr, ge);
-    if (rc)
-        return rc;
-    gs_lexsort_job jb = { .lx = lx, .n = n, .words = c->heap,
-                          .scratch = scr ? c->heap + n * wb : NULL, .out = idx, .idx = pl,
-                          .one_thread = 1 };
-    for (unsigned j = 0; j < lx->nkeys; j++)
-        jb.key[j] = keys[j].keys;
-    gs_sort_stats st = { 0 };
-    rc = gs_lexsort_run(&jb, lex_local_sort, NULL, &st, ge);
-    *ms = st.wall_ms + st.pack_ms;
-    return rc;
-}
-
-int gsort_lexsort(gsort_conn *c, const gsort_lexkey *keys, size_t nkeys, size_t n, void *idx,
-                  gsort_values idx_kind, unsigned flags, gsort_result *res, gsort_error *err)
-{
-    double t0 = gs_now_ms();
-    lgs_err_clear(err);
-    if (res)
-        result_clear(res);
-    if (!c)
-        return lgs_err_set(err, GSORT_EINVAL, "lexsort: no connection");
-    if (!keys || nkeys < 1 || nkeys > GSORT_LEX_MAX_KEYS)
-        return lgs_err_set(err, GSORT_EINVAL, "lexsort: %zu keys (1 to %d are taken)", keys ?
-                           nkeys : 0, GSORT_LEX_MAX_KEYS);
-    if (idx_kind != GSORT_VALUES_IDX32 && idx_kind != GSORT_VALUES_IDX64)
-        return lgs_err_set(err, GSORT_EINVAL, "lexsort: idx_kind must be GSORT_VALUES_IDX32 "
-                           "or GSORT_VALUES_IDX64");
-    if (idx_kind == GSORT_VALUES_IDX32 && n > (size_t)UINT32_MAX + 1)
-        return lgs_err_set(err, GSORT_ETOOBIG, "lexsort: %zu rows do not fit 32-bit indices",
-                           n);
-    if (flags & ~(unsigned)(GSORT_INLINE | GSORT_NO_LOCAL))
-        return lgs_err_set(err, GSORT_EINVAL, "lexsort: flags other than GSORT_INLINE and "
-                           "GSORT_NO_LOCAL (each key has its own order; it is stable)");
-    if (n && !idx)
-        return lgs_err_set(err, GSORT_EINVAL, "lexsort: idx is NULL for %zu rows", n);
-    gs_lex lx = { .nkeys = (unsigned)nkeys };
-    for (size_t j = 0; j < nkeys; j++) {
-        if ((int)keys[j].type < 0 || !gs_lex_dt_row((int)keys[j].type))
-            return lgs_err_set(err, GSORT_EINVAL, "lexsort: key %zu has an unknown type %d", j,
-                               (int)keys[j].type);
-        if (n && !keys[j].keys)
-            return lgs_err_set(err, GSORT_EINVAL, "lexsort: key %zu is NULL for %zu rows", j,
-                               n);
-        lx.key[j].dt = (int)keys[j].type;
-        lx.key[j].desc = keys[j].descending != 0;
-    }
-    gs_payload pl = idx_kind == GSORT_VALUES_IDX32 ? GS_PL_IDX32 : GS_PL_IDX64;
-    gs_err ge;
-    gs_err_clear(&ge);
-    uint64_t lb;
-    int rc = gs_lex_layout(&lx, n, &lb, &ge);
-    size_t isz = gs_payload_size(pl);
-    if (rc == 0 && (lb > SIZE_MAX - 8 || n > (SIZE_MAX - lb) / isz))
-        rc = gs_err_set(&ge, GS_ETOOBIG, "lexsort: %zu rows overflow the address space", n);
-    if (rc)
-        return lgs_err_from(err, rc, &ge);
-    if (n == 0) {
-        if (res)
-            fill_local(res, 0, t0);
-        return 0;
-    }
-    /* here where an argsort of the words would be (the router's shape) */
-    gsort_request rq;
-    gsort_request_init(&rq);
-    rq.flags = flags;
-    unsigned shape = lgs_shape(GSORT_U64, idx_kind, 0, 1);
-    if (local_allowed(c, &rq)) {
-        if (c->xo_ms == 0 || t0 - c->xo_ms > XO_REFRESH_MS)
-            crossover_refresh(c, t0);
-        if (lgs_router_choose(c->router, shape, n)) {
-            double ms = 0;
-            if (lex_local(c, keys, &lx, n, idx, pl, &ms, &ge) == 0) {
-                if (!lgs_router_local_only(n))
-                    lgs_router_record(c->router, shape, n, 1, gs_now_ms() - t0);
-                if (res)
-                    fill_local(res, ms, t0);
-                return 0;
-            }
-            gs_err_clear(&ge);      /* out of memory here: the daemon may have it */
-        }
-    }
-    if ((rc = conn_ready(c, err)) != 0)
-        return rc;
-    size_t need = (size_t)lb + n * isz;
-    int inl = (flags & GSORT_INLINE) || c->no_memfd;
-    char *base;
-    if ((rc = copy_space(c, need, inl, &base, &inl, &ge)) != 0)
-        return lgs_err_from(err, rc, &ge);
-    for (size_t j = 0; j < nkeys; j++)
-        gs_pcopy(base + lx.key[j].offset, keys[j].keys,
-                 n * gs_lex_dt_row(lx.key[j].dt)->bytes);
-    gs_client_sort s = {
-        .shape = { .dtype = GS_DT_U64, .payload = pl, .stable = 1 },
-        .n = n, .keys = base, .values = base + lb, .device = -1,
-        .shm = inl ? NULL : &c->stage, .lex = &lx,
-    };
-    gs_client_result r;
-    rc = gs_client_sort_run(c->cl, &s, &r, &ge);
-    if (rc)
-        return lgs_err_from(err, rc, &ge);
-    gs_pcopy(idx, base + lb, n * isz);
-    if (!lgs_router_local_only(n) && local_allowed(c, &rq))
-        lgs_router_record(c->router, shape, n, 0, gs_now_ms() - t0);
-    if (res)
-        fill_result(res, &r, !inl, t0);
-    return 0;
 }

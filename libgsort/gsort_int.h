@@ -1,8 +1,9 @@
 /* Private to libgsort (libgsort/gsort*.c): the error-record helpers
- * (gsort_err.c) that every call reports through, and the shared-memory side
- * (gsort_shm.c) that the sort calls use. Names here start with lgs_, not
- * gsort_, so that the library's export filter (-export-symbols-regex
- * '^gsort_') keeps them hidden. */
+ * (gsort_err.c) that every call reports through, the shared-memory side
+ * (gsort_shm.c) that the sort calls use, and the connection and its helpers
+ * (gsort.c) that the lexsort (gsort_lex.c) shares. Names here start with
+ * lgs_, not gsort_, so that the library's export filter
+ * (-export-symbols-regex '^gsort_') keeps them hidden. */
 #ifndef GSORT_INT_H
 #define GSORT_INT_H
 
@@ -10,6 +11,7 @@
 
 #include "gs_client.h"
 #include "gs_err.h"
+#include "gs_paths.h"
 #include "gs_types.h"
 #include "gsort.h"
 
@@ -69,5 +71,51 @@ int lgs_router_get(const lgs_router *r, unsigned shape, size_t n, double *loc, d
  * exactly as the daemon would. 0 or a GS_E* code; on failure the arrays
  * are as they were (only memory can run out). */
 int lgs_inproc_sort(const gs_sort_req *req, double *ms, gs_err *err);
+
+/* ---- the connection (gsort.c), shared with the lexsort (gsort_lex.c) ---- */
+struct gsort_conn {
+    gs_client *cl;          /* NULL while a lost connection could not be replaced */
+    char path[GS_PATHS_SOCKET_MAX];
+    double timeout_s;       /* gsort_set_timeout's, for a replacement too */
+    char lost[256];         /* why the connection was lost, until one is made again */
+    gs_client_shm stage;    /* the staging memfd; fd -1 until a sort needs it */
+    int no_memfd;           /* memfds failed here: every later sort goes inline */
+    void *heap;             /* the inline route's copy of the arrays (the local
+                               route's copy of an argsort's keys) */
+    size_t heap_cap;
+    lgs_router *router;     /* the two routes' times (gsort_local.c) */
+    int no_local;           /* GSORT_NO_LOCAL=1 at connect: never sort here */
+    double xo_ms;           /* when the daemon's crossover was last asked (0: never) */
+    uint64_t dev_from[LGS_SHAPES];  /* from the crossover: n from which a device takes a
+                                       shape over (0: none), where rows go to the daemon */
+};
+
+/* The daemon's crossover per shape (its info op), asked again after this
+ * long: a new plan (a tune, SIGHUP) or a device's measured defaults move
+ * it. One round trip a while, on a call that would time a route anyway. */
+#define LGS_XO_REFRESH_MS 10000.0
+
+/* Hidden, not only unexported: gsort.c's calls may still inline them (-fPIC
+ * would otherwise treat them as interposable), as when they were static. */
+#define LGS_HIDDEN __attribute__((visibility("hidden")))
+
+/* Replace a failed or daemon-closed connection before a request; 0 or GSORT_E*. */
+LGS_HIDDEN int lgs_conn_ready(gsort_conn *c, gsort_error *err);
+/* Grow the connection's heap copy (c->heap) to at least need bytes. */
+LGS_HIDDEN int lgs_heap_reserve(gsort_conn *c, size_t need, gs_err *ge);
+/* Room for a call's copy: the staging memfd, else the heap (*is_inl 1). */
+LGS_HIDDEN int lgs_copy_space(gsort_conn *c, size_t need, int inl, char **base, int *is_inl,
+                              gs_err *ge);
+/* The caller's result from the daemon's reply r, timed from t0. */
+LGS_HIDDEN void lgs_fill_result(gsort_result *res, const gs_client_result *r, int zero_copy,
+                                double t0);
+/* Every result field empty or 0, the device -1. */
+LGS_HIDDEN void lgs_result_clear(gsort_result *res);
+/* The result of a sort in this process (plan "local"); t0 < 0: untimed. */
+LGS_HIDDEN void lgs_fill_local(gsort_result *res, double sort_ms, double t0);
+/* Ask the daemon its crossover per shape and tell the router (failures ignored). */
+LGS_HIDDEN void lgs_crossover_refresh(gsort_conn *c, double now);
+/* Whether the call may be sorted in this process at all. */
+LGS_HIDDEN int lgs_local_allowed(const gsort_conn *c, const gsort_request *rq);
 
 #endif
