@@ -929,70 +929,6 @@ static int rows_apart(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params 
     return 0;
 }
 
-/* NaN patterns kept on the host (gs_keys.h) where the device keeps none:
- * for a flat request the whole request's (as gs_sort_run does for an
- * algorithm without keeps_bits), for rows each row's, saved only where
- * some NaN of the request is not canonical. */
-typedef struct host_nans {
-    size_t n;
-    gs_nan_save *s;
-} host_nans;
-
-static int host_nans_save(const gs_sort_req *req, int rows, host_nans *h, gs_err *err)
-{
-    gs_nan_save all = { 0, NULL, NULL };
-    h->n = 0;
-    h->s = NULL;
-    int rc = gs_keys_nan_save(req, &all, err);
-    if (rc < 0 || !all.count)
-        return rc;      /* nothing kept: no NaN, or only canonical ones */
-    if (!rows) {
-        h->s = malloc(sizeof *h->s);
-        if (!h->s) {
-            gs_keys_nan_free(&all);
-            return gs_err_set(err, GS_ENOMEM, "radix: out of memory (NaN patterns)");
-        }
-        h->s[0] = all;
-        h->n = 1;
-        return 0;
-    }
-    /* rows: each row's patterns, for its own NaN block */
-    gs_keys_nan_free(&all);
-    const size_t nr = (size_t)req->shape.rows;
-    h->s = calloc(nr, sizeof *h->s);
-    if (!h->s)
-        return gs_err_set(err, GS_ENOMEM, "radix: out of memory (NaN patterns of %zu rows)", nr);
-    h->n = nr;
-    for (size_t row = 0; row < nr; row++) {
-        gs_sort_req s = gs_sort_req_row(req, row);
-        if ((rc = gs_keys_nan_save(&s, &h->s[row], err)) < 0)
-            return rc;      /* the caller frees what was saved */
-    }
-    return 0;
-}
-
-static void host_nans_restore(const gs_sort_req *req, const host_nans *h)
-{
-    if (req->shape.rows <= 1) {
-        if (h->n)
-            gs_keys_nan_restore(req, &h->s[0]);
-        return;
-    }
-    for (size_t row = 0; row < h->n; row++) {
-        gs_sort_req s = gs_sort_req_row(req, row);
-        gs_keys_nan_restore(&s, &h->s[row]);
-    }
-}
-
-static void host_nans_free(host_nans *h)
-{
-    for (size_t i = 0; i < h->n; i++)
-        gs_keys_nan_free(&h->s[i]);
-    free(h->s);
-    h->s = NULL;
-    h->n = 0;
-}
-
 static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p,
                           gs_sort_stats *st, gs_err *err)
 {
@@ -1011,16 +947,16 @@ static int radix_run_sort(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_par
      * size, and for rows whose NaN tiles would span two rows */
     const int host = !gs_keys_nan_on_device(req) ||
                      (rows && (req->n / (size_t)req->shape.rows) % ((size_t)v[P_WG] * NAN_EPT));
-    host_nans h = { 0, NULL };
+    gs_nan_rows h = { 0, NULL };
     int rc;
-    if (host && (rc = host_nans_save(req, rows, &h, err)) < 0) {
-        host_nans_free(&h);
+    if (host && (rc = gs_keys_nan_rows_save(req, &h, err)) < 0) {
+        gs_keys_nan_rows_free(&h);
         return rc;
     }
     rc = radix_device(ctx, req, v, rept, st, err);
     if (rc == 0)
-        host_nans_restore(req, &h);
-    host_nans_free(&h);
+        gs_keys_nan_rows_restore(req, &h);
+    gs_keys_nan_rows_free(&h);
     return rc;
 }
 

@@ -132,6 +132,18 @@ int gs_keys_nan_save(const gs_sort_req *req, gs_nan_save *s, gs_err *err);
  * and payload, with the saved pairs, which is the stable result. */
 void gs_keys_nan_restore(const gs_sort_req *req, const gs_nan_save *s);
 void gs_keys_nan_free(gs_nan_save *s);
+/* The same for a request of equal rows (shape.rows > 1): each row's NaNs
+ * go back to its own NaN block, so an algorithm that sorts the rows whole
+ * (radix) keeps them where the device does not; a flat request is one
+ * save. Nothing is kept where no NaN is non-canonical. On failure what was
+ * saved stays for gs_keys_nan_rows_free. */
+typedef struct gs_nan_rows {
+    size_t n;               /* saves in s: 0, 1 (flat) or the rows */
+    gs_nan_save *s;
+} gs_nan_rows;
+int gs_keys_nan_rows_save(const gs_sort_req *req, gs_nan_rows *h, gs_err *err);
+void gs_keys_nan_rows_restore(const gs_sort_req *req, const gs_nan_rows *h);
+void gs_keys_nan_rows_free(gs_nan_rows *h);
 /* Test hook (issue 32): fn(arg, req) runs between gs_keys_nan_save's
  * counting pass and its copying pass (only when something is saved), where
  * a client that rewrites its shared keys could; NULL turns it off. */

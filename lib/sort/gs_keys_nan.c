@@ -297,6 +297,61 @@ void gs_keys_nan_free(gs_nan_save *s)
     s->count = 0;
 }
 
+int gs_keys_nan_rows_save(const gs_sort_req *req, gs_nan_rows *h, gs_err *err)
+{
+    gs_nan_save all = { 0, NULL, NULL };
+    h->n = 0;
+    h->s = NULL;
+    int rc = gs_keys_nan_save(req, &all, err);
+    if (rc < 0 || !all.count)
+        return rc;      /* nothing kept: no NaN, or only canonical ones */
+    if (req->shape.rows <= 1) {
+        h->s = malloc(sizeof *h->s);
+        if (!h->s) {
+            gs_keys_nan_free(&all);
+            return gs_err_set(err, GS_ENOMEM, "out of memory (NaN patterns)");
+        }
+        h->s[0] = all;
+        h->n = 1;
+        return 0;
+    }
+    /* rows: each row's patterns, for its own NaN block */
+    gs_keys_nan_free(&all);
+    const size_t nr = (size_t)req->shape.rows;
+    h->s = calloc(nr, sizeof *h->s);
+    if (!h->s)
+        return gs_err_set(err, GS_ENOMEM, "out of memory (NaN patterns of %zu rows)", nr);
+    h->n = nr;
+    for (size_t row = 0; row < nr; row++) {
+        gs_sort_req s = gs_sort_req_row(req, row);
+        if ((rc = gs_keys_nan_save(&s, &h->s[row], err)) < 0)
+            return rc;
+    }
+    return 0;
+}
+
+void gs_keys_nan_rows_restore(const gs_sort_req *req, const gs_nan_rows *h)
+{
+    if (req->shape.rows <= 1) {
+        if (h->n)
+            gs_keys_nan_restore(req, &h->s[0]);
+        return;
+    }
+    for (size_t row = 0; row < h->n; row++) {
+        gs_sort_req s = gs_sort_req_row(req, row);
+        gs_keys_nan_restore(&s, &h->s[row]);
+    }
+}
+
+void gs_keys_nan_rows_free(gs_nan_rows *h)
+{
+    for (size_t i = 0; i < h->n; i++)
+        gs_keys_nan_free(&h->s[i]);
+    free(h->s);
+    h->s = NULL;
+    h->n = 0;
+}
+
 static _Atomic size_t nan_device_min;
 
 void gs_keys_nan_device_min(size_t n)
