@@ -10,9 +10,16 @@ sorts small arrays in the process when it measures that faster (issue 36;
 "where" says which route it settled on); the other gs columns always ask
 the daemon (local=False). Needs a running gsortd (-S SOCKET or
 the default socket) and PYTHONPATH naming the python/ directory.
+--copy-bytes-per-thread sets how the client splits its copies over threads
+(gsort._COPY_BYTES_PER_THREAD).
 
     PYTHONPATH=python bench/bench-python.py [-S SOCKET] [--dtype uint32]
         [--min-log2 10] [--max-log2 24] [--reps 5] [--algorithm radix] [--device 1]
+        [--copy-bytes-per-thread BYTES] [--detail]
+
+--detail adds, under each size, where gs.sort's and gs.shared's time went (medians over their timed calls, ms): the client's copy in, the
+round trip (request sent to reply read), the daemon's total and its
+upload, sort and download, and the copy out.
 """
 import argparse
 import statistics
@@ -40,7 +47,13 @@ def main():
     ap.add_argument("--argsort-max-log2", type=int, default=30,
                     help="skip the argsorts above this size (numpy's stable argsort "
                     "takes seconds there)")
+    ap.add_argument("--copy-bytes-per-thread", type=int,
+                    help="the client's copies take one thread per this many bytes")
+    ap.add_argument("--detail", action="store_true",
+                    help="print where each memfd route's time went")
     a = ap.parse_args()
+    if a.copy_bytes_per_thread:
+        gsort._COPY_BYTES_PER_THREAD = a.copy_bytes_per_thread
     kw = {}
     if a.algorithm:
         kw["algorithm"] = a.algorithm
@@ -55,9 +68,10 @@ def main():
     inl = gsort.Client(socket=a.socket, memfd=False, local=False)
     auto = gsort.Client(socket=a.socket, local=True)
     rng = np.random.default_rng(1)
-    print("# bench-python: %s keys via %s, median of %d, ms (numpy %s)"
+    print("# bench-python: %s keys via %s, median of %d, ms (numpy %s; copies: a thread per "
+          "%d bytes, %d CPUs)"
           % (dt, gsort.default_socket() if a.socket is None else a.socket, a.reps,
-             np.__version__))
+             np.__version__, gsort._COPY_BYTES_PER_THREAD, gsort._cpus()))
     print("%-6s %10s %10s %10s %10s %10s %10s %10s %10s %10s %8s %7s  %s" % (
         "n", "np.sort", "cupy", "gs.sort", "gs.shared", "gs.inline", "np.argsort",
         "gs.argsort", "vs cupy", "gs.auto", "auto/np", "where", "device/algorithm/plan"))
@@ -79,7 +93,15 @@ def main():
             if not np.array_equal(got_cp, ref):
                 print("bench-python: 2^%d: cupy gave another answer" % lg, file=sys.stderr)
                 return 1
-        t_gs, got = timed(lambda: shm.sort(x, **kw), a.reps)
+        lasts = {"gs.sort": [], "gs.shared": []}
+
+        def noted(c, name, fn):
+            def call():
+                r = fn()
+                lasts[name].append(c.last)
+                return r
+            return call
+        t_gs, got = timed(noted(shm, "gs.sort", lambda: shm.sort(x, **kw)), a.reps)
         last = shm.last
         # In place on an array in shared memory, refilled (untimed) each time.
         xs = gsort.empty(n, dt)
@@ -90,6 +112,7 @@ def main():
             shm.sort(xs, inplace=True, **kw)
             if r:
                 ts.append((time.perf_counter() - t0) * 1e3)
+                lasts["gs.shared"].append(shm.last)
         t_sh = statistics.median(ts)
         shared_ok = np.array_equal(xs, ref) and shm.last.get("zero_copy")
         del xs
@@ -104,6 +127,7 @@ def main():
             t_npa, refa = timed(lambda: np.argsort(x, kind="stable"), a.reps)
             t_gsa, gota = timed(lambda: shm.argsort(x, stable=True, **kw), a.reps)
         if not (np.array_equal(got, ref) and np.array_equal(got_in, ref) and
+
                 np.array_equal(got_au, ref) and
                 (refa is None or np.array_equal(gota, refa)) and shared_ok):
             print("bench-python: 2^%d: WRONG ANSWER" % lg, file=sys.stderr)
@@ -114,10 +138,23 @@ def main():
             return 1
         dev = last.get("device") or {}
         on = "host" if dev.get("index", -1) == -1 and not dev.get("name") else dev.get("name", "?")
-        print("2^%-4d %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %9.2fx %10.3f %7.2fx "
-              "%7s  %s/%s/%s" % (
+        print("2^%-4d %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %9.2fx %10.3f "
+              "%7.2fx %7s  %s/%s/%s" % (
                   lg, t_np, t_cp, t_gs, t_sh, t_in, t_npa, t_gsa, t_gs / t_cp, t_au, t_au / t_np,
                   where, on, last.get("algorithm"), last.get("plan")))
+        if a.detail:
+            for name, ls in lasts.items():
+                def med(get):
+                    v = [get(h) for h in ls]
+                    v = [x for x in v if x is not None]
+                    return statistics.median(v) if v else float("nan")
+                ct = lambda k: (lambda h: (h.get("client_times_ms") or {}).get(k))
+                dt_ = lambda k: (lambda h: (h.get("times_ms") or {}).get(k))
+                print("  %-9s copy_in %.3f  round_trip %.3f (daemon %.3f: upload %.3f sort "
+                      "%.3f download %.3f)  copy_out %.3f  call %.3f" % (
+                          name, med(ct("copy_in")), med(ct("round_trip")), med(dt_("total")),
+                          med(dt_("upload")), med(dt_("sort")), med(dt_("download")),
+                          med(ct("copy_out")), med(lambda h: h.get("client_ms"))))
         sys.stdout.flush()
     return 0
 

@@ -117,10 +117,18 @@ _TWO_53 = 1 << 53
 # hold its shared memory (which the kernel cannot page out without swap)
 # for the client's lifetime.
 _KEEP_STAGE_BYTES = 2 << 30
-# Copies at least this large are split over threads (numpy releases the
-# GIL while it copies): a single thread moves ~5-10 GB/s, far below the
-# memory's bandwidth and the daemon's 55 GB/s to a GPU.
-_PARALLEL_COPY_BYTES = 32 << 20
+# A copy takes one thread per this many bytes, up to 8 and the CPUs there
+# are (numpy releases the GIL while it copies): one thread moves ~5-10 GB/s,
+# far below the memory's bandwidth and the daemon's 55 GB/s to a GPU, while
+# handing a part to a thread costs ~10 us. Below two threads' worth the copy
+# runs on the caller's thread alone.
+_COPY_BYTES_PER_THREAD = 4 << 20
+# A leased stage (a sort's result left in the staging memory) is at most this
+# many times the result's bytes: a stage grown by an earlier large request is
+# not handed out to hold a small result (below 1 MiB it always may be).
+_LEASE_SLACK = 4
+# Free stages a Client keeps for its next sorts besides the current one.
+_FREE_STAGES = 2
 # Requests with at most this much payload go out in one send.
 _SMALL_SEND = 64 << 10
 
@@ -441,6 +449,29 @@ class _Stage:
 
 _pool = None
 _pool_lock = threading.Lock()
+_ncpu = None
+
+
+def _cpus():
+    global _ncpu
+    if _ncpu is None:
+        try:
+            _ncpu = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            _ncpu = os.cpu_count() or 1
+    return _ncpu
+
+
+def _after_fork_in_child():
+    # The copy threads did not come along: a pool that believes it has them
+    # would queue a forked child's copies for ever.
+    global _pool, _ncpu
+    _pool = None
+    _ncpu = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class _Concat:
@@ -478,10 +509,11 @@ def _copy(dst, src):
             at += p.shape[0]
         return
     n = dst.shape[0]
-    if dst.nbytes < _PARALLEL_COPY_BYTES:      # first: os.cpu_count() costs ~9 us
+    threads = dst.nbytes // _COPY_BYTES_PER_THREAD
+    if threads < 2:             # first: os.cpu_count() costs ~9 us
         dst[...] = src
         return
-    threads = min(8, os.cpu_count() or 1)
+    threads = min(threads, 8, _cpus())
     if threads < 2 or n < threads:
         dst[...] = src
         return
@@ -489,14 +521,16 @@ def _copy(dst, src):
     with _pool_lock:
         if _pool is None:
             import concurrent.futures
-            _pool = concurrent.futures.ThreadPoolExecutor(max_workers=threads,
+            _pool = concurrent.futures.ThreadPoolExecutor(max_workers=7,
                                                           thread_name_prefix="gsort-copy")
 
     def part(i):
         a, b = n * i // threads, n * (i + 1) // threads
         dst[a:b] = src[a:b]
 
-    for f in [_pool.submit(part, i) for i in range(threads)]:
+    futures = [_pool.submit(part, i) for i in range(1, threads)]
+    part(0)
+    for f in futures:
         f.result()
 
 
@@ -630,8 +664,9 @@ class Client:
     "algorithm", "params", "plan", "times_ms" ({queue, receive, upload,
     sort, download, total, and total's spans admit, run, handback, with a
     device's steps setup, enqueue, wait, writeback, release}), plus
-    "zero_copy" (the memfd was used) and "client_ms" (the whole call as
-    seen from Python).
+    "zero_copy" (the memfd was used), "client_ms" (the whole call as
+    seen from Python) and, through the memfd, "client_times_ms" ({copy_in,
+    round_trip: the request sent to its reply read, copy_out}).
     """
 
     def __init__(self, socket=None, timeout=None, memfd=None,
@@ -1007,6 +1042,7 @@ class Client:
         kview = np.frombuffer(m, dtype=keys.dtype, count=n, offset=0)
         vview = oview = None
         try:
+            t1 = _perf_counter()
             _copy(kview, keys)
             if wire_vdt is not None:
                 vview = np.frombuffer(m, dtype=wire_vdt, count=n, offset=voff)
@@ -1022,8 +1058,10 @@ class Client:
                 oview[...] = offsets
                 header["offsets_offset"] = ooff
             header["memfd"] = True
+            t2 = _perf_counter()
             self._send(header, fd=self._stage.fd)
             h, pb = self._recv_header()
+            t3 = _perf_counter()
             self._check_reply(h, pb, rid, "sort")
             if pb:
                 raise self._broken("GS_ECORRUPT", "memfd sort reply declares a %d-byte "
@@ -1044,7 +1082,11 @@ class Client:
                     if dst_vals.dtype.itemsize == vview.dtype.itemsize:
                         _copy(dst_vals.view(wire_vdt), vview)
                     else:
-                        dst_vals[...] = vview
+                        _copy(dst_vals, vview)      # 4-byte indices widened
+            # the client's own steps: the copy in, the request's round trip
+            # (send to reply header), the copy out
+            h["client_times_ms"] = {"copy_in": (t2 - t1) * 1e3, "round_trip": (t3 - t2) * 1e3,
+                                    "copy_out": (_perf_counter() - t3) * 1e3}
             self._finish(h, True, t0)
             return h
         finally:

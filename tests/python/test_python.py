@@ -475,7 +475,7 @@ def main():
     check("a shared array's memfd is closed when its last view goes", t_shared_freed)
 
     def t_parallel_copy():
-        a = random_keys(np.uint32, (48 << 20) // 4)     # over _PARALLEL_COPY_BYTES
+        a = random_keys(np.uint32, (48 << 20) // 4)     # 12 parts of _COPY_BYTES_PER_THREAD
         s = cm.sort(a)
         z = cm.last["zero_copy"]
         k, v = random_keys(np.float64, 5 << 20), np.arange(5 << 20, dtype=np.int64)
@@ -486,6 +486,25 @@ def main():
         return all(r), r
     check("48 MiB of u32 and 40+40 MiB keys and values: copied through the stage by several "
           "threads, sorted right", t_parallel_copy)
+
+    def t_copy_after_fork():
+        # the parent's copy threads are not the child's: a child whose
+        # pool still listed them would wait for ever on its first large copy
+        a = random_keys(np.uint32, (16 << 20) // 4)
+        cm.sort(a)          # the parent's pool is up
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                signal.alarm(60)
+                with gsort.Client(a_sock, local=False) as c:
+                    code = 0 if same(c.sort(a), np.sort(a)) else 3
+            finally:
+                os._exit(code)
+        _, st = os.waitpid(pid, 0)
+        return os.waitstatus_to_exitcode(st) == 0, os.waitstatus_to_exitcode(st)
+    check("a forked child's first large copy runs on threads of its own (16 MiB sorted right)",
+          t_copy_after_fork)
 
     def t_keep_stage():
         with gsort.Client(a_sock, keep_stage_bytes=1 << 20) as c:
