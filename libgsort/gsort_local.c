@@ -40,6 +40,11 @@ typedef struct lgs_times {
     uint64_t calls;         /* choices made here with both measured */
 } lgs_times;
 #define SAMPLES 2
+/* The daemon's route one more: a grown staging memfd's first two calls are
+ * both cold (the daemon maps it for the one request, then keeps it and, on
+ * a GPU, pins it: 0.3-4 ms), so the fastest of two still lost to numpy at
+ * sizes where the route, warm, is 2-3x faster (H100, 2^17-2^18). */
+#define DAEMON_SAMPLES 3
 /* After those, a sample counts for at most this many times the route's
  * current time: one preempted call (a busy machine) must not hand a size
  * to the slower route until its next retry; a route that stays slower
@@ -107,7 +112,7 @@ int lgs_router_choose(lgs_router *r, unsigned shape, size_t n)
     lgs_times *t = r->t[shape], *cur = &t[b];
     if (measured(cur)) {
         /* each route SAMPLES times before either wins */
-        if (cur->ndae < SAMPLES)
+        if (cur->ndae < DAEMON_SAMPLES)
             return 0;
         if (cur->nloc < SAMPLES && n <= LOCAL_TRY_MAX)
             return 1;
@@ -155,7 +160,7 @@ int lgs_router_record(lgs_router *r, unsigned shape, size_t n, int local, double
     unsigned *cnt = local ? &cur->nloc : &cur->ndae;
     if (!(v >= 0))
         v = 0;          /* a clock step back: as if free */
-    if (*cnt < SAMPLES)
+    if (*cnt < (local ? SAMPLES : DAEMON_SAMPLES))
         *slot = *slot < 0 || v < *slot ? v : *slot;
     else    /* one preempted call must not flip the route: see SPIKE */
         *slot = 0.75 * *slot + 0.25 * (v < SPIKE * *slot ? v : SPIKE * *slot);

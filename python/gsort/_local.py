@@ -18,8 +18,8 @@ When: Router measures the two routes as the caller sees them, per request
 shape and power-of-two size, and takes the faster. A size it has not
 measured follows a measured neighbour (sizes below one local won stay
 local, sizes above one the daemon won go to it); otherwise the daemon
-goes first, and each route is timed twice (the faster of the two kept: a
-first call is often cold) before either wins; the loser is tried again
+goes first, and each route is timed (the daemon's three times, numpy's
+twice; the fastest kept: a first call is often cold) before either wins; the loser is tried again
 now and then, as load and plans change. Arrays too large for numpy to try
 cheaply (LOCAL_TRY_MAX; top-k, which reads the keys about once, has no
 such limit) are never tried here."""
@@ -43,6 +43,11 @@ RETRY_RATIO = 4.0
 # fastest kept: a route's first call at a size is often cold (a new staging
 # size, a new mapping in the daemon).
 SAMPLES = 2
+# The daemon's route one more: a grown staging memfd's first two calls are
+# both cold (the daemon maps it for that request, then keeps it and, on a
+# GPU, pins it: 0.3-4 ms), so the fastest of two still lost to numpy at
+# sizes where the route, warm, is 2-3x faster (H100, 2^17-2^18).
+DAEMON_SAMPLES = 3
 # After those, a sample counts for at most this many times the route's
 # current time: one preempted call (a busy machine) must not hand a size to
 # the slower route until the next retry, while a route that stays slower
@@ -74,7 +79,7 @@ class Router:
             return False
         cur = t.get(b)
         if cur is not None and cur[0] is not None and cur[1] is not None:
-            if cur[4] < SAMPLES:
+            if cur[4] < DAEMON_SAMPLES:
                 return False
             if cur[3] < SAMPLES and n <= try_max:
                 return True
@@ -117,7 +122,7 @@ class Router:
         # per key, so that sizes within a bucket compare alike
         v = (ms if ms > 0.0 else 0.0) / n
         old = cur[i]
-        if cur[3 + i] < SAMPLES:
+        if cur[3 + i] < (DAEMON_SAMPLES if i else SAMPLES):
             cur[i] = v if old is None or v < old else old
         else:
             cap = SPIKE * old
