@@ -297,6 +297,21 @@ void gs_keys_nan_free(gs_nan_save *s)
     s->count = 0;
 }
 
+/* Row r of a request of equal rows, as its own request (gs_sort_req_row's
+ * slicing, here so that the NaN save needs nothing of gs_sort.c, which
+ * calls it). */
+static gs_sort_req row_of(const gs_sort_req *req, size_t r)
+{
+    gs_sort_req s = *req;
+    const size_t len = req->n / (size_t)req->shape.rows;
+    s.shape.rows = 0;
+    s.n = len;
+    s.keys = (char *)req->keys + r * len * gs_dtype_size(req->shape.dtype);
+    if (req->values)
+        s.values = (char *)req->values + r * len * gs_payload_size(req->shape.payload);
+    return s;
+}
+
 int gs_keys_nan_rows_save(const gs_sort_req *req, gs_nan_rows *h, gs_err *err)
 {
     gs_nan_save all = { 0, NULL, NULL };
@@ -323,7 +338,7 @@ int gs_keys_nan_rows_save(const gs_sort_req *req, gs_nan_rows *h, gs_err *err)
         return gs_err_set(err, GS_ENOMEM, "out of memory (NaN patterns of %zu rows)", nr);
     h->n = nr;
     for (size_t row = 0; row < nr; row++) {
-        gs_sort_req s = gs_sort_req_row(req, row);
+        gs_sort_req s = row_of(req, row);
         if ((rc = gs_keys_nan_save(&s, &h->s[row], err)) < 0)
             return rc;
     }
@@ -338,7 +353,7 @@ void gs_keys_nan_rows_restore(const gs_sort_req *req, const gs_nan_rows *h)
         return;
     }
     for (size_t row = 0; row < h->n; row++) {
-        gs_sort_req s = gs_sort_req_row(req, row);
+        gs_sort_req s = row_of(req, row);
         gs_keys_nan_restore(&s, &h->s[row]);
     }
 }
