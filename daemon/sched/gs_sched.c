@@ -130,12 +130,15 @@ static int run_route(void *arg, const gs_sort_req *req, gs_sort_stats *st, gs_er
     return gs_ooc_sort(j->algo, r->ctx, req, &j->run_params, j->chunk_n, st, err);
 }
 
-/* The job's sort: a lexsort packs its keys and sorts each group by the route. */
+/* The job's sort: a lexsort packs its keys and sorts each group by the
+ * route, 8- and 16-bit keys are encoded into words the route sorts. */
 static int run_job(gs_job *j, gs_sort_ctx *ctx)
 {
     route_run r = { j, ctx };
     if (j->lex.lx)
         return gs_lexsort_run(&j->lex, run_route, &r, &j->st, &j->err);
+    if (j->narrow.dt)
+        return gs_narrow_run(&j->narrow, run_route, &r, &j->st, &j->err);
     return run_route(&r, &j->req, &j->st, &j->err);
 }
 

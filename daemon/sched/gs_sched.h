@@ -31,6 +31,7 @@
 #include "gs_db.h"
 #include "gs_dev.h"
 #include "gs_lexsort.h"
+#include "gs_narrow_sort.h"
 #include "gs_pin.h"
 #include "gs_plans.h"
 #include "gs_prog.h"
@@ -92,6 +93,8 @@ typedef struct gs_job {
     gs_lexsort_job lex;      /* lex.lx set: a lexsort (gs_lexsort.h), whose req is the
                                 composite words' argsort; each group's sort takes
                                 the route */
+    gs_narrow_job narrow;    /* narrow.dt set: 8- or 16-bit keys (gs_narrow_sort.h),
+                                whose req is their words' sort; it takes the route */
     int split_ask;           /* 1: consider a split over devices at any size and say
                                 why not (split_why); -1: never split; 0: from 2^20
                                 keys on, when predicted faster (gs_split.c) */

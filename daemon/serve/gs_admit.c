@@ -61,6 +61,21 @@ static void claim_of(const gs_proto_req *rq, claim *k)
         k->values = n * ks + gs_lexsort_scratch(&rq->lex, (size_t)n) + (rq->memfd ? 0 : n * vs);
         return;
     }
+    if (rq->narrow) {
+        /* 8- and 16-bit keys: ks is their words' width, the words the
+         * daemon's; the keys lie where a request's keys lie */
+        uint64_t nb = gs_proto_key_bytes(rq);
+        k->values = n * ks;
+        if (rq->memfd) {
+            k->data = n * (nb + vs);
+            return;
+        }
+        k->data = rq->payload_bytes;
+        if (rq->shape.payload == GS_PL_IDX32 || rq->shape.payload == GS_PL_IDX64 ||
+            (vs && (n * nb) % vs))
+            k->values += n * vs;
+        return;
+    }
     if (rq->memfd) {
         k->data = n * (ks + vs);
         return;

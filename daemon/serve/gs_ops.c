@@ -244,7 +244,8 @@ void srv_on_job_done(gs_job *j, void *ud)
     SRV_ADD(io->ctr.req_ok, 1);
     const gs_proto_req *rq = &c->rq;
     gs_reply_sort rs = {
-        .n = rq->n, .dtype = rq->shape.dtype, .values = rq->shape.payload, .device = j->dev,
+        .n = rq->n, .dtype = rq->shape.dtype, .narrow = rq->narrow, .values = rq->shape.payload,
+        .device = j->dev,
         .algorithm = j->algo->name, .params = j->run_params,
         .plan = gs_sched_route_name(j->how), .fallback = j->fallback,
         .times_ms = { .queue = qms, .receive = c->t_recv - c->t_first,
@@ -277,9 +278,10 @@ void srv_on_job_done(gs_job *j, void *ud)
         gs_select_pack(&j->req);    /* each row's k answers, together */
         m = (size_t)(rq->shape.rows > 1 ? rq->shape.rows : 1) * (size_t)rq->shape.k;
     }
-    size_t kb = rq->lex.nkeys ? 0 : m * gs_dtype_size(rq->shape.dtype);   /* lexsort: indices */
+    size_t kb = rq->lex.nkeys ? 0 : m * gs_proto_key_bytes(rq);   /* lexsort: indices */
     size_t vb = m * gs_payload_size(rq->shape.payload);
-    srv_conn_send(c, r, m ? j->req.keys : NULL, kb, m && vb ? j->req.values : NULL, vb, 0);
+    const void *keys = j->narrow.dt ? j->narrow.keys : j->req.keys;   /* not the words */
+    srv_conn_send(c, r, m ? keys : NULL, kb, m && vb ? j->req.values : NULL, vb, 0);
 }
 
 /* Map the client's memfd after checking it cannot be shrunk under us (or
@@ -340,13 +342,32 @@ static int start_lex(conn *c, const void *keys, void **values)
     return 0;
 }
 
+/* 8- or 16-bit keys: their u32 words in a buffer of the daemon's (the
+ * lexsort's, from the scratch cache), the keys decoded back where they lie
+ * (inline or the client's memfd), the values sorted where they lie. 0, or
+ * -1 answered. Not registered with a device: it reads the words. */
+static int start_narrow(conn *c, void *keys, void *values)
+{
+    const gs_proto_req *rq = &c->rq;
+    gs_job *j = &c->job;
+    size_t n = (size_t)rq->n;
+    c->lexbytes = n * sizeof(uint32_t);
+    if (!(c->lexbuf = gs_scratch_get(c->lexbytes))) {
+        srv_reply_error(c, GS_ENOMEM, "out of memory (retry later)", 0);
+        return -1;
+    }
+    gs_narrow_job_init(&j->narrow, rq->narrow, &rq->shape, n, keys, values, c->lexbuf);
+    j->pin = NULL;
+    return 0;
+}
+
 static void start_sort(conn *c)
 {
     srv *s = c->s;
     const gs_proto_req *rq = &c->rq;
     gs_job *j = &c->job;
     memset(j, 0, sizeof *j);
-    size_t ks = gs_dtype_size(rq->shape.dtype), vs = gs_payload_size(rq->shape.payload);
+    size_t ks = gs_proto_key_bytes(rq), vs = gs_payload_size(rq->shape.payload);
     size_t n = (size_t)rq->n;
     gs_err e;
     gs_err_clear(&e);
@@ -385,8 +406,12 @@ static void start_sort(conn *c)
     }
     if (rq->lex.nkeys && n && start_lex(c, keys, &values) < 0)
         return;
-    j->req = (gs_sort_req){ .shape = rq->shape, .n = n,
-                            .keys = rq->lex.nkeys && n ? c->lexbuf : keys, .values = values };
+    if (rq->narrow && n && start_narrow(c, keys, values) < 0)
+        return;
+    j->req = rq->narrow && n ? j->narrow.req
+                             : (gs_sort_req){ .shape = rq->shape, .n = n,
+                                              .keys = rq->lex.nkeys && n ? c->lexbuf : keys,
+                                              .values = values };
     if (rq->shape.segments) {
         /* The offsets are copied once and the copy checked: the client may
          * rewrite its memfd at any moment, and a sort that read offsets from
@@ -411,7 +436,8 @@ static void start_sort(conn *c)
     j->params = rq->params;
     j->has_params = rq->has_params;
     j->device = rq->device;
-    j->split_ask = rq->lex.nkeys ? -1 : rq->split;   /* a lexsort's groups are chained */
+    /* a lexsort's groups are chained; narrow keys are decoded after their words' sort */
+    j->split_ask = rq->lex.nkeys || rq->narrow ? -1 : rq->split;
     j->ud = c;
     j->sink = &c->io->sink;
     if ((rc = gs_sched_route(s->sched, j, &e)) < 0) {

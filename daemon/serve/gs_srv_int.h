@@ -152,7 +152,8 @@ typedef struct conn {
     gs_job job;
     uint8_t *inbuf;             /* inline payload */
     void *valbuf;               /* values kept apart (argsort output, or realigned) */
-    void *lexbuf;               /* a lexsort's words and chaining scratch (gs_ops.c), from
+    void *lexbuf;               /* a lexsort's words and chaining scratch, or 8- and 16-bit
+                                   keys' words (gs_ops.c), from
                                    gs_scratch_get */
     size_t lexbytes;
     uint64_t *offbuf;           /* segments: the daemon's own copy of the offsets, checked

@@ -72,6 +72,8 @@ typedef struct gs_client_sort {
                                    filled in by the call), values gets the indices
                                    (shape.payload idx32 or idx64; shape.dtype is set
                                    from the keys) */
+    int narrow;                 /* gs_narrow_dt: n keys of 1 or 2 bytes of that type
+                                   (shape.dtype is then ignored); GS_NW_NONE: shape's */
 } gs_client_sort;
 
 /* What the daemon said about a served sort. */

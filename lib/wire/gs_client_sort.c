@@ -146,6 +146,12 @@ int gs_client_sort_req(const gs_client_sort *s, gs_proto_req *rq, gs_err *err)
     rq->shape.descending = s->shape.descending != 0;
     rq->shape.stable = s->shape.stable != 0;
     rq->n = s->n;
+    if (s->narrow) {
+        if (!gs_narrow_row(s->narrow))
+            return gs_err_set(err, GS_EINVAL, "sort: narrow key type %d unknown", s->narrow);
+        rq->narrow = s->narrow;
+        rq->shape.dtype = GS_DT_U32;
+    }
     if (s->lex && s->lex->nkeys) {
         rq->lex = *s->lex;
         int rc = gs_lex_layout(&rq->lex, rq->n, &rq->lex_bytes, err);
@@ -184,7 +190,10 @@ int gs_client_sort_run(gs_client *c, const gs_client_sort *s, gs_client_result *
     if (s->n > GS_PROTO_MAX_N)
         return gs_err_set(err, GS_ETOOBIG, "sort: n = %zu exceeds the protocol's %" PRIu64,
                           s->n, GS_PROTO_MAX_N);
-    size_t ks = gs_dtype_size(s->shape.dtype), vs = gs_payload_size(s->shape.payload);
+    if (s->narrow && !gs_narrow_row(s->narrow))
+        return gs_err_set(err, GS_EINVAL, "sort: narrow key type %d unknown", s->narrow);
+    size_t ks = s->narrow ? gs_narrow_row(s->narrow)->bytes : gs_dtype_size(s->shape.dtype),
+           vs = gs_payload_size(s->shape.payload);
     if (s->n && (s->n > SIZE_MAX / ks || (vs && s->n > SIZE_MAX / vs)))
         return gs_err_set(err, GS_ETOOBIG, "sort: %zu elements overflow the address space", s->n);
     size_t kb = s->n * ks, vb = s->n * vs;

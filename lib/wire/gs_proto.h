@@ -22,6 +22,7 @@
 
 #include "gs_err.h"
 #include "gs_lex.h"
+#include "gs_narrow.h"
 #include "gs_types.h"
 
 #define GS_PROTO_VERSION 1
@@ -150,7 +151,17 @@ typedef struct gs_proto_req {
      * (u32 or u64) and shape.stable 1. */
     gs_lex lex;
     uint64_t lex_bytes;         /* the key arrays' bytes, padding included */
+    /* "dtype" one of u8, i8, u16, i16, f16, bf16 (gs_narrow.h): 8- and 16-bit
+     * keys, n * 1 or 2 bytes where a key array goes; shape.dtype is then u32,
+     * the words they are sorted as. Not with rows, topk or segments. */
+    int narrow;                 /* gs_narrow_dt; GS_NW_NONE: shape.dtype's keys */
 } gs_proto_req;
+
+/* The bytes of one key of rq as it lies in the client's arrays. */
+static inline uint64_t gs_proto_key_bytes(const gs_proto_req *rq)
+{
+    return rq->narrow ? gs_narrow_row(rq->narrow)->bytes : gs_dtype_size(rq->shape.dtype);
+}
 
 /* Parse and check a request header.
  * Returns 0, or GS_EINVAL/GS_ETOOBIG/GS_EUNSUPPORTED with the reason. After

@@ -42,7 +42,9 @@ int gs_proto_sort_sizes(gs_proto_req *rq, gs_err *err)
     if ((int)rq->shape.payload < 0 || rq->shape.payload >= GS_PL_COUNT)
         return gs_err_set(err, GS_EINVAL, "sort: values kind %d out of range",
                           (int)rq->shape.payload);
-    uint64_t ks = gs_dtype_size(rq->shape.dtype), vs = gs_payload_size(rq->shape.payload);
+    if (rq->narrow && !gs_narrow_row(rq->narrow))
+        return gs_err_set(err, GS_EINVAL, "sort: narrow key type %d out of range", rq->narrow);
+    uint64_t ks = gs_proto_key_bytes(rq), vs = gs_payload_size(rq->shape.payload);
     uint64_t kbytes, vbytes, in, out;
     if (rq->shape.payload == GS_PL_IDX32 && rq->n > UINT32_MAX)
         return gs_err_set(err, GS_ETOOBIG, "sort: idx32 cannot index %llu elements "
@@ -51,7 +53,8 @@ int gs_proto_sort_sizes(gs_proto_req *rq, gs_err *err)
         __builtin_mul_overflow(rq->n, vs, &vbytes) ||
         __builtin_add_overflow(kbytes, vbytes, &out))
         return gs_err_set(err, GS_ETOOBIG, "sort: %llu %s elements overflow 64 bits",
-                          (unsigned long long)rq->n, gs_dtype_name(rq->shape.dtype));
+                          (unsigned long long)rq->n, rq->narrow ? gs_narrow_row(rq->narrow)->name
+                                                                : gs_dtype_name(rq->shape.dtype));
     /* idx values are produced by the daemon, never sent */
     in = kbytes + (rq->shape.payload == GS_PL_U32 || rq->shape.payload == GS_PL_U64 ? vbytes : 0);
     /* segments: S + 1 u64 offsets follow (S <= 2^53: no overflow) */
@@ -140,9 +143,12 @@ static int parse_sort(const gs_jnum_doc *doc, int has_pb, gs_proto_req *rq, int 
                           "has its own)");
     if (!v && !lexv)
         return gs_err_set(err, GS_EINVAL, "sort: missing \"dtype\"");
-    if (v && (!cJSON_IsString(v) || gs_dtype_parse(v->valuestring, &rq->shape.dtype) < 0))
+    if (v && cJSON_IsString(v) && gs_dtype_parse(v->valuestring, &rq->shape.dtype) < 0 &&
+        (rq->narrow = gs_narrow_find(v->valuestring)))
+        rq->shape.dtype = GS_DT_U32;    /* the words 8- and 16-bit keys are sorted as */
+    else if (v && (!cJSON_IsString(v) || gs_dtype_parse(v->valuestring, &rq->shape.dtype) < 0))
         return gs_err_set(err, GS_EINVAL, "sort: \"dtype\" %s is not one of u32, i32, f32, "
-                          "u64, i64, f64", gs_jnum_clip_json(v, cb));
+                          "u64, i64, f64, %s", gs_jnum_clip_json(v, cb), gs_narrow_list());
 
     v = field(h, "n");
     if (!v)
@@ -218,6 +224,12 @@ static int parse_sort(const gs_jnum_doc *doc, int has_pb, gs_proto_req *rq, int 
                               "supported");
     }
 
+    if (rq->narrow && (rq->shape.rows || rq->shape.topk || rq->shape.segments))
+        return gs_err_set(err, GS_EUNSUPPORTED, "sort: %s keys with \"%s\" are not supported "
+                          "yet (8- and 16-bit keys sort as one array)",
+                          gs_narrow_row(rq->narrow)->name, rq->shape.rows ? "rows" :
+                          rq->shape.topk ? "topk" : "segments");
+
     if ((v = field(h, "algorithm"))) {
         if (!cJSON_IsString(v) ||
             (strcmp(v->valuestring, "auto") && !algo_name_ok(v->valuestring)))
@@ -276,8 +288,7 @@ static int parse_sort(const gs_jnum_doc *doc, int has_pb, gs_proto_req *rq, int 
                               "integer in [0, 2^64)", gs_jnum_quote(doc, vo, cb));
     } else if (rq->memfd && rq->shape.payload != GS_PL_NONE) {
         uint64_t kb = rq->lex_bytes;
-        if ((!rq->lex.nkeys &&
-             __builtin_mul_overflow(rq->n, (uint64_t)gs_dtype_size(rq->shape.dtype), &kb)) ||
+        if ((!rq->lex.nkeys && __builtin_mul_overflow(rq->n, gs_proto_key_bytes(rq), &kb)) ||
             __builtin_add_overflow(rq->keys_offset, kb, &rq->values_offset))
             return gs_err_set(err, GS_ETOOBIG, "sort: keys_offset %llu + %llu keys "
                               "overflow 64 bits", (unsigned long long)rq->keys_offset,
@@ -318,7 +329,8 @@ static int parse_sort(const gs_jnum_doc *doc, int has_pb, gs_proto_req *rq, int 
                               has_pb ? "" : " (payload_bytes missing)");
         return gs_err_set(err, GS_EINVAL, "sort: %llu %s keys%s%s%s need payload_bytes "
                           "%llu, not %llu%s", (unsigned long long)rq->n,
-                          gs_dtype_name(rq->shape.dtype),
+                          rq->narrow ? gs_narrow_row(rq->narrow)->name
+                                     : gs_dtype_name(rq->shape.dtype),
                           rq->shape.payload == GS_PL_U32 || rq->shape.payload == GS_PL_U64 ?
                           " + values " : "",
                           rq->shape.payload == GS_PL_U32 || rq->shape.payload == GS_PL_U64 ?

@@ -36,7 +36,7 @@ cJSON *gs_proto_sort_header(gs_proto_req *rq, gs_err *err)
         return NULL;
     }
     uint64_t dflt_vo = rq->keys_offset + (rq->lex.nkeys ? rq->lex_bytes
-                                                        : rq->n * gs_dtype_size(rq->shape.dtype));
+                                                        : rq->n * gs_proto_key_bytes(rq));
     int want_vo = rq->memfd && rq->shape.payload != GS_PL_NONE && rq->values_offset != dflt_vo;
     if (!rq->memfd && !json_exact(rq->in_bytes)) {
         gs_err_set(err, GS_ETOOBIG, "sort: an inline payload of %llu bytes exceeds 2^53",
@@ -57,7 +57,8 @@ cJSON *gs_proto_sort_header(gs_proto_req *rq, gs_err *err)
     if (rq->lex.nkeys)
         ok = ok && add_item(h, "lexsort", gs_proto_lex_list(rq));
     else
-        ok = ok && cJSON_AddStringToObject(h, "dtype", gs_dtype_name(rq->shape.dtype));
+        ok = ok && cJSON_AddStringToObject(h, "dtype", rq->narrow ? gs_narrow_row(rq->narrow)->name
+                                                               : gs_dtype_name(rq->shape.dtype));
     ok = ok && gs_jnum_add_u64(h, "n", rq->n);
     if (rq->shape.payload != GS_PL_NONE)
         ok = ok && cJSON_AddStringToObject(h, "values", gs_payload_name(rq->shape.payload));

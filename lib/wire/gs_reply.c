@@ -223,7 +223,8 @@ cJSON *gs_reply_sort_build(const gs_reply_sort *r, const cJSON *id, gs_err *err)
     cJSON *h = gs_proto_reply_ok(GS_OP_SORT, id);
     int ok = h != NULL;
     ok = ok && add_u64(h, "n", r->n);
-    ok = ok && add_str(h, "dtype", gs_dtype_name(r->dtype));
+    ok = ok && add_str(h, "dtype", r->narrow ? gs_narrow_row(r->narrow)->name
+                                             : gs_dtype_name(r->dtype));
     ok = ok && add_str(h, "values", gs_payload_name(r->values));
     if (r->device >= 0) {
         cJSON *d = ok ? cJSON_AddObjectToObject(h, "device") : NULL;
@@ -294,8 +295,13 @@ int gs_reply_sort_parse(const cJSON *h, const gs_jnum_doc *doc, gs_reply_sort *o
     if (start(&p, h, doc, GS_OP_SORT, err))
         return p.rc;
     out->n = get_uint(&p, h, NULL, "n", GS_PROTO_MAX_N);
-    if (gs_dtype_parse(get_str(&p, h, NULL, "dtype"), &out->dtype) < 0)
-        bad(&p, NULL, "dtype", "a dtype");
+    const char *dt = get_str(&p, h, NULL, "dtype");
+    if (gs_dtype_parse(dt, &out->dtype) < 0) {
+        if ((out->narrow = gs_narrow_find(dt)))
+            out->dtype = GS_DT_U32;
+        else
+            bad(&p, NULL, "dtype", "a dtype");
+    }
     if (gs_payload_parse(get_str(&p, h, NULL, "values"), &out->values) < 0)
         bad(&p, NULL, "values", "a values kind");
     const cJSON *d = get(h, "device");

@@ -89,6 +89,8 @@ typedef struct gs_reply_part {
 typedef struct gs_reply_sort {
     uint64_t n;
     gs_dtype dtype;
+    int narrow;                 /* gs_narrow_dt: the keys' type instead of dtype's (which
+                                   is then u32); GS_NW_NONE: dtype's */
     gs_payload values;
     int device;                 /* the device's index; -1: the host ("device": null) */
     const char *device_name;    /* with a device */

@@ -1121,6 +1121,49 @@ static int is_perm(const uint32_t *idx, size_t n)
     return 1;
 }
 
+/* Each header (with payload_bytes of zeros) on a connection of its own:
+ * answered with its error code and a message holding needle, the
+ * connection kept. */
+typedef struct bad_hdr { const char *hdr, *code, *needle; } bad_hdr;
+static void bad_headers(dmn *d, const bad_hdr *bad, size_t nbad, const char *what)
+{
+    static uint8_t pl[64];
+    for (size_t b = 0; b < nbad; b++) {
+        gs_client *e = conn(d);
+        const char *pb = strstr(bad[b].hdr, "\"payload_bytes\":");
+        size_t plen = pb ? strtoul(pb + 16, NULL, 10) : 0;
+        send_obj(e, bad[b].hdr, pl, plen, -1);
+        char label[120];
+        snprintf(label, sizeof label, "bad %s header %zu", what, b);
+        expect_error(e, bad[b].code, bad[b].needle, 1, label);
+        gs_client_close(e);
+    }
+}
+
+/* 60 sorts of s (indices into idx) while a writer rewrites the words at
+ * `at`: how many were answered with a permutation (*perms) and otherwise
+ * (*other, err the last error). */
+static void raced_sorts(gs_client *c, const gs_client_sort *s, volatile uint64_t *at,
+                        const uint32_t *idx, size_t n, int *perms, int *other, gs_err *err)
+{
+    flipper f = { .at = at };
+    atomic_init(&f.stop, 0);
+    pthread_t th;
+    if (pthread_create(&th, NULL, lexflip_main, &f))
+        tap_bail("pthread_create failed");
+    *perms = *other = 0;
+    for (int it = 0; it < 60; it++) {
+        gs_err_clear(err);
+        int rc = gs_client_sort_run(c, s, NULL, err);
+        if (rc == 0 && is_perm(idx, n))
+            ++*perms;
+        else
+            ++*other;
+    }
+    atomic_store(&f.stop, 1);
+    pthread_join(th, NULL);
+}
+
 static void test_lexsort(dmn *d)
 {
     gs_client *c = conn(d);
@@ -1167,7 +1210,7 @@ static void test_lexsort(dmn *d)
                "order, ties by row (rc %d %s, pack %.3f ms)", N, inl ? "inline" : "in a memfd",
                rc, rc ? err.msg : res.algorithm, res.times.pack);
     }
-    static const struct { const char *hdr, *code, *needle; } bad[] = {
+    static const bad_hdr bad[] = {
         { "{\"v\":1,\"op\":\"sort\",\"n\":4,\"values\":\"idx32\",\"dtype\":\"u32\","
           "\"lexsort\":[{\"dtype\":\"u32\"}],\"payload_bytes\":16}", "GS_EINVAL", "each key has its own" },
         { "{\"v\":1,\"op\":\"sort\",\"n\":4,\"lexsort\":[{\"dtype\":\"u32\"}],"
@@ -1188,41 +1231,126 @@ static void test_lexsort(dmn *d)
         { "{\"v\":1,\"op\":\"sort\",\"n\":4,\"values\":\"idx32\",\"lexsort\":[{\"dtype\":"
           "\"u8\"},{\"dtype\":\"u32\"}],\"payload_bytes\":20}", "GS_EINVAL", "payload_bytes 24" },
     };
-    static uint8_t pl[64];
-    for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
-        gs_client *e = conn(d);
-        const char *pb = strstr(bad[b].hdr, "\"payload_bytes\":");
-        size_t plen = pb ? strtoul(pb + 16, NULL, 10) : 0;
-        send_obj(e, bad[b].hdr, pl, plen, -1);
-        char label[120];
-        snprintf(label, sizeof label, "bad lexsort header %zu", b);
-        expect_error(e, bad[b].code, bad[b].needle, 1, label);
-        gs_client_close(e);
-    }
+    bad_headers(d, bad, sizeof bad / sizeof bad[0], "lexsort");
     tap_ok(ping(c, pw, sizeof pw), "the bad lexsort headers leave other clients served (%s)",
            pw);
     /* keys rewritten while the daemon packs them */
-    flipper f = { .at = (volatile uint64_t *)ka };
-    atomic_init(&f.stop, 0);
-    pthread_t th;
-    if (pthread_create(&th, NULL, lexflip_main, &f))
-        tap_bail("pthread_create failed");
-    int perms = 0, other = 0;
+    int perms, other;
     s.shm = &shm;
     s.values = idx;
-    for (int it = 0; it < 60; it++) {
-        gs_err_clear(&err);
-        int rc = gs_client_sort_run(c, &s, NULL, &err);
-        if (rc == 0 && is_perm(idx, N))
-            perms++;
-        else
-            other++;
-    }
-    atomic_store(&f.stop, 1);
-    pthread_join(th, NULL);
+    raced_sorts(c, &s, (volatile uint64_t *)ka, idx, N, &perms, &other, &err);
     tap_ok(other == 0 && ping(c, pw, sizeof pw), "keys rewritten during 60 lexsorts: %d "
            "answered with a permutation of the rows, %d otherwise (%s); the daemon serves on",
            perms, other, err.msg);
+    gs_client_shm_free(&shm);
+    gs_client_close(c);
+}
+
+/* 8- and 16-bit keys (gs_narrow.h): every type, in a memfd and inline,
+ * both orders, with indices (stable: ties by index) and with u64 values;
+ * floats with NaNs of several patterns and both zeros. The answer: the
+ * keys in the encoding's order (its order is checked against the formats
+ * in test_narrow), each key the input's at its index, the values moved
+ * with their keys. Then keys rewritten during 60 sorts in a memfd. */
+static void test_narrow_keys(dmn *d)
+{
+    gs_client *c = conn(d);
+    char pw[300];
+    gs_err err;
+    enum { N = 20000 };
+    gs_client_shm shm = { -1, NULL, 0 };
+    if (gs_client_shm_alloc(&shm, 2 * N + 8 * N + 64, &err) < 0)
+        tap_bail("shm: %s", err.msg);
+    static const uint16_t specials[] = { 0x0000, 0x8000, 0x7e00, 0x7c01, 0xfe00, 0x7fc0,
+                                         0x7f81, 0xffc1, 0x7c00, 0xfc00, 0x7f80, 0xff80 };
+    for (int t = GS_NW_NONE + 1; t < GS_NW_COUNT; t++) {
+        const gs_narrow_info *r = gs_narrow_row(t);
+        unsigned bad = 0, runs = 0;
+        char first[300] = "";
+        for (int v = 0; v < 8; v++) {
+            int inl = v & 1, desc = v >> 1 & 1, idx = !(v >> 2 & 1);
+            unsigned char *keys = shm.ptr;
+            size_t voff = (N * r->bytes + 7) / 8 * 8;
+            void *vals = (char *)shm.ptr + voff;
+            static unsigned char kin[2 * N];
+            static uint64_t vin[N];
+            for (size_t i = 0; i < N; i++) {
+                uint32_t k = (uint32_t)((i * 2654435761u) >> 7) & (r->bytes == 1 ? 0xff : 0xffff);
+                if (i % 5 == 0)
+                    k = (uint32_t)(i % 3);      /* ties */
+                if (r->kind == GS_KIND_FLOAT && i % 7 == 0)
+                    k = specials[i / 7 % (sizeof specials / sizeof specials[0])];
+                memcpy(keys + i * r->bytes, &k, r->bytes);     /* little-endian */
+                vin[i] = i * 0x9e3779b97f4a7c15ull;
+                if (!idx)
+                    ((uint64_t *)vals)[i] = vin[i];
+            }
+            memcpy(kin, keys, (size_t)N * r->bytes);
+            static unsigned char kout[2 * N];
+            static uint64_t vout[N];
+            gs_client_sort s = { .shape = { .payload = idx ? GS_PL_IDX32 : GS_PL_U64,
+                                            .descending = desc, .stable = idx },
+                                 .n = N, .keys = inl ? (void *)kout : keys,
+                                 .values = inl ? (void *)vout : vals, .device = -1,
+                                 .shm = inl ? NULL : &shm, .narrow = t };
+            if (inl) {
+                memcpy(kout, kin, (size_t)N * r->bytes);
+                memcpy(vout, vin, sizeof vout);
+            }
+            gs_client_result res;
+            gs_err_clear(&err);
+            int rc = gs_client_sort_run(c, &s, &res, &err);
+            const unsigned char *ko = inl ? kout : keys;
+            const void *vo = inl ? (const void *)vout : vals;
+            int ok = rc == 0 && (!idx || is_perm(vo, N));
+            uint32_t prev = 0;
+            for (size_t i = 0; ok && i < N; i++) {
+                uint32_t k = 0;
+                memcpy(&k, ko + i * r->bytes, r->bytes);
+                uint32_t code = gs_narrow_enc(t, desc, k);
+                size_t from = 0;
+                if (idx) {
+                    from = ((const uint32_t *)vo)[i];
+                } else {
+                    uint64_t x = ((const uint64_t *)vo)[i];
+                    from = (size_t)(x * 0xf1de83e19937733dull);   /* the multiplier's inverse */
+                    from = from < N && vin[from] == x ? from : N;
+                }
+                uint32_t kf = 0;
+                if (from < N)
+                    memcpy(&kf, kin + from * r->bytes, r->bytes);
+                ok = from < N && kf == k && (i == 0 || code >= prev);
+                if (ok && idx && i && code == prev)
+                    ok = ((const uint32_t *)vo)[i - 1] < from;      /* stable */
+                if (!ok && !bad)
+                    snprintf(first, sizeof first, " (%s %s %s, place %zu: rc %d %.200s)",
+                             inl ? "inline" : "memfd", desc ? "desc" : "asc",
+                             idx ? "idx32" : "u64", i, rc, err.msg);
+                prev = code;
+            }
+            runs++;
+            bad += !ok;
+        }
+        tap_ok(bad == 0, "%s keys, %d of them, in a memfd and inline, both orders, indices "
+               "(stable) and u64 values: %u of %u sorts right%s", r->name, N, runs - bad, runs,
+               first);
+    }
+    static const bad_hdr bad[] = {
+        { "{\"v\":1,\"op\":\"sort\",\"dtype\":\"f16\",\"n\":4,\"rows\":2,\"payload_bytes\":8}",
+          "GS_EUNSUPPORTED", "not supported yet" },
+        { "{\"v\":1,\"op\":\"sort\",\"dtype\":\"u8\",\"n\":4,\"payload_bytes\":8}", "GS_EINVAL",
+          "payload_bytes 4" },
+    };
+    bad_headers(d, bad, sizeof bad / sizeof bad[0], "8/16-bit");
+    /* keys rewritten while the daemon encodes and decodes them */
+    int perms, other;
+    uint32_t *ix = (uint32_t *)(void *)((char *)shm.ptr + 2 * N);
+    gs_client_sort s = { .shape = { .payload = GS_PL_IDX32 }, .n = N, .keys = shm.ptr,
+                         .values = ix, .device = -1, .shm = &shm, .narrow = GS_NW_F16 };
+    raced_sorts(c, &s, (volatile uint64_t *)shm.ptr, ix, N, &perms, &other, &err);
+    tap_ok(other == 0 && ping(c, pw, sizeof pw), "f16 keys rewritten during 60 sorts: %d "
+           "answered with a permutation, %d otherwise (%s); the daemon serves on", perms, other,
+           err.msg);
     gs_client_shm_free(&shm);
     gs_client_close(c);
 }
@@ -1298,9 +1426,9 @@ static void test_bad_input(dmn *d)
     gs_client_close(c);
 
     c = conn(d);
-    send_obj(c, "{\"v\":1,\"op\":\"sort\",\"dtype\":\"u16\",\"n\":10,\"payload_bytes\":20}",
-             keys, 20, -1);
-    expect_error(c, "GS_EINVAL", "u16", 1, "unknown dtype");
+    send_obj(c, "{\"v\":1,\"op\":\"sort\",\"dtype\":\"u24\",\"n\":10,\"payload_bytes\":30}",
+             keys, 30, -1);
+    expect_error(c, "GS_EINVAL", "u24", 1, "unknown dtype");
     gs_client_close(c);
     unharmed(d, keep, "an unknown dtype");
 
@@ -2669,6 +2797,7 @@ int main(void)
     test_rows(&d);
     test_segments(&d);
     test_lexsort(&d);
+    test_narrow_keys(&d);
     test_topk(&d);
     tap_diag("ops + matrix: %.1f s", gs_now_s() - t0);
     test_devices(&d);

@@ -1539,3 +1539,10 @@ int sc_topk_check(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p, gs_dty
     free(y);
     return ok;
 }
+
+double sc_half(uint32_t h)
+{
+    int e = (h >> 10) & 31, m = h & 1023;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
+    return h & 0x8000 ? -v : v;
+}

@@ -180,4 +180,8 @@ int sc_topk_check(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p, gs_dty
 extern const size_t sc_std_sizes[];
 extern const size_t sc_std_nsizes;
 
+/* An IEEE half's bits as a double, written from the format (not from the
+ * code under test): the reference for 16-bit float keys. */
+double sc_half(uint32_t h);
+
 #endif

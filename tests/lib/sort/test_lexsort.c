@@ -28,13 +28,6 @@ static uint64_t rnd(void)
     return rng;
 }
 
-/* IEEE half to double, written from the format (not from gs_lex.h) */
-static double half(uint16_t h)
-{
-    int e = (h >> 10) & 31, m = h & 1023;
-    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
-    return h & 0x8000 ? -v : v;
-}
 
 /* -1, 0, 1: key j of rows a and b by value */
 typedef struct refk { int dt, desc; const void *p; } refk;
@@ -44,7 +37,7 @@ static int cmp_num(const refk *k, size_t a, size_t b)
     double x = 0, y = 0;
     int isf = 1;
     switch (k->dt) {
-    case GS_LX_F16: x = half(((const uint16_t *)k->p)[a]); y = half(((const uint16_t *)k->p)[b]); break;
+    case GS_LX_F16: x = sc_half(((const uint16_t *)k->p)[a]); y = sc_half(((const uint16_t *)k->p)[b]); break;
     case GS_LX_F32: x = ((const float *)k->p)[a]; y = ((const float *)k->p)[b]; break;
     case GS_LX_F64: x = ((const double *)k->p)[a]; y = ((const double *)k->p)[b]; break;
     default: isf = 0;

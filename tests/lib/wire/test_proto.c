@@ -598,7 +598,7 @@ static const struct bad_case bad_cases[] = {
     { S "\"dtype\":\"u32\",\"n\":3,\"values\":\"u32\",\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
     { S "\"dtype\":\"u32\",\"n\":3,\"values\":\"idx32\",\"payload_bytes\":24}", GS_EINVAL, 0, 1 },
     { S "\"n\":3,\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
-    { S "\"dtype\":\"u16\",\"n\":3,\"payload_bytes\":6}", GS_EINVAL, 0, 1 },
+    { S "\"dtype\":\"u128\",\"n\":3,\"payload_bytes\":6}", GS_EINVAL, 0, 1 },
     { S "\"dtype\":4,\"n\":3,\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
     { S "\"dtype\":\"U32\",\"n\":3,\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
     { S "\"dtype\":\"u32\",\"payload_bytes\":12}", GS_EINVAL, 0, 1 },
@@ -767,6 +767,99 @@ static void test_parse_bad(void)
     rc = gs_proto_parse_req(nul, strlen(nul), &rq, &fatal, &err);
     tap_ok(rc == 0 && rq.op == GS_OP_PING, "the same header cut at its length parses");
     gs_proto_req_free(&rq);
+}
+
+/* 8- and 16-bit keys (gs_narrow.h): every type by its word and numpy's
+ * name, inline and in a memfd, sized by its own width; the reply names
+ * the type; the shapes they do not take yet refused. */
+static void test_narrow(void)
+{
+    gs_proto_req rq;
+    gs_err err;
+    int fatal, bad = 0;
+    char h[512];
+    for (int t = GS_NW_NONE + 1; t < GS_NW_COUNT; t++) {
+        const gs_narrow_info *r = gs_narrow_row(t);
+        for (int np = 0; np < 2; np++) {
+            uint64_t n = 7, in = n * r->bytes + n * 8;
+            snprintf(h, sizeof h, "{\"v\":1,\"op\":\"sort\",\"dtype\":\"%s\",\"n\":%" PRIu64
+                     ",\"values\":\"u64\",\"payload_bytes\":%" PRIu64 "}",
+                     np ? r->np_name : r->name, n, in);
+            int rc = parse(h, &rq, &fatal, &err);
+            if (rc || rq.narrow != t || rq.shape.dtype != GS_DT_U32 || rq.in_bytes != in ||
+                rq.out_bytes != in || gs_proto_key_bytes(&rq) != r->bytes) {
+                bad++;
+                tap_diag("inline %s: rc %d %s", np ? r->np_name : r->name, rc, err.msg);
+            }
+            gs_proto_req_free(&rq);
+        }
+        /* memfd: 5 keys at 2, u32 values after them, 4-aligned by the client */
+        uint64_t voff = (2 + 5 * r->bytes + 3) / 4 * 4;
+        snprintf(h, sizeof h, "{\"v\":1,\"op\":\"sort\",\"dtype\":\"%s\",\"n\":5,\"values\":"
+                 "\"u32\",\"memfd\":true,\"keys_offset\":2,\"values_offset\":%" PRIu64 "}",
+                 r->name, voff);
+        int rc = parse(h, &rq, &fatal, &err);
+        if (rc || rq.fd_bytes != voff + 20 || rq.out_bytes != 5 * (r->bytes + 4)) {
+            bad++;
+            tap_diag("memfd %s: rc %d %s", r->name, rc, err.msg);
+        }
+        gs_proto_req_free(&rq);
+    }
+    tap_ok(bad == 0, "8- and 16-bit keys: %s (numpy's names too) parse inline and in a "
+           "memfd, sized by their width, sorted as u32 words", gs_narrow_list());
+
+    static const char *const refused[] = {
+        "{\"v\":1,\"op\":\"sort\",\"dtype\":\"f16\",\"n\":4,\"rows\":2,\"payload_bytes\":8}",
+        "{\"v\":1,\"op\":\"sort\",\"dtype\":\"u8\",\"n\":4,\"topk\":2,\"payload_bytes\":4}",
+        "{\"v\":1,\"op\":\"sort\",\"dtype\":\"i16\",\"n\":4,\"segments\":1,\"payload_bytes\":24}",
+    };
+    int nref = 0;
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        int rc = parse(refused[i], &rq, &fatal, &err);
+        nref += rc == GS_EUNSUPPORTED && !fatal && strstr(err.msg, "not supported yet");
+        gs_proto_req_free(&rq);
+    }
+    tap_ok(nref == 3, "8- and 16-bit keys with rows, topk or segments: refused, the "
+           "connection kept (%d of 3)", nref);
+    int rc = parse("{\"v\":1,\"op\":\"sort\",\"dtype\":\"f8\",\"n\":1,\"payload_bytes\":1}",
+                   &rq, &fatal, &err);
+    tap_ok(rc == GS_EINVAL && strstr(err.msg, "bf16"), "an unknown dtype's message lists the "
+           "narrow types: %s", err.msg);
+    gs_proto_req_free(&rq);
+    rc = parse("{\"v\":1,\"op\":\"sort\",\"dtype\":\"u16\",\"n\":3,\"memfd\":true,"
+               "\"keys_offset\":1}", &rq, &fatal, &err);
+    tap_ok(rc == GS_EINVAL && strstr(err.msg, "keys_offset"), "u16 keys at an odd offset: "
+           "%s", err.msg);
+    gs_proto_req_free(&rq);
+
+    /* the client's header and the reply name the type */
+    memset(&rq, 0, sizeof rq);
+    rq.shape.dtype = GS_DT_U32;
+    rq.narrow = GS_NW_BF16;
+    rq.n = 3;
+    rq.device = -1;
+    cJSON *hd = gs_proto_sort_header(&rq, &err);
+    const cJSON *dt = hd ? cJSON_GetObjectItemCaseSensitive(hd, "dtype") : NULL;
+    char *ht = hd ? cJSON_PrintUnformatted(hd) : NULL;
+    tap_ok(dt && cJSON_IsString(dt) && !strcmp(dt->valuestring, "bf16") && ht &&
+           strstr(ht, "\"payload_bytes\":6"), "a client's header of 3 bf16 keys: dtype "
+           "\"bf16\", 6 bytes: %s", ht ? ht : err.msg);
+    free(ht);
+    cJSON_Delete(hd);
+    gs_reply_sort rs = { .n = 3, .dtype = GS_DT_U32, .narrow = GS_NW_I8, .device = -1,
+                         .algorithm = "host", .plan = "default" };
+    cJSON *rj = gs_reply_sort_build(&rs, NULL, &err);
+    char *txt = rj ? cJSON_PrintUnformatted(rj) : NULL;
+    gs_reply_sort back;
+    cJSON *rp = txt ? cJSON_Parse(txt) : NULL;
+    gs_jnum_doc doc = { txt, txt ? strlen(txt) : 0, rp };
+    rc = rp ? gs_reply_sort_parse(rp, &doc, &back, &err) : -1;
+    cJSON_Delete(rp);
+    tap_ok(txt && strstr(txt, "\"dtype\":\"i8\"") && rc == 0 && back.narrow == GS_NW_I8,
+           "the reply names the keys' type (i8) and parses back: %s (rc %d %s)", txt ? txt : "",
+           rc, rc ? err.msg : "");
+    free(txt);
+    cJSON_Delete(rj);
 }
 
 static void test_sizes(void)
@@ -1435,7 +1528,7 @@ static const struct bad_reply bad_replies[] = {
     { "n", "-1", "\"n\" is missing" },
     { "n", "1.5", "\"n\" is missing" },
     { "n", "9007199254740993", "\"n\" is missing" },
-    { "dtype", "\"u16\"", "\"dtype\" is missing or not a dtype" },
+    { "dtype", "\"u128\"", "\"dtype\" is missing or not a dtype" },
     { "dtype", "7", "\"dtype\" is missing or not a string" },
     { "values", NULL, "\"values\" is missing or not a string" },
     { "values", "\"idx16\"", "\"values\" is missing or not a values kind" },
@@ -1749,6 +1842,7 @@ int main(void)
     test_parse_valid();
     test_parse_bad();
     test_sizes();
+    test_narrow();
     test_sort_header();
     test_exact_ints();
     test_replies();

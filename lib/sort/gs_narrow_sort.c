@@ -1,0 +1,223 @@
+/* A sort of 8- or 16-bit keys (gs_narrow_sort.h): encoding and decoding on
+ * the host pool, the NaN patterns kept, the words' sort in between. */
+#include "config.h"
+#include "gs_narrow_sort.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "gs_hostpool.h"
+#include "gs_time.h"
+
+#define TASK ((size_t)1 << 16)      /* keys a task takes */
+
+typedef struct pass {
+    const gs_narrow_job *jb;
+    size_t *nans;           /* per task: NaN codes among its words */
+    int *odd;               /* per task: a NaN not the canonical one seen */
+    /* the save (pass 2): where each task's NaNs go */
+    size_t *at;
+    uint16_t *bits;
+    unsigned char *vals;
+} pass;
+
+static uint32_t key_get(const void *k, unsigned b, size_t i)
+{
+    if (b == 1)
+        return ((const uint8_t *)k)[i];
+    uint16_t v;
+    memcpy(&v, (const char *)k + 2 * i, 2);
+    return v;
+}
+
+static void key_put(void *k, unsigned b, size_t i, uint32_t v)
+{
+    if (b == 1) {
+        ((uint8_t *)k)[i] = (uint8_t)v;
+    } else {
+        uint16_t x = (uint16_t)v;
+        memcpy((char *)k + 2 * i, &x, 2);
+    }
+}
+
+static void span(const gs_narrow_job *jb, size_t task, size_t *lo, size_t *hi)
+{
+    *lo = task * TASK;
+    *hi = *lo + TASK < jb->req.n ? *lo + TASK : jb->req.n;
+}
+
+/* The NaN code a word holds after the encoding (the order folded in). */
+static uint32_t nan_code(const gs_narrow_job *jb)
+{
+    return jb->desc ? 0 : 0xffffu;
+}
+
+static void enc_task(void *arg, size_t task, unsigned worker)
+{
+    (void)worker;
+    pass *p = arg;
+    const gs_narrow_job *jb = p->jb;
+    const int t = jb->dt, desc = jb->desc;
+    const unsigned b = gs_narrow_row(t)->bytes;
+    const int fl = gs_narrow_row(t)->kind == GS_KIND_FLOAT;
+    const uint32_t canon = gs_narrow_dec(t, 0, 0xffffu), nc = nan_code(jb);
+    size_t lo, hi, nans = 0;
+    int odd = 0;
+    span(jb, task, &lo, &hi);
+    for (size_t i = lo; i < hi; i++) {
+        uint32_t raw = key_get(jb->keys, b, i), c = gs_narrow_enc(t, desc, raw);
+        jb->words[i] = c;
+        if (fl && c == nc) {
+            nans++;
+            odd |= raw != canon;
+        }
+    }
+    if (fl) {
+        p->nans[task] = nans;
+        p->odd[task] = odd;
+    }
+}
+
+/* Each NaN word's key bits (read again: what the client holds now) and
+ * payload element, in input order, at the task's place. */
+static void save_task(void *arg, size_t task, unsigned worker)
+{
+    (void)worker;
+    pass *p = arg;
+    const gs_narrow_job *jb = p->jb;
+    const unsigned b = gs_narrow_row(jb->dt)->bytes;
+    const size_t vs = gs_payload_size(jb->req.shape.payload);
+    const uint32_t nc = nan_code(jb);
+    size_t lo, hi, at = p->at[task], end = p->at[task + 1];
+    span(jb, task, &lo, &hi);
+    for (size_t i = lo; i < hi && at < end; i++) {
+        if (jb->words[i] != nc)
+            continue;
+        p->bits[at] = (uint16_t)key_get(jb->keys, b, i);
+        switch (jb->req.shape.payload) {
+        case GS_PL_U32: case GS_PL_U64:
+            memcpy(p->vals + at * vs, (const char *)jb->req.values + i * vs, vs);
+            break;
+        case GS_PL_IDX32: { uint32_t x = (uint32_t)i; memcpy(p->vals + at * 4, &x, 4); break; }
+        case GS_PL_IDX64: { uint64_t x = i; memcpy(p->vals + at * 8, &x, 8); break; }
+        default: break;
+        }
+        at++;
+    }
+}
+
+static void dec_task(void *arg, size_t task, unsigned worker)
+{
+    (void)worker;
+    const pass *p = arg;
+    const gs_narrow_job *jb = p->jb;
+    const int t = jb->dt, desc = jb->desc;
+    const unsigned b = gs_narrow_row(t)->bytes;
+    size_t lo, hi;
+    span(jb, task, &lo, &hi);
+    for (size_t i = lo; i < hi; i++)
+        key_put(jb->keys, b, i, gs_narrow_dec(t, desc, jb->words[i]));
+}
+
+static void on_pool(const gs_narrow_job *jb, size_t ntasks, gs_hostpool_fn fn, void *arg)
+{
+    gs_hostpool_team team;
+    unsigned workers = ntasks > 1 && !jb->one_thread ?
+                       gs_hostpool_join(&team, gs_hostpool_cpus() - 1) : 1;
+    if (workers > 1)
+        gs_hostpool_for(&team, ntasks, fn, arg);
+    else
+        for (size_t t = 0; t < ntasks; t++)
+            fn(arg, t, 0);
+    if (ntasks > 1 && !jb->one_thread)
+        gs_hostpool_leave(&team);
+}
+
+void gs_narrow_job_init(gs_narrow_job *jb, int dt, const gs_shape *shape, size_t n, void *keys,
+                        void *values, uint32_t *words)
+{
+    memset(jb, 0, sizeof *jb);
+    jb->dt = dt;
+    jb->desc = shape->descending;
+    jb->keys = keys;
+    jb->words = words;
+    jb->req.shape = *shape;
+    jb->req.shape.dtype = GS_DT_U32;
+    jb->req.shape.descending = 0;       /* in the encoding */
+    jb->req.n = n;
+    jb->req.keys = words;
+    jb->req.values = values;
+}
+
+int gs_narrow_run(const gs_narrow_job *jb, gs_narrow_fn fn, void *arg, gs_sort_stats *st,
+                  gs_err *err)
+{
+    const size_t n = jb->req.n;
+    if (n == 0)
+        return 0;
+    if (!gs_narrow_row(jb->dt))
+        return gs_err_set(err, GS_EINVAL, "narrow sort: key type %d unknown", jb->dt);
+    const size_t ntasks = (n + TASK - 1) / TASK;
+    const size_t vs = gs_payload_size(jb->req.shape.payload);
+    pass p = { .jb = jb };
+    int rc = 0;
+    double t0 = gs_now_ms();
+    if (gs_narrow_row(jb->dt)->kind == GS_KIND_FLOAT &&
+        (!(p.nans = calloc(ntasks, sizeof *p.nans)) || !(p.odd = calloc(ntasks, sizeof *p.odd)) ||
+         !(p.at = calloc(ntasks + 1, sizeof *p.at)))) {
+        rc = gs_err_set(err, GS_ENOMEM, "narrow sort: out of memory");
+        goto out;
+    }
+    on_pool(jb, ntasks, enc_task, &p);
+    size_t count = 0;
+    int odd = 0;
+    for (size_t t = 0; p.nans && t < ntasks; t++) {
+        p.at[t] = count;
+        count += p.nans[t];
+        odd |= p.odd[t];
+    }
+    if (p.at)
+        p.at[ntasks] = count;
+    if (count && odd) {     /* some NaN is not canonical: keep them all, in order */
+        if (!(p.bits = malloc(count * (2 + vs) + 1))) {
+            rc = gs_err_set(err, GS_ENOMEM, "narrow sort: out of memory (%zu NaN keys)",
+                            count);
+            goto out;
+        }
+        p.vals = (unsigned char *)(p.bits + count);
+        on_pool(jb, ntasks, save_task, &p);
+    }
+    st->pack_ms += gs_now_ms() - t0;
+
+    gs_sort_stats one;
+    memset(&one, 0, sizeof one);
+    rc = fn(arg, &jb->req, &one, err);
+    gs_sort_stats_add(st, &one);
+    st->wall_ms += one.wall_ms;
+    st->chunks += one.chunks;
+    st->merge_ms += one.merge_ms;
+    if (rc < 0) {
+        /* the keys were only read; values sorted in place may be touched */
+        st->output_touched = one.output_touched && (jb->req.shape.payload == GS_PL_U32 ||
+                                                    jb->req.shape.payload == GS_PL_U64);
+        goto out;
+    }
+    t0 = gs_now_ms();
+    on_pool(jb, ntasks, dec_task, &p);
+    if (p.bits) {
+        /* the NaN block: the last count words ascending, the first descending */
+        size_t first = jb->desc ? 0 : n - count;
+        const unsigned b = gs_narrow_row(jb->dt)->bytes;
+        for (size_t i = 0; i < count; i++)
+            key_put(jb->keys, b, first + i, p.bits[i]);
+        if (vs && jb->req.values)
+            memcpy((char *)jb->req.values + first * vs, p.vals, count * vs);
+    }
+    st->pack_ms += gs_now_ms() - t0;
+out:
+    free(p.nans);
+    free(p.odd);
+    free(p.at);
+    free(p.bits);
+    return rc;
+}

@@ -1,0 +1,46 @@
+/* Running a sort of 8- or 16-bit keys (gs_narrow.h): the keys encoded into
+ * u32 words on every core of the host pool, the words sorted with the
+ * request's payload through a caller's function (the daemon's route: a
+ * device, out of core, or the host sort), then decoded back over the keys.
+ * Where any NaN key is not the canonical one, each NaN's bits and payload
+ * element are saved in input order and written over the sorted NaN block,
+ * as gs_keys_nan_save does for wider floats. The keys are read once to
+ * encode (and NaNs' once more to save them) and written only after the
+ * words' sort succeeded, so a failed run can be run again elsewhere unless
+ * the sort touched values it permutes in place. A client that rewrites its
+ * keys meanwhile gets a wrong answer, never an access out of bounds: what
+ * the run does is decided by the words, which are the daemon's. */
+#ifndef GS_NARROW_SORT_H
+#define GS_NARROW_SORT_H
+
+#include <stddef.h>
+
+#include "gs_narrow.h"
+#include "gs_sort.h"
+
+/* One sort of req (u32 words, the request's payload and order: ascending,
+ * the descending order is in the encoding). */
+typedef int (*gs_narrow_fn)(void *arg, const gs_sort_req *req, gs_sort_stats *st,
+                            gs_err *err);
+
+typedef struct gs_narrow_job {
+    int dt;             /* gs_narrow_dt; GS_NW_NONE: not a narrow sort */
+    int desc;
+    void *keys;         /* the n keys, sorted in place */
+    uint32_t *words;    /* n words (the caller's scratch) */
+    gs_sort_req req;    /* the words' sort: keys = words, the payload's values
+                           where they lie, shape.dtype u32, ascending */
+    int one_thread;     /* encode and decode on the caller's thread only */
+} gs_narrow_job;
+
+/* jb for a request of n narrow keys of type dt at keys (shape: its payload,
+ * order and stability; values: the payload's array) over words. */
+void gs_narrow_job_init(gs_narrow_job *jb, int dt, const gs_shape *shape, size_t n, void *keys,
+                        void *values, uint32_t *words);
+
+/* Sort. st sums the words' sort's figures; st->pack_ms is the encoding's
+ * and decoding's wall clock. */
+int gs_narrow_run(const gs_narrow_job *jb, gs_narrow_fn fn, void *arg, gs_sort_stats *st,
+                  gs_err *err);
+
+#endif
