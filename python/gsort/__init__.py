@@ -30,26 +30,37 @@ second call on.
     ...     s = c.sort(np.random.rand(1 << 20), algorithm="radix")
     ...     c.last["algorithm"], c.last["device"], c.last["times_ms"]["sort"]
 
-Keys: arrays of uint32, int32, float32, uint64, int64 or float64 in
-native byte order. Any other dtype is a TypeError. sort() and argsort()
-sort an array of two or more dimensions along its last axis, each row on
-its own, in one request (np.sort(a, axis=-1)), and topk() takes each
-row's k largest or smallest (torch.topk, issue 38); another axis is a
-ValueError (np.moveaxis puts it last), as is a 0-D array; sort_by_key
-takes 1-D arrays, as do sort_segments() and argsort_segments(), which
-sort each segment of a 1-D array given by offsets on its own (CUB's
-segmented sort, issue 38). A non-contiguous array is copied. Array-likes (lists)
-go through numpy.asarray first.
+Keys: arrays of uint8, int8, uint16, int16, float16, uint32, int32,
+float32, uint64, int64 or float64 in native byte order, and bfloat16: an
+array of ml_dtypes.bfloat16 (recognised by its dtype's name; ml_dtypes
+is not needed otherwise), or a uint16 or int16 array holding bfloat16
+words with key_type="bf16" (sort, argsort, sort_by_key, topk and the
+segment sorts; the result's keys keep the array's dtype). Any other
+dtype is a TypeError. gsortd sorts 8- and 16-bit keys ("u8", "i8",
+"u16", "i16", "f16", "bf16" on the wire) as one flat array, with or
+without values; rows of them (2-D arrays), top-k and segments are done
+in this process (numpy, the same order), whatever local says, and naming
+a route for those (algorithm, params, device, split) is a gsort.Error
+GS_EUNSUPPORTED. sort() and argsort() sort an array of two or more
+dimensions along its last axis, each row on its own, in one request
+(np.sort(a, axis=-1)), and topk() takes each row's k largest or smallest
+(torch.topk, issue 38); another axis is a ValueError (np.moveaxis puts
+it last), as is a 0-D array; sort_by_key takes 1-D arrays, as do
+sort_segments() and argsort_segments(), which sort each segment of a 1-D
+array given by offsets on its own (CUB's segmented sort, issue 38). A
+non-contiguous array is copied. Array-likes (lists) go through
+numpy.asarray first.
 
-Order: integers by value; floats in numpy's order, -inf < ... < -0.0 <
-+0.0 < ... < +inf < NaN (NaNs last, all NaNs equal), with -0.0 always
-before +0.0 (numpy treats the two zeros as equal and keeps them as they
-come). descending=True is the exact reverse of that order, so NaNs come
-FIRST; numpy's idiom np.sort(a)[::-1] gives the same sorted values. With
-stable=True equal keys keep their input order in either direction, so
-argsort(a, stable=True) equals np.argsort(a, kind="stable") (when a holds
-no mix of -0.0 and +0.0), and argsort(a, descending=True, stable=True)
-lists equal keys in input order, unlike np.argsort(a)[::-1].
+Order: integers by value; floats (float16 and bfloat16 too) in numpy's
+order, -inf < ... < -0.0 < +0.0 < ... < +inf < NaN (NaNs last, all NaNs
+equal), with -0.0 always before +0.0 (numpy treats the two zeros as
+equal and keeps them as they come). descending=True is the exact reverse
+of that order, so NaNs come FIRST; numpy's idiom np.sort(a)[::-1] gives
+the same sorted values. With stable=True equal keys keep their input
+order in either direction, so argsort(a, stable=True) equals
+np.argsort(a, kind="stable") (when a holds no mix of -0.0 and +0.0), and
+argsort(a, descending=True, stable=True) lists equal keys in input
+order, unlike np.argsort(a)[::-1].
 
 Errors: everything the daemon or the connection reports is a gsort.Error
 with .code ("GS_EINVAL", "GS_ETOOBIG", "GS_ENOTFOUND", "GS_EUNSUPPORTED",
@@ -99,7 +110,11 @@ PROTOCOL = 1
 
 # The key dtypes: the one list here a new key type joins (the protocol's
 # name, its width and its encoding all follow from numpy's kind and size).
-SUPPORTED_DTYPES = ("uint32", "int32", "float32", "uint64", "int64", "float64")
+# bfloat16, which numpy lacks, is not among them: an array of ml_dtypes'
+# bfloat16, or a uint16/int16 array with key_type="bf16", is sorted as its
+# raw 16-bit words, "bf16" on the wire (_key_wire).
+SUPPORTED_DTYPES = ("uint32", "int32", "float32", "uint64", "int64", "float64",
+                    "uint8", "int8", "uint16", "int16", "float16")
 # the supported dtypes (native order) and their protocol names, looked up
 # first: _wire_dtype runs on every call
 _WIRE_NAMES = {np.dtype(d): "%s%d" % (np.dtype(d).kind, 8 * np.dtype(d).itemsize)
@@ -175,8 +190,15 @@ def default_socket():
 
 # ---- dtypes ----
 
+def _is_bfloat16(dt):
+    """ml_dtypes' bfloat16 (or any 2-byte dtype of that name), told apart
+    without importing ml_dtypes."""
+    return dt.name == "bfloat16" and dt.itemsize == 2 and dt.names is None
+
+
 def _wire_dtype(dt):
-    """The protocol's name for a key dtype ("u32"...); TypeError otherwise."""
+    """The protocol's name for a key dtype ("u32", ..., "bf16" for
+    ml_dtypes' bfloat16); TypeError otherwise."""
     name = _WIRE_NAMES.get(dt)
     if name is not None:
         return name
@@ -184,12 +206,56 @@ def _wire_dtype(dt):
     if (known and dt.isnative and
             dt.names is None and dt.subdtype is None):
         return "%s%d" % (dt.kind, 8 * dt.itemsize)
+    if _is_bfloat16(dt):
+        return "bf16"
     what = str(dt)
     if known and not dt.isnative:
         what += " (non-native byte order %r)" % dt.str
     raise TypeError("gsort: dtype %s is not supported; keys must be one of %s "
-                    "in native byte order (convert with a.astype(...))"
+                    "in native byte order, or bfloat16 (ml_dtypes.bfloat16, or "
+                    "uint16 bits with key_type=\"bf16\"); convert with a.astype(...)"
                     % (what, ", ".join(SUPPORTED_DTYPES)))
+
+
+# Keys of at most this many bytes (8- and 16-bit keys, issue 39) the daemon
+# sorts flat only: rows, top-k and segments of them are sorted here.
+_NARROW_BYTES = 2
+
+
+def _key_wire(dt, key_type):
+    """(wire name, bf16): the protocol's name for keys of dtype dt read as
+    key_type (None: as dt says; "bf16": a uint16 or int16 array's words as
+    bfloat16), and whether they are bfloat16 words (sent and sorted here
+    as their uint16 view). TypeError or ValueError otherwise."""
+    if key_type is None:
+        w = _wire_dtype(dt)
+        return w, w == "bf16"
+    if not isinstance(key_type, str) or key_type not in ("bf16", "bfloat16"):
+        raise ValueError("gsort: key_type must be None or \"bf16\" (a uint16 or int16 "
+                         "array's bits read as bfloat16), not %r" % (key_type,))
+    if _is_bfloat16(dt) or (dt.kind in "iu" and dt.itemsize == 2 and dt.isnative and
+                            dt.names is None):
+        return "bf16", True
+    raise TypeError("gsort: key_type=\"bf16\" reads each key's 16 bits as a bfloat16: "
+                    "the keys must be uint16 or int16 (native byte order) or "
+                    "ml_dtypes.bfloat16, not %s" % dt)
+
+
+def _bits16(a, bf16):
+    """a itself, or its uint16 view when its keys are bfloat16 words."""
+    return a.view(np.uint16) if bf16 and a is not None else a
+
+
+def _narrow_here(wire, forced, what):
+    """For rows, top-k and segments of 8- or 16-bit keys, which gsortd does
+    not take: a named route (algorithm, params, device, split) is a
+    gsort.Error GS_EUNSUPPORTED, before anything is sent; otherwise the
+    call sorts in this process."""
+    if forced:
+        raise Error("GS_EUNSUPPORTED",
+                    "%s of %s keys: gsortd sorts 8- and 16-bit keys as one flat array "
+                    "only; they are sorted in this process, so algorithm, params, device "
+                    "and split cannot apply (leave them out)" % (what, wire))
 
 
 def _as_1d(a, what):
@@ -922,7 +988,7 @@ class Client:
 
     def _run(self, keys, values_kind, values, dst_keys, dst_vals, descending, stable,
              algorithm, params, device, split=None, rows=0, topk=None, unsorted=False,
-             offsets=None):
+             offsets=None, wire=None):
         """One sort request. keys (and values, for "u32"/"u64") are 1-D
         arrays of any layout; the sorted keys land in dst_keys (None:
         dropped) and the values or indices in dst_vals (None: dropped).
@@ -931,7 +997,14 @@ class Client:
         any order); dst_keys and dst_vals then hold rows * topk, row after
         row. offsets (a C-contiguous uint64 array of S + 1, checked by the
         caller): S segments, each sorted on its own; they travel after the
-        keys and values."""
+        keys and values. wire: the keys' protocol name when not their
+        dtype's (bfloat16 words in a uint16 array: "bf16")."""
+        if wire is None:
+            wire = _wire_dtype(keys.dtype)
+        if wire == "bf16" and keys.dtype != np.uint16:
+            # bfloat16 (ml_dtypes') travels as its words: numpy's buffer
+            # protocol cannot export every extension dtype
+            keys, dst_keys = keys.view(np.uint16), _bits16(dst_keys, True)
         kdt = keys.dtype
         n = keys.shape[0]
         ks = kdt.itemsize
@@ -939,7 +1012,7 @@ class Client:
         wire_vdt = {4: np.uint32, 8: np.uint64}.get(vs)
         if n > _TWO_53:
             raise Error("GS_ETOOBIG", "sort: n = %d exceeds the protocol's 2^53" % n)
-        header = {"v": PROTOCOL, "op": "sort", "dtype": _wire_dtype(kdt), "n": n}
+        header = {"v": PROTOCOL, "op": "sort", "dtype": wire, "n": n}
         if values_kind != "none":
             header["values"] = values_kind
         if descending:
@@ -1135,11 +1208,25 @@ class Client:
 
     # -- sorting here or there --
 
-    def _routed(self, shape, n, local, forced, here, there):
+    def _here(self, n, here):
+        """here() in this process, whatever the Router says; c.last says so."""
+        t0 = _perf_counter()
+        here()
+        self.last = {"where": "local", "algorithm": "numpy", "n": n,
+                     "client_ms": (_perf_counter() - t0) * 1e3}
+
+    def _routed(self, shape, n, local, forced, here, there, only_here=None):
         """One sort, here() in this process or there() through the daemon,
         as the Router picks for a call free to go either way (see the
         class's doc); the route's time is recorded only for such a call, as
-        libgsort's twin does, and c.last says where it ran."""
+        libgsort's twin does, and c.last says where it ran. only_here (the
+        request's name, "rows", "topk"): a request gsortd does not take
+        for these keys (8- and 16-bit keys in rows or top-k), sorted here
+        whatever local says, or refused when forced (_narrow_here)."""
+        if only_here:
+            _narrow_here(shape[0], forced, only_here)
+            self._here(n, here)
+            return
         free = (self.local if local is None else bool(local)) and not forced
         if free and self.router.choose(shape, n):
             # the whole call costs numpy's sort and about a microsecond: a
@@ -1157,7 +1244,7 @@ class Client:
             self.router.record(shape, n, False, self.last["client_ms"])
 
     def sort(self, a, descending=False, stable=False, inplace=False, algorithm=None,
-             params=None, device=None, split=None, local=None, axis=-1):
+             params=None, device=None, split=None, local=None, axis=-1, key_type=None):
         """Return a sorted copy of the array a (inplace=True: sort a
         itself, which must be a writable C-contiguous numpy array, and
         return it). An array of two or more dimensions is sorted along its
@@ -1176,29 +1263,39 @@ class Client:
         size (self.last then lists the parts, or says in
         "split_declined" why not), False forbids a split, None (the
         default) leaves it to the daemon from 2^20 keys on.
+        key_type: None (the keys are what their dtype says) or "bf16": a
+        uint16 or int16 array's words are bfloat16 values, sorted as those
+        (the result keeps a's dtype); an array of ml_dtypes.bfloat16 needs
+        no key_type. 8- and 16-bit keys of two or more dimensions are
+        sorted in this process, whatever local says (gsortd sorts them as
+        one flat array only); naming a route for them (algorithm, params,
+        device, split) is a gsort.Error GS_EUNSUPPORTED.
         """
         if inplace:
             _writable_contiguous(a, "the array")
         given = a
         a, rows, shape = _rows_of(a, axis, "the array")
-        _wire_dtype(a.dtype)
+        wire, bf16 = _key_wire(a.dtype, key_type)
         out = a if inplace else np.empty(a.shape[0], dtype=a.dtype)
+        a16, out16 = _bits16(a, bf16), _bits16(out, bf16)
         if rows:
             def here():
-                _local.sort_rows(a.reshape(shape), descending, out.reshape(shape))
+                _local.sort_rows(a16.reshape(shape), descending, out16.reshape(shape), bf16)
         else:
             def here():
-                _local.sort_keys(a, descending, out)
-        self._routed((a.dtype, "none", bool(descending), bool(stable), rows > 0), a.shape[0],
+                _local.sort_keys(a16, descending, out16, bf16)
+        self._routed((wire, "none", bool(descending), bool(stable), rows > 0), a.shape[0],
                      local, _forced(algorithm, params, device, split), here,
-                     lambda: self._run(a, "none", None, out, None, descending, stable,
-                                       algorithm, params, device, split, rows))
+                     lambda: self._run(a16, "none", None, out16, None, descending, stable,
+                                       algorithm, params, device, split, rows, wire=wire),
+                     "rows" if rows and a.dtype.itemsize <= _NARROW_BYTES else None)
         if inplace:
             return given
         return out.reshape(shape) if len(shape) > 1 else out
 
     def argsort(self, a, descending=False, stable=False, index_dtype=np.int64,
-                algorithm=None, params=None, device=None, split=None, local=None, axis=-1):
+                algorithm=None, params=None, device=None, split=None, local=None, axis=-1,
+                key_type=None):
         """Return the indices that sort the array a, like np.argsort
         (a is left as it is; of two or more dimensions, along the last axis,
         the indices counting from 0 within each row). index_dtype: int64
@@ -1206,17 +1303,19 @@ class Client:
         listed in input order. Other arguments as for sort().
         """
         a, rows, shape = _rows_of(a, axis, "the array")
-        _wire_dtype(a.dtype)
+        wire, bf16 = _key_wire(a.dtype, key_type)
+        a = _bits16(a, bf16)
         n = a.shape[0]
         idt = _index_dtype(index_dtype, n)
         out = np.empty(n, dtype=idt)
 
         def here():
-            out.reshape(shape)[...] = _local.order(a.reshape(shape), descending)
-        self._routed((a.dtype, "idx", bool(descending), bool(stable), rows > 0), n, local,
+            out.reshape(shape)[...] = _local.order(a.reshape(shape), descending, bf16)
+        self._routed((wire, "idx", bool(descending), bool(stable), rows > 0), n, local,
                      _forced(algorithm, params, device, split), here,
                      lambda: self._argsort_into(a, None, out, descending, stable, algorithm,
-                                                params, device, split, rows))
+                                                params, device, split, rows, wire),
+                     "rows" if rows and a.dtype.itemsize <= _NARROW_BYTES else None)
         return out.reshape(shape) if len(shape) > 1 else out
 
     def lexsort(self, keys, descending=False, index_dtype=np.int64, algorithm=None,
@@ -1384,7 +1483,7 @@ class Client:
                     stage.close()
 
     def topk(self, a, k, largest=True, sorted=True, axis=-1, index_dtype=np.int64,
-             algorithm=None, params=None, device=None, local=None):
+             algorithm=None, params=None, device=None, local=None, key_type=None):
         """(values, indices): the k largest keys of the array a (largest=
         False: the k smallest) and their indices, like torch.topk. Of two
         or more dimensions, along the last axis, each row on its own in one
@@ -1411,10 +1510,13 @@ class Client:
         (algorithm="select" with a device: its select). local: as for
         sort(); the local path (numpy, a sampled bound and a partition of
         the few keys within it) gives the same answer. An array of no keys is answered
-        here, with no request.
+        here, with no request. 8- and 16-bit keys (key_type as for sort())
+        are selected in this process, whatever local says (gsortd takes no
+        top-k of them); naming a route for them is a gsort.Error
+        GS_EUNSUPPORTED.
         """
         a, rows, shape = _rows_of(a, axis, "the array")
-        _wire_dtype(a.dtype)
+        wire, bf16 = _key_wire(a.dtype, key_type)
         n = a.shape[0]
         length = shape[-1]
         k = _topk_k(k, length)
@@ -1425,8 +1527,9 @@ class Client:
         idx = np.empty(r * k, dtype=idt)
 
         def here():
-            v, i = _local.topk(a.reshape(shape), k, bool(largest), bool(sorted))
-            vals[...] = v.reshape(-1)
+            v, i = _local.topk(_bits16(a, bf16).reshape(shape), k, bool(largest), bool(sorted),
+                               bf16)
+            _bits16(vals, bf16)[...] = v.reshape(-1)
             idx[...] = i.reshape(-1)
         if n == 0:
             # nothing to select (and rows the protocol cannot say: (0, L))
@@ -1438,28 +1541,32 @@ class Client:
             # unstable algorithm is refused rather than answering others).
             # The daemon's own route, the host select, is stable as it is.
             forced = _forced(algorithm, params, device, None)
-            self._routed((a.dtype, "topk", bool(largest), bool(sorted), rows > 0,
+            self._routed((wire, "topk", bool(largest), bool(sorted), rows > 0,
                           _local._bucket(k)), n, local, forced, here,
-                         lambda: self._run(a, kind, None, vals, idx, bool(largest), forced,
-                                           algorithm, params, device, None, rows, k,
-                                           not sorted))
+                         lambda: self._run(_bits16(a, bf16), kind, None, _bits16(vals, bf16),
+                                           idx, bool(largest), forced, algorithm, params,
+                                           device, None, rows, k, not sorted, wire=wire),
+                         "topk" if a.dtype.itemsize <= _NARROW_BYTES else None)
         return vals.reshape(out_shape), idx.reshape(out_shape)
 
-    def _segmented(self, a, offsets, local, forced, here, there):
+    def _segmented(self, a, offsets, local, forced, here, there, wire=None):
         """A segments call: here() in this process when it may sort here
         (the daemon would sort the segments on its host cores too, as
-        libgsort decides), else there() through the daemon."""
+        libgsort decides), else there() through the daemon. 8- and 16-bit
+        keys always here (gsortd takes no segments of them; a named route
+        is refused, _narrow_here)."""
+        if a.dtype.itemsize <= _NARROW_BYTES:
+            _narrow_here(wire or _wire_dtype(a.dtype), forced, "segments")
+            self._here(a.shape[0], here)
+            return
         if (self.local if local is None else bool(local)) and not forced:
-            t0 = _perf_counter()
-            here()
-            self.last = {"where": "local", "algorithm": "numpy", "n": a.shape[0],
-                         "client_ms": (_perf_counter() - t0) * 1e3}
+            self._here(a.shape[0], here)
             return
         there()
         self.last["where"] = "daemon"
 
     def sort_segments(self, a, offsets, descending=False, stable=False, algorithm=None,
-                      params=None, device=None, local=None):
+                      params=None, device=None, local=None, key_type=None):
         """Return a copy of the 1-D array a with each segment sorted on its
         own (a segmented sort, as CUB's): offsets is a 1-D sequence of S + 1
         integers, 0 first, never decreasing, len(a) last, and segment s is
@@ -1468,23 +1575,28 @@ class Client:
         a rule are a ValueError (nothing is sent). The daemon sorts
         segments on its host cores, so a call free to sort here (local, as
         for sort()) does; algorithm, params or device name a route, which
-        sorts them one after another.
+        sorts them one after another. 8- and 16-bit keys (key_type as for
+        sort()) are sorted here whatever local says (gsortd takes no
+        segments of them); naming a route for them is a gsort.Error
+        GS_EUNSUPPORTED.
         """
         a = _as_1d(a, "the array")
-        _wire_dtype(a.dtype)
+        wire, bf16 = _key_wire(a.dtype, key_type)
         off = _segment_offsets(offsets, a.shape[0])
         out = np.empty(a.shape[0], dtype=a.dtype)
+        a16, out16 = _bits16(a, bf16), _bits16(out, bf16)
 
         def here():
-            _local.sort_segments(a, off, descending, out)
-        self._segmented(a, off, local, _forced(algorithm, params, device, None), here,
-                        lambda: self._run(a, "none", None, out, None, descending, stable,
-                                          algorithm, params, device, offsets=off))
+            _local.sort_segments(a16, off, descending, out16, bf16)
+        self._segmented(a16, off, local, _forced(algorithm, params, device, None), here,
+                        lambda: self._run(a16, "none", None, out16, None, descending, stable,
+                                          algorithm, params, device, offsets=off, wire=wire),
+                        wire)
         return out
 
     def argsort_segments(self, a, offsets, descending=False, stable=False,
                          index_dtype=np.int64, algorithm=None, params=None, device=None,
-                         local=None):
+                         local=None, key_type=None):
         """The indices that sort each segment of the 1-D array a (offsets
         as for sort_segments), counting from 0 within the segment, in a new
         array of index_dtype (int64, uint64, int32 or uint32). With
@@ -1492,7 +1604,8 @@ class Client:
         is. Other arguments as for sort_segments().
         """
         a = _as_1d(a, "the array")
-        _wire_dtype(a.dtype)
+        wire, bf16 = _key_wire(a.dtype, key_type)
+        a = _bits16(a, bf16)
         n = a.shape[0]
         off = _segment_offsets(offsets, n)
         longest = int(np.max(np.diff(off))) if off.shape[0] > 1 else 0
@@ -1500,30 +1613,33 @@ class Client:
         out = np.empty(n, dtype=idt)
 
         def here():
-            _local.order_segments(a, off, descending, out)
+            _local.order_segments(a, off, descending, out, bf16)
         kind = "idx32" if n <= 0xFFFFFFFF else "idx64"
         self._segmented(a, off, local, _forced(algorithm, params, device, None), here,
                         lambda: self._run(a, kind, None, None, out, descending, stable,
-                                          algorithm, params, device, offsets=off))
+                                          algorithm, params, device, offsets=off, wire=wire),
+                        wire)
         return out
 
     def _argsort_into(self, a, dst_keys, dst_index, descending, stable, algorithm=None,
-                      params=None, device=None, split=None, rows=0):
+                      params=None, device=None, split=None, rows=0, wire=None):
         """The indices that sort a into dst_index (and, unless dst_keys is
         None, the sorted keys into dst_keys): argsort's request, which
         gsort.dask also makes for both at once."""
         # 4-byte indices halve the index traffic whenever n allows them.
         kind = "idx32" if a.shape[0] <= 0xFFFFFFFF else "idx64"
         self._run(a, kind, None, dst_keys, dst_index, descending, stable, algorithm, params,
-                  device, split, rows)
+                  device, split, rows, wire=wire)
 
     def sort_by_key(self, keys, values, descending=False, stable=False, inplace=False,
-                    algorithm=None, params=None, device=None, split=None, local=None):
+                    algorithm=None, params=None, device=None, split=None, local=None,
+                    key_type=None):
         """Sort keys and permute values (a 1-D array of the same length
         whose items are 4 or 8 bytes: any dtype, moved as raw bytes) with
         them. Returns (sorted keys, permuted values): copies, or with
         inplace=True the two arrays themselves, sorted where they are.
-        Other arguments as for sort().
+        Other arguments as for sort() (key_type="bf16": keys' uint16 or
+        int16 words are bfloat16 values).
         """
         if inplace:
             _writable_contiguous(keys, "keys")
@@ -1536,7 +1652,7 @@ class Client:
                                  "inplace=True they must be separate memory")
         keys = _as_1d(keys, "keys")
         values = _as_1d(values, "values")
-        _wire_dtype(keys.dtype)
+        wire, bf16 = _key_wire(keys.dtype, key_type)
         vdt = values.dtype
         if vdt.hasobject or vdt.itemsize not in (4, 8):
             raise TypeError("gsort: values must have 4- or 8-byte items without Python "
@@ -1555,14 +1671,17 @@ class Client:
         # inline, out and back.
         raw = np.uint32 if vdt.itemsize == 4 else np.uint64
 
+        k16, ko16 = _bits16(keys, bf16), _bits16(ko, bf16)
+
         def here():
-            i = _local.order(keys, descending)
-            ko[...] = keys[i]       # fancy indexing copies first: safe in place
+            i = _local.order(k16, descending, bf16)
+            ko16[...] = k16[i]      # fancy indexing copies first: safe in place
             vo[...] = values[i]
-        self._routed((keys.dtype, kind, bool(descending), bool(stable)), keys.shape[0],
+        self._routed((wire, kind, bool(descending), bool(stable)), keys.shape[0],
                      local, _forced(algorithm, params, device, split), here,
-                     lambda: self._run(keys, kind, values.view(raw), ko, vo.view(raw),
-                                       descending, stable, algorithm, params, device, split))
+                     lambda: self._run(k16, kind, values.view(raw), ko16, vo.view(raw),
+                                       descending, stable, algorithm, params, device, split,
+                                       wire=wire))
         return ko, vo
 
     def _sort_parts(self, keys, values=None, keys_out=True, stable=False):
@@ -1575,12 +1694,15 @@ class Client:
         if not keys:
             raise ValueError("gsort: no parts to sort")
         kdt = np.asarray(keys[0]).dtype
-        _wire_dtype(kdt)
-        kc = _Concat(keys, kdt)
+        wire = _wire_dtype(kdt)
+        if wire == "bf16":          # ml_dtypes' bfloat16: as its uint16 words
+            keys = [np.asarray(k).view(np.uint16) for k in keys]
+        kc = _Concat(keys, kdt if wire != "bf16" else np.uint16)
         n = kc.shape[0]
         ko = np.empty(n, dtype=kdt) if keys_out else None
         if values is None:
-            self._run(kc, "none", None, ko, None, False, stable, None, None, None)
+            self._run(kc, "none", None, _bits16(ko, wire == "bf16"), None, False, stable,
+                      None, None, None, wire=wire)
             return ko, None
         vdt = np.asarray(values[0]).dtype
         if vdt.hasobject or vdt.itemsize != 8:
@@ -1589,8 +1711,8 @@ class Client:
         if vc.shape[0] != n:
             raise ValueError("gsort: %d keys but %d values" % (n, vc.shape[0]))
         vo = np.empty(n, dtype=vdt)
-        self._run(kc, "u64", vc.view(np.uint64), ko, vo.view(np.uint64), False, stable,
-                  None, None, None)
+        self._run(kc, "u64", vc.view(np.uint64), _bits16(ko, wire == "bf16"),
+                  vo.view(np.uint64), False, stable, None, None, None, wire=wire)
         return ko, vo
 
 
