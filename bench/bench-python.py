@@ -15,7 +15,7 @@ the default socket) and PYTHONPATH naming the python/ directory.
 
     PYTHONPATH=python bench/bench-python.py [-S SOCKET] [--dtype uint32]
         [--min-log2 10] [--max-log2 24] [--reps 5] [--algorithm radix] [--device 1]
-        [--copy-bytes-per-thread BYTES] [--detail]
+        [--copy-bytes-per-thread BYTES] [--detail] [--warm 1]
 
 --detail adds, under each size, where gs.sort's and gs.shared's time went (medians over their timed calls, ms): the client's copy in, the
 round trip (request sent to reply read), the daemon's total and its
@@ -38,7 +38,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-S", "--socket")
     ap.add_argument("--dtype", default="uint32",
-                    choices=["uint32", "int32", "float32", "uint64", "int64", "float64"])
+                    choices=["uint32", "int32", "float32", "uint64", "int64", "float64",
+                             "uint8", "int8", "uint16", "int16", "float16"])
     ap.add_argument("--min-log2", type=int, default=10)
     ap.add_argument("--max-log2", type=int, default=24)
     ap.add_argument("--reps", type=int, default=5)
@@ -49,6 +50,9 @@ def main():
                     "takes seconds there)")
     ap.add_argument("--copy-bytes-per-thread", type=int,
                     help="the client's copies take one thread per this many bytes")
+    ap.add_argument("--warm", type=int, default=1,
+                    help="untimed calls before each gs column's timed ones (gs.auto: at "
+                    "least 3, for its router)")
     ap.add_argument("--detail", action="store_true",
                     help="print where each memfd route's time went")
     a = ap.parse_args()
@@ -101,25 +105,26 @@ def main():
                 lasts[name].append(c.last)
                 return r
             return call
-        t_gs, got = timed(noted(shm, "gs.sort", lambda: shm.sort(x, **kw)), a.reps)
+        t_gs, got = timed(noted(shm, "gs.sort", lambda: shm.sort(x, **kw)), a.reps,
+                          warm=a.warm)
         last = shm.last
         # In place on an array in shared memory, refilled (untimed) each time.
         xs = gsort.empty(n, dt)
         ts = []
-        for r in range(a.reps + 1):
+        for r in range(a.reps + a.warm):
             xs[...] = x
             t0 = time.perf_counter()
             shm.sort(xs, inplace=True, **kw)
-            if r:
+            if r >= a.warm:
                 ts.append((time.perf_counter() - t0) * 1e3)
                 lasts["gs.shared"].append(shm.last)
         t_sh = statistics.median(ts)
         shared_ok = np.array_equal(xs, ref) and shm.last.get("zero_copy")
         del xs
-        t_in, got_in = timed(lambda: inl.sort(x, **kw), a.reps)
+        t_in, got_in = timed(lambda: inl.sort(x, **kw), a.reps, warm=a.warm)
         # enough warm calls for the Router to time both routes (numpy only
         # up to its try limit)
-        t_au, got_au = timed(lambda: auto.sort(x, **kw), a.reps, warm=3)
+        t_au, got_au = timed(lambda: auto.sort(x, **kw), a.reps, warm=max(3, a.warm))
         where = auto.last.get("where")
         t_npa = t_gsa = float("nan")
         refa = gota = None
@@ -144,6 +149,7 @@ def main():
                   where, on, last.get("algorithm"), last.get("plan")))
         if a.detail:
             for name, ls in lasts.items():
+                ls = ls[-a.reps:]       # the timed calls only
                 def med(get):
                     v = [get(h) for h in ls]
                     v = [x for x in v if x is not None]
