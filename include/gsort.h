@@ -65,7 +65,20 @@ const char *gsort_version(void);
 
 /* ---- element types ---- */
 typedef enum gsort_dtype {
-    GSORT_U32 = 0, GSORT_I32, GSORT_F32, GSORT_U64, GSORT_I64, GSORT_F64
+    GSORT_U32 = 0, GSORT_I32, GSORT_F32, GSORT_U64, GSORT_I64, GSORT_F64,
+    /* 8- and 16-bit keys: uint8_t, int8_t, uint16_t, int16_t, IEEE half
+     * (1 sign, 5 exponent, 10 mantissa bits) and bfloat16 (the top half of
+     * a float: 1, 8, 7), the last two as their raw 2-byte words. Every sort
+     * call takes them with any values (gsort_sort, gsort_argsort,
+     * gsort_argsort32, gsort_sort_by_key, gsort_run), in the order and with
+     * the NaN and zero rules below; not gsort_run_rows / gsort_sort_rows
+     * with more than one row, gsort_run_segments or gsort_topk, which
+     * answer GSORT_EUNSUPPORTED (the daemon serves none of them either).
+     * The daemon encodes each key into a 32-bit word that keeps the order
+     * and sorts the words: a call weighs as a GSORT_U32 one of n keys (the
+     * daemon's 32-bit crossover applies; a local sort encodes, sorts and
+     * decodes the same way in this process, on one thread). */
+    GSORT_U8, GSORT_I8, GSORT_U16, GSORT_I16, GSORT_F16, GSORT_BF16
 } gsort_dtype;
 
 /* What travels with the keys (gsort_request.values_kind). */
@@ -105,10 +118,11 @@ enum {
  * sort_ms: the call around the sort costs some ten nanoseconds, less than
  * the clock reads that would time it). */
 
-/* Order: integers by value; floats -inf < ... < -0.0 < +0.0 < ... < +inf <
- * NaN, every NaN equal (as numpy puts them last). GSORT_DESCENDING reverses
- * the order (NaNs first); with GSORT_STABLE equal keys keep their input
- * order in either direction. */
+/* Order: integers by value; floats (f16 and bf16 too) -inf < ... < -0.0 <
+ * +0.0 < ... < +inf < NaN, every NaN equal (as numpy puts them last), each
+ * NaN's bit pattern kept. GSORT_DESCENDING reverses the order (NaNs
+ * first); with GSORT_STABLE equal keys keep their input order in either
+ * direction. */
 
 /* ---- connections ---- */
 typedef struct gsort_conn gsort_conn;
@@ -224,7 +238,9 @@ int gsort_run(gsort_conn *c, const gsort_request *rq, gsort_result *res, gsort_e
  * call may sort locally and the daemon would use the same sort (after two
  * copies); from the size at which its info announces a device for the
  * shape (a GPU sorts every row in one launch), and whenever the call may
- * not sort locally, by the daemon. */
+ * not sort locally, by the daemon. 8- and 16-bit keys (GSORT_U8 ..
+ * GSORT_BF16) are not sorted in rows: rows above 1 are
+ * GSORT_EUNSUPPORTED, before anything is sent or written. */
 int gsort_run_rows(gsort_conn *c, const gsort_request *rq, size_t rows, gsort_result *res,
                    gsort_error *err);
 /* Segments: the n keys (and values) are `segments` segments of any
@@ -238,7 +254,8 @@ int gsort_run_rows(gsort_conn *c, const gsort_request *rq, size_t rows, gsort_re
  * Segments are sorted in this process's host sort whenever the call may
  * sort locally (the daemon sorts them on its host too), else by the
  * daemon, the offsets copied to it with the arrays (a named device or
- * algorithm sorts them one segment after another). */
+ * algorithm sorts them one segment after another). 8- and 16-bit keys
+ * are not sorted in segments: GSORT_EUNSUPPORTED. */
 int gsort_run_segments(gsort_conn *c, const gsort_request *rq, const uint64_t *offsets,
                        size_t segments, gsort_result *res, gsort_error *err);
 /* gsort_run_rows of `rows` rows of row_len keys, without values. */
@@ -259,7 +276,9 @@ int gsort_sort_rows(gsort_conn *c, gsort_dtype dtype, void *keys, size_t rows, s
  * sorts only k of them: in this process on one thread below
  * GSORT_TOPK_LOCAL_MAX keys (as for gsort_sort, a call that may sort
  * locally), else by the daemon on its host cores (or, for a call that
- * names a device or an algorithm, by that one's whole sort). */
+ * names a device or an algorithm, by that one's whole sort). Not for
+ * 8- and 16-bit keys (GSORT_EUNSUPPORTED: sort them whole, with
+ * GSORT_STABLE, and take the first k). */
 #define GSORT_TOPK_LOCAL_MAX ((size_t)1 << 22)
 int gsort_topk(gsort_conn *c, const gsort_request *rq, size_t rows, size_t k, void *out_keys,
                void *out_values, gsort_result *res, gsort_error *err);

@@ -48,10 +48,7 @@ _Static_assert((int)GSORT_EINVAL == (int)GS_EINVAL && (int)GSORT_ENOMEM == (int)
                (int)GSORT_ENOTFOUND == (int)GS_ENOTFOUND && (int)GSORT_EWRONG == (int)GS_EWRONG &&
                (int)GSORT_EPERM == (int)GS_EPERM,
                "GSORT_E* and GS_E* codes differ");
-_Static_assert((int)GSORT_U32 == GS_DT_U32 && (int)GSORT_I32 == GS_DT_I32 &&
-               (int)GSORT_F32 == GS_DT_F32 && (int)GSORT_U64 == GS_DT_U64 &&
-               (int)GSORT_I64 == GS_DT_I64 && (int)GSORT_F64 == GS_DT_F64,
-               "gsort_dtype and gs_dtype differ");
+/* Key types are not: lgs_dt_of (gsort_int.h) maps them, wide and narrow. */
 _Static_assert((int)GSORT_VALUES_NONE == GS_PL_NONE && (int)GSORT_VALUES_U32 == GS_PL_U32 &&
                (int)GSORT_VALUES_U64 == GS_PL_U64 && (int)GSORT_VALUES_IDX32 == GS_PL_IDX32 &&
                (int)GSORT_VALUES_IDX64 == GS_PL_IDX64, "gsort_values and gs_payload differ");
@@ -336,8 +333,10 @@ void lgs_crossover_refresh(gsort_conn *c, double now)
     }
     for (size_t i = 0; i < in.ncrossover; i++) {
         const gs_reply_crossover *x = &in.crossover[i];
-        for (int dt = 0; dt < GS_DT_COUNT; dt++)     /* every dtype of its key width */
-            if ((int)gs_dtype_size((gs_dtype)dt) * 8 == x->key_bits)
+        /* every dtype of its key width; 8- and 16-bit keys are sorted as 32-bit
+         * words there, so theirs is the 32-bit one */
+        for (int dt = 0; dt < LGS_DTYPES; dt++)
+            if (lgs_dt_key_bits(dt) == x->key_bits)
                 for (int desc = 0; desc < 2; desc++) {
                     unsigned sh = lgs_shape(dt, x->payload, desc, x->stable);
                     lgs_router_set_below(c->router, sh, x->local_below);
@@ -364,9 +363,10 @@ int lgs_local_allowed(const gsort_conn *c, const gsort_request *rq)
 static int sort_local(gsort_conn *c, const gsort_request *rq, int preserve_keys, uint64_t rows,
                       const uint64_t *offsets, size_t segments, double *ms, gs_err *ge)
 {
-    size_t kb = rq->n * gs_dtype_size((gs_dtype)rq->dtype);
+    const lgs_dt *d = lgs_dt_of((int)rq->dtype);
+    size_t kb = rq->n * d->bytes;
     gs_sort_req req = {
-        .shape = { .dtype = (gs_dtype)rq->dtype,
+        .shape = { .dtype = d->dt,
                    .payload = (gs_payload)rq->values_kind,
                    .descending = (rq->flags & GSORT_DESCENDING) != 0,
                    .stable = (rq->flags & GSORT_STABLE) != 0,
@@ -376,13 +376,22 @@ static int sort_local(gsort_conn *c, const gsort_request *rq, int preserve_keys,
         .values = rq->values_kind == GSORT_VALUES_NONE ? NULL : rq->values,
         .offsets = offsets,
     };
-    if (preserve_keys && rq->n) {
-        int rc = lgs_heap_reserve(c, kb, ge);
+    /* 8- and 16-bit keys: their words after the keys' copy, 4-aligned */
+    size_t kcopy = preserve_keys ? (kb + 7) & ~(size_t)7 : 0;
+    size_t need = kcopy + (d->narrow ? rq->n * sizeof(uint32_t) : 0);
+    if (need) {
+        int rc = lgs_heap_reserve(c, need, ge);
         if (rc)
             return rc;
+    }
+    if (preserve_keys && rq->n) {
         memcpy(c->heap, rq->keys, kb);
         req.keys = c->heap;
     }
+    if (d->narrow)
+        return rq->n ? lgs_inproc_narrow(d->narrow, &req, (uint32_t *)(void *)
+                                         ((char *)c->heap + kcopy), ms, ge)
+                     : (*ms = 0, 0);
     return lgs_inproc_sort(&req, ms, ge);
 }
 
@@ -391,9 +400,10 @@ static int sort_local(gsort_conn *c, const gsort_request *rq, int preserve_keys,
  * there, apart, and inside their gsort_alloc blocks. */
 static int check_request(const gsort_request *rq, gsort_error *err)
 {
-    if ((int)rq->dtype < 0 || (int)rq->dtype >= GS_DT_COUNT)
-        return lgs_err_set(err, GSORT_EINVAL, "sort: unknown dtype %d (GSORT_U32 .. GSORT_F64)",
-                           (int)rq->dtype);
+    const lgs_dt *d = lgs_dt_of((int)rq->dtype);
+    if (!d)
+        return lgs_err_set(err, GSORT_EINVAL, "sort: unknown dtype %d (GSORT_U32 .. "
+                           "GSORT_BF16)", (int)rq->dtype);
     if ((int)rq->values_kind < 0 || (int)rq->values_kind >= GS_PL_COUNT)
         return lgs_err_set(err, GSORT_EINVAL, "sort: unknown values_kind %d "
                            "(GSORT_VALUES_NONE .. GSORT_VALUES_IDX64)", (int)rq->values_kind);
@@ -402,13 +412,13 @@ static int check_request(const gsort_request *rq, gsort_error *err)
     if (rq->device < -1)
         return lgs_err_set(err, GSORT_EINVAL, "sort: device %d (an index, or -1 for any)",
                            rq->device);
-    gs_dtype dt = (gs_dtype)rq->dtype;
     gs_payload pl = (gs_payload)rq->values_kind;
-    size_t n = rq->n, ks = gs_dtype_size(dt), vs = gs_payload_size(pl);
-    /* Bound n so that keys, padding and values fit in size_t together. */
-    if ((uint64_t)n > GS_PROTO_MAX_N || n > (SIZE_MAX - 8) / (ks + vs))
+    size_t n = rq->n, ks = d->bytes, vs = gs_payload_size(pl);
+    /* Bound n so that keys, padding and values (a narrow key's words
+     * too, for the local route) fit in size_t together. */
+    if ((uint64_t)n > GS_PROTO_MAX_N || n > (SIZE_MAX - 8) / (ks + vs + 4))
         return lgs_err_set(err, GSORT_ETOOBIG, "sort: %zu %s keys%s are more than can be "
-                           "addressed or sent", n, gs_dtype_name(dt), vs ? " with values" : "");
+                           "addressed or sent", n, d->name, vs ? " with values" : "");
     if (pl == GS_PL_IDX32 && (uint64_t)n > UINT32_MAX)
         return lgs_err_set(err, GSORT_ETOOBIG, "sort: 32-bit indices cannot number %zu keys "
                            "(use 64-bit ones)", n);
@@ -424,7 +434,7 @@ static int check_request(const gsort_request *rq, gsort_error *err)
     if (n && lgs_block_overrun(rq->keys, kb, &boff, &bsize))
         return lgs_err_set(err, GSORT_EINVAL, "sort: %zu %s keys (%zu bytes) at offset %zu "
                            "run past the end of their gsort_alloc block of %zu bytes", n,
-                           gs_dtype_name(dt), kb, boff, bsize);
+                           d->name, kb, boff, bsize);
     if (n && vs && lgs_block_overrun(rq->values, vb, &boff, &bsize))
         return lgs_err_set(err, GSORT_EINVAL, "sort: %zu %s values (%zu bytes) at offset %zu "
                            "run past the end of their gsort_alloc block of %zu bytes", n,
@@ -466,9 +476,15 @@ static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys, u
                            "equal rows", (unsigned long long)rows, rq->n);
     if (rq->flags & GSORT_UNSORTED)
         return lgs_err_set(err, GSORT_EINVAL, "sort: GSORT_UNSORTED is for gsort_topk only");
-    gs_dtype dt = (gs_dtype)rq->dtype;
+    const lgs_dt *d = lgs_dt_of((int)rq->dtype);
+    if (d->narrow && (rows > 1 || segments))
+        return lgs_err_set(err, GSORT_EUNSUPPORTED, "sort: %s keys are sorted whole, not in "
+                           "%s (8- and 16-bit keys: one array a call; neither gsortd nor "
+                           "libgsort sorts their %s)", d->name, segments ? "segments" : "rows",
+                           segments ? "segments" : "rows");
+    gs_dtype dt = d->dt;
     gs_payload pl = (gs_payload)rq->values_kind;
-    size_t n = rq->n, ks = gs_dtype_size(dt), vs = gs_payload_size(pl);
+    size_t n = rq->n, ks = d->bytes, vs = gs_payload_size(pl);
     size_t kb = n * ks, vb = n * vs;
     gs_err ge;
     gs_err_clear(&ge);
@@ -495,6 +511,7 @@ static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys, u
         .params = rq->params,
         .device = rq->device,
         .split = (rq->flags & GSORT_SPLIT) != 0,
+        .narrow = d->narrow,
     };
     s.shape.rows = rows > 1 ? rows : 0;
     s.shape.segments = segments;
@@ -627,6 +644,11 @@ int gsort_topk(gsort_conn *c, const gsort_request *rq, size_t rows, size_t k, vo
     int rc = check_request(&q, err);
     if (rc)
         return rc;
+    const lgs_dt *d = lgs_dt_of((int)rq->dtype);
+    if (d->narrow)
+        return lgs_err_set(err, GSORT_EUNSUPPORTED, "topk: not for %s keys (8- and 16-bit "
+                           "keys are sorted whole: gsort_sort, gsort_argsort or "
+                           "gsort_sort_by_key, then take the first k)", d->name);
     size_t nrows = rows > 1 ? rows : 1, n = rq->n, len = n / nrows;
     if (n % nrows)
         return lgs_err_set(err, GSORT_EINVAL, "topk: %zu rows do not divide %zu keys into "
@@ -634,9 +656,9 @@ int gsort_topk(gsort_conn *c, const gsort_request *rq, size_t rows, size_t k, vo
     if (k > len)
         return lgs_err_set(err, GSORT_EINVAL, "topk: k = %zu exceeds the %zu keys of a row",
                            k, len);
-    gs_dtype dt = (gs_dtype)rq->dtype;
+    gs_dtype dt = d->dt;
     gs_payload pl = (gs_payload)rq->values_kind;
-    size_t ks = gs_dtype_size(dt), vs = gs_payload_size(pl), m = nrows * k;
+    size_t ks = d->bytes, vs = gs_payload_size(pl), m = nrows * k;
     if (m && !out_keys)
         return lgs_err_set(err, GSORT_EINVAL, "topk: out_keys is NULL for %zu answers", m);
     if (m && vs && !out_values)

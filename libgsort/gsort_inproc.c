@@ -14,6 +14,7 @@
 
 #include "gs_algos.h"
 #include "gs_log.h"
+#include "gs_narrow_sort.h"
 #include "gs_sort.h"
 #include "gsort_int.h"
 
@@ -49,5 +50,28 @@ int lgs_inproc_sort(const gs_sort_req *req, double *ms, gs_err *err)
     gs_sort_stats st;
     int rc = gs_sort_run(&gs_algo_host, NULL, req, &one_thread, &st, err);
     *ms = st.wall_ms;
+    return rc;
+}
+
+/* gs_narrow_run's sort of the words: this process's host sort. */
+static int narrow_words(void *arg, const gs_sort_req *req, gs_sort_stats *st, gs_err *err)
+{
+    double ms = 0;
+    (void)arg;
+    int rc = lgs_inproc_sort(req, &ms, err);
+    st->wall_ms = ms;
+    return rc;
+}
+
+int lgs_inproc_narrow(int nw, const gs_sort_req *req, uint32_t *words, double *ms,
+                      gs_err *err)
+{
+    gs_narrow_job jb;
+    gs_narrow_job_init(&jb, nw, &req->shape, req->n, req->keys, req->values, words);
+    jb.one_thread = 1;      /* no pool of threads in the caller's process */
+    gs_sort_stats st;
+    memset(&st, 0, sizeof st);
+    int rc = gs_narrow_run(&jb, narrow_words, NULL, &st, err);
+    *ms = st.wall_ms + st.pack_ms;
     return rc;
 }

@@ -11,9 +11,51 @@
 
 #include "gs_client.h"
 #include "gs_err.h"
+#include "gs_narrow.h"
 #include "gs_paths.h"
+#include "gs_sort.h"
 #include "gs_types.h"
 #include "gsort.h"
+
+/* ---- key types: the one place a gsort_dtype becomes an internal type ----
+ * The public numbers (include/gsort.h, an ABI) are not the internal ones:
+ * the six wide types are gs_dtype's (gs_types.h), the 8- and 16-bit ones
+ * gs_narrow_dt's (gs_narrow.h), which the daemon sorts as u32 words. */
+#define LGS_DTYPES ((int)GSORT_BF16 + 1)    /* gsort_dtype's count */
+typedef struct lgs_dt {
+    gs_dtype dt;        /* the wide type; a narrow key's words: GS_DT_U32 */
+    int narrow;         /* gs_narrow_dt; GS_NW_NONE for a wide type */
+    unsigned bytes;     /* the key's width: 1, 2, 4 or 8 */
+    const char *name;   /* "u32", "f16": the protocol's word */
+} lgs_dt;
+
+/* The row of a gsort_dtype, or NULL for a number outside the enum. */
+static inline const lgs_dt *lgs_dt_of(int dtype)
+{
+    static const lgs_dt rows[LGS_DTYPES] = {
+        [GSORT_U32] = { GS_DT_U32, GS_NW_NONE, 4, "u32" },
+        [GSORT_I32] = { GS_DT_I32, GS_NW_NONE, 4, "i32" },
+        [GSORT_F32] = { GS_DT_F32, GS_NW_NONE, 4, "f32" },
+        [GSORT_U64] = { GS_DT_U64, GS_NW_NONE, 8, "u64" },
+        [GSORT_I64] = { GS_DT_I64, GS_NW_NONE, 8, "i64" },
+        [GSORT_F64] = { GS_DT_F64, GS_NW_NONE, 8, "f64" },
+        [GSORT_U8] = { GS_DT_U32, GS_NW_U8, 1, "u8" },
+        [GSORT_I8] = { GS_DT_U32, GS_NW_I8, 1, "i8" },
+        [GSORT_U16] = { GS_DT_U32, GS_NW_U16, 2, "u16" },
+        [GSORT_I16] = { GS_DT_U32, GS_NW_I16, 2, "i16" },
+        [GSORT_F16] = { GS_DT_U32, GS_NW_F16, 2, "f16" },
+        [GSORT_BF16] = { GS_DT_U32, GS_NW_BF16, 2, "bf16" },
+    };
+    return dtype >= 0 && dtype < LGS_DTYPES ? &rows[dtype] : NULL;
+}
+
+/* The key width a gsort_dtype's shapes are timed and announced by (the
+ * daemon's info op: "key_bits"): a narrow key's words are 32 bits. */
+static inline int lgs_dt_key_bits(int dtype)
+{
+    const lgs_dt *d = lgs_dt_of(dtype);
+    return !d ? 0 : d->narrow ? 32 : (int)d->bytes * 8;
+}
 
 /* Copy an internal failure (code rc, message in ge) into the caller's
  * record (which may be NULL) and return the GSORT_E* code: GS_E* and
@@ -46,7 +88,7 @@ int lgs_block_overrun(const void *p, size_t bytes, size_t *off, size_t *size);
  * gsort_local.c: when a call sorts in the caller's process, per
  * connection, as the Python client's Router does. A shape is a request's
  * (dtype, values kind, descending, stable), lgs_shape's number for it. */
-#define LGS_SHAPES (GS_DT_COUNT * GS_PL_COUNT * 2 * 2)
+#define LGS_SHAPES (LGS_DTYPES * GS_PL_COUNT * 2 * 2)
 typedef struct lgs_router lgs_router;
 unsigned lgs_shape(int dtype, int values_kind, int descending, int stable);
 lgs_router *lgs_router_new(void);       /* NULL: out of memory */
@@ -71,6 +113,13 @@ int lgs_router_get(const lgs_router *r, unsigned shape, size_t n, double *loc, d
  * exactly as the daemon would. 0 or a GS_E* code; on failure the arrays
  * are as they were (only memory can run out). */
 int lgs_inproc_sort(const gs_sort_req *req, double *ms, gs_err *err);
+/* The same for 8- or 16-bit keys of gs_narrow_dt nw (req: their count,
+ * keys, values and shape; shape.dtype is ignored): encoded into the n
+ * words at `words` (the caller's scratch), the words sorted by
+ * lgs_inproc_sort, decoded back, on this thread, as the daemon does
+ * (gs_narrow_run). The arrays are as they were on failure. */
+int lgs_inproc_narrow(int nw, const gs_sort_req *req, uint32_t *words, double *ms,
+                      gs_err *err);
 
 /* ---- the connection (gsort.c), shared with the lexsort (gsort_lex.c) ---- */
 struct gsort_conn {

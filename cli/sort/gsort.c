@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "gs_err.h"
+#include "gs_narrow_sort.h"
 #include "gs_sort.h"
 #include "gs_types.h"
 #include "gsort.h"
@@ -35,8 +36,10 @@ static void usage(FILE *out)
         "FILE, or when FILE is -, read standard input.\n"
         "\n"
         "Input and output:\n"
-        "  -t, --type TYPE        element type: u32, i32, f32, u64, i64 or f64\n"
-        "                         (required for binary input; text defaults to i64)\n"
+        "  -t, --type TYPE        element type: u32, i32, f32, u64, i64, f64, u8,\n"
+        "                         i8, u16, i16, f16 (IEEE half) or bf16 (bfloat16),\n"
+        "                         or numpy's name (uint32, float16, bfloat16, ...);\n"
+        "                         required for binary input; text defaults to i64\n"
         "  -n, --text             text: one number per line in and out (decimal\n"
         "                         integers, or floats as strtod reads them);\n"
         "                         blank lines are skipped. Default: raw binary\n"
@@ -164,19 +167,21 @@ static int check_algorithm(const opts *o)
     return 0;
 }
 
-/* The key type's two names, from its row (gs_types.h): gsort_dtype and
- * gs_dtype are the same numbers (libgsort/gsort.c asserts it). */
+/* The key type's two names, from its row (gsc_type_name: gs_types.c or
+ * gs_narrow.c). */
 static int parse_type(const char *s, gsort_dtype *out)
 {
-    for (int i = 0; i < GS_DT_COUNT; i++) {
-        const gs_dtype_info *d = gs_dtype_row((gs_dtype)i);
-        if (strcmp(s, d->name) == 0 || strcmp(s, d->np_name) == 0) {
+    for (int i = 0; i < GSC_TYPES; i++) {
+        if (strcmp(s, gsc_type_name((gsort_dtype)i)) == 0 ||
+            strcmp(s, gsc_type_np_name((gsort_dtype)i)) == 0) {
             *out = (gsort_dtype)i;
             return 0;
         }
     }
     return -1;
 }
+
+#define TYPE_LIST "u32, i32, f32, u64, i64, f64, u8, i8, u16, i16, f16 or bf16"
 
 enum {
     OPT_ARGSORT = 256, OPT_LOCAL, OPT_FALLBACK, OPT_ALGO, OPT_PARAMS, OPT_DEVICE,
@@ -217,8 +222,7 @@ static int parse_args(int argc, char **argv, opts *o, int *done)
         switch (c) {
         case 't':
             if (parse_type(optarg, &o->dtype) < 0)
-                return usage_error("unknown type '%s' (u32, i32, f32, u64, i64 or f64)",
-                                   optarg);
+                return usage_error("unknown type '%s' (" TYPE_LIST ")", optarg);
             o->have_type = 1;
             break;
         case 'n': o->text = 1; break;
@@ -277,8 +281,8 @@ static int parse_args(int argc, char **argv, opts *o, int *done)
 
     if (!o->have_type) {
         if (!o->text)
-            return usage_error("%s", "binary input needs -t TYPE (u32, i32, f32, u64, i64 "
-                               "or f64); for text, one number a line, give -n");
+            return usage_error("%s", "binary input needs -t TYPE (" TYPE_LIST "); for text, "
+                               "one number a line, give -n");
         o->dtype = GSORT_I64;
     }
     if (o->params && !o->algorithm)
@@ -346,25 +350,53 @@ static int connect_daemon(const opts *o, gsort_conn **c, gsort_error *ge)
     return rc;
 }
 
+/* 8- and 16-bit keys' words sorted by the host sort (gs_narrow_run's). */
+static int narrow_words(void *arg, const gs_sort_req *req, gs_sort_stats *st, gs_err *err)
+{
+    return gs_sort_run(arg, NULL, req, NULL, st, err);
+}
+
+/* --top on 8- or 16-bit keys: no select for them (neither here nor in the
+ * daemon), so all of them are sorted, stably (the top K are a stable
+ * sort's first K), and the first K written. */
+static int narrow_top(const opts *o)
+{
+    return o->top && gsc_type_narrow(o->dtype);
+}
+
 static int sort_local(const opts *o, void *keys, size_t n, uint64_t *idx, size_t k,
                       gs_err *err)
 {
     const gs_algo *a = gs_algo_find("host");
     if (!a)
         return gs_err_set(err, GS_ENOTFOUND, "the host sort is not registered");
+    int nw = gsc_type_narrow(o->dtype);
     gs_sort_req req = {
-        /* the same dtype numbers: libgsort/gsort.c asserts it */
-        .shape = { .dtype = (gs_dtype)o->dtype,
+        /* the six wide types: the same numbers as gs_dtype (gsort_text.h) */
+        .shape = { .dtype = nw ? GS_DT_U32 : (gs_dtype)o->dtype,
                    .payload = o->argsort ? GS_PL_IDX64 : GS_PL_NONE,
                    .descending = o->reverse,
-                   .stable = o->stable,
-                   .topk = o->top, .k = k },
+                   .stable = o->stable || narrow_top(o),
+                   .topk = o->top && !nw, .k = k },
         .n = n,
         .keys = keys,
         .values = idx,
     };
     gs_sort_stats st;
-    return gs_sort_run(a, NULL, &req, NULL, &st, err);
+    memset(&st, 0, sizeof st);
+    if (!nw)
+        return gs_sort_run(a, NULL, &req, NULL, &st, err);
+    /* encoded into u32 words, sorted, decoded back (as gsortd does) */
+    if (n == 0)
+        return 0;
+    uint32_t *words = malloc(n * sizeof *words);
+    if (!words)
+        return gs_err_set(err, GS_ENOMEM, "out of memory for %zu words", n);
+    gs_narrow_job jb;
+    gs_narrow_job_init(&jb, nw, &req.shape, n, keys, idx, words);
+    int rc = gs_narrow_run(&jb, narrow_words, (void *)a, &st, err);
+    free(words);
+    return rc;
 }
 
 static void print_result(const gsort_result *r, const char *sock)
@@ -479,7 +511,8 @@ static int run(const opts *o)
         rq.keys = keys;
         rq.values_kind = o->argsort ? GSORT_VALUES_IDX64 : GSORT_VALUES_NONE;
         rq.values = idx;
-        rq.flags = (o->reverse ? GSORT_DESCENDING : 0) | (o->stable ? GSORT_STABLE : 0) |
+        rq.flags = (o->reverse ? GSORT_DESCENDING : 0) |
+                   (o->stable || narrow_top(o) ? GSORT_STABLE : 0) |
                    (o->inline_ ? GSORT_INLINE : 0);
         rq.algorithm = o->algorithm;
         rq.params = o->params;
@@ -488,7 +521,7 @@ static int run(const opts *o)
          * was read (idle_timeout, a restart) before it sends; a daemon gone
          * for good is ENODAEMON, which --fallback-local turns into a local
          * sort. */
-        if ((o->top ? gsort_topk(c, &rq, 1, k, keys, idx, &res, &ge)
+        if ((o->top && !narrow_top(o) ? gsort_topk(c, &rq, 1, k, keys, idx, &res, &ge)
                     : gsort_run(c, &rq, &res, &ge)) < 0) {
             if (ge.code != GSORT_ENODAEMON) {
                 fprintf(stderr, "gsort: %s\n", ge.message);

@@ -16,8 +16,70 @@
  * gs_types.c), not from a list of types. */
 static int tfloat(gsort_dtype t)
 {
-    const gs_dtype_info *d = gs_dtype_row((gs_dtype)t);
-    return d && d->kind == GS_KIND_FLOAT;
+    return gsc_type_kind(t) == GS_KIND_FLOAT;
+}
+
+/* ---- f16 and bf16: IEEE half (1 sign, 5 exponent, 10 mantissa bits) and
+ * bfloat16 (1, 8, 7) ---- */
+
+static void half_fmt(int nw, int *ebits, int *mbits)
+{
+    *ebits = nw == GS_NW_F16 ? 5 : 8;
+    *mbits = nw == GS_NW_F16 ? 10 : 7;
+}
+
+/* v rounded to the nearest of type nw (ties to even); *over set when a
+ * finite v rounds past the largest finite one (the result is then inf). */
+static uint16_t half_from(int nw, double v, int *over)
+{
+    int eb, mb;
+    half_fmt(nw, &eb, &mb);
+    const int bias = (1 << (eb - 1)) - 1, emax = (1 << eb) - 1;
+    uint32_t sign = signbit(v) ? 1u << 15 : 0;
+    *over = 0;
+    if (isnan(v))
+        return (uint16_t)(sign | (uint32_t)emax << mb | 1u << (mb - 1));
+    if (isinf(v))
+        return (uint16_t)(sign | (uint32_t)emax << mb);
+    double a = fabs(v);
+    if (a == 0)
+        return (uint16_t)sign;
+    int e;
+    frexp(a, &e);
+    e -= 1;                                     /* a = 1.f * 2^e */
+    if (e < 1 - bias) {                         /* subnormal: steps of 2^(1-bias-mb) */
+        double q = rint(ldexp(a, mb - (1 - bias)));
+        /* q == 2^mb is the smallest normal number: the same bits */
+        return (uint16_t)(sign | (uint32_t)q);
+    }
+    double q = rint(ldexp(a, mb - e));          /* 2^mb .. 2^(mb+1) */
+    if (q >= ldexp(1, mb + 1)) {
+        q = ldexp(1, mb);
+        e++;
+    }
+    if (e + bias >= emax) {
+        *over = 1;
+        return (uint16_t)(sign | (uint32_t)emax << mb);
+    }
+    return (uint16_t)(sign | (uint32_t)(e + bias) << mb | ((uint32_t)q - (1u << mb)));
+}
+
+/* The value of bits h of type nw, exactly. */
+static double half_to(int nw, uint32_t h)
+{
+    int eb, mb;
+    half_fmt(nw, &eb, &mb);
+    const int bias = (1 << (eb - 1)) - 1, emax = (1 << eb) - 1;
+    int ex = (int)(h >> mb & (uint32_t)emax);
+    uint32_t m = h & ((1u << mb) - 1);
+    double v;
+    if (ex == emax)
+        v = m ? NAN : INFINITY;
+    else if (ex == 0)
+        v = ldexp((double)m, 1 - bias - mb);
+    else
+        v = ldexp((double)(m | 1u << mb), ex - bias - mb);
+    return h & 0x8000u ? -v : v;
 }
 
 /* ---- parsing ---- */
@@ -50,7 +112,7 @@ static int parse_int(const char *s, size_t len, gsort_dtype t, void *out, char *
     }
     /* The largest magnitude either side, from the key's width and sign. */
     size_t bytes = gsc_type_size(t);
-    int sgn = gs_dtype_row((gs_dtype)t)->kind == GS_KIND_SIGNED;
+    int sgn = gsc_type_kind(t) == GS_KIND_SIGNED;
     uint64_t pos_max = sgn ? gs_key_max(bytes) >> 1 : gs_key_max(bytes);
     uint64_t neg_max = sgn ? pos_max + 1 : 0;
     if (over || mag > (neg ? neg_max : pos_max)) {
@@ -72,8 +134,13 @@ int gsc_text_parse(char *s, size_t len, gsort_dtype t, void *out, char *why, siz
     char save = s[len], *end;
     s[len] = '\0';
     errno = 0;
-    int inf;
-    if (gsc_type_size(t) == 4) {
+    int inf, nw = gsc_type_narrow(t), over = 0;
+    if (nw) {
+        double v = strtod(s, &end);
+        inf = isinf(v);
+        uint16_t h = half_from(nw, v, &over);
+        memcpy(out, &h, 2);
+    } else if (gsc_type_size(t) == 4) {
         float v = strtof(s, &end);
         inf = isinf(v);
         *(float *)out = v;
@@ -91,9 +158,10 @@ int gsc_text_parse(char *s, size_t len, gsort_dtype t, void *out, char *why, siz
     }
     /* Underflow (ERANGE with a tiny result) rounds like any other decimal;
      * overflow to infinity from a finite literal is an error. */
-    if (e == ERANGE && inf) {
+    if ((e == ERANGE && inf) || over) {
         snprintf(why, whylen, "out of range for %s (largest finite %s)", gsc_type_name(t),
-                 gsc_type_size(t) == 4 ? "3.40282347e+38" : "1.7976931348623157e+308");
+                 nw == GS_NW_F16 ? "65504" : nw == GS_NW_BF16 ? "3.389531e+38"
+                 : gsc_type_size(t) == 4 ? "3.40282347e+38" : "1.7976931348623157e+308");
         return GS_EINVAL;
     }
     return 0;
@@ -244,18 +312,34 @@ static size_t fmt_u64(uint64_t v, char *buf)
 
 size_t gsc_text_format(gsort_dtype t, const void *v, char *buf)
 {
-    const gs_dtype_info *d = gs_dtype_row((gs_dtype)t);
-    int n;
-    if (d->kind != GS_KIND_FLOAT) {
+    const enum gs_dtype_kind kind = gsc_type_kind(t);
+    const size_t bytes = gsc_type_size(t);
+    int n, nw = gsc_type_narrow(t);
+    if (kind != GS_KIND_FLOAT) {
         /* integers of any width: the word, or for a negative signed one
          * a minus and its two's-complement magnitude */
-        uint64_t w = gs_key_get(v, 0, d->bytes), sign = UINT64_C(1) << (8 * d->bytes - 1);
-        if (d->kind == GS_KIND_UNSIGNED || !(w & sign))
+        uint64_t w = gs_key_get(v, 0, bytes), sign = UINT64_C(1) << (8 * bytes - 1);
+        if (kind == GS_KIND_UNSIGNED || !(w & sign))
             return fmt_u64(w, buf);
         buf[0] = '-';
-        return 1 + fmt_u64((0 - w) & gs_key_max(d->bytes), buf + 1);
+        return 1 + fmt_u64((0 - w) & gs_key_max(bytes), buf + 1);
     }
-    if (d->bytes == 4) {
+    if (nw) {
+        uint16_t h;
+        memcpy(&h, v, 2);
+        double x = half_to(nw, h);
+        if (isnan(x))
+            return (size_t)snprintf(buf, 32, "%s", h & 0x8000u ? "-nan" : "nan");
+        /* the fewest digits that read back to the same bits (f16: at most 5) */
+        for (int p = 1; p <= 17; p++) {
+            int over;
+            n = snprintf(buf, 32, "%.*g", p, x);
+            if (half_from(nw, strtod(buf, NULL), &over) == h)
+                break;
+        }
+        return (size_t)n;
+    }
+    if (bytes == 4) {
         float f = *(const float *)v;
         /* Six digits read back exactly for most values people type; nine
          * always do (likewise 15 and 17 for doubles). */

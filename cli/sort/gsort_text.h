@@ -1,8 +1,9 @@
 /* The gsort command's text mode: numbers one per line in, one per line
  * out. Parsing is strict (decimal integers range-checked per type, floats
  * as strtod(3) reads them in the C locale, nothing else on the line but
- * blanks) and every error names the file, the line and the text. Floats
- * are printed so that reading them back gives the same value. */
+ * blanks; f16 and bf16 read as a double and rounded to nearest even) and
+ * every error names the file, the line and the text. Floats are printed
+ * so that reading them back gives the same value. */
 #ifndef GSORT_TEXT_H
 #define GSORT_TEXT_H
 
@@ -12,22 +13,49 @@
 #include "gs_err.h"
 #include "gsort.h"
 #include "gsort_io.h"
+#include "gs_narrow.h"
 #include "gs_types.h"
 
 /* Longest line accepted (a number with its blanks). */
 #define GSC_TEXT_LINE_MAX (1u << 20)
 
-/* A gsort_dtype's name and key size, from its row in lib/base/gs_types.c
- * (gsort_dtype and gs_dtype are the same numbers: libgsort/gsort.c
- * asserts it). */
+/* A gsort_dtype's name, key size and kind, from its row in
+ * lib/base/gs_types.c (the six wide types: gsort_dtype and gs_dtype are
+ * the same numbers there) or lib/base/gs_narrow.c (GSORT_U8 .. GSORT_BF16,
+ * in gs_narrow_dt's order from GS_NW_U8). */
+_Static_assert((int)GSORT_U32 == GS_DT_U32 && (int)GSORT_F64 == GS_DT_F64 &&
+               (int)GSORT_U8 == GS_DT_COUNT && GSORT_BF16 - GSORT_U8 == GS_NW_BF16 - GS_NW_U8,
+               "gsort_dtype's numbers moved");
+#define GSC_TYPES ((int)GSORT_BF16 + 1)
+
+/* The gs_narrow_dt of t, GS_NW_NONE for a 4- or 8-byte type. */
+static inline int gsc_type_narrow(gsort_dtype t)
+{
+    return t >= GSORT_U8 && t <= GSORT_BF16 ? GS_NW_U8 + (int)(t - GSORT_U8) : GS_NW_NONE;
+}
+
 static inline const char *gsc_type_name(gsort_dtype t)
 {
-    return gs_dtype_name((gs_dtype)t);
+    int nw = gsc_type_narrow(t);
+    return nw ? gs_narrow_row(nw)->name : gs_dtype_name((gs_dtype)t);
+}
+
+static inline const char *gsc_type_np_name(gsort_dtype t)
+{
+    int nw = gsc_type_narrow(t);
+    return nw ? gs_narrow_row(nw)->np_name : gs_dtype_row((gs_dtype)t)->np_name;
 }
 
 static inline size_t gsc_type_size(gsort_dtype t)
 {
-    return gs_dtype_size((gs_dtype)t);
+    int nw = gsc_type_narrow(t);
+    return nw ? gs_narrow_row(nw)->bytes : gs_dtype_size((gs_dtype)t);
+}
+
+static inline enum gs_dtype_kind gsc_type_kind(gsort_dtype t)
+{
+    int nw = gsc_type_narrow(t);
+    return nw ? gs_narrow_row(nw)->kind : gs_dtype_row((gs_dtype)t)->kind;
 }
 
 /* Parse one token (no surrounding blanks, len > 0) of type t into out.
@@ -46,7 +74,9 @@ int gsc_text_read(const char *const *paths, size_t npaths, gsort_dtype t, int hi
                   gs_err *err);
 
 /* Format one value of type t (decimal integer; the shortest of %.6g/%.9g
- * for f32 and %.15g/%.17g for f64 that reads back the same) into buf
+ * for f32 and %.15g/%.17g for f64 that reads back the same; for f16 and
+ * bf16 the shortest %g that reads back to the same bits; NaNs "nan" or
+ * "-nan") into buf
  * (at least 32 bytes), without a newline; returns its length. */
 size_t gsc_text_format(gsort_dtype t, const void *v, char *buf);
 

@@ -1726,6 +1726,9 @@ static int rows_sorted(const uint32_t *k, size_t rows, size_t len, const uint32_
  * PoCL, fixed: GSORTD_TEST_DEFAULTS=gpu:12) announces 4096 as every
  * shape's crossover, and the library follows it: below, local from the
  * first call; from there on, the daemon first. */
+static void nw_fill(gsort_dtype t, void *k, size_t n, int dist, uint64_t seed);
+static void nw_reference(gsort_dtype t, const void *keys, size_t n, int desc, size_t *ref);
+
 static void test_crossover(void)
 {
     static dmn xd;
@@ -1772,6 +1775,36 @@ static void test_crossover(void)
            strcmp(plans[2], "local") && !starts_with(plans[2], "GSORT_"),
            "4095 keys: local from the first call ('%s', '%s'); 4096: the daemon first ('%s')",
            plans[0], plans[1], plans[2]);
+    /* 8- and 16-bit keys: sorted as u32 words there, so the 32-bit
+     * crossover is theirs; from it the device sorts the words */
+    {
+        uint16_t *h = malloc(5000 * sizeof *h), *in = malloc(5000 * sizeof *in);
+        size_t *ref = malloc(5000 * sizeof *ref);
+        if (!h || !in || !ref)
+            tap_bail("out of memory");
+        int right = 1;
+        for (int i = 0; i < 3; i++) {
+            nw_fill(GSORT_F16, in, ns[i], 0, 60 + (uint64_t)i);
+            memcpy(h, in, ns[i] * sizeof *h);
+            nw_reference(GSORT_F16, in, ns[i], 1, ref);
+            int rc = gsort_sort(c, GSORT_F16, h, ns[i], GSORT_DESCENDING | GSORT_STABLE,
+                                &res, &err);
+            right &= rc == 0;
+            for (size_t j = 0; right && j < ns[i]; j++)
+                right = h[j] == in[ref[j]];
+            snprintf(plans[i], sizeof plans[i], "%s%s%s", plan_of(rc, &res),
+                     rc || !strcmp(res.plan, "local") ? "" : ", ", rc ||
+                     !strcmp(res.plan, "local") ? "" : res.algorithm);
+        }
+        free(h);
+        free(in);
+        free(ref);
+        tap_ok(right && !strcmp(plans[0], "local") && !strcmp(plans[1], "local") &&
+               strcmp(plans[2], "local") && !starts_with(plans[2], "GSORT_"),
+               "f16 keys take the 32-bit crossover: 4095 local from the first call ('%s', '%s'); "
+               "4096 the daemon ('%s'); each descending as the reference", plans[0], plans[1],
+               plans[2]);
+    }
     /* rows: here below the crossover, the daemon's device (bitonic: every
      * row in one launch) from it */
     uint32_t *in = malloc(5000 * sizeof *in);
@@ -2211,6 +2244,372 @@ static void test_lexsort(const dmn *d)
     gsort_close(c);
 }
 
+/* ---- 8- and 16-bit keys (GSORT_U8 .. GSORT_BF16) ----
+ * Every call on every narrow type, both orders, stable or not, sorted in
+ * this process (n < 256: always local) and by the daemon (GSORT_NO_LOCAL:
+ * a gsort_alloc block, a staged copy, GSORT_INLINE), checked against a
+ * reference written here from the formats: integers by value; f16 (1 sign,
+ * 5 exponent, 10 mantissa bits) and bf16 (1, 8, 7) decoded from their bits,
+ * -0.0 before +0.0, every NaN one key after +inf (descending: first) in
+ * input order with its exact bits; and the calls they are refused. */
+
+static const gsort_dtype nw_types[] = { GSORT_U8, GSORT_I8, GSORT_U16, GSORT_I16, GSORT_F16,
+                                        GSORT_BF16 };
+static const char *const nw_names[] = { "u8", "i8", "u16", "i16", "f16", "bf16" };
+#define NW_NT 6
+
+static unsigned nw_bytes(gsort_dtype t)
+{
+    return t == GSORT_U8 || t == GSORT_I8 ? 1 : 2;
+}
+
+static uint32_t nw_get(gsort_dtype t, const void *k, size_t i)
+{
+    if (nw_bytes(t) == 1)
+        return ((const uint8_t *)k)[i];
+    uint16_t v;
+    memcpy(&v, (const char *)k + 2 * i, 2);
+    return v;
+}
+
+/* The value of key bits h of type t; *nan set for a NaN. */
+static double nw_value(gsort_dtype t, uint32_t h, int *nan)
+{
+    *nan = 0;
+    switch (t) {
+    case GSORT_U8: return (uint8_t)h;
+    case GSORT_I8: return (int8_t)(uint8_t)h;
+    case GSORT_U16: return (uint16_t)h;
+    case GSORT_I16: return (int16_t)(uint16_t)h;
+    default: break;
+    }
+    int eb = t == GSORT_F16 ? 5 : 8, mb = t == GSORT_F16 ? 10 : 7;
+    int bias = (1 << (eb - 1)) - 1, emax = (1 << eb) - 1;
+    int ex = (int)(h >> mb & (uint32_t)emax);
+    uint32_t m = h & ((1u << mb) - 1);
+    double v;
+    if (ex == emax) {
+        if (m) {
+            *nan = 1;
+            return 0;
+        }
+        v = INFINITY;
+    } else if (ex == 0) {
+        v = ldexp((double)m, 1 - bias - mb);                    /* subnormal */
+    } else {
+        v = ldexp((double)(m | 1u << mb), ex - bias - mb);
+    }
+    return h & 0x8000u ? -v : v;
+}
+
+/* The reference: indices stably ordered by key (qsort's context). */
+static gsort_dtype nw_rt;
+static const void *nw_rkeys;
+static int nw_rdesc;
+
+static int nw_cmp(const void *pa, const void *pb)
+{
+    size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
+    int na, nb;
+    double x = nw_value(nw_rt, nw_get(nw_rt, nw_rkeys, a), &na);
+    double y = nw_value(nw_rt, nw_get(nw_rt, nw_rkeys, b), &nb);
+    int c;
+    if (na || nb)
+        c = na - nb;                            /* NaNs one key, after +inf */
+    else if (x != y)
+        c = x < y ? -1 : 1;
+    else
+        c = (signbit(y) != 0) - (signbit(x) != 0);      /* -0.0 before +0.0 */
+    if (nw_rdesc)
+        c = -c;
+    return c ? c : (a > b) - (a < b);           /* equal keys: input order */
+}
+
+static void nw_reference(gsort_dtype t, const void *keys, size_t n, int desc, size_t *ref)
+{
+    for (size_t i = 0; i < n; i++)
+        ref[i] = i;
+    nw_rt = t;
+    nw_rkeys = keys;
+    nw_rdesc = desc;
+    qsort(ref, n, sizeof *ref, nw_cmp);
+}
+
+static uint64_t nw_rand(uint64_t *s)
+{
+    *s = *s * 6364136223846793005u + 1442695040888963407u;
+    return *s >> 29;
+}
+
+/* n keys of type t: dist 0, random bits with the type's special values
+ * (zeros of both signs, infinities, NaNs of several patterns, subnormals,
+ * the extremes); dist 1, few distinct keys (stability). */
+static void nw_fill(gsort_dtype t, void *k, size_t n, int dist, uint64_t seed)
+{
+    static const uint16_t f16s[] = { 0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e00, 0x7c01, 0xfe00,
+                                     0x7fff, 0xfd55, 0x0001, 0x8001, 0x03ff, 0x83ff, 0x0400,
+                                     0x3c00, 0xbc00, 0x7bff, 0xfbff };
+    static const uint16_t bf16s[] = { 0x0000, 0x8000, 0x7f80, 0xff80, 0x7fc0, 0x7f81, 0xffc0,
+                                      0x7fff, 0xffa5, 0x0001, 0x8001, 0x007f, 0x807f, 0x0080,
+                                      0x3f80, 0xbf80, 0x7f7f, 0xff7f };
+    static const uint16_t i16s[] = { 0x0000, 0x0001, 0xffff, 0x8000, 0x7fff, 0x00ff, 0xff00 };
+    static const uint16_t few_f16[] = { 0x3c00, 0xbc00, 0x0000, 0x8000, 0x7e00, 0x7d00 };
+    static const uint16_t few_bf16[] = { 0x3f80, 0xbf80, 0x0000, 0x8000, 0x7fc0, 0xffc1 };
+    uint64_t s = seed;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t r = nw_rand(&s);
+        uint32_t v;
+        if (dist == 1)
+            v = t == GSORT_F16 ? few_f16[r % 6] : t == GSORT_BF16 ? few_bf16[r % 6]
+                                                               : i16s[r % 5];
+        else if (r % 3 == 0)
+            v = t == GSORT_F16 ? f16s[(r >> 8) % 18] : t == GSORT_BF16 ? bf16s[(r >> 8) % 18]
+                                                                        : i16s[(r >> 8) % 7];
+        else
+            v = (uint32_t)(r >> 8);
+        if (nw_bytes(t) == 1)
+            ((uint8_t *)k)[i] = (uint8_t)v;
+        else {
+            uint16_t w = (uint16_t)v;
+            memcpy((char *)k + 2 * i, &w, 2);
+        }
+    }
+}
+
+enum { NR_LOCAL = 0, NR_BLOCK, NR_STAGED, NR_INLINE, NR_COUNT };
+static const char *const nw_route_names[] = { "local", "daemon, gsort_alloc block",
+                                              "daemon, staged", "daemon, GSORT_INLINE" };
+
+/* The value a sort_by_key case gives input element i. */
+static uint64_t nw_val_of(size_t i, int v8)
+{
+    return v8 ? (uint64_t)i << 32 | (uint64_t)(i * 3 + 7) : (uint64_t)(uint32_t)(i * 3 + 7);
+}
+
+/* One call (api: A_*) on n keys of type t through route; 1 when right,
+ * else 0 with the reason in why. */
+static int nw_case(gsort_conn *c, int api, int route, gsort_dtype t, int desc, int stable,
+                   size_t n, int dist, uint64_t seed, char *why, size_t wl)
+{
+    const unsigned w = nw_bytes(t);
+    const size_t vs = api == A_SORT ? 0 : api == A_BYKEY32 || api == A_ARG32 ? 4 : 8;
+    const size_t kb = n * w, voff = (kb + 7) & ~(size_t)7;
+    int ok = 0, v8 = api == A_BYKEY64;
+    unsigned char *in = malloc(kb + 1), *blk = NULL, *heap = NULL;
+    size_t *ref = malloc((n + 1) * sizeof *ref);
+    char *used = calloc(n + 1, 1);
+    if (!in || !ref || !used)
+        tap_bail("out of memory");
+    nw_fill(t, in, n, dist, seed);
+    nw_reference(t, in, n, desc, ref);
+    if (route == NR_BLOCK) {
+        if (!(blk = gsort_alloc(voff + n * vs + 8, NULL))) {
+            snprintf(why, wl, "gsort_alloc failed");
+            goto out;
+        }
+    } else if (!(heap = malloc(voff + n * vs + 8))) {
+        tap_bail("out of memory");
+    }
+    unsigned char *base = blk ? blk : heap, *keys = base, *vals = base + voff;
+    memcpy(keys, in, kb);
+    for (size_t i = 0; i < n && (api == A_BYKEY32 || api == A_BYKEY64); i++) {
+        uint64_t v = nw_val_of(i, v8);
+        if (v8)
+            memcpy(vals + 8 * i, &v, 8);
+        else {
+            uint32_t x = (uint32_t)v;
+            memcpy(vals + 4 * i, &x, 4);
+        }
+    }
+    unsigned flags = (desc ? GSORT_DESCENDING : 0) | (stable ? GSORT_STABLE : 0) |
+                     (route != NR_LOCAL ? GSORT_NO_LOCAL : 0) |
+                     (route == NR_INLINE ? GSORT_INLINE : 0);
+    gsort_result res;
+    gsort_error err;
+    int rc = api_call(c, api, t, keys, vals, n, flags, &res, &err);
+    if (rc != 0) {
+        snprintf(why, wl, "%s: %.400s", gsort_strerror(rc), err.message);
+        goto out;
+    }
+    int local = !strcmp(res.plan, "local");
+    if (route == NR_LOCAL ? n < 256 && !local : local) {
+        snprintf(why, wl, "plan '%s' (%s)", res.plan, route == NR_LOCAL ? "n < 256 is sorted "
+                 "here" : "GSORT_NO_LOCAL asks the daemon");
+        goto out;
+    }
+    if (route != NR_LOCAL && res.zero_copy != (n > 0 && route != NR_INLINE)) {
+        snprintf(why, wl, "zero_copy %d", res.zero_copy);
+        goto out;
+    }
+    int arg = api == A_ARG32 || api == A_ARG64;
+    if (arg && memcmp(keys, in, kb) != 0) {
+        snprintf(why, wl, "argsort changed the caller's keys");
+        goto out;
+    }
+    for (size_t j = 0; j < n; j++) {
+        /* the key at j: the sorted keys, or the input key the index names */
+        uint64_t ix = SIZE_MAX;
+        if (vs == 4) {
+            uint32_t x;
+            memcpy(&x, vals + 4 * j, 4);
+            ix = arg ? x : (x - 7) / 3;
+            if (!arg && x != (uint32_t)nw_val_of(ix, 0))
+                ix = SIZE_MAX;
+        } else if (vs == 8) {
+            uint64_t x;
+            memcpy(&x, vals + 8 * j, 8);
+            ix = arg ? x : x >> 32;
+            if (!arg && (ix >= n || x != nw_val_of(ix, 1)))
+                ix = SIZE_MAX;
+        }
+        if (vs && (ix >= n || used[ix]++)) {
+            snprintf(why, wl, "value %zu names no input element, or one named twice", j);
+            goto out;
+        }
+        uint32_t got = arg ? nw_get(t, in, ix) : nw_get(t, keys, j);
+        uint32_t want = nw_get(t, in, ref[j]);
+        if (got != want) {
+            snprintf(why, wl, "key %zu is 0x%x, the reference's 0x%x (input %zu)", j, got,
+                     want, ref[j]);
+            goto out;
+        }
+        if (vs && !arg && nw_get(t, in, ix) != got) {
+            snprintf(why, wl, "value %zu travelled without its key", j);
+            goto out;
+        }
+        if (vs && stable && ix != ref[j]) {
+            snprintf(why, wl, "stable: element %zu is input %" PRIu64 ", the reference's %zu",
+                     j, ix, ref[j]);
+            goto out;
+        }
+    }
+    ok = 1;
+out:
+    gsort_free(blk);
+    free(heap);
+    free(in);
+    free(ref);
+    free(used);
+    return ok;
+}
+
+static void test_narrow(const dmn *d)
+{
+    static const size_t local_sizes[] = { 0, 1, 2, 37, 200, 255, 3000 };
+    static const size_t daemon_sizes[] = { 0, 1, 2, 37, 255, 3000, 70001 };
+    unsetenv("GSORT_NO_LOCAL");
+    gsort_conn *c = conn_or_bail(d->sock);
+    setenv("GSORT_NO_LOCAL", "1", 1);
+    uint64_t seed = 39;
+    for (int route = 0; route < NR_COUNT; route++)
+        for (int ti = 0; ti < NW_NT; ti++) {
+            int bad = 0, runs = 0;
+            char first[700] = "";
+            const size_t *sizes = route == NR_LOCAL ? local_sizes : daemon_sizes;
+            for (int api = 0; api < A_COUNT; api++)
+                for (int desc = 0; desc < 2; desc++)
+                    for (int stable = 0; stable < 2; stable++)
+                        for (size_t si = 0; si < 7; si++) {
+                            /* the largest size once a type and route: it takes the time */
+                            if (sizes[si] > 60000 && (api != A_BYKEY64 || stable))
+                                continue;
+                            char why[600] = "";
+                            int dist = stable ? (int)(si % 2) : 0;
+                            runs++;
+                            if (!nw_case(c, api, route, nw_types[ti], desc, stable, sizes[si],
+                                         dist, seed++, why, sizeof why) && !bad++)
+                                snprintf(first, sizeof first, "%s %s n=%zu %s: %s",
+                                         api_names[api], desc ? "desc" : "asc", sizes[si],
+                                         stable ? "stable" : "any", why);
+                        }
+            tap_ok(!bad, "%s keys, %s: %d sorts (gsort_sort, gsort_sort_by_key 4 and 8, "
+                   "gsort_argsort32 and gsort_argsort; asc/desc, stable/not; NaN patterns, "
+                   "+-0, +-inf, subnormals) match the reference%s%s", nw_names[ti],
+                   nw_route_names[route], runs, bad ? ", first failure: " : "", first);
+        }
+
+    /* numpy's names are the CLI's; here: the gsort_request path */
+    uint16_t h[6] = { 0x7e01, 0x3c00, 0x8000, 0xfc00, 0x0000, 0x7c00 };
+    uint64_t hv[6] = { 10, 11, 12, 13, 14, 15 };
+    gsort_request rq;
+    gsort_request_init(&rq);
+    rq.dtype = GSORT_F16;
+    rq.n = 6;
+    rq.keys = h;
+    rq.values_kind = GSORT_VALUES_U64;
+    rq.values = hv;
+    rq.flags = GSORT_DESCENDING | GSORT_STABLE;
+    gsort_result res;
+    gsort_error err;
+    int rc = gsort_run(c, &rq, &res, &err);
+    tap_ok(rc == 0 && h[0] == 0x7e01 && h[1] == 0x7c00 && h[2] == 0x3c00 && h[3] == 0x0000 &&
+           h[4] == 0x8000 && h[5] == 0xfc00 && hv[0] == 10 && hv[1] == 15 && hv[2] == 11 &&
+           hv[3] == 14 && hv[4] == 12 && hv[5] == 13 && !strcmp(res.plan, "local"),
+           "gsort_run, f16 descending with u64 values: NaN (its bits kept), inf, 1, +0, -0, "
+           "-inf (rc %d, plan %s)", rc, plan_of(rc, &res));
+
+    /* refused: rows, segments, top-k; an unknown dtype */
+    for (int nl = 0; nl < 2; nl++) {
+        uint16_t k[32], k0[32];
+        for (int i = 0; i < 32; i++)
+            k[i] = k0[i] = (uint16_t)(31 - i);
+        unsigned fl = nl ? GSORT_NO_LOCAL : 0;
+        const char *how = nl ? "GSORT_NO_LOCAL" : "local allowed";
+        rc = gsort_sort_rows(c, GSORT_U16, k, 4, 8, fl, &res, &err);
+        tap_ok(rc == GSORT_EUNSUPPORTED && err.code == rc && strstr(err.message, "u16") &&
+               strstr(err.message, "rows") && !memcmp(k, k0, sizeof k),
+               "%s: gsort_sort_rows of u16 keys: GSORT_EUNSUPPORTED, keys untouched: %s", how,
+               err.message);
+        rc = gsort_sort_rows(c, GSORT_U16, k, 1, 32, fl, &res, &err);
+        int sorted = rc == 0;
+        for (int i = 0; sorted && i < 32; i++)
+            sorted = k[i] == i;
+        tap_ok(sorted, "%s: one row of u16 keys is a sort (rc %d)", how, rc);
+        memcpy(k, k0, sizeof k);
+        uint64_t off[3] = { 0, 10, 32 };
+        gsort_request_init(&rq);
+        rq.dtype = GSORT_BF16;
+        rq.keys = k;
+        rq.n = 32;
+        rq.flags = fl;
+        rc = gsort_run_segments(c, &rq, off, 2, &res, &err);
+        tap_ok(rc == GSORT_EUNSUPPORTED && strstr(err.message, "bf16") &&
+               strstr(err.message, "segments") && !memcmp(k, k0, sizeof k),
+               "%s: gsort_run_segments of bf16 keys: GSORT_EUNSUPPORTED: %s", how, err.message);
+        uint16_t out[4];
+        rq.dtype = GSORT_I16;
+        rc = gsort_topk(c, &rq, 1, 4, out, NULL, &res, &err);
+        tap_ok(rc == GSORT_EUNSUPPORTED && strstr(err.message, "i16") &&
+               strstr(err.message, "topk") && !memcmp(k, k0, sizeof k),
+               "%s: gsort_topk of i16 keys: GSORT_EUNSUPPORTED: %s", how, err.message);
+        rc = gsort_sort(c, (gsort_dtype)12, k, 32, fl, &res, &err);
+        tap_ok(rc == GSORT_EINVAL && strstr(err.message, "unknown dtype 12") &&
+               strstr(err.message, "GSORT_BF16"), "%s: dtype 12 (past GSORT_BF16) refused: %s",
+               how, err.message);
+    }
+    /* the router: a shape of their own per narrow type, the 32-bit crossover */
+    int distinct = LGS_SHAPES == LGS_DTYPES * GS_PL_COUNT * 4, bits = 1;
+    char *seen = calloc(LGS_SHAPES, 1);
+    if (!seen)
+        tap_bail("out of memory");
+    for (int t = 0; t < LGS_DTYPES; t++) {
+        bits &= lgs_dt_key_bits(t) == (t == GSORT_U64 || t == GSORT_I64 || t == GSORT_F64 ?
+                                       64 : 32);
+        for (int p = 0; p < GS_PL_COUNT; p++)
+            for (int o = 0; o < 4; o++) {
+                unsigned s = lgs_shape(t, p, o & 1, o >> 1);
+                distinct &= s < LGS_SHAPES && !seen[s]++;
+            }
+    }
+    free(seen);
+    tap_ok(distinct && bits && lgs_dt_of(GSORT_F16)->narrow == GS_NW_F16 &&
+           lgs_dt_of(GSORT_BF16)->bytes == 2 && lgs_dt_of(GSORT_U8)->bytes == 1 &&
+           lgs_dt_of(GSORT_F64)->dt == GS_DT_F64 && !lgs_dt_of(LGS_DTYPES) && !lgs_dt_of(-1),
+           "router: %d shapes, one each (every dtype, narrow ones included); narrow keys take "
+           "the 32-bit crossover", LGS_SHAPES);
+    gsort_close(c);
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -2246,6 +2645,7 @@ int main(void)
     test_segments(&g_main);
     test_topk(&g_main);
     test_lexsort(&g_main);
+    test_narrow(&g_main);
     test_no_memfd(&g_main);
     test_errors(&g_main);
     test_queries(&g_main);
