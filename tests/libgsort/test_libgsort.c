@@ -1792,7 +1792,7 @@ static void test_crossover(void)
             right &= rc == 0;
             for (size_t j = 0; right && j < ns[i]; j++)
                 right = h[j] == in[ref[j]];
-            snprintf(plans[i], sizeof plans[i], "%s%s%s", plan_of(rc, &res),
+            snprintf(plans[i], sizeof plans[i], "%.20s%s%.16s", plan_of(rc, &res),
                      rc || !strcmp(res.plan, "local") ? "" : ", ", rc ||
                      !strcmp(res.plan, "local") ? "" : res.algorithm);
         }

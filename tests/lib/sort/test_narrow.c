@@ -183,7 +183,7 @@ static int one_case(const gs_algo *a, gs_sort_ctx *ctx, int t, gs_payload pl, in
     gs_err_clear(&e);
     int rc = gs_narrow_run(&jb, run_one, &ra, &st, &e);
     if (rc) {
-        snprintf(why, wl, "rc %d: %s", rc, e.msg);
+        snprintf(why, wl, "rc %d: %.200s", rc, e.msg);
         ok = 0;
     }
     /* the keys' bits exactly */
