@@ -69,6 +69,7 @@ int lgs_inproc_narrow(int nw, const gs_sort_req *req, uint32_t *words, double *m
     gs_narrow_job jb;
     gs_narrow_job_init(&jb, nw, &req->shape, req->n, req->keys, req->values, words);
     jb.one_thread = 1;      /* no pool of threads in the caller's process */
+    jb.counting = 1;        /* keys alone: counted (gs_narrow_sort.h) */
     gs_sort_stats st;
     memset(&st, 0, sizeof st);
     int rc = gs_narrow_run(&jb, narrow_words, NULL, &st, err);

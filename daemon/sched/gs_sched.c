@@ -137,8 +137,11 @@ static int run_job(gs_job *j, gs_sort_ctx *ctx)
     route_run r = { j, ctx };
     if (j->lex.lx)
         return gs_lexsort_run(&j->lex, run_route, &r, &j->st, &j->err);
-    if (j->narrow.dt)
+    if (j->narrow.dt) {
+        /* keys alone on the host route, no algorithm named: counted */
+        j->narrow.counting = j->dev < 0 && !j->algorithm[0];
         return gs_narrow_run(&j->narrow, run_route, &r, &j->st, &j->err);
+    }
     return run_route(&r, &j->req, &j->st, &j->err);
 }
 

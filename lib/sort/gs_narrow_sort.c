@@ -133,6 +133,165 @@ static void on_pool(const gs_narrow_job *jb, size_t ntasks, gs_hostpool_fn fn, v
         gs_hostpool_leave(&team);
 }
 
+/* ---- keys without a payload: counting their codes ---- */
+
+typedef struct count_job {
+    const gs_narrow_job *jb;
+    size_t ncodes;
+    uint64_t *hist;         /* per worker: ncodes counts */
+    int *odd;               /* per worker: a NaN not the canonical one seen */
+    const uint64_t *total;  /* merged counts */
+    uint32_t *lo;           /* part p writes the codes [lo[p], lo[p + 1]) */
+    size_t *at;             /* from place at[p] */
+} count_job;
+
+static void hist_task(void *arg, size_t task, unsigned worker)
+{
+    count_job *c = arg;
+    const gs_narrow_job *jb = c->jb;
+    const int t = jb->dt, desc = jb->desc;
+    const unsigned b = gs_narrow_row(t)->bytes;
+    const int fl = gs_narrow_row(t)->kind == GS_KIND_FLOAT;
+    const uint32_t canon = gs_narrow_dec(t, 0, 0xffffu);
+    uint64_t *h = c->hist + (size_t)worker * c->ncodes;
+    size_t lo, hi;
+    int odd = 0;
+    span(jb, task, &lo, &hi);
+    /* one loop per type and order, so that the encoding folds */
+#define HIST_LOOP(T, D)                                                        \
+    for (size_t i = lo; i < hi; i++) {                                         \
+        uint32_t raw = key_get(jb->keys, b, i);                                \
+        h[gs_narrow_enc(T, D, raw)]++;                                         \
+        if (fl)                                                                \
+            odd |= gs_narrow_is_nan(T, raw) & (raw != canon);                 \
+    }
+#define HIST_TYPE(T) do { if (desc) { HIST_LOOP(T, 1) } else { HIST_LOOP(T, 0) } } while (0)
+    switch (t) {
+    case GS_NW_U8: HIST_TYPE(GS_NW_U8); break;
+    case GS_NW_I8: HIST_TYPE(GS_NW_I8); break;
+    case GS_NW_U16: HIST_TYPE(GS_NW_U16); break;
+    case GS_NW_I16: HIST_TYPE(GS_NW_I16); break;
+    case GS_NW_F16: HIST_TYPE(GS_NW_F16); break;
+    default: HIST_TYPE(GS_NW_BF16); break;
+    }
+#undef HIST_TYPE
+#undef HIST_LOOP
+    if (odd)
+        c->odd[worker] = 1;
+}
+
+static void write_task(void *arg, size_t part, unsigned worker)
+{
+    (void)worker;
+    const count_job *c = arg;
+    const gs_narrow_job *jb = c->jb;
+    const int t = jb->dt, desc = jb->desc;
+    const unsigned b = gs_narrow_row(t)->bytes;
+    size_t at = c->at[part];
+    for (uint32_t code = c->lo[part]; code < c->lo[part + 1]; code++) {
+        uint32_t v = gs_narrow_dec(t, desc, code);
+        uint64_t k = c->total[code];
+        if (b == 1) {
+            memset((uint8_t *)jb->keys + at, (int)v, (size_t)k);
+            at += (size_t)k;
+        } else {
+            for (uint64_t j = 0; j < k; j++)
+                key_put(jb->keys, 2, at++, v);
+        }
+    }
+}
+
+static int counting_run(const gs_narrow_job *jb, gs_sort_stats *st, gs_err *err)
+{
+    const size_t n = jb->req.n, ntasks = (n + TASK - 1) / TASK;
+    const unsigned b = gs_narrow_row(jb->dt)->bytes;
+    const size_t ncodes = (size_t)1 << (8 * b);
+    double t0 = gs_now_ms();
+    gs_hostpool_team team;
+    unsigned workers = ntasks > 1 && !jb->one_thread ?
+                       gs_hostpool_join(&team, gs_hostpool_cpus() - 1) : 1;
+    count_job c = { .jb = jb, .ncodes = ncodes };
+    uint64_t *total = NULL;
+    uint16_t *nanbits = NULL;
+    int rc = 0;
+    c.hist = calloc((size_t)workers * ncodes, sizeof *c.hist);
+    c.odd = calloc(workers, sizeof *c.odd);
+    total = calloc(ncodes, sizeof *total);
+    c.lo = calloc(workers + 1, sizeof *c.lo);
+    c.at = calloc(workers + 1, sizeof *c.at);
+    if (!c.hist || !c.odd || !total || !c.lo || !c.at) {
+        rc = gs_err_set(err, GS_ENOMEM, "narrow sort: out of memory (counts)");
+        goto out;
+    }
+    if (workers > 1)
+        gs_hostpool_for(&team, ntasks, hist_task, &c);
+    else
+        for (size_t t = 0; t < ntasks; t++)
+            hist_task(&c, t, 0);
+    int odd = 0;
+    for (unsigned w = 0; w < workers; w++) {
+        odd |= c.odd[w];
+        const uint64_t *h = c.hist + (size_t)w * ncodes;
+        for (size_t k = 0; k < ncodes; k++)
+            total[k] += h[k];
+    }
+    /* Non-canonical NaNs: their bits in input order, read before the keys
+     * are overwritten (at most the counted NaNs: what a racing client
+     * writes meanwhile decides nothing) */
+    const uint32_t nc = nan_code(jb);
+    size_t nans = odd ? (size_t)total[nc] : 0, got = 0;
+    if (nans) {
+        if (!(nanbits = malloc(nans * sizeof *nanbits))) {
+            rc = gs_err_set(err, GS_ENOMEM, "narrow sort: out of memory (%zu NaN keys)", nans);
+            goto out;
+        }
+        for (size_t i = 0; i < n && got < nans; i++) {
+            uint32_t raw = key_get(jb->keys, b, i);
+            if (gs_narrow_is_nan(jb->dt, raw))
+                nanbits[got++] = (uint16_t)raw;
+        }
+    }
+    /* the code space cut into parts of about n / workers keys each */
+    c.total = total;
+    unsigned parts = 0;
+    size_t at = 0, acc = 0, share = n / workers + 1;
+    c.lo[0] = 0;
+    c.at[0] = 0;
+    for (size_t k = 0; k < ncodes; k++) {
+        at += (size_t)total[k];
+        acc += (size_t)total[k];
+        if (acc >= share && parts + 1 < workers && k + 1 < ncodes) {
+            parts++;
+            c.lo[parts] = (uint32_t)(k + 1);
+            c.at[parts] = at;
+            acc = 0;
+        }
+    }
+    parts++;
+    c.lo[parts] = (uint32_t)ncodes;
+    if (workers > 1)
+        gs_hostpool_for(&team, parts, write_task, &c);
+    else
+        for (unsigned p = 0; p < parts; p++)
+            write_task(&c, p, 0);
+    if (got) {      /* over the NaN block: the last ascending, the first descending */
+        size_t first = jb->desc ? 0 : n - (size_t)total[nc];
+        for (size_t i = 0; i < got; i++)
+            key_put(jb->keys, b, first + i, nanbits[i]);
+    }
+out:
+    if (ntasks > 1 && !jb->one_thread)
+        gs_hostpool_leave(&team);
+    st->wall_ms += gs_now_ms() - t0;      /* the sort's: no words to pack */
+    free(c.hist);
+    free(c.odd);
+    free(total);
+    free(c.lo);
+    free(c.at);
+    free(nanbits);
+    return rc;
+}
+
 void gs_narrow_job_init(gs_narrow_job *jb, int dt, const gs_shape *shape, size_t n, void *keys,
                         void *values, uint32_t *words)
 {
@@ -157,6 +316,8 @@ int gs_narrow_run(const gs_narrow_job *jb, gs_narrow_fn fn, void *arg, gs_sort_s
         return 0;
     if (!gs_narrow_row(jb->dt))
         return gs_err_set(err, GS_EINVAL, "narrow sort: key type %d unknown", jb->dt);
+    if (jb->counting && jb->req.shape.payload == GS_PL_NONE)
+        return counting_run(jb, st, err);
     const size_t ntasks = (n + TASK - 1) / TASK;
     const size_t vs = gs_payload_size(jb->req.shape.payload);
     pass p = { .jb = jb };

@@ -31,6 +31,9 @@ typedef struct gs_narrow_job {
     gs_sort_req req;    /* the words' sort: keys = words, the payload's values
                            where they lie, shape.dtype u32, ascending */
     int one_thread;     /* encode and decode on the caller's thread only */
+    int counting;       /* keys without a payload, sorted here by counting their
+                           codes (no words, fn not called): a caller on the host
+                           route sets it; n reads and n writes beat any sort */
 } gs_narrow_job;
 
 /* jb for a request of n narrow keys of type dt at keys (shape: its payload,
@@ -39,7 +42,7 @@ void gs_narrow_job_init(gs_narrow_job *jb, int dt, const gs_shape *shape, size_t
                         void *values, uint32_t *words);
 
 /* Sort. st sums the words' sort's figures; st->pack_ms is the encoding's
- * and decoding's wall clock. */
+ * and decoding's wall clock (counting: st->wall_ms is the whole sort's). */
 int gs_narrow_run(const gs_narrow_job *jb, gs_narrow_fn fn, void *arg, gs_sort_stats *st,
                   gs_err *err);
 

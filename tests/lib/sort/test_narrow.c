@@ -114,10 +114,13 @@ static void encoding(int t)
 
 /* ---- sorts ---- */
 
-typedef struct run_arg { const gs_algo *a; gs_sort_ctx *ctx; } run_arg;
+typedef struct run_arg { const gs_algo *a; gs_sort_ctx *ctx; unsigned calls; } run_arg;
+static unsigned g_calls;    /* sorts of words the last case made */
 static int run_one(void *arg, const gs_sort_req *req, gs_sort_stats *st, gs_err *err)
 {
-    const run_arg *r = arg;
+    run_arg *r = arg;
+    r->calls++;
+    g_calls++;
     return gs_sort_run(r->a, r->ctx, req, NULL, st, err);
 }
 
@@ -134,6 +137,7 @@ static uint32_t edge_key(int t)
 }
 
 /* One random sort of n keys; 1 when right. */
+static int g_counting;      /* keys alone counted (gs_narrow_job.counting) */
 static int one_case(const gs_algo *a, gs_sort_ctx *ctx, int t, gs_payload pl, int desc,
                     int stable, size_t n, int edges, char *why, size_t wl)
 {
@@ -176,7 +180,8 @@ static int one_case(const gs_algo *a, gs_sort_ctx *ctx, int t, gs_payload pl, in
     gs_shape sh = { .dtype = GS_DT_U32, .payload = pl, .descending = desc, .stable = stable };
     gs_narrow_job jb;
     gs_narrow_job_init(&jb, t, &sh, n, keys, pl == GS_PL_NONE ? NULL : vals, words);
-    run_arg ra = { a, ctx };
+    jb.counting = g_counting;
+    run_arg ra = { a, ctx, 0 };
     gs_sort_stats st;
     memset(&st, 0, sizeof st);
     gs_err e;
@@ -285,6 +290,33 @@ int main(void)
     snprintf(who, sizeof who, "radix on %.100s", dev->info.name);
     cases(&gs_algo_radix, &dctx, who, 10, 20000);
 
+    /* keys alone, counted: every type, both orders, edge values; then
+     * several workers' counts and parts, NaN patterns among them */
+    g_counting = 1;
+    g_calls = 0;
+    unsigned cbad = 0, cruns = 0;
+    char cwhy[400] = "";
+    for (int t = GS_NW_NONE + 1; t < GS_NW_COUNT; t++)
+        for (int c = 0; c < 12; c++) {
+            size_t n = 1 + rnd() % 5000;
+            cruns++;
+            if (!one_case(&gs_algo_host, &host, t, GS_PL_NONE, c % 2, c / 2 % 2, n, c % 3 != 2,
+                          why, sizeof why) && !cbad++)
+                snprintf(cwhy, sizeof cwhy, " (%s n=%zu: %.300s)", gs_narrow_row(t)->name, n,
+                         why);
+        }
+    int cbig = one_case(&gs_algo_host, &host, GS_NW_F16, GS_PL_NONE, 1, 0, 300000, 1, why,
+                        sizeof why) &&
+               one_case(&gs_algo_host, &host, GS_NW_U8, GS_PL_NONE, 0, 0, 200001, 0, why,
+                        sizeof why) &&
+               one_case(&gs_algo_host, &host, GS_NW_BF16, GS_PL_NONE, 0, 0, 250000, 1, why,
+                        sizeof why);
+    tap_ok(cbad == 0 && cbig && g_calls == 0, "keys alone, counted: %u sorts of every type "
+           "and 300000 f16 descending, 200001 u8, 250000 bf16 with NaN patterns: the keys' "
+           "bits right, no words sorted (%u sorts)%s%s%s", cruns, g_calls, cwhy,
+           cbig ? "" : ": ", cbig ? "" : why);
+    g_counting = 0;
+
     /* a failing sort (radix without a device): its error, the keys as they were */
     uint16_t k[4] = { 3, 1, 0x7c01, 2 }, k0[4];
     uint32_t w[4];
@@ -293,7 +325,7 @@ int main(void)
     gs_narrow_job jb;
     gs_narrow_job_init(&jb, GS_NW_F16, &sh, 4, k, NULL, w);
     gs_sort_ctx nodev = { 0 };
-    run_arg ra = { &gs_algo_radix, &nodev };
+    run_arg ra = { &gs_algo_radix, &nodev, 0 };
     gs_sort_stats st;
     memset(&st, 0, sizeof st);
     gs_err e;
