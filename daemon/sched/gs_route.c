@@ -435,6 +435,19 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
                      j->req.shape.topk ? "top-k requests" : "segments");
         return 0;
     }
+    if (j->narrow.dt && j->req.shape.payload == GS_PL_NONE && j->device < 0) {
+        /* 8- and 16-bit keys alone: the host pool counts their codes,
+         * reading and writing each key once (gs_narrow_sort.h), where a
+         * device would sort their 32-bit words, encoded and decoded on the
+         * host anyway and sent both ways at twice the keys' width */
+        cand host;
+        host_cand(s, &j->req, GS_ROUTE_DEFAULT, &host);
+        apply(j, &host);
+        if (j->split_ask > 0)
+            snprintf(j->split_why, sizeof j->split_why, "8- and 16-bit keys are not split "
+                     "over devices");
+        return 0;
+    }
     if (j->req.shape.rows > 1) {
         /* Rows: a GPU's one launch for all of them (rows_cand) where the
          * device is the choice for n keys, the host pool side by side
