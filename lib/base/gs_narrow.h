@@ -47,11 +47,11 @@ static inline uint32_t gs_narrow_enc(int t, int desc, uint32_t raw)
     case GS_NW_I8: c = raw ^ 0x80u; break;
     case GS_NW_I16: c = raw ^ 0x8000u; break;
     case GS_NW_F16: case GS_NW_BF16: {
+        /* without branches: random signs would mispredict half the time */
         uint32_t inf = t == GS_NW_F16 ? 0x7c00u : 0x7f80u;
-        if ((raw & 0x7fffu) > inf)
-            c = 0xffffu;
-        else
-            c = raw & 0x8000u ? ~raw & 0xffffu : raw | 0x8000u;
+        uint32_t neg = 0u - (raw >> 15);                /* all ones when negative */
+        c = raw ^ ((neg & 0xffffu) | 0x8000u);
+        c = (raw & 0x7fffu) > inf ? 0xffffu : c;
         break;
     }
     default: c = raw; break;

@@ -140,6 +140,8 @@ typedef struct count_job {
     size_t ncodes;
     uint64_t *hist;         /* per worker: ncodes counts */
     int *odd;               /* per worker: a NaN not the canonical one seen */
+    size_t *tnan;           /* per task: its NaNs; then where their bits go */
+    uint16_t *nanbits;      /* the NaNs' bits in input order */
     const uint64_t *total;  /* merged counts */
     uint32_t *lo;           /* part p writes the codes [lo[p], lo[p + 1]) */
     size_t *at;             /* from place at[p] */
@@ -154,7 +156,7 @@ static void hist_task(void *arg, size_t task, unsigned worker)
     const int fl = gs_narrow_row(t)->kind == GS_KIND_FLOAT;
     const uint32_t canon = gs_narrow_dec(t, 0, 0xffffu);
     uint64_t *h = c->hist + (size_t)worker * c->ncodes;
-    size_t lo, hi;
+    size_t lo, hi, nans = 0;
     int odd = 0;
     span(jb, task, &lo, &hi);
     /* one loop per type and order, so that the encoding folds */
@@ -162,8 +164,11 @@ static void hist_task(void *arg, size_t task, unsigned worker)
     for (size_t i = lo; i < hi; i++) {                                         \
         uint32_t raw = key_get(jb->keys, b, i);                                \
         h[gs_narrow_enc(T, D, raw)]++;                                         \
-        if (fl)                                                                \
-            odd |= gs_narrow_is_nan(T, raw) & (raw != canon);                 \
+        if (fl) {                                                              \
+            int nan = gs_narrow_is_nan(T, raw);                                \
+            nans += (size_t)nan;                                               \
+            odd |= nan & (raw != canon);                                       \
+        }                                                                      \
     }
 #define HIST_TYPE(T) do { if (desc) { HIST_LOOP(T, 1) } else { HIST_LOOP(T, 0) } } while (0)
     switch (t) {
@@ -176,8 +181,25 @@ static void hist_task(void *arg, size_t task, unsigned worker)
     }
 #undef HIST_TYPE
 #undef HIST_LOOP
+    c->tnan[task] = nans;
     if (odd)
         c->odd[worker] = 1;
+}
+
+/* A task's NaNs' bits, from its place in nanbits (at most as many as it
+ * counted: a racing client's rewrites decide nothing) */
+static void nan_task(void *arg, size_t task, unsigned worker)
+{
+    (void)worker;
+    const count_job *c = arg;
+    const gs_narrow_job *jb = c->jb;
+    size_t lo, hi, at = c->tnan[task], end = c->tnan[task + 1];
+    span(jb, task, &lo, &hi);
+    for (size_t i = lo; i < hi && at < end; i++) {
+        uint32_t raw = key_get(jb->keys, 2, i);
+        if (gs_narrow_is_nan(jb->dt, raw))
+            c->nanbits[at++] = (uint16_t)raw;
+    }
 }
 
 static void write_task(void *arg, size_t part, unsigned worker)
@@ -212,14 +234,14 @@ static int counting_run(const gs_narrow_job *jb, gs_sort_stats *st, gs_err *err)
                        gs_hostpool_join(&team, gs_hostpool_cpus() - 1) : 1;
     count_job c = { .jb = jb, .ncodes = ncodes };
     uint64_t *total = NULL;
-    uint16_t *nanbits = NULL;
     int rc = 0;
     c.hist = calloc((size_t)workers * ncodes, sizeof *c.hist);
     c.odd = calloc(workers, sizeof *c.odd);
     total = calloc(ncodes, sizeof *total);
     c.lo = calloc(workers + 1, sizeof *c.lo);
     c.at = calloc(workers + 1, sizeof *c.at);
-    if (!c.hist || !c.odd || !total || !c.lo || !c.at) {
+    c.tnan = calloc(ntasks + 1, sizeof *c.tnan);
+    if (!c.hist || !c.odd || !total || !c.lo || !c.at || !c.tnan) {
         rc = gs_err_set(err, GS_ENOMEM, "narrow sort: out of memory (counts)");
         goto out;
     }
@@ -236,20 +258,27 @@ static int counting_run(const gs_narrow_job *jb, gs_sort_stats *st, gs_err *err)
             total[k] += h[k];
     }
     /* Non-canonical NaNs: their bits in input order, read before the keys
-     * are overwritten (at most the counted NaNs: what a racing client
-     * writes meanwhile decides nothing) */
+     * are overwritten, each task's from its place (the NaN code's count is
+     * the sum of the tasks' counts: the block they go over holds them) */
     const uint32_t nc = nan_code(jb);
-    size_t nans = odd ? (size_t)total[nc] : 0, got = 0;
+    size_t nans = odd ? (size_t)total[nc] : 0;
     if (nans) {
-        if (!(nanbits = malloc(nans * sizeof *nanbits))) {
+        if (!(c.nanbits = calloc(nans, sizeof *c.nanbits))) {
             rc = gs_err_set(err, GS_ENOMEM, "narrow sort: out of memory (%zu NaN keys)", nans);
             goto out;
         }
-        for (size_t i = 0; i < n && got < nans; i++) {
-            uint32_t raw = key_get(jb->keys, b, i);
-            if (gs_narrow_is_nan(jb->dt, raw))
-                nanbits[got++] = (uint16_t)raw;
+        size_t sum = 0;
+        for (size_t t = 0; t < ntasks; t++) {
+            size_t k = c.tnan[t];
+            c.tnan[t] = sum;
+            sum += k;
         }
+        c.tnan[ntasks] = sum;
+        if (workers > 1)
+            gs_hostpool_for(&team, ntasks, nan_task, &c);
+        else
+            for (size_t t = 0; t < ntasks; t++)
+                nan_task(&c, t, 0);
     }
     /* the code space cut into parts of about n / workers keys each */
     c.total = total;
@@ -274,10 +303,10 @@ static int counting_run(const gs_narrow_job *jb, gs_sort_stats *st, gs_err *err)
     else
         for (unsigned p = 0; p < parts; p++)
             write_task(&c, p, 0);
-    if (got) {      /* over the NaN block: the last ascending, the first descending */
-        size_t first = jb->desc ? 0 : n - (size_t)total[nc];
-        for (size_t i = 0; i < got; i++)
-            key_put(jb->keys, b, first + i, nanbits[i]);
+    if (nans) {     /* over the NaN block: the last ascending, the first descending */
+        size_t first = jb->desc ? 0 : n - nans;
+        for (size_t i = 0; i < nans; i++)
+            key_put(jb->keys, b, first + i, c.nanbits[i]);
     }
 out:
     if (ntasks > 1 && !jb->one_thread)
@@ -288,7 +317,8 @@ out:
     free(total);
     free(c.lo);
     free(c.at);
-    free(nanbits);
+    free(c.tnan);
+    free(c.nanbits);
     return rc;
 }
 
