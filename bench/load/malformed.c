@@ -20,7 +20,7 @@
 
 const malformed_kind malformed_kinds[MALFORMED_COUNT] = {
     { "bad_json", "GS_EINVAL", 1, "header is not JSON" },
-    { "bad_dtype", "GS_EINVAL", 0, "dtype u16, payload skipped" },
+    { "bad_dtype", "GS_EINVAL", 0, "dtype u24, payload skipped" },
     { "bad_version", "GS_EUNSUPPORTED", 0, "\"v\":2" },
     { "bad_bytes", "GS_EINVAL", 0, "payload_bytes != n x key size" },
     { "unsealed", "GS_EINVAL", 0, "memfd without F_SEAL_SHRINK" },
@@ -78,7 +78,7 @@ malformed_outcome malformed_send(gs_client *c, int k, int *again, char *why, siz
         break;
     }
     case MALFORMED_BAD_DTYPE: {
-        cJSON *h = sort_hdr(1, "u16", 3, 6, 0);
+        cJSON *h = sort_hdr(1, "u24", 3, 6, 0);
         sent = gs_client_send(c, h, junk, 6, -1, &err);
         cJSON_Delete(h);
         break;
