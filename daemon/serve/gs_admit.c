@@ -61,30 +61,20 @@ static void claim_of(const gs_proto_req *rq, claim *k)
         k->values = n * ks + gs_lexsort_scratch(&rq->lex, (size_t)n) + (rq->memfd ? 0 : n * vs);
         return;
     }
-    if (rq->narrow) {
-        /* 8- and 16-bit keys: ks is their words' width, the words the
-         * daemon's; the keys lie where a request's keys lie */
-        uint64_t nb = gs_proto_key_bytes(rq);
-        k->values = n * ks;
-        if (rq->memfd) {
-            k->data = n * (nb + vs);
-            return;
-        }
-        k->data = rq->payload_bytes;
-        if (rq->shape.payload == GS_PL_IDX32 || rq->shape.payload == GS_PL_IDX64 ||
-            (vs && (n * nb) % vs))
-            k->values += n * vs;
-        return;
-    }
+    /* the client's keys are nb bytes each; 8- and 16-bit keys are sorted
+     * as words of ks bytes, the daemon's */
+    uint64_t nb = gs_proto_key_bytes(rq);
+    if (rq->narrow)
+        k->values += n * ks;
     if (rq->memfd) {
-        k->data = n * (ks + vs);
+        k->data = n * (nb + vs);
         return;
     }
     k->data = rq->payload_bytes;
     /* gs_ops.c's valbuf: argsort output, or u64 values after an odd count
      * of u32 keys (the payload buffer is malloc-aligned) */
     if (rq->shape.payload == GS_PL_IDX32 || rq->shape.payload == GS_PL_IDX64 ||
-        (vs && (n * ks) % vs))
+        (vs && (n * nb) % vs))
         k->values += n * vs;
 }
 

@@ -793,15 +793,18 @@ static double radix_kernel_ms(gs_devrun *d, void *self)
     return total + fill;
 }
 
-static const gs_devrun_ops radix_ops = {
-    .algo = &gs_algo_radix,
-    .finish_what = "radix: passes",
-    .kernels = radix_kernels,
-    .buffers = radix_buffers,
-    .sort = radix_enqueue,
-    .kernel_ms = radix_kernel_ms,
-    .release = radix_free,
-};
+/* The frame's operations; the frame's algorithm is the only difference
+ * between a flat request's and rows taken whole (radix_rows_frame). */
+#define RADIX_OPS(frame_algo) {                                                \
+        .algo = (frame_algo),                                                  \
+        .finish_what = "radix: passes",                                        \
+        .kernels = radix_kernels,                                              \
+        .buffers = radix_buffers,                                              \
+        .sort = radix_enqueue,                                                 \
+        .kernel_ms = radix_kernel_ms,                                          \
+        .release = radix_free,                                                 \
+    }
+static const gs_devrun_ops radix_ops = RADIX_OPS(&gs_algo_radix);
 
 /* Rows taken whole keep their NaN patterns themselves, row by row: their
  * frame's algorithm (the same name) has no keeps_nan, so the frame neither
@@ -812,15 +815,8 @@ static const gs_algo radix_rows_frame = {
     .uses_device = 1,
 };
 
-static const gs_devrun_ops radix_rows_ops = {
-    .algo = &radix_rows_frame,
-    .finish_what = "radix: passes",
-    .kernels = radix_kernels,
-    .buffers = radix_buffers,
-    .sort = radix_enqueue,
-    .kernel_ms = radix_kernel_ms,
-    .release = radix_free,
-};
+static const gs_devrun_ops radix_rows_ops = RADIX_OPS(&radix_rows_frame);
+#undef RADIX_OPS
 
 /* A request of equal rows is sorted whole (issue 38) in tiles of wg_size
  * x e keys, e the largest value up to elems_per_thread whose tile divides

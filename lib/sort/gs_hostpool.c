@@ -296,3 +296,19 @@ __attribute__((destructor)) static void pool_stop(void)
     pool.started = 0;
     pthread_mutex_unlock(&pool.mu);
 }
+
+void gs_hostpool_run(size_t ntasks, int one_thread, gs_hostpool_fn fn, void *arg)
+{
+    if (ntasks <= 1 || one_thread) {
+        for (size_t t = 0; t < ntasks; t++)
+            fn(arg, t, 0);
+        return;
+    }
+    gs_hostpool_team team;
+    if (gs_hostpool_join(&team, gs_hostpool_cpus() - 1) > 1)
+        gs_hostpool_for(&team, ntasks, fn, arg);
+    else
+        for (size_t t = 0; t < ntasks; t++)
+            fn(arg, t, 0);
+    gs_hostpool_leave(&team);
+}

@@ -57,5 +57,9 @@ unsigned gs_hostpool_join(gs_hostpool_team *t, unsigned want);
 void gs_hostpool_for(gs_hostpool_team *t, size_t ntasks, gs_hostpool_fn fn, void *arg);
 /* Give the helpers back to the pool; t may go out of scope after it. */
 void gs_hostpool_leave(gs_hostpool_team *t);
+/* fn(arg, i, worker) for every i < ntasks on a team of the free CPUs
+ * (join, for, leave), or on the caller alone when there is one task or
+ * one_thread (a client library's process keeps no pool). */
+void gs_hostpool_run(size_t ntasks, int one_thread, gs_hostpool_fn fn, void *arg);
 
 #endif

@@ -68,18 +68,8 @@ static void pack_task(void *arg, size_t task, unsigned worker)
 
 static void pack(const pack_job *pj)
 {
-    size_t ntasks = (pj->jb->n + PACK_TASK - 1) / PACK_TASK;
-    gs_hostpool_team team;
-    unsigned workers = ntasks > 1 && !pj->jb->one_thread ?
-                       gs_hostpool_join(&team, gs_hostpool_cpus() - 1) : 1;
-    if (workers > 1) {
-        gs_hostpool_for(&team, ntasks, pack_task, (void *)pj);
-    } else {
-        for (size_t t = 0; t < ntasks; t++)
-            pack_task((void *)pj, t, 0);
-    }
-    if (ntasks > 1 && !pj->jb->one_thread)
-        gs_hostpool_leave(&team);
+    gs_hostpool_run((pj->jb->n + PACK_TASK - 1) / PACK_TASK, pj->jb->one_thread, pack_task,
+                    (void *)pj);
 }
 
 static unsigned idx_bytes(size_t n)

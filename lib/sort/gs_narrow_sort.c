@@ -21,25 +21,6 @@ typedef struct pass {
     unsigned char *vals;
 } pass;
 
-static uint32_t key_get(const void *k, unsigned b, size_t i)
-{
-    if (b == 1)
-        return ((const uint8_t *)k)[i];
-    uint16_t v;
-    memcpy(&v, (const char *)k + 2 * i, 2);
-    return v;
-}
-
-static void key_put(void *k, unsigned b, size_t i, uint32_t v)
-{
-    if (b == 1) {
-        ((uint8_t *)k)[i] = (uint8_t)v;
-    } else {
-        uint16_t x = (uint16_t)v;
-        memcpy((char *)k + 2 * i, &x, 2);
-    }
-}
-
 static void span(const gs_narrow_job *jb, size_t task, size_t *lo, size_t *hi)
 {
     *lo = task * TASK;
@@ -65,7 +46,7 @@ static void enc_task(void *arg, size_t task, unsigned worker)
     int odd = 0;
     span(jb, task, &lo, &hi);
     for (size_t i = lo; i < hi; i++) {
-        uint32_t raw = key_get(jb->keys, b, i), c = gs_narrow_enc(t, desc, raw);
+        uint32_t raw = (uint32_t)gs_key_get(jb->keys, i, b), c = gs_narrow_enc(t, desc, raw);
         jb->words[i] = c;
         if (fl && c == nc) {
             nans++;
@@ -93,7 +74,7 @@ static void save_task(void *arg, size_t task, unsigned worker)
     for (size_t i = lo; i < hi && at < end; i++) {
         if (jb->words[i] != nc)
             continue;
-        p->bits[at] = (uint16_t)key_get(jb->keys, b, i);
+        p->bits[at] = (uint16_t)gs_key_get(jb->keys, i, b);
         switch (jb->req.shape.payload) {
         case GS_PL_U32: case GS_PL_U64:
             memcpy(p->vals + at * vs, (const char *)jb->req.values + i * vs, vs);
@@ -116,21 +97,7 @@ static void dec_task(void *arg, size_t task, unsigned worker)
     size_t lo, hi;
     span(jb, task, &lo, &hi);
     for (size_t i = lo; i < hi; i++)
-        key_put(jb->keys, b, i, gs_narrow_dec(t, desc, jb->words[i]));
-}
-
-static void on_pool(const gs_narrow_job *jb, size_t ntasks, gs_hostpool_fn fn, void *arg)
-{
-    gs_hostpool_team team;
-    unsigned workers = ntasks > 1 && !jb->one_thread ?
-                       gs_hostpool_join(&team, gs_hostpool_cpus() - 1) : 1;
-    if (workers > 1)
-        gs_hostpool_for(&team, ntasks, fn, arg);
-    else
-        for (size_t t = 0; t < ntasks; t++)
-            fn(arg, t, 0);
-    if (ntasks > 1 && !jb->one_thread)
-        gs_hostpool_leave(&team);
+        gs_key_put(jb->keys, i, b, gs_narrow_dec(t, desc, jb->words[i]));
 }
 
 /* ---- keys without a payload: counting their codes ---- */
@@ -162,7 +129,7 @@ static void hist_task(void *arg, size_t task, unsigned worker)
     /* one loop per type and order, so that the encoding folds */
 #define HIST_LOOP(T, D)                                                        \
     for (size_t i = lo; i < hi; i++) {                                         \
-        uint32_t raw = key_get(jb->keys, b, i);                                \
+        uint32_t raw = (uint32_t)gs_key_get(jb->keys, i, b);                   \
         h[gs_narrow_enc(T, D, raw)]++;                                         \
         if (fl) {                                                              \
             int nan = gs_narrow_is_nan(T, raw);                                \
@@ -196,7 +163,7 @@ static void nan_task(void *arg, size_t task, unsigned worker)
     size_t lo, hi, at = c->tnan[task], end = c->tnan[task + 1];
     span(jb, task, &lo, &hi);
     for (size_t i = lo; i < hi && at < end; i++) {
-        uint32_t raw = key_get(jb->keys, 2, i);
+        uint32_t raw = (uint32_t)gs_key_get(jb->keys, i, 2);
         if (gs_narrow_is_nan(jb->dt, raw))
             c->nanbits[at++] = (uint16_t)raw;
     }
@@ -218,7 +185,7 @@ static void write_task(void *arg, size_t part, unsigned worker)
             at += (size_t)k;
         } else {
             for (uint64_t j = 0; j < k; j++)
-                key_put(jb->keys, 2, at++, v);
+                gs_key_put(jb->keys, at++, 2, v);
         }
     }
 }
@@ -306,7 +273,7 @@ static int counting_run(const gs_narrow_job *jb, gs_sort_stats *st, gs_err *err)
     if (nans) {     /* over the NaN block: the last ascending, the first descending */
         size_t first = jb->desc ? 0 : n - nans;
         for (size_t i = 0; i < nans; i++)
-            key_put(jb->keys, b, first + i, c.nanbits[i]);
+            gs_key_put(jb->keys, first + i, b, c.nanbits[i]);
     }
 out:
     if (ntasks > 1 && !jb->one_thread)
@@ -359,7 +326,7 @@ int gs_narrow_run(const gs_narrow_job *jb, gs_narrow_fn fn, void *arg, gs_sort_s
         rc = gs_err_set(err, GS_ENOMEM, "narrow sort: out of memory");
         goto out;
     }
-    on_pool(jb, ntasks, enc_task, &p);
+    gs_hostpool_run(ntasks, jb->one_thread, enc_task, &p);
     size_t count = 0;
     int odd = 0;
     for (size_t t = 0; p.nans && t < ntasks; t++) {
@@ -376,7 +343,7 @@ int gs_narrow_run(const gs_narrow_job *jb, gs_narrow_fn fn, void *arg, gs_sort_s
             goto out;
         }
         p.vals = (unsigned char *)(p.bits + count);
-        on_pool(jb, ntasks, save_task, &p);
+        gs_hostpool_run(ntasks, jb->one_thread, save_task, &p);
     }
     st->pack_ms += gs_now_ms() - t0;
 
@@ -394,13 +361,13 @@ int gs_narrow_run(const gs_narrow_job *jb, gs_narrow_fn fn, void *arg, gs_sort_s
         goto out;
     }
     t0 = gs_now_ms();
-    on_pool(jb, ntasks, dec_task, &p);
+    gs_hostpool_run(ntasks, jb->one_thread, dec_task, &p);
     if (p.bits) {
         /* the NaN block: the last count words ascending, the first descending */
         size_t first = jb->desc ? 0 : n - count;
         const unsigned b = gs_narrow_row(jb->dt)->bytes;
         for (size_t i = 0; i < count; i++)
-            key_put(jb->keys, b, first + i, p.bits[i]);
+            gs_key_put(jb->keys, first + i, b, p.bits[i]);
         if (vs && jb->req.values)
             memcpy((char *)jb->req.values + first * vs, p.vals, count * vs);
     }

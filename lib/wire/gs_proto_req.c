@@ -143,12 +143,13 @@ static int parse_sort(const gs_jnum_doc *doc, int has_pb, gs_proto_req *rq, int 
                           "has its own)");
     if (!v && !lexv)
         return gs_err_set(err, GS_EINVAL, "sort: missing \"dtype\"");
-    if (v && cJSON_IsString(v) && gs_dtype_parse(v->valuestring, &rq->shape.dtype) < 0 &&
-        (rq->narrow = gs_narrow_find(v->valuestring)))
-        rq->shape.dtype = GS_DT_U32;    /* the words 8- and 16-bit keys are sorted as */
-    else if (v && (!cJSON_IsString(v) || gs_dtype_parse(v->valuestring, &rq->shape.dtype) < 0))
+    if (v && (!cJSON_IsString(v) ||
+              (gs_dtype_parse(v->valuestring, &rq->shape.dtype) < 0 &&
+               !(rq->narrow = gs_narrow_find(v->valuestring)))))
         return gs_err_set(err, GS_EINVAL, "sort: \"dtype\" %s is not one of u32, i32, f32, "
                           "u64, i64, f64, %s", gs_jnum_clip_json(v, cb), gs_narrow_list());
+    if (rq->narrow)
+        rq->shape.dtype = GS_DT_U32;    /* the words 8- and 16-bit keys are sorted as */
 
     v = field(h, "n");
     if (!v)
