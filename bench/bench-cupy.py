@@ -15,7 +15,8 @@ import sys
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--dtype", default="u32",
-                    help="u32 i32 f32 u64 i64 f64 (default u32)")
+                    help="u32 i32 f32 u64 i64 f64, and u16 i16 f16 u8 i8 (cupy) or "
+                         "i16 f16 bf16 u8 i8 (--torch) (default u32)")
     ap.add_argument("--min-log2", type=int, default=10)
     ap.add_argument("--max-log2", type=int, default=27)
     ap.add_argument("--reps", type=int, default=10)
@@ -35,7 +36,9 @@ def main():
         print("bench-cupy: cupy is not available: %s" % e, file=sys.stderr)
         return 1
     types = {"u32": cp.uint32, "i32": cp.int32, "f32": cp.float32,
-             "u64": cp.uint64, "i64": cp.int64, "f64": cp.float64}
+             "u64": cp.uint64, "i64": cp.int64, "f64": cp.float64,
+             "u16": cp.uint16, "i16": cp.int16, "f16": cp.float16,
+             "u8": cp.uint8, "i8": cp.int8}
     if a.dtype not in types:
         print("bench-cupy: unknown dtype %s" % a.dtype, file=sys.stderr)
         return 2
@@ -59,7 +62,7 @@ def main():
             cp.cuda.Device().synchronize()
             # correctness spot check of the warm-up result
             s = x[y] if a.argsort else y
-            if n > 1 and dt not in (cp.float32, cp.float64) and bool((s[1:] < s[:-1]).any()):
+            if n > 1 and dt not in (cp.float16, cp.float32, cp.float64) and bool((s[1:] < s[:-1]).any()):
                 print("bench-cupy: cupy result not sorted at n=%d" % n, file=sys.stderr)
                 return 1
             del y, s
@@ -95,7 +98,9 @@ def bench_torch(a):
         print("bench-cupy: torch is not available: %s" % e, file=sys.stderr)
         return 1
     types = {"u32": torch.int32, "i32": torch.int32, "f32": torch.float32,
-             "u64": torch.int64, "i64": torch.int64, "f64": torch.float64}
+             "u64": torch.int64, "i64": torch.int64, "f64": torch.float64,
+             "i16": torch.int16, "f16": torch.float16, "bf16": torch.bfloat16,
+             "u8": torch.uint8, "i8": torch.int8}
     if a.dtype not in types:
         print("bench-cupy: unknown dtype %s" % a.dtype, file=sys.stderr)
         return 2

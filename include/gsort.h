@@ -258,6 +258,22 @@ int gsort_run_rows(gsort_conn *c, const gsort_request *rq, size_t rows, gsort_re
  * are not sorted in segments: GSORT_EUNSUPPORTED. */
 int gsort_run_segments(gsort_conn *c, const gsort_request *rq, const uint64_t *offsets,
                        size_t segments, gsort_result *res, gsort_error *err);
+/* A bit range (CUB's begin_bit/end_bit): the n keys are sorted by bits
+ * [begin_bit, end_bit) of each key's order code alone, bit 0 the lowest:
+ * for GSORT_U32 and GSORT_U64 the key itself, for GSORT_I32 and GSORT_I64
+ * the key with its sign bit flipped (so that the code's order is the
+ * values'), and with GSORT_DESCENDING the code inverted (every bit of the
+ * key's width) before the range is taken, so the keys come descending by
+ * the range. Keys equal within the range keep their input order: the
+ * sort is always stable, GSORT_STABLE or not. Any values kind (none,
+ * GSORT_VALUES_U32/U64 carried along, IDX32/IDX64 indices), routed as
+ * gsort_run's (in this process or by the daemon; a call with a range is
+ * timed apart from the plain sort of its shape). 0 <= begin_bit < end_bit
+ * <= the key's bits (32 or 64), else GSORT_EINVAL; 0 and the key's bits
+ * is gsort_run. Keys of other types (floats, 8- and 16-bit keys) are
+ * GSORT_EUNSUPPORTED; both before anything is sent or written. */
+int gsort_run_bits(gsort_conn *c, const gsort_request *rq, unsigned begin_bit,
+                   unsigned end_bit, gsort_result *res, gsort_error *err);
 /* gsort_run_rows of `rows` rows of row_len keys, without values. */
 int gsort_sort_rows(gsort_conn *c, gsort_dtype dtype, void *keys, size_t rows, size_t row_len,
                     unsigned flags, gsort_result *res, gsort_error *err);

@@ -75,6 +75,13 @@
 
 #define RADIX (1u << RADIX_BITS)
 #define RMASK (RADIX - 1u)
+/* A pass's `shift` argument: the digit's lowest bit in its low byte, and
+ * above it the digit's mask, RMASK but where a bit range (issue 39) ends
+ * inside the digit: then only the bits below end_bit count. The host packs
+ * both (lib/algos/algo_radix.c: pass_shift). */
+#define DSHIFT(s) ((s) & 0xffu)
+#define DMASK(s) ((s) >> 8)
+#define DIGIT(x, s) ((uint)((x) >> DSHIFT(s)) & DMASK(s))
 #define TILE (WG * EPT)
 
 /* flags for the per-pass kernels */
@@ -333,10 +340,16 @@ GS_KEY_WIDTHS(DEF_LOADT_W)
 #define DEF_KEYW(KW, KT, NPOS, ENC)                                              \
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))                         \
 void radix_ghist_k##KW(global const KT *keys, uint n, uint kind, uint desc,      \
-                       global uint *ghist, global uint *zero, uint nzero)        \
+                       uint field, global uint *ghist, global uint *zero,        \
+                       uint nzero)                                               \
 {                                                                                \
     local uint h[NPOS * RADIX];                                                  \
     const uint lid = get_local_id(0);                                            \
+    /* the bits sorted by: field's low byte the lowest, above it how many \
+       (issue 39's bit range; the whole key: 0 and KW); row p of the        \
+       histogram is the digit p passes above the lowest */                     \
+    const uint fbits = field >> 8;                                               \
+    const KT fmask = fbits >= KW ? (KT)0 - (KT)1 : ((KT)1 << fbits) - (KT)1;     \
     /* onesweep: the first pass's look-back words start invalid */             \
     for (size_t i = get_global_id(0); i < nzero; i += get_global_size(0))        \
         zero[i] = 0;                                                             \
@@ -358,7 +371,7 @@ void radix_ghist_k##KW(global const KT *keys, uint n, uint kind, uint desc,     
         for (uint k = 0; k < EPT; k++) {                                         \
             if (tb + k * WG + lid >= n)                                          \
                 break;                                                           \
-            const KT e = ENC(x[k], kind, desc);                                  \
+            const KT e = (ENC(x[k], kind, desc) >> (field & 0xffu)) & fmask;     \
             if (NPOS <= 8) {                                                     \
                 _Pragma("unroll")                                                \
                 for (int p = 0; p < GH_M(NPOS); p++) {                           \
@@ -417,7 +430,7 @@ GS_KEY_WIDTHS(DEF_KEYW_W)
             const KT e = (flags & F_ENCODE) ? ENC(x[k], kind, desc) : x[k];      \
             o |= e;                                                              \
             a &= e;                                                              \
-            const uint d = (uint)(e >> shift) & RMASK;                           \
+            const uint d = DIGIT(e, shift);                           \
             if (cnt && d == prev) {                                              \
                 cnt++;                                                           \
             } else {                                                             \
@@ -611,7 +624,7 @@ uint warp_match(uint d, local uint *tmp, uint lid)
             _Pragma("unroll")                                                    \
             for (uint i = 0; i < EPT; i++) {                                     \
                 if (lid * EPT + i < valid) {                                     \
-                    const uint sd = (((uint)(key[i] >> shift) & RMASK) >> ssh) & smask;               \
+                    const uint sd = ((DIGIT(key[i], shift)) >> ssh) & smask;               \
                     const uint hi = sd >= NCW ? 1u : 0u;                         \
                     cnt[CPAD((sd - hi * NCW) * WG + lid)] += 1u << (hi << 4);    \
                 }                                                                \
@@ -632,7 +645,7 @@ uint warp_match(uint d, local uint *tmp, uint lid)
             _Pragma("unroll")                                                    \
             for (uint i = 0; i < EPT; i++) {                                     \
                 if (lid * EPT + i < valid) {                                     \
-                    const uint sd = (((uint)(key[i] >> shift) & RMASK) >> ssh) & smask;               \
+                    const uint sd = ((DIGIT(key[i], shift)) >> ssh) & smask;               \
                     const uint hi = sd >= NCW ? 1u : 0u;                         \
                     const uint at = CPAD((sd - hi * NCW) * WG + lid);            \
                     const uint o = cnt[at];                                      \
@@ -660,8 +673,8 @@ uint warp_match(uint d, local uint *tmp, uint lid)
         for (uint k = 0; k < EPT; k++) {                                         \
             const uint j = k * WG + lid;                                         \
             if (j < valid) {                                                     \
-                const uint d = (uint)(xk[PADK(j)] >> shift) & RMASK;             \
-                if (j == 0 || d != ((uint)(xk[PADK(j - 1)] >> shift) & RMASK))  \
+                const uint d = DIGIT(xk[PADK(j)], shift);             \
+                if (j == 0 || d != DIGIT(xk[PADK(j - 1)], shift))  \
                     loff[d] = OFFS(d) - j;                                       \
             }                                                                    \
         }                                                                        \
@@ -685,7 +698,7 @@ uint warp_match(uint d, local uint *tmp, uint lid)
         WARP_SYNC();                                                             \
         _Pragma("unroll")                                                        \
         for (uint k = 0; k < EPT; k++) {                                         \
-            const uint d = (uint)(key[k] >> shift) & RMASK;                      \
+            const uint d = DIGIT(key[k], shift);                      \
             const uint peers = warp_match(d, sc, lid);                           \
             const uint before = wh[d];                                           \
             WARP_SYNC();                                                         \
@@ -725,7 +738,7 @@ uint warp_match(uint d, local uint *tmp, uint lid)
         barrier(CLK_LOCAL_MEM_FENCE);                                            \
         _Pragma("unroll")                                                        \
         for (uint k = 0; k < EPT; k++) {                                         \
-            const uint r = wh[(uint)(key[k] >> shift) & RMASK] + rk[k];          \
+            const uint r = wh[DIGIT(key[k], shift)] + rk[k];          \
             xk[PADK(r)] = key[k];                                                \
             if (VB)                                                              \
                 xi[PAD2(r)] = (ushort)(wp * (32 * EPT) + k * 32 + lane);         \
@@ -778,7 +791,7 @@ uint warp_match(uint d, local uint *tmp, uint lid)
             const uint j = k * WG + lid;                                         \
             if (j < valid) {                                                     \
                 KT x = xk[PADK(j)];                                              \
-                dst[k] = GS_CLAMP(loff[(uint)(x >> shift) & RMASK] + j, n);      \
+                dst[k] = GS_CLAMP(loff[DIGIT(x, shift)] + j, n);      \
                 if (VB)                                                          \
                     src[k] = xi[PAD2(j)];                                        \
                 if (flags & F_DECODE)                                            \
@@ -915,7 +928,7 @@ void lookback_k##KW(global uint *look, uint t, uint lid, uint g, uint spin,     
             KT x = kin[tb + i];                                                  \
             if (flags & F_ENCODE)                                                \
                 x = ENC(x, kind, desc);                                          \
-            const uint d = (uint)(x >> shift) & RMASK;                           \
+            const uint d = DIGIT(x, shift);                           \
             _Pragma("unroll")                                                    \
             for (uint q = 0; q < LBD; q++)                                       \
                 excl[q] += ((miss >> q) & 1u) && d == lid + q * WG ? 1u : 0u;    \
@@ -958,7 +971,7 @@ void NAME(global const KT *kin, global KT *kout, VPARAMS                        
         _Pragma("unroll")                                                        \
         for (uint k = 0; k < EPT; k++) {                                         \
             if (TILE_POS(k) < valid) {                                           \
-                const uint d = (uint)(key[k] >> shift) & RMASK;                  \
+                const uint d = DIGIT(key[k], shift);                  \
                 if (run && d == prev) {                                          \
                     run++;                                                       \
                 } else {                                                         \
@@ -1101,7 +1114,7 @@ void radix_scatter_k32_p32(global const uint *kin, global uint *kout, global con
             const uint j = k * WG + lid;
             if (j < valid) {
                 const ulong x = xk[PAD8(j)];
-                const uint dst = GS_CLAMP(loff[(uint)(x >> shift) & RMASK] + j, n);
+                const uint dst = GS_CLAMP(loff[DIGIT(x, shift)] + j, n);
                 const uint kk = (uint)(x >> 32);
                 kout[dst] = (flags & F_DECODE) ? gs_dec32(kk, kind, desc) : kk;
                 vout[dst] = (uint)x;

@@ -341,6 +341,9 @@ void lgs_crossover_refresh(gsort_conn *c, double now)
                     unsigned sh = lgs_shape(dt, x->payload, desc, x->stable);
                     lgs_router_set_below(c->router, sh, x->local_below);
                     c->dev_from[sh] = x->device >= 0 ? x->local_below : 0;
+                    /* a bit range sorts stably: the stable shape's crossover */
+                    if (x->stable)
+                        lgs_router_set_below(c->router, lgs_shape_bits(sh), x->local_below);
                 }
     }
     gs_reply_info_free(&in);
@@ -361,7 +364,8 @@ int lgs_local_allowed(const gsort_conn *c, const gsort_request *rq)
  * arrays as they were (the daemon is then asked). An argsort sorts a copy
  * of the keys, which must not change. */
 static int sort_local(gsort_conn *c, const gsort_request *rq, int preserve_keys, uint64_t rows,
-                      const uint64_t *offsets, size_t segments, double *ms, gs_err *ge)
+                      const uint64_t *offsets, size_t segments, const gs_shape *bits,
+                      double *ms, gs_err *ge)
 {
     const lgs_dt *d = lgs_dt_of((int)rq->dtype);
     size_t kb = rq->n * d->bytes;
@@ -370,7 +374,8 @@ static int sort_local(gsort_conn *c, const gsort_request *rq, int preserve_keys,
                    .payload = (gs_payload)rq->values_kind,
                    .descending = (rq->flags & GSORT_DESCENDING) != 0,
                    .stable = (rq->flags & GSORT_STABLE) != 0,
-                   .rows = rows, .segments = segments },
+                   .rows = rows, .segments = segments,
+                   .begin_bit = bits->begin_bit, .end_bit = bits->end_bit },
         .n = rq->n,
         .keys = rq->keys,
         .values = rq->values_kind == GSORT_VALUES_NONE ? NULL : rq->values,
@@ -443,8 +448,13 @@ static int check_request(const gsort_request *rq, gsort_error *err)
     return 0;
 }
 
+/* A call without a bit range (run_sort's bits). */
+static const gs_shape no_bits;
+
 /* Every sort call. preserve_keys (argsort): the caller's keys stay as they
- * are, so the daemon sorts a copy and only the values come back. rows > 1:
+ * are, so the daemon sorts a copy and only the values come back. bits: a
+ * bit range (begin_bit and end_bit; end_bit 0: the whole key), checked by
+ * gsort_run_bits, sorted stably and timed under its own shape. rows > 1:
  * the n keys are that many equal rows, each sorted on its own; sorted here
  * whenever the call may be (the daemon would sort them with the same host
  * sort, after two copies), else by the daemon. segments > 0: the n keys
@@ -452,8 +462,8 @@ static int check_request(const gsort_request *rq, gsort_error *err)
  * whenever the call may be (the daemon sorts them on its host too), else
  * by the daemon, the offsets staged after the arrays. */
 static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys, uint64_t rows,
-                    const uint64_t *offsets, size_t segments, gsort_result *res,
-                    gsort_error *err)
+                    const uint64_t *offsets, size_t segments, const gs_shape *bits,
+                    gsort_result *res, gsort_error *err)
 {
     /* The call's start, for the router's times and the result's total:
      * not read for sizes the router does not time until the daemon is
@@ -503,7 +513,8 @@ static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys, u
         .shape = { .dtype = dt,
                    .payload = pl,
                    .descending = (rq->flags & GSORT_DESCENDING) != 0,
-                   .stable = (rq->flags & GSORT_STABLE) != 0 },
+                   .stable = (rq->flags & GSORT_STABLE) != 0 || gs_shape_has_bits(bits),
+                   .begin_bit = bits->begin_bit, .end_bit = bits->end_bit },
         .n = n,
         .keys = n ? rq->keys : NULL,
         .values = n && vs ? rq->values : NULL,
@@ -518,6 +529,8 @@ static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys, u
     s.offsets = offsets;
     int may_local = lgs_local_allowed(c, rq);
     unsigned shape = lgs_shape(rq->dtype, rq->values_kind, s.shape.descending, s.shape.stable);
+    if (gs_shape_has_bits(bits))
+        shape = lgs_shape_bits(shape);
     if (may_local && t0 >= 0 && (c->xo_ms == 0 || t0 - c->xo_ms > LGS_XO_REFRESH_MS))
         lgs_crossover_refresh(c, t0);
     /* rows: here, where the daemon would sort them on its host cores too;
@@ -528,7 +541,8 @@ static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys, u
                     segments;   /* the daemon's host sorts segments: as well here */
     if (may_local && (rows_here || (!parts && lgs_router_choose(c->router, shape, n)))) {
         double ms = 0;      /* the sort's own time (gs_sort_run's clock) */
-        if (sort_local(c, rq, preserve_keys, s.shape.rows, offsets, segments, &ms, &ge) == 0) {
+        if (sort_local(c, rq, preserve_keys, s.shape.rows, offsets, segments, bits, &ms,
+                       &ge) == 0) {
             /* the whole call, as for the daemon's route below */
             if (!lgs_router_local_only(n) && !parts)
                 lgs_router_record(c->router, shape, n, 1, gs_now_ms() - t0);
@@ -723,13 +737,13 @@ int gsort_topk(gsort_conn *c, const gsort_request *rq, size_t rows, size_t k, vo
 
 int gsort_run(gsort_conn *c, const gsort_request *rq, gsort_result *res, gsort_error *err)
 {
-    return run_sort(c, rq, 0, 0, NULL, 0, res, err);
+    return run_sort(c, rq, 0, 0, NULL, 0, &no_bits, res, err);
 }
 
 int gsort_run_rows(gsort_conn *c, const gsort_request *rq, size_t rows, gsort_result *res,
                    gsort_error *err)
 {
-    return run_sort(c, rq, 0, rows, NULL, 0, res, err);
+    return run_sort(c, rq, 0, rows, NULL, 0, &no_bits, res, err);
 }
 
 int gsort_run_segments(gsort_conn *c, const gsort_request *rq, const uint64_t *offsets,
@@ -743,7 +757,36 @@ int gsort_run_segments(gsort_conn *c, const gsort_request *rq, const uint64_t *o
                            "last)", segments ? "the segment offsets are NULL"
                                              : "no segments (at least one is needed)");
     }
-    return run_sort(c, rq, 0, 0, offsets, segments, res, err);
+    return run_sort(c, rq, 0, 0, offsets, segments, &no_bits, res, err);
+}
+
+int gsort_run_bits(gsort_conn *c, const gsort_request *rq, unsigned begin_bit,
+                   unsigned end_bit, gsort_result *res, gsort_error *err)
+{
+    lgs_err_clear(err);
+    if (res)
+        lgs_result_clear(res);
+    if (!c)
+        return lgs_err_set(err, GSORT_EINVAL, "sort: no connection");
+    if (!rq)
+        return lgs_err_set(err, GSORT_EINVAL, "sort: no request");
+    const lgs_dt *d = lgs_dt_of((int)rq->dtype);
+    if (!d)
+        return check_request(rq, err);      /* says which dtypes there are */
+    /* the daemon's rules (gs_proto_req.c), here before anything is sent */
+    if (d->narrow || gs_dtype_row(d->dt)->kind == GS_KIND_FLOAT)
+        return lgs_err_set(err, GSORT_EUNSUPPORTED, "sort: a bit range sorts 32- and 64-bit "
+                           "integer keys (u32, i32, u64, i64), not %s", d->name);
+    const unsigned kb = d->bytes * 8;
+    if (begin_bit >= end_bit || end_bit > kb)
+        return lgs_err_set(err, GSORT_EINVAL, "sort: bit range [%u, %u) is not within the %u "
+                           "bits of a %s key (0 <= begin_bit < end_bit <= %u)", begin_bit,
+                           end_bit, kb, d->name, kb);
+    /* the whole key is no range */
+    gs_shape bits = { .begin_bit = begin_bit, .end_bit = end_bit };
+    if (begin_bit == 0 && end_bit == kb)
+        bits.end_bit = 0;
+    return run_sort(c, rq, 0, 0, NULL, 0, &bits, res, err);
 }
 
 int gsort_sort_rows(gsort_conn *c, gsort_dtype dtype, void *keys, size_t rows, size_t row_len,
@@ -758,7 +801,7 @@ int gsort_sort_rows(gsort_conn *c, gsort_dtype dtype, void *keys, size_t rows, s
     rq.keys = keys;
     rq.n = rows * row_len;
     rq.flags = flags;
-    return run_sort(c, &rq, 0, rows, NULL, 0, res, err);
+    return run_sort(c, &rq, 0, rows, NULL, 0, &no_bits, res, err);
 }
 
 int gsort_sort(gsort_conn *c, gsort_dtype dtype, void *keys, size_t n, unsigned flags,
@@ -770,7 +813,7 @@ int gsort_sort(gsort_conn *c, gsort_dtype dtype, void *keys, size_t n, unsigned 
     rq.keys = keys;
     rq.n = n;
     rq.flags = flags;
-    return run_sort(c, &rq, 0, 0, NULL, 0, res, err);
+    return run_sort(c, &rq, 0, 0, NULL, 0, &no_bits, res, err);
 }
 
 static int argsort(gsort_conn *c, gsort_dtype dtype, const void *keys, size_t n, void *idx,
@@ -784,7 +827,7 @@ static int argsort(gsort_conn *c, gsort_dtype dtype, const void *keys, size_t n,
     rq.values_kind = kind;
     rq.values = idx;
     rq.flags = flags;
-    return run_sort(c, &rq, 1, 0, NULL, 0, res, err);
+    return run_sort(c, &rq, 1, 0, NULL, 0, &no_bits, res, err);
 }
 
 int gsort_argsort(gsort_conn *c, gsort_dtype dtype, const void *keys, size_t n, uint64_t *idx,
@@ -819,7 +862,7 @@ int gsort_sort_by_key(gsort_conn *c, gsort_dtype dtype, void *keys, void *values
     rq.values_kind = value_size == 4 ? GSORT_VALUES_U32 : GSORT_VALUES_U64;
     rq.values = values;
     rq.flags = flags;
-    return run_sort(c, &rq, 0, 0, NULL, 0, res, err);
+    return run_sort(c, &rq, 0, 0, NULL, 0, &no_bits, res, err);
 }
 
 /* ---- the daemon ---- */

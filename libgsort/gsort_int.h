@@ -87,10 +87,16 @@ int lgs_block_overrun(const void *p, size_t bytes, size_t *off, size_t *size);
 /* ---- sorting locally (issue 36) ----
  * gsort_local.c: when a call sorts in the caller's process, per
  * connection, as the Python client's Router does. A shape is a request's
- * (dtype, values kind, descending, stable), lgs_shape's number for it. */
-#define LGS_SHAPES (LGS_DTYPES * GS_PL_COUNT * 2 * 2)
+ * (dtype, values kind, descending, stable), lgs_shape's number for it; a
+ * sort by a bit range (gsort_run_bits) has a twin of its shape, timed
+ * apart, so that its times (a word per key made, then a stable sort) do
+ * not move the plain sort's route. */
+#define LGS_PLAIN_SHAPES (LGS_DTYPES * GS_PL_COUNT * 2 * 2)
+#define LGS_SHAPES (2 * LGS_PLAIN_SHAPES)
 typedef struct lgs_router lgs_router;
 unsigned lgs_shape(int dtype, int values_kind, int descending, int stable);
+/* The bit-range twin of a plain shape. */
+static inline unsigned lgs_shape_bits(unsigned shape) { return shape + LGS_PLAIN_SHAPES; }
 lgs_router *lgs_router_new(void);       /* NULL: out of memory */
 void lgs_router_free(lgs_router *r);
 /* 1: sort n keys of this shape locally; 0: ask the daemon. Counts the

@@ -54,6 +54,10 @@ static void usage(FILE *out)
         "                         instead of the keys (u64; text: one a line)\n"
         "      --top K            only the first K of the order (the K smallest, with\n"
         "                         -r the K largest), found without sorting the rest\n"
+        "      --bits LO:HI       order by bits LO to HI-1 of each key alone (bit 0\n"
+        "                         the lowest; signed keys with the sign bit flipped,\n"
+        "                         -r inverted first), keys equal there in input\n"
+        "                         order; u32, i32, u64 and i64 keys\n"
         "\n"
         "Where the sort runs:\n"
         "  -S, --socket PATH      the daemon's socket (default: $GSORTD_SOCKET, else\n"
@@ -87,6 +91,8 @@ typedef struct opts {
     int have_type, text, reverse, stable, argsort, verbose;
     int top;                /* --top: only the first top_k of the order */
     size_t top_k;
+    int bits;               /* --bits: sort by bits [bit_lo, bit_hi) of the order code */
+    unsigned bit_lo, bit_hi;
     int local, fallback, inline_, device;
     double timeout;
     const char *output, *socket, *algorithm, *params;
@@ -136,10 +142,10 @@ static int check_algorithm(const opts *o)
         snprintf(msg, sizeof msg, "unknown algorithm '%.200s' (known: %s)", o->algorithm, names);
         return usage_error("%s", msg);
     }
-    if (o->stable && !a->stable) {
+    if ((o->stable || o->bits) && !a->stable) {
         algo_names(names, sizeof names, 1);
-        snprintf(msg, sizeof msg, "--algorithm %s is not stable and -s asks for a stable "
-                 "sort (stable: %s)", a->name, names);
+        snprintf(msg, sizeof msg, "--algorithm %s is not stable and %s asks for a stable "
+                 "sort (stable: %s)", a->name, o->stable ? "-s" : "--bits", names);
         return usage_error("%s", msg);
     }
     if (o->params) {
@@ -185,8 +191,55 @@ static int parse_type(const char *s, gsort_dtype *out)
 
 enum {
     OPT_ARGSORT = 256, OPT_LOCAL, OPT_FALLBACK, OPT_ALGO, OPT_PARAMS, OPT_DEVICE,
-    OPT_INLINE, OPT_TIMEOUT, OPT_TOP,
+    OPT_INLINE, OPT_TIMEOUT, OPT_TOP, OPT_BITS,
 };
+
+/* --bits LO:HI: two bit numbers (checked against the key type later). */
+static int parse_bits(const char *arg, opts *o)
+{
+    char *end;
+    unsigned long v[2];
+    const char *p = arg;
+    for (int i = 0; i < 2; i++) {
+        if (*p < '0' || *p > '9')
+            return -1;
+        errno = 0;
+        v[i] = strtoul(p, &end, 10);
+        if (errno || v[i] > 64 || *end != (i ? '\0' : ':'))
+            return -1;
+        p = end + 1;
+    }
+    o->bits = 1;
+    o->bit_lo = (unsigned)v[0];
+    o->bit_hi = (unsigned)v[1];
+    return 0;
+}
+
+/* --bits against the key type, as gsortd judges a range (gsort_run_bits):
+ * 32- and 64-bit integers, 0 <= LO < HI <= the key's bits, not with --top;
+ * the whole key is a plain sort. 0 or the exit status of a usage error. */
+static int check_bits(opts *o)
+{
+    if (!o->bits)
+        return 0;
+    if (o->dtype != GSORT_U32 && o->dtype != GSORT_I32 && o->dtype != GSORT_U64 &&
+        o->dtype != GSORT_I64)
+        return usage_error("--bits sorts 32- and 64-bit integer keys (u32, i32, u64, i64), "
+                           "not %s", gsc_type_name(o->dtype));
+    unsigned kb = (unsigned)gsc_type_size(o->dtype) * 8;
+    if (o->bit_lo >= o->bit_hi || o->bit_hi > kb) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "--bits %u:%u is not a range within the %u bits of a %s key "
+                 "(LO:HI, 0 <= LO < HI <= %u)", o->bit_lo, o->bit_hi, kb,
+                 gsc_type_name(o->dtype), kb);
+        return usage_error("%s", msg);
+    }
+    if (o->top)
+        return usage_error("%s", "--bits sorts the whole input; it does not go with --top");
+    if (o->bit_lo == 0 && o->bit_hi == kb)
+        o->bits = 0;        /* the whole key */
+    return 0;
+}
 
 /* 0 with *done clear: run; 0 with *done set: --help or --version was
  * answered; else the exit status of a usage error. */
@@ -200,6 +253,7 @@ static int parse_args(int argc, char **argv, opts *o, int *done)
         { "stable", no_argument, 0, 's' },
         { "argsort", no_argument, 0, OPT_ARGSORT },
         { "top", required_argument, 0, OPT_TOP },
+        { "bits", required_argument, 0, OPT_BITS },
         { "socket", required_argument, 0, 'S' },
         { "local", no_argument, 0, OPT_LOCAL },
         { "fallback-local", no_argument, 0, OPT_FALLBACK },
@@ -239,6 +293,11 @@ static int parse_args(int argc, char **argv, opts *o, int *done)
             o->top_k = v > SIZE_MAX ? SIZE_MAX : (size_t)v;
             break;
         }
+        case OPT_BITS:
+            if (parse_bits(optarg, o) < 0)
+                return usage_error("--bits '%s': expected LO:HI, two bit numbers (--bits 0:8 "
+                                   "sorts by the lowest byte)", optarg);
+            break;
         case 'S': o->socket = optarg; break;
         case OPT_LOCAL: o->local = 1; break;
         case OPT_FALLBACK: o->fallback = 1; break;
@@ -287,7 +346,10 @@ static int parse_args(int argc, char **argv, opts *o, int *done)
     }
     if (o->params && !o->algorithm)
         return usage_error("%s", "--params goes with --algorithm NAME");
-    int rc = check_algorithm(o);
+    int rc = check_bits(o);
+    if (rc)
+        return rc;
+    rc = check_algorithm(o);
     if (rc)
         return rc;
     if (o->local) {
@@ -377,7 +439,8 @@ static int sort_local(const opts *o, void *keys, size_t n, uint64_t *idx, size_t
                    .payload = o->argsort ? GS_PL_IDX64 : GS_PL_NONE,
                    .descending = o->reverse,
                    .stable = o->stable || narrow_top(o),
-                   .topk = o->top && !nw, .k = k },
+                   .topk = o->top && !nw, .k = k,
+                   .begin_bit = o->bits ? o->bit_lo : 0, .end_bit = o->bits ? o->bit_hi : 0 },
         .n = n,
         .keys = keys,
         .values = idx,
@@ -522,6 +585,7 @@ static int run(const opts *o)
          * for good is ENODAEMON, which --fallback-local turns into a local
          * sort. */
         if ((o->top && !narrow_top(o) ? gsort_topk(c, &rq, 1, k, keys, idx, &res, &ge)
+             : o->bits ? gsort_run_bits(c, &rq, o->bit_lo, o->bit_hi, &res, &ge)
                     : gsort_run(c, &rq, &res, &ge)) < 0) {
             if (ge.code != GSORT_ENODAEMON) {
                 fprintf(stderr, "gsort: %s\n", ge.message);

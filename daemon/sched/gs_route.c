@@ -215,7 +215,8 @@ static int device_cand(gs_sched *s, int d, const gs_sort_req *r, int untuned, ca
         return GS_EUNSUPPORTED;
     if (sched_fit(s, d, c->algo, r, &c->params, &c->chunk_n, &e) < 0)
         return GS_EUNSUPPORTED;
-    if (c->chunk_n && (r->shape.rows > 1 || r->shape.segments))  /* out of core cuts across them */
+    /* out of core cuts across rows and segments, and merges by whole keys */
+    if (c->chunk_n && (r->shape.rows > 1 || r->shape.segments || gs_shape_has_bits(&r->shape)))
         return GS_EUNSUPPORTED;
     if (c->chunk_n)
         c->ms = sched_ooc_ms(s, d, c->algo, r, c->ms, c->chunk_n);
@@ -363,6 +364,12 @@ static int route_override(gs_sched *s, gs_job *j, gs_err *err)
                             "device %zu at once, and segments are not sorted out of core",
                             a->name, (unsigned long long)j->req.shape.segments,
                             (unsigned long long)j->req.n, d);
+            continue;
+        }
+        if (c.chunk_n && gs_shape_has_bits(&j->req.shape)) {
+            rc = gs_err_set(err, GS_ETOOBIG, "%s: %llu keys do not fit device %zu at once, "
+                            "and a bit range is not sorted out of core (its merge would "
+                            "compare whole keys)", a->name, (unsigned long long)j->req.n, d);
             continue;
         }
         if (c.chunk_n)

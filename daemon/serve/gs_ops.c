@@ -436,8 +436,10 @@ static void start_sort(conn *c)
     j->params = rq->params;
     j->has_params = rq->has_params;
     j->device = rq->device;
-    /* a lexsort's groups are chained; narrow keys are decoded after their words' sort */
-    j->split_ask = rq->lex.nkeys || rq->narrow ? -1 : rq->split;
+    /* a lexsort's groups are chained; narrow keys are decoded after their words'
+     * sort; a merge of parts would compare whole keys, not a bit range */
+    j->split_ask = rq->lex.nkeys || rq->narrow || gs_shape_has_bits(&rq->shape) ? -1
+                                                                            : rq->split;
     j->ud = c;
     j->sink = &c->io->sink;
     if ((rc = gs_sched_route(s->sched, j, &e)) < 0) {

@@ -426,6 +426,9 @@ typedef struct radix_run {
     gs_clnan nan;
     size_t orand_at, ghwords;   /* where the OR and AND lie in the histogram; its words */
     unsigned npos;              /* digit positions of a key */
+    unsigned fbegin, fbits;     /* the bits sorted by: [fbegin, fbegin + fbits) of the
+                                   encoded key (a request's bit range; else 0 and all) */
+    unsigned nfield;            /* digit positions of those bits (<= npos) */
     cl_uint un, kind, desc, spin;
     char opts[160];
     char kn_ghist[32], kn_uporand[40], kn_up[32], kn_scatter[40], kn_os[40], kn_iota[32];
@@ -454,10 +457,21 @@ static void radix_free(void *self)
  * vals[cur]): reduce-then-scan (upsweep, three scan kernels, scatter) or
  * one onesweep kernel. skip_up: the pass's upsweep already ran (the first
  * one, with the OR and AND). */
+/* The kernels' `shift` of digit position pos (kernels/radix.cl: DIGIT):
+ * its lowest bit, and above it the mask of its bits, narrower than the
+ * digit where a bit range ends inside it. */
+static cl_uint pass_shift(const radix_run *r, unsigned pos)
+{
+    const unsigned lo = pos * (unsigned)r->bits, left = r->fbits - lo;
+    const cl_uint mask = left >= (unsigned)r->bits ? (cl_uint)r->radix - 1
+                                                   : ((cl_uint)1 << left) - 1;
+    return (cl_uint)(r->fbegin + lo) | mask << 8;
+}
+
 static int run_pass(gs_devrun *d, const radix_run *r, unsigned i, cl_uint pos, cl_uint flags,
                     int cur, int skip_up, gs_err *err)
 {
-    const cl_uint shift = pos * (cl_uint)r->bits;
+    const cl_uint shift = pass_shift(r, pos);
     /* keys in/out, [values in/out], then the kernel's own */
     gs_karg ax[16] = { GS_KARG(d->keys[cur]), GS_KARG(d->keys[1 - cur]) };
     unsigned na = 2;
@@ -611,10 +625,11 @@ static int histogram(gs_devrun *d, radix_run *r, gs_err *err)
         /* the global histogram of every digit position; onesweep's first
          * look-back words are cleared on the way */
         const cl_uint nzero = (cl_uint)(r->radix * r->ntiles);
+        const cl_uint field = (cl_uint)r->fbegin | (cl_uint)r->fbits << 8;
         gs_karg a[] = { GS_KARG(d->keys[0]), GS_KARG(r->un), GS_KARG(r->kind),
-                        GS_KARG(r->desc), GS_KARG(r->ghist), GS_KARG(r->look[0]),
-                        GS_KARG(nzero) };
-        if ((rc = gs_clrun_args(r->k_ghist, r->kn_ghist, a, 7, err)) ||
+                        GS_KARG(r->desc), GS_KARG(field), GS_KARG(r->ghist),
+                        GS_KARG(r->look[0]), GS_KARG(nzero) };
+        if ((rc = gs_clrun_args(r->k_ghist, r->kn_ghist, a, 8, err)) ||
             (rc = gs_clrun_launch(&d->cr, r->k_ghist, r->kn_ghist, r->ghgroups, wg, err)))
             return rc;
     } else if (r->readback) {
@@ -622,8 +637,8 @@ static int histogram(gs_devrun *d, radix_run *r, gs_err *err)
          * counts (radix_scan_reduce); skipping needs only the OR and AND,
          * which the upsweep of the lowest digit (and the first pass's
          * encoding) gives on the way */
-        const cl_uint zero = 0, enc = 1, off = (cl_uint)r->orand_at;
-        gs_karg a[] = { GS_KARG(d->keys[0]), GS_KARG(r->un), GS_KARG(zero), GS_KARG(enc),
+        const cl_uint first = pass_shift(r, 0), enc = 1, off = (cl_uint)r->orand_at;
+        gs_karg a[] = { GS_KARG(d->keys[0]), GS_KARG(r->un), GS_KARG(first), GS_KARG(enc),
                         GS_KARG(r->kind), GS_KARG(r->desc), GS_KARG(r->look[0]),
                         GS_KARG(r->ghist), GS_KARG(off) };
         if ((rc = gs_clrun_args(r->k_uporand, r->kn_uporand, a, 9, err)) ||
@@ -654,11 +669,14 @@ static void choose_passes(radix_run *r, size_t n, size_t ks)
         kand &= w[2] | (uint64_t)w[3] << 32;
     }
     kand &= gs_key_max(ks);   /* 32-bit keys: no high word */
+    /* the bits that differ somewhere, within the bits sorted by */
+    const uint64_t fmask = r->fbits >= 64 ? UINT64_MAX : (UINT64_C(1) << r->fbits) - 1;
+    const uint64_t differ = ((kor ^ kand) >> r->fbegin) & fmask;
     r->nrun = 0;
-    for (unsigned pos = 0; pos < r->npos; pos++) {
+    for (unsigned pos = 0; pos < r->nfield; pos++) {
         int constant = 0;
         if (r->readback && !r->lb)
-            constant = (((kor ^ kand) >> (pos * (unsigned)r->bits)) & (r->radix - 1)) == 0;
+            constant = ((differ >> (pos * (unsigned)r->bits)) & (r->radix - 1)) == 0;
         else if (r->readback)
             for (size_t d = 0; d < r->radix && !constant; d++)
                 constant = r->hghist[(size_t)pos * r->radix + d] == (uint32_t)n;
@@ -714,7 +732,7 @@ static int radix_enqueue(gs_devrun *d, void *self, gs_err *err)
         return rc;
     choose_passes(r, d->n, d->ks);
     d->st->passes = r->nrun;
-    d->st->passes_skipped = r->npos - r->nrun;
+    d->st->passes_skipped = r->nfield - r->nrun;
     if (r->lb && r->nrun > 0) {
         const cl_uint unpos = r->npos;
         gs_karg a[] = { GS_KARG(r->ghist), GS_KARG(unpos) };
@@ -871,6 +889,9 @@ static int radix_device(gs_sort_ctx *ctx, const gs_sort_req *req, const long vin
     r.ept = (size_t)v[P_EPT];
     r.radix = (size_t)1 << r.bits;
     r.npos = (unsigned)((ks * 8 + (size_t)r.bits - 1) / (size_t)r.bits);
+    r.fbegin = gs_shape_bit_lo(&req->shape);
+    r.fbits = gs_shape_bit_width(&req->shape);
+    r.nfield = (r.fbits + (unsigned)r.bits - 1) / (unsigned)r.bits;
     r.lb = use_lookback(v, n, ks, vs, &dev->info);
     r.pairs = use_pairs(v, n, ks, vs, &dev->info);
     /* small arrays: no histogram read-back (every pass runs) */
@@ -970,6 +991,8 @@ const gs_algo gs_algo_radix = {
     /* equal rows whole, in one sequence of launches, where a tile divides
      * the row; else row by row (rows_ept) */
     .rows = 1,
+    /* a bit range's digits alone: its passes (pass_shift) and histogram */
+    .bit_range = 1,
     .params = radix_params,
     .nparams = P_COUNT,
     .defaults = radix_defaults,

@@ -40,6 +40,11 @@ size_t gs_dtype_size(gs_dtype t)
     return d ? d->bytes : 0;
 }
 
+unsigned gs_shape_bit_width(const gs_shape *s)
+{
+    return s->end_bit ? s->end_bit - s->begin_bit : (unsigned)gs_dtype_size(s->dtype) * 8;
+}
+
 /* ---- key widths ---- */
 
 static const int kw_bits[GS_KW_COUNT] = { [GS_KW_32] = 32, [GS_KW_64] = 64 };

@@ -122,7 +122,23 @@ typedef struct gs_shape {
                             segments of any lengths, given by gs_sort_req's
                             offsets, each sorted on its own (CUB's segmented
                             sort; gs_sort.c). Not with rows > 1 or topk */
+    unsigned begin_bit;  /* a bit range (issue 39): sort by bits [begin_bit, */
+    unsigned end_bit;    /* end_bit) of each key's order code alone (gs_keys.h:
+                            an unsigned key itself, a signed one with its sign
+                            bit flipped, after a descending order's inversion),
+                            as CUB's begin_bit/end_bit; keys equal there keep
+                            their input order. end_bit 0: the whole key. Integer
+                            keys only; not with rows > 1, topk or segments */
 } gs_shape;
+
+/* Whether s sorts by a bit range, its lowest bit and its width in bits
+ * (the whole key's: 0 and the key's bits). */
+static inline int gs_shape_has_bits(const gs_shape *s) { return s->end_bit != 0; }
+static inline unsigned gs_shape_bit_lo(const gs_shape *s)
+{
+    return s->end_bit ? s->begin_bit : 0;
+}
+unsigned gs_shape_bit_width(const gs_shape *s);
 
 /* The sort request every algorithm serves (gs_sort.h runs it, gs_keys.h
  * encodes its keys). */

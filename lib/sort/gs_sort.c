@@ -13,6 +13,7 @@
  * value) pair survives, for unstable algorithms too (see gs_keys.c). */
 #include "config.h"
 #include "gs_sort.h"
+#include "gs_bits.h"
 #include "gs_select.h"
 
 #include <ctype.h>
@@ -98,6 +99,20 @@ int gs_sort_req_check(const gs_sort_req *r, gs_err *err)
             return gs_err_set(err, GS_EINVAL, "sort request: top-k of k=%llu from rows of "
                               "%llu keys (k must not exceed a row's length)",
                               (unsigned long long)r->shape.k, (unsigned long long)len);
+    }
+    if (gs_shape_has_bits(&r->shape)) {
+        const unsigned kb = (unsigned)ks * 8;
+        if (gs_dtype_row(r->shape.dtype)->kind == GS_KIND_FLOAT)
+            return gs_err_set(err, GS_EUNSUPPORTED, "sort request: a bit range needs integer "
+                              "keys, not %s", gs_dtype_name(r->shape.dtype));
+        if (r->shape.begin_bit >= r->shape.end_bit || r->shape.end_bit > kb)
+            return gs_err_set(err, GS_EINVAL, "sort request: bit range [%u, %u) is not within "
+                              "the %u bits of a %s key (0 <= begin_bit < end_bit <= %u)",
+                              r->shape.begin_bit, r->shape.end_bit, kb,
+                              gs_dtype_name(r->shape.dtype), kb);
+        if (r->shape.rows > 1 || r->shape.topk || r->shape.segments)
+            return gs_err_set(err, GS_EUNSUPPORTED, "sort request: a bit range sorts one flat "
+                              "array, not rows, top-k or segments");
     }
     if (r->shape.payload == GS_PL_IDX32 && (uint64_t)r->n > UINT32_MAX)
         return gs_err_set(err, GS_ETOOBIG, "sort request: idx32 cannot index %zu "
@@ -403,6 +418,28 @@ static int topk_host(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
     return gs_select_run(req, threads > 0 ? (unsigned)threads : 0, err);
 }
 
+/* A bit range with an algorithm that sorts whole keys: the range's words
+ * sorted stably with the keys or an index (gs_bits.c), which then move
+ * the caller's arrays; those are written only after the words' sort
+ * succeeded, so a failed run can be served again elsewhere. threads=1
+ * (libgsort's sort in the caller's process) keeps to the caller's thread. */
+static int sort_bits(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
+                     const gs_params *p, gs_sort_stats *st, gs_err *err)
+{
+    gs_bits_job jb;
+    int rc = gs_bits_words(&jb, req, gs_params_get(p, "threads", 0) == 1, err);
+    if (rc < 0)
+        return rc;
+    rc = gs_sort_run(a, ctx, &jb.words, p, st, err);
+    st->output_touched = 0;     /* an argsort's indices are output, not input */
+    if (rc == 0) {
+        gs_bits_answer(&jb);
+        st->output_touched = 1;
+    }
+    gs_bits_free(&jb);
+    return rc;
+}
+
 int gs_sort_run(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
                 const gs_params *p, gs_sort_stats *st, gs_err *err)
 {
@@ -423,9 +460,10 @@ int gs_sort_run(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
     int rc = gs_sort_req_check(req, err);
     if (rc < 0)
         return rc;
-    if (req->shape.stable && !a->stable)
-        return gs_err_set(err, GS_EUNSUPPORTED, "%s: the request needs a stable sort and "
-                          "this algorithm is not stable", a->name);
+    if ((req->shape.stable || gs_shape_has_bits(&req->shape)) && !a->stable)
+        return gs_err_set(err, GS_EUNSUPPORTED, "%s: the request needs a stable sort%s and "
+                          "this algorithm is not stable", a->name,
+                          req->shape.stable ? "" : " (its bit range keeps ties in input order)");
     if (req->shape.topk && a->uses_device && !a->stable)
         return gs_err_set(err, GS_EUNSUPPORTED, "%s: top-k answers as a stable sort's first "
                           "k, and this algorithm is not stable", a->name);
@@ -469,6 +507,11 @@ int gs_sort_run(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
     if (req->shape.segments || (req->shape.rows > 1 && !a->rows)) {
         /* each row or segment a request of its own (sort_rows) */
         rc = sort_rows(a, ctx, req, p, st, err);
+        st->wall_ms = gs_now_ms() - t0;
+        return rc;
+    }
+    if (gs_shape_has_bits(&req->shape) && !a->bit_range) {
+        rc = sort_bits(a, ctx, req, p, st, err);
         st->wall_ms = gs_now_ms() - t0;
         return rc;
     }

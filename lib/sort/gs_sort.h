@@ -103,6 +103,9 @@ typedef struct gs_algo {
                                          each row as a request of its own */
     int topk;                         /* serves top-k requests only (shape.topk),
                                          every row itself: a select, not a sort */
+    int bit_range;                    /* sorts by a request's bit range itself
+                                         (shape.end_bit); else gs_sort_run sorts
+                                         the range's words with an index (gs_bits.c) */
     const gs_param_def *params;
     size_t nparams;
     /* Untuned defaults for this device (NULL: host). */

@@ -129,6 +129,41 @@ int gs_proto_sort_sizes(gs_proto_req *rq, gs_err *err)
     return 0;
 }
 
+/* "begin_bit" and "end_bit" (either may be left out: 0 and the key's
+ * width): sort by that range of each key's order code, stably; the whole
+ * key's range is no range. */
+static int parse_bits(const gs_jnum_doc *doc, const cJSON *bb, const cJSON *eb, int lex,
+                      gs_proto_req *rq, gs_err *err)
+{
+    char cb[48];
+    if (lex || rq->narrow || gs_dtype_row(rq->shape.dtype)->kind == GS_KIND_FLOAT)
+        return gs_err_set(err, GS_EUNSUPPORTED, "sort: \"begin_bit\"/\"end_bit\" sort 32- "
+                          "and 64-bit integer keys (u32, i32, u64, i64), not %s",
+                          lex ? "a lexsort" : rq->narrow ? gs_narrow_row(rq->narrow)->name
+                                                         : gs_dtype_name(rq->shape.dtype));
+    const uint64_t kb = gs_dtype_size(rq->shape.dtype) * 8;
+    uint64_t b = 0, e = kb;
+    if (bb && gs_jnum_u64(doc, bb, kb - 1, &b) != GS_JNUM_OK)
+        return gs_err_set(err, GS_EINVAL, "sort: \"begin_bit\" %s is not an integer in [0, "
+                          "%llu]", gs_jnum_quote(doc, bb, cb), (unsigned long long)kb - 1);
+    if (eb && (gs_jnum_u64(doc, eb, kb, &e) != GS_JNUM_OK || e == 0))
+        return gs_err_set(err, GS_EINVAL, "sort: \"end_bit\" %s is not an integer in [1, "
+                          "%llu]", gs_jnum_quote(doc, eb, cb), (unsigned long long)kb);
+    if (b >= e)
+        return gs_err_set(err, GS_EINVAL, "sort: \"begin_bit\" %llu is not below \"end_bit\" "
+                          "%llu", (unsigned long long)b, (unsigned long long)e);
+    if (rq->shape.rows || rq->shape.topk || rq->shape.segments)
+        return gs_err_set(err, GS_EUNSUPPORTED, "sort: a bit range with \"%s\" is not "
+                          "supported (it sorts one array)", rq->shape.rows ? "rows" :
+                          rq->shape.topk ? "topk" : "segments");
+    if (b == 0 && e == kb)
+        return 0;       /* the whole key */
+    rq->shape.begin_bit = (unsigned)b;
+    rq->shape.end_bit = (unsigned)e;
+    rq->shape.stable = 1;     /* keys equal in the range keep their order, as CUB's */
+    return 0;
+}
+
 /* The sort-specific fields of a request. */
 static int parse_sort(const gs_jnum_doc *doc, int has_pb, gs_proto_req *rq, int *fatal, gs_err *err)
 {
@@ -230,6 +265,13 @@ static int parse_sort(const gs_jnum_doc *doc, int has_pb, gs_proto_req *rq, int 
                           "yet (8- and 16-bit keys sort as one array)",
                           gs_narrow_row(rq->narrow)->name, rq->shape.rows ? "rows" :
                           rq->shape.topk ? "topk" : "segments");
+
+    const cJSON *bb = field(h, "begin_bit"), *eb = field(h, "end_bit");
+    if (bb || eb) {
+        int rc = parse_bits(doc, bb, eb, lexv != NULL, rq, err);
+        if (rc < 0)
+            return rc;
+    }
 
     if ((v = field(h, "algorithm"))) {
         if (!cJSON_IsString(v) ||

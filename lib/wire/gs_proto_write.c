@@ -74,6 +74,10 @@ cJSON *gs_proto_sort_header(gs_proto_req *rq, gs_err *err)
         ok = ok && gs_jnum_add_u64(h, "topk", rq->shape.k);
     if (rq->shape.topk && rq->shape.unsorted)
         ok = ok && cJSON_AddFalseToObject(h, "sorted");
+    if (gs_shape_has_bits(&rq->shape)) {
+        ok = ok && gs_jnum_add_u64(h, "begin_bit", rq->shape.begin_bit);
+        ok = ok && gs_jnum_add_u64(h, "end_bit", rq->shape.end_bit);
+    }
     if (rq->algorithm[0])
         ok = ok && cJSON_AddStringToObject(h, "algorithm", rq->algorithm);
     /* integers as digits, not doubles: cJSON prints a double of 10^15 or

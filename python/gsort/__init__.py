@@ -62,6 +62,17 @@ np.argsort(a, kind="stable") (when a holds no mix of -0.0 and +0.0), and
 argsort(a, descending=True, stable=True) lists equal keys in input
 order, unlike np.argsort(a)[::-1].
 
+Bit ranges: sort(), argsort() and sort_by_key() take begin_bit and
+end_bit (CUB's begin_bit/end_bit; either alone: the other is 0 or the
+key's width): the keys are ordered by bits [begin_bit, end_bit) of each
+key's order code alone (for uint32/uint64 the key itself, for
+int32/int64 the key with its sign bit flipped, inverted for
+descending=True), and keys equal within the range keep their input order
+(always stable). Integer keys of 32 and 64 bits only (another dtype is a
+TypeError), 1-D arrays only and 0 <= begin_bit < end_bit <= the key's
+bits (ValueError otherwise), all before anything is sent; the whole key's
+range is a plain sort.
+
 Errors: everything the daemon or the connection reports is a gsort.Error
 with .code ("GS_EINVAL", "GS_ETOOBIG", "GS_ENOTFOUND", "GS_EUNSUPPORTED",
 "GS_EIO", ...) and .message; str(e) of a daemon error starts "gsortd: ".
@@ -450,6 +461,52 @@ def _topk_k(k, length):
         raise ValueError("gsort: k = %d is not within 0 .. %d, the length of a row" %
                          (k, length))
     return k
+
+
+# The key types a bit range sorts (the daemon's rule, gsort-protocol(7)).
+_BITS_WIRES = ("u32", "i32", "u64", "i64")
+
+
+def _bit_range(dt, wire, begin_bit, end_bit, shape):
+    """(begin, end) for a sort by that bit range of the keys' order code,
+    or None for no range (neither given, or the whole key). Checked as the
+    daemon checks it: TypeError for a non-integer bound or keys other than
+    32- and 64-bit integers, ValueError for a range outside the key or an
+    array of two or more dimensions (the daemon sorts one flat array by a
+    range, not rows)."""
+    if begin_bit is None and end_bit is None:
+        return None
+    bounds = []
+    for name, v in (("begin_bit", begin_bit), ("end_bit", end_bit)):
+        if v is not None:
+            w = None
+            if not isinstance(v, (bool, np.bool_)):
+                try:
+                    w = operator.index(v)
+                except TypeError:
+                    pass
+            if w is None:
+                raise TypeError("gsort: %s must be an integer (a bit number) or None, not "
+                                "%s %r" % (name, type(v).__name__, v))
+            v = w
+        bounds.append(v)
+    if wire not in _BITS_WIRES:
+        raise TypeError("gsort: a bit range (begin_bit/end_bit) sorts 32- and 64-bit integer "
+                        "keys (uint32, int32, uint64, int64), not %s" %
+                        ("bfloat16" if wire == "bf16" else dt))
+    bits = 8 * dt.itemsize
+    lo = 0 if bounds[0] is None else bounds[0]
+    hi = bits if bounds[1] is None else bounds[1]
+    if not 0 <= lo < hi <= bits:
+        raise ValueError("gsort: bit range [%d, %d) is not within the %d bits of a %s key "
+                         "(0 <= begin_bit < end_bit <= %d)" % (lo, hi, bits, dt, bits))
+    if len(shape) > 1:
+        raise ValueError("gsort: a bit range sorts a 1-D array, not one of shape %s (gsortd "
+                         "takes no rows with a range: sort each row, or a.ravel())"
+                         % (shape,))
+    if lo == 0 and hi == bits:
+        return None         # the whole key: a plain sort
+    return lo, hi
 
 
 def _round_up(x, m):
@@ -988,7 +1045,7 @@ class Client:
 
     def _run(self, keys, values_kind, values, dst_keys, dst_vals, descending, stable,
              algorithm, params, device, split=None, rows=0, topk=None, unsorted=False,
-             offsets=None, wire=None):
+             offsets=None, wire=None, bits=None):
         """One sort request. keys (and values, for "u32"/"u64") are 1-D
         arrays of any layout; the sorted keys land in dst_keys (None:
         dropped) and the values or indices in dst_vals (None: dropped).
@@ -998,7 +1055,9 @@ class Client:
         row. offsets (a C-contiguous uint64 array of S + 1, checked by the
         caller): S segments, each sorted on its own; they travel after the
         keys and values. wire: the keys' protocol name when not their
-        dtype's (bfloat16 words in a uint16 array: "bf16")."""
+        dtype's (bfloat16 words in a uint16 array: "bf16"). bits: (begin,
+        end), a bit range checked by _bit_range, sent as begin_bit and
+        end_bit."""
         if wire is None:
             wire = _wire_dtype(keys.dtype)
         if wire == "bf16" and keys.dtype != np.uint16:
@@ -1027,6 +1086,8 @@ class Client:
             header["topk"] = int(topk)
             if unsorted:
                 header["sorted"] = False
+        if bits is not None:
+            header["begin_bit"], header["end_bit"] = int(bits[0]), int(bits[1])
         _route_fields(header, algorithm, params, device, split)
 
         t0 = time.perf_counter()
@@ -1244,7 +1305,8 @@ class Client:
             self.router.record(shape, n, False, self.last["client_ms"])
 
     def sort(self, a, descending=False, stable=False, inplace=False, algorithm=None,
-             params=None, device=None, split=None, local=None, axis=-1, key_type=None):
+             params=None, device=None, split=None, local=None, axis=-1, key_type=None,
+             begin_bit=None, end_bit=None):
         """Return a sorted copy of the array a (inplace=True: sort a
         itself, which must be a writable C-contiguous numpy array, and
         return it). An array of two or more dimensions is sorted along its
@@ -1270,14 +1332,29 @@ class Client:
         sorted in this process, whatever local says (gsortd sorts them as
         one flat array only); naming a route for them (algorithm, params,
         device, split) is a gsort.Error GS_EUNSUPPORTED.
+        begin_bit, end_bit: sort by bits [begin_bit, end_bit) of each key's
+        order code alone (see the module's doc; either may be left out: 0
+        and the key's width), stably; uint32, int32, uint64 and int64 keys
+        of a 1-D array only, as gsortd takes them (TypeError, ValueError
+        before anything is sent). Sorted here or by the daemon as any sort
+        (the Router times a range apart from the plain sort of its shape).
         """
         if inplace:
             _writable_contiguous(a, "the array")
         given = a
         a, rows, shape = _rows_of(a, axis, "the array")
         wire, bf16 = _key_wire(a.dtype, key_type)
+        bits = _bit_range(a.dtype, wire, begin_bit, end_bit, shape)
         out = a if inplace else np.empty(a.shape[0], dtype=a.dtype)
         a16, out16 = _bits16(a, bf16), _bits16(out, bf16)
+        if bits is not None:
+            def here_bits():
+                out[...] = a[_local.bits_order(a, descending, *bits)]   # a copy first
+            self._routed((wire, "none", bool(descending), True, False, "bits"), a.shape[0],
+                         local, _forced(algorithm, params, device, split), here_bits,
+                         lambda: self._run(a, "none", None, out, None, descending, stable,
+                                           algorithm, params, device, split, bits=bits))
+            return given if inplace else out
         if rows:
             def here():
                 _local.sort_rows(a16.reshape(shape), descending, out16.reshape(shape), bf16)
@@ -1295,19 +1372,31 @@ class Client:
 
     def argsort(self, a, descending=False, stable=False, index_dtype=np.int64,
                 algorithm=None, params=None, device=None, split=None, local=None, axis=-1,
-                key_type=None):
+                key_type=None, begin_bit=None, end_bit=None):
         """Return the indices that sort the array a, like np.argsort
         (a is left as it is; of two or more dimensions, along the last axis,
         the indices counting from 0 within each row). index_dtype: int64
         (default), uint64, int32 or uint32. With stable=True equal keys are
-        listed in input order. Other arguments as for sort().
+        listed in input order. Other arguments as for sort() (begin_bit,
+        end_bit: the order of a bit range, keys equal there in input
+        order).
         """
         a, rows, shape = _rows_of(a, axis, "the array")
         wire, bf16 = _key_wire(a.dtype, key_type)
+        bits = _bit_range(a.dtype, wire, begin_bit, end_bit, shape)
         a = _bits16(a, bf16)
         n = a.shape[0]
         idt = _index_dtype(index_dtype, n)
         out = np.empty(n, dtype=idt)
+        if bits is not None:
+            def here_bits():
+                out[...] = _local.bits_order(a, descending, *bits)
+            self._routed((wire, "idx", bool(descending), True, False, "bits"), n, local,
+                         _forced(algorithm, params, device, split), here_bits,
+                         lambda: self._argsort_into(a, None, out, descending, stable, algorithm,
+                                                    params, device, split, wire=wire,
+                                                    bits=bits))
+            return out
 
         def here():
             out.reshape(shape)[...] = _local.order(a.reshape(shape), descending, bf16)
@@ -1622,24 +1711,25 @@ class Client:
         return out
 
     def _argsort_into(self, a, dst_keys, dst_index, descending, stable, algorithm=None,
-                      params=None, device=None, split=None, rows=0, wire=None):
+                      params=None, device=None, split=None, rows=0, wire=None, bits=None):
         """The indices that sort a into dst_index (and, unless dst_keys is
         None, the sorted keys into dst_keys): argsort's request, which
         gsort.dask also makes for both at once."""
         # 4-byte indices halve the index traffic whenever n allows them.
         kind = "idx32" if a.shape[0] <= 0xFFFFFFFF else "idx64"
         self._run(a, kind, None, dst_keys, dst_index, descending, stable, algorithm, params,
-                  device, split, rows, wire=wire)
+                  device, split, rows, wire=wire, bits=bits)
 
     def sort_by_key(self, keys, values, descending=False, stable=False, inplace=False,
                     algorithm=None, params=None, device=None, split=None, local=None,
-                    key_type=None):
+                    key_type=None, begin_bit=None, end_bit=None):
         """Sort keys and permute values (a 1-D array of the same length
         whose items are 4 or 8 bytes: any dtype, moved as raw bytes) with
         them. Returns (sorted keys, permuted values): copies, or with
         inplace=True the two arrays themselves, sorted where they are.
         Other arguments as for sort() (key_type="bf16": keys' uint16 or
-        int16 words are bfloat16 values).
+        int16 words are bfloat16 values; begin_bit, end_bit: keys and
+        values in the stable order of that bit range).
         """
         if inplace:
             _writable_contiguous(keys, "keys")
@@ -1653,6 +1743,7 @@ class Client:
         keys = _as_1d(keys, "keys")
         values = _as_1d(values, "values")
         wire, bf16 = _key_wire(keys.dtype, key_type)
+        bits = _bit_range(keys.dtype, wire, begin_bit, end_bit, keys.shape)
         vdt = values.dtype
         if vdt.hasobject or vdt.itemsize not in (4, 8):
             raise TypeError("gsort: values must have 4- or 8-byte items without Python "
@@ -1674,14 +1765,17 @@ class Client:
         k16, ko16 = _bits16(keys, bf16), _bits16(ko, bf16)
 
         def here():
-            i = _local.order(k16, descending, bf16)
+            i = (_local.order(k16, descending, bf16) if bits is None else
+                 _local.bits_order(k16, descending, *bits))
             ko16[...] = k16[i]      # fancy indexing copies first: safe in place
             vo[...] = values[i]
-        self._routed((wire, kind, bool(descending), bool(stable)), keys.shape[0],
+        # a range is timed apart from the plain sort of its shape (always stable)
+        self._routed((wire, kind, bool(descending), bool(stable)) if bits is None else
+                     (wire, kind, bool(descending), True, "bits"), keys.shape[0],
                      local, _forced(algorithm, params, device, split), here,
                      lambda: self._run(k16, kind, values.view(raw), ko16, vo.view(raw),
                                        descending, stable, algorithm, params, device, split,
-                                       wire=wire))
+                                       wire=wire, bits=bits))
         return ko, vo
 
     def _sort_parts(self, keys, values=None, keys_out=True, stable=False):

@@ -14,6 +14,8 @@ Keys of 8 and 16 bits (issue 39) take the same paths: numpy sorts
 its raw uint16 words with bf16=True (sign 1, exponent 8, mantissa 7 bits;
 a NaN: the exponent all ones and the mantissa not zero), and every
 function then orders those words as the floats they hold.
+A bit range (begin_bit/end_bit) is a stable argsort of each key's field
+of its order code (bits_words), which then permutes keys and values.
 topk (issue 38) takes the first k of that stable order: a bound from a
 strided sample cuts the keys to a few times k candidates with one compare
 pass, and np.partition of their encoding finds the k-th (ties at it to the
@@ -251,6 +253,36 @@ def order(keys, descending, bf16=False):
     if keys.dtype.kind in "iu" and not descending and not bf16:
         return np.argsort(keys, kind="stable")
     return np.argsort(encode(keys, descending, bf16), kind="stable")
+
+
+def bits_words(keys, descending, begin_bit, end_bit):
+    """The words a sort by bits [begin_bit, end_bit) orders (gsortd's bit
+    range, CUB's begin_bit/end_bit): of each integer key's order code (an
+    unsigned key itself, a signed one with its sign bit flipped, every bit
+    inverted for descending), that field, shifted down; uint32 where it
+    fits (numpy sorts those faster)."""
+    dt = keys.dtype
+    u = _uint(dt)
+    bits = 8 * dt.itemsize
+    e = np.ascontiguousarray(keys).view(u).copy()
+    if dt.kind == "i":
+        e ^= u(1 << (bits - 1))
+    if descending:
+        np.invert(e, out=e)
+    if begin_bit:
+        e >>= u(begin_bit)
+    width = end_bit - begin_bit
+    if width < bits:
+        e &= u((1 << width) - 1)
+    if width <= 32 and bits > 32:
+        e = e.astype(np.uint32)
+    return e
+
+
+def bits_order(keys, descending, begin_bit, end_bit):
+    """The stable permutation that sorts keys by bits [begin_bit, end_bit)
+    of their order code (bits_words): keys equal there keep input order."""
+    return np.argsort(bits_words(keys, descending, begin_bit, end_bit), kind="stable")
 
 
 def sort_keys(keys, descending, out, bf16=False):

@@ -2019,6 +2019,273 @@ static void test_segments(const dmn *d)
     free(fv);
 }
 
+/* Bit ranges (gsort_run_bits): every integer key type, payload and order,
+ * ranges of 3 bits inside a byte, across bytes and at the top, sorted in
+ * this process and by the daemon (staged, inline, in a gsort_alloc block),
+ * against a reference written here: each key's field of its order code
+ * (the sign bit flipped for signed keys, every bit inverted descending),
+ * then a sort by (field, input place). The refusals come before anything
+ * is sent or written. */
+static const gsort_dtype bt_types[] = { GSORT_U32, GSORT_I32, GSORT_U64, GSORT_I64 };
+static const char *const bt_names[] = { "u32", "i32", "u64", "i64" };
+static const gsort_values bt_pls[] = { GSORT_VALUES_NONE, GSORT_VALUES_U32, GSORT_VALUES_U64,
+                                       GSORT_VALUES_IDX32, GSORT_VALUES_IDX64 };
+static const char *const bt_route_names[] = { "local", "daemon, staged", "daemon, GSORT_INLINE",
+                                              "daemon, gsort_alloc block" };
+
+static uint64_t bt_key(gsort_dtype t, const void *k, size_t i)
+{
+    return t == GSORT_U32 || t == GSORT_I32 ? ((const uint32_t *)k)[i]
+                                            : ((const uint64_t *)k)[i];
+}
+
+/* bits [lo, hi) of key i's order code */
+static uint64_t bt_field(gsort_dtype t, const void *k, size_t i, int desc, unsigned lo,
+                         unsigned hi)
+{
+    unsigned kb = t == GSORT_U32 || t == GSORT_I32 ? 32 : 64;
+    uint64_t all = kb == 64 ? UINT64_MAX : UINT32_MAX, v = bt_key(t, k, i);
+    if (t == GSORT_I32 || t == GSORT_I64)
+        v ^= (uint64_t)1 << (kb - 1);
+    if (desc)
+        v = ~v & all;
+    v >>= lo;
+    return hi - lo >= 64 ? v : v & (((uint64_t)1 << (hi - lo)) - 1);
+}
+
+static const uint64_t *bt_rfield;
+
+static int bt_cmp(const void *pa, const void *pb)
+{
+    size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
+    if (bt_rfield[a] != bt_rfield[b])
+        return bt_rfield[a] < bt_rfield[b] ? -1 : 1;
+    return a < b ? -1 : a > b;
+}
+
+/* ref[i]: the input place of the i-th key in the range's stable order */
+static void bt_reference(gsort_dtype t, const void *keys, size_t n, int desc, unsigned lo,
+                         unsigned hi, size_t *ref, uint64_t *field)
+{
+    for (size_t i = 0; i < n; i++) {
+        field[i] = bt_field(t, keys, i, desc, lo, hi);
+        ref[i] = i;
+    }
+    bt_rfield = field;
+    qsort(ref, n, sizeof *ref, bt_cmp);
+}
+
+static uint64_t bt_rand(uint64_t *s)
+{
+    *s = *s * 6364136223846793005u + 1442695040888963407u;
+    return *s ^ (*s >> 29);
+}
+
+/* One call through `route` (0 local, 1 staged, 2 inline, 3 a gsort_alloc
+ * block) checked against the reference; 1 when right, else why. */
+static int bt_case(gsort_conn *c, int route, gsort_dtype t, gsort_values pl, int desc,
+                   unsigned lo, unsigned hi, size_t n, uint64_t seed, char *why, size_t wl)
+{
+    size_t ks = t == GSORT_U32 || t == GSORT_I32 ? 4 : 8;
+    size_t vs = pl == GSORT_VALUES_U32 || pl == GSORT_VALUES_IDX32 ? 4 :
+                pl == GSORT_VALUES_NONE ? 0 : 8;
+    size_t voff = (n * ks + 63) & ~(size_t)63;
+    char *in = malloc(n * ks + 8), *blk = NULL, *k, *v;
+    size_t *ref = malloc(n * sizeof *ref + 8);
+    uint64_t *field = malloc(n * 8 + 8);
+    if (route == 3) {
+        blk = gsort_alloc(voff + n * vs + 8, NULL);
+        k = blk;
+        v = blk ? blk + voff : NULL;
+    } else {
+        k = malloc(n * ks + 8);
+        v = malloc(n * vs + 8);
+    }
+    if (!in || !ref || !field || !k || !v)
+        tap_bail("out of memory");
+    /* keys of every sort: random, a few values (ties in every range), small
+     * of both signs */
+    for (size_t i = 0; i < n; i++) {
+        uint64_t r = bt_rand(&seed);
+        uint64_t x = i % 3 == 0 ? r : i % 3 == 1 ? (r >> 20) % 7 * 0x0101010101010101u
+                                                  : (uint64_t)(int64_t)(int)((r >> 33) % 41) - 20;
+        if (ks == 4)
+            ((uint32_t *)(void *)in)[i] = (uint32_t)x;
+        else
+            ((uint64_t *)(void *)in)[i] = x;
+    }
+    memcpy(k, in, n * ks);
+    for (size_t i = 0; i < n; i++) {
+        if (pl == GSORT_VALUES_U32)
+            ((uint32_t *)(void *)v)[i] = (uint32_t)(i * 7 + 1);
+        else if (pl == GSORT_VALUES_U64)
+            ((uint64_t *)(void *)v)[i] = i * 0x100000001u + 3;
+    }
+    bt_reference(t, in, n, desc, lo, hi, ref, field);
+    gsort_request rq;
+    gsort_request_init(&rq);
+    rq.dtype = t;
+    rq.n = n;
+    rq.keys = k;
+    rq.values_kind = pl;
+    rq.values = vs ? v : NULL;
+    rq.flags = (desc ? GSORT_DESCENDING : 0) | (route == 2 ? GSORT_INLINE : 0);
+    gsort_result res;
+    gsort_error err;
+    int rc = gsort_run_bits(c, &rq, lo, hi, &res, &err);
+    int ok = rc == 0;
+    if (!ok)
+        snprintf(why, wl, "rc %d: %.300s", rc, err.message);
+    else if ((route == 0) != !strcmp(res.plan, "local") || (route == 2 && res.zero_copy) ||
+             (route == 1 && !res.zero_copy)) {
+        ok = 0;
+        snprintf(why, wl, "route: plan %s, zero_copy %d", res.plan, res.zero_copy);
+    }
+    for (size_t i = 0; ok && i < n; i++) {
+        size_t j = ref[i];
+        uint64_t got = bt_key(t, k, i), want = bt_key(t, in, j);
+        uint64_t gv = 0, wv = 0;
+        if (pl == GSORT_VALUES_U32)
+            gv = ((uint32_t *)(void *)v)[i], wv = (uint32_t)(j * 7 + 1);
+        else if (pl == GSORT_VALUES_U64)
+            gv = ((uint64_t *)(void *)v)[i], wv = j * 0x100000001u + 3;
+        else if (pl == GSORT_VALUES_IDX32)
+            gv = ((uint32_t *)(void *)v)[i], wv = j;
+        else if (pl == GSORT_VALUES_IDX64)
+            gv = ((uint64_t *)(void *)v)[i], wv = j;
+        if (got != want || gv != wv) {
+            ok = 0;
+            snprintf(why, wl, "place %zu: key %#" PRIx64 " value %" PRIu64 ", want key %#"
+                     PRIx64 " value %" PRIu64 " (input place %zu, field %#" PRIx64 ")", i,
+                     got, gv, want, wv, j, field[j]);
+        }
+    }
+    free(in);
+    free(ref);
+    free(field);
+    if (route == 3) {
+        gsort_free(blk);
+    } else {
+        free(k);
+        free(v);
+    }
+    return ok;
+}
+
+static void test_bits(const dmn *d)
+{
+    /* the routes: local needs a connection made without GSORT_NO_LOCAL */
+    unsetenv("GSORT_NO_LOCAL");
+    gsort_conn *cl = conn_or_bail(d->sock);
+    setenv("GSORT_NO_LOCAL", "1", 1);
+    gsort_conn *c = conn_or_bail(d->sock);
+    uint64_t seed = 39;
+    for (int route = 0; route < 4; route++) {
+        for (size_t ti = 0; ti < 4; ti++) {
+            gsort_dtype t = bt_types[ti];
+            unsigned kb = t == GSORT_U32 || t == GSORT_I32 ? 32 : 64;
+            /* 3 bits inside a byte, across bytes, the top byte, the sign bit
+             * alone, the low half, all but the lowest bit */
+            const unsigned ranges[][2] = { { 2, 5 }, { 5, 13 }, { kb - 8, kb }, { kb - 1, kb },
+                                           { 0, kb / 2 }, { 1, kb } };
+            int bad = 0, runs = 0;
+            char first[600] = "";
+            for (size_t pi = 0; pi < 5; pi++)
+                for (int desc = 0; desc < 2; desc++)
+                    for (size_t ri = 0; ri < sizeof ranges / sizeof ranges[0]; ri++) {
+                        char why[500] = "";
+                        /* local: under 256 keys, always sorted here */
+                        size_t n = route == 0 ? 200 : 1000 + ri * 37;
+                        runs++;
+                        if (!bt_case(route == 0 ? cl : c, route, t, bt_pls[pi], desc,
+                                     ranges[ri][0], ranges[ri][1], n, seed++, why,
+                                     sizeof why) && !bad++)
+                            snprintf(first, sizeof first, "%s values %s, [%u, %u): %s",
+                                     desc ? "descending" : "ascending",
+                                     gs_payload_name((gs_payload)bt_pls[pi]), ranges[ri][0],
+                                     ranges[ri][1], why);
+                    }
+            tap_ok(!bad, "gsort_run_bits %s, %s: %d calls (every payload, both orders, "
+                   "ranges of 3 bits in a byte, across bytes, the top byte, the sign bit, "
+                   "the low half, all but bit 0) as the reference orders them, ties in input "
+                   "order%s%s", bt_names[ti], bt_route_names[route], runs, bad ? ": " : "",
+                   first);
+        }
+    }
+    /* the daemon's threaded passes: more keys than one thread takes */
+    char why[500] = "";
+    int ok = bt_case(c, 1, GSORT_I64, GSORT_VALUES_U64, 1, 20, 45, 300000, 5, why, sizeof why);
+    tap_ok(ok, "gsort_run_bits i64 [20, 45) descending with u64 values, 300000 keys through "
+           "the daemon%s%s", ok ? "" : ": ", why);
+
+    /* the whole key is no range: the plain sort */
+    uint32_t k3[6] = { 5, 0x80000000u, 3, 1, 4, 2 };
+    gsort_request rq;
+    gsort_request_init(&rq);
+    rq.dtype = GSORT_I32;
+    rq.keys = k3;
+    rq.n = 6;
+    gsort_result res;
+    gsort_error err;
+    int rc = gsort_run_bits(c, &rq, 0, 32, &res, &err);
+    tap_ok(rc == 0 && k3[0] == 0x80000000u && k3[1] == 1 && k3[5] == 5,
+           "gsort_run_bits [0, 32) of i32 keys: the plain sort, INT32_MIN first (rc %d %s)",
+           rc, rc ? err.message : "");
+
+    /* refusals: before anything is sent (a NULL connection would not do) or written */
+    float f[4] = { 3, 1, 2, 0 };
+    uint16_t h[4] = { 3, 1, 2, 0 };
+    uint32_t u[4] = { 3, 1, 2, 0 };
+    struct {
+        gsort_dtype t;
+        void *keys;
+        unsigned lo, hi;
+        int code;
+        const char *says;
+    } bad[] = {
+        { GSORT_F32, f, 0, 8, GSORT_EUNSUPPORTED, "f32" },
+        { GSORT_F64, f, 0, 8, GSORT_EUNSUPPORTED, "f64" },
+        { GSORT_U16, h, 0, 8, GSORT_EUNSUPPORTED, "u16" },
+        { GSORT_BF16, h, 0, 8, GSORT_EUNSUPPORTED, "bf16" },
+        { GSORT_U32, u, 8, 8, GSORT_EINVAL, "[8, 8)" },
+        { GSORT_U32, u, 9, 8, GSORT_EINVAL, "[9, 8)" },
+        { GSORT_U32, u, 0, 33, GSORT_EINVAL, "32 bits" },
+        { GSORT_I64, u, 3, 65, GSORT_EINVAL, "64 bits" },
+        { (gsort_dtype)12, u, 0, 8, GSORT_EINVAL, "unknown dtype" },
+    };
+    int all = 1;
+    char said[600] = "";
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        gsort_request_init(&rq);
+        rq.dtype = bad[i].t;
+        rq.keys = bad[i].keys;
+        rq.n = 2;   /* 8 bytes of every type fit in the arrays */
+        rc = gsort_run_bits(c, &rq, bad[i].lo, bad[i].hi, &res, &err);
+        int ok1 = rc == bad[i].code && strstr(err.message, bad[i].says) && err.code == rc;
+        if (!ok1 && all)
+            snprintf(said, sizeof said, "case %zu: rc %d: %.400s", i, rc, err.message);
+        all &= ok1;
+    }
+    all &= f[0] == 3 && h[0] == 3 && u[0] == 3;
+    rc = gsort_run_bits(NULL, &rq, 0, 8, &res, &err);
+    all &= rc == GSORT_EINVAL;
+    tap_ok(all, "gsort_run_bits refuses f32, f64, u16 and bf16 keys (GSORT_EUNSUPPORTED), "
+           "empty, reversed and too wide ranges (GSORT_EINVAL), an unknown dtype and no "
+           "connection; the keys untouched%s%s", all ? "" : ": ", said);
+    /* and the connection still serves */
+    uint64_t q[3] = { 0x300, 0x101, 0x200 };
+    gsort_request_init(&rq);
+    rq.dtype = GSORT_U64;
+    rq.keys = q;
+    rq.n = 3;
+    rc = gsort_run_bits(c, &rq, 8, 16, &res, &err);
+    tap_ok(rc == 0 && q[0] == 0x101 && q[1] == 0x200 && q[2] == 0x300 &&
+           strcmp(res.plan, "local") != 0, "after them, the connection sorts u64 keys by bits "
+           "[8, 16) through the daemon (rc %d %s, plan %s)", rc, rc ? err.message : "", res.plan);
+    gsort_close(cl);
+    gsort_close(c);
+}
+
 /* Top-k (issue 38): gsort_topk of rows in the process, through the
  * daemon staged in shared memory and inline: each row's k exactly as a
  * stable sort lists them (a reference by insertion here), indices within
@@ -2588,7 +2855,7 @@ static void test_narrow(const dmn *d)
                how, err.message);
     }
     /* the router: a shape of their own per narrow type, the 32-bit crossover */
-    int distinct = LGS_SHAPES == LGS_DTYPES * GS_PL_COUNT * 4, bits = 1;
+    int distinct = LGS_SHAPES == LGS_DTYPES * GS_PL_COUNT * 8, bits = 1;
     char *seen = calloc(LGS_SHAPES, 1);
     if (!seen)
         tap_bail("out of memory");
@@ -2599,14 +2866,16 @@ static void test_narrow(const dmn *d)
             for (int o = 0; o < 4; o++) {
                 unsigned s = lgs_shape(t, p, o & 1, o >> 1);
                 distinct &= s < LGS_SHAPES && !seen[s]++;
+                /* its bit-range twin, timed apart */
+                distinct &= lgs_shape_bits(s) < LGS_SHAPES && !seen[lgs_shape_bits(s)]++;
             }
     }
     free(seen);
     tap_ok(distinct && bits && lgs_dt_of(GSORT_F16)->narrow == GS_NW_F16 &&
            lgs_dt_of(GSORT_BF16)->bytes == 2 && lgs_dt_of(GSORT_U8)->bytes == 1 &&
            lgs_dt_of(GSORT_F64)->dt == GS_DT_F64 && !lgs_dt_of(LGS_DTYPES) && !lgs_dt_of(-1),
-           "router: %d shapes, one each (every dtype, narrow ones included); narrow keys take "
-           "the 32-bit crossover", LGS_SHAPES);
+           "router: %d shapes, one each (every dtype, narrow ones included) and a bit range's "
+           "twin of each; narrow keys take the 32-bit crossover", LGS_SHAPES);
     gsort_close(c);
 }
 
@@ -2646,6 +2915,7 @@ int main(void)
     test_topk(&g_main);
     test_lexsort(&g_main);
     test_narrow(&g_main);
+    test_bits(&g_main);
     test_no_memfd(&g_main);
     test_errors(&g_main);
     test_queries(&g_main);

@@ -992,6 +992,7 @@ def main():
     narrow_checks(a_sock)
     lexsort_checks(a_sock, cm, ci)
     local_checks(a_sock)
+    bits_checks(a_sock, cm, ci)
 
 
 # ---- lexsort (issue 39) ----
@@ -1854,6 +1855,191 @@ def local_checks(sock):
           "not flip the route, a lasting slowdown does" % _local.RETRY_EVERY,
           t_router)
     cd.close()
+    cl.close()
+
+
+# ---- bit ranges (begin_bit/end_bit) ----
+
+def ref_bits(a, desc, lo, hi):
+    """The input places of a's keys in the stable order of bits [lo, hi) of
+    their order code, from Python integers alone: the key's bits as an
+    unsigned number, the sign bit flipped for signed keys, every bit
+    inverted descending, then sorted() by (field, place)."""
+    bits = 8 * a.dtype.itemsize
+    full = (1 << bits) - 1
+    fields = []
+    for x in a.tolist():
+        u = int(x) & full
+        if a.dtype.kind == "i":
+            u ^= 1 << (bits - 1)
+        if desc:
+            u ^= full
+        fields.append((u >> lo) & ((1 << (hi - lo)) - 1))
+    return sorted(range(len(fields)), key=lambda i: (fields[i], i))
+
+
+def bits_keys(rng, dt, n):
+    """n keys of dt: a third from the full range, a third from a few
+    repeated byte patterns (ties in every range), a third small of both
+    signs."""
+    dt = np.dtype(dt)
+    info = np.iinfo(dt)
+    full = rng.integers(info.min, info.max, n, dtype=dt, endpoint=True)
+    pat = np.array([0, 0x01, 0x7F, 0x80, 0xFF, 0x5A], np.uint64)[rng.integers(0, 6, n)]
+    pat = (pat * np.uint64(0x0101010101010101)).astype(np.uint64)
+    pat = pat.view(np.int64).astype(dt) if dt.kind == "i" else pat.astype(dt)
+    small = rng.integers(-20 if dt.kind == "i" else 0, 20, n).astype(dt)
+    pick = rng.integers(0, 3, n)
+    return np.where(pick == 0, full, np.where(pick == 1, pat, small)).astype(dt)
+
+
+def bits_checks(sock, cm, ci):
+    """sort, argsort and sort_by_key with begin_bit/end_bit against
+    ref_bits: every integer dtype, both orders, ranges of 3 bits inside a
+    byte, across bytes, the top byte, the sign bit alone, either end left
+    out; keys alone, 4- and 8-byte values, indices of two dtypes; through
+    the daemon (memfd, inline, an array of gsort.empty sorted where it
+    lies) and locally; what is refused, by the client and by the daemon;
+    the Router's separate shape."""
+    cl = gsort.Client(sock, local=True)
+    cl.router = _AlwaysLocal()
+    rng = np.random.default_rng(3939)
+    routes = ((cm, False, "daemon memfd"), (ci, False, "daemon inline"), (cl, None, "local"))
+    for dt in (np.uint32, np.int32, np.uint64, np.int64):
+        name = np.dtype(dt).name
+        bits = 8 * np.dtype(dt).itemsize
+        a = bits_keys(rng, dt, 2000)
+        keep = a.copy()
+        v4 = rng.integers(0, 2**31, a.shape[0]).astype(np.float32)
+        v8 = np.arange(a.shape[0], dtype=np.int64) * 3 - 7
+        ranges = ((2, 5), (5, 13), (bits - 8, bits), (bits - 1, bits), (None, 3),
+                  (bits // 2 + 3, None))
+        for desc in (False, True):
+            def t_bits():
+                bad = []
+                for lo, hi in ranges:
+                    r = np.array(ref_bits(a, desc, 0 if lo is None else lo,
+                                          bits if hi is None else hi), np.int64)
+                    kw = dict(descending=desc, begin_bit=lo, end_bit=hi)
+                    for c, loc, how in routes:
+                        s = c.sort(a, local=loc, **kw)
+                        w1 = c.last.get("where")
+                        i = c.argsort(a, local=loc, **kw)
+                        i32 = c.argsort(a, local=loc, index_dtype=np.uint32, **kw)
+                        k4, p4 = c.sort_by_key(a, v4, local=loc, **kw)
+                        k8, p8 = c.sort_by_key(a, v8, local=loc, stable=True, **kw)
+                        got = (bits_equal(s, a[r]) and np.array_equal(i, r) and
+                               i32.dtype == np.uint32 and np.array_equal(i32, r) and
+                               bits_equal(k4, a[r]) and bits_equal(p4, v4[r]) and
+                               bits_equal(k8, a[r]) and bits_equal(p8, v8[r]) and
+                               w1 == how.split()[0] and c.last.get("where") == w1)
+                        if not got:
+                            bad.append((how, lo, hi, w1))
+                return not bad and bits_equal(a, keep), bad[:4]
+            check("bit ranges, %s %s: sort, argsort (int64, uint32), sort_by_key (4- and "
+                  "8-byte values) by [2, 5), [5, 13), the top byte, the sign bit, end_bit=3 "
+                  "alone, begin_bit=%d alone: the reference's stable order, daemon memfd, "
+                  "inline and local; input untouched"
+                  % (name, "descending" if desc else "ascending", bits // 2 + 3), t_bits)
+
+    def t_shared():
+        # arrays of gsort.empty sorted where they lie, by the daemon
+        k = gsort.empty(5000, np.int64)
+        k[...] = bits_keys(rng, np.int64, 5000)
+        v = gsort.empty(5000, np.uint64)
+        v[...] = np.arange(5000, dtype=np.uint64)
+        r = np.array(ref_bits(k, True, 40, 63), np.int64)
+        want = k[r].copy()
+        ko, vo = cm.sort_by_key(k, v, descending=True, inplace=True, begin_bit=40, end_bit=63,
+                                local=False)
+        return (ko is k and vo is v and cm.last["zero_copy"] and bits_equal(k, want) and
+                np.array_equal(v, r.astype(np.uint64)), cm.last.get("zero_copy"))
+    check("bit range on gsort.empty arrays, sort_by_key inplace, i64 [40, 63) descending: "
+          "sorted where they lie, as the reference", t_shared)
+
+    def t_whole():
+        a = bits_keys(rng, np.int32, 3000)
+        res = []
+        for c, loc, how in routes:
+            res.append(bits_equal(c.sort(a, begin_bit=0, end_bit=32, local=loc), np.sort(a)) and
+                       bits_equal(c.sort(a, begin_bit=0, local=loc), np.sort(a)) and
+                       bits_equal(c.sort(a, end_bit=32, descending=True, local=loc),
+                                  np.sort(a)[::-1]))
+        return all(res), res
+    check("a bit range over the whole key (0 and 32, either alone) is the plain sort",
+          t_whole)
+
+    def t_refused():
+        a = np.arange(8, dtype=np.uint32)
+        sorts0 = cm.stats()["requests"]["by_op"]["sort"]
+        errs = [
+            raises(TypeError, cm.sort, a.astype(np.float32), begin_bit=0, end_bit=8),
+            raises(TypeError, cm.argsort, a.astype(np.float64), end_bit=8, local=False),
+            raises(TypeError, cm.sort, a.astype(np.uint16), end_bit=8),
+            raises(TypeError, cm.sort, a.astype(np.int8), begin_bit=1),
+            raises(TypeError, cm.sort, a.astype(np.uint16), key_type="bf16", end_bit=8),
+            raises(ValueError, cm.sort, a, begin_bit=8, end_bit=8),
+            raises(ValueError, cm.sort, a, begin_bit=9, end_bit=8),
+            raises(ValueError, cm.sort, a, end_bit=33),
+            raises(ValueError, ci.sort_by_key, a.astype(np.int64), a, begin_bit=64),
+            raises(ValueError, cm.argsort, a, begin_bit=-1, local=False),
+            raises(TypeError, cm.sort, a, begin_bit=1.0),
+            raises(TypeError, cm.sort, a, end_bit=True),
+            raises(TypeError, cm.sort, a, end_bit="8"),
+            raises(ValueError, cm.sort, a.reshape(2, 4), end_bit=8),
+            raises(ValueError, cm.argsort, a.reshape(2, 4), begin_bit=1, local=False),
+        ]
+        sorts1 = cm.stats()["requests"]["by_op"]["sort"]
+        return (all(e is not None for e in errs) and "float32" in str(errs[0]) and
+                "[8, 8)" in str(errs[5]) and "32 bits" in str(errs[7]) and
+                "shape (2, 4)" in str(errs[13]) and sorts1 == sorts0,
+                ([str(e) for e in errs], sorts0, sorts1))
+    check("bit ranges refused before anything is sent: float, 8- and 16-bit and bfloat16 "
+          "keys (TypeError), empty, reversed, negative and too wide ranges (ValueError), "
+          "non-integer bounds (TypeError), 2-D arrays (ValueError)", t_refused)
+
+    def t_daemon_refuses():
+        # what the client refuses, said to the daemon itself
+        c = gsort.Client(sock, memfd=False)
+        try:
+            c.sort(np.arange(4, dtype=np.uint32), local=False)      # connected
+            answers = []
+            for extra, code in (({"dtype": "f32", "end_bit": 8}, "GS_EUNSUPPORTED"),
+                                ({"dtype": "u32", "begin_bit": 8, "end_bit": 8}, "GS_EINVAL"),
+                                ({"dtype": "u32", "end_bit": 33}, "GS_EINVAL"),
+                                ({"dtype": "u32", "end_bit": 8, "rows": 2},
+                                 "GS_EUNSUPPORTED")):
+                rid = c._take_id()
+                h = dict({"v": 1, "op": "sort", "id": rid, "n": 4, "payload_bytes": 16},
+                         **extra)
+                c._send(h, [memoryview(b"\0" * 16)])
+                r, _ = c._recv_header()
+                answers.append(r.get("ok") is False and r["error"]["code"] == code)
+            s = c.sort(np.array([0x300, 0x101, 0x200], np.uint32), begin_bit=8, end_bit=16,
+                       local=False)
+            return all(answers) and list(s) == [0x101, 0x200, 0x300], answers
+        finally:
+            c.close()
+    check("the daemon refuses f32 keys with a range (GS_EUNSUPPORTED), an empty and a too "
+          "wide range (GS_EINVAL), a range with rows; the connection sorts by a range next",
+          t_daemon_refuses)
+
+    def t_router():
+        # a range is timed under a shape of its own, not the plain sort's
+        c = gsort.Client(sock, local=True)
+        try:
+            a = bits_keys(rng, np.uint64, 4096)
+            for _ in range(3):
+                c.argsort(a, begin_bit=4, end_bit=20)
+            t = c.router.table()
+            keys = list(t)
+            return (len(keys) == 1 and keys[0][-1] == "bits" and keys[0][1] == "idx" and
+                    np.array_equal(c.argsort(a, begin_bit=4, end_bit=20),
+                                   ref_bits(a, False, 4, 20)), keys)
+        finally:
+            c.close()
+    check("Router: a bit range's calls are timed under a shape of their own (\"bits\"), "
+          "apart from the plain sort's", t_router)
     cl.close()
 
 

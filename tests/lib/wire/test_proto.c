@@ -772,6 +772,69 @@ static void test_parse_bad(void)
 /* 8- and 16-bit keys (gs_narrow.h): every type by its word and numpy's
  * name, inline and in a memfd, sized by its own width; the reply names
  * the type; the shapes they do not take yet refused. */
+/* "begin_bit"/"end_bit": a range of integer keys, stable; the whole key
+ * no range; bad ranges and the shapes a range does not take refused */
+static void test_bits(void)
+{
+    gs_proto_req rq;
+    gs_err err;
+    int fatal;
+    const char *pre = "{\"v\":1,\"op\":\"sort\",\"n\":4,";
+    char h[512];
+    snprintf(h, sizeof h, "%s\"dtype\":\"i64\",\"begin_bit\":3,\"end_bit\":40,"
+             "\"payload_bytes\":32}", pre);
+    int rc = parse(h, &rq, &fatal, &err);
+    int ok = rc == 0 && rq.shape.begin_bit == 3 && rq.shape.end_bit == 40 && rq.shape.stable;
+    gs_proto_req_free(&rq);
+    snprintf(h, sizeof h, "%s\"dtype\":\"u32\",\"end_bit\":16,\"payload_bytes\":16}", pre);
+    rc = parse(h, &rq, &fatal, &err);
+    ok = ok && rc == 0 && rq.shape.begin_bit == 0 && rq.shape.end_bit == 16;
+    gs_proto_req_free(&rq);
+    snprintf(h, sizeof h, "%s\"dtype\":\"u32\",\"begin_bit\":20,\"payload_bytes\":16}", pre);
+    rc = parse(h, &rq, &fatal, &err);
+    ok = ok && rc == 0 && rq.shape.begin_bit == 20 && rq.shape.end_bit == 32;
+    gs_proto_req_free(&rq);
+    snprintf(h, sizeof h, "%s\"dtype\":\"u64\",\"begin_bit\":0,\"end_bit\":64,"
+             "\"payload_bytes\":32}", pre);
+    rc = parse(h, &rq, &fatal, &err);
+    ok = ok && rc == 0 && !gs_shape_has_bits(&rq.shape) && !rq.shape.stable;
+    gs_proto_req_free(&rq);
+    tap_ok(ok, "begin_bit/end_bit: a range (either end left out: 0 or the key's width), "
+           "stable; the whole key is no range");
+
+    static const struct { const char *tail; int code; const char *needle; } bad[] = {
+        { "\"dtype\":\"f32\",\"end_bit\":8,\"payload_bytes\":16}", GS_EUNSUPPORTED, "f32" },
+        { "\"dtype\":\"u16\",\"end_bit\":8,\"payload_bytes\":8}", GS_EUNSUPPORTED, "u16" },
+        { "\"dtype\":\"u32\",\"begin_bit\":8,\"end_bit\":8,\"payload_bytes\":16}", GS_EINVAL,
+          "not below" },
+        { "\"dtype\":\"u32\",\"end_bit\":33,\"payload_bytes\":16}", GS_EINVAL, "[1, 32]" },
+        { "\"dtype\":\"u64\",\"begin_bit\":64,\"payload_bytes\":32}", GS_EINVAL, "[0, 63]" },
+        { "\"dtype\":\"u32\",\"begin_bit\":-1,\"payload_bytes\":16}", GS_EINVAL, "begin_bit" },
+        { "\"dtype\":\"u32\",\"end_bit\":\"8\",\"payload_bytes\":16}", GS_EINVAL, "end_bit" },
+        { "\"dtype\":\"u32\",\"end_bit\":8,\"rows\":2,\"payload_bytes\":16}", GS_EUNSUPPORTED,
+          "rows" },
+        { "\"dtype\":\"i32\",\"end_bit\":8,\"topk\":2,\"payload_bytes\":16}", GS_EUNSUPPORTED,
+          "topk" },
+    };
+    int nbad = 0;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(h, sizeof h, "%s%s", pre, bad[i].tail);
+        rc = parse(h, &rq, &fatal, &err);
+        if (rc == bad[i].code && !fatal && strstr(err.msg, bad[i].needle))
+            nbad++;
+        else
+            tap_diag("%s: rc %d fatal %d: %s", h, rc, fatal, err.msg);
+        gs_proto_req_free(&rq);
+    }
+    rc = parse("{\"v\":1,\"op\":\"sort\",\"n\":2,\"lexsort\":[{\"dtype\":\"u32\"}],"
+               "\"values\":\"idx32\",\"end_bit\":4,\"payload_bytes\":8}", &rq, &fatal, &err);
+    nbad += rc == GS_EUNSUPPORTED && !fatal && strstr(err.msg, "lexsort") != NULL;
+    gs_proto_req_free(&rq);
+    tap_ok(nbad == 10, "bit ranges refused: float and 8/16-bit keys, a lexsort, empty and "
+           "out-of-width ranges, non-integers, with rows or topk; the connection kept (%d of 10)",
+           nbad);
+}
+
 static void test_narrow(void)
 {
     gs_proto_req rq;
@@ -1843,6 +1906,7 @@ int main(void)
     test_parse_bad();
     test_sizes();
     test_narrow();
+    test_bits();
     test_sort_header();
     test_exact_ints();
     test_replies();
