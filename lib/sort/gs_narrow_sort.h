@@ -46,4 +46,8 @@ void gs_narrow_job_init(gs_narrow_job *jb, int dt, const gs_shape *shape, size_t
 int gs_narrow_run(const gs_narrow_job *jb, gs_narrow_fn fn, void *arg, gs_sort_stats *st,
                   gs_err *err);
 
+/* Test hook: counting takes a worker per k keys per code (0: the default,
+ * 8); returns the previous value. */
+size_t gs_narrow_count_keys_per_code(size_t k);
+
 #endif

@@ -305,15 +305,24 @@ int main(void)
                 snprintf(cwhy, sizeof cwhy, " (%s n=%zu: %.300s)", gs_narrow_row(t)->name, n,
                          why);
         }
+    /* several workers' tables and parts (by default 16-bit keys take a
+     * worker per 512 Ki keys): one per key per code */
+    size_t kpc = gs_narrow_count_keys_per_code(1);
     int cbig = one_case(&gs_algo_host, &host, GS_NW_F16, GS_PL_NONE, 1, 0, 300000, 1, why,
                         sizeof why) &&
                one_case(&gs_algo_host, &host, GS_NW_U8, GS_PL_NONE, 0, 0, 200001, 0, why,
                         sizeof why) &&
                one_case(&gs_algo_host, &host, GS_NW_BF16, GS_PL_NONE, 0, 0, 250000, 1, why,
                         sizeof why);
+    int cdflt = one_case(&gs_algo_host, &host, GS_NW_I16, GS_PL_NONE, 0, 0, 300000, 0, why,
+                         sizeof why);
+    gs_narrow_count_keys_per_code(kpc);
+    cbig = cbig && cdflt && one_case(&gs_algo_host, &host, GS_NW_I16, GS_PL_NONE, 1, 0, 300000,
+                                     0, why, sizeof why);
     tap_ok(cbad == 0 && cbig && g_calls == 0, "keys alone, counted: %u sorts of every type "
-           "and 300000 f16 descending, 200001 u8, 250000 bf16 with NaN patterns: the keys' "
-           "bits right, no words sorted (%u sorts)%s%s%s", cruns, g_calls, cwhy,
+           "and 300000 f16 descending, 200001 u8, 250000 bf16 with NaN patterns, 300000 i16 "
+           "(several workers; then one, as the default gives them): the keys' bits right, no "
+           "words sorted (%u sorts)%s%s%s", cruns, g_calls, cwhy,
            cbig ? "" : ": ", cbig ? "" : why);
     g_counting = 0;
 
