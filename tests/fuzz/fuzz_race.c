@@ -6,7 +6,9 @@
  * and 0xff in turn, random bytes, a descending ramp, single bytes poked,
  * the input's bytes again, or nothing), whether it writes the keys or the
  * values, and how long it waits before starting; and whether only the
- * first k are asked for (top-k, gs_select.c), and k. The arrays lie between
+ * first k are asked for (top-k, gs_select.c), and k; or, for integer keys
+ * sorted whole, a bit range (gs_bits.c: the range's words sorted with the
+ * keys or an index). The arrays lie between
  * inaccessible pages, so an access past either end faults here too. A sort
  * must return 0 or the raced error (gs_err_raced); without a writer it
  * must return 0 with the keys in order (and an argsort's indices pointing
@@ -129,8 +131,12 @@ static void check_sorted(const gs_sort_req *req, const void *in)
             k = gs_key32_encode(req->shape.dtype, req->shape.descending, (uint32_t)k);
         else
             k = gs_key64_encode(req->shape.dtype, req->shape.descending, k);
-        CHECK(i == 0 || prev <= k);
-        prev = k;
+        /* a bit range: in order by the range alone */
+        const unsigned w = gs_shape_bit_width(&req->shape);
+        const uint64_t f = (k >> gs_shape_bit_lo(&req->shape)) &
+                           (w >= 64 ? UINT64_MAX : (UINT64_C(1) << w) - 1);
+        CHECK(i == 0 || prev <= f);
+        prev = f;
         if (req->shape.payload == GS_PL_IDX32 || req->shape.payload == GS_PL_IDX64) {
             uint64_t ix = ld(req->values, gs_payload_size(req->shape.payload), i);
             CHECK(ix < n);
@@ -267,6 +273,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (topk && !merge) {
         req.shape.topk = 1;
         req.shape.k = kq == 1 ? 1 : (uint64_t)n * kq / 15;
+    } else if (kq && !merge && !vq && gs_dtype_row(t)->kind != GS_KIND_FLOAT) {
+        /* a bit range: kq picks its lowest bit, the seed's first byte its width */
+        const unsigned kbits = (unsigned)gs_dtype_size(t) * 8, lo = kq * 5 % kbits;
+        req.shape.begin_bit = lo;
+        req.shape.end_bit = lo + 1 + data[10] % (kbits - lo);
     }
     req.keys = gbuf_alloc(&kb, n * kw);
     req.values = vw ? gbuf_alloc(&vb, n * vw) : NULL;
