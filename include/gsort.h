@@ -239,8 +239,7 @@ int gsort_run(gsort_conn *c, const gsort_request *rq, gsort_result *res, gsort_e
  * copies); from the size at which its info announces a device for the
  * shape (a GPU sorts every row in one launch), and whenever the call may
  * not sort locally, by the daemon. 8- and 16-bit keys (GSORT_U8 ..
- * GSORT_BF16) are not sorted in rows: rows above 1 are
- * GSORT_EUNSUPPORTED, before anything is sent or written. */
+ * GSORT_BF16) in rows too, each row's NaN bit patterns kept in it. */
 int gsort_run_rows(gsort_conn *c, const gsort_request *rq, size_t rows, gsort_result *res,
                    gsort_error *err);
 /* Segments: the n keys (and values) are `segments` segments of any
@@ -255,7 +254,7 @@ int gsort_run_rows(gsort_conn *c, const gsort_request *rq, size_t rows, gsort_re
  * sort locally (the daemon sorts them on its host too), else by the
  * daemon, the offsets copied to it with the arrays (a named device or
  * algorithm sorts them one segment after another). 8- and 16-bit keys
- * are not sorted in segments: GSORT_EUNSUPPORTED. */
+ * too. */
 int gsort_run_segments(gsort_conn *c, const gsort_request *rq, const uint64_t *offsets,
                        size_t segments, gsort_result *res, gsort_error *err);
 /* A bit range (CUB's begin_bit/end_bit): the n keys are sorted by bits

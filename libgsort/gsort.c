@@ -487,11 +487,6 @@ static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys, u
     if (rq->flags & GSORT_UNSORTED)
         return lgs_err_set(err, GSORT_EINVAL, "sort: GSORT_UNSORTED is for gsort_topk only");
     const lgs_dt *d = lgs_dt_of((int)rq->dtype);
-    if (d->narrow && (rows > 1 || segments))
-        return lgs_err_set(err, GSORT_EUNSUPPORTED, "sort: %s keys are sorted whole, not in "
-                           "%s (8- and 16-bit keys: one array a call; neither gsortd nor "
-                           "libgsort sorts their %s)", d->name, segments ? "segments" : "rows",
-                           segments ? "segments" : "rows");
     gs_dtype dt = d->dt;
     gs_payload pl = (gs_payload)rq->values_kind;
     size_t n = rq->n, ks = d->bytes, vs = gs_payload_size(pl);

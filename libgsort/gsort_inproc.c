@@ -68,6 +68,7 @@ int lgs_inproc_narrow(int nw, const gs_sort_req *req, uint32_t *words, double *m
 {
     gs_narrow_job jb;
     gs_narrow_job_init(&jb, nw, &req->shape, req->n, req->keys, req->values, words);
+    jb.req.offsets = req->offsets;      /* segments */
     jb.one_thread = 1;      /* no pool of threads in the caller's process */
     jb.counting = 1;        /* keys alone: counted (gs_narrow_sort.h) */
     gs_sort_stats st;

@@ -442,7 +442,8 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
                      j->req.shape.topk ? "top-k requests" : "segments");
         return 0;
     }
-    if (j->narrow.dt && j->req.shape.payload == GS_PL_NONE && j->device < 0) {
+    if (j->narrow.dt && j->req.shape.payload == GS_PL_NONE && j->device < 0 &&
+        j->req.shape.rows <= 1 && !j->req.shape.segments) {
         /* 8- and 16-bit keys alone: the host pool counts their codes,
          * reading and writing each key once (gs_narrow_sort.h), where a
          * device would sort their 32-bit words, encoded and decoded on the

@@ -142,10 +142,12 @@ static int run_job(gs_job *j, gs_sort_ctx *ctx)
         j->narrow.counting = j->dev < 0 && !j->algorithm[0];
         /* an algorithm that sorts by a bit range runs the code's digits
          * alone: 2 passes of 16-bit keys' words whatever their size, where
-         * small ones (no read-back of the histogram) ran all 4; set on
-         * every run (a fallback's algorithm may not) */
-        j->narrow.req.shape.end_bit =
-            j->algo->bit_range ? (unsigned)gs_narrow_row(j->narrow.dt)->bytes * 8 : 0;
+         * small ones (no read-back of the histogram) ran all 4 (flat
+         * requests: a range sorts one array); set on every run (a
+         * fallback's algorithm may not) */
+        const gs_shape *sh = &j->narrow.req.shape;
+        j->narrow.req.shape.end_bit = j->algo->bit_range && sh->rows <= 1 && !sh->segments
+                                      ? (unsigned)gs_narrow_row(j->narrow.dt)->bytes * 8 : 0;
         return gs_narrow_run(&j->narrow, run_route, &r, &j->st, &j->err);
     }
     return run_route(&r, &j->req, &j->st, &j->err);

@@ -427,6 +427,8 @@ static void start_sort(conn *c)
         }
         memcpy(c->offbuf, src, ob);
         j->req.offsets = c->offbuf;
+        if (rq->narrow)
+            j->narrow.req.offsets = c->offbuf;    /* the words' request, which runs */
         if ((rc = gs_sort_req_check(&j->req, &e)) < 0) {
             srv_reply_error(c, rc, e.msg, 0);
             return;

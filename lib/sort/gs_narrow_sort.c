@@ -101,6 +101,35 @@ static void save_task(void *arg, size_t task, unsigned worker)
     }
 }
 
+/* Rows or segments: each part's sorted NaN words take the saved bits and
+ * payload elements in turn. A part holds its own NaNs, and the saved ones
+ * are in input order, where the parts follow one another, so part after
+ * part takes the next ones; argsort indices count from the part's start. */
+static void restore_parts(const gs_narrow_job *jb, const pass *p, size_t count)
+{
+    const gs_sort_req *r = &jb->req;
+    const unsigned b = gs_narrow_row(jb->dt)->bytes;
+    const size_t vs = gs_payload_size(r->shape.payload);
+    const int idx = r->shape.payload == GS_PL_IDX32 || r->shape.payload == GS_PL_IDX64;
+    const size_t parts = r->shape.segments ? (size_t)r->shape.segments : (size_t)r->shape.rows;
+    const uint32_t nc = nan_code(jb);
+    size_t at = 0;
+    for (size_t part = 0; part < parts && at < count; part++) {
+        const size_t lo = r->shape.segments ? (size_t)r->offsets[part] : part * (r->n / parts);
+        const size_t hi = r->shape.segments ? (size_t)r->offsets[part + 1] : lo + r->n / parts;
+        for (size_t i = lo; i < hi && at < count; i++) {
+            if (jb->words[i] != nc)
+                continue;
+            gs_key_put(jb->keys, i, b, p->bits[at]);
+            if (vs && r->values) {
+                uint64_t v = gs_key_get(p->vals, at, vs);
+                gs_key_put(r->values, i, vs, idx ? v - lo : v);
+            }
+            at++;
+        }
+    }
+}
+
 static void dec_task(void *arg, size_t task, unsigned worker)
 {
     (void)worker;
@@ -333,7 +362,8 @@ int gs_narrow_run(const gs_narrow_job *jb, gs_narrow_fn fn, void *arg, gs_sort_s
         return 0;
     if (!gs_narrow_row(jb->dt))
         return gs_err_set(err, GS_EINVAL, "narrow sort: key type %d unknown", jb->dt);
-    if (jb->counting && jb->req.shape.payload == GS_PL_NONE)
+    if (jb->counting && jb->req.shape.payload == GS_PL_NONE && jb->req.shape.rows <= 1 &&
+        !jb->req.shape.segments)
         return counting_run(jb, st, err);
     const size_t ntasks = (n + TASK - 1) / TASK;
     const size_t vs = gs_payload_size(jb->req.shape.payload);
@@ -382,7 +412,9 @@ int gs_narrow_run(const gs_narrow_job *jb, gs_narrow_fn fn, void *arg, gs_sort_s
     }
     t0 = gs_now_ms();
     gs_hostpool_run(ntasks, jb->one_thread, dec_task, &p);
-    if (p.bits) {
+    if (p.bits && (jb->req.shape.rows > 1 || jb->req.shape.segments)) {
+        restore_parts(jb, &p, count);
+    } else if (p.bits) {
         /* the NaN block: the last count words ascending, the first descending */
         size_t first = jb->desc ? 0 : n - count;
         const unsigned b = gs_narrow_row(jb->dt)->bytes;

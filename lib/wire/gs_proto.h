@@ -153,7 +153,7 @@ typedef struct gs_proto_req {
     uint64_t lex_bytes;         /* the key arrays' bytes, padding included */
     /* "dtype" one of u8, i8, u16, i16, f16, bf16 (gs_narrow.h): 8- and 16-bit
      * keys, n * 1 or 2 bytes where a key array goes; shape.dtype is then u32,
-     * the words they are sorted as. Not with rows, topk or segments. */
+     * the words they are sorted as. Not with topk. */
     int narrow;                 /* gs_narrow_dt; GS_NW_NONE: shape.dtype's keys */
 } gs_proto_req;
 

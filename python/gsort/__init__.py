@@ -258,15 +258,16 @@ def _bits16(a, bf16):
 
 
 def _narrow_here(wire, forced, what):
-    """For rows, top-k and segments of 8- or 16-bit keys, which gsortd does
-    not take: a named route (algorithm, params, device, split) is a
-    gsort.Error GS_EUNSUPPORTED, before anything is sent; otherwise the
-    call sorts in this process."""
+    """For rows, top-k and segments of 8- or 16-bit keys, which this client
+    sorts in its own process (gsortd takes their rows and segments, not
+    their top-k; the client does not send them yet): a named route
+    (algorithm, params, device, split) is a gsort.Error GS_EUNSUPPORTED,
+    before anything is sent; otherwise the call sorts in this process."""
     if forced:
         raise Error("GS_EUNSUPPORTED",
-                    "%s of %s keys: gsortd sorts 8- and 16-bit keys as one flat array "
-                    "only; they are sorted in this process, so algorithm, params, device "
-                    "and split cannot apply (leave them out)" % (what, wire))
+                    "%s of %s keys: this client sorts rows, top-k and segments of 8- and "
+                    "16-bit keys in its own process, so algorithm, params, device and split "
+                    "cannot apply (leave them out)" % (what, wire))
 
 
 def _as_1d(a, what):

@@ -65,9 +65,25 @@ static int ref_cmp(int t, uint32_t a, uint32_t b)
 
 static int g_t, g_desc;
 static const uint32_t *g_keys;
+/* one_case's parts: 0 (a flat sort), or that many rows (g_segments 0) or
+ * segments, part p holding places [g_off[p], g_off[p + 1]) */
+static size_t g_nparts;
+static int g_segments;
+static uint64_t g_off[66];
+
+static size_t part_of(size_t i)
+{
+    size_t p = 0;
+    while (p + 1 < g_nparts && g_off[p + 1] <= i)
+        p++;
+    return p;
+}
+
 static int idx_cmp(const void *pa, const void *pb)
 {
     size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
+    if (g_nparts && part_of(a) != part_of(b))
+        return part_of(a) < part_of(b) ? -1 : 1;
     int c = ref_cmp(g_t, g_keys[a], g_keys[b]);
     if (g_desc)
         c = -c;
@@ -178,8 +194,14 @@ static int one_case(const gs_algo *a, gs_sort_ctx *ctx, int t, gs_payload pl, in
     qsort(ord, n, sizeof *ord, idx_cmp);
 
     gs_shape sh = { .dtype = GS_DT_U32, .payload = pl, .descending = desc, .stable = stable };
+    if (g_nparts && g_segments)
+        sh.segments = g_nparts;
+    else if (g_nparts)
+        sh.rows = g_nparts;
     gs_narrow_job jb;
     gs_narrow_job_init(&jb, t, &sh, n, keys, pl == GS_PL_NONE ? NULL : vals, words);
+    if (g_segments)
+        jb.req.offsets = g_off;
     jb.counting = g_counting;
     run_arg ra = { a, ctx, 0 };
     gs_sort_stats st;
@@ -204,13 +226,14 @@ static int one_case(const gs_algo *a, gs_sort_ctx *ctx, int t, gs_payload pl, in
     for (size_t i = 0; ok && vs && i < n;) {
         size_t j = i + 1;
         if (!stable)
-            while (j < n && ref[ord[j]] == ref[ord[i]])
+            while (j < n && ref[ord[j]] == ref[ord[i]] &&
+                   (!g_nparts || part_of(ord[j]) == part_of(ord[i])))
                 j++;
         uint64_t want_sum = 0, got_sum = 0, want_x = 0, got_x = 0;
         for (size_t q = i; q < j; q++) {
             uint64_t w, g = 0;
             if (pl == GS_PL_IDX32 || pl == GS_PL_IDX64)
-                w = ord[q];
+                w = ord[q] - (g_nparts ? g_off[part_of(ord[q])] : 0);    /* within its part */
             else if (vs == 4)
                 w = ((const uint32_t *)(const void *)vin)[ord[q]];
             else
@@ -289,6 +312,40 @@ int main(void)
     char who[160];
     snprintf(who, sizeof who, "radix on %.100s", dev->info.name);
     cases(&gs_algo_radix, &dctx, who, 10, 20000);
+
+    /* rows and segments (empty ones too): each part sorted on its own,
+     * its NaNs' bits and payload put back in it, indices counted from its
+     * start; keys alone too (counted only when flat) */
+    static const gs_payload ppl[] = { GS_PL_NONE, GS_PL_U32, GS_PL_U64, GS_PL_IDX32,
+                                      GS_PL_IDX64 };
+    for (int ondev = 0; ondev < 2; ondev++) {
+        unsigned pbad = 0, pruns = 0;
+        char pwhy[400] = "";
+        for (int t = GS_NW_NONE + 1; t < GS_NW_COUNT; t++)
+            for (int c = 0; c < 10; c++) {
+                g_segments = c % 2;
+                g_nparts = 1 + rnd() % 64;
+                size_t len = 1 + rnd() % (ondev ? 300 : 2000);
+                g_off[0] = 0;
+                for (size_t q = 1; q <= g_nparts; q++)
+                    g_off[q] = g_off[q - 1] + (g_segments ? rnd() % (2 * len) : len);
+                size_t n = (size_t)g_off[g_nparts];
+                gs_payload pl = ppl[c / 2 % 5];
+                g_counting = c % 5 == 0 && pl == GS_PL_NONE;
+                pruns++;
+                if (n && !one_case(ondev ? &gs_algo_radix : &gs_algo_host, ondev ? &dctx : &host, t,
+                                   pl, c / 3 % 2, 1, n, 1, why, sizeof why) && !pbad++)
+                    snprintf(pwhy, sizeof pwhy, " (%s, %zu %s, n=%zu %s: %.300s)",
+                             gs_narrow_row(t)->name, g_nparts, g_segments ? "segments" : "rows",
+                             n, gs_payload_name(pl), why);
+            }
+        g_nparts = 0;
+        g_segments = 0;
+        g_counting = 0;
+        tap_ok(pbad == 0, "%s: %u sorts of rows and segments of every type with edge values, "
+               "every payload, both orders: each part's keys' bits and payload right%s",
+               ondev ? who : "host", pruns, pwhy);
+    }
 
     /* keys alone, counted: every type, both orders, edge values; then
      * several workers' counts and parts, NaN patterns among them */
