@@ -291,9 +291,9 @@ int gsort_sort_rows(gsort_conn *c, gsort_dtype dtype, void *keys, size_t rows, s
  * sorts only k of them: in this process on one thread below
  * GSORT_TOPK_LOCAL_MAX keys (as for gsort_sort, a call that may sort
  * locally), else by the daemon on its host cores (or, for a call that
- * names a device or an algorithm, by that one's whole sort). Not for
- * 8- and 16-bit keys (GSORT_EUNSUPPORTED: sort them whole, with
- * GSORT_STABLE, and take the first k). */
+ * names a device or an algorithm, by that one's whole sort). 8- and
+ * 16-bit keys too (their order-keeping words selected, NaN bit patterns
+ * kept). */
 #define GSORT_TOPK_LOCAL_MAX ((size_t)1 << 22)
 int gsort_topk(gsort_conn *c, const gsort_request *rq, size_t rows, size_t k, void *out_keys,
                void *out_values, gsort_result *res, gsort_error *err);

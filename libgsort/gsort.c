@@ -654,10 +654,6 @@ int gsort_topk(gsort_conn *c, const gsort_request *rq, size_t rows, size_t k, vo
     if (rc)
         return rc;
     const lgs_dt *d = lgs_dt_of((int)rq->dtype);
-    if (d->narrow)
-        return lgs_err_set(err, GSORT_EUNSUPPORTED, "topk: not for %s keys (8- and 16-bit "
-                           "keys are sorted whole: gsort_sort, gsort_argsort or "
-                           "gsort_sort_by_key, then take the first k)", d->name);
     size_t nrows = rows > 1 ? rows : 1, n = rq->n, len = n / nrows;
     if (n % nrows)
         return lgs_err_set(err, GSORT_EINVAL, "topk: %zu rows do not divide %zu keys into "
@@ -682,7 +678,7 @@ int gsort_topk(gsort_conn *c, const gsort_request *rq, size_t rows, size_t k, vo
                    .rows = rows > 1 ? rows : 0, .topk = 1, .k = k,
                    .unsorted = (rq->flags & GSORT_UNSORTED) != 0 },
         .n = n, .algorithm = rq->algorithm, .params = rq->params, .device = rq->device,
-        .split = (rq->flags & GSORT_SPLIT) != 0,
+        .split = (rq->flags & GSORT_SPLIT) != 0, .narrow = d->narrow,
     };
     gs_err ge;
     gs_err_clear(&ge);
@@ -700,7 +696,15 @@ int gsort_topk(gsort_conn *c, const gsort_request *rq, size_t rows, size_t k, vo
                         .values = vs ? base + voff : NULL };
     double ms = 0;
     gs_client_result r;
-    if (local) {
+    if (local && d->narrow && n) {
+        /* 8- and 16-bit keys: their words selected, decoded back */
+        uint32_t *words = malloc(n * sizeof *words);
+        rc = words ? lgs_inproc_narrow(d->narrow, &sel, words, &ms, &ge)
+                   : gs_err_set(&ge, GS_ENOMEM, "topk: out of memory for %zu words", n);
+        free(words);
+        if (rc == 0)
+            gs_select_pack_keys(&sel, base, ks);
+    } else if (local) {
         if ((rc = lgs_inproc_sort(&sel, &ms, &ge)) == 0)
             gs_select_pack(&sel);
     } else {
@@ -712,7 +716,7 @@ int gsort_topk(gsort_conn *c, const gsort_request *rq, size_t rows, size_t k, vo
         rc = gs_client_sort_run(c->cl, &s, &r, &ge);
         zero_copy = !inl;
         if (rc == 0 && s.shm)       /* in each row's first places: together, as inline */
-            gs_select_pack(&sel);
+            gs_select_pack_keys(&sel, base, ks);
     }
     if (rc)
         return lgs_err_from(err, rc, &ge);

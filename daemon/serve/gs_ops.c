@@ -274,7 +274,11 @@ void srv_on_job_done(gs_job *j, void *ud)
         return;
     }
     size_t m = (size_t)rq->n;       /* the keys the reply carries */
-    if (rq->shape.topk && m) {
+    if (rq->shape.topk && m && rq->narrow) {
+        /* the decoded keys' answers, together */
+        gs_select_pack_keys(&j->req, j->narrow.keys, gs_proto_key_bytes(rq));
+        m = (size_t)(rq->shape.rows > 1 ? rq->shape.rows : 1) * (size_t)rq->shape.k;
+    } else if (rq->shape.topk && m) {
         gs_select_pack(&j->req);    /* each row's k answers, together */
         m = (size_t)(rq->shape.rows > 1 ? rq->shape.rows : 1) * (size_t)rq->shape.k;
     }

@@ -33,6 +33,7 @@ typedef struct pass {
     size_t *at;
     uint16_t *bits;
     unsigned char *vals;
+    size_t *starts;         /* rows, segments, top-k: each part's first saved NaN */
 } pass;
 
 static void span(const gs_narrow_job *jb, size_t task, size_t *lo, size_t *hi)
@@ -101,23 +102,60 @@ static void save_task(void *arg, size_t task, unsigned worker)
     }
 }
 
-/* Rows or segments: each part's sorted NaN words take the saved bits and
- * payload elements in turn. A part holds its own NaNs, and the saved ones
- * are in input order, where the parts follow one another, so part after
- * part takes the next ones; argsort indices count from the part's start. */
-static void restore_parts(const gs_narrow_job *jb, const pass *p, size_t count)
+/* The parts of a request (rows, segments; one part when flat) and part
+ * i's [lo, hi). */
+static size_t nparts(const gs_sort_req *r)
+{
+    return r->shape.segments ? (size_t)r->shape.segments
+                             : r->shape.rows > 1 ? (size_t)r->shape.rows : 1;
+}
+
+static void part_span(const gs_sort_req *r, size_t i, size_t *lo, size_t *hi)
+{
+    if (r->shape.segments) {
+        *lo = (size_t)r->offsets[i];
+        *hi = (size_t)r->offsets[i + 1];
+    } else {
+        *lo = i * (r->n / nparts(r));
+        *hi = *lo + r->n / nparts(r);
+    }
+}
+
+/* Before the words' sort of rows, segments or top-k: where each part's
+ * NaNs start among the saved ones (they are in input order, where the
+ * parts follow one another). starts: nparts + 1 entries. */
+static void part_nan_starts(const gs_narrow_job *jb, size_t *starts)
+{
+    const gs_sort_req *r = &jb->req;
+    const uint32_t nc = nan_code(jb);
+    size_t at = 0, lo, hi;
+    for (size_t part = 0; part < nparts(r); part++) {
+        starts[part] = at;
+        part_span(r, part, &lo, &hi);
+        for (size_t i = lo; i < hi; i++)
+            at += jb->words[i] == nc;
+    }
+    starts[nparts(r)] = at;
+}
+
+/* Rows, segments or top-k: each part's NaN words in its answer (the whole
+ * part; top-k: its first k) take the part's saved bits and payload
+ * elements in turn, argsort indices counted from the part's start. A
+ * stable sort's (or select's) NaNs come in input order, and so do the
+ * saved ones. */
+static void restore_parts(const gs_narrow_job *jb, const pass *p, const size_t *starts)
 {
     const gs_sort_req *r = &jb->req;
     const unsigned b = gs_narrow_row(jb->dt)->bytes;
     const size_t vs = gs_payload_size(r->shape.payload);
     const int idx = r->shape.payload == GS_PL_IDX32 || r->shape.payload == GS_PL_IDX64;
-    const size_t parts = r->shape.segments ? (size_t)r->shape.segments : (size_t)r->shape.rows;
     const uint32_t nc = nan_code(jb);
-    size_t at = 0;
-    for (size_t part = 0; part < parts && at < count; part++) {
-        const size_t lo = r->shape.segments ? (size_t)r->offsets[part] : part * (r->n / parts);
-        const size_t hi = r->shape.segments ? (size_t)r->offsets[part + 1] : lo + r->n / parts;
-        for (size_t i = lo; i < hi && at < count; i++) {
+    for (size_t part = 0; part < nparts(r); part++) {
+        size_t lo, hi, at = starts[part];
+        part_span(r, part, &lo, &hi);
+        if (r->shape.topk && hi - lo > r->shape.k)
+            hi = lo + (size_t)r->shape.k;
+        for (size_t i = lo; i < hi && at < starts[part + 1]; i++) {
             if (jb->words[i] != nc)
                 continue;
             gs_key_put(jb->keys, i, b, p->bits[at]);
@@ -362,8 +400,8 @@ int gs_narrow_run(const gs_narrow_job *jb, gs_narrow_fn fn, void *arg, gs_sort_s
         return 0;
     if (!gs_narrow_row(jb->dt))
         return gs_err_set(err, GS_EINVAL, "narrow sort: key type %d unknown", jb->dt);
-    if (jb->counting && jb->req.shape.payload == GS_PL_NONE && jb->req.shape.rows <= 1 &&
-        !jb->req.shape.segments)
+    const int parted = jb->req.shape.rows > 1 || jb->req.shape.segments || jb->req.shape.topk;
+    if (jb->counting && jb->req.shape.payload == GS_PL_NONE && !parted)
         return counting_run(jb, st, err);
     const size_t ntasks = (n + TASK - 1) / TASK;
     const size_t vs = gs_payload_size(jb->req.shape.payload);
@@ -394,6 +432,14 @@ int gs_narrow_run(const gs_narrow_job *jb, gs_narrow_fn fn, void *arg, gs_sort_s
         }
         p.vals = (unsigned char *)(p.bits + count);
         gs_hostpool_run(ntasks, jb->one_thread, save_task, &p);
+        if (parted) {
+            if (!(p.starts = malloc((nparts(&jb->req) + 1) * sizeof *p.starts))) {
+                rc = gs_err_set(err, GS_ENOMEM, "narrow sort: out of memory (%zu parts)",
+                                nparts(&jb->req));
+                goto out;
+            }
+            part_nan_starts(jb, p.starts);
+        }
     }
     st->pack_ms += gs_now_ms() - t0;
 
@@ -412,8 +458,8 @@ int gs_narrow_run(const gs_narrow_job *jb, gs_narrow_fn fn, void *arg, gs_sort_s
     }
     t0 = gs_now_ms();
     gs_hostpool_run(ntasks, jb->one_thread, dec_task, &p);
-    if (p.bits && (jb->req.shape.rows > 1 || jb->req.shape.segments)) {
-        restore_parts(jb, &p, count);
+    if (p.bits && parted) {
+        restore_parts(jb, &p, p.starts);
     } else if (p.bits) {
         /* the NaN block: the last count words ascending, the first descending */
         size_t first = jb->desc ? 0 : n - count;
@@ -429,5 +475,6 @@ out:
     free(p.odd);
     free(p.at);
     free(p.bits);
+    free(p.starts);
     return rc;
 }

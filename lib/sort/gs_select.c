@@ -496,11 +496,16 @@ int gs_select_run(const gs_sort_req *req, unsigned threads, gs_err *err)
 
 void gs_select_pack(const gs_sort_req *req)
 {
+    gs_select_pack_keys(req, req->keys, gs_dtype_size(req->shape.dtype));
+}
+
+void gs_select_pack_keys(const gs_sort_req *req, void *keys, size_t ks)
+{
     size_t rows = req->shape.rows > 1 ? (size_t)req->shape.rows : 1, k = (size_t)req->shape.k;
-    size_t len = req->n / rows, ks = gs_dtype_size(req->shape.dtype);
+    size_t len = req->n / rows;
     size_t vs = gs_payload_size(req->shape.payload);
     for (size_t r = 1; r < rows && k; r++) {    /* forward: a row's new place is below it */
-        memmove((char *)req->keys + r * k * ks, (char *)req->keys + r * len * ks, k * ks);
+        memmove((char *)keys + r * k * ks, (char *)keys + r * len * ks, k * ks);
         if (vs)
             memmove((char *)req->values + r * k * vs, (char *)req->values + r * len * vs,
                     k * vs);

@@ -28,6 +28,9 @@ int gs_select_run(const gs_sort_req *req, unsigned threads, gs_err *err);
  * of keys and of values (rows * k of each, row after row), as an inline
  * reply carries them. */
 void gs_select_pack(const gs_sort_req *req);
+/* The same for keys of ks bytes at keys (8- and 16-bit keys, whose
+ * request sorted their words) with req's values. */
+void gs_select_pack_keys(const gs_sort_req *req, void *keys, size_t ks);
 
 /* Test hook: fn(arg) runs between the select's counting pass and its
  * collecting pass over a row, where a client could rewrite its keys; NULL

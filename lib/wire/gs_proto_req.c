@@ -260,10 +260,6 @@ static int parse_sort(const gs_jnum_doc *doc, int has_pb, gs_proto_req *rq, int 
                               "supported");
     }
 
-    if (rq->narrow && rq->shape.topk)
-        return gs_err_set(err, GS_EUNSUPPORTED, "sort: %s keys with \"topk\" are not "
-                          "supported yet (8- and 16-bit keys sort whole: flat, in rows or in "
-                          "segments)", gs_narrow_row(rq->narrow)->name);
 
     const cJSON *bb = field(h, "begin_bit"), *eb = field(h, "end_bit");
     if (bb || eb) {

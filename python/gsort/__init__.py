@@ -259,8 +259,8 @@ def _bits16(a, bf16):
 
 def _narrow_here(wire, forced, what):
     """For rows, top-k and segments of 8- or 16-bit keys, which this client
-    sorts in its own process (gsortd takes their rows and segments, not
-    their top-k; the client does not send them yet): a named route
+    sorts in its own process (gsortd takes them; the client does not send
+    them yet): a named route
     (algorithm, params, device, split) is a gsort.Error GS_EUNSUPPORTED,
     before anything is sent; otherwise the call sorts in this process."""
     if forced:

@@ -1268,8 +1268,10 @@ static int pcode_cmp(const void *pa, const void *pb)
 }
 
 /* f16 keys with NaN patterns in rows (memfd, indices) and in segments
- * (inline, u64 values; keys alone): each part against its stable order by
- * code, the NaNs' bits in input order, indices counted from the part. */
+ * (inline, u64 values; keys alone), and the top 300 of each row (inline:
+ * packed row after row; memfd: in each row's first places): each part
+ * against its stable order by code, the NaNs' bits in input order,
+ * indices counted from the part. */
 static void narrow_parts(gs_client *c, gs_client_shm *shm)
 {
     enum { PN = 12000 };
@@ -1279,34 +1281,38 @@ static void narrow_parts(gs_client *c, gs_client_shm *shm)
     static const uint16_t nanp[] = { 0x7e00, 0x7c01, 0xfe00, 0x7fff, 0xfc01 };
     unsigned bad = 0, runs = 0;
     char first[300] = "";
-    for (int v = 0; v < 6; v++) {
-        const int seg = v & 1, desc = v >> 1 & 1, keys_only = v >= 4;
-        const size_t parts = seg ? 40 : 30;
+    for (int v = 0; v < 8; v++) {
+        const int topk = v >= 6, seg = !topk && (v & 1), desc = v >> 1 & 1;
+        const int keys_only = v == 4 || v == 5, memfd = topk ? v == 7 : !seg;
+        const size_t parts = seg ? 40 : 30, k = topk ? 300 : 0;
         for (size_t i = 0; i < PN; i++) {
-            uint16_t k = (uint16_t)((i * 2654435761u) >> 9);
+            uint16_t key = (uint16_t)((i * 2654435761u) >> 9);
             if (i % 11 == 0)
-                k = nanp[i % 5];
+                key = nanp[i % 5];
             else if (i % 4 == 0)
-                k = (uint16_t)(0x3c00 + i % 3);    /* ties */
-            kin[i] = k;
-            code[i] = gs_narrow_enc(GS_NW_F16, desc, k);
+                key = (uint16_t)(0x3c00 + i % 3);    /* ties */
+            kin[i] = key;
+            code[i] = gs_narrow_enc(GS_NW_F16, desc, key);
             vin[i] = i * 0x9e3779b97f4a7c15ull;
         }
         off[0] = 0;
         for (size_t q = 1; q <= parts; q++)
             off[q] = seg ? (q == parts ? PN : off[q - 1] + (q % 7 == 0 ? 0 : PN / parts + q % 5))
                          : q * (PN / parts);
-        uint16_t *keys = seg ? kout : shm->ptr;
+        uint16_t *keys = memfd ? shm->ptr : kout;
         uint32_t *ix = (uint32_t *)(void *)((char *)shm->ptr + 2 * PN);
         memcpy(keys, kin, sizeof kin);
         memcpy(vout, vin, sizeof vin);
+        if (!memfd)
+            ix = (uint32_t *)(void *)vout;      /* indices inline: into the reply's place */
         gs_client_sort s = { .shape = { .payload = keys_only ? GS_PL_NONE : seg ? GS_PL_U64
                                                                             : GS_PL_IDX32,
                                         .descending = desc, .stable = 1,
-                                        .rows = seg ? 0 : parts, .segments = seg ? parts : 0 },
+                                        .rows = seg ? 0 : parts, .segments = seg ? parts : 0,
+                                        .topk = topk, .k = k },
                              .n = PN, .keys = keys, .values = seg ? (void *)vout : ix,
                              .offsets = seg ? off : NULL, .device = -1,
-                             .shm = seg ? NULL : shm, .narrow = GS_NW_F16 };
+                             .shm = memfd ? shm : NULL, .narrow = GS_NW_F16 };
         gs_err err;
         gs_err_clear(&err);
         int rc = gs_client_sort_run(c, &s, NULL, &err), ok = rc == 0;
@@ -1316,23 +1322,27 @@ static void narrow_parts(gs_client *c, gs_client_shm *shm)
                 ord[i - lo] = (uint32_t)i;
             g_pcode = code;
             qsort(ord, hi - lo, sizeof *ord, pcode_cmp);
-            for (size_t i = lo; ok && i < hi; i++) {
+            /* top-k: the first k places of the row, packed inline */
+            const size_t end = topk ? lo + k : hi, shift = topk && !memfd ? lo - q * k : 0;
+            for (size_t i = lo; ok && i < end; i++) {
                 const uint32_t j = ord[i - lo];
-                ok = keys[i] == kin[j] &&
-                     (keys_only || (seg ? vout[i] == vin[j] : ix[i] == j - lo));
+                const size_t at = i - shift;
+                ok = keys[at] == kin[j] &&
+                     (keys_only || (seg ? vout[at] == vin[j] : ix[at] == j - lo));
                 if (!ok && !bad)
-                    snprintf(first, sizeof first, " (first wrong: %s %s %s, part %zu place %zu: "
-                             "key 0x%04x, want 0x%04x; rc %d %.100s)", seg ? "segments" : "rows",
+                    snprintf(first, sizeof first, " (first wrong: %s %s %s %s, part %zu place "
+                             "%zu: key 0x%04x, want 0x%04x; rc %d %.100s)",
+                             topk ? "top-k" : seg ? "segments" : "rows", memfd ? "memfd" : "inline",
                              desc ? "desc" : "asc", keys_only ? "keys alone" : "payload", q, i,
-                             keys[i], kin[j], rc, err.msg);
+                             keys[at], kin[j], rc, err.msg);
             }
         }
         runs++;
         bad += !ok;
     }
     tap_ok(bad == 0, "f16 keys with NaN patterns in 30 rows (memfd, indices) and 40 segments "
-           "(inline, u64 values), keys alone too, both orders: %u of %u right, each part "
-           "on its own%s", runs - bad, runs, first);
+           "(inline, u64 values), keys alone too, both orders; the top 300 of 30 rows inline "
+           "and in a memfd: %u of %u right, each part on its own%s", runs - bad, runs, first);
 }
 
 static void test_narrow_keys(dmn *d)
@@ -1454,8 +1464,8 @@ static void test_narrow_keys(dmn *d)
     tap_ok(kbad == 0, "keys alone, every narrow type, descending, %d keys in a memfd: counted "
            "on the host, the input's bits in order, NaN patterns in input order%s", N, kwhy);
     static const bad_hdr bad[] = {
-        { "{\"v\":1,\"op\":\"sort\",\"dtype\":\"f16\",\"n\":4,\"topk\":2,\"payload_bytes\":8}",
-          "GS_EUNSUPPORTED", "not supported yet" },
+        { "{\"v\":1,\"op\":\"sort\",\"dtype\":\"f16\",\"n\":4,\"topk\":5,\"payload_bytes\":8}",
+          "GS_EINVAL", "exceeds" },
         { "{\"v\":1,\"op\":\"sort\",\"dtype\":\"u8\",\"n\":4,\"payload_bytes\":8}", "GS_EINVAL",
           "payload_bytes 4" },
     };

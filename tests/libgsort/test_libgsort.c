@@ -2850,12 +2850,29 @@ static void test_narrow(const dmn *d)
         tap_ok(seg_ok, "%s: gsort_run_segments of bf16 keys, 10 and 22: each segment sorted "
                "(rc %d, plan %s)", how, rc, plan_of(rc, &res));
         memcpy(k, k0, sizeof k);
-        uint16_t out[4];
-        rq.dtype = GSORT_I16;
-        rc = gsort_topk(c, &rq, 1, 4, out, NULL, &res, &err);
-        tap_ok(rc == GSORT_EUNSUPPORTED && strstr(err.message, "i16") &&
-               strstr(err.message, "topk") && !memcmp(k, k0, sizeof k),
-               "%s: gsort_topk of i16 keys: GSORT_EUNSUPPORTED: %s", how, err.message);
+        /* top 3 of each of 4 rows of 8 f16 keys, a NaN pattern among them,
+         * descending (NaNs first, in input order), with indices */
+        uint16_t hk[32], hout[12];
+        uint32_t hix[12];
+        for (int i = 0; i < 32; i++)
+            hk[i] = (uint16_t)(0x3c00 + i);                 /* 1.0 and up */
+        hk[9] = 0x7e01;                                     /* row 1: NaNs at 1 and 5 */
+        hk[13] = 0xfe02;
+        gsort_request_init(&rq);
+        rq.dtype = GSORT_F16;
+        rq.keys = hk;
+        rq.n = 32;
+        rq.values_kind = GSORT_VALUES_IDX32;
+        rq.flags = fl | GSORT_DESCENDING;
+        rc = gsort_topk(c, &rq, 4, 3, hout, hix, &res, &err);
+        int top_ok = rc == 0 && hout[3] == 0x7e01 && hout[4] == 0xfe02 &&
+                     hout[5] == 0x3c00 + 15 && hix[3] == 1 && hix[4] == 5 && hix[5] == 7;
+        for (int r = 0; top_ok && r < 4; r++)
+            if (r != 1)
+                top_ok = hout[3 * r] == 0x3c00 + 8 * r + 7 && hix[3 * r + 2] == 5;
+        tap_ok(top_ok, "%s: gsort_topk of f16 keys, the top 3 of 4 rows: NaN patterns first "
+               "in input order, then the largest, with indices (rc %d, plan %s)", how, rc,
+               plan_of(rc, &res));
         rc = gsort_sort(c, (gsort_dtype)12, k, 32, fl, &res, &err);
         tap_ok(rc == GSORT_EINVAL && strstr(err.message, "unknown dtype 12") &&
                strstr(err.message, "GSORT_BF16"), "%s: dtype 12 (past GSORT_BF16) refused: %s",

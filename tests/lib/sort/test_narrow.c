@@ -70,6 +70,8 @@ static const uint32_t *g_keys;
 static size_t g_nparts;
 static int g_segments;
 static uint64_t g_off[66];
+static size_t g_topk;       /* > 0: top-k of each row (k = g_topk), stable and sorted */
+
 
 static size_t part_of(size_t i)
 {
@@ -77,6 +79,15 @@ static size_t part_of(size_t i)
     while (p + 1 < g_nparts && g_off[p + 1] <= i)
         p++;
     return p;
+}
+
+/* whether place i is in the answer: a top-k's first k of each part */
+static int in_answer(size_t i)
+{
+    if (!g_topk)
+        return 1;
+    size_t lo = g_nparts ? (size_t)g_off[part_of(i)] : 0;
+    return i - lo < g_topk;
 }
 
 static int idx_cmp(const void *pa, const void *pb)
@@ -198,6 +209,10 @@ static int one_case(const gs_algo *a, gs_sort_ctx *ctx, int t, gs_payload pl, in
         sh.segments = g_nparts;
     else if (g_nparts)
         sh.rows = g_nparts;
+    if (g_topk) {
+        sh.topk = 1;
+        sh.k = g_topk;
+    }
     gs_narrow_job jb;
     gs_narrow_job_init(&jb, t, &sh, n, keys, pl == GS_PL_NONE ? NULL : vals, words);
     if (g_segments)
@@ -215,6 +230,8 @@ static int one_case(const gs_algo *a, gs_sort_ctx *ctx, int t, gs_payload pl, in
     }
     /* the keys' bits exactly */
     for (size_t i = 0; ok && i < n; i++) {
+        if (!in_answer(i))
+            continue;
         uint32_t got = b == 1 ? keys[i] : (uint32_t)(keys[2 * i] | keys[2 * i + 1] << 8);
         if (got != ref[ord[i]]) {
             snprintf(why, wl, "key %zu: 0x%x, want 0x%x", i, got, ref[ord[i]]);
@@ -244,6 +261,8 @@ static int one_case(const gs_algo *a, gs_sort_ctx *ctx, int t, gs_payload pl, in
             want_x ^= w;
             got_x ^= g;
         }
+        if (!in_answer(i))
+            want_sum = got_sum = want_x = got_x = 0;    /* past a top-k's answer */
         if (want_sum != got_sum || want_x != got_x) {
             snprintf(why, wl, "values of places %zu..%zu are not the reference's", i, j - 1);
             ok = 0;
@@ -346,6 +365,31 @@ int main(void)
                "every payload, both orders: each part's keys' bits and payload right%s",
                ondev ? who : "host", pruns, pwhy);
     }
+    /* top-k, flat and of rows, k past the non-NaN keys too: each row's first
+     * k as the stable sort's, NaN patterns and payload included */
+    unsigned tbad = 0, truns = 0;
+    char twhy[400] = "";
+    for (int t = GS_NW_NONE + 1; t < GS_NW_COUNT; t++)
+        for (int c = 0; c < 10; c++) {
+            g_nparts = c % 2 ? 1 + rnd() % 20 : 0;
+            size_t len = 1 + rnd() % 1500;
+            for (size_t q = 0; q <= g_nparts; q++)
+                g_off[q] = q * len;
+            size_t n = g_nparts ? g_nparts * len : len;
+            g_topk = c % 3 == 0 ? len : 1 + rnd() % len;
+            gs_payload pl = ppl[c / 2 % 5];
+            g_counting = pl == GS_PL_NONE;
+            truns++;
+            if (!one_case(&gs_algo_host, &host, t, pl, c / 3 % 2, 1, n, 1, why, sizeof why) &&
+                !tbad++)
+                snprintf(twhy, sizeof twhy, " (%s, %zu rows, n=%zu k=%zu %s: %.300s)",
+                         gs_narrow_row(t)->name, g_nparts, n, g_topk, gs_payload_name(pl), why);
+        }
+    g_nparts = 0;
+    g_topk = 0;
+    g_counting = 0;
+    tap_ok(tbad == 0, "host: %u top-k of every type with edge values (flat and rows, k up to "
+           "the row), every payload, both orders: each row's first k right%s", truns, twhy);
 
     /* keys alone, counted: every type, both orders, edge values; then
      * several workers' counts and parts, NaN patterns among them */

@@ -872,7 +872,7 @@ static void test_narrow(void)
            "memfd, sized by their width, sorted as u32 words", gs_narrow_list());
 
     /* rows and segments (their offsets after the 2-byte keys: 8 + 16
-     * bytes) taken; top-k refused */
+     * bytes) and top-k (the reply: k u8 keys and indices a row) taken */
     int rrc = parse("{\"v\":1,\"op\":\"sort\",\"dtype\":\"f16\",\"n\":4,\"rows\":2,"
                     "\"payload_bytes\":8}", &rq, &fatal, &err);
     int rok = rrc == 0 && rq.shape.rows == 2 && rq.in_bytes == 8;
@@ -882,12 +882,11 @@ static void test_narrow(void)
     int sok = src == 0 && rq.shape.segments == 1 && rq.in_bytes == 24;
     gs_proto_req_free(&rq);
     int trc = parse("{\"v\":1,\"op\":\"sort\",\"dtype\":\"u8\",\"n\":4,\"topk\":2,"
-                    "\"payload_bytes\":4}", &rq, &fatal, &err);
-    int tok = trc == GS_EUNSUPPORTED && !fatal && strstr(err.msg, "not supported yet");
+                    "\"rows\":2,\"values\":\"idx32\",\"payload_bytes\":4}", &rq, &fatal, &err);
+    int tok = trc == 0 && rq.shape.topk && rq.out_bytes == 2 * 2 * (1 + 4);
     gs_proto_req_free(&rq);
-    tap_ok(rok && sok && tok, "8- and 16-bit keys in rows and segments parse, sized by their "
-           "width (%d, %d); with topk refused, the connection kept (%d: %s)", rrc, src, trc,
-           err.msg);
+    tap_ok(rok && sok && tok, "8- and 16-bit keys in rows, segments and top-k parse, sized by "
+           "their width (%d, %d, %d)", rrc, src, trc);
     int rc = parse("{\"v\":1,\"op\":\"sort\",\"dtype\":\"f8\",\"n\":1,\"payload_bytes\":1}",
                    &rq, &fatal, &err);
     tap_ok(rc == GS_EINVAL && strstr(err.msg, "bf16"), "an unknown dtype's message lists the "
