@@ -1709,13 +1709,14 @@ def narrow_checks(sock):
           "and indices) and _argsort_into, memfd and inline, the wire dtype named",
           t_parts)
 
-    def t_daemon_refuses():
-        # why the client keeps rows, top-k and segments of these keys: the
-        # daemon refuses them (not yet supported), and serves the next call
+    def t_daemon_parts():
+        # the daemon takes rows, top-k and segments of these keys (this
+        # client still sorts them here), and serves the next call
         c = gsort.Client(sock, memfd=False, local=False)
         try:
             out = []
-            for extra in ({"rows": 2}, {"topk": 2}, {"segments": 1}):
+            for extra, want in (({"rows": 2}, [1, 4, 2, 3]), ({"topk": 2}, [1, 2]),
+                                ({"segments": 1}, [1, 2, 3, 4])):
                 body = np.array([4, 1, 3, 2], np.uint16).tobytes()
                 if "segments" in extra:
                     body += np.array([0, 4], np.uint64).tobytes()
@@ -1723,15 +1724,15 @@ def narrow_checks(sock):
                 c._send(dict({"v": 1, "op": "sort", "id": rid, "dtype": "u16", "n": 4,
                               "payload_bytes": len(body)}, **extra), [memoryview(body)])
                 h, pb = c._recv_header()
+                got = np.frombuffer(bytes(c._recv_exact(pb)), np.uint16).tolist() if pb else []
                 s = c.sort(np.array([3, 1, 2], np.uint16))
-                out.append((h.get("ok") is False and pb == 0 and
-                            h["error"]["code"] in ("GS_EUNSUPPORTED", "GS_EINVAL") and
-                            list(s) == [1, 2, 3], extra, h.get("error")))
+                out.append((h.get("ok") is True and h.get("dtype") == "u16" and got == want and
+                            list(s) == [1, 2, 3], extra, got, h.get("error")))
             return all(o[0] for o in out), out
         finally:
             c.close()
-    check("the daemon refuses u16 keys with rows, topk or segments (what the client keeps "
-          "here) and serves the connection next", t_daemon_refuses)
+    check("the daemon sorts u16 keys in rows, as top-k and in segments (the client still "
+          "sorts those here) and serves the connection next", t_daemon_parts)
     for c in (cd, cdi, cl):
         c.close()
 
