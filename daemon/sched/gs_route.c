@@ -443,7 +443,7 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
         return 0;
     }
     if (j->narrow.dt && j->req.shape.payload == GS_PL_NONE && j->device < 0 &&
-        j->req.shape.rows <= 1 && !j->req.shape.segments) {
+        gs_shape_flat(&j->req.shape)) {
         /* 8- and 16-bit keys alone: the host pool counts their codes,
          * reading and writing each key once (gs_narrow_sort.h), where a
          * device would sort their 32-bit words, encoded and decoded on the
@@ -534,7 +534,7 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
     apply(j, &chosen);
     /* Large: several devices at once, when predicted sooner (gs_split.c);
      * rows are not cut across */
-    if (j->req.shape.rows <= 1 && !j->req.shape.topk && !j->req.shape.segments)
+    if (gs_shape_flat(&j->req.shape))
         sched_split_route(s, j, alt, nalt, pcost);
     else if (j->split_ask > 0)
         snprintf(j->split_why, sizeof j->split_why, "%s are not split over devices",

@@ -145,9 +145,7 @@ static int run_job(gs_job *j, gs_sort_ctx *ctx)
          * small ones (no read-back of the histogram) ran all 4 (flat
          * requests: a range sorts one array); set on every run (a
          * fallback's algorithm may not) */
-        const gs_shape *sh = &j->narrow.req.shape;
-        j->narrow.req.shape.end_bit = j->algo->bit_range && sh->rows <= 1 && !sh->segments &&
-                                      !sh->topk
+        j->narrow.req.shape.end_bit = j->algo->bit_range && gs_shape_flat(&j->narrow.req.shape)
                                       ? (unsigned)gs_narrow_row(j->narrow.dt)->bytes * 8 : 0;
         return gs_narrow_run(&j->narrow, run_route, &r, &j->st, &j->err);
     }

@@ -274,17 +274,14 @@ void srv_on_job_done(gs_job *j, void *ud)
         return;
     }
     size_t m = (size_t)rq->n;       /* the keys the reply carries */
-    if (rq->shape.topk && m && rq->narrow) {
-        /* the decoded keys' answers, together */
-        gs_select_pack_keys(&j->req, j->narrow.keys, gs_proto_key_bytes(rq));
-        m = (size_t)(rq->shape.rows > 1 ? rq->shape.rows : 1) * (size_t)rq->shape.k;
-    } else if (rq->shape.topk && m) {
-        gs_select_pack(&j->req);    /* each row's k answers, together */
+    void *keys = j->narrow.dt ? j->narrow.keys : j->req.keys;   /* not the words */
+    if (rq->shape.topk && m) {
+        /* each row's k answers, together */
+        gs_select_pack_keys(&j->req, keys, gs_proto_key_bytes(rq));
         m = (size_t)(rq->shape.rows > 1 ? rq->shape.rows : 1) * (size_t)rq->shape.k;
     }
     size_t kb = rq->lex.nkeys ? 0 : m * gs_proto_key_bytes(rq);   /* lexsort: indices */
     size_t vb = m * gs_payload_size(rq->shape.payload);
-    const void *keys = j->narrow.dt ? j->narrow.keys : j->req.keys;   /* not the words */
     srv_conn_send(c, r, m ? keys : NULL, kb, m && vb ? j->req.values : NULL, vb, 0);
 }
 

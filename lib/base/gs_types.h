@@ -139,6 +139,11 @@ static inline unsigned gs_shape_bit_lo(const gs_shape *s)
     return s->end_bit ? s->begin_bit : 0;
 }
 unsigned gs_shape_bit_width(const gs_shape *s);
+/* Whether s is one flat array sorted whole: not rows, segments or top-k. */
+static inline int gs_shape_flat(const gs_shape *s)
+{
+    return s->rows <= 1 && !s->segments && !s->topk;
+}
 
 /* The sort request every algorithm serves (gs_sort.h runs it, gs_keys.h
  * encodes its keys). */

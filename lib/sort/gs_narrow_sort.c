@@ -400,7 +400,7 @@ int gs_narrow_run(const gs_narrow_job *jb, gs_narrow_fn fn, void *arg, gs_sort_s
         return 0;
     if (!gs_narrow_row(jb->dt))
         return gs_err_set(err, GS_EINVAL, "narrow sort: key type %d unknown", jb->dt);
-    const int parted = jb->req.shape.rows > 1 || jb->req.shape.segments || jb->req.shape.topk;
+    const int parted = !gs_shape_flat(&jb->req.shape);
     if (jb->counting && jb->req.shape.payload == GS_PL_NONE && !parted)
         return counting_run(jb, st, err);
     const size_t ntasks = (n + TASK - 1) / TASK;

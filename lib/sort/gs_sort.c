@@ -110,7 +110,7 @@ int gs_sort_req_check(const gs_sort_req *r, gs_err *err)
                               "the %u bits of a %s key (0 <= begin_bit < end_bit <= %u)",
                               r->shape.begin_bit, r->shape.end_bit, kb,
                               gs_dtype_name(r->shape.dtype), kb);
-        if (r->shape.rows > 1 || r->shape.topk || r->shape.segments)
+        if (!gs_shape_flat(&r->shape))
             return gs_err_set(err, GS_EUNSUPPORTED, "sort request: a bit range sorts one flat "
                               "array, not rows, top-k or segments");
     }
