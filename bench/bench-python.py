@@ -7,7 +7,9 @@ np.argsort(kind="stable") and, where cupy imports, cupy from the same numpy
 array (cupy.asnumpy(cupy.sort(cupy.asarray(a))): upload, CUB, download),
 every answer checked against numpy's. gs.auto is a default Client, which
 sorts small arrays in the process when it measures that faster (issue 36;
-"where" says which route it settled on); the other gs columns always ask
+"where" says which route it settled on, and locally whether numpy's sort
+or libgsort's host sort in the process, found through $GSORT_LIBRARY or
+as libgsort.so.0); the other gs columns always ask
 the daemon (local=False). Needs a running gsortd (-S SOCKET or
 the default socket) and PYTHONPATH naming the python/ directory.
 --copy-bytes-per-thread sets how the client splits its copies over threads
@@ -76,9 +78,12 @@ def main():
           "%d bytes, %d CPUs)"
           % (dt, gsort.default_socket() if a.socket is None else a.socket, a.reps,
              np.__version__, gsort._COPY_BYTES_PER_THREAD, gsort._cpus()))
-    print("%-6s %10s %10s %10s %10s %10s %10s %10s %10s %10s %8s %7s  %s" % (
+    print("%-6s %10s %10s %10s %10s %10s %10s %10s %10s %10s %8s %11s  %s" % (
         "n", "np.sort", "cupy", "gs.sort", "gs.shared", "gs.inline", "np.argsort",
         "gs.argsort", "vs cupy", "gs.auto", "auto/np", "where", "device/algorithm/plan"))
+    print("# gs.auto's local sort: numpy's or libgsort's (%s)"
+          % ("found: " + str(gsort._native.library_path()) if gsort._native.available()
+             else "not used: " + gsort._native.why_not()))
     for lg in range(a.min_log2, a.max_log2 + 1):
         n = 1 << lg
         if dt.kind == "f":
@@ -123,9 +128,13 @@ def main():
         del xs
         t_in, got_in = timed(lambda: inl.sort(x, **kw), a.reps, warm=a.warm)
         # enough warm calls for the Router to time both routes (numpy only
-        # up to its try limit)
-        t_au, got_au = timed(lambda: auto.sort(x, **kw), a.reps, warm=max(3, a.warm))
+        # up to its try limit: the daemon three times, the local sort twice)
+        # and, locally, for its Pick to time numpy's and libgsort's sorts
+        # twice each
+        t_au, got_au = timed(lambda: auto.sort(x, **kw), a.reps, warm=max(10, a.warm))
         where = auto.last.get("where")
+        if where == "local":
+            where = "local:" + auto.last.get("algorithm", "?")
         t_npa = t_gsa = float("nan")
         refa = gota = None
         if lg <= a.argsort_max_log2:
@@ -144,7 +153,7 @@ def main():
         dev = last.get("device") or {}
         on = "host" if dev.get("index", -1) == -1 and not dev.get("name") else dev.get("name", "?")
         print("2^%-4d %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %9.2fx %10.3f "
-              "%7.2fx %7s  %s/%s/%s" % (
+              "%7.2fx %11s  %s/%s/%s" % (
                   lg, t_np, t_cp, t_gs, t_sh, t_in, t_npa, t_gsa, t_gs / t_cp, t_au, t_au / t_np,
                   where, on, last.get("algorithm"), last.get("plan")))
         if a.detail:

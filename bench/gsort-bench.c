@@ -57,6 +57,8 @@ static void usage(FILE *f)
             "                    (to time an edited kernel without rebuilding)\n"
             "  --cl-opts S       extra OpenCL compiler options for every build\n"
             "                    (e.g. -cl-nv-maxrregcount=64 -cl-nv-verbose)\n"
+            "  --min-chunk K     host: keys per chunk, at least, before a second thread\n"
+            "                    helps (default 262144; 0 keeps it)\n"
             "  --pairs M         radix, 32-bit keys with 32-bit values: 1 ranks each pair\n"
             "                    as one 64-bit word, 0 never, -1 the device's default\n"
             "  --topk K          top-k: only each row's first K of the order (K capped at\n"
@@ -256,7 +258,8 @@ static int stop(int *exit_code, int code)
 
 /* argv into *o (defaults first). 0 to run, or -1 with *exit_code 0 when
  * --help printed the usage and 2 on a usage error (said on stderr). Some
- * options take effect here (--verbose, --kernel-dir, --cl-opts, --pairs). */
+ * options take effect here (--verbose, --kernel-dir, --cl-opts, --pairs,
+ * --min-chunk). */
 static int parse_args(int argc, char **argv, bopts *o, int *exit_code)
 {
     *o = (bopts){ .devidx = -1, .algo_name = "radix", .dtype = GS_DT_U32,
@@ -319,6 +322,7 @@ static int parse_args(int argc, char **argv, bopts *o, int *exit_code)
         else if (!strcmp(a, "--kernel-dir")) { NEEDV(); gs_kern_set_dir(v); }
         else if (!strcmp(a, "--cl-opts")) { NEEDV(); gs_kern_set_opts(v); }
         else if (!strcmp(a, "--pairs")) { NEEDV(); gs_radix_force_pairs(atoi(v)); }
+        else if (!strcmp(a, "--min-chunk")) { NEEDV(); gs_host_force_min_chunk(strtoull(v, NULL, 10)); }
         else if (!strcmp(a, "--topk")) {
             NEEDV();
             o->topk = 1;

@@ -230,6 +230,22 @@ typedef struct gsort_request {
 void gsort_request_init(gsort_request *rq);
 int gsort_run(gsort_conn *c, const gsort_request *rq, gsort_result *res, gsort_error *err);
 
+/* Sort rq in this process with the daemon's host sort, without a
+ * connection or a daemon: what a call that sorts locally does (the result
+ * is the daemon's bit for bit), for a program that keeps its own route to
+ * the daemon (the Python client). One flat array of any dtype and values
+ * kind, sorted in place as gsort_run sorts it; flags GSORT_DESCENDING and
+ * GSORT_STABLE only, and no algorithm (but NULL, "auto" or "host"), params
+ * or device, else GSORT_EINVAL. threads: 1, the calling thread alone; 0,
+ * the machine's cores, each helping with a chunk of 2^18 keys or more; N,
+ * at most N. Helper threads are started in this process on first need,
+ * shared by every call, asleep when idle (a child after fork() starts its
+ * own). res (may be NULL) says plan "local", algorithm "host", device -1.
+ * GSORT_ENOMEM when the sort's scratch cannot be had, the arrays then as
+ * they were. */
+int gsort_local_run(const gsort_request *rq, unsigned threads, gsort_result *res,
+                    gsort_error *err);
+
 /* Rows: the n keys (and values) are `rows` equal rows of n / rows, laid
  * out one after another, and each row is sorted on its own, as a 2-D
  * array along its last axis (argsort indices count from 0 within each

@@ -403,7 +403,7 @@ static int sort_local(gsort_conn *c, const gsort_request *rq, int preserve_keys,
 /* The request checked before anything is sent or sorted: a known dtype,
  * values kind and flags, a size that can be addressed, arrays that are
  * there, apart, and inside their gsort_alloc blocks. */
-static int check_request(const gsort_request *rq, gsort_error *err)
+int lgs_check_request(const gsort_request *rq, gsort_error *err)
 {
     const lgs_dt *d = lgs_dt_of((int)rq->dtype);
     if (!d)
@@ -478,7 +478,7 @@ static int run_sort(gsort_conn *c, const gsort_request *rq, int preserve_keys, u
         return lgs_err_set(err, GSORT_EINVAL, "sort: no connection");
     if (!rq)
         return lgs_err_set(err, GSORT_EINVAL, "sort: no request");
-    int rc = check_request(rq, err);
+    int rc = lgs_check_request(rq, err);
     if (rc)
         return rc;
     if (rows > 1 && rq->n % rows)
@@ -650,7 +650,7 @@ int gsort_topk(gsort_conn *c, const gsort_request *rq, size_t rows, size_t k, vo
         q.values_kind = GSORT_VALUES_NONE;
         q.values = NULL;
     }
-    int rc = check_request(&q, err);
+    int rc = lgs_check_request(&q, err);
     if (rc)
         return rc;
     const lgs_dt *d = lgs_dt_of((int)rq->dtype);
@@ -771,7 +771,7 @@ int gsort_run_bits(gsort_conn *c, const gsort_request *rq, unsigned begin_bit,
         return lgs_err_set(err, GSORT_EINVAL, "sort: no request");
     const lgs_dt *d = lgs_dt_of((int)rq->dtype);
     if (!d)
-        return check_request(rq, err);      /* says which dtypes there are */
+        return lgs_check_request(rq, err);      /* says which dtypes there are */
     /* the daemon's rules (gs_proto_req.c), here before anything is sent */
     if (d->narrow || gs_dtype_row(d->dt)->kind == GS_KIND_FLOAT)
         return lgs_err_set(err, GSORT_EUNSUPPORTED, "sort: a bit range sorts 32- and 64-bit "

@@ -46,19 +46,35 @@ static void init(void)
 
 int lgs_inproc_sort(const gs_sort_req *req, double *ms, gs_err *err)
 {
+    return lgs_inproc_sort_threads(req, 1, ms, err);
+}
+
+int lgs_inproc_sort_threads(const gs_sort_req *req, unsigned threads, double *ms,
+                            gs_err *err)
+{
     pthread_once(&once, init);
     gs_sort_stats st;
-    int rc = gs_sort_run(&gs_algo_host, NULL, req, &one_thread, &st, err);
+    gs_params many;
+    const gs_params *p = &one_thread;
+    if (threads != 1) {
+        /* gsort_local_run's choice (a caller that keeps its own
+         * connection): the shared pool's helpers, started on first need */
+        gs_params_clear(&many);
+        if (threads)
+            gs_params_set(&many, "threads", threads);
+        p = &many;
+    }
+    int rc = gs_sort_run(&gs_algo_host, NULL, req, p, &st, err);
     *ms = st.wall_ms;
     return rc;
 }
 
-/* gs_narrow_run's sort of the words: this process's host sort. */
+/* gs_narrow_run's sort of the words: this process's host sort, on the
+ * threads *arg says. */
 static int narrow_words(void *arg, const gs_sort_req *req, gs_sort_stats *st, gs_err *err)
 {
     double ms = 0;
-    (void)arg;
-    int rc = lgs_inproc_sort(req, &ms, err);
+    int rc = lgs_inproc_sort_threads(req, *(const unsigned *)arg, &ms, err);
     st->wall_ms = ms;
     return rc;
 }
@@ -66,14 +82,22 @@ static int narrow_words(void *arg, const gs_sort_req *req, gs_sort_stats *st, gs
 int lgs_inproc_narrow(int nw, const gs_sort_req *req, uint32_t *words, double *ms,
                       gs_err *err)
 {
+    return lgs_inproc_narrow_threads(nw, req, words, 1, ms, err);
+}
+
+int lgs_inproc_narrow_threads(int nw, const gs_sort_req *req, uint32_t *words,
+                              unsigned threads, double *ms, gs_err *err)
+{
     gs_narrow_job jb;
     gs_narrow_job_init(&jb, nw, &req->shape, req->n, req->keys, req->values, words);
     jb.req.offsets = req->offsets;      /* segments */
-    jb.one_thread = 1;      /* no pool of threads in the caller's process */
+    /* gsort calls keep no pool of threads in the caller's process;
+     * gsort_local_run may ask for one */
+    jb.one_thread = threads == 1;
     jb.counting = 1;        /* keys alone: counted (gs_narrow_sort.h) */
     gs_sort_stats st;
     memset(&st, 0, sizeof st);
-    int rc = gs_narrow_run(&jb, narrow_words, NULL, &st, err);
+    int rc = gs_narrow_run(&jb, narrow_words, &threads, &st, err);
     *ms = st.wall_ms + st.pack_ms;
     return rc;
 }

@@ -119,6 +119,11 @@ int lgs_router_get(const lgs_router *r, unsigned shape, size_t n, double *loc, d
  * exactly as the daemon would. 0 or a GS_E* code; on failure the arrays
  * are as they were (only memory can run out). */
 int lgs_inproc_sort(const gs_sort_req *req, double *ms, gs_err *err);
+/* The same on up to `threads` threads of the host pool (the caller's
+ * included; 0: the host sort's default, the machine's cores; 1:
+ * lgs_inproc_sort). The result is the same on any number. */
+int lgs_inproc_sort_threads(const gs_sort_req *req, unsigned threads, double *ms,
+                            gs_err *err);
 /* The same for 8- or 16-bit keys of gs_narrow_dt nw (req: their count,
  * keys, values and shape; shape.dtype is ignored): encoded into the n
  * words at `words` (the caller's scratch), the words sorted by
@@ -126,6 +131,9 @@ int lgs_inproc_sort(const gs_sort_req *req, double *ms, gs_err *err);
  * (gs_narrow_run). The arrays are as they were on failure. */
 int lgs_inproc_narrow(int nw, const gs_sort_req *req, uint32_t *words, double *ms,
                       gs_err *err);
+/* lgs_inproc_narrow on up to `threads` threads (as lgs_inproc_sort_threads). */
+int lgs_inproc_narrow_threads(int nw, const gs_sort_req *req, uint32_t *words,
+                              unsigned threads, double *ms, gs_err *err);
 
 /* ---- the connection (gsort.c), shared with the lexsort (gsort_lex.c) ---- */
 struct gsort_conn {
@@ -170,6 +178,10 @@ LGS_HIDDEN void lgs_result_clear(gsort_result *res);
 LGS_HIDDEN void lgs_fill_local(gsort_result *res, double sort_ms, double t0);
 /* Ask the daemon its crossover per shape and tell the router (failures ignored). */
 LGS_HIDDEN void lgs_crossover_refresh(gsort_conn *c, double now);
+/* The request checked before anything is sent or sorted (known dtype,
+ * values kind and flags, an addressable size, arrays there, apart and
+ * inside their gsort_alloc blocks); 0 or GSORT_E* with err filled. */
+LGS_HIDDEN int lgs_check_request(const gsort_request *rq, gsort_error *err);
 /* Whether the call may be sorted in this process at all. */
 LGS_HIDDEN int lgs_local_allowed(const gsort_conn *c, const gsort_request *rq);
 

@@ -109,6 +109,7 @@ import weakref
 import numpy as np
 
 from . import _local
+from . import _native
 
 __all__ = [
     "Client", "Error", "NoDaemonError", "SUPPORTED_DTYPES", "default_socket",
@@ -780,7 +781,12 @@ class Client:
     order, NaNs and zeros included). local=False, or GSORT_NO_LOCAL=1 in
     the environment, always asks the daemon; so does any call that names
     an algorithm, params, a device or a split. c.last["where"] says which
-    ran it: "local" (then "algorithm" is "numpy") or "daemon".
+    ran it: "local" (then "algorithm" is "numpy" or "host") or "daemon".
+    A local sort of one flat array is numpy's or, where libgsort is found
+    (gsort._native: $GSORT_LIBRARY, else libgsort.so.0), the daemon's own
+    host sort linked into it ("host"), whichever the Client measured
+    faster for the request's shape and size; local_sort="numpy" or "host"
+    keeps to one (ValueError for "host" without the library).
 
     After each successful call c.last is the daemon's reply header (a
     dict, see gsort-protocol(7)); for a sort it says where the sort ran:
@@ -794,12 +800,22 @@ class Client:
     """
 
     def __init__(self, socket=None, timeout=None, memfd=None,
-                 keep_stage_bytes=_KEEP_STAGE_BYTES, local=None):
+                 keep_stage_bytes=_KEEP_STAGE_BYTES, local=None, local_sort=None):
         self.path = socket if socket is not None else default_socket()
         if local is None:
             local = os.environ.get("GSORT_NO_LOCAL", "") in ("", "0")
         self.local = bool(local)
         self.router = _local.Router()
+        if local_sort not in (None, "numpy", "host"):
+            raise ValueError("gsort: local_sort must be None (the faster, measured), "
+                             "\"numpy\" or \"host\" (libgsort's), not %r" % (local_sort,))
+        if local_sort == "host" and not _native.available():
+            raise ValueError("gsort: local_sort=\"host\" needs libgsort: %s"
+                             % _native.why_not())
+        # None: not decided yet (the library is looked for on the first
+        # local sort that could use it)
+        self.local_sort = local_sort
+        self._pick = _native.Pick()
         if timeout is not None and not timeout > 0:
             raise ValueError("gsort: timeout must be a positive number of seconds or None")
         self.timeout = timeout
@@ -1277,14 +1293,33 @@ class Client:
         self.last = {"where": "local", "algorithm": "numpy", "n": n,
                      "client_ms": (_perf_counter() - t0) * 1e3}
 
-    def _routed(self, shape, n, local, forced, here, there, only_here=None):
+    def _local_run(self, shape, n, here, native):
+        """One local sort: numpy's (here) or libgsort's (native, None
+        where it does not apply), as local_sort and the measured Pick say;
+        returns its name for c.last."""
+        how = self.local_sort
+        if native is None or how == "numpy" or (how is None and not _native.available()):
+            here()
+            return "numpy"
+        if how == "host":
+            native()
+            return "host"
+        host = self._pick.choose(shape, n)
+        t0 = _perf_counter()
+        native() if host else here()
+        self._pick.record(shape, n, host, (_perf_counter() - t0) * 1e3)
+        return "host" if host else "numpy"
+
+    def _routed(self, shape, n, local, forced, here, there, only_here=None, native=None):
         """One sort, here() in this process or there() through the daemon,
         as the Router picks for a call free to go either way (see the
         class's doc); the route's time is recorded only for such a call, as
         libgsort's twin does, and c.last says where it ran. only_here (the
         request's name, "rows", "topk"): a request gsortd does not take
         for these keys (8- and 16-bit keys in rows or top-k), sorted here
-        whatever local says, or refused when forced (_narrow_here)."""
+        whatever local says, or refused when forced (_narrow_here). native:
+        the same sort by libgsort's host sort, where it applies
+        (_local_run)."""
         if only_here:
             _narrow_here(shape[0], forced, only_here)
             self._here(n, here)
@@ -1294,11 +1329,13 @@ class Client:
             # the whole call costs numpy's sort and about a microsecond: a
             # small array's sort takes a few (issue 36)
             t0 = _perf_counter()
-            here()
+            algo = self._local_run(shape, n, here, native)
             ms = (_perf_counter() - t0) * 1e3
             if n >= _local.LOCAL_ALWAYS_BELOW:
-                self.router.record(shape, n, True, ms)
-            self.last = {"where": "local", "algorithm": "numpy", "n": n, "client_ms": ms}
+                # the local route at the pace of its faster sort (Pick's)
+                best = self._pick.best_ms(shape, n) if native is not None else None
+                self.router.record(shape, n, True, ms if best is None or ms < best else best)
+            self.last = {"where": "local", "algorithm": algo, "n": n, "client_ms": ms}
             return
         there()
         self.last["where"] = "daemon"
@@ -1356,17 +1393,23 @@ class Client:
                          lambda: self._run(a, "none", None, out, None, descending, stable,
                                            algorithm, params, device, split, bits=bits))
             return given if inplace else out
+        native = None
         if rows:
             def here():
                 _local.sort_rows(a16.reshape(shape), descending, out16.reshape(shape), bf16)
         else:
             def here():
                 _local.sort_keys(a16, descending, out16, bf16)
+
+            def native():
+                if out16 is not a16:
+                    out16[...] = a16
+                _native.run(wire, out16, descending=descending, stable=stable)
         self._routed((wire, "none", bool(descending), bool(stable), rows > 0), a.shape[0],
                      local, _forced(algorithm, params, device, split), here,
                      lambda: self._run(a16, "none", None, out16, None, descending, stable,
                                        algorithm, params, device, split, rows, wire=wire),
-                     "rows" if rows and a.dtype.itemsize <= _NARROW_BYTES else None)
+                     "rows" if rows and a.dtype.itemsize <= _NARROW_BYTES else None, native)
         if inplace:
             return given
         return out.reshape(shape) if len(shape) > 1 else out
@@ -1401,11 +1444,17 @@ class Client:
 
         def here():
             out.reshape(shape)[...] = _local.order(a.reshape(shape), descending, bf16)
+
+        def native():
+            # the keys' copy is sorted with the indices and dropped
+            _native.run(wire, a.copy(), _native.index_kind_of(out.dtype), out, descending,
+                        stable)
         self._routed((wire, "idx", bool(descending), bool(stable), rows > 0), n, local,
                      _forced(algorithm, params, device, split), here,
                      lambda: self._argsort_into(a, None, out, descending, stable, algorithm,
                                                 params, device, split, rows, wire),
-                     "rows" if rows and a.dtype.itemsize <= _NARROW_BYTES else None)
+                     "rows" if rows and a.dtype.itemsize <= _NARROW_BYTES else None,
+                     None if rows else native)
         return out.reshape(shape) if len(shape) > 1 else out
 
     def lexsort(self, keys, descending=False, index_dtype=np.int64, algorithm=None,
@@ -1770,13 +1819,20 @@ class Client:
                  _local.bits_order(k16, descending, *bits))
             ko16[...] = k16[i]      # fancy indexing copies first: safe in place
             vo[...] = values[i]
+
+        def native():
+            if ko16 is not k16:
+                ko16[...] = k16
+                vo[...] = values
+            _native.run(wire, ko16, _native.values_kind_of(vo), vo, descending, stable)
         # a range is timed apart from the plain sort of its shape (always stable)
         self._routed((wire, kind, bool(descending), bool(stable)) if bits is None else
                      (wire, kind, bool(descending), True, "bits"), keys.shape[0],
                      local, _forced(algorithm, params, device, split), here,
                      lambda: self._run(k16, kind, values.view(raw), ko16, vo.view(raw),
                                        descending, stable, algorithm, params, device, split,
-                                       wire=wire, bits=bits))
+                                       wire=wire, bits=bits), None,
+                     native if bits is None else None)
         return ko, vo
 
     def _sort_parts(self, keys, values=None, keys_out=True, stable=False):

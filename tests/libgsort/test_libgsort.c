@@ -1537,6 +1537,179 @@ static void test_router_rules(void)
     lgs_router_free(r);
 }
 
+/* gsort_local_run: sortcheck cases sorted with no connection, on one
+ * thread, on the pool's (0) and on two, against the reference (stable:
+ * the host sort is) and against the daemon's answer to the same input
+ * (GSORT_NO_LOCAL); then what it refuses, the arrays left as they were. */
+static void test_local_run(const dmn *d)
+{
+    gsort_conn *c = conn_or_bail(d->sock);
+    static const size_t sizes[] = { 0, 1, 300, 5000 };
+    static const unsigned threads[] = { 1, 0, 2 };
+    int bad = 0, runs = 0;
+    char first[700] = "";
+    uint64_t seed = 91;
+    for (int api = 0; api < A_COUNT; api++)
+        for (int t = 0; t < GS_DT_COUNT; t++)
+            for (int desc = 0; desc < 2; desc++)
+                for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+                    int isf = t == GS_DT_F32 || t == GS_DT_F64;
+                    size_t n = sizes[si];
+                    unsigned th = threads[(api + t + si) % 3];
+                    sc_case sc;
+                    gs_payload p = api_payload[api];
+                    if (sc_case_init(&sc, (gs_dtype)t, p, desc, n,
+                                     isf ? (si % 2 ? SC_NANMIX : SC_FSPECIAL) : SC_FEW16,
+                                     seed++) < 0)
+                        tap_bail("out of memory for a case");
+                    size_t kb = n * gs_dtype_size((gs_dtype)t), vb = n * gs_payload_size(p);
+                    char *dk = malloc(kb + 8), *dv = malloc(vb + 8);
+                    if (!dk || !dv)
+                        tap_bail("out of memory for a case");
+                    memcpy(dk, sc.req.keys, kb);
+                    if (vb)
+                        memcpy(dv, sc.req.values, vb);
+                    char why[600] = "";
+                    gsort_request rq;
+                    gsort_request_init(&rq);
+                    rq.dtype = (gsort_dtype)t;
+                    rq.n = n;
+                    rq.keys = sc.req.keys;
+                    rq.values_kind = (gsort_values)p;
+                    rq.values = sc.req.values;
+                    rq.flags = desc ? GSORT_DESCENDING : 0;
+                    gsort_result res;
+                    gsort_error err;
+                    int rc = gsort_local_run(&rq, th, &res, &err);
+                    int ok = rc == 0 && !strcmp(res.plan, "local") &&
+                             !strcmp(res.algorithm, "host") && res.device == -1;
+                    if (!ok)
+                        snprintf(why, sizeof why, "gsort_local_run: %s %.300s, plan '%.30s'",
+                                 gsort_strerror(rc), err.message, rc ? "" : res.plan);
+                    if (ok) {
+                        rq.keys = dk;
+                        rq.values = dv;
+                        rq.flags |= GSORT_NO_LOCAL;
+                        rc = gsort_run(c, &rq, &res, &err);
+                        ok = rc == 0 && memcmp(sc.req.keys, dk, kb) == 0 &&
+                             (!vb || memcmp(sc.req.values, dv, vb) == 0);
+                        if (!ok)
+                            snprintf(why, sizeof why, "the daemon's answer %.400s",
+                                     rc ? err.message : "differs");
+                    }
+                    if (ok)
+                        ok = sc_case_verify(&sc, 1, why, sizeof why);
+                    runs++;
+                    if (!ok && !bad++)
+                        snprintf(first, sizeof first, "%s %s desc=%d n=%zu threads=%u: %s",
+                                 gs_dtype_name((gs_dtype)t), gs_payload_name(p), desc, n, th,
+                                 why);
+                    free(dk);
+                    free(dv);
+                    sc_case_free(&sc);
+                }
+    tap_ok(!bad, "gsort_local_run: %d cases (every dtype, values kind, order; 1, 0 and 2 "
+           "threads) right and bit-identical to the daemon's%s%s", runs, bad ? ": " : "",
+           first);
+
+    /* past two chunks of 2^18 keys: the pool's helpers in this process */
+    {
+        size_t n = 600000;
+        sc_case sc;
+        if (sc_case_init(&sc, GS_DT_F32, GS_PL_U32, 1, n, SC_NANMIX, 5) < 0)
+            tap_bail("out of memory for a case");
+        gsort_request rq;
+        gsort_request_init(&rq);
+        rq.dtype = GSORT_F32;
+        rq.n = n;
+        rq.keys = sc.req.keys;
+        rq.values_kind = GSORT_VALUES_U32;
+        rq.values = sc.req.values;
+        rq.flags = GSORT_DESCENDING | GSORT_STABLE;
+        gsort_error err;
+        char why[600] = "";
+        int rc = gsort_local_run(&rq, 0, NULL, &err);
+        tap_ok(rc == 0 && sc_case_verify(&sc, 1, why, sizeof why), "gsort_local_run: 600000 "
+               "f32 keys with values on the pool's threads, res NULL: %s%s",
+               rc ? err.message : "right", why);
+        sc_case_free(&sc);
+    }
+
+    /* 8- and 16-bit keys: their words sorted and decoded, as gsort_run's */
+    {
+        size_t n = 3000;
+        uint16_t *h = malloc(n * 2), *h2 = malloc(n * 2);
+        uint64_t *ix = malloc(n * 8), *ix2 = malloc(n * 8);
+        if (!h || !h2 || !ix || !ix2)
+            tap_bail("out of memory");
+        uint64_t x = 77;
+        for (size_t i = 0; i < n; i++) {
+            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+            h[i] = (uint16_t)(x >> 40);
+        }
+        memcpy(h2, h, n * 2);
+        gsort_request rq;
+        gsort_request_init(&rq);
+        rq.dtype = GSORT_F16;
+        rq.n = n;
+        rq.keys = h;
+        rq.values_kind = GSORT_VALUES_IDX64;
+        rq.values = ix;
+        gsort_error err;
+        int rc = gsort_local_run(&rq, 1, NULL, &err);
+        rq.keys = h2;
+        rq.values = ix2;
+        rq.flags = GSORT_NO_LOCAL;
+        gsort_result res;
+        int rc2 = gsort_run(c, &rq, &res, &err);
+        tap_ok(rc == 0 && rc2 == 0 && !memcmp(h, h2, n * 2) && !memcmp(ix, ix2, n * 8),
+               "gsort_local_run: f16 keys (every bit pattern: NaNs, zeros) with indices, as "
+               "the daemon sorts them: %s", err.message);
+        free(h);
+        free(h2);
+        free(ix);
+        free(ix2);
+    }
+
+    /* refused before anything is written */
+    {
+        uint32_t k[8] = { 5, 3, 9, 1, 7, 2, 8, 4 }, k0[8], v[8] = { 0 };
+        memcpy(k0, k, sizeof k);
+        gsort_request rq;
+        gsort_request_init(&rq);
+        rq.keys = k;
+        rq.n = 8;
+        gsort_error err;
+        int rcs[6];
+        rcs[0] = gsort_local_run(NULL, 1, NULL, &err);
+        rq.flags = GSORT_SPLIT;
+        rcs[1] = gsort_local_run(&rq, 1, NULL, &err);
+        rq.flags = GSORT_NO_LOCAL;
+        rcs[2] = gsort_local_run(&rq, 1, NULL, &err);
+        rq.flags = 0;
+        rq.algorithm = "radix";
+        rcs[3] = gsort_local_run(&rq, 1, NULL, &err);
+        rq.algorithm = NULL;
+        rq.device = 0;
+        rcs[4] = gsort_local_run(&rq, 1, NULL, &err);
+        rq.device = -1;
+        rq.values_kind = GSORT_VALUES_U32;
+        rcs[5] = gsort_local_run(&rq, 1, NULL, &err);
+        int all = !memcmp(k, k0, sizeof k);
+        for (int i = 0; i < 6; i++)
+            all &= rcs[i] == GSORT_EINVAL;
+        rq.values = v;
+        rq.algorithm = "host";
+        int rc = gsort_local_run(&rq, 1, NULL, &err);
+        tap_ok(all && rc == 0 && k[0] == 1 && k[7] == 9 && v[0] == 0,
+               "gsort_local_run: no request, GSORT_SPLIT, GSORT_NO_LOCAL, an algorithm, a "
+               "device and values missing for their kind are GSORT_EINVAL, the keys as they "
+               "were; \"host\" is taken (%d %d %d %d %d %d; %d)", rcs[0], rcs[1], rcs[2],
+               rcs[3], rcs[4], rcs[5], rc);
+    }
+    gsort_close(c);
+}
+
 static void test_local(const dmn *d)
 {
     unsetenv("GSORT_NO_LOCAL");
@@ -2944,6 +3117,7 @@ int main(void)
     test_errors(&g_main);
     test_queries(&g_main);
     test_local(&g_main);
+    test_local_run(&g_main);
     tap_diag("routes, errors, queries: %.1f s", gs_now_s() - t0);
     test_matrix(&g_main);
     tap_diag("matrix: %.1f s", gs_now_s() - t0);

@@ -117,6 +117,16 @@ def random_keys(dt, n, special=False, signed_zeros=True):
     return a
 
 
+def vary_nans(x):
+    """Give a float array's NaNs several bit patterns (payloads, both
+    signs), in place; other dtypes are left as they are."""
+    if x.dtype.kind == "f":
+        u = x.view("u%d" % x.itemsize)
+        nans = np.flatnonzero(np.isnan(x))
+        u[nans[::2]] ^= u.dtype.type(1)
+        u[nans[1::3]] |= u.dtype.type(1) << u.dtype.type(8 * x.itemsize - 1)
+
+
 def nan_bits(a):
     u = a.view("u%d" % a.itemsize)
     return np.sort(u[np.isnan(a)])
@@ -992,6 +1002,7 @@ def main():
     narrow_checks(a_sock)
     lexsort_checks(a_sock, cm, ci)
     local_checks(a_sock)
+    native_checks(a_sock)
     bits_checks(a_sock, cm, ci)
 
 
@@ -1747,11 +1758,7 @@ def local_checks(sock):
     for dt in gsort.SUPPORTED_DTYPES:
         for n in (300, 5000):
             x = random_keys(dt, n, special=True)
-            if x.dtype.kind == "f":               # NaNs of several bit patterns
-                u = x.view("u%d" % x.itemsize)
-                nans = np.flatnonzero(np.isnan(x))
-                u[nans[::2]] ^= u.dtype.type(1)
-                u[nans[1::3]] |= u.dtype.type(1) << u.dtype.type(8 * x.itemsize - 1)
+            vary_nans(x)
             v = np.arange(n, dtype=np.float64) * 1.5
             for desc in (False, True):
                 def t_same():
@@ -1857,6 +1864,135 @@ def local_checks(sock):
           t_router)
     cd.close()
     cl.close()
+
+
+def native_checks(sock):
+    """libgsort's host sort in the process (python/gsort/_native.py, issue
+    36): found through $GSORT_LIBRARY (tests/support/pyenv.sh names the
+    build's), the daemon's answer bit for bit for every dtype, order,
+    stability and NaN case, on one thread and on the pool's; Pick keeps the
+    faster of numpy and it; local_sort picks one; a library that is not
+    there leaves numpy, saying why."""
+    from gsort import _native
+    ok(_native.available(), "libgsort's local sort loads from $GSORT_LIBRARY (%s): %s"
+       % (_native.library_path(), _native.why_not()))
+    cd = gsort.Client(sock, local=False)
+    ch = gsort.Client(sock, local=True, local_sort="host")
+    ch.router.choose = lambda shape, n: True        # every size here, not only < 256
+    cases = [(dt, None) for dt in gsort.SUPPORTED_DTYPES] + [(np.uint16, "bf16")]
+    for dt, kt in cases:
+        name = "bf16" if kt else np.dtype(dt).name
+        for n in (300, 5000):
+            if kt:
+                x = narrow_keys(NARROW[5], n)
+            else:
+                x = random_keys(dt, n, special=True)
+            vary_nans(x)
+            v = np.arange(n, dtype=np.float64) * 1.5
+            for desc in (False, True):
+                for stable in (False, True):
+                    def t_same():
+                        kw = dict(descending=desc, stable=stable, key_type=kt)
+                        r = (ch.sort(x, **kw), ch.last["algorithm"], ch.argsort(x, **kw),
+                             ch.last["algorithm"], ch.sort_by_key(x, v, **kw),
+                             ch.last["algorithm"],
+                             ch.argsort(x, index_dtype=np.uint32, **kw))
+                        e = (cd.sort(x, **kw), cd.argsort(x, **kw), cd.sort_by_key(x, v, **kw))
+                        return (r[1] == r[3] == r[5] == "host" and bits_equal(r[0], e[0]) and
+                                np.array_equal(r[2], e[1]) and
+                                bits_equal(r[4][0], e[2][0]) and bits_equal(r[4][1], e[2][1]) and
+                                r[6].dtype == np.uint32 and np.array_equal(r[6], e[1]),
+                                (r[1::2], r[0][:6], e[0][:6]))
+                    check("libgsort in process, %s n=%d descending=%s stable=%s: sort, "
+                          "argsort and sort_by_key bit-identical to the daemon's"
+                          % (name, n, desc, stable), t_same)
+
+    def t_threads():
+        # two chunks of 2^18 keys or more: the host pool's helpers in this process
+        n = 600000
+        x = random_keys(np.float32, n, special=True)
+        w = rng.integers(0, 1 << 62, n).astype(np.uint64)
+        r = ch.sort_by_key(x, w, descending=True)
+        e = cd.sort_by_key(x, w, descending=True)
+        y = random_keys(np.int64, n)
+        ri = ch.argsort(y)
+        return (ch.last["algorithm"] == "host" and bits_equal(r[0], e[0]) and
+                bits_equal(r[1], e[1]) and np.array_equal(ri, ref_argsort(y)), ch.last)
+    check("libgsort in process on the host pool (600000 keys): sort_by_key and argsort "
+          "equal to the daemon's", t_threads)
+
+    def t_inplace():
+        y = random_keys(np.float64, 1000, special=True)
+        ref = cd.sort(y)
+        r = ch.sort(y, inplace=True)
+        k = random_keys(np.int32, 1000)
+        w = np.arange(1000, dtype=np.int64)
+        rk = cd.sort_by_key(k, w)
+        pk, pv = ch.sort_by_key(k, w, inplace=True)
+        return (r is y and bits_equal(y, ref) and pk is k and pv is w and
+                bits_equal(k, rk[0]) and bits_equal(w, rk[1]) and
+                ch.last["algorithm"] == "host", ch.last)
+    check("libgsort in process, inplace=True: sort and sort_by_key write the arrays "
+          "themselves", t_inplace)
+
+    def t_refused():
+        k = np.arange(10, dtype=np.uint32)
+        e = raises(RuntimeError, _native.run, "u32", k, _native.VALUES_U32, None)
+        return (e is not None and "values is NULL" in str(e) and
+                np.array_equal(k, np.arange(10, dtype=np.uint32)), str(e))
+    check("libgsort's local sort refuses values missing for their kind (GSORT_EINVAL, "
+          "the keys as they were)", t_refused)
+
+    def t_pick():
+        p = _native.Pick()
+        sh = ("u32", "none", False, False, False)
+        seq = []
+        for host, ms in ((True, 5.0), (True, 2.0), (False, 1.0), (False, 1.2)):
+            seq.append(p.choose(sh, 4096))          # host twice, then numpy twice
+            p.record(sh, 4096, host, ms)
+        after = [p.choose(sh, 4096) for _ in range(_native.RETRY_EVERY)]
+        other = p.choose(sh, 1 << 20)               # another size: measured apart
+        return (seq == [True, True, False, False] and after.count(True) == 1 and
+                after.count(False) == _native.RETRY_EVERY - 1 and other is True and
+                abs(p.best_ms(sh, 4096) - 1.0) < 1e-9 and p.best_ms(sh, 1 << 20) is None,
+                (seq, after.count(True), p.table()))
+    check("Pick: libgsort's sort timed twice, then numpy's, the faster kept (numpy "
+          "here), the slower retried 1 in %d; sizes apart; best_ms the faster's"
+          % _native.RETRY_EVERY, t_pick)
+
+    def t_numpy_only():
+        cn = gsort.Client(sock, local=True, local_sort="numpy")
+        cn.router.choose = lambda shape, n: True
+        x = random_keys(np.uint32, 5000)
+        r = cn.sort(x)
+        a = cn.last["algorithm"]
+        cn.close()
+        e = raises(ValueError, gsort.Client, sock, local_sort="qsort")
+        return bits_equal(r, np.sort(x)) and a == "numpy" and e is not None, (a, e)
+    check("local_sort=\"numpy\" keeps numpy's sort; another name is a ValueError",
+          t_numpy_only)
+
+    def t_missing():
+        code = ("import gsort, sys; from gsort import _native as n; c = None\n"
+                "try:\n    gsort.Client(sys.argv[1], local_sort='host')\n"
+                "except ValueError as e:\n    c = str(e)\n"
+                "x = gsort.Client(sys.argv[1], local=True)\n"
+                "import numpy as np; r = x.sort(np.arange(100, 0, -1, dtype=np.uint32))\n"
+                "print(n.available(), x.last['algorithm'], bool(c), int(r[0]), n.why_not())")
+        out = []
+        for val in ("none", "/nonexistent/libgsort.so.0"):
+            with env_set("GSORT_LIBRARY", val):
+                p = subprocess.run([sys.executable, "-c", code, sock], capture_output=True,
+                                   text=True, timeout=60)
+            out.append((p.returncode, p.stdout.strip(), p.stderr[-300:]))
+        return (out[0][0] == 0 and out[0][1].startswith("False numpy True 1 GSORT_LIBRARY=none")
+                and out[1][0] == 0 and out[1][1].startswith("False numpy True 1 cannot load "
+                                                              "/nonexistent/libgsort.so.0"),
+                out)
+    check("GSORT_LIBRARY=none, or a library that is not there: numpy sorts locally, "
+          "local_sort=\"host\" is a ValueError saying why", t_missing)
+    cd.close()
+    ch.close()
 
 
 # ---- bit ranges (begin_bit/end_bit) ----

@@ -28,6 +28,8 @@ gs_pick_python() {
 # gs_run_python PROGRAM [ARGS]: exec $py on it. GSORT_NO_LOCAL=1: every
 # sort goes to the daemon under test unless a check asks for the local path
 # (Client(local=True)); otherwise the client's own timing would decide.
+# GSORT_LIBRARY: the build's libgsort, whose host sort the client's local
+# route uses (python/gsort/_native.py).
 gs_run_python() {
   mkdir -p "$BUILDDIR/tests/pcache"
   # No __pycache__ in the source tree (read-only under distcheck anyway).
@@ -36,5 +38,6 @@ gs_run_python() {
   GSORTD="$(cd "$BUILDDIR/daemon" && pwd)/gsortd" \
   GSORT_PCACHE="$(cd "$BUILDDIR/tests/pcache" && pwd)" \
   GSORT_NO_LOCAL=1 \
+  GSORT_LIBRARY="$(cd "$BUILDDIR/libgsort/.libs" && pwd)/libgsort.so.0" \
     exec "$py" "$@"
 }

@@ -1,0 +1,196 @@
+"""libgsort's host sort in this process, through ctypes (issue 36): the
+second local sort a Client can take besides numpy's, the daemon's own host
+sort linked into libgsort (gsort_local_run), which gives the daemon's
+answer bit for bit. Where numpy's sort is a scalar introsort (no AVX-512:
+np.sort of 2^16 uint32 keys 3.5 ms on the 2-core test machine) it is 3-10x
+faster; from two chunks of 2^18 keys it takes the machine's cores. Where
+numpy has AVX-512 sorts, numpy is the faster below some size, so Pick
+times the two per request shape and size and keeps the faster.
+
+The library: $GSORT_LIBRARY when set (a path; "none" turns this off), else
+libgsort.so.0 where the dynamic loader finds it (installed and ldconfig'd,
+or on LD_LIBRARY_PATH). A libgsort without gsort_local_run (older than
+this client) counts as none: the Client then sorts locally with numpy
+alone. Flat arrays of every key dtype with values of 4 or 8 bytes, or
+indices; rows, segments, bit ranges and top-k stay with numpy here."""
+
+import ctypes
+import os
+import threading
+
+import numpy as np
+
+# gsort_dtype (include/gsort.h) per protocol name
+_DTYPE = {"u32": 0, "i32": 1, "f32": 2, "u64": 3, "i64": 4, "f64": 5,
+          "u8": 6, "i8": 7, "u16": 8, "i16": 9, "f16": 10, "bf16": 11}
+VALUES_NONE, VALUES_U32, VALUES_U64, VALUES_IDX32, VALUES_IDX64 = range(5)
+_DESCENDING, _STABLE = 1, 2
+
+
+class _Request(ctypes.Structure):
+    _fields_ = [("dtype", ctypes.c_int), ("n", ctypes.c_size_t), ("keys", ctypes.c_void_p),
+                ("values_kind", ctypes.c_int), ("values", ctypes.c_void_p),
+                ("flags", ctypes.c_uint), ("algorithm", ctypes.c_char_p),
+                ("params", ctypes.c_char_p), ("device", ctypes.c_int)]
+
+
+class _Error(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_int), ("message", ctypes.c_char * 1024)]
+
+
+_lock = threading.Lock()
+_state = {"tried": False, "fn": None, "why": "not loaded yet", "path": None}
+
+
+def _load():
+    want = os.environ.get("GSORT_LIBRARY", "")
+    if want.lower() == "none":
+        return None, "GSORT_LIBRARY=none", None
+    path = want or "libgsort.so.0"
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError as e:
+        return None, "cannot load %s: %s" % (path, e), path
+    try:
+        fn = lib.gsort_local_run
+    except AttributeError:
+        return None, "%s has no gsort_local_run (older than this client)" % path, path
+    fn.argtypes = [ctypes.POINTER(_Request), ctypes.c_uint, ctypes.c_void_p,
+                   ctypes.POINTER(_Error)]
+    fn.restype = ctypes.c_int
+    return fn, None, path
+
+
+def available():
+    """Whether libgsort's local sort was found (loaded on the first ask)."""
+    if not _state["tried"]:
+        with _lock:
+            if not _state["tried"]:
+                fn, why, path = _load()
+                _state.update(fn=fn, why=why, path=path, tried=True)
+    return _state["fn"] is not None
+
+
+def why_not():
+    """Why available() is False (None when it is True)."""
+    available()
+    return _state["why"]
+
+
+def library_path():
+    """The library asked for ($GSORT_LIBRARY or libgsort.so.0); None when off."""
+    available()
+    return _state["path"]
+
+
+# one request and error record per thread: ctypes structures cost a
+# microsecond or two to make, a tenth of numpy's sort of 1024 keys
+_tls = threading.local()
+
+
+def run(wire, keys, values_kind=VALUES_NONE, values=None, descending=False, stable=False,
+        threads=0):
+    """Sort keys (a writable C-contiguous 1-D array of the protocol's dtype
+    `wire`; bf16 keys as uint16 words) in place with libgsort's host sort,
+    values (4- or 8-byte values, or the index array to fill) with them.
+    threads: 0, the machine's cores for large arrays; 1, this thread.
+    Raises RuntimeError (with the library's message) on failure, the arrays
+    then as they were."""
+    r = getattr(_tls, "r", None)
+    if r is None:
+        r = _tls.r = _Request()
+        _tls.e = _Error()
+        r.device = -1
+    r.dtype = _DTYPE[wire]
+    r.n = keys.shape[0]
+    r.keys = keys.ctypes.data
+    r.values_kind = values_kind
+    r.values = values.ctypes.data if values is not None else None
+    r.flags = (_DESCENDING if descending else 0) | (_STABLE if stable else 0)
+    e = _tls.e
+    fn = _state["fn"]
+    if fn is None:
+        if not available():
+            raise RuntimeError("gsort: libgsort's local sort: %s" % why_not())
+        fn = _state["fn"]
+    rc = fn(r, threads, None, e)
+    if rc:
+        raise RuntimeError("gsort_local_run: %s (%d)" % (e.message.decode(errors="replace"), rc))
+
+
+def values_kind_of(values):
+    """The values kind that carries an array of these values along, or None
+    for a width libgsort does not carry (then numpy sorts them)."""
+    size = values.dtype.itemsize
+    return VALUES_U32 if size == 4 else VALUES_U64 if size == 8 else None
+
+
+def index_kind_of(dt):
+    """The indices kind for an index array of dtype dt (4 or 8 bytes)."""
+    return VALUES_IDX32 if dt.itemsize == 4 else VALUES_IDX64
+
+
+# ---- which local sort: numpy's or this one ----
+
+# Each local sort is timed this many times at a size (this one's first,
+# then numpy's) before the faster is kept: a first call is often cold (a
+# new size's scratch, the helper threads' start).
+SAMPLES = 2
+# Of this many local calls at a size, one goes to the slower sort, to notice
+# when it becomes the faster.
+RETRY_EVERY = 64
+
+
+class Pick:
+    """Per request shape and power-of-two size bucket: numpy's local sort
+    or libgsort's, whichever measured faster (ms per key: the fastest of
+    the first SAMPLES, then exponential averages); [numpy, host, local
+    calls, numpy samples, host samples]."""
+
+    def __init__(self):
+        self._t = {}
+
+    def choose(self, shape, n):
+        """True: libgsort's sort; False: numpy's."""
+        b = (n - 1).bit_length() if n > 1 else 0
+        cur = self._t.get((shape, b))
+        if cur is None:
+            return True
+        if cur[4] < SAMPLES:
+            return True
+        if cur[3] < SAMPLES:
+            return False
+        cur[2] += 1
+        win = cur[1] <= cur[0]
+        return (not win) if cur[2] % RETRY_EVERY == 0 else win
+
+    def record(self, shape, n, host, ms):
+        b = (n - 1).bit_length() if n > 1 else 0
+        key = (shape, b)
+        cur = self._t.get(key)
+        if cur is None:
+            cur = self._t[key] = [None, None, 0, 0, 0]
+        i = 1 if host else 0
+        v = (ms if ms > 0.0 else 0.0) / max(n, 1)
+        old = cur[i]
+        if cur[3 + i] < SAMPLES:
+            cur[i] = v if old is None or v < old else old
+        else:
+            cur[i] = 0.75 * old + 0.25 * min(v, 2.0 * old)
+        cur[3 + i] += 1
+
+    def best_ms(self, shape, n):
+        """n keys' time by the faster local sort measured at n's size (ms),
+        or None: what the local route costs once Pick has settled, so that
+        the Router does not weigh the local route by the slower sort's
+        samples."""
+        b = (n - 1).bit_length() if n > 1 else 0
+        cur = self._t.get((shape, b))
+        if cur is None:
+            return None
+        v = [x for x in cur[:2] if x is not None]
+        return min(v) * n if v else None
+
+    def table(self):
+        """{(shape, bucket): (numpy ms/key, host ms/key)} as measured."""
+        return {k: (v[0], v[1]) for k, v in self._t.items()}
