@@ -418,14 +418,6 @@ static int narrow_words(void *arg, const gs_sort_req *req, gs_sort_stats *st, gs
     return gs_sort_run(arg, NULL, req, NULL, st, err);
 }
 
-/* --top on 8- or 16-bit keys: no select for them (neither here nor in the
- * daemon), so all of them are sorted, stably (the top K are a stable
- * sort's first K), and the first K written. */
-static int narrow_top(const opts *o)
-{
-    return o->top && gsc_type_narrow(o->dtype);
-}
-
 static int sort_local(const opts *o, void *keys, size_t n, uint64_t *idx, size_t k,
                       gs_err *err)
 {
@@ -438,8 +430,8 @@ static int sort_local(const opts *o, void *keys, size_t n, uint64_t *idx, size_t
         .shape = { .dtype = nw ? GS_DT_U32 : (gs_dtype)o->dtype,
                    .payload = o->argsort ? GS_PL_IDX64 : GS_PL_NONE,
                    .descending = o->reverse,
-                   .stable = o->stable || narrow_top(o),
-                   .topk = o->top && !nw, .k = k,
+                   .stable = o->stable,
+                   .topk = o->top, .k = k,
                    .begin_bit = o->bits ? o->bit_lo : 0, .end_bit = o->bits ? o->bit_hi : 0 },
         .n = n,
         .keys = keys,
@@ -575,7 +567,7 @@ static int run(const opts *o)
         rq.values_kind = o->argsort ? GSORT_VALUES_IDX64 : GSORT_VALUES_NONE;
         rq.values = idx;
         rq.flags = (o->reverse ? GSORT_DESCENDING : 0) |
-                   (o->stable || narrow_top(o) ? GSORT_STABLE : 0) |
+                   (o->stable ? GSORT_STABLE : 0) |
                    (o->inline_ ? GSORT_INLINE : 0);
         rq.algorithm = o->algorithm;
         rq.params = o->params;
@@ -584,7 +576,7 @@ static int run(const opts *o)
          * was read (idle_timeout, a restart) before it sends; a daemon gone
          * for good is ENODAEMON, which --fallback-local turns into a local
          * sort. */
-        if ((o->top && !narrow_top(o) ? gsort_topk(c, &rq, 1, k, keys, idx, &res, &ge)
+        if ((o->top ? gsort_topk(c, &rq, 1, k, keys, idx, &res, &ge)
              : o->bits ? gsort_run_bits(c, &rq, o->bit_lo, o->bit_hi, &res, &ge)
                     : gsort_run(c, &rq, &res, &ge)) < 0) {
             if (ge.code != GSORT_ENODAEMON) {
