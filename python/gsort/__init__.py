@@ -37,11 +37,9 @@ is not needed otherwise), or a uint16 or int16 array holding bfloat16
 words with key_type="bf16" (sort, argsort, sort_by_key, topk and the
 segment sorts; the result's keys keep the array's dtype). Any other
 dtype is a TypeError. gsortd sorts 8- and 16-bit keys ("u8", "i8",
-"u16", "i16", "f16", "bf16" on the wire) as one flat array, with or
-without values; rows of them (2-D arrays), top-k and segments are done
-in this process (numpy, the same order), whatever local says, and naming
-a route for those (algorithm, params, device, split) is a gsort.Error
-GS_EUNSUPPORTED. sort() and argsort() sort an array of two or more
+"u16", "i16", "f16", "bf16" on the wire) as their order-keeping 32-bit
+words, flat, in rows, as top-k and in segments, with or without values.
+sort() and argsort() sort an array of two or more
 dimensions along its last axis, each row on its own, in one request
 (np.sort(a, axis=-1)), and topk() takes each row's k largest or smallest
 (torch.topk, issue 38); another axis is a ValueError (np.moveaxis puts
@@ -229,11 +227,6 @@ def _wire_dtype(dt):
                     % (what, ", ".join(SUPPORTED_DTYPES)))
 
 
-# Keys of at most this many bytes (8- and 16-bit keys, issue 39) the daemon
-# sorts flat only: rows, top-k and segments of them are sorted here.
-_NARROW_BYTES = 2
-
-
 def _key_wire(dt, key_type):
     """(wire name, bf16): the protocol's name for keys of dtype dt read as
     key_type (None: as dt says; "bf16": a uint16 or int16 array's words as
@@ -256,19 +249,6 @@ def _key_wire(dt, key_type):
 def _bits16(a, bf16):
     """a itself, or its uint16 view when its keys are bfloat16 words."""
     return a.view(np.uint16) if bf16 and a is not None else a
-
-
-def _narrow_here(wire, forced, what):
-    """For rows, top-k and segments of 8- or 16-bit keys, which this client
-    sorts in its own process (gsortd takes them; the client does not send
-    them yet): a named route
-    (algorithm, params, device, split) is a gsort.Error GS_EUNSUPPORTED,
-    before anything is sent; otherwise the call sorts in this process."""
-    if forced:
-        raise Error("GS_EUNSUPPORTED",
-                    "%s of %s keys: this client sorts rows, top-k and segments of 8- and "
-                    "16-bit keys in its own process, so algorithm, params, device and split "
-                    "cannot apply (leave them out)" % (what, wire))
 
 
 def _as_1d(a, what):
@@ -1310,20 +1290,12 @@ class Client:
         self._pick.record(shape, n, host, (_perf_counter() - t0) * 1e3)
         return "host" if host else "numpy"
 
-    def _routed(self, shape, n, local, forced, here, there, only_here=None, native=None):
+    def _routed(self, shape, n, local, forced, here, there, native=None):
         """One sort, here() in this process or there() through the daemon,
         as the Router picks for a call free to go either way (see the
         class's doc); the route's time is recorded only for such a call, as
-        libgsort's twin does, and c.last says where it ran. only_here (the
-        request's name, "rows", "topk"): a request gsortd does not take
-        for these keys (8- and 16-bit keys in rows or top-k), sorted here
-        whatever local says, or refused when forced (_narrow_here). native:
-        the same sort by libgsort's host sort, where it applies
-        (_local_run)."""
-        if only_here:
-            _narrow_here(shape[0], forced, only_here)
-            self._here(n, here)
-            return
+        libgsort's twin does, and c.last says where it ran. native: the
+        same sort by libgsort's host sort, where it applies (_local_run)."""
         free = (self.local if local is None else bool(local)) and not forced
         if free and self.router.choose(shape, n):
             # the whole call costs numpy's sort and about a microsecond: a
@@ -1366,10 +1338,7 @@ class Client:
         key_type: None (the keys are what their dtype says) or "bf16": a
         uint16 or int16 array's words are bfloat16 values, sorted as those
         (the result keeps a's dtype); an array of ml_dtypes.bfloat16 needs
-        no key_type. 8- and 16-bit keys of two or more dimensions are
-        sorted in this process, whatever local says (gsortd sorts them as
-        one flat array only); naming a route for them (algorithm, params,
-        device, split) is a gsort.Error GS_EUNSUPPORTED.
+        no key_type.
         begin_bit, end_bit: sort by bits [begin_bit, end_bit) of each key's
         order code alone (see the module's doc; either may be left out: 0
         and the key's width), stably; uint32, int32, uint64 and int64 keys
@@ -1409,7 +1378,7 @@ class Client:
                      local, _forced(algorithm, params, device, split), here,
                      lambda: self._run(a16, "none", None, out16, None, descending, stable,
                                        algorithm, params, device, split, rows, wire=wire),
-                     "rows" if rows and a.dtype.itemsize <= _NARROW_BYTES else None, native)
+                     native)
         if inplace:
             return given
         return out.reshape(shape) if len(shape) > 1 else out
@@ -1453,7 +1422,6 @@ class Client:
                      _forced(algorithm, params, device, split), here,
                      lambda: self._argsort_into(a, None, out, descending, stable, algorithm,
                                                 params, device, split, rows, wire),
-                     "rows" if rows and a.dtype.itemsize <= _NARROW_BYTES else None,
                      None if rows else native)
         return out.reshape(shape) if len(shape) > 1 else out
 
@@ -1650,9 +1618,7 @@ class Client:
         sort(); the local path (numpy, a sampled bound and a partition of
         the few keys within it) gives the same answer. An array of no keys is answered
         here, with no request. 8- and 16-bit keys (key_type as for sort())
-        are selected in this process, whatever local says (gsortd takes no
-        top-k of them); naming a route for them is a gsort.Error
-        GS_EUNSUPPORTED.
+        too: the daemon selects their order-keeping 32-bit words.
         """
         a, rows, shape = _rows_of(a, axis, "the array")
         wire, bf16 = _key_wire(a.dtype, key_type)
@@ -1684,20 +1650,13 @@ class Client:
                           _local._bucket(k)), n, local, forced, here,
                          lambda: self._run(_bits16(a, bf16), kind, None, _bits16(vals, bf16),
                                            idx, bool(largest), forced, algorithm, params,
-                                           device, None, rows, k, not sorted, wire=wire),
-                         "topk" if a.dtype.itemsize <= _NARROW_BYTES else None)
+                                           device, None, rows, k, not sorted, wire=wire))
         return vals.reshape(out_shape), idx.reshape(out_shape)
 
     def _segmented(self, a, offsets, local, forced, here, there, wire=None):
         """A segments call: here() in this process when it may sort here
         (the daemon would sort the segments on its host cores too, as
-        libgsort decides), else there() through the daemon. 8- and 16-bit
-        keys always here (gsortd takes no segments of them; a named route
-        is refused, _narrow_here)."""
-        if a.dtype.itemsize <= _NARROW_BYTES:
-            _narrow_here(wire or _wire_dtype(a.dtype), forced, "segments")
-            self._here(a.shape[0], here)
-            return
+        libgsort decides), else there() through the daemon."""
         if (self.local if local is None else bool(local)) and not forced:
             self._here(a.shape[0], here)
             return
@@ -1715,9 +1674,7 @@ class Client:
         segments on its host cores, so a call free to sort here (local, as
         for sort()) does; algorithm, params or device name a route, which
         sorts them one after another. 8- and 16-bit keys (key_type as for
-        sort()) are sorted here whatever local says (gsortd takes no
-        segments of them); naming a route for them is a gsort.Error
-        GS_EUNSUPPORTED.
+        sort()) too, as their order-keeping 32-bit words in the daemon.
         """
         a = _as_1d(a, "the array")
         wire, bf16 = _key_wire(a.dtype, key_type)
@@ -1831,7 +1788,7 @@ class Client:
                      local, _forced(algorithm, params, device, split), here,
                      lambda: self._run(k16, kind, values.view(raw), ko16, vo.view(raw),
                                        descending, stable, algorithm, params, device, split,
-                                       wire=wire, bits=bits), None,
+                                       wire=wire, bits=bits),
                      native if bits is None else None)
         return ko, vo
 

@@ -1391,8 +1391,9 @@ def narrow_checks(sock):
     values against narrow_ref, bits compared: through the daemon
     (Client(local=False), memfd and inline: the reply names the wire
     dtype) and in the process (Client(local=True)); rows, top-k and
-    segments, which gsortd does not take for them, in the process whatever
-    local says, a named route refused; key_type's errors."""
+    segments by the daemon (local=False, a named route) and in the
+    process (local=True, which cl's router always takes); key_type's
+    errors."""
     cd = gsort.Client(sock, local=False)
     cdi = gsort.Client(sock, local=False, memfd=False)
     cl = gsort.Client(sock, local=True)
@@ -1572,15 +1573,14 @@ def narrow_checks(sock):
                 for desc in (False, True):
                     wi = np.stack([narrow_ref(kind, r, desc) for r in rows]).reshape(shape)
                     want = np.take_along_axis(a, wi, -1)
-                    for loc in (False, True, None):
-                        s = cd.sort(a, descending=desc, local=loc, key_type=kt)
-                        w1 = cd.last["where"]
-                        i = cd.argsort(a, descending=desc, stable=True, local=loc,
-                                       key_type=kt)
-                        w2 = cd.last["where"]
+                    for c, where in ((cd, "daemon"), (cdi, "daemon"), (cl, "local")):
+                        s = c.sort(a, descending=desc, key_type=kt)
+                        w1 = c.last["where"]
+                        i = c.argsort(a, descending=desc, stable=True, key_type=kt)
+                        w2 = c.last["where"]
                         if not (s.shape == shape and bits_equal(s, want) and
-                                np.array_equal(i, wi) and w1 == w2 == "local"):
-                            bad.append((label, shape, desc, loc, w1, w2))
+                                np.array_equal(i, wi) and w1 == w2 == where):
+                            bad.append((label, shape, desc, where, w1, w2))
                 b = a.copy()
                 r = cd.sort(b, inplace=True, key_type=kt, local=False)
                 if not (r is b and bits_equal(b, np.take_along_axis(
@@ -1588,9 +1588,9 @@ def narrow_checks(sock):
                         -1))):
                     bad.append((label, shape, "inplace"))
         return not bad, bad[:6]
-    check("2-D and 3-D arrays of 8- and 16-bit keys along the last axis: sorted in the "
-          "process even with local=False (gsortd takes no rows of them), every row right, "
-          "argsort within the row, both orders, in place", t_rows)
+    check("2-D and 3-D arrays of 8- and 16-bit keys along the last axis: by the daemon "
+          "(memfd, inline) and in the process, every row right, argsort within the row, "
+          "both orders, in place", t_rows)
 
     def t_topk():
         bad = []
@@ -1603,8 +1603,9 @@ def narrow_checks(sock):
                     ref = np.stack([narrow_ref(kind, r, largest) for r in rows])
                     for k in (0, 1, 7, 200, shape[-1]):
                         for ordered in (True, False):
-                            v, i = cd.topk(a, k, largest=largest, sorted=ordered,
-                                           local=False, key_type=kt)
+                            c, where = ((cd, "daemon"), (cdi, "daemon"),
+                                        (cl, "local"))[(k + ordered) % 3]
+                            v, i = c.topk(a, k, largest=largest, sorted=ordered, key_type=kt)
                             ri = ref[:, :k]
                             ii = i.reshape(ri.shape)
                             if not ordered:
@@ -1613,13 +1614,14 @@ def narrow_checks(sock):
                             good = (v.dtype == a.dtype and v.shape == shape[:-1] + (k,) and
                                     np.array_equal(ii, ri) and
                                     bits_equal(v, np.take_along_axis(a, i, -1)) and
-                                    cd.last["where"] == "local")
+                                    (k == 0 and shape[0] == 0 or c.last["where"] == where))
                             if not good:
-                                bad.append((label, shape, largest, k, ordered))
+                                bad.append((label, shape, largest, k, ordered, where,
+                                            c.last["where"]))
         return not bad, bad[:6]
     check("topk of 8- and 16-bit keys (1-D of 100003, 50 rows of 300), k 0/1/7/200/all, "
           "largest and smallest, sorted and not: a stable order's first k (NaNs first "
-          "largest), in the process even with local=False", t_topk)
+          "largest), by the daemon (memfd, inline) and in the process", t_topk)
 
     def t_segments():
         bad = []
@@ -1634,44 +1636,47 @@ def narrow_checks(sock):
                                      for g in range(len(lens))]).astype(np.int64)
                 want = np.concatenate([a[off[g]:off[g + 1]][wi[off[g]:off[g + 1]]]
                                        for g in range(len(lens))])
-                for loc in (False, True):
-                    s = cd.sort_segments(a, off, descending=desc, local=loc, key_type=kt)
-                    w1 = cd.last["where"]
-                    i = cd.argsort_segments(a, off, descending=desc, stable=True, local=loc,
-                                            key_type=kt)
-                    w2 = cd.last["where"]
+                for c, where in ((cd, "daemon"), (cdi, "daemon"), (cl, "local")):
+                    s = c.sort_segments(a, off, descending=desc, key_type=kt)
+                    w1 = c.last["where"]
+                    i = c.argsort_segments(a, off, descending=desc, stable=True, key_type=kt)
+                    w2 = c.last["where"]
                     if not (bits_equal(s, want) and np.array_equal(i, wi) and
-                            w1 == w2 == "local"):
-                        bad.append((label, desc, loc, w1, w2))
+                            w1 == w2 == where):
+                        bad.append((label, desc, where, w1, w2))
         return not bad, bad[:6]
     check("sort_segments and argsort_segments of 8- and 16-bit keys: each segment right, "
-          "in the process even with local=False", t_segments)
+          "by the daemon (memfd, inline) and in the process", t_segments)
 
     def t_forced():
-        # rows, top-k and segments of narrow keys with a named route: a
-        # gsort.Error GS_EUNSUPPORTED, nothing sent; flat sorts go through
+        # rows, top-k and segments of narrow keys with a named route: the
+        # daemon's, on the client that would sort them here
         sorts0 = cd.stats()["requests"]["by_op"]["sort"]
-        a2 = np.arange(24, dtype=np.uint16).reshape(4, 6)
-        b = np.arange(10, dtype=np.int8)
-        errs = [
-            raises(gsort.Error, cd.sort, a2, algorithm="host"),
-            raises(gsort.Error, cd.argsort, a2, device=0),
-            raises(gsort.Error, cd.sort, a2.astype(np.float16), split=True),
-            raises(gsort.Error, cd.topk, b, 3, algorithm="host"),
-            raises(gsort.Error, cd.topk, a2, 3, device=0, key_type="bf16"),
-            raises(gsort.Error, cd.sort_segments, b, [0, 4, 10], algorithm="host"),
-            raises(gsort.Error, cd.argsort_segments, b, [0, 4, 10], params={"threads": 1},
-                   algorithm="host"),
+        a2 = np.arange(24, dtype=np.uint16)[::-1].reshape(4, 6).copy()
+        b = np.arange(10, dtype=np.int8)[::-1].copy()
+        got = [
+            (cl.sort(a2, algorithm="host"), cl.last["where"]),
+            (cl.argsort(a2, algorithm="host"), cl.last["where"]),
+            (cl.topk(b, 3, algorithm="host")[0], cl.last["where"]),
+            (cl.topk(a2, 3, params={"threads": 2}, algorithm="host", key_type="bf16")[1],
+             cl.last["where"]),
+            (cl.sort_segments(b, [0, 4, 10], algorithm="host"), cl.last["where"]),
+            (cl.argsort_segments(b, [0, 4, 10], params={"threads": 1}, algorithm="host"),
+             cl.last["where"]),
         ]
+        want = [np.sort(a2, axis=-1), np.argsort(a2, axis=-1, kind="stable"),
+                np.array([9, 8, 7], np.int8),
+                np.argsort(-a2.view(np.int16).astype(np.int64), axis=-1,
+                           kind="stable")[:, :3],
+                np.concatenate([np.sort(b[:4]), np.sort(b[4:])]),
+                np.concatenate([np.argsort(b[:4], kind="stable"),
+                                np.argsort(b[4:], kind="stable")])]
         sorts1 = cd.stats()["requests"]["by_op"]["sort"]
-        s = cd.sort(b[::-1], algorithm="host")
-        return (all(e is not None and e.code == "GS_EUNSUPPORTED" and not e.daemon
-                    for e in errs) and sorts1 == sorts0 and list(s) == list(range(10)) and
-                cd.last["algorithm"] == "host" and cd.last["dtype"] == "i8",
-                ([str(e) for e in errs], sorts0, sorts1))
-    check("rows, topk and segments of 8- and 16-bit keys with a named algorithm, device, "
-          "split or params: gsort.Error GS_EUNSUPPORTED, nothing sent; a flat sort with "
-          "algorithm='host' goes to the daemon", t_forced)
+        return (all(w == "daemon" and np.array_equal(g, e)
+                    for (g, w), e in zip(got, want)) and sorts1 - sorts0 == 6,
+                ([(g.tolist(), w) for g, w in got], sorts0, sorts1))
+    check("rows, topk and segments of 8- and 16-bit keys with a named algorithm, device "
+          "or params: the daemon's, even where the client would sort here", t_forced)
 
     def t_key_type():
         x = narrow_keys(NARROW[5], 3000)
@@ -1721,8 +1726,8 @@ def narrow_checks(sock):
           t_parts)
 
     def t_daemon_parts():
-        # the daemon takes rows, top-k and segments of these keys (this
-        # client still sorts them here), and serves the next call
+        # the daemon takes rows, top-k and segments of these keys as the
+        # protocol spells them, and serves the next call
         c = gsort.Client(sock, memfd=False, local=False)
         try:
             out = []
@@ -1742,8 +1747,8 @@ def narrow_checks(sock):
             return all(o[0] for o in out), out
         finally:
             c.close()
-    check("the daemon sorts u16 keys in rows, as top-k and in segments (the client still "
-          "sorts those here) and serves the connection next", t_daemon_parts)
+    check("the daemon sorts u16 keys in rows, as top-k and in segments (the protocol's "
+          "own requests) and serves the connection next", t_daemon_parts)
     for c in (cd, cdi, cl):
         c.close()
 
