@@ -189,7 +189,8 @@ static double predict(const gs_tune_devreport *R, const gs_tune_winner *w, int t
  * buckets) and past the largest one. Per size, the candidate predicted
  * fastest from its own measured scaling (predict), among those measured at
  * the next measured size above it (or, past the largest, at one of the two
- * largest), so a size never goes to a candidate measured only far from
+ * largest, and the untuned daemon's algorithm wherever it was measured
+ * last), so a size never goes to another candidate measured only far from
  * it; written marked interpolated or extrapolated. The device's limits
  * stay the algorithms' own: a size a device cannot hold is refused by
  * check() at request time and served elsewhere. */
@@ -249,6 +250,32 @@ static int fill_unmeasured(gs_db *db, int64_t dev_id, gs_tune_devreport *R, gs_e
                     unt = w;
                     unt_ms = ms;
                     unt_params = params;
+                }
+            }
+            /* Past the largest size, the untuned daemon's algorithm is
+             * always weighed, from its own largest measurements, even where
+             * it was not measured at the shape's two largest sizes (a quick
+             * tune's budget can end before it gets there): otherwise the
+             * only candidates left there would take every larger size
+             * unopposed. */
+            if (!inter && !unt) {
+                for (size_t k = 0; k < R->nwinners; k++) {
+                    const gs_tune_winner *w = &R->winners[k];
+                    if (w->key_bits != kb || w->payload != pay || (stable && !w->stable) ||
+                        w->bucket > below || !is_untuned_algo(R, w->algorithm))
+                        continue;
+                    const char *params = NULL;
+                    double ms = predict(R, w, below, b, &params);
+                    if (ms > 0 && (!unt || ms < unt_ms)) {
+                        unt = w;
+                        unt_ms = ms;
+                        unt_params = params;
+                    }
+                }
+                if (!best && unt) {
+                    best = unt;
+                    best_ms = unt_ms;
+                    best_params = unt_params;
                 }
             }
             /* a prediction is no measurement: another algorithm than the

@@ -801,6 +801,10 @@ struct pw {
     double kernel;          /* > 0: a device algorithm's kernel time */
 };
 
+/* The untuned daemon's device algorithm for plan_of's report (a GPU's;
+ * "" leaves the host sort the only untuned one). */
+static const char *plan_default_algo = "";
+
 /* The plan of these winners, written to a fresh database with one device;
  * the device report (winners and plan rows) in R. */
 static int plan_of(char *db, size_t len, const char *name, const struct pw *ws, size_t n,
@@ -818,6 +822,7 @@ static int plan_of(char *db, size_t len, const char *name, const struct pw *ws, 
     if (gs_db_device_id(h, &in, 1, &id, err))
         tap_bail("device: %s", err->msg);
     memset(R, 0, sizeof *R);
+    snprintf(R->default_algo, sizeof R->default_algo, "%s", plan_default_algo);
     for (size_t i = 0; i < n; i++) {
         winner(R, ws[i].algo, 1, ws[i].bucket, ws[i].e2e);
         if (ws[i].kernel > 0) {
@@ -885,6 +890,37 @@ static void test_extrapolate(void)
     if (buf && !strstr(buf, ">radix 2^17..2^28"))
         tap_diag("%s", buf);
     free(buf);
+    free(R.winners);
+    free(R.plan);
+}
+
+/* A quick tune's budget ended before the GPU's default algorithm (radix)
+ * was timed past 2^18, while shellsort was timed to 2^22 (faster up to
+ * there, here). Past 2^22 radix is still weighed, from its own 2^16 and
+ * 2^18 (a fixed 0.47 ms and 0.5 ns a key: 4.7 ms at 2^23), and takes the
+ * sizes shellsort's line (0.27 ms and 0.89 ns a key: 7.7 ms) would
+ * otherwise have taken unopposed (an H100's --quick plan, 2026-12-07:
+ * shellsort for u32 keys with u32 values at 2^23-2^28, 2.7-3.8x radix). */
+static void test_extrapolate_untuned(void)
+{
+    static const struct pw ws[] = { { "radix", 16, 0.5, 0 }, { "radix", 18, 0.6, 0 },
+                                    { "shellsort", 16, 0.4, 0 }, { "shellsort", 18, 0.55, 0 },
+                                    { "shellsort", 20, 1.2, 0 }, { "shellsort", 22, 4.0, 0 } };
+    char db[512];
+    gs_err err;
+    gs_tune_devreport R;
+    plan_default_algo = "radix";
+    int rc = plan_of(db, sizeof db, "untuned.db", ws, sizeof ws / sizeof *ws, &R, &err);
+    plan_default_algo = "";
+    long rx = q_int(db, "SELECT count(*) FROM plan WHERE extrapolated=1 AND algorithm='radix' "
+                        "AND bucket BETWEEN 23 AND 28");
+    long sh = q_int(db, "SELECT count(*) FROM plan WHERE algorithm='shellsort' AND bucket > 22");
+    long meas = q_int(db, "SELECT count(*) FROM plan WHERE extrapolated=0 AND "
+                          "algorithm='shellsort' AND bucket IN (20, 22)");
+    tap_ok(rc == 0 && rx == 12 && sh == 0 && meas == 4,
+           "past the largest size the untuned algorithm is weighed from wherever it was last "
+           "timed: radix at 2^23..2^28 (%ld of 12 rows), shellsort past 2^22 in none (%ld), "
+           "its measured rows kept (%ld) %s", rx, sh, meas, rc ? err.msg : "");
     free(R.winners);
     free(R.plan);
 }
@@ -1285,6 +1321,7 @@ int main(void)
     test_prebuild(dev);
     test_cpu_probe(dev);
     test_extrapolate();
+    test_extrapolate_untuned();
     test_interpolate();
     test_plan_kernel_plus_transfer();
     test_large(dev);
