@@ -1164,6 +1164,61 @@ static void raced_sorts(gs_client *c, const gs_client_sort *s, volatile uint64_t
     pthread_join(th, NULL);
 }
 
+/* f16 keys in rows, as top-k and in segments, rewritten in the memfd
+ * while the daemon encodes, sorts and decodes them (issue 32's rule for
+ * issue 39's parts): every answer's indices stay inside their row or
+ * segment (its keys may be anything), or the request is refused; then the
+ * daemon still answers. */
+static void raced_parts(gs_client *c, gs_client_shm *shm, size_t n)
+{
+    uint32_t *ix = (uint32_t *)(void *)((char *)shm->ptr + 2 * n);
+    /* the segments' offsets in the memfd too, after the indices (n is a
+     * multiple of 4) */
+    uint64_t *off = (uint64_t *)(void *)((char *)shm->ptr + 6 * n);
+    const size_t parts = 20, len = n / parts, k = 50;
+    for (size_t q = 0; q <= parts; q++)
+        off[q] = q == parts ? n : q * len - (q % 3 == 1 ? 7 : 0);
+    int inb = 0, refused = 0, stray = 0;
+    char why[200] = "";
+    for (int v = 0; v < 3; v++) {
+        gs_client_sort s = { .shape = { .payload = GS_PL_IDX32, .descending = v == 1,
+                                        .rows = v == 2 ? 0 : parts, .segments = v == 2 ? parts : 0,
+                                        .topk = v == 1, .k = v == 1 ? k : 0 },
+                             .n = n, .keys = shm->ptr, .values = ix,
+                             .offsets = v == 2 ? off : NULL, .device = -1, .shm = shm,
+                             .narrow = GS_NW_F16 };
+        flipper f = { .at = (volatile uint64_t *)shm->ptr };
+        atomic_init(&f.stop, 0);
+        pthread_t th;
+        if (pthread_create(&th, NULL, lexflip_main, &f))
+            tap_bail("pthread_create failed");
+        for (int it = 0; it < 40; it++) {
+            gs_err err;
+            gs_err_clear(&err);
+            if (gs_client_sort_run(c, &s, NULL, &err) != 0) {
+                refused++;
+                snprintf(why, sizeof why, "%.190s", err.msg);
+                continue;
+            }
+            int ok = 1;
+            for (size_t q = 0; q < parts && ok; q++) {
+                size_t lo = v == 2 ? off[q] : q * len, hi = v == 2 ? off[q + 1] : lo + len;
+                size_t m = v == 1 ? k : hi - lo, at = lo;   /* top-k: each row's first k */
+                for (size_t i = 0; i < m && ok; i++)
+                    ok = ix[at + i] < hi - lo;
+            }
+            ok ? inb++ : stray++;
+        }
+        atomic_store(&f.stop, 1);
+        pthread_join(th, NULL);
+    }
+    char pw[300];
+    tap_ok(stray == 0 && inb + refused == 120 && ping(c, pw, sizeof pw),
+           "f16 keys rewritten during 40 sorts each of rows, top-k and segments: %d answered "
+           "with every index inside its row or segment, %d refused%s%s, none stray; the "
+           "daemon serves on", inb, refused, refused ? ": " : "", why);
+}
+
 static void test_lexsort(dmn *d)
 {
     gs_client *c = conn(d);
@@ -1480,6 +1535,7 @@ static void test_narrow_keys(dmn *d)
     tap_ok(other == 0 && ping(c, pw, sizeof pw), "f16 keys rewritten during 60 sorts: %d "
            "answered with a permutation, %d otherwise (%s); the daemon serves on", perms, other,
            err.msg);
+    raced_parts(c, &shm, N);
     gs_client_shm_free(&shm);
     gs_client_close(c);
 }
