@@ -1276,19 +1276,16 @@ class Client:
     def _local_run(self, shape, n, here, native):
         """One local sort: numpy's (here) or libgsort's (native, None
         where it does not apply), as local_sort and the measured Pick say;
-        returns its name for c.last."""
+        returns its name for c.last and, once measured, n keys' time by the
+        faster of the two (None: take the call's own)."""
         how = self.local_sort
         if native is None or how == "numpy" or (how is None and not _native.available()):
             here()
-            return "numpy"
+            return "numpy", None
         if how == "host":
             native()
-            return "host"
-        host = self._pick.choose(shape, n)
-        t0 = _perf_counter()
-        native() if host else here()
-        self._pick.record(shape, n, host, (_perf_counter() - t0) * 1e3)
-        return "host" if host else "numpy"
+            return "host", None
+        return self._pick.run(shape, n, here, native)
 
     def _routed(self, shape, n, local, forced, here, there, native=None):
         """One sort, here() in this process or there() through the daemon,
@@ -1301,11 +1298,10 @@ class Client:
             # the whole call costs numpy's sort and about a microsecond: a
             # small array's sort takes a few (issue 36)
             t0 = _perf_counter()
-            algo = self._local_run(shape, n, here, native)
+            algo, best = self._local_run(shape, n, here, native)
             ms = (_perf_counter() - t0) * 1e3
             if n >= _local.LOCAL_ALWAYS_BELOW:
                 # the local route at the pace of its faster sort (Pick's)
-                best = self._pick.best_ms(shape, n) if native is not None else None
                 self.router.record(shape, n, True, ms if best is None or ms < best else best)
             self.last = {"where": "local", "algorithm": algo, "n": n, "client_ms": ms}
             return

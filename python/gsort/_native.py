@@ -17,6 +17,7 @@ indices; rows, segments, bit ranges and top-k stay with numpy here."""
 import ctypes
 import os
 import threading
+from time import perf_counter
 
 import numpy as np
 
@@ -150,12 +151,15 @@ class Pick:
     def __init__(self):
         self._t = {}
 
-    def choose(self, shape, n):
-        """True: libgsort's sort; False: numpy's."""
-        b = (n - 1).bit_length() if n > 1 else 0
-        cur = self._t.get((shape, b))
+    def _entry(self, shape, n):
+        key = (shape, (n - 1).bit_length() if n > 1 else 0)
+        cur = self._t.get(key)
         if cur is None:
-            return True
+            cur = self._t[key] = [None, None, 0, 0, 0]
+        return cur
+
+    @staticmethod
+    def _choose(cur):
         if cur[4] < SAMPLES:
             return True
         if cur[3] < SAMPLES:
@@ -164,28 +168,42 @@ class Pick:
         win = cur[1] <= cur[0]
         return (not win) if cur[2] % RETRY_EVERY == 0 else win
 
-    def record(self, shape, n, host, ms):
-        b = (n - 1).bit_length() if n > 1 else 0
-        key = (shape, b)
-        cur = self._t.get(key)
-        if cur is None:
-            cur = self._t[key] = [None, None, 0, 0, 0]
+    @staticmethod
+    def _record(cur, host, ms, n):
         i = 1 if host else 0
-        v = (ms if ms > 0.0 else 0.0) / max(n, 1)
+        v = (ms if ms > 0.0 else 0.0) / (n if n > 1 else 1)
         old = cur[i]
         if cur[3 + i] < SAMPLES:
             cur[i] = v if old is None or v < old else old
         else:
-            cur[i] = 0.75 * old + 0.25 * min(v, 2.0 * old)
+            cur[i] = 0.75 * old + 0.25 * (v if v < 2.0 * old else 2.0 * old)
         cur[3 + i] += 1
+        a, b = cur[0], cur[1]
+        best = a if b is None or (a is not None and a < b) else b
+        return best * n
+
+    def run(self, shape, n, here, native):
+        """here() (numpy's) or native() (libgsort's), as measured; returns
+        ("numpy" or "host", n keys' time by the faster sort measured here,
+        in ms: what the Router should weigh the local route by)."""
+        cur = self._entry(shape, n)
+        host = self._choose(cur)
+        t0 = perf_counter()
+        native() if host else here()
+        best = self._record(cur, host, (perf_counter() - t0) * 1e3, n)
+        return ("host" if host else "numpy"), best
+
+    def choose(self, shape, n):
+        """True: libgsort's sort; False: numpy's."""
+        return self._choose(self._entry(shape, n))
+
+    def record(self, shape, n, host, ms):
+        self._record(self._entry(shape, n), host, ms, n)
 
     def best_ms(self, shape, n):
         """n keys' time by the faster local sort measured at n's size (ms),
-        or None: what the local route costs once Pick has settled, so that
-        the Router does not weigh the local route by the slower sort's
-        samples."""
-        b = (n - 1).bit_length() if n > 1 else 0
-        cur = self._t.get((shape, b))
+        or None."""
+        cur = self._t.get((shape, (n - 1).bit_length() if n > 1 else 0))
         if cur is None:
             return None
         v = [x for x in cur[:2] if x is not None]
