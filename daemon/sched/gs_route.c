@@ -32,6 +32,15 @@
 #include "gs_time.h"
 
 
+/* 8- and 16-bit keys alone from this many on are counted on the host even
+ * where the plan puts u32 keys on a device (below, they follow it). An
+ * H100's virtual machine, 16 cores, 2026-12-07, keys from numpy: the GPU's
+ * words against the count, u16 2^18 1.46 against 1.90 ms, 2^20 3.10
+ * against 4.44, 2^21 5.45 against 5.12, 2^22 9.8 against 6.5, 2^24 28
+ * against 14 (the words cross the bus at twice the keys' bytes each way,
+ * through pinned staging, with an encoding pass before and after). */
+#define NARROW_DEVICE_BELOW ((uint64_t)1 << 21)
+
 /* ---- plans, and how a route was chosen ---- */
 
 const char *gs_sched_route_name(gs_route_how how)
@@ -442,6 +451,21 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
                      j->req.shape.topk ? "top-k requests" : "segments");
         return 0;
     }
+    if (j->narrow.dt && j->req.shape.payload == GS_PL_NONE && j->device < 0 &&
+        gs_shape_flat(&j->req.shape) && j->req.n >= NARROW_DEVICE_BELOW) {
+        /* 8- and 16-bit keys alone, many: counted on the host pool
+         * (reading and writing each key once, gs_narrow_sort.h) rather
+         * than sent to a device as 32-bit words, twice their bytes each
+         * way after an encoding pass (below, the plan decides: see the
+         * flat route) */
+        cand host;
+        host_cand(s, &j->req, GS_ROUTE_DEFAULT, &host);
+        apply(j, &host);
+        if (j->split_ask > 0)
+            snprintf(j->split_why, sizeof j->split_why, "8- and 16-bit keys are not split "
+                     "over devices");
+        return 0;
+    }
     if (j->req.shape.rows > 1) {
         /* Rows: a GPU's one launch for all of them (rows_cand) where the
          * device is the choice for n keys, the host pool side by side
@@ -482,11 +506,7 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
     /* The plan: the fastest of the devices' own choices when idle. 8- and
      * 16-bit keys go as the 32-bit words a device sorts (a radix sort of
      * their code's bits alone, gs_sched.c); keys alone that the host takes
-     * are counted there instead (reading and writing each key once): on a
-     * GPU machine whose host sort is slow (an H100's virtual machine,
-     * 2026-12-07: 2^20 f16 keys counted in 3.6 ms, u32 keys sorted on the
-     * GPU e2e in 0.65) the words' device route wins where the plan says a
-     * device does. */
+     * are counted there instead. */
     cand planned, c, alt[64];
     size_t nalt = 0;
     int have = 0;

@@ -133,9 +133,9 @@ def index_kind_of(dt):
 
 # ---- which local sort: numpy's or this one ----
 
-# Each local sort is timed this many times at a size (this one's first,
-# then numpy's) before the faster is kept: a first call is often cold (a
-# new size's scratch, the helper threads' start).
+# Each local sort is timed this many times at a size (alternating, this
+# one first) before the faster is kept: a first call is often cold (a new
+# size's scratch, the helper threads' start).
 SAMPLES = 2
 # Of this many local calls at a size, one goes to the slower sort, to notice
 # when it becomes the faster.
@@ -160,7 +160,10 @@ class Pick:
 
     @staticmethod
     def _choose(cur):
-        if cur[4] < SAMPLES:
+        # the two alternate while sampling, this one first: the Router
+        # weighs the local route by its first samples, so numpy's must be
+        # among them wherever numpy is the faster
+        if cur[4] < SAMPLES and cur[4] <= cur[3]:
             return True
         if cur[3] < SAMPLES:
             return False

@@ -1973,6 +1973,21 @@ static void test_crossover(void)
         free(h);
         free(in);
         free(ref);
+        /* from 2^21 keys alone are counted on the host whatever the plan */
+        size_t big = (size_t)1 << 21;
+        uint16_t *u = malloc(big * sizeof *u);
+        if (!u)
+            tap_bail("out of memory");
+        for (size_t j = 0; j < big; j++)
+            u[j] = (uint16_t)((j * 2654435761u) >> 11);
+        int brc = gsort_sort(c, GSORT_U16, u, big, GSORT_NO_LOCAL, &res, &err);
+        int bsorted = brc == 0;
+        for (size_t j = 1; bsorted && j < big; j++)
+            bsorted = u[j - 1] <= u[j];
+        free(u);
+        tap_ok(bsorted && res.device == -1 && !strcmp(res.algorithm, "host"),
+               "2^21 u16 keys alone, where the plan puts u32 keys on a device: counted on the "
+               "host (device %d, %s)", brc ? -2 : res.device, brc ? err.message : res.algorithm);
         tap_ok(right && !strcmp(plans[0], "local") && !strcmp(plans[1], "local") &&
                strcmp(plans[2], "local") && !starts_with(plans[2], "GSORT_") && dev >= 0,
                "f16 keys take the 32-bit crossover: 4095 local from the first call ('%s', '%s'); "
