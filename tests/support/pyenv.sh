@@ -32,12 +32,28 @@ gs_pick_python() {
 # route uses (python/gsort/_native.py).
 gs_run_python() {
   mkdir -p "$BUILDDIR/tests/pcache"
+  lib="$(cd "$BUILDDIR/libgsort/.libs" && pwd)/libgsort.so.0"
+  # A sanitized build's libgsort links ASan, which must be the first
+  # library of a process that loads it: the interpreter (built without
+  # ASan) gets it preloaded, with leak checks off (CPython frees little at
+  # exit); the daemons it starts keep the run's own options and no preload
+  # (tests/support/pytap.py, GSORT_TEST_DAEMON_ASAN_OPTIONS).
+  asan=
+  if [ "${GSORT_TEST_SANITIZED:-0}" = 1 ]; then
+    asan=$(ldd "$lib" 2>/dev/null | awk '/libasan/ { print $3; exit }')
+  fi
+  if [ -n "$asan" ]; then
+    GSORT_TEST_DAEMON_ASAN_OPTIONS=${ASAN_OPTIONS-}
+    LD_PRELOAD="$asan${LD_PRELOAD:+:$LD_PRELOAD}"
+    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+    export GSORT_TEST_DAEMON_ASAN_OPTIONS LD_PRELOAD ASAN_OPTIONS
+  fi
   # No __pycache__ in the source tree (read-only under distcheck anyway).
   PYTHONDONTWRITEBYTECODE=1 \
   PYTHONPATH="$(cd "$SRCDIR/python" && pwd)${PYTHONPATH:+:$PYTHONPATH}" \
   GSORTD="$(cd "$BUILDDIR/daemon" && pwd)/gsortd" \
   GSORT_PCACHE="$(cd "$BUILDDIR/tests/pcache" && pwd)" \
   GSORT_NO_LOCAL=1 \
-  GSORT_LIBRARY="$(cd "$BUILDDIR/libgsort/.libs" && pwd)/libgsort.so.0" \
+  GSORT_LIBRARY="$lib" \
     exec "$py" "$@"
 }

@@ -81,9 +81,16 @@ class Daemons:
         argv = list(prefix) + [GSORTD, "--config", self.conf, "--socket", sock,
                                "--db", os.path.join(self.tmp, name + ".db"),
                                "-o", "cache_dir=" + PCACHE] + list(opts)
+        # under the sanitizers (tests/support/pyenv.sh): the daemon keeps
+        # the run's ASan options, without the interpreter's preload
+        env = None
+        asan = os.environ.get("GSORT_TEST_DAEMON_ASAN_OPTIONS")
+        if asan is not None:
+            env = dict(os.environ, ASAN_OPTIONS=asan)
+            env.pop("LD_PRELOAD", None)
         with open(log, "w") as lf:
             p = subprocess.Popen(argv, stdout=lf, stderr=subprocess.STDOUT,
-                                 stdin=subprocess.DEVNULL)
+                                 stdin=subprocess.DEVNULL, env=env)
         self.procs.append(p)
         for _ in range(600):
             if os.path.exists(sock) and "serving on" in open(log).read():
