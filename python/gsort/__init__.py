@@ -1279,7 +1279,10 @@ class Client:
         returns its name for c.last and, once measured, n keys' time by the
         faster of the two (None: take the call's own)."""
         how = self.local_sort
-        if native is None or how == "numpy" or (how is None and not _native.available()):
+        # under 256 keys numpy's sort is the faster (and ctypes' call a
+        # good part of libgsort's), so Pick's bookkeeping is skipped too
+        if native is None or how == "numpy" or (
+                how is None and (n < _local.LOCAL_ALWAYS_BELOW or not _native.available())):
             here()
             return "numpy", None
         if how == "host":
