@@ -9,7 +9,8 @@ every answer checked against numpy's. gs.auto is a default Client, which
 sorts small arrays in the process when it measures that faster (issue 36;
 "where" says which route it settled on, and locally whether numpy's sort
 or libgsort's host sort in the process, found through $GSORT_LIBRARY or
-as libgsort.so.0); the other gs columns always ask
+as libgsort.so.0; "auto(np)" is the same Client with numpy as its only
+local sort, local_sort="numpy"); the other gs columns always ask
 the daemon (local=False). Needs a running gsortd (-S SOCKET or
 the default socket) and PYTHONPATH naming the python/ directory.
 --copy-bytes-per-thread sets how the client splits its copies over threads
@@ -73,14 +74,16 @@ def main():
     shm = gsort.Client(socket=a.socket, local=False)
     inl = gsort.Client(socket=a.socket, memfd=False, local=False)
     auto = gsort.Client(socket=a.socket, local=True)
+    # the same with numpy as its only local sort (the client before libgsort's)
+    auto_np = gsort.Client(socket=a.socket, local=True, local_sort="numpy")
     rng = np.random.default_rng(1)
     print("# bench-python: %s keys via %s, median of %d, ms (numpy %s; copies: a thread per "
           "%d bytes, %d CPUs)"
           % (dt, gsort.default_socket() if a.socket is None else a.socket, a.reps,
              np.__version__, gsort._COPY_BYTES_PER_THREAD, gsort._cpus()))
-    print("%-6s %10s %10s %10s %10s %10s %10s %10s %10s %10s %8s %11s  %s" % (
+    print("%-6s %10s %10s %10s %10s %10s %10s %10s %10s %10s %8s %11s %10s  %s" % (
         "n", "np.sort", "cupy", "gs.sort", "gs.shared", "gs.inline", "np.argsort",
-        "gs.argsort", "vs cupy", "gs.auto", "auto/np", "where", "device/algorithm/plan"))
+        "gs.argsort", "vs cupy", "gs.auto", "auto/np", "where", "auto(np)", "device/algorithm/plan"))
     print("# gs.auto's local sort: numpy's or libgsort's (%s)"
           % ("found: " + str(gsort._native.library_path()) if gsort._native.available()
              else "not used: " + gsort._native.why_not()))
@@ -132,6 +135,7 @@ def main():
         # and, locally, for its Pick to time numpy's and libgsort's sorts
         # twice each
         t_au, got_au = timed(lambda: auto.sort(x, **kw), a.reps, warm=max(10, a.warm))
+        t_an, got_an = timed(lambda: auto_np.sort(x, **kw), a.reps, warm=max(10, a.warm))
         where = auto.last.get("where")
         if where == "local":
             where = "local:" + auto.last.get("algorithm", "?")
@@ -142,7 +146,7 @@ def main():
             t_gsa, gota = timed(lambda: shm.argsort(x, stable=True, **kw), a.reps)
         if not (np.array_equal(got, ref) and np.array_equal(got_in, ref) and
 
-                np.array_equal(got_au, ref) and
+                np.array_equal(got_au, ref) and np.array_equal(got_an, ref) and
                 (refa is None or np.array_equal(gota, refa)) and shared_ok):
             print("bench-python: 2^%d: WRONG ANSWER" % lg, file=sys.stderr)
             return 1
@@ -153,9 +157,9 @@ def main():
         dev = last.get("device") or {}
         on = "host" if dev.get("index", -1) == -1 and not dev.get("name") else dev.get("name", "?")
         print("2^%-4d %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %9.2fx %10.3f "
-              "%7.2fx %11s  %s/%s/%s" % (
+              "%7.2fx %11s %10.3f  %s/%s/%s" % (
                   lg, t_np, t_cp, t_gs, t_sh, t_in, t_npa, t_gsa, t_gs / t_cp, t_au, t_au / t_np,
-                  where, on, last.get("algorithm"), last.get("plan")))
+                  where, t_an, on, last.get("algorithm"), last.get("plan")))
         if a.detail:
             for name, ls in lasts.items():
                 ls = ls[-a.reps:]       # the timed calls only
