@@ -233,18 +233,21 @@ int gsort_run(gsort_conn *c, const gsort_request *rq, gsort_result *res, gsort_e
 /* Sort rq in this process with the daemon's host sort, without a
  * connection or a daemon: what a call that sorts locally does (the result
  * is the daemon's bit for bit), for a program that keeps its own route to
- * the daemon (the Python client). One flat array of any dtype and values
- * kind, sorted in place as gsort_run sorts it; flags GSORT_DESCENDING and
- * GSORT_STABLE only, and no algorithm (but NULL, "auto" or "host"), params
- * or device, else GSORT_EINVAL. threads: 1, the calling thread alone; 0,
- * the machine's cores, each helping with a chunk of 2^18 keys or more; N,
- * at most N. Helper threads are started in this process on first need,
- * shared by every call, asleep when idle (a child after fork() starts its
- * own). res (may be NULL) says plan "local", algorithm "host", device -1.
- * GSORT_ENOMEM when the sort's scratch cannot be had, the arrays then as
- * they were. */
-int gsort_local_run(const gsort_request *rq, unsigned threads, gsort_result *res,
-                    gsort_error *err);
+ * the daemon (the Python client). Any dtype and values kind, sorted in
+ * place as gsort_run sorts it; rows > 1: the n keys are that many equal
+ * rows, each sorted on its own as gsort_run_rows sorts them (argsort
+ * indices from 0 within the row; rows that do not divide n are
+ * GSORT_EINVAL); flags GSORT_DESCENDING and GSORT_STABLE only, and no
+ * algorithm (but NULL, "auto" or "host"), params or device, else
+ * GSORT_EINVAL. threads: 1, the calling thread alone; 0, the machine's
+ * cores (a flat array from two chunks of 2^18 keys, rows in batches of
+ * about 16K keys); N, at most N. Helper threads are started in this
+ * process on first need, shared by every call, asleep when idle (a child
+ * after fork() starts its own). res (may be NULL) says plan "local",
+ * algorithm "host", device -1. GSORT_ENOMEM when the sort's scratch
+ * cannot be had, the arrays then as they were. */
+int gsort_local_run(const gsort_request *rq, size_t rows, unsigned threads,
+                    gsort_result *res, gsort_error *err);
 
 /* Rows: the n keys (and values) are `rows` equal rows of n / rows, laid
  * out one after another, and each row is sorted on its own, as a 2-D

@@ -1,5 +1,6 @@
-/* gsort_local_run (include/gsort.h): one flat array sorted in the caller's
- * process with the daemon's own host sort, no connection and no router,
+/* gsort_local_run (include/gsort.h): one flat array, or equal rows each on
+ * its own, sorted in the caller's process with the daemon's own host sort,
+ * no connection and no router,
  * for a program that keeps its own route to gsortd and wants what a gsort
  * call below the crossover does (the Python client through ctypes, issue
  * 36: numpy's sort of 32-bit keys is 3-10x slower than this one on a
@@ -13,8 +14,8 @@
 #include "gs_time.h"
 #include "gsort_int.h"
 
-int gsort_local_run(const gsort_request *rq, unsigned threads, gsort_result *res,
-                    gsort_error *err)
+int gsort_local_run(const gsort_request *rq, size_t rows, unsigned threads,
+                    gsort_result *res, gsort_error *err)
 {
     double t0 = res ? gs_now_ms() : 0;
     lgs_err_clear(err);
@@ -34,12 +35,16 @@ int gsort_local_run(const gsort_request *rq, unsigned threads, gsort_result *res
         return lgs_err_set(err, GSORT_EINVAL, "local sort: it is the host sort in this "
                            "process; an algorithm, params or a device are the daemon's to "
                            "honour (gsort_run)");
+    if (rows > 1 && rq->n % rows)
+        return lgs_err_set(err, GSORT_EINVAL, "local sort: %zu rows do not divide %zu keys "
+                           "into equal rows", rows, rq->n);
     const lgs_dt *d = lgs_dt_of((int)rq->dtype);
     gs_sort_req req = {
         .shape = { .dtype = d->dt,
                    .payload = (gs_payload)rq->values_kind,
                    .descending = (rq->flags & GSORT_DESCENDING) != 0,
-                   .stable = (rq->flags & GSORT_STABLE) != 0 },
+                   .stable = (rq->flags & GSORT_STABLE) != 0,
+                   .rows = rows > 1 ? rows : 0 },
         .n = rq->n,
         .keys = rq->keys,
         .values = rq->values_kind == GSORT_VALUES_NONE ? NULL : rq->values,

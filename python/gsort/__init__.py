@@ -1361,7 +1361,6 @@ class Client:
                          lambda: self._run(a, "none", None, out, None, descending, stable,
                                            algorithm, params, device, split, bits=bits))
             return given if inplace else out
-        native = None
         if rows:
             def here():
                 _local.sort_rows(a16.reshape(shape), descending, out16.reshape(shape), bf16)
@@ -1369,10 +1368,10 @@ class Client:
             def here():
                 _local.sort_keys(a16, descending, out16, bf16)
 
-            def native():
-                if out16 is not a16:
-                    out16[...] = a16
-                _native.run(wire, out16, descending=descending, stable=stable)
+        def native():
+            if out16 is not a16:
+                out16[...] = a16
+            _native.run(wire, out16, descending=descending, stable=stable, rows=rows)
         self._routed((wire, "none", bool(descending), bool(stable), rows > 0), a.shape[0],
                      local, _forced(algorithm, params, device, split), here,
                      lambda: self._run(a16, "none", None, out16, None, descending, stable,
@@ -1416,12 +1415,12 @@ class Client:
         def native():
             # the keys' copy is sorted with the indices and dropped
             _native.run(wire, a.copy(), _native.index_kind_of(out.dtype), out, descending,
-                        stable)
+                        stable, rows=rows)
         self._routed((wire, "idx", bool(descending), bool(stable), rows > 0), n, local,
                      _forced(algorithm, params, device, split), here,
                      lambda: self._argsort_into(a, None, out, descending, stable, algorithm,
                                                 params, device, split, rows, wire),
-                     None if rows else native)
+                     native)
         return out.reshape(shape) if len(shape) > 1 else out
 
     def lexsort(self, keys, descending=False, index_dtype=np.int64, algorithm=None,

@@ -11,8 +11,9 @@ The library: $GSORT_LIBRARY when set (a path; "none" turns this off), else
 libgsort.so.0 where the dynamic loader finds it (installed and ldconfig'd,
 or on LD_LIBRARY_PATH). A libgsort without gsort_local_run (older than
 this client) counts as none: the Client then sorts locally with numpy
-alone. Flat arrays of every key dtype with values of 4 or 8 bytes, or
-indices; rows, segments, bit ranges and top-k stay with numpy here."""
+alone. Flat arrays and equal rows (2-D arrays along their last axis) of
+every key dtype, with values of 4 or 8 bytes or indices; segments, bit
+ranges and top-k stay with numpy here."""
 
 import ctypes
 import os
@@ -56,7 +57,7 @@ def _load():
         fn = lib.gsort_local_run
     except AttributeError:
         return None, "%s has no gsort_local_run (older than this client)" % path, path
-    fn.argtypes = [ctypes.POINTER(_Request), ctypes.c_uint, ctypes.c_void_p,
+    fn.argtypes = [ctypes.POINTER(_Request), ctypes.c_size_t, ctypes.c_uint, ctypes.c_void_p,
                    ctypes.POINTER(_Error)]
     fn.restype = ctypes.c_int
     return fn, None, path
@@ -90,11 +91,13 @@ _tls = threading.local()
 
 
 def run(wire, keys, values_kind=VALUES_NONE, values=None, descending=False, stable=False,
-        threads=0):
+        threads=0, rows=0):
     """Sort keys (a writable C-contiguous 1-D array of the protocol's dtype
     `wire`; bf16 keys as uint16 words) in place with libgsort's host sort,
     values (4- or 8-byte values, or the index array to fill) with them.
-    threads: 0, the machine's cores for large arrays; 1, this thread.
+    rows > 1: keys are that many equal rows, each sorted on its own
+    (indices from 0 within the row). threads: 0, the machine's cores for
+    large arrays; 1, this thread.
     Raises RuntimeError (with the library's message) on failure, the arrays
     then as they were."""
     r = getattr(_tls, "r", None)
@@ -114,7 +117,7 @@ def run(wire, keys, values_kind=VALUES_NONE, values=None, descending=False, stab
         if not available():
             raise RuntimeError("gsort: libgsort's local sort: %s" % why_not())
         fn = _state["fn"]
-    rc = fn(r, threads, None, e)
+    rc = fn(r, rows, threads, None, e)
     if rc:
         raise RuntimeError("gsort_local_run: %s (%d)" % (e.message.decode(errors="replace"), rc))
 

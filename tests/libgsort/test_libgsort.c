@@ -1580,7 +1580,7 @@ static void test_local_run(const dmn *d)
                     rq.flags = desc ? GSORT_DESCENDING : 0;
                     gsort_result res;
                     gsort_error err;
-                    int rc = gsort_local_run(&rq, th, &res, &err);
+                    int rc = gsort_local_run(&rq, 0, th, &res, &err);
                     int ok = rc == 0 && !strcmp(res.plan, "local") &&
                              !strcmp(res.algorithm, "host") && res.device == -1;
                     if (!ok)
@@ -1628,7 +1628,7 @@ static void test_local_run(const dmn *d)
         rq.flags = GSORT_DESCENDING | GSORT_STABLE;
         gsort_error err;
         char why[600] = "";
-        int rc = gsort_local_run(&rq, 0, NULL, &err);
+        int rc = gsort_local_run(&rq, 0, 0, NULL, &err);
         tap_ok(rc == 0 && sc_case_verify(&sc, 1, why, sizeof why), "gsort_local_run: 600000 "
                "f32 keys with values on the pool's threads, res NULL: %s%s",
                rc ? err.message : "right", why);
@@ -1656,7 +1656,7 @@ static void test_local_run(const dmn *d)
         rq.values_kind = GSORT_VALUES_IDX64;
         rq.values = ix;
         gsort_error err;
-        int rc = gsort_local_run(&rq, 1, NULL, &err);
+        int rc = gsort_local_run(&rq, 0, 1, NULL, &err);
         rq.keys = h2;
         rq.values = ix2;
         rq.flags = GSORT_NO_LOCAL;
@@ -1671,6 +1671,58 @@ static void test_local_run(const dmn *d)
         free(ix2);
     }
 
+    /* rows: each on its own, as gsort_run_rows sorts them by the daemon */
+    {
+        enum { R = 37, L = 129, N = R * L };
+        static const gsort_dtype dts[] = { GSORT_U32, GSORT_I64, GSORT_F32, GSORT_F64,
+                                           GSORT_F16, GSORT_I8 };
+        static unsigned char k1[N * 8], k2[N * 8];
+        static uint32_t i1[N], i2[N];
+        int rbad = 0;
+        char rwhy[200] = "";
+        for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++)
+            for (int v = 0; v < 4; v++) {
+                const lgs_dt *dd = lgs_dt_of((int)dts[di]);
+                uint64_t x = 1234 + di * 7 + (uint64_t)v;
+                for (size_t i = 0; i < (size_t)N * dd->bytes; i++) {
+                    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+                    k1[i] = (unsigned char)(x >> 56);
+                }
+                memcpy(k2, k1, (size_t)N * dd->bytes);
+                gsort_request rq;
+                gsort_request_init(&rq);
+                rq.dtype = dts[di];
+                rq.n = N;
+                rq.keys = k1;
+                rq.values_kind = v & 1 ? GSORT_VALUES_IDX32 : GSORT_VALUES_NONE;
+                rq.values = v & 1 ? i1 : NULL;
+                rq.flags = (v & 2 ? GSORT_DESCENDING : 0) | GSORT_STABLE;
+                gsort_error e1, e2;
+                gsort_result r2;
+                int rc1 = gsort_local_run(&rq, R, (unsigned)v % 3, NULL, &e1);
+                rq.keys = k2;
+                rq.values = v & 1 ? i2 : NULL;
+                rq.flags |= GSORT_NO_LOCAL;
+                int rc2 = gsort_run_rows(c, &rq, R, &r2, &e2);
+                if (rc1 || rc2 || memcmp(k1, k2, (size_t)N * dd->bytes) ||
+                    ((v & 1) && memcmp(i1, i2, sizeof i1))) {
+                    if (!rbad++)
+                        snprintf(rwhy, sizeof rwhy, ": %s v=%d: %d %d %.80s %.80s", dd->name, v,
+                                 rc1, rc2, e1.message, e2.message);
+                }
+            }
+        uint32_t k[10] = { 0 };
+        gsort_request rq;
+        gsort_request_init(&rq);
+        rq.keys = k;
+        rq.n = 10;
+        gsort_error err;
+        int rc = gsort_local_run(&rq, 3, 1, NULL, &err);
+        tap_ok(!rbad && rc == GSORT_EINVAL, "gsort_local_run of %d rows of %d keys (u32, i64, "
+               "f32, f64, f16, i8; keys alone and stable indices; both orders): as the "
+               "daemon's rows%s; 3 rows of 10 keys: GSORT_EINVAL (%d)", R, L, rwhy, rc);
+    }
+
     /* refused before anything is written */
     {
         uint32_t k[8] = { 5, 3, 9, 1, 7, 2, 8, 4 }, k0[8], v[8] = { 0 };
@@ -1681,26 +1733,26 @@ static void test_local_run(const dmn *d)
         rq.n = 8;
         gsort_error err;
         int rcs[6];
-        rcs[0] = gsort_local_run(NULL, 1, NULL, &err);
+        rcs[0] = gsort_local_run(NULL, 0, 1, NULL, &err);
         rq.flags = GSORT_SPLIT;
-        rcs[1] = gsort_local_run(&rq, 1, NULL, &err);
+        rcs[1] = gsort_local_run(&rq, 0, 1, NULL, &err);
         rq.flags = GSORT_NO_LOCAL;
-        rcs[2] = gsort_local_run(&rq, 1, NULL, &err);
+        rcs[2] = gsort_local_run(&rq, 0, 1, NULL, &err);
         rq.flags = 0;
         rq.algorithm = "radix";
-        rcs[3] = gsort_local_run(&rq, 1, NULL, &err);
+        rcs[3] = gsort_local_run(&rq, 0, 1, NULL, &err);
         rq.algorithm = NULL;
         rq.device = 0;
-        rcs[4] = gsort_local_run(&rq, 1, NULL, &err);
+        rcs[4] = gsort_local_run(&rq, 0, 1, NULL, &err);
         rq.device = -1;
         rq.values_kind = GSORT_VALUES_U32;
-        rcs[5] = gsort_local_run(&rq, 1, NULL, &err);
+        rcs[5] = gsort_local_run(&rq, 0, 1, NULL, &err);
         int all = !memcmp(k, k0, sizeof k);
         for (int i = 0; i < 6; i++)
             all &= rcs[i] == GSORT_EINVAL;
         rq.values = v;
         rq.algorithm = "host";
-        int rc = gsort_local_run(&rq, 1, NULL, &err);
+        int rc = gsort_local_run(&rq, 0, 1, NULL, &err);
         tap_ok(all && rc == 0 && k[0] == 1 && k[7] == 9 && v[0] == 0,
                "gsort_local_run: no request, GSORT_SPLIT, GSORT_NO_LOCAL, an algorithm, a "
                "device and values missing for their kind are GSORT_EINVAL, the keys as they "

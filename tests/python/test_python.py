@@ -1912,6 +1912,27 @@ def native_checks(sock):
                           "argsort and sort_by_key bit-identical to the daemon's"
                           % (name, n, desc, stable), t_same)
 
+    def t_rows():
+        # 2-D arrays along their last axis: each row by libgsort's rows sort
+        bad = []
+        for dt, kt in cases:
+            for shape in ((37, 129), (3, 4, 50)):
+                n = int(np.prod(shape))
+                x = narrow_keys(NARROW[5], n) if kt else random_keys(dt, n, special=True)
+                vary_nans(x)
+                x = x.reshape(shape)
+                for desc in (False, True):
+                    kw = dict(descending=desc, key_type=kt)
+                    r = (ch.sort(x, **kw), ch.last["algorithm"],
+                         ch.argsort(x, stable=True, **kw), ch.last["algorithm"])
+                    e = (cd.sort(x, **kw), cd.argsort(x, stable=True, **kw))
+                    if not (r[1] == r[3] == "host" and r[0].shape == shape and
+                            bits_equal(r[0], e[0]) and np.array_equal(r[2], e[1])):
+                        bad.append((np.dtype(dt).name, kt, shape, desc, r[1], r[3]))
+        return not bad, bad[:6]
+    check("libgsort in process, rows of every dtype (2-D and 3-D, both orders): sort and "
+          "stable argsort within the row bit-identical to the daemon's", t_rows)
+
     def t_threads():
         # two chunks of 2^18 keys or more: the host pool's helpers in this process
         n = 600000
