@@ -20,8 +20,6 @@ import os
 import threading
 from time import perf_counter
 
-import numpy as np
-
 # gsort_dtype (include/gsort.h) per protocol name
 _DTYPE = {"u32": 0, "i32": 1, "f32": 2, "u64": 3, "i64": 4, "f64": 5,
           "u8": 6, "i8": 7, "u16": 8, "i16": 9, "f16": 10, "bf16": 11}
