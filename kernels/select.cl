@@ -16,10 +16,16 @@
  * inside the row and every slot is bounded by k, so changed keys give a
  * wrong answer, never a wrong address; sel_order sets the race flag where
  * the counts no longer agree (safe on client pages as built).
+ * A round whose bucket holds exactly the keys still wanted ends the rounds
+ * for its row (sel_pick marks it): every key of that prefix is in the
+ * answer, so later rounds skip the row (for random keys the last round or
+ * two: one read of the row fewer) and sel_collect and sel_ties compare
+ * the keys' encodings down to that digit only.
  * Per row the state is pre[row] (the digits chosen, the k-th key's
  * encoding at the end) and st[row * 4 + ...]: the number still wanted at
  * the chosen prefix, the keys below the prefix, the slots sel_collect
- * handed out, and (unused) a pad word. The loops with a barrier have a
+ * handed out, and the round that ended the search (its digit's shift + 1;
+ * 0 while it goes on). The loops with a barrier have a
  * constant trip count (PoCL miscompiles barriers in run-time loops, see
  * radix.cl). Compile-time: WG (a power of two), PER keys a work-item a
  * tile, KMAX the largest k. */
@@ -44,6 +50,12 @@
 #define SEL_WANT 0
 #define SEL_LESS 1
 #define SEL_GIVEN 2
+#define SEL_DONE 3
+
+/* The bits of an encoding that decide a row's answer: down to the digit of
+ * the round that ended its search (st[SEL_DONE] = its shift + 1), every
+ * bit when the rounds ran to the last digit */
+#define SEL_MASK(KT, done) ((done) ? (KT)~(((KT)1 << ((done) - 1u)) - (KT)1) : (KT)~(KT)0)
 
 /* hist cleared, every row's state set (nothing chosen, k wanted), every
  * slot of out marked unfilled (a position no row has) */
@@ -60,7 +72,7 @@ kernel void sel_init(global uint *hist, global ulong *pre, global uint *st, glob
         st[i * 4u + SEL_WANT] = k;
         st[i * 4u + SEL_LESS] = 0u;
         st[i * 4u + SEL_GIVEN] = 0u;
-        st[i * 4u + 3u] = 0u;
+        st[i * 4u + SEL_DONE] = 0u;
     }
 }
 
@@ -78,7 +90,9 @@ kernel void sel_pick(global uint *hist, global ulong *pre, global uint *st, uint
         hr[d] = 0u;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (lid == 0) {
+    /* a row whose search ended keeps its state (its counts are zero: no
+     * early return, PoCL's barriers want every work-item at each) */
+    if (lid == 0 && !st[row * 4u + SEL_DONE]) {
         const uint want = st[row * 4u + SEL_WANT];
         uint below = 0u, b = SEL_BINS - 1u;
         for (uint d = 0; d < SEL_BINS; d++) {
@@ -91,6 +105,8 @@ kernel void sel_pick(global uint *hist, global ulong *pre, global uint *st, uint
         pre[row] |= (ulong)b << shift;
         st[row * 4u + SEL_WANT] = want - min(below, want);
         st[row * 4u + SEL_LESS] += below;
+        if (h[b] == want - min(below, want) && shift)
+            st[row * 4u + SEL_DONE] = shift + 1u;
     }
 }
 
@@ -105,16 +121,19 @@ kernel void sel_pick(global uint *hist, global ulong *pre, global uint *st, uint
  * (hmask: the bits above the digit) */                                       \
 kernel void sel_hist_k##KW(global const KT *keys, uint len, uint gpr, uint kind,  \
                            uint desc, uint shift, KT hmask,                       \
-                           global const ulong *pre, global uint *hist)           \
+                           global const ulong *pre, global uint *hist,           \
+                           global const uint *st)                                \
 {                                                                                \
     local uint h[SEL_BINS * SEL_COPIES];                                         \
     SEL_TILE_OF                                                                  \
     const uint lid = get_local_id(0), cp = lid % SEL_COPIES;                     \
+    /* a row whose search ended reads nothing (the barriers stay: PoCL) */     \
+    const uint end = st[row * 4u + SEL_DONE] ? lo : hi;                          \
     for (uint d = lid; d < SEL_BINS * SEL_COPIES; d += WG)                       \
         h[d] = 0u;                                                               \
     barrier(CLK_LOCAL_MEM_FENCE);                                                \
     const KT p = (KT)pre[row];                                                   \
-    for (uint i = lo + lid; i < hi; i += WG) {                                   \
+    for (uint i = lo + lid; i < end; i += WG) {                                  \
         const KT e = gs_enc##KW(keys[base + i], kind, desc);                     \
         if (((e ^ p) & hmask) == 0)                                              \
             atomic_inc(&h[((uint)(e >> shift) & (SEL_BINS - 1u)) * SEL_COPIES + cp]); \
@@ -143,10 +162,10 @@ kernel void sel_collect_k##KW(global const KT *keys, uint len, uint gpr,        
     if (lid == 0)                                                                \
         eq = 0u;                                                                 \
     barrier(CLK_LOCAL_MEM_FENCE);                                                \
-    const KT t = (KT)pre[row];                                                   \
+    const KT t = (KT)pre[row], m = SEL_MASK(KT, st[row * 4u + SEL_DONE]);       \
     uint mine = 0u;                                                              \
     for (uint i = lo + lid; i < hi; i += WG) {                                   \
-        const KT e = gs_enc##KW(keys[base + i], kind, desc);                     \
+        const KT e = gs_enc##KW(keys[base + i], kind, desc) & m;                 \
         if (e < t) {                                                             \
             const uint s = atomic_inc(&st[row * 4u + SEL_GIVEN]);                \
             if (s < k)                                                           \
@@ -182,14 +201,14 @@ kernel void sel_ties_k##KW(global const KT *keys, uint len, uint gpr, uint kind,
     gs_nan_group_scan(mine, s, &tot);                                            \
     /* no return between the scans: barriers stay unconditional for PoCL */      \
     const uint go = tot < want && eqc[g] != 0u;                                  \
-    const KT t = (KT)pre[row];                                                   \
+    const KT t = (KT)pre[row], m = SEL_MASK(KT, st[row * 4u + SEL_DONE]);       \
     const uint a = lo + lid * PER, b = go ? min(hi, a + PER) : 0u;               \
     uint c = 0u;                                                                 \
     for (uint i = a; i < b; i++)                                                 \
-        c += gs_enc##KW(keys[base + i], kind, desc) == t;                        \
+        c += (gs_enc##KW(keys[base + i], kind, desc) & m) == t;                  \
     uint at = tot + gs_nan_group_scan(c, s, &mine);                              \
     for (uint i = a; i < b && c && at < want; i++)                               \
-        if (gs_enc##KW(keys[base + i], kind, desc) == t) {                       \
+        if ((gs_enc##KW(keys[base + i], kind, desc) & m) == t) {                 \
             if (less + at < k)                                                   \
                 out[(ulong)row * k + less + at] = i;                             \
             at++;                                                                \

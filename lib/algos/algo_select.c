@@ -238,9 +238,9 @@ static int enqueue(sel_run *r, const gs_sort_req *req, cl_mem keys, cl_mem hist,
         gs_karg ah[] = { GS_KARG(keys), GS_KARG(len), GS_KARG(gpr), GS_KARG(kind),
                          GS_KARG(desc), GS_KARG(sh),
                          bits == 32 ? (gs_karg)GS_KARG(hm32) : (gs_karg)GS_KARG(hm64),
-                         GS_KARG(pre), GS_KARG(hist) };
+                         GS_KARG(pre), GS_KARG(hist), GS_KARG(st) };
         gs_karg ap[] = { GS_KARG(hist), GS_KARG(pre), GS_KARG(st), GS_KARG(sh) };
-        if ((rc = gs_clrun_args(r->kn[K_HIST], r->names[K_HIST], ah, 9, err)) ||
+        if ((rc = gs_clrun_args(r->kn[K_HIST], r->names[K_HIST], ah, 10, err)) ||
             (rc = gs_clrun_launch(&r->cr, r->kn[K_HIST], r->names[K_HIST], tiles, wg, err)) ||
             (rc = gs_clrun_args(r->kn[K_PICK], r->names[K_PICK], ap, 4, err)) ||
             (rc = gs_clrun_launch(&r->cr, r->kn[K_PICK], r->names[K_PICK], s->rows, wg, err)))
