@@ -184,6 +184,21 @@ static double predict(const gs_tune_devreport *R, const gs_tune_winner *w, int t
     return fixed + per * n;
 }
 
+/* A candidate for an unmeasured size: the winner, its predicted time and
+ * the params that time is for (w NULL: none yet). */
+typedef struct cand_pick {
+    const gs_tune_winner *w;
+    double ms;
+    const char *params;
+} cand_pick;
+
+/* Keep w in *p when its prediction ms is one (> 0) and beats p's. */
+static void keep_faster(cand_pick *p, const gs_tune_winner *w, double ms, const char *params)
+{
+    if (ms > 0 && (!p->w || ms < p->ms))
+        *p = (cand_pick){ w, ms, params };
+}
+
 /* Plan rows for the sizes each shape did not measure, up to
  * GS_TUNE_MAX_LOG2: between two measured sizes (the sparse large-n
  * buckets) and past the largest one. Per size, the candidate predicted
@@ -229,9 +244,7 @@ static int fill_unmeasured(gs_db *db, int64_t dev_id, gs_tune_devreport *R, gs_e
             /* past the largest: measured at one of the two largest */
             int n1 = below2, n2 = below;
             int top = inter ? above : below;
-            const gs_tune_winner *best = NULL, *unt = NULL;
-            const char *best_params = NULL, *unt_params = NULL;
-            double best_ms = 0, unt_ms = 0;
+            cand_pick best = { 0 }, unt = { 0 };
             for (size_t k = 0; k < R->nwinners; k++) {
                 const gs_tune_winner *w = &R->winners[k];
                 /* between: measured at the size above (one measured only
@@ -241,16 +254,9 @@ static int fill_unmeasured(gs_db *db, int64_t dev_id, gs_tune_devreport *R, gs_e
                     continue;
                 const char *params = NULL;
                 double ms = predict(R, w, top, b, &params);
-                if (ms > 0 && (!best || ms < best_ms)) {
-                    best = w;
-                    best_ms = ms;
-                    best_params = params;
-                }
-                if (ms > 0 && is_untuned_algo(R, w->algorithm) && (!unt || ms < unt_ms)) {
-                    unt = w;
-                    unt_ms = ms;
-                    unt_params = params;
-                }
+                keep_faster(&best, w, ms, params);
+                if (is_untuned_algo(R, w->algorithm))
+                    keep_faster(&unt, w, ms, params);
             }
             /* Past the largest size, the untuned daemon's algorithm is
              * always weighed, from its own largest measurements, even where
@@ -258,46 +264,35 @@ static int fill_unmeasured(gs_db *db, int64_t dev_id, gs_tune_devreport *R, gs_e
              * tune's budget can end before it gets there): otherwise the
              * only candidates left there would take every larger size
              * unopposed. */
-            if (!inter && !unt) {
+            if (!inter && !unt.w) {
                 for (size_t k = 0; k < R->nwinners; k++) {
                     const gs_tune_winner *w = &R->winners[k];
                     if (w->key_bits != kb || w->payload != pay || (stable && !w->stable) ||
                         w->bucket > below || !is_untuned_algo(R, w->algorithm))
                         continue;
                     const char *params = NULL;
-                    double ms = predict(R, w, below, b, &params);
-                    if (ms > 0 && (!unt || ms < unt_ms)) {
-                        unt = w;
-                        unt_ms = ms;
-                        unt_params = params;
-                    }
+                    keep_faster(&unt, w, predict(R, w, below, b, &params), params);
                 }
-                if (!best && unt) {
+                if (!best.w)
                     best = unt;
-                    best_ms = unt_ms;
-                    best_params = unt_params;
-                }
             }
             /* a prediction is no measurement: another algorithm than the
              * untuned daemon's takes the size only predicted 3% faster */
-            if (best && unt && strcmp(best->algorithm, unt->algorithm) &&
-                !(best_ms <= (1 - GS_TUNE_NOISE) * unt_ms)) {
+            if (best.w && unt.w && strcmp(best.w->algorithm, unt.w->algorithm) &&
+                !(best.ms <= (1 - GS_TUNE_NOISE) * unt.ms))
                 best = unt;
-                best_ms = unt_ms;
-                best_params = unt_params;
-            }
-            if (!best) {
+            if (!best.w) {
                 if (inter)
                     continue;
                 break;
             }
             int how = inter ? GS_DB_PLAN_INTERPOLATED : GS_DB_PLAN_EXTRAPOLATED;
             gs_tune_planrow row = { .key_bits = kb, .payload = pay, .stable = stable, .bucket = b,
-                                    .ms = best_ms, .extrapolated = how, .base_ms = -1 };
-            snprintf(row.algorithm, sizeof row.algorithm, "%s", best->algorithm);
-            snprintf(row.params, sizeof row.params, "%s", best_params);
+                                    .ms = best.ms, .extrapolated = how, .base_ms = -1 };
+            snprintf(row.algorithm, sizeof row.algorithm, "%s", best.w->algorithm);
+            snprintf(row.params, sizeof row.params, "%s", best.params);
             const char *pl = gs_payload_name(pay);
-            rc = gs_db_plan_set(db, dev_id, kb, pl, stable, b, row.algorithm, row.params, best_ms,
+            rc = gs_db_plan_set(db, dev_id, kb, pl, stable, b, row.algorithm, row.params, best.ms,
                                 err);
             if (!rc)
                 rc = gs_db_plan_mark_source(db, dev_id, kb, pl, stable, b, how, err);
