@@ -20,6 +20,8 @@ import os
 import threading
 from time import perf_counter
 
+from ._local import _bucket
+
 # gsort_dtype (include/gsort.h) per protocol name
 _DTYPE = {"u32": 0, "i32": 1, "f32": 2, "u64": 3, "i64": 4, "f64": 5,
           "u8": 6, "i8": 7, "u16": 8, "i16": 9, "f16": 10, "bf16": 11}
@@ -153,7 +155,7 @@ class Pick:
         self._t = {}
 
     def _entry(self, shape, n):
-        key = (shape, (n - 1).bit_length() if n > 1 else 0)
+        key = (shape, _bucket(n))
         cur = self._t.get(key)
         if cur is None:
             cur = self._t[key] = [None, None, 0, 0, 0]
@@ -182,9 +184,13 @@ class Pick:
         else:
             cur[i] = 0.75 * old + 0.25 * (v if v < 2.0 * old else 2.0 * old)
         cur[3 + i] += 1
+        return Pick._best(cur) * n
+
+    @staticmethod
+    def _best(cur):
+        """The faster sort's ms per key (None: neither measured)."""
         a, b = cur[0], cur[1]
-        best = a if b is None or (a is not None and a < b) else b
-        return best * n
+        return a if b is None or (a is not None and a < b) else b
 
     def run(self, shape, n, here, native):
         """here() (numpy's) or native() (libgsort's), as measured; returns
@@ -207,11 +213,9 @@ class Pick:
     def best_ms(self, shape, n):
         """n keys' time by the faster local sort measured at n's size (ms),
         or None."""
-        cur = self._t.get((shape, (n - 1).bit_length() if n > 1 else 0))
-        if cur is None:
-            return None
-        v = [x for x in cur[:2] if x is not None]
-        return min(v) * n if v else None
+        cur = self._t.get((shape, _bucket(n)))
+        best = None if cur is None else self._best(cur)
+        return None if best is None else best * n
 
     def table(self):
         """{(shape, bucket): (numpy ms/key, host ms/key)} as measured."""
