@@ -435,7 +435,13 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
                      "devices");
         return 0;
     }
-    if ((j->req.shape.topk || j->req.shape.segments) && j->device < 0) {
+    /* 8- and 16-bit keys alone, many: counted on the host pool (reading
+     * and writing each key once, gs_narrow_sort.h) rather than sent to a
+     * device as 32-bit words, twice their bytes each way after an encoding
+     * pass (below, the plan decides: see the flat route) */
+    const int narrow_many = j->narrow.dt && j->req.shape.payload == GS_PL_NONE &&
+                            gs_shape_flat(&j->req.shape) && j->req.n >= NARROW_DEVICE_BELOW;
+    if ((j->req.shape.topk || j->req.shape.segments || narrow_many) && j->device < 0) {
         /* Top-k: the host's select (gs_select.c) reads the keys once or
          * twice and sorts k of them; a device would sort them all.
          * Segments: no device sorts them in one launch (each would be a
@@ -448,22 +454,8 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
         apply(j, &host);
         if (j->split_ask > 0)
             snprintf(j->split_why, sizeof j->split_why, "%s are not split over devices",
-                     j->req.shape.topk ? "top-k requests" : "segments");
-        return 0;
-    }
-    if (j->narrow.dt && j->req.shape.payload == GS_PL_NONE && j->device < 0 &&
-        gs_shape_flat(&j->req.shape) && j->req.n >= NARROW_DEVICE_BELOW) {
-        /* 8- and 16-bit keys alone, many: counted on the host pool
-         * (reading and writing each key once, gs_narrow_sort.h) rather
-         * than sent to a device as 32-bit words, twice their bytes each
-         * way after an encoding pass (below, the plan decides: see the
-         * flat route) */
-        cand host;
-        host_cand(s, &j->req, GS_ROUTE_DEFAULT, &host);
-        apply(j, &host);
-        if (j->split_ask > 0)
-            snprintf(j->split_why, sizeof j->split_why, "8- and 16-bit keys are not split "
-                     "over devices");
+                     j->req.shape.topk ? "top-k requests" : j->req.shape.segments
+                     ? "segments" : "8- and 16-bit keys");
         return 0;
     }
     if (j->req.shape.rows > 1) {
