@@ -130,6 +130,9 @@ SUPPORTED_DTYPES = ("uint32", "int32", "float32", "uint64", "int64", "float64",
 _WIRE_NAMES = {np.dtype(d): "%s%d" % (np.dtype(d).kind, 8 * np.dtype(d).itemsize)
                for d in SUPPORTED_DTYPES}
 _WIRE_KINDS = frozenset((np.dtype(d).kind, np.dtype(d).itemsize) for d in SUPPORTED_DTYPES)
+# sizes a plain sort() takes straight to numpy (Client.sort's first lines)
+_LOCAL_UPTO = _local.LOCAL_ALWAYS_UPTO
+_ndarray = np.ndarray
 
 # Reply headers are small (info and stats are the largest); this only bounds
 # what a confused peer can make us allocate.
@@ -757,7 +760,8 @@ class Client:
     faster than a round trip to the daemon (local=True, the default; see
     gsort._local): the Client times both routes per request shape and
     size as it goes and takes the faster, so a call is never slower than
-    numpy's own sort for long. The result is the same either way (gsortd's
+    numpy's own sort for long; up to 2048 keys (_local.LOCAL_ALWAYS_UPTO)
+    it sorts here at once, without timing anything. The result is the same either way (gsortd's
     order, NaNs and zeros included). local=False, or GSORT_NO_LOCAL=1 in
     the environment, always asks the daemon; so does any call that names
     an algorithm, params, a device or a split. c.last["where"] says which
@@ -803,6 +807,7 @@ class Client:
         self.use_memfd = memfd is not False and _memfd_supported()
         self.memfd_error = None if self.use_memfd or memfd is False else \
             "this Python lacks os.memfd_create, fcntl.F_ADD_SEALS or socket.send_fds"
+        self._last_small = None
         self.last = None
         self._sock = None
         self._closed = False
@@ -810,6 +815,24 @@ class Client:
         self._stage = _Stage()
         self._lock = threading.RLock()
         self._connect()
+
+    @property
+    def last(self):
+        """What the last call did (the class's doc): the daemon's reply
+        header, or where a local sort ran."""
+        q = self._last_small
+        if q is not None:
+            # a small sort() (its first lines) left its numbers only: the
+            # dict costs a good part of such a call, so it is made here
+            self._last_small = None
+            self._last = {"where": "local", "algorithm": "numpy", "n": q[0],
+                          "client_ms": (q[2] - q[1]) * 1e3}
+        return self._last
+
+    @last.setter
+    def last(self, value):
+        self._last_small = None
+        self._last = value
 
     # -- connection --
 
@@ -1279,10 +1302,11 @@ class Client:
         returns its name for c.last and, once measured, n keys' time by the
         faster of the two (None: take the call's own)."""
         how = self.local_sort
-        # under 256 keys numpy's sort is the faster (and ctypes' call a
-        # good part of libgsort's), so Pick's bookkeeping is skipped too
+        # up to LOCAL_ALWAYS_UPTO keys numpy's sort is the faster (and
+        # ctypes' call a good part of libgsort's), so Pick's bookkeeping is
+        # skipped too
         if native is None or how == "numpy" or (
-                how is None and (n < _local.LOCAL_ALWAYS_BELOW or not _native.available())):
+                how is None and (n <= _LOCAL_UPTO or not _native.available())):
             here()
             return "numpy", None
         if how == "host":
@@ -1303,7 +1327,7 @@ class Client:
             t0 = _perf_counter()
             algo, best = self._local_run(shape, n, here, native)
             ms = (_perf_counter() - t0) * 1e3
-            if n >= _local.LOCAL_ALWAYS_BELOW:
+            if n > _LOCAL_UPTO:
                 # the local route at the pace of its faster sort (Pick's)
                 self.router.record(shape, n, True, ms if best is None or ms < best else best)
             self.last = {"where": "local", "algorithm": algo, "n": n, "client_ms": ms}
@@ -1345,6 +1369,19 @@ class Client:
         before anything is sent). Sorted here or by the daemon as any sort
         (the Router times a range apart from the plain sort of its shape).
         """
+        if (type(a) is _ndarray and a.ndim == 1 and a.shape[0] <= _LOCAL_UPTO and
+                not inplace and algorithm is None and params is None and device is None and
+                not split and key_type is None and begin_bit is None and end_bit is None and
+                (self.local if local is None else local) and self.local_sort != "host" and
+                a.dtype in _WIRE_NAMES):
+            # A small flat array of a plain call: numpy's sort, as the Router
+            # and _local_run would pick, before the checks and bookkeeping
+            # below, which cost as much as numpy's sort of 1024 keys
+            # (issue 36: a call is never slower than the local sort).
+            t0 = _perf_counter()
+            out = _local.sort_keys(a, descending, a.copy(), False, True)
+            self._last_small = (a.shape[0], t0, _perf_counter())
+            return out
         if inplace:
             _writable_contiguous(a, "the array")
         given = a

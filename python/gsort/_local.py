@@ -35,9 +35,14 @@ import time
 
 import numpy as np
 
-# Below this a round trip to the daemon (tens of microseconds) cannot pay:
-# numpy sorts 256 keys in about a microsecond.
-LOCAL_ALWAYS_BELOW = 256
+# Up to this many keys a round trip to the daemon cannot pay, and numpy's
+# sort is the local one: numpy sorts 2048 keys in 12-37 us (an H100
+# machine's AVX-512 host, the 2-core AMD one), libgsort's host sort called
+# through ctypes in 38-45 on the latter, and a bare ping through gsortd
+# takes 25-90. So a plain call this small sorts with numpy at once, without
+# the Router's or Pick's bookkeeping, which cost as much as the sort at
+# 2^10 (issue 36).
+LOCAL_ALWAYS_UPTO = 2048
 # Never try numpy on more keys than this (its sort of 2^27 takes seconds);
 # top-k has no such limit (the local select reads the keys about once).
 LOCAL_TRY_MAX = 1 << 22
@@ -77,7 +82,7 @@ class Router:
 
     def choose(self, shape, n):
         """True: sort locally; False: ask the daemon."""
-        if n < LOCAL_ALWAYS_BELOW:
+        if n <= LOCAL_ALWAYS_UPTO:
             return True
         b = (n - 1).bit_length()     # _bucket(n), n >= 1 here
         try_max = float("inf") if shape[1] == "topk" else LOCAL_TRY_MAX
@@ -115,7 +120,7 @@ class Router:
         return n <= try_max          # the daemon was timed here: try numpy once
 
     def record(self, shape, n, local, ms):
-        if n < LOCAL_ALWAYS_BELOW:
+        if n <= LOCAL_ALWAYS_UPTO:
             return
         # on every routed call: lookups first, containers made only once
         t = self._t.get(shape)
@@ -288,37 +293,43 @@ def bits_order(keys, descending, begin_bit, end_bit):
     return np.argsort(bits_words(keys, descending, begin_bit, end_bit), kind="stable")
 
 
-def sort_keys(keys, descending, out, bf16=False):
-    """The keys sorted into out, as the daemon sorts them."""
-    if not _floats(keys, bf16):
-        if out is not keys:
+def sort_keys(keys, descending, out, bf16=False, filled=False):
+    """The keys sorted into out, as the daemon sorts them. filled: out
+    (another array) holds the keys already (a.copy() costs less than
+    np.empty and a copy into it)."""
+    dt = keys.dtype
+    if not (bf16 or dt.kind == "f"):
+        if out is not keys and not filled:
             out[...] = keys
-        out.sort(kind=_kind(keys.dtype))    # in place: one allocation fewer than np.sort
+        # in place: one allocation fewer than np.sort
+        out.sort(kind="stable" if dt.itemsize <= 2 else None)   # _kind()
         if descending:
             out[...] = out[::-1]    # numpy buffers the overlap
         return out
     n = keys.shape[0]
-    if not bf16 and keys.dtype.itemsize > 2 and _fast_float(keys.dtype):
+    if not bf16 and dt.itemsize > 2 and _fast_float(dt):
         # numpy's order but for the zeros (equal to numpy) and the NaNs
         # (last, in no promised order): put those two blocks right. Sorted
         # in out itself: one allocation and one copy fewer than np.sort.
-        if out is not keys:
-            out[...] = keys
-        else:
+        if out is keys:
             keys = keys.copy()          # the input's zeros and NaNs, for the fix-ups
+        elif not filled:
+            out[...] = keys
         s = out
         s.sort()
         nn = n
-        if n and s[-1] != s[-1]:            # a NaN last: numpy puts them there
+        # Python floats from item(): a numpy scalar's compare costs 20x
+        # (1.4 us for s[i] == 0), a good part of a 1024-key sort
+        last = s.item(-1) if n else 0.0
+        if last != last:                    # a NaN last: numpy puts them there
             nn = n - int(np.count_nonzero(np.isnan(keys)))
         # Two zeros or more only need the fix-up: the first key not below
-        # zero and the next one both zero (scalar compares, one search:
-        # a 1024-key call spent half its time in these checks).
-        zero = _ZEROS.get(keys.dtype)
+        # zero and the next one both zero (one search, two compares).
+        zero = _ZEROS.get(dt)
         if zero is None:
-            zero = _ZEROS[keys.dtype] = keys.dtype.type(0)
+            zero = _ZEROS[dt] = dt.type(0)
         lo = int(s.searchsorted(zero)) if nn == n else int(s[:nn].searchsorted(zero))
-        if lo + 1 < nn and s[lo] == 0 and s[lo + 1] == 0:
+        if lo + 1 < nn and s.item(lo) == 0 and s.item(lo + 1) == 0:
             hi = int(s[:nn].searchsorted(zero, "right"))
             # counted in the input: numpy's sort may not keep the count
             k = int(np.count_nonzero(np.signbit(keys[keys == 0])))

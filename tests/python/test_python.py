@@ -1826,6 +1826,39 @@ def local_checks(sock):
     check("a named algorithm or params, local=False, Client(local=False) and "
           "GSORT_NO_LOCAL=1 ask the daemon", t_forced)
 
+    def t_small():
+        # up to LOCAL_ALWAYS_UPTO keys a plain sort() takes numpy's sort at
+        # once (Client.sort's first lines): every dtype, order, size at and
+        # around the limit, strided and empty input, the daemon's bits
+        up = _local.LOCAL_ALWAYS_UPTO
+        bad = []
+        for dt in gsort.SUPPORTED_DTYPES:
+            x = random_keys(dt, 2 * up + 2, special=True)
+            vary_nans(x)
+            for y in (x[:up], x[:1000], x[::2][:up], x[:1], x[:0], x[:up + 1]):
+                for desc in (False, True):
+                    r = cl.sort(y, descending=desc)
+                    last = dict(cl.last)
+                    e = cd.sort(y, descending=desc)
+                    # past the limit: the Router's route, either
+                    small = y.shape[0] <= up
+                    if not (bits_equal(r, e) and r.dtype == y.dtype and
+                            r.flags.c_contiguous and not np.shares_memory(r, y) and
+                            (not small or (last["where"], last["algorithm"], last["n"]) ==
+                             ("local", "numpy", y.shape[0])) and last["client_ms"] >= 0.0):
+                        bad.append((np.dtype(dt).name, y.shape[0], desc, last))
+        # c.last is one dict, kept as changed, until the next call replaces it
+        cl.sort(x[:10])
+        cl.last["mark"] = 1
+        kept = cl.last.get("mark") == 1
+        cl.sort(x[:10], local=False)
+        daemon = cl.last["where"] == "daemon" and "mark" not in cl.last
+        return not bad and kept and daemon, (bad[:4], kept, daemon)
+    check("a plain sort() of up to %d keys runs numpy's sort at once: the daemon's "
+          "bits for every dtype and order (strided, empty and one-key arrays too), "
+          "c.last says local/numpy; local=False still asks the daemon"
+          % _local.LOCAL_ALWAYS_UPTO, t_small)
+
     def t_router():
         r = _local.Router()
         sh = ("<u4", "none", False, False)
@@ -1862,11 +1895,11 @@ def local_checks(sock):
         return (seq == want and tries == 0 and retry == 2 and spike is True and
                 slow is False and first == (0.1 / 4096, 1.0 / 4096),
                 (seq, tries, retry, spike, slow, r.table()))
-    check("Router: local below 256 keys, the daemon first where unmeasured, each route "
+    check("Router: local up to %d keys, the daemon first where unmeasured, each route "
           "timed (the daemon three times, numpy twice; the fastest kept), the faster route kept; neighbours "
           "decide unmeasured sizes; a close loser retried 1 in %d; one slow call does "
-          "not flip the route, a lasting slowdown does" % _local.RETRY_EVERY,
-          t_router)
+          "not flip the route, a lasting slowdown does"
+          % (_local.LOCAL_ALWAYS_UPTO, _local.RETRY_EVERY), t_router)
     cd.close()
     cl.close()
 
