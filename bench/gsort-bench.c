@@ -8,7 +8,9 @@
  * include NaNs and infinities); --dist gives sorted, reversed (both spread
  * over the whole key range, so no radix pass is trivially skipped) or
  * 16-distinct inputs; --key-bits B keeps each key's low B bits (the u32
- * words that 8- and 16-bit keys become, whose high digits radix skips). */
+ * words that 8- and 16-bit keys become, whose high digits radix skips);
+ * --half sorts 16-bit codes held in 2 bytes each (the daemon's words for
+ * 8- and 16-bit keys on a device that takes them, radix's GS_K16 build). */
 #include "config.h"
 #include "benchutil.h"
 
@@ -52,6 +54,8 @@ static void usage(FILE *f)
             "  --dist D          random (default), sorted, reversed, few16\n"
             "  --key-bits B      keep each key's low B bits (1..64; default all)\n"
             "  --bits LO:HI      sort by bits [LO, HI) of each key alone (integer keys)\n"
+            "  --half            16-bit codes, 2 bytes each (u32 ascending, flat; radix):\n"
+            "                    what 8- and 16-bit keys become on the device\n"
             "  --verbose         debug log (per-stage kernel times of the radix sort)\n"
             "  --kernel-dir D    kernel sources from D instead of the built-in copies\n"
             "                    (to time an edited kernel without rebuilding)\n"
@@ -82,9 +86,10 @@ static int validate(const gs_sort_req *r, const void *in_keys, const void *in_va
     /* --bits: in order by the range alone */
     const unsigned lo = gs_shape_bit_lo(&r->shape), w = gs_shape_bit_width(&r->shape);
     const uint64_t fmask = w >= 64 ? UINT64_MAX : (UINT64_C(1) << w) - 1;
+    const int half = r->shape.key_bytes == 2;    /* --half: unsigned 16-bit codes */
     for (size_t i = 0; i < r->n; i++) {
-        uint64_t a = gs_key_encoded(t, desc, in_keys, i);
-        uint64_t b = gs_key_encoded(t, desc, r->keys, i);
+        uint64_t a = half ? gs_key_get(in_keys, i, 2) : gs_key_encoded(t, desc, in_keys, i);
+        uint64_t b = half ? gs_key_get(r->keys, i, 2) : gs_key_encoded(t, desc, r->keys, i);
         s0 += a;
         x0 ^= a;
         s1 += b;
@@ -113,8 +118,9 @@ static int validate(const gs_sort_req *r, const void *in_keys, const void *in_va
     } else if (r->shape.payload == GS_PL_IDX32 || r->shape.payload == GS_PL_IDX64) {
         for (size_t i = 0; i < r->n; i++) {
             uint64_t j = gs_key_get(r->values, i, vs);
-            if (j >= r->n || gs_key_encoded(t, desc, in_keys, j) !=
-                                 gs_key_encoded(t, desc, r->keys, i)) {
+            if (j >= r->n ||
+                (half ? gs_key_get(in_keys, j, 2) != gs_key_get(r->keys, i, 2)
+                      : gs_key_encoded(t, desc, in_keys, j) != gs_key_encoded(t, desc, r->keys, i))) {
                 snprintf(why, wl, "index %zu -> %" PRIu64 " does not hold that key", i, j);
                 return 0;
             }
@@ -229,6 +235,7 @@ typedef struct bopts {
     int dist;                 /* index into dist_names */
     int key_bits;             /* 0: all; else keys keep their low key_bits */
     unsigned begin_bit, end_bit;   /* --bits: the range sorted by (end 0: the key) */
+    int half;                 /* --half: 16-bit codes (shape.key_bytes 2) */
 } bopts;
 
 /* What the steps of a run share: the options, the algorithm, the devices,
@@ -308,6 +315,9 @@ static int parse_args(int argc, char **argv, bopts *o, int *exit_code)
                 fprintf(stderr, "gsort-bench: --key-bits wants 1..64, not '%s'\n", v);
                 return stop(exit_code, 2);
             }
+        }
+        else if (!strcmp(a, "--half")) {
+            o->half = 1;
         }
         else if (!strcmp(a, "--bits")) {
             NEEDV();
@@ -437,7 +447,8 @@ static int size_fits(const bench *b, int lg)
     gs_sort_req probe = {
         .shape = { .dtype = o->dtype, .payload = o->payload, .descending = o->desc,
                    .rows = o->row_len ? ((uint64_t)1 << lg) / o->row_len : 0,
-                   .begin_bit = o->begin_bit, .end_bit = o->end_bit },
+                   .begin_bit = o->begin_bit, .end_bit = o->end_bit,
+                   .key_bytes = o->half ? 2u : 0u },
         .n = (size_t)1 << lg
     };
     for (int s = 0; s < b->nsets; s++) {
@@ -458,7 +469,7 @@ static int make_input(bench *b, int lg)
 {
     const bopts *o = &b->o;
     size_t n = (size_t)1 << lg;
-    size_t ks = gs_dtype_size(o->dtype), vs = gs_payload_size(o->payload);
+    size_t ks = o->half ? 2 : gs_dtype_size(o->dtype), vs = gs_payload_size(o->payload);
     free(b->in_k); free(b->in_v); free(b->k); free(b->v);
     b->in_k = malloc(n * ks);
     b->k = malloc(n * ks);
@@ -483,7 +494,9 @@ static int make_input(bench *b, int lg)
             x = few[x >> 60];
         if (o->key_bits && o->key_bits < 64)
             x &= ((uint64_t)1 << o->key_bits) - 1;
-        if (ks == 4)
+        if (ks == 2)
+            ((uint16_t *)b->in_k)[i] = (uint16_t)x;
+        else if (ks == 4)
             ((uint32_t *)b->in_k)[i] = (uint32_t)x;
         else
             ((uint64_t *)b->in_k)[i] = x;
@@ -500,8 +513,9 @@ static int make_input(bench *b, int lg)
 static void time_set(bench *b, size_t n, int si)
 {
     const bopts *o = &b->o;
-    size_t ks = gs_dtype_size(o->dtype), vs = gs_payload_size(o->payload);
+    size_t ks = o->half ? 2 : gs_dtype_size(o->dtype), vs = gs_payload_size(o->payload);
     gs_sort_req req = { .shape = { .dtype = o->dtype,
+                                   .key_bytes = o->half ? 2u : 0u,
                                    .payload = o->payload,
                                    .descending = o->desc,
                                    .stable = b->algo->stable,
@@ -548,7 +562,8 @@ static void time_set(bench *b, size_t n, int si)
             b->tw[r] = t1 - t0;
         }
     }
-    row rw = { b->devname, b->algo->name, b->setstr[si], gs_dtype_name(o->dtype),
+    /* --half: "w16", 16-bit words */
+    row rw = { b->devname, b->algo->name, b->setstr[si], o->half ? "w16" : gs_dtype_name(o->dtype),
                gs_payload_name(o->payload), n, 0, 0, 0, note };
     if (failed) {
         b->bad = 1;
@@ -592,7 +607,7 @@ static void sweep_sizes(bench *b)
             break;
         for (int si = 0; si < b->nsets; si++)
             time_set(b, n, si);
-        if (o->do_qsort && lg <= 24)
+        if (o->do_qsort && lg <= 24 && !o->half)
             time_qsort(b, n);
     }
 }

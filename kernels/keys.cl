@@ -44,6 +44,35 @@ uint gs_clamp(uint i, uint n, uint *bad)
 #define GS_KIND_SIGNED 1u
 #define GS_KIND_FLOAT 2u
 
+/* 16-bit words (radix's -DGS_K16 build): the daemon's narrow-key codes,
+ * unsigned and already in order; signed and IEEE half keys as the 32-bit
+ * rules, for completeness (every NaN the top code, decoded to 0x7e00). */
+ushort gs_enc16(ushort b, uint kind, uint desc)
+{
+    uint e = b;
+    if (kind == GS_KIND_SIGNED) {
+        e = b ^ 0x8000u;
+    } else if (kind == GS_KIND_FLOAT) {
+        uint m = (b & 0x8000u) ? 0xffffu : 0x8000u;
+        e = ((b & 0x7fffu) > 0x7c00u) ? 0xffffu : (b ^ m);
+    }
+    return (ushort)(desc ? ~e : e);
+}
+
+ushort gs_dec16(ushort ein, uint kind, uint desc)
+{
+    uint e = desc ? (~(uint)ein & 0xffffu) : ein;
+    if (kind == GS_KIND_SIGNED)
+        return (ushort)(e ^ 0x8000u);
+    if (kind == GS_KIND_FLOAT) {
+        if (e == 0xffffu)
+            return (ushort)0x7e00u;
+        uint m = (e & 0x8000u) ? 0x8000u : 0xffffu;
+        return (ushort)(e ^ m);
+    }
+    return (ushort)e;
+}
+
 uint gs_enc32(uint b, uint kind, uint desc)
 {
     uint e = b;

@@ -73,6 +73,20 @@
 #error "RANK_WARP needs a work-group of whole 32-lane warps"
 #endif
 
+/* The key widths this build holds: -DGS_K16=1 builds 16-bit unsigned
+ * codes alone (the daemon's narrow keys, encoded on the host into 2-byte
+ * words, lib/sort/gs_narrow_sort.h: half the bytes of 32-bit words each
+ * way and in every pass), as a program of its own, so the 32/64-bit
+ * builds compile no more than before. */
+#ifndef GS_K16
+#define GS_K16 0
+#endif
+#if GS_K16
+#define GS_RADIX_WIDTHS(X) X(16, ushort, 2)
+#else
+#define GS_RADIX_WIDTHS(X) GS_KEY_WIDTHS(X)
+#endif
+
 #define RADIX (1u << RADIX_BITS)
 #define RMASK (RADIX - 1u)
 /* A pass's `shift` argument: the digit's lowest bit in its low byte, and
@@ -327,7 +341,7 @@ void load_tile_k##KW(global const KT *keys, uint n, ulong tb, uint lid, KT *x)  
     }                                                                            \
 }
 #define DEF_LOADT_W(KW, KT, KS) DEF_LOADT(KW, KT)
-GS_KEY_WIDTHS(DEF_LOADT_W)
+GS_RADIX_WIDTHS(DEF_LOADT_W)
 /* a group's grid-stride loop over the tiles of n keys */
 #define FOR_TILES(tb)                                                            \
     for (ulong tb = (ulong)get_group_id(0) * TILE; tb < n;                       \
@@ -402,7 +416,7 @@ void radix_ghist_k##KW(global const KT *keys, uint n, uint kind, uint desc,     
 }
 
 #define DEF_KEYW_W(KW, KT, KS) DEF_KEYW(KW, KT, NPOS(KW), gs_enc##KW)
-GS_KEY_WIDTHS(DEF_KEYW_W)
+GS_RADIX_WIDTHS(DEF_KEYW_W)
 
 /* One tile's digit counts into counts[t * RADIX + digit] (NCOPY copies of
  * the histogram against same-address atomics, runs of one digit merged);
@@ -516,7 +530,7 @@ void radix_upsweep_orand_k##KW(global const KT *keys, uint n, uint shift,       
 }
 
 #define DEF_UPSWEEP_W(KW, KT, KS) DEF_UPSWEEP(KW, KT, gs_enc##KW)
-GS_KEY_WIDTHS(DEF_UPSWEEP_W)
+GS_RADIX_WIDTHS(DEF_UPSWEEP_W)
 
 
 /* ---- warp operations for the warp multisplit ranking (RANK_WARP) ----
@@ -581,7 +595,7 @@ uint warp_match(uint d, local uint *tmp, uint lid)
 #else
 #define CNT_N CPAD(NCW * WG)
 #endif
-#define XK_N(KB) ((KB) == 4 ? PAD4(TILE) : PAD8(TILE))
+#define XK_N(KB) ((KB) == 8 ? PAD8(TILE) : PAD4(TILE))   /* PAD2 is PAD4 */
 #define XV_N(VB) ((VB) == 4 ? PAD4(TILE) : PAD8(TILE))
 #define MAX2(a, b) ((a) > (b) ? (a) : (b))
 #define XBYTES(KB, VB) MAX2((KB) * XK_N(KB) + ((VB) ? 2 * PAD2(TILE) : 0), \
@@ -937,7 +951,7 @@ void lookback_k##KW(global uint *look, uint t, uint lid, uint g, uint spin,     
 }
 
 #define DEF_LOOKBACK_W(KW, KT, KS) DEF_LOOKBACK(KW, KT, gs_enc##KW)
-GS_KEY_WIDTHS(DEF_LOOKBACK_W)
+GS_RADIX_WIDTHS(DEF_LOOKBACK_W)
 
 /* gh: [ghist npos x RADIX][gstart npos x RADIX][tickets]; gsoff indexes
  * this pass's gstart row, tkoff its ticket. */
@@ -1078,7 +1092,7 @@ void radix_gstart(global uint *gh, uint npos)
                 PAD4, VALS(uint))                                                           \
     DEF_SCATTER(radix_scatter_k##KW##_v64, KT, KS, PAD##KS, gs_enc##KW, gs_dec##KW, ulong,   \
                 8, PAD8, VALS(ulong))
-GS_KEY_WIDTHS(DEF_SCATTER_W)
+GS_RADIX_WIDTHS(DEF_SCATTER_W)
 
 /* 32-bit keys with 32-bit values (or argsort indices) ranked as one 64-bit
  * word, key in the high half: the value rides through the ranking and the
@@ -1088,6 +1102,7 @@ GS_KEY_WIDTHS(DEF_SCATTER_W)
  * radix_scatter_k32_v32: both arrays are read and written unpacked. The
  * digit is at shift + 32 of the word, so the top digit of a width that
  * does not divide 32 still sees zeros above the key. */
+#if !GS_K16
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void radix_scatter_k32_p32(global const uint *kin, global uint *kout, global const uint *vin,
                            global uint *vout, global const uint *offs, uint n, uint kshift,
@@ -1123,6 +1138,7 @@ void radix_scatter_k32_p32(global const uint *kin, global uint *kout, global con
         GS_BAD_REPORT
     }
 }
+#endif
 
 #define DEF_ONESWEEP_W(KW, KT, KS)                                                          \
     DEF_ONESWEEP(radix_onesweep_k##KW##_v0, KW, KT, KS, PAD##KS, gs_enc##KW, gs_dec##KW, uint, \
@@ -1131,7 +1147,7 @@ void radix_scatter_k32_p32(global const uint *kin, global uint *kout, global con
                  uint, 4, PAD4, VALS(uint))                                                 \
     DEF_ONESWEEP(radix_onesweep_k##KW##_v64, KW, KT, KS, PAD##KS, gs_enc##KW, gs_dec##KW,     \
                  ulong, 8, PAD8, VALS(ulong))
-GS_KEY_WIDTHS(DEF_ONESWEEP_W)
+GS_RADIX_WIDTHS(DEF_ONESWEEP_W)
 
 /* argsort when every pass is skipped (all keys equal): indices 0..n-1,
  * counted from 0 in each row of len keys (len = n when flat) */

@@ -140,13 +140,14 @@ static int run_job(gs_job *j, gs_sort_ctx *ctx)
     if (j->narrow.dt) {
         /* keys alone on the host route, no algorithm named: counted */
         j->narrow.counting = j->dev < 0 && !j->algorithm[0];
-        /* an algorithm that sorts by a bit range runs the code's digits
-         * alone: 2 passes of 16-bit keys' words whatever their size, where
-         * small ones (no read-back of the histogram) ran all 4 (flat
-         * requests: a range sorts one array); set on every run (a
-         * fallback's algorithm may not) */
-        j->narrow.req.shape.end_bit = j->algo->bit_range && gs_shape_flat(&j->narrow.req.shape)
-                                      ? (unsigned)gs_narrow_row(j->narrow.dt)->bytes * 8 : 0;
+        /* the words as the route's algorithm takes them: 16-bit ones on
+         * a device that sorts them whole (half the bytes over the bus and
+         * in every pass), the code's digits alone where it sorts by a bit
+         * range (2 passes of 16-bit keys whatever their size, where small
+         * ones, without the histogram's read-back, ran all 4); set on
+         * every run, as a fallback's algorithm may differ */
+        gs_narrow_fit(&j->narrow, j->algo,
+                      j->dev >= 0 && (j->chunk_n == 0 || j->chunk_n >= j->narrow.req.n));
         return gs_narrow_run(&j->narrow, run_route, &r, &j->st, &j->err);
     }
     return run_route(&r, &j->req, &j->st, &j->err);

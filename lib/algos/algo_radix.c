@@ -204,7 +204,7 @@ static int takes(radix_use_fn use, const gs_dev_info *info, const gs_sort_req *r
     int rc = get_params(info, p, v, err);
     if (rc)
         return rc;
-    return use(v, req->n, gs_dtype_size(req->shape.dtype), gs_payload_size(req->shape.payload),
+    return use(v, req->n, gs_shape_key_bytes(&req->shape), gs_payload_size(req->shape.payload),
                info);
 }
 
@@ -224,7 +224,7 @@ static int radix_check(const gs_dev *dev, const gs_sort_req *req, const gs_param
         return rc;
     const gs_dev_info *in = &dev->info;
     /* Without a request, check the widest shape (64-bit keys and values). */
-    size_t ks = req ? gs_dtype_size(req->shape.dtype) : 8;
+    size_t ks = req ? gs_shape_key_bytes(&req->shape) : 8;
     size_t vs = req ? gs_payload_size(req->shape.payload) : 8;
     /* lookback=2 falls back to reduce-then-scan where onesweep does not fit */
     uint64_t lb = local_bytes((int)v[P_BITS], v[P_WG], v[P_EPT], ks, vs, v[P_LB] == 1);
@@ -361,13 +361,14 @@ static int rank_mode(const gs_dev *dev, size_t wg)
  * build that fails falls back to the portable ranking, says so once, and
  * is not tried again in this process. */
 static int get_program(gs_sort_ctx *ctx, int bits, size_t wg, size_t ept, int hostile,
-                       char *opts, size_t optsz, cl_program *prog, gs_err *err)
+                       size_t ks, char *opts, size_t optsz, cl_program *prog, gs_err *err)
 {
     gs_dev *dev = ctx->dev;
     int mode = rank_mode(dev, wg);
     for (;;) {
-        int w = snprintf(opts, optsz, "-DRADIX_BITS=%d -DWG=%zu -DEPT=%zu%s", bits, wg, ept,
-                         hostile ? GS_HOSTILE_OPT : "");
+        /* 16-bit codes: a build of their own (GS_K16 in kernels/radix.cl) */
+        int w = snprintf(opts, optsz, "-DRADIX_BITS=%d -DWG=%zu -DEPT=%zu%s%s", bits, wg, ept,
+                         hostile ? GS_HOSTILE_OPT : "", ks == 2 ? " -DGS_K16=1" : "");
         /* with PTX, the look-back loads are volatile too (ld.volatile) */
         if (mode != RANK_LOCAL)
             snprintf(opts + w, optsz - (size_t)w, " -DRANK_WARP=%d%s", mode,
@@ -540,7 +541,7 @@ static int run_pass(gs_devrun *d, const radix_run *r, unsigned i, cl_uint pos, c
 static int radix_kernels(gs_devrun *d, void *self, gs_err *err)
 {
     radix_run *r = self;
-    int rc = get_program(d->ctx, r->bits, r->wg, r->ept, d->cr.hostile, r->opts,
+    int rc = get_program(d->ctx, r->bits, r->wg, r->ept, d->cr.hostile, d->ks, r->opts,
                          sizeof r->opts, &d->prog, err);
     if (rc)
         return rc;
@@ -858,7 +859,7 @@ static size_t rows_ept(const long v[P_COUNT], const gs_sort_req *req, const gs_d
         e--;
     if (e == 0 || len / (wg * e) > RADIX_ROWS_MAX_TILES)
         return 0;
-    const uint64_t ks = gs_dtype_size(req->shape.dtype), vs = gs_payload_size(req->shape.payload);
+    const uint64_t ks = gs_shape_key_bytes(&req->shape), vs = gs_payload_size(req->shape.payload);
     const uint64_t cb = (uint64_t)(n / (wg * e)) * (UINT64_C(4) << v[P_BITS]);
     const uint64_t total = 2 * (uint64_t)n * (ks + vs) + cb + (UINT64_C(1) << 20);
     if (cb > in->max_alloc || (in->global_mem && total > in->global_mem))
@@ -875,7 +876,7 @@ static int radix_device(gs_sort_ctx *ctx, const gs_sort_req *req, const long vin
     long v[P_COUNT];
     memcpy(v, vin, sizeof v);
     const size_t n = req->n;
-    const size_t ks = gs_dtype_size(req->shape.dtype), vs = gs_payload_size(req->shape.payload);
+    const size_t ks = gs_shape_key_bytes(&req->shape), vs = gs_payload_size(req->shape.payload);
     radix_run r;
     memset(&r, 0, sizeof r);
     if (rept) {
@@ -993,6 +994,7 @@ const gs_algo gs_algo_radix = {
     .rows = 1,
     /* a bit range's digits alone: its passes (pass_shift) and histogram */
     .bit_range = 1,
+    .half_keys = 1,
     .params = radix_params,
     .nparams = P_COUNT,
     .defaults = radix_defaults,

@@ -140,7 +140,7 @@ int gs_devrun_sort(const gs_devrun_ops *ops, void *self, gs_sort_ctx *ctx,
     d.req = req;
     d.st = st;
     d.n = req->n;
-    d.ks = gs_dtype_size(req->shape.dtype);
+    d.ks = gs_shape_key_bytes(&req->shape);
     d.vs = gs_payload_size(req->shape.payload);
     d.idx = req->shape.payload == GS_PL_IDX32 || req->shape.payload == GS_PL_IDX64;
     d.second = 1;

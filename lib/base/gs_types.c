@@ -42,7 +42,12 @@ size_t gs_dtype_size(gs_dtype t)
 
 unsigned gs_shape_bit_width(const gs_shape *s)
 {
-    return s->end_bit ? s->end_bit - s->begin_bit : (unsigned)gs_dtype_size(s->dtype) * 8;
+    return s->end_bit ? s->end_bit - s->begin_bit : (unsigned)gs_shape_key_bytes(s) * 8;
+}
+
+size_t gs_shape_key_bytes(const gs_shape *s)
+{
+    return s->key_bytes ? s->key_bytes : gs_dtype_size(s->dtype);
 }
 
 /* ---- key widths ---- */

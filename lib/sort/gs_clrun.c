@@ -500,14 +500,16 @@ int gs_clrun_raced_check(gs_clrun *r, gs_err *err)
 int gs_clrun_clear(gs_clrun *r, cl_mem m, size_t bytes, gs_err *err)
 {
     /* the bulk with a wide pattern (fewer, larger stores where the runtime
-     * fills by pattern), the tail (a multiple of 4 bytes) with a word */
+     * fills by pattern), the tail with a word, or a half word where it is
+     * one (16-bit keys: an odd count of them) */
     static const cl_uint zero[32];
     const size_t bulk = bytes / sizeof zero * sizeof zero, tail = bytes - bulk;
+    const size_t unit = tail % sizeof zero[0] ? 2 : sizeof zero[0];
     cl_int crc = CL_SUCCESS;
     if (bulk)
         crc = clEnqueueFillBuffer(r->q, m, zero, sizeof zero, 0, bulk, 0, NULL, NULL);
     if (crc == CL_SUCCESS && tail)
-        crc = clEnqueueFillBuffer(r->q, m, zero, sizeof zero[0], bulk, tail, 0, NULL, NULL);
+        crc = clEnqueueFillBuffer(r->q, m, zero, unit, bulk, tail, 0, NULL, NULL);
     if (crc != CL_SUCCESS)
         return gs_cl_fail(err, "clEnqueueFillBuffer", crc, "%s: clearing %zu bytes", r->algo,
                           bytes);

@@ -36,6 +36,20 @@ typedef struct pass {
     size_t *starts;         /* rows, segments, top-k: each part's first saved NaN */
 } pass;
 
+/* Word i of the job's words (16 or 32 bits wide), and its store */
+static inline uint32_t word_get(const gs_narrow_job *jb, size_t i)
+{
+    return jb->half ? ((const uint16_t *)jb->words)[i] : jb->words[i];
+}
+
+static inline void word_put(const gs_narrow_job *jb, size_t i, uint32_t c)
+{
+    if (jb->half)
+        ((uint16_t *)jb->words)[i] = (uint16_t)c;
+    else
+        jb->words[i] = c;
+}
+
 static void span(const gs_narrow_job *jb, size_t task, size_t *lo, size_t *hi)
 {
     *lo = task * TASK;
@@ -62,7 +76,7 @@ static void enc_task(void *arg, size_t task, unsigned worker)
     span(jb, task, &lo, &hi);
     for (size_t i = lo; i < hi; i++) {
         uint32_t raw = (uint32_t)gs_key_get(jb->keys, i, b), c = gs_narrow_enc(t, desc, raw);
-        jb->words[i] = c;
+        word_put(jb, i, c);
         if (fl && c == nc) {
             nans++;
             odd |= raw != canon;
@@ -87,7 +101,7 @@ static void save_task(void *arg, size_t task, unsigned worker)
     size_t lo, hi, at = p->at[task], end = p->at[task + 1];
     span(jb, task, &lo, &hi);
     for (size_t i = lo; i < hi && at < end; i++) {
-        if (jb->words[i] != nc)
+        if (word_get(jb, i) != nc)
             continue;
         p->bits[at] = (uint16_t)gs_key_get(jb->keys, i, b);
         switch (jb->req.shape.payload) {
@@ -133,7 +147,7 @@ static void part_nan_starts(const gs_narrow_job *jb, size_t *starts)
         starts[part] = at;
         part_span(r, part, &lo, &hi);
         for (size_t i = lo; i < hi; i++)
-            at += jb->words[i] == nc;
+            at += word_get(jb, i) == nc;
     }
     starts[nparts(r)] = at;
 }
@@ -156,7 +170,7 @@ static void restore_parts(const gs_narrow_job *jb, const pass *p, const size_t *
         if (r->shape.topk && hi - lo > r->shape.k)
             hi = lo + (size_t)r->shape.k;
         for (size_t i = lo; i < hi && at < starts[part + 1]; i++) {
-            if (jb->words[i] != nc)
+            if (word_get(jb, i) != nc)
                 continue;
             gs_key_put(jb->keys, i, b, p->bits[at]);
             if (vs && r->values) {
@@ -178,7 +192,7 @@ static void dec_task(void *arg, size_t task, unsigned worker)
     size_t lo, hi;
     span(jb, task, &lo, &hi);
     for (size_t i = lo; i < hi; i++)
-        gs_key_put(jb->keys, i, b, gs_narrow_dec(t, desc, jb->words[i]));
+        gs_key_put(jb->keys, i, b, gs_narrow_dec(t, desc, word_get(jb, i)));
 }
 
 /* ---- keys without a payload: counting their codes ---- */
@@ -390,6 +404,16 @@ void gs_narrow_job_init(gs_narrow_job *jb, int dt, const gs_shape *shape, size_t
     jb->req.n = n;
     jb->req.keys = words;
     jb->req.values = values;
+}
+
+int gs_narrow_fit(gs_narrow_job *jb, const gs_algo *a, int in_core_device)
+{
+    const gs_narrow_info *row = gs_narrow_row(jb->dt);
+    const int flat = gs_shape_flat(&jb->req.shape);
+    jb->half = row && a && a->half_keys && flat && in_core_device;
+    jb->req.shape.key_bytes = jb->half ? 2 : 0;
+    jb->req.shape.end_bit = row && a && a->bit_range && flat ? row->bytes * 8 : 0;
+    return jb->half;
 }
 
 int gs_narrow_run(const gs_narrow_job *jb, gs_narrow_fn fn, void *arg, gs_sort_stats *st,

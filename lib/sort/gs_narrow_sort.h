@@ -18,8 +18,8 @@
 #include "gs_narrow.h"
 #include "gs_sort.h"
 
-/* One sort of req (u32 words, the request's payload and order: ascending,
- * the descending order is in the encoding). */
+/* One sort of req (u32 words, or 16-bit ones with half; the request's
+ * payload and order: ascending, the descending order is in the encoding). */
 typedef int (*gs_narrow_fn)(void *arg, const gs_sort_req *req, gs_sort_stats *st,
                             gs_err *err);
 
@@ -31,6 +31,8 @@ typedef struct gs_narrow_job {
     gs_sort_req req;    /* the words' sort: keys = words, the payload's values
                            where they lie, shape.dtype u32, ascending */
     int one_thread;     /* encode and decode on the caller's thread only */
+    int half;           /* the words are 16-bit (req.shape.key_bytes 2), for a
+                           route whose algorithm sorts those (gs_narrow_fit) */
     int counting;       /* keys without a payload, sorted here by counting their
                            codes (no words, fn not called): a caller on the host
                            route sets it; n reads and n writes beat any sort */
@@ -40,6 +42,15 @@ typedef struct gs_narrow_job {
  * order and stability; values: the payload's array) over words. */
 void gs_narrow_job_init(gs_narrow_job *jb, int dt, const gs_shape *shape, size_t n, void *keys,
                         void *values, uint32_t *words);
+
+/* Fit jb's words to algorithm a, which will sort them (call before each
+ * run: a fallback's algorithm may differ): 16-bit words (half,
+ * req.shape.key_bytes 2) where a takes them (half_keys) and the request is
+ * flat, whole (in_core: not cut into pieces) and on a device, else 32-bit;
+ * an algorithm that sorts by a bit range (a flat request) sorts the
+ * codes' bits alone, 8 or 16 (one or two 8-bit passes of radix at any
+ * size). Returns half. */
+int gs_narrow_fit(gs_narrow_job *jb, const gs_algo *a, int in_core_device);
 
 /* Sort. st sums the words' sort's figures; st->pack_ms is the encoding's
  * and decoding's wall clock (counting: st->wall_ms is the whole sort's). */

@@ -81,7 +81,12 @@ int gs_sort_req_check(const gs_sort_req *r, gs_err *err)
     if (r->shape.stable != 0 && r->shape.stable != 1)
         return gs_err_set(err, GS_EINVAL, "sort request: stable must be 0 or 1, not %d",
                           r->shape.stable);
-    size_t ks = gs_dtype_size(r->shape.dtype), vs = gs_payload_size(r->shape.payload);
+    if (r->shape.key_bytes &&
+        (r->shape.key_bytes != 2 || r->shape.dtype != GS_DT_U32 || r->shape.descending ||
+         !gs_shape_flat(&r->shape)))
+        return gs_err_set(err, GS_EINVAL, "sort request: key_bytes %u is for 16-bit codes "
+                          "(2) of one flat ascending u32 request", r->shape.key_bytes);
+    size_t ks = gs_shape_key_bytes(&r->shape), vs = gs_payload_size(r->shape.payload);
     if (r->n > SIZE_MAX / ks || (vs && r->n > SIZE_MAX / vs))
         return gs_err_set(err, GS_ETOOBIG, "sort request: %zu %s elements overflow "
                           "the address space", r->n, gs_dtype_name(r->shape.dtype));
@@ -469,6 +474,9 @@ int gs_sort_run(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
                           "k, and this algorithm is not stable", a->name);
     if (a->uses_device && !ctx->dev)
         return gs_err_set(err, GS_ENODEV, "%s: this algorithm needs a device", a->name);
+    if (req->shape.key_bytes && !a->half_keys)
+        return gs_err_set(err, GS_EUNSUPPORTED, "%s: sorts no %u-byte codes", a->name,
+                          req->shape.key_bytes);
     if (a->check && (rc = a->check(ctx->dev, req, p, err)) < 0) {
         size_t nl = strlen(a->name);
         if (err && !(strncmp(err->msg, a->name, nl) == 0 && err->msg[nl] == ':'))

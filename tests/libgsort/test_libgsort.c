@@ -1239,6 +1239,17 @@ static void test_threads(const dmn *d)
 
 /* ---- the OpenCL device (PoCL here) ---- */
 
+static int nw_case(gsort_conn *c, int api, int route, gsort_dtype t, int desc, int stable,
+                   size_t n, int dist, uint64_t seed, char *why, size_t wl);
+static const gsort_dtype nw_types[] = { GSORT_U8, GSORT_I8, GSORT_U16, GSORT_I16, GSORT_F16,
+                                        GSORT_BF16 };
+static const char *const nw_names[] = { "u8", "i8", "u16", "i16", "f16", "bf16" };
+#define NW_NT 6
+/* nw_case's routes; NR_RADIX (not among test_narrow's): radix forced on
+ * device 0, where the daemon sorts 16-bit words (kernels/radix.cl's
+ * GS_K16 build) */
+enum { NR_LOCAL = 0, NR_BLOCK, NR_STAGED, NR_INLINE, NR_COUNT, NR_RADIX = NR_COUNT };
+
 static void test_device(void)
 {
     static dmn dev;
@@ -1292,6 +1303,27 @@ static void test_device(void)
                n, res.plan, res.params, gs_now_s() - t0, rc ? err.message : "", why);
         gsort_free(blk);
         sc_case_free(&sc);
+    }
+    /* 8- and 16-bit keys by radix on the device: 16-bit words there (the
+     * GS_K16 build), every call, both orders, NaN patterns and +-0; an odd
+     * count (the words' buffers are not whole 4-byte words) */
+    for (int ti = 0; ti < 6; ti++) {
+        int bad = 0, runs = 0;
+        char first[700] = "";
+        for (int api = 0; api < A_COUNT; api++)
+            for (int desc = 0; desc < 2; desc++) {
+                char why[600] = "";
+                size_t nn = api == A_SORT ? 70001 : 4099;
+                runs++;
+                if (!nw_case(c, api, NR_RADIX, nw_types[ti], desc, 1, nn, api % 2,
+                             500 + (uint64_t)(ti * 10 + api * 2 + desc), why, sizeof why) &&
+                    !bad++)
+                    snprintf(first, sizeof first, "%s %s n=%zu: %s", api_names[api],
+                             desc ? "desc" : "asc", nn, why);
+            }
+        tap_ok(!bad, "%s keys, radix forced on device 0: %d sorts (every call, both orders, "
+               "NaN patterns, +-0) match the stable reference%s%s", nw_names[ti], runs,
+               bad ? ", first failure: " : "", first);
     }
     /* The plan's choice, any device: whatever serves it must be right. */
     size_t n = 30000;
@@ -2762,10 +2794,6 @@ static void test_lexsort(const dmn *d)
  * -0.0 before +0.0, every NaN one key after +inf (descending: first) in
  * input order with its exact bits; and the calls they are refused. */
 
-static const gsort_dtype nw_types[] = { GSORT_U8, GSORT_I8, GSORT_U16, GSORT_I16, GSORT_F16,
-                                        GSORT_BF16 };
-static const char *const nw_names[] = { "u8", "i8", "u16", "i16", "f16", "bf16" };
-#define NW_NT 6
 
 static unsigned nw_bytes(gsort_dtype t)
 {
@@ -2885,9 +2913,40 @@ static void nw_fill(gsort_dtype t, void *k, size_t n, int dist, uint64_t seed)
     }
 }
 
-enum { NR_LOCAL = 0, NR_BLOCK, NR_STAGED, NR_INLINE, NR_COUNT };
 static const char *const nw_route_names[] = { "local", "daemon, gsort_alloc block",
-                                              "daemon, staged", "daemon, GSORT_INLINE" };
+                                              "daemon, staged", "daemon, GSORT_INLINE",
+                                              "daemon, radix on device 0" };
+
+/* api_call's call as a gsort_request with radix forced on device 0 */
+static int nw_radix_call(gsort_conn *c, int api, gsort_dtype t, void *keys, void *vals,
+                         size_t n, unsigned flags, gsort_result *res, gsort_error *err)
+{
+    static const gsort_values kinds[A_COUNT] = {
+        [A_SORT] = GSORT_VALUES_NONE, [A_BYKEY32] = GSORT_VALUES_U32,
+        [A_BYKEY64] = GSORT_VALUES_U64, [A_ARG32] = GSORT_VALUES_IDX32,
+        [A_ARG64] = GSORT_VALUES_IDX64 };
+    /* an argsort call leaves the caller's keys as they were: a copy sorts */
+    const int arg = api == A_ARG32 || api == A_ARG64;
+    const size_t kb = n * (t == GSORT_U8 || t == GSORT_I8 ? 1 : 2);
+    void *copy = arg ? malloc(kb + 1) : NULL;
+    if (arg && !copy)
+        tap_bail("out of memory");
+    if (arg)
+        memcpy(copy, keys, kb);
+    gsort_request rq;
+    gsort_request_init(&rq);
+    rq.dtype = t;
+    rq.n = n;
+    rq.keys = arg ? copy : keys;
+    rq.values_kind = kinds[api];
+    rq.values = api == A_SORT ? NULL : vals;
+    rq.flags = flags;
+    rq.algorithm = "radix";
+    rq.device = 0;
+    int rc = gsort_run(c, &rq, res, err);
+    free(copy);
+    return rc;
+}
 
 /* The value a sort_by_key case gives input element i. */
 static uint64_t nw_val_of(size_t i, int v8)
@@ -2935,9 +2994,14 @@ static int nw_case(gsort_conn *c, int api, int route, gsort_dtype t, int desc, i
                      (route == NR_INLINE ? GSORT_INLINE : 0);
     gsort_result res;
     gsort_error err;
-    int rc = api_call(c, api, t, keys, vals, n, flags, &res, &err);
+    int rc = route == NR_RADIX ? nw_radix_call(c, api, t, keys, vals, n, flags, &res, &err)
+                               : api_call(c, api, t, keys, vals, n, flags, &res, &err);
     if (rc != 0) {
         snprintf(why, wl, "%s: %.400s", gsort_strerror(rc), err.message);
+        goto out;
+    }
+    if (route == NR_RADIX && n && (res.device != 0 || strcmp(res.algorithm, "radix"))) {
+        snprintf(why, wl, "sorted by %s on device %d", res.algorithm, res.device);
         goto out;
     }
     int local = !strcmp(res.plan, "local");

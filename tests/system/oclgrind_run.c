@@ -63,7 +63,9 @@ typedef struct pset {
                          histogram is read back at every size (pass skipping, iota);
                          3 32-bit pairs ranked apart, not as one word; 4 rows of
                          whole tiles (n rounded up to a multiple of 32), which
-                         radix sorts whole (radix_scan_rows) */
+                         radix sorts whole (radix_scan_rows); 5 16-bit codes
+                         (shape.key_bytes 2: the GS_K16 build), ascending, against
+                         a stable counting sort */
     int hostile;      /* 1: the kernels built for client pages (GS_HOSTILE: every
                          position derived from an earlier read bounded, the race flag) */
     unsigned rows;    /* > 1: each case is that many rows of n keys, one request */
@@ -118,6 +120,13 @@ static const pset psets[] = {
     { "radix", "radix_bits=8,wg_size=16,elems_per_thread=2", 6, 0, 0, 4, 0, 3, 0 },
     { "radix", "radix_bits=8,wg_size=16,elems_per_thread=2", 2, 0, 1, 4, 0, 3, 0 },
     { "radix", "radix_bits=4,wg_size=16,elems_per_thread=2", 2, 0, 0, 4, 1, 3, 0 },
+    /* 16-bit codes, the daemon's words for 8- and 16-bit keys (GS_K16):
+     * reduce-then-scan, onesweep, the warp
+     * ranking, built for client pages */
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=2", 3, 0, 0, 5, 0, 0, 0 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1,lookback=1", 2, 0, 0, 5, 0, 0, 0 },
+    { "radix", "radix_bits=8,wg_size=32,elems_per_thread=2", 1, 1, 0, 5, 0, 0, 0 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=2", 1, 0, 0, 5, 1, 0, 0 },
     /* mergepath: a mid-size tile; odd size_i and tile; size_i 1 with a
      * 16-element tile (many global merge levels) */
     { "mergepath", "size_i=4,wg_size=32,elems_per_thread=4", 6, 0, 0, 0, 0, 0, 0 },
@@ -163,6 +172,54 @@ static int pick_dist(gs_dtype t, unsigned i)
 
 /* Sorts first..last-1 of a parameter set (case i: see psets); one TAP line.
  * A single sort's line names its number for "oclgrind_run ALGO I". */
+/* One sort of n 16-bit codes (shape.key_bytes 2) with payload pl by
+ * algorithm a: 1 when it is a stable counting sort's answer, else 0 with
+ * the reason in why. */
+static int half_case(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p, gs_payload pl,
+                     size_t n, uint64_t seed, char *why, size_t wl)
+{
+    const size_t vs = gs_payload_size(pl);
+    const int idx = pl == GS_PL_IDX32 || pl == GS_PL_IDX64;
+    uint16_t *k = malloc(n * 2 + 2), *want = malloc(n * 2 + 2);
+    unsigned char *v = malloc(n * 8 + 8), *wv = malloc(n * 8 + 8);
+    size_t *at = calloc(65537, sizeof *at);
+    if (!k || !want || !v || !wv || !at)
+        tap_bail("out of memory");
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 6364136223846793005u + 1442695040888963407u;
+        k[i] = (uint16_t)(i % 3 ? seed >> 48 : (seed >> 60) * 4099u);   /* ties too */
+        if (vs)
+            gs_key_put(v, i, vs, i * 7 + 1);
+    }
+    for (size_t i = 0; i < n; i++)
+        at[k[i] + 1]++;
+    for (size_t c = 1; c <= 65536; c++)
+        at[c] += at[c - 1];
+    for (size_t i = 0; i < n; i++) {
+        size_t j = at[k[i]]++;
+        want[j] = k[i];
+        if (vs)
+            gs_key_put(wv, j, vs, idx ? i : gs_key_get(v, i, vs));
+    }
+    gs_sort_req req = { .shape = { .dtype = GS_DT_U32, .payload = pl, .key_bytes = 2 },
+                        .n = n, .keys = k, .values = vs ? v : NULL };
+    gs_err err;
+    gs_err_clear(&err);
+    int rc = gs_sort_run(a, ctx, &req, p, NULL, &err), ok = 0;
+    if (rc < 0)
+        snprintf(why, wl, "%s: %s", gs_strerror(rc), err.msg);
+    else if (memcmp(k, want, n * 2) || (vs && memcmp(v, wv, n * vs)))
+        snprintf(why, wl, "not the stable counting sort's answer");
+    else
+        ok = 1;
+    free(k);
+    free(want);
+    free(v);
+    free(wv);
+    free(at);
+    return ok;
+}
+
 static void run_pset(gs_sort_ctx *ctx, const pset *ps, unsigned first, unsigned last,
                      unsigned sortno)
 {
@@ -198,6 +255,8 @@ static void run_pset(gs_sort_ctx *ctx, const pset *ps, unsigned first, unsigned 
         snprintf(pdesc + strlen(pdesc), sizeof pdesc - strlen(pdesc),
                  " (rows of whole tiles, read-back)");
     }
+    if (ps->radix_hook == 5)
+        snprintf(pdesc + strlen(pdesc), sizeof pdesc - strlen(pdesc), " (16-bit codes)");
     if (ps->radix_hook == 3) {
         gs_radix_force_pairs(0);
         snprintf(pdesc + strlen(pdesc), sizeof pdesc - strlen(pdesc), " (pairs apart)");
@@ -222,6 +281,15 @@ static void run_pset(gs_sort_ctx *ctx, const pset *ps, unsigned first, unsigned 
             t = i % 2 ? GS_DT_F64 : GS_DT_F32;
             n = 1000;
             dist = SC_NANMIX;
+        }
+        if (ps->radix_hook == 5) {   /* 16-bit codes: ascending, n from 100 up */
+            n = sizes[3 + i % 2] + i;
+            snprintf(cdesc, sizeof cdesc, "w16/%s asc n=%zu", gs_payload_name(pl), n);
+            ncase++;
+            if (!half_case(a, ctx, &p, pl, n, UINT64_C(0x16b) + i, why, sizeof why) &&
+                nfail++ < 5)
+                tap_diag("%s %s: %s: %s", a->name, pdesc, cdesc, why);
+            continue;
         }
         if (ps->radix_hook == 4)   /* rows of whole tiles of 32 (n = 0: 64) */
             n = n ? (n + 31) / 32 * 32 : 64;

@@ -400,6 +400,97 @@ static void test_lean(gs_dev *dev, const gs_params *p)
            st[1].kernel_ms, st[1].wall_ms, st[0].kernel_ms);
 }
 
+/* 16-bit codes (shape.key_bytes 2: the daemon's narrow keys' words, the
+ * -DGS_K16 build): every payload, whole codes and their low 8 bits alone
+ * (end_bit 8, one pass), against a stable counting sort; and what is
+ * refused. Returns failing cases. */
+static int test_half(gs_sort_ctx *ctx, const gs_params *p, const char *what)
+{
+    static const size_t sizes[] = { 1, 3, 1000, 4097, 65537 };
+    static const gs_payload pls[] = { GS_PL_NONE, GS_PL_U32, GS_PL_U64, GS_PL_IDX32,
+                                      GS_PL_IDX64 };
+    int fails = 0;
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+        for (size_t pi = 0; pi < sizeof pls / sizeof pls[0]; pi++)
+            for (unsigned end = 0; end <= 8; end += 8) {
+                const size_t n = sizes[si];
+                const size_t vs = gs_payload_size(pls[pi]);
+                uint16_t *k = malloc(n * 2), *want = malloc(n * 2);
+                unsigned char *v = malloc(n * 8 + 8), *wv = malloc(n * 8 + 8);
+                size_t *count = calloc(65537, sizeof *count);
+                if (!k || !want || !v || !wv || !count)
+                    tap_bail("out of memory");
+                uint32_t x = 12345u + (uint32_t)(n * 7 + pi + end);
+                for (size_t i = 0; i < n; i++) {
+                    x = x * 1664525u + 1013904223u;
+                    /* many ties: half from 64 codes, half from all */
+                    k[i] = (uint16_t)((i & 1) ? (x >> 16) : (x >> 26) * 1031u);
+                    if (vs)     /* values of the payload's width */
+                        gs_key_put(v, i, vs, (uint64_t)i * 0x9e3779b97f4a7c15ull);
+                }
+                const int idx = pls[pi] == GS_PL_IDX32 || pls[pi] == GS_PL_IDX64;
+                const unsigned mask = end ? 0xffu : 0xffffu;
+                /* stable counting sort by the sorted bits: the reference */
+                for (size_t i = 0; i < n; i++)
+                    count[(k[i] & mask) + 1]++;
+                for (size_t c = 1; c <= 65536; c++)
+                    count[c] += count[c - 1];
+                for (size_t i = 0; i < n; i++) {
+                    size_t at = count[k[i] & mask]++;
+                    want[at] = k[i];
+                    if (vs)
+                        gs_key_put(wv, at, vs, idx ? (uint64_t)i : gs_key_get(v, i, vs));
+                }
+                gs_sort_req req = { .shape = { .dtype = GS_DT_U32, .payload = pls[pi],
+                                               .key_bytes = 2, .end_bit = end },
+                                    .n = n, .keys = k, .values = vs ? v : NULL };
+                gs_sort_stats st;
+                gs_err err;
+                gs_err_clear(&err);
+                int rc = gs_sort_run(&gs_algo_radix, ctx, &req, p, &st, &err);
+                int ok = rc == 0 && !memcmp(k, want, n * 2) &&
+                         (!vs || !memcmp(v, wv, n * vs)) &&
+                         st.passes + st.passes_skipped <= (end ? 1u : 2u) * 8u /
+                             (unsigned)gs_params_get(p, "radix_bits", 8) + 1u;
+                if (!ok) {
+                    fails++;
+                    tap_ok(0, "%s: 16-bit codes n=%zu payload %s end_bit %u (%s)", what, n,
+                           gs_payload_name(pls[pi]), end, rc ? err.msg : "wrong order");
+                }
+                free(k);
+                free(want);
+                free(v);
+                free(wv);
+                free(count);
+            }
+    tap_ok(fails == 0, "%s: 16-bit codes sorted as a stable counting sort, every payload, "
+           "whole and by their low 8 bits (%d failing)", what, fails);
+    return fails;
+}
+
+/* What a request of 16-bit codes must be, and who sorts them */
+static void test_half_refused(gs_dev *dev)
+{
+    gs_sort_ctx ctx = { .dev = dev };
+    uint16_t k[4] = { 3, 1, 2, 0 };
+    gs_err err;
+    gs_sort_req req = { .shape = { .dtype = GS_DT_U32, .key_bytes = 2 }, .n = 4, .keys = k };
+    gs_err_clear(&err);
+    int host = gs_sort_run(&gs_algo_host, &ctx, &req, NULL, NULL, &err);
+    req.shape.key_bytes = 3;
+    int three = gs_sort_run(&gs_algo_radix, &ctx, &req, NULL, NULL, &err);
+    req.shape.key_bytes = 2;
+    req.shape.descending = 1;
+    int desc = gs_sort_run(&gs_algo_radix, &ctx, &req, NULL, NULL, &err);
+    req.shape.descending = 0;
+    req.shape.dtype = GS_DT_I32;
+    int i32 = gs_sort_run(&gs_algo_radix, &ctx, &req, NULL, NULL, &err);
+    tap_ok(host == GS_EUNSUPPORTED && three == GS_EINVAL && desc == GS_EINVAL &&
+           i32 == GS_EINVAL && k[0] == 3 && k[3] == 0,
+           "16-bit codes: the host sort refuses them, key_bytes 3, a descending or i32 "
+           "request is invalid, the keys untouched (%d %d %d %d)", host, three, desc, i32);
+}
+
 int main(void)
 {
     gs_dev *devs = NULL;
@@ -537,6 +628,25 @@ int main(void)
     gs_radix_force_rank(-1);
     fails += sc_check_nan_device(A, &ctx, &p);
     fails += sc_check_nan_device(A, &ctx, &plb);
+    /* 16-bit codes: both scans, the warp ranking, an odd small set, and
+     * copied into buffers of their own (as on a GPU) */
+    test_half_refused(dev);
+    fails += test_half(&ctx, &p, "radix");
+    fails += test_half(&ctx, &plb, "radix onesweep");
+    gs_radix_force_rank(1);
+    fails += test_half(&ctx, &p, "radix warp-ranked");
+    gs_radix_force_rank(-1);
+    {
+        gs_params odd;
+        gs_params_clear(&odd);
+        gs_params_set(&odd, "radix_bits", 3);
+        gs_params_set(&odd, "wg_size", 32);
+        gs_params_set(&odd, "elems_per_thread", 5);
+        fails += test_half(&ctx, &odd, "radix 3/32/5");
+    }
+    gs_clrun_no_adopt(1);
+    fails += test_half(&lean, &plb, "radix onesweep, copied (lean)");
+    gs_clrun_no_adopt(0);
     tap_diag("matrix total: %.1f s, %d failing cases", gs_now_s() - t0, fails);
 
     gs_dev_free_list(devs, ndev);
