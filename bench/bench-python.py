@@ -10,7 +10,8 @@ sorts small arrays in the process when it measures that faster (issue 36;
 "where" says which route it settled on, and locally whether numpy's sort
 or libgsort's host sort in the process, found through $GSORT_LIBRARY or
 as libgsort.so.0; "auto(np)" is the same Client with numpy as its only
-local sort, local_sort="numpy"); the other gs columns always ask
+local sort, local_sort="numpy"; "auto/np" compares np.sort and gs.auto
+timed again with their calls in turn, under the same load); the other gs columns always ask
 the daemon (local=False). Needs a running gsortd (-S SOCKET or
 the default socket) and PYTHONPATH naming the python/ directory.
 --copy-bytes-per-thread sets how the client splits its copies over threads
@@ -32,7 +33,7 @@ import time
 import numpy as np
 
 import gsort
-from benchlib import timed
+from benchlib import timed, timed_pair
 
 
 
@@ -135,6 +136,8 @@ def main():
         # and, locally, for its Pick to time numpy's and libgsort's sorts
         # twice each
         t_au, got_au = timed(lambda: auto.sort(x, **kw), a.reps, warm=max(10, a.warm))
+        # auto/np from np.sort's and gs.auto's calls in turn (the same load)
+        t_npp, t_aup = timed_pair(lambda: np.sort(x), lambda: auto.sort(x, **kw), a.reps)
         t_an, got_an = timed(lambda: auto_np.sort(x, **kw), a.reps, warm=max(10, a.warm))
         where = auto.last.get("where")
         if where == "local":
@@ -158,7 +161,7 @@ def main():
         on = "host" if dev.get("index", -1) == -1 and not dev.get("name") else dev.get("name", "?")
         print("2^%-4d %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %9.2fx %10.3f "
               "%7.2fx %11s %10.3f  %s/%s/%s" % (
-                  lg, t_np, t_cp, t_gs, t_sh, t_in, t_npa, t_gsa, t_gs / t_cp, t_au, t_au / t_np,
+                  lg, t_np, t_cp, t_gs, t_sh, t_in, t_npa, t_gsa, t_gs / t_cp, t_au, t_aup / t_npp,
                   where, t_an, on, last.get("algorithm"), last.get("plan")))
         if a.detail:
             for name, ls in lasts.items():
