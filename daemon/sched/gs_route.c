@@ -34,12 +34,12 @@
 
 /* 8- and 16-bit keys alone from this many on are counted on the host even
  * where the plan puts u32 keys on a device (below, they follow it). An
- * H100's virtual machine, 16 cores, 2026-12-07, keys from numpy: the GPU's
- * words against the count, u16 2^18 1.46 against 1.90 ms, 2^20 3.10
- * against 4.44, 2^21 5.45 against 5.12, 2^22 9.8 against 6.5, 2^24 28
- * against 14 (the words cross the bus at twice the keys' bytes each way,
- * through pinned staging, with an encoding pass before and after). */
-#define NARROW_DEVICE_BELOW ((uint64_t)1 << 21)
+ * H100's virtual machine, 16 cores, 2026-12-07, f16 keys from numpy, the
+ * GPU's 16-bit words (radix's GS_K16 build) against the count: 2^21 4.26
+ * against 6.04 ms, 2^22 7.03 against 7.79, 2^23 11.6 against 8.95, 2^24
+ * 24.7 against 13.7 (with 32-bit words, twice the bytes each way, the
+ * count won from 2^21: 5.12 against 5.45). */
+#define NARROW_DEVICE_BELOW ((uint64_t)1 << 23)
 
 /* ---- plans, and how a route was chosen ---- */
 
@@ -234,17 +234,20 @@ static int device_cand(gs_sched *s, int d, const gs_sort_req *r, int untuned, ca
 
 /* Rows (issue 38) on GPU d (a device whose defaults are a device
  * algorithm: a GPU, or PoCL under the test hook): bitonic sorts every row
- * in one launch where a row fits a work-group's local memory. Until the tuner times rows, it is
- * predicted to take what the device's own choice for n flat keys takes
- * (the same bytes each way, and a launch that reads and writes them once),
- * and is a candidate only where that choice is the device's (below the
- * crossover the host sorts rows sooner than a round trip). 0, or a
- * negative code when d does not serve these rows so. */
+ * in one launch where a row fits a work-group's local memory; longer rows
+ * go to radix, which sorts them whole in one sequence of launches where a
+ * tile divides the row (its plan's parameters for the shape, else its
+ * defaults). Until the tuner times rows, either is predicted to take what
+ * the device's own choice for n flat keys takes (the same bytes each way;
+ * bitonic's one launch reads and writes them once, radix's rows cost what
+ * its flat sort of the same keys costs: 2.36 against 2.42 ms for 2^26 f32
+ * keys on an H100), and is a candidate only where that choice is the
+ * device's (below the crossover the host sorts rows sooner than a round
+ * trip). 0, or a negative code when d does not serve these rows so. */
 static int rows_cand(gs_sched *s, int d, const gs_sort_req *r, cand *c)
 {
     sdev *sd = &s->devs[d];
-    const gs_algo *bi = gs_algo_find("bitonic");
-    if (!bi || !sd->dflt_algo->uses_device || !usable(sd, bi))   /* a GPU's defaults */
+    if (!sd->dflt_algo->uses_device)      /* a GPU's defaults */
         return GS_EUNSUPPORTED;
     gs_sort_req flat = *r;
     flat.shape.rows = 0;
@@ -252,14 +255,30 @@ static int rows_cand(gs_sched *s, int d, const gs_sort_req *r, cand *c)
     if (device_cand(s, d, &flat, 0, &f, 1) < 0 || f.dev < 0)
         return GS_EUNSUPPORTED;
     gs_err e;
-    gs_err_clear(&e);
     c->dev = d;
-    c->algo = bi;
-    bi->defaults(&sd->dev->info, &c->params);
     c->how = GS_ROUTE_DEFAULT;
     c->from_rate = 0;
     c->ms = f.ms;
-    if (sched_fit(s, d, bi, r, &c->params, &c->chunk_n, &e) < 0 || c->chunk_n)
+    const gs_algo *bi = gs_algo_find("bitonic");
+    if (bi && usable(sd, bi)) {
+        c->algo = bi;
+        bi->defaults(&sd->dev->info, &c->params);
+        gs_err_clear(&e);
+        if (sched_fit(s, d, bi, r, &c->params, &c->chunk_n, &e) == 0 && !c->chunk_n)
+            return 0;
+    }
+    const gs_algo *rx = gs_algo_find("radix");
+    if (!rx || !usable(sd, rx))
+        return GS_EUNSUPPORTED;
+    c->algo = rx;
+    const gs_plans_entry *w = gs_plans_winner(sd->plans, rx, &r->shape, gs_db_bucket(r->n));
+    if (w)
+        c->params = w->params;
+    else
+        rx->defaults(&sd->dev->info, &c->params);
+    gs_err_clear(&e);
+    if (gs_radix_takes_rows_whole(&sd->dev->info, r, &c->params, &e) != 1 ||
+        sched_fit(s, d, rx, r, &c->params, &c->chunk_n, &e) < 0 || c->chunk_n)
         return GS_EUNSUPPORTED;
     return 0;
 }
@@ -459,7 +478,8 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
         return 0;
     }
     if (j->req.shape.rows > 1) {
-        /* Rows: a GPU's one launch for all of them (rows_cand) where the
+        /* Rows: a GPU's one launch for all of them, or radix's one
+         * sequence of launches for long rows (rows_cand), where the
          * device is the choice for n keys, the host pool side by side
          * (gs_sort.c) otherwise, or when the device's queue makes the host
          * sooner (as for flat requests below); a device's plan would take

@@ -867,6 +867,14 @@ static size_t rows_ept(const long v[P_COUNT], const gs_sort_req *req, const gs_d
     return e;
 }
 
+int gs_radix_takes_rows_whole(const gs_dev_info *info, const gs_sort_req *req,
+                              const gs_params *p, gs_err *err)
+{
+    long v[P_COUNT];
+    int rc = get_params(info, p, v, err);
+    return rc ? rc : rows_ept(v, req, info) > 0;
+}
+
 /* One sort on the device: flat (rept 0), or req's rows whole in tiles of
  * wg_size x rept keys (reduce-then-scan whatever lookback says). */
 static int radix_device(gs_sort_ctx *ctx, const gs_sort_req *req, const long vin[P_COUNT],

@@ -43,6 +43,12 @@ size_t gs_radix_small_max(size_t n);
  * or a negative error code for parameters it rejects. */
 int gs_radix_takes_lookback(const gs_dev_info *info, const gs_sort_req *req, const gs_params *p,
                             gs_err *err);
+/* Whether radix sorts req's equal rows whole (one sequence of launches for
+ * every row: a tile divides the row, which has at most 256 of them) on a
+ * device like info with parameters p, rather than row by row: 1 or 0, or
+ * a negative error code for parameters it rejects. */
+int gs_radix_takes_rows_whole(const gs_dev_info *info, const gs_sort_req *req,
+                              const gs_params *p, gs_err *err);
 
 /* Test hook (algo_radix.c): whether the reduce-then-scan scatter of 32-bit
  * keys with 32-bit values (or indices) ranks each pair as one 64-bit word

@@ -132,6 +132,11 @@ _WIRE_NAMES = {np.dtype(d): "%s%d" % (np.dtype(d).kind, 8 * np.dtype(d).itemsize
 _WIRE_KINDS = frozenset((np.dtype(d).kind, np.dtype(d).itemsize) for d in SUPPORTED_DTYPES)
 # sizes a plain sort() takes straight to numpy (Client.sort's first lines)
 _LOCAL_UPTO = _local.LOCAL_ALWAYS_UPTO
+# A size whose routing chose numpy's sort here takes it directly this many
+# calls, then routes once again (the Router and Pick time it, and try the
+# other routes as they would): their bookkeeping cost 5-10 us a call, 20-70%
+# of numpy's own sort of 2^12-2^14 keys on an H100 machine's AVX-512 host.
+SETTLED_CALLS = 15
 _ndarray = np.ndarray
 
 # Reply headers are small (info and stats are the largest); this only bounds
@@ -808,6 +813,7 @@ class Client:
         self.memfd_error = None if self.use_memfd or memfd is False else \
             "this Python lacks os.memfd_create, fcntl.F_ADD_SEALS or socket.send_fds"
         self._last_small = None
+        self._settled = {}      # sort()'s settled sizes: calls left before routing again
         self.last = None
         self._sock = None
         self._closed = False
@@ -1369,19 +1375,31 @@ class Client:
         before anything is sent). Sorted here or by the daemon as any sort
         (the Router times a range apart from the plain sort of its shape).
         """
-        if (type(a) is _ndarray and a.ndim == 1 and a.shape[0] <= _LOCAL_UPTO and
-                not inplace and algorithm is None and params is None and device is None and
-                not split and key_type is None and begin_bit is None and end_bit is None and
+        settle = None
+        if (type(a) is _ndarray and a.ndim == 1 and not inplace and algorithm is None and
+                params is None and device is None and not split and key_type is None and
+                begin_bit is None and end_bit is None and
                 (self.local if local is None else local) and self.local_sort != "host" and
                 a.dtype in _WIRE_NAMES):
-            # A small flat array of a plain call: numpy's sort, as the Router
-            # and _local_run would pick, before the checks and bookkeeping
-            # below, which cost as much as numpy's sort of 1024 keys
-            # (issue 36: a call is never slower than the local sort).
-            t0 = _perf_counter()
-            out = _local.sort_keys(a, descending, a.copy(), False, True)
-            self._last_small = (a.shape[0], t0, _perf_counter())
-            return out
+            # A plain call of one flat array: up to LOCAL_ALWAYS_UPTO keys,
+            # and at a size whose routing settled on numpy's sort here,
+            # numpy's sort at once, before the checks and bookkeeping below,
+            # which cost as much as numpy's sort of 1024 keys (issue 36: a
+            # call is never slower than the local sort). A settled size
+            # takes the whole routing again every SETTLED_CALLS + 1 calls,
+            # where the Router and Pick time and retry as before.
+            n = a.shape[0]
+            if n > _LOCAL_UPTO:
+                settle = (a.dtype, bool(descending), bool(stable), (n - 1).bit_length())
+                left = self._settled.get(settle)
+                if left:
+                    self._settled[settle] = left - 1
+                    n = 0
+            if n <= _LOCAL_UPTO:
+                t0 = _perf_counter()
+                out = _local.sort_keys(a, descending, a.copy(), False, True)
+                self._last_small = (a.shape[0], t0, _perf_counter())
+                return out
         if inplace:
             _writable_contiguous(a, "the array")
         given = a
@@ -1414,6 +1432,12 @@ class Client:
                      lambda: self._run(a16, "none", None, out16, None, descending, stable,
                                        algorithm, params, device, split, rows, wire=wire),
                      native)
+        if settle is not None:
+            # numpy's sort won here, as the Router and Pick see it: settled
+            if self.last.get("where") == "local" and self.last.get("algorithm") == "numpy":
+                self._settled[settle] = SETTLED_CALLS
+            else:
+                self._settled.pop(settle, None)
         if inplace:
             return given
         return out.reshape(shape) if len(shape) > 1 else out

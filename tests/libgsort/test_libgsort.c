@@ -2057,8 +2057,8 @@ static void test_crossover(void)
         free(h);
         free(in);
         free(ref);
-        /* from 2^21 keys alone are counted on the host whatever the plan */
-        size_t big = (size_t)1 << 21;
+        /* from 2^23 keys alone are counted on the host whatever the plan */
+        size_t big = (size_t)1 << 23;
         uint16_t *u = malloc(big * sizeof *u);
         if (!u)
             tap_bail("out of memory");
@@ -2070,7 +2070,7 @@ static void test_crossover(void)
             bsorted = u[j - 1] <= u[j];
         free(u);
         tap_ok(bsorted && res.device == -1 && !strcmp(res.algorithm, "host"),
-               "2^21 u16 keys alone, where the plan puts u32 keys on a device: counted on the "
+               "2^23 u16 keys alone, where the plan puts u32 keys on a device: counted on the "
                "host (device %d, %s)", brc ? -2 : res.device, brc ? err.message : res.algorithm);
         tap_ok(right && !strcmp(plans[0], "local") && !strcmp(plans[1], "local") &&
                strcmp(plans[2], "local") && !starts_with(plans[2], "GSORT_") && dev >= 0,
@@ -2100,6 +2100,37 @@ static void test_crossover(void)
     tap_ok(sorted && !strcmp(where[0], "local, host") && starts_with(where[1], "default, bitonic"),
            "4 rows of 1000 (4000 keys): here ('%s'); 4 rows of 1024 (4096): the daemon's device, "
            "all rows in one launch ('%s')", where[0], where[1]);
+    /* rows longer than a work-group holds: radix on the device, the rows
+     * whole, with their argsort indices within each row */
+    {
+        enum { LR = 2, LL = 32768 };
+        uint32_t *lk = malloc(LR * LL * sizeof *lk), *lin = malloc(LR * LL * sizeof *lin);
+        uint32_t *lix = malloc(LR * LL * sizeof *lix);
+        if (!lk || !lin || !lix)
+            tap_bail("out of memory");
+        fill_u32(lin, LR * LL, 77);
+        memcpy(lk, lin, LR * LL * sizeof *lk);
+        gsort_request rq;
+        gsort_request_init(&rq);
+        rq.dtype = GSORT_U32;
+        rq.n = LR * LL;
+        rq.keys = lk;
+        rq.values_kind = GSORT_VALUES_IDX32;
+        rq.values = lix;
+        int rc = gsort_run_rows(c, &rq, LR, &res, &err);
+        int lok = rc == 0 && rows_sorted(lk, LR, LL, lin);
+        for (size_t r = 0; lok && r < LR; r++)
+            for (size_t i = 0; lok && i < LL; i++)
+                lok = lix[r * LL + i] < LL && lin[r * LL + lix[r * LL + i]] == lk[r * LL + i];
+        tap_ok(lok && res.device >= 0 && !strcmp(res.algorithm, "radix") &&
+                   !strcmp(res.plan, "default"),
+               "2 rows of 32768 (longer than bitonic's group holds): radix on the daemon's "
+               "device, each row sorted with its indices (rc %d, %s, %s, device %d)", rc,
+               plan_of(rc, &res), rc ? err.message : res.algorithm, rc ? -2 : res.device);
+        free(lk);
+        free(lin);
+        free(lix);
+    }
     gsort_close(c);
     /* GSORT_NO_LOCAL still wins */
     setenv("GSORT_NO_LOCAL", "1", 1);

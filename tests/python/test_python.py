@@ -1854,6 +1854,39 @@ def local_checks(sock):
         cl.sort(x[:10], local=False)
         daemon = cl.last["where"] == "daemon" and "mark" not in cl.last
         return not bad and kept and daemon, (bad[:4], kept, daemon)
+    def t_settled():
+        # past the limit, a size the Router settled on numpy's sort takes it
+        # directly; every SETTLED_CALLS + 1-th call routes again
+        c = gsort.Client(sock, local=True, local_sort="numpy")
+        try:
+            x = random_keys(np.float32, 3000, special=True)
+            vary_nans(x)
+            e = cd.sort(x)
+            # the Router's samples (the daemon's three, numpy's two) taken,
+            # every routed call among the first ones
+            for _ in range(8 * (gsort.SETTLED_CALLS + 1)):
+                c.sort(x)
+            routed = []
+            orig = c._routed
+
+            def counting(*args, **kw):
+                routed.append(1)
+                return orig(*args, **kw)
+            c._routed = counting
+            got = [c.sort(x) for _ in range(2 * (gsort.SETTLED_CALLS + 1))]
+            nrouted = len(routed)
+            where = (c.last["where"], c.last["algorithm"])
+            c.sort(x, local=False)
+            forced = c.last["where"]
+            return (all(bits_equal(g, e) for g in got) and nrouted == 2 and
+                    where == ("local", "numpy") and forced == "daemon",
+                    (nrouted, where, forced))
+        finally:
+            c.close()
+    check("a size settled on numpy's sort here takes it directly, routing again every "
+          "%d calls; the daemon's bits; local=False still asks the daemon"
+          % (gsort.SETTLED_CALLS + 1), t_settled)
+
     check("a plain sort() of up to %d keys runs numpy's sort at once: the daemon's "
           "bits for every dtype and order (strided, empty and one-key arrays too), "
           "c.last says local/numpy; local=False still asks the daemon"
