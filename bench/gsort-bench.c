@@ -26,6 +26,7 @@
 #include "gs_kern.h"
 #include "gs_keys.h"
 #include "gs_log.h"
+#include "gs_narrow.h"
 #include "gs_prog.h"
 #include "gs_sort.h"
 
@@ -86,7 +87,7 @@ static int validate(const gs_sort_req *r, const void *in_keys, const void *in_va
     /* --bits: in order by the range alone */
     const unsigned lo = gs_shape_bit_lo(&r->shape), w = gs_shape_bit_width(&r->shape);
     const uint64_t fmask = w >= 64 ? UINT64_MAX : (UINT64_C(1) << w) - 1;
-    const int half = r->shape.key_bytes == 2;    /* --half: unsigned 16-bit codes */
+    const int half = r->shape.narrow != 0;    /* --half: unsigned 16-bit codes */
     for (size_t i = 0; i < r->n; i++) {
         uint64_t a = half ? gs_key_get(in_keys, i, 2) : gs_key_encoded(t, desc, in_keys, i);
         uint64_t b = half ? gs_key_get(r->keys, i, 2) : gs_key_encoded(t, desc, r->keys, i);
@@ -235,7 +236,7 @@ typedef struct bopts {
     int dist;                 /* index into dist_names */
     int key_bits;             /* 0: all; else keys keep their low key_bits */
     unsigned begin_bit, end_bit;   /* --bits: the range sorted by (end 0: the key) */
-    int half;                 /* --half: 16-bit codes (shape.key_bytes 2) */
+    int half;                 /* --half: 16-bit codes (shape.narrow GS_NW_U16) */
 } bopts;
 
 /* What the steps of a run share: the options, the algorithm, the devices,
@@ -448,7 +449,7 @@ static int size_fits(const bench *b, int lg)
         .shape = { .dtype = o->dtype, .payload = o->payload, .descending = o->desc,
                    .rows = o->row_len ? ((uint64_t)1 << lg) / o->row_len : 0,
                    .begin_bit = o->begin_bit, .end_bit = o->end_bit,
-                   .key_bytes = o->half ? 2u : 0u },
+                   .narrow = o->half ? GS_NW_U16 : GS_NW_NONE },
         .n = (size_t)1 << lg
     };
     for (int s = 0; s < b->nsets; s++) {
@@ -515,7 +516,7 @@ static void time_set(bench *b, size_t n, int si)
     const bopts *o = &b->o;
     size_t ks = o->half ? 2 : gs_dtype_size(o->dtype), vs = gs_payload_size(o->payload);
     gs_sort_req req = { .shape = { .dtype = o->dtype,
-                                   .key_bytes = o->half ? 2u : 0u,
+                                   .narrow = o->half ? GS_NW_U16 : GS_NW_NONE,
                                    .payload = o->payload,
                                    .descending = o->desc,
                                    .stable = b->algo->stable,

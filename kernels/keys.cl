@@ -44,17 +44,21 @@ uint gs_clamp(uint i, uint n, uint *bad)
 #define GS_KIND_SIGNED 1u
 #define GS_KIND_FLOAT 2u
 
-/* 16-bit words (radix's -DGS_K16 build): the daemon's narrow-key codes,
- * unsigned and already in order; signed and IEEE half keys as the 32-bit
- * rules, for completeness (every NaN the top code, decoded to 0x7e00). */
+/* 16-bit keys (radix's -DGS_K16 build: the daemon's 8- and 16-bit keys,
+ * lib/sort/gs_narrow_sort.h): u16, i16, IEEE half (GS_KIND_FLOAT) and
+ * bfloat16 (GS_KIND_BF16), whose NaNs lie above 0x7c00 and 0x7f80 and
+ * decode to 0x7e00 and 0x7fc0; the same rules as the 32-bit keys'. */
+#define GS_KIND_BF16 3u
+
 ushort gs_enc16(ushort b, uint kind, uint desc)
 {
     uint e = b;
     if (kind == GS_KIND_SIGNED) {
         e = b ^ 0x8000u;
-    } else if (kind == GS_KIND_FLOAT) {
-        uint m = (b & 0x8000u) ? 0xffffu : 0x8000u;
-        e = ((b & 0x7fffu) > 0x7c00u) ? 0xffffu : (b ^ m);
+    } else if (kind >= GS_KIND_FLOAT) {
+        const uint inf = kind == GS_KIND_BF16 ? 0x7f80u : 0x7c00u;
+        const uint m = (b & 0x8000u) ? 0xffffu : 0x8000u;
+        e = ((b & 0x7fffu) > inf) ? 0xffffu : (b ^ m);
     }
     return (ushort)(desc ? ~e : e);
 }
@@ -64,10 +68,10 @@ ushort gs_dec16(ushort ein, uint kind, uint desc)
     uint e = desc ? (~(uint)ein & 0xffffu) : ein;
     if (kind == GS_KIND_SIGNED)
         return (ushort)(e ^ 0x8000u);
-    if (kind == GS_KIND_FLOAT) {
+    if (kind >= GS_KIND_FLOAT) {
         if (e == 0xffffu)
-            return (ushort)0x7e00u;
-        uint m = (e & 0x8000u) ? 0x8000u : 0xffffu;
+            return (ushort)(kind == GS_KIND_BF16 ? 0x7fc0u : 0x7e00u);
+        const uint m = (e & 0x8000u) ? 0x8000u : 0xffffu;
         return (ushort)(e ^ m);
     }
     return (ushort)e;

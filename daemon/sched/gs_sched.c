@@ -140,14 +140,19 @@ static int run_job(gs_job *j, gs_sort_ctx *ctx)
     if (j->narrow.dt) {
         /* keys alone on the host route, no algorithm named: counted */
         j->narrow.counting = j->dev < 0 && !j->algorithm[0];
-        /* the words as the route's algorithm takes them: 16-bit ones on
-         * a device that sorts them whole (half the bytes over the bus and
-         * in every pass), the code's digits alone where it sorts by a bit
-         * range (2 passes of 16-bit keys whatever their size, where small
-         * ones, without the histogram's read-back, ran all 4); set on
-         * every run, as a fallback's algorithm may differ */
+        /* the keys as the route's algorithm takes them: 16-bit keys as
+         * they are on a device that sorts them whole (no encoding pass,
+         * half the bytes of words over the bus and in every pass), 8-bit
+         * ones as 16-bit codes there; else words, the code's digits alone
+         * where the algorithm sorts by a bit range (2 passes of 16-bit keys
+         * whatever their size, where small ones, without the histogram's
+         * read-back, ran all 4); set on every run, as a fallback's
+         * algorithm may differ */
         gs_narrow_fit(&j->narrow, j->algo,
                       j->dev >= 0 && (j->chunk_n == 0 || j->chunk_n >= j->narrow.req.n));
+        /* the words lie in the daemon's scratch, not the registered memfd */
+        if (!j->narrow.raw)
+            ctx->host_pinned = 0;
         return gs_narrow_run(&j->narrow, run_route, &r, &j->st, &j->err);
     }
     return run_route(&r, &j->req, &j->st, &j->err);

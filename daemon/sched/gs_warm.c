@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "gs_log.h"
+#include "gs_narrow.h"
 #include "gs_sched_int.h"
 #include "gs_time.h"
 
@@ -147,9 +148,9 @@ static int warm_one(gs_sched *s, int d, const sched_warm_item *it, gs_err *err)
     gs_sort_ctx ctx = { .dev = s->devs[d].dev, .pc = s->pc };
     int rc = gs_sort_run(it->algo, &ctx, &req, &it->params, NULL, err);
     /* 8- and 16-bit keys alone follow the u32 plan; where its algorithm
-     * takes their 16-bit words (a program of its own), that one too */
+     * takes 16-bit keys (a program of its own), that one too */
     if (rc == 0 && it->algo->half_keys && t == GS_DT_U32 && it->payload == GS_PL_NONE) {
-        req.shape.key_bytes = 2;
+        req.shape.narrow = GS_NW_U16;
         rc = gs_sort_run(it->algo, &ctx, &req, &it->params, NULL, err);
     }
     free(keys);

@@ -346,7 +346,9 @@ static int start_lex(conn *c, const void *keys, void **values)
 /* 8- or 16-bit keys: their u32 words in a buffer of the daemon's (the
  * lexsort's, from the scratch cache), the keys decoded back where they lie
  * (inline or the client's memfd), the values sorted where they lie. 0, or
- * -1 answered. Not registered with a device: it reads the words. */
+ * -1 answered. The memfd stays registered with a device as any request's:
+ * 16-bit keys on radix are read from it, without words (gs_narrow_fit;
+ * run_job leaves a words' run unpinned). */
 static int start_narrow(conn *c, void *keys, void *values)
 {
     const gs_proto_req *rq = &c->rq;
@@ -358,7 +360,6 @@ static int start_narrow(conn *c, void *keys, void *values)
         return -1;
     }
     gs_narrow_job_init(&j->narrow, rq->narrow, &rq->shape, n, keys, values, c->lexbuf);
-    j->pin = NULL;
     return 0;
 }
 

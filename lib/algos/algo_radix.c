@@ -26,6 +26,7 @@
 #include "gs_devrun.h"
 #include "gs_keys.h"
 #include "gs_log.h"
+#include "gs_narrow.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -918,7 +919,11 @@ static int radix_device(gs_sort_ctx *ctx, const gs_sort_req *req, const long vin
     r.un = (cl_uint)n;
     r.rlen = rept ? (cl_uint)(n / r.rows) : (cl_uint)n;
     r.tpr = rept ? r.rlen / tile : r.ntiles;
-    r.kind = gs_keys_kind(req->shape.dtype);
+    /* 16-bit keys: their type's encoding (kernels/keys.cl gs_enc16: 3 is
+     * bfloat16) */
+    r.kind = !req->shape.narrow ? (cl_uint)gs_keys_kind(req->shape.dtype)
+             : req->shape.narrow == GS_NW_BF16 ? 3u
+                                               : (cl_uint)gs_narrow_row(req->shape.narrow)->kind;
     r.desc = req->shape.descending ? 1 : 0;
     if (!rept)
         return gs_devrun_sort(&radix_ops, &r, ctx, req, st, err);

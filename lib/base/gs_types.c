@@ -47,7 +47,7 @@ unsigned gs_shape_bit_width(const gs_shape *s)
 
 size_t gs_shape_key_bytes(const gs_shape *s)
 {
-    return s->key_bytes ? s->key_bytes : gs_dtype_size(s->dtype);
+    return s->narrow ? 2 : gs_dtype_size(s->dtype);
 }
 
 /* ---- key widths ---- */

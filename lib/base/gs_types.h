@@ -129,10 +129,12 @@ typedef struct gs_shape {
                             as CUB's begin_bit/end_bit; keys equal there keep
                             their input order. end_bit 0: the whole key. Integer
                             keys only; not with rows > 1, topk or segments */
-    unsigned key_bytes;  /* 0: the dtype's width. 2 (dtype u32, ascending, one
-                            flat array): the keys are n 16-bit unsigned codes in
-                            n * 2 bytes, the narrow keys' words for an algorithm
-                            that takes them (gs_algo.half_keys; gs_narrow_sort.h) */
+    int narrow;          /* 0: keys of the dtype. Else a 16-bit narrow type
+                            (gs_narrow.h: GS_NW_U16, I16, F16 or BF16; dtype u32,
+                            one flat array): n such keys of 2 bytes, sorted in
+                            that type's order (bfloat16 and half NaNs decode to
+                            the canonical one) by an algorithm that takes them
+                            (gs_algo.half_keys; gs_narrow_sort.h) */
 } gs_shape;
 
 /* Whether s sorts by a bit range, its lowest bit and its width in bits
@@ -143,8 +145,8 @@ static inline unsigned gs_shape_bit_lo(const gs_shape *s)
     return s->end_bit ? s->begin_bit : 0;
 }
 unsigned gs_shape_bit_width(const gs_shape *s);
-/* The bytes of one key as the algorithm holds it: key_bytes, else the
- * dtype's. */
+/* The bytes of one key as the algorithm holds it: 2 for a narrow type,
+ * else the dtype's. */
 size_t gs_shape_key_bytes(const gs_shape *s);
 /* Whether s is one flat array sorted whole: not rows, segments or top-k. */
 static inline int gs_shape_flat(const gs_shape *s)

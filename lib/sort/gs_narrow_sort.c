@@ -75,9 +75,16 @@ static void enc_task(void *arg, size_t task, unsigned worker)
     int odd = 0;
     span(jb, task, &lo, &hi);
     for (size_t i = lo; i < hi; i++) {
-        uint32_t raw = (uint32_t)gs_key_get(jb->keys, i, b), c = gs_narrow_enc(t, desc, raw);
-        word_put(jb, i, c);
-        if (fl && c == nc) {
+        uint32_t raw = (uint32_t)gs_key_get(jb->keys, i, b);
+        int nan;
+        if (jb->raw) {          /* no words: the NaNs counted alone */
+            nan = gs_narrow_is_nan(t, raw);
+        } else {
+            uint32_t c = gs_narrow_enc(t, desc, raw);
+            word_put(jb, i, c);
+            nan = fl && c == nc;
+        }
+        if (nan) {
             nans++;
             odd |= raw != canon;
         }
@@ -101,9 +108,10 @@ static void save_task(void *arg, size_t task, unsigned worker)
     size_t lo, hi, at = p->at[task], end = p->at[task + 1];
     span(jb, task, &lo, &hi);
     for (size_t i = lo; i < hi && at < end; i++) {
-        if (word_get(jb, i) != nc)
+        const uint32_t raw = (uint32_t)gs_key_get(jb->keys, i, b);
+        if (jb->raw ? !gs_narrow_is_nan(jb->dt, raw) : word_get(jb, i) != nc)
             continue;
-        p->bits[at] = (uint16_t)gs_key_get(jb->keys, i, b);
+        p->bits[at] = (uint16_t)raw;
         switch (jb->req.shape.payload) {
         case GS_PL_U32: case GS_PL_U64:
             memcpy(p->vals + at * vs, (const char *)jb->req.values + i * vs, vs);
@@ -410,10 +418,14 @@ int gs_narrow_fit(gs_narrow_job *jb, const gs_algo *a, int in_core_device)
 {
     const gs_narrow_info *row = gs_narrow_row(jb->dt);
     const int flat = gs_shape_flat(&jb->req.shape);
-    jb->half = row && a && a->half_keys && flat && in_core_device;
-    jb->req.shape.key_bytes = jb->half ? 2 : 0;
-    jb->req.shape.end_bit = row && a && a->bit_range && flat ? row->bytes * 8 : 0;
-    return jb->half;
+    const int takes = row && a && a->half_keys && flat && in_core_device;
+    jb->raw = takes && row->bytes == 2;
+    jb->half = takes && row->bytes == 1;
+    jb->req.keys = jb->raw ? jb->keys : (void *)jb->words;
+    jb->req.shape.narrow = jb->raw ? jb->dt : jb->half ? GS_NW_U16 : GS_NW_NONE;
+    jb->req.shape.descending = jb->raw ? jb->desc : 0;     /* else in the encoding */
+    jb->req.shape.end_bit = !jb->raw && row && a && a->bit_range && flat ? row->bytes * 8 : 0;
+    return takes;
 }
 
 int gs_narrow_run(const gs_narrow_job *jb, gs_narrow_fn fn, void *arg, gs_sort_stats *st,
@@ -429,16 +441,19 @@ int gs_narrow_run(const gs_narrow_job *jb, gs_narrow_fn fn, void *arg, gs_sort_s
         return counting_run(jb, st, err);
     const size_t ntasks = (n + TASK - 1) / TASK;
     const size_t vs = gs_payload_size(jb->req.shape.payload);
+    const int fl = gs_narrow_row(jb->dt)->kind == GS_KIND_FLOAT;
     pass p = { .jb = jb };
     int rc = 0;
     double t0 = gs_now_ms();
-    if (gs_narrow_row(jb->dt)->kind == GS_KIND_FLOAT &&
+    if (fl &&
         (!(p.nans = calloc(ntasks, sizeof *p.nans)) || !(p.odd = calloc(ntasks, sizeof *p.odd)) ||
          !(p.at = calloc(ntasks + 1, sizeof *p.at)))) {
         rc = gs_err_set(err, GS_ENOMEM, "narrow sort: out of memory");
         goto out;
     }
-    gs_hostpool_run(ntasks, jb->one_thread, enc_task, &p);
+    /* raw keys of an integer type: nothing to encode or to save */
+    if (!jb->raw || fl)
+        gs_hostpool_run(ntasks, jb->one_thread, enc_task, &p);
     size_t count = 0;
     int odd = 0;
     for (size_t t = 0; p.nans && t < ntasks; t++) {
@@ -475,13 +490,16 @@ int gs_narrow_run(const gs_narrow_job *jb, gs_narrow_fn fn, void *arg, gs_sort_s
     st->chunks += one.chunks;
     st->merge_ms += one.merge_ms;
     if (rc < 0) {
-        /* the keys were only read; values sorted in place may be touched */
-        st->output_touched = one.output_touched && (jb->req.shape.payload == GS_PL_U32 ||
+        /* the keys were only read (raw: sorted where they lie, maybe
+         * touched); values sorted in place may be touched */
+        st->output_touched = one.output_touched && (jb->raw ||
+                                                    jb->req.shape.payload == GS_PL_U32 ||
                                                     jb->req.shape.payload == GS_PL_U64);
         goto out;
     }
     t0 = gs_now_ms();
-    gs_hostpool_run(ntasks, jb->one_thread, dec_task, &p);
+    if (!jb->raw)       /* raw: the device decoded them, NaNs to the canonical one */
+        gs_hostpool_run(ntasks, jb->one_thread, dec_task, &p);
     if (p.bits && parted) {
         restore_parts(jb, &p, p.starts);
     } else if (p.bits) {

@@ -31,8 +31,11 @@ typedef struct gs_narrow_job {
     gs_sort_req req;    /* the words' sort: keys = words, the payload's values
                            where they lie, shape.dtype u32, ascending */
     int one_thread;     /* encode and decode on the caller's thread only */
-    int half;           /* the words are 16-bit (req.shape.key_bytes 2), for a
-                           route whose algorithm sorts those (gs_narrow_fit) */
+    int half;           /* 8-bit keys: the words are 16-bit codes (req.shape.narrow
+                           GS_NW_U16), for an algorithm that sorts those */
+    int raw;            /* 16-bit keys: no words; the algorithm sorts the keys where
+                           they lie in their own order (req.shape.narrow: their
+                           type), the NaNs' bits saved here (gs_narrow_fit) */
     int counting;       /* keys without a payload, sorted here by counting their
                            codes (no words, fn not called): a caller on the host
                            route sets it; n reads and n writes beat any sort */
@@ -43,13 +46,15 @@ typedef struct gs_narrow_job {
 void gs_narrow_job_init(gs_narrow_job *jb, int dt, const gs_shape *shape, size_t n, void *keys,
                         void *values, uint32_t *words);
 
-/* Fit jb's words to algorithm a, which will sort them (call before each
- * run: a fallback's algorithm may differ): 16-bit words (half,
- * req.shape.key_bytes 2) where a takes them (half_keys) and the request is
- * flat, whole (in_core: not cut into pieces) and on a device, else 32-bit;
- * an algorithm that sorts by a bit range (a flat request) sorts the
- * codes' bits alone, 8 or 16 (one or two 8-bit passes of radix at any
- * size). Returns half. */
+/* Fit jb's sort to algorithm a (call before each run: a fallback's
+ * algorithm may differ). Where a takes 16-bit keys (half_keys) and the
+ * request is flat, whole (in_core_device: on a device, not cut into
+ * pieces): 16-bit keys go to it as they are (raw: no encoding pass, the
+ * device encodes and decodes them, and reads them from the client's
+ * memory), 8-bit keys as 16-bit codes (half). Otherwise 32-bit words; an
+ * algorithm that sorts by a bit range (a flat request) sorts the codes'
+ * bits alone, 8 or 16 (one or two 8-bit passes of radix at any size).
+ * Returns whether a takes them as 16-bit keys. */
 int gs_narrow_fit(gs_narrow_job *jb, const gs_algo *a, int in_core_device);
 
 /* Sort. st sums the words' sort's figures; st->pack_ms is the encoding's

@@ -29,6 +29,7 @@
 #include "gs_hostpool.h"
 #include "gs_keys.h"
 #include "gs_log.h"
+#include "gs_narrow.h"
 #include "gs_time.h"
 
 /* Segments (shape.segments S): S + 1 offsets that start at 0, never
@@ -81,11 +82,16 @@ int gs_sort_req_check(const gs_sort_req *r, gs_err *err)
     if (r->shape.stable != 0 && r->shape.stable != 1)
         return gs_err_set(err, GS_EINVAL, "sort request: stable must be 0 or 1, not %d",
                           r->shape.stable);
-    if (r->shape.key_bytes &&
-        (r->shape.key_bytes != 2 || r->shape.dtype != GS_DT_U32 || r->shape.descending ||
-         !gs_shape_flat(&r->shape)))
-        return gs_err_set(err, GS_EINVAL, "sort request: key_bytes %u is for 16-bit codes "
-                          "(2) of one flat ascending u32 request", r->shape.key_bytes);
+    if (r->shape.narrow) {
+        const gs_narrow_info *nw = gs_narrow_row(r->shape.narrow);
+        if (!nw || nw->bytes != 2 || r->shape.dtype != GS_DT_U32 || !gs_shape_flat(&r->shape))
+            return gs_err_set(err, GS_EINVAL, "sort request: narrow keys of type %d are one "
+                              "flat u32 request of a 16-bit type (u16, i16, f16, bf16)",
+                              r->shape.narrow);
+        if (gs_shape_has_bits(&r->shape) && nw->kind == GS_KIND_FLOAT)
+            return gs_err_set(err, GS_EUNSUPPORTED, "sort request: a bit range needs integer "
+                              "keys, not %s", nw->name);
+    }
     size_t ks = gs_shape_key_bytes(&r->shape), vs = gs_payload_size(r->shape.payload);
     if (r->n > SIZE_MAX / ks || (vs && r->n > SIZE_MAX / vs))
         return gs_err_set(err, GS_ETOOBIG, "sort request: %zu %s elements overflow "
@@ -474,9 +480,9 @@ int gs_sort_run(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
                           "k, and this algorithm is not stable", a->name);
     if (a->uses_device && !ctx->dev)
         return gs_err_set(err, GS_ENODEV, "%s: this algorithm needs a device", a->name);
-    if (req->shape.key_bytes && !a->half_keys)
-        return gs_err_set(err, GS_EUNSUPPORTED, "%s: sorts no %u-byte codes", a->name,
-                          req->shape.key_bytes);
+    if (req->shape.narrow && !a->half_keys)
+        return gs_err_set(err, GS_EUNSUPPORTED, "%s: sorts no 16-bit keys (%s)", a->name,
+                          gs_narrow_row(req->shape.narrow)->name);
     if (a->check && (rc = a->check(ctx->dev, req, p, err)) < 0) {
         size_t nl = strlen(a->name);
         if (err && !(strncmp(err->msg, a->name, nl) == 0 && err->msg[nl] == ':'))

@@ -106,7 +106,7 @@ typedef struct gs_algo {
     int bit_range;                    /* sorts by a request's bit range itself
                                          (shape.end_bit); else gs_sort_run sorts
                                          the range's words with an index (gs_bits.c) */
-    int half_keys;                    /* sorts shape.key_bytes 2 (16-bit codes) itself */
+    int half_keys;                    /* sorts 16-bit keys (shape.narrow) itself */
     const gs_param_def *params;
     size_t nparams;
     /* Untuned defaults for this device (NULL: host). */

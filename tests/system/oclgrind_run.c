@@ -31,6 +31,7 @@
 #include "gs_dev.h"
 #include "gs_err.h"
 #include "gs_keys.h"
+#include "gs_narrow.h"
 #include "gs_sort.h"
 #include "sortcheck.h"
 #include "tap.h"
@@ -64,8 +65,8 @@ typedef struct pset {
                          3 32-bit pairs ranked apart, not as one word; 4 rows of
                          whole tiles (n rounded up to a multiple of 32), which
                          radix sorts whole (radix_scan_rows); 5 16-bit codes
-                         (shape.key_bytes 2: the GS_K16 build), ascending, against
-                         a stable counting sort */
+                         (shape.narrow: the GS_K16 build), u16, f16, bf16, i16 in
+                         both orders, against a stable counting sort by code */
     int hostile;      /* 1: the kernels built for client pages (GS_HOSTILE: every
                          position derived from an earlier read bounded, the race flag) */
     unsigned rows;    /* > 1: each case is that many rows of n keys, one request */
@@ -120,10 +121,10 @@ static const pset psets[] = {
     { "radix", "radix_bits=8,wg_size=16,elems_per_thread=2", 6, 0, 0, 4, 0, 3, 0 },
     { "radix", "radix_bits=8,wg_size=16,elems_per_thread=2", 2, 0, 1, 4, 0, 3, 0 },
     { "radix", "radix_bits=4,wg_size=16,elems_per_thread=2", 2, 0, 0, 4, 1, 3, 0 },
-    /* 16-bit codes, the daemon's words for 8- and 16-bit keys (GS_K16):
+    /* 16-bit keys as the daemon sends them (GS_K16; 8-bit keys' codes as u16):
      * reduce-then-scan, onesweep, the warp
      * ranking, built for client pages */
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=2", 3, 0, 0, 5, 0, 0, 0 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=2", 4, 0, 0, 5, 0, 0, 0 },
     { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1,lookback=1", 2, 0, 0, 5, 0, 0, 0 },
     { "radix", "radix_bits=8,wg_size=32,elems_per_thread=2", 1, 1, 0, 5, 0, 0, 0 },
     { "radix", "radix_bits=8,wg_size=16,elems_per_thread=2", 1, 0, 0, 5, 1, 0, 0 },
@@ -172,11 +173,12 @@ static int pick_dist(gs_dtype t, unsigned i)
 
 /* Sorts first..last-1 of a parameter set (case i: see psets); one TAP line.
  * A single sort's line names its number for "oclgrind_run ALGO I". */
-/* One sort of n 16-bit codes (shape.key_bytes 2) with payload pl by
- * algorithm a: 1 when it is a stable counting sort's answer, else 0 with
- * the reason in why. */
-static int half_case(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p, gs_payload pl,
-                     size_t n, uint64_t seed, char *why, size_t wl)
+/* One sort of n 16-bit keys of narrow type t (shape.narrow) in order
+ * desc with payload pl by algorithm a: 1 when it is a stable counting
+ * sort's answer by their codes (gs_narrow_enc; NaNs decoded canonical),
+ * else 0 with the reason in why. */
+static int half_case(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p, int t, int desc,
+                     gs_payload pl, size_t n, uint64_t seed, char *why, size_t wl)
 {
     const size_t vs = gs_payload_size(pl);
     const int idx = pl == GS_PL_IDX32 || pl == GS_PL_IDX64;
@@ -192,16 +194,18 @@ static int half_case(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p, gs_
             gs_key_put(v, i, vs, i * 7 + 1);
     }
     for (size_t i = 0; i < n; i++)
-        at[k[i] + 1]++;
+        at[gs_narrow_enc(t, desc, k[i]) + 1]++;
     for (size_t c = 1; c <= 65536; c++)
         at[c] += at[c - 1];
     for (size_t i = 0; i < n; i++) {
-        size_t j = at[k[i]]++;
-        want[j] = k[i];
+        const uint32_t c = gs_narrow_enc(t, desc, k[i]);
+        size_t j = at[c]++;
+        want[j] = (uint16_t)gs_narrow_dec(t, desc, c);
         if (vs)
             gs_key_put(wv, j, vs, idx ? i : gs_key_get(v, i, vs));
     }
-    gs_sort_req req = { .shape = { .dtype = GS_DT_U32, .payload = pl, .key_bytes = 2 },
+    gs_sort_req req = { .shape = { .dtype = GS_DT_U32, .payload = pl, .narrow = t,
+                                   .descending = desc },
                         .n = n, .keys = k, .values = vs ? v : NULL };
     gs_err err;
     gs_err_clear(&err);
@@ -256,7 +260,7 @@ static void run_pset(gs_sort_ctx *ctx, const pset *ps, unsigned first, unsigned 
                  " (rows of whole tiles, read-back)");
     }
     if (ps->radix_hook == 5)
-        snprintf(pdesc + strlen(pdesc), sizeof pdesc - strlen(pdesc), " (16-bit codes)");
+        snprintf(pdesc + strlen(pdesc), sizeof pdesc - strlen(pdesc), " (16-bit keys)");
     if (ps->radix_hook == 3) {
         gs_radix_force_pairs(0);
         snprintf(pdesc + strlen(pdesc), sizeof pdesc - strlen(pdesc), " (pairs apart)");
@@ -282,11 +286,14 @@ static void run_pset(gs_sort_ctx *ctx, const pset *ps, unsigned first, unsigned 
             n = 1000;
             dist = SC_NANMIX;
         }
-        if (ps->radix_hook == 5) {   /* 16-bit codes: ascending, n from 100 up */
+        if (ps->radix_hook == 5) {   /* 16-bit keys: u16, f16, bf16, i16; n from 100 up */
+            static const int nt[] = { GS_NW_U16, GS_NW_F16, GS_NW_BF16, GS_NW_I16 };
+            const int t16 = nt[i % 4];
             n = sizes[3 + i % 2] + i;
-            snprintf(cdesc, sizeof cdesc, "w16/%s asc n=%zu", gs_payload_name(pl), n);
+            snprintf(cdesc, sizeof cdesc, "%s/%s %s n=%zu", gs_narrow_row(t16)->name,
+                     gs_payload_name(pl), desc ? "desc" : "asc", n);
             ncase++;
-            if (!half_case(a, ctx, &p, pl, n, UINT64_C(0x16b) + i, why, sizeof why) &&
+            if (!half_case(a, ctx, &p, t16, desc, pl, n, UINT64_C(0x16b) + i, why, sizeof why) &&
                 nfail++ < 5)
                 tap_diag("%s %s: %s: %s", a->name, pdesc, cdesc, why);
             continue;

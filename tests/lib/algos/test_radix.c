@@ -20,6 +20,7 @@
 #include "gs_algos.h"
 #include "gs_dev.h"
 #include "gs_err.h"
+#include "gs_narrow.h"
 #include "gs_sort.h"
 #include "gs_clrun.h"
 #include "sortcheck.h"
@@ -400,7 +401,7 @@ static void test_lean(gs_dev *dev, const gs_params *p)
            st[1].kernel_ms, st[1].wall_ms, st[0].kernel_ms);
 }
 
-/* 16-bit codes (shape.key_bytes 2: the daemon's narrow keys' words, the
+/* 16-bit codes (shape.narrow u16: the daemon's 8-bit keys' words, the
  * -DGS_K16 build): every payload, whole codes and their low 8 bits alone
  * (end_bit 8, one pass), against a stable counting sort; and what is
  * refused. Returns failing cases. */
@@ -442,7 +443,7 @@ static int test_half(gs_sort_ctx *ctx, const gs_params *p, const char *what)
                         gs_key_put(wv, at, vs, idx ? (uint64_t)i : gs_key_get(v, i, vs));
                 }
                 gs_sort_req req = { .shape = { .dtype = GS_DT_U32, .payload = pls[pi],
-                                               .key_bytes = 2, .end_bit = end },
+                                               .narrow = GS_NW_U16, .end_bit = end },
                                     .n = n, .keys = k, .values = vs ? v : NULL };
                 gs_sort_stats st;
                 gs_err err;
@@ -468,27 +469,94 @@ static int test_half(gs_sort_ctx *ctx, const gs_params *p, const char *what)
     return fails;
 }
 
-/* What a request of 16-bit codes must be, and who sorts them */
+/* 16-bit keys of each type where they lie (shape.narrow: the daemon's
+ * 16-bit keys), both orders, NaNs of several patterns, +-0, +-inf, with
+ * their argsort indices: the order of gs_narrow_enc, stable, every NaN
+ * decoded to the canonical one (the daemon puts their bits back). Returns
+ * failing cases. */
+static int test_narrow_typed(gs_sort_ctx *ctx, const gs_params *p, const char *what)
+{
+    static const int types[] = { GS_NW_U16, GS_NW_I16, GS_NW_F16, GS_NW_BF16 };
+    static const uint16_t special[] = { 0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e00, 0x7c01, 0xfe00,
+                                        0x7f80, 0xff80, 0x7fc0, 0x7f81, 0xffc1, 0x0001, 0x8001,
+                                        0x7fff, 0xffff, 0x3c00, 0xbf80 };
+    const size_t n = 5003;
+    int fails = 0;
+    uint16_t *k = malloc(n * 2), *in = malloc(n * 2), *want = malloc(n * 2);
+    uint32_t *ix = malloc(n * 4), *wix = malloc(n * 4);
+    size_t *at = malloc(65537 * sizeof *at);
+    if (!k || !in || !want || !ix || !wix || !at)
+        tap_bail("out of memory");
+    for (size_t ti = 0; ti < 4; ti++)
+        for (int desc = 0; desc < 2; desc++) {
+            const int t = types[ti];
+            uint32_t x = 777u + (uint32_t)(ti * 2 + (size_t)desc);
+            for (size_t i = 0; i < n; i++) {
+                x = x * 1664525u + 1013904223u;
+                in[i] = (x >> 28) < 5 ? special[(x >> 8) % 18] : (uint16_t)(x >> 12);
+            }
+            memset(at, 0, 65537 * sizeof *at);
+            for (size_t i = 0; i < n; i++)
+                at[gs_narrow_enc(t, desc, in[i]) + 1]++;
+            for (size_t c = 1; c <= 65536; c++)
+                at[c] += at[c - 1];
+            for (size_t i = 0; i < n; i++) {
+                const uint32_t c = gs_narrow_enc(t, desc, in[i]);
+                size_t j = at[c]++;
+                want[j] = (uint16_t)gs_narrow_dec(t, desc, c);
+                wix[j] = (uint32_t)i;
+            }
+            memcpy(k, in, n * 2);
+            gs_sort_req req = { .shape = { .dtype = GS_DT_U32, .payload = GS_PL_IDX32,
+                                           .descending = desc, .narrow = t },
+                                .n = n, .keys = k, .values = ix };
+            gs_err err;
+            gs_err_clear(&err);
+            int rc = gs_sort_run(&gs_algo_radix, ctx, &req, p, NULL, &err);
+            if (rc || memcmp(k, want, n * 2) || memcmp(ix, wix, n * 4)) {
+                fails++;
+                size_t bad = 0;
+                while (!rc && bad < n && k[bad] == want[bad] && ix[bad] == wix[bad])
+                    bad++;
+                tap_diag("%s: %s %s: %s (first difference at %zu)", what,
+                         gs_narrow_row(t)->name, desc ? "desc" : "asc",
+                         rc ? err.msg : "wrong order", bad);
+            }
+        }
+    free(k);
+    free(in);
+    free(want);
+    free(ix);
+    free(wix);
+    free(at);
+    tap_ok(fails == 0, "%s: u16, i16, f16 and bf16 keys where they lie, both orders, with "
+           "indices: their order (NaNs canonical), stable (%d failing)", what, fails);
+    return fails;
+}
+
+/* What a request of 16-bit keys must be, and who sorts them */
 static void test_half_refused(gs_dev *dev)
 {
     gs_sort_ctx ctx = { .dev = dev };
     uint16_t k[4] = { 3, 1, 2, 0 };
     gs_err err;
-    gs_sort_req req = { .shape = { .dtype = GS_DT_U32, .key_bytes = 2 }, .n = 4, .keys = k };
+    gs_sort_req req = { .shape = { .dtype = GS_DT_U32, .narrow = GS_NW_U16 }, .n = 4,
+                        .keys = k };
     gs_err_clear(&err);
     int host = gs_sort_run(&gs_algo_host, &ctx, &req, NULL, NULL, &err);
-    req.shape.key_bytes = 3;
-    int three = gs_sort_run(&gs_algo_radix, &ctx, &req, NULL, NULL, &err);
-    req.shape.key_bytes = 2;
-    req.shape.descending = 1;
-    int desc = gs_sort_run(&gs_algo_radix, &ctx, &req, NULL, NULL, &err);
-    req.shape.descending = 0;
+    req.shape.narrow = GS_NW_U8;
+    int u8 = gs_sort_run(&gs_algo_radix, &ctx, &req, NULL, NULL, &err);
+    req.shape.narrow = GS_NW_F16;
+    req.shape.end_bit = 8;
+    int fbits = gs_sort_run(&gs_algo_radix, &ctx, &req, NULL, NULL, &err);
+    req.shape.end_bit = 0;
     req.shape.dtype = GS_DT_I32;
     int i32 = gs_sort_run(&gs_algo_radix, &ctx, &req, NULL, NULL, &err);
-    tap_ok(host == GS_EUNSUPPORTED && three == GS_EINVAL && desc == GS_EINVAL &&
+    tap_ok(host == GS_EUNSUPPORTED && u8 == GS_EINVAL && fbits == GS_EUNSUPPORTED &&
            i32 == GS_EINVAL && k[0] == 3 && k[3] == 0,
-           "16-bit codes: the host sort refuses them, key_bytes 3, a descending or i32 "
-           "request is invalid, the keys untouched (%d %d %d %d)", host, three, desc, i32);
+           "16-bit keys: the host sort refuses them; u8 as a 16-bit type, f16 by a bit "
+           "range or an i32 request are refused, the keys untouched (%d %d %d %d)", host, u8,
+           fbits, i32);
 }
 
 int main(void)
@@ -646,7 +714,10 @@ int main(void)
     }
     gs_clrun_no_adopt(1);
     fails += test_half(&lean, &plb, "radix onesweep, copied (lean)");
+    fails += test_narrow_typed(&lean, &p, "radix copied (lean)");
     gs_clrun_no_adopt(0);
+    fails += test_narrow_typed(&ctx, &p, "radix");
+    fails += test_narrow_typed(&ctx, &plb, "radix onesweep");
     tap_diag("matrix total: %.1f s, %d failing cases", gs_now_s() - t0, fails);
 
     gs_dev_free_list(devs, ndev);
