@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "gs_narrow.h"
 #include "gs_err.h"
 #include "gs_keys.h"
 #include "gs_sha256.h"
@@ -1545,4 +1546,24 @@ double sc_half(uint32_t h)
     int e = (h >> 10) & 31, m = h & 1023;
     double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
     return h & 0x8000 ? -v : v;
+}
+
+int sc_narrow_counting(int t, int desc, unsigned mask, const uint16_t *in, size_t n,
+                       uint16_t *want, size_t *from)
+{
+    size_t *at = calloc(65537, sizeof *at);
+    if (!at)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        at[(gs_narrow_enc(t, desc, in[i]) & mask) + 1]++;
+    for (size_t c = 1; c <= 65536; c++)
+        at[c] += at[c - 1];
+    for (size_t i = 0; i < n; i++) {
+        const uint32_t c = gs_narrow_enc(t, desc, in[i]);
+        const size_t j = at[c & mask]++;
+        want[j] = mask == 0xffffu ? (uint16_t)gs_narrow_dec(t, desc, c) : in[i];
+        from[j] = i;
+    }
+    free(at);
+    return 0;
 }

@@ -184,4 +184,13 @@ extern const size_t sc_std_nsizes;
  * code under test): the reference for 16-bit float keys. */
 double sc_half(uint32_t h);
 
+/* The stable counting sort of n 16-bit keys `in` of narrow type t
+ * (gs_narrow.h) by the bits under mask of their codes in order desc
+ * (gs_narrow_enc): from[j] is the input position of the j-th; want[j] its
+ * key, decoded from its code where mask is 0xffff (NaNs canonical, as a
+ * device leaves them), else as it was. The reference for 16-bit keys on a
+ * device. 0, or -1 out of memory. */
+int sc_narrow_counting(int t, int desc, unsigned mask, const uint16_t *in, size_t n,
+                       uint16_t *want, size_t *from);
+
 #endif

@@ -184,8 +184,8 @@ static int half_case(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p, int
     const int idx = pl == GS_PL_IDX32 || pl == GS_PL_IDX64;
     uint16_t *k = malloc(n * 2 + 2), *want = malloc(n * 2 + 2);
     unsigned char *v = malloc(n * 8 + 8), *wv = malloc(n * 8 + 8);
-    size_t *at = calloc(65537, sizeof *at);
-    if (!k || !want || !v || !wv || !at)
+    size_t *from = malloc((n + 1) * sizeof *from);
+    if (!k || !want || !v || !wv || !from)
         tap_bail("out of memory");
     for (size_t i = 0; i < n; i++) {
         seed = seed * 6364136223846793005u + 1442695040888963407u;
@@ -193,17 +193,10 @@ static int half_case(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p, int
         if (vs)
             gs_key_put(v, i, vs, i * 7 + 1);
     }
-    for (size_t i = 0; i < n; i++)
-        at[gs_narrow_enc(t, desc, k[i]) + 1]++;
-    for (size_t c = 1; c <= 65536; c++)
-        at[c] += at[c - 1];
-    for (size_t i = 0; i < n; i++) {
-        const uint32_t c = gs_narrow_enc(t, desc, k[i]);
-        size_t j = at[c]++;
-        want[j] = (uint16_t)gs_narrow_dec(t, desc, c);
-        if (vs)
-            gs_key_put(wv, j, vs, idx ? i : gs_key_get(v, i, vs));
-    }
+    if (sc_narrow_counting(t, desc, 0xffffu, k, n, want, from) < 0)
+        tap_bail("out of memory");
+    for (size_t j = 0; vs && j < n; j++)
+        gs_key_put(wv, j, vs, idx ? (uint64_t)from[j] : gs_key_get(v, from[j], vs));
     gs_sort_req req = { .shape = { .dtype = GS_DT_U32, .payload = pl, .narrow = t,
                                    .descending = desc },
                         .n = n, .keys = k, .values = vs ? v : NULL };
@@ -220,7 +213,7 @@ static int half_case(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p, int
     free(want);
     free(v);
     free(wv);
-    free(at);
+    free(from);
     return ok;
 }
 
