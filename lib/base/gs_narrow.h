@@ -4,8 +4,9 @@
  * never see them: the daemon encodes each key into a u32 word whose plain
  * order is the key order (gs_narrow_enc), sorts the words with the
  * request's payload like any u32 request, and decodes the words back into
- * the client's keys (lib/sort/gs_narrow_sort.h); for an algorithm that
- * sorts 16-bit codes (radix on a device) the words are 16-bit. The order is a sort's,
+ * the client's keys (lib/sort/gs_narrow_sort.h). An algorithm that sorts
+ * 16-bit keys itself (radix on a device: gs_shape.narrow) takes 16-bit keys
+ * as they are and 8-bit ones as 16-bit codes. The order is a sort's,
  * not a lexsort's: -0.0 before +0.0, every NaN one key after +inf (their
  * bit patterns kept by the run), descending the exact reverse. A radix
  * sort skips the word's constant high digits, so 16-bit keys take two

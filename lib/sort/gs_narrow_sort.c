@@ -1,5 +1,6 @@
 /* A sort of 8- or 16-bit keys (gs_narrow_sort.h): encoding and decoding on
- * the host pool, the NaN patterns kept, the words' sort in between. */
+ * the host pool, the NaN patterns kept, the words' sort in between (or the
+ * keys' own, raw, where the route's algorithm takes 16-bit keys). */
 #include "config.h"
 #include "gs_narrow_sort.h"
 

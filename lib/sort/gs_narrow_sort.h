@@ -9,7 +9,12 @@
  * words' sort succeeded, so a failed run can be run again elsewhere unless
  * the sort touched values it permutes in place. A client that rewrites its
  * keys meanwhile gets a wrong answer, never an access out of bounds: what
- * the run does is decided by the words, which are the daemon's. */
+ * the run does is decided by the words, which are the daemon's. Where the
+ * route's algorithm sorts 16-bit keys itself (gs_narrow_fit: radix on a
+ * device), 16-bit keys go to it as they lie, in their own order, with no
+ * words (raw: only float keys are read first, for NaNs whose bits to put
+ * back; a device's failed run may then have touched them), and 8-bit keys
+ * as 16-bit codes. */
 #ifndef GS_NARROW_SORT_H
 #define GS_NARROW_SORT_H
 
@@ -18,8 +23,9 @@
 #include "gs_narrow.h"
 #include "gs_sort.h"
 
-/* One sort of req (u32 words, or 16-bit ones with half; the request's
- * payload and order: ascending, the descending order is in the encoding). */
+/* One sort of req (u32 words, 16-bit codes with half, the keys themselves
+ * with raw; the request's payload; ascending, the descending order in the
+ * encoding, but for raw keys). */
 typedef int (*gs_narrow_fn)(void *arg, const gs_sort_req *req, gs_sort_stats *st,
                             gs_err *err);
 
