@@ -765,8 +765,10 @@ class Client:
     faster than a round trip to the daemon (local=True, the default; see
     gsort._local): the Client times both routes per request shape and
     size as it goes and takes the faster, so a call is never slower than
-    numpy's own sort for long; up to 2048 keys (_local.LOCAL_ALWAYS_UPTO)
-    it sorts here at once, without timing anything. The result is the same either way (gsortd's
+    numpy's own sort for long; up to 2048 keys (_local.LOCAL_ALWAYS_UPTO),
+    and at a size that settled on numpy's sort, sort() sorts here at once,
+    without timing anything (routing again every SETTLED_CALLS + 1
+    calls). The result is the same either way (gsortd's
     order, NaNs and zeros included). local=False, or GSORT_NO_LOCAL=1 in
     the environment, always asks the daemon; so does any call that names
     an algorithm, params, a device or a split. c.last["where"] says which
@@ -1389,13 +1391,14 @@ class Client:
             # takes the whole routing again every SETTLED_CALLS + 1 calls,
             # where the Router and Pick time and retry as before.
             n = a.shape[0]
-            if n > _LOCAL_UPTO:
+            quick = n <= _LOCAL_UPTO
+            if not quick:
                 settle = (a.dtype, bool(descending), bool(stable), (n - 1).bit_length())
                 left = self._settled.get(settle)
                 if left:
                     self._settled[settle] = left - 1
-                    n = 0
-            if n <= _LOCAL_UPTO:
+                    quick = True
+            if quick:
                 t0 = _perf_counter()
                 out = _local.sort_keys(a, descending, a.copy(), False, True)
                 self._last_small = (a.shape[0], t0, _perf_counter())
