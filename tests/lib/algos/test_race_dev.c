@@ -3,7 +3,7 @@
  * page-aligned memory sorted where it lies (zero copy on CPU devices, as
  * the daemon sorts a client's memfd) while a racing writer (tests/support/racer.h)
  * keeps rewriting them: keys u32, u64 (and f32/f64 with the NaN patterns
- * kept on the device), every payload kind, at sizes and parameters that
+ * kept on the device; radix: 16-bit f16, bf16, i16 keys), every payload kind, at sizes and parameters that
  * take each kernel path (radix: reduce-then-scan with and without the
  * histogram read-back, onesweep; mergepath: the tile sort alone and the
  * global merge levels); then out of core (the device route, one and two
@@ -30,6 +30,7 @@
 #include "gs_dev.h"
 #include "gs_keys.h"
 #include "gs_log.h"
+#include "gs_narrow.h"
 #include "gs_sort.h"
 #include "racer.h"
 #include "sortcheck.h"
@@ -437,6 +438,20 @@ static void one_device(gs_dev *devs, size_t ndev, size_t di, arena *ar)
             tally ty = { 0 };
             snprintf(what, sizeof what, "%s%s", a->name, vn);
             matrix(&ty, ar, ints, 2, NPL, n, do_sort, &sa, what);
+            if (is_radix && v != 3) {
+                /* 16-bit keys where they lie (the daemon's 8- and 16-bit
+                 * keys, shape.narrow): half, bfloat16, i16, every payload */
+                static const int nts[] = { GS_NW_F16, GS_NW_BF16, GS_NW_I16 };
+                uint64_t seed = 500;
+                for (size_t t = 0; t < 3; t++)
+                    for (size_t pl = 0; pl < NPL; pl++)
+                        for (int r = 0; r < g_rounds; r++, seed++) {
+                            gs_sort_req req = arena_req(ar, GS_DT_U32, payloads[pl], n, seed);
+                            req.shape.narrow = nts[t];
+                            req.shape.descending = r & 1;
+                            raced(&ty, ar, &req, seed, do_sort, &sa, what);
+                        }
+            }
             if (a->keeps_nan) {   /* NaN patterns saved and restored on the device */
                 gs_keys_nan_device_min(1);
                 matrix(&ty, ar, floats, 2, 2, n, do_sort, &sa, what);
