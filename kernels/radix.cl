@@ -73,11 +73,11 @@
 #error "RANK_WARP needs a work-group of whole 32-lane warps"
 #endif
 
-/* The key widths this build holds: -DGS_K16=1 builds 16-bit unsigned
- * codes alone (the daemon's narrow keys, encoded on the host into 2-byte
- * words, lib/sort/gs_narrow_sort.h: half the bytes of 32-bit words each
- * way and in every pass), as a program of its own, so the 32/64-bit
- * builds compile no more than before. */
+/* The key widths this build holds: -DGS_K16=1 builds 16-bit keys alone
+ * (the daemon's 8- and 16-bit keys, lib/sort/gs_narrow_sort.h: u16, i16,
+ * half and bfloat16 encoded by gs_enc16, 8-bit keys as u16 codes), as a
+ * program of its own, so the 32/64-bit builds compile no more than
+ * before. */
 #ifndef GS_K16
 #define GS_K16 0
 #endif

@@ -367,7 +367,7 @@ static int get_program(gs_sort_ctx *ctx, int bits, size_t wg, size_t ept, int ho
     gs_dev *dev = ctx->dev;
     int mode = rank_mode(dev, wg);
     for (;;) {
-        /* 16-bit codes: a build of their own (GS_K16 in kernels/radix.cl) */
+        /* 16-bit keys: a build of their own (GS_K16 in kernels/radix.cl) */
         int w = snprintf(opts, optsz, "-DRADIX_BITS=%d -DWG=%zu -DEPT=%zu%s%s", bits, wg, ept,
                          hostile ? GS_HOSTILE_OPT : "", ks == 2 ? " -DGS_K16=1" : "");
         /* with PTX, the look-back loads are volatile too (ld.volatile) */
@@ -387,6 +387,10 @@ static int get_program(gs_sort_ctx *ctx, int bits, size_t wg, size_t ept, int ho
 }
 
 /* ---- one sort ---- */
+
+/* The encoding kind of bfloat16 keys (kernels/keys.cl GS_KIND_BF16; the
+ * others are gs_dtype_kind's) */
+#define KIND_BF16 3u
 
 /* Launch order, for the per-stage times logged at debug level: maybe the
  * NaN save (gs_clnan.h); for reduce-then-scan per pass (upsweep, scan,
@@ -919,10 +923,9 @@ static int radix_device(gs_sort_ctx *ctx, const gs_sort_req *req, const long vin
     r.un = (cl_uint)n;
     r.rlen = rept ? (cl_uint)(n / r.rows) : (cl_uint)n;
     r.tpr = rept ? r.rlen / tile : r.ntiles;
-    /* 16-bit keys: their type's encoding (kernels/keys.cl gs_enc16: 3 is
-     * bfloat16) */
+    /* 16-bit keys: their type's encoding (kernels/keys.cl gs_enc16) */
     r.kind = !req->shape.narrow ? (cl_uint)gs_keys_kind(req->shape.dtype)
-             : req->shape.narrow == GS_NW_BF16 ? 3u
+             : req->shape.narrow == GS_NW_BF16 ? KIND_BF16
                                                : (cl_uint)gs_narrow_row(req->shape.narrow)->kind;
     r.desc = req->shape.descending ? 1 : 0;
     if (!rept)
