@@ -57,6 +57,8 @@ static void usage(FILE *f)
             "  --bits LO:HI      sort by bits [LO, HI) of each key alone (integer keys)\n"
             "  --half            16-bit codes, 2 bytes each (u32 ascending, flat; radix):\n"
             "                    what 8- and 16-bit keys become on the device\n"
+            "  --count M         radix, 16-bit keys alone: 1 (default) counts their codes,\n"
+            "                    0 sorts them by radix's 8-bit passes\n"
             "  --verbose         debug log (per-stage kernel times of the radix sort)\n"
             "  --kernel-dir D    kernel sources from D instead of the built-in copies\n"
             "                    (to time an edited kernel without rebuilding)\n"
@@ -333,6 +335,7 @@ static int parse_args(int argc, char **argv, bopts *o, int *exit_code)
         else if (!strcmp(a, "--kernel-dir")) { NEEDV(); gs_kern_set_dir(v); }
         else if (!strcmp(a, "--cl-opts")) { NEEDV(); gs_kern_set_opts(v); }
         else if (!strcmp(a, "--pairs")) { NEEDV(); gs_radix_force_pairs(atoi(v)); }
+        else if (!strcmp(a, "--count")) { NEEDV(); gs_radix_force_count(atoi(v)); }
         else if (!strcmp(a, "--min-chunk")) { NEEDV(); gs_host_force_min_chunk(strtoull(v, NULL, 10)); }
         else if (!strcmp(a, "--topk")) {
             NEEDV();

@@ -1164,3 +1164,149 @@ __kernel void radix_iota_v64(global ulong *v, uint n, uint len)
     if (i < n)
         v[i] = i % len;
 }
+
+#if GS_K16
+/* 16-bit keys alone: one 16-bit digit, which is a counting sort. The
+ * encoded codes are counted (radix_count16: group g counts the codes of
+ * slice g % CNT_SLICES of the code space in chunk g / CNT_SLICES of the
+ * keys, in local memory, then adds its nonzero counts to the global
+ * table, so a common code costs local atomics only), the table is scanned
+ * in blocks (radix_count16_sums, then radix_count16_scan: starts[c] is
+ * code c's first position, starts[65536] = n), and radix_count16_fill
+ * writes each code's run, decoded. Keys with equal codes are equal bit
+ * for bit (NaNs take one code; the frame puts their patterns back), so
+ * this is the stable sort's result. Safe on client pages as built: every
+ * table index is a 16-bit code, the counts sum to n whatever the keys were
+ * when read, and the fill writes positions below n only. */
+#define CNT_CODES 65536u
+#ifndef CNT_SB
+#define CNT_SB 13                           /* a slice: 2^13 codes, 32 KiB of counts */
+#endif
+#if CNT_SB < 8
+#undef CNT_SB                               /* no counting on this device: any width */
+#define CNT_SB 8
+#endif
+#define CNT_SLICES (CNT_CODES >> CNT_SB)
+#define CNT_BLOCK (WG * 16u)                /* codes a group of the scan takes */
+
+__kernel void radix_count16_zero(global uint *counts)
+{
+    for (uint i = get_global_id(0); i < CNT_CODES; i += get_global_size(0))
+        counts[i] = 0;
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void radix_count16(global const ushort *keys, uint n, uint chunk, uint kind, uint desc,
+                   global uint *counts)
+{
+    local uint h[1u << CNT_SB];
+    const uint l = get_local_id(0), sl = get_group_id(0) % CNT_SLICES;
+    const uint lo = get_group_id(0) / CNT_SLICES * chunk, hi = min(lo + chunk, n);
+    for (uint i = l; i < (1u << CNT_SB); i += WG)
+        h[i] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    /* pairs of keys from an even position (chunk is even) */
+    uint i = lo + 2 * l;
+    for (; i + 1 < hi; i += 2 * WG) {
+        const ushort2 w = vload2(0, keys + i);
+        const uint a = gs_enc16(w.s0, kind, desc), b = gs_enc16(w.s1, kind, desc);
+        if (a >> CNT_SB == sl)
+            atomic_inc(&h[a & ((1u << CNT_SB) - 1u)]);
+        if (b >> CNT_SB == sl)
+            atomic_inc(&h[b & ((1u << CNT_SB) - 1u)]);
+    }
+    if (i < hi) {
+        const uint a = gs_enc16(keys[i], kind, desc);
+        if (a >> CNT_SB == sl)
+            atomic_inc(&h[a & ((1u << CNT_SB) - 1u)]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    global uint *c = counts + (sl << CNT_SB);
+    for (uint j = l; j < (1u << CNT_SB); j += WG) {
+        const uint v = h[j];
+        if (v)
+            atomic_add(&c[j], v);
+    }
+}
+
+/* Group g: the total of block g (CNT_BLOCK codes) */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void radix_count16_sums(global const uint *counts, global uint *bsum)
+{
+    local uint s[WG];
+    const uint l = get_local_id(0), b = get_group_id(0) * CNT_BLOCK;
+    uint sum = 0, total;
+    for (uint j = 0; j < 16u; j++)
+        sum += counts[b + j * WG + l];
+    gs_nan_group_scan(sum, s, &total);      /* keys.cl */
+    if (l == 0)
+        bsum[get_group_id(0)] = total;
+}
+
+/* Group g: block g's starts, after the blocks before it; a work-item 16
+ * codes in a row. */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void radix_count16_scan(global const uint *counts, global const uint *bsum,
+                        global uint *starts)
+{
+    local uint s[WG];
+    const uint l = get_local_id(0), g = get_group_id(0), b = g * CNT_BLOCK + l * 16u;
+    uint part = 0, before, total;
+    for (uint j = l; j < g; j += WG)
+        part += bsum[j];
+    gs_nan_group_scan(part, s, &before);    /* keys.cl */
+    uint mine = 0;
+    for (uint j = 0; j < 16u; j++)
+        mine += counts[b + j];
+    uint at = before + gs_nan_group_scan(mine, s, &total);
+    for (uint j = 0; j < 16u; j++) {
+        starts[b + j] = at;
+        at += counts[b + j];
+    }
+    if (b + 16u == CNT_CODES)
+        starts[CNT_CODES] = at;
+}
+
+/* The code whose run holds position p, searched in [lo, hi] */
+uint cnt_code_at(global const uint *starts, uint p, uint lo, uint hi)
+{
+    while (lo < hi) {
+        const uint m = (lo + hi) >> 1;
+        if (starts[m + 1] <= p)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo;
+}
+
+/* Group g writes positions [g x WG x 8, ...), work-item t of it 8 of them
+ * in a row: two searches give the codes the group spans, each work-item
+ * searches that range for its first position, then walks on. */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void radix_count16_fill(global const uint *starts, uint n, uint kind, uint desc,
+                        global ushort *out)
+{
+    local uint span[2];
+    const uint l = get_local_id(0), g0 = get_group_id(0) * WG * 8u;
+    if (l < 2)
+        span[l] = cnt_code_at(starts, l ? min(g0 + WG * 8u, n) - 1u : g0, 0, CNT_CODES - 1u);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const uint p = g0 + l * 8u;
+    if (p >= n)
+        return;
+    uint code = cnt_code_at(starts, p, span[0], span[1]), next = starts[code + 1];
+    ushort v[8];
+    for (uint j = 0; j < 8u; j++) {
+        while (next <= p + j && code < CNT_CODES - 1u)
+            next = starts[++code + 1];
+        v[j] = gs_dec16((ushort)code, kind, desc);
+    }
+    if (p + 8u <= n) {
+        vstore8((ushort8)(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]), 0, out + p);
+    } else {
+        for (uint j = 0; p + j < n; j++)
+            out[p + j] = v[j];
+    }
+}
+#endif

@@ -28,17 +28,20 @@
 #include "gs_ooc.h"
 #include "gs_log.h"
 #include "gs_merge.h"
+#include "gs_narrow.h"
 #include "gs_sched_int.h"
 #include "gs_time.h"
 
 
-/* 8- and 16-bit keys alone from this many on are counted on the host even
- * where the plan puts u32 keys on a device (below, they follow it). An
- * H100's virtual machine, 16 cores, 2026-12-07, f16 keys from numpy, the
- * GPU's 16-bit words (radix's GS_K16 build) against the count: 2^21 4.26
- * against 6.04 ms, 2^22 7.03 against 7.79, 2^23 11.6 against 8.95, 2^24
- * 24.7 against 13.7 (with 32-bit words, twice the bytes each way, the
- * count won from 2^21: 5.12 against 5.45). */
+/* 8-bit keys alone from this many on are counted on the host even where
+ * the plan puts u32 keys on a device (below, they follow it): a device
+ * takes them as 16-bit codes the host encodes and decodes. An H100's
+ * virtual machine, 16 cores, 2026-12-07, f16 keys from numpy as such
+ * codes against the count: 2^21 4.26 against 6.04 ms, 2^22 7.03 against
+ * 7.79, 2^23 11.6 against 8.95, 2^24 24.7 against 13.7. 16-bit keys alone
+ * follow the plan at every size: a device sorts them where they lie, by
+ * counting (lib/algos/radix_count.c; an H200, 2026-12-07, f16 from numpy:
+ * 2^23 5.15 against the host count's 8.03 ms, 2^24 9.68 against 13.9). */
 #define NARROW_DEVICE_BELOW ((uint64_t)1 << 23)
 
 /* ---- plans, and how a route was chosen ---- */
@@ -454,12 +457,13 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
                      "devices");
         return 0;
     }
-    /* 8- and 16-bit keys alone, many: counted on the host pool (reading
-     * and writing each key once, gs_narrow_sort.h) rather than sent to a
-     * device as 32-bit words, twice their bytes each way after an encoding
-     * pass (below, the plan decides: see the flat route) */
-    const int narrow_many = j->narrow.dt && j->req.shape.payload == GS_PL_NONE &&
-                            gs_shape_flat(&j->req.shape) && j->req.n >= NARROW_DEVICE_BELOW;
+    /* 8-bit keys alone, many: counted on the host pool (reading and
+     * writing each key once, gs_narrow_sort.h) rather than sent to a device
+     * as 16-bit codes encoded and decoded on the host (below, and for
+     * 16-bit keys, the plan decides: see the flat route) */
+    const int narrow_many = j->narrow.dt && gs_narrow_row(j->narrow.dt)->bytes == 1 &&
+                            j->req.shape.payload == GS_PL_NONE && gs_shape_flat(&j->req.shape) &&
+                            j->req.n >= NARROW_DEVICE_BELOW;
     if ((j->req.shape.topk || j->req.shape.segments || narrow_many) && j->device < 0) {
         /* Top-k: the host's select (gs_select.c) reads the keys once or
          * twice and sorts k of them; a device would sort them all.

@@ -27,6 +27,7 @@
 #include "gs_keys.h"
 #include "gs_log.h"
 #include "gs_narrow.h"
+#include "radix_int.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -290,20 +291,6 @@ static void radix_defaults(const gs_dev_info *info, gs_params *out)
     gs_params_set(out, "lookback", gpu ? 2 : 0);
 }
 
-/* ---- which local ranking the scatter uses (RANK_WARP in kernels/radix.cl) ---- */
-
-enum { RANK_LOCAL = 0, RANK_WARP_EMUL = 1, RANK_WARP_PTX = 2 };
-
-/* Set by the test hook; -1: pick per device. */
-static _Atomic int rank_forced = -1;
-/* Set when a PTX build failed once: NVIDIA devices then use RANK_LOCAL. */
-static _Atomic int ptx_failed;
-
-int gs_radix_force_rank(int mode)
-{
-    return atomic_exchange(&rank_forced, mode);
-}
-
 /* Test hooks of the onesweep path (gs_algos.h) */
 static _Atomic int fallback_forced;
 static _Atomic size_t small_max = RADIX_SMALL_MAX;
@@ -342,48 +329,6 @@ int gs_radix_takes_pairs(const gs_dev_info *info, const gs_sort_req *req, const 
                          gs_err *err)
 {
     return takes(use_pairs, info, req, p, err);
-}
-
-/* The warp ranking needs whole 32-lane warps; in PTX it needs an NVIDIA
- * device of compute capability 7.0 or later (match.any.sync), read when the
- * device was probed. */
-static int rank_mode(const gs_dev *dev, size_t wg)
-{
-    if (wg % 32)
-        return RANK_LOCAL;
-    int forced = atomic_load(&rank_forced);
-    if (forced >= 0)
-        return forced;
-    return dev->info.nv_cc_major >= 7 && !atomic_load(&ptx_failed) ? RANK_WARP_PTX : RANK_LOCAL;
-}
-
-/* Build (or fetch) the program for one parameter set, for client pages
- * (GS_HOSTILE_OPT) where the device adopts them (gs_clrun_hostile); a PTX
- * build that fails falls back to the portable ranking, says so once, and
- * is not tried again in this process. */
-static int get_program(gs_sort_ctx *ctx, int bits, size_t wg, size_t ept, int hostile,
-                       size_t ks, char *opts, size_t optsz, cl_program *prog, gs_err *err)
-{
-    gs_dev *dev = ctx->dev;
-    int mode = rank_mode(dev, wg);
-    for (;;) {
-        /* 16-bit keys: a build of their own (GS_K16 in kernels/radix.cl) */
-        int w = snprintf(opts, optsz, "-DRADIX_BITS=%d -DWG=%zu -DEPT=%zu%s%s", bits, wg, ept,
-                         hostile ? GS_HOSTILE_OPT : "", ks == 2 ? " -DGS_K16=1" : "");
-        /* with PTX, the look-back loads are volatile too (ld.volatile) */
-        if (mode != RANK_LOCAL)
-            snprintf(opts + w, optsz - (size_t)w, " -DRANK_WARP=%d%s", mode,
-                     mode == RANK_WARP_PTX ? " -DLB_PTX=1" : "");
-        int rc = gs_prog_get(dev, ctx->pc, (const char *[]){ "keys", "radix", NULL }, opts, prog,
-                             NULL, err);
-        if (rc == 0 || mode != RANK_WARP_PTX || atomic_load(&rank_forced) >= 0)
-            return rc;
-        if (!atomic_exchange(&ptx_failed, 1))
-            GS_WARN("radix: the warp ranking (inline PTX) did not build on %s, using the "
-                    "portable ranking: %s", dev->info.name, err->msg);
-        gs_err_clear(err);
-        mode = RANK_LOCAL;
-    }
 }
 
 /* ---- one sort ---- */
@@ -546,7 +491,7 @@ static int run_pass(gs_devrun *d, const radix_run *r, unsigned i, cl_uint pos, c
 static int radix_kernels(gs_devrun *d, void *self, gs_err *err)
 {
     radix_run *r = self;
-    int rc = get_program(d->ctx, r->bits, r->wg, r->ept, d->cr.hostile, d->ks, r->opts,
+    int rc = gs_radix_program(d->ctx, r->bits, r->wg, r->ept, d->cr.hostile, d->ks, r->opts,
                          sizeof r->opts, &d->prog, err);
     if (rc)
         return rc;
@@ -890,6 +835,10 @@ static int radix_device(gs_sort_ctx *ctx, const gs_sort_req *req, const long vin
     memcpy(v, vin, sizeof v);
     const size_t n = req->n;
     const size_t ks = gs_shape_key_bytes(&req->shape), vs = gs_payload_size(req->shape.payload);
+    /* 16-bit keys alone: counted (radix_count.c) */
+    if (!rept && gs_radix_counts(&dev->info, req))
+        return gs_radix_count_sort(ctx, req, (int)v[P_BITS], (size_t)v[P_WG], (size_t)v[P_EPT], st,
+                                   err);
     radix_run r;
     memset(&r, 0, sizeof r);
     if (rept) {

@@ -57,6 +57,10 @@ int gs_radix_takes_rows_whole(const gs_dev_info *info, const gs_sort_req *req,
  * takes that scatter on a device like info: 1 or 0, or a negative error
  * code for parameters radix rejects. */
 int gs_radix_force_pairs(int mode);
+/* Test hook (radix_count.c): whether flat 16-bit keys alone are sorted by
+ * counting their codes (the default) or by radix's 8-bit passes (off).
+ * Returns the previous setting. */
+int gs_radix_force_count(int on);
 int gs_radix_takes_pairs(const gs_dev_info *info, const gs_sort_req *req, const gs_params *p,
                          gs_err *err);
 

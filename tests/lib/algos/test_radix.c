@@ -519,6 +519,82 @@ static int test_narrow_typed(gs_sort_ctx *ctx, const gs_params *p, const char *w
     return fails;
 }
 
+/* 16-bit keys alone, sorted by counting their codes (radix_count.c):
+ * each type, both orders, sizes around the 8 keys a work-item counts and
+ * past the count's table copies (2^20), codes uniform, a few (runs and
+ * atomics on the same words) or one; against the counting reference and
+ * against radix's own passes (gs_radix_force_count(0)), bit for bit.
+ * Returns failing cases. */
+static int test_count(gs_sort_ctx *ctx, const gs_params *p, const char *what)
+{
+    static const int types[] = { GS_NW_U16, GS_NW_I16, GS_NW_F16, GS_NW_BF16 };
+    static const size_t sizes[] = { 1, 7, 8, 9, 1000, 5003, ((size_t)1 << 20) + 3 };
+    static const uint16_t special[] = { 0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e00, 0x7c01, 0xfe00,
+                                        0x7f80, 0xff80, 0x7fc0, 0x7f81, 0xffc1, 0x0001, 0x8001,
+                                        0x7fff, 0xffff, 0x3c00, 0xbf80 };
+    const size_t most = sizes[sizeof sizes / sizeof sizes[0] - 1];
+    uint16_t *k = malloc(most * 2), *in = malloc(most * 2), *want = malloc(most * 2),
+             *passes = malloc(most * 2);
+    size_t *from = malloc(most * sizeof *from);
+    if (!k || !in || !want || !passes || !from)
+        tap_bail("out of memory");
+    int fails = 0, cases = 0;
+    for (size_t ti = 0; ti < 4; ti++)
+        for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+            for (int dist = 0; dist < 3; dist++)
+                for (int desc = 0; desc < 2; desc++) {
+                    const int t = types[ti];
+                    const size_t n = sizes[si];
+                    if (n > 5003 && (ti & 1) != (size_t)desc)   /* the big size: 4 of 8 */
+                        continue;
+                    uint32_t x = 4242u + (uint32_t)(ti * 64 + si * 8 + (size_t)dist * 2) +
+                                 (uint32_t)desc;
+                    for (size_t i = 0; i < n; i++) {
+                        x = x * 1664525u + 1013904223u;
+                        in[i] = dist == 2 ? 0x3c00
+                                : dist == 1 ? special[(x >> 24) % 6]
+                                : (x >> 28) < 3 ? special[(x >> 8) % 18] : (uint16_t)(x >> 12);
+                    }
+                    if (sc_narrow_counting(t, desc, 0xffffu, in, n, want, from) < 0)
+                        tap_bail("out of memory");
+                    gs_sort_req req = { .shape = { .dtype = GS_DT_U32, .descending = desc,
+                                                   .narrow = t },
+                                        .n = n, .keys = k };
+                    gs_sort_stats st;
+                    gs_err err;
+                    gs_err_clear(&err);
+                    memcpy(passes, in, n * 2);
+                    req.keys = passes;
+                    gs_radix_force_count(0);
+                    int rp = gs_sort_run(&gs_algo_radix, ctx, &req, p, NULL, &err);
+                    gs_radix_force_count(1);
+                    memcpy(k, in, n * 2);
+                    req.keys = k;
+                    int rc = rp ? rp : gs_sort_run(&gs_algo_radix, ctx, &req, p, &st, &err);
+                    cases++;
+                    size_t bad = 0;
+                    while (!rc && bad < n && k[bad] == want[bad] && k[bad] == passes[bad])
+                        bad++;
+                    if (rc || bad < n || (n > 1 && st.passes != 1)) {
+                        fails++;
+                        tap_diag("%s: counted %s %s n=%zu keys %s: %s (first difference at "
+                                 "%zu, %u passes)", what, gs_narrow_row(t)->name,
+                                 desc ? "desc" : "asc", n,
+                                 dist == 2 ? "one" : dist == 1 ? "few" : "uniform",
+                                 rc ? err.msg : "wrong order", bad, rc ? 0 : st.passes);
+                    }
+                }
+    free(k);
+    free(in);
+    free(want);
+    free(passes);
+    free(from);
+    tap_ok(fails == 0, "%s: 16-bit keys alone counted: %d cases (u16, i16, f16, bf16; both "
+           "orders; uniform, few and one code; 1 to 2^20+3 keys) as the reference and as "
+           "radix's passes (%d failing)", what, cases, fails);
+    return fails;
+}
+
 /* What a request of 16-bit keys must be, and who sorts them */
 static void test_half_refused(gs_dev *dev)
 {
@@ -703,6 +779,10 @@ int main(void)
     gs_clrun_no_adopt(0);
     fails += test_narrow_typed(&ctx, &p, "radix");
     fails += test_narrow_typed(&ctx, &plb, "radix onesweep");
+    fails += test_count(&ctx, &p, "radix");
+    gs_clrun_no_adopt(1);
+    fails += test_count(&lean, &plb, "radix copied (lean)");
+    gs_clrun_no_adopt(0);
     tap_diag("matrix total: %.1f s, %d failing cases", gs_now_s() - t0, fails);
 
     gs_dev_free_list(devs, ndev);
