@@ -282,8 +282,10 @@ static void write_task(void *arg, size_t part, unsigned worker)
     const unsigned b = gs_narrow_row(t)->bytes;
     size_t at = c->at[part];
     for (uint32_t code = c->lo[part]; code < c->lo[part + 1]; code++) {
-        uint32_t v = gs_narrow_dec(t, desc, code);
-        uint64_t k = c->total[code];
+        const uint64_t k = c->total[code];
+        if (!k)
+            continue;
+        const uint32_t v = gs_narrow_dec(t, desc, code);
         if (b == 1) {
             memset((uint8_t *)jb->keys + at, (int)v, (size_t)k);
             at += (size_t)k;
@@ -294,12 +296,57 @@ static void write_task(void *arg, size_t part, unsigned worker)
     }
 }
 
+/* Fewer keys than codes: a table of 65536 counts costs more to clear and
+ * walk than the keys do (0.45 ms for 1024 u16 keys on the 2-core
+ * machine, where numpy sorts them in 10 us). Each key instead becomes a
+ * word of its code over its own bits, sorted stably by the code's 8-bit
+ * digits (LSD, one or two passes): the bits ride along, so NaN patterns
+ * and +-0 need nothing more, and each key is read once. */
+static int small_run(const gs_narrow_job *jb, gs_err *err)
+{
+    const size_t n = jb->req.n;
+    const int t = jb->dt, desc = jb->desc;
+    const unsigned b = gs_narrow_row(t)->bytes;
+    uint32_t *w = malloc(2 * n * sizeof *w);
+    if (!w)
+        return gs_err_set(err, GS_ENOMEM, "narrow sort: out of memory (%zu keys)", n);
+    uint32_t *to = w + n;
+    for (size_t i = 0; i < n; i++) {
+        const uint32_t raw = (uint32_t)gs_key_get(jb->keys, i, b);
+        w[i] = gs_narrow_enc(t, desc, raw) << 16 | raw;
+    }
+    for (unsigned shift = 16; shift < 16 + 8 * b; shift += 8) {
+        size_t cnt[256] = { 0 };
+        for (size_t i = 0; i < n; i++)
+            cnt[(w[i] >> shift) & 0xffu]++;
+        for (size_t d = 0, at = 0; d < 256; d++) {
+            const size_t c = cnt[d];
+            cnt[d] = at;
+            at += c;
+        }
+        for (size_t i = 0; i < n; i++)
+            to[cnt[(w[i] >> shift) & 0xffu]++] = w[i];
+        uint32_t *x = w;
+        w = to;
+        to = x;
+    }
+    for (size_t i = 0; i < n; i++)
+        gs_key_put(jb->keys, i, b, w[i] & 0xffffu);
+    free(w < to ? w : to);
+    return 0;
+}
+
 static int counting_run(const gs_narrow_job *jb, gs_sort_stats *st, gs_err *err)
 {
     const size_t n = jb->req.n, ntasks = (n + TASK - 1) / TASK;
     const unsigned b = gs_narrow_row(jb->dt)->bytes;
     const size_t ncodes = (size_t)1 << (8 * b);
     double t0 = gs_now_ms();
+    if (n < ncodes) {
+        int rc = small_run(jb, err);
+        st->wall_ms += gs_now_ms() - t0;
+        return rc;
+    }
     gs_hostpool_team team;
     /* as many workers as there are tables' worth of keys, at most a task each */
     size_t want = n / (count_keys_per_code * ncodes);
@@ -312,9 +359,10 @@ static int counting_run(const gs_narrow_job *jb, gs_sort_stats *st, gs_err *err)
     count_job c = { .jb = jb, .ncodes = ncodes };
     uint64_t *total = NULL;
     int rc = 0;
+    /* one worker counts straight into the total */
     c.hist = calloc((size_t)workers * ncodes, sizeof *c.hist);
     c.odd = calloc(workers, sizeof *c.odd);
-    total = calloc(ncodes, sizeof *total);
+    total = workers > 1 ? calloc(ncodes, sizeof *total) : c.hist;
     c.lo = calloc(workers + 1, sizeof *c.lo);
     c.at = calloc(workers + 1, sizeof *c.at);
     c.tnan = calloc(ntasks + 1, sizeof *c.tnan);
@@ -331,7 +379,7 @@ static int counting_run(const gs_narrow_job *jb, gs_sort_stats *st, gs_err *err)
     for (unsigned w = 0; w < workers; w++) {
         odd |= c.odd[w];
         const uint64_t *h = c.hist + (size_t)w * ncodes;
-        for (size_t k = 0; k < ncodes; k++)
+        for (size_t k = 0; workers > 1 && k < ncodes; k++)
             total[k] += h[k];
     }
     /* Non-canonical NaNs: their bits in input order, read before the keys
@@ -363,7 +411,7 @@ static int counting_run(const gs_narrow_job *jb, gs_sort_stats *st, gs_err *err)
     size_t at = 0, acc = 0, share = n / workers + 1;
     c.lo[0] = 0;
     c.at[0] = 0;
-    for (size_t k = 0; k < ncodes; k++) {
+    for (size_t k = 0; workers > 1 && k < ncodes; k++) {
         at += (size_t)total[k];
         acc += (size_t)total[k];
         if (acc >= share && parts + 1 < workers && k + 1 < ncodes) {
@@ -389,9 +437,10 @@ out:
     if (team_up)
         gs_hostpool_leave(&team);
     st->wall_ms += gs_now_ms() - t0;      /* the sort's: no words to pack */
+    if (total != c.hist)
+        free(total);
     free(c.hist);
     free(c.odd);
-    free(total);
     free(c.lo);
     free(c.at);
     free(c.tnan);

@@ -415,15 +415,24 @@ int main(void)
                         sizeof why) &&
                one_case(&gs_algo_host, &host, GS_NW_BF16, GS_PL_NONE, 0, 0, 250000, 1, why,
                         sizeof why);
+    /* one worker (the default's below 2^19 keys), and either side of the
+     * codes' count: 65535 keys sorted by their codes' digits, 65536 counted */
     int cdflt = one_case(&gs_algo_host, &host, GS_NW_I16, GS_PL_NONE, 0, 0, 300000, 0, why,
+                         sizeof why) &&
+                one_case(&gs_algo_host, &host, GS_NW_F16, GS_PL_NONE, 1, 0, 65535, 1, why,
+                         sizeof why) &&
+                one_case(&gs_algo_host, &host, GS_NW_BF16, GS_PL_NONE, 0, 0, 65536, 1, why,
+                         sizeof why) &&
+                one_case(&gs_algo_host, &host, GS_NW_U8, GS_PL_NONE, 1, 0, 255, 0, why,
                          sizeof why);
     gs_narrow_count_keys_per_code(kpc);
     cbig = cbig && cdflt && one_case(&gs_algo_host, &host, GS_NW_I16, GS_PL_NONE, 1, 0, 300000,
                                      0, why, sizeof why);
     tap_ok(cbad == 0 && cbig && g_calls == 0, "keys alone, counted: %u sorts of every type "
            "and 300000 f16 descending, 200001 u8, 250000 bf16 with NaN patterns, 300000 i16 "
-           "(several workers; then one, as the default gives them): the keys' bits right, no "
-           "words sorted (%u sorts)%s%s%s", cruns, g_calls, cwhy,
+           "(several workers; then one, as the default gives them), 65535 f16 and 255 u8 "
+           "(fewer keys than codes: by digits), 65536 bf16: the keys' bits right, no words "
+           "sorted (%u sorts)%s%s%s", cruns, g_calls, cwhy,
            cbig ? "" : ": ", cbig ? "" : why);
     g_counting = 0;
 
