@@ -1205,17 +1205,20 @@ void radix_count16(global const ushort *keys, uint n, uint chunk, uint kind, uin
     for (uint i = l; i < (1u << CNT_SB); i += WG)
         h[i] = 0;
     barrier(CLK_LOCAL_MEM_FENCE);
-    /* pairs of keys from an even position (chunk is even) */
-    uint i = lo + 2 * l;
-    for (; i + 1 < hi; i += 2 * WG) {
-        const ushort2 w = vload2(0, keys + i);
-        const uint a = gs_enc16(w.s0, kind, desc), b = gs_enc16(w.s1, kind, desc);
-        if (a >> CNT_SB == sl)
-            atomic_inc(&h[a & ((1u << CNT_SB) - 1u)]);
-        if (b >> CNT_SB == sl)
-            atomic_inc(&h[b & ((1u << CNT_SB) - 1u)]);
+    /* 8 keys a work-item a step from a position a multiple of 8 (so is
+     * chunk), then the chunk's last keys one by one */
+    uint i = lo + 8 * l;
+    for (; i + 7 < hi; i += 8 * WG) {
+        const ushort8 w = vload8(0, keys + i);
+        const ushort k[8] = { w.s0, w.s1, w.s2, w.s3, w.s4, w.s5, w.s6, w.s7 };
+        _Pragma("unroll")
+        for (uint j = 0; j < 8; j++) {
+            const uint a = gs_enc16(k[j], kind, desc);
+            if (a >> CNT_SB == sl)
+                atomic_inc(&h[a & ((1u << CNT_SB) - 1u)]);
+        }
     }
-    if (i < hi) {
+    for (; i < hi; i++) {
         const uint a = gs_enc16(keys[i], kind, desc);
         if (a >> CNT_SB == sl)
             atomic_inc(&h[a & ((1u << CNT_SB) - 1u)]);
@@ -1298,8 +1301,12 @@ void radix_count16_fill(global const uint *starts, uint n, uint kind, uint desc,
     uint code = cnt_code_at(starts, p, span[0], span[1]), next = starts[code + 1];
     ushort v[8];
     for (uint j = 0; j < 8u; j++) {
-        while (next <= p + j && code < CNT_CODES - 1u)
-            next = starts[++code + 1];
+        /* past this code's run: the next nonempty code, searched (empty
+         * codes between two runs may be thousands) */
+        if (next <= p + j) {
+            code = cnt_code_at(starts, p + j, code + 1, span[1]);
+            next = starts[code + 1];
+        }
         v[j] = gs_dec16((ushort)code, kind, desc);
     }
     if (p + 8u <= n) {

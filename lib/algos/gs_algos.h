@@ -58,9 +58,10 @@ int gs_radix_takes_rows_whole(const gs_dev_info *info, const gs_sort_req *req,
  * code for parameters radix rejects. */
 int gs_radix_force_pairs(int mode);
 /* Test hook (radix_count.c): whether flat 16-bit keys alone are sorted by
- * counting their codes (the default) or by radix's 8-bit passes (off).
- * Returns the previous setting. */
-int gs_radix_force_count(int on);
+ * counting their codes: 1 always, 0 never (radix's 8-bit passes), -1 the
+ * default (radix_count.c: COUNT_DEFAULT, the passes for now). Returns the
+ * previous setting. */
+int gs_radix_force_count(int mode);
 int gs_radix_takes_pairs(const gs_dev_info *info, const gs_sort_req *req, const gs_params *p,
                          gs_err *err);
 

@@ -22,17 +22,30 @@
  * unit, chunks grow instead of their number. */
 #define CHUNK_MIN ((size_t)1 << 16)
 
-static _Atomic int count_off;
+/* Whether radix counts 16-bit keys alone unless a test or gsort-bench
+ * says otherwise: not yet. The first build (count tables in global
+ * memory, then slices in local memory with a fill that walked code by
+ * code) measured on an H100, 2026-12-07, against radix's passes: 2^16
+ * 0.071 against 0.040 ms, 2^20 0.069 against 0.055, 2^24 0.291 against
+ * 0.357, 2^27 2.41 against 2.32; 16 distinct keys 0.93 against 0.35 at
+ * 2^24 (the fill's walk over thousands of empty codes). This build
+ * searches past empty codes and loads 8 keys at a time; it has not been
+ * timed on a GPU (.gpucarry/call45.sh), so the passes stay the default. */
+#define COUNT_DEFAULT 0
 
-int gs_radix_force_count(int on)
+static _Atomic int count_forced = -1;
+
+int gs_radix_force_count(int mode)
 {
-    return !atomic_exchange(&count_off, !on);
+    return atomic_exchange(&count_forced, mode);
 }
 
 int gs_radix_counts(const gs_dev_info *info, const gs_sort_req *req)
 {
     const gs_shape *s = &req->shape;
-    return !atomic_load(&count_off) && s->narrow && s->payload == GS_PL_NONE && gs_shape_flat(s) &&
+    const int forced = atomic_load(&count_forced);
+    return (forced > 0 || (forced < 0 && COUNT_DEFAULT)) && s->narrow &&
+           s->payload == GS_PL_NONE && gs_shape_flat(s) &&
            gs_shape_bit_lo(s) == 0 && gs_shape_bit_width(s) == 16 &&
            gs_radix_count_sb(info) && req->n <= UINT32_MAX;
 }
@@ -135,11 +148,11 @@ int gs_radix_count_sort(gs_sort_ctx *ctx, const gs_sort_req *req, int bits, size
     c.bits = bits;
     c.wg = wg;
     c.ept = ept;
-    /* chunks of an even number of keys (the count reads pairs), at least
-     * CHUNK_MIN, at most one a compute unit */
+    /* chunks of a multiple of 8 keys (the count reads 8 at a time), at
+     * least CHUNK_MIN, at most one a compute unit */
     const size_t cu = dev->info.compute_units ? dev->info.compute_units : 1;
     size_t chunk = (req->n + cu - 1) / cu;
-    chunk = chunk < CHUNK_MIN ? CHUNK_MIN : (chunk + 1) & ~(size_t)1;
+    chunk = chunk < CHUNK_MIN ? CHUNK_MIN : (chunk + 7) & ~(size_t)7;
     c.chunk = (cl_uint)chunk;
     c.chunks = (req->n + chunk - 1) / chunk;
     c.blocks = CODES / (wg * 16);

@@ -66,7 +66,8 @@ typedef struct pset {
                          whole tiles (n rounded up to a multiple of 32), which
                          radix sorts whole (radix_scan_rows); 5 16-bit codes
                          (shape.narrow: the GS_K16 build), u16, f16, bf16, i16 in
-                         both orders, against a stable counting sort by code */
+                         both orders, against a stable counting sort by code,
+                         keys alone by radix's counting sort (radix_count.c) */
     int hostile;      /* 1: the kernels built for client pages (GS_HOSTILE: every
                          position derived from an earlier read bounded, the race flag) */
     unsigned rows;    /* > 1: each case is that many rows of n keys, one request */
@@ -252,8 +253,10 @@ static void run_pset(gs_sort_ctx *ctx, const pset *ps, unsigned first, unsigned 
         snprintf(pdesc + strlen(pdesc), sizeof pdesc - strlen(pdesc),
                  " (rows of whole tiles, read-back)");
     }
-    if (ps->radix_hook == 5)
+    if (ps->radix_hook == 5) {   /* keys alone counted (radix_count.c), not by default */
+        gs_radix_force_count(1);
         snprintf(pdesc + strlen(pdesc), sizeof pdesc - strlen(pdesc), " (16-bit keys)");
+    }
     if (ps->radix_hook == 3) {
         gs_radix_force_pairs(0);
         snprintf(pdesc + strlen(pdesc), sizeof pdesc - strlen(pdesc), " (pairs apart)");
@@ -339,6 +342,7 @@ static void run_pset(gs_sort_ctx *ctx, const pset *ps, unsigned first, unsigned 
     gs_radix_force_fallback(0);
     gs_radix_small_max((size_t)-1);
     gs_radix_force_pairs(-1);
+    gs_radix_force_count(-1);
     gs_keys_nan_device_min(0);
     gs_clrun_force_hostile(-1);
     if (last - first == 1)

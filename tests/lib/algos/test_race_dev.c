@@ -3,7 +3,8 @@
  * page-aligned memory sorted where it lies (zero copy on CPU devices, as
  * the daemon sorts a client's memfd) while a racing writer (tests/support/racer.h)
  * keeps rewriting them: keys u32, u64 (and f32/f64 with the NaN patterns
- * kept on the device; radix: 16-bit f16, bf16, i16 keys), every payload kind, at sizes and parameters that
+ * kept on the device; radix: 16-bit f16, bf16, i16 keys, alone also
+ * counted), every payload kind, at sizes and parameters that
  * take each kernel path (radix: reduce-then-scan with and without the
  * histogram read-back, onesweep; mergepath: the tile sort alone and the
  * global merge levels); then out of core (the device route, one and two
@@ -440,9 +441,11 @@ static void one_device(gs_dev *devs, size_t ndev, size_t di, arena *ar)
             matrix(&ty, ar, ints, 2, NPL, n, do_sort, &sa, what);
             if (is_radix && v != 3) {
                 /* 16-bit keys where they lie (the daemon's 8- and 16-bit
-                 * keys, shape.narrow): half, bfloat16, i16, every payload */
+                 * keys, shape.narrow): half, bfloat16, i16, every payload;
+                 * in the first set keys alone counted (radix_count.c) */
                 static const int nts[] = { GS_NW_F16, GS_NW_BF16, GS_NW_I16 };
                 uint64_t seed = 500;
+                gs_radix_force_count(v == 0 ? 1 : -1);
                 for (size_t t = 0; t < 3; t++)
                     for (size_t pl = 0; pl < NPL; pl++)
                         for (int r = 0; r < g_rounds; r++, seed++) {
@@ -451,6 +454,7 @@ static void one_device(gs_dev *devs, size_t ndev, size_t di, arena *ar)
                             req.shape.descending = r & 1;
                             raced(&ty, ar, &req, seed, do_sort, &sa, what);
                         }
+                gs_radix_force_count(-1);
             }
             if (a->keeps_nan) {   /* NaN patterns saved and restored on the device */
                 gs_keys_nan_device_min(1);

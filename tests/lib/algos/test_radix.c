@@ -567,7 +567,7 @@ static int test_count(gs_sort_ctx *ctx, const gs_params *p, const char *what)
                     req.keys = passes;
                     gs_radix_force_count(0);
                     int rp = gs_sort_run(&gs_algo_radix, ctx, &req, p, NULL, &err);
-                    gs_radix_force_count(1);
+                    gs_radix_force_count(1);    /* at every size */
                     memcpy(k, in, n * 2);
                     req.keys = k;
                     int rc = rp ? rp : gs_sort_run(&gs_algo_radix, ctx, &req, p, &st, &err);
@@ -584,6 +584,7 @@ static int test_count(gs_sort_ctx *ctx, const gs_params *p, const char *what)
                                  rc ? err.msg : "wrong order", bad, rc ? 0 : st.passes);
                     }
                 }
+    gs_radix_force_count(-1);
     free(k);
     free(in);
     free(want);
