@@ -311,27 +311,51 @@ static int small_run(const gs_narrow_job *jb, gs_err *err)
     if (!w)
         return gs_err_set(err, GS_ENOMEM, "narrow sort: out of memory (%zu keys)", n);
     uint32_t *to = w + n;
-    for (size_t i = 0; i < n; i++) {
-        const uint32_t raw = (uint32_t)gs_key_get(jb->keys, i, b);
-        w[i] = gs_narrow_enc(t, desc, raw) << 16 | raw;
+    /* the words, and both digits' counts on the way; one loop per type
+     * and order, so that the encoding folds */
+    size_t cnt[2][256] = { { 0 } };
+#define SMALL_LOOP(T, D, KT)                                                   \
+    for (size_t i = 0; i < n; i++) {                                           \
+        const uint32_t raw = ((const KT *)jb->keys)[i];                        \
+        const uint32_t c = gs_narrow_enc(T, D, raw);                           \
+        w[i] = c << 16 | raw;                                                  \
+        cnt[0][c & 0xffu]++;                                                   \
+        cnt[1][c >> 8]++;                                                      \
     }
-    for (unsigned shift = 16; shift < 16 + 8 * b; shift += 8) {
-        size_t cnt[256] = { 0 };
-        for (size_t i = 0; i < n; i++)
-            cnt[(w[i] >> shift) & 0xffu]++;
-        for (size_t d = 0, at = 0; d < 256; d++) {
-            const size_t c = cnt[d];
-            cnt[d] = at;
-            at += c;
+#define SMALL_TYPE(T, KT) do { if (desc) { SMALL_LOOP(T, 1, KT) } else { SMALL_LOOP(T, 0, KT) } } while (0)
+    switch (t) {
+    case GS_NW_U8: SMALL_TYPE(GS_NW_U8, uint8_t); break;
+    case GS_NW_I8: SMALL_TYPE(GS_NW_I8, uint8_t); break;
+    case GS_NW_U16: SMALL_TYPE(GS_NW_U16, uint16_t); break;
+    case GS_NW_I16: SMALL_TYPE(GS_NW_I16, uint16_t); break;
+    case GS_NW_F16: SMALL_TYPE(GS_NW_F16, uint16_t); break;
+    default: SMALL_TYPE(GS_NW_BF16, uint16_t); break;
+    }
+#undef SMALL_TYPE
+#undef SMALL_LOOP
+    /* a pass per digit of the code (8-bit keys: one) that not every key shares */
+    for (unsigned d = 0; d < b; d++) {
+        size_t *c = cnt[d];
+        const unsigned shift = 16 + 8 * d;
+        if (c[(w[0] >> shift) & 0xffu] == n)
+            continue;
+        for (size_t k = 0, at = 0; k < 256; k++) {
+            const size_t m = c[k];
+            c[k] = at;
+            at += m;
         }
         for (size_t i = 0; i < n; i++)
-            to[cnt[(w[i] >> shift) & 0xffu]++] = w[i];
+            to[c[(w[i] >> shift) & 0xffu]++] = w[i];
         uint32_t *x = w;
         w = to;
         to = x;
     }
-    for (size_t i = 0; i < n; i++)
-        gs_key_put(jb->keys, i, b, w[i] & 0xffffu);
+    if (b == 1)
+        for (size_t i = 0; i < n; i++)
+            ((uint8_t *)jb->keys)[i] = (uint8_t)w[i];
+    else
+        for (size_t i = 0; i < n; i++)
+            ((uint16_t *)jb->keys)[i] = (uint16_t)w[i];
     free(w < to ? w : to);
     return 0;
 }
