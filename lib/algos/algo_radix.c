@@ -333,10 +333,6 @@ int gs_radix_takes_pairs(const gs_dev_info *info, const gs_sort_req *req, const 
 
 /* ---- one sort ---- */
 
-/* The encoding kind of bfloat16 keys (kernels/keys.cl GS_KIND_BF16; the
- * others are gs_dtype_kind's) */
-#define KIND_BF16 3u
-
 /* Launch order, for the per-stage times logged at debug level: maybe the
  * NaN save (gs_clnan.h); for reduce-then-scan per pass (upsweep, scan,
  * scatter), the first upsweep alone when its digit turned out constant;
@@ -873,9 +869,7 @@ static int radix_device(gs_sort_ctx *ctx, const gs_sort_req *req, const long vin
     r.rlen = rept ? (cl_uint)(n / r.rows) : (cl_uint)n;
     r.tpr = rept ? r.rlen / tile : r.ntiles;
     /* 16-bit keys: their type's encoding (kernels/keys.cl gs_enc16) */
-    r.kind = !req->shape.narrow ? (cl_uint)gs_keys_kind(req->shape.dtype)
-             : req->shape.narrow == GS_NW_BF16 ? KIND_BF16
-                                               : (cl_uint)gs_narrow_row(req->shape.narrow)->kind;
+    r.kind = gs_radix_kind(&req->shape);
     r.desc = req->shape.descending ? 1 : 0;
     if (!rept)
         return gs_devrun_sort(&radix_ops, &r, ctx, req, st, err);

@@ -13,10 +13,8 @@
 #include "gs_narrow.h"
 #include "radix_int.h"
 
-/* kernels/radix.cl: CNT_CODES, and the bfloat16 encoding kind (keys.cl
- * GS_KIND_BF16; the others are gs_dtype_kind's) */
+/* kernels/radix.cl: CNT_CODES */
 #define CODES ((size_t)1 << 16)
-#define KIND_BF16 3u
 /* Keys a group of the count reads at least: each adds up to a slice's
  * 8192 counts to the global table at its end. Above a chunk per compute
  * unit, chunks grow instead of their number. */
@@ -158,8 +156,7 @@ int gs_radix_count_sort(gs_sort_ctx *ctx, const gs_sort_req *req, int bits, size
     c.blocks = CODES / (wg * 16);
     c.slices = (size_t)1 << (16 - gs_radix_count_sb(&dev->info));
     c.un = (cl_uint)req->n;
-    c.kind = req->shape.narrow == GS_NW_BF16 ? KIND_BF16
-                                             : (cl_uint)gs_narrow_row(req->shape.narrow)->kind;
+    c.kind = gs_radix_kind(&req->shape);
     c.desc = req->shape.descending ? 1 : 0;
     return gs_devrun_sort(&count_ops, &c, ctx, req, st, err);
 }

@@ -7,7 +7,18 @@
 #include <stddef.h>
 
 #include "gs_cl.h"
+#include "gs_keys.h"
+#include "gs_narrow.h"
 #include "gs_sort.h"
+
+/* The kernels' encoding kind of a request's keys (kernels/keys.cl: its
+ * GS_KIND_* values; gs_dtype_kind's, and 3 for bfloat16, GS_KIND_BF16) */
+static inline cl_uint gs_radix_kind(const gs_shape *s)
+{
+    if (!s->narrow)
+        return (cl_uint)gs_keys_kind(s->dtype);
+    return s->narrow == GS_NW_BF16 ? 3u : (cl_uint)gs_narrow_row(s->narrow)->kind;
+}
 
 /* The radix program for (bits, wg, ept) and keys of ks bytes (2: the
  * GS_K16 build), for client pages with `hostile`; opts receives the build

@@ -67,10 +67,10 @@ int gs_radix_program(gs_sort_ctx *ctx, int bits, size_t wg, size_t ept, int host
     gs_dev *dev = ctx->dev;
     int mode = rank_mode(dev, wg);
     for (;;) {
-        /* 16-bit keys: a build of their own (GS_K16 in kernels/radix.cl) */
         int w = snprintf(opts, optsz, "-DRADIX_BITS=%d -DWG=%zu -DEPT=%zu%s", bits, wg, ept,
                          hostile ? GS_HOSTILE_OPT : "");
-        /* with the counting sort's slice of codes, fixed per device */
+        /* 16-bit keys: a build of their own (GS_K16 in kernels/radix.cl),
+         * with the counting sort's slice of codes, fixed per device */
         if (ks == 2)
             w += snprintf(opts + w, optsz - (size_t)w, " -DGS_K16=1 -DCNT_SB=%d",
                           gs_radix_count_sb(&dev->info));
