@@ -831,7 +831,7 @@ static int radix_device(gs_sort_ctx *ctx, const gs_sort_req *req, const long vin
     memcpy(v, vin, sizeof v);
     const size_t n = req->n;
     const size_t ks = gs_shape_key_bytes(&req->shape), vs = gs_payload_size(req->shape.payload);
-    /* 16-bit keys alone: counted (radix_count.c) */
+    /* 16-bit keys alone, where radix counts them (radix_count.c) */
     if (!rept && gs_radix_counts(&dev->info, req))
         return gs_radix_count_sort(ctx, req, (int)v[P_BITS], (size_t)v[P_WG], (size_t)v[P_EPT], st,
                                    err);

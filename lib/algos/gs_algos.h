@@ -57,13 +57,14 @@ int gs_radix_takes_rows_whole(const gs_dev_info *info, const gs_sort_req *req,
  * takes that scatter on a device like info: 1 or 0, or a negative error
  * code for parameters radix rejects. */
 int gs_radix_force_pairs(int mode);
+int gs_radix_takes_pairs(const gs_dev_info *info, const gs_sort_req *req, const gs_params *p,
+                         gs_err *err);
+
 /* Test hook (radix_count.c): whether flat 16-bit keys alone are sorted by
  * counting their codes: 1 always, 0 never (radix's 8-bit passes), -1 the
  * default (radix_count.c: COUNT_DEFAULT, the passes for now). Returns the
  * previous setting. */
 int gs_radix_force_count(int mode);
-int gs_radix_takes_pairs(const gs_dev_info *info, const gs_sort_req *req, const gs_params *p,
-                         gs_err *err);
 
 /* Test hook (algo_select.c): fn(arg) runs after the device select's first
  * round has finished, where a client could rewrite its keys between two

@@ -206,6 +206,21 @@ static void dec_task(void *arg, size_t task, unsigned worker)
 
 /* ---- keys without a payload: counting their codes ---- */
 
+/* LOOP(T, D, KB) once per narrow type and order, with the type, the order
+ * and the key's bytes as constants, so that the encoding and the key's
+ * load fold in the loops over keys below */
+#define PER_ORDER(desc, LOOP, T, KB)                                           \
+    do { if (desc) { LOOP(T, 1, KB) } else { LOOP(T, 0, KB) } } while (0)
+#define PER_TYPE(t, desc, LOOP)                                                \
+    switch (t) {                                                               \
+    case GS_NW_U8: PER_ORDER(desc, LOOP, GS_NW_U8, 1); break;                  \
+    case GS_NW_I8: PER_ORDER(desc, LOOP, GS_NW_I8, 1); break;                  \
+    case GS_NW_U16: PER_ORDER(desc, LOOP, GS_NW_U16, 2); break;                \
+    case GS_NW_I16: PER_ORDER(desc, LOOP, GS_NW_I16, 2); break;                \
+    case GS_NW_F16: PER_ORDER(desc, LOOP, GS_NW_F16, 2); break;                \
+    default: PER_ORDER(desc, LOOP, GS_NW_BF16, 2); break;                      \
+    }
+
 typedef struct count_job {
     const gs_narrow_job *jb;
     size_t ncodes;
@@ -223,17 +238,15 @@ static void hist_task(void *arg, size_t task, unsigned worker)
     count_job *c = arg;
     const gs_narrow_job *jb = c->jb;
     const int t = jb->dt, desc = jb->desc;
-    const unsigned b = gs_narrow_row(t)->bytes;
     const int fl = gs_narrow_row(t)->kind == GS_KIND_FLOAT;
     const uint32_t canon = gs_narrow_dec(t, 0, 0xffffu);
     uint64_t *h = c->hist + (size_t)worker * c->ncodes;
     size_t lo, hi, nans = 0;
     int odd = 0;
     span(jb, task, &lo, &hi);
-    /* one loop per type and order, so that the encoding folds */
-#define HIST_LOOP(T, D)                                                        \
+#define HIST_LOOP(T, D, KB)                                                    \
     for (size_t i = lo; i < hi; i++) {                                         \
-        uint32_t raw = (uint32_t)gs_key_get(jb->keys, i, b);                   \
+        uint32_t raw = (uint32_t)gs_key_get(jb->keys, i, KB);                  \
         h[gs_narrow_enc(T, D, raw)]++;                                         \
         if (fl) {                                                              \
             int nan = gs_narrow_is_nan(T, raw);                                \
@@ -241,16 +254,7 @@ static void hist_task(void *arg, size_t task, unsigned worker)
             odd |= nan & (raw != canon);                                       \
         }                                                                      \
     }
-#define HIST_TYPE(T) do { if (desc) { HIST_LOOP(T, 1) } else { HIST_LOOP(T, 0) } } while (0)
-    switch (t) {
-    case GS_NW_U8: HIST_TYPE(GS_NW_U8); break;
-    case GS_NW_I8: HIST_TYPE(GS_NW_I8); break;
-    case GS_NW_U16: HIST_TYPE(GS_NW_U16); break;
-    case GS_NW_I16: HIST_TYPE(GS_NW_I16); break;
-    case GS_NW_F16: HIST_TYPE(GS_NW_F16); break;
-    default: HIST_TYPE(GS_NW_BF16); break;
-    }
-#undef HIST_TYPE
+    PER_TYPE(t, desc, HIST_LOOP)
 #undef HIST_LOOP
     c->tnan[task] = nans;
     if (odd)
@@ -311,27 +315,17 @@ static int small_run(const gs_narrow_job *jb, gs_err *err)
     if (!w)
         return gs_err_set(err, GS_ENOMEM, "narrow sort: out of memory (%zu keys)", n);
     uint32_t *to = w + n;
-    /* the words, and both digits' counts on the way; one loop per type
-     * and order, so that the encoding folds */
+    /* the words, and both digits' counts on the way */
     size_t cnt[2][256] = { { 0 } };
-#define SMALL_LOOP(T, D, KT)                                                   \
+#define SMALL_LOOP(T, D, KB)                                                   \
     for (size_t i = 0; i < n; i++) {                                           \
-        const uint32_t raw = ((const KT *)jb->keys)[i];                        \
+        const uint32_t raw = (uint32_t)gs_key_get(jb->keys, i, KB);            \
         const uint32_t c = gs_narrow_enc(T, D, raw);                           \
         w[i] = c << 16 | raw;                                                  \
         cnt[0][c & 0xffu]++;                                                   \
         cnt[1][c >> 8]++;                                                      \
     }
-#define SMALL_TYPE(T, KT) do { if (desc) { SMALL_LOOP(T, 1, KT) } else { SMALL_LOOP(T, 0, KT) } } while (0)
-    switch (t) {
-    case GS_NW_U8: SMALL_TYPE(GS_NW_U8, uint8_t); break;
-    case GS_NW_I8: SMALL_TYPE(GS_NW_I8, uint8_t); break;
-    case GS_NW_U16: SMALL_TYPE(GS_NW_U16, uint16_t); break;
-    case GS_NW_I16: SMALL_TYPE(GS_NW_I16, uint16_t); break;
-    case GS_NW_F16: SMALL_TYPE(GS_NW_F16, uint16_t); break;
-    default: SMALL_TYPE(GS_NW_BF16, uint16_t); break;
-    }
-#undef SMALL_TYPE
+    PER_TYPE(t, desc, SMALL_LOOP)
 #undef SMALL_LOOP
     /* a pass per digit of the code (8-bit keys: one) that not every key shares */
     for (unsigned d = 0; d < b; d++) {
@@ -350,12 +344,13 @@ static int small_run(const gs_narrow_job *jb, gs_err *err)
         w = to;
         to = x;
     }
+    /* the keys' own bits, in order (the caller's array may be unaligned) */
     if (b == 1)
         for (size_t i = 0; i < n; i++)
-            ((uint8_t *)jb->keys)[i] = (uint8_t)w[i];
+            gs_key_put(jb->keys, i, 1, w[i] & 0xffu);
     else
         for (size_t i = 0; i < n; i++)
-            ((uint16_t *)jb->keys)[i] = (uint16_t)w[i];
+            gs_key_put(jb->keys, i, 2, w[i] & 0xffffu);
     free(w < to ? w : to);
     return 0;
 }

@@ -2058,8 +2058,8 @@ static void test_crossover(void)
         free(in);
         free(ref);
         /* from 2^23, 8-bit keys alone are counted on the host whatever the
-         * plan; 16-bit keys alone follow it (a device counts them where
-         * they lie) */
+         * plan; 16-bit keys alone follow it (a device's radix sorts them
+         * where they lie) */
         size_t big = (size_t)1 << 23;
         uint16_t *u = malloc(big * sizeof *u);
         if (!u)
