@@ -62,7 +62,7 @@ int gs_radix_takes_pairs(const gs_dev_info *info, const gs_sort_req *req, const 
 
 /* Test hook (radix_count.c): whether flat 16-bit keys alone are sorted by
  * counting their codes: 1 always, 0 never (radix's 8-bit passes), -1 the
- * default (radix_count.c: COUNT_DEFAULT, the passes for now). Returns the
+ * default (radix_count.c: a GPU counts from COUNT_FROM keys). Returns the
  * previous setting. */
 int gs_radix_force_count(int mode);
 

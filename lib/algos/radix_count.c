@@ -20,16 +20,18 @@
  * unit, chunks grow instead of their number. */
 #define CHUNK_MIN ((size_t)1 << 16)
 
-/* Whether radix counts 16-bit keys alone unless a test or gsort-bench
- * says otherwise: not yet. The first build (count tables in global
- * memory, then slices in local memory with a fill that walked code by
- * code) measured on an H100, 2026-12-07, against radix's passes: 2^16
- * 0.071 against 0.040 ms, 2^20 0.069 against 0.055, 2^24 0.291 against
- * 0.357, 2^27 2.41 against 2.32; 16 distinct keys 0.93 against 0.35 at
- * 2^24 (the fill's walk over thousands of empty codes). This build
- * searches past empty codes and loads 8 keys at a time; it has not been
- * timed on a GPU (.gpucarry/call45.sh), so the passes stay the default. */
-#define COUNT_DEFAULT 0
+/* From this many keys radix counts 16-bit keys alone on a GPU, unless a
+ * test or gsort-bench says otherwise (gs_radix_force_count). This build
+ * (slices counted in local memory, a fill that searches past empty codes,
+ * 8-key loads) against radix's 8-bit passes on an H100, 2026-12-07
+ * (.gpucarry/call46.sh, kernel ms, median of 9): 2^20 0.051 against 0.055,
+ * 2^22 0.066 against 0.124, 2^24 0.208 against 0.365 (cupy.sort u16
+ * 0.322), 2^27 1.64 against 2.34 (cupy 2.14); 16 distinct keys 0.073 /
+ * 0.243 / 1.58 against 0.133 / 0.358 / 2.31 at 2^22 / 2^24 / 2^27. Below,
+ * the first build lost (2^16: 0.071 against 0.040 ms): the count's five
+ * launches cost more than two passes over few keys. A CPU device (PoCL)
+ * keeps the passes: it was never timed there. */
+#define COUNT_FROM ((size_t)1 << 20)
 
 static _Atomic int count_forced = -1;
 
@@ -42,7 +44,8 @@ int gs_radix_counts(const gs_dev_info *info, const gs_sort_req *req)
 {
     const gs_shape *s = &req->shape;
     const int forced = atomic_load(&count_forced);
-    return (forced > 0 || (forced < 0 && COUNT_DEFAULT)) && s->narrow &&
+    const int dflt = (info->type & CL_DEVICE_TYPE_GPU) && req->n >= COUNT_FROM;
+    return (forced > 0 || (forced < 0 && dflt)) && s->narrow &&
            s->payload == GS_PL_NONE && gs_shape_flat(s) &&
            gs_shape_bit_lo(s) == 0 && gs_shape_bit_width(s) == 16 &&
            gs_radix_count_sb(info) && req->n <= UINT32_MAX;

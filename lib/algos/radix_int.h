@@ -29,7 +29,7 @@ int gs_radix_program(gs_sort_ctx *ctx, int bits, size_t wg, size_t ept, int host
 /* Whether radix sorts req by counting (radix_count.c) on a device like
  * info: flat 16-bit keys alone over all their bits, where a slice of the
  * codes' counts fits the device's local memory, when gs_radix_force_count
- * (or, left at -1, COUNT_DEFAULT) says so. */
+ * (or, left at -1, its default: a GPU from COUNT_FROM keys) says so. */
 int gs_radix_counts(const gs_dev_info *info, const gs_sort_req *req);
 
 /* The slice of the codes (2^sb of them) a group of the counting sort

@@ -21,6 +21,7 @@
 #include "gs_dev.h"
 #include "gs_err.h"
 #include "gs_narrow.h"
+#include "radix_int.h"
 #include "gs_sort.h"
 #include "gs_clrun.h"
 #include "sortcheck.h"
@@ -596,6 +597,41 @@ static int test_count(gs_sort_ctx *ctx, const gs_params *p, const char *what)
     return fails;
 }
 
+/* Where radix counts 16-bit keys alone by default (gs_radix_counts, the
+ * test hook left at -1): a GPU from 2^20 keys, never a CPU device, never
+ * with a payload or a bit range; and the hook overrides it both ways. */
+static void test_count_default(gs_dev *dev)
+{
+    gs_dev_info gpu = dev->info, cpu = dev->info;
+    gpu.type = CL_DEVICE_TYPE_GPU;
+    cpu.type = CL_DEVICE_TYPE_CPU;
+    gpu.local_mem = cpu.local_mem = 48 * 1024;      /* an H100's: a slice fits */
+    gs_sort_req big = { .shape = { .dtype = GS_DT_U32, .narrow = GS_NW_F16 },
+                        .n = (size_t)1 << 20 };
+    gs_sort_req small = big, pay = big, bits = big, u32 = big;
+    small.n = ((size_t)1 << 20) - 1;
+    pay.shape.payload = GS_PL_U32;
+    bits.shape.end_bit = 8;
+    u32.shape.narrow = GS_NW_NONE;
+    int old = gs_radix_force_count(-1);
+    gs_dev_info tiny = gpu;
+    tiny.local_mem = 1024;                          /* no slice of 2^8 counts fits */
+    int g = gs_radix_counts(&gpu, &big), gs = gs_radix_counts(&gpu, &small),
+        c = gs_radix_counts(&cpu, &big), gp = gs_radix_counts(&gpu, &pay),
+        gb = gs_radix_counts(&gpu, &bits), gw = gs_radix_counts(&gpu, &u32),
+        gt = gs_radix_counts(&tiny, &big);
+    gs_radix_force_count(0);
+    int off = gs_radix_counts(&gpu, &big);
+    gs_radix_force_count(1);
+    int on = gs_radix_counts(&cpu, &small);
+    gs_radix_force_count(old);
+    tap_ok(g == 1 && gs == 0 && c == 0 && gp == 0 && gb == 0 && gw == 0 && gt == 0 &&
+           off == 0 && on == 1,
+           "counting by default: a GPU from 2^20 f16 keys alone (%d), not below (%d), not a "
+           "CPU device (%d), a payload (%d), a bit range (%d), u32 keys (%d) or a GPU without "
+           "the local memory (%d); forced off %d, on %d", g, gs, c, gp, gb, gw, gt, off, on);
+}
+
 /* What a request of 16-bit keys must be, and who sorts them */
 static void test_half_refused(gs_dev *dev)
 {
@@ -628,6 +664,7 @@ int main(void)
     gs_dev *dev = sc_test_device(&devs, &ndev, "radix");
 
     test_check(dev);
+    test_count_default(dev);
 
     gs_sort_ctx ctx = { .dev = dev };
     gs_params p, plb;
