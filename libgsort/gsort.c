@@ -331,12 +331,15 @@ void lgs_crossover_refresh(gsort_conn *c, double now)
         lgs_router_set_below(c->router, sh, 0);
         c->dev_from[sh] = 0;
     }
+    /* every dtype of its key width; 8- and 16-bit keys: the 16-bit class's
+     * (the second pass), or from a daemon that has none the 32-bit one,
+     * since it sorts them as 32-bit words */
+    for (int pass = 0; pass < 2; pass++)
     for (size_t i = 0; i < in.ncrossover; i++) {
         const gs_reply_crossover *x = &in.crossover[i];
-        /* every dtype of its key width; 8- and 16-bit keys are sorted as 32-bit
-         * words there, so theirs is the 32-bit one */
         for (int dt = 0; dt < LGS_DTYPES; dt++)
-            if (lgs_dt_key_bits(dt) == x->key_bits)
+            if (pass ? x->key_bits == 16 && lgs_dt_of(dt) && lgs_dt_of(dt)->narrow
+                     : lgs_dt_key_bits(dt) == x->key_bits)
                 for (int desc = 0; desc < 2; desc++) {
                     unsigned sh = lgs_shape(dt, x->payload, desc, x->stable);
                     lgs_router_set_below(c->router, sh, x->local_below);

@@ -250,7 +250,7 @@ static int remeasure(compare *C, gs_err *err)
         return gs_err_set(err, GS_ENOMEM, "out of memory");
     gs_tune_input in;
     memset(&in, 0, sizeof in);
-    int rc = gs_tune_input_make(&in, GS_DT_U32, GS_PL_NONE, C->n, GS_TUNE_DIST_RANDOM, err);
+    int rc = gs_tune_input_make(&in, 32, GS_PL_NONE, C->n, GS_TUNE_DIST_RANDOM, err);
     if (rc) {
         gs_tune_input_free(&in);
         free(rounds);

@@ -113,7 +113,7 @@ int gs_tune_probe_cpu(gs_dev *dev, gs_pcache *pc, const gs_tune_opts *o, int pro
     if (R->dropped[0]) {
         size_t l = strlen(R->dropped);
         snprintf(R->dropped + l, sizeof R->dropped - l, " the time of %s at %s keys, 2^%d",
-                 host_name, gs_dtype_name(gs_dtype_unsigned(kc)), probe_b);
+                 host_name, gs_kw_name(kc), probe_b);
     }
     if (unprobed[0]) {
         size_t l = strlen(R->dropped);

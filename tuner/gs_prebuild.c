@@ -56,14 +56,15 @@ static void *warm_main(void *arg)
             gs_tune_input in;
             gs_err e;
             gs_err_clear(&e);
-            gs_dtype dt = gs_dtype_unsigned(o->key_bits[ki]);
             gs_payload pl = o->payloads[pi];
-            if (gs_tune_input_make(&in, dt, pl, PREBUILD_N, GS_TUNE_DIST_RANDOM, &e) < 0)
+            if (!gs_tune_serves(a, o->key_bits[ki], pl, &p, &e))
+                continue;           /* the narrow keys' class: radix's alone */
+            if (gs_tune_input_make(&in, o->key_bits[ki], pl, PREBUILD_N, GS_TUNE_DIST_RANDOM,
+                                   &e) < 0)
                 goto out;
-            gs_sort_req req = { .shape = { .dtype = dt, .payload = pl },
-                                .n = PREBUILD_N,
-                                .keys = in.in_k,
-                                .values = in.in_v ? in.in_v : in.wv };
+            gs_sort_req req = gs_tune_input_req(&in);
+            req.keys = in.in_k;
+            req.values = in.in_v ? in.in_v : in.wv;
             int rc = gs_sort_run(a, &ctx, &req, &p, NULL, &e);
             gs_tune_input_free(&in);
             if (rc < 0) {

@@ -71,7 +71,7 @@ static void print_predicted(FILE *out, const gs_tune_devreport *R)
                 last = q->bucket;
             }
         }
-        fprintf(out, "    %-4s %-7s %-6s %s\n", gs_dtype_name(gs_dtype_unsigned(p->key_bits)),
+        fprintf(out, "    %-4s %-7s %-6s %s\n", gs_kw_name(p->key_bits),
                 gs_payload_name(p->payload), p->stable ? "stable" : "any", line);
     }
 }
@@ -106,7 +106,7 @@ void gs_tune_report_print(FILE *out, const gs_tune_report *rep)
             else
                 snprintf(e2e, sizeof e2e, "%12s", "-");
             fprintf(out, "    %-10s %-4s %-7s 2^%-3d %12.4f %s  %s%s\n", w->algorithm,
-                    gs_dtype_name(gs_dtype_unsigned(w->key_bits)), gs_payload_name(w->payload),
+                    gs_kw_name(w->key_bits), gs_payload_name(w->payload),
                     w->bucket, w->median_ms, e2e, param_cell(w->params, pb, sizeof pb),
                     w->tuned ? "" : " (the defaults)");
         }
@@ -144,7 +144,7 @@ void gs_tune_report_print(FILE *out, const gs_tune_report *rep)
             if (p->base_ms > 0 && p->ms > 0)
                 snprintf(vs, sizeof vs, "%.2f", p->ms / p->base_ms);
             fprintf(out, "    %-4s %-7s 2^%-3d %-34s %-10s %s\n",
-                    gs_dtype_name(gs_dtype_unsigned(p->key_bits)), gs_payload_name(p->payload),
+                    gs_kw_name(p->key_bits), gs_payload_name(p->payload),
                     p->bucket, any, vs, stb);
         }
         if (!R->nplan)

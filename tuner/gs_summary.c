@@ -106,7 +106,7 @@ void gs_tune_report_summary(FILE *out, const gs_tune_report *rep)
                 if (k)
                     snprintf(gain, sizeof gain, "%.2fx", exp(logsum / k));
                 char shape[48];
-                snprintf(shape, sizeof shape, "%s %s", gs_dtype_name(gs_dtype_unsigned(kb)),
+                snprintf(shape, sizeof shape, "%s %s", gs_kw_name(kb),
                          payload_words((gs_payload)pl));
                 fprintf(out, "    %-18s %-52s %6s\n", shape, any, gain);
                 if (stb[0] && strcmp(stb, any))

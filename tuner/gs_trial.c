@@ -8,6 +8,8 @@
  * result makes the configuration invalid with the reason recorded. */
 #include "config.h"
 #include "gs_tune_int.h"
+#include "gs_algos.h"
+#include "gs_narrow_sort.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -82,15 +84,17 @@ static void key_hash(const gs_tune_input *t, const void *k, uint64_t *h1, uint64
  * so a resumed run measures on the same data. u32/u64 values carry their
  * input index (u64: in the low half, random bits above), which makes the
  * permutation and stability checks exact. */
-int gs_tune_input_make(gs_tune_input *t, gs_dtype dt, gs_payload pl, size_t n, int dist,
+int gs_tune_input_make(gs_tune_input *t, int key_bits, gs_payload pl, size_t n, int dist,
                        gs_err *err)
 {
+    const gs_dtype dt = gs_dtype_unsigned(key_bits);
     memset(t, 0, sizeof *t);
     t->dt = dt;
+    t->nw = key_bits == 16 ? GS_NW_U16 : GS_NW_NONE;
     t->pl = pl;
     t->n = n;
     t->dist = dist;
-    t->ks = gs_dtype_size(dt);
+    t->ks = t->nw ? 2 : gs_dtype_size(dt);
     t->vs = gs_payload_size(pl);
     t->in_k = malloc(n * t->ks);
     t->seen = malloc(n / 8 + 1);
@@ -117,7 +121,7 @@ int gs_tune_input_make(gs_tune_input *t, gs_dtype dt, gs_payload pl, size_t n, i
         return gs_err_set(err, GS_ENOMEM, "out of memory for a %zu-element trial input", n);
     }
     uint64_t seed = gs_tune_mix64(((uint64_t)dt << 40) ^ ((uint64_t)pl << 32) ^ n ^
-                                  ((uint64_t)dist << 56));
+                                  ((uint64_t)dist << 56) ^ ((uint64_t)t->nw << 48));
     uint64_t few[16];
     for (int i = 0; i < 16; i++)
         few[i] = gs_tune_mix64(seed + 1000 + (uint64_t)i);
@@ -240,12 +244,43 @@ static void set_reason(gs_tune_result *r, const char *prefix, const gs_err *e)
              e->msg[0] ? e->msg : gs_strerror(e->code));
 }
 
+gs_sort_req gs_tune_input_req(const gs_tune_input *t)
+{
+    return (gs_sort_req){ .shape = { .dtype = t->dt, .payload = t->pl, .narrow = t->nw },
+                          .n = t->n, .keys = t->wk, .values = t->wv };
+}
+
+int gs_tune_serves(const gs_algo *a, int key_bits, gs_payload pl, const gs_params *p,
+                   gs_err *err)
+{
+    if (key_bits == 16)
+        return pl == GS_PL_NONE && (a->half_keys || a == &gs_algo_host);
+    gs_sort_req rq = { .shape = { .dtype = gs_dtype_unsigned(key_bits), .payload = pl },
+                       .n = 1024 };
+    return a->uses_device || !a->check || a->check(NULL, &rq, p, err) == 0;
+}
+
+/* The daemon's sort of narrow keys alone on its host route: their codes
+ * counted (gs_narrow_sort.h), on the shared pool. */
+static int count_run(const gs_tune_input *in, const gs_sort_req *req, gs_sort_stats *st,
+                     gs_err *err)
+{
+    gs_shape sh = req->shape;
+    sh.narrow = GS_NW_NONE;
+    gs_narrow_job jb;
+    gs_narrow_job_init(&jb, in->nw, &sh, req->n, req->keys, NULL, NULL);
+    jb.counting = 1;
+    memset(st, 0, sizeof *st);
+    return gs_narrow_run(&jb, NULL, NULL, st, err);
+}
+
 void gs_tune_trial_run(gs_dev *device, gs_pcache *pc, int reps, const gs_algo *a,
                        gs_tune_input *in, const gs_params *p, gs_tune_result *r)
 {
     memset(r, 0, sizeof *r);
-    gs_sort_req req = { .shape = { .dtype = in->dt, .payload = in->pl }, .n = in->n, .keys = in->wk,
-                        .values = in->wv };
+    gs_sort_req req = gs_tune_input_req(in);
+    /* the narrow keys on the host: the daemon's count, whatever algorithm */
+    const int counted = in->nw && !a->half_keys;
     gs_dev *dev = a->uses_device ? device : NULL;
     gs_sort_ctx ctx = { .dev = dev, .pc = pc };
     /* a GPU copies from registered memory as it does from a client's
@@ -254,7 +289,7 @@ void gs_tune_trial_run(gs_dev *device, gs_pcache *pc, int reps, const gs_algo *a
         ctx.host_pinned = gs_pin_ensure(&in->pin, dev) == GS_PIN_PINNED;
     gs_err e;
     gs_err_clear(&e);
-    if (a->check && a->check(dev, &req, p, &e) < 0) {
+    if (!counted && a->check && a->check(dev, &req, p, &e) < 0) {
         set_reason(r, "refused by check(): ", &e);
         return;
     }
@@ -268,7 +303,8 @@ void gs_tune_trial_run(gs_dev *device, gs_pcache *pc, int reps, const gs_algo *a
         gs_sort_stats st;
         input_reset(in);
         gs_err_clear(&e);
-        if (gs_sort_run(a, &ctx, &req, p, &st, &e) < 0) {
+        if ((counted ? count_run(in, &req, &st, &e) : gs_sort_run(a, &ctx, &req, p, &st, &e)) <
+            0) {
             set_reason(r, i ? "run failed after a good warm-up: " : "run failed: ", &e);
             return;
         }

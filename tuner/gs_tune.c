@@ -77,7 +77,7 @@ typedef struct pool_ent {
 
 typedef struct seen_ent {
     uint64_t code;
-    int dt, pl;
+    int dt, pl;             /* dt: the key class's width */
 } seen_ent;
 
 typedef struct astate {
@@ -267,7 +267,7 @@ static int admit(gctx *G, uint64_t code, int first)
     double run_s = (reps + 1) * est_wall_ms(G) / 1000.0;
     if (G->large)   /* making, resetting and checking the input: ~20 ns a key */
         run_s += (double)G->n * (reps + 2) * 5e-9;
-    double build_s = seen_has(A, code, gs_dtype_unsigned(G->kc), G->pl) ? 0 : A->build_est;
+    double build_s = seen_has(A, code, G->kc, G->pl) ? 0 : A->build_est;
     if (now + run_s + build_s > T->deadline) {
         T->rep->budget_hit = 1;
         return GS_TUNE_STOP;
@@ -368,9 +368,9 @@ static int measure_p(gctx *G, int dist, const gs_params *pp, uint64_t code, int 
         return rc;
     gs_tune_input *in = &T->in[dist];
     if (!in->in_k &&
-        (rc = gs_tune_input_make(in, gs_dtype_unsigned(G->kc), G->pl, G->n, dist, err)) != 0)
+        (rc = gs_tune_input_make(in, G->kc, G->pl, G->n, dist, err)) != 0)
         return rc;
-    int dt = gs_dtype_unsigned(G->kc), is_new = !seen_has(A, code, dt, G->pl);
+    int dt = G->kc, is_new = !seen_has(A, code, dt, G->pl);
     gs_tune_result r;
     gs_tune_trial_run(T->dev, T->pc, trial_reps(G), a, in, &p, &r);
     if (r.valid) {
@@ -579,7 +579,7 @@ static int accept_best(gctx *G, const gs_tune_search *sr, const gs_params *bp, u
     gs_tune_params_text(&sp, pt, sizeof pt);
     GS_DEBUG("%s %s keys, payload %s, n=2^%d: %s (%.4f ms) does not beat the defaults "
              "(%.4f ms, fastest run %.4f) by more than the noise: the defaults stand",
-             G->A->a->name, gs_dtype_name(gs_dtype_unsigned(G->kc)), gs_payload_name(G->pl),
+             G->A->a->name, gs_kw_name(G->kc), gs_payload_name(G->pl),
              G->bucket, pt, smed, bmed, bmin);
     return 0;
 }
@@ -642,8 +642,11 @@ static int tune_algo_group(tctx *T, astate *A, int kc, gs_payload pl, int bucket
     int stopped = rc == GS_TUNE_STOP;
 
     /* Candidates (group_candidates); at large n a short climb from the
-     * best of them follows, within the group's share. */
-    int explore = !large;
+     * best of them follows, within the group's share. The narrow keys'
+     * count on the host takes no parameter of the host sort's: its
+     * baseline alone. */
+    const int fixed = kc == 16 && !a->half_keys;
+    int explore = !large && !fixed;
     uint64_t *cand = NULL;
     size_t ncand = 0;
     if ((rc = group_candidates(T, A, kc, pl, bucket, explore, &cand, &ncand, err)) != 0)
@@ -667,8 +670,9 @@ static int tune_algo_group(tctx *T, astate *A, int kc, gs_payload pl, int bucket
         sr.best = base_valid ? 0 : -1;
     }
     /* (with no time left it still reuses what a killed run recorded) */
-    rc = gs_tune_search_run(&sr, &A->sp, cand, ncand, &A->smp, quota,
-                            explore ? o->refine_rounds : LARGE_CLIMB_ROUNDS, o->max_trials,
+    rc = gs_tune_search_run(&sr, &A->sp, cand, fixed ? 0 : ncand, &A->smp, quota,
+                            fixed ? 0 : explore ? o->refine_rounds : LARGE_CLIMB_ROUNDS,
+                            o->max_trials,
                             eval_cb, &G, err);
     free(cand);
     if (!rc && explore && A->sp.total > 1 && !A->exhaustive && !T->refining)
@@ -681,7 +685,7 @@ static int tune_algo_group(tctx *T, astate *A, int kc, gs_payload pl, int bucket
         /* Nothing valid (the reasons are in the trials): no winner. */
         if (sr.nev > 0 || G.trials > 0)
             GS_DEBUG("%s: no valid configuration for %s keys, payload %s, n=2^%d", a->name,
-                     gs_dtype_name(gs_dtype_unsigned(kc)), gs_payload_name(pl), bucket);
+                     gs_kw_name(kc), gs_payload_name(pl), bucket);
         pool_update(A, &sr);
         report_progress(&G, 1);
         gs_tune_search_free(&sr);
@@ -805,19 +809,16 @@ static int init_algos(tctx *T, astate **out, size_t *nout, gs_err *err)
          * algorithm's refusals depend on its parameters: searched. */
         for (size_t ki = 0; ki < o->nkey_bits; ki++)
             for (size_t pi = 0; pi < o->npayloads; pi++) {
-                gs_sort_req rq = { .shape = { .dtype = gs_dtype_unsigned(o->key_bits[ki]),
-                                              .payload = o->payloads[pi] },
-                                   .n = 1024 };
                 gs_err ce;
                 gs_err_clear(&ce);
-                int serves = a->uses_device || !a->check || a->check(NULL, &rq, &A[i].dparams,
-                                                                     &ce) == 0;
+                int serves = gs_tune_serves(a, o->key_bits[ki], o->payloads[pi], &A[i].dparams,
+                                            &ce);
                 A[i].serves[gs_kw_index(o->key_bits[ki])][o->payloads[pi]] = (unsigned char)serves;
                 if (!serves) {
                     T->rep->skipped++;
-                    GS_DEBUG("%s: not searched for %s keys, payload %s: %s", a->name,
-                             gs_dtype_name(rq.shape.dtype), gs_payload_name(rq.shape.payload),
-                             ce.msg);
+                    GS_DEBUG("%s: not searched for %s keys, payload %s%s%s", a->name,
+                             gs_kw_name(o->key_bits[ki]), gs_payload_name(o->payloads[pi]),
+                             ce.msg[0] ? ": " : "", ce.msg);
                 }
             }
         A[i].ok = 1;
@@ -976,7 +977,7 @@ static int tune_large_group(tctx *T, astate *A, size_t na, int kc, gs_payload pl
         if (best > 0 && !(mine > 0 && mine <= PRUNE_RATIO * best)) {
             R->pruned++;
             GS_DEBUG("%s: not timed at n = 2^%d (%s keys, payload %s): %s at 2^%d", A[ai].a->name,
-                     b, gs_dtype_name(gs_dtype_unsigned(kc)), gs_payload_name(pl),
+                     b, gs_kw_name(kc), gs_payload_name(pl),
                      mine > 0 ? "more than 4x the best" : "no valid time", prev);
             continue;
         }

@@ -67,7 +67,8 @@ extern const char *const gs_tune_dist_names[GS_TUNE_DIST_COUNT];
 #define GS_TUNE_REASON_MAX 1000
 
 typedef struct gs_tune_input {
-    gs_dtype dt;
+    gs_dtype dt;            /* u32 for the narrow keys' class */
+    int nw;                 /* the 16-bit class: GS_NW_U16 (keys of 2 bytes); else 0 */
     gs_payload pl;
     size_t n, ks, vs;
     int dist;
@@ -82,9 +83,23 @@ typedef struct gs_tune_input {
 } gs_tune_input;
 
 /* Keys of one distribution, deterministic in (key class, payload, n, dist),
- * so a resumed run measures on the same data. */
-int gs_tune_input_make(gs_tune_input *t, gs_dtype dt, gs_payload pl, size_t n, int dist,
+ * so a resumed run measures on the same data. key_bits: a key width
+ * (gs_kw_bits): 32 and 64 are u32 and u64 keys, 16 the narrow keys' class,
+ * timed as u16 keys. */
+int gs_tune_input_make(gs_tune_input *t, int key_bits, gs_payload pl, size_t n, int dist,
                        gs_err *err);
+/* The request that sorts t's working arrays (wk, wv). */
+gs_sort_req gs_tune_input_req(const gs_tune_input *t);
+/* Whether algorithm a serves the key class key_bits with payload pl in a
+ * tune: every class, for a device algorithm (its refusals depend on its
+ * parameters), or a host one its check accepts with params p (host
+ * algorithms' parameters are thread counts and pass shapes). The narrow
+ * keys' class is timed for keys alone, where the daemon sends them: to an
+ * algorithm that sorts 16-bit keys itself (radix), or to the host's count,
+ * which the host sort stands for (no other host algorithm is ever asked
+ * for them). */
+int gs_tune_serves(const gs_algo *a, int key_bits, gs_payload pl, const gs_params *p,
+                   gs_err *err);
 void gs_tune_input_free(gs_tune_input *t);
 
 /* Result of running one configuration. */

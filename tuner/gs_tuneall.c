@@ -94,12 +94,12 @@ static void on_progress(const gs_tune_progress *p, void *ud)
         if (p->best_ms >= 0)
             gs_log(lvl, "device %d %s: %s keys, payload %s, n=2^%d: best %.4f ms (%s); %u "
                      "trial(s); group %u/%u", p->device_index, p->algorithm,
-                     gs_dtype_name(gs_dtype_unsigned(p->key_bits)), p->payload, p->bucket, p->best_ms,
+                     gs_kw_name(p->key_bits), p->payload, p->bucket, p->best_ms,
                      p->best_params, p->trials_done, p->groups_done + 1, p->groups_total);
         else
             gs_log(lvl, "device %d %s: %s keys, payload %s, n=2^%d: no valid configuration; %u "
                      "trial(s); group %u/%u", p->device_index, p->algorithm,
-                     gs_dtype_name(gs_dtype_unsigned(p->key_bits)), p->payload, p->bucket, p->trials_done,
+                     gs_kw_name(p->key_bits), p->payload, p->bucket, p->trials_done,
                      p->groups_done + 1, p->groups_total);
     }
     if (p->probe_ms > 0)

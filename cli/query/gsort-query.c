@@ -49,7 +49,7 @@ static void usage(FILE *out)
         "      --csv                CSV output (RFC 4180)\n"
         "  -d, --device SEL         a device id, or part of its name (any case)\n"
         "  -a, --algorithm A[,B]    only these algorithms\n"
-        "      --key-bits 32|64     only u32 or u64 keys (plot: default 32)\n"
+        "      --key-bits 16|32|64  only u16 (8- and 16-bit keys), u32 or u64 keys (plot: default 32)\n"
         "      --payload KIND       none, u32, u64, idx32, idx64 (plot: default none)\n"
         "  -n, --n N                trials: only this n (a number or 2^K)\n"
         "      --valid, --failed    trials: only valid, or only failed ones\n"

@@ -47,7 +47,7 @@ void gsq_cmd_filter(const gsq_cmd_opts *c, gs_dbq_filter *f)
     f->payload = c->payload;
 }
 
-const char *gsq_cmd_keys(int key_bits) { return gs_dtype_name(gs_dtype_unsigned(key_bits)); }
+const char *gsq_cmd_keys(int key_bits) { return gs_kw_name(key_bits); }
 
 /* "Database device", because gsortd --list-devices and --tune-all --device
  * number devices by OpenCL index, which the database does not keep. */

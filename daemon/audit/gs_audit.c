@@ -49,15 +49,22 @@ typedef struct shape {
     gs_dtype dt;
     gs_payload pl;
     int own_rows;             /* the plan rows are this shape's (f32 uses u32's) */
+    int nw;                   /* u16: 16-bit keys (gs_narrow.h), the 16-bit class's rows,
+                                 sorted as the daemon sorts a client's (gs_narrow_sort.h) */
 } shape;
 
 static const shape shapes[] = {
-    { "u32", GS_DT_U32, GS_PL_NONE, 1 },
-    { "u64", GS_DT_U64, GS_PL_NONE, 1 },
-    { "f32", GS_DT_F32, GS_PL_NONE, 0 },
-    { "u32+u32", GS_DT_U32, GS_PL_U32, 1 },
-    { "argsort", GS_DT_U32, GS_PL_IDX32, 1 },
+    { "u32", GS_DT_U32, GS_PL_NONE, 1, 0 },
+    { "u64", GS_DT_U64, GS_PL_NONE, 1, 0 },
+    { "f32", GS_DT_F32, GS_PL_NONE, 0, 0 },
+    { "u32+u32", GS_DT_U32, GS_PL_U32, 1, 0 },
+    { "argsort", GS_DT_U32, GS_PL_IDX32, 1, 0 },
+    { "u16", GS_DT_U32, GS_PL_NONE, 1, GS_NW_U16 },
 };
+
+/* A shape's bytes per key and the key width its plan rows have */
+static size_t shape_ks(const shape *h) { return h->nw ? 2 : gs_dtype_size(h->dt); }
+static int shape_kb(const shape *h) { return h->nw ? 16 : (int)gs_dtype_size(h->dt) * 8; }
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 
 typedef struct choice {
@@ -85,6 +92,7 @@ typedef struct actx {
     size_t len, voff;
     gs_pin pin;
     void *src_k, *src_v;      /* the input, copied in before every run */
+    uint32_t *words;          /* 16-bit keys: the words of the daemon's narrow sort */
     gs_audit_times tm;        /* where the audit's time went */
 } actx;
 
@@ -99,7 +107,7 @@ int gs_audit_shapes_check(const char *list, gs_err *err)
             i++;
         if (i == NSHAPES)
             return gs_err_set(err, GS_EINVAL, "unknown shape '%s' (known: u32, u64, f32, "
-                              "u32+u32, argsort)", t);
+                              "u32+u32, argsort, u16)", t);
         any = 1;
     }
     return any ? 0 : gs_err_set(err, GS_EINVAL, "an empty list of shapes");
@@ -133,7 +141,9 @@ static void block_free(actx *A)
     A->base = NULL;
     free(A->src_k);
     free(A->src_v);
+    free(A->words);
     A->src_k = A->src_v = NULL;
+    A->words = NULL;
 }
 
 /* ---- work split over the host pool's helpers (gs_hostpool.h): one
@@ -192,9 +202,10 @@ static int in_parallel(const apart *t, void (*fn)(apart *))
 static void gen_part(apart *p)
 {
     actx *A = p->A;
-    size_t ks = gs_dtype_size(p->h->dt);
-    unsigned cls = gs_dtype_class(p->h->dt);
-    uint64_t x0 = 0x9e3779b97f4a7c15u ^ ((uint64_t)p->n << 8) ^ (uint64_t)p->h->dt;
+    size_t ks = shape_ks(p->h);
+    unsigned cls = p->h->nw ? 0 : gs_dtype_class(p->h->dt);
+    uint64_t x0 = 0x9e3779b97f4a7c15u ^ ((uint64_t)p->n << 8) ^ (uint64_t)p->h->dt ^
+                  ((uint64_t)p->h->nw << 4);
     for (size_t i = p->lo; i < p->hi; i++) {
         uint64_t z = x0 + (uint64_t)(i + 1) * 0x9e3779b97f4a7c15u;
         z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
@@ -217,7 +228,7 @@ static void gen_part(apart *p)
 static int block_make(actx *A, const shape *h, size_t n, gs_err *err)
 {
     double t0 = gs_now_s();
-    size_t ks = gs_dtype_size(h->dt), vs = gs_payload_size(h->pl);
+    size_t ks = shape_ks(h), vs = gs_payload_size(h->pl);
     size_t pg = (size_t)sysconf(_SC_PAGESIZE);
     A->voff = (n * ks + pg - 1) / pg * pg;
     A->len = A->voff + (vs ? (n * vs + pg - 1) / pg * pg : 0);
@@ -235,7 +246,8 @@ static int block_make(actx *A, const shape *h, size_t n, gs_err *err)
     gs_pin_init(&A->pin, m, A->len, A->o->pins);
     A->src_k = malloc(n * ks);
     A->src_v = h->pl == GS_PL_U32 ? malloc(n * 4) : NULL;
-    if (!A->src_k || (h->pl == GS_PL_U32 && !A->src_v)) {
+    A->words = h->nw ? malloc(n * sizeof *A->words) : NULL;
+    if (!A->src_k || (h->pl == GS_PL_U32 && !A->src_v) || (h->nw && !A->words)) {
         block_free(A);
         return gs_err_set(err, GS_ENOMEM, "out of memory for the input of n = %zu", n);
     }
@@ -251,8 +263,10 @@ static int block_make(actx *A, const shape *h, size_t n, gs_err *err)
 static void order_part(apart *p)
 {
     gs_dtype dt = p->h->dt;
+    const int u16 = p->h->nw == GS_NW_U16;
     for (size_t i = p->lo > 0 ? p->lo : 1; i < p->hi; i++)
-        if (gs_key_encoded(dt, 0, p->k, i - 1) > gs_key_encoded(dt, 0, p->k, i)) {
+        if (u16 ? gs_key_get(p->k, i - 1, 2) > gs_key_get(p->k, i, 2)
+                : gs_key_encoded(dt, 0, p->k, i - 1) > gs_key_encoded(dt, 0, p->k, i)) {
             p->ok = 0;
             break;
         }
@@ -266,12 +280,23 @@ static int sorted(const shape *h, const void *k, size_t n)
 
 /* ---- one run ---- */
 
+/* A job of 16-bit keys as the daemon makes one for a client's (gs_ops.c):
+ * the words' request, routed by the 16-bit class's plan. */
+static void narrow_job(gs_job *j, const shape *h, uint32_t *words)
+{
+    if (!h->nw)
+        return;
+    gs_narrow_job_init(&j->narrow, h->nw, &j->req.shape, j->req.n, j->req.keys, NULL, words);
+    j->req = j->narrow.req;
+    j->req.shape.plan16 = 1;
+}
+
 /* A run's keys are checked for order the first time a choice runs at a
  * point (its warm-up): later runs repeat the same sort of the same input,
  * and a check costs more than a copy in. */
 static int run_once(actx *A, const shape *h, size_t n, choice *c, double *ms, gs_err *err)
 {
-    size_t ks = gs_dtype_size(h->dt);
+    size_t ks = shape_ks(h);
     double t0 = gs_now_s();
     gs_pcopy(A->base, A->src_k, n * ks);
     if (A->src_v)
@@ -282,6 +307,7 @@ static int run_once(actx *A, const shape *h, size_t n, choice *c, double *ms, gs
     memset(&j, 0, sizeof j);
     j.req = (gs_sort_req){ .shape = { .dtype = h->dt, .payload = h->pl }, .n = n, .keys = A->base,
                            .values = h->pl == GS_PL_NONE ? NULL : (char *)A->base + A->voff };
+    narrow_job(&j, h, A->words);
     j.device = A->o->device;
     if (c->algo) {
         snprintf(j.algorithm, sizeof j.algorithm, "%s", c->algo->name);
@@ -515,6 +541,7 @@ static int untuned_route(actx *A, const shape *h, size_t n, choice *c)
     memset(&j, 0, sizeof j);
     j.req = (gs_sort_req){ .shape = { .dtype = h->dt, .payload = h->pl }, .n = n, .keys = dummy,
                            .values = h->pl == GS_PL_NONE ? NULL : dummy };
+    narrow_job(&j, h, NULL);
     j.device = A->o->device;
     j.untuned = 1;
     j.split_ask = -1;
@@ -538,7 +565,7 @@ static size_t point_choices(actx *A, const gs_plans *P, const shape *h, int b,
                             point_res *pr)
 {
     size_t n = (size_t)1 << b;
-    int kb = (int)gs_dtype_size(h->dt) * 8;
+    int kb = shape_kb(h);
     size_t nc = 0;
     memset(cs, 0, MAX_CHOICES * sizeof *cs);
     snprintf(cs[nc].label, sizeof cs[nc].label, "plan");
@@ -668,7 +695,7 @@ static int point_loses(actx *A, const shape *h, int b, choice *cs, size_t nc, in
 static const shape *owner_of(const shape *h)
 {
     for (size_t i = 0; i < NSHAPES; i++)
-        if (shapes[i].own_rows && gs_dtype_size(shapes[i].dt) == gs_dtype_size(h->dt) &&
+        if (shapes[i].own_rows && shape_kb(&shapes[i]) == shape_kb(h) &&
             shapes[i].pl == h->pl)
             return &shapes[i];
     return NULL;
@@ -681,7 +708,7 @@ static int replace_row(gs_db *db, int64_t db_id, const shape *h, int b, const ch
 {
     gs_err e;
     gs_err_clear(&e);
-    if (fix_row(db, db_id, (int)gs_dtype_size(h->dt) * 8, h->pl, b, win, untuned, &e) == 0)
+    if (fix_row(db, db_id, shape_kb(h), h->pl, b, win, untuned, &e) == 0)
         return 1;
     GS_WARN("plan audit: cannot replace the plan row: %s", e.msg);
     return 0;
@@ -821,7 +848,7 @@ static void audit_point(actx *A, gs_db *db, int64_t db_id, gs_plans **Pp, const 
     pr->plan_untuned = pr->plan_best = pr->after_untuned = -1;
     pr->losing = pr->fixed = pr->same = pr->unproven = 0;
     pr->what[0] = '\0';
-    const gs_shape hs = { .dtype = h->dt, .payload = h->pl };
+    const gs_shape hs = { .dtype = h->dt, .payload = h->pl, .plan16 = h->nw != 0 };
     const gs_plans_entry *pe = gs_plans_lookup(*Pp, &hs, n);
     if (!pe)
         return;                         /* no plan for the shape: nothing to audit */
@@ -881,7 +908,7 @@ static int next_size(int b, int step, int hi)
  * predicted), or -1. */
 static int planned_top(const gs_plans *P, const shape *h)
 {
-    int kb = (int)gs_dtype_size(h->dt) * 8, top = -1;
+    int kb = shape_kb(h), top = -1;
     for (size_t i = 0; i < P->nplan; i++)
         if (P->plan[i].key_bits == kb && P->plan[i].payload == h->pl && P->plan[i].bucket > top)
             top = P->plan[i].bucket;
@@ -930,7 +957,7 @@ int gs_audit_device(gs_sched *s, gs_db *db, int64_t db_id, const gs_audit_opts *
         if (!shape_wanted(o->shapes, h->name))
             continue;
         int hi = o->max_log2 > 0 ? o->max_log2 : planned_top(P, h);
-        size_t per = gs_dtype_size(h->dt) + gs_payload_size(h->pl);
+        size_t per = shape_ks(h) + gs_payload_size(h->pl);
         while (hi >= lo && (UINT64_C(1) << hi) * per * 4 > host / 2)
             hi--;                       /* the block, the input, the scratch */
         for (int b = lo; b <= hi; b = next_size(b, step, hi)) {

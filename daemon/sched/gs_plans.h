@@ -45,10 +45,11 @@ int gs_plans_load(gs_db *db, int64_t device_id, gs_plans **out, gs_err *err);
 void gs_plans_free(gs_plans *p);
 
 /* What of a request's shape a plan is keyed by: the key width (keys of
- * one width share rows: f32 follows u32's), the payload and stability;
- * the order is not (a sort runs as fast either way). The one place a
- * request's shape becomes a plan key (the tuner writes rows by the same
- * three). */
+ * one width share rows: f32 follows u32's; 8- and 16-bit keys, which the
+ * daemon sorts as words or codes, the 16-bit class's), the payload and
+ * stability; the order is not (a sort runs as fast either way). The one
+ * place a request's shape becomes a plan key (the tuner writes rows by the
+ * same three). */
 typedef struct gs_plans_key {
     int key_bits;
     gs_payload payload;
@@ -57,7 +58,8 @@ typedef struct gs_plans_key {
 
 static inline gs_plans_key gs_plans_key_of(const gs_shape *s)
 {
-    return (gs_plans_key){ .key_bits = (int)gs_dtype_size(s->dtype) * 8,
+    return (gs_plans_key){ .key_bits = s->plan16 || s->narrow ? 16
+                                                              : (int)gs_dtype_size(s->dtype) * 8,
                            .payload = s->payload, .stable = s->stable ? 1 : 0 };
 }
 

@@ -137,11 +137,16 @@ static void host_cand(const gs_sched *s, const gs_sort_req *r, gs_route_how how,
 
 /* Why a tuned device has no plan entry for this shape, for the log: what
  * the tuner would need to cover it. */
-static void shape_hint(gs_payload pl, char *buf, size_t len)
+static void shape_hint(int key_bits, gs_payload pl, char *buf, size_t len)
 {
-    /* every payload kind is tuned at any budget (docs/TUNING.md) */
-    snprintf(buf, len, "gsortd --tune-all tunes it unless its --payloads leave %s out or its "
-             "--budget runs out first", gs_payload_name(pl));
+    /* every payload kind is tuned at any budget (docs/TUNING.md); 8- and
+     * 16-bit keys alone only */
+    if (key_bits == 16 && pl != GS_PL_NONE)
+        snprintf(buf, len, "the tuner times 8- and 16-bit keys alone only; with a payload "
+                 "they sort as 32-bit words");
+    else
+        snprintf(buf, len, "gsortd --tune-all tunes it unless its --payloads leave %s out or "
+                 "its --budget runs out first", gs_payload_name(pl));
 }
 
 /* Log once per device and request shape (key width, payload kind,
@@ -156,7 +161,7 @@ static void warn_shape(sdev *sd, int d, const gs_sort_req *r, const gs_plans_ent
         return;
     *w = 1;
     char hint[160] = "", instead[160];
-    shape_hint(r->shape.payload, hint, sizeof hint);
+    shape_hint(k.key_bits, r->shape.payload, hint, sizeof hint);
     if (near)
         snprintf(instead, sizeof instead, "the plan of the nearest tuned shape (%d-bit keys, "
                  "payload %s, %s: %s)", near->key_bits, gs_payload_name(near->payload),
@@ -603,7 +608,8 @@ static int first_device(gs_sched *s, gs_sort_req *r, uint64_t n)
 void gs_sched_crossover(gs_sched *s, const gs_plans_key *k, uint64_t *below, int *dev)
 {
     gs_sort_req r = { .shape = { .dtype = gs_dtype_unsigned(k->key_bits),
-                                 .payload = k->payload, .stable = k->stable } };
+                                 .payload = k->payload, .stable = k->stable,
+                                 .plan16 = k->key_bits == 16 } };
     uint64_t dn = UINT64_MAX;
     int dd = -1;
     /* the first power of two a device takes, then the first size between

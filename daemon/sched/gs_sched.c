@@ -30,6 +30,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "gs_algos.h"
 #include "gs_ooc.h"
 #include "gs_clrun.h"
 #include "gs_hooks.h"
@@ -138,8 +139,10 @@ static int run_job(gs_job *j, gs_sort_ctx *ctx)
     if (j->lex.lx)
         return gs_lexsort_run(&j->lex, run_route, &r, &j->st, &j->err);
     if (j->narrow.dt) {
-        /* keys alone on the host route, no algorithm named: counted */
-        j->narrow.counting = j->dev < 0 && !j->algorithm[0];
+        /* keys alone on the host route, no algorithm named or the host
+         * sort (whose parameters a count has no use for; the tuner times
+         * it as the host's candidate for these keys): counted */
+        j->narrow.counting = j->dev < 0 && (!j->algorithm[0] || j->algo == &gs_algo_host);
         /* the keys as the route's algorithm takes them: 16-bit keys as
          * they are on a device that sorts them whole (no encoding pass,
          * half the bytes of words over the bus and in every pass), 8-bit

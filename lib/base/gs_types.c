@@ -52,7 +52,7 @@ size_t gs_shape_key_bytes(const gs_shape *s)
 
 /* ---- key widths ---- */
 
-static const int kw_bits[GS_KW_COUNT] = { [GS_KW_32] = 32, [GS_KW_64] = 64 };
+static const int kw_bits[GS_KW_COUNT] = { [GS_KW_32] = 32, [GS_KW_64] = 64, [GS_KW_16] = 16 };
 
 int gs_kw_bits(int kw)
 {
@@ -68,7 +68,12 @@ int gs_kw_find(int key_bits)
 }
 
 /* beside the table it names (tests/lib/base/test_types checks each width is in it) */
-const char *gs_kw_list(void) { return "32 or 64"; }
+const char *gs_kw_list(void) { return "16, 32 or 64"; }
+
+const char *gs_kw_name(int key_bits)
+{
+    return key_bits == 16 ? "u16" : gs_dtype_name(gs_dtype_unsigned(key_bits));
+}
 
 gs_dtype gs_dtype_unsigned(int key_bits)
 {

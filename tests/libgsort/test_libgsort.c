@@ -1903,7 +1903,7 @@ static void test_local(const dmn *d)
                           : cJSON_IsNumber(lb) && lb->valuedouble == want &&
                                 cJSON_IsNumber(dv) && dv->valuedouble == -1;
     }
-    tap_ok(xo_ok && nxo == 20, "info: the crossover of all %d plan shapes (20) is %s "
+    tap_ok(xo_ok && nxo == 30, "info: the crossover of all %d plan shapes (30) is %s "
            "(the host sort's threads)", nxo, want < 0 ? "null: one CPU" : "524288");
     cJSON_Delete(info);
     uint32_t *m = malloc(((size_t)1 << 19) * sizeof *m);
@@ -2012,8 +2012,8 @@ static void test_crossover(void)
         nxo++;
     }
     cJSON_Delete(info);
-    tap_ok(ok && nxo == 20, "devices from 2^12 keys: info's crossover is 4096, a device, for "
-           "all %d shapes%s", nxo, first);
+    tap_ok(ok && nxo == 30, "devices from 2^12 keys: info's crossover is 4096, a device, for "
+           "all %d shapes (16-, 32- and 64-bit keys)%s", nxo, first);
     uint32_t *k = malloc(5000 * sizeof *k);
     if (!k)
         tap_bail("out of memory");
@@ -2032,8 +2032,8 @@ static void test_crossover(void)
            strcmp(plans[2], "local") && !starts_with(plans[2], "GSORT_"),
            "4095 keys: local from the first call ('%s', '%s'); 4096: the daemon first ('%s')",
            plans[0], plans[1], plans[2]);
-    /* 8- and 16-bit keys: sorted as u32 words there, so the 32-bit
-     * crossover is theirs; from it the device sorts the words */
+    /* 8- and 16-bit keys: the 16-bit class's crossover (the same here,
+     * without a plan); from it the device sorts the words */
     {
         uint16_t *h = malloc(5000 * sizeof *h), *in = malloc(5000 * sizeof *in);
         size_t *ref = malloc(5000 * sizeof *ref);
@@ -2086,7 +2086,7 @@ static void test_crossover(void)
                "host (device %d, %s)", brc ? -2 : res.device, brc ? err.message : res.algorithm);
         tap_ok(right && !strcmp(plans[0], "local") && !strcmp(plans[1], "local") &&
                strcmp(plans[2], "local") && !starts_with(plans[2], "GSORT_") && dev >= 0,
-               "f16 keys take the 32-bit crossover: 4095 local from the first call ('%s', '%s'); "
+               "f16 keys take the 16-bit crossover: 4095 local from the first call ('%s', '%s'); "
                "4096 the daemon, whose plan puts u32 keys on a device: its words there ('%s', "
                "device %d); each descending as the reference", plans[0], plans[1], plans[2],
                dev);

@@ -682,8 +682,9 @@ static void test_prebuild(gs_dev *dev)
     path_of(db, sizeof db, "prebuild.db");
     gs_tune_opts q;
     gs_tune_opts_init(&q, GS_TUNE_QUICK_BUDGET);
-    tap_ok(q.npayloads == GS_PL_COUNT && q.nkey_bits == 2,
-           "a quick tune covers every payload kind (%zu) and both key classes", q.npayloads);
+    tap_ok(q.npayloads == GS_PL_COUNT && q.nkey_bits == 3,
+           "a quick tune covers every payload kind (%zu) and the three key classes (%zu)",
+           q.npayloads, q.nkey_bits);
     const gs_algo *algos[] = { &gs_algo_host, &fk_algo };
     gs_tune_opts o;
     gs_tune_opts_init(&o, 1.0);
@@ -703,10 +704,19 @@ static void test_prebuild(gs_dev *dev)
     long host = q_int(db, "SELECT count(*) FROM trials WHERE algorithm='host' AND "
                           "distribution='random'");
     long pls = q_int(db, "SELECT count(DISTINCT payload) FROM trials WHERE algorithm='fk'");
-    tap_ok(rc == 0 && rep.devs[0].prebuild_s >= 1.4 && fk == 20 && host == 20 && pls == 5,
+    long h16 = q_int(db, "SELECT count(*) FROM trials WHERE algorithm='host' AND key_bits=16 "
+                         "AND payload='none' AND distribution='random' AND valid=1");
+    long f16 = q_int(db, "SELECT count(*) FROM trials WHERE algorithm='fk' AND key_bits=16");
+    long p16 = q_int(db, "SELECT count(*) FROM plan WHERE key_bits=16 AND payload='none' AND "
+                         "algorithm='host' AND bucket IN (10, 11)");
+    tap_ok(rc == 0 && rep.devs[0].prebuild_s >= 1.4 && fk == 20 && host == 22 && pls == 5,
            "the 1.5 s build ran before the 1 s budget (%.2f s), and every group was measured: "
-           "fk %ld trials, host %ld (2 key classes x 5 payloads x 2 buckets)",
-           rc ? 0 : rep.devs[0].prebuild_s, fk, host);
+           "fk %ld trials, host %ld (32 and 64 bits x 5 payloads x 2 buckets; the host's "
+           "count of 16-bit keys alone x 2)", rc ? 0 : rep.devs[0].prebuild_s, fk, host);
+    tap_ok(h16 == 2 && f16 == 0 && p16 >= 2,
+           "16-bit keys: the host's count timed and valid at both sizes (%ld), fk, which does "
+           "not sort them itself, not timed (%ld); the plan's rows for them name the host "
+           "(%ld, stable and not)", h16, f16, p16);
     if (!rc)
         gs_tune_report_free(&rep);
     /* A rerun of the same code finds trials of it: no warm-up again. */

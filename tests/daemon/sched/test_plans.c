@@ -15,12 +15,14 @@
 #include "gs_db.h"
 #include "gs_dev.h"
 #include "gs_err.h"
+#include "gs_narrow.h"
 #include "gs_plans.h"
 #include "tap.h"
 
 /* A request shape by what the plan is keyed by (unsigned keys of that width). */
 #define SH(kb, pl, st) \
-    (&(gs_shape){ .dtype = (kb) == 64 ? GS_DT_U64 : GS_DT_U32, .payload = (pl), .stable = (st) })
+    (&(gs_shape){ .dtype = (kb) == 64 ? GS_DT_U64 : GS_DT_U32, .payload = (pl), .stable = (st), \
+                  .plan16 = (kb) == 16 })
 
 static gs_db *g_db;
 static int64_t g_id;
@@ -69,6 +71,10 @@ int main(void)
     plan(32, "u32", 1, 16, "mergepath", mp, 2.0);
     /* 64-bit keys, u64, stable: radix */
     plan(64, "u64", 1, 20, "radix", rp, 9.0);
+    /* 16-bit keys (8- and 16-bit keys' words), none, stable: host (their
+     * count) at 2^12, radix at 2^20 */
+    plan(16, "none", 1, 12, "host", "{}", 0.01);
+    plan(16, "none", 1, 20, "radix", rp, 0.2);
     /* rows this gsortd cannot use: left out, with a warning */
     plan(32, "idx64", 0, 12, "bogosort", "{}", 1.0);
     plan(32, "idx64", 1, 12, "radix", "{not json", 1.0);
@@ -81,8 +87,8 @@ int main(void)
     gs_plans *p = NULL;
     int rc = gs_plans_load(g_db, g_id, &p, &e);
     unsigned long q1 = gs_db_queries(g_db);
-    tap_ok(rc == 0 && p && p->nplan == 5 && p->nwin == 2,
-           "load: 5 usable plan rows of 7 and 2 winners (%zu, %zu) %s", p ? p->nplan : 0,
+    tap_ok(rc == 0 && p && p->nplan == 7 && p->nwin == 2,
+           "load: 7 usable plan rows of 9 and 2 winners (%zu, %zu) %s", p ? p->nplan : 0,
            p ? p->nwin : 0, rc ? e.msg : "");
     tap_ok(q1 - q0 == 2, "load: one statement for the plan, one for the winners (%lu)", q1 - q0);
 
@@ -122,6 +128,24 @@ int main(void)
     tap_ok(x && x->key_bits == 64, "nearest: 64-bit idx64 takes the 64-bit u64 row");
     x = gs_plans_nearest(p, SH(32, GS_PL_NONE, 0), 1u << 14);
     tap_ok(x && !strcmp(x->algo->name, "radix"), "nearest: an exact shape is its own nearest");
+
+    /* the narrow keys' class: its own rows, then the 32-bit keys' */
+    tap_ok(!strcmp(name_of(gs_plans_lookup(p, SH(16, GS_PL_NONE, 1), 1u << 12)), "host") &&
+           !strcmp(name_of(gs_plans_lookup(p, SH(16, GS_PL_NONE, 1), 1u << 19)), "radix") &&
+           !strcmp(name_of(gs_plans_lookup(p, SH(32, GS_PL_NONE, 0), 1u << 12)), "radix") &&
+           !gs_plans_lookup(p, SH(16, GS_PL_U32, 0), 1u << 12),
+           "lookup: 16-bit keys by their own rows (host below, radix above), which 32-bit keys "
+           "never take; 16-bit keys with values have none");
+    x = gs_plans_nearest(p, SH(16, GS_PL_U32, 0), 1u << 12);
+    const gs_plans_entry *x16 = gs_plans_nearest(p, SH(16, GS_PL_NONE, 0), 1u << 12),
+                         *n16 = gs_plans_lookup(p, &(gs_shape){ .dtype = GS_DT_U32,
+                                                                .narrow = GS_NW_F16,
+                                                                .stable = 1 }, 1u << 12);
+    tap_ok(x && x->key_bits == 16 && x16 && x16->key_bits == 16 &&
+           !strcmp(x16->algo->name, "host") && n16 && n16->key_bits == 16,
+           "nearest: 16-bit keys with values take the 16-bit rows (%d-bit), keys alone not "
+           "needing stability the stable ones (%s); a request of f16 keys is the 16-bit "
+           "class's", x ? x->key_bits : 0, name_of(x16));
 
     /* winners, exact */
     const gs_algo *radix = gs_algo_find("radix"), *merge = gs_algo_find("mergepath");

@@ -16,19 +16,29 @@ int main(void)
     for (int w = 0; w < GS_KW_COUNT; w++) {
         int bits = gs_kw_bits(w);
         gs_dtype u = gs_dtype_unsigned(bits);
+        /* a dtype's width has its unsigned dtype; the narrow keys' (16) has none */
+        int dtw = gs_kw_dtype_width(bits);
+        char want[8];
+        snprintf(want, sizeof want, "u%d", bits);
         if (bits <= 0 || gs_kw_find(bits) != w || gs_kw_index(bits) != w ||
-            gs_dtype_size(u) * 8 != (size_t)bits || gs_dtype_row(u)->kind != GS_KIND_UNSIGNED) {
+            dtw != (bits != 16) || strcmp(gs_kw_name(bits), want) ||
+            (dtw && (gs_dtype_size(u) * 8 != (size_t)bits ||
+                     gs_dtype_row(u)->kind != GS_KIND_UNSIGNED))) {
             ok = 0;
-            tap_diag("width %d: %d bits, found %d, unsigned dtype %s", w, bits, gs_kw_find(bits),
-                     gs_dtype_name(u));
+            tap_diag("width %d: %d bits, found %d, unsigned dtype %s, named %s", w, bits,
+                     gs_kw_find(bits), gs_dtype_name(u), gs_kw_name(bits));
         }
     }
-    tap_ok(ok, "each of the %d key widths maps to its bits, back, and to an unsigned dtype of "
-           "that width", GS_KW_COUNT);
+    tap_ok(ok, "each of the %d key widths maps to its bits, back, to its name and (32, 64) to "
+           "an unsigned dtype of that width", GS_KW_COUNT);
+    tap_ok(gs_kw_find(16) == GS_KW_16 && gs_kw_index(16) == GS_KW_16 && GS_KW_16 == GS_KW_COUNT - 1,
+           "the narrow keys' width, 16, has the last index: a plan of 32- or 64-bit keys is "
+           "nearer to either");
     tap_ok(gs_kw_bits(32) == 0 || GS_KW_COUNT > 32, "an index past the widths has no bits");
     tap_ok(gs_kw_find(48) < 0 && gs_kw_find(0) < 0 && gs_kw_find(-32) < 0,
            "48, 0 and -32 bits are no key width");
-    tap_ok(!strcmp(gs_kw_list(), "32 or 64"), "the widths for a message: \"%s\"", gs_kw_list());
+    tap_ok(!strcmp(gs_kw_list(), "16, 32 or 64"), "the widths for a message: \"%s\"",
+           gs_kw_list());
     ok = 1;
     for (int w = 0; w < GS_KW_COUNT; w++) {
         char b[16];

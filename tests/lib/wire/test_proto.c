@@ -1666,11 +1666,12 @@ static void test_reply_bad(void)
                     "\"host\":{\"threads\":1},\"algorithms\":[],\"limits\":{"
                     "\"max_request_bytes\":1,\"max_clients\":1,\"max_header_bytes\":1,"
                     "\"idle_timeout_s\":1,\"io_timeout_s\":1},\"peer\":{\"pid\":1,\"uid\":0,"
-                    "\"gid\":0},\"crossover\":[{\"key_bits\":16,\"values\":\"none\","
+                    "\"gid\":0},\"crossover\":[{\"key_bits\":8,\"values\":\"none\","
                     "\"stable\":false,\"local_below\":8,\"device\":0}]}");
     rc = gs_reply_info_parse(h, NULL, &info, &err);
     tap_ok(rc == GS_ECORRUPT && strstr(err.msg, "crossover[0].key_bits") && !info.crossover,
-           "info reply: a crossover of 16-bit keys is refused: %s", err.msg);
+           "info reply: a crossover of 8-bit keys (8- and 16-bit keys share the 16-bit "
+           "class's) is refused: %s", err.msg);
     cJSON_Delete(h);
     h = cJSON_Parse("{\"v\":1,\"ok\":true,\"op\":\"stats\",\"uptime_s\":1,\"clients\":{"
                     "\"current\":0,\"total\":0,\"rejected\":0,\"denied\":0},\"requests\":{"
