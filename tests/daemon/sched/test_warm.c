@@ -26,6 +26,7 @@
 #include "gs_db.h"
 #include "gs_dev.h"
 #include "gs_err.h"
+#include "gs_narrow.h"
 #include "gs_sort.h"
 #include "gs_time.h"
 #include "sortcheck.h"
@@ -35,7 +36,8 @@
  * is this test's own anyway). */
 #define PARAMS "{\"radix_bits\":5,\"wg_size\":32,\"elems_per_thread\":3,\"lookback\":0}"
 
-/* The plan: u32 keys alone, unstable, 2^10..2^16 keys to radix on device 0. */
+/* The plan: u32 keys alone, unstable, 2^10..2^16 keys to radix on device 0;
+ * 16-bit keys alone (the class of 8- and 16-bit keys) to the host's count. */
 static void make_db(const char *path)
 {
     gs_dev *devs = NULL;
@@ -49,7 +51,8 @@ static void make_db(const char *path)
     if (gs_db_open(&db, path, 0, &e) < 0 || gs_db_device_id(db, &devs[0].info, 1, &id, &e) < 0)
         tap_bail("database %s: %s", path, e.msg);
     for (int b = 10; b <= 16; b++)
-        if (gs_db_plan_set(db, id, 32, "none", 0, b, "radix", PARAMS, 0.001, &e) < 0)
+        if (gs_db_plan_set(db, id, 32, "none", 0, b, "radix", PARAMS, 0.001, &e) < 0 ||
+            gs_db_plan_set(db, id, 16, "none", 0, b, "host", "{}", 0.0001, &e) < 0)
             tap_bail("plan row: %s", e.msg);
     gs_db_close(db);
     gs_dev_free_list(devs, ndev);
@@ -122,6 +125,32 @@ int main(void)
     tap_ok(ok && !strcmp(res.plan, "tuned") && !strcmp(res.algorithm, "radix"),
            "then the plan's radix serves it (plan '%s', algorithm '%s'): %s", res.plan,
            res.algorithm, why);
+
+    /* 8- and 16-bit keys follow their own class's rows, not u32's */
+    {
+        enum { NN = 4096 };
+        static uint16_t h[NN];
+        static uint8_t b8[NN];
+        for (size_t i = 0; i < NN; i++) {
+            h[i] = (uint16_t)((i * 2654435761u) >> 7);
+            b8[i] = (uint8_t)((i * 2654435761u) >> 9);
+        }
+        gs_client_sort s16 = { .n = NN, .keys = h, .device = -1, .narrow = GS_NW_U16 };
+        gs_client_sort s8 = { .n = NN, .keys = b8, .device = -1, .narrow = GS_NW_U8 };
+        gs_client_result r16, r8;
+        gs_err_clear(&e);
+        int rc16 = gs_client_sort_run(c, &s16, &r16, &e);
+        int rc8 = rc16 ? rc16 : gs_client_sort_run(c, &s8, &r8, &e);
+        int in_order = rc16 == 0 && rc8 == 0;
+        for (size_t i = 1; in_order && i < NN; i++)
+            in_order = h[i - 1] <= h[i] && b8[i - 1] <= b8[i];
+        tap_ok(in_order && !strcmp(r16.plan, "tuned") && !strcmp(r16.algorithm, "host") &&
+               r16.device == -1 && !strcmp(r8.plan, "tuned") && !strcmp(r8.algorithm, "host"),
+               "4096 u16 and u8 keys alone: the 16-bit class's row, the host's count, where "
+               "u32 keys take radix (u16: plan '%s', %s; u8: '%s', %s)%s%s",
+               rc16 ? "?" : r16.plan, rc16 ? "?" : r16.algorithm, rc8 ? "?" : r8.plan,
+               rc8 ? "?" : r8.algorithm, rc16 || rc8 ? ": " : "", rc16 || rc8 ? e.msg : "");
+    }
 
     kill(d.pid, SIGHUP);
     int reloads = dmn_wait_log(&d, "reload: allow_uids", 1, 60 * dmn_slowdown());
