@@ -29,10 +29,12 @@
 /* Keys of the small sort that builds a route (one tile or a few). */
 #define WARM_N 4096
 
-/* A route's identity: the algorithm and its parameters, formatted. */
-static void route_id(const gs_algo *a, const gs_params *p, char *buf, size_t len)
+/* A route's identity: the algorithm and its parameters, formatted; a
+ * row of the 16-bit key class apart ("/16"), since an algorithm that
+ * sorts 16-bit keys itself builds another program for them (warm_one). */
+static void route_id(const gs_algo *a, const gs_params *p, int key_bits, char *buf, size_t len)
 {
-    int w = snprintf(buf, len, "%s:", a->name);
+    int w = snprintf(buf, len, "%s%s:", a->name, key_bits == 16 && a->half_keys ? "/16" : "");
     if (w > 0 && (size_t)w < len)
         gs_params_format(p, buf + w, len - (size_t)w);
 }
@@ -80,7 +82,7 @@ void sched_warm_post(gs_sched *s, int d)
         if (!e->algo->uses_device)
             continue;
         sched_warm_item *it = &w->item[w->n];
-        route_id(e->algo, &e->params, it->id, sizeof it->id);
+        route_id(e->algo, &e->params, e->key_bits, it->id, sizeof it->id);
         int dup = seen(sd, it->id);
         for (size_t k = 0; k < w->n && !dup; k++)
             dup = !strcmp(w->item[k].id, it->id);
@@ -142,14 +144,19 @@ static int warm_one(gs_sched *s, int d, const sched_warm_item *it, gs_err *err)
     }
     if (vals)
         memset(vals, 0, WARM_N * vs);
+    /* a row of the 16-bit key class: the 16-bit keys' program of an
+     * algorithm that takes them as they are (radix), else the words' */
+    const int k16 = it->key_bits == 16 && it->algo->half_keys && it->payload == GS_PL_NONE;
     gs_sort_req req = { .shape = { .dtype = t,
-                                   .payload = it->payload },
+                                   .payload = it->payload, .narrow = k16 ? GS_NW_U16 : 0 },
                         .n = WARM_N, .keys = keys, .values = vals };
     gs_sort_ctx ctx = { .dev = s->devs[d].dev, .pc = s->pc };
     int rc = gs_sort_run(it->algo, &ctx, &req, &it->params, NULL, err);
-    /* 8- and 16-bit keys alone follow the u32 plan; where its algorithm
-     * takes 16-bit keys (a program of its own), that one too */
-    if (rc == 0 && it->algo->half_keys && t == GS_DT_U32 && it->payload == GS_PL_NONE) {
+    /* 8- and 16-bit keys alone follow the u32 plan where their own class
+     * has no rows; where its algorithm takes 16-bit keys (a program of its
+     * own), that one too */
+    if (rc == 0 && !k16 && it->algo->half_keys && t == GS_DT_U32 &&
+        it->payload == GS_PL_NONE) {
         req.shape.narrow = GS_NW_U16;
         rc = gs_sort_run(it->algo, &ctx, &req, &it->params, NULL, err);
     }

@@ -37,7 +37,8 @@
 #define PARAMS "{\"radix_bits\":5,\"wg_size\":32,\"elems_per_thread\":3,\"lookback\":0}"
 
 /* The plan: u32 keys alone, unstable, 2^10..2^16 keys to radix on device 0;
- * 16-bit keys alone (the class of 8- and 16-bit keys) to the host's count. */
+ * 16-bit keys alone (the class of 8- and 16-bit keys) to the host's count
+ * up to 2^16, to radix (its 16-bit program) at 2^17. */
 static void make_db(const char *path)
 {
     gs_dev *devs = NULL;
@@ -54,6 +55,10 @@ static void make_db(const char *path)
         if (gs_db_plan_set(db, id, 32, "none", 0, b, "radix", PARAMS, 0.001, &e) < 0 ||
             gs_db_plan_set(db, id, 16, "none", 0, b, "host", "{}", 0.0001, &e) < 0)
             tap_bail("plan row: %s", e.msg);
+    /* and radix, with the same parameters, for 2^17 16-bit keys: a
+     * program of its own (the 16-bit keys'), so a second route to build */
+    if (gs_db_plan_set(db, id, 16, "none", 0, 17, "radix", PARAMS, 0.001, &e) < 0)
+        tap_bail("plan row: %s", e.msg);
     gs_db_close(db);
     gs_dev_free_list(devs, ndev);
 }
@@ -114,10 +119,11 @@ int main(void)
     tap_ok(ok && r0 == 0 && !strcmp(res.plan, "busy") && !strcmp(res.algorithm, "host"),
            "while the planned radix program builds: info ready=%d, the sort is exact and the "
            "host serves it (plan '%s', algorithm '%s'): %s", r0, res.plan, res.algorithm, why);
-    tap_ok(dmn_log_contains(&d, "building the programs of 1 planned route(s)"),
-           "the log says what is being built");
+    tap_ok(dmn_log_contains(&d, "building the programs of 2 planned route(s)"),
+           "the log says what is being built: radix for u32 keys and, with the same "
+           "parameters, for 16-bit keys");
 
-    int built = dmn_wait_log(&d, "ready: 1 planned route(s) built", 1, 300 * dmn_slowdown());
+    int built = dmn_wait_log(&d, "ready: 2 planned route(s) built", 1, 300 * dmn_slowdown());
     int r1 = ready(c);
     tap_ok(built == 1 && r1 == 1, "the log says device 0 is ready (%d line), and so does info "
            "(ready=%d)", built, r1);
