@@ -75,9 +75,11 @@ typedef enum gsort_dtype {
      * with more than one row, gsort_run_segments or gsort_topk, which
      * answer GSORT_EUNSUPPORTED (the daemon serves none of them either).
      * The daemon encodes each key into a 32-bit word that keeps the order
-     * and sorts the words: a call weighs as a GSORT_U32 one of n keys (the
-     * daemon's 32-bit crossover applies; a local sort encodes, sorts and
-     * decodes the same way in this process, on one thread). */
+     * and sorts the words (16-bit keys alone on a device: as they are);
+     * the daemon plans them as one 16-bit key class, and its crossover
+     * for that class applies (an older daemon's: the 32-bit one); a local
+     * sort encodes, sorts and decodes the same way in this process, on
+     * one thread. */
     GSORT_U8, GSORT_I8, GSORT_U16, GSORT_I16, GSORT_F16, GSORT_BF16
 } gsort_dtype;
 

@@ -334,12 +334,14 @@ void lgs_crossover_refresh(gsort_conn *c, double now)
     /* every dtype of its key width; 8- and 16-bit keys: the 16-bit class's
      * (the second pass), or from a daemon that has none the 32-bit one,
      * since it sorts them as 32-bit words */
-    for (int pass = 0; pass < 2; pass++)
-    for (size_t i = 0; i < in.ncrossover; i++) {
-        const gs_reply_crossover *x = &in.crossover[i];
-        for (int dt = 0; dt < LGS_DTYPES; dt++)
-            if (pass ? x->key_bits == 16 && lgs_dt_of(dt) && lgs_dt_of(dt)->narrow
-                     : lgs_dt_key_bits(dt) == x->key_bits)
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < in.ncrossover; i++) {
+            const gs_reply_crossover *x = &in.crossover[i];
+            for (int dt = 0; dt < LGS_DTYPES; dt++) {
+                const lgs_dt *d = lgs_dt_of(dt);
+                if (pass ? x->key_bits != 16 || !d || !d->narrow
+                         : lgs_dt_key_bits(dt) != x->key_bits)
+                    continue;
                 for (int desc = 0; desc < 2; desc++) {
                     unsigned sh = lgs_shape(dt, x->payload, desc, x->stable);
                     lgs_router_set_below(c->router, sh, x->local_below);
@@ -348,6 +350,8 @@ void lgs_crossover_refresh(gsort_conn *c, double now)
                     if (x->stable)
                         lgs_router_set_below(c->router, lgs_shape_bits(sh), x->local_below);
                 }
+            }
+        }
     }
     gs_reply_info_free(&in);
     cJSON_Delete(h);

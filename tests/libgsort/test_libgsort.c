@@ -46,6 +46,9 @@
 #include "tap.h"
 #include "gs_time.h"
 #include "gsort_int.h"
+#include "gs_err.h"
+#include "gs_dev.h"
+#include "gs_db.h"
 
 static dmn g_main;      /* host only: most checks */
 
@@ -2156,6 +2159,70 @@ static void test_crossover(void)
     tap_ok(dmn_stop(&xd, SIGTERM, 20) == 0, "the daemon stops cleanly");
 }
 
+/* 8- and 16-bit keys take the crossover of the daemon's 16-bit key class,
+ * not the 32-bit one: a daemon whose plan sends u32 keys to the device from
+ * the smallest size and 16-bit keys to the host's count at every size
+ * announces no device for the 16-bit class, so 4096 u16 keys are sorted in
+ * the process from the first call while 4096 u32 keys go to the daemon
+ * (with the 32-bit crossover, u16 keys would go there too). */
+static void test_crossover16(void)
+{
+    gs_dev *devs = NULL;
+    size_t ndev = 0;
+    gs_err e;
+    gs_err_clear(&e);
+    if (gs_dev_probe(&devs, &ndev, &e) < 0 || ndev == 0)
+        tap_bail("no OpenCL device: %s", e.msg);
+    char db[600];
+    snprintf(db, sizeof db, "%s/xo16.db", dmn_tmpdir());
+    unlink(db);
+    gs_db *g = NULL;
+    int64_t id;
+    if (gs_db_open(&g, db, 0, &e) < 0 || gs_db_device_id(g, &devs[0].info, 1, &id, &e) < 0)
+        tap_bail("database %s: %s", db, e.msg);
+    for (int b = 10; b <= 14; b++)
+        for (int st = 0; st < 2; st++)
+            if (gs_db_plan_set(g, id, 32, "none", st, b, "radix", "{}", 0.01, &e) < 0 ||
+                gs_db_plan_set(g, id, 16, "none", st, b, "host", "{}", 0.001, &e) < 0)
+                tap_bail("plan row: %s", e.msg);
+    gs_db_close(g);
+    gs_dev_free_list(devs, ndev);
+    static dmn x16;
+    unsetenv("GSORT_NO_LOCAL");
+    setenv("GSORTD_TEST_DEFAULTS", "gpu:12", 1);
+    const char *const extra[] = { "--db", db, "-o", "tune_missing=no", NULL };
+    gsort_conn *c = start_and_connect(&x16, "xo16", extra);
+    unsetenv("GSORTD_TEST_DEFAULTS");
+    gsort_set_timeout(c, 300, NULL);
+    enum { NK = 4096 };
+    uint16_t *h = malloc(NK * sizeof *h);
+    uint32_t *w = malloc(NK * sizeof *w);
+    if (!h || !w)
+        tap_bail("out of memory");
+    for (size_t i = 0; i < NK; i++)
+        h[i] = (uint16_t)((i * 2654435761u) >> 9);
+    fill_u32(w, NK, 77);
+    gsort_result res;
+    gsort_error err;
+    int rc = gsort_sort(c, GSORT_U16, h, NK, 0, &res, &err);
+    int ok16 = rc == 0;
+    for (size_t i = 1; ok16 && i < NK; i++)
+        ok16 = h[i - 1] <= h[i];
+    char p16[40];
+    snprintf(p16, sizeof p16, "%s", plan_of(rc, &res));
+    rc = gsort_sort(c, GSORT_U32, w, NK, 0, &res, &err);
+    tap_ok(ok16 && !strcmp(p16, "local") && rc == 0 && u32_sorted(w, NK) &&
+           strcmp(res.plan, "local") && !starts_with(res.plan, "GSORT_"),
+           "a plan with 16-bit rows on the host and u32 rows on the device: 4096 u16 keys "
+           "sorted in the process ('%s'), 4096 u32 keys by the daemon ('%s')", p16,
+           plan_of(rc, &res));
+    free(h);
+    free(w);
+    gsort_close(c);
+    setenv("GSORT_NO_LOCAL", "1", 1);
+    tap_ok(dmn_stop(&x16, SIGTERM, 20) == 0, "the daemon stops cleanly");
+}
+
 /* Rows (issue 38): gsort_sort_rows and gsort_run_rows, through the daemon
  * (GSORT_NO_LOCAL, as main sets) and in the process (local allowed): each
  * row sorted on its own, argsort indices within the row; rows that do not
@@ -3227,7 +3294,8 @@ static void test_narrow(const dmn *d)
                strstr(err.message, "GSORT_BF16"), "%s: dtype 12 (past GSORT_BF16) refused: %s",
                how, err.message);
     }
-    /* the router: a shape of their own per narrow type, the 32-bit crossover */
+    /* the router: a shape of their own per narrow type; lgs_dt_key_bits is
+     * 32 for them (the crossover from a daemon without the 16-bit class) */
     int distinct = LGS_SHAPES == LGS_DTYPES * GS_PL_COUNT * 8, bits = 1;
     char *seen = calloc(LGS_SHAPES, 1);
     if (!seen)
@@ -3248,7 +3316,8 @@ static void test_narrow(const dmn *d)
            lgs_dt_of(GSORT_BF16)->bytes == 2 && lgs_dt_of(GSORT_U8)->bytes == 1 &&
            lgs_dt_of(GSORT_F64)->dt == GS_DT_F64 && !lgs_dt_of(LGS_DTYPES) && !lgs_dt_of(-1),
            "router: %d shapes, one each (every dtype, narrow ones included) and a bit range's "
-           "twin of each; narrow keys take the 32-bit crossover", LGS_SHAPES);
+           "twin of each; narrow keys take the 32-bit crossover from a daemon without a 16-bit "
+           "one", LGS_SHAPES);
     gsort_close(c);
 }
 
@@ -3306,6 +3375,7 @@ int main(void)
     tap_diag("threads, sockets, limits, example: %.1f s", gs_now_s() - t0);
     test_device();
     test_crossover();
+    test_crossover16();
     tap_diag("device, crossover: %.1f s", gs_now_s() - t0);
     int st = dmn_stop(&g_main, SIGTERM, 20);
     tap_ok(st == 0, "the host-only daemon stops cleanly: exit %d", st);
