@@ -2167,26 +2167,19 @@ static void test_crossover(void)
  * (with the 32-bit crossover, u16 keys would go there too). */
 static void test_crossover16(void)
 {
-    gs_dev *devs = NULL;
-    size_t ndev = 0;
-    gs_err e;
-    gs_err_clear(&e);
-    if (gs_dev_probe(&devs, &ndev, &e) < 0 || ndev == 0)
-        tap_bail("no OpenCL device: %s", e.msg);
     char db[600];
     snprintf(db, sizeof db, "%s/xo16.db", dmn_tmpdir());
-    unlink(db);
     gs_db *g = NULL;
-    int64_t id;
-    if (gs_db_open(&g, db, 0, &e) < 0 || gs_db_device_id(g, &devs[0].info, 1, &id, &e) < 0)
-        tap_bail("database %s: %s", db, e.msg);
+    long long id;
+    gs_err e;
+    gs_err_clear(&e);
+    dmn_db_first_device(db, &g, &id);
     for (int b = 10; b <= 14; b++)
         for (int st = 0; st < 2; st++)
             if (gs_db_plan_set(g, id, 32, "none", st, b, "radix", "{}", 0.01, &e) < 0 ||
                 gs_db_plan_set(g, id, 16, "none", st, b, "host", "{}", 0.001, &e) < 0)
                 tap_bail("plan row: %s", e.msg);
     gs_db_close(g);
-    gs_dev_free_list(devs, ndev);
     static dmn x16;
     unsetenv("GSORT_NO_LOCAL");
     setenv("GSORTD_TEST_DEFAULTS", "gpu:12", 1);

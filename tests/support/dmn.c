@@ -25,6 +25,8 @@
 #include <unistd.h>
 
 #include "gs_client.h"
+#include "gs_db.h"
+#include "gs_dev.h"
 #include "sortcheck.h"
 #include "tap.h"
 #include "gs_time.h"
@@ -492,4 +494,20 @@ int dmn_write_file(const char *path, const char *text)
     if (fclose(f) != 0)
         return -1;
     return rename(tmp, path);
+}
+
+void dmn_db_first_device(const char *path, struct gs_db **db, long long *id)
+{
+    gs_dev *devs = NULL;
+    size_t ndev = 0;
+    gs_err e;
+    gs_err_clear(&e);
+    if (gs_dev_probe(&devs, &ndev, &e) < 0 || ndev == 0)
+        tap_bail("no OpenCL device: %s", e.msg);
+    unlink(path);
+    int64_t i64 = 0;
+    if (gs_db_open(db, path, 0, &e) < 0 || gs_db_device_id(*db, &devs[0].info, 1, &i64, &e) < 0)
+        tap_bail("database %s: %s", path, e.msg);
+    *id = (long long)i64;
+    gs_dev_free_list(devs, ndev);
 }

@@ -110,4 +110,11 @@ int dmn_send_raw(int fd, const void *buf, size_t len);
  * sends), or -1 if it stays open for `timeout` s. */
 double dmn_wait_eof(int fd, double timeout);
 
+/* A new tuning database at `path` (any earlier file removed), open in
+ * *db, holding the first OpenCL device, whose database id goes to *id:
+ * for a test that writes a plan a daemon then serves by. Bails out (TAP)
+ * on failure. */
+struct gs_db;
+void dmn_db_first_device(const char *path, struct gs_db **db, long long *id);
+
 #endif

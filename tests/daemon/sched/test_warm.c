@@ -41,16 +41,11 @@
  * up to 2^16, to radix (its 16-bit program) at 2^17. */
 static void make_db(const char *path)
 {
-    gs_dev *devs = NULL;
-    size_t ndev = 0;
+    gs_db *db = NULL;
+    long long id;
     gs_err e;
     gs_err_clear(&e);
-    if (gs_dev_probe(&devs, &ndev, &e) < 0 || ndev == 0)
-        tap_bail("no OpenCL device: %s", e.msg);
-    gs_db *db = NULL;
-    int64_t id;
-    if (gs_db_open(&db, path, 0, &e) < 0 || gs_db_device_id(db, &devs[0].info, 1, &id, &e) < 0)
-        tap_bail("database %s: %s", path, e.msg);
+    dmn_db_first_device(path, &db, &id);
     for (int b = 10; b <= 16; b++)
         if (gs_db_plan_set(db, id, 32, "none", 0, b, "radix", PARAMS, 0.001, &e) < 0 ||
             gs_db_plan_set(db, id, 16, "none", 0, b, "host", "{}", 0.0001, &e) < 0)
@@ -60,7 +55,6 @@ static void make_db(const char *path)
     if (gs_db_plan_set(db, id, 16, "none", 0, 17, "radix", PARAMS, 0.001, &e) < 0)
         tap_bail("plan row: %s", e.msg);
     gs_db_close(db);
-    gs_dev_free_list(devs, ndev);
 }
 
 /* Device 0's "ready" in an info reply: 1, 0, or -1 when there is none. */
