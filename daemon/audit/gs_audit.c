@@ -281,14 +281,14 @@ static int sorted(const shape *h, const void *k, size_t n)
 /* ---- one run ---- */
 
 /* A job of 16-bit keys as the daemon makes one for a client's (gs_ops.c):
- * the words' request, routed by the 16-bit class's plan. */
+ * the words' request (gs_narrow_job_init: routed by the 16-bit class's
+ * plan). */
 static void narrow_job(gs_job *j, const shape *h, uint32_t *words)
 {
     if (!h->nw)
         return;
     gs_narrow_job_init(&j->narrow, h->nw, &j->req.shape, j->req.n, j->req.keys, NULL, words);
     j->req = j->narrow.req;
-    j->req.shape.plan16 = 1;
 }
 
 /* A run's keys are checked for order the first time a choice runs at a

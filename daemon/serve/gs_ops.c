@@ -414,8 +414,6 @@ static void start_sort(conn *c)
                              : (gs_sort_req){ .shape = rq->shape, .n = n,
                                               .keys = rq->lex.nkeys && n ? c->lexbuf : keys,
                                               .values = values };
-    /* the words route by the narrow keys' plan (the run sorts j->narrow.req) */
-    j->req.shape.plan16 = rq->narrow && n;
     if (rq->shape.segments) {
         /* The offsets are copied once and the copy checked: the client may
          * rewrite its memfd at any moment, and a sort that read offsets from

@@ -52,13 +52,11 @@ size_t gs_dtype_size(gs_dtype t);          /* 4 or 8; 0 for no dtype */
  * the width of the narrow keys (gs_narrow.h: 8- and 16-bit keys share its
  * plan, since a device takes 8-bit keys as 16-bit codes and the host
  * counts both), which no dtype has: the algorithms' own widths are 32 and
- * 64 (gs_kw_dtype_width), and 16 stands last so that a plan of 32- or
+ * 64, and 16 stands last so that a plan of 32- or
  * 64-bit keys is nearer to either than the narrow keys' plan. */
 enum { GS_KW_32, GS_KW_64, GS_KW_16, GS_KW_COUNT };
 int gs_kw_bits(int kw);                    /* 32, 64, 16; 0 outside 0..GS_KW_COUNT-1 */
 int gs_kw_find(int key_bits);              /* the index of a width; -1: no key has it */
-/* Whether keys of this width are a dtype's (32, 64), not the narrow keys' */
-static inline int gs_kw_dtype_width(int key_bits) { return key_bits == 32 || key_bits == 64; }
 /* The name of the unsigned keys of a width, for reports: "u16", "u32", "u64" */
 const char *gs_kw_name(int key_bits);
 /* gs_kw_find, but for an unknown width the narrowest's index (callers that
@@ -145,8 +143,9 @@ typedef struct gs_shape {
                             the canonical one) by an algorithm that takes them
                             (gs_algo.half_keys; gs_narrow_sort.h) */
     int plan16;          /* 1: the keys are 8- or 16-bit keys' words or codes
-                            (gs_narrow_sort.h), routed by the plan of the 16-bit
-                            key class (gs_plans_key_of); the algorithms ignore it */
+                            (gs_narrow_sort.h: gs_narrow_job_init sets it), routed
+                            by the plan of the 16-bit key class (gs_plans_key_of);
+                            the algorithms ignore it */
 } gs_shape;
 
 /* Whether s sorts by a bit range, its lowest bit and its width in bits

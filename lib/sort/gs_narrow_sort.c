@@ -478,6 +478,7 @@ void gs_narrow_job_init(gs_narrow_job *jb, int dt, const gs_shape *shape, size_t
     jb->req.shape = *shape;
     jb->req.shape.dtype = GS_DT_U32;
     jb->req.shape.descending = 0;       /* in the encoding */
+    jb->req.shape.plan16 = 1;           /* routed by the 16-bit key class's plan */
     jb->req.n = n;
     jb->req.keys = words;
     jb->req.values = values;

@@ -253,7 +253,8 @@ static void run_pset(gs_sort_ctx *ctx, const pset *ps, unsigned first, unsigned 
         snprintf(pdesc + strlen(pdesc), sizeof pdesc - strlen(pdesc),
                  " (rows of whole tiles, read-back)");
     }
-    if (ps->radix_hook == 5) {   /* keys alone counted (radix_count.c), not by default */
+    if (ps->radix_hook == 5) {   /* keys alone counted (radix_count.c: by default only
+                                    on a GPU from 2^20 keys) */
         gs_radix_force_count(1);
         snprintf(pdesc + strlen(pdesc), sizeof pdesc - strlen(pdesc), " (16-bit keys)");
     }
