@@ -123,6 +123,8 @@ def main():
         bad += not np.array_equal(got, want)
         t_d, got = timed(lambda: c.sort(x, local=False), a.reps)
         d_sort = c.last.get("times_ms", {}).get("sort", 0.0)
+        d_how = "%s %s on %s" % (c.last.get("plan", "?"), c.last.get("algorithm", "?"),
+                                  c.last.get("device", "?"))
         bad += not np.array_equal(got, want)
         t_cp = t_th = None
         if cp is not None:
@@ -136,8 +138,8 @@ def main():
             bad += not np.array_equal(got, want)
         best = min(t for t in (t_np, t_cp, t_th) if t is not None)
         f = lambda t: "%10.2f" % t if t is not None else "%10s" % "-"
-        print("%-12s %10.2f %10.2f %8s %10.2f %9.2f %s %s %8.2fx" % (
-            sh, t_np, t_auto, where, t_d, d_sort, f(t_cp), f(t_th), t_auto / best))
+        print("%-12s %10.2f %10.2f %8s %10.2f %9.2f %s %s %8.2fx  (daemon: %s)" % (
+            sh, t_np, t_auto, where, t_d, d_sort, f(t_cp), f(t_th), t_auto / best, d_how))
         sys.stdout.flush()
     if bad:
         print("WRONG: %d answers differ from numpy's" % bad)

@@ -113,6 +113,8 @@ def main():
         where = c.last.get("where", "?")
         t_d, gd = timed(lambda: c.topk(x, k, local=False), a.reps)
         its = c.last.get("times_ms", {}).get("sort", float("nan"))
+        d_how = "%s %s on %s" % (c.last.get("plan", "?"), c.last.get("algorithm", "?"),
+                                  c.last.get("device", "?"))
         dev = ""
         outs = [got, gd]
         if a.device is not None:
@@ -141,8 +143,9 @@ def main():
                         cupy.asnumpy(cupy.take_along_axis(part, order, axis=-1)))
             t_cp, _ = timed(cp, a.reps)
         f = lambda v: "%10.2f" % v if v is not None else "%10s" % "-"
-        print("%-14s %10.2f %10.2f %10.2f %10.2f %10.2f %s %s %8.2fx  (auto: %s)%s" %
-              (sh, t_part, t_np, t_auto, t_d, its, f(t_th), f(t_cp), t_d / t_part, where, dev))
+        print("%-14s %10.2f %10.2f %10.2f %10.2f %10.2f %s %s %8.2fx  (auto: %s; daemon: %s)%s" %
+              (sh, t_part, t_np, t_auto, t_d, its, f(t_th), f(t_cp), t_d / t_part, where, d_how,
+               dev))
     return 1 if bad else 0
 
 

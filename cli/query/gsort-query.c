@@ -35,6 +35,7 @@ static void usage(FILE *out)
         "  devices         devices in the database, tuned or not\n"
         "  winners         best parameters per algorithm, key width, payload and size\n"
         "  plan            which algorithm serves each request shape and size\n"
+        "  shapes          the rows and top-k plan: the route per size and row or k\n"
         "  trials          measured and failed configurations, newest first\n"
         "  history [SEL]   one device's plan across its driver versions\n"
         "  plot            Gkeys/s against n per algorithm, for one device\n"
@@ -137,6 +138,7 @@ static const command commands[] = {
     { "devices", O_DB | O_FMT | O_DEVICE, gsq_cmd_devices },
     { "winners", O_DB | O_FMT | O_DEVICE | O_ALGO | O_KEYBITS | O_PAYLOAD, gsq_cmd_winners },
     { "plan", O_DB | O_FMT | O_DEVICE | O_ALGO | O_KEYBITS | O_PAYLOAD, gsq_cmd_plan },
+    { "shapes", O_DB | O_FMT | O_DEVICE | O_ALGO | O_KEYBITS | O_PAYLOAD, gsq_cmd_shapes },
     { "trials", O_DB | O_FMT | O_DEVICE | O_ALGO | O_KEYBITS | O_PAYLOAD | O_N | O_VALID | O_DIST |
                 O_LIMIT, gsq_cmd_trials },
     { "history", O_DB | O_FMT | O_DEVICE | O_KEYBITS | O_PAYLOAD, gsq_history },
@@ -316,16 +318,16 @@ static int read_option(gsq_cmd_opts *c, int opt, char **argv)
 static int pick_command(gsq_cmd_opts *c, int argc, char **argv, const command **out)
 {
     if (optind >= argc)
-        return usage_error("no command given (devices, winners, plan, trials, history, plot, "
-                           "info or stats)");
+        return usage_error("no command given (devices, winners, plan, shapes, trials, history, "
+                           "plot, info or stats)");
     const char *name = argv[optind++];
     const command *cmd = NULL;
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(commands[i].name, name))
             cmd = &commands[i];
     if (!cmd)
-        return usage_error("unknown command \"%s\" (devices, winners, plan, trials, history, "
-                           "plot, info, stats)", name);
+        return usage_error("unknown command \"%s\" (devices, winners, plan, shapes, trials, "
+                           "history, plot, info, stats)", name);
     if (!strcmp(cmd->name, "history") && optind < argc) {
         if (c->device)
             return usage_error("history takes one device: --device %s or %s, not both",

@@ -197,18 +197,37 @@ typedef struct choicectx {
 
 /* A winners or plan row. A winner is one algorithm's best, so the algorithm
  * leads; a plan entry's algorithm is what was chosen for the shape. */
+/* A row's start: its device's heading, id, name and driver. */
+static void row_device(const choicectx *x, int64_t device_id)
+{
+    const gs_dbq_devcopy *d = gsq_cmd_device_find(x->d, device_id);
+    char g[900];
+    gsq_cmd_heading(d, g, sizeof g);
+    gsq_row(x->t, g);
+    gsq_int(x->t, device_id);
+    gsq_str(x->t, d->name);
+    gsq_str(x->t, d->driver);
+}
+
+/* A plan row's baseline and its time over the baseline's ("-" unknown). */
+static void row_baseline(gsq_table *t, const gs_dbq_choice *ch)
+{
+    if (ch->baseline_algorithm && ch->baseline_algorithm[0] && ch->baseline_ms > 0) {
+        gsq_str(t, ch->baseline_algorithm);
+        gsq_num(t, ch->median_ms / ch->baseline_ms, 2);
+    } else {
+        gsq_null(t, "-");
+        gsq_null(t, "-");
+    }
+}
+
 static int choice_row(void *ud, const gs_dbq_choice *ch)
 {
     choicectx *x = ud;
     gsq_table *t = x->t;
-    const gs_dbq_devcopy *d = gsq_cmd_device_find(x->d, ch->device_id);
     uint64_t n = (uint64_t)1 << ch->bucket;
-    char g[900], nb[32], pb[600];
-    gsq_cmd_heading(d, g, sizeof g);
-    gsq_row(t, g);
-    gsq_int(t, ch->device_id);
-    gsq_str(t, d->name);
-    gsq_str(t, d->driver);
+    char nb[32], pb[600];
+    row_device(x, ch->device_id);
     if (!x->plan)
         gsq_str(t, ch->algorithm);
     gsq_intd(t, ch->key_bits, gsq_cmd_keys(ch->key_bits));
@@ -234,57 +253,119 @@ static int choice_row(void *ud, const gs_dbq_choice *ch)
                   : ch->extrapolated ? "extrap." : "measured");
         /* what the untuned daemon would run there, and this row's time over
            its time in the same tune (< 1: tuning pays) */
-        if (ch->baseline_algorithm && ch->baseline_algorithm[0] && ch->baseline_ms > 0) {
-            gsq_str(t, ch->baseline_algorithm);
-            gsq_num(t, ch->median_ms / ch->baseline_ms, 2);
-        } else {
-            gsq_null(t, "-");
-            gsq_null(t, "-");
-        }
+        row_baseline(t, ch);
     }
     gsq_str(t, ch->updated);
     return 0;
 }
 
-static int choices(gsq_cmd_opts *c, gs_db *db, int plan, gs_err *err)
+/* ---- the rows and top-k plan ---- */
+
+static const gsq_col shape_cols[] = {
+    { "device_id", NULL, GSQ_NOTABLE },
+    { "device", NULL, GSQ_NOTABLE },
+    { "driver", NULL, GSQ_NOTABLE },
+    { "kind", NULL, 0 },
+    { "key_bits", "keys", 0 },
+    { "payload", NULL, 0 },
+    { "bucket", NULL, GSQ_NOTABLE },
+    { "n", NULL, GSQ_RIGHT },
+    { "sub", NULL, GSQ_NOTABLE },
+    { "row_or_k", "row / k", GSQ_RIGHT },
+    { "algorithm", NULL, 0 },
+    { "params", NULL, GSQ_SHRINK },
+    { "median_ms", "ms", GSQ_RIGHT },
+    { "baseline", NULL, 0 },
+    { "x_baseline", "x untuned", GSQ_RIGHT },
+    { "updated", NULL, GSQ_NOTABLE },
+};
+
+static int shape_row(void *ud, const gs_dbq_choice *ch)
 {
+    choicectx *x = ud;
+    gsq_table *t = x->t;
+    uint64_t n = (uint64_t)1 << ch->bucket, m = (uint64_t)1 << ch->sub;
+    char nb[32], mb[32], pb[600];
+    row_device(x, ch->device_id);
+    gsq_str(t, ch->kind);
+    gsq_intd(t, ch->key_bits, gsq_cmd_keys(ch->key_bits));
+    gsq_str(t, ch->payload);
+    gsq_int(t, ch->bucket);
+    gsq_intd(t, (int64_t)n, gsq_pow2(n, nb, sizeof nb));
+    gsq_int(t, ch->sub);
+    gsq_intd(t, (int64_t)m, gsq_pow2(m, mb, sizeof mb));
+    gsq_str(t, ch->algorithm);
+    gsq_json(t, ch->params, gsq_params(ch->params, pb, sizeof pb));
+    gsq_num(t, ch->median_ms, 4);
+    row_baseline(t, ch);
+    gsq_str(t, ch->updated);
+    return 0;
+}
+
+/* What choices() lists: the winners, the plan, or the rows and top-k plan. */
+enum { C_WINNERS, C_PLAN, C_SHAPES };
+
+static int choices(gsq_cmd_opts *c, gs_db *db, int what, gs_err *err)
+{
+    static const char *const titles[] = {
+        "Winners: the fastest parameters per algorithm, key width, payload\n"
+        "and size (median ms: kernel time from profiling events; host:\n"
+        "wall clock)",
+        "Plan: the algorithm that serves each request shape and size\n"
+        "(ms: end to end, with transfers; stable: for callers that need a\n"
+        "stable sort, any: for the others)",
+        "Rows and top-k plan: the route measured fastest for rows of a 2-D\n"
+        "array (row: a row's length) and top-k (k), per size of the whole\n"
+        "request (ms: end to end through the daemon; x untuned: over the\n"
+        "untuned daemon's route, same measurement)",
+    };
     gs_dbq_devlist d = { 0 };
     gs_dbq_filter f;
     gsq_cmd_filter(c, &f);
     int rc = gsq_cmd_devices_load(db, &d, err);
     if (!rc)
         rc = gsq_cmd_select(c, db, &f.device_id, err);
-    const gsq_col *cols = plan ? plan_cols : winner_cols;
-    size_t nc = plan ? sizeof plan_cols / sizeof plan_cols[0]
-                     : sizeof winner_cols / sizeof winner_cols[0];
+    const gsq_col *cols = what == C_PLAN ? plan_cols : what == C_SHAPES ? shape_cols : winner_cols;
+    size_t nc = what == C_PLAN     ? sizeof plan_cols / sizeof plan_cols[0]
+                : what == C_SHAPES ? sizeof shape_cols / sizeof shape_cols[0]
+                                   : sizeof winner_cols / sizeof winner_cols[0];
     gsq_table *t = rc ? NULL : gsq_table_new(cols, nc);
     if (!rc && !t)
         rc = gsq_cmd_oom(err);
-    choicectx x = { t, &d, plan };
+    choicectx x = { t, &d, what != C_WINNERS };
     if (!rc)
-        rc = plan ? gs_dbq_plan(db, &f, choice_row, &x, err)
-                  : gs_dbq_winners(db, &f, choice_row, &x, err);
+        rc = what == C_PLAN     ? gs_dbq_plan(db, &f, choice_row, &x, err)
+             : what == C_SHAPES ? gs_dbq_shapes(db, &f, shape_row, &x, err)
+                                : gs_dbq_winners(db, &f, choice_row, &x, err);
     if (!rc) {
         char empty[4300];
-        snprintf(empty, sizeof empty, "No %s in %s%s: run gsortd --tune-all to tune.",
-                 plan ? "plan entries" : "winners", gs_db_path(db),
-                 c->device || c->algorithms || c->key_bits || c->payload ? " that match" : "");
-        rc = gsq_cmd_print(c, t,
-                       plan ? "Plan: the algorithm that serves each request shape and size\n"
-                              "(ms: end to end, with transfers; stable: for callers that need a\n"
-                              "stable sort, any: for the others)"
-                            : "Winners: the fastest parameters per algorithm, key width, payload\n"
-                              "and size (median ms: kernel time from profiling events; host:\n"
-                              "wall clock)",
-                       empty, err);
+        const int some = c->device || c->algorithms || c->key_bits || c->payload;
+        if (what == C_SHAPES)
+            snprintf(empty, sizeof empty, "No rows or top-k plan entries in %s%s: gsortd "
+                     "--tune-all plans them (its audit), or gsortd --audit-plan --fix.",
+                     gs_db_path(db), some ? " that match" : "");
+        else
+            snprintf(empty, sizeof empty, "No %s in %s%s: run gsortd --tune-all to tune.",
+                     what == C_PLAN ? "plan entries" : "winners", gs_db_path(db),
+                     some ? " that match" : "");
+        rc = gsq_cmd_print(c, t, titles[what], empty, err);
     }
     gsq_table_free(t);
     free(d.v);
     return rc;
 }
 
-int gsq_cmd_winners(gsq_cmd_opts *c, gs_db *db, gs_err *err) { return choices(c, db, 0, err); }
-int gsq_cmd_plan(gsq_cmd_opts *c, gs_db *db, gs_err *err) { return choices(c, db, 1, err); }
+int gsq_cmd_winners(gsq_cmd_opts *c, gs_db *db, gs_err *err)
+{
+    return choices(c, db, C_WINNERS, err);
+}
+
+int gsq_cmd_plan(gsq_cmd_opts *c, gs_db *db, gs_err *err) { return choices(c, db, C_PLAN, err); }
+
+int gsq_cmd_shapes(gsq_cmd_opts *c, gs_db *db, gs_err *err)
+{
+    return choices(c, db, C_SHAPES, err);
+}
 
 /* ---- trials ---- */
 

@@ -52,6 +52,8 @@ int gsq_cmd_print(gsq_cmd_opts *c, gsq_table *t, const char *note, const char *e
 int gsq_cmd_devices(gsq_cmd_opts *c, gs_db *db, gs_err *err);
 int gsq_cmd_winners(gsq_cmd_opts *c, gs_db *db, gs_err *err);
 int gsq_cmd_plan(gsq_cmd_opts *c, gs_db *db, gs_err *err);
+/* shapes: the rows and top-k plan (shape_plan) */
+int gsq_cmd_shapes(gsq_cmd_opts *c, gs_db *db, gs_err *err);
 int gsq_cmd_trials(gsq_cmd_opts *c, gs_db *db, gs_err *err);
 int gsq_cmd_plot(gsq_cmd_opts *c, gs_db *db, gs_err *err);
 

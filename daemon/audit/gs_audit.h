@@ -11,6 +11,9 @@
  * measured again; where it still does, the plan row is replaced by the
  * faster choice when `fix` is set, else reported. The
  * table and a summary (the geometric mean of plan / untuned) go to `out`.
+ * Then the rows and top-k points (gs_audit_shapes.c): each route timed
+ * the same way at a small grid, and with `fix` the fastest written as the
+ * point's row of the rows and top-k plan (shape_plan).
  * It runs after `gsortd --tune-all`, alone as `gsortd --audit-plan`
  * (gs_audit_cmd.c), and before the daemon swaps in a plan it tuned in
  * the background (gs_retune.c). */
@@ -31,7 +34,7 @@ typedef struct gs_audit_opts {
     int step;                 /* sizes 2^min, 2^(min+step), ... and the largest; 0: 1 */
     int reps;                 /* timed runs per choice and round; 0: 5 */
     int fix;                  /* write the faster choice into a losing plan row */
-    const char *shapes;       /* "u32,u64,f32,u32+u32,argsort" (NULL: all) */
+    const char *shapes;       /* "u32,u64,f32,u32+u32,argsort,u16,rows,topk" (NULL: all) */
     gs_pin_budget *pins;      /* where the block's registrations count */
     FILE *out;                /* the table (NULL: only the log) */
     double budget_s;          /* > 0: start no point after this many seconds; the

@@ -13,7 +13,7 @@
 
 typedef struct loader {
     gs_plans *p;
-    size_t plancap, wincap;
+    size_t plancap, wincap, shpcap;
     int64_t device_id;
     unsigned skipped;
 } loader;
@@ -89,6 +89,60 @@ static void index_near(gs_plans *p)
     }
 }
 
+const char *gs_plans_kind_name(gs_plans_kind k)
+{
+    return k == GS_PK_TOPK ? "topk" : "rows";
+}
+
+int gs_plans_kind_parse(const char *s)
+{
+    return !strcmp(s, "rows") ? GS_PK_ROWS : !strcmp(s, "topk") ? GS_PK_TOPK : -1;
+}
+
+/* Append a rows or top-k plan row, or leave it out (said once). */
+static int add_shape(void *arg, const gs_db_shape_row *r)
+{
+    loader *l = arg;
+    gs_plans *p = l->p;
+    if (gs_grow(&p->shp, &l->shpcap, p->nshp, sizeof *p->shp, 16))
+        return GS_ENOMEM;
+    gs_plans_shape *e = &p->shp[p->nshp];
+    memset(e, 0, sizeof *e);
+    const char *why = NULL;
+    char pwhy[GS_ERR_MSG_MAX + 32];
+    gs_err pe;
+    gs_err_clear(&pe);
+    int kind = gs_plans_kind_parse(r->kind);
+    if (kind < 0)
+        why = "an unknown kind";
+    else if (!(e->algo = gs_algo_find(r->algorithm)))
+        why = "an algorithm this gsortd does not have";
+    else if (gs_kw_find(r->key_bits) < 0)
+        why = "a key width no key type has";
+    else if (gs_payload_parse(r->payload, &e->payload) < 0)
+        why = "an unknown payload kind";
+    else if (r->bucket < 0 || r->bucket >= GS_PLANS_BUCKETS || r->sub < 0 || r->sub > r->bucket)
+        why = "sizes out of range";
+    else if (gs_params_from_json(r->params, &e->params, &pe) < 0) {
+        snprintf(pwhy, sizeof pwhy, "unreadable parameters (%s)", pe.msg);
+        why = pwhy;
+    }
+    if (why) {
+        l->skipped++;
+        GS_WARN("database device %lld: a %s plan row for %s (%d-bit keys, payload %s, 2^%d, "
+                "2^%d) has %s; left out", (long long)l->device_id, r->kind, r->algorithm,
+                r->key_bits, r->payload, r->bucket, r->sub, why);
+        return 0;
+    }
+    e->kind = (gs_plans_kind)kind;
+    e->key_bits = r->key_bits;
+    e->bucket = r->bucket;
+    e->sub = r->sub;
+    e->median_ms = r->median_ms;
+    p->nshp++;
+    return 0;
+}
+
 int gs_plans_load(gs_db *db, int64_t device_id, gs_plans **out, gs_err *err)
 {
     *out = NULL;
@@ -99,6 +153,8 @@ int gs_plans_load(gs_db *db, int64_t device_id, gs_plans **out, gs_err *err)
     int rc = gs_db_plan_each(db, device_id, add_row, &l, err);
     if (rc == 0)
         rc = gs_db_winner_each(db, device_id, add_row, &l, err);
+    if (rc == 0)
+        rc = gs_db_shape_each(db, device_id, add_shape, &l, err);
     if (rc < 0) {
         if (rc == GS_ENOMEM && err && !err->msg[0])
             gs_err_set(err, GS_ENOMEM, "plan table: out of memory");
@@ -116,6 +172,7 @@ void gs_plans_free(gs_plans *p)
         return;
     free(p->plan);
     free(p->win);
+    free(p->shp);
     free(p);
 }
 
@@ -190,4 +247,32 @@ const gs_plans_entry *gs_plans_winner(const gs_plans *p, const gs_algo *a,
             return e;
     }
     return NULL;
+}
+
+const gs_plans_shape *gs_plans_shape_lookup(const gs_plans *p, gs_plans_kind kind,
+                                            const gs_shape *shape, uint64_t n, uint64_t sub)
+{
+    if (!p || !p->nshp)
+        return NULL;
+    const gs_plans_key k = gs_plans_key_of(shape);
+    int b = bucket_of(n), s = gs_db_bucket(sub);
+    int own_pl = 0;             /* rows of the request's own payload exist */
+    for (size_t i = 0; i < p->nshp && !own_pl; i++)
+        own_pl = p->shp[i].kind == kind && p->shp[i].key_bits == k.key_bits &&
+                 p->shp[i].payload == k.payload;
+    const gs_plans_shape *best = NULL;
+    int bd = 0;
+    for (size_t i = 0; i < p->nshp; i++) {
+        const gs_plans_shape *e = &p->shp[i];
+        if (e->kind != kind || e->key_bits != k.key_bits || (own_pl && e->payload != k.payload) ||
+            (k.stable && !e->algo->stable))
+            continue;
+        int d = abs(e->bucket - b) + abs(e->sub - s);
+        if (!best || d < bd || (d == bd && (e->bucket > best->bucket ||
+                                            (e->bucket == best->bucket && e->sub > best->sub)))) {
+            best = e;
+            bd = d;
+        }
+    }
+    return best;
 }

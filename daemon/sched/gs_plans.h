@@ -29,11 +29,30 @@ typedef struct gs_plans_entry {
                            audited); winners: 0 */
 } gs_plans_entry;
 
+/* The kinds of request that are not one flat array and have a plan of
+ * their own (the shape_plan table, schema 7). */
+typedef enum gs_plans_kind { GS_PK_ROWS = 0, GS_PK_TOPK = 1 } gs_plans_kind;
+
+/* A row of that plan: the route measured fastest at 2^bucket keys in all
+ * and a row length (rows) or k (top-k) of 2^sub; algo is a device
+ * algorithm of this device or a host one. */
+typedef struct gs_plans_shape {
+    gs_plans_kind kind;
+    int key_bits;
+    gs_payload payload;
+    int bucket, sub;
+    const gs_algo *algo;
+    gs_params params;
+    double median_ms;          /* end to end at the point */
+} gs_plans_shape;
+
 typedef struct gs_plans {
     gs_plans_entry *plan;      /* plan rows */
     size_t nplan;
     gs_plans_entry *win;       /* winners rows */
     size_t nwin;
+    gs_plans_shape *shp;       /* rows and top-k plan rows */
+    size_t nshp;
     /* per shape [64-bit keys][payload][stable] and bucket: the index in
      * plan of the row at the nearest bucket (ties: the larger), -1 none */
     int near[GS_KW_COUNT][GS_PL_COUNT][2][GS_PLANS_BUCKETS];
@@ -72,6 +91,17 @@ const gs_plans_entry *gs_plans_lookup(const gs_plans *p, const gs_shape *shape, 
  * nearest in value width; then the other key width), at the nearest
  * bucket; NULL when the device has no usable plan at all. */
 const gs_plans_entry *gs_plans_nearest(const gs_plans *p, const gs_shape *shape, uint64_t n);
+/* The rows or top-k plan's row for a request of this kind: the request's
+ * key class, its payload where rows of it exist (else any payload), the
+ * point nearest (log2 n, log2 sub) by the sum of both distances (ties:
+ * the larger sizes), and an algorithm that is stable where the request
+ * asks for it; NULL when there is none. */
+const gs_plans_shape *gs_plans_shape_lookup(const gs_plans *p, gs_plans_kind kind,
+                                            const gs_shape *shape, uint64_t n, uint64_t sub);
+/* "rows" or "topk"; and back (-1: neither). */
+const char *gs_plans_kind_name(gs_plans_kind k);
+int gs_plans_kind_parse(const char *s);
+
 /* The winner of algorithm a for this shape (stability aside: winners are
  * per algorithm) at exactly this bucket, or NULL. */
 const gs_plans_entry *gs_plans_winner(const gs_plans *p, const gs_algo *a,

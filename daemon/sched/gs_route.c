@@ -232,8 +232,11 @@ static int device_cand(gs_sched *s, int d, const gs_sort_req *r, int untuned, ca
         return GS_EUNSUPPORTED;
     if (sched_fit(s, d, c->algo, r, &c->params, &c->chunk_n, &e) < 0)
         return GS_EUNSUPPORTED;
-    /* out of core cuts across rows and segments, and merges by whole keys */
-    if (c->chunk_n && (r->shape.rows > 1 || r->shape.segments || gs_shape_has_bits(&r->shape)))
+    /* out of core cuts rows on their borders (not top-k's), but across
+     * segments, and merges by whole keys */
+    if (c->chunk_n && ((r->shape.rows > 1 && (r->shape.topk ||
+                                              c->chunk_n < r->n / r->shape.rows)) ||
+                       r->shape.segments || gs_shape_has_bits(&r->shape)))
         return GS_EUNSUPPORTED;
     if (c->chunk_n)
         c->ms = sched_ooc_ms(s, d, c->algo, r, c->ms, c->chunk_n);
@@ -317,6 +320,44 @@ static int topk_cand(gs_sched *s, int d, const gs_sort_req *r, cand *c)
     return 0;
 }
 
+/* The rows or top-k plan's route for r on device d (gs_plans_shape_lookup:
+ * the point nearest r's sizes, measured through this scheduler by the
+ * plan audit, gs_audit_shapes.c): a device algorithm on d where it takes
+ * r whole (rows: bitonic in one launch, radix with the rows whole; top-k:
+ * the select), or the host algorithm the row names; predicted as the
+ * row's time scaled by n. Negative when d has no such row or cannot run
+ * it now (the rules then decide, as untuned). */
+static int shape_plan_cand(gs_sched *s, int d, gs_plans_kind kind, const gs_sort_req *r,
+                           cand *c)
+{
+    sdev *sd = &s->devs[d];
+    uint64_t sub = kind == GS_PK_TOPK ? r->shape.k : r->n / r->shape.rows;
+    const gs_plans_shape *e = gs_plans_shape_lookup(sd->plans, kind, &r->shape, r->n,
+                                                    sub ? sub : 1);
+    if (!e)
+        return GS_ENOTFOUND;
+    c->algo = e->algo;
+    c->params = e->params;
+    c->how = GS_ROUTE_TUNED;
+    c->from_rate = 0;
+    c->chunk_n = 0;
+    c->ms = e->median_ms * ((double)(r->n ? r->n : 1) / ldexp(1.0, e->bucket));
+    if (!e->algo->uses_device) {
+        c->dev = -1;
+        return 0;
+    }
+    c->dev = d;
+    gs_err ce;
+    gs_err_clear(&ce);
+    if (!usable(sd, e->algo) || sched_fit(s, d, e->algo, r, &c->params, &c->chunk_n, &ce) < 0 ||
+        c->chunk_n)
+        return GS_EUNSUPPORTED;
+    if (kind == GS_PK_ROWS && !strcmp(e->algo->name, "radix") &&
+        gs_radix_takes_rows_whole(&sd->dev->info, r, &c->params, &ce) != 1)
+        return GS_EUNSUPPORTED;
+    return 0;
+}
+
 static void apply(gs_job *j, const cand *c)
 {
     j->dev = c->dev;
@@ -388,11 +429,14 @@ static int route_override(gs_sched *s, gs_job *j, gs_err *err)
                 *err = ce;
             continue;
         }
-        if (c.chunk_n && j->req.shape.rows > 1) {
+        /* rows go in pieces of whole rows (gs_ooc_sort), a row whole */
+        if (c.chunk_n && j->req.shape.rows > 1 &&
+            (j->req.shape.topk || c.chunk_n < j->req.n / j->req.shape.rows)) {
             rc = gs_err_set(err, GS_ETOOBIG, "%s: %llu rows of %llu keys do not fit device %zu "
-                            "at once, and rows are not sorted out of core", a->name,
-                            (unsigned long long)j->req.shape.rows,
-                            (unsigned long long)(j->req.n / j->req.shape.rows), d);
+                            "at once, and %s", a->name, (unsigned long long)j->req.shape.rows,
+                            (unsigned long long)(j->req.n / j->req.shape.rows), d,
+                            j->req.shape.topk ? "top-k rows are not cut into pieces"
+                                              : "a row is not cut into pieces");
             continue;
         }
         if (c.chunk_n && j->req.shape.segments) {
@@ -437,6 +481,29 @@ static int route_override(gs_sched *s, gs_job *j, gs_err *err)
     return 0;
 }
 
+/* c into *best where it finishes sooner (its route's backlog and its own
+ * predicted time; *have: best holds one). */
+static void keep_sooner(gs_sched *s, const cand *c, cand *best, double *bcost, int *have)
+{
+    double cost = sched_route_backlog(s, c->dev) + c->ms;
+    if (!*have || cost < *bcost) {
+        *best = *c;
+        *bcost = cost;
+        *have = 1;
+    }
+}
+
+/* Whether device d may take j: served, and the one j names (or is
+ * scoped to, gs_job.scope_dev) if any. */
+static int in_scope(const gs_sched *s, const gs_job *j, size_t d)
+{
+    if (!s->devs[d].enabled)
+        return 0;
+    if (j->device >= 0)
+        return (size_t)j->device == d;
+    return j->scope_dev <= 0 || (size_t)(j->scope_dev - 1) == d;
+}
+
 static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
 {
     j->fallback[0] = '\0';
@@ -469,6 +536,24 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
     const int narrow_many = j->narrow.dt && gs_narrow_row(j->narrow.dt)->bytes == 1 &&
                             j->req.shape.payload == GS_PL_NONE && gs_shape_flat(&j->req.shape) &&
                             j->req.n >= NARROW_DEVICE_BELOW;
+    if (j->req.shape.topk && j->req.shape.rows <= 1 && j->device < 0 && !j->untuned) {
+        /* Top-k of one array, planned: the fastest of the devices' rows for
+         * it (their select, or the host's) with each device's queue; no
+         * device with a row: the rules below */
+        cand best = { 0 }, c;
+        int have = 0;
+        double bcost = 0;
+        for (size_t d = 0; d < s->ndev; d++)
+            if (in_scope(s, j, d) && shape_plan_cand(s, (int)d, GS_PK_TOPK, &j->req, &c) == 0)
+                keep_sooner(s, &c, &best, &bcost, &have);
+        if (have) {
+            apply(j, &best);
+            if (j->split_ask > 0)
+                snprintf(j->split_why, sizeof j->split_why, "top-k requests are not split over "
+                         "devices");
+            return 0;
+        }
+    }
     if ((j->req.shape.topk || j->req.shape.segments || narrow_many) && j->device < 0) {
         /* Top-k: the host's select (gs_select.c) reads the keys once or
          * twice and sorts k of them; a device would sort them all.
@@ -500,15 +585,14 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
         double bcost = 0;
         host_cand(s, &j->req, GS_ROUTE_DEFAULT, &host);
         for (size_t d = 0; d < s->ndev; d++) {
-            if (!s->devs[d].enabled || (j->device >= 0 && (size_t)j->device != d) ||
-                rows_cand(s, (int)d, &j->req, &c) < 0)
+            /* the device's rows plan where it has one (its route may be the
+             * host's), else the rules (rows_cand) */
+            if (!in_scope(s, j, d) ||
+                ((j->untuned || j->device >= 0 ||
+                  shape_plan_cand(s, (int)d, GS_PK_ROWS, &j->req, &c) < 0) &&
+                 rows_cand(s, (int)d, &j->req, &c) < 0))
                 continue;
-            double cost = sched_route_backlog(s, (int)d) + c.ms;
-            if (!have || cost < bcost) {
-                best = c;
-                bcost = cost;
-                have = 1;
-            }
+            keep_sooner(s, &c, &best, &bcost, &have);
         }
         if (!have) {
             best = host;
@@ -532,7 +616,7 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
     size_t nalt = 0;
     int have = 0;
     for (size_t d = 0; d < s->ndev && nalt < 63; d++) {
-        if (!s->devs[d].enabled || (j->device >= 0 && (size_t)j->device != d))
+        if (!in_scope(s, j, d))
             continue;
         if (device_cand(s, (int)d, &j->req, j->untuned, &c, 0) < 0)
             continue;

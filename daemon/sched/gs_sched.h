@@ -90,6 +90,10 @@ typedef struct gs_job {
     int untuned;             /* 1: route as if no device had a plan (built-in
                                 defaults): the untuned daemon's choice, which the
                                 plan audit times (gs_audit.h) */
+    int scope_dev;           /* > 0 with device -1: route as for a client that names
+                                no device, among device scope_dev - 1 and the host
+                                alone (the plan audit's view of one device, rows
+                                and top-k: gs_audit_shapes.c); 0: every device */
     gs_lexsort_job lex;      /* lex.lx set: a lexsort (gs_lexsort.h), whose req is the
                                 composite words' argsort; each group's sort takes
                                 the route */

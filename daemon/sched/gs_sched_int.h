@@ -34,6 +34,9 @@ typedef struct sched_warm_item {
     gs_params params;
     int key_bits;
     gs_payload payload;
+    int kind;                /* -1: a flat plan row; else a rows or top-k row
+                                (gs_plans_kind) of row length or k 2^sub */
+    int sub;
 } sched_warm_item;
 
 typedef struct sched_warm {

@@ -32,9 +32,11 @@
 /* A route's identity: the algorithm and its parameters, formatted; a
  * row of the 16-bit key class apart ("/16"), since an algorithm that
  * sorts 16-bit keys itself builds another program for them (warm_one). */
-static void route_id(const gs_algo *a, const gs_params *p, int key_bits, char *buf, size_t len)
+static void route_id(const gs_algo *a, const gs_params *p, int key_bits, int kind, char *buf,
+                     size_t len)
 {
-    int w = snprintf(buf, len, "%s%s:", a->name, key_bits == 16 && a->half_keys ? "/16" : "");
+    int w = snprintf(buf, len, "%s%s%s:", a->name, key_bits == 16 && a->half_keys ? "/16" : "",
+                     kind < 0 ? "" : kind == GS_PK_ROWS ? "/rows" : "/topk");
     if (w > 0 && (size_t)w < len)
         gs_params_format(p, buf + w, len - (size_t)w);
 }
@@ -67,9 +69,9 @@ void sched_warm_post(gs_sched *s, int d)
 {
     sdev *sd = &s->devs[d];
     const gs_plans *p = sd->plans;
-    if (!sd->enabled || !p || p->nplan == 0)
+    if (!sd->enabled || !p || p->nplan + p->nshp == 0)
         return;
-    sched_warm *w = calloc(1, sizeof *w + p->nplan * sizeof w->item[0]);
+    sched_warm *w = calloc(1, sizeof *w + (p->nplan + p->nshp) * sizeof w->item[0]);
     if (!w) {
         GS_WARN("device %d (%s): out of memory listing its plan's programs; they are built "
                 "when first used", d, sd->dev->info.name);
@@ -77,21 +79,29 @@ void sched_warm_post(gs_sched *s, int d)
     }
     queue *q = &sd->q;
     pthread_mutex_lock(&q->mu);
-    for (size_t i = 0; i < p->nplan; i++) {
-        const gs_plans_entry *e = &p->plan[i];
-        if (!e->algo->uses_device)
+    /* the flat plan's rows, then the rows and top-k plan's (a route of
+     * their own: bitonic and the select serve only them, and radix's rows
+     * whole take another scan kernel) */
+    for (size_t i = 0; i < p->nplan + p->nshp; i++) {
+        const int flat = i < p->nplan;
+        const gs_plans_entry *e = flat ? &p->plan[i] : NULL;
+        const gs_plans_shape *h = flat ? NULL : &p->shp[i - p->nplan];
+        const gs_algo *a = flat ? e->algo : h->algo;
+        if (!a->uses_device)
             continue;
         sched_warm_item *it = &w->item[w->n];
-        route_id(e->algo, &e->params, e->key_bits, it->id, sizeof it->id);
+        it->kind = flat ? -1 : (int)h->kind;
+        it->sub = flat ? 0 : h->sub;
+        it->key_bits = flat ? e->key_bits : h->key_bits;
+        it->payload = flat ? e->payload : h->payload;
+        it->params = flat ? e->params : h->params;
+        route_id(a, &it->params, it->key_bits, it->kind, it->id, sizeof it->id);
         int dup = seen(sd, it->id);
         for (size_t k = 0; k < w->n && !dup; k++)
             dup = !strcmp(w->item[k].id, it->id);
         if (dup)
             continue;
-        it->algo = e->algo;
-        it->params = e->params;
-        it->key_bits = e->key_bits;
-        it->payload = e->payload;
+        it->algo = a;
         w->n++;
     }
     if (w->n == 0) {
@@ -150,13 +160,22 @@ static int warm_one(gs_sched *s, int d, const sched_warm_item *it, gs_err *err)
     gs_sort_req req = { .shape = { .dtype = t,
                                    .payload = it->payload, .narrow = k16 ? GS_NW_U16 : 0 },
                         .n = WARM_N, .keys = keys, .values = vals };
+    /* a rows or top-k row: rows of its length, or its k (at most half the
+     * keys: two rows at least) */
+    const uint64_t sub = it->sub < 11 ? (uint64_t)1 << it->sub : WARM_N / 2;
+    if (it->kind == GS_PK_ROWS) {
+        req.shape.rows = WARM_N / sub;
+    } else if (it->kind == GS_PK_TOPK) {
+        req.shape.topk = 1;
+        req.shape.k = sub;
+    }
     gs_sort_ctx ctx = { .dev = s->devs[d].dev, .pc = s->pc };
     int rc = gs_sort_run(it->algo, &ctx, &req, &it->params, NULL, err);
     /* 8- and 16-bit keys alone follow the u32 plan where their own class
      * has no rows; where its algorithm takes 16-bit keys (a program of its
      * own), that one too */
     if (rc == 0 && !k16 && it->algo->half_keys && t == GS_DT_U32 &&
-        it->payload == GS_PL_NONE) {
+        it->payload == GS_PL_NONE && it->kind < 0) {
         req.shape.narrow = GS_NW_U16;
         rc = gs_sort_run(it->algo, &ctx, &req, &it->params, NULL, err);
     }

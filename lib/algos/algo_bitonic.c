@@ -253,7 +253,8 @@ const gs_algo gs_algo_bitonic = {
     .uses_device = 1,
     .rows = 1,
     .keeps_bits = 1,
-    /* Rows are not planned yet, and flat it serves only arrays of up to
+    /* Rows are planned by the audit (daemon/audit/gs_audit_shapes.c), not
+     * the tuner; and flat it serves only arrays of up to
      * 4096 keys on a GPU, where the host sort in the caller's process wins:
      * as a candidate it spent a fifth of a quick tune's budget and builds
      * (NVIDIA H100, docs/PERFORMANCE.md) for no row of the plan. */

@@ -1,4 +1,5 @@
-/* An out-of-core sort (gs_ooc_sort, gs_ooc.h): the request cut into
+/* An out-of-core sort (gs_ooc_sort, gs_ooc.h): equal rows cut into pieces
+ * of whole rows, each sorted and none merged; else the request cut into
  * pieces of chunk_n keys, each sorted by the algorithm, then either the
  * device route (two passes through the device, gs_ooc_dev.c) or the
  * host's k-way merge of the pieces (gs_ooc.c), with the host sort
@@ -16,6 +17,39 @@
 #include "gs_log.h"
 #include "gs_time.h"
 
+/* Equal rows (issue 38): pieces of whole rows, as many as chunk_n keys
+ * hold, each sorted by the algorithm in turn; a row is sorted on its own,
+ * so nothing is merged. A row longer than chunk_n is GS_ETOOBIG. */
+static int rows_in_pieces(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
+                          const gs_params *p, size_t chunk_n, gs_sort_stats *st, gs_err *err)
+{
+    double t0 = gs_now_ms();
+    size_t rows = (size_t)req->shape.rows, len = req->n / rows, per = chunk_n / len;
+    if (per == 0)
+        return gs_err_set(err, GS_ETOOBIG, "%s: a row of %zu keys does not fit the device at "
+                          "once (%zu keys do), and a row is not cut", a->name, len, chunk_n);
+    size_t npieces = (rows + per - 1) / per;
+    int rc = 0;
+    for (size_t c = 0; c < npieces && rc == 0; c++) {
+        size_t r0 = c * per, nr = rows - r0 < per ? rows - r0 : per;
+        gs_sort_req piece = gs_ooc_piece(req, r0 * len, nr * len);
+        piece.shape.rows = nr;
+        gs_sort_stats cs;
+        rc = gs_sort_run(a, ctx, &piece, p, &cs, err);
+        gs_sort_stats_add(st, &cs);
+        st->output_touched |= cs.output_touched;
+        if (rc < 0)
+            gs_err_prefix(err, "out-of-core piece %zu of %zu (rows %zu..%zu): ", c + 1, npieces,
+                          r0, r0 + nr - 1);
+    }
+    st->chunks = (unsigned)npieces;
+    st->wall_ms = gs_now_ms() - t0;
+    if (rc == 0)
+        GS_DEBUG("%s: sorted %zu rows of %zu keys out of core, %zu pieces of up to %zu rows "
+                 "(%.3f ms)", a->name, rows, len, npieces, per, st->wall_ms);
+    return rc;
+}
+
 int gs_ooc_sort(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
                 const gs_params *p, size_t chunk_n, gs_sort_stats *st, gs_err *err)
 {
@@ -23,6 +57,8 @@ int gs_ooc_sort(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
     memset(st, 0, sizeof *st);
     if (chunk_n == 0 || chunk_n >= req->n)
         return gs_sort_run(a, ctx, req, p, st, err);
+    if (req->shape.rows > 1 && !req->shape.topk)
+        return rows_in_pieces(a, ctx, req, p, chunk_n, st, err);
     gs_sort_req whole;
     if (req->shape.topk) {      /* pieces sort whole: the merged first k are the top k */
         whole = gs_sort_req_whole(req);

@@ -284,7 +284,12 @@ int gs_db_plan_clear(gs_db *db, int64_t device_id, gs_err *err)
     if (rc)
         return rc;
     sqlite3_bind_int64(st, 1, device_id);
-    return db_step_done(db, st, err, "removing the plan");
+    if ((rc = db_step_done(db, st, err, "removing the plan")) < 0)
+        return rc;
+    if ((rc = db_prepare(db, "DELETE FROM shape_plan WHERE device_id=?1", &st, err)))
+        return rc;
+    sqlite3_bind_int64(st, 1, device_id);
+    return db_step_done(db, st, err, "removing the rows and top-k plan");
 }
 
 int gs_db_plan_mark_source(gs_db *db, int64_t device_id, int key_bits, const char *payload,

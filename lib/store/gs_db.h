@@ -131,8 +131,8 @@ int gs_db_plan_set(gs_db *db, int64_t device_id, int key_bits, const char *paylo
 int gs_db_plan_set_baseline(gs_db *db, int64_t device_id, int key_bits, const char *payload,
                             int stable, int bucket, const char *algorithm, double ms,
                             gs_err *err);
-/* Remove every plan row of the device (it is then served untuned); its
- * trials and winners stay. */
+/* Remove every plan row of the device, its rows and top-k rows too (it
+ * is then served untuned); its trials and winners stay. */
 int gs_db_plan_clear(gs_db *db, int64_t device_id, gs_err *err);
 /* plan.extrapolated: how a row's size was chosen. */
 enum {
@@ -153,6 +153,28 @@ int gs_db_plan_mark_source(gs_db *db, int64_t device_id, int key_bits, const cha
  * in memory, daemon/sched/gs_plans.c, and never queries.) */
 int gs_db_plan_get(gs_db *db, int64_t device_id, int key_bits, const char *payload, int stable,
                    int bucket, gs_db_choice *out, gs_err *err);
+
+/* The plan of requests that are not one flat array (schema 7, issue 38):
+ * per kind, key width and payload, the route measured fastest at a point
+ * of two sizes: bucket, floor(log2) of all the request's keys, and sub,
+ * floor(log2) of a row's length (rows) or of k (top-k). */
+typedef struct gs_db_shape_row {
+    char kind[8];              /* "rows" or "topk" */
+    int key_bits;
+    char payload[16];
+    int bucket, sub;
+    char algorithm[32];
+    char params[512];          /* JSON */
+    double median_ms;          /* end to end, through the scheduler */
+    char baseline_algorithm[32];  /* what the untuned daemon ran there, "" none */
+    double baseline_ms;        /* its time in the same measurement, < 0 none */
+} gs_db_shape_row;
+/* Write (or replace) the row of r's point. */
+int gs_db_shape_set(gs_db *db, int64_t device_id, const gs_db_shape_row *r, gs_err *err);
+/* Every such row of a device, handed to fn in no particular order; a
+ * non-zero return from fn stops the walk and is returned. */
+int gs_db_shape_each(gs_db *db, int64_t device_id,
+                     int (*fn)(void *arg, const gs_db_shape_row *row), void *arg, gs_err *err);
 
 /* Whether the device has any trial of `algorithm` measured by this code
  * (code_id): 1, 0, or a negative code. */

@@ -435,6 +435,33 @@ int gs_dbq_plan(gs_db *db, const gs_dbq_filter *f, gs_dbq_choice_fn fn, void *ud
     return qb_run(db, &q, choice_row, &c, err);
 }
 
+static int shape_row(sqlite3_stmt *st, void *ud)
+{
+    rowcb *c = ud;
+    gs_dbq_choice ch = {
+        .device_id = sqlite3_column_int64(st, 0), .kind = col_text(st, 1),
+        .key_bits = sqlite3_column_int(st, 2), .payload = col_text(st, 3), .stable = -1,
+        .bucket = sqlite3_column_int(st, 4), .sub = sqlite3_column_int(st, 5),
+        .algorithm = col_text(st, 6), .params = col_text(st, 7),
+        .median_ms = sqlite3_column_double(st, 8), .baseline_algorithm = col_text(st, 9),
+        .baseline_ms = sqlite3_column_double(st, 10), .updated = col_text(st, 11),
+    };
+    return c->fn.choice(c->ud, &ch);
+}
+
+int gs_dbq_shapes(gs_db *db, const gs_dbq_filter *f, gs_dbq_choice_fn fn, void *ud,
+                  gs_err *err)
+{
+    qb q = { .len = 0 };
+    qb_sql(&q, "SELECT device_id, kind, key_bits, payload, bucket, sub, algorithm, params,"
+               " median_ms, baseline_algorithm, coalesce(baseline_ms, 0), updated"
+               " FROM shape_plan WHERE 1");
+    add_common(&q, f);
+    qb_sql(&q, " ORDER BY device_id, kind, key_bits, payload, bucket, sub");
+    rowcb c = { .fn.choice = fn, .ud = ud };
+    return qb_run(db, &q, shape_row, &c, err);
+}
+
 /* ---- trials ---- */
 
 static void add_trial_filter(qb *q, const gs_dbq_filter *f)

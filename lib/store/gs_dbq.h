@@ -100,6 +100,8 @@ typedef struct gs_dbq_choice {
     int extrapolated;         /* plan rows: GS_DB_PLAN_*; winners: 0 */
     const char *baseline_algorithm;   /* plan rows: the untuned choice ("": unknown) */
     double baseline_ms;       /* its time in the same tune; <= 0: unknown */
+    const char *kind;         /* rows and top-k plan rows: "rows" or "topk"; else NULL */
+    int sub;                  /* and their row length or k, 2^sub */
 } gs_dbq_choice;
 
 typedef int (*gs_dbq_choice_fn)(void *ud, const gs_dbq_choice *c);
@@ -110,6 +112,10 @@ int gs_dbq_winners(gs_db *db, const gs_dbq_filter *f, gs_dbq_choice_fn fn, void 
 /* Plan entries by device, key_bits, payload, bucket, stable (the
  * algorithms filter keeps entries served by those algorithms). */
 int gs_dbq_plan(gs_db *db, const gs_dbq_filter *f, gs_dbq_choice_fn fn, void *ud, gs_err *err);
+/* The rows and top-k plan (schema 7) by device, kind, key_bits, payload,
+ * bucket, sub: kind and sub set, stable -1, the baseline as for plan rows. */
+int gs_dbq_shapes(gs_db *db, const gs_dbq_filter *f, gs_dbq_choice_fn fn, void *ud,
+                  gs_err *err);
 
 typedef struct gs_dbq_trial {
     int64_t id, device_id;

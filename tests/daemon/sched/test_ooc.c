@@ -6,7 +6,8 @@
  * cut into 2 to 9 pieces, checked exactly against the reference (radix is
  * stable, and so must the merge be); a few through mergepath; the reply
  * must say how many pieces and time the merge; a request that fits is not
- * cut. All of it three times: pieces merged on the host (PoCL's own
+ * cut; equal rows go in pieces of whole rows, none merged, and a row
+ * longer than the cap is refused. All of it three times: pieces merged on the host (PoCL's own
  * route), and the GPU's route (a second pass through the device) with one
  * and with two pieces on the device at once. */
 #include "config.h"
@@ -48,6 +49,46 @@ static int one(gs_client *c, gs_dtype t, gs_payload p, int desc, size_t n, int d
                  res->algorithm, res->device, res->plan, res->chunks, res->merge_ms,
                  res->total_ms);
     sc_case_free(&k);
+    return ok;
+}
+
+/* Rows in pieces of whole rows (issue 38): an argsort of `rows` rows of
+ * `len` u32 keys through `algo`; 1 when every row came back sorted with
+ * the indices of its keys, res filled. */
+static int rows_one(gs_client *c, size_t rows, size_t len, const char *algo,
+                    gs_client_result *res, char *why, size_t wl)
+{
+    size_t n = rows * len;
+    uint32_t *k = malloc(n * 4), *orig = malloc(n * 4), *idx = malloc(n * 4);
+    int ok = k && orig && idx;
+    uint64_t x = 0x2545f4914f6cdd1du + n;
+    for (size_t i = 0; ok && i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        k[i] = orig[i] = (uint32_t)x;
+    }
+    gs_client_sort s = { .shape = { .dtype = GS_DT_U32, .payload = GS_PL_IDX32, .rows = rows },
+                         .n = n, .keys = k, .values = idx, .algorithm = algo, .device = -1 };
+    gs_err e;
+    gs_err_clear(&e);
+    snprintf(why, wl, "out of memory");
+    if (ok && gs_client_sort_run(c, &s, res, &e) < 0) {
+        snprintf(why, wl, "%.500s", e.msg);
+        ok = 0;
+    } else if (ok) {
+        snprintf(why, wl, "ok: %s on device %d, %u pieces", res->algorithm, res->device,
+                 res->chunks);
+        for (size_t i = 0; ok && i < n; i++) {
+            size_t r0 = i / len * len;
+            ok = idx[i] < len && orig[r0 + idx[i]] == k[i] && (i == r0 || k[i - 1] <= k[i]);
+            if (!ok)
+                snprintf(why, wl, "key %zu (row %zu): %u, index %u", i, i / len, k[i], idx[i]);
+        }
+    }
+    free(k);
+    free(orig);
+    free(idx);
     return ok;
 }
 
@@ -107,7 +148,16 @@ static void matrix(const char *route)
 
     char why[600];
     gs_client_result res;
-    int ok = one(c, GS_DT_I32, GS_PL_U32, 0, 5000, SC_RANDOM, "radix", &res, why, sizeof why);
+    /* rows: pieces of whole rows, none merged; a row longer than the cap
+     * is refused with the reason */
+    int ok = rows_one(c, 24, 8000, "radix", &res, why, sizeof why);
+    tap_ok(ok && res.chunks >= 2 && res.device >= 0 && !res.merge_ms,
+           "%s: an argsort of 24 rows of 8000 u32 keys in pieces of whole rows, none merged "
+           "(%u pieces): %s", label, res.chunks, why);
+    ok = rows_one(c, 2, 160000, "radix", &res, why, sizeof why);
+    tap_ok(!ok && strstr(why, "a row is not cut"), "%s: rows longer than the cap: refused, "
+           "said: %s", label, why);
+    ok = one(c, GS_DT_I32, GS_PL_U32, 0, 5000, SC_RANDOM, "radix", &res, why, sizeof why);
     tap_ok(ok && res.chunks == 0 && res.device >= 0,
            "%s: a request that fits the cap is sorted whole (%u pieces): %s", label, res.chunks,
            why);

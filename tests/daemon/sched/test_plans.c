@@ -90,7 +90,8 @@ int main(void)
     tap_ok(rc == 0 && p && p->nplan == 7 && p->nwin == 2,
            "load: 7 usable plan rows of 9 and 2 winners (%zu, %zu) %s", p ? p->nplan : 0,
            p ? p->nwin : 0, rc ? e.msg : "");
-    tap_ok(q1 - q0 == 2, "load: one statement for the plan, one for the winners (%lu)", q1 - q0);
+    tap_ok(q1 - q0 == 3, "load: one statement each for the plan, the winners and the rows and "
+           "top-k plan (%lu)", q1 - q0);
 
     /* nearest bucket, ties to the larger */
     tap_ok(!strcmp(name_of(gs_plans_lookup(p, SH(32, GS_PL_NONE, 0), 1u << 11)), "host") &&
@@ -157,6 +158,76 @@ int main(void)
            "winner: exact (algorithm, key width, payload, bucket) only");
     tap_ok(gs_db_queries(g_db) == q1, "lookups ran no statement");
     gs_plans_free(p);
+
+    /* the rows and top-k plan (schema 7): rows of 32-bit keys alone at
+     * (2^20, rows of 2^10) say bitonic, at (2^20, 2^14) host; top-k of
+     * idx32 at (2^24, k 2^10) select; one row of an unknown kind and one
+     * of an unknown algorithm are refused or left out */
+    gs_db_shape_row sr;
+#define SROW(K, KB, PL, B, S, ALG, MS)                                                          \
+    do {                                                                                   \
+        memset(&sr, 0, sizeof sr);                                                         \
+        snprintf(sr.kind, sizeof sr.kind, "%s", K);                                        \
+        sr.key_bits = KB;                                                                  \
+        snprintf(sr.payload, sizeof sr.payload, "%s", PL);                                 \
+        sr.bucket = B;                                                                     \
+        sr.sub = S;                                                                        \
+        snprintf(sr.algorithm, sizeof sr.algorithm, "%s", ALG);                            \
+        snprintf(sr.params, sizeof sr.params, "{}");                                       \
+        sr.median_ms = MS;                                                                 \
+        sr.baseline_ms = -1;                                                               \
+    } while (0)
+    int src = 0;
+    SROW("rows", 32, "none", 20, 10, "bitonic", 0.5);
+    src |= gs_db_shape_set(g_db, g_id, &sr, &e);
+    SROW("rows", 32, "none", 20, 14, "host", 2.0);
+    src |= gs_db_shape_set(g_db, g_id, &sr, &e);
+    SROW("topk", 32, "idx32", 24, 10, "select", 3.0);
+    snprintf(sr.baseline_algorithm, sizeof sr.baseline_algorithm, "host");
+    sr.baseline_ms = 6.0;
+    src |= gs_db_shape_set(g_db, g_id, &sr, &e);
+    SROW("rows", 32, "none", 16, 6, "bogosort", 0.1);
+    src |= gs_db_shape_set(g_db, g_id, &sr, &e);
+    gs_err ke;
+    gs_err_clear(&ke);
+    SROW("lines", 32, "none", 16, 6, "host", 0.1);
+    int krc = gs_db_shape_set(g_db, g_id, &sr, &ke);
+    tap_ok(src == 0 && krc == GS_EINVAL, "shape rows written; a row of kind 'lines' refused: %s",
+           ke.msg);
+    gs_plans *ps = NULL;
+    int lrc = gs_plans_load(g_db, g_id, &ps, &e);
+    tap_ok(lrc == 0 && ps && ps->nshp == 3, "load: 3 usable rows and top-k rows of 4 (%zu)",
+           ps ? ps->nshp : 0);
+    gs_shape rs = { .dtype = GS_DT_U32, .rows = 1024 };
+    const gs_plans_shape *r1 = gs_plans_shape_lookup(ps, GS_PK_ROWS, &rs, 1 << 20, 1 << 10);
+    const gs_plans_shape *r2 = gs_plans_shape_lookup(ps, GS_PK_ROWS, &rs, 1 << 20, 1 << 13);
+    const gs_plans_shape *r3 = gs_plans_shape_lookup(ps, GS_PK_ROWS, &rs, 1 << 12, 1 << 8);
+    gs_shape fs = { .dtype = GS_DT_F32, .payload = GS_PL_IDX32, .rows = 64 };
+    const gs_plans_shape *r4 = gs_plans_shape_lookup(ps, GS_PK_ROWS, &fs, 1 << 20, 1 << 14);
+    gs_shape ws = { .dtype = GS_DT_U64, .rows = 64 };
+    const gs_plans_shape *r5 = gs_plans_shape_lookup(ps, GS_PK_ROWS, &ws, 1 << 20, 1 << 14);
+    tap_ok(r1 && !strcmp(r1->algo->name, "bitonic") && r2 && !strcmp(r2->algo->name, "host") &&
+           r3 && !strcmp(r3->algo->name, "bitonic") && r4 && !strcmp(r4->algo->name, "host") &&
+           !r5,
+           "rows: the nearest point by both sizes (rows of 2^13: 2^14's row); f32 "
+           "argsort takes the 32-bit keys' rows of another payload; 64-bit keys none");
+    gs_shape ts = { .dtype = GS_DT_I32, .payload = GS_PL_IDX32, .topk = 1, .k = 1000 };
+    const gs_plans_shape *t1 = gs_plans_shape_lookup(ps, GS_PK_TOPK, &ts, 1 << 26, 1000);
+    ts.stable = 1;
+    const gs_plans_shape *t2 = gs_plans_shape_lookup(ps, GS_PK_TOPK, &ts, 1 << 26, 1000);
+    rs.stable = 1;
+    const gs_plans_shape *r6 = gs_plans_shape_lookup(ps, GS_PK_ROWS, &rs, 1 << 20, 1 << 10);
+    tap_ok(t1 && !strcmp(t1->algo->name, "select") && t1->bucket == 24 && t2 == t1 && r6 &&
+           !strcmp(r6->algo->name, "bitonic"),
+           "top-k: the select's row for i32 keys of any k; stable requests keep stable "
+           "algorithms' rows");
+    tap_ok(gs_plans_shape_lookup(NULL, GS_PK_ROWS, &rs, 1, 1) == NULL &&
+           gs_plans_kind_parse("rows") == GS_PK_ROWS && gs_plans_kind_parse("topk") == GS_PK_TOPK &&
+           gs_plans_kind_parse("x") < 0, "no table: no row; kinds parse");
+    gs_plans_free(ps);
+    tap_ok(gs_db_plan_clear(g_db, g_id, &e) == 0 && gs_plans_load(g_db, g_id, &ps, &e) == 0 &&
+           ps->nshp == 0 && ps->nplan == 0, "clearing the plan clears the rows and top-k plan");
+    gs_plans_free(ps);
 
     /* a device with no rows: an empty table, no entry anywhere */
     gs_dev_info in2 = in;

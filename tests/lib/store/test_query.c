@@ -76,6 +76,26 @@ static void plan(gs_db *db, int64_t d, int bucket, int stable, const char *algo,
     must(gs_db_plan_set(db, d, 32, "none", stable, bucket, algo, params, ms, &err), &err, "plan");
 }
 
+static void shape(gs_db *db, int64_t d, const char *kind, const char *payload, int bucket,
+                  int sub, const char *algo, const char *params, double ms, const char *base,
+                  double base_ms)
+{
+    gs_err err;
+    gs_db_shape_row r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.kind, sizeof r.kind, "%s", kind);
+    r.key_bits = 32;
+    snprintf(r.payload, sizeof r.payload, "%s", payload);
+    r.bucket = bucket;
+    r.sub = sub;
+    snprintf(r.algorithm, sizeof r.algorithm, "%s", algo);
+    snprintf(r.params, sizeof r.params, "%s", params);
+    r.median_ms = ms;
+    snprintf(r.baseline_algorithm, sizeof r.baseline_algorithm, "%s", base);
+    r.baseline_ms = base_ms;
+    must(gs_db_shape_set(db, d, &r, &err), &err, "rows and top-k plan");
+}
+
 #define R8 "{\"radix_bits\":8,\"wg_size\":128}"
 #define R4 "{\"radix_bits\":4,\"wg_size\":64}"
 #define MP "{\"wg_size\":256,\"tile\":8}"
@@ -145,6 +165,12 @@ static void make_fixture(const char *path, fixture *fx)
     plan(db, a6, 12, 1, "radix", 0.9);
     plan(db, a6, 14, 0, "radix", 1.6);
     plan(db, a6, 14, 1, "mergepath", 2.0);
+
+    /* the rows and top-k plan: rows of 64 by bitonic at 2^20 (0.5 of the
+     * untuned host's 1.0 ms), top-k of k 2^10 by the host at 2^24 (no
+     * baseline known) */
+    shape(db, a6, "rows", "none", 20, 6, "bitonic", "{\"wg_size\":256}", 0.5, "host", 1.0);
+    shape(db, a6, "topk", "idx32", 24, 10, "host", "{}", 7.0, "", -1);
     gs_db_close(db);
 }
 

@@ -1,0 +1,295 @@
+/* The rows and top-k points of the plan audit (issue 38): the plan of
+ * requests that are not one flat array, measured and kept. At each point
+ * of a small grid (all the keys 2^b, a row's length or k 2^s) it times,
+ * as the flat points are timed (gs_audit_run.c), the plan's row for the
+ * point (the one the daemon would take; without one, the daemon's route,
+ * the rules of gs_route.c), the untuned route, and each route that serves the request
+ * on this device and the host: for rows bitonic (one launch), radix (the
+ * rows whole), the host sort and vqsort side by side; for top-k the
+ * device's select and the host's (on a GPU: a CPU device's own routes
+ * are not forced). The fastest route that beats the
+ * plan's by the rank test, else the untuned one where the plan's is
+ * slower than it by more than the noise, else the plan's own, is
+ * the point's row of the shape_plan table (with fix): `gsortd --tune-all`
+ * and a background retune end with it, so these requests are planned by
+ * measurement as the flat ones are, and an audit without fix reports
+ * where the plan loses. Keys are u32 (the 32-bit class; f32 follows it,
+ * as for flat arrays), rows keys alone, top-k with the int32 indices a
+ * client's topk asks for. */
+#include "config.h"
+#include "gs_audit.h"
+#include "gs_audit_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gs_dev.h"
+#include "gs_keys.h"
+#include "gs_log.h"
+#include "gs_time.h"
+#include "gs_tune.h"
+
+static const shape rows_shape = { "rows", GS_DT_U32, GS_PL_NONE, 1, 0 };
+static const shape topk_shape = { "topk", GS_DT_U32, GS_PL_IDX32, 1, 0 };
+
+int audit_shape_known(const char *name)
+{
+    return !strcmp(name, "rows") || !strcmp(name, "topk");
+}
+
+/* The grid: log2 of all the keys, log2 of a row's length or of k. A CPU
+ * device's is smaller (its points are host sorts and PoCL runs of a few
+ * cores, under the quick audit's time bound). */
+static const int gpu_rows_b[] = { 16, 20, 24 }, gpu_rows_s[] = { 6, 10, 14 };
+static const int gpu_topk_b[] = { 16, 20, 24, 26 }, gpu_topk_s[] = { 4, 10 };
+static const int cpu_rows_b[] = { 14, 18 }, cpu_rows_s[] = { 6, 10 };
+static const int cpu_topk_b[] = { 16, 20 }, cpu_topk_s[] = { 4, 10 };
+#define COUNT(a) (sizeof (a) / sizeof (a)[0])
+
+/* ---- the output's checks (the first run of each choice at a point) ---- */
+
+/* Every row of A->rows in order by the keys' encoding. */
+static int rows_ok(actx *A, const shape *h, size_t n)
+{
+    size_t len = n / A->rows;
+    for (size_t i = 1; i < n; i++)
+        if (i % len && gs_key_encoded(h->dt, 0, A->base, i - 1) >
+                           gs_key_encoded(h->dt, 0, A->base, i))
+            return 0;
+    return 1;
+}
+
+/* The first k keys in order, each the input's key at the index beside it,
+ * and the k-th the input's k-th smallest: fewer than k input keys below
+ * it, at least k up to it. */
+static int topk_ok(actx *A, const shape *h, size_t n)
+{
+    size_t k = (size_t)A->k;
+    if (!k)
+        return 1;
+    const uint32_t *idx = (const uint32_t *)((const char *)A->base + A->voff);
+    for (size_t i = 0; i < k; i++) {
+        if (idx[i] >= n || gs_key_encoded(h->dt, 0, A->src_k, idx[i]) !=
+                               gs_key_encoded(h->dt, 0, A->base, i))
+            return 0;
+        if (i && gs_key_encoded(h->dt, 0, A->base, i - 1) > gs_key_encoded(h->dt, 0, A->base, i))
+            return 0;
+    }
+    uint64_t kth = gs_key_encoded(h->dt, 0, A->base, k - 1);
+    size_t below = 0, upto = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t x = gs_key_encoded(h->dt, 0, A->src_k, i);
+        below += x < kth;
+        upto += x <= kth;
+    }
+    return below < k && upto >= k;
+}
+
+/* ---- one point ---- */
+
+/* The routes timed at a point, into cs: the daemon's own, the untuned one,
+ * then each forced algorithm this gsortd has (device ones on the audited
+ * device, with the scheduler's parameters for them). */
+static size_t point_choices(const gs_plans_shape *row, gs_plans_kind kind, int host_only,
+                            audit_choice *cs)
+{
+    static const char *const rows_algos[] = { "bitonic", "radix", "host", "vqsort" };
+    static const char *const topk_algos[] = { "select", "host" };
+    const char *const *names = kind == GS_PK_ROWS ? rows_algos : topk_algos;
+    size_t nn = kind == GS_PK_ROWS ? COUNT(rows_algos) : COUNT(topk_algos);
+    size_t nc = 0;
+    memset(cs, 0, MAX_CHOICES * sizeof *cs);
+    /* the plan's row for the point (as the daemon finds it), run as it
+     * says; none: the daemon's route without one */
+    snprintf(cs[nc].label, sizeof cs[nc].label, "plan");
+    if (row) {
+        cs[nc].algo = row->algo;
+        cs[nc].params = row->params;
+    }
+    cs[nc++].routed = 1;
+    snprintf(cs[nc++].label, sizeof cs[0].label, "untuned");
+    for (size_t i = 0; i < nn && nc < MAX_CHOICES; i++) {
+        const gs_algo *a = gs_algo_find(names[i]);
+        if (!a || (host_only && a->uses_device))
+            continue;
+        snprintf(cs[nc].label, sizeof cs[nc].label, "%s", a->name);
+        cs[nc].algo = a;
+        cs[nc++].auto_params = 1;
+    }
+    return nc;
+}
+
+/* Write the winner as the point's row (its baseline: the untuned route). */
+static int write_row(gs_db *db, int64_t db_id, gs_plans_kind kind, const shape *h, int b, int sb,
+                     const audit_choice *win, const audit_choice *unt, gs_err *err)
+{
+    gs_db_shape_row r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.kind, sizeof r.kind, "%s", gs_plans_kind_name(kind));
+    r.key_bits = shape_kb(h);
+    snprintf(r.payload, sizeof r.payload, "%s", gs_payload_name(h->pl));
+    r.bucket = b;
+    r.sub = sb;
+    snprintf(r.algorithm, sizeof r.algorithm, "%s", win->ran);
+    gs_params p = win->ran_params;
+    int rc = gs_params_to_json(&p, r.params, sizeof r.params, err);
+    r.median_ms = win->med;
+    r.baseline_ms = -1;
+    if (audit_usable(unt)) {
+        snprintf(r.baseline_algorithm, sizeof r.baseline_algorithm, "%s", unt->ran);
+        r.baseline_ms = unt->med;
+    }
+    if (!rc)
+        rc = gs_db_begin(db, err);
+    if (!rc) {
+        rc = gs_db_shape_set(db, db_id, &r, err);
+        if (!rc)
+            rc = gs_db_commit(db, err);
+        else
+            gs_db_rollback(db);
+    }
+    return rc;
+}
+
+static void shape_point(actx *A, gs_db *db, int64_t db_id, const gs_plans *P,
+                        gs_plans_kind kind, int b, int sb, point_res *pr)
+{
+    const gs_audit_opts *o = A->o;
+    const shape *h = kind == GS_PK_ROWS ? &rows_shape : &topk_shape;
+    size_t n = (size_t)1 << b;
+    uint64_t sub = (uint64_t)1 << sb;
+    int reps = o->reps > 0 ? (o->reps > MAX_REPS / 2 ? MAX_REPS / 2 : o->reps) : 5;
+    memset(pr, 0, sizeof *pr);
+    pr->plan_untuned = pr->plan_best = pr->after_untuned = -1;
+    char label[24];
+    snprintf(label, sizeof label, "%s:2^%d", h->name, sb);
+    A->rows = kind == GS_PK_ROWS ? n / sub : 0;
+    A->k = kind == GS_PK_TOPK ? sub : 0;
+    A->check = kind == GS_PK_ROWS ? rows_ok : topk_ok;
+    audit_choice cs[MAX_CHOICES];
+    /* a CPU device's own routes are not forced: the tuner finds device
+     * algorithms far behind the host sort there, and each costs a program
+     * build of seconds to a minute on PoCL (a plan row that names one is
+     * still timed, as the plan's choice) */
+    const int cpu = (A->info->type & CL_DEVICE_TYPE_CPU) != 0;
+    gs_shape hs = { .dtype = h->dt, .payload = h->pl, .rows = A->rows, .topk = A->k > 0,
+                    .k = A->k };
+    size_t nc = point_choices(gs_plans_shape_lookup(P, kind, &hs, n, sub), kind, cpu, cs);
+    unsigned char gone[64] = { 0 };
+    double t0 = gs_now_s();
+    gs_err e;
+    gs_err_clear(&e);
+    if (audit_block_make(A, h, n, &e) < 0) {
+        GS_WARN("plan audit, device %d, %s n = 2^%d: not timed: %s", o->device, label, b, e.msg);
+        return;
+    }
+    reps = audit_time_choices(A, h, n, cs, nc, gone, reps);
+    audit_choice *plan = &cs[0], *unt = &cs[1], *best = NULL, *bestf = NULL;
+    for (size_t i = 1; i < nc; i++) {
+        if (!audit_usable(&cs[i]))
+            continue;
+        if (!best || cs[i].med < best->med)
+            best = &cs[i];
+        if (i >= 2 && (!bestf || cs[i].med < bestf->med))
+            bestf = &cs[i];
+    }
+    audit_choice *win = plan;
+    int lose = best && (!audit_usable(plan) ||
+                        (!audit_same_run(A, plan, best) && audit_faster(best, plan)));
+    if (lose && audit_usable(plan) && !audit_cancelled(A)) {
+        /* timed again, the two alone, so that a lucky round decides nothing */
+        plan->nt = best->nt = 0;
+        audit_choice *two[2] = { plan, best };
+        audit_rounds(A, h, n, two, 2, reps);
+        lose = audit_faster(best, plan);
+    }
+    if (lose) {
+        win = best;
+    } else if (audit_usable(plan) && audit_usable(unt) && !audit_same_run(A, plan, unt) &&
+               plan->med > (1 + GS_TUNE_NOISE) * unt->med) {
+        pr->unproven = 1;             /* not faster than its baseline: the untuned route */
+        win = unt;
+    }
+    pr->losing = win != plan;
+    if (audit_usable(plan) && audit_usable(unt)) {
+        pr->plan_untuned = plan->med / unt->med;
+        snprintf(pr->what, sizeof pr->what, "%s 2^%d: %s %.4f ms, untuned %s %.4f ms%s", label,
+                 b, plan->ran, plan->med, unt->ran, unt->med,
+                 pr->plan_untuned > 1 && !pr->losing ? (audit_same_run(A, plan, unt)
+                                                        ? ": the same sort"
+                                                        : ": not slower by the rank test") : "");
+    }
+    if (audit_usable(plan) && bestf)
+        pr->plan_best = plan->med / bestf->med;
+    /* with fix, every point timed gets its row: the measured winner */
+    if (o->fix && audit_usable(win) && !audit_cancelled(A)) {
+        gs_err_clear(&e);
+        if (write_row(db, db_id, kind, h, b, sb, win, unt, &e) == 0)
+            pr->fixed = pr->losing;
+        else
+            GS_WARN("plan audit: cannot write the %s plan row: %s", h->name, e.msg);
+    }
+    if (pr->plan_untuned > 0) {
+        const audit_choice *now = pr->fixed ? win : plan;
+        pr->after_untuned = now == unt || audit_same_run(A, now, unt) ? 1.0
+                                                                      : now->med / unt->med;
+    }
+    if (pr->losing) {
+        char pt[200];
+        audit_params_text(&win->ran_params, pt, sizeof pt);
+        gs_log(pr->fixed || pr->unproven ? GS_LOG_INFO : GS_LOG_WARN,
+               "plan audit, device %d, %s n = 2^%d: the plan (%s, %.4f ms) %s %s "
+               "(%s %s, %.4f ms)%s", o->device, label, b, plan->ran,
+               audit_usable(plan) ? plan->med : -1.0,
+               pr->unproven ? "is not faster than its baseline, the" : "loses to", win->label,
+               win->ran, pt, win->med, pr->fixed ? "; planned" : o->fix ? ""
+               : " (gsortd --audit-plan --fix plans it)");
+    }
+    audit_block_free(A);
+    A->rows = A->k = 0;
+    A->check = NULL;
+    if (o->out)
+        audit_point_line(o->out, label, b, cs, nc, pr, gs_now_s() - t0);
+}
+
+int audit_shape_points(actx *A, gs_db *db, int64_t db_id, const gs_plans *P,
+                       gs_audit_stats *st, double *logsum, double *logafter, unsigned *nratio,
+                       gs_err *err)
+{
+    (void)err;
+    const gs_audit_opts *o = A->o;
+    const int cpu = (A->info->type & CL_DEVICE_TYPE_CPU) != 0;
+    double t0 = gs_now_s();
+    for (int kind = GS_PK_ROWS; kind <= GS_PK_TOPK; kind++) {
+        if (!audit_shape_wanted(o->shapes, kind == GS_PK_ROWS ? "rows" : "topk"))
+            continue;
+        const int *bs = kind == GS_PK_ROWS ? (cpu ? cpu_rows_b : gpu_rows_b)
+                                           : (cpu ? cpu_topk_b : gpu_topk_b);
+        const int *ss = kind == GS_PK_ROWS ? (cpu ? cpu_rows_s : gpu_rows_s)
+                                           : (cpu ? cpu_topk_s : gpu_topk_s);
+        size_t nb = kind == GS_PK_ROWS ? (cpu ? COUNT(cpu_rows_b) : COUNT(gpu_rows_b))
+                                       : (cpu ? COUNT(cpu_topk_b) : COUNT(gpu_topk_b));
+        size_t ns = kind == GS_PK_ROWS ? (cpu ? COUNT(cpu_rows_s) : COUNT(gpu_rows_s))
+                                       : (cpu ? COUNT(cpu_topk_s) : COUNT(gpu_topk_s));
+        for (size_t i = 0; i < nb; i++) {
+            int b = bs[i];
+            if ((o->max_log2 > 0 && b > o->max_log2) || (o->min_log2 > 0 && b < o->min_log2))
+                continue;
+            for (size_t k = 0; k < ns && !audit_cancelled(A); k++) {
+                /* a row shorter than the whole; rows of a few keys are not
+                 * planned below 2^6 */
+                if (ss[k] >= b)
+                    continue;
+                if (o->budget_s > 0 && gs_now_s() - t0 >= o->budget_s) {
+                    st->unaudited++;
+                    continue;
+                }
+                point_res pr;
+                shape_point(A, db, db_id, P, (gs_plans_kind)kind, b, ss[k], &pr);
+                audit_count(st, &pr, 1, logsum, logafter, nratio);
+            }
+        }
+    }
+    return 0;
+}
