@@ -580,11 +580,12 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
          * them one after another. A client that names an algorithm gets it;
          * one that names a device gets it, row by row where bitonic
          * cannot. */
-        cand best, host, c;
+        cand best, host, c, ralt[64];
+        size_t nralt = 0;
         int have = 0;
         double bcost = 0;
         host_cand(s, &j->req, GS_ROUTE_DEFAULT, &host);
-        for (size_t d = 0; d < s->ndev; d++) {
+        for (size_t d = 0; d < s->ndev && nralt < 63; d++) {
             /* the device's rows plan where it has one (its route may be the
              * host's), else the rules (rows_cand) */
             if (!in_scope(s, j, d) ||
@@ -593,6 +594,7 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
                  rows_cand(s, (int)d, &j->req, &c) < 0))
                 continue;
             keep_sooner(s, &c, &best, &bcost, &have);
+            ralt[nralt++] = c;
         }
         if (!have) {
             best = host;
@@ -602,8 +604,15 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
         }
         if (have || j->device < 0) {
             apply(j, &best);
-            if (j->split_ask > 0)
-                snprintf(j->split_why, sizeof j->split_why, "rows are not split over devices");
+            /* several devices at once, on row borders (gs_split.c); top-k
+             * rows are not split */
+            if (!j->req.shape.topk) {
+                ralt[nralt++] = host;
+                sched_split_route(s, j, ralt, nralt, sched_route_backlog(s, best.dev) + best.ms);
+            } else if (j->split_ask > 0) {
+                snprintf(j->split_why, sizeof j->split_why, "top-k rows are not split over "
+                         "devices");
+            }
             return 0;
         }
     }

@@ -94,9 +94,26 @@ static int declined(gs_job *j, const char *why)
     return 0;
 }
 
+/* Equal rows (issue 38): each part's share rounded to whole rows, the
+ * last taking what is left; 0 when a part would hold no row. */
+static int to_rows(sdv *v, size_t k, size_t n, size_t len)
+{
+    size_t given = 0;
+    for (size_t i = 0; i + 1 < k; i++) {
+        v[i].n = (v[i].n + len / 2) / len * len;
+        if (v[i].n == 0 || given + v[i].n >= n)
+            return 0;
+        given += v[i].n;
+    }
+    v[k - 1].n = n - given;
+    return 1;
+}
+
 int sched_split_route(gs_sched *s, gs_job *j, const sched_cand *alt, size_t nalt, double cost)
 {
     const gs_sort_req *r = &j->req;
+    /* rows: parts of whole rows, each sorted where it lies, none merged */
+    const size_t len = r->shape.rows > 1 ? r->n / r->shape.rows : 0;
     int forced = s->test_split;
     char why[256];
     if (j->split_ask < 0 || (!forced && !j->split_ask && r->n < SPLIT_MIN_N))
@@ -158,13 +175,18 @@ int sched_split_route(gs_sched *s, gs_job *j, const sched_cand *alt, size_t nalt
                  "queues or rates)", SPLIT_MIN_PART);
         return declined(j, why);
     }
+    if (len && !to_rows(v, kept, r->n, len)) {
+        snprintf(why, sizeof why, "a device's share is less than one of the %llu rows of %zu "
+                 "keys", (unsigned long long)r->shape.rows, len);
+        return declined(j, why);
+    }
     double finish = 0;
     for (size_t i = 0; i < kept; i++) {
         double f = v[i].backlog + v[i].rate * (double)v[i].n;
         if (f > finish)
             finish = f;
     }
-    double merge = sched_merge_ms(s, r, kept), total = finish + merge;
+    double merge = len ? 0 : sched_merge_ms(s, r, kept), total = finish + merge;
     if (!forced && !(total < cost)) {
         char list[128] = "";
         for (size_t i = 0; i < kept; i++)
@@ -195,6 +217,8 @@ int sched_split_route(gs_sched *s, gs_job *j, const sched_cand *alt, size_t nalt
         p->predicted_ms = v[i].backlog + p->run_ms;
         gs_sort_req piece = *r;
         piece.n = p->n;
+        if (len)
+            piece.shape.rows = p->n / len;
         gs_err e;
         gs_err_clear(&e);
         if (sched_fit(s, c->dev, c->algo, &piece, &p->params, &p->chunk_n, &e) < 0) {
@@ -241,6 +265,8 @@ int sched_split_submit(gs_sched *s, gs_job *j)
         const gs_job_part *jp = &j->parts[i];
         gs_job *p = &sp->part[i];
         p->req = gs_ooc_piece(&j->req, jp->off, jp->n);
+        if (j->req.shape.rows > 1)          /* whole rows (sched_split_route) */
+            p->req.shape.rows = jp->n / (j->req.n / j->req.shape.rows);
         p->device = p->dev = jp->dev;
         p->algo = jp->algo;
         p->run_params = jp->params;
@@ -313,7 +339,7 @@ void sched_split_part_done(gs_sched *s, gs_job *part)
         }
     }
     bounds[np] = j->req.n;
-    if (j->rc == 0)
+    if (j->rc == 0 && j->req.shape.rows <= 1)   /* rows: each part's rows are done */
         j->rc = gs_ooc_merge(&j->req, bounds, np, &j->st, &j->err);
     j->st.wall_ms = gs_now_ms() - j->t_start;
     if (j->rc == 0)

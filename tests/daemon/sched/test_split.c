@@ -12,6 +12,7 @@
  *   answer is still exact, the reply's fallback and part say so, and so
  *   does the log;
  * - with the device memory capped, a part is itself sorted out of core;
+ * - equal rows are split on row borders and not merged;
  * - without the hook the router declines: the two CPU devices share the
  *   host's cores, so it predicts no gain; a client that asks ("split":
  *   true) is told why, and the log says so at debug level. */
@@ -116,6 +117,65 @@ static void matrix(void)
     down(&d, c);
 }
 
+/* Rows split on row borders (issue 38): an argsort of `rows` rows of
+ * `len` f32 keys, descending; 1 when every row came back sorted with its
+ * own indices, res filled. */
+static int rows_split(gs_client *c, size_t rows, size_t len, gs_client_result *res, char *why,
+                      size_t wl)
+{
+    size_t n = rows * len;
+    float *k = malloc(n * sizeof *k), *orig = malloc(n * sizeof *k);
+    uint32_t *idx = malloc(n * 4);
+    int ok = k && orig && idx;
+    for (size_t i = 0; ok && i < n; i++)
+        k[i] = orig[i] = (float)((i * 2654435761u) % 100003) - 50000.0f;
+    gs_client_sort s = { .shape = { .dtype = GS_DT_F32, .payload = GS_PL_IDX32,
+                                    .descending = 1, .rows = rows },
+                         .n = n, .keys = k, .values = idx, .device = -1 };
+    gs_err e;
+    gs_err_clear(&e);
+    snprintf(why, wl, "out of memory");
+    if (ok && gs_client_sort_run(c, &s, res, &e) < 0) {
+        snprintf(why, wl, "%.500s", e.msg);
+        ok = 0;
+    } else if (ok) {
+        snprintf(why, wl, "plan %s, %u parts (%d: %llu keys, %d: %llu keys)", res->plan,
+                 res->nparts, res->parts[0].device, (unsigned long long)res->parts[0].n,
+                 res->parts[1].device, (unsigned long long)res->parts[1].n);
+        for (size_t i = 0; ok && i < n; i++) {
+            size_t r0 = i / len * len;
+            ok = idx[i] < len && orig[r0 + idx[i]] == k[i] && (i == r0 || k[i - 1] >= k[i]);
+            if (!ok)
+                snprintf(why, wl, "key %zu (row %zu): %g, index %u", i, i / len, (double)k[i],
+                         idx[i]);
+        }
+    }
+    free(k);
+    free(orig);
+    free(idx);
+    return ok;
+}
+
+static void rows(void)
+{
+    static dmn d;
+    setenv("GSORTD_TEST_SPLIT", "1", 1);
+    gs_client *c = up(&d, "split-rows", NULL);
+    char why[600];
+    gs_client_result res;
+    int ok = rows_split(c, 301, 1000, &res, why, sizeof why);
+    tap_ok(ok && !strcmp(res.plan, "split") && res.nparts == 2 &&
+           res.parts[0].n % 1000 == 0 && res.parts[1].n % 1000 == 0 &&
+           res.parts[0].n + res.parts[1].n == 301000 && res.parts[0].device >= 0 &&
+           res.parts[1].device >= 0 && res.parts[0].device != res.parts[1].device &&
+           !(res.merge_ms > 0), "301 rows of 1000 f32 keys, argsort descending: split over both "
+           "devices on row borders, nothing merged, every row exact: %s", why);
+    ok = rows_split(c, 2, 4000, &res, why, sizeof why);
+    tap_ok(ok && res.nparts == 2 && res.parts[0].n == 4000 && res.parts[1].n == 4000,
+           "two rows: one a device: %s", why);
+    down(&d, c);
+}
+
 static void device_fault(void)
 {
     static dmn d;
@@ -214,6 +274,7 @@ int main(void)
     setenv("GSORTD_TEST_DEFAULTS", "gpu:10", 1);
     dmn_init();
     matrix();
+    rows();
     device_fault();
     part_out_of_core();
     declines();
