@@ -372,6 +372,16 @@ def sort_rows(keys, descending, out, bf16=False):
         if descending:
             out[...] = out[..., ::-1]
         return out
+    if (not bf16 and keys.dtype.itemsize > 2 and _fast_float(keys.dtype) and
+            not np.isnan(keys).any() and not (keys == 0).any()):
+        # no NaN and no zero: numpy's order is gsortd's, and keys equal to
+        # numpy are equal bit for bit (half the time of the encoded sort)
+        if out is not keys:
+            out[...] = keys
+        out.sort(axis=-1)
+        if descending:
+            out[...] = out[..., ::-1]
+        return out
     if not isnan(keys, bf16).any():
         # numpy's sort of the encoded words: -0.0 before +0.0, exact bits
         s = _decode_floats(np.sort(encode(keys, False, bf16), axis=-1, kind=_kind(keys.dtype)),

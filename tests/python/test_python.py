@@ -629,6 +629,21 @@ def main():
         return not bad, bad
     check("float rows without NaNs: -0.0 before +0.0 in every row, both orders, in the "
           "process and through the daemon", t_rows_zeros)
+    def t_rows_plain():
+        # no NaN and no zero: the process sorts them with numpy's sort alone
+        bad = []
+        for dt in (np.float32, np.float64):
+            a = rng.standard_normal((64, 37)).astype(dt)
+            a[a == 0] = 1.5
+            a[5, :] = 2.25          # a row of ties
+            for desc in (False, True):
+                want = np.stack([r[ref_argsort(r, desc)] for r in a])
+                for loc in (True, False):
+                    if not bits_equal(cm.sort(a, descending=desc, local=loc), want):
+                        bad.append((np.dtype(dt).name, desc, loc))
+        return not bad, bad
+    check("float rows with no NaN and no zero (numpy's sort alone in the process): exact, "
+          "ties included, both orders, in the process and through the daemon", t_rows_plain)
     check("rows of no keys and no rows keep their shape",
           lambda: (cm.sort(np.zeros((3, 0), np.float32)).shape == (3, 0) and
                    cm.argsort(np.zeros((3, 0), np.int32), local=False).shape == (3, 0) and
