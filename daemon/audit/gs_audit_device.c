@@ -65,7 +65,7 @@ int gs_audit_device(gs_sched *s, gs_db *db, int64_t db_id, const gs_audit_opts *
     /* the rows and top-k points, after the flat ones whose plan they
      * build on (their own time bound) */
     if (!rc && !audit_cancelled(&A))
-        rc = audit_shape_points(&A, db, db_id, P, st, &logsum, &logafter, &nratio, err);
+        audit_shape_points(&A, db, db_id, P, st, &logsum, &logafter, &nratio);
     if (nratio) {
         st->geo_untuned = exp(logsum / nratio);
         st->geo_after = exp(logafter / nratio);

@@ -169,67 +169,6 @@ static size_t point_choices(actx *A, const gs_plans *P, const shape *h, int b,
     return nc;
 }
 
-/* Does the plan (cs[0]) lose to the fastest other choice (*altp), timed
- * again with it alone so that a lucky round does not rewrite the plan?
- * Also the plan's ratios to the untuned route (cs[1]) and to the fastest
- * forced choice, and what the point says, into pr. */
-static int point_loses(actx *A, const shape *h, int b, audit_choice *cs, size_t nc, int reps,
-                       point_res *pr, audit_choice **altp)
-{
-    size_t n = (size_t)1 << b;
-    audit_choice *plan = &cs[0], *unt = &cs[1];
-    /* the fastest other choice, and the fastest forced one */
-    audit_choice *alt = NULL, *bestf = NULL;
-    for (size_t i = 1; i < nc; i++) {
-        if (!audit_usable(&cs[i]))
-            continue;
-        if (!alt || cs[i].med < alt->med)
-            alt = &cs[i];
-        if (i >= 2 && (!bestf || cs[i].med < bestf->med))
-            bestf = &cs[i];
-    }
-    int lose = alt && !audit_same_run(A, plan, alt) && audit_faster(alt, plan);
-    if (lose && !audit_cancelled(A)) {
-        plan->nt = alt->nt = 0;
-        audit_choice *two[2] = { plan, alt };
-        audit_rounds(A, h, n, two, 2, reps);
-        lose = audit_faster(alt, plan);
-    }
-    /* The acceptance rule's other half (the tuner's, gs_tune_beats): a row
-     * stands where it beats its baseline. A plan whose median is slower
-     * than the untuned route's by more than the noise has not shown that
-     * here, even where too few or too spread runs keep the rank test from
-     * calling it slower: the baseline, what the untuned route runs, is put
-     * back (with fix; said either way). */
-    if (!lose && !plan->failed && audit_usable(plan) && audit_usable(unt) &&
-        !audit_same_run(A, plan, unt) && plan->med > (1 + GS_TUNE_NOISE) * unt->med) {
-        pr->unproven = 1;
-        lose = A->o->fix && h->own_rows;
-        alt = unt;
-    }
-    if (audit_usable(plan) && audit_usable(unt)) {
-        pr->plan_untuned = plan->med / unt->med;
-        /* why a slower plan stands: the untuned route runs the same sort
-         * (their difference is noise), or the timings did not show it
-         * slower by the tuner's rule (GS_TUNE_NOISE and the rank test) */
-        const char *why = lose ? "" : audit_same_run(A, plan, unt) ? ": the same sort"
-                                    : pr->unproven ? ": not faster than its baseline"
-                                    : ": not slower by the rank test";
-        snprintf(pr->what, sizeof pr->what, "%s 2^%d: %s %.4f ms, untuned %s %.4f ms%s",
-                 h->name, b, plan->algo->name, plan->med, unt->ran, unt->med,
-                 pr->plan_untuned > 1 ? why : "");
-    }
-    if (audit_usable(plan) && bestf)
-        pr->plan_best = plan->med / bestf->med;
-    if (plan->failed) {
-        GS_WARN("plan audit, device %d, %s n = 2^%d: the plan's %s failed: %s", A->o->device,
-                h->name, b, plan->label, plan->why);
-        lose = alt != NULL;             /* a plan row that cannot run loses to any that can */
-    }
-    *altp = alt;
-    return lose;
-}
-
 /* The shape whose plan rows h follows (f32: u32's), or NULL. */
 static const shape *owner_of(const shape *h)
 {
@@ -375,7 +314,7 @@ static void audit_point(actx *A, gs_db *db, int64_t db_id, gs_plans **Pp, const 
     }
     reps = audit_time_choices(A, h, n, cs, nc, gone, reps);
     audit_choice *alt = NULL;
-    pr->losing = point_loses(A, h, b, cs, nc, reps, pr, &alt);
+    pr->losing = audit_plan_loses(A, h, h->name, b, cs, nc, reps, pr, &alt);
     if (pr->losing || pr->unproven)
         point_fix(A, db, db_id, Pp, h, b, &cs[0], alt, &cs[1], pr, reps);
     /* what the plan costs where it differs from the untuned daemon: a row

@@ -123,6 +123,16 @@ void audit_params_text(const gs_params *p, char *buf, size_t len);
 int audit_time_choices(actx *A, const shape *h, size_t n, audit_choice *cs, size_t nc,
                        unsigned char *gone, int reps);
 
+/* Does the plan (cs[0]) lose to the fastest other choice (*altp), timed
+ * again with it alone so that a lucky round does not rewrite the plan? A
+ * plan that failed loses to any choice that ran. A plan slower than the
+ * untuned route (cs[1]) by more than the noise, though not by the rank
+ * test, is not faster than its baseline (pr->unproven, *altp the untuned
+ * route): it loses only with fix, where the row is the shape's own. Also
+ * the plan's ratios to the untuned route and to the fastest forced
+ * choice, and what the point says (label: its shape), into pr. */
+int audit_plan_loses(actx *A, const shape *h, const char *label, int b, audit_choice *cs,
+                     size_t nc, int reps, point_res *pr, audit_choice **altp);
 /* Whether `name` is in the --shapes list (NULL: every shape). */
 int audit_shape_wanted(const char *list, const char *name);
 /* A point's verdict into st and the running sums of log(plan / untuned)
@@ -153,9 +163,8 @@ int audit_flat_points(actx *A, gs_db *db, int64_t db_id, gs_plans **Pp, gs_audit
  * each route timed as the flat points' choices are,
  * and with o->fix the fastest written as the point's row of the rows and
  * top-k plan (shape_plan); counted into st as the flat points are. */
-int audit_shape_points(actx *A, gs_db *db, int64_t db_id, const gs_plans *P,
-                       gs_audit_stats *st, double *logsum, double *logafter, unsigned *nratio,
-                       gs_err *err);
+void audit_shape_points(actx *A, gs_db *db, int64_t db_id, const gs_plans *P,
+                        gs_audit_stats *st, double *logsum, double *logafter, unsigned *nratio);
 /* Whether `name` is one of those shapes. */
 int audit_shape_known(const char *name);
 

@@ -41,10 +41,14 @@ int audit_shape_known(const char *name)
 /* The grid: log2 of all the keys, log2 of a row's length or of k. A CPU
  * device's is smaller (its points are host sorts and PoCL runs of a few
  * cores, under the quick audit's time bound). */
-static const int gpu_rows_b[] = { 16, 20, 24 }, gpu_rows_s[] = { 6, 10, 14 };
-static const int gpu_topk_b[] = { 16, 20, 24, 26 }, gpu_topk_s[] = { 4, 10 };
-static const int cpu_rows_b[] = { 14, 18 }, cpu_rows_s[] = { 6, 10 };
-static const int cpu_topk_b[] = { 16, 20 }, cpu_topk_s[] = { 4, 10 };
+typedef struct grid {
+    int b[4], nb;             /* log2 of all the keys */
+    int s[3], ns;             /* log2 of a row's length, or of k */
+} grid;
+static const grid grids[2][2] = {       /* [kind][a CPU device] */
+    [GS_PK_ROWS] = { { { 16, 20, 24 }, 3, { 6, 10, 14 }, 3 }, { { 14, 18 }, 2, { 6, 10 }, 2 } },
+    [GS_PK_TOPK] = { { { 16, 20, 24, 26 }, 4, { 4, 10 }, 2 }, { { 16, 20 }, 2, { 4, 10 }, 2 } },
+};
 #define COUNT(a) (sizeof (a) / sizeof (a)[0])
 
 /* ---- the output's checks (the first run of each choice at a point) ---- */
@@ -185,48 +189,16 @@ static void shape_point(actx *A, gs_db *db, int64_t db_id, const gs_plans *P,
         return;
     }
     reps = audit_time_choices(A, h, n, cs, nc, gone, reps);
-    audit_choice *plan = &cs[0], *unt = &cs[1], *best = NULL, *bestf = NULL;
-    for (size_t i = 1; i < nc; i++) {
-        if (!audit_usable(&cs[i]))
-            continue;
-        if (!best || cs[i].med < best->med)
-            best = &cs[i];
-        if (i >= 2 && (!bestf || cs[i].med < bestf->med))
-            bestf = &cs[i];
-    }
-    audit_choice *win = plan;
-    int lose = best && (!audit_usable(plan) ||
-                        (!audit_same_run(A, plan, best) && audit_faster(best, plan)));
-    if (lose && audit_usable(plan) && !audit_cancelled(A)) {
-        /* timed again, the two alone, so that a lucky round decides nothing */
-        plan->nt = best->nt = 0;
-        audit_choice *two[2] = { plan, best };
-        audit_rounds(A, h, n, two, 2, reps);
-        lose = audit_faster(best, plan);
-    }
-    if (lose) {
-        win = best;
-    } else if (audit_usable(plan) && audit_usable(unt) && !audit_same_run(A, plan, unt) &&
-               plan->med > (1 + GS_TUNE_NOISE) * unt->med) {
-        pr->unproven = 1;             /* not faster than its baseline: the untuned route */
-        win = unt;
-    }
-    pr->losing = win != plan;
-    if (audit_usable(plan) && audit_usable(unt)) {
-        pr->plan_untuned = plan->med / unt->med;
-        snprintf(pr->what, sizeof pr->what, "%s 2^%d: %s %.4f ms, untuned %s %.4f ms%s", label,
-                 b, plan->ran, plan->med, unt->ran, unt->med,
-                 pr->plan_untuned > 1 && !pr->losing ? (audit_same_run(A, plan, unt)
-                                                        ? ": the same sort"
-                                                        : ": not slower by the rank test") : "");
-    }
-    if (audit_usable(plan) && bestf)
-        pr->plan_best = plan->med / bestf->med;
+    /* the verdict as at a flat point; the row is the faster choice where
+     * the plan loses or is not faster than its baseline, else the plan's */
+    audit_choice *plan = &cs[0], *unt = &cs[1], *alt = NULL;
+    pr->losing = audit_plan_loses(A, h, label, b, cs, nc, reps, pr, &alt);
+    audit_choice *win = (pr->losing || pr->unproven) && alt ? alt : plan;
     /* with fix, every point timed gets its row: the measured winner */
     if (o->fix && audit_usable(win) && !audit_cancelled(A)) {
         gs_err_clear(&e);
         if (write_row(db, db_id, kind, h, b, sb, win, unt, &e) == 0)
-            pr->fixed = pr->losing;
+            pr->fixed = win != plan;
         else
             GS_WARN("plan audit: cannot write the %s plan row: %s", h->name, e.msg);
     }
@@ -235,7 +207,7 @@ static void shape_point(actx *A, gs_db *db, int64_t db_id, const gs_plans *P,
         pr->after_untuned = now == unt || audit_same_run(A, now, unt) ? 1.0
                                                                       : now->med / unt->med;
     }
-    if (pr->losing) {
+    if (win != plan) {
         char pt[200];
         audit_params_text(&win->ran_params, pt, sizeof pt);
         gs_log(pr->fixed || pr->unproven ? GS_LOG_INFO : GS_LOG_WARN,
@@ -253,43 +225,33 @@ static void shape_point(actx *A, gs_db *db, int64_t db_id, const gs_plans *P,
         audit_point_line(o->out, label, b, cs, nc, pr, gs_now_s() - t0);
 }
 
-int audit_shape_points(actx *A, gs_db *db, int64_t db_id, const gs_plans *P,
-                       gs_audit_stats *st, double *logsum, double *logafter, unsigned *nratio,
-                       gs_err *err)
+void audit_shape_points(actx *A, gs_db *db, int64_t db_id, const gs_plans *P,
+                        gs_audit_stats *st, double *logsum, double *logafter, unsigned *nratio)
 {
-    (void)err;
     const gs_audit_opts *o = A->o;
     const int cpu = (A->info->type & CL_DEVICE_TYPE_CPU) != 0;
     double t0 = gs_now_s();
     for (int kind = GS_PK_ROWS; kind <= GS_PK_TOPK; kind++) {
         if (!audit_shape_wanted(o->shapes, kind == GS_PK_ROWS ? "rows" : "topk"))
             continue;
-        const int *bs = kind == GS_PK_ROWS ? (cpu ? cpu_rows_b : gpu_rows_b)
-                                           : (cpu ? cpu_topk_b : gpu_topk_b);
-        const int *ss = kind == GS_PK_ROWS ? (cpu ? cpu_rows_s : gpu_rows_s)
-                                           : (cpu ? cpu_topk_s : gpu_topk_s);
-        size_t nb = kind == GS_PK_ROWS ? (cpu ? COUNT(cpu_rows_b) : COUNT(gpu_rows_b))
-                                       : (cpu ? COUNT(cpu_topk_b) : COUNT(gpu_topk_b));
-        size_t ns = kind == GS_PK_ROWS ? (cpu ? COUNT(cpu_rows_s) : COUNT(gpu_rows_s))
-                                       : (cpu ? COUNT(cpu_topk_s) : COUNT(gpu_topk_s));
-        for (size_t i = 0; i < nb; i++) {
-            int b = bs[i];
+        const grid *g = &grids[kind][cpu];
+        for (int i = 0; i < g->nb; i++) {
+            int b = g->b[i];
             if ((o->max_log2 > 0 && b > o->max_log2) || (o->min_log2 > 0 && b < o->min_log2))
                 continue;
-            for (size_t k = 0; k < ns && !audit_cancelled(A); k++) {
+            for (int k = 0; k < g->ns && !audit_cancelled(A); k++) {
                 /* a row shorter than the whole; rows of a few keys are not
                  * planned below 2^6 */
-                if (ss[k] >= b)
+                if (g->s[k] >= b)
                     continue;
                 if (o->budget_s > 0 && gs_now_s() - t0 >= o->budget_s) {
                     st->unaudited++;
                     continue;
                 }
                 point_res pr;
-                shape_point(A, db, db_id, P, (gs_plans_kind)kind, b, ss[k], &pr);
+                shape_point(A, db, db_id, P, (gs_plans_kind)kind, b, g->s[k], &pr);
                 audit_count(st, &pr, 1, logsum, logafter, nratio);
             }
         }
     }
-    return 0;
 }

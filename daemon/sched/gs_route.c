@@ -175,6 +175,14 @@ static void warn_shape(sdev *sd, int d, const gs_sort_req *r, const gs_plans_ent
             r->shape.stable ? "stable" : "not stable", instead, hint);
 }
 
+/* Rows that out of core cannot cut into pieces of chunk_n keys: top-k
+ * rows, or a row longer than that (gs_ooc_sort cuts rows on their
+ * borders, a row whole). */
+static int rows_uncut(const gs_sort_req *r, size_t chunk_n)
+{
+    return r->shape.rows > 1 && (r->shape.topk || chunk_n < r->n / r->shape.rows);
+}
+
 /* The device's own choice for request r: its tuned plan (from memory),
  * else the plan of its nearest tuned shape, else the built-in defaults
  * (always, with `untuned`: the audit's untuned route). 0, or a negative
@@ -232,11 +240,10 @@ static int device_cand(gs_sched *s, int d, const gs_sort_req *r, int untuned, ca
         return GS_EUNSUPPORTED;
     if (sched_fit(s, d, c->algo, r, &c->params, &c->chunk_n, &e) < 0)
         return GS_EUNSUPPORTED;
-    /* out of core cuts rows on their borders (not top-k's), but across
+    /* out of core cuts rows on their borders (rows_uncut), but across
      * segments, and merges by whole keys */
-    if (c->chunk_n && ((r->shape.rows > 1 && (r->shape.topk ||
-                                              c->chunk_n < r->n / r->shape.rows)) ||
-                       r->shape.segments || gs_shape_has_bits(&r->shape)))
+    if (c->chunk_n && (rows_uncut(r, c->chunk_n) || r->shape.segments ||
+                       gs_shape_has_bits(&r->shape)))
         return GS_EUNSUPPORTED;
     if (c->chunk_n)
         c->ms = sched_ooc_ms(s, d, c->algo, r, c->ms, c->chunk_n);
@@ -429,9 +436,7 @@ static int route_override(gs_sched *s, gs_job *j, gs_err *err)
                 *err = ce;
             continue;
         }
-        /* rows go in pieces of whole rows (gs_ooc_sort), a row whole */
-        if (c.chunk_n && j->req.shape.rows > 1 &&
-            (j->req.shape.topk || c.chunk_n < j->req.n / j->req.shape.rows)) {
+        if (c.chunk_n && rows_uncut(&j->req, c.chunk_n)) {
             rc = gs_err_set(err, GS_ETOOBIG, "%s: %llu rows of %llu keys do not fit device %zu "
                             "at once, and %s", a->name, (unsigned long long)j->req.shape.rows,
                             (unsigned long long)(j->req.n / j->req.shape.rows), d,

@@ -215,10 +215,7 @@ int sched_split_route(gs_sched *s, gs_job *j, const sched_cand *alt, size_t nalt
         p->how = c->how;
         p->run_ms = v[i].rate * (double)p->n;
         p->predicted_ms = v[i].backlog + p->run_ms;
-        gs_sort_req piece = *r;
-        piece.n = p->n;
-        if (len)
-            piece.shape.rows = p->n / len;
+        gs_sort_req piece = gs_ooc_piece(r, off, p->n);
         gs_err e;
         gs_err_clear(&e);
         if (sched_fit(s, c->dev, c->algo, &piece, &p->params, &p->chunk_n, &e) < 0) {
@@ -265,8 +262,6 @@ int sched_split_submit(gs_sched *s, gs_job *j)
         const gs_job_part *jp = &j->parts[i];
         gs_job *p = &sp->part[i];
         p->req = gs_ooc_piece(&j->req, jp->off, jp->n);
-        if (j->req.shape.rows > 1)          /* whole rows (sched_split_route) */
-            p->req.shape.rows = jp->n / (j->req.n / j->req.shape.rows);
         p->device = p->dev = jp->dev;
         p->algo = jp->algo;
         p->run_params = jp->params;

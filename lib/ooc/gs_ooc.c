@@ -44,6 +44,8 @@ gs_sort_req gs_ooc_piece(const gs_sort_req *req, size_t lo, size_t n)
     r.n = n;
     r.keys = (char *)req->keys + lo * gs_dtype_size(req->shape.dtype);
     r.values = vs ? (char *)req->values + lo * vs : NULL;
+    if (req->shape.rows > 1)            /* whole rows: lo and n count them */
+        r.shape.rows = n / (req->n / req->shape.rows);
     return r;
 }
 

@@ -29,7 +29,8 @@ int gs_ooc_sort(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
                 const gs_params *p, size_t chunk_n, gs_sort_stats *st, gs_err *err);
 
 /* req's elements [lo, lo + n) as a request of their own (argsort indices
- * then count from lo). */
+ * then count from lo). For equal rows, lo and n must be whole rows, and
+ * the piece has its own count of them. */
 gs_sort_req gs_ooc_piece(const gs_sort_req *req, size_t lo, size_t n);
 
 /* Merge req's sorted pieces [bounds[i], bounds[i+1]) (i < npieces,

@@ -33,7 +33,6 @@ static int rows_in_pieces(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req 
     for (size_t c = 0; c < npieces && rc == 0; c++) {
         size_t r0 = c * per, nr = rows - r0 < per ? rows - r0 : per;
         gs_sort_req piece = gs_ooc_piece(req, r0 * len, nr * len);
-        piece.shape.rows = nr;
         gs_sort_stats cs;
         rc = gs_sort_run(a, ctx, &piece, p, &cs, err);
         gs_sort_stats_add(st, &cs);

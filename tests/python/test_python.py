@@ -614,36 +614,33 @@ def main():
                 last.get("where") == "daemon", last)
     check("one request for all rows (n = rows x length), axis=1 as axis=-1 on 2-D, "
           "inplace=True sorts the rows where they lie", t_rows_request)
-    def t_rows_zeros():
+    def float_rows_bad(prep):
+        # f32 and f64 rows that prep(a) sets up, both orders, in the process
+        # and through the daemon, against the reference order bit for bit
         bad = []
         for dt in (np.float32, np.float64):
-            a = rng.standard_normal((40, 50)).astype(dt)
-            a[::3, ::7] = -0.0
-            a[1::3, ::5] = 0.0
-            a[2, :] = -0.0
+            a = prep(rng.standard_normal((40, 50)).astype(dt))
             for desc in (False, True):
                 want = np.stack([r[ref_argsort(r, desc)] for r in a])
                 for loc in (True, False):
                     if not bits_equal(cm.sort(a, descending=desc, local=loc), want):
                         bad.append((np.dtype(dt).name, desc, loc))
         return not bad, bad
+    def zeros(a):
+        a[::3, ::7] = -0.0
+        a[1::3, ::5] = 0.0
+        a[2, :] = -0.0
+        return a
     check("float rows without NaNs: -0.0 before +0.0 in every row, both orders, in the "
-          "process and through the daemon", t_rows_zeros)
-    def t_rows_plain():
+          "process and through the daemon", lambda: float_rows_bad(zeros))
+    def plain(a):
         # no NaN and no zero: the process sorts them with numpy's sort alone
-        bad = []
-        for dt in (np.float32, np.float64):
-            a = rng.standard_normal((64, 37)).astype(dt)
-            a[a == 0] = 1.5
-            a[5, :] = 2.25          # a row of ties
-            for desc in (False, True):
-                want = np.stack([r[ref_argsort(r, desc)] for r in a])
-                for loc in (True, False):
-                    if not bits_equal(cm.sort(a, descending=desc, local=loc), want):
-                        bad.append((np.dtype(dt).name, desc, loc))
-        return not bad, bad
+        a[a == 0] = 1.5
+        a[5, :] = 2.25          # a row of ties
+        return a
     check("float rows with no NaN and no zero (numpy's sort alone in the process): exact, "
-          "ties included, both orders, in the process and through the daemon", t_rows_plain)
+          "ties included, both orders, in the process and through the daemon",
+          lambda: float_rows_bad(plain))
     check("rows of no keys and no rows keep their shape",
           lambda: (cm.sort(np.zeros((3, 0), np.float32)).shape == (3, 0) and
                    cm.argsort(np.zeros((3, 0), np.int32), local=False).shape == (3, 0) and

@@ -449,6 +449,31 @@ int dmn_sort_check(gs_client *c, gs_client_sort *s, sc_case *k, gs_client_result
     return sc_case_verify(k, s->shape.stable, why, len);
 }
 
+int dmn_rows_check(gs_client *c, gs_client_sort *s, int dist, uint64_t seed,
+                   gs_client_result *res, char *why, size_t len)
+{
+    size_t rows = (size_t)s->shape.rows, rl = s->n / rows;
+    size_t vs = gs_payload_size(s->shape.payload);
+    void *k = malloc(s->n * gs_dtype_size(s->shape.dtype)), *v = vs ? malloc(s->n * vs) : NULL;
+    if (!k || (vs && !v))
+        tap_bail("out of memory");
+    sc_case *cs = sc_rows_init(s->shape.dtype, s->shape.payload, s->shape.descending, rows, rl,
+                               dist, seed, k, v);
+    s->keys = k;
+    s->values = v;
+    gs_err err;
+    gs_err_clear(&err);
+    memset(res, 0, sizeof *res);
+    int ok = gs_client_sort_run(c, s, res, &err) == 0;
+    ok = sc_rows_verify(cs, rows, rl, s->shape.stable, k, v, ok, why, len);
+    if (err.msg[0])
+        snprintf(why, len, "%.500s", err.msg);
+    free(k);
+    free(v);
+    s->keys = s->values = NULL;
+    return ok;
+}
+
 int dmn_send_raw(int fd, const void *buf, size_t len)
 {
     const char *p = buf;

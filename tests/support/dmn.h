@@ -13,6 +13,7 @@
 #ifndef GS_TEST_DMN_H
 #define GS_TEST_DMN_H
 
+#include <stdint.h>
 #include <sys/types.h>
 
 typedef struct dmn {
@@ -78,6 +79,13 @@ struct sc_case;
  * 1 when right; else 0 with the daemon's error or the first wrong place
  * in why. res (cleared first) gets the daemon's account. */
 int dmn_sort_check(struct gs_client *c, struct gs_client_sort *s, struct sc_case *k,
+                   struct gs_client_result *res, char *why, size_t len);
+/* The same for rows (issue 38): s->shape.rows rows of s->n / rows keys
+ * of s->shape's dtype and payload, each row its own sortcheck case (input
+ * from dist, seeds from seed: sc_rows_init), sorted as s says and each
+ * row checked against its own reference (sc_rows_verify). s->keys and
+ * s->values are set here and freed before the return. */
+int dmn_rows_check(struct gs_client *c, struct gs_client_sort *s, int dist, uint64_t seed,
                    struct gs_client_result *res, char *why, size_t len);
 
 /* Whether something accepts connections at the Unix socket `path`. */

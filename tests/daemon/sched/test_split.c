@@ -118,32 +118,19 @@ static void matrix(void)
 }
 
 /* Rows split on row borders (issue 38): an argsort of `rows` rows of
- * `len` f32 keys, descending, stable, each row checked against its own
- * reference (sc_rows_verify: NaNs and ties included); res filled. */
+ * `len` f32 keys (NaNs and ties), descending, stable, each row checked
+ * against its own reference; res filled. */
 static int rows_split(gs_client *c, size_t rows, size_t len, gs_client_result *res, char *why,
                       size_t wl)
 {
-    size_t n = rows * len;
-    float *k = malloc(n * sizeof *k);
-    uint32_t *idx = malloc(n * 4);
-    if (!k || !idx)
-        tap_bail("out of memory");
-    sc_case *cs = sc_rows_init(GS_DT_F32, GS_PL_IDX32, 1, rows, len, SC_NANMIX, n, k, idx);
     gs_client_sort s = { .shape = { .dtype = GS_DT_F32, .payload = GS_PL_IDX32,
                                     .descending = 1, .stable = 1, .rows = rows },
-                         .n = n, .keys = k, .values = idx, .device = -1 };
-    gs_err e;
-    gs_err_clear(&e);
-    int ok = gs_client_sort_run(c, &s, res, &e) == 0;
-    ok = sc_rows_verify(cs, rows, len, 1, k, idx, ok, why, wl);
-    if (e.msg[0])
-        snprintf(why, wl, "%.500s", e.msg);
-    else if (ok)
+                         .n = rows * len, .device = -1 };
+    int ok = dmn_rows_check(c, &s, SC_NANMIX, rows * len, res, why, wl);
+    if (ok)
         snprintf(why, wl, "plan %s, %u parts (%d: %llu keys, %d: %llu keys)", res->plan,
                  res->nparts, res->parts[0].device, (unsigned long long)res->parts[0].n,
                  res->parts[1].device, (unsigned long long)res->parts[1].n);
-    free(k);
-    free(idx);
     return ok;
 }
 
