@@ -564,7 +564,7 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
          * twice and sorts k of them; a device would sort them all.
          * Segments: no device sorts them in one launch (each would be a
          * device run of its own), so the host pool sorts them side by side
-         * (gs_sort.c). A client that names a device or an algorithm gets
+         * (host_rows.c). A client that names a device or an algorithm gets
          * that (segment by segment; top-k on a named device: its select,
          * topk_cand) */
         cand host;

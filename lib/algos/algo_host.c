@@ -1333,7 +1333,7 @@ static int host_run(gs_sort_ctx *ctx, const gs_sort_req *req, const gs_params *p
     int rc = get_params(p, pv, err);
     if (rc)
         return rc;
-    if (req->shape.rows > 1)
+    if (req->shape.rows > 1 || req->shape.segments)
         return gs_host_rows(req, (unsigned)pv[P_THREADS], host_flat_row, pv, race_hook,
                             race_arg, st, err);
     return host_flat_nans(req, pv, st, err);
@@ -1345,8 +1345,10 @@ const gs_algo gs_algo_host = {
                "payload)",
     .stable = 1,
     .uses_device = 0,
-    /* equal rows whole (host_rows.c), every key's bits kept by host_run */
+    /* equal rows and segments whole (host_rows.c), every key's bits kept
+     * by host_run */
     .rows = 1,
+    .segments = 1,
     .keeps_bits = 1,
     .params = host_params,
     .nparams = P_COUNT,

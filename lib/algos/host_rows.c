@@ -1,7 +1,10 @@
 /* The host sort's requests of equal rows (issue 38: np.sort(a, axis=-1) of
- * a 2-D array), which gs_sort_run hands to the host algorithm whole
- * (gs_algo_host.rows). Rows are spread over the host pool in batches of
- * about ROWS_TASK_KEYS keys; each worker sorts its rows one at a time in
+ * a 2-D array) and of segments (CUB's segmented sort: lengths from the
+ * request's offsets, a private copy checked by gs_sort_req_check), which
+ * gs_sort_run hands to the host algorithm whole (gs_algo_host.rows and
+ * .segments). Rows are spread over the host pool in batches of about
+ * ROWS_TASK_KEYS keys (segments: that many keys and SEG_WEIGHT a
+ * segment); each worker sorts its rows one at a time in
  * scratch of its own, allocated once a request (sort_rows ran each row as
  * a request of its own: a malloc, a NaN scan and the job's frame a row).
  * A row is copied out of the caller's arrays first (a client may rewrite
@@ -20,7 +23,8 @@
  * patterns written back into its NaN block in input order, as
  * gs_keys_nan_save/restore do for a flat sort. Rows longer than
  * ROWS_FAST_MAX (ROWS_FAST_MAX_K32 for 32-bit keys alone) go to the flat
- * host sort one row a worker, as before. */
+ * host sort one row a worker, as before; so do such segments, each in its
+ * task among the short ones. */
 #include "config.h"
 #include "host_rows.h"
 
@@ -81,7 +85,11 @@ typedef void (*row_fn)(rjob *j, unsigned worker, size_t r);
 
 struct rjob {
     const gs_sort_req *req;
-    size_t rows, len, kw, vw;
+    size_t rows, len, kw, vw;   /* rows (or segments); len: the row's (the
+                                   longest segment the fast sort takes) */
+    const uint64_t *off;        /* segments: S + 1 offsets (NULL: equal rows) */
+    size_t *bounds;             /* segments: task t sorts [bounds[t], bounds[t + 1]) */
+    size_t fast_max;            /* longer parts go to the flat sort */
     gs_dtype dtype;
     int desc, argsort, isfloat, radix;
     row_fn row;
@@ -330,23 +338,35 @@ static inline char *wscr(const rjob *j, unsigned w)
     return j->scr + (size_t)w * j->per;
 }
 
-static inline void race_point(const rjob *j, size_t r)
+static inline void race_point(const rjob *j, size_t at, size_t n)
 {
     if (j->race)
-        j->race(j->race_arg, GS_RACE_BUCKET, r * j->len, (r + 1) * j->len);
+        j->race(j->race_arg, GS_RACE_BUCKET, at, at + n);
+}
+
+/* Where row (or segment) r starts, and its length in *n. */
+static inline size_t row_at(const rjob *j, size_t r, size_t *n)
+{
+    if (j->off) {
+        *n = (size_t)(j->off[r + 1] - j->off[r]);
+        return (size_t)j->off[r];
+    }
+    *n = j->len;
+    return r * j->len;
 }
 
 /* Keys alone, 32 bits: copied, encoded, sorted, decoded, written back. */
 static void row_k32(rjob *j, unsigned w, size_t r)
 {
-    const size_t n = j->len;
+    size_t n;
+    const size_t at = row_at(j, r, &n);
     char *s = wscr(j, w);
-    uint32_t *row = (uint32_t *)j->req->keys + r * n;
+    uint32_t *row = (uint32_t *)j->req->keys + at;
     uint32_t *raw = (uint32_t *)(void *)s, *k = (uint32_t *)(void *)(s + j->off_work);
     /* floats: the keys as they came, for NaN patterns to put back */
     const uint32_t *in = j->isfloat ? memcpy(raw, row, n * sizeof *raw) : row;
     int odd = enc_in32(j->dtype, j->desc, k, in, n);
-    race_point(j, r);
+    race_point(j, at, n);
     k = sort_u32(j, w, k, (uint32_t *)(void *)(s + j->off_tmp), n);
     dec_out32(j->dtype, j->desc, row, k, n);
     if (odd)
@@ -355,13 +375,14 @@ static void row_k32(rjob *j, unsigned w, size_t r)
 
 static void row_k64(rjob *j, unsigned w, size_t r)
 {
-    const size_t n = j->len;
+    size_t n;
+    const size_t at = row_at(j, r, &n);
     char *s = wscr(j, w);
-    uint64_t *row = (uint64_t *)j->req->keys + r * n;
+    uint64_t *row = (uint64_t *)j->req->keys + at;
     uint64_t *raw = (uint64_t *)(void *)s, *k = (uint64_t *)(void *)(s + j->off_work);
     const uint64_t *in = j->isfloat ? memcpy(raw, row, n * sizeof *raw) : row;
     int odd = enc_in64(j->dtype, j->desc, k, in, n);
-    race_point(j, r);
+    race_point(j, at, n);
     k = sort_u64(j, w, k, (uint64_t *)(void *)(s + j->off_tmp), n, 0);
     dec_out64(j->dtype, j->desc, row, k, n);
     if (odd)
@@ -369,12 +390,11 @@ static void row_k64(rjob *j, unsigned w, size_t r)
 }
 
 /* The row's values (not indices) into the worker's copy. */
-static const void *copy_values(const rjob *j, char *s, size_t r)
+static const void *copy_values(const rjob *j, char *s, size_t at, size_t n)
 {
     if (j->argsort || !j->vw)
         return NULL;
-    const size_t n = j->len;
-    memcpy(s + j->off_vals, (const char *)j->req->values + r * n * j->vw, n * j->vw);
+    memcpy(s + j->off_vals, (const char *)j->req->values + at * j->vw, n * j->vw);
     return s + j->off_vals;
 }
 
@@ -406,74 +426,91 @@ static const void *copy_values(const rjob *j, char *s, size_t r)
 /* 32-bit keys with values or indices: (encoded key << 32 | index) words. */
 static void row_k32p(rjob *j, unsigned w, size_t r)
 {
-    const size_t n = j->len;
+    size_t n;
+    const size_t at = row_at(j, r, &n);
     char *s = wscr(j, w);
-    uint32_t *row = (uint32_t *)j->req->keys + r * n;
+    uint32_t *row = (uint32_t *)j->req->keys + at;
     uint32_t *raw = (uint32_t *)(void *)s;
     uint64_t *c = (uint64_t *)(void *)(s + j->off_work);
     uint64_t *t = (uint64_t *)(void *)(s + j->off_tmp);
     uint32_t *e = (uint32_t *)(void *)t;       /* the encoded keys, until the sort */
     memcpy(raw, row, n * sizeof *raw);
-    const void *vals = copy_values(j, s, r);
-    race_point(j, r);
+    const void *vals = copy_values(j, s, at, n);
+    race_point(j, at, n);
     enc_in32(j->dtype, j->desc, e, raw, n);
     for (size_t i = 0; i < n; i++)
         c[i] = (uint64_t)e[i] << 32 | i;
     c = sort_u64(j, w, c, t, n, 1);
-    void *vrow = (char *)j->req->values + r * n * j->vw;
+    void *vrow = (char *)j->req->values + at * j->vw;
     GATHER(uint32_t, raw, c, IDX_C64, row, vrow, vals, n, j->vw, j->argsort);
 }
 
 /* 64-bit keys with values or indices: (encoded key, index) pairs. */
 static void row_k64p(rjob *j, unsigned w, size_t r)
 {
-    const size_t n = j->len;
+    size_t n;
+    const size_t at = row_at(j, r, &n);
     char *s = wscr(j, w);
-    uint64_t *row = (uint64_t *)j->req->keys + r * n;
+    uint64_t *row = (uint64_t *)j->req->keys + at;
     uint64_t *raw = (uint64_t *)(void *)s;
     pair128 *c = (pair128 *)(void *)(s + j->off_work);
     pair128 *t = (pair128 *)(void *)(s + j->off_tmp);
     uint64_t *e = (uint64_t *)(void *)c;       /* the encoded keys, until the pairs */
     memcpy(raw, row, n * sizeof *raw);
-    const void *vals = copy_values(j, s, r);
-    race_point(j, r);
+    const void *vals = copy_values(j, s, at, n);
+    race_point(j, at, n);
     enc_in64(j->dtype, j->desc, e, raw, n);
     for (size_t i = 0; i < n; i++)
         t[i] = (pair128){ .lo = i, .hi = e[i] };
     c = sort_p128(j, w, t, c, n);
-    void *vrow = (char *)j->req->values + r * n * j->vw;
+    void *vrow = (char *)j->req->values + at * j->vw;
     GATHER(uint64_t, raw, c, IDX_P128, row, vrow, vals, n, j->vw, j->argsort);
 }
 
-static void task_rows(void *arg, size_t t, unsigned worker)
+/* A row or segment longer than the rows' own sort takes, by the flat
+ * sort; the first failure stops the long parts not begun. */
+static void flat_part(rjob *j, size_t r)
 {
-    rjob *j = arg;
-    size_t lo = t * j->batch, hi = lo + j->batch < j->rows ? lo + j->batch : j->rows;
-    for (size_t r = lo; r < hi; r++)
-        j->row(j, worker, r);
-}
-
-/* A row longer than ROWS_FAST_MAX, by the flat sort; the first failure
- * stops the rows not begun. */
-static void task_flat(void *arg, size_t r, unsigned worker)
-{
-    rjob *j = arg;
-    (void)worker;
     if (atomic_load(&j->stop))
         return;
-    gs_sort_req row = gs_sort_req_row(j->req, r);
+    gs_sort_req part = j->off ? gs_sort_req_segment(j->req, r) : gs_sort_req_row(j->req, r);
     gs_err e;
     gs_err_clear(&e);
-    int rc = j->flat(j->flat_arg, &row, &e);
+    int rc = j->flat(j->flat_arg, &part, &e);
     if (rc == 0)
         return;
     pthread_mutex_lock(&j->mu);
     if (j->rc == 0) {
         j->rc = rc;
-        gs_err_set(&j->err, rc, "row %zu of %zu: %s", r, j->rows, e.msg);
+        gs_err_set(&j->err, rc, "%s %zu of %zu: %s", j->off ? "segment" : "row", r, j->rows,
+                   e.msg);
     }
     pthread_mutex_unlock(&j->mu);
     atomic_store(&j->stop, 1);
+}
+
+static void task_rows(void *arg, size_t t, unsigned worker)
+{
+    rjob *j = arg;
+    if (!j->off) {
+        size_t lo = t * j->batch, hi = lo + j->batch < j->rows ? lo + j->batch : j->rows;
+        for (size_t r = lo; r < hi; r++)
+            j->row(j, worker, r);
+        return;
+    }
+    for (size_t r = j->bounds[t]; r < j->bounds[t + 1]; r++) {
+        if (j->off[r + 1] - j->off[r] > j->fast_max)
+            flat_part(j, r);
+        else
+            j->row(j, worker, r);
+    }
+}
+
+/* Equal rows too long for the rows' own sort: one a task. */
+static void task_flat(void *arg, size_t r, unsigned worker)
+{
+    (void)worker;
+    flat_part(arg, r);
 }
 
 static size_t up64(size_t b)
@@ -493,7 +530,8 @@ static void layout(rjob *j)
     j->per = j->off_tmp + up64(n * es);
 }
 
-static int rows_fast(rjob *j, gs_hostpool_team *team, unsigned workers, gs_err *err)
+static int rows_fast(rjob *j, gs_hostpool_team *team, unsigned workers, size_t tasks,
+                     gs_err *err)
 {
     static const row_fn fns[2][2] = { { row_k32, row_k32p }, { row_k64, row_k64p } };
     j->row = fns[j->kw == 8][j->vw != 0];
@@ -509,10 +547,8 @@ static int rows_fast(rjob *j, gs_hostpool_team *team, unsigned workers, gs_err *
             bad = !(j->sorters[w] = gs_rows_vq_new());
     }
 #endif
-    if (!bad) {
-        size_t tasks = (j->rows + j->batch - 1) / j->batch;
+    if (!bad)
         gs_hostpool_for(team, tasks, task_rows, j);
-    }
 #if ROWS_VQ
     for (unsigned w = 0; j->sorters && w < workers; w++)
         gs_rows_vq_free(j->sorters[w]);
@@ -525,12 +561,52 @@ static int rows_fast(rjob *j, gs_hostpool_team *team, unsigned workers, gs_err *
     return 0;
 }
 
+/* Segments: the tasks, cut where a task's weight (each segment's keys and
+ * SEG_WEIGHT for the segment itself: many tiny segments cost their calls,
+ * not their keys) reaches `per`; and the longest segment the rows' own
+ * sort takes, which sizes the scratch. */
+#define SEG_WEIGHT 8
+static int seg_tasks(rjob *j, size_t per, size_t *ntasks, gs_err *err)
+{
+    const uint64_t *o = j->off;
+    size_t S = j->rows, most = 0;
+    for (size_t r = 0; r < S; r++) {
+        size_t len = (size_t)(o[r + 1] - o[r]);
+        if (len <= j->fast_max && len > most)
+            most = len;
+    }
+    j->len = most;
+    /* at most one task a segment, and no more than the weight allows */
+    size_t cap = (j->req->n + SEG_WEIGHT * S) / per + 2;
+    if (cap > S + 1)
+        cap = S + 1;
+    j->bounds = malloc((cap + 1) * sizeof *j->bounds);
+    if (!j->bounds)
+        return gs_err_set(err, GS_ENOMEM, "host: out of memory for the tasks of %zu segments",
+                          S);
+    size_t t = 0, acc = 0;
+    j->bounds[0] = 0;
+    for (size_t r = 0; r < S; r++) {
+        acc += (size_t)(o[r + 1] - o[r]) + SEG_WEIGHT;
+        if (acc >= per && t + 1 < cap) {
+            j->bounds[++t] = r + 1;
+            acc = 0;
+        }
+    }
+    if (j->bounds[t] != S)
+        j->bounds[++t] = S;
+    *ntasks = t;
+    return 0;
+}
+
 int gs_host_rows(const gs_sort_req *req, unsigned threads, gs_host_flat_fn flat,
                  void *flat_arg, gs_race_hook race, void *race_arg, gs_sort_stats *st,
                  gs_err *err)
 {
+    const int seg = req->shape.segments != 0;
     rjob j = {
-        .req = req, .rows = (size_t)req->shape.rows, .dtype = req->shape.dtype,
+        .req = req, .rows = (size_t)(seg ? req->shape.segments : req->shape.rows),
+        .off = seg ? req->offsets : NULL, .dtype = req->shape.dtype,
         .kw = gs_dtype_size(req->shape.dtype), .vw = gs_payload_size(req->shape.payload),
         .desc = req->shape.descending,
         .argsort = req->shape.payload == GS_PL_IDX32 || req->shape.payload == GS_PL_IDX64,
@@ -538,37 +614,52 @@ int gs_host_rows(const gs_sort_req *req, unsigned threads, gs_host_flat_fn flat,
         .radix = !ROWS_VQ || atomic_load(&force_radix),
         .race = race, .race_arg = race_arg, .flat = flat, .flat_arg = flat_arg,
     };
-    j.len = req->n / j.rows;
-    if (j.len == 0)
+    j.fast_max = j.kw == 4 && !j.vw && !j.radix ? ROWS_FAST_MAX_K32 : ROWS_FAST_MAX;
+    if (j.rows == 0 || req->n == 0)
         return 0;
-    const int fast = j.len <= (j.kw == 4 && !j.vw && !j.radix ? ROWS_FAST_MAX_K32 : ROWS_FAST_MAX);
-    /* batches of whole rows, at least four a worker where there are rows
-     * enough */
-    size_t want = threads > 1 ? threads - 1 : 0;
-    j.batch = fast ? ROWS_TASK_KEYS / j.len : 1;
-    if (j.batch > j.rows / (4 * (want + 1)))
-        j.batch = j.rows / (4 * (want + 1));
-    if (j.batch < 1)
-        j.batch = 1;
-    size_t tasks = (j.rows + j.batch - 1) / j.batch;
+    size_t want = threads > 1 ? threads - 1 : 0, tasks = 0;
+    /* a task: ROWS_TASK_KEYS keys, or fewer, so that each worker has four
+     * where there are keys enough */
+    size_t per = req->n / (4 * (want + 1));
+    if (per > ROWS_TASK_KEYS)
+        per = ROWS_TASK_KEYS;
+    if (per < 1)
+        per = 1;
+    int fast = 1;
+    if (seg) {
+        int rc = seg_tasks(&j, per, &tasks, err);
+        if (rc < 0)
+            return rc;
+    } else {
+        j.len = req->n / j.rows;
+        if (j.len == 0)
+            return 0;
+        fast = j.len <= j.fast_max;
+        /* batches of whole rows */
+        j.batch = fast ? per / j.len : 1;
+        if (j.batch < 1)
+            j.batch = 1;
+        tasks = (j.rows + j.batch - 1) / j.batch;
+    }
     if (want > tasks - 1)
         want = tasks - 1;
+    pthread_mutex_init(&j.mu, NULL);
+    gs_err_clear(&j.err);
     gs_hostpool_team team;
     unsigned workers = gs_hostpool_join(&team, (unsigned)want);
-    int rc;
-    if (fast) {
-        rc = rows_fast(&j, &team, workers, err);
-        st->output_touched = rc == 0;
-    } else {
-        pthread_mutex_init(&j.mu, NULL);
-        gs_err_clear(&j.err);
+    int rc = fast ? rows_fast(&j, &team, workers, tasks, err) : 0;
+    if (!fast)
         gs_hostpool_for(&team, j.rows, task_flat, &j);
-        pthread_mutex_destroy(&j.mu);
-        rc = j.rc;
-        if (rc < 0 && err)
-            *err = j.err;
-        st->output_touched = 1;
-    }
     gs_hostpool_leave(&team);
+    if (rc == 0 && j.rc < 0) {
+        rc = j.rc;
+        if (err)
+            *err = j.err;
+    }
+    /* a failed scratch allocation touched nothing; a failed long part may
+     * follow parts already written */
+    st->output_touched = !(fast && rc < 0 && j.rc == 0);
+    pthread_mutex_destroy(&j.mu);
+    free(j.bounds);
     return rc;
 }

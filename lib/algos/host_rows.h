@@ -14,11 +14,12 @@
  * thread (NaN bit patterns saved and restored around it) by algo_host.c. */
 typedef int (*gs_host_flat_fn)(void *arg, const gs_sort_req *row, gs_err *err);
 
-/* Sort every row of req (shape.rows > 1, no top-k: gs_sort_run sends
- * those row by row) on up to `threads` workers of the host pool, each
- * row stable and with the flat host sort's NaN rules, argsort indices
- * counted from 0 within it. `flat` sorts the rows longer than the rows'
- * own sort takes. `race` (may be NULL) is the test hook, called with
+/* Sort every row of req (shape.rows > 1), or every segment (shape.segments
+ * with req->offsets checked; no top-k: gs_sort_run sends those row by row)
+ * on up to `threads` workers of the host pool, each row stable and with
+ * the flat host sort's NaN rules, argsort indices counted from 0 within
+ * it. `flat` sorts the rows or segments longer than the rows' own sort
+ * takes. `race` (may be NULL) is the test hook, called with
  * GS_RACE_BUCKET and a row's range of the caller's arrays between the
  * row's private copy and its write-back. */
 int gs_host_rows(const gs_sort_req *req, unsigned threads, gs_host_flat_fn flat,

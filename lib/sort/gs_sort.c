@@ -282,7 +282,8 @@ void gs_sort_stats_add(gs_sort_stats *sum, const gs_sort_stats *s)
  * by side on the host pool, one thread each (its `threads` parameter set
  * to 1); a device algorithm's one after another on its device, which is
  * correct and, for many short parts, slow; an algorithm with `rows`
- * (bitonic) takes equal rows whole instead. The first part that fails
+ * (bitonic, the host sort) takes equal rows whole instead, and one with
+ * `segments` (the host sort: host_rows.c) segments. The first part that fails
  * stops the rest and its error is the request's; parts sorted before it
  * stay sorted. */
 
@@ -518,7 +519,7 @@ int gs_sort_run(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
         whole = gs_sort_req_whole(req);
         req = &whole;
     }
-    if (req->shape.segments || (req->shape.rows > 1 && !a->rows)) {
+    if ((req->shape.segments && !a->segments) || (req->shape.rows > 1 && !a->rows)) {
         /* each row or segment a request of its own (sort_rows) */
         rc = sort_rows(a, ctx, req, p, st, err);
         st->wall_ms = gs_now_ms() - t0;

@@ -101,6 +101,7 @@ typedef struct gs_algo {
     int rows;                         /* run sorts a request of equal rows itself
                                          (shape.rows > 1), else gs_sort_run runs
                                          each row as a request of its own */
+    int segments;                     /* and a request of segments (shape.segments) */
     int topk;                         /* serves top-k requests only (shape.topk),
                                          every row itself: a select, not a sort */
     int bit_range;                    /* sorts by a request's bit range itself

@@ -1715,15 +1715,15 @@ class Client:
                                            device, None, rows, k, not sorted, wire=wire))
         return vals.reshape(out_shape), idx.reshape(out_shape)
 
-    def _segmented(self, a, offsets, local, forced, here, there, wire=None):
-        """A segments call: here() in this process when it may sort here
-        (the daemon would sort the segments on its host cores too, as
-        libgsort decides), else there() through the daemon."""
-        if (self.local if local is None else bool(local)) and not forced:
-            self._here(a.shape[0], here)
-            return
-        there()
-        self.last["where"] = "daemon"
+    def _segmented(self, a, off, payload, descending, stable, local, forced, here, there,
+                   wire):
+        """A segments call, here() in this process or there() through the
+        daemon, as the Router picks (_routed); its shape counts the
+        segments too (by log2): numpy sorts them one by one here, the
+        daemon side by side on its cores."""
+        S = off.shape[0] - 1
+        self._routed((wire, payload, bool(descending), bool(stable), "segments",
+                      S.bit_length()), a.shape[0], local, forced, here, there)
 
     def sort_segments(self, a, offsets, descending=False, stable=False, algorithm=None,
                       params=None, device=None, local=None, key_type=None):
@@ -1733,9 +1733,11 @@ class Client:
         a[offsets[s]:offsets[s + 1]] (it may be empty). Order, stability
         and NaN rules are sort()'s, segment by segment. Offsets that break
         a rule are a ValueError (nothing is sent). The daemon sorts
-        segments on its host cores, so a call free to sort here (local, as
-        for sort()) does; algorithm, params or device name a route, which
-        sorts them one after another. 8- and 16-bit keys (key_type as for
+        segments on its host cores, side by side; a call free to sort here
+        (local, as for sort()) goes where the Client measured it faster for
+        the array's size and number of segments (numpy here sorts them one
+        by one); algorithm, params or device name a route, which sorts them
+        one after another. 8- and 16-bit keys (key_type as for
         sort()) too, as their order-keeping 32-bit words in the daemon.
         """
         a = _as_1d(a, "the array")
@@ -1746,7 +1748,8 @@ class Client:
 
         def here():
             _local.sort_segments(a16, off, descending, out16, bf16)
-        self._segmented(a16, off, local, _forced(algorithm, params, device, None), here,
+        self._segmented(a16, off, "none", descending, stable, local,
+                        _forced(algorithm, params, device, None), here,
                         lambda: self._run(a16, "none", None, out16, None, descending, stable,
                                           algorithm, params, device, offsets=off, wire=wire),
                         wire)
@@ -1773,7 +1776,8 @@ class Client:
         def here():
             _local.order_segments(a, off, descending, out, bf16)
         kind = "idx32" if n <= 0xFFFFFFFF else "idx64"
-        self._segmented(a, off, local, _forced(algorithm, params, device, None), here,
+        self._segmented(a, off, "idx", descending, stable, local,
+                        _forced(algorithm, params, device, None), here,
                         lambda: self._run(a, kind, None, None, out, descending, stable,
                                           algorithm, params, device, offsets=off, wire=wire),
                         wire)

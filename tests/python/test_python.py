@@ -696,6 +696,33 @@ def main():
     check("segments: offsets not from 0, decreasing or not ending at n are a ValueError; "
           "two segments of 4 and 6 sorted apart by the daemon; no keys", t_segments_bad)
 
+    # Above LOCAL_ALWAYS_UPTO keys a segments call free to go either way is
+    # routed by the Router, per dtype, order and number of segments (log2):
+    # the daemon first, numpy here within the first DAEMON_SAMPLES + SAMPLES
+    # calls, every answer right; a new count of segments is a new shape,
+    # asked of the daemon first again.
+    def t_segments_routed():
+        c = gsort.Client(a_sock, local=True)    # whatever GSORT_NO_LOCAL says here
+        rng = np.random.default_rng(38)
+        a = rng.integers(0, 1 << 32, 1 << 14, dtype=np.uint32)
+        first = np.linspace(0, a.shape[0], 513).astype(np.int64)
+        want = np.concatenate([np.sort(a[first[g]:first[g + 1]]) for g in range(512)])
+        wheres, ok = [], True
+        for _ in range(gsort._local.DAEMON_SAMPLES + gsort._local.SAMPLES):
+            ok = ok and np.array_equal(c.sort_segments(a, first), want)
+            wheres.append(c.last["where"])
+        few = [0, 5000, a.shape[0]]
+        r = c.sort_segments(a, few)
+        ok = ok and np.array_equal(r, np.concatenate([np.sort(a[:5000]), np.sort(a[5000:])]))
+        wheres.append(c.last["where"])
+        c.close()
+        return (ok and wheres[0] == "daemon" and "local" in wheres[:-1] and
+                wheres[-1] == "daemon", (wheres, c.local))
+
+    check("segments above 2048 keys routed as measured: the daemon first, then numpy here, "
+          "every answer right; another count of segments asked of the daemon first",
+          t_segments_routed)
+
     def t_badargs():
         a = np.arange(10, dtype=np.uint32)
         return all([
@@ -1637,7 +1664,9 @@ def narrow_checks(sock):
 
     def t_segments():
         bad = []
-        lens = [0, 3, 1, 0, 57, 2000, 1, 0, 33, 2]
+        # at most LOCAL_ALWAYS_UPTO keys in all: cl sorts them here whatever
+        # its Router has measured
+        lens = [0, 3, 1, 0, 57, 1000, 1, 0, 33, 2]
         off = np.concatenate(([0], np.cumsum(lens))).astype(np.int64)
         n = int(off[-1])
         for kind in NARROW:

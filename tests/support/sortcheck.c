@@ -364,7 +364,9 @@ static const uint32_t *rc_get(gs_dtype t, int dist, size_t n, uint64_t seed,
         return NULL;
     }
     size_t bytes = n * sizeof *perm;
-    ref_entry *e = bytes <= rc_budget() ? malloc(sizeof *e) : NULL;
+    /* a short reference is cheaper to make again than to find in a list
+     * that many segments' would make long */
+    ref_entry *e = n >= 256 && bytes <= rc_budget() ? malloc(sizeof *e) : NULL;
     if (!e) {
         *owned = 1;
         return perm;
@@ -1393,6 +1395,21 @@ int sc_segs_matrix(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p,
 }
 
 /* sc_segs_init, sc_segs_verify (sortcheck.h) */
+uint64_t *sc_random_offsets(size_t S, unsigned maxlen, uint64_t seed)
+{
+    uint64_t *o = malloc((S + 1) * sizeof *o);
+    if (!o)
+        return NULL;
+    o[0] = 0;
+    for (size_t s = 0; s < S; s++) {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        o[s + 1] = o[s] + seed % (maxlen + 1);
+    }
+    return o;
+}
+
 sc_case *sc_segs_init(gs_dtype t, gs_payload pl, int desc, const uint64_t *offsets, size_t S,
                       int dist, uint64_t seed, void *keys, void *vals)
 {

@@ -148,6 +148,10 @@ int sc_rows_check(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p, gs_dty
 int sc_rows_matrix(const gs_algo *a, gs_sort_ctx *ctx, const gs_params *p, size_t rows,
                    size_t len, int keys_only, const char *who);
 
+/* S + 1 offsets of S segments of random lengths in [0, maxlen]
+ * (xorshift from seed); malloc'd, NULL when out of memory. */
+uint64_t *sc_random_offsets(size_t S, unsigned maxlen, uint64_t seed);
+
 /* Segments (issue 38): as sc_rows_init and sc_rows_verify, for S segments
  * of any lengths given by S + 1 offsets (0 first, n last): segment s is
  * its own case of offsets[s + 1] - offsets[s] keys. */

@@ -7,7 +7,11 @@
  * thread; rows longer than the path takes (the flat sort a row, NaN
  * patterns kept per row); the caller's rows rewritten between their
  * private copy and the write-back (a client's shared memory, issue 32)
- * changing nothing; top-k of rows and segments still served. */
+ * changing nothing; segments (unequal parts given by offsets) on the
+ * same path: every dtype, payload, order and distribution with both sorts,
+ * empty and one-key segments among them, segments longer than the path
+ * takes beside tiny ones, 2^16 tiny segments, and each segment rewritten
+ * after its copy; top-k of rows still served row by row. */
 #include "config.h"
 
 #include <stdatomic.h>
@@ -81,15 +85,32 @@ static void rewrite_fn(void *arg, int at, size_t lo, size_t hi)
     atomic_fetch_add(&w->hits, 1);
 }
 
-static void test_rewritten(gs_dtype t, gs_payload pl, size_t rows, size_t len, int dist)
+/* S segments of random lengths in [0, maxlen] (xorshift from seed). */
+static uint64_t *random_offsets(size_t S, unsigned maxlen, uint64_t seed)
 {
-    size_t ks = gs_dtype_size(t), vs = gs_payload_size(pl), n = rows * len;
+    uint64_t *o = sc_random_offsets(S, maxlen, seed);
+    if (!o)
+        tap_bail("out of memory");
+    return o;
+}
+
+/* Rows (off NULL: `parts` rows of len keys) or segments (off: `parts` of
+ * them) rewritten by the client: each is copied once, through the rows'
+ * path (the hook sees every part, empty segments too, by its place in the
+ * whole request), and sorted from what it held then. */
+static void rewritten(gs_dtype t, gs_payload pl, size_t parts, size_t len, const uint64_t *off,
+                      int dist)
+{
+    size_t ks = gs_dtype_size(t), vs = gs_payload_size(pl), n = off ? (size_t)off[parts]
+                                                                     : parts * len;
     char *keys = malloc(n * ks + 1), *vals = malloc(n * vs + 1), why[512] = "";
     if (!keys || !vals)
         tap_bail("out of memory");
-    sc_case *c = sc_rows_init(t, pl, 0, rows, len, dist, 0x32, keys, vals);
-    gs_sort_req req = { .shape = { .dtype = t, .payload = pl, .stable = 1, .rows = rows },
-                        .n = n, .keys = keys, .values = vs ? vals : NULL };
+    sc_case *c = off ? sc_segs_init(t, pl, 0, off, parts, dist, 0x38, keys, vals)
+                     : sc_rows_init(t, pl, 0, parts, len, dist, 0x32, keys, vals);
+    gs_sort_req req = { .shape = { .dtype = t, .payload = pl, .stable = 1,
+                                   .rows = off ? 0 : parts, .segments = off ? parts : 0 },
+                        .n = n, .keys = keys, .values = vs ? vals : NULL, .offsets = off };
     rewriter w = { .req = &req };
     gs_err err;
     gs_err_clear(&err);
@@ -98,18 +119,34 @@ static void test_rewritten(gs_dtype t, gs_payload pl, size_t rows, size_t len, i
     gs_host_force_race(NULL, NULL);
     if (!ok)
         snprintf(why, sizeof why, "sort failed: %.300s", err.msg);
-    ok = sc_rows_verify(c, rows, len, 1, keys, vals, ok, why, sizeof why);
-    tap_ok(ok && (size_t)atomic_load(&w.hits) == rows,
-           "%zu rows of %zu %s keys, payload %s, %s, each rewritten after its copy: every "
-           "row the sort of what it held (%d rewrites; %s)", rows, len, gs_dtype_name(t),
+    ok = off ? sc_segs_verify(c, off, parts, 1, keys, vals, ok, why, sizeof why)
+             : sc_rows_verify(c, parts, len, 1, keys, vals, ok, why, sizeof why);
+    char what[64];
+    if (off)
+        snprintf(what, sizeof what, "%zu segments of %zu", parts, n);
+    else
+        snprintf(what, sizeof what, "%zu rows of %zu", parts, len);
+    tap_ok(ok && (size_t)atomic_load(&w.hits) == parts,
+           "%s %s keys, payload %s, %s, each part rewritten after its copy: every part the "
+           "sort of what it held (%d rewrites; %s)", what, gs_dtype_name(t),
            gs_payload_name(pl), sc_dist_name(dist), atomic_load(&w.hits), why);
     free(keys);
     free(vals);
 }
 
+static void test_rewritten(gs_dtype t, gs_payload pl, size_t rows, size_t len, int dist)
+{
+    rewritten(t, pl, rows, len, NULL, dist);
+}
+
+static void test_seg_rewritten(gs_dtype t, gs_payload pl, const uint64_t *off, size_t S, int dist)
+{
+    rewritten(t, pl, S, 0, off, dist);
+}
+
 int main(int argc, char **argv)
 {
-    /* an argument names the parts to run (matrix, long, rewrite, parts) */
+    /* an argument names the parts to run (matrix, segments, long, rewrite, parts) */
     const char *only = argc > 1 ? argv[1] : NULL;
 #define PART(name) (!only || strstr(only, name))
     gs_params one;
@@ -125,6 +162,19 @@ int main(int argc, char **argv)
     gs_host_rows_force_radix(1);
     lengths("radix", NULL, 1);
     matrix(40, 300, &one, "radix, threads=1");
+    }
+    if (PART("segments")) {
+        /* lengths 0 to 300: empty, one-key, insertion-sorted and longer
+         * segments side by side, in several tasks a worker */
+        uint64_t *off = random_offsets(120, 300, 0x2545f4914f6cdd1dull);
+#ifdef HAVE_VQSORT
+        gs_host_rows_force_radix(0);
+        sc_segs_matrix(&gs_algo_host, NULL, NULL, off, 120, 0, "segments, vqsort");
+#endif
+        gs_host_rows_force_radix(1);
+        sc_segs_matrix(&gs_algo_host, NULL, NULL, off, 120, 0, "segments, radix");
+        sc_segs_matrix(&gs_algo_host, NULL, &one, off, 120, 0, "segments, radix, threads=1");
+        free(off);
     }
     gs_host_rows_force_radix(old);
 
@@ -146,6 +196,26 @@ int main(int argc, char **argv)
     tap_ok(sc_rows_check(&gs_algo_host, NULL, NULL, GS_DT_F64, GS_PL_NONE, 1, 2, 70001,
                          SC_FSPECIAL, why, sizeof why),
            "2 rows of 70001 f64 keys with NaN payloads, descending (%s)", why);
+    /* segments past the path's bound among short ones: the flat sort for
+     * those alone, in their task */
+    static const uint64_t lng[] = { 0, 0, 5, 70006, 70070, 140071, 140072 };
+    tap_ok(sc_segs_check(&gs_algo_host, NULL, NULL, GS_DT_F32, GS_PL_IDX32, 0, lng, 6,
+                         SC_NANMIX, why, sizeof why),
+           "segments of 0, 5, 70001, 64, 70001 and 1 f32 keys with distinct NaNs, argsort "
+           "(%s)", why);
+    tap_ok(sc_segs_check(&gs_algo_host, NULL, NULL, GS_DT_F64, GS_PL_NONE, 1, lng, 6,
+                         SC_FSPECIAL, why, sizeof why),
+           "the same segments of f64 keys with NaN payloads, keys alone, descending (%s)", why);
+    static const uint64_t huge[] = { 0, 3, ((uint64_t)1 << 20) + 4, ((uint64_t)1 << 20) + 40 };
+    tap_ok(sc_segs_check(&gs_algo_host, NULL, NULL, GS_DT_U32, GS_PL_NONE, 0, huge, 3,
+                         SC_RANDOM, why, sizeof why),
+           "u32 segments of 3, 2^20 + 1 and 36 keys alone (%s)", why);
+    /* 2^16 tiny segments (0-7 keys): the tasks cut by their count too */
+    uint64_t *tiny = random_offsets((size_t)1 << 16, 7, 0x9e3779b97f4a7c15ull);
+    tap_ok(sc_segs_check(&gs_algo_host, NULL, NULL, GS_DT_I64, GS_PL_IDX64, 1, tiny,
+                         (size_t)1 << 16, SC_FEW16, why, sizeof why),
+           "2^16 segments of 0-7 i64 keys, argsort, descending (%s)", why);
+    free(tiny);
     }
 
     /* a client rewriting each row while it is sorted */
@@ -156,17 +226,22 @@ int main(int argc, char **argv)
     test_rewritten(GS_DT_I64, GS_PL_U64, 20, 700, SC_FEW16);
     test_rewritten(GS_DT_F64, GS_PL_U32, 20, 70, SC_NANMIX);
     test_rewritten(GS_DT_U32, GS_PL_U64, 5, 10, SC_EQUAL);
+    uint64_t *off = random_offsets(300, 90, 0x7f4a7c159e3779b9ull);
+    test_seg_rewritten(GS_DT_U32, GS_PL_NONE, off, 300, SC_RANDOM);
+    test_seg_rewritten(GS_DT_F32, GS_PL_IDX32, off, 300, SC_NANMIX);
+    test_seg_rewritten(GS_DT_I64, GS_PL_U64, off, 300, SC_FEW16);
+    free(off);
     }
     if (!PART("parts"))
         return tap_done();
 
-    /* top-k of rows and segments go their own ways (row by row), as before */
+    /* top-k of rows goes its own way (row by row), as before */
     tap_ok(sc_topk_check(&gs_algo_host, NULL, NULL, GS_DT_F32, GS_PL_IDX64, 0, 30, 500, 7, 1,
                          SC_NANMIX, why, sizeof why), "top-7 of 30 rows of 500 (%s)", why);
     tap_ok(sc_topk_check(&gs_algo_host, NULL, NULL, GS_DT_U64, GS_PL_U32, 1, 30, 500, 400, 1,
                          SC_FEW16, why, sizeof why), "top-400 of 30 rows of 500 (%s)", why);
     const uint64_t off[] = { 0, 0, 1, 65, 1089, 1100, 6100 };
     tap_ok(sc_segs_check(&gs_algo_host, NULL, NULL, GS_DT_F32, GS_PL_U32, 0, off, 6, SC_NANMIX,
-                         why, sizeof why), "segments of 0 to 5000 keys (%s)", why);
+                         why, sizeof why), "segments of 0 to 5000 keys, threads on (%s)", why);
     return tap_done();
 }

@@ -23,16 +23,9 @@
 /* S segments of random lengths in [0, maxlen] (xorshift from seed). */
 static uint64_t *random_offsets(size_t S, unsigned maxlen, uint64_t seed)
 {
-    uint64_t *o = malloc((S + 1) * sizeof *o);
+    uint64_t *o = sc_random_offsets(S, maxlen, seed);
     if (!o)
         tap_bail("out of memory");
-    o[0] = 0;
-    for (size_t s = 0; s < S; s++) {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        o[s + 1] = o[s] + seed % (maxlen + 1);
-    }
     return o;
 }
 
