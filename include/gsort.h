@@ -273,9 +273,10 @@ int gsort_run_rows(gsort_conn *c, const gsort_request *rq, size_t rows, gsort_re
  * segments, or NULL offsets are GSORT_EINVAL before anything is written.
  * Segments are sorted in this process's host sort whenever the call may
  * sort locally (the daemon sorts them on its host too), else by the
- * daemon, the offsets copied to it with the arrays (a named device or
- * algorithm sorts them one segment after another). 8- and 16-bit keys
- * too. */
+ * daemon, the offsets copied to it with the arrays (a named device sorts
+ * them all in one launch of its bitonic sort where the longest fits a
+ * work-group, else, as a named algorithm other than bitonic or host does,
+ * one segment after another). 8- and 16-bit keys too. */
 int gsort_run_segments(gsort_conn *c, const gsort_request *rq, const uint64_t *offsets,
                        size_t segments, gsort_result *res, gsort_error *err);
 /* A bit range (CUB's begin_bit/end_bit): the n keys are sorted by bits

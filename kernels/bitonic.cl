@@ -1,7 +1,8 @@
 /* Bitonic sort in local memory, driven by lib/algos/algo_bitonic.c: one
  * work-group sorts a tile of TILE keys held in local memory, which is one
  * row padded to P keys or TILE / P such rows side by side (a request of
- * equal rows, issue 38; a flat request is one row). Each key travels with
+ * equal rows, issue 38; a flat request is one row; the segments kernels
+ * take rows of unequal lengths, each at most P, from their offsets). Each key travels with
  * its position in the row (16 bits: a row holds at most 16384 keys), and
  * pairs compare by (encoded key, position), so the network sorts stably
  * and the padding (top key, position 0xffff) ends up behind every real key
@@ -25,9 +26,10 @@
  * Compile-time: WG work-items, TILE keys a group (a power of two, WG * 2
  * or more), P the padded row length (a power of two <= TILE) and LP its
  * log2, RC (a power of two, 2 or more, with TILE a multiple of RC * WG) and
- * LC its log2. The stage loop, the only one with a barrier, has a constant trip
- * count and is fully unrolled: PoCL 3.1 miscompiles barriers inside
- * run-time loops (see radix.cl). */
+ * LC its log2; BI_SEGS 1 for the segments kernels. The stage loop, the
+ * only one with a barrier, has a constant trip count and is fully
+ * unrolled: PoCL 3.1 miscompiles barriers inside run-time loops (see
+ * radix.cl). */
 
 #ifndef WG
 #error "WG must be defined"
@@ -46,6 +48,9 @@
 #endif
 #ifndef LC
 #error "LC must be defined"
+#endif
+#ifndef BI_SEGS
+#define BI_SEGS 0
 #endif
 #if (TILE % P) || (TILE % (2 * WG)) || (P != (1 << LP)) || (RC != (1 << LC)) || (TILE % (RC * WG))
 #error "TILE must be a multiple of P, 2 * WG and RC * WG; P = 2^LP, RC = 2^LC"
@@ -77,11 +82,23 @@
 
 /* VW 0: no values (vin, vout unused); else values of VT, or with iota the
  * argsort indices (positions in the row) written as VT. */
-#define DEF_BITONIC(KW, KT, VW, VT)                                                     \
+/* Row r of a request of equal rows starts at r * len; of segments (SEG 1),
+ * at off[r], and holds off[r + 1] - off[r] keys (at most P: the host
+ * checked the offsets, a private copy, and sized P to the longest). */
+#define BI_ROW(SEG, row, rows, len, off, st, ln)                                        \
+    ulong st = 0;                                                                       \
+    uint ln = 0;                                                                        \
+    if ((row) < (rows)) {                                                               \
+        st = SEG ? (off)[row] : (row) * (len);                                          \
+        ln = SEG ? (uint)((off)[(row) + 1] - st) : (len);                               \
+    }
+
+#define DEF_BITONIC(NAME, SEG, KW, KT, VW, VT)                                          \
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))                                \
-void bitonic_rows_k##KW##_v##VW(__global const KT *kin, __global KT *kout,              \
-                                __global const VT *vin, __global VT *vout, ulong rows,   \
-                                uint len, uint kind, uint desc, uint iota)               \
+void bitonic_##NAME##_k##KW##_v##VW(__global const KT *kin, __global KT *kout,          \
+                                    __global const VT *vin, __global VT *vout,          \
+                                    ulong rows, uint len, uint kind, uint desc,         \
+                                    uint iota, __global const ulong *off)               \
 {                                                                                       \
     __local KT lk[BI_LOCAL];                                                            \
     __local ushort li[BI_LOCAL];                                                        \
@@ -91,10 +108,11 @@ void bitonic_rows_k##KW##_v##VW(__global const KT *kin, __global KT *kout,      
     for (uint e = 0; e < BI_EACH; e++) {                                                \
         const uint t = e * WG + lid, pos = t & (P - 1);                                 \
         const ulong row = row0 + t / P;                                                 \
+        BI_ROW(SEG, row, rows, len, off, st, ln)                                        \
         KT k = top;                                                                     \
         ushort i = 0xffff;                                                              \
-        if (row < rows && pos < len) {                                                  \
-            k = gs_enc##KW(kin[row * len + pos], kind, desc);                           \
+        if (pos < ln) {                                                                 \
+            k = gs_enc##KW(kin[st + pos], kind, desc);                                  \
             i = (ushort)pos;                                                            \
         }                                                                               \
         lk[BI_AT(t)] = k;                                                               \
@@ -162,10 +180,11 @@ void bitonic_rows_k##KW##_v##VW(__global const KT *kin, __global KT *kout,      
     for (uint e = 0; e < BI_EACH; e++) {                                                \
         const uint t = e * WG + lid, pos = t & (P - 1);                                 \
         const ulong row = row0 + t / P;                                                 \
-        if (row < rows && pos < len) {                                                  \
-            /* a real key: the padding sorts behind the row's len keys */               \
+        BI_ROW(SEG, row, rows, len, off, st, ln)                                        \
+        if (pos < ln) {                                                                 \
+            /* a real key: the padding sorts behind the row's ln keys */                \
             const ushort i = li[BI_AT(t)];                                              \
-            const ulong at = row * len + pos, src = row * len + i;                      \
+            const ulong at = st + pos, src = st + i;                                    \
             const KT c = lk[BI_AT(t)];                                                  \
             kout[at] = kind == GS_KIND_FLOAT && c == nan_code ? kin[src]                \
                                                               : gs_dec##KW(c, kind, desc); \
@@ -175,9 +194,19 @@ void bitonic_rows_k##KW##_v##VW(__global const KT *kin, __global KT *kout,      
     }                                                                                   \
 }
 
-/* per key width: no values, 32-bit and 64-bit values (or argsort indices) */
+/* per key width: no values, 32-bit and 64-bit values (or argsort indices);
+ * equal rows, or with BI_SEGS 1 segments (a program of one or the other:
+ * each kernel's network is unrolled, and PoCL's build time grows with
+ * them) */
+#if BI_SEGS
 #define DEF_BITONIC_W(KW, KT, KS)                                                       \
-    DEF_BITONIC(KW, KT, 0, uint)                                                        \
-    DEF_BITONIC(KW, KT, 32, uint)                                                       \
-    DEF_BITONIC(KW, KT, 64, ulong)
+    DEF_BITONIC(segs, 1, KW, KT, 0, uint)                                               \
+    DEF_BITONIC(segs, 1, KW, KT, 32, uint)                                              \
+    DEF_BITONIC(segs, 1, KW, KT, 64, ulong)
+#else
+#define DEF_BITONIC_W(KW, KT, KS)                                                       \
+    DEF_BITONIC(rows, 0, KW, KT, 0, uint)                                               \
+    DEF_BITONIC(rows, 0, KW, KT, 32, uint)                                              \
+    DEF_BITONIC(rows, 0, KW, KT, 64, ulong)
+#endif
 GS_KEY_WIDTHS(DEF_BITONIC_W)

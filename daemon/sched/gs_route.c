@@ -301,30 +301,50 @@ static int rows_cand(gs_sched *s, int d, const gs_sort_req *r, cand *c)
     return 0;
 }
 
-/* Top-k on device d: its radix select (algo_select.c), which reads the
- * keys a few times and sends back k of each row, where it takes the
- * request (k up to its limit, rows that fit the device whole); predicted
- * as the device's flat sort of the same keys (the upload dominates). */
-static int topk_cand(gs_sched *s, int d, const gs_sort_req *r, cand *c)
+/* Device d's algorithm `name`, with its defaults, taking r whole in one
+ * run there (no pieces); predicted as the device's sort of `flat`, r's
+ * keys as one array (the upload dominates). */
+static int whole_cand(gs_sched *s, int d, const char *name, const gs_sort_req *r,
+                      const gs_sort_req *flat, cand *c)
 {
     sdev *sd = &s->devs[d];
-    const gs_algo *sel = gs_algo_find("select");
-    if (!sel || !usable(sd, sel))
+    const gs_algo *a = gs_algo_find(name);
+    if (!a || !usable(sd, a))
         return GS_EUNSUPPORTED;
-    gs_sort_req flat = gs_sort_req_whole(r);
-    flat.shape.rows = 0;
     cand f;
     gs_err e;
     gs_err_clear(&e);
     c->dev = d;
-    c->algo = sel;
-    sel->defaults(&sd->dev->info, &c->params);
+    c->algo = a;
+    a->defaults(&sd->dev->info, &c->params);
     c->how = GS_ROUTE_DEFAULT;
     c->from_rate = 0;
-    c->ms = device_cand(s, d, &flat, 0, &f, 1) == 0 ? f.ms : host_predict(s, r);
-    if (sched_fit(s, d, sel, r, &c->params, &c->chunk_n, &e) < 0 || c->chunk_n)
+    c->ms = device_cand(s, d, flat, 0, &f, 1) == 0 ? f.ms : host_predict(s, r);
+    if (sched_fit(s, d, a, r, &c->params, &c->chunk_n, &e) < 0 || c->chunk_n)
         return GS_EUNSUPPORTED;
     return 0;
+}
+
+/* Segments on device d, which the client named: bitonic, every segment
+ * in one launch, where the longest fits a work-group (algo_bitonic.c);
+ * else the device's flat choice segment by segment, as before. Not a
+ * choice of the daemon's own: no audit has timed it against the host. */
+static int segs_cand(gs_sched *s, int d, const gs_sort_req *r, cand *c)
+{
+    gs_sort_req flat = *r;
+    flat.shape.segments = 0;
+    flat.offsets = NULL;
+    return whole_cand(s, d, "bitonic", r, &flat, c);
+}
+
+/* Top-k on device d: its radix select (algo_select.c), which reads the
+ * keys a few times and sends back k of each row, where it takes the
+ * request (k up to its limit, rows that fit the device whole). */
+static int topk_cand(gs_sched *s, int d, const gs_sort_req *r, cand *c)
+{
+    gs_sort_req flat = gs_sort_req_whole(r);
+    flat.shape.rows = 0;
+    return whole_cand(s, d, "select", r, &flat, c);
 }
 
 /* The rows or top-k plan's route for r on device d (gs_plans_shape_lookup:
@@ -532,6 +552,12 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
         if (j->split_ask > 0)
             snprintf(j->split_why, sizeof j->split_why, "top-k requests are not split over "
                      "devices");
+        return 0;
+    }
+    if (j->req.shape.segments && j->device >= 0 && segs_cand(s, j->device, &j->req, &tc) == 0) {
+        apply(j, &tc);
+        if (j->split_ask > 0)
+            snprintf(j->split_why, sizeof j->split_why, "segments are not split over devices");
         return 0;
     }
     /* 8-bit keys alone, many: counted on the host pool (reading and

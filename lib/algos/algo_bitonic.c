@@ -6,6 +6,9 @@
  * short rows in one dispatch instead of one sort each. It serves rows up to
  * what fits a group's local memory (4096 keys of 32 or 64 bits on a GPU
  * with 48 KiB: a row is padded to a power of two) and refuses longer ones.
+ * Segments too (shape.segments): every segment padded to the power of two
+ * at or above the longest, their offsets uploaded for the kernel, so many
+ * short segments take one launch, not one device sort each.
  * Stable (pairs compare by key, then position), and every key leaves with
  * its own bit pattern, so neither the host nor the device saves NaN
  * patterns around it (keeps_bits). The tile and work-group are
@@ -83,6 +86,8 @@ typedef struct bi_run {
     long v[P_COUNT];
     size_t len, p, lp, tile, wg, rc, lc;
     uint64_t rows;
+    int seg;                  /* segments: rows of unequal lengths, len the longest */
+    cl_mem off;               /* their offsets on the device (else unused) */
     char opts[128];
     char kname[40];
     cl_kernel k;
@@ -115,8 +120,16 @@ static int plan_run(const gs_dev_info *info, const gs_sort_req *req, const long 
                     bi_run *r, gs_err *err)
 {
     const size_t ks = gs_dtype_size(req->shape.dtype);
-    r->rows = req->shape.rows > 1 ? req->shape.rows : 1;
-    r->len = req->n / (size_t)r->rows;
+    r->seg = req->shape.segments != 0;
+    r->rows = r->seg ? req->shape.segments : req->shape.rows > 1 ? req->shape.rows : 1;
+    r->len = 0;
+    if (r->seg) {             /* offsets: the request's checked private copy */
+        for (uint64_t s = 0; s < r->rows; s++)
+            if (req->offsets[s + 1] - req->offsets[s] > r->len)
+                r->len = (size_t)(req->offsets[s + 1] - req->offsets[s]);
+    } else {
+        r->len = req->n / (size_t)r->rows;
+    }
     /* padded: the power of two at or above len, at least 2 */
     for (r->p = 2, r->lp = 1; r->p < r->len; r->lp++)
         r->p *= 2;
@@ -125,9 +138,10 @@ static int plan_run(const gs_dev_info *info, const gs_sort_req *req, const long 
         size_t most = BI_MAX_TILE;
         while (most > 2 && local_bytes(most, ks) > room)
             most /= 2;
-        return gs_err_set(err, GS_EUNSUPPORTED, "bitonic: a row of %zu keys (%zu padded) does "
-                          "not fit a work-group's local memory (%llu bytes): rows of up to %zu "
-                          "%zu-byte keys do", r->len, r->p, (unsigned long long)room, most, ks);
+        return gs_err_set(err, GS_EUNSUPPORTED, "bitonic: a %s of %zu keys (%zu padded) does "
+                          "not fit a work-group's local memory (%llu bytes): %ss of up to %zu "
+                          "%zu-byte keys do", r->seg ? "segment" : "row", r->len, r->p,
+                          (unsigned long long)room, r->seg ? "segment" : "row", most, ks);
     }
     r->tile = (size_t)v[P_TILE] > r->p ? (size_t)v[P_TILE] : r->p;
     while (r->tile > r->p && local_bytes(r->tile, ks) > room)
@@ -167,25 +181,31 @@ static int bi_check(const gs_dev *dev, const gs_sort_req *req, const gs_params *
 static int bi_kernels(gs_devrun *d, void *self, gs_err *err)
 {
     bi_run *r = self;
-    snprintf(r->opts, sizeof r->opts, "-DWG=%zu -DTILE=%zu -DP=%zu -DLP=%zu -DRC=%zu -DLC=%zu",
-             r->wg, r->tile, r->p, r->lp, r->rc, r->lc);
+    snprintf(r->opts, sizeof r->opts, "-DWG=%zu -DTILE=%zu -DP=%zu -DLP=%zu -DRC=%zu -DLC=%zu%s",
+             r->wg, r->tile, r->p, r->lp, r->rc, r->lc, r->seg ? " -DBI_SEGS=1" : "");
     int rc = gs_prog_get(d->cr.dev, d->ctx->pc, (const char *[]){ "keys", "bitonic", NULL },
                          r->opts, &d->prog, NULL, err);
     if (rc)
         return rc;
     d->wg = r->wg;
-    snprintf(r->kname, sizeof r->kname, "bitonic_rows_k%d_v%d", (int)d->ks * 8, (int)d->vs * 8);
+    snprintf(r->kname, sizeof r->kname, "bitonic_%s_k%d_v%d", r->seg ? "segs" : "rows",
+             (int)d->ks * 8, (int)d->vs * 8);
     return gs_devrun_kernel(d, r->kname, &r->k, err);
 }
 
 static int bi_buffers(gs_devrun *d, void *self, gs_err *err)
 {
     bi_run *r = self;
-    (void)err;
-    /* no values: the kernel never touches these arguments */
+    /* no values: the kernel never touches these arguments; nor the
+     * offsets of equal rows */
     r->vin = d->vs ? d->vals[0] : d->keys[0];
     r->vout = d->vs ? d->vals[1] : d->keys[1];
-    return 0;
+    r->off = d->keys[0];
+    if (!r->seg)
+        return 0;
+    const size_t ob = ((size_t)r->rows + 1) * sizeof *d->req->offsets;
+    int rc = gs_clrun_buffer(&d->cr, ob, "segment offsets", &r->off, err);
+    return rc ? rc : gs_clrun_upload(&d->cr, r->off, d->req->offsets, ob, err);
 }
 
 static int bi_sort(gs_devrun *d, void *self, gs_err *err)
@@ -198,9 +218,10 @@ static int bi_sort(gs_devrun *d, void *self, gs_err *err)
     const size_t rpg = r->tile / r->p;
     const size_t groups = (size_t)((rows + rpg - 1) / rpg);
     gs_karg a[] = { GS_KARG(d->keys[0]), GS_KARG(d->keys[1]), GS_KARG(r->vin), GS_KARG(r->vout),
-                    GS_KARG(rows), GS_KARG(len), GS_KARG(kind), GS_KARG(desc), GS_KARG(iota) };
+                    GS_KARG(rows), GS_KARG(len), GS_KARG(kind), GS_KARG(desc), GS_KARG(iota),
+                    GS_KARG(r->off) };
     int rc;
-    if ((rc = gs_clrun_args(r->k, r->kname, a, 9, err)) ||
+    if ((rc = gs_clrun_args(r->k, r->kname, a, 10, err)) ||
         (rc = gs_clrun_launch(&d->cr, r->k, r->kname, groups, r->wg, err)))
         return rc;
     d->cur = 1;
@@ -212,9 +233,9 @@ static double bi_kernel_ms(gs_devrun *d, void *self)
 {
     bi_run *r = self;
     double ms = gs_clrun_kernel_ms(&d->cr);
-    GS_DEBUG("bitonic: %llu rows of %zu keys (padded %zu), tile %zu, %zu work-items, runs of "
-             "%zu in registers: %.3f ms", (unsigned long long)r->rows, r->len, r->p, r->tile,
-             r->wg, r->rc, ms);
+    GS_DEBUG("bitonic: %llu %s of %s%zu keys (padded %zu), tile %zu, %zu work-items, runs of "
+             "%zu in registers: %.3f ms", (unsigned long long)r->rows, r->seg ? "segments" : "rows",
+             r->seg ? "up to " : "", r->len, r->p, r->tile, r->wg, r->rc, ms);
     return ms;
 }
 
@@ -252,6 +273,7 @@ const gs_algo gs_algo_bitonic = {
     .stable = 1,
     .uses_device = 1,
     .rows = 1,
+    .segments = 1,
     .keeps_bits = 1,
     /* Rows are planned by the audit (daemon/audit/gs_audit_shapes.c), not
      * the tuner; and flat it serves only arrays of up to

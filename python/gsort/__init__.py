@@ -1736,8 +1736,10 @@ class Client:
         segments on its host cores, side by side; a call free to sort here
         (local, as for sort()) goes where the Client measured it faster for
         the array's size and number of segments (numpy here sorts them one
-        by one); algorithm, params or device name a route, which sorts them
-        one after another. 8- and 16-bit keys (key_type as for
+        by one); algorithm, params or device name a route (a device named
+        alone: its bitonic sort, every segment in one launch, where the
+        longest fits a work-group; else one segment after another). 8- and
+        16-bit keys (key_type as for
         sort()) too, as their order-keeping 32-bit words in the daemon.
         """
         a = _as_1d(a, "the array")

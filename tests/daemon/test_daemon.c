@@ -654,7 +654,7 @@ static void test_rows(dmn *d)
 /* The segments' keys, values and offsets: in one memfd (values and offsets
  * 8-aligned after the keys) or on the heap. `off` is copied in. */
 static int segs_ok(gs_client *c, gs_dtype t, gs_payload p, int desc, const uint64_t *off,
-                   size_t S, const char *algo, int memfd, char *why, size_t wl,
+                   size_t S, const char *algo, int dev, int memfd, char *why, size_t wl,
                    gs_client_result *res)
 {
     size_t ks = gs_dtype_size(t), vs = gs_payload_size(p), n = (size_t)off[S];
@@ -682,7 +682,7 @@ static int segs_ok(gs_client *c, gs_dtype t, gs_payload p, int desc, const uint6
     gs_client_sort s = { .shape = { .dtype = t, .payload = p, .descending = desc,
                                     .stable = 1, .segments = S },
                          .n = n, .keys = keys, .values = vs ? vals : NULL, .offsets = o,
-                         .algorithm = algo, .device = -1, .shm = memfd ? &shm : NULL };
+                         .algorithm = algo, .device = dev, .shm = memfd ? &shm : NULL };
     int ok = gs_client_sort_run(c, &s, res, &err) == 0;
     if (!ok)
         snprintf(why, wl, "%s: %.400s", gs_strerror(err.code), err.msg);
@@ -731,7 +731,7 @@ static void test_segments(dmn *d)
         };
         for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
             memset(&res, 0, sizeof res);
-            int ok = segs_ok(c, sh[i].t, sh[i].p, sh[i].desc, off, NS, NULL, m, why,
+            int ok = segs_ok(c, sh[i].t, sh[i].p, sh[i].desc, off, NS, NULL, -1, m, why,
                              sizeof why, &res);
             tap_ok(ok && res.device < 0, "%d segments of 0-90 %s keys (%llu), values %s, %s, "
                    "%s, the daemon's choice: each sorted on its own, on the host (%s)", NS,
@@ -742,10 +742,28 @@ static void test_segments(dmn *d)
     }
     static const uint64_t three[] = { 0, 4000, 4000, 5001 };
     memset(&res, 0, sizeof res);
-    int ok = segs_ok(c, GS_DT_U32, GS_PL_IDX32, 0, three, 3, "radix", 1, why, sizeof why, &res);
+    int ok = segs_ok(c, GS_DT_U32, GS_PL_IDX32, 0, three, 3, "radix", -1, 1, why, sizeof why,
+                     &res);
     tap_ok(ok && res.device >= 0 && !strcmp(res.algorithm, "radix"),
            "segments of 4000, 0 and 1001 u32 keys with their indices, radix named: on a "
            "device, each sorted (%s)", why);
+    /* a device named: bitonic takes every segment in one launch where the
+     * longest fits a work-group; else the device's own choice, segment by
+     * segment */
+    for (int m = 0; m < 2; m++) {
+        memset(&res, 0, sizeof res);
+        ok = segs_ok(c, m ? GS_DT_F64 : GS_DT_U32, m ? GS_PL_IDX32 : GS_PL_NONE, m, off, NS,
+                     NULL, 0, m, why, sizeof why, &res);
+        tap_ok(ok && res.device == 0 && !strcmp(res.algorithm, "bitonic"),
+               "%d segments of 0-90 %s keys, device 0 named: bitonic, each sorted (%s)", NS,
+               m ? "f64 keys with indices" : "u32", why);
+    }
+    static const uint64_t wide[] = { 0, 20000, 20001, 20100 };
+    memset(&res, 0, sizeof res);
+    ok = segs_ok(c, GS_DT_U32, GS_PL_U32, 1, wide, 3, NULL, 0, 1, why, sizeof why, &res);
+    tap_ok(ok && strcmp(res.algorithm, "bitonic"),
+           "segments of 20000, 1 and 99 u32 keys with values, device 0 named: too long for "
+           "bitonic, the device's plan's choice (%s)", why);
 
     /* offsets that lie: an error, nothing sorted, the connection still serves */
     uint32_t k[10] = { 9, 8, 7, 6, 5, 4, 3, 2, 1, 0 };

@@ -73,6 +73,8 @@ typedef struct pset {
     unsigned rows;    /* > 1: each case is that many rows of n keys, one request */
     unsigned topk;    /* > 0: a top-k request (k capped at the row), checked against the
                          stable reference's first k (select serves nothing else) */
+    unsigned segs;    /* > 0: each case is that many segments of random lengths, 0 to
+                         n / 2 keys (n 0 or 1: 0 or 1), one request */
 } pset;
 
 static const pset psets[] = {
@@ -82,80 +84,83 @@ static const pset psets[] = {
      * run every pass without the read-back); 8-bit digits in two 4-bit sub-digits with a tile of 16 (n =
      * 100: 7 tiles); 3-bit digits (11 positions > 8: the plain-atomics
      * histogram path) */
-    { "radix", "radix_bits=4,wg_size=64,elems_per_thread=4", 6, 0, 0, 2, 0, 0, 0 },
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 4, 0, 0, 0, 0, 0, 0 },
-    { "radix", "radix_bits=3,wg_size=16,elems_per_thread=3", 2, 0, 0, 0, 0, 0, 0 },
+    { "radix", "radix_bits=4,wg_size=64,elems_per_thread=4", 6, 0, 0, 2, 0, 0, 0, 0 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 4, 0, 0, 0, 0, 0, 0, 0 },
+    { "radix", "radix_bits=3,wg_size=16,elems_per_thread=3", 2, 0, 0, 0, 0, 0, 0, 0 },
     /* NaN payloads kept on the device: the count and save kernels of
      * keys.cl, with several tiles (n = 1000 > 16 x 16) */
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 2, 0, 1, 0, 0, 0, 0 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 2, 0, 1, 0, 0, 0, 0, 0 },
     /* the warp-multisplit ranking (the one NVIDIA GPUs run in PTX), its warp
      * operations emulated: 2 warps, 4 digits per work-item in the digit scan;
      * then fewer digits than work-items */
-    { "radix", "radix_bits=8,wg_size=64,elems_per_thread=2", 4, 1, 0, 0, 0, 0, 0 },
-    { "radix", "radix_bits=4,wg_size=32,elems_per_thread=3", 2, 1, 0, 0, 0, 0, 0 },
+    { "radix", "radix_bits=8,wg_size=64,elems_per_thread=2", 4, 1, 0, 0, 0, 0, 0, 0 },
+    { "radix", "radix_bits=4,wg_size=32,elems_per_thread=3", 2, 1, 0, 0, 0, 0, 0, 0 },
     /* 32-bit keys with 32-bit values ranked as one 64-bit word are the
      * default (cases 1, 4 and 5 above); the separate key and value
      * exchange (radix_scatter_k32_v32) in cases 1, 4 and 5 here */
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 6, 0, 0, 3, 0, 0, 0 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 6, 0, 0, 3, 0, 0, 0, 0 },
     /* onesweep (lookback=1): ticket, tile counts, look-back, gstart and the
      * look-back words cleared for the next pass (n = 1000: 63 tiles of 16);
      * then every look-back falling back to counting keys; then with the
      * warp ranking */
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1,lookback=1", 4, 0, 0, 0, 0, 0, 0 },
-    { "radix", "radix_bits=4,wg_size=16,elems_per_thread=2,lookback=1", 2, 0, 0, 1, 0, 0, 0 },
-    { "radix", "radix_bits=8,wg_size=32,elems_per_thread=2,lookback=1", 2, 1, 0, 0, 0, 0, 0 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1,lookback=1", 4, 0, 0, 0, 0, 0, 0, 0 },
+    { "radix", "radix_bits=4,wg_size=16,elems_per_thread=2,lookback=1", 2, 0, 0, 1, 0, 0, 0, 0 },
+    { "radix", "radix_bits=8,wg_size=32,elems_per_thread=2,lookback=1", 2, 1, 0, 0, 0, 0, 0, 0 },
     /* built for client pages (GS_HOSTILE), as on CPU devices that sort in
      * the caller's arrays (here on copies: see main): the bounded stores
      * of both scatters (32-bit pairs as one word in cases 1, 4 and 5,
      * apart in the same cases of the second set), of onesweep, and the
      * NaN save's bounded tiles */
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 6, 0, 0, 0, 1, 0, 0 },
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 6, 0, 0, 3, 1, 0, 0 },
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1,lookback=1", 2, 0, 0, 0, 1, 0, 0 },
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 2, 0, 1, 0, 1, 0, 0 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 6, 0, 0, 0, 1, 0, 0, 0 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 6, 0, 0, 3, 1, 0, 0, 0 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1,lookback=1", 2, 0, 0, 0, 1, 0, 0, 0 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1", 2, 0, 1, 0, 1, 0, 0, 0 },
     /* equal rows taken whole (issue 38): three rows of 32 to 1024 keys in
      * tiles of 32, one radix_scan_rows a pass; with the read-back (pass
      * skipping over every row, argsort's per-row identity when all keys
      * are equal); distinct NaN patterns kept on the device, put back row by
      * row (NaN tiles of 256 within the rows of 1024); 4-bit digits built
      * for client pages */
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=2", 6, 0, 0, 4, 0, 3, 0 },
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=2", 2, 0, 1, 4, 0, 3, 0 },
-    { "radix", "radix_bits=4,wg_size=16,elems_per_thread=2", 2, 0, 0, 4, 1, 3, 0 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=2", 6, 0, 0, 4, 0, 3, 0, 0 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=2", 2, 0, 1, 4, 0, 3, 0, 0 },
+    { "radix", "radix_bits=4,wg_size=16,elems_per_thread=2", 2, 0, 0, 4, 1, 3, 0, 0 },
     /* 16-bit keys as the daemon sends them (GS_K16; 8-bit keys' codes as u16):
      * reduce-then-scan, onesweep, the warp
      * ranking, built for client pages */
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=2", 4, 0, 0, 5, 0, 0, 0 },
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1,lookback=1", 2, 0, 0, 5, 0, 0, 0 },
-    { "radix", "radix_bits=8,wg_size=32,elems_per_thread=2", 1, 1, 0, 5, 0, 0, 0 },
-    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=2", 1, 0, 0, 5, 1, 0, 0 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=2", 4, 0, 0, 5, 0, 0, 0, 0 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=1,lookback=1", 2, 0, 0, 5, 0, 0, 0, 0 },
+    { "radix", "radix_bits=8,wg_size=32,elems_per_thread=2", 1, 1, 0, 5, 0, 0, 0, 0 },
+    { "radix", "radix_bits=8,wg_size=16,elems_per_thread=2", 1, 0, 0, 5, 1, 0, 0, 0 },
     /* mergepath: a mid-size tile; odd size_i and tile; size_i 1 with a
      * 16-element tile (many global merge levels) */
-    { "mergepath", "size_i=4,wg_size=32,elems_per_thread=4", 6, 0, 0, 0, 0, 0, 0 },
-    { "mergepath", "size_i=3,wg_size=16,elems_per_thread=5", 4, 0, 0, 0, 0, 0, 0 },
-    { "mergepath", "size_i=1,wg_size=16,elems_per_thread=1", 4, 0, 0, 0, 0, 0, 0 },
-    { "mergepath", "size_i=3,wg_size=16,elems_per_thread=5", 2, 0, 1, 0, 0, 0, 0 },
+    { "mergepath", "size_i=4,wg_size=32,elems_per_thread=4", 6, 0, 0, 0, 0, 0, 0, 0 },
+    { "mergepath", "size_i=3,wg_size=16,elems_per_thread=5", 4, 0, 0, 0, 0, 0, 0, 0 },
+    { "mergepath", "size_i=1,wg_size=16,elems_per_thread=1", 4, 0, 0, 0, 0, 0, 0, 0 },
+    { "mergepath", "size_i=3,wg_size=16,elems_per_thread=5", 2, 0, 1, 0, 0, 0, 0, 0 },
     /* built for client pages (GS_HOSTILE), as on CPU devices that sort in
      * the caller's arrays (here on copies: see main); many merge levels */
-    { "mergepath", "size_i=1,wg_size=16,elems_per_thread=1", 4, 0, 0, 0, 1, 0, 0 },
+    { "mergepath", "size_i=1,wg_size=16,elems_per_thread=1", 4, 0, 0, 0, 1, 0, 0, 0 },
     /* shellsort: slices and merge rounds; one insertion sort per subset (no
      * merge rounds); many short slices (merge rounds in every phase) */
-    { "shellsort", "threads_per_subset=64,min_elems_per_thread=8,wg_size=32", 6, 0, 0, 0, 0, 0, 0 },
-    { "shellsort", "threads_per_subset=1,min_elems_per_thread=1,wg_size=16", 4, 0, 0, 0, 0, 0, 0 },
-    { "shellsort", "threads_per_subset=16,min_elems_per_thread=2,wg_size=16", 4, 0, 0, 0, 0, 0, 0 },
+    { "shellsort", "threads_per_subset=64,min_elems_per_thread=8,wg_size=32", 6, 0, 0, 0, 0, 0, 0, 0 },
+    { "shellsort", "threads_per_subset=1,min_elems_per_thread=1,wg_size=16", 4, 0, 0, 0, 0, 0, 0, 0 },
+    { "shellsort", "threads_per_subset=16,min_elems_per_thread=2,wg_size=16", 4, 0, 0, 0, 0, 0, 0, 0 },
     /* bitonic: a row wider than the tile (the tile grows to it); three rows
      * a case, several to a group and the last group part-filled; distinct
      * NaN patterns, each read back from the input at its position */
-    { "bitonic", "wg_size=16,tile=64,run=16", 6, 0, 0, 0, 0, 0, 0 },
-    { "bitonic", "wg_size=16,tile=1024", 6, 0, 0, 0, 0, 3, 0 },
-    { "bitonic", "wg_size=16,tile=64", 2, 0, 1, 0, 0, 0, 0 },
+    { "bitonic", "wg_size=16,tile=64,run=16", 6, 0, 0, 0, 0, 0, 0, 0 },
+    { "bitonic", "wg_size=16,tile=1024", 6, 0, 0, 0, 0, 3, 0, 0 },
+    { "bitonic", "wg_size=16,tile=64", 2, 0, 1, 0, 0, 0, 0, 0 },
+    /* bitonic's segments kernels: unequal rows from offsets, several to a
+     * group and the last group part-filled, empty ones among them */
+    { "bitonic", "wg_size=16,tile=256,run=8", 4, 0, 0, 0, 0, 0, 0, 7 },
     /* select: one row over several tiles (1000 keys, tiles of 64), ties
      * across tiles (few distinct keys, all equal); three rows a case; k
      * of a whole row; distinct NaN patterns gathered by position */
-    { "select", "wg_size=16,per_item=4", 6, 0, 0, 0, 0, 0, 10 },
-    { "select", "wg_size=16,per_item=2", 3, 0, 0, 0, 0, 3, 7 },
-    { "select", "wg_size=32,per_item=1", 2, 0, 0, 0, 0, 0, 1000 },
-    { "select", "wg_size=16,per_item=8", 2, 0, 1, 0, 0, 0, 33 },
+    { "select", "wg_size=16,per_item=4", 6, 0, 0, 0, 0, 0, 10, 0 },
+    { "select", "wg_size=16,per_item=2", 3, 0, 0, 0, 0, 3, 7, 0 },
+    { "select", "wg_size=32,per_item=1", 2, 0, 0, 0, 0, 0, 1000, 0 },
+    { "select", "wg_size=16,per_item=8", 2, 0, 1, 0, 0, 0, 33, 0 },
 };
 #define NPSETS (sizeof psets / sizeof psets[0])
 
@@ -307,6 +312,20 @@ static void run_pset(gs_sort_ctx *ctx, const pset *ps, unsigned first, unsigned 
                      rows, k);
             if (!sc_topk_check(a, ctx, &p, t, pl, desc, rows, n, k, 1, dist, why, sizeof why))
                 what = why;
+            if (what && nfail++ < 5)
+                tap_diag("%s %s: %s: %s", a->name, pdesc, cdesc, what);
+            continue;
+        }
+        if (ps->segs) {          /* segments: each against its reference */
+            uint64_t *off = sc_random_offsets(ps->segs, (unsigned)(n / 2 > 1 ? n / 2 : n),
+                                              UINT64_C(0x5e9) + i);
+            if (!off)
+                tap_bail("out of memory");
+            snprintf(cdesc + strlen(cdesc), sizeof cdesc - strlen(cdesc),
+                     ", %u segments, %llu keys", ps->segs, (unsigned long long)off[ps->segs]);
+            if (!sc_segs_check(a, ctx, &p, t, pl, desc, off, ps->segs, dist, why, sizeof why))
+                what = why;
+            free(off);
             if (what && nfail++ < 5)
                 tap_diag("%s %s: %s: %s", a->name, pdesc, cdesc, what);
             continue;

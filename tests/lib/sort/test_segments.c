@@ -1,8 +1,9 @@
 /* Segments (lib/sort/gs_sort.c, sort_rows; issue 38): a request of S
  * segments of any lengths, given by S + 1 offsets, sorts each segment on its
- * own, for the host sort (segments side by side on the host pool), vqsort
- * and a device algorithm (radix on the test device, segments one after
- * another): every dtype, payload and order, each segment against its own
+ * own, for the host sort (segments side by side on the host pool:
+ * host_rows.c), vqsort, a device algorithm (radix on the test device,
+ * segments one after another) and bitonic (every segment in one launch; a
+ * segment longer than a work-group holds refused): every dtype, payload and order, each segment against its own
  * reference (sortcheck's: stable, NaN patterns kept), argsort indices
  * counted from 0 within the segment; empty and one-key segments, a single
  * segment, many tiny ones, a large one beside tiny ones; offsets that do
@@ -123,6 +124,32 @@ int main(void)
     gs_sort_ctx dctx = { .dev = d };
     static const uint64_t dev_off[] = { 0, 0, 1, 200, 200, 900 };
     sc_segs_matrix(&gs_algo_radix, &dctx, NULL, dev_off, 5, 0, "radix");
+    /* bitonic: every segment in one launch, padded to the longest's power
+     * of two: several to a group (tile 1024, segments of up to 100 keys),
+     * and one a group */
+    sc_segs_matrix(&gs_algo_bitonic, &dctx, NULL, dev_off, 5, 0, "bitonic");
+    uint64_t *many = random_offsets(300, 100, 0x5bd1e995ull);
+    sc_segs_matrix(&gs_algo_bitonic, &dctx, NULL, many, 300, 0, "bitonic, 300 segments");
+    free(many);
+    /* a segment longer than a group holds: refused, saying so, keys untouched */
+    {
+        enum { LONG = 40000 };
+        uint32_t *lk = malloc(LONG * sizeof *lk), *copy = malloc(LONG * sizeof *copy);
+        if (!lk || !copy)
+            tap_bail("out of memory");
+        for (size_t i = 0; i < LONG; i++)
+            lk[i] = copy[i] = (uint32_t)(LONG - i);
+        const uint64_t lo[] = { 0, 5, LONG };
+        gs_sort_req lr = { .shape = { .dtype = GS_DT_U32, .segments = 2 }, .n = LONG,
+                           .keys = lk, .offsets = lo };
+        gs_err_clear(&err);
+        rc = gs_sort_run(&gs_algo_bitonic, &dctx, &lr, NULL, NULL, &err);
+        tap_ok(rc == GS_EUNSUPPORTED && strstr(err.msg, "a segment of 39995 keys") &&
+               !memcmp(lk, copy, LONG * sizeof *lk),
+               "bitonic: a segment of 39995 keys refused, keys untouched (%d: %s)", rc, err.msg);
+        free(lk);
+        free(copy);
+    }
     gs_dev_free_list(devs, ndev);
     return tap_done();
 }
