@@ -7,12 +7,14 @@ what numpy offers: a loop of np.sort over the segments, and one sort of
 the whole array by (segment, key) as np.lexsort((a, segment_ids)); for
 uint32 keys also np.sort of the 64-bit words segment << 32 | key, and that
 same sort by cupy from the same numpy array where cupy imports. "its
-sort" is the daemon's own sort time of the last gs.daemon call. Medians
+sort" is the daemon's own sort time of the last gs.daemon call; with
+--device D also the segments sorted on device D named (its bitonic sort,
+every segment in one launch, where the longest fits). Medians
 of --reps calls after one warm-up; every answer checked against the loop's.
 Needs a running gsortd and PYTHONPATH naming python/.
 
     PYTHONPATH=python:bench bench/bench-segments.py [-S SOCKET] [--dtype uint32]
-        [--shapes 65536x64,4096x1024,256x16384] [--reps 5]
+        [--shapes 65536x64,4096x1024,256x16384] [--reps 5] [--device D]
 """
 import argparse
 import sys
@@ -51,6 +53,7 @@ def main():
                     choices=["uint32", "int32", "float32", "uint64", "int64", "float64"])
     ap.add_argument("--shapes", default="65536x64,4096x1024,256x16384")
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--device", type=int, help="also time the segments on this device named")
     a = ap.parse_args()
     try:
         import cupy as cp
@@ -89,11 +92,18 @@ def main():
         t_d, got = timed(lambda: c.sort_segments(x, off, local=False), a.reps)
         d_sort = c.last.get("times_ms", {}).get("sort", 0.0)
         bad += not np.array_equal(got, want)
+        dev = ""
+        if a.device is not None:
+            t_dev, got = timed(lambda: c.sort_segments(x, off, device=a.device), a.reps)
+            bad += not np.array_equal(got, want)
+            dev = "  device %d: %.2f ms (%s, its sort %.2f)" % (
+                a.device, t_dev, c.last.get("algorithm", "?"),
+                c.last.get("times_ms", {}).get("sort", 0.0))
         best = min(t for t in (t_loop, t_lex, t_comp, t_cp) if t is not None)
         f = lambda t: "%10.2f" % t if t is not None else "%10s" % "-"
-        print("%-12s %9d %s %s %s %s %s %8s %s %9.2f %8.2fx" % (
+        print("%-12s %9d %s %s %s %s %s %8s %s %9.2f %8.2fx%s" % (
             sh, x.shape[0], f(t_loop), f(t_lex), f(t_comp), f(t_cp), f(t_auto), where,
-            f(t_d), d_sort, t_auto / best))
+            f(t_d), d_sort, t_auto / best, dev))
         sys.stdout.flush()
     if bad:
         print("WRONG: %d answers differ from the loop's" % bad)

@@ -86,7 +86,7 @@ static void usage(FILE *out)
         "                         (default 2^10, every other size, up to the largest\n"
         "                         the tune measured)\n"
         "      --reps R           timed runs per choice (default 5)\n"
-        "      --shapes LIST      of u32,u64,f32,u32+u32,argsort,u16,rows,topk\n"
+        "      --shapes LIST      of u32,u64,f32,u32+u32,argsort,u16,rows,topk,segs\n"
         "                         (default: all)\n"
         "  -h, --help             show this help and exit\n"
         "  -V, --version          show the version and exit\n"

@@ -74,9 +74,11 @@ typedef struct actx {
     uint32_t *words;          /* 16-bit keys: the words of the daemon's narrow sort */
     gs_audit_times tm;        /* where the audit's time went */
     /* the request's geometry beyond one flat array (gs_audit_shapes.c):
-     * rows > 1 equal rows, k > 0 top-k of each; check: the output's test
+     * rows > 1 equal rows, k > 0 top-k of each, nseg > 0 segments; check:
+     * the output's test
      * for them (NULL: the keys in order) */
     uint64_t rows, k;
+    uint64_t nseg, *offs;     /* segments: nseg of them at offs (nseg + 1) */
     int (*check)(struct actx *A, const shape *h, size_t n);
 } actx;
 

@@ -206,8 +206,8 @@ static int run_once(actx *A, const shape *h, size_t n, audit_choice *c, double *
     gs_job j;
     memset(&j, 0, sizeof j);
     j.req = (gs_sort_req){ .shape = { .dtype = h->dt, .payload = h->pl, .rows = A->rows,
-                                      .topk = A->k > 0, .k = A->k },
-                           .n = n, .keys = A->base,
+                                      .topk = A->k > 0, .k = A->k, .segments = A->nseg },
+                           .n = n, .keys = A->base, .offsets = A->offs,
                            .values = h->pl == GS_PL_NONE ? NULL : (char *)A->base + A->voff };
     audit_narrow_job(&j, h, A->words);
     j.device = A->o->device;
@@ -217,9 +217,10 @@ static int run_once(actx *A, const shape *h, size_t n, audit_choice *c, double *
         j.has_params = !c->auto_params;
     } else {
         j.untuned = !c->routed;
-        if (A->rows > 1 || A->k) {
-            /* rows and top-k: routed as for a client that names no device
-             * (naming one picks its select or its rows), on this one */
+        if (A->rows > 1 || A->k || A->nseg) {
+            /* rows, top-k and segments: routed as for a client that names
+             * no device (naming one picks its select, its rows or its
+             * bitonic), on this one */
             j.device = -1;
             j.scope_dev = A->o->device + 1;
         }
@@ -251,7 +252,8 @@ static int run_once(actx *A, const shape *h, size_t n, audit_choice *c, double *
         if (!ok)
             return gs_err_set(err, GS_EINVAL, "%s: the keys came back out of order%s",
                               j.algo ? j.algo->name : "?",
-                              A->k ? " or not the k smallest" : A->rows > 1 ? " in a row" : "");
+                              A->k ? " or not the k smallest" : A->rows > 1 ? " in a row"
+                              : A->nseg ? " in a segment" : "");
     }
     snprintf(c->ran, sizeof c->ran, "%s", j.algo ? j.algo->name : "?");
     c->ran_params = j.run_params;

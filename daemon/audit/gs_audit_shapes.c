@@ -1,21 +1,23 @@
-/* The rows and top-k points of the plan audit (issue 38): the plan of
- * requests that are not one flat array, measured and kept. At each point
- * of a small grid (all the keys 2^b, a row's length or k 2^s) it times,
+/* The rows, top-k and segments points of the plan audit (issue 38): the
+ * plan of requests that are not one flat array, measured and kept. At
+ * each point of a small grid (all the keys 2^b, a row's length, k or the
+ * segments' mean length 2^s) it times,
  * as the flat points are timed (gs_audit_run.c), the plan's row for the
  * point (the one the daemon would take; without one, the daemon's route,
  * the rules of gs_route.c), the untuned route, and each route that serves the request
  * on this device and the host: for rows bitonic (one launch), radix (the
  * rows whole), the host sort and vqsort side by side; for top-k the
- * device's select and the host's (on a GPU: a CPU device's own routes
- * are not forced). The fastest route that beats the
+ * device's select and the host's; for segments (random lengths, 0 to
+ * twice the mean) bitonic in one launch and the host sort (on a GPU: a
+ * CPU device's own routes are not forced). The fastest route that beats the
  * plan's by the rank test, else the untuned one where the plan's is
  * slower than it by more than the noise, else the plan's own, is
  * the point's row of the shape_plan table (with fix): `gsortd --tune-all`
  * and a background retune end with it, so these requests are planned by
  * measurement as the flat ones are, and an audit without fix reports
  * where the plan loses. Keys are u32 (the 32-bit class; f32 follows it,
- * as for flat arrays), rows keys alone, top-k with the int32 indices a
- * client's topk asks for. */
+ * as for flat arrays), rows and segments keys alone, top-k with the int32
+ * indices a client's topk asks for. */
 #include "config.h"
 #include "gs_audit.h"
 #include "gs_audit_int.h"
@@ -32,22 +34,28 @@
 
 static const shape rows_shape = { "rows", GS_DT_U32, GS_PL_NONE, 1, 0 };
 static const shape topk_shape = { "topk", GS_DT_U32, GS_PL_IDX32, 1, 0 };
+static const shape segs_shape = { "segs", GS_DT_U32, GS_PL_NONE, 1, 0 };
 
 int audit_shape_known(const char *name)
 {
-    return !strcmp(name, "rows") || !strcmp(name, "topk");
+    return !strcmp(name, "rows") || !strcmp(name, "topk") || !strcmp(name, "segs");
 }
 
-/* The grid: log2 of all the keys, log2 of a row's length or of k. A CPU
+/* The grid: log2 of all the keys, log2 of a row's length, of k or of the
+ * segments' mean length. A CPU
  * device's is smaller (its points are host sorts and PoCL runs of a few
  * cores, under the quick audit's time bound). */
 typedef struct grid {
     int b[4], nb;             /* log2 of all the keys */
-    int s[3], ns;             /* log2 of a row's length, or of k */
+    int s[3], ns;             /* log2 of a row's length, of k, or of a mean segment */
 } grid;
-static const grid grids[2][2] = {       /* [kind][a CPU device] */
+static const grid grids[GS_PK_COUNT][2] = {       /* [kind][a CPU device] */
     [GS_PK_ROWS] = { { { 16, 20, 24 }, 3, { 6, 10, 14 }, 3 }, { { 14, 18 }, 2, { 6, 10 }, 2 } },
     [GS_PK_TOPK] = { { { 16, 20, 24, 26 }, 4, { 4, 10 }, 2 }, { { 16, 20 }, 2, { 4, 10 }, 2 } },
+    [GS_PK_SEGS] = { { { 16, 20, 24 }, 3, { 4, 7, 10 }, 3 }, { { 14, 18 }, 2, { 6, 10 }, 2 } },
+};
+static const shape *const kind_shape[GS_PK_COUNT] = {
+    [GS_PK_ROWS] = &rows_shape, [GS_PK_TOPK] = &topk_shape, [GS_PK_SEGS] = &segs_shape,
 };
 #define COUNT(a) (sizeof (a) / sizeof (a)[0])
 
@@ -62,6 +70,43 @@ static int rows_ok(actx *A, const shape *h, size_t n)
                            gs_key_encoded(h->dt, 0, A->base, i))
             return 0;
     return 1;
+}
+
+/* Every segment of A->offs in order by the keys' encoding. */
+static int segs_ok(actx *A, const shape *h, size_t n)
+{
+    (void)n;
+    for (uint64_t g = 0; g < A->nseg; g++)
+        for (uint64_t i = A->offs[g] + 1; i < A->offs[g + 1]; i++)
+            if (gs_key_encoded(h->dt, 0, A->base, i - 1) > gs_key_encoded(h->dt, 0, A->base, i))
+                return 0;
+    return 1;
+}
+
+/* Segments of n keys in all, of random lengths from 0 to twice `mean`
+ * (xorshift, the same at every run of the audit), the last cut at n: the
+ * offsets into A->offs, their count into A->nseg. */
+static int make_segments(actx *A, size_t n, uint64_t mean, gs_err *err)
+{
+    size_t cap = n / (mean ? mean : 1) * 2 + 16;
+    A->offs = malloc((cap + 1) * sizeof *A->offs);
+    if (!A->offs)
+        return gs_err_set(err, GS_ENOMEM, "plan audit: out of memory for %zu segment offsets",
+                          cap);
+    uint64_t x = 0x9e3779b97f4a7c15ull ^ n ^ (mean << 32), at = 0;
+    size_t g = 0;
+    A->offs[0] = 0;
+    while (at < n && g + 1 < cap) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        at += x % (2 * mean + 1);
+        A->offs[++g] = at < n ? at : n;
+    }
+    if (A->offs[g] < n)         /* the cap reached: the last takes the rest */
+        A->offs[g] = n;
+    A->nseg = g;
+    return 0;
 }
 
 /* The first k keys in order, each the input's key at the index beside it,
@@ -100,8 +145,12 @@ static size_t point_choices(const gs_plans_shape *row, gs_plans_kind kind, int h
 {
     static const char *const rows_algos[] = { "bitonic", "radix", "host", "vqsort" };
     static const char *const topk_algos[] = { "select", "host" };
-    const char *const *names = kind == GS_PK_ROWS ? rows_algos : topk_algos;
-    size_t nn = kind == GS_PK_ROWS ? COUNT(rows_algos) : COUNT(topk_algos);
+    /* not vqsort: it would sort each segment as a request of its own */
+    static const char *const segs_algos[] = { "bitonic", "host" };
+    const char *const *names = kind == GS_PK_ROWS ? rows_algos
+                               : kind == GS_PK_TOPK ? topk_algos : segs_algos;
+    size_t nn = kind == GS_PK_ROWS ? COUNT(rows_algos)
+                : kind == GS_PK_TOPK ? COUNT(topk_algos) : COUNT(segs_algos);
     size_t nc = 0;
     memset(cs, 0, MAX_CHOICES * sizeof *cs);
     /* the plan's row for the point (as the daemon finds it), run as it
@@ -160,7 +209,7 @@ static void shape_point(actx *A, gs_db *db, int64_t db_id, const gs_plans *P,
                         gs_plans_kind kind, int b, int sb, point_res *pr)
 {
     const gs_audit_opts *o = A->o;
-    const shape *h = kind == GS_PK_ROWS ? &rows_shape : &topk_shape;
+    const shape *h = kind_shape[kind];
     size_t n = (size_t)1 << b;
     uint64_t sub = (uint64_t)1 << sb;
     int reps = o->reps > 0 ? (o->reps > MAX_REPS / 2 ? MAX_REPS / 2 : o->reps) : 5;
@@ -170,7 +219,14 @@ static void shape_point(actx *A, gs_db *db, int64_t db_id, const gs_plans *P,
     snprintf(label, sizeof label, "%s:2^%d", h->name, sb);
     A->rows = kind == GS_PK_ROWS ? n / sub : 0;
     A->k = kind == GS_PK_TOPK ? sub : 0;
-    A->check = kind == GS_PK_ROWS ? rows_ok : topk_ok;
+    A->check = kind == GS_PK_ROWS ? rows_ok : kind == GS_PK_TOPK ? topk_ok : segs_ok;
+    gs_err e;
+    gs_err_clear(&e);
+    if (kind == GS_PK_SEGS && make_segments(A, n, sub, &e) < 0) {
+        GS_WARN("plan audit, device %d, %s n = 2^%d: not timed: %s", o->device, label, b, e.msg);
+        A->check = NULL;
+        return;
+    }
     audit_choice cs[MAX_CHOICES];
     /* a CPU device's own routes are not forced: the tuner finds device
      * algorithms far behind the host sort there, and each costs a program
@@ -178,14 +234,16 @@ static void shape_point(actx *A, gs_db *db, int64_t db_id, const gs_plans *P,
      * still timed, as the plan's choice) */
     const int cpu = (A->info->type & CL_DEVICE_TYPE_CPU) != 0;
     gs_shape hs = { .dtype = h->dt, .payload = h->pl, .rows = A->rows, .topk = A->k > 0,
-                    .k = A->k };
+                    .k = A->k, .segments = A->nseg };
     size_t nc = point_choices(gs_plans_shape_lookup(P, kind, &hs, n, sub), kind, cpu, cs);
     unsigned char gone[64] = { 0 };
     double t0 = gs_now_s();
-    gs_err e;
-    gs_err_clear(&e);
     if (audit_block_make(A, h, n, &e) < 0) {
         GS_WARN("plan audit, device %d, %s n = 2^%d: not timed: %s", o->device, label, b, e.msg);
+        free(A->offs);
+        A->offs = NULL;
+        A->nseg = 0;
+        A->check = NULL;
         return;
     }
     reps = audit_time_choices(A, h, n, cs, nc, gone, reps);
@@ -219,7 +277,9 @@ static void shape_point(actx *A, gs_db *db, int64_t db_id, const gs_plans *P,
                : " (gsortd --audit-plan --fix plans it)");
     }
     audit_block_free(A);
-    A->rows = A->k = 0;
+    A->rows = A->k = A->nseg = 0;
+    free(A->offs);
+    A->offs = NULL;
     A->check = NULL;
     if (o->out)
         audit_point_line(o->out, label, b, cs, nc, pr, gs_now_s() - t0);
@@ -231,8 +291,8 @@ void audit_shape_points(actx *A, gs_db *db, int64_t db_id, const gs_plans *P,
     const gs_audit_opts *o = A->o;
     const int cpu = (A->info->type & CL_DEVICE_TYPE_CPU) != 0;
     double t0 = gs_now_s();
-    for (int kind = GS_PK_ROWS; kind <= GS_PK_TOPK; kind++) {
-        if (!audit_shape_wanted(o->shapes, kind == GS_PK_ROWS ? "rows" : "topk"))
+    for (int kind = GS_PK_ROWS; kind < GS_PK_COUNT; kind++) {
+        if (!audit_shape_wanted(o->shapes, gs_plans_kind_name((gs_plans_kind)kind)))
             continue;
         const grid *g = &grids[kind][cpu];
         for (int i = 0; i < g->nb; i++) {

@@ -91,12 +91,13 @@ static void index_near(gs_plans *p)
 
 const char *gs_plans_kind_name(gs_plans_kind k)
 {
-    return k == GS_PK_TOPK ? "topk" : "rows";
+    return k == GS_PK_TOPK ? "topk" : k == GS_PK_SEGS ? "segs" : "rows";
 }
 
 int gs_plans_kind_parse(const char *s)
 {
-    return !strcmp(s, "rows") ? GS_PK_ROWS : !strcmp(s, "topk") ? GS_PK_TOPK : -1;
+    return !strcmp(s, "rows") ? GS_PK_ROWS : !strcmp(s, "topk") ? GS_PK_TOPK
+                                          : !strcmp(s, "segs") ? GS_PK_SEGS : -1;
 }
 
 /* Append a rows or top-k plan row, or leave it out (said once). */

@@ -30,12 +30,13 @@ typedef struct gs_plans_entry {
 } gs_plans_entry;
 
 /* The kinds of request that are not one flat array and have a plan of
- * their own (the shape_plan table, schema 7). */
-typedef enum gs_plans_kind { GS_PK_ROWS = 0, GS_PK_TOPK = 1 } gs_plans_kind;
+ * their own (the shape_plan table, schema 7; segments from 8). */
+typedef enum gs_plans_kind { GS_PK_ROWS = 0, GS_PK_TOPK = 1, GS_PK_SEGS = 2 } gs_plans_kind;
+#define GS_PK_COUNT 3
 
 /* A row of that plan: the route measured fastest at 2^bucket keys in all
- * and a row length (rows) or k (top-k) of 2^sub; algo is a device
- * algorithm of this device or a host one. */
+ * and a row length (rows), k (top-k) or mean segment length (segments) of
+ * 2^sub; algo is a device algorithm of this device or a host one. */
 typedef struct gs_plans_shape {
     gs_plans_kind kind;
     int key_bits;

@@ -347,18 +347,20 @@ static int topk_cand(gs_sched *s, int d, const gs_sort_req *r, cand *c)
     return whole_cand(s, d, "select", r, &flat, c);
 }
 
-/* The rows or top-k plan's route for r on device d (gs_plans_shape_lookup:
- * the point nearest r's sizes, measured through this scheduler by the
- * plan audit, gs_audit_shapes.c): a device algorithm on d where it takes
- * r whole (rows: bitonic in one launch, radix with the rows whole; top-k:
- * the select), or the host algorithm the row names; predicted as the
- * row's time scaled by n. Negative when d has no such row or cannot run
- * it now (the rules then decide, as untuned). */
+/* The rows, top-k or segments plan's route for r on device d
+ * (gs_plans_shape_lookup: the point nearest r's sizes, measured through
+ * this scheduler by the plan audit, gs_audit_shapes.c): a device
+ * algorithm on d where it takes r whole (rows: bitonic in one launch,
+ * radix with the rows whole; top-k: the select; segments: bitonic), or
+ * the host algorithm the row names; predicted as the row's time scaled by
+ * n. Negative when d has no such row or cannot run it now (the rules then
+ * decide, as untuned). */
 static int shape_plan_cand(gs_sched *s, int d, gs_plans_kind kind, const gs_sort_req *r,
                            cand *c)
 {
     sdev *sd = &s->devs[d];
-    uint64_t sub = kind == GS_PK_TOPK ? r->shape.k : r->n / r->shape.rows;
+    uint64_t sub = kind == GS_PK_TOPK ? r->shape.k
+                   : kind == GS_PK_SEGS ? r->n / r->shape.segments : r->n / r->shape.rows;
     const gs_plans_shape *e = gs_plans_shape_lookup(sd->plans, kind, &r->shape, r->n,
                                                     sub ? sub : 1);
     if (!e)
@@ -529,6 +531,25 @@ static int in_scope(const gs_sched *s, const gs_job *j, size_t d)
     return j->scope_dev <= 0 || (size_t)(j->scope_dev - 1) == d;
 }
 
+/* j by its kind's plan (shape_plan_cand) on the devices in scope, the
+ * soonest with their queues; 1 when one had a row for it (applied). */
+static int planned_shape(gs_sched *s, gs_job *j, gs_plans_kind kind)
+{
+    cand best = { 0 }, c;
+    int have = 0;
+    double bcost = 0;
+    for (size_t d = 0; d < s->ndev; d++)
+        if (in_scope(s, j, d) && shape_plan_cand(s, (int)d, kind, &j->req, &c) == 0)
+            keep_sooner(s, &c, &best, &bcost, &have);
+    if (!have)
+        return 0;
+    apply(j, &best);
+    if (j->split_ask > 0)
+        snprintf(j->split_why, sizeof j->split_why, "%s are not split over devices",
+                 kind == GS_PK_TOPK ? "top-k requests" : "segments");
+    return 1;
+}
+
 static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
 {
     j->fallback[0] = '\0';
@@ -567,32 +588,22 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
     const int narrow_many = j->narrow.dt && gs_narrow_row(j->narrow.dt)->bytes == 1 &&
                             j->req.shape.payload == GS_PL_NONE && gs_shape_flat(&j->req.shape) &&
                             j->req.n >= NARROW_DEVICE_BELOW;
-    if (j->req.shape.topk && j->req.shape.rows <= 1 && j->device < 0 && !j->untuned) {
-        /* Top-k of one array, planned: the fastest of the devices' rows for
-         * it (their select, or the host's) with each device's queue; no
-         * device with a row: the rules below */
-        cand best = { 0 }, c;
-        int have = 0;
-        double bcost = 0;
-        for (size_t d = 0; d < s->ndev; d++)
-            if (in_scope(s, j, d) && shape_plan_cand(s, (int)d, GS_PK_TOPK, &j->req, &c) == 0)
-                keep_sooner(s, &c, &best, &bcost, &have);
-        if (have) {
-            apply(j, &best);
-            if (j->split_ask > 0)
-                snprintf(j->split_why, sizeof j->split_why, "top-k requests are not split over "
-                         "devices");
-            return 0;
-        }
-    }
+    /* Top-k of one array, and segments, planned: the fastest of the
+     * devices' rows for them (their select or bitonic in one launch, or the
+     * host's) with each device's queue; no device with a row: the rules
+     * below */
+    if (((j->req.shape.topk && j->req.shape.rows <= 1) || j->req.shape.segments) &&
+        j->device < 0 && !j->untuned &&
+        planned_shape(s, j, j->req.shape.topk ? GS_PK_TOPK : GS_PK_SEGS))
+        return 0;
     if ((j->req.shape.topk || j->req.shape.segments || narrow_many) && j->device < 0) {
         /* Top-k: the host's select (gs_select.c) reads the keys once or
          * twice and sorts k of them; a device would sort them all.
-         * Segments: no device sorts them in one launch (each would be a
-         * device run of its own), so the host pool sorts them side by side
-         * (host_rows.c). A client that names a device or an algorithm gets
-         * that (segment by segment; top-k on a named device: its select,
-         * topk_cand) */
+         * Segments, with no plan for them: the host pool sorts them side
+         * by side (host_rows.c). A client that names a device or an
+         * algorithm gets that (top-k on a named device: its select,
+         * topk_cand; segments: its bitonic, segs_cand, or segment by
+         * segment) */
         cand host;
         host_cand(s, &j->req, GS_ROUTE_DEFAULT, &host);
         apply(j, &host);

@@ -87,7 +87,9 @@ void sched_warm_post(gs_sched *s, int d)
         const gs_plans_entry *e = flat ? &p->plan[i] : NULL;
         const gs_plans_shape *h = flat ? NULL : &p->shp[i - p->nplan];
         const gs_algo *a = flat ? e->algo : h->algo;
-        if (!a->uses_device)
+        /* a segments row's program depends on the longest segment of each
+         * request (bitonic pads every one to it): built by the first */
+        if (!a->uses_device || (h && h->kind == GS_PK_SEGS))
             continue;
         sched_warm_item *it = &w->item[w->n];
         it->kind = flat ? -1 : (int)h->kind;

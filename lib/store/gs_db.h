@@ -159,7 +159,7 @@ int gs_db_plan_get(gs_db *db, int64_t device_id, int key_bits, const char *paylo
  * of two sizes: bucket, floor(log2) of all the request's keys, and sub,
  * floor(log2) of a row's length (rows) or of k (top-k). */
 typedef struct gs_db_shape_row {
-    char kind[8];              /* "rows" or "topk" */
+    char kind[8];              /* "rows", "topk" or "segs" */
     int key_bits;
     char payload[16];
     int bucket, sub;

@@ -1,4 +1,4 @@
-/* The plan of rows and top-k requests in the tuning database (schema 7,
+/* The plan of rows, top-k and segments requests in the tuning database (schema 7, 8:
  * gs_db.h): a row per (device, kind, key width, payload, bucket, sub)
  * point, written by the measurement that chose it (daemon/audit) and read
  * whole into the daemon's plan table (gs_plans.c). */
@@ -11,8 +11,9 @@
 
 int gs_db_shape_set(gs_db *db, int64_t device_id, const gs_db_shape_row *r, gs_err *err)
 {
-    if (strcmp(r->kind, "rows") && strcmp(r->kind, "topk"))
-        return gs_err_set(err, GS_EINVAL, "a plan row of kind '%s' (rows or topk)", r->kind);
+    if (strcmp(r->kind, "rows") && strcmp(r->kind, "topk") && strcmp(r->kind, "segs"))
+        return gs_err_set(err, GS_EINVAL, "a plan row of kind '%s' (rows, topk or segs)",
+                          r->kind);
     sqlite3_stmt *st;
     int rc = db_prepare(db,
         "INSERT INTO shape_plan (device_id, kind, key_bits, payload, bucket, sub, algorithm,"

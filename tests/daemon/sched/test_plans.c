@@ -186,6 +186,8 @@ int main(void)
     snprintf(sr.baseline_algorithm, sizeof sr.baseline_algorithm, "host");
     sr.baseline_ms = 6.0;
     src |= gs_db_shape_set(g_db, g_id, &sr, &e);
+    SROW("segs", 32, "none", 20, 6, "bitonic", 0.7);
+    src |= gs_db_shape_set(g_db, g_id, &sr, &e);
     SROW("rows", 32, "none", 16, 6, "bogosort", 0.1);
     src |= gs_db_shape_set(g_db, g_id, &sr, &e);
     gs_err ke;
@@ -196,8 +198,8 @@ int main(void)
            ke.msg);
     gs_plans *ps = NULL;
     int lrc = gs_plans_load(g_db, g_id, &ps, &e);
-    tap_ok(lrc == 0 && ps && ps->nshp == 3, "load: 3 usable rows and top-k rows of 4 (%zu)",
-           ps ? ps->nshp : 0);
+    tap_ok(lrc == 0 && ps && ps->nshp == 4, "load: 4 usable rows, top-k and segments rows of 5 "
+           "(%zu)", ps ? ps->nshp : 0);
     gs_shape rs = { .dtype = GS_DT_U32, .rows = 1024 };
     const gs_plans_shape *r1 = gs_plans_shape_lookup(ps, GS_PK_ROWS, &rs, 1 << 20, 1 << 10);
     const gs_plans_shape *r2 = gs_plans_shape_lookup(ps, GS_PK_ROWS, &rs, 1 << 20, 1 << 13);
@@ -221,8 +223,18 @@ int main(void)
            !strcmp(r6->algo->name, "bitonic"),
            "top-k: the select's row for i32 keys of any k; stable requests keep stable "
            "algorithms' rows");
+    /* segments: their own rows only (the rows' 2^20 / 2^10 row is nearer) */
+    gs_shape ss = { .dtype = GS_DT_F32, .segments = 1000 };
+    const gs_plans_shape *g1 = gs_plans_shape_lookup(ps, GS_PK_SEGS, &ss, 1 << 20, 1 << 10);
+    ss.dtype = GS_DT_U64;
+    const gs_plans_shape *g2 = gs_plans_shape_lookup(ps, GS_PK_SEGS, &ss, 1 << 20, 1 << 10);
+    tap_ok(g1 && g1->kind == GS_PK_SEGS && !strcmp(g1->algo->name, "bitonic") &&
+           g1->sub == 6 && !g2, "segments: the segments row for f32 keys (not a rows row); "
+           "64-bit keys none");
     tap_ok(gs_plans_shape_lookup(NULL, GS_PK_ROWS, &rs, 1, 1) == NULL &&
            gs_plans_kind_parse("rows") == GS_PK_ROWS && gs_plans_kind_parse("topk") == GS_PK_TOPK &&
+           gs_plans_kind_parse("segs") == GS_PK_SEGS &&
+           !strcmp(gs_plans_kind_name(GS_PK_SEGS), "segs") &&
            gs_plans_kind_parse("x") < 0, "no table: no row; kinds parse");
     gs_plans_free(ps);
     tap_ok(gs_db_plan_clear(g_db, g_id, &e) == 0 && gs_plans_load(g_db, g_id, &ps, &e) == 0 &&

@@ -6,6 +6,9 @@
  *   device 0), every answer exact;
  * - rows of 1024 follow their own row, a host algorithm (vqsort where
  *   this gsortd has it), on the host;
+ * - segments of a mean 64 keys follow the segments plan's bitonic (not
+ *   built at start: its program depends on each request's longest
+ *   segment) on device 0;
  * - 64-bit keys, which have no rows of their class, and a request of the
  *   32-bit rows that names the device, follow the rules as before. */
 #include "config.h"
@@ -72,6 +75,39 @@ static int rows32(gs_client *c, size_t len, int device, gs_client_result *res, c
     return ok;
 }
 
+/* N keys in segments of 0 to 2 * mean keys (dtype t: u32 or u64) through
+ * c, naming no device; 1 when every segment came back as its sorted
+ * input. */
+static int segs_check(gs_client *c, gs_dtype t, unsigned mean, gs_client_result *res, char *why,
+                      size_t wl)
+{
+    uint64_t *off = sc_random_offsets(N, 2 * mean, 0x5e65);
+    if (!off)
+        tap_bail("out of memory");
+    size_t S = 0;
+    while (S < N && off[S + 1] < N)
+        S++;
+    off[++S] = N;               /* the last takes the rest */
+    const size_t ks = gs_dtype_size(t);
+    char *k = malloc(N * ks);
+    if (!k)
+        tap_bail("out of memory");
+    sc_case *cs = sc_segs_init(t, GS_PL_NONE, 0, off, S, SC_RANDOM, 38, k, NULL);
+    gs_client_sort q = { .shape = { .dtype = t, .segments = S }, .n = N, .keys = k,
+                         .offsets = off, .device = -1 };
+    gs_err e;
+    gs_err_clear(&e);
+    int ok = gs_client_sort_run(c, &q, res, &e) == 0;
+    if (!ok)
+        snprintf(why, wl, "%.500s", e.msg);
+    ok = sc_segs_verify(cs, off, S, 1, k, NULL, ok, why, wl);
+    if (ok)
+        why[0] = '\0';
+    free(k);
+    free(off);
+    return ok;
+}
+
 int main(void)
 {
     dmn_init();
@@ -89,6 +125,7 @@ int main(void)
         row_set(h, id, "rows", "none", 14, 6, "bitonic");
         row_set(h, id, "rows", "none", 14, 10, host_algo);
         row_set(h, id, "topk", "idx32", 14, 4, "select");
+        row_set(h, id, "segs", "none", 14, 6, "bitonic");
         gs_db_close(h);
     }
     const char *const extra[] = { "--log-level", "info", "-o", cache_opt, "-o", "tune_missing=no",
@@ -145,6 +182,16 @@ int main(void)
                "exact (plan '%s', %s on %d)%s%s", rc ? "?" : res.plan, rc ? "?" : res.algorithm,
                rc ? -2 : res.device, rc ? ": " : "", rc ? e.msg : "");
     }
+
+    /* segments: their own plan's row, bitonic on the device */
+    ok = segs_check(c, GS_DT_U32, 64, &res, why, sizeof why);
+    tap_ok(ok && !strcmp(res.plan, "tuned") && !strcmp(res.algorithm, "bitonic") &&
+           res.device == 0, "2^14 u32 keys in segments of 0-128: the segments plan's bitonic on "
+           "device 0, exact (plan '%s', %s on %d) %s", res.plan, res.algorithm, res.device, why);
+    ok = segs_check(c, GS_DT_U64, 64, &res, why, sizeof why);
+    tap_ok(ok && strcmp(res.plan, "tuned") && res.device == -1,
+           "u64 segments: no rows of their key class, the host sort, exact (plan '%s', %s) %s",
+           res.plan, res.algorithm, why);
 
     /* 64-bit keys: no rows of their class; the rules (the host, on a CPU device) */
     {

@@ -924,6 +924,11 @@ int main(void)
             " median_ms) VALUES (1, 32, 'none', 0, 10, 'host', '{}', 0.25),"
             " (1, 32, 'none', 0, 11, 'radix', '" RADIX3 "', 0.5);",
             NULL, NULL, NULL) == SQLITE_OK;
+        /* a rows plan row where the schema has them (7 on) */
+        if (ok && v >= 7)
+            ok = sqlite3_exec(h, "INSERT INTO shape_plan (device_id, kind, key_bits, payload,"
+                              " bucket, sub, algorithm, params, median_ms) VALUES (1, 'rows', 32,"
+                              " 'none', 20, 10, 'host', '{}', 4.5)", NULL, NULL, NULL) == SQLITE_OK;
         sqlite3_close(h);
         rc = ok ? gs_db_open(&db, vp, 0, &err) : -1;
         tap_ok(rc == 0 && gs_db_version(db) == gs_db_latest_version(),
@@ -992,6 +997,19 @@ int main(void)
                                " 'random', '{}', 1)", NULL, NULL, NULL) == SQLITE_OK;
         tap_ok(fk && ix && w16 && !w12, "version %d: key_bits of any key width after 006 (winner's "
                "trial %d, index %d, 16-bit row %d, 12-bit row refused %d)", v, fk, ix, w16, !w12);
+        /* migration 008 made shape_plan again for segments: a rows row kept,
+         * a 'segs' row goes in, an unknown kind not */
+        int kept = v < 7 || q_count(hh, "SELECT count(*) FROM shape_plan WHERE kind = 'rows' AND "
+                                    "bucket = 20 AND sub = 10 AND median_ms = 4.5") == 1;
+        int segs = sqlite3_exec(hh, "INSERT INTO shape_plan (device_id, kind, key_bits, payload,"
+                                " bucket, sub, algorithm, params, median_ms) VALUES (1, 'segs', 32,"
+                                " 'none', 20, 6, 'bitonic', '{}', 1.5)", NULL, NULL, NULL) ==
+                   SQLITE_OK;
+        int odd = sqlite3_exec(hh, "INSERT INTO shape_plan (device_id, kind, key_bits, payload,"
+                               " bucket, sub, algorithm, params, median_ms) VALUES (1, 'lex', 32,"
+                               " 'none', 20, 6, 'host', '{}', 1.5)", NULL, NULL, NULL) == SQLITE_OK;
+        tap_ok(kept && segs && !odd, "version %d: shape_plan after 008 (a rows row kept %d, a "
+               "segs row %d, another kind refused %d)", v, kept, segs, !odd);
         gs_db_close(db);
     }
 
