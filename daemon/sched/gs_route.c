@@ -175,11 +175,17 @@ static void warn_shape(sdev *sd, int d, const gs_sort_req *r, const gs_plans_ent
             r->shape.stable ? "stable" : "not stable", instead, hint);
 }
 
-/* Rows that out of core cannot cut into pieces of chunk_n keys: top-k
- * rows, or a row longer than that (gs_ooc_sort cuts rows on their
- * borders, a row whole). */
-static int rows_uncut(const gs_sort_req *r, size_t chunk_n)
+/* Rows or segments that out of core cannot cut into pieces of chunk_n
+ * keys: top-k rows, or a row or segment longer than that (gs_ooc_sort
+ * cuts them on their borders, each whole). */
+static int parts_uncut(const gs_sort_req *r, size_t chunk_n)
 {
+    if (r->shape.segments) {
+        for (uint64_t g = 0; g < r->shape.segments; g++)
+            if (r->offsets[g + 1] - r->offsets[g] > chunk_n)
+                return 1;
+        return 0;
+    }
     return r->shape.rows > 1 && (r->shape.topk || chunk_n < r->n / r->shape.rows);
 }
 
@@ -240,10 +246,9 @@ static int device_cand(gs_sched *s, int d, const gs_sort_req *r, int untuned, ca
         return GS_EUNSUPPORTED;
     if (sched_fit(s, d, c->algo, r, &c->params, &c->chunk_n, &e) < 0)
         return GS_EUNSUPPORTED;
-    /* out of core cuts rows on their borders (rows_uncut), but across
-     * segments, and merges by whole keys */
-    if (c->chunk_n && (rows_uncut(r, c->chunk_n) || r->shape.segments ||
-                       gs_shape_has_bits(&r->shape)))
+    /* out of core cuts rows and segments on their borders (parts_uncut),
+     * and merges by whole keys */
+    if (c->chunk_n && (parts_uncut(r, c->chunk_n) || gs_shape_has_bits(&r->shape)))
         return GS_EUNSUPPORTED;
     if (c->chunk_n)
         c->ms = sched_ooc_ms(s, d, c->algo, r, c->ms, c->chunk_n);
@@ -302,8 +307,9 @@ static int rows_cand(gs_sched *s, int d, const gs_sort_req *r, cand *c)
 }
 
 /* Device d's algorithm `name`, with its defaults, taking r whole in one
- * run there (no pieces); predicted as the device's sort of `flat`, r's
- * keys as one array (the upload dominates). */
+ * run there (segments: or in pieces of whole segments, out of core);
+ * predicted as the device's sort of `flat`, r's keys as one array (the
+ * upload dominates). */
 static int whole_cand(gs_sched *s, int d, const char *name, const gs_sort_req *r,
                       const gs_sort_req *flat, cand *c)
 {
@@ -320,8 +326,11 @@ static int whole_cand(gs_sched *s, int d, const char *name, const gs_sort_req *r
     c->how = GS_ROUTE_DEFAULT;
     c->from_rate = 0;
     c->ms = device_cand(s, d, flat, 0, &f, 1) == 0 ? f.ms : host_predict(s, r);
-    if (sched_fit(s, d, a, r, &c->params, &c->chunk_n, &e) < 0 || c->chunk_n)
+    if (sched_fit(s, d, a, r, &c->params, &c->chunk_n, &e) < 0 ||
+        (c->chunk_n && (!r->shape.segments || parts_uncut(r, c->chunk_n))))
         return GS_EUNSUPPORTED;
+    if (c->chunk_n)             /* segments: pieces of whole ones */
+        c->ms = sched_ooc_ms(s, d, a, r, c->ms, c->chunk_n);
     return 0;
 }
 
@@ -458,19 +467,19 @@ static int route_override(gs_sched *s, gs_job *j, gs_err *err)
                 *err = ce;
             continue;
         }
-        if (c.chunk_n && rows_uncut(&j->req, c.chunk_n)) {
-            rc = gs_err_set(err, GS_ETOOBIG, "%s: %llu rows of %llu keys do not fit device %zu "
-                            "at once, and %s", a->name, (unsigned long long)j->req.shape.rows,
-                            (unsigned long long)(j->req.n / j->req.shape.rows), d,
-                            j->req.shape.topk ? "top-k rows are not cut into pieces"
-                                              : "a row is not cut into pieces");
-            continue;
-        }
-        if (c.chunk_n && j->req.shape.segments) {
-            rc = gs_err_set(err, GS_ETOOBIG, "%s: %llu segments of %llu keys in all do not fit "
-                            "device %zu at once, and segments are not sorted out of core",
-                            a->name, (unsigned long long)j->req.shape.segments,
-                            (unsigned long long)j->req.n, d);
+        if (c.chunk_n && parts_uncut(&j->req, c.chunk_n)) {
+            if (j->req.shape.segments)
+                rc = gs_err_set(err, GS_ETOOBIG, "%s: %llu segments of %llu keys in all do not "
+                                "fit device %zu at once, and the longest is not cut into pieces",
+                                a->name, (unsigned long long)j->req.shape.segments,
+                                (unsigned long long)j->req.n, d);
+            else
+                rc = gs_err_set(err, GS_ETOOBIG, "%s: %llu rows of %llu keys do not fit device "
+                                "%zu at once, and %s", a->name,
+                                (unsigned long long)j->req.shape.rows,
+                                (unsigned long long)(j->req.n / j->req.shape.rows), d,
+                                j->req.shape.topk ? "top-k rows are not cut into pieces"
+                                                  : "a row is not cut into pieces");
             continue;
         }
         if (c.chunk_n && gs_shape_has_bits(&j->req.shape)) {

@@ -1,5 +1,6 @@
 /* An out-of-core sort (gs_ooc_sort, gs_ooc.h): equal rows cut into pieces
- * of whole rows, each sorted and none merged; else the request cut into
+ * of whole rows, and segments into pieces of whole segments, each sorted
+ * and none merged; else the request cut into
  * pieces of chunk_n keys, each sorted by the algorithm, then either the
  * device route (two passes through the device, gs_ooc_dev.c) or the
  * host's k-way merge of the pieces (gs_ooc.c), with the host sort
@@ -49,6 +50,54 @@ static int rows_in_pieces(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req 
     return rc;
 }
 
+/* Segments (issue 38): pieces of whole segments, each as many as fit
+ * chunk_n keys, their offsets rebased to the piece (from the request's
+ * checked private copy), sorted by the algorithm in turn; nothing merged.
+ * A segment longer than chunk_n is GS_ETOOBIG, before anything is sorted. */
+static int segs_in_pieces(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
+                          const gs_params *p, size_t chunk_n, gs_sort_stats *st, gs_err *err)
+{
+    double t0 = gs_now_ms();
+    const uint64_t *o = req->offsets;
+    const size_t S = (size_t)req->shape.segments;
+    for (size_t g = 0; g < S; g++)
+        if (o[g + 1] - o[g] > chunk_n)
+            return gs_err_set(err, GS_ETOOBIG, "%s: segment %zu of %zu keys does not fit the "
+                              "device at once (%zu keys do), and a segment is not cut", a->name,
+                              g, (size_t)(o[g + 1] - o[g]), chunk_n);
+    uint64_t *po = malloc((S + 1) * sizeof *po);
+    if (!po)
+        return gs_err_set(err, GS_ENOMEM, "out-of-core sort: out of memory for %zu offsets", S);
+    int rc = 0;
+    size_t g = 0, npieces = 0;
+    while (g < S && rc == 0) {
+        const size_t first = g;
+        const uint64_t lo = o[g];
+        while (g < S && o[g + 1] - lo <= chunk_n)
+            g++;
+        for (size_t i = first; i <= g; i++)
+            po[i - first] = o[i] - lo;
+        gs_sort_req piece = gs_ooc_piece(req, (size_t)lo, (size_t)(o[g] - lo));
+        piece.shape.segments = g - first;
+        piece.offsets = po;
+        gs_sort_stats cs;
+        npieces++;
+        rc = gs_sort_run(a, ctx, &piece, p, &cs, err);
+        gs_sort_stats_add(st, &cs);
+        st->output_touched |= cs.output_touched;
+        if (rc < 0)
+            gs_err_prefix(err, "out-of-core piece %zu (segments %zu..%zu): ", npieces, first,
+                          g - 1);
+    }
+    free(po);
+    st->chunks = (unsigned)npieces;
+    st->wall_ms = gs_now_ms() - t0;
+    if (rc == 0)
+        GS_DEBUG("%s: sorted %zu segments out of core, %zu pieces of up to %zu keys (%.3f ms)",
+                 a->name, S, npieces, chunk_n, st->wall_ms);
+    return rc;
+}
+
 int gs_ooc_sort(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
                 const gs_params *p, size_t chunk_n, gs_sort_stats *st, gs_err *err)
 {
@@ -58,6 +107,8 @@ int gs_ooc_sort(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
         return gs_sort_run(a, ctx, req, p, st, err);
     if (req->shape.rows > 1 && !req->shape.topk)
         return rows_in_pieces(a, ctx, req, p, chunk_n, st, err);
+    if (req->shape.segments)
+        return segs_in_pieces(a, ctx, req, p, chunk_n, st, err);
     gs_sort_req whole;
     if (req->shape.topk) {      /* pieces sort whole: the merged first k are the top k */
         whole = gs_sort_req_whole(req);

@@ -452,20 +452,25 @@ int dmn_sort_check(gs_client *c, gs_client_sort *s, sc_case *k, gs_client_result
 int dmn_rows_check(gs_client *c, gs_client_sort *s, int dist, uint64_t seed,
                    gs_client_result *res, char *why, size_t len)
 {
-    size_t rows = (size_t)s->shape.rows, rl = s->n / rows;
+    const size_t S = (size_t)s->shape.segments;
+    size_t rows = S ? 0 : (size_t)s->shape.rows, rl = S ? 0 : s->n / rows;
     size_t vs = gs_payload_size(s->shape.payload);
-    void *k = malloc(s->n * gs_dtype_size(s->shape.dtype)), *v = vs ? malloc(s->n * vs) : NULL;
+    void *k = malloc(s->n * gs_dtype_size(s->shape.dtype) + 1);
+    void *v = vs ? malloc(s->n * vs + 1) : NULL;
     if (!k || (vs && !v))
         tap_bail("out of memory");
-    sc_case *cs = sc_rows_init(s->shape.dtype, s->shape.payload, s->shape.descending, rows, rl,
-                               dist, seed, k, v);
+    sc_case *cs = S ? sc_segs_init(s->shape.dtype, s->shape.payload, s->shape.descending,
+                                   s->offsets, S, dist, seed, k, v)
+                    : sc_rows_init(s->shape.dtype, s->shape.payload, s->shape.descending, rows,
+                                   rl, dist, seed, k, v);
     s->keys = k;
     s->values = v;
     gs_err err;
     gs_err_clear(&err);
     memset(res, 0, sizeof *res);
     int ok = gs_client_sort_run(c, s, res, &err) == 0;
-    ok = sc_rows_verify(cs, rows, rl, s->shape.stable, k, v, ok, why, len);
+    ok = S ? sc_segs_verify(cs, s->offsets, S, s->shape.stable, k, v, ok, why, len)
+           : sc_rows_verify(cs, rows, rl, s->shape.stable, k, v, ok, why, len);
     if (err.msg[0])
         snprintf(why, len, "%.500s", err.msg);
     free(k);

@@ -83,8 +83,10 @@ int dmn_sort_check(struct gs_client *c, struct gs_client_sort *s, struct sc_case
 /* The same for rows (issue 38): s->shape.rows rows of s->n / rows keys
  * of s->shape's dtype and payload, each row its own sortcheck case (input
  * from dist, seeds from seed: sc_rows_init), sorted as s says and each
- * row checked against its own reference (sc_rows_verify). s->keys and
- * s->values are set here and freed before the return. */
+ * row checked against its own reference (sc_rows_verify); or, with
+ * s->shape.segments, the segments s->offsets cuts (sc_segs_init,
+ * sc_segs_verify). s->keys and s->values are set here and freed before
+ * the return. */
 int dmn_rows_check(struct gs_client *c, struct gs_client_sort *s, int dist, uint64_t seed,
                    struct gs_client_result *res, char *why, size_t len);
 

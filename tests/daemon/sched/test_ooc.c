@@ -6,7 +6,8 @@
  * cut into 2 to 9 pieces, checked exactly against the reference (radix is
  * stable, and so must the merge be); a few through mergepath; the reply
  * must say how many pieces and time the merge; a request that fits is not
- * cut; equal rows go in pieces of whole rows, none merged, and a row
+ * cut; equal rows go in pieces of whole rows, and segments in pieces of
+ * whole segments (bitonic and radix), none merged, and a row or segment
  * longer than the cap is refused. All of it three times: pieces merged on the host (PoCL's own
  * route), and the GPU's route (a second pass through the device) with one
  * and with two pieces on the device at once. */
@@ -62,6 +63,22 @@ static int rows_one(gs_client *c, size_t rows, size_t len, const char *algo,
                                     .stable = 1 },
                          .n = rows * len, .algorithm = algo, .device = -1 };
     int ok = dmn_rows_check(c, &s, SC_RANDOM, rows * len, res, why, wl);
+    if (ok)
+        snprintf(why, wl, "ok: %s on device %d, %u pieces", res->algorithm, res->device,
+                 res->chunks);
+    return ok;
+}
+
+/* Segments in pieces of whole segments: an argsort of the segments `off`
+ * cuts (S of them) through `algo`, each checked against its own
+ * reference; res filled. */
+static int segs_one(gs_client *c, const uint64_t *off, size_t S, const char *algo,
+                    gs_client_result *res, char *why, size_t wl)
+{
+    gs_client_sort q = { .shape = { .dtype = GS_DT_U32, .payload = GS_PL_IDX32, .stable = 1,
+                                    .segments = S },
+                         .n = (size_t)off[S], .offsets = off, .algorithm = algo, .device = -1 };
+    int ok = dmn_rows_check(c, &q, SC_FEW16, 77, res, why, wl);
     if (ok)
         snprintf(why, wl, "ok: %s on device %d, %u pieces", res->algorithm, res->device,
                  res->chunks);
@@ -133,6 +150,25 @@ static void matrix(const char *route)
     ok = rows_one(c, 2, 160000, "radix", &res, why, sizeof why);
     tap_ok(!ok && strstr(why, "a row is not cut"), "%s: rows longer than the cap: refused, "
            "said: %s", label, why);
+    /* segments: pieces of whole segments, none merged, by bitonic (every
+     * segment of a piece in one launch) and by radix (one after another);
+     * a segment longer than the cap refused with the reason */
+    uint64_t *off = sc_random_offsets(100, 3000, 0x0cc);
+    if (!off)
+        tap_bail("out of memory");
+    for (int i = 0; i < 2; i++) {
+        const char *algo = i ? "radix" : "bitonic";
+        ok = segs_one(c, off, 100, algo, &res, why, sizeof why);
+        tap_ok(ok && res.chunks >= 2 && res.device >= 0 && !res.merge_ms,
+               "%s: an argsort of 100 segments of 0-3000 u32 keys (%llu) by %s, in pieces of "
+               "whole segments, none merged (%u pieces): %s", label,
+               (unsigned long long)off[100], algo, res.chunks, why);
+    }
+    free(off);
+    static const uint64_t big[] = { 0, 10, 160010, 160020 };
+    ok = segs_one(c, big, 3, "radix", &res, why, sizeof why);
+    tap_ok(!ok && strstr(why, "the longest is not cut"), "%s: a segment longer than the cap: "
+           "refused, said: %s", label, why);
     ok = one(c, GS_DT_I32, GS_PL_U32, 0, 5000, SC_RANDOM, "radix", &res, why, sizeof why);
     tap_ok(ok && res.chunks == 0 && res.device >= 0,
            "%s: a request that fits the cap is sorted whole (%u pieces): %s", label, res.chunks,
