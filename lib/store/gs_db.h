@@ -154,10 +154,11 @@ int gs_db_plan_mark_source(gs_db *db, int64_t device_id, int key_bits, const cha
 int gs_db_plan_get(gs_db *db, int64_t device_id, int key_bits, const char *payload, int stable,
                    int bucket, gs_db_choice *out, gs_err *err);
 
-/* The plan of requests that are not one flat array (schema 7, issue 38):
- * per kind, key width and payload, the route measured fastest at a point
- * of two sizes: bucket, floor(log2) of all the request's keys, and sub,
- * floor(log2) of a row's length (rows) or of k (top-k). */
+/* The plan of requests that are not one flat array (schema 7, issue 38;
+ * segments from 8): per kind, key width and payload, the route measured
+ * fastest at a point of two sizes: bucket, floor(log2) of all the
+ * request's keys, and sub, floor(log2) of a row's length (rows), of k
+ * (top-k) or of the segments' mean length (segs). */
 typedef struct gs_db_shape_row {
     char kind[8];              /* "rows", "topk" or "segs" */
     int key_bits;

@@ -1,7 +1,8 @@
-/* The plan of rows, top-k and segments requests in the tuning database (schema 7, 8:
- * gs_db.h): a row per (device, kind, key width, payload, bucket, sub)
- * point, written by the measurement that chose it (daemon/audit) and read
- * whole into the daemon's plan table (gs_plans.c). */
+/* The plan of rows, top-k and segments requests in the tuning database
+ * (schema 7; segments from 8; gs_db.h): a row per (device, kind, key
+ * width, payload, bucket, sub) point, written by the measurement that
+ * chose it (daemon/audit) and read whole into the daemon's plan table
+ * (gs_plans.c). */
 #include "config.h"
 #include "gs_db.h"
 #include "gs_db_int.h"

@@ -112,7 +112,7 @@ int gs_dbq_winners(gs_db *db, const gs_dbq_filter *f, gs_dbq_choice_fn fn, void 
 /* Plan entries by device, key_bits, payload, bucket, stable (the
  * algorithms filter keeps entries served by those algorithms). */
 int gs_dbq_plan(gs_db *db, const gs_dbq_filter *f, gs_dbq_choice_fn fn, void *ud, gs_err *err);
-/* The rows and top-k plan (schema 7) by device, kind, key_bits, payload,
+/* The rows, top-k and segments plan (schema 7, 8) by device, kind, key_bits, payload,
  * bucket, sub: kind and sub set, stable -1, the baseline as for plan rows. */
 int gs_dbq_shapes(gs_db *db, const gs_dbq_filter *f, gs_dbq_choice_fn fn, void *ud,
                   gs_err *err);
