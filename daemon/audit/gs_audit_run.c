@@ -416,10 +416,7 @@ int audit_time_choices(actx *A, const shape *h, size_t n, audit_choice *cs, size
 
 /* ---- a point's verdict: counted, and its line ---- */
 
-/* Does the plan (cs[0]) lose to the fastest other choice (*altp), timed
- * again with it alone so that a lucky round does not rewrite the plan?
- * Also the plan's ratios to the untuned route (cs[1]) and to the fastest
- * forced choice, and what the point says, into pr. */
+/* The verdict of a flat or rows/top-k/segments point (gs_audit_int.h). */
 int audit_plan_loses(actx *A, const shape *h, const char *label, int b, audit_choice *cs,
                      size_t nc, int reps, point_res *pr, audit_choice **altp)
 {
@@ -464,8 +461,7 @@ int audit_plan_loses(actx *A, const shape *h, const char *label, int b, audit_ch
                                     : ": not slower by the rank test";
         snprintf(pr->what, sizeof pr->what, "%s 2^%d: %s %.4f ms, untuned %s %.4f ms%s",
                  label, b, plan->algo ? plan->algo->name : plan->ran, plan->med, unt->ran,
-                 unt->med,
-                 pr->plan_untuned > 1 ? why : "");
+                 unt->med, pr->plan_untuned > 1 ? why : "");
     }
     if (audit_usable(plan) && bestf)
         pr->plan_best = plan->med / bestf->med;
@@ -477,7 +473,6 @@ int audit_plan_loses(actx *A, const shape *h, const char *label, int b, audit_ch
     *altp = alt;
     return lose;
 }
-
 
 int audit_shape_wanted(const char *list, const char *name)
 {

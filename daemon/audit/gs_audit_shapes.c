@@ -32,31 +32,6 @@
 #include "gs_time.h"
 #include "gs_tune.h"
 
-static const shape rows_shape = { "rows", GS_DT_U32, GS_PL_NONE, 1, 0 };
-static const shape topk_shape = { "topk", GS_DT_U32, GS_PL_IDX32, 1, 0 };
-static const shape segs_shape = { "segs", GS_DT_U32, GS_PL_NONE, 1, 0 };
-
-int audit_shape_known(const char *name)
-{
-    return !strcmp(name, "rows") || !strcmp(name, "topk") || !strcmp(name, "segs");
-}
-
-/* The grid: log2 of all the keys, log2 of a row's length, of k or of the
- * segments' mean length. A CPU
- * device's is smaller (its points are host sorts and PoCL runs of a few
- * cores, under the quick audit's time bound). */
-typedef struct grid {
-    int b[4], nb;             /* log2 of all the keys */
-    int s[3], ns;             /* log2 of a row's length, of k, or of a mean segment */
-} grid;
-static const grid grids[GS_PK_COUNT][2] = {       /* [kind][a CPU device] */
-    [GS_PK_ROWS] = { { { 16, 20, 24 }, 3, { 6, 10, 14 }, 3 }, { { 14, 18 }, 2, { 6, 10 }, 2 } },
-    [GS_PK_TOPK] = { { { 16, 20, 24, 26 }, 4, { 4, 10 }, 2 }, { { 16, 20 }, 2, { 4, 10 }, 2 } },
-    [GS_PK_SEGS] = { { { 16, 20, 24 }, 3, { 4, 7, 10 }, 3 }, { { 14, 18 }, 2, { 6, 10 }, 2 } },
-};
-static const shape *const kind_shape[GS_PK_COUNT] = {
-    [GS_PK_ROWS] = &rows_shape, [GS_PK_TOPK] = &topk_shape, [GS_PK_SEGS] = &segs_shape,
-};
 #define COUNT(a) (sizeof (a) / sizeof (a)[0])
 
 /* ---- the output's checks (the first run of each choice at a point) ---- */
@@ -135,6 +110,46 @@ static int topk_ok(actx *A, const shape *h, size_t n)
     return below < k && upto >= k;
 }
 
+/* ---- the kinds of point ---- */
+
+/* A grid: log2 of all the keys, log2 of a row's length, of k or of the
+ * segments' mean length. */
+typedef struct grid {
+    int b[4], nb;             /* log2 of all the keys */
+    int s[3], ns;             /* log2 of a row's length, of k, or of a mean segment */
+} grid;
+
+/* Each kind's points: the shape timed, the output's check, the routes
+ * forced beside the plan's and the untuned one (up to 4; the rest NULL),
+ * and the grid, [a CPU device]: a CPU device's is smaller (its points are
+ * host sorts and PoCL runs of a few cores, under the quick audit's time
+ * bound). */
+typedef struct kind_def {
+    shape h;
+    int (*check)(actx *A, const shape *h, size_t n);
+    const char *algos[4];
+    grid g[2];
+} kind_def;
+static const kind_def kinds[GS_PK_COUNT] = {
+    [GS_PK_ROWS] = { { "rows", GS_DT_U32, GS_PL_NONE, 1, 0 }, rows_ok,
+                     { "bitonic", "radix", "host", "vqsort" },
+                     { { { 16, 20, 24 }, 3, { 6, 10, 14 }, 3 }, { { 14, 18 }, 2, { 6, 10 }, 2 } } },
+    [GS_PK_TOPK] = { { "topk", GS_DT_U32, GS_PL_IDX32, 1, 0 }, topk_ok, { "select", "host" },
+                     { { { 16, 20, 24, 26 }, 4, { 4, 10 }, 2 },
+                       { { 16, 20 }, 2, { 4, 10 }, 2 } } },
+    /* not vqsort: it would sort each segment as a request of its own */
+    [GS_PK_SEGS] = { { "segs", GS_DT_U32, GS_PL_NONE, 1, 0 }, segs_ok, { "bitonic", "host" },
+                     { { { 16, 20, 24 }, 3, { 4, 7, 10 }, 3 }, { { 14, 18 }, 2, { 6, 10 }, 2 } } },
+};
+
+int audit_shape_known(const char *name)
+{
+    for (size_t k = 0; k < COUNT(kinds); k++)
+        if (!strcmp(name, kinds[k].h.name))
+            return 1;
+    return 0;
+}
+
 /* ---- one point ---- */
 
 /* The routes timed at a point, into cs: the daemon's own, the untuned one,
@@ -143,14 +158,7 @@ static int topk_ok(actx *A, const shape *h, size_t n)
 static size_t point_choices(const gs_plans_shape *row, gs_plans_kind kind, int host_only,
                             audit_choice *cs)
 {
-    static const char *const rows_algos[] = { "bitonic", "radix", "host", "vqsort" };
-    static const char *const topk_algos[] = { "select", "host" };
-    /* not vqsort: it would sort each segment as a request of its own */
-    static const char *const segs_algos[] = { "bitonic", "host" };
-    const char *const *names = kind == GS_PK_ROWS ? rows_algos
-                               : kind == GS_PK_TOPK ? topk_algos : segs_algos;
-    size_t nn = kind == GS_PK_ROWS ? COUNT(rows_algos)
-                : kind == GS_PK_TOPK ? COUNT(topk_algos) : COUNT(segs_algos);
+    const char *const *names = kinds[kind].algos;
     size_t nc = 0;
     memset(cs, 0, MAX_CHOICES * sizeof *cs);
     /* the plan's row for the point (as the daemon finds it), run as it
@@ -162,7 +170,7 @@ static size_t point_choices(const gs_plans_shape *row, gs_plans_kind kind, int h
     }
     cs[nc++].routed = 1;
     snprintf(cs[nc++].label, sizeof cs[0].label, "untuned");
-    for (size_t i = 0; i < nn && nc < MAX_CHOICES; i++) {
+    for (size_t i = 0; i < COUNT(kinds[kind].algos) && names[i] && nc < MAX_CHOICES; i++) {
         const gs_algo *a = gs_algo_find(names[i]);
         if (!a || (host_only && a->uses_device))
             continue;
@@ -205,11 +213,20 @@ static int write_row(gs_db *db, int64_t db_id, gs_plans_kind kind, const shape *
     return rc;
 }
 
+/* The point's geometry off A again (the segments' offsets freed). */
+static void point_done(actx *A)
+{
+    A->rows = A->k = A->nseg = 0;
+    free(A->offs);
+    A->offs = NULL;
+    A->check = NULL;
+}
+
 static void shape_point(actx *A, gs_db *db, int64_t db_id, const gs_plans *P,
                         gs_plans_kind kind, int b, int sb, point_res *pr)
 {
     const gs_audit_opts *o = A->o;
-    const shape *h = kind_shape[kind];
+    const shape *h = &kinds[kind].h;
     size_t n = (size_t)1 << b;
     uint64_t sub = (uint64_t)1 << sb;
     int reps = o->reps > 0 ? (o->reps > MAX_REPS / 2 ? MAX_REPS / 2 : o->reps) : 5;
@@ -219,12 +236,12 @@ static void shape_point(actx *A, gs_db *db, int64_t db_id, const gs_plans *P,
     snprintf(label, sizeof label, "%s:2^%d", h->name, sb);
     A->rows = kind == GS_PK_ROWS ? n / sub : 0;
     A->k = kind == GS_PK_TOPK ? sub : 0;
-    A->check = kind == GS_PK_ROWS ? rows_ok : kind == GS_PK_TOPK ? topk_ok : segs_ok;
+    A->check = kinds[kind].check;
     gs_err e;
     gs_err_clear(&e);
     if (kind == GS_PK_SEGS && make_segments(A, n, sub, &e) < 0) {
         GS_WARN("plan audit, device %d, %s n = 2^%d: not timed: %s", o->device, label, b, e.msg);
-        A->check = NULL;
+        point_done(A);
         return;
     }
     audit_choice cs[MAX_CHOICES];
@@ -240,10 +257,7 @@ static void shape_point(actx *A, gs_db *db, int64_t db_id, const gs_plans *P,
     double t0 = gs_now_s();
     if (audit_block_make(A, h, n, &e) < 0) {
         GS_WARN("plan audit, device %d, %s n = 2^%d: not timed: %s", o->device, label, b, e.msg);
-        free(A->offs);
-        A->offs = NULL;
-        A->nseg = 0;
-        A->check = NULL;
+        point_done(A);
         return;
     }
     reps = audit_time_choices(A, h, n, cs, nc, gone, reps);
@@ -277,10 +291,7 @@ static void shape_point(actx *A, gs_db *db, int64_t db_id, const gs_plans *P,
                : " (gsortd --audit-plan --fix plans it)");
     }
     audit_block_free(A);
-    A->rows = A->k = A->nseg = 0;
-    free(A->offs);
-    A->offs = NULL;
-    A->check = NULL;
+    point_done(A);
     if (o->out)
         audit_point_line(o->out, label, b, cs, nc, pr, gs_now_s() - t0);
 }
@@ -294,7 +305,7 @@ void audit_shape_points(actx *A, gs_db *db, int64_t db_id, const gs_plans *P,
     for (int kind = GS_PK_ROWS; kind < GS_PK_COUNT; kind++) {
         if (!audit_shape_wanted(o->shapes, gs_plans_kind_name((gs_plans_kind)kind)))
             continue;
-        const grid *g = &grids[kind][cpu];
+        const grid *g = &kinds[kind].g[cpu];
         for (int i = 0; i < g->nb; i++) {
             int b = g->b[i];
             if ((o->max_log2 > 0 && b > o->max_log2) || (o->min_log2 > 0 && b < o->min_log2))

@@ -89,15 +89,20 @@ static void index_near(gs_plans *p)
     }
 }
 
+/* The shape_plan table's kind column, by gs_plans_kind */
+static const char *const kind_names[GS_PK_COUNT] = { "rows", "topk", "segs" };
+
 const char *gs_plans_kind_name(gs_plans_kind k)
 {
-    return k == GS_PK_TOPK ? "topk" : k == GS_PK_SEGS ? "segs" : "rows";
+    return (unsigned)k < GS_PK_COUNT ? kind_names[k] : "rows";
 }
 
 int gs_plans_kind_parse(const char *s)
 {
-    return !strcmp(s, "rows") ? GS_PK_ROWS : !strcmp(s, "topk") ? GS_PK_TOPK
-                                          : !strcmp(s, "segs") ? GS_PK_SEGS : -1;
+    for (int k = 0; k < GS_PK_COUNT; k++)
+        if (!strcmp(s, kind_names[k]))
+            return k;
+    return -1;
 }
 
 /* Append a rows or top-k plan row, or leave it out (said once). */

@@ -180,12 +180,8 @@ static void warn_shape(sdev *sd, int d, const gs_sort_req *r, const gs_plans_ent
  * cuts them on their borders, each whole). */
 static int parts_uncut(const gs_sort_req *r, size_t chunk_n)
 {
-    if (r->shape.segments) {
-        for (uint64_t g = 0; g < r->shape.segments; g++)
-            if (r->offsets[g + 1] - r->offsets[g] > chunk_n)
-                return 1;
-        return 0;
-    }
+    if (r->shape.segments)
+        return gs_sort_req_longest(r, NULL) > chunk_n;
     return r->shape.rows > 1 && (r->shape.topk || chunk_n < r->n / r->shape.rows);
 }
 
@@ -540,6 +536,14 @@ static int in_scope(const gs_sched *s, const gs_job *j, size_t d)
     return j->scope_dev <= 0 || (size_t)(j->scope_dev - 1) == d;
 }
 
+/* Why j, which asked for a split, is not split: `what` (its kind, in the
+ * plural) are not. */
+static void say_unsplit(gs_job *j, const char *what)
+{
+    if (j->split_ask > 0)
+        snprintf(j->split_why, sizeof j->split_why, "%s are not split over devices", what);
+}
+
 /* j by its kind's plan (shape_plan_cand) on the devices in scope, the
  * soonest with their queues; 1 when one had a row for it (applied). */
 static int planned_shape(gs_sched *s, gs_job *j, gs_plans_kind kind)
@@ -553,9 +557,7 @@ static int planned_shape(gs_sched *s, gs_job *j, gs_plans_kind kind)
     if (!have)
         return 0;
     apply(j, &best);
-    if (j->split_ask > 0)
-        snprintf(j->split_why, sizeof j->split_why, "%s are not split over devices",
-                 kind == GS_PK_TOPK ? "top-k requests" : "segments");
+    say_unsplit(j, kind == GS_PK_TOPK ? "top-k requests" : "segments");
     return 1;
 }
 
@@ -576,18 +578,13 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
     if (j->has_params)
         return gs_err_set(err, GS_EINVAL, "params need an algorithm");
     cand tc;
-    if (j->req.shape.topk && j->device >= 0 && topk_cand(s, j->device, &j->req, &tc) == 0) {
-        /* top-k on the device the client named: its select, not a sort */
+    if (j->device >= 0 && ((j->req.shape.topk && topk_cand(s, j->device, &j->req, &tc) == 0) ||
+                           (j->req.shape.segments &&
+                            segs_cand(s, j->device, &j->req, &tc) == 0))) {
+        /* on the device the client named: top-k its select (not a sort),
+         * segments its bitonic */
         apply(j, &tc);
-        if (j->split_ask > 0)
-            snprintf(j->split_why, sizeof j->split_why, "top-k requests are not split over "
-                     "devices");
-        return 0;
-    }
-    if (j->req.shape.segments && j->device >= 0 && segs_cand(s, j->device, &j->req, &tc) == 0) {
-        apply(j, &tc);
-        if (j->split_ask > 0)
-            snprintf(j->split_why, sizeof j->split_why, "segments are not split over devices");
+        say_unsplit(j, j->req.shape.topk ? "top-k requests" : "segments");
         return 0;
     }
     /* 8-bit keys alone, many: counted on the host pool (reading and
@@ -616,10 +613,8 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
         cand host;
         host_cand(s, &j->req, GS_ROUTE_DEFAULT, &host);
         apply(j, &host);
-        if (j->split_ask > 0)
-            snprintf(j->split_why, sizeof j->split_why, "%s are not split over devices",
-                     j->req.shape.topk ? "top-k requests" : j->req.shape.segments
-                     ? "segments" : "8- and 16-bit keys");
+        say_unsplit(j, j->req.shape.topk ? "top-k requests" : j->req.shape.segments
+                       ? "segments" : "8- and 16-bit keys");
         return 0;
     }
     if (j->req.shape.rows > 1) {
@@ -660,9 +655,8 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
             if (!j->req.shape.topk) {
                 ralt[nralt++] = host;
                 sched_split_route(s, j, ralt, nralt, sched_route_backlog(s, best.dev) + best.ms);
-            } else if (j->split_ask > 0) {
-                snprintf(j->split_why, sizeof j->split_why, "top-k rows are not split over "
-                         "devices");
+            } else {
+                say_unsplit(j, "top-k rows");
             }
             return 0;
         }
@@ -714,10 +708,9 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
      * rows are not cut across */
     if (gs_shape_flat(&j->req.shape))
         sched_split_route(s, j, alt, nalt, pcost);
-    else if (j->split_ask > 0)
-        snprintf(j->split_why, sizeof j->split_why, "%s are not split over devices",
-                 j->req.shape.topk ? "top-k requests" : j->req.shape.segments ? "segments"
-                                                                          : "rows");
+    else
+        say_unsplit(j, j->req.shape.topk ? "top-k requests" : j->req.shape.segments ? "segments"
+                                                                                 : "rows");
     return 0;
 }
 

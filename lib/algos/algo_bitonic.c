@@ -122,14 +122,8 @@ static int plan_run(const gs_dev_info *info, const gs_sort_req *req, const long 
     const size_t ks = gs_dtype_size(req->shape.dtype);
     r->seg = req->shape.segments != 0;
     r->rows = r->seg ? req->shape.segments : req->shape.rows > 1 ? req->shape.rows : 1;
-    r->len = 0;
-    if (r->seg) {             /* offsets: the request's checked private copy */
-        for (uint64_t s = 0; s < r->rows; s++)
-            if (req->offsets[s + 1] - req->offsets[s] > r->len)
-                r->len = (size_t)(req->offsets[s + 1] - req->offsets[s]);
-    } else {
-        r->len = req->n / (size_t)r->rows;
-    }
+    /* segments: the longest, from the request's checked private copy */
+    r->len = r->seg ? gs_sort_req_longest(req, NULL) : req->n / (size_t)r->rows;
     /* padded: the power of two at or above len, at least 2 */
     for (r->p = 2, r->lp = 1; r->p < r->len; r->lp++)
         r->p *= 2;

@@ -60,11 +60,11 @@ static int segs_in_pieces(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req 
     double t0 = gs_now_ms();
     const uint64_t *o = req->offsets;
     const size_t S = (size_t)req->shape.segments;
-    for (size_t g = 0; g < S; g++)
-        if (o[g + 1] - o[g] > chunk_n)
-            return gs_err_set(err, GS_ETOOBIG, "%s: segment %zu of %zu keys does not fit the "
-                              "device at once (%zu keys do), and a segment is not cut", a->name,
-                              g, (size_t)(o[g + 1] - o[g]), chunk_n);
+    size_t at, most = gs_sort_req_longest(req, &at);
+    if (most > chunk_n)
+        return gs_err_set(err, GS_ETOOBIG, "%s: segment %zu, the longest (%zu keys), does not "
+                          "fit the device at once (%zu keys do), and a segment is not cut",
+                          a->name, at, most, chunk_n);
     uint64_t *po = malloc((S + 1) * sizeof *po);
     if (!po)
         return gs_err_set(err, GS_ENOMEM, "out-of-core sort: out of memory for %zu offsets", S);

@@ -336,6 +336,20 @@ gs_sort_req gs_sort_req_segment(const gs_sort_req *req, size_t s)
     return req_slice(req, (size_t)o[s], (size_t)(o[s + 1] - o[s]));
 }
 
+size_t gs_sort_req_longest(const gs_sort_req *req, size_t *at)
+{
+    const uint64_t *o = req->offsets;
+    size_t most = 0, where = 0;
+    for (size_t s = 0; s < (size_t)req->shape.segments; s++)
+        if (o[s + 1] - o[s] > most) {
+            most = (size_t)(o[s + 1] - o[s]);
+            where = s;
+        }
+    if (at)
+        *at = where;
+    return most;
+}
+
 static void row_task(void *arg, size_t r, unsigned worker)
 {
     rows_job *j = arg;

@@ -28,6 +28,9 @@ gs_sort_req gs_sort_req_whole(const gs_sort_req *req);
 /* Segment s (< shape.segments) of a request of segments, whose offsets
  * have been checked (gs_sort_req_check), as a request of its own. */
 gs_sort_req gs_sort_req_segment(const gs_sort_req *req, size_t s);
+/* The longest segment of such a request, its keys, and (at non-NULL) its
+ * index, the first of the longest; 0 and 0 with no segments. */
+size_t gs_sort_req_longest(const gs_sort_req *req, size_t *at);
 
 typedef struct gs_sort_stats {
     double upload_ms;    /* host -> device (profiling events) */

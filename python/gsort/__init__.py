@@ -1297,13 +1297,6 @@ class Client:
 
     # -- sorting here or there --
 
-    def _here(self, n, here):
-        """here() in this process, whatever the Router says; c.last says so."""
-        t0 = _perf_counter()
-        here()
-        self.last = {"where": "local", "algorithm": "numpy", "n": n,
-                     "client_ms": (_perf_counter() - t0) * 1e3}
-
     def _local_run(self, shape, n, here, native):
         """One local sort: numpy's (here) or libgsort's (native, None
         where it does not apply), as local_sort and the measured Pick say;
