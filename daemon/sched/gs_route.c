@@ -545,19 +545,29 @@ static void say_unsplit(gs_job *j, const char *what)
 }
 
 /* j by its kind's plan (shape_plan_cand) on the devices in scope, the
- * soonest with their queues; 1 when one had a row for it (applied). */
+ * soonest with their queues; 1 when one had a row for it (applied).
+ * Segments may then go over several devices whose rows send them there,
+ * cut on segment borders (gs_split.c); top-k is not split. */
 static int planned_shape(gs_sched *s, gs_job *j, gs_plans_kind kind)
 {
-    cand best = { 0 }, c;
+    cand best = { 0 }, c, alt[64];
+    size_t nalt = 0;
     int have = 0;
     double bcost = 0;
-    for (size_t d = 0; d < s->ndev; d++)
-        if (in_scope(s, j, d) && shape_plan_cand(s, (int)d, kind, &j->req, &c) == 0)
+    for (size_t d = 0; d < s->ndev && nalt < 63; d++)
+        if (in_scope(s, j, d) && shape_plan_cand(s, (int)d, kind, &j->req, &c) == 0) {
             keep_sooner(s, &c, &best, &bcost, &have);
+            alt[nalt++] = c;
+        }
     if (!have)
         return 0;
     apply(j, &best);
-    say_unsplit(j, kind == GS_PK_TOPK ? "top-k requests" : "segments");
+    if (kind == GS_PK_SEGS) {
+        host_cand(s, &j->req, GS_ROUTE_DEFAULT, &alt[nalt++]);
+        sched_split_route(s, j, alt, nalt, bcost);
+    } else {
+        say_unsplit(j, "top-k requests");
+    }
     return 1;
 }
 
@@ -584,7 +594,8 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
         /* on the device the client named: top-k its select (not a sort),
          * segments its bitonic */
         apply(j, &tc);
-        say_unsplit(j, j->req.shape.topk ? "top-k requests" : "segments");
+        if (j->split_ask > 0)
+            snprintf(j->split_why, sizeof j->split_why, "the request names a device");
         return 0;
     }
     /* 8-bit keys alone, many: counted on the host pool (reading and
@@ -613,8 +624,11 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
         cand host;
         host_cand(s, &j->req, GS_ROUTE_DEFAULT, &host);
         apply(j, &host);
-        say_unsplit(j, j->req.shape.topk ? "top-k requests" : j->req.shape.segments
-                       ? "segments" : "8- and 16-bit keys");
+        if (j->req.shape.segments && j->split_ask > 0)
+            snprintf(j->split_why, sizeof j->split_why, "no device's plan sends segments of "
+                     "this shape to it (gsortd --audit-plan --shapes segs measures them)");
+        else
+            say_unsplit(j, j->req.shape.topk ? "top-k requests" : "8- and 16-bit keys");
         return 0;
     }
     if (j->req.shape.rows > 1) {
@@ -705,12 +719,12 @@ static int route_locked(gs_sched *s, gs_job *j, gs_err *err)
         }
     apply(j, &chosen);
     /* Large: several devices at once, when predicted sooner (gs_split.c);
-     * rows are not cut across */
-    if (gs_shape_flat(&j->req.shape))
+     * rows are not cut across; segments reach here only on a device the
+     * client named, which the split declines saying so */
+    if (gs_shape_flat(&j->req.shape) || j->req.shape.segments)
         sched_split_route(s, j, alt, nalt, pcost);
     else
-        say_unsplit(j, j->req.shape.topk ? "top-k requests" : j->req.shape.segments ? "segments"
-                                                                                 : "rows");
+        say_unsplit(j, j->req.shape.topk ? "top-k requests" : "rows");
     return 0;
 }
 

@@ -65,6 +65,7 @@ typedef struct gs_job_part {
     int dev;                 /* where it was sorted; -1: the host (its device failed) */
     int planned_dev;         /* the device it was routed to */
     size_t off, n;           /* its range of the request */
+    size_t seg_lo, seg_n;    /* segments: its first one and how many (0, 0: none) */
     unsigned chunks;         /* out of core on its device: pieces; 0: whole */
     double predicted_ms, ms; /* predicted finish (with the queue's backlog), and its run */
     /* its route (gs_split.c) */

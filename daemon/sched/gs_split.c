@@ -17,7 +17,10 @@
  * client's memory, which it may rewrite meanwhile (issue 32): their bounds
  * come from the predicted shares alone, and the merge reads a private copy
  * of them (gs_ooc.h); a part that noticed the race (GS_EINVAL) answers
- * the request with its error, unmerged. */
+ * the request with its error, unmerged. Equal rows and segments (issue
+ * 38) are cut on their borders instead and nothing is merged: each part
+ * holds whole rows or segments, sorted where they lie (a part of segments
+ * gets its own offsets, rebased from the request's checked private copy). */
 #include "config.h"
 #include "gs_sched.h"
 
@@ -40,6 +43,7 @@
 typedef struct gs_split {
     atomic_uint left;        /* parts not done yet */
     gs_job part[GS_SPLIT_MAX];
+    uint64_t offs[];         /* segments: each part's offsets, rebased to it */
 } gs_split;
 
 /* ---- routing ---- */
@@ -109,11 +113,46 @@ static int to_rows(sdv *v, size_t k, size_t n, size_t len)
     return 1;
 }
 
+/* Segments: each part's share moved to the segment border nearest it
+ * (first[i]: part i's first segment, first[k] = S); 0 when a part would
+ * hold no key. The offsets are the request's checked private copy. */
+static int to_segs(sdv *v, size_t k, const gs_sort_req *r, size_t *first)
+{
+    const uint64_t *o = r->offsets;
+    const size_t S = (size_t)r->shape.segments;
+    size_t want = 0;
+    first[0] = 0;
+    first[k] = S;
+    for (size_t i = 0; i + 1 < k; i++) {
+        want += v[i].n;
+        size_t lo = first[i] + 1, hi = S;     /* the first border at or past want */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (o[mid] < want)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo > first[i] + 1 && o[lo - 1] > o[first[i]] &&
+            (lo == S || want - o[lo - 1] < o[lo] - want))
+            lo--;       /* the border before is nearer, or the last must keep one */
+        if (lo >= S || o[lo] == o[first[i]])
+            return 0;
+        first[i + 1] = lo;
+    }
+    for (size_t i = 0; i < k; i++)
+        v[i].n = (size_t)(o[first[i + 1]] - o[first[i]]);
+    return v[k - 1].n > 0;
+}
+
 int sched_split_route(gs_sched *s, gs_job *j, const sched_cand *alt, size_t nalt, double cost)
 {
     const gs_sort_req *r = &j->req;
-    /* rows: parts of whole rows, each sorted where it lies, none merged */
+    /* rows and segments: parts of whole ones, each sorted where it lies,
+     * none merged */
     const size_t len = r->shape.rows > 1 ? r->n / r->shape.rows : 0;
+    const int segs = r->shape.segments != 0;
+    size_t first[GS_SPLIT_MAX + 1] = { 0 };
     int forced = s->test_split;
     char why[256];
     if (j->split_ask < 0 || (!forced && !j->split_ask && r->n < SPLIT_MIN_N))
@@ -122,6 +161,8 @@ int sched_split_route(gs_sched *s, gs_job *j, const sched_cand *alt, size_t nalt
         return declined(j, "the request names a device");
     if (r->n < 2)
         return declined(j, "fewer than two keys");
+    if (segs && r->shape.segments < 2)
+        return declined(j, "one segment is not cut");
 
     /* Each device that would sort it on the device, with its rate; CPU
      * devices run on the same cores, so only the fastest counts. */
@@ -180,13 +221,24 @@ int sched_split_route(gs_sched *s, gs_job *j, const sched_cand *alt, size_t nalt
                  "keys", (unsigned long long)r->shape.rows, len);
         return declined(j, why);
     }
+    for (size_t i = 0; segs && i < kept; i++)
+        if (v[i].c->chunk_n) {
+            snprintf(why, sizeof why, "device %d would take the segments out of core",
+                     v[i].c->dev);
+            return declined(j, why);
+        }
+    if (segs && !to_segs(v, kept, r, first)) {
+        snprintf(why, sizeof why, "a device's share holds no key of the %llu segments once cut "
+                 "on their borders", (unsigned long long)r->shape.segments);
+        return declined(j, why);
+    }
     double finish = 0;
     for (size_t i = 0; i < kept; i++) {
         double f = v[i].backlog + v[i].rate * (double)v[i].n;
         if (f > finish)
             finish = f;
     }
-    double merge = len ? 0 : sched_merge_ms(s, r, kept), total = finish + merge;
+    double merge = len || segs ? 0 : sched_merge_ms(s, r, kept), total = finish + merge;
     if (!forced && !(total < cost)) {
         char list[128] = "";
         for (size_t i = 0; i < kept; i++)
@@ -215,6 +267,14 @@ int sched_split_route(gs_sched *s, gs_job *j, const sched_cand *alt, size_t nalt
         p->how = c->how;
         p->run_ms = v[i].rate * (double)p->n;
         p->predicted_ms = v[i].backlog + p->run_ms;
+        if (segs) {
+            /* the device's route takes every segment at once (chunk_n 0,
+             * checked above): fewer keys and no longer a segment fit too */
+            p->seg_lo = first[i];
+            p->seg_n = first[i + 1] - first[i];
+            off += p->n;
+            continue;
+        }
         gs_sort_req piece = gs_ooc_piece(r, off, p->n);
         gs_err e;
         gs_err_clear(&e);
@@ -242,8 +302,9 @@ int sched_split_route(gs_sched *s, gs_job *j, const sched_cand *alt, size_t nalt
 
 int sched_split_submit(gs_sched *s, gs_job *j)
 {
-    gs_split *sp = calloc(1, sizeof *sp);
     unsigned np = j->nparts;
+    const size_t noffs = j->req.shape.segments ? (size_t)j->req.shape.segments + np : 0;
+    gs_split *sp = calloc(1, sizeof *sp + noffs * sizeof(uint64_t));
     if (!sp) {
         GS_WARN("out of memory splitting %zu keys over %u devices; the host sort serves "
                 "them", j->req.n, np);
@@ -258,10 +319,19 @@ int sched_split_submit(gs_sched *s, gs_job *j)
     }
     atomic_init(&sp->left, np);
     j->split = sp;
+    uint64_t *po = sp->offs;
     for (unsigned i = 0; i < np; i++) {
         const gs_job_part *jp = &j->parts[i];
         gs_job *p = &sp->part[i];
         p->req = gs_ooc_piece(&j->req, jp->off, jp->n);
+        if (noffs) {
+            const uint64_t *o = j->req.offsets + jp->seg_lo;
+            for (size_t g = 0; g <= jp->seg_n; g++)
+                po[g] = o[g] - o[0];
+            p->req.shape.segments = jp->seg_n;
+            p->req.offsets = po;
+            po += jp->seg_n + 1;
+        }
         p->device = p->dev = jp->dev;
         p->algo = jp->algo;
         p->run_params = jp->params;
@@ -334,7 +404,8 @@ void sched_split_part_done(gs_sched *s, gs_job *part)
         }
     }
     bounds[np] = j->req.n;
-    if (j->rc == 0 && j->req.shape.rows <= 1)   /* rows: each part's rows are done */
+    /* rows and segments: each part's are done */
+    if (j->rc == 0 && j->req.shape.rows <= 1 && !j->req.shape.segments)
         j->rc = gs_ooc_merge(&j->req, bounds, np, &j->st, &j->err);
     j->st.wall_ms = gs_now_ms() - j->t_start;
     if (j->rc == 0)

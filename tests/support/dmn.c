@@ -526,6 +526,26 @@ int dmn_write_file(const char *path, const char *text)
     return rename(tmp, path);
 }
 
+void dmn_db_shape_row(struct gs_db *db, long long id, const char *kind, const char *payload,
+                      int bucket, int sub, const char *algo)
+{
+    gs_db_shape_row r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.kind, sizeof r.kind, "%s", kind);
+    r.key_bits = 32;
+    snprintf(r.payload, sizeof r.payload, "%s", payload);
+    r.bucket = bucket;
+    r.sub = sub;
+    snprintf(r.algorithm, sizeof r.algorithm, "%s", algo);
+    snprintf(r.params, sizeof r.params, "{}");
+    r.median_ms = 0.01;
+    r.baseline_ms = -1;
+    gs_err e;
+    gs_err_clear(&e);
+    if (gs_db_shape_set(db, id, &r, &e) < 0)
+        tap_bail("shape row: %s", e.msg);
+}
+
 void dmn_db_first_device(const char *path, struct gs_db **db, long long *id)
 {
     gs_dev *devs = NULL;

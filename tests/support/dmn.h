@@ -126,5 +126,12 @@ double dmn_wait_eof(int fd, double timeout);
  * on failure. */
 struct gs_db;
 void dmn_db_first_device(const char *path, struct gs_db **db, long long *id);
+/* A row of the rows, top-k and segments plan (issue 38) for device id:
+ * `kind` ("rows", "topk", "segs") of 32-bit keys with `payload`, at
+ * log2 n `bucket` and log2 row length, k or mean segment `sub`, served
+ * by `algo` with its defaults (0.01 ms, no baseline). Bails out on
+ * failure. */
+void dmn_db_shape_row(struct gs_db *db, long long id, const char *kind, const char *payload,
+                      int bucket, int sub, const char *algo);
 
 #endif

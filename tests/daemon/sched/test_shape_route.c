@@ -29,26 +29,6 @@
 
 #define N (1u << 14)
 
-static void row_set(gs_db *db, long long id, const char *kind, const char *pl, int b, int sub,
-                    const char *algo)
-{
-    gs_db_shape_row r;
-    memset(&r, 0, sizeof r);
-    snprintf(r.kind, sizeof r.kind, "%s", kind);
-    r.key_bits = 32;
-    snprintf(r.payload, sizeof r.payload, "%s", pl);
-    r.bucket = b;
-    r.sub = sub;
-    snprintf(r.algorithm, sizeof r.algorithm, "%s", algo);
-    snprintf(r.params, sizeof r.params, "{}");
-    r.median_ms = 0.01;
-    r.baseline_ms = -1;
-    gs_err e;
-    gs_err_clear(&e);
-    if (gs_db_shape_set(db, id, &r, &e) < 0)
-        tap_bail("shape row: %s", e.msg);
-}
-
 static int cmp_u32(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -111,10 +91,10 @@ int main(void)
         gs_db *h = NULL;
         long long id;
         dmn_db_first_device(db, &h, &id);
-        row_set(h, id, "rows", "none", 14, 6, "bitonic");
-        row_set(h, id, "rows", "none", 14, 10, host_algo);
-        row_set(h, id, "topk", "idx32", 14, 4, "select");
-        row_set(h, id, "segs", "none", 14, 6, "bitonic");
+        dmn_db_shape_row(h, id, "rows", "none", 14, 6, "bitonic");
+        dmn_db_shape_row(h, id, "rows", "none", 14, 10, host_algo);
+        dmn_db_shape_row(h, id, "topk", "idx32", 14, 4, "select");
+        dmn_db_shape_row(h, id, "segs", "none", 14, 6, "bitonic");
         gs_db_close(h);
     }
     const char *const extra[] = { "--log-level", "info", "-o", cache_opt, "-o", "tune_missing=no",

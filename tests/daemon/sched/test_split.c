@@ -13,6 +13,9 @@
  *   does the log;
  * - with the device memory capped, a part is itself sorted out of core;
  * - equal rows are split on row borders and not merged;
+ * - segments whose plan row sends them to bitonic on the device are split
+ *   on segment borders, each part with its own offsets, not merged; with
+ *   no row for their shape they stay on the host, and the reply says why;
  * - without the hook the router declines: the two CPU devices share the
  *   host's cores, so it predicts no gain; a client that asks ("split":
  *   true) is told why, and the log says so at debug level. */
@@ -25,6 +28,7 @@
 
 #include "dmn.h"
 #include "gs_client.h"
+#include "gs_db.h"
 #include "gs_err.h"
 #include "gs_sort.h"
 #include "sortcheck.h"
@@ -154,10 +158,84 @@ static void rows(void)
     down(&d, c);
 }
 
+/* Segments (issue 38): nkeys keys of dtype t in segments of 0 to 127
+ * keys, an unstable argsort descending, asked to split; 1 when every
+ * segment came back as its sorted input. *border: whether the first
+ * part ended on a segment border. */
+static int segs_split(gs_client *c, gs_dtype t, size_t nkeys, gs_client_result *res,
+                      int *border, char *why, size_t wl)
+{
+    uint64_t *off = sc_random_offsets(nkeys, 127, 0x5917);
+    if (!off)
+        tap_bail("out of memory");
+    size_t S = 0;
+    while (S < nkeys && off[S + 1] < nkeys)
+        S++;
+    off[++S] = nkeys;           /* the last takes the rest */
+    gs_client_sort q = { .shape = { .dtype = t, .payload = GS_PL_IDX32, .descending = 1,
+                                    .segments = S },
+                         .n = nkeys, .offsets = off, .device = -1, .split = 1 };
+    int ok = dmn_rows_check(c, &q, SC_NANMIX, 91, res, why, wl);
+    *border = 0;
+    for (size_t g = 1; g < S && res->nparts >= 1; g++)
+        *border |= off[g] == res->parts[0].n;
+    if (ok)
+        snprintf(why, wl, "plan %s %s, %u parts (%d: %llu keys, %d: %llu keys), %zu segments; "
+                 "'%s'", res->plan, res->algorithm, res->nparts, res->parts[0].device,
+                 (unsigned long long)res->parts[0].n, res->parts[1].device,
+                 (unsigned long long)res->parts[1].n, S, res->split_declined);
+    free(off);
+    return ok;
+}
+
+/* A database whose plan, for both devices (one name), sends 32-bit
+ * segments to bitonic; its path in db (600 bytes). */
+static void segs_db(char *db, const char *name)
+{
+    snprintf(db, 600, "%s/%s.db", dmn_tmpdir(), name);
+    gs_db *h = NULL;
+    long long id;
+    dmn_db_first_device(db, &h, &id);
+    dmn_db_shape_row(h, id, "segs", "idx32", 16, 6, "bitonic");
+    gs_db_close(h);
+}
+
+static void segs(void)
+{
+    static dmn d;
+    char db[600], cache[700];
+    segs_db(db, "split-segs");
+    snprintf(cache, sizeof cache, "cache_dir=%s", dmn_cachedir());
+    setenv("GSORTD_TEST_SPLIT", "1", 1);
+    const char *const extra[] = { "--db", db, "-o", cache, "-o", "tune_missing=no", NULL };
+    gs_client *c = up(&d, "split-segs", extra);
+    char why[800];
+    gs_client_result res;
+    int border;
+    const size_t n = 50000;
+    int ok = segs_split(c, GS_DT_F32, n, &res, &border, why, sizeof why);
+    tap_ok(ok && !strcmp(res.plan, "split") && res.nparts == 2 && border &&
+           res.parts[0].n + res.parts[1].n == n && res.parts[0].device >= 0 &&
+           res.parts[1].device >= 0 && res.parts[0].device != res.parts[1].device &&
+           !(res.merge_ms > 0), "f32 segments of 0-127 keys (NaNs and ties), argsort descending, "
+           "planned to bitonic: split over both devices on a segment border, nothing merged, "
+           "every segment exact: %s", why);
+    ok = segs_split(c, GS_DT_U64, n, &res, &border, why, sizeof why);
+    tap_ok(ok && strcmp(res.plan, "split") && res.nparts == 0 &&
+           strstr(res.split_declined, "no device's plan sends segments"),
+           "u64 segments, no row of their key class: the host sort, not split, and the reply "
+           "says why: %s", why);
+    down(&d, c);
+}
+
 static void device_fault(void)
 {
     static dmn d;
-    const char *const extra[] = { "--inject-fault", "launch:1,device:1", NULL };
+    char db[600], cache[700];
+    segs_db(db, "split-fault");
+    snprintf(cache, sizeof cache, "cache_dir=%s", dmn_cachedir());
+    const char *const extra[] = { "--inject-fault", "launch:1,device:1", "--db", db, "-o", cache,
+                                  "-o", "tune_missing=no", NULL };
     gs_client *c = up(&d, "split-fault", extra);
     static const struct { gs_dtype t; gs_payload p; int desc, dist; } cs[] = {
         { GS_DT_F32, GS_PL_IDX64, 1, SC_NANMIX }, { GS_DT_U64, GS_PL_U32, 0, SC_FEW16 },
@@ -175,6 +253,16 @@ static void device_fault(void)
     tap_ok(dmn_log_contains(&d, "part 2 of 2") &&
            dmn_log_contains(&d, "failed on device 1 and was sorted by the host sort"),
            "the log says which part fell back from which device");
+    /* segments: the failed part's segments, with their own offsets, on the host */
+    char why[800];
+    gs_client_result res;
+    int border;
+    int ok = segs_split(c, GS_DT_F32, 30000, &res, &border, why, sizeof why);
+    tap_ok(ok && !strcmp(res.plan, "split") && res.nparts == 2 && border &&
+           res.parts[0].device == 0 && res.parts[1].device == -1 &&
+           strstr(res.fallback, "part 2 of 2"), "f32 segments split, device 1 failing: its "
+           "part's segments on the host, every segment exact (fallback '%.200s'): %s",
+           res.fallback, why);
     down(&d, c);
 }
 
@@ -253,6 +341,7 @@ int main(void)
     dmn_init();
     matrix();
     rows();
+    segs();
     device_fault();
     part_out_of_core();
     declines();
