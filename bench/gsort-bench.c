@@ -72,7 +72,11 @@ static void usage(FILE *f)
             "  --topk K          top-k: only each row's first K of the order (K capped at\n"
             "                    the row), checked against the host sort's first K\n"
             "  --row-len L       each request is n / L rows of L keys (a power of two),\n"
-            "                    each sorted on its own (issue 38); n below L is skipped\n");
+            "                    each sorted on its own (issue 38); n below L is skipped\n"
+            "  --segments M[:L]  each request is segments of random lengths 0 to 2M keys\n"
+            "                    (the last takes the rest), each sorted on its own; with\n"
+            "                    :L one segment in 64 holds L keys instead (long ones among\n"
+            "                    short, where padding every one to the longest costs most)\n");
 }
 
 
@@ -133,21 +137,23 @@ static int validate(const gs_sort_req *r, const void *in_keys, const void *in_va
     return 1;
 }
 
-/* validate() for each row of a request of equal rows: each on its own,
- * its indices counted within the row. */
+/* validate() for each row of a request of equal rows, or each segment:
+ * each on its own, its indices counted within it. */
 static int validate_rows(const gs_sort_req *r, const void *in_keys, const void *in_vals,
                          char *why, size_t wl)
 {
-    if (r->shape.rows <= 1)
+    const size_t S = (size_t)r->shape.segments;
+    if (r->shape.rows <= 1 && !S)
         return validate(r, in_keys, in_vals, why, wl);
     size_t ks = gs_dtype_size(r->shape.dtype), vs = gs_payload_size(r->shape.payload);
-    size_t len = r->n / (size_t)r->shape.rows;
-    for (size_t i = 0; i < (size_t)r->shape.rows; i++) {
-        gs_sort_req row = gs_sort_req_row(r, i);
+    size_t len = S ? 0 : r->n / (size_t)r->shape.rows;
+    for (size_t i = 0; i < (S ? S : (size_t)r->shape.rows); i++) {
+        gs_sort_req row = S ? gs_sort_req_segment(r, i) : gs_sort_req_row(r, i);
+        size_t at = S ? (size_t)r->offsets[i] : i * len;
         char w[200];
-        if (!validate(&row, (const char *)in_keys + i * len * ks,
-                      in_vals ? (const char *)in_vals + i * len * vs : NULL, w, sizeof w)) {
-            snprintf(why, wl, "row %zu: %s", i, w);
+        if (!validate(&row, (const char *)in_keys + at * ks,
+                      in_vals ? (const char *)in_vals + at * vs : NULL, w, sizeof w)) {
+            snprintf(why, wl, "%s %zu: %s", S ? "segment" : "row", i, w);
             return 0;
         }
     }
@@ -233,6 +239,7 @@ typedef struct bopts {
     gs_payload payload;
     int min_log2, max_log2, reps;
     size_t row_len;           /* --row-len: rows of this many keys (0: flat) */
+    size_t seg_mean, seg_long; /* --segments: mean length (0: none), and the long one's */
     int topk;                 /* --topk: only each row's first topk_k */
     size_t topk_k;
     uint64_t seed;
@@ -256,6 +263,8 @@ typedef struct bench {
     int nsets;
     gs_sort_ctx ctx;
     void *in_k, *in_v, *k, *v; /* the input, and the copy each run sorts */
+    uint64_t *offs;           /* --segments: the current size's offsets */
+    size_t nsegs;
     double *tk, *tw;          /* kernel and wall ms of each rep */
     int bad;                  /* a run failed or was wrong */
 } bench;
@@ -348,6 +357,17 @@ static int parse_args(int argc, char **argv, bopts *o, int *exit_code)
             o->row_len = strtoull(v, NULL, 10);
             if (!o->row_len || (o->row_len & (o->row_len - 1))) {
                 fprintf(stderr, "gsort-bench: --row-len must be a power of two\n");
+                return stop(exit_code, 2);
+            }
+        }
+        else if (!strcmp(a, "--segments")) {
+            NEEDV();
+            char *end;
+            o->seg_mean = strtoull(v, &end, 10);
+            o->seg_long = *end == ':' ? strtoull(end + 1, &end, 10) : 0;
+            if (!o->seg_mean || *end || o->row_len || o->topk) {
+                fprintf(stderr, "gsort-bench: --segments M[:L] (M > 0), not with --row-len "
+                        "or --topk\n");
                 return stop(exit_code, 2);
             }
         }
@@ -459,11 +479,38 @@ static int size_fits(const bench *b, int lg)
     for (int s = 0; s < b->nsets; s++) {
         gs_err err;
         gs_err_clear(&err);
-        if (b->algo->check && b->algo->check(b->dev, &probe, &b->sets[s], &err) == GS_ETOOBIG) {
+        if (b->algo->check && b->algo->check(b->dev, &probe, &b->sets[s], &err) == GS_ETOOBIG &&
+        !o->seg_mean) {
             fprintf(stderr, "stopping at n=2^%d: %s\n", lg, err.msg);
             return GS_ETOOBIG;
         }
     }
+    return 0;
+}
+
+/* --segments: offsets over n keys, lengths 0 to 2 * mean (one in 64 of
+ * seg_long keys where given), the last taking the rest. 0, or -1 out of
+ * memory (said). */
+static int make_segments(bench *b, size_t n, uint64_t *s)
+{
+    const bopts *o = &b->o;
+    size_t cap = n / (o->seg_mean > 1 ? o->seg_mean / 2 : 1) + 64, S = 0;
+    b->offs = malloc((cap + 1) * sizeof *b->offs);
+    if (!b->offs) {
+        fprintf(stderr, "host out of memory for offsets\n");
+        return -1;
+    }
+    b->offs[0] = 0;
+    while (b->offs[S] < n) {
+        uint64_t x = bu_splitmix(s);
+        size_t len = o->seg_long && x % 64 == 0 ? o->seg_long
+                                                  : (size_t)((x >> 8) % (2 * o->seg_mean + 1));
+        if (S + 1 == cap || b->offs[S] + len > n)
+            len = n - b->offs[S];
+        b->offs[S + 1] = b->offs[S] + len;
+        S++;
+    }
+    b->nsegs = S;
     return 0;
 }
 
@@ -475,7 +522,8 @@ static int make_input(bench *b, int lg)
     const bopts *o = &b->o;
     size_t n = (size_t)1 << lg;
     size_t ks = o->half ? 2 : gs_dtype_size(o->dtype), vs = gs_payload_size(o->payload);
-    free(b->in_k); free(b->in_v); free(b->k); free(b->v);
+    free(b->in_k); free(b->in_v); free(b->k); free(b->v); free(b->offs);
+    b->offs = NULL;
     b->in_k = malloc(n * ks);
     b->k = malloc(n * ks);
     b->in_v = vs ? malloc(n * vs) : NULL;
@@ -510,7 +558,7 @@ static int make_input(bench *b, int lg)
         else if (vs == 8)
             ((uint64_t *)b->in_v)[i] = x * 3;
     }
-    return 0;
+    return o->seg_mean ? make_segments(b, n, &s) : 0;
 }
 
 /* One set on n keys: a warm-up (program build, first-touch allocations),
@@ -529,6 +577,10 @@ static void time_set(bench *b, size_t n, int si)
                         .n = n,
                         .keys = b->k,
                         .values = b->v };
+    if (o->seg_mean) {
+        req.shape.segments = b->nsegs;
+        req.offsets = b->offs;
+    }
     if (o->topk) {
         size_t len = o->row_len ? o->row_len : n;
         req.shape.topk = 1;
@@ -650,7 +702,8 @@ static int run_sizes(bench *b)
             rc = -1;
         }
     }
-    free(b->in_k); free(b->in_v); free(b->k); free(b->v);
+    free(b->in_k); free(b->in_v); free(b->k); free(b->v); free(b->offs);
+    b->offs = NULL;
     free(b->tk); free(b->tw);
     gs_pcache_close(pc);
     return rc;

@@ -2,13 +2,14 @@
  * work-group sorts a tile of TILE keys held in local memory, which is one
  * row padded to P keys or TILE / P such rows side by side (a request of
  * equal rows, issue 38; a flat request is one row; the segments kernels
- * take rows of unequal lengths, each at most P, from their offsets). Each key travels with
- * its position in the row (16 bits: a row holds at most 16384 keys), and
- * pairs compare by (encoded key, position), so the network sorts stably
- * and the padding (top key, position 0xffff) ends up behind every real key
- * of its row. One launch reads the keys once and
- * writes them once: no pass through global memory between stages (issue
- * 36: a small array in one dispatch).
+ * take rows of unequal lengths, each at most P, from their offsets, or the
+ * segments of one size class from a list of their numbers). Each key
+ * travels with its position in the row (16 bits: a row holds at most 16384
+ * keys), and pairs compare by (encoded key, position), so the network sorts
+ * stably and the padding (top key, position 0xffff) ends up behind every
+ * real key of its row. One launch reads the keys once and writes them once:
+ * no pass through global memory between stages (issue 36: a small array in
+ * one dispatch).
  * The output's keys are decoded from local memory, but a NaN's key is read
  * again from the input at its position, so every key leaves with its own
  * bit pattern and nothing need be saved or restored around the sort; values
@@ -83,14 +84,17 @@
 /* VW 0: no values (vin, vout unused); else values of VT, or with iota the
  * argsort indices (positions in the row) written as VT. */
 /* Row r of a request of equal rows starts at r * len; of segments (SEG 1),
- * at off[r], and holds off[r + 1] - off[r] keys (at most P: the host
- * checked the offsets, a private copy, and sized P to the longest). */
-#define BI_ROW(SEG, row, rows, len, off, st, ln)                                        \
+ * segment g = r (or with use_ids, the launch's size class, g = ids[at + r])
+ * starts at off[g] and holds off[g + 1] - off[g] keys (at most P: the host
+ * checked the offsets, a private copy, made ids from them and sized P to
+ * the class's longest). */
+#define BI_ROW(SEG, row, rows, len, off, ids, at, use_ids, st, ln)                      \
     ulong st = 0;                                                                       \
     uint ln = 0;                                                                        \
     if ((row) < (rows)) {                                                               \
-        st = SEG ? (off)[row] : (row) * (len);                                          \
-        ln = SEG ? (uint)((off)[(row) + 1] - st) : (len);                               \
+        const ulong g_ = SEG && (use_ids) ? (ids)[(at) + (row)] : (row);                \
+        st = SEG ? (off)[g_] : (row) * (len);                                           \
+        ln = SEG ? (uint)((off)[g_ + 1] - st) : (len);                                  \
     }
 
 #define DEF_BITONIC(NAME, SEG, KW, KT, VW, VT)                                          \
@@ -98,7 +102,8 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))                        
 void bitonic_##NAME##_k##KW##_v##VW(__global const KT *kin, __global KT *kout,          \
                                     __global const VT *vin, __global VT *vout,          \
                                     ulong rows, uint len, uint kind, uint desc,         \
-                                    uint iota, __global const ulong *off)               \
+                                    uint iota, __global const ulong *off,               \
+                                    __global const ulong *ids, ulong at, uint use_ids)  \
 {                                                                                       \
     __local KT lk[BI_LOCAL];                                                            \
     __local ushort li[BI_LOCAL];                                                        \
@@ -108,7 +113,7 @@ void bitonic_##NAME##_k##KW##_v##VW(__global const KT *kin, __global KT *kout,  
     for (uint e = 0; e < BI_EACH; e++) {                                                \
         const uint t = e * WG + lid, pos = t & (P - 1);                                 \
         const ulong row = row0 + t / P;                                                 \
-        BI_ROW(SEG, row, rows, len, off, st, ln)                                        \
+        BI_ROW(SEG, row, rows, len, off, ids, at, use_ids, st, ln)                      \
         KT k = top;                                                                     \
         ushort i = 0xffff;                                                              \
         if (pos < ln) {                                                                 \
@@ -180,7 +185,7 @@ void bitonic_##NAME##_k##KW##_v##VW(__global const KT *kin, __global KT *kout,  
     for (uint e = 0; e < BI_EACH; e++) {                                                \
         const uint t = e * WG + lid, pos = t & (P - 1);                                 \
         const ulong row = row0 + t / P;                                                 \
-        BI_ROW(SEG, row, rows, len, off, st, ln)                                        \
+        BI_ROW(SEG, row, rows, len, off, ids, at, use_ids, st, ln)                      \
         if (pos < ln) {                                                                 \
             /* a real key: the padding sorts behind the row's ln keys */                \
             const ushort i = li[BI_AT(t)];                                              \

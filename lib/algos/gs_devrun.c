@@ -18,6 +18,7 @@ int gs_devrun_kernel(gs_devrun *d, const char *name, cl_kernel *out, gs_err *err
     int rc = gs_clrun_kernel(&d->cr, d->prog, name, d->wg, out, err);
     if (*out) {                       /* also when refused: it was made */
         d->kname[d->nkern] = name;
+        d->kprog[d->nkern] = d->prog;
         d->kern[d->nkern++] = *out;
     }
     return rc;
@@ -153,7 +154,7 @@ int gs_devrun_sort(const gs_devrun_ops *ops, void *self, gs_sort_ctx *ctx,
     double t1 = gs_now_ms();
     gs_clrun_release(&d.cr);   /* waits for the queue before anything is freed */
     for (unsigned i = 0; i < d.nkern; i++)
-        gs_clrun_kernel_done(&d.cr, d.prog, d.kname[i], d.kern[i]);
+        gs_clrun_kernel_done(&d.cr, d.kprog[i], d.kname[i], d.kern[i]);
     if (ops->release)
         ops->release(self);
     gs_clnan_free(&d.nan);

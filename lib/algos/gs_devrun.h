@@ -36,7 +36,9 @@ typedef struct gs_devrun {
     size_t n, ks, vs;         /* keys; bytes a key, a value (0: no values) */
     int idx;                  /* argsort: the kernels make the values */
     /* set by ops->kernels */
-    cl_program prog;          /* gs_devrun_kernel's (and the NaN save's, keys.cl) */
+    cl_program prog;          /* gs_devrun_kernel's (and the NaN save's, keys.cl); an
+                                 algorithm of several programs sets it before each
+                                 kernel it makes */
     size_t wg;                /* work-items per group of those kernels */
     int second;               /* 1 (the default): make keys[1] and vals[1] */
     cl_mem keys[2], vals[2];  /* [0]: the input (maybe the caller's array); [1]:
@@ -48,6 +50,7 @@ typedef struct gs_devrun {
     gs_clnan nan;
     cl_kernel kern[GS_DEVRUN_KERNELS];
     const char *kname[GS_DEVRUN_KERNELS];   /* their names, alive until the release */
+    cl_program kprog[GS_DEVRUN_KERNELS];    /* and programs */
     unsigned nkern;
 } gs_devrun;
 

@@ -154,6 +154,9 @@ static const pset psets[] = {
     /* bitonic's segments kernels: unequal rows from offsets, several to a
      * group and the last group part-filled, empty ones among them */
     { "bitonic", "wg_size=16,tile=256,run=8", 4, 0, 0, 0, 0, 0, 0, 7 },
+    /* and by size class: a launch per class, each over its list of
+     * segments (empty ones in none) */
+    { "bitonic", "wg_size=16,tile=256,run=8,class_work=4096", 4, 0, 0, 0, 0, 0, 0, 12 },
     /* select: one row over several tiles (1000 keys, tiles of 64), ties
      * across tiles (few distinct keys, all equal); three rows a case; k
      * of a whole row; distinct NaN patterns gathered by position */

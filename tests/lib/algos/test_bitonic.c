@@ -51,12 +51,12 @@ static size_t longest_row(const gs_dev *dev, gs_dtype t)
 
 static void test_check(gs_dev *dev)
 {
-    tap_ok(A->stable && A->uses_device && A->rows && A->keeps_bits && A->nparams == 3 &&
+    tap_ok(A->stable && A->uses_device && A->rows && A->keeps_bits && A->nparams == 4 &&
            !strcmp(A->params[0].name, "wg_size") && !strcmp(A->params[1].name, "tile") &&
-           !strcmp(A->params[2].name, "run") &&
+           !strcmp(A->params[2].name, "run") && !strcmp(A->params[3].name, "class_work") &&
            gs_algo_find("bitonic") == A,
-           "descriptor: stable, device, whole rows, keys' own bits, wg_size, tile and run, "
-           "registered");
+           "descriptor: stable, device, whole rows, keys' own bits, wg_size, tile, run and "
+           "class_work, registered");
     gs_params p;
     gs_sort_req req = { .shape = { .dtype = GS_DT_U32 }, .n = 100 };
     set3(&p, 48, 1024, 8);

@@ -3,8 +3,9 @@
  * own, for the host sort (segments side by side on the host pool:
  * host_rows.c), vqsort, a device algorithm (radix on the test device,
  * segments one after another) and bitonic (every segment in one launch; a
- * segment longer than a work-group holds refused): every dtype, payload and order, each segment against its own
- * reference (sortcheck's: stable, NaN patterns kept), argsort indices
+ * segment longer than a work-group holds refused; by size class, a launch
+ * each, where a class saves enough work): every dtype, payload and order,
+ * each segment against its own reference (sortcheck's: stable, NaN patterns kept), argsort indices
  * counted from 0 within the segment; empty and one-key segments, a single
  * segment, many tiny ones, a large one beside tiny ones; offsets that do
  * not start at 0, decrease or do not end at n refused before anything is
@@ -131,6 +132,42 @@ int main(void)
     uint64_t *many = random_offsets(300, 100, 0x5bd1e995ull);
     sc_segs_matrix(&gs_algo_bitonic, &dctx, NULL, many, 300, 0, "bitonic, 300 segments");
     free(many);
+    /* bitonic by size class: 400 segments, 0-3 keys and 40-60, beside one
+     * of 700; with class_work 4096 three launches (up to 1024, 64 and 4
+     * keys: the 1- and 2-key ones save too little apart from the 3-key
+     * ones), with a CPU device's default one */
+    {
+        enum { S = 400 };
+        uint64_t *o = malloc((S + 1) * sizeof *o);
+        uint32_t *ck = malloc(20000 * sizeof *ck);
+        if (!o || !ck)
+            tap_bail("out of memory");
+        o[0] = 0;
+        for (size_t g = 0; g < S; g++)
+            o[g + 1] = o[g] + (g == 7 ? 700 : g % 3 == 0 ? 40 + g % 21 : g % 4);
+        gs_params cp;
+        gs_params_clear(&cp);
+        gs_params_set(&cp, "class_work", 4096);
+        sc_segs_matrix(&gs_algo_bitonic, &dctx, &cp, o, S, 0, "bitonic by size class");
+        for (int dflt = 0; dflt < 2; dflt++) {
+            for (size_t i = 0; i < o[S]; i++)
+                ck[i] = (uint32_t)((i * 2654435761u) >> 7);
+            gs_sort_req q = { .shape = { .dtype = GS_DT_U32, .segments = S }, .n = o[S],
+                              .keys = ck, .offsets = o };
+            gs_sort_stats st;
+            gs_err_clear(&err);
+            rc = gs_sort_run(&gs_algo_bitonic, &dctx, &q, dflt ? NULL : &cp, &st, &err);
+            int sorted = rc == 0;
+            for (size_t g = 0; g < S && sorted; g++)
+                for (uint64_t i = o[g] + 1; i < o[g + 1]; i++)
+                    sorted &= ck[i - 1] <= ck[i];
+            tap_ok(sorted && st.passes == (dflt ? 1u : 3u), "bitonic, %s: %u launch(es), "
+                   "every segment sorted (%d: %s)", dflt ? "the defaults" : "class_work=4096",
+                   st.passes, rc, err.msg);
+        }
+        free(o);
+        free(ck);
+    }
     /* a segment longer than a group holds: refused, saying so, keys untouched */
     {
         enum { LONG = 40000 };
