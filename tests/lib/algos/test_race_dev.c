@@ -7,7 +7,8 @@
  * counted), every payload kind, at sizes and parameters that
  * take each kernel path (radix: reduce-then-scan with and without the
  * histogram read-back, onesweep; mergepath: the tile sort alone and the
- * global merge levels); then out of core (the device route, one and two
+ * global merge levels; bitonic: segments by size class, a launch each over
+ * a list of segments made from the private offsets); then out of core (the device route, one and two
  * pieces on the device at once, and the host merge) and a split's merge
  * (gs_ooc_merge of parts sorted on the devices). Each must return 0 or
  * GS_EINVAL (gs_err_raced) and never access out of bounds: every device
@@ -210,6 +211,9 @@ typedef struct sortarg {
     const gs_params *p;
     size_t chunk;          /* out of core: the piece size; 0 whole */
     uint64_t rows;         /* > 1: the request is that many equal rows */
+    const uint64_t *offs;  /* segs > 0: the request is that many segments (offsets
+                              private, as the daemon's checked copy) */
+    uint64_t segs;
 } sortarg;
 
 /* The variant's parameters, or where the device's local memory is too
@@ -237,6 +241,10 @@ static int do_sort(void *arg, gs_sort_req *req, gs_err *err)
         req->shape.k = req->n < 100 ? req->n : 100;
     }
     req->shape.rows = s->rows;
+    if (s->segs) {
+        req->shape.segments = s->segs;
+        req->offsets = s->offs;
+    }
     if (s->chunk)
         return gs_ooc_sort(s->a, s->ctx, req, p, s->chunk, &st, err);
     return gs_sort_run(s->a, s->ctx, req, p, &st, err);
@@ -410,11 +418,13 @@ static void one_device(gs_dev *devs, size_t ndev, size_t di, arena *ar)
         sortarg sa = { .a = a, .ctx = &ctx, .p = &p };
         char what[160];
         int is_radix = a == &gs_algo_radix, is_mp = a == &gs_algo_mergepath;
+        int is_bi = a == &gs_algo_bitonic;
         /* radix: reduce-then-scan, with the read-back (the first pass's
          * upsweep gives the OR and AND), onesweep, 8 equal rows sorted
          * whole (radix_scan_rows, each row's NaN patterns); mergepath:
-         * global merge levels, then the tile sort alone */
-        for (int v = 0; v < (is_radix ? 4 : is_mp ? 2 : 1); v++) {
+         * global merge levels, then the tile sort alone; bitonic: a row,
+         * then segments of 0-3, 40-60 and 700 keys in three launches */
+        for (int v = 0; v < (is_radix ? 4 : is_mp || is_bi ? 2 : 1); v++) {
             gs_params q = p;
             size_t n = a == &gs_algo_bitonic ? 4096 : N;   /* a row in local memory */
             const char *vn = "";
@@ -434,6 +444,17 @@ static void one_device(gs_dev *devs, size_t ndev, size_t di, arena *ar)
                 vn = ", the tile sort alone";
             } else if (is_mp) {
                 vn = ", tile sort and merge levels";
+            } else if (is_bi && v == 1) {
+                static uint64_t offs[4097];
+                uint64_t g = 0;
+                for (offs[0] = 0; offs[g] < n; g++) {
+                    uint64_t len = g == 7 ? 700 : g % 3 == 0 ? 40 + g % 21 : g % 4;
+                    offs[g + 1] = offs[g] + len < n ? offs[g] + len : n;
+                }
+                sa.offs = offs;
+                sa.segs = g;
+                gs_params_set(&q, "class_work", 4096);
+                vn = ", segments by size class";
             }
             sa.p = &q;
             tally ty = { 0 };
@@ -463,6 +484,7 @@ static void one_device(gs_dev *devs, size_t ndev, size_t di, arena *ar)
             }
             gs_radix_small_max((size_t)-1);
             sa.rows = 0;
+            sa.segs = 0;
             report(&ty, dn, what);
         }
         sa.p = &p;
