@@ -323,14 +323,11 @@ int sched_split_submit(gs_sched *s, gs_job *j)
     for (unsigned i = 0; i < np; i++) {
         const gs_job_part *jp = &j->parts[i];
         gs_job *p = &sp->part[i];
-        p->req = gs_ooc_piece(&j->req, jp->off, jp->n);
-        if (noffs) {
-            const uint64_t *o = j->req.offsets + jp->seg_lo;
-            for (size_t g = 0; g <= jp->seg_n; g++)
-                po[g] = o[g] - o[0];
-            p->req.shape.segments = jp->seg_n;
-            p->req.offsets = po;
+        if (noffs) {            /* its keys are [off, off + n) all the same */
+            p->req = gs_ooc_seg_piece(&j->req, jp->seg_lo, jp->seg_n, po);
             po += jp->seg_n + 1;
+        } else {
+            p->req = gs_ooc_piece(&j->req, jp->off, jp->n);
         }
         p->device = p->dev = jp->dev;
         p->algo = jp->algo;

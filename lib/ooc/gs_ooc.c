@@ -49,6 +49,18 @@ gs_sort_req gs_ooc_piece(const gs_sort_req *req, size_t lo, size_t n)
     return r;
 }
 
+gs_sort_req gs_ooc_seg_piece(const gs_sort_req *req, size_t first, size_t count,
+                             uint64_t *offs)
+{
+    const uint64_t *o = req->offsets + first;
+    for (size_t g = 0; g <= count; g++)
+        offs[g] = o[g] - o[0];
+    gs_sort_req r = gs_ooc_piece(req, (size_t)o[0], (size_t)(o[count] - o[0]));
+    r.shape.segments = count;
+    r.offsets = offs;
+    return r;
+}
+
 size_t gs_ooc_piece_size(size_t n, size_t pieces)
 {
     return pieces ? (n + pieces - 1) / pieces : n;

@@ -32,6 +32,12 @@ int gs_ooc_sort(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req *req,
  * then count from lo). For equal rows, lo and n must be whole rows, and
  * the piece has its own count of them. */
 gs_sort_req gs_ooc_piece(const gs_sort_req *req, size_t lo, size_t n);
+/* Segments [first, first + count) of a request of segments (its offsets
+ * checked: the daemon's private copy) as a request of their own: their
+ * keys, and their offsets rebased to the piece, written to offs (count + 1
+ * of them, which the piece then points at). */
+gs_sort_req gs_ooc_seg_piece(const gs_sort_req *req, size_t first, size_t count,
+                             uint64_t *offs);
 
 /* Merge req's sorted pieces [bounds[i], bounds[i+1]) (i < npieces,
  * bounds[npieces] = n; argsort indices relative to their piece) into one

@@ -72,14 +72,9 @@ static int segs_in_pieces(const gs_algo *a, gs_sort_ctx *ctx, const gs_sort_req 
     size_t g = 0, npieces = 0;
     while (g < S && rc == 0) {
         const size_t first = g;
-        const uint64_t lo = o[g];
-        while (g < S && o[g + 1] - lo <= chunk_n)
+        while (g < S && o[g + 1] - o[first] <= chunk_n)
             g++;
-        for (size_t i = first; i <= g; i++)
-            po[i - first] = o[i] - lo;
-        gs_sort_req piece = gs_ooc_piece(req, (size_t)lo, (size_t)(o[g] - lo));
-        piece.shape.segments = g - first;
-        piece.offsets = po;
+        gs_sort_req piece = gs_ooc_seg_piece(req, first, g - first, po);
         gs_sort_stats cs;
         npieces++;
         rc = gs_sort_run(a, ctx, &piece, p, &cs, err);
