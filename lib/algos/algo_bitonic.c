@@ -292,7 +292,6 @@ static int bi_check(const gs_dev *dev, const gs_sort_req *req, const gs_params *
     const gs_dev_info *in = &dev->info;
     bi_run r;
     memset(&r, 0, sizeof r);
-    memcpy(r.v, v, sizeof v);
     if ((rc = plan_run(in, req, v, &r, err)))
         return rc;
     size_t ks = gs_dtype_size(req->shape.dtype), vs = gs_payload_size(req->shape.payload);
